@@ -1,0 +1,136 @@
+/*
+ * ops.c — the reference kernels (float32). Every CUDA kernel is checked against
+ * these; keep them simple and exact rather than clever.
+ */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "zz_kernels.h"
+
+void zz_cpu_embed_rows(const float *table, int64_t dim, const int32_t *ids, int64_t n, float *out) {
+  for (int64_t i = 0; i < n; i++)
+    memcpy(out + i * dim, table + (int64_t)ids[i] * dim, (size_t)dim * sizeof(float));
+}
+
+void zz_cpu_add_rows(float *x, int64_t dim, const float *table, const int32_t *ids, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    const float *row = table + (int64_t)ids[i] * dim;
+    float *xi = x + i * dim;
+    for (int64_t j = 0; j < dim; j++) xi[j] += row[j];
+  }
+}
+
+typedef struct zz_ln_job {
+  const float *x, *gamma, *beta;
+  float *y;
+  int64_t dim;
+  float eps;
+} zz_ln_job;
+
+static void zz_ln_row(void *arg, int64_t i) {
+  const zz_ln_job *j = arg;
+  const float *x = j->x + i * j->dim;
+  float *y = j->y + i * j->dim;
+  /* two passes in double: the mean is subtracted before squaring, as torch does */
+  double mean = 0;
+  for (int64_t k = 0; k < j->dim; k++) mean += x[k];
+  mean /= (double)j->dim;
+  double var = 0;
+  for (int64_t k = 0; k < j->dim; k++) {
+    double d = x[k] - mean;
+    var += d * d;
+  }
+  var /= (double)j->dim;
+  float rstd = (float)(1.0 / sqrt(var + j->eps));
+  float m = (float)mean;
+  for (int64_t k = 0; k < j->dim; k++) y[k] = (x[k] - m) * rstd * j->gamma[k] + j->beta[k];
+}
+
+void zz_cpu_layernorm(const float *x, int64_t n, int64_t dim, const float *gamma,
+                      const float *beta, float eps, float *y) {
+  zz_ln_job job = {x, gamma, beta, y, dim, eps};
+  zz_cpu_pool_run(zz_ln_row, &job, n);
+}
+
+void zz_cpu_linear(const float *x, int64_t n, int64_t in, const float *w, const float *b,
+                   int64_t out, float *y, int relu) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)out, (blasint)in,
+              1.0f, x, (blasint)in, w, (blasint)in, 0.0f, y, (blasint)out);
+  if (!b && !relu) return;
+  for (int64_t i = 0; i < n; i++) {
+    float *yi = y + i * out;
+    if (b)
+      for (int64_t j = 0; j < out; j++) yi[j] += b[j];
+    if (relu)
+      for (int64_t j = 0; j < out; j++) yi[j] = yi[j] > 0 ? yi[j] : 0;
+  }
+}
+
+void zz_cpu_add(const float *a, const float *b, int64_t n, float *y) {
+  for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+
+void zz_cpu_kv_append(const float *x, int64_t b, int64_t sq, int64_t h, float *cache,
+                      int64_t kv_stride, int64_t pos) {
+  for (int64_t i = 0; i < b; i++)
+    memcpy(cache + i * kv_stride + pos * h, x + i * sq * h, (size_t)(sq * h) * sizeof(float));
+}
+
+typedef struct zz_attn_job {
+  const float *q, *k, *v;
+  const int32_t *pad;
+  float *out, *scratch;
+  int64_t kv_stride, sq, t, q_start, heads, hd;
+} zz_attn_job;
+
+/* One (sequence, head) pair: every query row of that head, scores in scratch. */
+static void zz_attn_task(void *arg, int64_t task) {
+  const zz_attn_job *j = arg;
+  int64_t i = task / j->heads, hh = task % j->heads;
+  int64_t h = j->heads * j->hd;
+  float *scores = j->scratch + task * j->t;
+  const float scale = 1.0f / sqrtf((float)j->hd);
+  const float *kb = j->k + i * j->kv_stride + hh * j->hd;
+  const float *vb = j->v + i * j->kv_stride + hh * j->hd;
+  int64_t lo = j->pad[i] > 0 ? j->pad[i] : 0;
+  for (int64_t r = 0; r < j->sq; r++) {
+    const float *q = j->q + (i * j->sq + r) * h + hh * j->hd;
+    float *o = j->out + (i * j->sq + r) * h + hh * j->hd;
+    int64_t hi = j->q_start + r; /* last visible key */
+    if (hi >= j->t) hi = j->t - 1;
+    memset(o, 0, (size_t)j->hd * sizeof(float));
+    if (hi < lo) continue;
+    float mx = -INFINITY;
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      const float *kr = kb + kk * h;
+      float s = 0;
+      for (int64_t d = 0; d < j->hd; d++) s += q[d] * kr[d];
+      s *= scale;
+      scores[kk] = s;
+      if (s > mx) mx = s;
+    }
+    double sum = 0;
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      scores[kk] = expf(scores[kk] - mx);
+      sum += scores[kk];
+    }
+    float inv = (float)(1.0 / sum);
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      const float *vr = vb + kk * h;
+      float p = scores[kk] * inv;
+      for (int64_t d = 0; d < j->hd; d++) o[d] += p * vr[d];
+    }
+  }
+}
+
+void zz_cpu_attention(const float *q, const float *k, const float *v, int64_t kv_stride,
+                      int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
+                      int64_t hd, const int32_t *pad, float *out, float *scratch) {
+  zz_attn_job job = {q, k, v, pad, out, scratch, kv_stride, sq, t, q_start, heads, hd};
+  zz_cpu_pool_run(zz_attn_task, &job, b * heads);
+}
+
+size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t) {
+  return (size_t)(b * heads * t);
+}

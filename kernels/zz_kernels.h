@@ -1,0 +1,137 @@
+/*
+ * zz_kernels.h — the compute kernels of zigzag, one public header for both backends.
+ *
+ * kernels/cpu is the reference implementation (OpenBLAS sgemm + a small worker
+ * pool) working on float32; kernels/cuda computes the same functions on half
+ * precision storage with float32 accumulation (cuBLAS + CUDA kernels). Both take
+ * plain pointers and sizes: the kernels know nothing of tensors, tiers or models,
+ * so the runtime can call them on whatever buffer the schedule hands it.
+ *
+ * Layout conventions shared by every kernel:
+ *   - matrices are row major; a linear layer's weight is [out, in] as Hugging Face
+ *     stores it, so y = x · Wᵀ + b;
+ *   - activations of a batch are [b, s, h] (sequence-major inside a batch);
+ *   - a KV cache is [b, t_max, h] per layer for K and V; a kernel that reads it gets
+ *     the batch stride (elements between two sequences) explicitly;
+ *   - sequences are left padded: pad[i] is the number of padding slots at the start
+ *     of sequence i, which no query may attend to.
+ *
+ * Usage (CPU):
+ *     zz_cpu_pool_init(4);
+ *     zz_cpu_linear(x, n, in, w, b, out, y, 0);
+ *     zz_cpu_pool_free();
+ */
+#ifndef ZZ_KERNELS_H
+#define ZZ_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- dtypes */
+
+typedef enum zz_dtype {
+  ZZ_DTYPE_F32 = 0,
+  ZZ_DTYPE_F16,
+  ZZ_DTYPE_BF16,
+  ZZ_DTYPE_Q4, /* 4-bit, group-packed; size via zz_dtype_nbytes */
+  ZZ_DTYPE_COUNT
+} zz_dtype;
+
+/* "f32", "f16", "bf16", "q4". */
+const char *zz_dtype_name(zz_dtype dt);
+/* Bytes taken by n elements of dt (q4: packed nibbles plus per-group scales). */
+size_t zz_dtype_nbytes(zz_dtype dt, int64_t n);
+
+float zz_f16_to_f32(uint16_t h);
+uint16_t zz_f32_to_f16(float f); /* round to nearest even, overflow to inf */
+float zz_bf16_to_f32(uint16_t h);
+uint16_t zz_f32_to_bf16(float f); /* round to nearest even */
+
+/* dst[0..n) = src[0..n) converted; src_dt/dst_dt among f32, f16, bf16. */
+void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, int64_t n);
+
+/* ---------------------------------------------------------------- CPU pool */
+
+/* Worker threads for the CPU kernels (attention, element-wise ops). n <= 0 picks
+ * the number of online cores. GEMMs use OpenBLAS's own threads. */
+int zz_cpu_pool_init(int n_threads);
+void zz_cpu_pool_free(void);
+int zz_cpu_pool_size(void);
+/* Runs fn(arg, i) for i in [0, n_tasks) on the pool and waits for all of them. */
+void zz_cpu_pool_run(void (*fn)(void *arg, int64_t i), void *arg, int64_t n_tasks);
+
+/* ---------------------------------------------------------------- CPU kernels (f32) */
+
+/* out[i, :] = table[ids[i], :] for i < n; table is [rows, dim]. */
+void zz_cpu_embed_rows(const float *table, int64_t dim, const int32_t *ids, int64_t n, float *out);
+/* x[i, :] += table[ids[i], :] (learned positions). */
+void zz_cpu_add_rows(float *x, int64_t dim, const float *table, const int32_t *ids, int64_t n);
+/* y[n, dim] = layernorm(x) * gamma + beta, eps inside the sqrt. In place allowed. */
+void zz_cpu_layernorm(const float *x, int64_t n, int64_t dim, const float *gamma,
+                      const float *beta, float eps, float *y);
+/* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b[out] when b) (then ReLU when relu). */
+void zz_cpu_linear(const float *x, int64_t n, int64_t in, const float *w, const float *b,
+                   int64_t out, float *y, int relu);
+/* y[i] = a[i] + b[i]; y may alias a or b. */
+void zz_cpu_add(const float *a, const float *b, int64_t n, float *y);
+/* cache[i, pos + r, :] = x[i, r, :] for i < b, r < sq; the cache has batch stride
+ * kv_stride elements and rows of h elements. */
+void zz_cpu_kv_append(const float *x, int64_t b, int64_t sq, int64_t h, float *cache,
+                      int64_t kv_stride, int64_t pos);
+
+/*
+ * Multi-head attention of sq queries per sequence against t keys.
+ *   q   [b, sq, heads*hd]           (scaled inside by 1/sqrt(hd))
+ *   k,v [b, kv_stride/… ] : element (i, j, :) at k + i*kv_stride + j*heads*hd, j < t
+ *   out [b, sq, heads*hd]
+ *   pad [b] left padding slots of each sequence (keys j < pad[i] are masked)
+ * Query r of sequence i sits at key position q_start + r and sees keys
+ * pad[i] <= j <= q_start + r (causal). A query that sees no key gets zeros.
+ * scratch: zz_cpu_attention_scratch(b, heads, t) floats.
+ */
+void zz_cpu_attention(const float *q, const float *k, const float *v, int64_t kv_stride,
+                      int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
+                      int64_t hd, const int32_t *pad, float *out, float *scratch);
+size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t);
+
+/* ---------------------------------------------------------------- CUDA kernels (f16) */
+/*
+ * Same functions on the GPU: f16 storage ("h" = uint16_t bit patterns of IEEE
+ * half), f32 accumulation. Every function is asynchronous on `stream`
+ * (a cudaStream_t) and returns a cudaError_t as int (0 = success), checked by the
+ * caller; the GEMMs take a cublasHandle_t already bound to the stream and return a
+ * cublasStatus_t as int. Pointers are device pointers unless said otherwise.
+ * Compiled only when the CUDA toolkit is found (ZZ_HAVE_CUDA).
+ */
+int zz_cuda_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, int64_t n,
+                    void *stream);
+int zz_cuda_embed_rows(const uint16_t *table, int64_t dim, const int32_t *ids, int64_t n,
+                       uint16_t *out, void *stream);
+int zz_cuda_add_rows(uint16_t *x, int64_t dim, const uint16_t *table, const int32_t *ids,
+                     int64_t n, void *stream);
+int zz_cuda_layernorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *gamma,
+                      const uint16_t *beta, float eps, uint16_t *y, void *stream);
+/* Bias + ReLU are fused after the cuBLAS GEMM. */
+int zz_cuda_linear(void *cublas, const uint16_t *x, int64_t n, int64_t in, const uint16_t *w,
+                   const uint16_t *b, int64_t out, uint16_t *y, int relu, void *stream);
+int zz_cuda_add(const uint16_t *a, const uint16_t *b, int64_t n, uint16_t *y, void *stream);
+int zz_cuda_kv_append(const uint16_t *x, int64_t b, int64_t sq, int64_t h, uint16_t *cache,
+                      int64_t kv_stride, int64_t pos, void *stream);
+/* Same contract as zz_cpu_attention; pad is a device array. scratch: device
+ * memory of zz_cuda_attention_scratch(b, sq, t, heads) bytes. */
+int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                      int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
+                      int64_t heads, int64_t hd, const int32_t *pad, uint16_t *out,
+                      void *scratch, void *stream);
+size_t zz_cuda_attention_scratch(int64_t b, int64_t sq, int64_t t, int64_t heads);
+/* ids[i] = argmax of logits row i ([n, vocab] f16); ids is a device array. */
+int zz_cuda_argmax(const uint16_t *logits, int64_t n, int64_t vocab, int32_t *ids, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZZ_KERNELS_H */

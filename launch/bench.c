@@ -1,0 +1,117 @@
+/*
+ * bench.c — `zigzag bench`: throughput as FlexGen defines it, for b = gbs x num_gb
+ * prompts of length s and n new tokens each (EOS ignored, so every sequence runs
+ * n steps): prefill b*s/t_prefill, decode b*(n-1)/t_decode, total b*n/(t_prefill +
+ * t_decode). Weights are loaded, and a short warm-up block run, before the clock
+ * starts.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "zz_launch.h"
+
+int zz_cmd_bench(const zz_opts *o) {
+  zz_config cfg;
+  zz_model model = {0};
+  zz_checkpoint *ck = NULL;
+  zz_device *dev = NULL;
+  zz_engine *eng = NULL;
+  int32_t **ids = NULL;
+  int64_t *lens = NULL, b = 0;
+  zz_result res = {0}, warm = {0};
+  zz_status st;
+  int rc = 1;
+  ZZ_CHECK_GOTO(zz_config_resolve(o->model, &cfg), st, fail);
+  ZZ_CHECK_GOTO(zz_model_init(&cfg, &model), st, fail);
+  struct stat sb;
+  bool is_dir = stat(o->model, &sb) == 0 && S_ISDIR(sb.st_mode);
+  if (!o->dummy) {
+    if (!is_dir) {
+      st = zz_error(ZZ_ERR_INVALID_ARG, "bench --model %s: a preset needs --dummy", o->model);
+      goto fail;
+    }
+    ZZ_CHECK_GOTO(zz_checkpoint_open(o->model, &ck), st, fail);
+  }
+  zz_policy pol;
+  ZZ_CHECK_GOTO(zz_opts_policy(o, &pol), st, fail);
+  zz_shape shape = {.prompt_len = o->prompt_len, .gen_len = o->gen_len};
+  if (o->gen_len < 2) {
+    st = zz_error(ZZ_ERR_INVALID_ARG, "bench: --gen-len must be at least 2 (decode throughput needs a decode step)");
+    goto fail;
+  }
+  ZZ_CHECK_GOTO(zz_opts_device(o, &dev), st, fail);
+  double t_load = zz_now();
+  ZZ_CHECK_GOTO(zz_engine_create(dev, &model, ck, &pol, &shape, &eng), st, fail);
+  t_load = zz_now() - t_load;
+
+  b = (int64_t)pol.gpu_batch_size * pol.num_gpu_batches;
+  ids = calloc((size_t)b, sizeof *ids);
+  lens = calloc((size_t)b, sizeof *lens);
+  if (!ids || !lens) {
+    st = zz_error(ZZ_ERR_NO_MEMORY, "bench: out of memory");
+    goto fail;
+  }
+  zz_rng rng;
+  zz_rng_seed(&rng, 1234, 0);
+  for (int64_t i = 0; i < b; i++) {
+    ids[i] = malloc((size_t)o->prompt_len * sizeof **ids);
+    if (!ids[i]) {
+      st = zz_error(ZZ_ERR_NO_MEMORY, "bench: out of memory");
+      goto fail;
+    }
+    lens[i] = o->prompt_len;
+    ids[i][0] = cfg.bos;
+    for (int64_t j = 1; j < o->prompt_len; j++) ids[i][j] = 4 + (int32_t)(zz_rng_next(&rng) % (uint64_t)(cfg.vocab_size - 4));
+  }
+  zz_request req = {.n = b, .ids = (const int32_t *const *)ids, .lens = lens, .max_new_tokens = o->gen_len, .ignore_eos = true};
+  int64_t warm_len = 1;
+  zz_request wreq = {.n = 1, .ids = (const int32_t *const *)ids, .lens = &warm_len, .max_new_tokens = 2, .ignore_eos = true};
+  ZZ_CHECK_GOTO(zz_engine_generate(eng, &wreq, &warm), st, fail);
+  zz_result_free(&warm, 1);
+  ZZ_CHECK_GOTO(zz_engine_generate(eng, &req, &res), st, fail);
+
+  double s = (double)o->prompt_len, n = (double)o->gen_len, bb = (double)b;
+  double prefill = bb * s / res.prefill_s, decode = bb * (n - 1) / res.decode_s;
+  double total = bb * n / (res.prefill_s + res.decode_s);
+  size_t peak[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT], tier[ZZ_TIER_COUNT] = {0};
+  zz_engine_peaks(eng, peak);
+  for (int t = 0; t < ZZ_TIER_COUNT; t++)
+    for (int p = 0; p < ZZ_PURPOSE_COUNT; p++) tier[t] += peak[t][p];
+  char pbuf[256];
+  zz_policy_str(&pol, pbuf, sizeof pbuf);
+  if (o->json) {
+    printf("{\"model\": \"%s\", \"device\": \"%s\", \"prompt_len\": %d, \"gen_len\": %d, \"batch\": %lld, "
+           "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"total_tok_s\": %.3f, "
+           "\"prefill_s\": %.4f, \"decode_s\": %.4f, \"load_s\": %.3f, "
+           "\"peak_bytes\": {\"gpu\": %zu, \"cpu\": %zu, \"disk\": %zu}, \"policy\": \"%s\", \"warmup\": \"excluded\"}\n",
+           cfg.name, dev->ops->name, o->prompt_len, o->gen_len, (long long)b, prefill, decode, total, res.prefill_s,
+           res.decode_s, t_load, tier[ZZ_TIER_GPU], tier[ZZ_TIER_CPU], tier[ZZ_TIER_DISK], pbuf);
+  } else {
+    char a[32], c2[32], d[32];
+    printf("zigzag bench: %s on %s, %lld prompts x %d tokens, %d new tokens each (warm-up excluded, weights loaded in %.1f s)\n",
+           cfg.name, dev->ops->name, (long long)b, o->prompt_len, o->gen_len, t_load);
+    printf("  policy     %s\n", pbuf);
+    printf("  prefill    %10.1f tok/s  (%.3f s)\n", prefill, res.prefill_s);
+    printf("  decode     %10.1f tok/s  (%.3f s)\n", decode, res.decode_s);
+    printf("  total      %10.1f tok/s\n", total);
+    printf("  peak mem   gpu/device %s, cpu %s, disk %s\n", zz_format_bytes(tier[ZZ_TIER_GPU], a, sizeof a),
+           zz_format_bytes(tier[ZZ_TIER_CPU], c2, sizeof c2), zz_format_bytes(tier[ZZ_TIER_DISK], d, sizeof d));
+  }
+  rc = 0;
+  goto done;
+fail:
+  fprintf(stderr, "zigzag: %s: %s\n", zz_status_str(st), zz_error_message());
+  rc = st == ZZ_ERR_INVALID_ARG ? 2 : 1;
+done:
+  zz_result_free(&res, b);
+  if (ids)
+    for (int64_t i = 0; i < b; i++) free(ids[i]);
+  free(ids);
+  free(lens);
+  zz_engine_destroy(eng);
+  zz_device_destroy(dev);
+  zz_checkpoint_close(ck);
+  zz_model_free(&model);
+  return rc;
+}

@@ -1,0 +1,275 @@
+/*
+ * main.c — the zigzag command line: defaults, parse, init, run, free.
+ *
+ *   zigzag generate --model DIR|PRESET [--dummy] --prompts FILE|- --out FILE|- --max-new-tokens N
+ *   zigzag tokenize --model DIR TEXT
+ *   zigzag bench    --model PRESET --dummy --prompt-len S --gen-len N [--json]
+ *   zigzag --help
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "zz_launch.h"
+#include "zz_runtime.h"
+
+/* ---------------------------------------------------------------- generate */
+
+typedef struct zz_block {
+  zz_prompt *prompts;
+  int32_t **ids;
+  int64_t *lens;
+  uint64_t *streams;
+  int64_t n;
+} zz_block;
+
+static void zz_block_clear(zz_block *b) {
+  for (int64_t i = 0; i < b->n; i++) {
+    zz_prompt_free(&b->prompts[i]);
+    free(b->ids[i]);
+  }
+  b->n = 0;
+}
+
+/* Token ids of one prompt: text is tokenized with BOS first (as OPT's tokenizer
+ * does); input_ids are taken as given. */
+static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const zz_config *cfg,
+                               const zz_prompt *p, int32_t **ids_out, int64_t *n_out) {
+  if (p->ids) {
+    int32_t *ids = malloc((size_t)p->n_ids * sizeof *ids);
+    if (!ids) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+    memcpy(ids, p->ids, (size_t)p->n_ids * sizeof *ids);
+    *ids_out = ids;
+    *n_out = p->n_ids;
+  } else {
+    if (!tok)
+      return zz_error(ZZ_ERR_INVALID_ARG,
+                      "%s:%lld: a text prompt needs a tokenizer (vocab.json + merges.txt in --model), "
+                      "or give \"input_ids\"", o->prompts, (long long)p->line);
+    int32_t *raw = NULL;
+    int64_t n = 0;
+    zz_status st = zz_tokenizer_encode(tok, p->text, strlen(p->text), &raw, &n);
+    if (st != ZZ_OK)
+      return zz_error(st, "%s:%lld: %s", o->prompts, (long long)p->line, zz_error_message());
+    int32_t *ids = malloc((size_t)(n + 1) * sizeof *ids);
+    if (!ids) {
+      free(raw);
+      return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+    }
+    ids[0] = cfg->bos;
+    memcpy(ids + 1, raw, (size_t)n * sizeof *ids);
+    free(raw);
+    *ids_out = ids;
+    *n_out = n + 1;
+  }
+  for (int64_t i = 0; i < *n_out; i++)
+    if ((*ids_out)[i] >= cfg->vocab_size) {
+      free(*ids_out);
+      return zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: token id %d is outside the vocabulary (%lld)",
+                      o->prompts, (long long)p->line, (*ids_out)[i], (long long)cfg->vocab_size);
+    }
+  if (*n_out > o->max_prompt_len) {
+    free(*ids_out);
+    return zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: prompt has %lld tokens, more than --max-prompt-len %d",
+                    o->prompts, (long long)p->line, (long long)*n_out, o->max_prompt_len);
+  }
+  return ZZ_OK;
+}
+
+/* One output line: {"id": ..., "output_ids": [...], "text": "..."}. */
+static zz_status zz_write_result(FILE *out, const char *outpath, const zz_tokenizer *tok,
+                                 const zz_prompt *p, const int32_t *toks, int64_t n) {
+  json_t *o = json_object();
+  json_t *id = json_loads(p->id, JSON_DECODE_ANY, NULL);
+  json_object_set_new(o, "id", id ? id : json_string(p->id));
+  json_t *arr = json_array();
+  for (int64_t i = 0; i < n; i++) json_array_append_new(arr, json_integer(toks[i]));
+  json_object_set_new(o, "output_ids", arr);
+  if (tok) {
+    /* ids past the tokenizer (padding rows of the embedding) have no text */
+    int32_t *known = malloc((size_t)(n ? n : 1) * sizeof *known);
+    int64_t m = 0;
+    for (int64_t i = 0; known && i < n; i++)
+      if (toks[i] < zz_tokenizer_vocab_size(tok)) known[m++] = toks[i];
+    char *text = NULL;
+    size_t len = 0;
+    if (known && zz_tokenizer_decode(tok, known, m, &text, &len) == ZZ_OK)
+      json_object_set_new(o, "text", json_stringn(text, len));
+    free(text);
+    free(known);
+  }
+  char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+  json_decref(o);
+  if (!line) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  int bad = fprintf(out, "%s\n", line) < 0;
+  free(line);
+  if (bad) return zz_error(ZZ_ERR_IO, "%s: write failed: %s", outpath, strerror(errno));
+  return ZZ_OK;
+}
+
+static int zz_cmd_generate(const zz_opts *opts) {
+  zz_opts oo = *opts, *o = &oo;
+  zz_config cfg;
+  zz_model model = {0};
+  zz_checkpoint *ck = NULL;
+  zz_tokenizer *tok = NULL;
+  zz_device *dev = NULL;
+  zz_engine *eng = NULL;
+  zz_prompt_reader *rd = NULL;
+  zz_resume_set *done_ids = NULL;
+  FILE *out = NULL;
+  zz_block blk = {0};
+  zz_progress prog;
+  zz_status st;
+  int rc = 1;
+
+  if (!o->prompts || !o->out) {
+    fprintf(stderr, "zigzag generate: --prompts and --out are required (see zigzag --help)\n");
+    return 2;
+  }
+  ZZ_CHECK_GOTO(zz_config_resolve(o->model, &cfg), st, fail);
+  ZZ_CHECK_GOTO(zz_model_init(&cfg, &model), st, fail);
+  if (!o->max_prompt_len) o->max_prompt_len = (int)(cfg.max_pos - o->max_new_tokens);
+  if (o->max_prompt_len < 1 || o->max_prompt_len + o->max_new_tokens > cfg.max_pos) {
+    st = zz_error(ZZ_ERR_INVALID_ARG, "--max-prompt-len %d + --max-new-tokens %d exceed the model's %lld positions",
+                  o->max_prompt_len, o->max_new_tokens, (long long)cfg.max_pos);
+    goto fail;
+  }
+  struct stat sb;
+  bool is_dir = stat(o->model, &sb) == 0 && S_ISDIR(sb.st_mode);
+  if (is_dir && !o->dummy) ZZ_CHECK_GOTO(zz_checkpoint_open(o->model, &ck), st, fail);
+  if (!is_dir && !o->dummy) {
+    st = zz_error(ZZ_ERR_INVALID_ARG, "--model %s is a preset: add --dummy for random weights, or give a directory", o->model);
+    goto fail;
+  }
+  if (is_dir) {
+    char vocab[4096];
+    snprintf(vocab, sizeof vocab, "%s/vocab.json", o->model);
+    if (access(vocab, R_OK) == 0) ZZ_CHECK_GOTO(zz_tokenizer_load(o->model, &tok), st, fail);
+  }
+  zz_policy pol;
+  zz_shape shape = {.prompt_len = o->max_prompt_len, .gen_len = o->max_new_tokens};
+  ZZ_CHECK_GOTO(zz_opts_policy(o, &pol), st, fail);
+  ZZ_CHECK_GOTO(zz_opts_device(o, &dev), st, fail);
+  ZZ_CHECK_GOTO(zz_engine_create(dev, &model, ck, &pol, &shape, &eng), st, fail);
+
+  int64_t bls = (int64_t)pol.gpu_batch_size * pol.num_gpu_batches;
+  ZZ_CHECK_GOTO(zz_resume_open(o->out, o->resume, &done_ids, &out), st, fail);
+  ZZ_CHECK_GOTO(zz_prompt_reader_open(o->prompts, &rd), st, fail);
+  blk.prompts = calloc((size_t)bls, sizeof *blk.prompts);
+  blk.ids = calloc((size_t)bls, sizeof *blk.ids);
+  blk.lens = calloc((size_t)bls, sizeof *blk.lens);
+  blk.streams = calloc((size_t)bls, sizeof *blk.streams);
+  if (!blk.prompts || !blk.ids || !blk.lens || !blk.streams) {
+    st = zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+    goto fail;
+  }
+  zz_progress_start(&prog, o, zz_count_lines(o->prompts));
+  prog.skipped = 0;
+  bool more = true;
+  int64_t index = 0; /* prompt number in the file: the sampling stream */
+  while (more) {
+    /* gather one block of prompts not yet in the output */
+    while (blk.n < bls) {
+      zz_prompt p;
+      ZZ_CHECK_GOTO(zz_prompt_reader_next(rd, &p, &more), st, fail);
+      if (!more) break;
+      uint64_t stream = (uint64_t)index++;
+      if (zz_resume_has(done_ids, p.id)) {
+        prog.skipped++;
+        zz_prompt_free(&p);
+        continue;
+      }
+      int64_t k = blk.n;
+      blk.prompts[k] = p;
+      blk.streams[k] = stream;
+      blk.ids[k] = NULL;
+      blk.n++;
+      ZZ_CHECK_GOTO(zz_prompt_ids(o, tok, &cfg, &blk.prompts[k], &blk.ids[k], &blk.lens[k]), st, fail);
+    }
+    if (blk.n == 0) break;
+    zz_request req = {
+        .n = blk.n, .ids = (const int32_t *const *)blk.ids, .lens = blk.lens, .streams = blk.streams,
+        .max_new_tokens = o->max_new_tokens,
+        .sampling = {.temperature = o->temperature, .top_k = o->top_k, .top_p = o->top_p, .seed = o->seed},
+    };
+    zz_result res;
+    ZZ_CHECK_GOTO(zz_engine_generate(eng, &req, &res), st, fail);
+    int64_t new_tokens = 0;
+    for (int64_t i = 0; i < blk.n && st == ZZ_OK; i++) {
+      st = zz_write_result(out, o->out, tok, &blk.prompts[i], res.tokens[i], res.n_tokens[i]);
+      new_tokens += res.n_tokens[i];
+    }
+    zz_result_free(&res, blk.n);
+    if (st != ZZ_OK) goto fail;
+    /* a finished block is never lost: flushed and synced before the next starts */
+    ZZ_CHECK_GOTO(zz_output_commit(out, o->out), st, fail);
+    zz_progress_update(&prog, blk.n, new_tokens);
+    zz_block_clear(&blk);
+  }
+  zz_progress_finish(&prog);
+  rc = 0;
+  goto done;
+fail:
+  fprintf(stderr, "zigzag: %s: %s\n", zz_status_str(st), zz_error_message());
+  rc = st == ZZ_ERR_INVALID_ARG ? 2 : 1;
+done:
+  zz_block_clear(&blk);
+  free(blk.prompts);
+  free(blk.ids);
+  free(blk.lens);
+  free(blk.streams);
+  zz_prompt_reader_close(rd);
+  if (out && out != stdout) fclose(out);
+  zz_resume_free(done_ids);
+  zz_engine_destroy(eng);
+  zz_device_destroy(dev);
+  zz_tokenizer_free(tok);
+  zz_checkpoint_close(ck);
+  zz_model_free(&model);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- tokenize */
+
+static int zz_cmd_tokenize(const zz_opts *o) {
+  zz_tokenizer *tok = NULL;
+  if (!o->text) {
+    fprintf(stderr, "zigzag tokenize: give the text to tokenize (zigzag tokenize --model DIR \"text\")\n");
+    return 2;
+  }
+  zz_status st = zz_tokenizer_load(o->model, &tok);
+  if (st != ZZ_OK) {
+    fprintf(stderr, "zigzag: %s\n", zz_error_message());
+    return 1;
+  }
+  int32_t *ids = NULL;
+  int64_t n = 0;
+  st = zz_tokenizer_encode(tok, o->text, strlen(o->text), &ids, &n);
+  if (st == ZZ_OK) {
+    for (int64_t i = 0; i < n; i++) printf("%s%d", i ? " " : "", ids[i]);
+    printf("\n");
+  } else {
+    fprintf(stderr, "zigzag: %s\n", zz_error_message());
+  }
+  free(ids);
+  zz_tokenizer_free(tok);
+  return st == ZZ_OK ? 0 : 1;
+}
+
+/* ---------------------------------------------------------------- main */
+
+int main(int argc, char **argv) {
+  zz_opts o;
+  zz_opts_defaults(&o);
+  int r = zz_opts_parse(argc, argv, &o);
+  if (r != 0) return r < 0 ? 0 : r; /* -1: --help was printed */
+  if (strcmp(o.command, "generate") == 0) return zz_cmd_generate(&o);
+  if (strcmp(o.command, "tokenize") == 0) return zz_cmd_tokenize(&o);
+  if (strcmp(o.command, "bench") == 0) return zz_cmd_bench(&o);
+  fprintf(stderr, "zigzag: unknown command '%s' (generate, tokenize, bench; see zigzag --help)\n", o.command);
+  return 2;
+}

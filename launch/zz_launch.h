@@ -1,0 +1,67 @@
+/*
+ * zz_launch.h — the command line of zigzag: the options table (every option and
+ * tunable with its environment variable, default and meaning, printed by
+ * `zigzag --help`), the job-file bookkeeping of `generate` (--resume, the
+ * progress line, committing each finished block) and `bench`.
+ *
+ * Usage:
+ *     zz_opts o;  zz_opts_defaults(&o);
+ *     if (zz_opts_parse(argc, argv, &o) == 0) ... o.command ...
+ */
+#ifndef ZZ_LAUNCH_H
+#define ZZ_LAUNCH_H
+
+#include "zz_runtime.h"
+
+typedef struct zz_opts {
+  const char *command; /* generate, tokenize, bench */
+  const char *model;
+  bool dummy;
+  const char *prompts, *out;
+  int max_new_tokens;
+  int max_prompt_len; /* 0: the model's positions minus max_new_tokens */
+  float temperature, top_p;
+  int top_k;
+  long long seed;
+  int prompt_len, gen_len; /* bench */
+  bool json;
+  int gpu_batch_size, num_gpu_batches;
+  const char *policy;
+  const char *device; /* auto, cpu, cuda */
+  const char *gpu_mem;
+  int threads;
+  bool resume, progress, no_progress;
+  const char *text; /* tokenize's argument */
+} zz_opts;
+
+void zz_opts_defaults(zz_opts *o);
+/* 0: parsed; -1: --help printed; >0: exit code after an error message. */
+int zz_opts_parse(int argc, char **argv, zz_opts *o);
+void zz_opts_help(FILE *f);
+zz_status zz_opts_policy(const zz_opts *o, zz_policy *out);
+zz_status zz_opts_device(const zz_opts *o, zz_device **out);
+
+/* ids already present in an output file, for --resume */
+typedef struct zz_resume_set zz_resume_set;
+/* Opens the output: with resume, reads the ids it holds (dropping a torn last
+ * line) and appends; without, truncates. "-" is stdout. */
+zz_status zz_resume_open(const char *path, bool resume, zz_resume_set **set_out, FILE **out);
+bool zz_resume_has(const zz_resume_set *s, const char *id_json);
+void zz_resume_free(zz_resume_set *s);
+/* Flushes and syncs a finished block's lines. */
+zz_status zz_output_commit(FILE *out, const char *path);
+/* Non-empty lines of a regular file, or -1 (stdin, pipes). */
+int64_t zz_count_lines(const char *path);
+
+typedef struct zz_progress {
+  bool on;
+  int64_t total, done, skipped, tokens;
+  double t0, last;
+} zz_progress;
+void zz_progress_start(zz_progress *p, const zz_opts *o, int64_t total);
+void zz_progress_update(zz_progress *p, int64_t seqs, int64_t tokens);
+void zz_progress_finish(zz_progress *p);
+
+int zz_cmd_bench(const zz_opts *o);
+
+#endif

@@ -1,0 +1,216 @@
+/*
+ * device_cpu.c — the CPU device: the reference implementation of zz_device.
+ *
+ * Its "device memory" is host memory counted against its own capacity, separate
+ * from the CPU tier, so the GPU ⇄ CPU ⇄ disk paths of the schedule all run on a
+ * machine without a GPU. Compute dtype is f32; upload/download convert to and
+ * from the storage dtype. Copies complete before returning, so sync has nothing
+ * to wait for.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zz_runtime.h"
+
+typedef struct zz_cpu_dev {
+  size_t used; /* bytes allocated through alloc() */
+} zz_cpu_dev;
+
+/* Each allocation carries its size in front so free() can give the bytes back. */
+#define ZZ_CPU_HDR 64
+
+static zz_status zz_cpu_alloc(zz_device *dev, size_t bytes, void **out) {
+  zz_cpu_dev *c = dev->impl;
+  if (bytes > dev->capacity - c->used) {
+    char a[32], b[32];
+    return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: %s wanted, %s of its capacity left",
+                    zz_format_bytes(bytes, a, sizeof a),
+                    zz_format_bytes(dev->capacity - c->used, b, sizeof b));
+  }
+  char *p = NULL;
+  if (posix_memalign((void **)&p, ZZ_CPU_HDR, bytes + ZZ_CPU_HDR) != 0) {
+    char a[32];
+    return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: allocating %s failed",
+                    zz_format_bytes(bytes, a, sizeof a));
+  }
+  memcpy(p, &bytes, sizeof bytes);
+  c->used += bytes;
+  *out = p + ZZ_CPU_HDR;
+  return ZZ_OK;
+}
+
+static void zz_cpu_free(zz_device *dev, void *ptr) {
+  if (!ptr) return;
+  zz_cpu_dev *c = dev->impl;
+  char *p = (char *)ptr - ZZ_CPU_HDR;
+  size_t bytes;
+  memcpy(&bytes, p, sizeof bytes);
+  c->used -= bytes;
+  free(p);
+}
+
+static zz_status zz_cpu_host_alloc(zz_device *dev, size_t bytes, void **out) {
+  (void)dev;
+  void *p = NULL;
+  if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0) {
+    char a[32];
+    return zz_error(ZZ_ERR_NO_MEMORY, "host memory: allocating %s failed",
+                    zz_format_bytes(bytes, a, sizeof a));
+  }
+  *out = p;
+  return ZZ_OK;
+}
+
+static void zz_cpu_host_free(zz_device *dev, void *ptr) {
+  (void)dev;
+  free(ptr);
+}
+
+static zz_status zz_cpu_write(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                              size_t bytes) {
+  (void)dev, (void)lane;
+  memcpy(dst, src, bytes);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_upload(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                               zz_dtype src_dt, int64_t n) {
+  (void)dev, (void)lane;
+  zz_convert(src_dt, src, ZZ_DTYPE_F32, dst, n);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_download(zz_device *dev, zz_lane lane, void *dst, zz_dtype dst_dt,
+                                 const void *src, int64_t n) {
+  (void)dev, (void)lane;
+  zz_convert(ZZ_DTYPE_F32, src, dst_dt, dst, n);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_sync(zz_device *dev, zz_lane lane) {
+  (void)dev, (void)lane;
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_embed(zz_device *dev, const void *table, int64_t dim, const int32_t *ids,
+                              int64_t n, void *out) {
+  (void)dev;
+  zz_cpu_embed_rows(table, dim, ids, n, out);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_addrows(zz_device *dev, void *x, int64_t dim, const void *table,
+                                const int32_t *ids, int64_t n) {
+  (void)dev;
+  zz_cpu_add_rows(x, dim, table, ids, n);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_ln(zz_device *dev, const void *x, int64_t n, int64_t dim,
+                           const void *gamma, const void *beta, float eps, void *y) {
+  (void)dev;
+  zz_cpu_layernorm(x, n, dim, gamma, beta, eps, y);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_lin(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w,
+                            const void *b, int64_t out, void *y, int relu) {
+  (void)dev;
+  zz_cpu_linear(x, n, in, w, b, out, y, relu);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_addv(zz_device *dev, const void *a, const void *b, int64_t n, void *y) {
+  (void)dev;
+  zz_cpu_add(a, b, n, y);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t h,
+                               void *cache, int64_t kv_stride, int64_t pos) {
+  (void)dev;
+  zz_cpu_kv_append(x, b, sq, h, cache, kv_stride, pos);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_attn(zz_device *dev, const void *q, const void *k, const void *v,
+                             int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
+                             int64_t heads, int64_t hd, const int32_t *pad, void *out,
+                             void *scratch) {
+  (void)dev;
+  zz_cpu_attention(q, k, v, kv_stride, b, sq, t, q_start, heads, hd, pad, out, scratch);
+  return ZZ_OK;
+}
+
+static size_t zz_cpu_attn_scratch(zz_device *dev, int64_t b, int64_t sq, int64_t t,
+                                  int64_t heads) {
+  (void)dev, (void)sq;
+  return zz_cpu_attention_scratch(b, heads, t) * sizeof(float);
+}
+
+static void zz_cpu_destroy(zz_device *dev) { free(dev->impl); }
+
+static const zz_device_ops zz_cpu_ops = {
+    .name = "cpu",
+    .compute_dtype = ZZ_DTYPE_F32,
+    .destroy = zz_cpu_destroy,
+    .alloc = zz_cpu_alloc,
+    .free = zz_cpu_free,
+    .host_alloc = zz_cpu_host_alloc,
+    .host_free = zz_cpu_host_free,
+    .write = zz_cpu_write,
+    .read = zz_cpu_write, /* both directions are a memcpy */
+    .upload = zz_cpu_upload,
+    .download = zz_cpu_download,
+    .sync = zz_cpu_sync,
+    .embed_rows = zz_cpu_embed,
+    .add_rows = zz_cpu_addrows,
+    .layernorm = zz_cpu_ln,
+    .linear = zz_cpu_lin,
+    .add = zz_cpu_addv,
+    .kv_append = zz_cpu_append,
+    .attention = zz_cpu_attn,
+    .attention_scratch = zz_cpu_attn_scratch,
+};
+
+static size_t zz_cpu_physical_bytes(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? (size_t)pages * (size_t)size : (size_t)1 << 34;
+}
+
+zz_status zz_device_create_cpu(size_t capacity, int threads, zz_device **out) {
+  zz_device *dev = calloc(1, sizeof *dev);
+  zz_cpu_dev *c = calloc(1, sizeof *c);
+  if (!dev || !c) {
+    free(dev);
+    free(c);
+    return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: out of memory");
+  }
+  if (zz_cpu_pool_init(threads) != 0) {
+    free(dev);
+    free(c);
+    return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: cannot start worker threads");
+  }
+  dev->ops = &zz_cpu_ops;
+  dev->impl = c;
+  dev->capacity = capacity ? capacity : zz_cpu_physical_bytes();
+  *out = dev;
+  return ZZ_OK;
+}
+
+zz_status zz_device_create_best(size_t capacity, int threads, zz_device **out) {
+  static int said;
+  if (zz_device_create_cuda(0, capacity, out) == ZZ_OK) return ZZ_OK;
+  if (!said) {
+    fprintf(stderr, "zigzag: no usable GPU (%s); computing on the CPU\n", zz_error_message());
+    said = 1;
+  }
+  return zz_device_create_cpu(capacity, threads, out);
+}
+
+void zz_device_destroy(zz_device *dev) {
+  if (!dev) return;
+  if (dev->ops && dev->ops->destroy) dev->ops->destroy(dev);
+  free(dev);
+}

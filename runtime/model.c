@@ -1,0 +1,46 @@
+/*
+ * model.c — the layer list of a model, built by its architecture's table. The
+ * engine, the planner and the pipeline see only layers, weight specs and sizes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "zz_runtime.h"
+#include "arch_impl.h"
+
+static const zz_arch *const zz_archs[] = {&zz_arch_opt};
+
+zz_status zz_model_init(const zz_config *cfg, zz_model *out) {
+  const zz_arch *arch = NULL;
+  for (size_t i = 0; i < sizeof zz_archs / sizeof zz_archs[0]; i++)
+    if (strcmp(zz_archs[i]->model_type, cfg->model_type) == 0) arch = zz_archs[i];
+  if (!arch)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "model type \"%s\" has no architecture", cfg->model_type);
+  zz_model m = {.cfg = *cfg, .arch = arch};
+  ZZ_CHECK(arch->build(&m));
+  for (int i = 0; i < m.n_layers; i++) {
+    zz_layer *l = &m.layers[i];
+    l->weight_numel = 0;
+    for (int k = 0; k < l->n_weights; k++) {
+      const zz_weight_spec *w = &l->weights[k];
+      int64_t n = w->ndim ? 1 : 0;
+      for (int d = 0; d < w->ndim; d++) n *= w->shape[d];
+      l->weight_numel += n;
+    }
+  }
+  *out = m;
+  return ZZ_OK;
+}
+
+void zz_model_free(zz_model *m) {
+  if (!m) return;
+  free(m->layers);
+  m->layers = NULL;
+  m->n_layers = 0;
+}
+
+int64_t zz_model_numel(const zz_model *m) {
+  int64_t n = 0;
+  for (int i = 0; i < m->n_layers; i++) n += m->layers[i].weight_numel;
+  return n;
+}

@@ -1,0 +1,113 @@
+/*
+ * policy.c — FlexGen's policy: GPU batch size, number of GPU batches, the
+ * percentages of weights, KV cache and activations on the GPU and the CPU (disk
+ * takes the rest), overlap, CPU attention, compression and sparsity. One line of
+ * text prints and parses it, so a plan can be copied into --policy.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "zz_runtime.h"
+
+void zz_policy_default(zz_policy *p) {
+  *p = (zz_policy){
+      .gpu_batch_size = 8,
+      .num_gpu_batches = 1,
+      .w_gpu = 100, .c_gpu = 100, .a_gpu = 100,
+      .overlap = true,
+      .attn_sparsity = 1.0,
+  };
+}
+
+const char *zz_policy_str(const zz_policy *p, char *buf, size_t len) {
+  snprintf(buf, len,
+           "gbs=%d num_gb=%d w=%g,%g c=%g,%g a=%g,%g overlap=%d cpu_attn=%d cw=%d cc=%d sparsity=%g",
+           p->gpu_batch_size, p->num_gpu_batches, p->w_gpu, p->w_cpu, p->c_gpu, p->c_cpu, p->a_gpu,
+           p->a_cpu, p->overlap, p->cpu_attention, p->compress_weight, p->compress_cache, p->attn_sparsity);
+  return buf;
+}
+
+zz_status zz_policy_check(const zz_policy *p) {
+  if (p->gpu_batch_size < 1 || p->num_gpu_batches < 1)
+    return zz_error(ZZ_ERR_INVALID_ARG, "policy: gpu batch size and number of gpu batches must be >= 1");
+  const double pairs[3][2] = {{p->w_gpu, p->w_cpu}, {p->c_gpu, p->c_cpu}, {p->a_gpu, p->a_cpu}};
+  static const char *const what[3] = {"weights", "cache", "activations"};
+  for (int i = 0; i < 3; i++)
+    if (pairs[i][0] < 0 || pairs[i][1] < 0 || pairs[i][0] + pairs[i][1] > 100 + 1e-9)
+      return zz_error(ZZ_ERR_INVALID_ARG,
+                      "policy: %s percentages %g (gpu) + %g (cpu) must be >= 0 and sum to at most 100",
+                      what[i], pairs[i][0], pairs[i][1]);
+  if (!(p->attn_sparsity > 0 && p->attn_sparsity <= 1))
+    return zz_error(ZZ_ERR_INVALID_ARG, "policy: attention sparsity %g must be in (0, 1]", p->attn_sparsity);
+  return ZZ_OK;
+}
+
+static zz_status zz_policy_pair(const char *key, const char *v, double *a, double *b) {
+  char *end;
+  *a = strtod(v, &end);
+  if (end == v || *end != ',') return zz_error(ZZ_ERR_INVALID_ARG, "policy: %s=%s: want GPU,CPU percentages", key, v);
+  const char *w = end + 1;
+  *b = strtod(w, &end);
+  if (end == w || (*end && *end != ' '))
+    return zz_error(ZZ_ERR_INVALID_ARG, "policy: %s=%s: want GPU,CPU percentages", key, v);
+  return ZZ_OK;
+}
+
+static zz_status zz_policy_int(const char *key, const char *v, long lo, long *out) {
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (end == v || (*end && *end != ' ') || x < lo)
+    return zz_error(ZZ_ERR_INVALID_ARG, "policy: %s=%s: want an integer >= %ld", key, v, lo);
+  *out = x;
+  return ZZ_OK;
+}
+
+zz_status zz_policy_parse(const char *text, zz_policy *out) {
+  zz_policy p;
+  zz_policy_default(&p);
+  char *copy = strdup(text ? text : "");
+  if (!copy) return zz_error(ZZ_ERR_NO_MEMORY, "policy: out of memory");
+  zz_status st = ZZ_OK;
+  char *save = NULL;
+  for (char *tok = strtok_r(copy, " \t\n", &save); tok && st == ZZ_OK; tok = strtok_r(NULL, " \t\n", &save)) {
+    char *eq = strchr(tok, '=');
+    if (!eq) {
+      st = zz_error(ZZ_ERR_INVALID_ARG, "policy: '%s' is not key=value", tok);
+      break;
+    }
+    *eq = '\0';
+    const char *k = tok, *v = eq + 1;
+    long x = 0;
+    if (strcmp(k, "gbs") == 0) {
+      if ((st = zz_policy_int(k, v, 1, &x)) == ZZ_OK) p.gpu_batch_size = (int)x;
+    } else if (strcmp(k, "num_gb") == 0) {
+      if ((st = zz_policy_int(k, v, 1, &x)) == ZZ_OK) p.num_gpu_batches = (int)x;
+    } else if (strcmp(k, "w") == 0) {
+      st = zz_policy_pair(k, v, &p.w_gpu, &p.w_cpu);
+    } else if (strcmp(k, "c") == 0) {
+      st = zz_policy_pair(k, v, &p.c_gpu, &p.c_cpu);
+    } else if (strcmp(k, "a") == 0) {
+      st = zz_policy_pair(k, v, &p.a_gpu, &p.a_cpu);
+    } else if (strcmp(k, "overlap") == 0 || strcmp(k, "cpu_attn") == 0 || strcmp(k, "cw") == 0 ||
+               strcmp(k, "cc") == 0) {
+      if ((st = zz_policy_int(k, v, 0, &x)) == ZZ_OK) {
+        if (x > 1) st = zz_error(ZZ_ERR_INVALID_ARG, "policy: %s=%s: want 0 or 1", k, v);
+        bool b = x != 0;
+        if (strcmp(k, "overlap") == 0) p.overlap = b;
+        else if (strcmp(k, "cpu_attn") == 0) p.cpu_attention = b;
+        else if (strcmp(k, "cw") == 0) p.compress_weight = b;
+        else p.compress_cache = b;
+      }
+    } else if (strcmp(k, "sparsity") == 0) {
+      char *end;
+      p.attn_sparsity = strtod(v, &end);
+      if (end == v || *end) st = zz_error(ZZ_ERR_INVALID_ARG, "policy: sparsity=%s: want a number", v);
+    } else {
+      st = zz_error(ZZ_ERR_INVALID_ARG, "policy: unknown key '%s'", k);
+    }
+  }
+  free(copy);
+  if (st == ZZ_OK) st = zz_policy_check(&p);
+  if (st == ZZ_OK) *out = p;
+  return st;
+}

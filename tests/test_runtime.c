@@ -1,0 +1,28 @@
+/*
+ * test_runtime.c — the CUnit runner of the runtime suites (kernels, loader,
+ * model against the Hugging Face golden outputs, tokenizer, sampler, policy, jobs).
+ * Returns non-zero when any assertion failed.
+ */
+#include <CUnit/Basic.h>
+#include <stdlib.h>
+
+#include "zz_tests.h"
+
+int main(void) {
+  setenv("OPENBLAS_NUM_THREADS", "1", 0);
+  if (CU_initialize_registry() != CUE_SUCCESS) return 2;
+  zz_test_kernels_register();
+  zz_test_loader_register();
+  zz_test_model_register();
+  zz_test_tokenizer_register();
+  zz_test_sampler_register();
+  zz_test_jobs_register();
+  CU_basic_set_mode(CU_BRM_VERBOSE);
+  CU_basic_run_tests();
+  unsigned failures = CU_get_number_of_failures();
+  unsigned asserts = CU_get_number_of_asserts();
+  unsigned tests = CU_get_number_of_tests_run(), failed_tests = CU_get_number_of_tests_failed();
+  CU_cleanup_registry();
+  printf("\n%u passed, %u failed (%u assertions)\n", tests - failed_tests, failed_tests, asserts);
+  return failures != 0;
+}

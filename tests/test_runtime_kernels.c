@@ -1,0 +1,202 @@
+/*
+ * test_runtime_kernels.c — the CPU reference kernels against naive loops, and
+ * the dtype conversions (every half value round-trips exactly).
+ */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zz_runtime.h"
+#include "zz_tests.h"
+
+static float zz_frand(zz_rng *r) { return (float)(zz_rng_uniform(r) * 2.0 - 1.0); }
+
+static float *zz_rand_vec(zz_rng *r, int64_t n) {
+  float *x = malloc((size_t)n * sizeof *x);
+  for (int64_t i = 0; i < n; i++) x[i] = zz_frand(r);
+  return x;
+}
+
+static double zz_max_rel(const float *a, const float *b, int64_t n) {
+  double mx = 1e-6, err = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (isnan(a[i]) || isnan(b[i])) return INFINITY;
+    if (fabs(b[i]) > mx) mx = fabs(b[i]);
+    if (fabs(a[i] - b[i]) > err) err = fabs(a[i] - b[i]);
+  }
+  return err / mx;
+}
+
+static void test_f16_roundtrip(void) {
+  int bad = 0;
+  for (uint32_t h = 0; h < 65536; h++) {
+    float f = zz_f16_to_f32((uint16_t)h);
+    if (isnan(f)) {
+      bad += !isnan(zz_f16_to_f32(zz_f32_to_f16(f)));
+      continue;
+    }
+    bad += zz_f32_to_f16(f) != h;
+  }
+  CU_ASSERT_EQUAL(bad, 0);
+  /* rounding: nearest, ties to even; overflow to infinity; tiny to subnormals */
+  CU_ASSERT_EQUAL(zz_f32_to_f16(1.0f), 0x3c00);
+  CU_ASSERT_EQUAL(zz_f32_to_f16(1.0f + 0x1p-11f), 0x3c00);      /* tie → even */
+  CU_ASSERT_EQUAL(zz_f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);  /* tie → even (up) */
+  CU_ASSERT_EQUAL(zz_f32_to_f16(65504.0f), 0x7bff);
+  CU_ASSERT_EQUAL(zz_f32_to_f16(70000.0f), 0x7c00);
+  CU_ASSERT_EQUAL(zz_f32_to_f16(-0x1p-24f), 0x8001);
+  CU_ASSERT_EQUAL(zz_f32_to_f16(0x1p-26f), 0x0000);
+  CU_ASSERT_DOUBLE_EQUAL(zz_f16_to_f32(0x3555), 0.333251953125, 1e-12);
+}
+
+static void test_bf16(void) {
+  CU_ASSERT_EQUAL(zz_f32_to_bf16(1.0f), 0x3f80);
+  CU_ASSERT_EQUAL(zz_bf16_to_f32(0x3f80), 1.0f);
+  CU_ASSERT_EQUAL(zz_f32_to_bf16(1.00390625f), 0x3f80); /* tie → even */
+  CU_ASSERT_EQUAL(zz_f32_to_bf16(1.01171875f), 0x3f82); /* tie → even (up) */
+  CU_ASSERT(isnan(zz_bf16_to_f32(zz_f32_to_bf16(NAN))));
+  float in[3] = {0.5f, -2.25f, 3.0f}, out[3];
+  uint16_t mid[3];
+  zz_convert(ZZ_DTYPE_F32, in, ZZ_DTYPE_BF16, mid, 3);
+  zz_convert(ZZ_DTYPE_BF16, mid, ZZ_DTYPE_F32, out, 3);
+  CU_ASSERT_EQUAL(memcmp(in, out, sizeof in), 0);
+  CU_ASSERT_EQUAL(zz_dtype_nbytes(ZZ_DTYPE_Q4, 64), 36);
+  CU_ASSERT_EQUAL(zz_dtype_nbytes(ZZ_DTYPE_Q4, 65), 72);
+}
+
+static void test_linear(void) {
+  zz_rng r;
+  zz_rng_seed(&r, 1, 0);
+  const int64_t shapes[][3] = {{1, 7, 5}, {3, 64, 33}, {17, 40, 96}};
+  for (size_t s = 0; s < 3; s++) {
+    int64_t n = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
+    float *x = zz_rand_vec(&r, n * in), *w = zz_rand_vec(&r, out * in), *b = zz_rand_vec(&r, out);
+    float *y = malloc((size_t)(n * out) * sizeof *y), *ref = malloc((size_t)(n * out) * sizeof *ref);
+    for (int relu = 0; relu < 2; relu++) {
+      zz_cpu_linear(x, n, in, w, relu ? b : NULL, out, y, relu);
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t o = 0; o < out; o++) {
+          double acc = relu ? b[o] : 0;
+          for (int64_t k = 0; k < in; k++) acc += (double)x[i * in + k] * w[o * in + k];
+          ref[i * out + o] = (float)(relu && acc < 0 ? 0 : acc);
+        }
+      CU_ASSERT(zz_max_rel(y, ref, n * out) < 1e-5);
+    }
+    free(x), free(w), free(b), free(y), free(ref);
+  }
+}
+
+static void test_layernorm(void) {
+  zz_rng r;
+  zz_rng_seed(&r, 2, 0);
+  int64_t n = 5, d = 37;
+  float *x = zz_rand_vec(&r, n * d), *g = zz_rand_vec(&r, d), *b = zz_rand_vec(&r, d);
+  float *y = malloc((size_t)(n * d) * sizeof *y), ref[5 * 37];
+  for (int64_t i = 0; i < n; i++) {
+    double m = 0, v = 0;
+    for (int64_t k = 0; k < d; k++) m += x[i * d + k];
+    m /= d;
+    for (int64_t k = 0; k < d; k++) v += (x[i * d + k] - m) * (x[i * d + k] - m);
+    v /= d;
+    for (int64_t k = 0; k < d; k++) ref[i * d + k] = (float)((x[i * d + k] - m) / sqrt(v + 1e-5) * g[k] + b[k]);
+  }
+  zz_cpu_layernorm(x, n, d, g, b, 1e-5f, y);
+  CU_ASSERT(zz_max_rel(y, ref, n * d) < 1e-5);
+  zz_cpu_layernorm(x, n, d, g, b, 1e-5f, x); /* in place */
+  CU_ASSERT(zz_max_rel(x, ref, n * d) < 1e-5);
+  free(x), free(g), free(b), free(y);
+}
+
+/* Naive attention with an explicit mask matrix, the contract of zz_kernels.h. */
+static void zz_ref_attention(const float *q, const float *k, const float *v, int64_t kv_stride, int64_t b,
+                             int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
+                             const int32_t *pad, float *out) {
+  int64_t h = heads * hd;
+  double *p = malloc((size_t)t * sizeof *p);
+  for (int64_t i = 0; i < b; i++)
+    for (int64_t hh = 0; hh < heads; hh++)
+      for (int64_t r = 0; r < sq; r++) {
+        const float *qr = q + (i * sq + r) * h + hh * hd;
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < t; j++) {
+          bool vis = j >= pad[i] && j <= q_start + r;
+          double s = 0;
+          for (int64_t d = 0; d < hd; d++) s += (double)qr[d] * k[i * kv_stride + j * h + hh * hd + d];
+          p[j] = vis ? s / sqrt((double)hd) : -INFINITY;
+          if (p[j] > mx) mx = p[j];
+        }
+        for (int64_t j = 0; j < t; j++) sum += p[j] = isinf(p[j]) ? 0 : exp(p[j] - mx);
+        for (int64_t d = 0; d < hd; d++) {
+          double o = 0;
+          for (int64_t j = 0; j < t; j++) o += p[j] * v[i * kv_stride + j * h + hh * hd + d];
+          out[(i * sq + r) * h + hh * hd + d] = sum > 0 ? (float)(o / sum) : 0.0f;
+        }
+      }
+  free(p);
+}
+
+static void test_attention(void) {
+  zz_rng r;
+  zz_rng_seed(&r, 3, 0);
+  /* prefill (sq = t) with left padding, and decode (sq = 1) over a longer cache */
+  const int64_t cases[][5] = {/* b, sq, t, heads, hd */ {3, 9, 9, 2, 8}, {2, 1, 13, 4, 16}, {1, 5, 5, 1, 4}};
+  for (size_t c = 0; c < 3; c++) {
+    int64_t b = cases[c][0], sq = cases[c][1], t = cases[c][2], heads = cases[c][3], hd = cases[c][4];
+    int64_t h = heads * hd, t_max = t + 3, q_start = t - sq;
+    float *q = zz_rand_vec(&r, b * sq * h), *k = zz_rand_vec(&r, b * t_max * h), *v = zz_rand_vec(&r, b * t_max * h);
+    float *out = malloc((size_t)(b * sq * h) * sizeof *out), *ref = malloc((size_t)(b * sq * h) * sizeof *ref);
+    float *scratch = malloc(zz_cpu_attention_scratch(b, heads, t) * sizeof(float));
+    int32_t pad[3] = {0, 2, 4};
+    if (c == 2) pad[0] = 3;
+    zz_cpu_attention(q, k, v, t_max * h, b, sq, t, q_start, heads, hd, pad, out, scratch);
+    zz_ref_attention(q, k, v, t_max * h, b, sq, t, q_start, heads, hd, pad, ref);
+    CU_ASSERT(zz_max_rel(out, ref, b * sq * h) < 1e-5);
+    if (c == 2) /* padded query rows see nothing and must be zero, not NaN */
+      for (int64_t x = 0; x < 3 * h; x++) CU_ASSERT_EQUAL(out[x], 0.0f);
+    free(q), free(k), free(v), free(out), free(ref), free(scratch);
+  }
+}
+
+static void test_rows_and_append(void) {
+  float table[4 * 3] = {0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32};
+  int32_t ids[3] = {3, 0, 3};
+  float out[9];
+  zz_cpu_embed_rows(table, 3, ids, 3, out);
+  CU_ASSERT_EQUAL(out[0], 30);
+  CU_ASSERT_EQUAL(out[4], 1);
+  CU_ASSERT_EQUAL(out[8], 32);
+  zz_cpu_add_rows(out, 3, table, ids, 3);
+  CU_ASSERT_EQUAL(out[0], 60);
+  CU_ASSERT_EQUAL(out[5], 4);
+  float cache[2 * 4 * 3] = {0}, x[2 * 2 * 3];
+  for (int i = 0; i < 12; i++) x[i] = (float)(i + 1);
+  zz_cpu_kv_append(x, 2, 2, 3, cache, 4 * 3, 1);
+  CU_ASSERT_EQUAL(cache[3], 1);     /* seq 0, pos 1 */
+  CU_ASSERT_EQUAL(cache[8], 6);     /* seq 0, pos 2, last */
+  CU_ASSERT_EQUAL(cache[12 + 3], 7); /* seq 1, pos 1 */
+  CU_ASSERT_EQUAL(cache[0], 0);
+  CU_ASSERT_EQUAL(cache[12 + 9], 0);
+}
+
+static void zz_count_task(void *arg, int64_t i) { __atomic_add_fetch((int64_t *)arg + i, 1, __ATOMIC_RELAXED); }
+
+static void test_pool(void) {
+  int64_t hits[1000] = {0};
+  zz_cpu_pool_run(zz_count_task, hits, 1000);
+  int bad = 0;
+  for (int i = 0; i < 1000; i++) bad += hits[i] != 1;
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
+void zz_test_kernels_register(void) {
+  zz_cpu_pool_init(2);
+  CU_pSuite s = CU_add_suite("kernels", NULL, NULL);
+  CU_add_test(s, "f16 round trip and rounding", test_f16_roundtrip);
+  CU_add_test(s, "bf16 and q4 sizes", test_bf16);
+  CU_add_test(s, "linear vs naive", test_linear);
+  CU_add_test(s, "layernorm vs naive", test_layernorm);
+  CU_add_test(s, "attention vs masked naive", test_attention);
+  CU_add_test(s, "embed rows, positions, kv append", test_rows_and_append);
+  CU_add_test(s, "worker pool runs each task once", test_pool);
+}

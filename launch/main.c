@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,53 +36,102 @@ static void zz_block_clear(zz_block *b) {
 }
 
 /* Token ids of one prompt: text is tokenized with BOS first (as OPT's tokenizer
- * does); input_ids are taken as given. */
+ * does); input_ids are taken as given. Sets the outputs only on success. */
 static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const zz_config *cfg,
                                const zz_prompt *p, int32_t **ids_out, int64_t *n_out) {
+  int32_t *ids = NULL;
+  int64_t n = 0;
   if (p->ids) {
-    int32_t *ids = malloc((size_t)p->n_ids * sizeof *ids);
+    ids = malloc((size_t)p->n_ids * sizeof *ids);
     if (!ids) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
     memcpy(ids, p->ids, (size_t)p->n_ids * sizeof *ids);
-    *ids_out = ids;
-    *n_out = p->n_ids;
+    n = p->n_ids;
   } else {
     if (!tok)
       return zz_error(ZZ_ERR_INVALID_ARG,
                       "%s:%lld: a text prompt needs a tokenizer (vocab.json + merges.txt in --model), "
                       "or give \"input_ids\"", o->prompts, (long long)p->line);
     int32_t *raw = NULL;
-    int64_t n = 0;
-    zz_status st = zz_tokenizer_encode(tok, p->text, strlen(p->text), &raw, &n);
+    int64_t m = 0;
+    zz_status st = zz_tokenizer_encode(tok, p->text, strlen(p->text), &raw, &m);
     if (st != ZZ_OK)
       return zz_error(st, "%s:%lld: %s", o->prompts, (long long)p->line, zz_error_message());
-    int32_t *ids = malloc((size_t)(n + 1) * sizeof *ids);
+    ids = malloc((size_t)(m + 1) * sizeof *ids);
     if (!ids) {
       free(raw);
       return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
     }
     ids[0] = cfg->bos;
-    memcpy(ids + 1, raw, (size_t)n * sizeof *ids);
+    memcpy(ids + 1, raw, (size_t)m * sizeof *ids);
     free(raw);
-    *ids_out = ids;
-    *n_out = n + 1;
+    n = m + 1;
   }
-  for (int64_t i = 0; i < *n_out; i++)
-    if ((*ids_out)[i] >= cfg->vocab_size) {
-      free(*ids_out);
-      return zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: token id %d is outside the vocabulary (%lld)",
-                      o->prompts, (long long)p->line, (*ids_out)[i], (long long)cfg->vocab_size);
+  for (int64_t i = 0; i < n; i++)
+    if (ids[i] >= cfg->vocab_size) {
+      zz_status st = zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: token id %d is outside the vocabulary (%lld)",
+                              o->prompts, (long long)p->line, ids[i], (long long)cfg->vocab_size);
+      free(ids);
+      return st;
     }
-  if (*n_out > o->max_prompt_len) {
-    free(*ids_out);
+  if (n > o->max_prompt_len) {
+    free(ids);
     return zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: prompt has %lld tokens, more than --max-prompt-len %d",
-                    o->prompts, (long long)p->line, (long long)*n_out, o->max_prompt_len);
+                    o->prompts, (long long)p->line, (long long)n, o->max_prompt_len);
   }
+  *ids_out = ids;
+  *n_out = n;
   return ZZ_OK;
 }
 
-/* One output line: {"id": ..., "output_ids": [...], "text": "..."}. */
-static zz_status zz_write_result(FILE *out, const char *outpath, const zz_tokenizer *tok,
-                                 const zz_prompt *p, const int32_t *toks, int64_t n) {
+/* Copy of `len` bytes with every ill-formed UTF-8 sequence replaced by U+FFFD
+ * (one per maximal ill-formed subpart, as Python's errors="replace" that Hugging
+ * Face's decode uses). Byte-level BPE tokens can split a character, and jansson
+ * refuses strings that are not valid UTF-8. NULL when out of memory. */
+static char *zz_utf8_repair(const char *s, size_t len, size_t *len_out) {
+  const unsigned char *b = (const unsigned char *)s;
+  char *r = malloc(3 * len + 1), *w = r; /* each bad byte grows to 3 at most */
+  if (!r) return NULL;
+  size_t i = 0;
+  while (i < len) {
+    unsigned c = b[i];
+    size_t need = 0;
+    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    if (c < 0x80) need = 0;
+    else if (c >= 0xC2 && c <= 0xDF) need = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+      need = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F; /* no surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      need = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F; /* nothing above U+10FFFF */
+    } else {
+      need = SIZE_MAX; /* 0x80..0xC1, 0xF5..0xFF never start a character */
+    }
+    size_t k = 1;
+    if (need != SIZE_MAX)
+      for (; k <= need && i + k < len; k++) {
+        unsigned d = b[i + k];
+        if (k == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF)) break;
+      }
+    if (need != SIZE_MAX && k == need + 1) {
+      memcpy(w, b + i, k);
+      w += k;
+    } else {
+      memcpy(w, "\xEF\xBF\xBD", 3);
+      w += 3;
+    }
+    i += k;
+  }
+  *w = '\0';
+  *len_out = (size_t)(w - r);
+  return r;
+}
+
+/* One output line, newline included: {"id": ..., "output_ids": [...], "text": "..."}.
+ * NULL when out of memory. */
+static char *zz_format_result(const zz_tokenizer *tok, const zz_prompt *p, const int32_t *toks, int64_t n) {
   json_t *o = json_object();
   json_t *id = json_loads(p->id, JSON_DECODE_ANY, NULL);
   json_object_set_new(o, "id", id ? id : json_string(p->id));
@@ -94,17 +144,34 @@ static zz_status zz_write_result(FILE *out, const char *outpath, const zz_tokeni
     int64_t m = 0;
     for (int64_t i = 0; known && i < n; i++)
       if (toks[i] < zz_tokenizer_vocab_size(tok)) known[m++] = toks[i];
-    char *text = NULL;
-    size_t len = 0;
-    if (known && zz_tokenizer_decode(tok, known, m, &text, &len) == ZZ_OK)
-      json_object_set_new(o, "text", json_stringn(text, len));
+    char *text = NULL, *good = NULL;
+    size_t len = 0, good_len = 0;
+    if (known && zz_tokenizer_decode(tok, known, m, &text, &len) == ZZ_OK &&
+        (good = zz_utf8_repair(text, len, &good_len)) != NULL)
+      json_object_set_new(o, "text", json_stringn(good, good_len));
+    free(good);
     free(text);
     free(known);
   }
-  char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+  char *body = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
   json_decref(o);
+  if (!body) return NULL;
+  size_t len = strlen(body);
+  char *line = realloc(body, len + 2);
+  if (!line) {
+    free(body);
+    return NULL;
+  }
+  line[len] = '\n';
+  line[len + 1] = '\0';
+  return line;
+}
+
+static zz_status zz_write_result(FILE *out, const char *outpath, const zz_tokenizer *tok,
+                                 const zz_prompt *p, const int32_t *toks, int64_t n) {
+  char *line = zz_format_result(tok, p, toks, n);
   if (!line) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
-  int bad = fprintf(out, "%s\n", line) < 0;
+  int bad = fputs(line, out) < 0;
   free(line);
   if (bad) return zz_error(ZZ_ERR_IO, "%s: write failed: %s", outpath, strerror(errno));
   return ZZ_OK;

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,32 @@ static zz_status zz_write_result(FILE *out, const char *outpath, const zz_tokeni
   return ZZ_OK;
 }
 
+/* Fault injection for the kill/resume test (tests/cli/test_cli.sh):
+ * ZZ_FAULT_KILL_AFTER_BLOCKS=N lets N blocks commit, then writes the first half
+ * of the next block's first output line, flushes it and raises SIGKILL — what a
+ * job killed in the middle of a write leaves behind. Unset or empty: off. */
+static zz_status zz_fault_kill_after(int64_t *n_out) {
+  const char *v = getenv("ZZ_FAULT_KILL_AFTER_BLOCKS");
+  *n_out = -1;
+  if (!v || !*v) return ZZ_OK;
+  char *end = NULL;
+  long long n = strtoll(v, &end, 10);
+  if (end == v || *end || n < 0)
+    return zz_error(ZZ_ERR_INVALID_ARG, "ZZ_FAULT_KILL_AFTER_BLOCKS=%s: want a block count >= 0", v);
+  *n_out = n;
+  return ZZ_OK;
+}
+
+static void zz_fault_kill_now(FILE *out, const zz_tokenizer *tok, const zz_prompt *p, const int32_t *toks,
+                              int64_t n) {
+  char *line = zz_format_result(tok, p, toks, n);
+  if (line) fwrite(line, 1, strlen(line) / 2, out);
+  fflush(out);
+  fprintf(stderr, "zigzag: ZZ_FAULT_KILL_AFTER_BLOCKS: killing myself in the middle of a write\n");
+  raise(SIGKILL);
+  abort(); /* not reached */
+}
+
 static int zz_cmd_generate(const zz_opts *opts) {
   zz_opts oo = *opts, *o = &oo;
   zz_config cfg;
@@ -192,11 +219,13 @@ static int zz_cmd_generate(const zz_opts *opts) {
   zz_progress prog;
   zz_status st;
   int rc = 1;
+  int64_t kill_after = -1, committed = 0; /* blocks; see zz_fault_kill_after */
 
   if (!o->prompts || !o->out) {
     fprintf(stderr, "zigzag generate: --prompts and --out are required (see zigzag --help)\n");
     return 2;
   }
+  ZZ_CHECK_GOTO(zz_fault_kill_after(&kill_after), st, fail);
   ZZ_CHECK_GOTO(zz_config_resolve(o->model, &cfg), st, fail);
   ZZ_CHECK_GOTO(zz_model_init(&cfg, &model), st, fail);
   if (!o->max_prompt_len) o->max_prompt_len = (int)(cfg.max_pos - o->max_new_tokens);
@@ -265,6 +294,8 @@ static int zz_cmd_generate(const zz_opts *opts) {
     };
     zz_result res;
     ZZ_CHECK_GOTO(zz_engine_generate(eng, &req, &res), st, fail);
+    if (kill_after >= 0 && committed == kill_after)
+      zz_fault_kill_now(out, tok, &blk.prompts[0], res.tokens[0], res.n_tokens[0]);
     int64_t new_tokens = 0;
     for (int64_t i = 0; i < blk.n && st == ZZ_OK; i++) {
       st = zz_write_result(out, o->out, tok, &blk.prompts[i], res.tokens[i], res.n_tokens[i]);
@@ -274,6 +305,7 @@ static int zz_cmd_generate(const zz_opts *opts) {
     if (st != ZZ_OK) goto fail;
     /* a finished block is never lost: flushed and synced before the next starts */
     ZZ_CHECK_GOTO(zz_output_commit(out, o->out), st, fail);
+    committed++;
     zz_progress_update(&prog, blk.n, new_tokens);
     zz_block_clear(&blk);
   }

@@ -112,6 +112,7 @@ void zz_opts_help(FILE *f) {
     fprintf(f, "\n");
   }
   fprintf(f, "\nother tunables: OPENBLAS_NUM_THREADS (GEMM threads of the CPU device)\n"
+             "  ZZ_FAULT_KILL_AFTER_BLOCKS=N (testing: generate commits N blocks, half-writes a line, SIGKILLs itself)\n"
              "presets:");
   for (const char *const *p = zz_config_preset_names(); *p; p++) fprintf(f, " %s", *p);
   fprintf(f, "\n");

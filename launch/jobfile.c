@@ -79,8 +79,10 @@ static zz_status zz_resume_scan(const char *path, FILE *f, zz_resume_set *s, lon
     lineno++;
     if (line[len - 1] != '\n') break; /* torn by a kill: dropped and redone */
     json_t *o = json_loadb(line, (size_t)len, 0, NULL);
+    /* "id" alone is not enough: the prompts file has ids too, and resuming into it
+     * by mistake must not eat it */
     json_t *id = o ? json_object_get(o, "id") : NULL;
-    if (!o || !id) {
+    if (!o || !id || !json_is_array(json_object_get(o, "output_ids"))) {
       json_decref(o);
       st = zz_error(ZZ_ERR_FORMAT, "%s:%lld: not a zigzag output line; refusing to resume into it", path,
                     (long long)lineno);

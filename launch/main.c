@@ -226,6 +226,13 @@ static int zz_cmd_generate(const zz_opts *opts) {
     return 2;
   }
   ZZ_CHECK_GOTO(zz_fault_kill_after(&kill_after), st, fail);
+  /* --out is opened (and truncated) before --prompts is read */
+  struct stat in_sb, out_sb;
+  if (stat(o->prompts, &in_sb) == 0 && stat(o->out, &out_sb) == 0 && in_sb.st_dev == out_sb.st_dev &&
+      in_sb.st_ino == out_sb.st_ino && S_ISREG(in_sb.st_mode)) {
+    st = zz_error(ZZ_ERR_INVALID_ARG, "--out %s is the same file as --prompts %s", o->out, o->prompts);
+    goto fail;
+  }
   ZZ_CHECK_GOTO(zz_config_resolve(o->model, &cfg), st, fail);
   ZZ_CHECK_GOTO(zz_model_init(&cfg, &model), st, fail);
   if (!o->max_prompt_len) o->max_prompt_len = (int)(cfg.max_pos - o->max_new_tokens);

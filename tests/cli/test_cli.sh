@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# test_cli.sh ZIGZAG FIXTURES — end-to-end checks of the zigzag command line on
+# the tiny-opt fixture: golden greedy tokens, kill/resume of a job file (with the
+# ZZ_FAULT_KILL_AFTER_BLOCKS fault injection), deterministic sampling, refusal of
+# bad inputs, --help, the progress line, tokenize and bench --json.
+#
+# Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed" at the
+# end; exits non-zero when any check failed. Needs only bash and coreutils (no
+# jq, no python). Every zigzag run is wrapped in `timeout 60` so a hang fails
+# the check instead of the suite. The device is whatever ZZ_DEVICE says (auto
+# when unset); the other ZZ_* tunables are cleared so the checks see defaults.
+set -u
+
+if [ $# -ne 2 ]; then
+  echo "usage: $0 ZIGZAG FIXTURES_DIR" >&2
+  exit 2
+fi
+ZZ=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+FX=$(cd "$2" && pwd)
+TINY=$FX/tiny-opt
+for v in $(env | sed -n 's/^\(ZZ_[A-Za-z0-9_]*\)=.*/\1/p'); do
+  [ "$v" = ZZ_DEVICE ] || unset "$v"
+done
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/zz_cli.XXXXXX") || exit 2
+trap 'rm -rf "$W"' EXIT
+cd "$W" || exit 2
+
+PASS=0
+FAIL=0
+ok() { echo "ok - $1"; PASS=$((PASS + 1)); }
+not_ok() {
+  echo "not ok - $1"
+  FAIL=$((FAIL + 1))
+  # the last command's stderr helps to see why
+  [ -s "$W/err" ] && sed -e 's/^/#   /' "$W/err" | head -n 8
+  return 0
+}
+# check DESCRIPTION COMMAND...: ok when the command succeeds
+check() {
+  local d=$1
+  shift
+  if "$@"; then ok "$d"; else not_ok "$d"; fi
+}
+# zz ARGS...: runs zigzag with stdout in $W/outp, stderr in $W/err, status in RC
+zz() {
+  timeout 60 "$ZZ" "$@" >"$W/outp" 2>"$W/err"
+  RC=$?
+}
+has() { grep -qF -- "$1" "$2"; }
+# id and output_ids of every line, spaces dropped: "id":0,"output_ids":[...]
+ids_of() { grep -o '"id": *[^,]*, *"output_ids": *\[[^]]*\]' "$1" | tr -d ' '; }
+
+GEN=(generate --model "$TINY" --max-new-tokens 8)
+
+# ------------------------------------------------------------ a. golden tokens
+
+# the four prompts of golden.json, as text and as its input_ids
+cat >golden_text.jsonl <<'EOF'
+{"id": 0, "prompt": "Liberty"}
+{"id": 1, "prompt": "All men are created equal."}
+{"id": 2, "prompt": "We hold these truths to be self-evident. All men are created equal."}
+{"id": 3, "prompt": "Four score and seven years ago our fathers brought forth on this continent, a new nation, conceived in Liberty"}
+EOF
+cat >golden_ids.jsonl <<'EOF'
+{"id": 0, "input_ids": [2, 47, 915]}
+{"id": 1, "input_ids": [2, 36, 291, 638, 407, 284, 266, 391, 919, 17]}
+{"id": 2, "input_ids": [2, 931, 849, 408, 988, 306, 75, 86, 274, 300, 393, 79, 73, 16, 72, 682, 293, 17, 712, 638, 407, 284, 266, 391, 919, 17]}
+{"id": 3, "input_ids": [2, 41, 462, 277, 70, 461, 285, 393, 89, 273, 623, 877, 332, 283, 626, 86, 278, 310, 565, 303, 444, 378, 420, 904, 293, 15, 262, 596, 474, 15, 338, 319, 368, 272, 290, 369, 915]}
+EOF
+# golden.json "greedy_tokens"
+cat >golden_expect.txt <<'EOF'
+"id":0,"output_ids":[495,11,1003,861,70,692,52,492]
+"id":1,"output_ids":[980,966,958,476,197,718,818,1005]
+"id":2,"output_ids":[527,635,127,1005,110,428,110,476]
+"id":3,"output_ids":[607,194,884,853,990,120,607,966]
+EOF
+
+golden_ok() { [ "$RC" -eq 0 ] && [ "$(ids_of "$1")" = "$(cat golden_expect.txt)" ]; }
+zz "${GEN[@]}" --prompts golden_text.jsonl --out g1.jsonl --gpu-batch-size 4
+check "golden greedy tokens, text prompts, --gpu-batch-size 4 (one block)" golden_ok g1.jsonl
+zz "${GEN[@]}" --prompts golden_text.jsonl --out g2.jsonl --gpu-batch-size 1 --num-gpu-batches 2
+check "golden greedy tokens, text prompts, --gpu-batch-size 1 --num-gpu-batches 2 (two blocks)" golden_ok g2.jsonl
+zz "${GEN[@]}" --prompts golden_ids.jsonl --out g3.jsonl --gpu-batch-size 3
+check "golden greedy tokens, input_ids prompts, --gpu-batch-size 3 (uneven blocks)" golden_ok g3.jsonl
+check "every output line has a text field (split UTF-8 characters become U+FFFD)" \
+  test "$(grep -c '"text":' g1.jsonl)" -eq 4
+
+# ------------------------------------------------------------ b. kill and resume
+
+# 40 prompts: text and input_ids, integer and string ids, one without an id (its
+# id is its line number), a non-ASCII string id, a blank line
+WORDS=(Liberty equal nation fathers "Four score and seven" "We hold these truths" continent conceived
+  "All men are created equal." "self-evident" "brought forth" "years ago")
+{
+  for i in $(seq 0 39); do
+    w=${WORDS[$((i % ${#WORDS[@]}))]}
+    n=$((1 + (i * 7) % 23))
+    ids="2"
+    for j in $(seq 1 "$n"); do ids="$ids, $(((i * 131 + j * 17) % 1003))"; done
+    case $((i % 4)) in
+      0) printf '{"id": %d, "prompt": "%s %d"}\n' "$i" "$w" "$i" ;;
+      1) printf '{"id": "s%d", "input_ids": [%s]}\n' "$i" "$ids" ;;
+      2) printf '{"prompt": "%s, %s", "id": "p-%d"}\n' "$w" "$w" "$i" ;;
+      3) printf '{"input_ids": [%s], "id": %d}\n' "$ids" "$((1000 + i))" ;;
+    esac
+    [ "$i" -eq 17 ] && echo
+  done
+  echo '{"prompt": "no id here"}'
+  echo '{"id": "caf\u00e9", "prompt": "na\u00efve caf\u00e9 \u2014 ok"}'
+} >job.jsonl
+NJOB=42
+
+zz "${GEN[@]}" --prompts job.jsonl --out full.jsonl
+check "uninterrupted job: exit 0, $NJOB lines" test "$RC" -eq 0 -a "$(wc -l <full.jsonl)" -eq "$NJOB"
+
+SMALL=(--gpu-batch-size 2 --num-gpu-batches 2)
+# (the braces keep bash's "Killed" notice out of the test log)
+{ ZZ_FAULT_KILL_AFTER_BLOCKS=2 zz "${GEN[@]}" "${SMALL[@]}" --prompts job.jsonl --out killed.jsonl; } 2>/dev/null
+check "ZZ_FAULT_KILL_AFTER_BLOCKS=2: killed by SIGKILL (status 137)" test "$RC" -eq 137
+torn_ok() {
+  [ "$(wc -l <killed.jsonl)" -eq 8 ] && [ -n "$(tail -c 1 killed.jsonl)" ] &&
+    cmp -s <(head -n 8 killed.jsonl) <(head -n 8 full.jsonl) &&
+    [ "$(tail -n 1 killed.jsonl)" != "$(sed -n 9p full.jsonl)" ] &&
+    [ "$(sed -n 9p full.jsonl | head -c "$(tail -n 1 killed.jsonl | wc -c)")" = "$(tail -n 1 killed.jsonl)" ]
+}
+check "killed output: 2 blocks of 4 committed, then half of the next line, torn (no newline)" torn_ok
+
+zz "${GEN[@]}" "${SMALL[@]}" --prompts job.jsonl --out killed.jsonl --resume
+check "--resume after the kill: exit 0, says how many prompts it skips" \
+  eval '[ "$RC" -eq 0 ] && has "resuming: 8 prompts already" err'
+check "--resume after the kill: output byte-identical to the uninterrupted run (no sorting needed)" \
+  cmp -s killed.jsonl full.jsonl
+
+cp full.jsonl again.jsonl
+zz "${GEN[@]}" --prompts job.jsonl --out again.jsonl --resume --progress
+check "--resume on a complete output: exit 0, no sequence generated, file unchanged" \
+  eval '[ "$RC" -eq 0 ] && has "0/0 sequences, 0 tokens" err && cmp -s again.jsonl full.jsonl'
+
+printf 'hello, this is not zigzag output\n' >notours.txt
+cp notours.txt notours.orig
+zz "${GEN[@]}" --prompts job.jsonl --out notours.txt --resume
+check "--resume into a file that is not zigzag output: refused with a message, file untouched" \
+  eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "not a zigzag output line" err && cmp -s notours.txt notours.orig'
+cp golden_text.jsonl other_job.jsonl
+zz "${GEN[@]}" --prompts job.jsonl --out other_job.jsonl --resume
+check "--resume into a prompts file (ids but no output_ids): refused, file untouched" \
+  eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "not a zigzag output line" err && cmp -s other_job.jsonl golden_text.jsonl'
+cp job.jsonl job.orig
+zz "${GEN[@]}" --prompts job.jsonl --out job.jsonl --resume
+check "--resume with --out naming the --prompts file: refused, file untouched" \
+  eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && cmp -s job.jsonl job.orig'
+zz "${GEN[@]}" --prompts job.jsonl --out job.jsonl
+check "--out naming the --prompts file: refused before truncating it" \
+  eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "same file" err && cmp -s job.jsonl job.orig'
+cp job.orig job.jsonl # whatever happened, the checks below get the job back
+
+# ------------------------------------------------------------ c. sampling
+
+SAMPLE=(--temperature 0.8 --top-k 20)
+zz "${GEN[@]}" "${SAMPLE[@]}" --seed 5 --prompts job.jsonl --out s5a.jsonl
+RC1=$RC
+zz "${GEN[@]}" "${SAMPLE[@]}" --seed 5 --prompts job.jsonl --out s5b.jsonl
+check "sampling --seed 5: two runs give the same output" eval '[ "$RC1" -eq 0 ] && [ "$RC" -eq 0 ] && cmp -s s5a.jsonl s5b.jsonl'
+zz "${GEN[@]}" "${SAMPLE[@]}" --seed 5 --gpu-batch-size 3 --num-gpu-batches 2 --prompts job.jsonl --out s5c.jsonl
+check "sampling --seed 5: same output with --gpu-batch-size 3 --num-gpu-batches 2" \
+  eval '[ "$RC" -eq 0 ] && cmp -s s5a.jsonl s5c.jsonl'
+zz "${GEN[@]}" "${SAMPLE[@]}" --seed 6 --prompts job.jsonl --out s6.jsonl
+check "sampling --seed 6 differs from --seed 5" eval '[ "$RC" -eq 0 ] && ! cmp -s s5a.jsonl s6.jsonl'
+check "sampling differs from greedy" eval '! cmp -s s5a.jsonl full.jsonl'
+
+# ------------------------------------------------------------ d. bad inputs
+
+# refused DESCRIPTION WORD ARGS...: zigzag ARGS exits non-zero, without a crash
+# (status < 128) or a hang (timeout: 124), and stderr names WORD
+refused() {
+  local d=$1 word=$2
+  shift 2
+  zz "$@"
+  if [ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && [ "$RC" -lt 128 ] && has "$word" err; then
+    ok "$d (exit $RC)"
+  else
+    not_ok "$d (exit $RC, want a message naming '$word')"
+  fi
+}
+
+refused "missing --prompts file" "nope.jsonl" "${GEN[@]}" --prompts nope.jsonl --out o.jsonl
+printf '{"id": 1, "prompt": "fine"}\n{"id": 2, "prompt": \n' >badjson.jsonl
+refused "bad JSON line, named file:line" "badjson.jsonl:2" "${GEN[@]}" --prompts badjson.jsonl --out o.jsonl
+printf '{"id": 1, "input_ids": [2, 5, 1008]}\n' >bigid.jsonl
+refused "input_ids with an id >= vocab size" "outside the vocabulary" "${GEN[@]}" --prompts bigid.jsonl --out o.jsonl
+printf '{"id": 1, "input_ids": [2, -5]}\n' >negid.jsonl
+refused "input_ids with a negative id" "negid.jsonl:1" "${GEN[@]}" --prompts negid.jsonl --out o.jsonl
+cp -r "$TINY" trunc && chmod -R u+w trunc && truncate -s -100 trunc/model.safetensors
+refused "truncated model.safetensors" "model.safetensors" generate --model trunc --prompts golden_text.jsonl --out o.jsonl
+cp -r "$TINY" badcfg && chmod -R u+w badcfg && echo 'this is { not json' >badcfg/config.json
+refused "config.json that is not JSON" "config.json" generate --model badcfg --prompts golden_text.jsonl --out o.jsonl
+refused "unknown option" "--no-such-option" "${GEN[@]}" --prompts golden_text.jsonl --out o.jsonl --no-such-option
+refused "--max-new-tokens 0" "max-new-tokens" generate --model "$TINY" --prompts golden_text.jsonl --out o.jsonl --max-new-tokens 0
+refused "a preset without --dummy" "--dummy" generate --model opt-125m --prompts golden_text.jsonl --out o.jsonl
+mkdir novocab && cp "$TINY/config.json" "$TINY/model.safetensors" novocab/
+refused "a text prompt for a model without vocab.json" "tokenizer" generate --model novocab --prompts golden_text.jsonl --out o.jsonl
+refused "--gpu-mem 1K is too small" "capacity" "${GEN[@]}" --prompts golden_text.jsonl --out o.jsonl --gpu-mem 1K
+refused "a prompt longer than the model's positions" "max-prompt-len" "${GEN[@]}" --prompts golden_ids.jsonl --out o.jsonl --max-prompt-len 20
+ZZ_FAULT_KILL_AFTER_BLOCKS=soon refused "bad ZZ_FAULT_KILL_AFTER_BLOCKS" "ZZ_FAULT_KILL_AFTER_BLOCKS" "${GEN[@]}" --prompts golden_text.jsonl --out o.jsonl
+refused "tokenize with no text" "text" tokenize --model "$TINY"
+refused "bench --gen-len 1" "gen-len" bench --model opt-125m --dummy --gen-len 1
+
+# ------------------------------------------------------------ e. help
+
+zz --help
+check "--help exits 0 and lists --max-new-tokens, --resume, --gpu-batch-size, ZZ_FAULT_KILL_AFTER_BLOCKS" \
+  eval '[ "$RC" -eq 0 ] && has --max-new-tokens outp && has --resume outp && has --gpu-batch-size outp && has ZZ_FAULT_KILL_AFTER_BLOCKS outp'
+
+# ------------------------------------------------------------ f. progress
+
+zz "${GEN[@]}" --prompts job.jsonl --out p.jsonl --gpu-batch-size 4 --progress
+check "--progress prints sequences and tok/s on stderr" eval '[ "$RC" -eq 0 ] && has sequences err && has tok/s err'
+zz "${GEN[@]}" --prompts job.jsonl --out p.jsonl --no-progress
+check "--no-progress prints no progress line" eval '[ "$RC" -eq 0 ] && ! has tok/s err'
+
+# ------------------------------------------------------------ g. tokenize
+
+zz tokenize --model "$TINY" "Four score and seven years ago"
+check "tokenize prints space-separated integers (golden.json's ids of the words)" \
+  eval '[ "$RC" -eq 0 ] && grep -qxE "[0-9]+( [0-9]+)*" outp && [ "$(cat outp)" = "41 462 277 70 461 285 393 89 273 623 877" ]'
+
+# ------------------------------------------------------------ h. bench --json
+
+zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --json
+bench_ok() {
+  [ "$RC" -eq 0 ] && [ "$(grep -c . outp)" -eq 1 ] && grep -qxE '\{.*\}' outp || return 1
+  for k in prefill_tok_s decode_tok_s total_tok_s peak_bytes; do has "\"$k\"" outp || return 1; done
+}
+check "bench --json prints one JSON object with prefill_tok_s, decode_tok_s, total_tok_s, peak_bytes" bench_ok
+
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

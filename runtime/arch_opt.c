@@ -146,10 +146,14 @@ static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_laye
       ZZ_CHECK(op->linear(dev, x, n, h, w[ZZ_AT_Q_W], w[ZZ_AT_Q_B], h, q, 0));
       ZZ_CHECK(op->linear(dev, x, n, h, w[ZZ_AT_K_W], w[ZZ_AT_K_B], h, k, 0));
       ZZ_CHECK(op->linear(dev, x, n, h, w[ZZ_AT_V_W], w[ZZ_AT_V_B], h, v, 0));
-      ZZ_CHECK(op->kv_append(dev, k, st->b, st->sq, h, st->k, st->kv_stride, st->pos));
-      ZZ_CHECK(op->kv_append(dev, v, st->b, st->sq, h, st->v, st->kv_stride, st->pos));
-      ZZ_CHECK(op->attention(dev, q, st->k, st->v, st->kv_stride, st->b, st->sq, st->pos + st->sq,
-                             st->pos, c->n_heads, h / c->n_heads, st->pad, att, scratch));
+      if (st->attend) {
+        ZZ_CHECK(st->attend(st->attend_ctx, q, k, v, att));
+      } else {
+        ZZ_CHECK(op->kv_append(dev, k, st->b, st->sq, h, st->k, st->kv_stride, st->pos));
+        ZZ_CHECK(op->kv_append(dev, v, st->b, st->sq, h, st->v, st->kv_stride, st->pos));
+        ZZ_CHECK(op->attention(dev, q, st->k, st->v, st->kv_stride, st->b, st->sq, st->pos + st->sq,
+                               st->pos, c->n_heads, h / c->n_heads, st->pad, att, scratch));
+      }
       ZZ_CHECK(op->linear(dev, att, n, h, w[ZZ_AT_O_W], w[ZZ_AT_O_B], h, q, 0));
       ZZ_CHECK(op->add(dev, st->hidden, q, n * h, st->hidden));
       if (!c->pre_ln)

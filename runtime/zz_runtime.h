@@ -283,6 +283,12 @@ typedef struct zz_step {
   int64_t kv_stride;         /* t_max * hidden */
   void *logits;              /* [b, vocab] of the last position (OUTPUT_EMBED) */
   void *work;                /* workspace of arch->workspace_bytes */
+  /* CPU attention: when set, an ATTENTION layer hands its new q, k, v ([b, sq,
+   * hidden] each, device) to attend(), which appends k, v to a cache living on the
+   * host and writes the attention output ([b, sq, hidden], device) to out; k and v
+   * above are then unused. */
+  zz_status (*attend)(void *ctx, const void *q, const void *k, const void *v, void *out);
+  void *attend_ctx;
 } zz_step;
 
 struct zz_model;
@@ -411,10 +417,50 @@ typedef struct zz_shape {
   int64_t gen_len;    /* n: new tokens per sequence */
 } zz_shape;
 
+/* Capacities of the three tiers and where the disk tier lives. */
+typedef struct zz_tiers {
+  size_t cap[ZZ_TIER_COUNT]; /* GPU: 0 = the device's capacity; CPU: 0 = physical RAM;
+                                DISK: 0 = free space under offload_dir */
+  const char *offload_dir;   /* NULL: $TMPDIR or /tmp */
+} zz_tiers;
+
+/*
+ * The memory plan: exact bytes per tier and purpose for a model, policy and shape,
+ * and where each tensor lives. Weights are placed per layer, KV cache per (layer,
+ * GPU batch) tensor pair and activations per GPU batch, each by FlexGen's rule: an
+ * item goes to the GPU when the midpoint of its cumulative share (by size) falls
+ * below the GPU percentage, else to the CPU when below GPU + CPU, else to disk.
+ * The engine sizes its arenas from this plan and allocates nothing else; the
+ * planner uses the same numbers as its memory constraints.
+ */
+typedef struct zz_memplan {
+  size_t bytes[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT];
+  zz_tier *weight_tier; /* [n_layers] */
+  zz_tier *cache_tier;  /* [n_transformer_layers * num_gb] index l * num_gb + k */
+  zz_tier *act_tier;    /* [num_gb] */
+  bool any_offload[ZZ_PURPOSE_COUNT]; /* some weights / cache / act not on the GPU */
+  bool any_disk[ZZ_PURPOSE_COUNT];
+  size_t max_layer_bytes;     /* largest non-GPU layer in compute dtype */
+  size_t max_layer_store;     /* same, storage dtype, rounded for disk I/O */
+  size_t load_buf;            /* host buffer for one tensor while loading weights */
+} zz_memplan;
+
+zz_status zz_memplan_build(const zz_model *m, const zz_policy *pol, const zz_shape *shape,
+                           zz_dtype compute_dt, zz_dtype store_dt, size_t attn_scratch_prefill,
+                           size_t attn_scratch_decode, size_t workspace, zz_memplan *out);
+void zz_memplan_free(zz_memplan *p);
+size_t zz_memplan_tier_total(const zz_memplan *p, zz_tier t);
+/* ZZ_ERR_INFEASIBLE naming the first tier whose plan exceeds cap, with numbers. */
+zz_status zz_memplan_check(const zz_memplan *p, const size_t cap[ZZ_TIER_COUNT]);
+
 typedef struct zz_engine zz_engine;
 
-/* Builds the engine: loads weights from ck (NULL: dummy weights) in the storage
- * dtype, sizes every arena from the memory plan. */
+/* Builds the engine: places every tensor by the memory plan (refusing a plan that
+ * does not fit before anything is allocated), loads weights from ck (NULL: dummy
+ * weights) to their tiers. tiers may be NULL (defaults). */
+zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
+                                 const zz_policy *pol, const zz_shape *shape,
+                                 const zz_tiers *tiers, zz_engine **out);
 zz_status zz_engine_create(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
                            const zz_policy *pol, const zz_shape *shape, zz_engine **out);
 void zz_engine_destroy(zz_engine *eng);
@@ -442,8 +488,18 @@ typedef struct zz_result {
 zz_status zz_engine_generate(zz_engine *eng, const zz_request *req, zz_result *res);
 void zz_result_free(zz_result *res, int64_t n);
 
-/* Peak bytes per tier and purpose measured so far, and the plan's numbers. */
+/* Peak bytes per tier and purpose measured so far; never above the plan. */
 void zz_engine_peaks(const zz_engine *eng, size_t peak[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT]);
+const zz_memplan *zz_engine_plan(const zz_engine *eng);
+
+/* Time each lane of the schedule spent busy, and disk traffic, since create. */
+typedef struct zz_engine_stats {
+  double busy_s[ZZ_LANE_COUNT]; /* compute, weight load, cache load, cache store */
+  double wall_s;                /* wall time inside zz_engine_generate */
+  uint64_t disk_read_bytes, disk_write_bytes;
+  double disk_read_s;           /* time inside disk reads */
+} zz_engine_stats;
+void zz_engine_get_stats(const zz_engine *eng, zz_engine_stats *out);
 
 /* ================================================================ JSON Lines jobs */
 

@@ -1,0 +1,660 @@
+/*
+ * device_cuda.c — the CUDA device: zz_device on one GPU, f16 compute dtype.
+ *
+ * Memory: device arenas come from cudaMalloc (never managed memory, whose page
+ * migration would hide the very transfers the zig-zag schedule plans), counted
+ * against dev->capacity; host memory for the CPU tier is pinned (cudaHostAlloc) so
+ * the copy lanes run as DMA, concurrently with compute.
+ *
+ * Lanes: one non-blocking cudaStream_t per zz_lane. write/read/upload/download are
+ * asynchronous on their lane's stream; compute ops run on the compute lane's
+ * stream, with the cuBLAS handle bound to it. sync(lane) waits for one stream.
+ * Non-blocking streams do not synchronise with the legacy default stream, so
+ * nothing here ever uses stream 0.
+ *
+ * Conversions (upload/download with a dtype other than f16) run on the GPU: the
+ * raw bytes cross PCIe into a per-lane device staging buffer and zz_cuda_convert
+ * writes the f16 result (downloads: the reverse). Done this way the calls stay
+ * asynchronous and stream-ordered, and the host threads stay free for disk I/O and
+ * CPU attention, which is what an offloading run needs them for; the cost is that
+ * an f32 upload moves twice the bytes of an f16 one, which only matters for data
+ * the engine did not already store as f16 (weights and cache are stored as f16).
+ * Staging is allocated on first use, grown as needed up to ZZ_CUDA_STAGING_MAX bytes
+ * per lane (larger transfers go in chunks), and counted against the capacity.
+ *
+ * Accounting: dev->capacity (0 at creation: the GPU's free memory then) bounds the
+ * sum of alloc() blocks, staging buffers and the cuBLAS workspace (4 MiB, 32 MiB on
+ * sm_90+; set explicitly so that it is counted). cuBLAS's handle and the CUDA
+ * context themselves live outside that sum.
+ *
+ * Threads: any host thread may call in (each call makes the device current);
+ * alloc/free are serialised by a mutex; a lane's staging buffer assumes one thread
+ * drives that lane at a time, which is how the engine uses lanes.
+ *
+ * Errors: the zz_cuda_* kernels return 0, a cudaError_t (> 0) or minus a
+ * cublasStatus_t (< 0); zz_cuda_fail turns either into ZZ_ERR_DEVICE with the op, its
+ * sizes and the CUDA/cuBLAS text. A failed cudaMalloc is ZZ_ERR_NO_MEMORY.
+ *
+ * ---------------------------------------------------------------- for zz_runtime.h
+ * Proposed additions (not in the header yet; implemented below as plain functions
+ * so they can be wired in as ops when the header has them):
+ *
+ *   // Makes lane `waiter` wait, without blocking the host, for everything enqueued
+ *   // on lane `signaler` so far (cudaEventRecord + cudaStreamWaitEvent). The
+ *   // schedule needs it between LOAD_WEIGHT/LOAD_CACHE and COMPUTE, and between
+ *   // COMPUTE and STORE_CACHE, to overlap without a host round trip per layer.
+ *   // CPU device: nothing to do (its copies complete before returning).
+ *   zz_status (*wait)(zz_device *dev, zz_lane waiter, zz_lane signaler);
+ *       → zz_cuda_device_wait
+ *
+ *   // Device-to-device copy on a lane (moving hidden states or cache slices between
+ *   // device buffers without a trip through the host).
+ *   zz_status (*copy)(zz_device *dev, zz_lane lane, void *dst, const void *src,
+ *                     size_t bytes);
+ *       → zz_cuda_device_copy
+ *
+ *   // ids[i] = first index of the maximum of logits row i ([n, vocab] compute
+ *   // dtype); ids a device int32 array. Greedy decoding without downloading the
+ *   // logits. CPU device: zz_argmax per row.
+ *   zz_status (*argmax)(zz_device *dev, const void *logits, int64_t n, int64_t vocab,
+ *                       int32_t *ids);
+ *       → zz_cuda_device_argmax
+ *
+ *   // zz_kernels.h: the comment over the CUDA kernels should read "returns 0, a
+ *   // cudaError_t (> 0), or minus a cublasStatus_t (< 0)"; the current wording
+ *   // ("the GEMMs return a cublasStatus_t as int") is ambiguous for linear and
+ *   // attention, which also launch kernels.
+ *
+ * Note for zz_device_destroy: ops->destroy frees dev->impl and everything in it
+ * (streams, handle, staging, blocks still allocated), not dev itself.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "zz_runtime.h"
+
+#ifdef ZZ_HAVE_CUDA
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdarg.h>
+
+/* Largest staging buffer per lane: a chunk this size crosses PCIe in well under a
+ * millisecond, so the per-chunk launch costs nothing noticeable. (Overridable so a
+ * test can exercise the chunking with small transfers.) */
+#ifndef ZZ_CUDA_STAGING_MAX
+#define ZZ_CUDA_STAGING_MAX ((size_t)8 << 20)
+#endif
+
+/* One cudaMalloc block handed out by alloc(), remembered so free() can give its
+ * bytes back to the capacity (cudaFree does not tell the size). */
+typedef struct zz_cuda_block {
+  void *ptr;
+  size_t bytes;
+} zz_cuda_block;
+
+typedef struct zz_cuda_dev {
+  int ordinal;
+  char gpu[256];                           /* device name (cudaDeviceProp.name), for messages */
+  cudaStream_t lane[ZZ_LANE_COUNT];        /* non-blocking, one per zz_lane */
+  cudaEvent_t mark[ZZ_LANE_COUNT];         /* last point recorded on each lane by wait() */
+  cublasHandle_t blas;                     /* bound to lane[ZZ_LANE_COMPUTE] */
+  void *blas_ws;                           /* cuBLAS workspace, blas_ws_bytes */
+  size_t blas_ws_bytes;
+  void *staging[ZZ_LANE_COUNT];            /* conversion buffer of each lane */
+  size_t staging_bytes[ZZ_LANE_COUNT];
+  pthread_mutex_t mu;                      /* guards used, blocks */
+  size_t used;                             /* bytes counted against dev->capacity */
+  zz_cuda_block *blocks;                   /* live alloc() blocks [n_blocks] */
+  size_t n_blocks, cap_blocks;
+} zz_cuda_dev;
+
+/* ================================================================ errors */
+
+/* rc: a cudaError_t (> 0) or minus a cublasStatus_t (< 0). what: printf format
+ * naming the op and its sizes. Clears CUDA's last-error slot, so that a failed
+ * runtime call is not reported again by the next launch check. */
+static zz_status zz_cuda_fail(const zz_cuda_dev *d, int rc, const char *what, ...)
+    __attribute__((format(printf, 3, 4)));
+static zz_status zz_cuda_fail(const zz_cuda_dev *d, int rc, const char *what, ...) {
+  char op[256];
+  va_list ap;
+  va_start(ap, what);
+  vsnprintf(op, sizeof op, what, ap);
+  va_end(ap);
+  (void)cudaGetLastError();
+  if (rc < 0) {
+    cublasStatus_t st = (cublasStatus_t)(-rc);
+    return zz_error(ZZ_ERR_DEVICE, "cuda device %d (%s): %s: cuBLAS %s: %s", d->ordinal, d->gpu,
+                    op, cublasGetStatusName(st), cublasGetStatusString(st));
+  }
+  cudaError_t e = (cudaError_t)rc;
+  return zz_error(ZZ_ERR_DEVICE, "cuda device %d (%s): %s: %s: %s", d->ordinal, d->gpu, op,
+                  cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+#define ZZ_CUDA_OK(d, call, ...)                                                            \
+  do {                                                                                     \
+    int zz_rc_ = (int)(call);                                                              \
+    if (zz_rc_ != 0) return zz_cuda_fail((d), zz_rc_, __VA_ARGS__);                        \
+  } while (0)
+
+static zz_cuda_dev *zz_cuda_impl(zz_device *dev) { return (zz_cuda_dev *)dev->impl; }
+
+/* Makes this device current for the calling thread: streams and allocations belong
+ * to one device, and each host thread has its own current device. */
+static zz_status zz_cuda_enter(zz_cuda_dev *d) {
+  ZZ_CUDA_OK(d, cudaSetDevice(d->ordinal), "cudaSetDevice(%d)", d->ordinal);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_lane(zz_cuda_dev *d, zz_lane lane, cudaStream_t *out) {
+  if ((int)lane < 0 || lane >= ZZ_LANE_COUNT)
+    return zz_error(ZZ_ERR_INVALID_ARG, "cuda device %d: lane %d does not exist", d->ordinal,
+                    (int)lane);
+  ZZ_CHECK(zz_cuda_enter(d));
+  *out = d->lane[lane];
+  return ZZ_OK;
+}
+
+/* ================================================================ memory */
+
+/* Counts `bytes` against the capacity, or says how much was asked and is left. */
+static zz_status zz_cuda_reserve(zz_device *dev, size_t bytes, const char *what) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  pthread_mutex_lock(&d->mu);
+  const size_t left = dev->capacity > d->used ? dev->capacity - d->used : 0;
+  if (bytes > left) {
+    pthread_mutex_unlock(&d->mu);
+    char a[32], b[32], c[32];
+    return zz_error(ZZ_ERR_NO_MEMORY,
+                    "cuda device %d (%s): %s: %s (%zu bytes) asked, %s (%zu bytes) of the "
+                    "capacity %s left",
+                    d->ordinal, d->gpu, what, zz_format_bytes(bytes, a, sizeof a), bytes,
+                    zz_format_bytes(left, b, sizeof b), left,
+                    zz_format_bytes(dev->capacity, c, sizeof c));
+  }
+  d->used += bytes;
+  pthread_mutex_unlock(&d->mu);
+  return ZZ_OK;
+}
+
+static void zz_cuda_unreserve(zz_device *dev, size_t bytes) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  pthread_mutex_lock(&d->mu);
+  d->used -= bytes <= d->used ? bytes : d->used;
+  pthread_mutex_unlock(&d->mu);
+}
+
+/* cudaMalloc of `bytes` already reserved; on failure the reservation is undone. */
+static zz_status zz_cuda_malloc_reserved(zz_device *dev, size_t bytes, const char *what,
+                                         void **out) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  void *p = NULL;
+  cudaError_t e = cudaMalloc(&p, bytes);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    zz_cuda_unreserve(dev, bytes);
+    char a[32];
+    return zz_error(e == cudaErrorMemoryAllocation ? ZZ_ERR_NO_MEMORY : ZZ_ERR_DEVICE,
+                    "cuda device %d (%s): %s: cudaMalloc(%s) failed: %s", d->ordinal, d->gpu,
+                    what, zz_format_bytes(bytes, a, sizeof a), cudaGetErrorString(e));
+  }
+  *out = p;
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_alloc(zz_device *dev, size_t bytes, void **out) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  if (bytes == 0) {
+    *out = NULL;
+    return ZZ_OK;
+  }
+  ZZ_CHECK(zz_cuda_enter(d));
+  ZZ_CHECK(zz_cuda_reserve(dev, bytes, "alloc"));
+  void *p = NULL;
+  ZZ_CHECK(zz_cuda_malloc_reserved(dev, bytes, "alloc", &p));
+  pthread_mutex_lock(&d->mu);
+  if (d->n_blocks == d->cap_blocks) {
+    size_t cap = d->cap_blocks ? 2 * d->cap_blocks : 64;
+    zz_cuda_block *nb = realloc(d->blocks, cap * sizeof *nb);
+    if (!nb) {
+      pthread_mutex_unlock(&d->mu);
+      (void)cudaFree(p);
+      zz_cuda_unreserve(dev, bytes);
+      return zz_error(ZZ_ERR_NO_MEMORY, "cuda device %d: out of host memory for bookkeeping",
+                      d->ordinal);
+    }
+    d->blocks = nb;
+    d->cap_blocks = cap;
+  }
+  d->blocks[d->n_blocks++] = (zz_cuda_block){p, bytes};
+  pthread_mutex_unlock(&d->mu);
+  *out = p;
+  return ZZ_OK;
+}
+
+static void zz_cuda_free(zz_device *dev, void *ptr) {
+  if (!ptr) return;
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  size_t bytes = 0;
+  int found = 0;
+  pthread_mutex_lock(&d->mu);
+  /* From the end: arenas are freed in reverse order of creation, so the block is
+   * usually the last one. */
+  for (size_t i = d->n_blocks; i-- > 0;) {
+    if (d->blocks[i].ptr == ptr) {
+      bytes = d->blocks[i].bytes;
+      d->blocks[i] = d->blocks[--d->n_blocks];
+      found = 1;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&d->mu);
+  ZZ_ASSERT(found); /* a pointer this device never handed out */
+  (void)cudaSetDevice(d->ordinal);
+  (void)cudaFree(ptr); /* waits for work using it; a failure here is a dead context */
+  (void)cudaGetLastError();
+  zz_cuda_unreserve(dev, bytes);
+}
+
+static zz_status zz_cuda_host_alloc(zz_device *dev, size_t bytes, void **out) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  ZZ_CHECK(zz_cuda_enter(d));
+  void *p = NULL;
+  /* Portable: pinned for every CUDA context in the process, not only this one. */
+  cudaError_t e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    char a[32];
+    return zz_error(ZZ_ERR_NO_MEMORY, "cuda device %d: pinned host memory: cudaHostAlloc(%s): %s",
+                    d->ordinal, zz_format_bytes(bytes, a, sizeof a), cudaGetErrorString(e));
+  }
+  *out = p;
+  return ZZ_OK;
+}
+
+static void zz_cuda_host_free(zz_device *dev, void *ptr) {
+  (void)dev;
+  if (!ptr) return;
+  (void)cudaFreeHost(ptr);
+  (void)cudaGetLastError();
+}
+
+/* Makes lane's staging buffer at least `bytes` (<= ZZ_CUDA_STAGING_MAX) long. The
+ * old buffer may still be read by work queued on the lane, so the lane is drained
+ * before it is freed; this happens a handful of times per run at most. */
+static zz_status zz_cuda_staging(zz_device *dev, zz_lane lane, size_t bytes, void **out) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  if (d->staging_bytes[lane] < bytes) {
+    if (d->staging[lane]) {
+      ZZ_CUDA_OK(d, cudaStreamSynchronize(d->lane[lane]), "staging: draining lane %d",
+                 (int)lane);
+      (void)cudaFree(d->staging[lane]);
+      zz_cuda_unreserve(dev, d->staging_bytes[lane]);
+      d->staging[lane] = NULL;
+      d->staging_bytes[lane] = 0;
+    }
+    ZZ_CHECK(zz_cuda_reserve(dev, bytes, "conversion staging"));
+    ZZ_CHECK(zz_cuda_malloc_reserved(dev, bytes, "conversion staging", &d->staging[lane]));
+    d->staging_bytes[lane] = bytes;
+  }
+  *out = d->staging[lane];
+  return ZZ_OK;
+}
+
+/* ================================================================ copies */
+
+static zz_status zz_cuda_write(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                               size_t bytes) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_lane(d, lane, &s));
+  if (bytes == 0) return ZZ_OK;
+  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s),
+             "write %zu bytes on lane %d", bytes, (int)lane);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_read(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                              size_t bytes) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_lane(d, lane, &s));
+  if (bytes == 0) return ZZ_OK;
+  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s),
+             "read %zu bytes on lane %d", bytes, (int)lane);
+  return ZZ_OK;
+}
+
+static size_t zz_cuda_elem_bytes(zz_dtype dt) { return dt == ZZ_DTYPE_F32 ? 4 : 2; }
+
+static int zz_cuda_plain_dtype(zz_dtype dt) {
+  return dt == ZZ_DTYPE_F32 || dt == ZZ_DTYPE_F16 || dt == ZZ_DTYPE_BF16;
+}
+
+static zz_status zz_cuda_upload(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                                zz_dtype src_dt, int64_t n) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_lane(d, lane, &s));
+  if (!zz_cuda_plain_dtype(src_dt))
+    return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: upload from %s is not implemented",
+                    zz_dtype_name(src_dt));
+  if (n <= 0) return n == 0 ? ZZ_OK : zz_error(ZZ_ERR_INVALID_ARG, "upload of %lld elements",
+                                                (long long)n);
+  if (src_dt == ZZ_DTYPE_F16) return zz_cuda_write(dev, lane, dst, src, (size_t)n * 2);
+  const size_t esz = zz_cuda_elem_bytes(src_dt);
+  const int64_t chunk = (int64_t)(ZZ_CUDA_STAGING_MAX / esz);
+  void *stage = NULL;
+  ZZ_CHECK(zz_cuda_staging(dev, lane, (size_t)(n < chunk ? n : chunk) * esz, &stage));
+  for (int64_t off = 0; off < n; off += chunk) {
+    const int64_t c = n - off < chunk ? n - off : chunk;
+    ZZ_CUDA_OK(d, cudaMemcpyAsync(stage, (const char *)src + off * esz, (size_t)c * esz,
+                                  cudaMemcpyHostToDevice, s),
+               "upload %s: copying %lld elements on lane %d", zz_dtype_name(src_dt),
+               (long long)c, (int)lane);
+    ZZ_CUDA_OK(d, zz_cuda_convert(src_dt, stage, ZZ_DTYPE_F16, (uint16_t *)dst + off, c, s),
+               "upload %s: converting %lld elements to f16", zz_dtype_name(src_dt),
+               (long long)c);
+  }
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_download(zz_device *dev, zz_lane lane, void *dst, zz_dtype dst_dt,
+                                  const void *src, int64_t n) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_lane(d, lane, &s));
+  if (!zz_cuda_plain_dtype(dst_dt))
+    return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: download to %s is not implemented",
+                    zz_dtype_name(dst_dt));
+  if (n <= 0) return n == 0 ? ZZ_OK : zz_error(ZZ_ERR_INVALID_ARG, "download of %lld elements",
+                                                (long long)n);
+  if (dst_dt == ZZ_DTYPE_F16) return zz_cuda_read(dev, lane, dst, src, (size_t)n * 2);
+  const size_t esz = zz_cuda_elem_bytes(dst_dt);
+  const int64_t chunk = (int64_t)(ZZ_CUDA_STAGING_MAX / esz);
+  void *stage = NULL;
+  ZZ_CHECK(zz_cuda_staging(dev, lane, (size_t)(n < chunk ? n : chunk) * esz, &stage));
+  for (int64_t off = 0; off < n; off += chunk) {
+    const int64_t c = n - off < chunk ? n - off : chunk;
+    ZZ_CUDA_OK(d, zz_cuda_convert(ZZ_DTYPE_F16, (const uint16_t *)src + off, dst_dt, stage, c, s),
+               "download %s: converting %lld elements from f16", zz_dtype_name(dst_dt),
+               (long long)c);
+    ZZ_CUDA_OK(d, cudaMemcpyAsync((char *)dst + off * esz, stage, (size_t)c * esz,
+                                  cudaMemcpyDeviceToHost, s),
+               "download %s: copying %lld elements on lane %d", zz_dtype_name(dst_dt),
+               (long long)c, (int)lane);
+  }
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_sync(zz_device *dev, zz_lane lane) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_lane(d, lane, &s));
+  ZZ_CUDA_OK(d, cudaStreamSynchronize(s), "sync lane %d", (int)lane);
+  return ZZ_OK;
+}
+
+/* ================================================================ proposed ops */
+
+zz_status zz_cuda_device_wait(zz_device *dev, zz_lane waiter, zz_lane signaler);
+zz_status zz_cuda_device_copy(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                              size_t bytes);
+zz_status zz_cuda_device_argmax(zz_device *dev, const void *logits, int64_t n, int64_t vocab,
+                                int32_t *ids);
+
+zz_status zz_cuda_device_wait(zz_device *dev, zz_lane waiter, zz_lane signaler) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t ws = NULL, ss = NULL;
+  ZZ_CHECK(zz_cuda_lane(d, waiter, &ws));
+  ZZ_CHECK(zz_cuda_lane(d, signaler, &ss));
+  if (waiter == signaler) return ZZ_OK; /* a stream is ordered already */
+  /* Reusing one event per lane is safe: cudaStreamWaitEvent captures the event's
+   * most recent record at the time of the call. */
+  ZZ_CUDA_OK(d, cudaEventRecord(d->mark[signaler], ss), "wait: record on lane %d",
+             (int)signaler);
+  ZZ_CUDA_OK(d, cudaStreamWaitEvent(ws, d->mark[signaler], 0),
+             "wait: lane %d waiting on lane %d", (int)waiter, (int)signaler);
+  return ZZ_OK;
+}
+
+zz_status zz_cuda_device_copy(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                              size_t bytes) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_lane(d, lane, &s));
+  if (bytes == 0 || dst == src) return ZZ_OK;
+  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s),
+             "copy %zu bytes device to device on lane %d", bytes, (int)lane);
+  return ZZ_OK;
+}
+
+zz_status zz_cuda_device_argmax(zz_device *dev, const void *logits, int64_t n, int64_t vocab,
+                                int32_t *ids) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_lane(d, ZZ_LANE_COMPUTE, &s));
+  ZZ_CUDA_OK(d, zz_cuda_argmax(logits, n, vocab, ids, s), "argmax [%lld, %lld]", (long long)n,
+             (long long)vocab);
+  return ZZ_OK;
+}
+
+/* ================================================================ compute */
+
+/* Every op runs on the compute lane; the kernels check their own launches. */
+static zz_status zz_cuda_compute(zz_cuda_dev *d, cudaStream_t *s) {
+  return zz_cuda_lane(d, ZZ_LANE_COMPUTE, s);
+}
+
+static zz_status zz_cuda_embed(zz_device *dev, const void *table, int64_t dim, const int32_t *ids,
+                               int64_t n, void *out) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_embed_rows(table, dim, ids, n, out, s), "embed_rows [%lld, %lld]",
+             (long long)n, (long long)dim);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_addrows(zz_device *dev, void *x, int64_t dim, const void *table,
+                                 const int32_t *ids, int64_t n) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_add_rows(x, dim, table, ids, n, s), "add_rows [%lld, %lld]",
+             (long long)n, (long long)dim);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_ln(zz_device *dev, const void *x, int64_t n, int64_t dim,
+                            const void *gamma, const void *beta, float eps, void *y) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_layernorm(x, n, dim, gamma, beta, eps, y, s), "layernorm [%lld, %lld]",
+             (long long)n, (long long)dim);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_lin(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w,
+                             const void *b, int64_t out, void *y, int relu) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_linear(d->blas, x, n, in, w, b, out, y, relu, s),
+             "linear [%lld, %lld] x [%lld, %lld]^T%s%s", (long long)n, (long long)in,
+             (long long)out, (long long)in, b ? " + bias" : "", relu ? ", relu" : "");
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_addv(zz_device *dev, const void *a, const void *b, int64_t n, void *y) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_add(a, b, n, y, s), "add [%lld]", (long long)n);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t h,
+                                void *cache, int64_t kv_stride, int64_t pos) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_kv_append(x, b, sq, h, cache, kv_stride, pos, s),
+             "kv_append [%lld, %lld, %lld] at %lld (stride %lld)", (long long)b, (long long)sq,
+             (long long)h, (long long)pos, (long long)kv_stride);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_attn(zz_device *dev, const void *q, const void *k, const void *v,
+                              int64_t kv_stride, int64_t b, int64_t sq, int64_t t,
+                              int64_t q_start, int64_t heads, int64_t hd, const int32_t *pad,
+                              void *out, void *scratch) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d,
+             zz_cuda_attention(d->blas, q, k, v, kv_stride, b, sq, t, q_start, heads, hd, pad,
+                               out, scratch, s),
+             "attention b=%lld sq=%lld t=%lld q_start=%lld heads=%lld hd=%lld", (long long)b,
+             (long long)sq, (long long)t, (long long)q_start, (long long)heads, (long long)hd);
+  return ZZ_OK;
+}
+
+static size_t zz_cuda_attn_scratch(zz_device *dev, int64_t b, int64_t sq, int64_t t,
+                                   int64_t heads) {
+  (void)dev;
+  return zz_cuda_attention_scratch(b, sq, t, heads);
+}
+
+/* ================================================================ create / destroy */
+
+static void zz_cuda_destroy(zz_device *dev) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  if (!d) return;
+  (void)cudaSetDevice(d->ordinal);
+  for (int l = 0; l < ZZ_LANE_COUNT; l++)
+    if (d->lane[l]) (void)cudaStreamSynchronize(d->lane[l]);
+  /* Blocks the engine did not free: give them back rather than leak a GPU's worth. */
+  for (size_t i = 0; i < d->n_blocks; i++) (void)cudaFree(d->blocks[i].ptr);
+  for (int l = 0; l < ZZ_LANE_COUNT; l++)
+    if (d->staging[l]) (void)cudaFree(d->staging[l]);
+  if (d->blas) (void)cublasDestroy(d->blas);
+  if (d->blas_ws) (void)cudaFree(d->blas_ws);
+  for (int l = 0; l < ZZ_LANE_COUNT; l++) {
+    if (d->mark[l]) (void)cudaEventDestroy(d->mark[l]);
+    if (d->lane[l]) (void)cudaStreamDestroy(d->lane[l]);
+  }
+  (void)cudaGetLastError();
+  pthread_mutex_destroy(&d->mu);
+  free(d->blocks);
+  free(d);
+  dev->impl = NULL;
+}
+
+static const zz_device_ops zz_cuda_ops = {
+    .name = "cuda",
+    .compute_dtype = ZZ_DTYPE_F16,
+    .destroy = zz_cuda_destroy,
+    .alloc = zz_cuda_alloc,
+    .free = zz_cuda_free,
+    .host_alloc = zz_cuda_host_alloc,
+    .host_free = zz_cuda_host_free,
+    .write = zz_cuda_write,
+    .read = zz_cuda_read,
+    .upload = zz_cuda_upload,
+    .download = zz_cuda_download,
+    .sync = zz_cuda_sync,
+    .embed_rows = zz_cuda_embed,
+    .add_rows = zz_cuda_addrows,
+    .layernorm = zz_cuda_ln,
+    .linear = zz_cuda_lin,
+    .add = zz_cuda_addv,
+    .kv_append = zz_cuda_append,
+    .attention = zz_cuda_attn,
+    .attention_scratch = zz_cuda_attn_scratch,
+};
+
+/* Everything after the zz_device exists; on failure the caller destroys it. */
+static zz_status zz_cuda_setup(zz_device *dev, size_t capacity) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  struct cudaDeviceProp prop;
+  ZZ_CUDA_OK(d, cudaGetDeviceProperties(&prop, d->ordinal), "cudaGetDeviceProperties");
+  snprintf(d->gpu, sizeof d->gpu, "%s", prop.name);
+  size_t free_b = 0, total_b = 0;
+  ZZ_CUDA_OK(d, cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  dev->capacity = capacity ? capacity : free_b;
+
+  for (int l = 0; l < ZZ_LANE_COUNT; l++) {
+    ZZ_CUDA_OK(d, cudaStreamCreateWithFlags(&d->lane[l], cudaStreamNonBlocking),
+               "creating the stream of lane %d", l);
+    ZZ_CUDA_OK(d, cudaEventCreateWithFlags(&d->mark[l], cudaEventDisableTiming),
+               "creating the event of lane %d", l);
+  }
+  ZZ_CUDA_OK(d, -(int)cublasCreate(&d->blas), "cublasCreate");
+  ZZ_CUDA_OK(d, -(int)cublasSetStream(d->blas, d->lane[ZZ_LANE_COMPUTE]), "cublasSetStream");
+  /* Our own workspace, so it is counted against the capacity; set after
+   * cublasSetStream, which resets the handle to cuBLAS's default pool. Sizes are
+   * NVIDIA's recommendation (32 MiB on Hopper, 4 MiB before). */
+  d->blas_ws_bytes = (size_t)(prop.major >= 9 ? 32 : 4) << 20;
+  ZZ_CHECK(zz_cuda_reserve(dev, d->blas_ws_bytes, "cuBLAS workspace"));
+  ZZ_CHECK(zz_cuda_malloc_reserved(dev, d->blas_ws_bytes, "cuBLAS workspace", &d->blas_ws));
+  ZZ_CUDA_OK(d, -(int)cublasSetWorkspace(d->blas, d->blas_ws, d->blas_ws_bytes),
+             "cublasSetWorkspace");
+  return ZZ_OK;
+}
+
+zz_status zz_device_create_cuda(int ordinal, size_t capacity, zz_device **out) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no usable GPU: cudaGetDeviceCount: %s",
+                    cudaGetErrorString(e));
+  }
+  if (count == 0) return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no GPU is visible");
+  if (ordinal < 0 || ordinal >= count)
+    return zz_error(ZZ_ERR_INVALID_ARG, "cuda device: ordinal %d, but %d GPU%s visible", ordinal,
+                    count, count == 1 ? " is" : "s are");
+  e = cudaSetDevice(ordinal);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return zz_error(ZZ_ERR_DEVICE, "cuda device %d: cudaSetDevice: %s", ordinal,
+                    cudaGetErrorString(e));
+  }
+
+  zz_device *dev = calloc(1, sizeof *dev);
+  zz_cuda_dev *d = calloc(1, sizeof *d);
+  if (!dev || !d) {
+    free(dev);
+    free(d);
+    return zz_error(ZZ_ERR_NO_MEMORY, "cuda device %d: out of host memory", ordinal);
+  }
+  d->ordinal = ordinal;
+  snprintf(d->gpu, sizeof d->gpu, "?");
+  pthread_mutex_init(&d->mu, NULL);
+  dev->ops = &zz_cuda_ops;
+  dev->impl = d;
+  zz_status st = zz_cuda_setup(dev, capacity);
+  if (st != ZZ_OK) {
+    zz_cuda_destroy(dev);
+    free(dev);
+    return st;
+  }
+  *out = dev;
+  return ZZ_OK;
+}
+
+#else /* !ZZ_HAVE_CUDA */
+
+zz_status zz_device_create_cuda(int ordinal, size_t capacity, zz_device **out) {
+  (void)ordinal, (void)capacity, (void)out;
+  return zz_error(ZZ_ERR_UNSUPPORTED,
+                  "built without CUDA: no cuda device (reconfigure with nvcc on the PATH or at "
+                  "/usr/local/cuda and -DZZ_CUDA=ON)");
+}
+
+#endif /* ZZ_HAVE_CUDA */

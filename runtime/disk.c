@@ -1,0 +1,83 @@
+/*
+ * disk.c — the disk tier: one file under --offload-dir opened with O_DIRECT so
+ * reads and writes bypass the page cache (the point of a disk tier is that RAM is
+ * full). Filesystems without O_DIRECT (tmpfs) fall back to buffered I/O plus
+ * POSIX_FADV_DONTNEED, said once on stderr. The I/O threads of the schedule call
+ * pread/pwrite here, so transfers run beside compute.
+ */
+#define _GNU_SOURCE 1 /* O_DIRECT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "disk_impl.h"
+
+size_t zz_disk_free_bytes(const char *dir) {
+  struct statvfs v;
+  if (statvfs(dir, &v) != 0) return 0;
+  return (size_t)v.f_bavail * v.f_frsize;
+}
+
+zz_status zz_disk_open(const char *dir, size_t size, zz_disk *out) {
+  zz_disk d = {.fd = -1};
+  snprintf(d.path, sizeof d.path, "%s/zigzag-offload-XXXXXX", dir);
+  int fd = mkstemp(d.path);
+  if (fd < 0) return zz_error(ZZ_ERR_IO, "--offload-dir %s: cannot create a file: %s", dir, strerror(errno));
+  unlink(d.path);
+  int fl = fcntl(fd, F_GETFL);
+  d.direct = fl >= 0 && fcntl(fd, F_SETFL, fl | O_DIRECT) == 0;
+  if (!d.direct) {
+    static int said;
+    if (!said++) fprintf(stderr, "zigzag: %s does not support O_DIRECT; disk tier uses the page cache with DONTNEED\n", dir);
+  }
+  d.fd = fd;
+  if (size && ftruncate(d.fd, (off_t)size) != 0) {
+    zz_status st = zz_error(ZZ_ERR_IO, "--offload-dir %s: cannot size the offload file to %zu bytes: %s", dir, size,
+                            strerror(errno));
+    close(d.fd);
+    return st;
+  }
+  d.size = size;
+  *out = d;
+  return ZZ_OK;
+}
+
+void zz_disk_close(zz_disk *d) {
+  if (d && d->fd >= 0) close(d->fd);
+  if (d) d->fd = -1;
+}
+
+zz_status zz_disk_read(zz_disk *d, void *buf, size_t len, size_t off) {
+  double t0 = zz_now();
+  size_t done = 0;
+  while (done < len) {
+    ssize_t r = pread(d->fd, (char *)buf + done, len - done, (off_t)(off + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0)
+      return zz_error(ZZ_ERR_IO, "offload file: read of %zu bytes at %zu failed: %s", len, off + done,
+                      r < 0 ? strerror(errno) : "end of file");
+    done += (size_t)r;
+  }
+  if (!d->direct) posix_fadvise(d->fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
+  __atomic_add_fetch(&d->read_bytes, len, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&d->read_ns, (uint64_t)((zz_now() - t0) * 1e9), __ATOMIC_RELAXED);
+  return ZZ_OK;
+}
+
+zz_status zz_disk_write(zz_disk *d, const void *buf, size_t len, size_t off) {
+  size_t done = 0;
+  while (done < len) {
+    ssize_t r = pwrite(d->fd, (const char *)buf + done, len - done, (off_t)(off + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0)
+      return zz_error(ZZ_ERR_IO, "offload file: write of %zu bytes at %zu failed: %s", len, off + done,
+                      r < 0 ? strerror(errno) : "no progress");
+    done += (size_t)r;
+  }
+  if (!d->direct) posix_fadvise(d->fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
+  __atomic_add_fetch(&d->write_bytes, len, __ATOMIC_RELAXED);
+  return ZZ_OK;
+}

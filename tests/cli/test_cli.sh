@@ -83,6 +83,9 @@ zz "${GEN[@]}" --prompts golden_text.jsonl --out g2.jsonl --gpu-batch-size 1 --n
 check "golden greedy tokens, text prompts, --gpu-batch-size 1 --num-gpu-batches 2 (two blocks)" golden_ok g2.jsonl
 zz "${GEN[@]}" --prompts golden_ids.jsonl --out g3.jsonl --gpu-batch-size 3
 check "golden greedy tokens, input_ids prompts, --gpu-batch-size 3 (uneven blocks)" golden_ok g3.jsonl
+zz "${GEN[@]}" --prompts golden_text.jsonl --out g4.jsonl \
+  --policy "gbs=2 num_gb=2 w=0,0 c=0,0 a=0,0 overlap=1 cpu_attn=0 cw=0 cc=0 sparsity=1"
+check "golden greedy tokens with weights, cache and activations all on disk (--policy w=0,0 c=0,0 a=0,0)" golden_ok g4.jsonl
 check "every output line has a text field (split UTF-8 characters become U+FFFD)" \
   test "$(grep -c '"text":' g1.jsonl)" -eq 4
 

@@ -42,7 +42,7 @@ int zz_cmd_bench(const zz_opts *o) {
   }
   ZZ_CHECK_GOTO(zz_opts_device(o, &dev), st, fail);
   double t_load = zz_now();
-  ZZ_CHECK_GOTO(zz_engine_create(dev, &model, ck, &pol, &shape, &eng), st, fail);
+  ZZ_CHECK_GOTO(zz_opts_engine(o, dev, &model, ck, &shape, &eng), st, fail);
   t_load = zz_now() - t_load;
 
   b = (int64_t)pol.gpu_batch_size * pol.num_gpu_batches;
@@ -69,7 +69,14 @@ int zz_cmd_bench(const zz_opts *o) {
   zz_request wreq = {.n = 1, .ids = (const int32_t *const *)ids, .lens = &warm_len, .max_new_tokens = 2, .ignore_eos = true};
   ZZ_CHECK_GOTO(zz_engine_generate(eng, &wreq, &warm), st, fail);
   zz_result_free(&warm, 1);
+  zz_engine_stats s0, s1;
+  zz_engine_get_stats(eng, &s0);
   ZZ_CHECK_GOTO(zz_engine_generate(eng, &req, &res), st, fail);
+  zz_engine_get_stats(eng, &s1);
+  double wall = s1.wall_s - s0.wall_s, busy[ZZ_LANE_COUNT];
+  for (int l = 0; l < ZZ_LANE_COUNT; l++) busy[l] = wall > 0 ? (s1.busy_s[l] - s0.busy_s[l]) / wall : 0;
+  uint64_t rd = s1.disk_read_bytes - s0.disk_read_bytes;
+  double rd_s = s1.disk_read_s - s0.disk_read_s, rd_bw = rd_s > 0 ? (double)rd / rd_s : 0;
 
   double s = (double)o->prompt_len, n = (double)o->gen_len, bb = (double)b;
   double prefill = bb * s / res.prefill_s, decode = bb * (n - 1) / res.decode_s;
@@ -84,9 +91,13 @@ int zz_cmd_bench(const zz_opts *o) {
     printf("{\"model\": \"%s\", \"device\": \"%s\", \"prompt_len\": %d, \"gen_len\": %d, \"batch\": %lld, "
            "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"total_tok_s\": %.3f, "
            "\"prefill_s\": %.4f, \"decode_s\": %.4f, \"load_s\": %.3f, "
-           "\"peak_bytes\": {\"gpu\": %zu, \"cpu\": %zu, \"disk\": %zu}, \"policy\": \"%s\", \"warmup\": \"excluded\"}\n",
+           "\"peak_bytes\": {\"gpu\": %zu, \"cpu\": %zu, \"disk\": %zu}, \"policy\": \"%s\", "
+           "\"busy\": {\"compute\": %.3f, \"weight_load\": %.3f, \"cache_load\": %.3f, \"cache_store\": %.3f}, "
+           "\"disk_read_bytes\": %llu, \"disk_read_bw\": %.0f, \"warmup\": \"excluded\"}\n",
            cfg.name, dev->ops->name, o->prompt_len, o->gen_len, (long long)b, prefill, decode, total, res.prefill_s,
-           res.decode_s, t_load, tier[ZZ_TIER_GPU], tier[ZZ_TIER_CPU], tier[ZZ_TIER_DISK], pbuf);
+           res.decode_s, t_load, tier[ZZ_TIER_GPU], tier[ZZ_TIER_CPU], tier[ZZ_TIER_DISK], pbuf,
+           busy[ZZ_LANE_COMPUTE], busy[ZZ_LANE_LOAD_WEIGHT], busy[ZZ_LANE_LOAD_CACHE], busy[ZZ_LANE_STORE_CACHE],
+           (unsigned long long)rd, rd_bw);
   } else {
     char a[32], c2[32], d[32];
     printf("zigzag bench: %s on %s, %lld prompts x %d tokens, %d new tokens each (warm-up excluded, weights loaded in %.1f s)\n",
@@ -95,6 +106,10 @@ int zz_cmd_bench(const zz_opts *o) {
     printf("  prefill    %10.1f tok/s  (%.3f s)\n", prefill, res.prefill_s);
     printf("  decode     %10.1f tok/s  (%.3f s)\n", decode, res.decode_s);
     printf("  total      %10.1f tok/s\n", total);
+    printf("  busy       compute %.0f%%, weight load %.0f%%, cache load %.0f%%, cache store %.0f%% of %.2f s\n",
+           100 * busy[ZZ_LANE_COMPUTE], 100 * busy[ZZ_LANE_LOAD_WEIGHT], 100 * busy[ZZ_LANE_LOAD_CACHE],
+           100 * busy[ZZ_LANE_STORE_CACHE], wall);
+    if (rd) printf("  disk read  %.1f MiB at %.1f MiB/s\n", (double)rd / (1 << 20), rd_bw / (1 << 20));
     printf("  peak mem   gpu/device %s, cpu %s, disk %s\n", zz_format_bytes(tier[ZZ_TIER_GPU], a, sizeof a),
            zz_format_bytes(tier[ZZ_TIER_CPU], c2, sizeof c2), zz_format_bytes(tier[ZZ_TIER_DISK], d, sizeof d));
   }

@@ -257,7 +257,7 @@ static int zz_cmd_generate(const zz_opts *opts) {
   zz_shape shape = {.prompt_len = o->max_prompt_len, .gen_len = o->max_new_tokens};
   ZZ_CHECK_GOTO(zz_opts_policy(o, &pol), st, fail);
   ZZ_CHECK_GOTO(zz_opts_device(o, &dev), st, fail);
-  ZZ_CHECK_GOTO(zz_engine_create(dev, &model, ck, &pol, &shape, &eng), st, fail);
+  ZZ_CHECK_GOTO(zz_opts_engine(o, dev, &model, ck, &shape, &eng), st, fail);
 
   int64_t bls = (int64_t)pol.gpu_batch_size * pol.num_gpu_batches;
   ZZ_CHECK_GOTO(zz_resume_open(o->out, o->resume, &done_ids, &out), st, fail);

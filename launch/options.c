@@ -9,7 +9,7 @@
 
 #include "zz_launch.h"
 
-typedef enum { ZZ_OPT_STR, ZZ_OPT_INT, ZZ_OPT_LL, ZZ_OPT_FLOAT, ZZ_OPT_FLAG } zz_opt_type;
+typedef enum { ZZ_OPT_STR, ZZ_OPT_INT, ZZ_OPT_LL, ZZ_OPT_FLOAT, ZZ_OPT_FLAG, ZZ_OPT_PERCENT } zz_opt_type;
 
 typedef struct zz_opt_def {
   const char *flag;   /* without the leading "--" */
@@ -18,40 +18,53 @@ typedef struct zz_opt_def {
   size_t offset;      /* into zz_opts */
   const char *def;    /* default, as text (NULL: none) */
   const char *help;
+  bool policy; /* part of the policy: conflicts with --policy */
 } zz_opt_def;
 
 #define ZZ_O(f) offsetof(zz_opts, f)
 
 static const zz_opt_def zz_opt_table[] = {
     {"model", "ZZ_MODEL", ZZ_OPT_STR, ZZ_O(model), "opt-125m",
-     "model directory (config.json, *.safetensors, vocab.json, merges.txt) or preset name"},
-    {"dummy", NULL, ZZ_OPT_FLAG, ZZ_O(dummy), NULL, "use deterministic random weights (presets need it)"},
+     "model directory (config.json, *.safetensors, vocab.json, merges.txt) or preset name", false},
+    {"dummy", NULL, ZZ_OPT_FLAG, ZZ_O(dummy), NULL, "use deterministic random weights (presets need it)", false},
     {"prompts", NULL, ZZ_OPT_STR, ZZ_O(prompts), NULL,
-     "generate: JSON Lines input, one {\"prompt\": text} or {\"input_ids\": [...]} (+ \"id\") per line; - is stdin"},
-    {"out", NULL, ZZ_OPT_STR, ZZ_O(out), NULL, "generate: JSON Lines output, one line per prompt; - is stdout"},
-    {"max-new-tokens", NULL, ZZ_OPT_INT, ZZ_O(max_new_tokens), "32", "generate: new tokens per prompt at most"},
+     "generate: JSON Lines input, one {\"prompt\": text} or {\"input_ids\": [...]} (+ \"id\") per line; - is stdin", false},
+    {"out", NULL, ZZ_OPT_STR, ZZ_O(out), NULL, "generate: JSON Lines output, one line per prompt; - is stdout", false},
+    {"max-new-tokens", NULL, ZZ_OPT_INT, ZZ_O(max_new_tokens), "32", "generate: new tokens per prompt at most", false},
     {"max-prompt-len", "ZZ_MAX_PROMPT_LEN", ZZ_OPT_INT, ZZ_O(max_prompt_len), "0",
-     "generate: longest prompt in tokens (sizes the KV cache); 0 = positions left after max-new-tokens"},
-    {"temperature", NULL, ZZ_OPT_FLOAT, ZZ_O(temperature), "0", "sampling temperature; 0 = greedy"},
-    {"top-k", NULL, ZZ_OPT_INT, ZZ_O(top_k), "0", "sample among the k most likely tokens; 0 = all"},
-    {"top-p", NULL, ZZ_OPT_FLOAT, ZZ_O(top_p), "1", "nucleus sampling mass; 1 = off"},
-    {"seed", "ZZ_SEED", ZZ_OPT_LL, ZZ_O(seed), "0", "sampling seed (each prompt draws from its own stream)"},
+     "generate: longest prompt in tokens (sizes the KV cache); 0 = positions left after max-new-tokens", false},
+    {"temperature", NULL, ZZ_OPT_FLOAT, ZZ_O(temperature), "0", "sampling temperature; 0 = greedy", false},
+    {"top-k", NULL, ZZ_OPT_INT, ZZ_O(top_k), "0", "sample among the k most likely tokens; 0 = all", false},
+    {"top-p", NULL, ZZ_OPT_FLOAT, ZZ_O(top_p), "1", "nucleus sampling mass; 1 = off", false},
+    {"seed", "ZZ_SEED", ZZ_OPT_LL, ZZ_O(seed), "0", "sampling seed (each prompt draws from its own stream)", false},
     {"resume", NULL, ZZ_OPT_FLAG, ZZ_O(resume), NULL,
-     "generate: keep the lines already in --out and skip their prompts (by id)"},
-    {"progress", NULL, ZZ_OPT_FLAG, ZZ_O(progress), NULL, "print the progress line even when stderr is not a terminal"},
-    {"no-progress", NULL, ZZ_OPT_FLAG, ZZ_O(no_progress), NULL, "never print the progress line"},
-    {"prompt-len", NULL, ZZ_OPT_INT, ZZ_O(prompt_len), "512", "bench: prompt length s"},
-    {"gen-len", NULL, ZZ_OPT_INT, ZZ_O(gen_len), "32", "bench: generated tokens n"},
-    {"json", NULL, ZZ_OPT_FLAG, ZZ_O(json), NULL, "bench: print one JSON object"},
-    {"gpu-batch-size", "ZZ_GPU_BATCH_SIZE", ZZ_OPT_INT, ZZ_O(gpu_batch_size), "8", "sequences per GPU batch (gbs)"},
+     "generate: keep the lines already in --out and skip their prompts (by id)", false},
+    {"progress", NULL, ZZ_OPT_FLAG, ZZ_O(progress), NULL, "print the progress line even when stderr is not a terminal", false},
+    {"no-progress", NULL, ZZ_OPT_FLAG, ZZ_O(no_progress), NULL, "never print the progress line", false},
+    {"prompt-len", NULL, ZZ_OPT_INT, ZZ_O(prompt_len), "512", "bench: prompt length s", false},
+    {"gen-len", NULL, ZZ_OPT_INT, ZZ_O(gen_len), "32", "bench: generated tokens n", false},
+    {"json", NULL, ZZ_OPT_FLAG, ZZ_O(json), NULL, "bench: print one JSON object", false},
+    {"gpu-batch-size", "ZZ_GPU_BATCH_SIZE", ZZ_OPT_INT, ZZ_O(gpu_batch_size), "8", "sequences per GPU batch (gbs)", true},
     {"num-gpu-batches", "ZZ_NUM_GPU_BATCHES", ZZ_OPT_INT, ZZ_O(num_gpu_batches), "1",
-     "GPU batches per block (a block is gbs x num-gpu-batches sequences)"},
+     "GPU batches per block (a block is gbs x num-gpu-batches sequences)", true},
+    {"percent", "ZZ_PERCENT", ZZ_OPT_PERCENT, ZZ_O(percent), "100 0 100 0 100 0",
+     "percent of weights, KV cache and activations on GPU and CPU; disk takes the rest", true},
+    {"cpu-cache-compute", NULL, ZZ_OPT_FLAG, ZZ_O(cpu_cache_compute), NULL,
+     "run decode attention on the CPU beside a KV cache that is not on the GPU", true},
+    {"compress-weight", NULL, ZZ_OPT_FLAG, ZZ_O(compress_weight), NULL, "store weights in 4 bits (group 64)", true},
+    {"compress-cache", NULL, ZZ_OPT_FLAG, ZZ_O(compress_cache), NULL, "store the KV cache in 4 bits (group 64)", true},
+    {"attn-sparsity", NULL, ZZ_OPT_FLOAT, ZZ_O(attn_sparsity), "1", "fraction of attention kept; 1 = dense", true},
+    {"no-overlap", NULL, ZZ_OPT_FLAG, ZZ_O(no_overlap), NULL, "run loads, stores and compute one after another", true},
     {"policy", "ZZ_POLICY", ZZ_OPT_STR, ZZ_O(policy), NULL,
-     "the whole policy as the one line zigzag prints (overrides the policy flags)"},
-    {"device", "ZZ_DEVICE", ZZ_OPT_STR, ZZ_O(device), "auto", "compute device: auto (CUDA if present), cpu, cuda"},
+     "the whole policy as the one line zigzag prints (instead of the policy flags)", false},
+    {"offload-dir", "ZZ_OFFLOAD_DIR", ZZ_OPT_STR, ZZ_O(offload_dir), NULL,
+     "directory of the disk tier's file (default $TMPDIR or /tmp)", false},
+    {"device", "ZZ_DEVICE", ZZ_OPT_STR, ZZ_O(device), "auto", "compute device: auto (CUDA if present), cpu, cuda", false},
     {"gpu-mem", "ZZ_GPU_MEM", ZZ_OPT_STR, ZZ_O(gpu_mem), "0",
-     "device memory this run may use, e.g. 16G; 0 = all the device has"},
-    {"threads", "ZZ_THREADS", ZZ_OPT_INT, ZZ_O(threads), "0", "CPU compute threads; 0 = all cores"},
+     "device memory this run may use, e.g. 16G; 0 = all the device has", false},
+    {"cpu-mem", "ZZ_CPU_MEM", ZZ_OPT_STR, ZZ_O(cpu_mem), "0", "host memory for the CPU tier; 0 = physical RAM", false},
+    {"disk-mem", "ZZ_DISK_MEM", ZZ_OPT_STR, ZZ_O(disk_mem), "0", "disk tier capacity; 0 = free space of --offload-dir", false},
+    {"threads", "ZZ_THREADS", ZZ_OPT_INT, ZZ_O(threads), "0", "CPU compute threads; 0 = all cores", false},
 };
 #define ZZ_N_OPTS (sizeof zz_opt_table / sizeof zz_opt_table[0])
 
@@ -76,6 +89,21 @@ static int zz_opt_set(const zz_opt_def *d, const char *v, zz_opts *o, const char
       float x = strtof(v, &end);
       if (end == v || *end || x < 0) break;
       *(float *)base = x;
+      return 0;
+    }
+    case ZZ_OPT_PERCENT: { /* six numbers separated by spaces or commas */
+      double *p = (double *)base;
+      const char *c = v;
+      int k = 0;
+      for (; k < 6; k++) {
+        while (*c == ' ' || *c == ',') c++;
+        double x = strtod(c, &end);
+        if (end == c || x < 0 || x > 100) break;
+        p[k] = x;
+        c = end;
+      }
+      while (*c == ' ' || *c == ',') c++;
+      if (k < 6 || *c) break;
       return 0;
     }
   }
@@ -105,8 +133,9 @@ void zz_opts_help(FILE *f) {
   for (size_t i = 0; i < ZZ_N_OPTS; i++) {
     const zz_opt_def *d = &zz_opt_table[i];
     char left[64];
-    snprintf(left, sizeof left, "--%s%s", d->flag, d->type == ZZ_OPT_FLAG ? "" : " X");
-    fprintf(f, "  %-22s %s", left, d->help);
+    snprintf(left, sizeof left, "--%s%s", d->flag,
+             d->type == ZZ_OPT_FLAG ? "" : d->type == ZZ_OPT_PERCENT ? " WG WC CG CC HG HC" : " X");
+    fprintf(f, "  %-24s %s", left, d->help);
     if (d->def) fprintf(f, " (default %s)", d->def);
     if (d->env) fprintf(f, " [%s]", d->env);
     fprintf(f, "\n");
@@ -147,6 +176,19 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o) {
       fprintf(stderr, "zigzag: unknown option '%s' (see zigzag --help)\n", a);
       return 2;
     }
+    if (d->policy) o->policy_flags_given = true;
+    if (d->type == ZZ_OPT_PERCENT && !eq) {
+      /* --percent 20 80 0 100 100 0: six separate arguments */
+      char joined[256] = "";
+      int k = 0;
+      for (; k < 6 && i + 1 < argc; k++) {
+        strncat(joined, argv[++i], sizeof joined - strlen(joined) - 2);
+        strcat(joined, " ");
+      }
+      int r = zz_opt_set(d, joined, o, "option");
+      if (r) return r;
+      continue;
+    }
     if (d->type == ZZ_OPT_FLAG) {
       if (eq) {
         fprintf(stderr, "zigzag: --%s takes no value\n", d->flag);
@@ -179,13 +221,52 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o) {
 }
 
 zz_status zz_opts_policy(const zz_opts *o, zz_policy *out) {
-  if (o->policy) return zz_policy_parse(o->policy, out);
+  if (o->policy) {
+    if (o->policy_flags_given)
+      return zz_error(ZZ_ERR_INVALID_ARG, "give either --policy or the policy flags (--percent, --gpu-batch-size, ...), not both");
+    return zz_policy_parse(o->policy, out);
+  }
   zz_policy p;
   zz_policy_default(&p);
   p.gpu_batch_size = o->gpu_batch_size;
   p.num_gpu_batches = o->num_gpu_batches;
+  p.w_gpu = o->percent[0];
+  p.w_cpu = o->percent[1];
+  p.c_gpu = o->percent[2];
+  p.c_cpu = o->percent[3];
+  p.a_gpu = o->percent[4];
+  p.a_cpu = o->percent[5];
+  p.cpu_attention = o->cpu_cache_compute;
+  p.compress_weight = o->compress_weight;
+  p.compress_cache = o->compress_cache;
+  p.attn_sparsity = o->attn_sparsity;
+  p.overlap = !o->no_overlap;
   ZZ_CHECK(zz_policy_check(&p));
   *out = p;
+  return ZZ_OK;
+}
+
+zz_status zz_opts_tiers(const zz_opts *o, zz_tiers *out) {
+  zz_tiers t = {.offload_dir = o->offload_dir};
+  ZZ_CHECK(zz_parse_bytes(o->cpu_mem, &t.cap[ZZ_TIER_CPU]));
+  ZZ_CHECK(zz_parse_bytes(o->disk_mem, &t.cap[ZZ_TIER_DISK]));
+  *out = t;
+  return ZZ_OK;
+}
+
+zz_status zz_opts_engine(const zz_opts *o, zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
+                         const zz_shape *shape, zz_engine **out) {
+  zz_policy pol;
+  zz_tiers tiers;
+  ZZ_CHECK(zz_opts_policy(o, &pol));
+  ZZ_CHECK(zz_opts_tiers(o, &tiers));
+  ZZ_CHECK(zz_engine_create_tiers(dev, m, ck, &pol, shape, &tiers, out));
+  char pb[256], g[32], c[32], d[32];
+  const zz_memplan *p = zz_engine_plan(*out);
+  fprintf(stderr, "zigzag: policy %s; plan: device (%s) %s, cpu %s, disk %s\n", zz_policy_str(&pol, pb, sizeof pb),
+          dev->ops->name, zz_format_bytes(zz_memplan_tier_total(p, ZZ_TIER_GPU), g, sizeof g),
+          zz_format_bytes(zz_memplan_tier_total(p, ZZ_TIER_CPU), c, sizeof c),
+          zz_format_bytes(zz_memplan_tier_total(p, ZZ_TIER_DISK), d, sizeof d));
   return ZZ_OK;
 }
 

@@ -32,6 +32,12 @@ typedef struct zz_opts {
   int threads;
   bool resume, progress, no_progress;
   const char *text; /* tokenize's argument */
+  /* the policy flags (FlexGen's names) and the tiers */
+  double percent[6]; /* --percent WG WC CG CC HG HC */
+  bool cpu_cache_compute, compress_weight, compress_cache, no_overlap;
+  float attn_sparsity;
+  const char *offload_dir, *cpu_mem, *disk_mem;
+  bool policy_flags_given; /* any policy flag on the command line */
 } zz_opts;
 
 void zz_opts_defaults(zz_opts *o);
@@ -40,6 +46,12 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o);
 void zz_opts_help(FILE *f);
 zz_status zz_opts_policy(const zz_opts *o, zz_policy *out);
 zz_status zz_opts_device(const zz_opts *o, zz_device **out);
+/* --cpu-mem, --disk-mem, --offload-dir (the GPU capacity is the device's). */
+zz_status zz_opts_tiers(const zz_opts *o, zz_tiers *out);
+/* Builds the engine the options describe, printing the policy and the plan's
+ * bytes per tier on stderr when verbose. */
+zz_status zz_opts_engine(const zz_opts *o, zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
+                         const zz_shape *shape, zz_engine **out);
 
 /* ids already present in an output file, for --resume */
 typedef struct zz_resume_set zz_resume_set;

@@ -3,6 +3,7 @@
  * float32). Used by loaders (checkpoint dtype → storage dtype) and by the CPU
  * device's upload/download (storage dtype ⇄ f32 compute dtype).
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "zz_kernels.h"
@@ -93,9 +94,24 @@ static float zz_load(zz_dtype dt, const void *p, int64_t i) {
   }
 }
 
+/* Every half value as a float: the CPU device widens each offloaded layer's
+ * weights once per block, so this is on the weight-load lane's critical path. */
+static float zz_f16_table[65536];
+static pthread_once_t zz_f16_once = PTHREAD_ONCE_INIT;
+static void zz_f16_table_init(void) {
+  for (uint32_t h = 0; h < 65536; h++) zz_f16_table[h] = zz_f16_to_f32((uint16_t)h);
+}
+
 void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, int64_t n) {
   if (src_dt == dst_dt) {
     memmove(dst, src, zz_dtype_nbytes(src_dt, n));
+    return;
+  }
+  if (src_dt == ZZ_DTYPE_F16 && dst_dt == ZZ_DTYPE_F32) {
+    pthread_once(&zz_f16_once, zz_f16_table_init);
+    const uint16_t *s = src;
+    float *d = dst;
+    for (int64_t i = 0; i < n; i++) d[i] = zz_f16_table[s[i]];
     return;
   }
   switch (dst_dt) {

@@ -148,7 +148,7 @@ int main(int argc, char **argv) {
     zz_policy_str(&pols[i], pb, sizeof pb);
     fprintf(stderr, "offload_bench: running %s (%s)\n", runs[i].name, pb);
     if (zz_bench_one(&m, dev, &pols[i], &shape, dir, &runs[i]) != 0) continue;
-    printf("%s,%s,%s,%.2f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.3f\n", cfg.name, runs[i].name, pb, runs[i].prefill,
+    printf("%s,%s,\"%s\",%.2f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.3f\n", cfg.name, runs[i].name, pb, runs[i].prefill,
            runs[i].decode, runs[i].total, runs[i].total / runs[0].total, runs[i].busy[0], runs[i].busy[1], runs[i].busy[2],
            runs[i].busy[3], runs[i].disk_bw / (1 << 20), ceiling > 0 ? runs[i].disk_bw / ceiling : 0);
     fflush(stdout);

@@ -97,6 +97,13 @@ void zz_cpu_attention(const float *q, const float *k, const float *v, int64_t kv
                       int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
                       int64_t hd, const int32_t *pad, float *out, float *scratch);
 size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t);
+/* The same over a cache stored in kv_dt (f32 or f16): CPU attention beside the
+ * f16 cache a GPU run keeps on the host. */
+void zz_cpu_attention_kv(const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
+                         const int32_t *pad, float *out, float *scratch);
+/* The 65536 halves as floats (built on first use). */
+const float *zz_f16_table(void);
 
 /* ---------------------------------------------------------------- CUDA kernels (f16) */
 /*

@@ -116,8 +116,7 @@ int zz_cmd_bench(const zz_opts *o) {
   rc = 0;
   goto done;
 fail:
-  fprintf(stderr, "zigzag: %s: %s\n", zz_status_str(st), zz_error_message());
-  rc = st == ZZ_ERR_INVALID_ARG ? 2 : 1;
+  rc = zz_report_failure(st);
 done:
   zz_result_free(&res, b);
   if (ids)

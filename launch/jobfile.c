@@ -24,6 +24,8 @@ static uint64_t zz_hash_str(const char *s) {
   return h;
 }
 
+zz_resume_set *zz_resume_new(void) { return calloc(1, sizeof(zz_resume_set)); }
+
 static zz_status zz_resume_add(zz_resume_set *s, const char *id) {
   if (2 * (s->count + 1) > s->cap) {
     size_t ncap = s->cap ? 2 * s->cap : 1024;
@@ -47,6 +49,11 @@ static zz_status zz_resume_add(zz_resume_set *s, const char *id) {
   if (!(s->slots[j] = strdup(id))) return zz_error(ZZ_ERR_NO_MEMORY, "resume: out of memory");
   s->count++;
   return ZZ_OK;
+}
+
+zz_status zz_resume_insert(zz_resume_set *s, const char *id, bool *fresh) {
+  *fresh = !zz_resume_has(s, id);
+  return *fresh ? zz_resume_add(s, id) : ZZ_OK;
 }
 
 bool zz_resume_has(const zz_resume_set *s, const char *id) {

@@ -213,7 +213,7 @@ static int zz_cmd_generate(const zz_opts *opts) {
   zz_device *dev = NULL;
   zz_engine *eng = NULL;
   zz_prompt_reader *rd = NULL;
-  zz_resume_set *done_ids = NULL;
+  zz_resume_set *done_ids = NULL, *seen = zz_resume_new();
   FILE *out = NULL;
   zz_block blk = {0};
   zz_progress prog;
@@ -281,6 +281,16 @@ static int zz_cmd_generate(const zz_opts *opts) {
       ZZ_CHECK_GOTO(zz_prompt_reader_next(rd, &p, &more), st, fail);
       if (!more) break;
       uint64_t stream = (uint64_t)index++;
+      /* ids name prompts in the output and for --resume, so they must be unique */
+      bool fresh = false;
+      st = seen ? zz_resume_insert(seen, p.id, &fresh) : zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+      if (st == ZZ_OK && !fresh)
+        st = zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: id %s appears twice in the prompts (a line without \"id\" "
+                      "takes its line number as id)", o->prompts, (long long)p.line, p.id);
+      if (st != ZZ_OK) {
+        zz_prompt_free(&p);
+        goto fail;
+      }
       if (zz_resume_has(done_ids, p.id)) {
         prog.skipped++;
         zz_prompt_free(&p);
@@ -320,8 +330,7 @@ static int zz_cmd_generate(const zz_opts *opts) {
   rc = 0;
   goto done;
 fail:
-  fprintf(stderr, "zigzag: %s: %s\n", zz_status_str(st), zz_error_message());
-  rc = st == ZZ_ERR_INVALID_ARG ? 2 : 1;
+  rc = zz_report_failure(st);
 done:
   zz_block_clear(&blk);
   free(blk.prompts);
@@ -331,6 +340,7 @@ done:
   zz_prompt_reader_close(rd);
   if (out && out != stdout) fclose(out);
   zz_resume_free(done_ids);
+  zz_resume_free(seen);
   zz_engine_destroy(eng);
   zz_device_destroy(dev);
   zz_tokenizer_free(tok);

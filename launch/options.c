@@ -278,3 +278,8 @@ zz_status zz_opts_device(const zz_opts *o, zz_device **out) {
   if (strcmp(o->device, "auto") == 0) return zz_device_create_best(cap, o->threads, out);
   return zz_error(ZZ_ERR_INVALID_ARG, "--device %s: want auto, cpu or cuda", o->device);
 }
+
+int zz_report_failure(zz_status st) {
+  fprintf(stderr, "zigzag: %s: %s\n", zz_status_str(st), zz_error_message());
+  return st == ZZ_ERR_INVALID_ARG ? 2 : 1;
+}

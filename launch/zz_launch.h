@@ -59,6 +59,9 @@ typedef struct zz_resume_set zz_resume_set;
  * line) and appends; without, truncates. "-" is stdout. */
 zz_status zz_resume_open(const char *path, bool resume, zz_resume_set **set_out, FILE **out);
 bool zz_resume_has(const zz_resume_set *s, const char *id_json);
+/* An empty set (NULL when out of memory); *fresh says whether id was new. */
+zz_resume_set *zz_resume_new(void);
+zz_status zz_resume_insert(zz_resume_set *s, const char *id_json, bool *fresh);
 void zz_resume_free(zz_resume_set *s);
 /* Flushes and syncs a finished block's lines. */
 zz_status zz_output_commit(FILE *out, const char *path);
@@ -75,5 +78,8 @@ void zz_progress_update(zz_progress *p, int64_t seqs, int64_t tokens);
 void zz_progress_finish(zz_progress *p);
 
 int zz_cmd_bench(const zz_opts *o);
+/* Prints "zigzag: <status>: <message>" on stderr; returns the exit code (2 for a
+ * bad argument, 1 otherwise). */
+int zz_report_failure(zz_status st);
 
 #endif

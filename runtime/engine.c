@@ -301,9 +301,6 @@ zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_che
     return zz_error(ZZ_ERR_UNSUPPORTED, "policy: 4-bit compression of weights or cache is not built yet (roadmap: compression)");
   if (pol->attn_sparsity < 1)
     return zz_error(ZZ_ERR_UNSUPPORTED, "policy: sparse attention (--attn-sparsity < 1) is not built yet");
-  if (pol->cpu_attention && dev->ops->compute_dtype != ZZ_DTYPE_F32 && (pol->c_gpu < 100))
-    return zz_error(ZZ_ERR_UNSUPPORTED, "policy: CPU attention with the %s device (f16 cache) is not built yet",
-                    dev->ops->name);
   if (ck) ZZ_CHECK(zz_checkpoint_check_model(ck, m));
 
   int64_t gbs = pol->gpu_batch_size, s = shape->prompt_len, t_max = s + shape->gen_len;
@@ -487,7 +484,7 @@ void zz_engine_get_stats(const zz_engine *e, zz_engine_stats *out) {
  * only q and the new k, v come down and the output goes up (FlexGen §4.2). */
 typedef struct zz_attend_ctx {
   zz_engine *e;
-  float *k, *v;      /* host cache of this (layer, batch) */
+  char *k, *v;       /* host cache of this (layer, batch), compute dtype */
   int64_t stride;    /* elements between two sequences of that cache */
   int64_t cnt, pos;
   const int32_t *pad; /* host */
@@ -503,10 +500,16 @@ static zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const vo
   ZZ_CHECK(dev->ops->download(dev, ZZ_LANE_COMPUTE, e->ca_k, ZZ_DTYPE_F32, k, n));
   ZZ_CHECK(dev->ops->download(dev, ZZ_LANE_COMPUTE, e->ca_v, ZZ_DTYPE_F32, v, n));
   ZZ_CHECK(dev->ops->sync(dev, ZZ_LANE_COMPUTE));
-  zz_cpu_kv_append(e->ca_k, a->cnt, 1, c->hidden, a->k, a->stride, a->pos);
-  zz_cpu_kv_append(e->ca_v, a->cnt, 1, c->hidden, a->v, a->stride, a->pos);
-  zz_cpu_attention(e->ca_q, a->k, a->v, a->stride, a->cnt, 1, a->pos + 1, a->pos, c->n_heads, c->hidden / c->n_heads,
-                   a->pad, e->ca_o, e->ca_scratch);
+  /* the cache keeps the device's dtype (f16 beside a GPU), so the new rows are
+   * narrowed as they are appended and widened as attention reads them */
+  zz_dtype kv_dt = dev->ops->compute_dtype;
+  for (int64_t i = 0; i < a->cnt; i++) {
+    size_t at = (size_t)(i * a->stride + a->pos * c->hidden) * e->es;
+    zz_convert(ZZ_DTYPE_F32, e->ca_k + i * c->hidden, kv_dt, a->k + at, c->hidden);
+    zz_convert(ZZ_DTYPE_F32, e->ca_v + i * c->hidden, kv_dt, a->v + at, c->hidden);
+  }
+  zz_cpu_attention_kv(e->ca_q, a->k, a->v, kv_dt, a->stride, a->cnt, 1, a->pos + 1, a->pos, c->n_heads,
+                      c->hidden / c->n_heads, a->pad, e->ca_o, e->ca_scratch);
   return dev->ops->upload(dev, ZZ_LANE_COMPUTE, out, e->ca_o, ZZ_DTYPE_F32, n);
 }
 
@@ -667,8 +670,8 @@ static zz_status zz_run_token(zz_gen *g, int step) {
       bool on_cpu = ct == ZZ_TIER_CPU;
       actx = (zz_attend_ctx){
           .e = e,
-          .k = (float *)(on_cpu ? e->k_home[ci].ptr : e->k_stage[slot]),
-          .v = (float *)(on_cpu ? e->v_home[ci].ptr : e->v_stage[slot]),
+          .k = on_cpu ? e->k_home[ci].ptr : e->k_stage[slot],
+          .v = on_cpu ? e->v_home[ci].ptr : e->v_stage[slot],
           .stride = on_cpu ? e->t_max * c->hidden : (int64_t)(e->region / e->es),
           .cnt = cnt, .pos = pos, .pad = b->pad,
       };

@@ -88,6 +88,17 @@ static void test_malformed_safetensors(void) {
   CU_ASSERT_EQUAL(zz_open_expect(dir, "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-4,0]}}", 4, "a.weight"), ZZ_ERR_FORMAT);
   CU_ASSERT_EQUAL(zz_open_expect(dir, "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, "a.weight"), ZZ_ERR_FORMAT);
 
+  /* an integer tensor where the config needs floats: opened, refused by name */
+  zz_write_st(dir, "{\"a.weight\":{\"dtype\":\"I64\",\"shape\":[3],\"data_offsets\":[0,24]}}", 24);
+  zz_checkpoint *ck0 = NULL;
+  CU_ASSERT_FATAL(zz_checkpoint_open(dir, &ck0) == ZZ_OK);
+  int64_t three = 3;
+  CU_ASSERT_EQUAL(zz_checkpoint_check(ck0, "a.weight", 1, &three), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "I64"));
+  float f3[3];
+  CU_ASSERT_EQUAL(zz_checkpoint_read(ck0, "a.weight", ZZ_DTYPE_F32, f3, 3), ZZ_ERR_FORMAT);
+  zz_checkpoint_close(ck0);
+
   /* a header length far larger than the file */
   char path[4200];
   snprintf(path, sizeof path, "%s/model.safetensors", dir);

@@ -96,10 +96,15 @@ static float zz_load(zz_dtype dt, const void *p, int64_t i) {
 
 /* Every half value as a float: the CPU device widens each offloaded layer's
  * weights once per block, so this is on the weight-load lane's critical path. */
-static float zz_f16_table[65536];
+static float zz_f16_tab[65536];
 static pthread_once_t zz_f16_once = PTHREAD_ONCE_INIT;
 static void zz_f16_table_init(void) {
-  for (uint32_t h = 0; h < 65536; h++) zz_f16_table[h] = zz_f16_to_f32((uint16_t)h);
+  for (uint32_t h = 0; h < 65536; h++) zz_f16_tab[h] = zz_f16_to_f32((uint16_t)h);
+}
+
+const float *zz_f16_table(void) {
+  pthread_once(&zz_f16_once, zz_f16_table_init);
+  return zz_f16_tab;
 }
 
 void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, int64_t n) {
@@ -111,7 +116,7 @@ void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, in
     pthread_once(&zz_f16_once, zz_f16_table_init);
     const uint16_t *s = src;
     float *d = dst;
-    for (int64_t i = 0; i < n; i++) d[i] = zz_f16_table[s[i]];
+    for (int64_t i = 0; i < n; i++) d[i] = zz_f16_tab[s[i]];
     return;
   }
   switch (dst_dt) {

@@ -78,11 +78,18 @@ void zz_cpu_kv_append(const float *x, int64_t b, int64_t sq, int64_t h, float *c
 }
 
 typedef struct zz_attn_job {
-  const float *q, *k, *v;
+  const float *q;
+  const void *k, *v;
+  zz_dtype kv_dt;
+  const float *lut; /* f16 → f32 when kv_dt is f16 */
   const int32_t *pad;
   float *out, *scratch;
   int64_t kv_stride, sq, t, q_start, heads, hd;
 } zz_attn_job;
+
+static inline float zz_kv_at(const zz_attn_job *j, const void *base, int64_t idx) {
+  return j->kv_dt == ZZ_DTYPE_F16 ? j->lut[((const uint16_t *)base)[idx]] : ((const float *)base)[idx];
+}
 
 /* One (sequence, head) pair: every query row of that head, scores in scratch. */
 static void zz_attn_task(void *arg, int64_t task) {
@@ -91,8 +98,7 @@ static void zz_attn_task(void *arg, int64_t task) {
   int64_t h = j->heads * j->hd;
   float *scores = j->scratch + task * j->t;
   const float scale = 1.0f / sqrtf((float)j->hd);
-  const float *kb = j->k + i * j->kv_stride + hh * j->hd;
-  const float *vb = j->v + i * j->kv_stride + hh * j->hd;
+  int64_t kb = i * j->kv_stride + hh * j->hd; /* element index of key 0 of this head */
   int64_t lo = j->pad[i] > 0 ? j->pad[i] : 0;
   for (int64_t r = 0; r < j->sq; r++) {
     const float *q = j->q + (i * j->sq + r) * h + hh * j->hd;
@@ -103,9 +109,13 @@ static void zz_attn_task(void *arg, int64_t task) {
     if (hi < lo) continue;
     float mx = -INFINITY;
     for (int64_t kk = lo; kk <= hi; kk++) {
-      const float *kr = kb + kk * h;
       float s = 0;
-      for (int64_t d = 0; d < j->hd; d++) s += q[d] * kr[d];
+      if (j->kv_dt == ZZ_DTYPE_F32) {
+        const float *kr = (const float *)j->k + kb + kk * h;
+        for (int64_t d = 0; d < j->hd; d++) s += q[d] * kr[d];
+      } else {
+        for (int64_t d = 0; d < j->hd; d++) s += q[d] * zz_kv_at(j, j->k, kb + kk * h + d);
+      }
       s *= scale;
       scores[kk] = s;
       if (s > mx) mx = s;
@@ -117,18 +127,29 @@ static void zz_attn_task(void *arg, int64_t task) {
     }
     float inv = (float)(1.0 / sum);
     for (int64_t kk = lo; kk <= hi; kk++) {
-      const float *vr = vb + kk * h;
       float p = scores[kk] * inv;
-      for (int64_t d = 0; d < j->hd; d++) o[d] += p * vr[d];
+      if (j->kv_dt == ZZ_DTYPE_F32) {
+        const float *vr = (const float *)j->v + kb + kk * h;
+        for (int64_t d = 0; d < j->hd; d++) o[d] += p * vr[d];
+      } else {
+        for (int64_t d = 0; d < j->hd; d++) o[d] += p * zz_kv_at(j, j->v, kb + kk * h + d);
+      }
     }
   }
+}
+
+void zz_cpu_attention_kv(const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
+                         const int32_t *pad, float *out, float *scratch) {
+  zz_attn_job job = {q, k, v, kv_dt, kv_dt == ZZ_DTYPE_F16 ? zz_f16_table() : NULL, pad, out, scratch,
+                     kv_stride, sq, t, q_start, heads, hd};
+  zz_cpu_pool_run(zz_attn_task, &job, b * heads);
 }
 
 void zz_cpu_attention(const float *q, const float *k, const float *v, int64_t kv_stride,
                       int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
                       int64_t hd, const int32_t *pad, float *out, float *scratch) {
-  zz_attn_job job = {q, k, v, pad, out, scratch, kv_stride, sq, t, q_start, heads, hd};
-  zz_cpu_pool_run(zz_attn_task, &job, b * heads);
+  zz_cpu_attention_kv(q, k, v, ZZ_DTYPE_F32, kv_stride, b, sq, t, q_start, heads, hd, pad, out, scratch);
 }
 
 size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t) {

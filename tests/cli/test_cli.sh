@@ -188,6 +188,8 @@ refused() {
 }
 
 refused "missing --prompts file" "nope.jsonl" "${GEN[@]}" --prompts nope.jsonl --out o.jsonl
+printf '{"id": 7, "prompt": "one"}\n{"id": "x", "prompt": "two"}\n{"id": 7, "prompt": "three"}\n' >dupid.jsonl
+refused "duplicate prompt id, named file:line" "dupid.jsonl:3" "${GEN[@]}" --prompts dupid.jsonl --out o.jsonl
 printf '{"id": 1, "prompt": "fine"}\n{"id": 2, "prompt": \n' >badjson.jsonl
 refused "bad JSON line, named file:line" "badjson.jsonl:2" "${GEN[@]}" --prompts badjson.jsonl --out o.jsonl
 printf '{"id": 1, "input_ids": [2, 5, 1008]}\n' >bigid.jsonl

@@ -35,36 +35,6 @@
  * cublasStatus_t (< 0); zz_cuda_fail turns either into ZZ_ERR_DEVICE with the op, its
  * sizes and the CUDA/cuBLAS text. A failed cudaMalloc is ZZ_ERR_NO_MEMORY.
  *
- * ---------------------------------------------------------------- for zz_runtime.h
- * Proposed additions (not in the header yet; implemented below as plain functions
- * so they can be wired in as ops when the header has them):
- *
- *   // Makes lane `waiter` wait, without blocking the host, for everything enqueued
- *   // on lane `signaler` so far (cudaEventRecord + cudaStreamWaitEvent). The
- *   // schedule needs it between LOAD_WEIGHT/LOAD_CACHE and COMPUTE, and between
- *   // COMPUTE and STORE_CACHE, to overlap without a host round trip per layer.
- *   // CPU device: nothing to do (its copies complete before returning).
- *   zz_status (*wait)(zz_device *dev, zz_lane waiter, zz_lane signaler);
- *       → zz_cuda_device_wait
- *
- *   // Device-to-device copy on a lane (moving hidden states or cache slices between
- *   // device buffers without a trip through the host).
- *   zz_status (*copy)(zz_device *dev, zz_lane lane, void *dst, const void *src,
- *                     size_t bytes);
- *       → zz_cuda_device_copy
- *
- *   // ids[i] = first index of the maximum of logits row i ([n, vocab] compute
- *   // dtype); ids a device int32 array. Greedy decoding without downloading the
- *   // logits. CPU device: zz_argmax per row.
- *   zz_status (*argmax)(zz_device *dev, const void *logits, int64_t n, int64_t vocab,
- *                       int32_t *ids);
- *       → zz_cuda_device_argmax
- *
- *   // zz_kernels.h: the comment over the CUDA kernels should read "returns 0, a
- *   // cudaError_t (> 0), or minus a cublasStatus_t (< 0)"; the current wording
- *   // ("the GEMMs return a cublasStatus_t as int") is ambiguous for linear and
- *   // attention, which also launch kernels.
- *
  * Note for zz_device_destroy: ops->destroy frees dev->impl and everything in it
  * (streams, handle, staging, blocks still allocated), not dev itself.
  */
@@ -98,7 +68,6 @@ typedef struct zz_cuda_dev {
   int ordinal;
   char gpu[256];                           /* device name (cudaDeviceProp.name), for messages */
   cudaStream_t lane[ZZ_LANE_COUNT];        /* non-blocking, one per zz_lane */
-  cudaEvent_t mark[ZZ_LANE_COUNT];         /* last point recorded on each lane by wait() */
   cublasHandle_t blas;                     /* bound to lane[ZZ_LANE_COMPUTE] */
   void *blas_ws;                           /* cuBLAS workspace, blas_ws_bytes */
   size_t blas_ws_bytes;
@@ -398,50 +367,6 @@ static zz_status zz_cuda_sync(zz_device *dev, zz_lane lane) {
   return ZZ_OK;
 }
 
-/* ================================================================ proposed ops */
-
-zz_status zz_cuda_device_wait(zz_device *dev, zz_lane waiter, zz_lane signaler);
-zz_status zz_cuda_device_copy(zz_device *dev, zz_lane lane, void *dst, const void *src,
-                              size_t bytes);
-zz_status zz_cuda_device_argmax(zz_device *dev, const void *logits, int64_t n, int64_t vocab,
-                                int32_t *ids);
-
-zz_status zz_cuda_device_wait(zz_device *dev, zz_lane waiter, zz_lane signaler) {
-  zz_cuda_dev *d = zz_cuda_impl(dev);
-  cudaStream_t ws = NULL, ss = NULL;
-  ZZ_CHECK(zz_cuda_lane(d, waiter, &ws));
-  ZZ_CHECK(zz_cuda_lane(d, signaler, &ss));
-  if (waiter == signaler) return ZZ_OK; /* a stream is ordered already */
-  /* Reusing one event per lane is safe: cudaStreamWaitEvent captures the event's
-   * most recent record at the time of the call. */
-  ZZ_CUDA_OK(d, cudaEventRecord(d->mark[signaler], ss), "wait: record on lane %d",
-             (int)signaler);
-  ZZ_CUDA_OK(d, cudaStreamWaitEvent(ws, d->mark[signaler], 0),
-             "wait: lane %d waiting on lane %d", (int)waiter, (int)signaler);
-  return ZZ_OK;
-}
-
-zz_status zz_cuda_device_copy(zz_device *dev, zz_lane lane, void *dst, const void *src,
-                              size_t bytes) {
-  zz_cuda_dev *d = zz_cuda_impl(dev);
-  cudaStream_t s = NULL;
-  ZZ_CHECK(zz_cuda_lane(d, lane, &s));
-  if (bytes == 0 || dst == src) return ZZ_OK;
-  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s),
-             "copy %zu bytes device to device on lane %d", bytes, (int)lane);
-  return ZZ_OK;
-}
-
-zz_status zz_cuda_device_argmax(zz_device *dev, const void *logits, int64_t n, int64_t vocab,
-                                int32_t *ids) {
-  zz_cuda_dev *d = zz_cuda_impl(dev);
-  cudaStream_t s = NULL;
-  ZZ_CHECK(zz_cuda_lane(d, ZZ_LANE_COMPUTE, &s));
-  ZZ_CUDA_OK(d, zz_cuda_argmax(logits, n, vocab, ids, s), "argmax [%lld, %lld]", (long long)n,
-             (long long)vocab);
-  return ZZ_OK;
-}
-
 /* ================================================================ compute */
 
 /* Every op runs on the compute lane; the kernels check their own launches. */
@@ -545,7 +470,6 @@ static void zz_cuda_destroy(zz_device *dev) {
   if (d->blas) (void)cublasDestroy(d->blas);
   if (d->blas_ws) (void)cudaFree(d->blas_ws);
   for (int l = 0; l < ZZ_LANE_COUNT; l++) {
-    if (d->mark[l]) (void)cudaEventDestroy(d->mark[l]);
     if (d->lane[l]) (void)cudaStreamDestroy(d->lane[l]);
   }
   (void)cudaGetLastError();
@@ -591,8 +515,6 @@ static zz_status zz_cuda_setup(zz_device *dev, size_t capacity) {
   for (int l = 0; l < ZZ_LANE_COUNT; l++) {
     ZZ_CUDA_OK(d, cudaStreamCreateWithFlags(&d->lane[l], cudaStreamNonBlocking),
                "creating the stream of lane %d", l);
-    ZZ_CUDA_OK(d, cudaEventCreateWithFlags(&d->mark[l], cudaEventDisableTiming),
-               "creating the event of lane %d", l);
   }
   ZZ_CUDA_OK(d, -(int)cublasCreate(&d->blas), "cublasCreate");
   ZZ_CUDA_OK(d, -(int)cublasSetStream(d->blas, d->lane[ZZ_LANE_COMPUTE]), "cublasSetStream");

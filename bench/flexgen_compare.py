@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""flexgen_compare.py — zigzag against FlexGen on the same GPU, same policy, same
+lengths, in one run: prefill, decode and total tokens/s of each and the ratio
+zigzag / FlexGen (FlexGen's own throughput definitions, which zigzag bench uses).
+
+Needs a GPU, a Python with torch (CUDA) and the `flexgen` package, and a built
+zigzag. FlexGen asks the model hub for OPT's tokenizer at start; with dummy
+weights the tokenizer only turns its fixed test prompt into ids, so this script
+hands it a local GPT-2 style tokenizer instead (default: the one in
+tests/fixtures/tiny-opt), which needs no network.
+
+  python3 bench/flexgen_compare.py --zigzag build/zigzag --model opt-30b \
+      --percent 20 80 0 100 100 0 --gpu-batch-size 8 --num-gpu-batches 2 --cpu-cache-compute
+
+Writes CSV to stdout: system,model,policy,prefill_tok_s,decode_tok_s,total_tok_s,
+and one row "ratio" with zigzag / FlexGen for each figure. Not a test.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_flexgen(a, log):
+    """FlexGen in this process, its tokenizer pointed at a local directory."""
+    import transformers
+    from flexgen import flex_opt
+
+    local = a.tokenizer_dir
+    real = transformers.AutoTokenizer.from_pretrained
+
+    def local_tokenizer(name, *args, **kw):
+        kw.pop("use_fast", None)
+        # OPT's special tokens: FlexGen pads its prompt to max_length
+        for k, v in (("pad_token", "<pad>"), ("bos_token", "</s>"), ("eos_token", "</s>"), ("unk_token", "<unk>")):
+            kw.setdefault(k, v)
+        return transformers.GPT2Tokenizer.from_pretrained(local, *args, **kw)
+
+    transformers.AutoTokenizer.from_pretrained = local_tokenizer
+    flex_opt.AutoTokenizer.from_pretrained = local_tokenizer
+    parser = argparse.ArgumentParser()
+    flex_opt.add_parser_arguments(parser)
+    argv = ["--model", "facebook/" + a.model, "--path", "_DUMMY_", "--offload-dir", a.offload_dir,
+            "--prompt-len", str(a.prompt_len), "--gen-len", str(a.gen_len),
+            "--gpu-batch-size", str(a.gpu_batch_size), "--num-gpu-batches", str(a.num_gpu_batches),
+            "--percent", *[str(p) for p in a.percent], "--log-file", log]
+    if a.cpu_cache_compute:
+        argv.append("--cpu-cache-compute")
+    try:
+        flex_opt.run_flexgen(parser.parse_args(argv))
+    finally:
+        transformers.AutoTokenizer.from_pretrained = real
+    text = open(log).read()
+    got = {k: float(v) for k, v in re.findall(r"(prefill|decode|total) throughput: ([0-9.eE+-]+)", text)}
+    if len(got) != 3:
+        sys.exit(f"flexgen_compare: cannot read throughputs from FlexGen's log {log}:\n{text}")
+    return got
+
+
+def run_zigzag(a):
+    cmd = [a.zigzag, "bench", "--model", a.model, "--dummy", "--prompt-len", str(a.prompt_len),
+           "--gen-len", str(a.gen_len), "--gpu-batch-size", str(a.gpu_batch_size),
+           "--num-gpu-batches", str(a.num_gpu_batches), "--percent", *[str(p) for p in a.percent],
+           "--gpu-mem", a.gpu_mem, "--offload-dir", a.offload_dir, "--device", "cuda", "--json"]
+    if a.cpu_cache_compute:
+        cmd.append("--cpu-cache-compute")
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    j = json.loads(out.strip().splitlines()[-1])
+    return {"prefill": j["prefill_tok_s"], "decode": j["decode_tok_s"], "total": j["total_tok_s"]}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--zigzag", default=os.path.join(HERE, "..", "build", "zigzag"))
+    p.add_argument("--model", default="opt-6.7b")
+    p.add_argument("--prompt-len", type=int, default=512)
+    p.add_argument("--gen-len", type=int, default=32)
+    p.add_argument("--gpu-batch-size", type=int, default=4)
+    p.add_argument("--num-gpu-batches", type=int, default=1)
+    p.add_argument("--percent", type=int, nargs=6, default=[100, 0, 100, 0, 100, 0])
+    p.add_argument("--cpu-cache-compute", action="store_true")
+    p.add_argument("--gpu-mem", default="16G", help="zigzag's device budget (a T4 has 16 GB)")
+    p.add_argument("--offload-dir", default=tempfile.gettempdir())
+    p.add_argument("--tokenizer-dir", default=os.path.join(HERE, "..", "tests", "fixtures", "tiny-opt"))
+    a = p.parse_args()
+    policy = f"gbs={a.gpu_batch_size} num_gb={a.num_gpu_batches} percent={'-'.join(map(str, a.percent))}" + \
+             (" cpu_attn" if a.cpu_cache_compute else "")
+    with tempfile.TemporaryDirectory() as tmp:
+        fg = run_flexgen(a, os.path.join(tmp, "flexgen.log"))
+    zz = run_zigzag(a)
+    print("system,model,policy,prefill_tok_s,decode_tok_s,total_tok_s")
+    for name, r in (("flexgen", fg), ("zigzag", zz)):
+        print(f"{name},{a.model},{policy},{r['prefill']:.3f},{r['decode']:.3f},{r['total']:.3f}")
+    print(f"ratio,{a.model},{policy},{zz['prefill'] / fg['prefill']:.3f},{zz['decode'] / fg['decode']:.3f},"
+          f"{zz['total'] / fg['total']:.3f}")
+
+
+if __name__ == "__main__":
+    main()

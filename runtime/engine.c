@@ -308,7 +308,7 @@ zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_che
   size_t wp = m->arch->workspace_bytes(m, dev, gbs, s, s), wd = m->arch->workspace_bytes(m, dev, gbs, 1, t_max);
   zz_memplan plan;
   zz_dtype store_dt = c->dtype;
-  ZZ_CHECK(zz_memplan_build(m, pol, shape, dev->ops->compute_dtype, store_dt, 0, 0, wp > wd ? wp : wd, &plan));
+  ZZ_CHECK(zz_memplan_build(m, pol, shape, dev->ops->compute_dtype, store_dt, wp > wd ? wp : wd, &plan));
   const char *dir = tiers && tiers->offload_dir ? tiers->offload_dir : getenv("TMPDIR");
   if (!dir || !*dir) dir = "/tmp";
   size_t cap[ZZ_TIER_COUNT] = {dev->capacity, zz_physical_bytes(), 0};

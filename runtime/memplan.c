@@ -43,8 +43,7 @@ static size_t zz_layer_bytes(const zz_layer *l, zz_dtype dt, size_t a) {
 }
 
 zz_status zz_memplan_build(const zz_model *m, const zz_policy *pol, const zz_shape *shape,
-                           zz_dtype cdt, zz_dtype sdt, size_t scratch_prefill,
-                           size_t scratch_decode, size_t workspace, zz_memplan *out) {
+                           zz_dtype cdt, zz_dtype sdt, size_t workspace, zz_memplan *out) {
   ZZ_CHECK(zz_policy_check(pol));
   const zz_config *c = &m->cfg;
   int nb = pol->num_gpu_batches, L = (int)c->n_layers;
@@ -135,7 +134,6 @@ zz_status zz_memplan_build(const zz_model *m, const zz_policy *pol, const zz_sha
                                           zz_al(zz_cpu_attention_scratch(gbs, c->n_heads, t_max) * 4, ZZ_ALIGN);
 
   /* workspace */
-  (void)scratch_prefill, (void)scratch_decode;
   B[ZZ_TIER_GPU][ZZ_PURPOSE_WORKSPACE] = zz_al(workspace, ZZ_ALIGN) + zz_al((size_t)(gbs * c->vocab_size) * es, ZZ_ALIGN);
   B[ZZ_TIER_CPU][ZZ_PURPOSE_WORKSPACE] = zz_al((size_t)(gbs * c->vocab_size) * 4, ZZ_ALIGN) +
                                          zz_al(zz_sample_scratch_bytes(c->vocab_size), ZZ_ALIGN);

@@ -445,9 +445,9 @@ typedef struct zz_memplan {
   size_t load_buf;            /* host buffer for one tensor while loading weights */
 } zz_memplan;
 
+/* workspace: the largest layer's scratch on the device (arch->workspace_bytes). */
 zz_status zz_memplan_build(const zz_model *m, const zz_policy *pol, const zz_shape *shape,
-                           zz_dtype compute_dt, zz_dtype store_dt, size_t attn_scratch_prefill,
-                           size_t attn_scratch_decode, size_t workspace, zz_memplan *out);
+                           zz_dtype compute_dt, zz_dtype store_dt, size_t workspace, zz_memplan *out);
 void zz_memplan_free(zz_memplan *p);
 size_t zz_memplan_tier_total(const zz_memplan *p, zz_tier t);
 /* ZZ_ERR_INFEASIBLE naming the first tier whose plan exceeds cap, with numbers. */

@@ -148,7 +148,7 @@ static void test_placement(void) {
   CU_ASSERT_FATAL(zz_policy_parse("gbs=2 num_gb=4 w=0,100 c=50,25 a=25,50", &pol) == ZZ_OK);
   zz_shape shape = {.prompt_len = 8, .gen_len = 4};
   zz_memplan p;
-  CU_ASSERT_FATAL(zz_memplan_build(&F.m, &pol, &shape, ZZ_DTYPE_F32, ZZ_DTYPE_F32, 0, 0, 1024, &p) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_memplan_build(&F.m, &pol, &shape, ZZ_DTYPE_F32, ZZ_DTYPE_F32, 1024, &p) == ZZ_OK);
   for (int i = 0; i < F.m.n_layers; i++) CU_ASSERT_EQUAL(p.weight_tier[i], ZZ_TIER_CPU);
   /* 3 layers x 4 batches = 12 cache pairs: 6 gpu, 3 cpu, 3 disk */
   int count[3] = {0};

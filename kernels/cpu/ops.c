@@ -87,6 +87,18 @@ typedef struct zz_attn_job {
   int64_t kv_stride, sq, t, q_start, heads, hd;
 } zz_attn_job;
 
+/* Eight independent partial sums: the compiler may vectorise them without
+ * reassociating one long float chain (which it must not do on its own). */
+static inline float zz_dot(const float *a, const float *b, int64_t n) {
+  float acc[8] = {0};
+  int64_t d = 0;
+  for (; d + 8 <= n; d += 8)
+    for (int u = 0; u < 8; u++) acc[u] += a[d + u] * b[d + u];
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; d < n; d++) s += a[d] * b[d];
+  return s;
+}
+
 static inline float zz_kv_at(const zz_attn_job *j, const void *base, int64_t idx) {
   return j->kv_dt == ZZ_DTYPE_F16 ? j->lut[((const uint16_t *)base)[idx]] : ((const float *)base)[idx];
 }
@@ -111,8 +123,7 @@ static void zz_attn_task(void *arg, int64_t task) {
     for (int64_t kk = lo; kk <= hi; kk++) {
       float s = 0;
       if (j->kv_dt == ZZ_DTYPE_F32) {
-        const float *kr = (const float *)j->k + kb + kk * h;
-        for (int64_t d = 0; d < j->hd; d++) s += q[d] * kr[d];
+        s = zz_dot(q, (const float *)j->k + kb + kk * h, j->hd);
       } else {
         for (int64_t d = 0; d < j->hd; d++) s += q[d] * zz_kv_at(j, j->k, kb + kk * h + d);
       }

@@ -107,7 +107,10 @@ static int zz_opt_set(const zz_opt_def *d, const char *v, zz_opts *o, const char
       return 0;
     }
   }
-  fprintf(stderr, "zigzag: %s --%s: '%s' is not a valid value\n", origin, d->flag, v);
+  if (d->type == ZZ_OPT_PERCENT)
+    fprintf(stderr, "zigzag: %s --%s: '%s' is not six percentages (WG WC CG CC HG HC)\n", origin, d->flag, v);
+  else
+    fprintf(stderr, "zigzag: %s --%s: '%s' is not a valid value\n", origin, d->flag, v);
   return 2;
 }
 
@@ -181,7 +184,7 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o) {
       /* --percent 20 80 0 100 100 0: six separate arguments */
       char joined[256] = "";
       int k = 0;
-      for (; k < 6 && i + 1 < argc; k++) {
+      for (; k < 6 && i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0; k++) {
         strncat(joined, argv[++i], sizeof joined - strlen(joined) - 2);
         strcat(joined, " ");
       }

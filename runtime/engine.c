@@ -315,6 +315,11 @@ zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_che
   if (tiers && tiers->cap[ZZ_TIER_GPU] && tiers->cap[ZZ_TIER_GPU] < cap[ZZ_TIER_GPU]) cap[ZZ_TIER_GPU] = tiers->cap[ZZ_TIER_GPU];
   if (tiers && tiers->cap[ZZ_TIER_CPU]) cap[ZZ_TIER_CPU] = tiers->cap[ZZ_TIER_CPU];
   size_t disk_need = zz_memplan_tier_total(&plan, ZZ_TIER_DISK);
+  if (disk_need && access(dir, W_OK | X_OK) != 0) {
+    zz_memplan_free(&plan);
+    return zz_error(ZZ_ERR_IO, "--offload-dir %s: not a writable directory (the policy puts %zu bytes on disk)", dir,
+                    disk_need);
+  }
   if (tiers && tiers->cap[ZZ_TIER_DISK])
     cap[ZZ_TIER_DISK] = tiers->cap[ZZ_TIER_DISK];
   else if (disk_need)

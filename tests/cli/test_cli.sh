@@ -188,6 +188,11 @@ refused() {
 }
 
 refused "missing --prompts file" "nope.jsonl" "${GEN[@]}" --prompts nope.jsonl --out o.jsonl
+refused "disk tier under a missing --offload-dir" "not a writable directory" \
+  "${GEN[@]}" --prompts golden_text.jsonl --out o.jsonl --percent 0 0 100 0 100 0 --offload-dir "$W/missing"
+refused "--percent with fewer than six numbers" "six percentages" "${GEN[@]}" --prompts golden_text.jsonl --out o.jsonl --percent 50 50
+refused "--percent over 100 for one kind" "sum to at most 100" \
+  "${GEN[@]}" --prompts golden_text.jsonl --out o.jsonl --percent 50 60 100 0 100 0
 printf '{"id": 7, "prompt": "one"}\n{"id": "x", "prompt": "two"}\n{"id": 7, "prompt": "three"}\n' >dupid.jsonl
 refused "duplicate prompt id, named file:line" "dupid.jsonl:3" "${GEN[@]}" --prompts dupid.jsonl --out o.jsonl
 printf '{"id": 1, "prompt": "fine"}\n{"id": 2, "prompt": \n' >badjson.jsonl

@@ -145,6 +145,12 @@ static zz_status zz_config_from_json(json_t *root, const char *path, zz_config *
   if (c.vocab_size < 4 || c.hidden < 1 || c.ffn < 1 || c.n_layers < 1 || c.n_heads < 1 ||
       c.embed_dim < 1 || c.max_pos < 1)
     return zz_error(ZZ_ERR_FORMAT, "%s: sizes must be positive", path);
+  /* far beyond any published model: a lying config, not a big model */
+  if (c.vocab_size > (1 << 24) || c.hidden > (1 << 20) || c.ffn > (1 << 22) || c.n_layers > 4096 ||
+      c.n_heads > c.hidden || c.embed_dim > (1 << 20) || c.max_pos > (1 << 20))
+    return zz_error(ZZ_ERR_FORMAT, "%s: sizes out of range (vocab %lld, hidden %lld, ffn %lld, layers %lld, heads %lld)",
+                    path, (long long)c.vocab_size, (long long)c.hidden, (long long)c.ffn, (long long)c.n_layers,
+                    (long long)c.n_heads);
   if (c.hidden % c.n_heads != 0)
     return zz_error(ZZ_ERR_FORMAT, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld",
                     path, (long long)c.hidden, (long long)c.n_heads);

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zz_runtime.h"
 #include "zz_tests.h"
@@ -71,7 +72,7 @@ static double zz_row_err(const float *a, json_t *ref, int64_t vocab) {
   return err / mx;
 }
 
-static void zz_check_golden(const char *name, int gbs, int num_gb) {
+static void zz_check_golden(const char *name, const char *policy) {
   zz_golden g;
   CU_ASSERT_FATAL(zz_golden_load(name, &g) == 0);
   char dir[4096];
@@ -87,14 +88,15 @@ static void zz_check_golden(const char *name, int gbs, int num_gb) {
   CU_ASSERT_FATAL(zz_checkpoint_open(dir, &ck) == ZZ_OK);
   CU_ASSERT_FATAL(zz_device_create_cpu(0, 2, &dev) == ZZ_OK);
   zz_policy pol;
-  zz_policy_default(&pol);
-  pol.gpu_batch_size = gbs;
-  pol.num_gpu_batches = num_gb;
+  CU_ASSERT_FATAL(zz_policy_parse(policy, &pol) == ZZ_OK);
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s", zz_test_tmpdir());
+  zz_tiers tiers = {.offload_dir = tmp};
   int max_new = (int)json_integer_value(json_object_get(g.root, "max_new_tokens"));
   int64_t s = 0;
   for (int64_t i = 0; i < g.n; i++) s = g.lens[i] > s ? g.lens[i] : s;
   zz_shape shape = {.prompt_len = s, .gen_len = max_new};
-  zz_status st = zz_engine_create(dev, &m, ck, &pol, &shape, &eng);
+  zz_status st = zz_engine_create_tiers(dev, &m, ck, &pol, &shape, &tiers, &eng);
   if (st != ZZ_OK) fprintf(stderr, "%s\n", zz_error_message());
   CU_ASSERT_FATAL(st == ZZ_OK);
   zz_capture cap = {.n = g.n, .steps = max_new, .vocab = g.vocab};
@@ -112,7 +114,7 @@ static void zz_check_golden(const char *name, int gbs, int num_gb) {
     int same = res.n_tokens[i] == nw;
     for (int64_t j = 0; same && j < nw; j++) same = res.tokens[i][j] == json_integer_value(json_array_get(w, (size_t)j));
     CU_ASSERT(same);
-    if (!same) fprintf(stderr, "\n%s gbs=%d num_gb=%d: prompt %lld tokens differ\n", name, gbs, num_gb, (long long)i);
+    if (!same) fprintf(stderr, "\n%s '%s': prompt %lld tokens differ\n", name, policy, (long long)i);
     double e0 = zz_row_err(cap.logits + (i * max_new) * g.vocab, json_array_get(first, (size_t)i), g.vocab);
     double e1 = zz_row_err(cap.logits + (i * max_new + nw - 1) * g.vocab, json_array_get(last, (size_t)i), g.vocab);
     CU_ASSERT(e0 <= 1e-4);
@@ -127,13 +129,21 @@ static void zz_check_golden(const char *name, int gbs, int num_gb) {
   zz_checkpoint_close(ck);
   zz_model_free(&m);
   zz_golden_free(&g);
+  rmdir(tmp);
 }
 
-static void test_golden_preln_one_batch(void) { zz_check_golden("tiny-opt", 4, 1); }
-static void test_golden_preln_zigzag(void) { zz_check_golden("tiny-opt", 1, 4); }
-static void test_golden_preln_uneven(void) { zz_check_golden("tiny-opt", 3, 2); }
-static void test_golden_postln_one_batch(void) { zz_check_golden("tiny-opt-postln", 4, 1); }
-static void test_golden_postln_zigzag(void) { zz_check_golden("tiny-opt-postln", 2, 2); }
+static void test_golden_preln_one_batch(void) { zz_check_golden("tiny-opt", "gbs=4 num_gb=1"); }
+static void test_golden_preln_zigzag(void) { zz_check_golden("tiny-opt", "gbs=1 num_gb=4"); }
+static void test_golden_preln_uneven(void) { zz_check_golden("tiny-opt", "gbs=3 num_gb=2"); }
+static void test_golden_postln_one_batch(void) { zz_check_golden("tiny-opt-postln", "gbs=4 num_gb=1"); }
+static void test_golden_postln_zigzag(void) { zz_check_golden("tiny-opt-postln", "gbs=2 num_gb=2"); }
+/* logits too stay within 1e-4 when every tensor kind is spread over the tiers */
+static void test_golden_postln_offloaded(void) {
+  zz_check_golden("tiny-opt-postln", "gbs=2 num_gb=2 w=30,30 c=30,30 a=30,30 cpu_attn=1");
+}
+static void test_golden_preln_offloaded(void) {
+  zz_check_golden("tiny-opt", "gbs=1 num_gb=4 w=0,40 c=0,50 a=50,0 cpu_attn=1 overlap=0");
+}
 
 static void test_presets(void) {
   zz_config c;
@@ -202,5 +212,7 @@ void zz_test_model_register(void) {
   CU_add_test(s, "golden pre-LN, batches of 3 + 1", test_golden_preln_uneven);
   CU_add_test(s, "golden post-LN + project_in/out, sharded", test_golden_postln_one_batch);
   CU_add_test(s, "golden post-LN, 2 batches of 2", test_golden_postln_zigzag);
+  CU_add_test(s, "golden post-LN, offloaded over three tiers", test_golden_postln_offloaded);
+  CU_add_test(s, "golden pre-LN, offloaded, serial", test_golden_preln_offloaded);
   CU_add_test(s, "over-capacity policy refused", test_capacity_refused);
 }

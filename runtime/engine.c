@@ -37,12 +37,6 @@ typedef struct zz_batch_state {
   int32_t *ids, *pos, *pad, *last;         /* host twins */
 } zz_batch_state;
 
-/* A home: device or host pointer, or a byte offset in the offload file. */
-typedef struct zz_loc {
-  zz_tier tier;
-  char *ptr;
-  size_t off;
-} zz_loc;
 
 struct zz_engine {
   zz_device *dev;
@@ -61,14 +55,14 @@ struct zz_engine {
   bool has_disk;
   size_t disk_base[ZZ_PURPOSE_COUNT]; /* offset of each disk arena in the offload file */
 
-  zz_loc *w_home;           /* [n_layers * ZZ_MAXW] */
+  zz_tensor *w_home;        /* [n_layers * ZZ_MAXW] each weight's home */
   char *w_slot[2];          /* device slots for offloaded layers */
   int w_slot_layer[2];      /* which layer each slot holds (-1: none) */
   char *w_stage;            /* host, block aligned: one disk layer */
-  zz_loc *k_home, *v_home;  /* [n_layers_transformer * num_gb] */
+  zz_tensor *k_home, *v_home; /* [n_layers_transformer * num_gb] [gbs, t_max, h] */
   char *k_slot[3], *v_slot[3];   /* device */
   char *k_stage[3], *v_stage[3]; /* host, disk cache */
-  zz_loc *a_home;           /* [num_gb] hidden [gbs, s, h] */
+  zz_tensor *a_home;        /* [num_gb] hidden [gbs, s, h] */
   char *a_slot[3];          /* device */
   char *a_stage[3];         /* host, disk activations */
   zz_batch_state *batches;  /* [num_gb] */
@@ -119,18 +113,18 @@ typedef struct zz_io {
   int64_t cnt, p0, p1; /* sequences; rows (cache) or bytes (act in p1) */
 } zz_io;
 
-static zz_status zz_io_cache(zz_engine *e, const zz_io *t, const zz_loc *home, char *slot, char *stage) {
+static zz_status zz_io_cache(zz_engine *e, const zz_io *t, const zz_tensor *home, char *slot, char *stage) {
   zz_device *dev = e->dev;
   size_t tmh = (size_t)e->t_max * e->row;
   for (int64_t i = 0; i < t->cnt; i++) {
     size_t p0 = (size_t)t->p0 * e->row, p1 = (size_t)t->p1 * e->row;
     char *dslot = slot ? slot + (size_t)i * tmh : NULL;
     char *hstage = stage ? stage + (size_t)i * e->region : NULL;
-    size_t doff = home->off + (size_t)i * e->region;
+    size_t doff = (size_t)home->offset + (size_t)i * e->region;
     switch (t->kind) {
       case ZZ_IO_LOAD_CACHE:
         if (home->tier == ZZ_TIER_CPU) {
-          ZZ_CHECK(dev->ops->write(dev, (zz_lane)t->lane, dslot, home->ptr + (size_t)i * tmh, p1));
+          ZZ_CHECK(dev->ops->write(dev, (zz_lane)t->lane, dslot, (char *)home->data + (size_t)i * tmh, p1));
         } else {
           ZZ_CHECK(zz_disk_read(&e->disk, hstage, zz_al(p1, ZZ_DISK_BLOCK), doff));
           ZZ_CHECK(dev->ops->write(dev, (zz_lane)t->lane, dslot, hstage, p1));
@@ -141,7 +135,7 @@ static zz_status zz_io_cache(zz_engine *e, const zz_io *t, const zz_loc *home, c
         break;
       case ZZ_IO_STORE_CACHE:
         if (home->tier == ZZ_TIER_CPU) {
-          ZZ_CHECK(dev->ops->read(dev, (zz_lane)t->lane, home->ptr + (size_t)i * tmh + p0, dslot + p0, p1 - p0));
+          ZZ_CHECK(dev->ops->read(dev, (zz_lane)t->lane, (char *)home->data + (size_t)i * tmh + p0, dslot + p0, p1 - p0));
         } else {
           /* whole blocks around the new rows; the older rows in them are in the slot too */
           size_t a = zz_floor(p0, ZZ_DISK_BLOCK), b = zz_al(p1, ZZ_DISK_BLOCK);
@@ -174,11 +168,11 @@ static zz_status zz_io_run(void *ctx, const void *args) {
       zz_slot_ptrs(e, t.index, e->w_slot[t.slot], wp);
       for (int k = 0; k < l->n_weights; k++) {
         if (!wp[k]) continue;
-        const zz_loc *h = &e->w_home[t.index * ZZ_MAXW + k];
+        const zz_tensor *h = &e->w_home[t.index * ZZ_MAXW + k];
         int64_t n = zz_numel(&l->weights[k]);
-        const char *src = h->ptr;
+        const char *src = h->data;
         if (h->tier == ZZ_TIER_DISK) {
-          ZZ_CHECK(zz_disk_read(&e->disk, e->w_stage, zz_al(zz_dtype_nbytes(e->store_dt, n), ZZ_DISK_BLOCK), h->off));
+          ZZ_CHECK(zz_disk_read(&e->disk, e->w_stage, zz_al(zz_dtype_nbytes(e->store_dt, n), ZZ_DISK_BLOCK), (size_t)h->offset));
           src = e->w_stage;
         }
         ZZ_CHECK(dev->ops->upload(dev, (zz_lane)t.lane, wp[k], src, e->store_dt, n));
@@ -195,25 +189,25 @@ static zz_status zz_io_run(void *ctx, const void *args) {
       ZZ_CHECK(zz_io_cache(e, &t, &e->v_home[t.index], e->v_slot[t.slot], e->v_stage[t.slot]));
       break;
     case ZZ_IO_LOAD_ACT: {
-      const zz_loc *h = &e->a_home[t.index];
+      const zz_tensor *h = &e->a_home[t.index];
       size_t bytes = (size_t)t.p1;
       if (h->tier == ZZ_TIER_CPU) {
-        ZZ_CHECK(dev->ops->write(dev, (zz_lane)t.lane, e->a_slot[t.slot], h->ptr, bytes));
+        ZZ_CHECK(dev->ops->write(dev, (zz_lane)t.lane, e->a_slot[t.slot], h->data, bytes));
       } else {
-        ZZ_CHECK(zz_disk_read(&e->disk, e->a_stage[t.slot], zz_al(bytes, ZZ_DISK_BLOCK), h->off));
+        ZZ_CHECK(zz_disk_read(&e->disk, e->a_stage[t.slot], zz_al(bytes, ZZ_DISK_BLOCK), (size_t)h->offset));
         ZZ_CHECK(dev->ops->write(dev, (zz_lane)t.lane, e->a_slot[t.slot], e->a_stage[t.slot], bytes));
       }
       break;
     }
     case ZZ_IO_STORE_ACT: {
-      const zz_loc *h = &e->a_home[t.index];
+      const zz_tensor *h = &e->a_home[t.index];
       size_t bytes = (size_t)t.p1;
       if (h->tier == ZZ_TIER_CPU) {
-        ZZ_CHECK(dev->ops->read(dev, (zz_lane)t.lane, h->ptr, e->a_slot[t.slot], bytes));
+        ZZ_CHECK(dev->ops->read(dev, (zz_lane)t.lane, h->data, e->a_slot[t.slot], bytes));
       } else {
         ZZ_CHECK(dev->ops->read(dev, (zz_lane)t.lane, e->a_stage[t.slot], e->a_slot[t.slot], bytes));
         ZZ_CHECK(dev->ops->sync(dev, (zz_lane)t.lane));
-        ZZ_CHECK(zz_disk_write(&e->disk, e->a_stage[t.slot], zz_al(bytes, ZZ_DISK_BLOCK), h->off));
+        ZZ_CHECK(zz_disk_write(&e->disk, e->a_stage[t.slot], zz_al(bytes, ZZ_DISK_BLOCK), (size_t)h->offset));
       }
       break;
     }
@@ -245,9 +239,23 @@ static zz_status zz_take_blocks(zz_engine *e, size_t total, char **out) {
   return ZZ_OK;
 }
 
-static zz_status zz_take_home(zz_engine *e, zz_tier t, zz_purpose p, size_t bytes, zz_loc *loc) {
-  loc->tier = t;
-  return zz_take(e, t, p, bytes, &loc->ptr, &loc->off);
+/* A tensor's home: its bytes on tier t (a pointer, or an offset in the offload
+ * file for disk), with the dtype and shape it holds there. */
+static zz_status zz_take_home(zz_engine *e, zz_tier t, zz_purpose p, size_t bytes, zz_dtype dt, int ndim,
+                              const int64_t *shape, const char *name, zz_tensor *x) {
+  char *ptr = NULL;
+  size_t off = 0;
+  ZZ_CHECK(zz_take(e, t, p, bytes, &ptr, &off));
+  memset(x, 0, sizeof *x);
+  snprintf(x->name, sizeof x->name, "%s", name);
+  x->dtype = dt;
+  x->ndim = ndim;
+  for (int d = 0; d < ndim; d++) x->shape[d] = shape[d];
+  x->tier = t;
+  x->data = t == ZZ_TIER_DISK ? NULL : ptr;
+  x->offset = (int64_t)off;
+  x->nbytes = bytes;
+  return ZZ_OK;
 }
 
 static zz_status zz_engine_load_weights(zz_engine *e, const zz_checkpoint *ck) {
@@ -258,7 +266,7 @@ static zz_status zz_engine_load_weights(zz_engine *e, const zz_checkpoint *ck) {
     zz_tier t = e->plan.weight_tier[j];
     for (int k = 0; k < m->layers[j].n_weights; k++) {
       const zz_weight_spec *w = &m->layers[j].weights[k];
-      zz_loc *h = &e->w_home[j * ZZ_MAXW + k];
+      zz_tensor *h = &e->w_home[j * ZZ_MAXW + k];
       if (!w->ndim) continue;
       int64_t n = zz_numel(w);
       size_t sbytes = zz_dtype_nbytes(e->store_dt, n);
@@ -267,15 +275,15 @@ static zz_status zz_engine_load_weights(zz_engine *e, const zz_checkpoint *ck) {
       else
         zz_weights_dummy(w, e->store_dt, buf);
       if (t == ZZ_TIER_GPU) {
-        ZZ_CHECK(zz_take_home(e, t, ZZ_PURPOSE_WEIGHTS, zz_al((size_t)n * e->es, 256), h));
-        ZZ_CHECK(e->dev->ops->upload(e->dev, ZZ_LANE_LOAD_WEIGHT, h->ptr, buf, e->store_dt, n));
+        ZZ_CHECK(zz_take_home(e, t, ZZ_PURPOSE_WEIGHTS, zz_al((size_t)n * e->es, 256), e->dev->ops->compute_dtype, w->ndim, w->shape, w->name, h));
+        ZZ_CHECK(e->dev->ops->upload(e->dev, ZZ_LANE_LOAD_WEIGHT, h->data, buf, e->store_dt, n));
         ZZ_CHECK(e->dev->ops->sync(e->dev, ZZ_LANE_LOAD_WEIGHT));
       } else if (t == ZZ_TIER_CPU) {
-        ZZ_CHECK(zz_take_home(e, t, ZZ_PURPOSE_WEIGHTS, zz_al(sbytes, 256), h));
-        memcpy(h->ptr, buf, sbytes);
+        ZZ_CHECK(zz_take_home(e, t, ZZ_PURPOSE_WEIGHTS, zz_al(sbytes, 256), e->store_dt, w->ndim, w->shape, w->name, h));
+        memcpy(h->data, buf, sbytes);
       } else {
-        ZZ_CHECK(zz_take_home(e, t, ZZ_PURPOSE_WEIGHTS, zz_al(sbytes, ZZ_DISK_BLOCK), h));
-        ZZ_CHECK(zz_disk_write(&e->disk, buf, zz_al(sbytes, ZZ_DISK_BLOCK), h->off));
+        ZZ_CHECK(zz_take_home(e, t, ZZ_PURPOSE_WEIGHTS, zz_al(sbytes, ZZ_DISK_BLOCK), e->store_dt, w->ndim, w->shape, w->name, h));
+        ZZ_CHECK(zz_disk_write(&e->disk, buf, zz_al(sbytes, ZZ_DISK_BLOCK), (size_t)h->offset));
       }
     }
   }
@@ -413,15 +421,22 @@ zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_che
   }
 
   /* homes: cache, activations, index arrays */
+  const int64_t kv_shape[3] = {gbs, t_max, c->hidden}, act_shape[3] = {gbs, s, c->hidden};
   for (int i = 0; i < L * nb; i++) {
     zz_tier t = plan.cache_tier[i];
     size_t b = t == ZZ_TIER_DISK ? kv_disk : kv;
-    ZZ_CHECK_GOTO(zz_take_home(e, t, ZZ_PURPOSE_CACHE, b, &e->k_home[i]), st, fail);
-    ZZ_CHECK_GOTO(zz_take_home(e, t, ZZ_PURPOSE_CACHE, b, &e->v_home[i]), st, fail);
+    char kn[64], vn[64];
+    snprintf(kn, sizeof kn, "cache.%d.%d.k", i / nb, i % nb);
+    snprintf(vn, sizeof vn, "cache.%d.%d.v", i / nb, i % nb);
+    ZZ_CHECK_GOTO(zz_take_home(e, t, ZZ_PURPOSE_CACHE, b, dev->ops->compute_dtype, 3, kv_shape, kn, &e->k_home[i]), st, fail);
+    ZZ_CHECK_GOTO(zz_take_home(e, t, ZZ_PURPOSE_CACHE, b, dev->ops->compute_dtype, 3, kv_shape, vn, &e->v_home[i]), st, fail);
   }
   for (int k = 0; k < nb; k++) {
     zz_tier t = plan.act_tier[k];
-    ZZ_CHECK_GOTO(zz_take_home(e, t, ZZ_PURPOSE_ACT, t == ZZ_TIER_DISK ? zz_al(act, ZZ_DISK_BLOCK) : act, &e->a_home[k]), st, fail);
+    char an[64];
+    snprintf(an, sizeof an, "hidden.%d", k);
+    ZZ_CHECK_GOTO(zz_take_home(e, t, ZZ_PURPOSE_ACT, t == ZZ_TIER_DISK ? zz_al(act, ZZ_DISK_BLOCK) : act,
+                               dev->ops->compute_dtype, 3, act_shape, an, &e->a_home[k]), st, fail);
     zz_batch_state *b = &e->batches[k];
     int32_t **dv[4] = {&b->d_ids, &b->d_pos, &b->d_pad, &b->d_last}, **hv[4] = {&b->ids, &b->pos, &b->pad, &b->last};
     for (int q = 0; q < 4; q++) {
@@ -652,7 +667,7 @@ static zz_status zz_run_token(zz_gen *g, int step) {
     double t0 = zz_now();
     void *wp[ZZ_MAXW];
     if (e->plan.weight_tier[j] == ZZ_TIER_GPU)
-      for (int w = 0; w < ZZ_MAXW; w++) wp[w] = w < layer->n_weights ? e->w_home[j * ZZ_MAXW + w].ptr : NULL;
+      for (int w = 0; w < ZZ_MAXW; w++) wp[w] = w < layer->n_weights ? e->w_home[j * ZZ_MAXW + w].data : NULL;
     else
       zz_slot_ptrs(e, j, e->w_slot[j % 2], wp);
     zz_batch_state *b = &e->batches[k];
@@ -660,7 +675,7 @@ static zz_status zz_run_token(zz_gen *g, int step) {
     zz_step stp = {
         .b = cnt, .sq = sq, .pos = pos,
         .ids = b->d_ids, .positions = b->d_pos, .pad = b->d_pad, .last = b->d_last,
-        .hidden = act_off ? e->a_slot[slot] : e->a_home[k].ptr,
+        .hidden = act_off ? e->a_slot[slot] : e->a_home[k].data,
         .kv_stride = e->t_max * c->hidden,
         .logits = e->d_logits,
         .work = e->work,
@@ -669,14 +684,14 @@ static zz_status zz_run_token(zz_gen *g, int step) {
     int ci = layer->has_cache ? layer->index * e->pol.num_gpu_batches + (int)k : -1;
     zz_tier ct = ci >= 0 ? e->plan.cache_tier[ci] : ZZ_TIER_GPU;
     if (ci >= 0 && ct == ZZ_TIER_GPU) {
-      stp.k = e->k_home[ci].ptr;
-      stp.v = e->v_home[ci].ptr;
+      stp.k = e->k_home[ci].data;
+      stp.v = e->v_home[ci].data;
     } else if (ci >= 0 && zz_cache_on_host_path(e, ci, step)) {
       bool on_cpu = ct == ZZ_TIER_CPU;
       actx = (zz_attend_ctx){
           .e = e,
-          .k = on_cpu ? e->k_home[ci].ptr : e->k_stage[slot],
-          .v = on_cpu ? e->v_home[ci].ptr : e->v_stage[slot],
+          .k = on_cpu ? e->k_home[ci].data : e->k_stage[slot],
+          .v = on_cpu ? e->v_home[ci].data : e->v_stage[slot],
           .stride = on_cpu ? e->t_max * c->hidden : (int64_t)(e->region / e->es),
           .cnt = cnt, .pos = pos, .pad = b->pad,
       };

@@ -99,7 +99,6 @@ int zz_cmd_bench(const zz_opts *o) {
            busy[ZZ_LANE_COMPUTE], busy[ZZ_LANE_LOAD_WEIGHT], busy[ZZ_LANE_LOAD_CACHE], busy[ZZ_LANE_STORE_CACHE],
            (unsigned long long)rd, rd_bw);
   } else {
-    char a[32], c2[32], d[32];
     printf("zigzag bench: %s on %s, %lld prompts x %d tokens, %d new tokens each (warm-up excluded, weights loaded in %.1f s)\n",
            cfg.name, dev->ops->name, (long long)b, o->prompt_len, o->gen_len, t_load);
     printf("  policy     %s\n", pbuf);
@@ -110,8 +109,8 @@ int zz_cmd_bench(const zz_opts *o) {
            100 * busy[ZZ_LANE_COMPUTE], 100 * busy[ZZ_LANE_LOAD_WEIGHT], 100 * busy[ZZ_LANE_LOAD_CACHE],
            100 * busy[ZZ_LANE_STORE_CACHE], wall);
     if (rd) printf("  disk read  %.1f MiB at %.1f MiB/s\n", (double)rd / (1 << 20), rd_bw / (1 << 20));
-    printf("  peak mem   gpu/device %s, cpu %s, disk %s\n", zz_format_bytes(tier[ZZ_TIER_GPU], a, sizeof a),
-           zz_format_bytes(tier[ZZ_TIER_CPU], c2, sizeof c2), zz_format_bytes(tier[ZZ_TIER_DISK], d, sizeof d));
+    fflush(stdout);
+    zz_report_peaks(eng, stdout);
   }
   rc = 0;
   goto done;

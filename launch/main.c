@@ -327,6 +327,7 @@ static int zz_cmd_generate(const zz_opts *opts) {
     zz_block_clear(&blk);
   }
   zz_progress_finish(&prog);
+  zz_report_peaks(eng, stderr);
   rc = 0;
   goto done;
 fail:

@@ -286,3 +286,18 @@ int zz_report_failure(zz_status st) {
   fprintf(stderr, "zigzag: %s: %s\n", zz_status_str(st), zz_error_message());
   return st == ZZ_ERR_INVALID_ARG ? 2 : 1;
 }
+
+void zz_report_peaks(const zz_engine *eng, FILE *f) {
+  size_t peak[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT];
+  zz_engine_peaks(eng, peak);
+  const zz_memplan *plan = zz_engine_plan(eng);
+  fprintf(f, "zigzag: peak memory");
+  for (int t = 0; t < ZZ_TIER_COUNT; t++) {
+    size_t sum = 0;
+    for (int p = 0; p < ZZ_PURPOSE_COUNT; p++) sum += peak[t][p];
+    char a[32], b[32];
+    fprintf(f, "%s %s %s of %s planned", t ? "," : ":", t == ZZ_TIER_GPU ? "device" : zz_tier_name((zz_tier)t),
+            zz_format_bytes(sum, a, sizeof a), zz_format_bytes(zz_memplan_tier_total(plan, (zz_tier)t), b, sizeof b));
+  }
+  fprintf(f, "\n");
+}

@@ -81,5 +81,8 @@ int zz_cmd_bench(const zz_opts *o);
 /* Prints "zigzag: <status>: <message>" on stderr; returns the exit code (2 for a
  * bad argument, 1 otherwise). */
 int zz_report_failure(zz_status st);
+/* "peak memory: device X of plan Y, cpu ..., disk ..." — the measured peaks of a
+ * run next to the plan they never exceed. */
+void zz_report_peaks(const zz_engine *eng, FILE *f);
 
 #endif

@@ -6,7 +6,6 @@
  * (sharded, names without the "model." prefix), under several batch cuttings.
  */
 #include <CUnit/CUnit.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,121 +14,22 @@
 #include "zz_runtime.h"
 #include "zz_tests.h"
 
-typedef struct zz_golden {
-  json_t *root;
-  int64_t n, vocab;
-  int32_t **ids;
-  int64_t *lens;
-} zz_golden;
-
-static int zz_golden_load(const char *model, zz_golden *g) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s/golden.json", ZZ_FIXTURES_DIR, model);
-  memset(g, 0, sizeof *g);
-  g->root = json_load_file(path, 0, NULL);
-  if (!g->root) return -1;
-  json_t *ids = json_object_get(g->root, "input_ids");
-  g->n = (int64_t)json_array_size(ids);
-  g->vocab = json_integer_value(json_object_get(g->root, "vocab_size"));
-  g->ids = calloc((size_t)g->n, sizeof *g->ids);
-  g->lens = calloc((size_t)g->n, sizeof *g->lens);
-  for (int64_t i = 0; i < g->n; i++) {
-    json_t *row = json_array_get(ids, (size_t)i);
-    g->lens[i] = (int64_t)json_array_size(row);
-    g->ids[i] = malloc((size_t)g->lens[i] * sizeof **g->ids);
-    for (int64_t j = 0; j < g->lens[i]; j++) g->ids[i][j] = (int32_t)json_integer_value(json_array_get(row, (size_t)j));
-  }
-  return 0;
-}
-
-static void zz_golden_free(zz_golden *g) {
-  for (int64_t i = 0; i < g->n; i++) free(g->ids[i]);
-  free(g->ids);
-  free(g->lens);
-  json_decref(g->root);
-}
-
-/* Captures the logits of every (sequence, step). */
-typedef struct zz_capture {
-  int64_t n, steps, vocab;
-  float *logits; /* [n, steps, vocab] */
-} zz_capture;
-
-static void zz_capture_cb(void *ctx, int64_t seq, int step, const float *lg, int64_t vocab) {
-  zz_capture *c = ctx;
-  if (seq < c->n && step < c->steps) memcpy(c->logits + (seq * c->steps + step) * vocab, lg, (size_t)vocab * sizeof *lg);
-}
-
-/* Largest |a - ref| over max|ref| of a row. */
-static double zz_row_err(const float *a, json_t *ref, int64_t vocab) {
-  double mx = 1e-6, err = 0;
-  for (int64_t j = 0; j < vocab; j++) {
-    double r = json_real_value(json_array_get(ref, (size_t)j));
-    if (fabs(r) > mx) mx = fabs(r);
-    if (isnan(a[j])) return INFINITY;
-    if (fabs(a[j] - r) > err) err = fabs(a[j] - r);
-  }
-  return err / mx;
-}
-
 static void zz_check_golden(const char *name, const char *policy) {
-  zz_golden g;
-  CU_ASSERT_FATAL(zz_golden_load(name, &g) == 0);
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s/%s", ZZ_FIXTURES_DIR, name);
-  zz_config cfg;
-  zz_model m;
-  zz_checkpoint *ck = NULL;
   zz_device *dev = NULL;
-  zz_engine *eng = NULL;
-  CU_ASSERT_FATAL(zz_config_load(dir, &cfg) == ZZ_OK);
-  CU_ASSERT_EQUAL(cfg.vocab_size, g.vocab);
-  CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
-  CU_ASSERT_FATAL(zz_checkpoint_open(dir, &ck) == ZZ_OK);
   CU_ASSERT_FATAL(zz_device_create_cpu(0, 2, &dev) == ZZ_OK);
-  zz_policy pol;
-  CU_ASSERT_FATAL(zz_policy_parse(policy, &pol) == ZZ_OK);
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s", zz_test_tmpdir());
-  zz_tiers tiers = {.offload_dir = tmp};
-  int max_new = (int)json_integer_value(json_object_get(g.root, "max_new_tokens"));
-  int64_t s = 0;
-  for (int64_t i = 0; i < g.n; i++) s = g.lens[i] > s ? g.lens[i] : s;
-  zz_shape shape = {.prompt_len = s, .gen_len = max_new};
-  zz_status st = zz_engine_create_tiers(dev, &m, ck, &pol, &shape, &tiers, &eng);
-  if (st != ZZ_OK) fprintf(stderr, "%s\n", zz_error_message());
-  CU_ASSERT_FATAL(st == ZZ_OK);
-  zz_capture cap = {.n = g.n, .steps = max_new, .vocab = g.vocab};
-  cap.logits = calloc((size_t)(g.n * max_new * g.vocab), sizeof *cap.logits);
-  zz_request req = {.n = g.n, .ids = (const int32_t *const *)g.ids, .lens = g.lens, .max_new_tokens = max_new,
-                    .on_logits = zz_capture_cb, .ctx = &cap};
-  zz_result res;
-  CU_ASSERT_FATAL(zz_engine_generate(eng, &req, &res) == ZZ_OK);
-  json_t *want = json_object_get(g.root, "greedy_tokens");
-  json_t *first = json_object_get(g.root, "first_step_logits"), *last = json_object_get(g.root, "last_step_logits");
-  for (int64_t i = 0; i < g.n; i++) {
-    json_t *w = json_array_get(want, (size_t)i);
-    int64_t nw = (int64_t)json_array_size(w);
-    CU_ASSERT_EQUAL(res.n_tokens[i], nw);
-    int same = res.n_tokens[i] == nw;
-    for (int64_t j = 0; same && j < nw; j++) same = res.tokens[i][j] == json_integer_value(json_array_get(w, (size_t)j));
-    CU_ASSERT(same);
-    if (!same) fprintf(stderr, "\n%s '%s': prompt %lld tokens differ\n", name, policy, (long long)i);
-    double e0 = zz_row_err(cap.logits + (i * max_new) * g.vocab, json_array_get(first, (size_t)i), g.vocab);
-    double e1 = zz_row_err(cap.logits + (i * max_new + nw - 1) * g.vocab, json_array_get(last, (size_t)i), g.vocab);
-    CU_ASSERT(e0 <= 1e-4);
-    CU_ASSERT(e1 <= 1e-4);
-    if (e0 > 1e-4 || e1 > 1e-4)
-      fprintf(stderr, "\n%s prompt %lld: logits rel err first %.3g last %.3g\n", name, (long long)i, e0, e1);
-  }
-  zz_result_free(&res, g.n);
-  free(cap.logits);
-  zz_engine_destroy(eng);
+  zz_golden_report r;
+  zz_status st = zz_golden_run(name, dev, policy, 0, &r);
+  if (st != ZZ_OK) fprintf(stderr, "\n%s '%s': %s\n", name, policy, zz_error_message());
+  CU_ASSERT_EQUAL_FATAL(st, ZZ_OK);
+  CU_ASSERT_EQUAL(r.prompts_exact, r.prompts);
+  CU_ASSERT_EQUAL(r.prompts_wrong, 0);
+  CU_ASSERT(r.first_err <= 1e-4);
+  CU_ASSERT_EQUAL(r.last_checked, r.prompts);
+  CU_ASSERT(r.last_err <= 1e-4);
+  if (r.prompts_exact != r.prompts || r.first_err > 1e-4 || r.last_err > 1e-4)
+    fprintf(stderr, "\n%s '%s': %d/%d prompts exact, logits rel err first %.3g last %.3g\n", name, policy,
+            r.prompts_exact, r.prompts, r.first_err, r.last_err);
   zz_device_destroy(dev);
-  zz_checkpoint_close(ck);
-  zz_model_free(&m);
-  zz_golden_free(&g);
-  rmdir(tmp);
 }
 
 static void test_golden_preln_one_batch(void) { zz_check_golden("tiny-opt", "gbs=4 num_gb=1"); }

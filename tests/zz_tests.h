@@ -18,4 +18,22 @@ int zz_test_write_file(const char *path, const void *data, size_t len);
 /* A fresh empty directory under $TMPDIR (static buffer per call site: copy it). */
 const char *zz_test_tmpdir(void);
 
+#include "zz_runtime.h"
+
+/* What zz_golden_run found for a fixture's golden prompts. */
+typedef struct zz_golden_report {
+  int prompts;
+  int prompts_exact;    /* every greedy token equal */
+  int prompts_rounding; /* first difference at a step whose margin is within logit_tol */
+  int prompts_wrong;    /* first difference at a step with a clear margin */
+  double first_err;     /* max over prompts of the first step's logits error (relative) */
+  double last_err;      /* same for the last step, over the exact prompts */
+  int last_checked;
+} zz_golden_report;
+
+/* Runs tests/fixtures/NAME's golden prompts on dev under policy (a policy line);
+ * logit_tol: the relative logits error the device is held to (0: exact tokens). */
+zz_status zz_golden_run(const char *name, zz_device *dev, const char *policy, double logit_tol,
+                        zz_golden_report *out);
+
 #endif

@@ -208,5 +208,7 @@ void zz_progress_update(zz_progress *p, int64_t seqs, int64_t tokens) {
 }
 
 void zz_progress_finish(zz_progress *p) {
-  if (p->on) zz_progress_print(p, "\n");
+  /* a terminal's line is rewritten in place and needs its end; elsewhere each
+   * block already printed a whole line, so only a job with no block prints here */
+  if (p->on && (isatty(STDERR_FILENO) || p->done == 0)) zz_progress_print(p, "\n");
 }

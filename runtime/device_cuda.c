@@ -19,11 +19,12 @@
  * CPU attention, which is what an offloading run needs them for; the cost is that
  * an f32 upload moves twice the bytes of an f16 one, which only matters for data
  * the engine did not already store as f16 (weights and cache are stored as f16).
- * Staging is allocated on first use, grown as needed up to ZZ_CUDA_STAGING_MAX bytes
- * per lane (larger transfers go in chunks), and counted against the capacity.
+ * Staging is ZZ_CUDA_STAGING_MAX bytes per lane, allocated at creation (larger
+ * transfers go in chunks) and counted against the capacity.
  *
  * Accounting: dev->capacity (0 at creation: the GPU's free memory then) bounds the
- * sum of alloc() blocks, staging buffers and the cuBLAS workspace (4 MiB, 32 MiB on
+ * sum of alloc() blocks, staging buffers and the cuBLAS workspace; dev->reserved
+ * says how much of it the device keeps for itself (workspace: 4 MiB, 32 MiB on
  * sm_90+; set explicitly so that it is counted). cuBLAS's handle and the CUDA
  * context themselves live outside that sum.
  *
@@ -251,24 +252,15 @@ static void zz_cuda_host_free(zz_device *dev, void *ptr) {
   (void)cudaGetLastError();
 }
 
-/* Makes lane's staging buffer at least `bytes` (<= ZZ_CUDA_STAGING_MAX) long. The
- * old buffer may still be read by work queued on the lane, so the lane is drained
- * before it is freed; this happens a handful of times per run at most. */
+/* The lane's conversion buffer: ZZ_CUDA_STAGING_MAX bytes allocated at creation,
+ * so it is counted in dev->reserved before any memory plan is checked and never
+ * freed (a cudaFree would synchronise the whole device) while a run goes on.
+ * Callers cut larger transfers into chunks of at most that size. */
 static zz_status zz_cuda_staging(zz_device *dev, zz_lane lane, size_t bytes, void **out) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
-  if (d->staging_bytes[lane] < bytes) {
-    if (d->staging[lane]) {
-      ZZ_CUDA_OK(d, cudaStreamSynchronize(d->lane[lane]), "staging: draining lane %d",
-                 (int)lane);
-      (void)cudaFree(d->staging[lane]);
-      zz_cuda_unreserve(dev, d->staging_bytes[lane]);
-      d->staging[lane] = NULL;
-      d->staging_bytes[lane] = 0;
-    }
-    ZZ_CHECK(zz_cuda_reserve(dev, bytes, "conversion staging"));
-    ZZ_CHECK(zz_cuda_malloc_reserved(dev, bytes, "conversion staging", &d->staging[lane]));
-    d->staging_bytes[lane] = bytes;
-  }
+  if (bytes > d->staging_bytes[lane])
+    return zz_error(ZZ_ERR_INVALID_ARG, "cuda: %zu bytes of conversion staging asked on lane %d, %zu exist", bytes,
+                    (int)lane, d->staging_bytes[lane]);
   *out = d->staging[lane];
   return ZZ_OK;
 }
@@ -526,6 +518,13 @@ static zz_status zz_cuda_setup(zz_device *dev, size_t capacity) {
   ZZ_CHECK(zz_cuda_malloc_reserved(dev, d->blas_ws_bytes, "cuBLAS workspace", &d->blas_ws));
   ZZ_CUDA_OK(d, -(int)cublasSetWorkspace(d->blas, d->blas_ws, d->blas_ws_bytes),
              "cublasSetWorkspace");
+  for (int l = 0; l < ZZ_LANE_COUNT; l++) {
+    ZZ_CHECK(zz_cuda_reserve(dev, ZZ_CUDA_STAGING_MAX, "conversion staging"));
+    ZZ_CHECK(zz_cuda_malloc_reserved(dev, ZZ_CUDA_STAGING_MAX, "conversion staging", &d->staging[l]));
+    d->staging_bytes[l] = ZZ_CUDA_STAGING_MAX;
+  }
+  /* what the device keeps for itself; memory plans get the rest */
+  dev->reserved = d->used;
   return ZZ_OK;
 }
 

@@ -34,7 +34,16 @@ zz_status zz_disk_open(const char *dir, size_t size, zz_disk *out) {
     if (!said++) fprintf(stderr, "zigzag: %s does not support O_DIRECT; disk tier uses the page cache with DONTNEED\n", dir);
   }
   d.fd = fd;
-  if (size && ftruncate(d.fd, (off_t)size) != 0) {
+  /* reserve the blocks now: a sparse file would pass the capacity check and then
+   * run out of space mid-block when another job shares the directory */
+  int fa = size ? posix_fallocate(d.fd, 0, (off_t)size) : 0;
+  if (fa != 0 && fa != EOPNOTSUPP && fa != EINVAL) {
+    zz_status st = zz_error(ZZ_ERR_IO, "--offload-dir %s: cannot reserve %zu bytes for the offload file: %s", dir,
+                            size, strerror(fa));
+    close(d.fd);
+    return st;
+  }
+  if (size && fa != 0 && ftruncate(d.fd, (off_t)size) != 0) {
     zz_status st = zz_error(ZZ_ERR_IO, "--offload-dir %s: cannot size the offload file to %zu bytes: %s", dir, size,
                             strerror(errno));
     close(d.fd);

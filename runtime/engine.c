@@ -319,7 +319,7 @@ zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_che
   ZZ_CHECK(zz_memplan_build(m, pol, shape, dev->ops->compute_dtype, store_dt, wp > wd ? wp : wd, &plan));
   const char *dir = tiers && tiers->offload_dir ? tiers->offload_dir : getenv("TMPDIR");
   if (!dir || !*dir) dir = "/tmp";
-  size_t cap[ZZ_TIER_COUNT] = {dev->capacity, zz_physical_bytes(), 0};
+  size_t cap[ZZ_TIER_COUNT] = {dev->capacity > dev->reserved ? dev->capacity - dev->reserved : 0, zz_physical_bytes(), 0};
   if (tiers && tiers->cap[ZZ_TIER_GPU] && tiers->cap[ZZ_TIER_GPU] < cap[ZZ_TIER_GPU]) cap[ZZ_TIER_GPU] = tiers->cap[ZZ_TIER_GPU];
   if (tiers && tiers->cap[ZZ_TIER_CPU]) cap[ZZ_TIER_CPU] = tiers->cap[ZZ_TIER_CPU];
   size_t disk_need = zz_memplan_tier_total(&plan, ZZ_TIER_DISK);
@@ -739,6 +739,8 @@ static zz_status zz_run_token(zz_gen *g, int step) {
   ZZ_CHECK_GOTO(zz_lanes_wait(e->lanes, ZZ_IO_STORE, 0), st, out);
 out:
   if (st != ZZ_OK) {
+    /* a slot whose load may have failed holds no layer a later block can trust */
+    e->w_slot_layer[0] = e->w_slot_layer[1] = -1;
     /* drain every lane so no task outlives the block */
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", zz_error_message());

@@ -88,6 +88,7 @@ zz_status zz_lanes_create(int n, bool threaded, void *ctx, zz_task_fn fn, zz_lan
   pthread_cond_init(&l->cv, NULL);
   if (threaded) {
     if (!(l->args = calloc((size_t)n, sizeof *l->args))) {
+      l->n = 0; /* no thread started: nothing to join */
       zz_lanes_destroy(l);
       return zz_error(ZZ_ERR_NO_MEMORY, "lanes: out of memory");
     }

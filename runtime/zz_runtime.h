@@ -203,6 +203,8 @@ struct zz_device {
   const zz_device_ops *ops;
   void *impl;
   size_t capacity; /* bytes of device memory this run may use (ZZ_TIER_GPU) */
+  size_t reserved; /* of which the device keeps this much for itself (cuBLAS
+                      workspace, conversion staging); memory plans get the rest */
 };
 
 /* The CPU device: its memory is its own arena of `capacity` bytes (0: what the

@@ -36,7 +36,8 @@ zz_status zz_disk_open(const char *dir, size_t size, zz_disk *out) {
   d.fd = fd;
   /* reserve the blocks now: a sparse file would pass the capacity check and then
    * run out of space mid-block when another job shares the directory */
-  int fa = size ? posix_fallocate(d.fd, 0, (off_t)size) : 0;
+  /* fallocate, not posix_fallocate: glibc's emulation would write every byte */
+  int fa = size && fallocate(d.fd, 0, 0, (off_t)size) != 0 ? errno : 0;
   if (fa != 0 && fa != EOPNOTSUPP && fa != EINVAL) {
     zz_status st = zz_error(ZZ_ERR_IO, "--offload-dir %s: cannot reserve %zu bytes for the offload file: %s", dir,
                             size, strerror(fa));

@@ -60,7 +60,6 @@ void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, in
  * the number of online cores. GEMMs use OpenBLAS's own threads. */
 int zz_cpu_pool_init(int n_threads);
 void zz_cpu_pool_free(void);
-int zz_cpu_pool_size(void);
 /* Runs fn(arg, i) for i in [0, n_tasks) on the pool and waits for all of them. */
 void zz_cpu_pool_run(void (*fn)(void *arg, int64_t i), void *arg, int64_t n_tasks);
 

@@ -174,11 +174,6 @@ static const zz_device_ops zz_cpu_ops = {
     .attention_scratch = zz_cpu_attn_scratch,
 };
 
-static size_t zz_cpu_physical_bytes(void) {
-  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && size > 0 ? (size_t)pages * (size_t)size : (size_t)1 << 34;
-}
-
 zz_status zz_device_create_cpu(size_t capacity, int threads, zz_device **out) {
   zz_device *dev = calloc(1, sizeof *dev);
   zz_cpu_dev *c = calloc(1, sizeof *c);
@@ -194,7 +189,7 @@ zz_status zz_device_create_cpu(size_t capacity, int threads, zz_device **out) {
   }
   dev->ops = &zz_cpu_ops;
   dev->impl = c;
-  dev->capacity = capacity ? capacity : zz_cpu_physical_bytes();
+  dev->capacity = capacity ? capacity : zz_host_memory_bytes();
   *out = dev;
   return ZZ_OK;
 }

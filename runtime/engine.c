@@ -290,11 +290,6 @@ static zz_status zz_engine_load_weights(zz_engine *e, const zz_checkpoint *ck) {
   return ZZ_OK;
 }
 
-static size_t zz_physical_bytes(void) {
-  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && size > 0 ? (size_t)pages * (size_t)size : (size_t)1 << 34;
-}
-
 zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
                                  const zz_policy *pol, const zz_shape *shape, const zz_tiers *tiers,
                                  zz_engine **out) {
@@ -319,7 +314,7 @@ zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_che
   ZZ_CHECK(zz_memplan_build(m, pol, shape, dev->ops->compute_dtype, store_dt, wp > wd ? wp : wd, &plan));
   const char *dir = tiers && tiers->offload_dir ? tiers->offload_dir : getenv("TMPDIR");
   if (!dir || !*dir) dir = "/tmp";
-  size_t cap[ZZ_TIER_COUNT] = {dev->capacity > dev->reserved ? dev->capacity - dev->reserved : 0, zz_physical_bytes(), 0};
+  size_t cap[ZZ_TIER_COUNT] = {dev->capacity > dev->reserved ? dev->capacity - dev->reserved : 0, zz_host_memory_bytes(), 0};
   if (tiers && tiers->cap[ZZ_TIER_GPU] && tiers->cap[ZZ_TIER_GPU] < cap[ZZ_TIER_GPU]) cap[ZZ_TIER_GPU] = tiers->cap[ZZ_TIER_GPU];
   if (tiers && tiers->cap[ZZ_TIER_CPU]) cap[ZZ_TIER_CPU] = tiers->cap[ZZ_TIER_CPU];
   size_t disk_need = zz_memplan_tier_total(&plan, ZZ_TIER_DISK);

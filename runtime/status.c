@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "zz_runtime.h"
 
@@ -95,6 +96,11 @@ const char *zz_format_bytes(size_t bytes, char *buf, size_t len) {
   return buf;
 }
 
+size_t zz_host_memory_bytes(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? (size_t)pages * (size_t)size : (size_t)1 << 34;
+}
+
 double zz_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -110,12 +116,6 @@ const char *zz_purpose_name(zz_purpose p) {
   static const char *const n[ZZ_PURPOSE_COUNT] = {"weights", "cache", "activations", "staging",
                                                   "workspace"};
   return (int)p >= 0 && p < ZZ_PURPOSE_COUNT ? n[p] : "?";
-}
-
-int64_t zz_tensor_numel(const zz_tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
-  return n;
 }
 
 const char *zz_shape_str(int ndim, const int64_t *shape, char *buf, size_t len) {
@@ -142,4 +142,3 @@ zz_status zz_arena_take(zz_arena *a, size_t bytes, void **ptr_out, size_t *offse
   return ZZ_OK;
 }
 
-void zz_arena_reset(zz_arena *a) { a->used = 0; }

@@ -85,6 +85,8 @@ zz_status zz_parse_bytes(const char *text, size_t *out);
 /* Formats bytes as "1.50 GiB" into buf. */
 const char *zz_format_bytes(size_t bytes, char *buf, size_t len);
 double zz_now(void); /* monotonic seconds */
+/* Physical memory of this machine in bytes (16 GiB when it cannot be read). */
+size_t zz_host_memory_bytes(void);
 
 /* ================================================================ tiers and tensors */
 
@@ -121,7 +123,6 @@ typedef struct zz_tensor {
   size_t nbytes;
 } zz_tensor;
 
-int64_t zz_tensor_numel(const zz_tensor *t);
 /* "[768, 3072]" into buf. */
 const char *zz_shape_str(int ndim, const int64_t *shape, char *buf, size_t len);
 
@@ -141,7 +142,6 @@ typedef struct zz_arena {
 
 /* Hands out `bytes` aligned to 256; ZZ_ERR_NO_MEMORY names the arena when full. */
 zz_status zz_arena_take(zz_arena *a, size_t bytes, void **ptr_out, size_t *offset_out);
-void zz_arena_reset(zz_arena *a);
 
 /* ================================================================ devices */
 

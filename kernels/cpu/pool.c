@@ -96,8 +96,6 @@ void zz_cpu_pool_free(void) {
   zz_pool_ready = 0;
 }
 
-int zz_cpu_pool_size(void) { return zz_pool_ready ? zz_the_pool.n_workers + 1 : 1; }
-
 void zz_cpu_pool_run(void (*fn)(void *arg, int64_t i), void *arg, int64_t n_tasks) {
   zz_pool *p = &zz_the_pool;
   if (!zz_pool_ready || p->n_workers == 0 || n_tasks <= 1) {

@@ -84,10 +84,10 @@ static int zz_bench_one(const zz_model *m, zz_device *dev, const zz_policy *pol,
                     .ignore_eos = true};
   zz_engine_stats s0, s1;
   int rc = -1;
-  if (zz_engine_generate(eng, &warm, &res) == ZZ_OK) {
+  if (zz_generate(eng, &warm, &res) == ZZ_OK) {
     zz_result_free(&res, 1);
     zz_engine_get_stats(eng, &s0);
-    if (zz_engine_generate(eng, &req, &res) == ZZ_OK) {
+    if (zz_generate(eng, &req, &res) == ZZ_OK) {
       zz_engine_get_stats(eng, &s1);
       double n = (double)shape->gen_len, wall = s1.wall_s - s0.wall_s;
       out->prefill = (double)(b * s) / res.prefill_s;

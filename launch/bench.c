@@ -67,11 +67,11 @@ int zz_cmd_bench(const zz_opts *o) {
   zz_request req = {.n = b, .ids = (const int32_t *const *)ids, .lens = lens, .max_new_tokens = o->gen_len, .ignore_eos = true};
   int64_t warm_len = 1;
   zz_request wreq = {.n = 1, .ids = (const int32_t *const *)ids, .lens = &warm_len, .max_new_tokens = 2, .ignore_eos = true};
-  ZZ_CHECK_GOTO(zz_engine_generate(eng, &wreq, &warm), st, fail);
+  ZZ_CHECK_GOTO(zz_generate(eng, &wreq, &warm), st, fail);
   zz_result_free(&warm, 1);
   zz_engine_stats s0, s1;
   zz_engine_get_stats(eng, &s0);
-  ZZ_CHECK_GOTO(zz_engine_generate(eng, &req, &res), st, fail);
+  ZZ_CHECK_GOTO(zz_generate(eng, &req, &res), st, fail);
   zz_engine_get_stats(eng, &s1);
   double wall = s1.wall_s - s0.wall_s, busy[ZZ_LANE_COUNT];
   for (int l = 0; l < ZZ_LANE_COUNT; l++) busy[l] = wall > 0 ? (s1.busy_s[l] - s0.busy_s[l]) / wall : 0;

@@ -310,7 +310,7 @@ static int zz_cmd_generate(const zz_opts *opts) {
         .sampling = {.temperature = o->temperature, .top_k = o->top_k, .top_p = o->top_p, .seed = o->seed},
     };
     zz_result res;
-    ZZ_CHECK_GOTO(zz_engine_generate(eng, &req, &res), st, fail);
+    ZZ_CHECK_GOTO(zz_generate(eng, &req, &res), st, fail);
     if (kill_after >= 0 && committed == kill_after)
       zz_fault_kill_now(out, tok, &blk.prompts[0], res.tokens[0], res.n_tokens[0]);
     int64_t new_tokens = 0;

@@ -1,8 +1,70 @@
-/* arch_impl.h — the architectures known to the runtime (internal). */
+/*
+ * arch_impl.h — the architecture boundary (internal to runtime/).
+ *
+ * An architecture owns everything that differs between model families: its
+ * config.json fields and presets, its layer list and weight names, each weight's
+ * --dummy init kind, each attention layer's cache spec, its position scheme, and
+ * the math of each layer. The engine, the memory plan, the planner and the
+ * pipeline see only layers, tensors and sizes. A new family is one arch_*.c file
+ * plus one line in model.c's registry.
+ */
 #ifndef ZZ_ARCH_IMPL_H
 #define ZZ_ARCH_IMPL_H
+#include <jansson.h>
+
 #include "zz_runtime.h"
 
+/* What one layer computes for one GPU batch at one step. Pointers are device
+ * pointers of the compute dtype unless typed otherwise. */
+typedef struct zz_step {
+  int64_t b;                 /* sequences in the GPU batch */
+  int64_t sq;                /* new tokens per sequence (prompt length in prefill, 1 after) */
+  int64_t pos;               /* key position of the first new token */
+  const int32_t *ids;        /* [b, sq] token ids (INPUT_EMBED) */
+  const int32_t *positions;  /* [b, sq] position ids of the architecture's scheme */
+  const int32_t *pad;        /* [b] left padding slots */
+  const int32_t *last;       /* [b] row of each sequence's last token in hidden: i*sq + sq-1 */
+  void *hidden;              /* [b, sq, hidden] in and out */
+  void *k, *v;               /* this layer's cache [b, t_max, kv row] (ATTENTION) */
+  int64_t kv_stride;         /* elements between two sequences of k, v */
+  void *logits;              /* [b, vocab] of the last position (OUTPUT_EMBED) */
+  void *work;                /* workspace of arch->workspace_bytes */
+  /* CPU attention: when set, an ATTENTION layer hands its new q ([b, sq, heads *
+   * head_dim]) and k, v ([b, sq, kv row]) to attend(), which appends k, v to a
+   * cache living on the host and writes the attention output ([b, sq, heads *
+   * head_dim], device) to out; k and v above are then unused. */
+  zz_status (*attend)(void *ctx, const void *q, const void *k, const void *v, void *out);
+  void *attend_ctx;
+} zz_step;
+
+typedef struct zz_arch {
+  const char *model_type;
+  const char *const *preset_names; /* NULL terminated */
+  /* the preset `name` (case-insensitive, "facebook/" accepted) → *out; false if unknown */
+  bool (*preset)(const char *name, zz_config *out);
+  /* config.json (root object, its path for messages) → *out */
+  zz_status (*parse_config)(json_t *root, const char *path, zz_config *out);
+  zz_status (*build)(struct zz_model *m);
+  /* position ids of rows [from, from + n) of a sequence with `pad` left padding slots */
+  void (*positions)(const zz_config *c, int64_t pad, int64_t from, int64_t n, int32_t *out);
+  /* bytes of workspace `forward` needs for b sequences of sq new tokens, t keys */
+  size_t (*workspace_bytes)(const struct zz_model *m, const zz_device *dev, int64_t b,
+                            int64_t sq, int64_t t);
+  /* w[i]: the device copy of layer->weights[i] (data NULL where the spec is absent) */
+  zz_status (*forward)(zz_device *dev, const struct zz_model *m, const zz_layer *layer,
+                       void *const *w, const zz_step *step);
+} zz_arch;
+
 extern const zz_arch zz_arch_opt;
+
+/* The registry (model.c): every architecture, NULL terminated. */
+const zz_arch *const *zz_arch_all(void);
+
+/* config.json readers shared by the architectures: absent → default (def < 0:
+ * required); wrong type or range → ZZ_ERR_FORMAT naming the key. */
+zz_status zz_json_int(json_t *obj, const char *path, const char *key, int64_t def, int64_t *out);
+zz_status zz_json_bool(json_t *obj, const char *path, const char *key, bool def, bool *out);
+/* torch_dtype ("float32" when absent) */
+zz_status zz_json_dtype(json_t *obj, const char *path, zz_dtype *out);
 
 #endif

@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "arch_impl.h"
 
@@ -22,14 +23,146 @@ enum { ZZ_OUT_LN_W, ZZ_OUT_LN_B, ZZ_OUT_PROJECT, ZZ_OUT_HEAD, ZZ_OUT_N };
 
 #define ZZ_OPT_POS_OFFSET 2 /* OPT's learned positions start at index 2 */
 
-static void zz_spec(zz_weight_spec *w, bool present, int ndim, int64_t d0, int64_t d1,
-                    const char *fmt, int index) {
+/* ---------------------------------------------------------------- config */
+
+typedef struct zz_opt_size {
+  const char *name;
+  int64_t hidden, n_layers, n_heads, ffn, embed_dim;
+  bool pre_ln;
+} zz_opt_size;
+
+/* Sizes from the published OPT configs (Zhang et al., 2022). */
+static const zz_opt_size zz_opt_presets[] = {
+    {"opt-125m", 768, 12, 12, 3072, 768, true},
+    {"opt-350m", 1024, 24, 16, 4096, 512, false},
+    {"opt-1.3b", 2048, 24, 32, 8192, 2048, true},
+    {"opt-2.7b", 2560, 32, 32, 10240, 2560, true},
+    {"opt-6.7b", 4096, 32, 32, 16384, 4096, true},
+    {"opt-13b", 5120, 40, 40, 20480, 5120, true},
+    {"opt-30b", 7168, 48, 56, 28672, 7168, true},
+    {"opt-66b", 9216, 64, 72, 36864, 9216, true},
+    {"opt-175b", 12288, 96, 96, 49152, 12288, true},
+};
+#define ZZ_OPT_N_PRESETS (sizeof zz_opt_presets / sizeof zz_opt_presets[0])
+
+static const char *const zz_opt_preset_names[ZZ_OPT_N_PRESETS + 1] = {
+    "opt-125m", "opt-350m", "opt-1.3b", "opt-2.7b", "opt-6.7b", "opt-13b", "opt-30b", "opt-66b", "opt-175b", NULL};
+
+static void zz_opt_defaults(zz_config *c) {
+  memset(c, 0, sizeof *c);
+  strcpy(c->model_type, "opt");
+  c->vocab_size = 50272;
+  c->max_pos = 2048;
+  c->pre_ln = true;
+  c->final_ln = true;
+  c->enable_bias = true;
+  c->bos = 2;
+  c->eos = 2;
+  c->pad = 1;
+  c->ln_eps = 1e-5f;
+  c->dtype = ZZ_DTYPE_F16;
+}
+
+/* OPT has no grouped-query attention: every head keeps its own K and V. */
+static void zz_opt_derived(zz_config *c) {
+  c->n_kv_heads = c->n_heads;
+  c->head_dim = c->n_heads ? c->hidden / c->n_heads : 0;
+}
+
+static bool zz_opt_preset(const char *name, zz_config *out) {
+  for (size_t i = 0; i < ZZ_OPT_N_PRESETS; i++) {
+    const zz_opt_size *p = &zz_opt_presets[i];
+    if (strcasecmp(name, p->name) != 0 && !(strncasecmp(name, "facebook/", 9) == 0 && strcasecmp(name + 9, p->name) == 0))
+      continue;
+    zz_opt_defaults(out);
+    snprintf(out->name, sizeof out->name, "%s", p->name);
+    out->hidden = p->hidden;
+    out->n_layers = p->n_layers;
+    out->n_heads = p->n_heads;
+    out->ffn = p->ffn;
+    out->embed_dim = p->embed_dim;
+    out->pre_ln = p->pre_ln;
+    out->final_ln = p->pre_ln;
+    zz_opt_derived(out);
+    return true;
+  }
+  return false;
+}
+
+static zz_status zz_opt_parse_config(json_t *root, const char *path, zz_config *out) {
+  zz_config c;
+  zz_opt_defaults(&c);
+  int64_t bos = 0, eos = 0, pad = 0;
+  ZZ_CHECK(zz_json_int(root, path, "vocab_size", -1, &c.vocab_size));
+  ZZ_CHECK(zz_json_int(root, path, "hidden_size", -1, &c.hidden));
+  ZZ_CHECK(zz_json_int(root, path, "ffn_dim", -1, &c.ffn));
+  ZZ_CHECK(zz_json_int(root, path, "num_hidden_layers", -1, &c.n_layers));
+  ZZ_CHECK(zz_json_int(root, path, "num_attention_heads", -1, &c.n_heads));
+  ZZ_CHECK(zz_json_int(root, path, "max_position_embeddings", 2048, &c.max_pos));
+  ZZ_CHECK(zz_json_int(root, path, "word_embed_proj_dim", c.hidden, &c.embed_dim));
+  ZZ_CHECK(zz_json_int(root, path, "bos_token_id", 2, &bos));
+  ZZ_CHECK(zz_json_int(root, path, "eos_token_id", 2, &eos));
+  ZZ_CHECK(zz_json_int(root, path, "pad_token_id", 1, &pad));
+  ZZ_CHECK(zz_json_bool(root, path, "do_layer_norm_before", true, &c.pre_ln));
+  bool remove_final = false, affine = true;
+  ZZ_CHECK(zz_json_bool(root, path, "_remove_final_layer_norm", false, &remove_final));
+  ZZ_CHECK(zz_json_bool(root, path, "enable_bias", true, &c.enable_bias));
+  ZZ_CHECK(zz_json_bool(root, path, "layer_norm_elementwise_affine", true, &affine));
+  if (!affine)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: layer_norm_elementwise_affine=false is not supported", path);
+  c.final_ln = c.pre_ln && !remove_final;
+  const char *act = json_string_value(json_object_get(root, "activation_function"));
+  if (act && strcmp(act, "relu") != 0)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: activation_function \"%s\" is not supported", path, act);
+  ZZ_CHECK(zz_json_dtype(root, path, &c.dtype));
+  if (c.vocab_size < 4 || c.hidden < 1 || c.ffn < 1 || c.n_layers < 1 || c.n_heads < 1 ||
+      c.embed_dim < 1 || c.max_pos < 1)
+    return zz_error(ZZ_ERR_FORMAT, "%s: sizes must be positive", path);
+  /* far beyond any published model: a lying config, not a big model */
+  if (c.vocab_size > (1 << 24) || c.hidden > (1 << 20) || c.ffn > (1 << 22) || c.n_layers > 4096 ||
+      c.n_heads > c.hidden || c.embed_dim > (1 << 20) || c.max_pos > (1 << 20))
+    return zz_error(ZZ_ERR_FORMAT, "%s: sizes out of range (vocab %lld, hidden %lld, ffn %lld, layers %lld, heads %lld)",
+                    path, (long long)c.vocab_size, (long long)c.hidden, (long long)c.ffn, (long long)c.n_layers,
+                    (long long)c.n_heads);
+  if (c.hidden % c.n_heads != 0)
+    return zz_error(ZZ_ERR_FORMAT, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld",
+                    path, (long long)c.hidden, (long long)c.n_heads);
+  if (bos >= c.vocab_size || eos >= c.vocab_size || pad >= c.vocab_size)
+    return zz_error(ZZ_ERR_FORMAT, "%s: special token ids must be below vocab_size", path);
+  c.bos = (int32_t)bos;
+  c.eos = (int32_t)eos;
+  c.pad = (int32_t)pad;
+  zz_opt_derived(&c);
+  *out = c;
+  return ZZ_OK;
+}
+
+/* Hugging Face's OPT positions: real tokens before this one plus the offset;
+ * padding slots get the padding index (1), which no real token attends to. */
+static void zz_opt_positions(const zz_config *c, int64_t pad, int64_t from, int64_t n, int32_t *out) {
+  (void)c;
+  for (int64_t r = 0; r < n; r++) {
+    int64_t row = from + r;
+    out[r] = row < pad ? 1 : (int32_t)(row - pad + ZZ_OPT_POS_OFFSET);
+  }
+}
+
+/* ---------------------------------------------------------------- layers */
+
+static void zz_spec(zz_weight_spec *w, bool present, int ndim, int64_t d0, int64_t d1, const char *fmt, int index) {
   memset(w, 0, sizeof *w);
   if (!present) return;
   snprintf(w->name, sizeof w->name, fmt, index);
   w->ndim = ndim;
+  w->init = ndim == 2 ? ZZ_INIT_MATRIX : ZZ_INIT_BIAS;
   w->shape[0] = d0;
   w->shape[1] = d1;
+}
+
+/* A layer norm's gain and bias are initialised as norms, not as a bias. */
+static void zz_norm(zz_weight_spec *gain, zz_weight_spec *bias) {
+  gain->init = ZZ_INIT_NORM_GAIN;
+  bias->init = ZZ_INIT_NORM_BIAS;
 }
 
 static zz_status zz_opt_build(zz_model *m) {
@@ -66,6 +199,8 @@ static zz_status zz_opt_build(zz_model *m) {
     }
     zz_spec(&a->weights[ZZ_AT_LN_W], true, 1, h, 0, "model.decoder.layers.%d.self_attn_layer_norm.weight", i);
     zz_spec(&a->weights[ZZ_AT_LN_B], true, 1, h, 0, "model.decoder.layers.%d.self_attn_layer_norm.bias", i);
+    zz_norm(&a->weights[ZZ_AT_LN_W], &a->weights[ZZ_AT_LN_B]);
+    a->cache = (zz_cache_spec){.kv_heads = c->n_kv_heads, .head_dim = c->head_dim};
 
     f->kind = ZZ_LAYER_MLP;
     f->index = i;
@@ -76,6 +211,7 @@ static zz_status zz_opt_build(zz_model *m) {
     zz_spec(&f->weights[ZZ_MLP_FC2_B], bias, 1, h, 0, "model.decoder.layers.%d.fc2.bias", i);
     zz_spec(&f->weights[ZZ_MLP_LN_W], true, 1, h, 0, "model.decoder.layers.%d.final_layer_norm.weight", i);
     zz_spec(&f->weights[ZZ_MLP_LN_B], true, 1, h, 0, "model.decoder.layers.%d.final_layer_norm.bias", i);
+    zz_norm(&f->weights[ZZ_MLP_LN_W], &f->weights[ZZ_MLP_LN_B]);
   }
 
   zz_layer *o = &L[n - 1];
@@ -84,6 +220,7 @@ static zz_status zz_opt_build(zz_model *m) {
   o->n_weights = ZZ_OUT_N;
   zz_spec(&o->weights[ZZ_OUT_LN_W], c->final_ln, 1, h, 0, "model.decoder.final_layer_norm.weight", 0);
   zz_spec(&o->weights[ZZ_OUT_LN_B], c->final_ln, 1, h, 0, "model.decoder.final_layer_norm.bias", 0);
+  zz_norm(&o->weights[ZZ_OUT_LN_W], &o->weights[ZZ_OUT_LN_B]);
   zz_spec(&o->weights[ZZ_OUT_PROJECT], proj, 2, c->embed_dim, h, "model.decoder.project_out.weight", 0);
   /* the LM head is tied to the token embedding; the output layer holds its own copy
    * so that each layer's weights can live on a different tier */
@@ -193,7 +330,11 @@ static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_laye
 
 const zz_arch zz_arch_opt = {
     .model_type = "opt",
+    .preset_names = zz_opt_preset_names,
+    .preset = zz_opt_preset,
+    .parse_config = zz_opt_parse_config,
     .build = zz_opt_build,
+    .positions = zz_opt_positions,
     .workspace_bytes = zz_opt_workspace,
     .forward = zz_opt_forward,
 };

@@ -357,15 +357,14 @@ static uint64_t zz_fnv1a(const char *s) {
 }
 
 void zz_weights_dummy(const zz_weight_spec *spec, zz_dtype dt, void *dst) {
-  int64_t n = 1;
-  for (int d = 0; d < spec->ndim; d++) n *= spec->shape[d];
+  int64_t n = zz_weight_numel(spec);
   zz_rng rng;
   zz_rng_seed(&rng, zz_fnv1a(spec->name), 0);
   /* a sum of uniforms is near-normal and cheap: std of (u1+u2+u3+u4-2) is 1/sqrt(3) */
-  bool is_ln = strstr(spec->name, "layer_norm") != NULL;
-  bool is_bias = spec->ndim == 1 && !is_ln;
-  float std = is_bias ? 0.01f : is_ln ? 0.05f : 0.02f;
-  float center = is_ln && strstr(spec->name, ".weight") ? 1.0f : 0.0f;
+  static const float std_of[] = {[ZZ_INIT_MATRIX] = 0.02f, [ZZ_INIT_BIAS] = 0.01f, [ZZ_INIT_NORM_GAIN] = 0.05f,
+                                 [ZZ_INIT_NORM_BIAS] = 0.05f};
+  float std = std_of[spec->init];
+  float center = spec->init == ZZ_INIT_NORM_GAIN ? 1.0f : 0.0f;
   const int64_t chunk = 4096;
   float tmp[4096];
   for (int64_t i = 0; i < n; i += chunk) {

@@ -3,7 +3,6 @@
 #define ZZ_DISK_IMPL_H
 #include "zz_runtime.h"
 
-#define ZZ_DISK_BLOCK 4096
 
 typedef struct zz_disk {
   int fd;
@@ -19,7 +18,7 @@ typedef struct zz_disk {
  * once, so a killed run leaves nothing behind). */
 zz_status zz_disk_open(const char *dir, size_t size, zz_disk *out);
 void zz_disk_close(zz_disk *d);
-/* Whole transfers; with O_DIRECT, buf, len and off must be multiples of 4096. */
+/* Whole transfers; with O_DIRECT, buf, len and off must be multiples of ZZ_DISK_ALIGN. */
 zz_status zz_disk_read(zz_disk *d, void *buf, size_t len, size_t off);
 zz_status zz_disk_write(zz_disk *d, const void *buf, size_t len, size_t off);
 /* Free bytes under dir. */

@@ -1,30 +1,30 @@
 /*
- * memplan.c — the memory plan: where every tensor lives and the exact bytes of
- * each tier and purpose (one function, two users: the engine sizes its arenas
- * from it, the planner uses it as its memory constraints).
+ * memplan.c — the memory plan as a layout: one entry per buffer the engine will
+ * bind (role, tier, purpose, dtype, shape, bytes, offset in its arena), and the
+ * totals per tier and purpose. One function, two users: the engine allocates one
+ * arena per tier and purpose of exactly these totals and binds pointers from the
+ * entries; the planner uses the totals as its memory constraints. Every size comes
+ * from sizes.c.
  *
- * Rounding (FlexGen's rule): items are taken in order (weights by layer, cache by
- * (layer, batch), activations by batch); an item goes to the GPU when the midpoint
- * of its cumulative share of the total size is below the GPU percentage, else to
- * the CPU when below GPU + CPU, else to disk. So 50/50 over two equal layers puts
- * one on each tier, and a layer is never split.
+ * Placement (FlexGen's rule): items are taken in order (weights by layer of the
+ * slice, cache by (group, layer, batch), activations by (group, batch)); an item
+ * goes to the GPU when the midpoint of its cumulative share of the total size is
+ * below the GPU percentage, else to the CPU when below GPU + CPU, else to disk. So
+ * 50/50 over two equal layers puts one on each tier, and a layer is never split.
  *
  * Purposes:
- *   home      — weights / cache / activations on their tier (WEIGHTS, CACHE, ACT);
+ *   home      — weights / cache / activations on their tier (WEIGHTS, CACHE, ACT),
+ *               and each batch's index arrays (ACT);
  *   staging   — device slots the overlap needs (two weight slots; three cache and
- *               activation slots: batch k-1 storing, k computing, k+1 loading)
- *               and host buffers for disk I/O and CPU attention;
- *   workspace — the largest layer's scratch, logits, the sampler's buffers.
+ *               activation slots: batch k-1 storing, k computing, k+1 loading),
+ *               host buffers for disk I/O and for CPU attention;
+ *   workspace — the largest layer's scratch, logits.
+ * Groups run one after another on a rank, so they share staging and workspace.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "zz_runtime.h"
-
-#define ZZ_ALIGN 256
-#define ZZ_DISK_ALIGN 4096
-
-static size_t zz_al(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 static zz_tier zz_place(double mid_pct, double gpu, double cpu) {
   if (mid_pct < gpu) return ZZ_TIER_GPU;
@@ -32,120 +32,238 @@ static zz_tier zz_place(double mid_pct, double gpu, double cpu) {
   return ZZ_TIER_DISK;
 }
 
-/* Bytes of a layer's weights in dtype dt, each weight aligned to `a`. */
-static size_t zz_layer_bytes(const zz_layer *l, zz_dtype dt, size_t a) {
-  size_t b = 0;
-  for (int k = 0; k < l->n_weights; k++) {
-    const zz_weight_spec *w = &l->weights[k];
-    if (w->ndim) b += zz_al(zz_dtype_nbytes(dt, w->shape[0] * (w->ndim > 1 ? w->shape[1] : 1)), a);
+/* ---------------------------------------------------------------- the builder */
+
+typedef struct zz_builder {
+  zz_memplan *p;
+  zz_arena arena[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT]; /* no memory: offsets only */
+  int cap_buf;
+} zz_builder;
+
+static zz_status zz_add(zz_builder *b, zz_buf_role role, int i, int j, int k, zz_tier tier, zz_purpose purpose,
+                        zz_dtype dt, int ndim, const int64_t *shape, size_t bytes, size_t align) {
+  zz_memplan *p = b->p;
+  if (p->n_buf == b->cap_buf) {
+    int cap = b->cap_buf ? 2 * b->cap_buf : 256;
+    zz_buffer *nb = realloc(p->buf, (size_t)cap * sizeof *nb);
+    if (!nb) return zz_error(ZZ_ERR_NO_MEMORY, "memory plan: out of memory");
+    p->buf = nb;
+    b->cap_buf = cap;
   }
-  return b;
+  if (tier == ZZ_TIER_DISK) align = ZZ_DISK_ALIGN;
+  zz_buffer *x = &p->buf[p->n_buf];
+  memset(x, 0, sizeof *x);
+  *x = (zz_buffer){.role = role, .a = i, .b = j, .c = k, .tier = tier, .purpose = purpose, .dtype = dt,
+                   .ndim = ndim, .bytes = zz_align_up(bytes, align), .align = align};
+  for (int d = 0; d < ndim; d++) x->shape[d] = shape[d];
+  ZZ_CHECK(zz_arena_take(&b->arena[tier][purpose], x->bytes, align, NULL, &x->offset));
+  p->n_buf++;
+  return ZZ_OK;
 }
 
-zz_status zz_memplan_build(const zz_model *m, const zz_policy *pol, const zz_shape *shape,
-                           zz_dtype cdt, zz_dtype sdt, size_t workspace, zz_memplan *out) {
-  ZZ_CHECK(zz_policy_check(pol));
-  const zz_config *c = &m->cfg;
-  int nb = pol->num_gpu_batches, L = (int)c->n_layers;
-  int64_t gbs = pol->gpu_batch_size, s = shape->prompt_len, t_max = s + shape->gen_len;
+/* A buffer with a flat shape of `bytes` (staging and scratch). */
+static zz_status zz_add_raw(zz_builder *b, zz_buf_role role, int i, int j, zz_tier tier, zz_purpose purpose,
+                            size_t bytes, size_t align) {
+  const int64_t shape[1] = {(int64_t)bytes};
+  return zz_add(b, role, i, j, 0, tier, purpose, ZZ_DTYPE_COUNT, 1, shape, bytes, align);
+}
+
+/* ---------------------------------------------------------------- the parts */
+
+static int zz_slice_len(const zz_plan_spec *s) { return s->layer_end - s->layer_begin; }
+
+static zz_status zz_plan_weights(zz_builder *b, const zz_model *m) {
+  zz_memplan *p = b->p;
+  const zz_plan_spec *s = &p->spec;
+  int n = zz_slice_len(s);
+  double total = 0, before = 0;
+  for (int i = 0; i < n; i++) total += (double)m->layers[s->layer_begin + i].weight_numel;
+  size_t slot = 0, stage = 0, load = 0;
+  for (int i = 0; i < n; i++) {
+    const zz_layer *l = &m->layers[s->layer_begin + i];
+    double w = (double)l->weight_numel;
+    zz_tier t = zz_place(100.0 * (before + w / 2) / total, s->policy.w_gpu, s->policy.w_cpu);
+    before += w;
+    p->weight_tier[i] = t;
+    zz_dtype dt = t == ZZ_TIER_GPU ? s->compute_dtype : s->store_dtype;
+    for (int k = 0; k < l->n_weights; k++) {
+      const zz_weight_spec *ws = &l->weights[k];
+      if (!ws->ndim) continue;
+      size_t sb = zz_weight_bytes(ws, s->store_dtype);
+      ZZ_CHECK(zz_add(b, ZZ_BUF_WEIGHT, i, k, 0, t, ZZ_PURPOSE_WEIGHTS, dt, ws->ndim, ws->shape,
+                      zz_weight_bytes(ws, dt), ZZ_ALIGN));
+      if (zz_align_up(sb, ZZ_DISK_ALIGN) > load) load = zz_align_up(sb, ZZ_DISK_ALIGN);
+      if (t == ZZ_TIER_DISK && zz_align_up(sb, ZZ_DISK_ALIGN) > stage) stage = zz_align_up(sb, ZZ_DISK_ALIGN);
+    }
+    if (t != ZZ_TIER_GPU) {
+      size_t lb = zz_layer_weight_layout(l, s->compute_dtype, ZZ_ALIGN, NULL);
+      if (lb > slot) slot = lb;
+      p->any_offload[ZZ_PURPOSE_WEIGHTS] = true;
+      if (t == ZZ_TIER_DISK) p->any_disk[ZZ_PURPOSE_WEIGHTS] = true;
+    }
+  }
+  /* one tensor's host buffer while weights are read from the checkpoint */
+  ZZ_CHECK(zz_add_raw(b, ZZ_BUF_LOAD, 0, 0, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, load, ZZ_DISK_ALIGN));
+  for (int i = 0; slot && i < 2; i++)
+    ZZ_CHECK(zz_add_raw(b, ZZ_BUF_W_SLOT, i, 0, ZZ_TIER_GPU, ZZ_PURPOSE_STAGING, slot, ZZ_ALIGN));
+  if (stage) ZZ_CHECK(zz_add_raw(b, ZZ_BUF_W_STAGE, 0, 0, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, stage, ZZ_DISK_ALIGN));
+  return ZZ_OK;
+}
+
+/* The cache spec of layer l of the model with the plan's dtype. */
+static zz_cache_spec zz_spec_of(const zz_model *m, int l, const zz_plan_spec *s) {
+  zz_cache_spec c = m->layers[l].cache;
+  c.dtype = s->compute_dtype;
+  return c;
+}
+
+static zz_status zz_plan_cache(zz_builder *b, const zz_model *m) {
+  zz_memplan *p = b->p;
+  const zz_plan_spec *s = &p->spec;
+  int64_t gbs = s->policy.gpu_batch_size, t_max = s->shape.prompt_len + s->shape.gen_len;
+  int nb = s->policy.num_gpu_batches, lc = 0;
+  for (int j = s->layer_begin; j < s->layer_end; j++) lc += m->layers[j].has_cache;
+  size_t items = (size_t)s->n_groups * (size_t)lc * (size_t)nb, i = 0;
+  size_t kv_max = 0, region_max = 0;
+  for (int g = 0; g < s->n_groups; g++) {
+    int l = 0;
+    for (int j = s->layer_begin; j < s->layer_end; j++) {
+      if (!m->layers[j].has_cache) continue;
+      zz_cache_spec c = zz_spec_of(m, j, s);
+      size_t kv = zz_cache_bytes(&c, gbs, t_max), region = zz_cache_region_bytes(&c, t_max);
+      if (kv > kv_max) kv_max = kv;
+      if (region > region_max) region_max = region;
+      const int64_t shape[3] = {gbs, t_max, c.kv_heads * c.head_dim};
+      for (int k = 0; k < nb; k++, i++) {
+        zz_tier t = zz_place(100.0 * ((double)i + 0.5) / (double)items, s->policy.c_gpu, s->policy.c_cpu);
+        p->cache_tier[i] = t;
+        /* on disk each sequence's rows start on a block so transfers bypass the page cache */
+        size_t bytes = t == ZZ_TIER_DISK ? (size_t)gbs * region : kv;
+        ZZ_CHECK(zz_add(b, ZZ_BUF_CACHE_K, g, l, k, t, ZZ_PURPOSE_CACHE, c.dtype, 3, shape, bytes, ZZ_ALIGN));
+        ZZ_CHECK(zz_add(b, ZZ_BUF_CACHE_V, g, l, k, t, ZZ_PURPOSE_CACHE, c.dtype, 3, shape, bytes, ZZ_ALIGN));
+        if (t != ZZ_TIER_GPU) p->any_offload[ZZ_PURPOSE_CACHE] = true;
+        if (t == ZZ_TIER_DISK) p->any_disk[ZZ_PURPOSE_CACHE] = true;
+      }
+      l++;
+    }
+  }
+  for (int i3 = 0; p->any_offload[ZZ_PURPOSE_CACHE] && i3 < 3; i3++)
+    for (int kv = 0; kv < 2; kv++)
+      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_KV_SLOT, i3, kv, ZZ_TIER_GPU, ZZ_PURPOSE_STAGING, kv_max, ZZ_ALIGN));
+  for (int i3 = 0; p->any_disk[ZZ_PURPOSE_CACHE] && i3 < 3; i3++)
+    for (int kv = 0; kv < 2; kv++)
+      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_KV_STAGE, i3, kv, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, (size_t)gbs * region_max,
+                          ZZ_DISK_ALIGN));
+  /* CPU attention: q, k, v, out of one batch's decode step in f32 on the host, and
+   * the kernel's scratch */
+  if (s->policy.cpu_attention && p->any_offload[ZZ_PURPOSE_CACHE]) {
+    const zz_config *c = &m->cfg;
+    size_t q = (size_t)(gbs * c->n_heads * c->head_dim) * 4, kv = (size_t)(gbs * c->n_kv_heads * c->head_dim) * 4;
+    const size_t bytes[5] = {q, kv, kv, q, zz_cpu_attention_scratch(gbs, c->n_heads, t_max) * 4};
+    for (int a = 0; a < 5; a++)
+      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_CPU_ATTN, a, 0, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, bytes[a], ZZ_ALIGN));
+  }
+  return ZZ_OK;
+}
+
+static zz_status zz_plan_act(zz_builder *b, const zz_model *m) {
+  zz_memplan *p = b->p;
+  const zz_plan_spec *s = &p->spec;
+  int64_t gbs = s->policy.gpu_batch_size, sl = s->shape.prompt_len, h = m->cfg.hidden;
+  int nb = s->policy.num_gpu_batches, items = s->n_groups * nb;
+  size_t act = zz_hidden_bytes(h, s->compute_dtype, gbs, sl), idx = zz_index_layout(gbs, sl, NULL);
+  const int64_t shape[3] = {gbs, sl, h};
+  for (int g = 0; g < s->n_groups; g++)
+    for (int k = 0; k < nb; k++) {
+      int i = g * nb + k;
+      zz_tier t = zz_place(100.0 * (i + 0.5) / items, s->policy.a_gpu, s->policy.a_cpu);
+      p->act_tier[i] = t;
+      ZZ_CHECK(zz_add(b, ZZ_BUF_ACT, g, 0, k, t, ZZ_PURPOSE_ACT, s->compute_dtype, 3, shape, act, ZZ_ALIGN));
+      if (t != ZZ_TIER_GPU) p->any_offload[ZZ_PURPOSE_ACT] = true;
+      if (t == ZZ_TIER_DISK) p->any_disk[ZZ_PURPOSE_ACT] = true;
+      /* token ids, positions, padding and last-row indices, both sides */
+      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_INDEX, g, 0, ZZ_TIER_GPU, ZZ_PURPOSE_ACT, idx, ZZ_ALIGN));
+      b->p->buf[b->p->n_buf - 1].c = k;
+      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_INDEX, g, 1, ZZ_TIER_CPU, ZZ_PURPOSE_ACT, idx, ZZ_ALIGN));
+      b->p->buf[b->p->n_buf - 1].c = k;
+    }
+  for (int i = 0; p->any_offload[ZZ_PURPOSE_ACT] && i < 3; i++)
+    ZZ_CHECK(zz_add_raw(b, ZZ_BUF_ACT_SLOT, i, 0, ZZ_TIER_GPU, ZZ_PURPOSE_STAGING, act, ZZ_ALIGN));
+  for (int i = 0; p->any_disk[ZZ_PURPOSE_ACT] && i < 3; i++)
+    ZZ_CHECK(zz_add_raw(b, ZZ_BUF_ACT_STAGE, i, 0, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, act, ZZ_DISK_ALIGN));
+  return ZZ_OK;
+}
+
+static zz_status zz_plan_workspace(zz_builder *b, const zz_model *m) {
+  const zz_plan_spec *s = &b->p->spec;
+  int64_t gbs = s->policy.gpu_batch_size, vocab = m->cfg.vocab_size;
+  ZZ_CHECK(zz_add_raw(b, ZZ_BUF_WORK, 0, 0, ZZ_TIER_GPU, ZZ_PURPOSE_WORKSPACE, s->workspace, ZZ_ALIGN));
+  if (s->layer_end == m->n_layers) {
+    const int64_t dshape[2] = {gbs, vocab}, hshape[2] = {gbs * s->policy.num_gpu_batches, vocab};
+    ZZ_CHECK(zz_add(b, ZZ_BUF_DEV_LOGITS, 0, 0, 0, ZZ_TIER_GPU, ZZ_PURPOSE_WORKSPACE, s->compute_dtype, 2, dshape,
+                    zz_dtype_nbytes(s->compute_dtype, gbs * vocab), ZZ_ALIGN));
+    ZZ_CHECK(zz_add(b, ZZ_BUF_LOGITS, 0, 0, 0, ZZ_TIER_CPU, ZZ_PURPOSE_WORKSPACE, ZZ_DTYPE_F32, 2, hshape,
+                    zz_dtype_nbytes(ZZ_DTYPE_F32, hshape[0] * vocab), ZZ_ALIGN));
+  }
+  return ZZ_OK;
+}
+
+/* ---------------------------------------------------------------- build */
+
+zz_status zz_memplan_build_spec(const zz_model *m, const zz_plan_spec *spec, zz_memplan *out) {
+  ZZ_CHECK(zz_policy_check(&spec->policy));
+  zz_plan_spec s = *spec;
+  if (s.layer_begin == 0 && s.layer_end == 0) s.layer_end = m->n_layers;
+  if (s.n_groups < 1) s.n_groups = 1;
+  if (s.layer_begin < 0 || s.layer_end > m->n_layers || s.layer_begin >= s.layer_end)
+    return zz_error(ZZ_ERR_INVALID_ARG, "memory plan: layer slice [%d, %d) is not inside the model's %d layers",
+                    s.layer_begin, s.layer_end, m->n_layers);
+  if (s.shape.prompt_len < 1 || s.shape.gen_len < 1)
+    return zz_error(ZZ_ERR_INVALID_ARG, "memory plan: prompt length and generation length must be >= 1");
+  int lc = 0;
+  for (int j = s.layer_begin; j < s.layer_end; j++) lc += m->layers[j].has_cache;
+  size_t nb = (size_t)s.policy.num_gpu_batches;
   zz_memplan p;
   memset(&p, 0, sizeof p);
-  p.weight_tier = calloc((size_t)m->n_layers, sizeof *p.weight_tier);
-  p.cache_tier = calloc((size_t)(L * nb), sizeof *p.cache_tier);
-  p.act_tier = calloc((size_t)nb, sizeof *p.act_tier);
-  if (!p.weight_tier || !p.cache_tier || !p.act_tier) {
+  p.spec = s;
+  p.weight_tier = calloc((size_t)zz_slice_len(&s), sizeof *p.weight_tier);
+  p.cache_tier = calloc((size_t)s.n_groups * (size_t)lc * nb + 1, sizeof *p.cache_tier);
+  p.act_tier = calloc((size_t)s.n_groups * nb, sizeof *p.act_tier);
+  zz_builder b = {.p = &p};
+  for (int t = 0; t < ZZ_TIER_COUNT; t++)
+    for (int q = 0; q < ZZ_PURPOSE_COUNT; q++)
+      b.arena[t][q] = (zz_arena){.tier = (zz_tier)t, .purpose = (zz_purpose)q, .cap = SIZE_MAX};
+  zz_status st = ZZ_OK;
+  if (!p.weight_tier || !p.cache_tier || !p.act_tier) st = zz_error(ZZ_ERR_NO_MEMORY, "memory plan: out of memory");
+  if (st == ZZ_OK) st = zz_plan_weights(&b, m);
+  if (st == ZZ_OK) st = zz_plan_cache(&b, m);
+  if (st == ZZ_OK) st = zz_plan_act(&b, m);
+  if (st == ZZ_OK) st = zz_plan_workspace(&b, m);
+  if (st != ZZ_OK) {
     zz_memplan_free(&p);
-    return zz_error(ZZ_ERR_NO_MEMORY, "memory plan: out of memory");
+    return st;
   }
-  size_t es = zz_dtype_nbytes(cdt, 1);
-  size_t (*B)[ZZ_PURPOSE_COUNT] = p.bytes;
-
-  /* weights: per layer by cumulative size */
-  double total = 0, before = 0;
-  for (int i = 0; i < m->n_layers; i++) total += (double)m->layers[i].weight_numel;
-  for (int i = 0; i < m->n_layers; i++) {
-    double n = (double)m->layers[i].weight_numel;
-    zz_tier t = zz_place(100.0 * (before + n / 2) / total, pol->w_gpu, pol->w_cpu);
-    before += n;
-    p.weight_tier[i] = t;
-    if (t == ZZ_TIER_GPU) {
-      B[t][ZZ_PURPOSE_WEIGHTS] += zz_layer_bytes(&m->layers[i], cdt, ZZ_ALIGN);
-    } else {
-      size_t dev = zz_layer_bytes(&m->layers[i], cdt, ZZ_ALIGN);
-      size_t st = zz_layer_bytes(&m->layers[i], sdt, t == ZZ_TIER_DISK ? ZZ_DISK_ALIGN : ZZ_ALIGN);
-      B[t][ZZ_PURPOSE_WEIGHTS] += st;
-      if (dev > p.max_layer_bytes) p.max_layer_bytes = dev;
-      size_t rounded = zz_layer_bytes(&m->layers[i], sdt, ZZ_DISK_ALIGN);
-      if (rounded > p.max_layer_store) p.max_layer_store = rounded;
-      p.any_offload[ZZ_PURPOSE_WEIGHTS] = true;
-      if (t == ZZ_TIER_DISK) p.any_disk[ZZ_PURPOSE_WEIGHTS] = true;
-    }
-  }
-  /* one tensor's host buffer while weights are loaded from the checkpoint */
-  size_t max_w = 0;
-  for (int i = 0; i < m->n_layers; i++)
-    for (int k = 0; k < m->layers[i].n_weights; k++) {
-      const zz_weight_spec *w = &m->layers[i].weights[k];
-      size_t b = w->ndim ? zz_dtype_nbytes(sdt, w->shape[0] * (w->ndim > 1 ? w->shape[1] : 1)) : 0;
-      if (b > max_w) max_w = b;
-    }
-  p.load_buf = zz_al(max_w, ZZ_DISK_ALIGN) + ZZ_DISK_ALIGN;
-  B[ZZ_TIER_CPU][ZZ_PURPOSE_STAGING] += p.load_buf;
-  if (p.any_offload[ZZ_PURPOSE_WEIGHTS]) B[ZZ_TIER_GPU][ZZ_PURPOSE_STAGING] += 2 * zz_al(p.max_layer_bytes, ZZ_ALIGN);
-  if (p.any_disk[ZZ_PURPOSE_WEIGHTS]) B[ZZ_TIER_CPU][ZZ_PURPOSE_STAGING] += zz_al(p.max_layer_store, ZZ_DISK_ALIGN) + ZZ_DISK_ALIGN;
-
-  /* KV cache: K and V of one (layer, batch) are [gbs, t_max, h]; on disk each
-   * sequence's rows start on a block boundary so reads and writes can bypass the
-   * page cache */
-  size_t kv = zz_al((size_t)(gbs * t_max * c->hidden) * es, ZZ_ALIGN);
-  size_t region = zz_al((size_t)(t_max * c->hidden) * es, ZZ_DISK_ALIGN);
-  size_t kv_disk = (size_t)gbs * region;
-  for (int i = 0; i < L * nb; i++) {
-    zz_tier t = zz_place(100.0 * (i + 0.5) / (L * nb), pol->c_gpu, pol->c_cpu);
-    p.cache_tier[i] = t;
-    B[t][ZZ_PURPOSE_CACHE] += 2 * (t == ZZ_TIER_DISK ? kv_disk : kv);
-    if (t != ZZ_TIER_GPU) p.any_offload[ZZ_PURPOSE_CACHE] = true;
-    if (t == ZZ_TIER_DISK) p.any_disk[ZZ_PURPOSE_CACHE] = true;
-  }
-  if (p.any_offload[ZZ_PURPOSE_CACHE]) B[ZZ_TIER_GPU][ZZ_PURPOSE_STAGING] += 3 * 2 * kv;
-  if (p.any_disk[ZZ_PURPOSE_CACHE]) B[ZZ_TIER_CPU][ZZ_PURPOSE_STAGING] += 3 * 2 * kv_disk + ZZ_DISK_ALIGN;
-
-  /* activations: the hidden state of each batch, [gbs, s, h] */
-  size_t act = zz_al((size_t)(gbs * s * c->hidden) * es, ZZ_ALIGN);
-  size_t act_disk = zz_al(act, ZZ_DISK_ALIGN);
-  for (int k = 0; k < nb; k++) {
-    zz_tier t = zz_place(100.0 * (k + 0.5) / nb, pol->a_gpu, pol->a_cpu);
-    p.act_tier[k] = t;
-    B[t][ZZ_PURPOSE_ACT] += t == ZZ_TIER_DISK ? act_disk : act;
-    if (t != ZZ_TIER_GPU) p.any_offload[ZZ_PURPOSE_ACT] = true;
-    if (t == ZZ_TIER_DISK) p.any_disk[ZZ_PURPOSE_ACT] = true;
-  }
-  if (p.any_offload[ZZ_PURPOSE_ACT]) B[ZZ_TIER_GPU][ZZ_PURPOSE_STAGING] += 3 * act;
-  if (p.any_disk[ZZ_PURPOSE_ACT]) B[ZZ_TIER_CPU][ZZ_PURPOSE_STAGING] += 3 * act_disk + ZZ_DISK_ALIGN;
-  /* token ids, positions, padding and last-row indices of every batch, both sides */
-  size_t idx = 2 * zz_al((size_t)(gbs * s) * 4, ZZ_ALIGN) + 2 * zz_al((size_t)gbs * 4, ZZ_ALIGN);
-  B[ZZ_TIER_GPU][ZZ_PURPOSE_ACT] += (size_t)nb * idx;
-  B[ZZ_TIER_CPU][ZZ_PURPOSE_ACT] += (size_t)nb * idx;
-
-  /* CPU attention: q, k, v, out of one batch's decode step in f32 on the host, the
-   * kernel's scratch */
-  if (pol->cpu_attention && p.any_offload[ZZ_PURPOSE_CACHE])
-    B[ZZ_TIER_CPU][ZZ_PURPOSE_STAGING] += 4 * zz_al((size_t)(gbs * c->hidden) * 4, ZZ_ALIGN) +
-                                          zz_al(zz_cpu_attention_scratch(gbs, c->n_heads, t_max) * 4, ZZ_ALIGN);
-
-  /* workspace */
-  B[ZZ_TIER_GPU][ZZ_PURPOSE_WORKSPACE] = zz_al(workspace, ZZ_ALIGN) + zz_al((size_t)(gbs * c->vocab_size) * es, ZZ_ALIGN);
-  B[ZZ_TIER_CPU][ZZ_PURPOSE_WORKSPACE] = zz_al((size_t)(gbs * c->vocab_size) * 4, ZZ_ALIGN) +
-                                         zz_al(zz_sample_scratch_bytes(c->vocab_size), ZZ_ALIGN);
+  for (int t = 0; t < ZZ_TIER_COUNT; t++)
+    for (int q = 0; q < ZZ_PURPOSE_COUNT; q++) p.bytes[t][q] = b.arena[t][q].used;
   *out = p;
   return ZZ_OK;
 }
 
+zz_status zz_memplan_build(const zz_model *m, const zz_policy *pol, const zz_shape *shape, zz_dtype cdt,
+                           zz_dtype sdt, size_t workspace, zz_memplan *out) {
+  zz_plan_spec s = {.policy = *pol, .shape = *shape, .n_groups = 1, .compute_dtype = cdt, .store_dtype = sdt,
+                    .workspace = workspace};
+  return zz_memplan_build_spec(m, &s, out);
+}
+
 void zz_memplan_free(zz_memplan *p) {
   if (!p) return;
+  free(p->buf);
   free(p->weight_tier);
   free(p->cache_tier);
   free(p->act_tier);
+  p->buf = NULL;
+  p->n_buf = 0;
   p->weight_tier = p->cache_tier = p->act_tier = NULL;
 }
 
@@ -170,4 +288,20 @@ zz_status zz_memplan_check(const zz_memplan *p, const size_t cap[ZZ_TIER_COUNT])
                     zz_format_bytes(x[ZZ_PURPOSE_WORKSPACE], ws, sizeof ws), zz_format_bytes(cap[t], b, sizeof b));
   }
   return ZZ_OK;
+}
+
+const char *zz_buffer_str(const zz_buffer *x, char *buf, size_t len) {
+  static const char *const role[ZZ_BUF_ROLE_COUNT] = {
+      [ZZ_BUF_WEIGHT] = "weight", [ZZ_BUF_CACHE_K] = "cache.k", [ZZ_BUF_CACHE_V] = "cache.v",
+      [ZZ_BUF_ACT] = "hidden", [ZZ_BUF_INDEX] = "index", [ZZ_BUF_W_SLOT] = "weight.slot",
+      [ZZ_BUF_W_STAGE] = "weight.stage", [ZZ_BUF_LOAD] = "load", [ZZ_BUF_KV_SLOT] = "cache.slot",
+      [ZZ_BUF_KV_STAGE] = "cache.stage", [ZZ_BUF_ACT_SLOT] = "hidden.slot", [ZZ_BUF_ACT_STAGE] = "hidden.stage",
+      [ZZ_BUF_CPU_ATTN] = "cpu_attn", [ZZ_BUF_WORK] = "work", [ZZ_BUF_DEV_LOGITS] = "logits.device",
+      [ZZ_BUF_LOGITS] = "logits"};
+  char shape[96], bytes[32];
+  snprintf(buf, len, "%s.%d.%d.%d %s %s %s %s %s @ %zu", role[x->role], x->a, x->b, x->c, zz_tier_name(x->tier),
+           zz_purpose_name(x->purpose), x->dtype < ZZ_DTYPE_COUNT ? zz_dtype_name(x->dtype) : "bytes",
+           zz_shape_str(x->ndim, x->shape, shape, sizeof shape), zz_format_bytes(x->bytes, bytes, sizeof bytes),
+           x->offset);
+  return buf;
 }

@@ -8,12 +8,15 @@
 #include "zz_runtime.h"
 #include "arch_impl.h"
 
-static const zz_arch *const zz_archs[] = {&zz_arch_opt};
+/* The registry: one line per architecture. */
+static const zz_arch *const zz_archs[] = {&zz_arch_opt, NULL};
+
+const zz_arch *const *zz_arch_all(void) { return zz_archs; }
 
 zz_status zz_model_init(const zz_config *cfg, zz_model *out) {
   const zz_arch *arch = NULL;
-  for (size_t i = 0; i < sizeof zz_archs / sizeof zz_archs[0]; i++)
-    if (strcmp(zz_archs[i]->model_type, cfg->model_type) == 0) arch = zz_archs[i];
+  for (const zz_arch *const *a = zz_archs; *a; a++)
+    if (strcmp((*a)->model_type, cfg->model_type) == 0) arch = *a;
   if (!arch)
     return zz_error(ZZ_ERR_UNSUPPORTED, "model type \"%s\" has no architecture", cfg->model_type);
   zz_model m = {.cfg = *cfg, .arch = arch};
@@ -21,12 +24,7 @@ zz_status zz_model_init(const zz_config *cfg, zz_model *out) {
   for (int i = 0; i < m.n_layers; i++) {
     zz_layer *l = &m.layers[i];
     l->weight_numel = 0;
-    for (int k = 0; k < l->n_weights; k++) {
-      const zz_weight_spec *w = &l->weights[k];
-      int64_t n = w->ndim ? 1 : 0;
-      for (int d = 0; d < w->ndim; d++) n *= w->shape[d];
-      l->weight_numel += n;
-    }
+    for (int k = 0; k < l->n_weights; k++) l->weight_numel += zz_weight_numel(&l->weights[k]);
   }
   *out = m;
   return ZZ_OK;

@@ -127,8 +127,8 @@ const char *zz_shape_str(int ndim, const int64_t *shape, char *buf, size_t len) 
   return buf;
 }
 
-zz_status zz_arena_take(zz_arena *a, size_t bytes, void **ptr_out, size_t *offset_out) {
-  size_t start = (a->used + 255) & ~(size_t)255;
+zz_status zz_arena_take(zz_arena *a, size_t bytes, size_t align, void **ptr_out, size_t *offset_out) {
+  size_t start = zz_align_up(a->used, align);
   if (start > a->cap || bytes > a->cap - start) {
     char need[32], cap[32];
     return zz_error(ZZ_ERR_NO_MEMORY, "%s arena for %s is full: %s more wanted, %s reserved",

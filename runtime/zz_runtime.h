@@ -16,7 +16,7 @@
  *     ZZ_CHECK(zz_device_create_cpu(0, 0, &dev));
  *     zz_policy pol;  zz_policy_default(&pol);
  *     ZZ_CHECK(zz_engine_create(dev, &model, NULL, &pol, &shape, &eng)); // NULL: dummy weights
- *     ZZ_CHECK(zz_engine_generate(eng, &req, &res));
+ *     ZZ_CHECK(zz_generate(eng, &req, &res));
  *     zz_engine_destroy(eng); zz_device_destroy(dev); zz_model_free(&model);
  *
  * Every fallible function returns a zz_status; on failure zz_error_message() says
@@ -140,8 +140,9 @@ typedef struct zz_arena {
   size_t peak;   /* high-water mark of used */
 } zz_arena;
 
-/* Hands out `bytes` aligned to 256; ZZ_ERR_NO_MEMORY names the arena when full. */
-zz_status zz_arena_take(zz_arena *a, size_t bytes, void **ptr_out, size_t *offset_out);
+/* Hands out `bytes` starting on a multiple of `align` (a power of two); the offset
+ * from the arena's start is set too. ZZ_ERR_NO_MEMORY names the arena when full. */
+zz_status zz_arena_take(zz_arena *a, size_t bytes, size_t align, void **ptr_out, size_t *offset_out);
 
 /* ================================================================ devices */
 
@@ -219,46 +220,65 @@ void zz_device_destroy(zz_device *dev);
 /* ================================================================ model */
 
 typedef struct zz_config {
-  char model_type[32];  /* "opt" */
+  char model_type[32];  /* config.json's model_type: picks the architecture */
   char name[64];        /* preset name or directory */
   int64_t vocab_size;
   int64_t hidden;       /* hidden_size */
-  int64_t ffn;          /* ffn_dim */
-  int64_t n_layers;     /* num_hidden_layers */
-  int64_t n_heads;      /* num_attention_heads */
+  int64_t ffn;          /* intermediate (MLP) width */
+  int64_t n_layers;     /* transformer layers */
+  int64_t n_heads;      /* query heads */
+  int64_t n_kv_heads;   /* key/value heads (== n_heads without grouped-query attention) */
+  int64_t head_dim;     /* hidden / n_heads */
   int64_t max_pos;      /* max_position_embeddings */
-  int64_t embed_dim;    /* word_embed_proj_dim (== hidden unless project_in/out) */
-  bool pre_ln;          /* do_layer_norm_before */
-  bool final_ln;        /* a final layer norm exists (pre-LN models) */
+  int64_t embed_dim;    /* token embedding width (== hidden unless projected) */
+  bool pre_ln;          /* normalisation before each sublayer */
+  bool final_ln;        /* a final norm before the LM head */
   bool enable_bias;
   int32_t bos, eos, pad;
   float ln_eps;
   zz_dtype dtype;       /* torch_dtype of the checkpoint */
 } zz_config;
 
-/* opt-125m, opt-350m, opt-1.3b, opt-2.7b, opt-6.7b, opt-13b, opt-30b, opt-66b, opt-175b */
+/* Preset names of every architecture (opt-125m … opt-175b), or a Hugging Face
+ * model directory's config.json (its model_type picks the architecture, which
+ * reads its own fields). */
 zz_status zz_config_preset(const char *name, zz_config *out);
-/* DIR/config.json of a Hugging Face model directory. */
 zz_status zz_config_load(const char *dir, zz_config *out);
 /* A preset name, or a directory holding config.json. */
 zz_status zz_config_resolve(const char *model, zz_config *out);
-/* Preset names, NULL terminated. */
+/* Preset names of every architecture, NULL terminated. */
 const char *const *zz_config_preset_names(void);
 
 typedef enum zz_layer_kind {
-  ZZ_LAYER_INPUT_EMBED = 0, /* token + position embedding (and project_in) */
-  ZZ_LAYER_ATTENTION,       /* self attention of one transformer layer, with its LN and residual */
-  ZZ_LAYER_MLP,             /* the MLP of one transformer layer, with its LN and residual */
-  ZZ_LAYER_OUTPUT_EMBED,    /* final LN, project_out, LM head */
+  ZZ_LAYER_INPUT_EMBED = 0, /* token (+ position) embedding */
+  ZZ_LAYER_ATTENTION,       /* self attention of one transformer layer, with its norm and residual */
+  ZZ_LAYER_MLP,             /* the MLP of one transformer layer, with its norm and residual */
+  ZZ_LAYER_OUTPUT_EMBED,    /* final norm, LM head */
 } zz_layer_kind;
 
 #define ZZ_MAX_LAYER_WEIGHTS 12
 
+/* How --dummy fills a weight: values scaled like a trained checkpoint's. */
+typedef enum zz_init_kind {
+  ZZ_INIT_MATRIX = 0, /* N(0, 0.02²)-like */
+  ZZ_INIT_BIAS,       /* small around 0 */
+  ZZ_INIT_NORM_GAIN,  /* near 1 */
+  ZZ_INIT_NORM_BIAS,  /* near 0, a norm's spread */
+} zz_init_kind;
+
 typedef struct zz_weight_spec {
-  char name[ZZ_NAME_LEN]; /* canonical checkpoint name ("model.decoder....") */
+  char name[ZZ_NAME_LEN]; /* canonical checkpoint name */
   int ndim;               /* 0: absent in this configuration (e.g. no bias) */
   int64_t shape[2];
+  zz_init_kind init;      /* for --dummy */
 } zz_weight_spec;
+
+/* What an attention layer keeps per position: K and V rows of kv_heads × head_dim
+ * elements of dtype each. */
+typedef struct zz_cache_spec {
+  int64_t kv_heads, head_dim;
+  zz_dtype dtype;
+} zz_cache_spec;
 
 /* One unit of the schedule: loaded once per block, used by every GPU batch. */
 typedef struct zz_layer {
@@ -268,48 +288,15 @@ typedef struct zz_layer {
   zz_weight_spec weights[ZZ_MAX_LAYER_WEIGHTS];
   int64_t weight_numel; /* sum over weights */
   bool has_cache;       /* ATTENTION layers own a KV cache */
+  zz_cache_spec cache;  /* when has_cache (dtype: set by the memory plan) */
 } zz_layer;
 
-/* What one layer computes for one GPU batch at one step. All pointers are device
- * pointers of the compute dtype unless typed otherwise. */
-typedef struct zz_step {
-  int64_t b;                 /* sequences in the GPU batch */
-  int64_t sq;                /* new tokens per sequence (prompt length in prefill, 1 after) */
-  int64_t pos;               /* key position of the first new token */
-  const int32_t *ids;        /* [b, sq] token ids (INPUT_EMBED) */
-  const int32_t *positions;  /* [b, sq] learned-position ids, offset included */
-  const int32_t *pad;        /* [b] left padding slots */
-  const int32_t *last;       /* [b] row of each sequence's last token in hidden: i*sq + sq-1 */
-  void *hidden;              /* [b, sq, hidden] in and out */
-  void *k, *v;               /* this layer's cache [b, t_max, hidden] (ATTENTION) */
-  int64_t kv_stride;         /* t_max * hidden */
-  void *logits;              /* [b, vocab] of the last position (OUTPUT_EMBED) */
-  void *work;                /* workspace of arch->workspace_bytes */
-  /* CPU attention: when set, an ATTENTION layer hands its new q, k, v ([b, sq,
-   * hidden] each, device) to attend(), which appends k, v to a cache living on the
-   * host and writes the attention output ([b, sq, hidden], device) to out; k and v
-   * above are then unused. */
-  zz_status (*attend)(void *ctx, const void *q, const void *k, const void *v, void *out);
-  void *attend_ctx;
-} zz_step;
-
-struct zz_model;
-/* An architecture: its layer list and weight shapes, and the math of each layer. */
-typedef struct zz_arch {
-  const char *model_type;
-  zz_status (*build)(struct zz_model *m);
-  /* bytes of workspace `forward` needs for b sequences of sq new tokens, t keys */
-  size_t (*workspace_bytes)(const struct zz_model *m, const zz_device *dev, int64_t b,
-                            int64_t sq, int64_t t);
-  /* w[i]: device copy of layer->weights[i] (NULL where the spec is absent, ndim 0) */
-  zz_status (*forward)(zz_device *dev, const struct zz_model *m, const zz_layer *layer,
-                       void *const *w, const zz_step *step);
-} zz_arch;
+struct zz_arch; /* an architecture's table: runtime/arch_impl.h */
 
 typedef struct zz_model {
   zz_config cfg;
-  const zz_arch *arch;
-  int n_layers; /* 2 * cfg.n_layers + 2 */
+  const struct zz_arch *arch;
+  int n_layers; /* entries of layers: embed, attention/MLP per transformer layer, output */
   zz_layer *layers;
 } zz_model;
 
@@ -317,6 +304,38 @@ zz_status zz_model_init(const zz_config *cfg, zz_model *out);
 void zz_model_free(zz_model *m);
 /* Total weight elements of the model. */
 int64_t zz_model_numel(const zz_model *m);
+
+/* ================================================================ sizes */
+/*
+ * Every byte count of the runtime, as plain functions of dimensions and dtypes:
+ * the memory plan, the engine and the planner call these and nothing else.
+ */
+#define ZZ_ALIGN 256      /* every device and host buffer starts on a multiple of this */
+#define ZZ_DISK_ALIGN 4096 /* disk transfers bypass the page cache: offsets, lengths, buffers */
+
+size_t zz_align_up(size_t x, size_t a);
+size_t zz_align_down(size_t x, size_t a);
+/* Elements of a weight (0 when absent). */
+int64_t zz_weight_numel(const zz_weight_spec *w);
+/* Bytes of a weight stored in dt (unaligned). */
+size_t zz_weight_bytes(const zz_weight_spec *w, zz_dtype dt);
+/* A layer's weights back to back in dt, each aligned to `align`: offsets of each
+ * weight in off_out (may be NULL; absent weights get SIZE_MAX), total returned. */
+size_t zz_layer_weight_layout(const zz_layer *l, zz_dtype dt, size_t align,
+                              size_t off_out[ZZ_MAX_LAYER_WEIGHTS]);
+/* One position's K (or V) row of a cache. */
+size_t zz_cache_row_bytes(const zz_cache_spec *c);
+/* K (or V) of one (layer, GPU batch) on the device or the CPU: [gbs, t_max, row]. */
+size_t zz_cache_bytes(const zz_cache_spec *c, int64_t gbs, int64_t t_max);
+/* One sequence's K (or V) rows on disk, starting on a disk block. */
+size_t zz_cache_region_bytes(const zz_cache_spec *c, int64_t t_max);
+/* The hidden state of sq positions of n sequences: [n, sq, hidden]. */
+size_t zz_hidden_bytes(int64_t hidden, zz_dtype dt, int64_t n, int64_t sq);
+/* A batch's index arrays in one buffer: token ids [gbs, s], positions [gbs, s],
+ * padding [gbs], last rows [gbs], int32 each; offsets in off_out, total returned. */
+size_t zz_index_layout(int64_t gbs, int64_t s, size_t off_out[4]);
+/* Sizes overflowing size_t are refused: a * b, or ZZ_ERR_INVALID_ARG naming what. */
+zz_status zz_mul_size(size_t a, size_t b, const char *what, size_t *out);
 
 /* ================================================================ checkpoints */
 
@@ -427,39 +446,110 @@ typedef struct zz_tiers {
 } zz_tiers;
 
 /*
- * The memory plan: exact bytes per tier and purpose for a model, policy and shape,
- * and where each tensor lives. Weights are placed per layer, KV cache per (layer,
- * GPU batch) tensor pair and activations per GPU batch, each by FlexGen's rule: an
- * item goes to the GPU when the midpoint of its cumulative share (by size) falls
- * below the GPU percentage, else to the CPU when below GPU + CPU, else to disk.
- * The engine sizes its arenas from this plan and allocates nothing else; the
- * planner uses the same numbers as its memory constraints.
+ * The memory plan: a layout of every buffer the engine will bind — one entry per
+ * buffer (what it is, tier, purpose, dtype, shape, bytes, offset in its arena) —
+ * for a model slice [layer_begin, layer_end), n_groups micro-batch groups, a
+ * policy and a shape; and the totals per tier and purpose. Weights are placed per
+ * layer, KV cache per (group, layer, GPU batch) tensor pair and activations per
+ * (group, GPU batch), each by FlexGen's rule: an item goes to the GPU when the
+ * midpoint of its cumulative share (by size) falls below the GPU percentage, else
+ * to the CPU when below GPU + CPU, else to disk. The engine allocates one arena per
+ * tier and purpose of exactly these totals and only binds pointers from the
+ * layout; the planner uses the same numbers as its memory constraints.
  */
+typedef enum zz_buf_role {
+  ZZ_BUF_WEIGHT = 0,  /* home of weight (a = slice layer, b = weight) */
+  ZZ_BUF_CACHE_K,     /* home of K of (a = group, b = cache layer of the slice, c = batch) */
+  ZZ_BUF_CACHE_V,
+  ZZ_BUF_ACT,         /* home of the hidden state of (a = group, c = batch) */
+  ZZ_BUF_INDEX,       /* index arrays of (a = group, c = batch): b = 0 device, 1 host */
+  ZZ_BUF_W_SLOT,      /* device slot a (0, 1) for an offloaded layer's weights */
+  ZZ_BUF_W_STAGE,     /* host: one weight read from disk */
+  ZZ_BUF_LOAD,        /* host: one weight read from the checkpoint */
+  ZZ_BUF_KV_SLOT,     /* device slot a (0..2): b = 0 K, 1 V */
+  ZZ_BUF_KV_STAGE,    /* host slot a (0..2) for disk cache: b = 0 K, 1 V */
+  ZZ_BUF_ACT_SLOT,    /* device slot a (0..2) for offloaded activations */
+  ZZ_BUF_ACT_STAGE,   /* host slot a (0..2) for disk activations */
+  ZZ_BUF_CPU_ATTN,    /* host f32 buffers of CPU attention: a = 0 q, 1 k, 2 v, 3 out, 4 scratch */
+  ZZ_BUF_WORK,        /* device workspace of the largest layer */
+  ZZ_BUF_DEV_LOGITS,  /* device [gbs, vocab] */
+  ZZ_BUF_LOGITS,      /* host f32 [gbs * num_gb, vocab] of the group just stepped */
+  ZZ_BUF_ROLE_COUNT
+} zz_buf_role;
+
+typedef struct zz_buffer {
+  zz_buf_role role;
+  int a, b, c;            /* indices, see zz_buf_role */
+  zz_tier tier;
+  zz_purpose purpose;
+  zz_dtype dtype;
+  int ndim;
+  int64_t shape[ZZ_MAX_DIMS];
+  size_t bytes;           /* reserved, alignment padding included */
+  size_t align;
+  size_t offset;          /* in its (tier, purpose) arena; DISK: the arenas lie back to
+                             back in the offload file in purpose order */
+} zz_buffer;
+
+/* What a plan is built for. */
+typedef struct zz_plan_spec {
+  zz_policy policy;
+  zz_shape shape;
+  int layer_begin, layer_end; /* a slice of the model's layers; 0, 0: all of them */
+  int n_groups;               /* micro-batch groups, each a block of its own (>= 1) */
+  zz_dtype compute_dtype;     /* the device's */
+  zz_dtype store_dtype;       /* weights on the CPU and disk tiers */
+  size_t workspace;           /* the largest layer's device scratch (arch workspace) */
+} zz_plan_spec;
+
 typedef struct zz_memplan {
+  zz_plan_spec spec;
   size_t bytes[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT];
-  zz_tier *weight_tier; /* [n_layers] */
-  zz_tier *cache_tier;  /* [n_transformer_layers * num_gb] index l * num_gb + k */
-  zz_tier *act_tier;    /* [num_gb] */
+  zz_buffer *buf;       /* [n_buf], in binding order */
+  int n_buf;
+  zz_tier *weight_tier; /* [slice layers] */
+  zz_tier *cache_tier;  /* [n_groups * cache layers * num_gb]: (g * Lc + l) * num_gb + k */
+  zz_tier *act_tier;    /* [n_groups * num_gb]: g * num_gb + k */
   bool any_offload[ZZ_PURPOSE_COUNT]; /* some weights / cache / act not on the GPU */
   bool any_disk[ZZ_PURPOSE_COUNT];
-  size_t max_layer_bytes;     /* largest non-GPU layer in compute dtype */
-  size_t max_layer_store;     /* same, storage dtype, rounded for disk I/O */
-  size_t load_buf;            /* host buffer for one tensor while loading weights */
 } zz_memplan;
 
-/* workspace: the largest layer's scratch on the device (arch->workspace_bytes). */
+zz_status zz_memplan_build_spec(const zz_model *m, const zz_plan_spec *spec, zz_memplan *out);
+/* The whole model, one group. */
 zz_status zz_memplan_build(const zz_model *m, const zz_policy *pol, const zz_shape *shape,
                            zz_dtype compute_dt, zz_dtype store_dt, size_t workspace, zz_memplan *out);
 void zz_memplan_free(zz_memplan *p);
 size_t zz_memplan_tier_total(const zz_memplan *p, zz_tier t);
 /* ZZ_ERR_INFEASIBLE naming the first tier whose plan exceeds cap, with numbers. */
 zz_status zz_memplan_check(const zz_memplan *p, const size_t cap[ZZ_TIER_COUNT]);
+/* "weights.3.1 cpu weights f32 [768, 768] 2.25 MiB @ 0" into buf. */
+const char *zz_buffer_str(const zz_buffer *b, char *buf, size_t len);
 
+/*
+ * The engine of one rank: the weights of a slice of layers, built once, serving
+ * n_groups micro-batch groups, each with its own KV cache and activations; the
+ * schedule runs one token step of one group over the slice in the zig-zag order
+ * (runtime/schedule.c). A slice that starts at layer 0 embeds token ids, else its
+ * hidden state comes from the caller; a slice that ends at the last layer gives
+ * logits, else it hands its hidden state out. The token loop, EOS and sampling
+ * live in the generate module (zz_generate), which launch/ and stage/ call.
+ */
 typedef struct zz_engine zz_engine;
 
-/* Builds the engine: places every tensor by the memory plan (refusing a plan that
- * does not fit before anything is allocated), loads weights from ck (NULL: dummy
- * weights) to their tiers. tiers may be NULL (defaults). */
+typedef struct zz_engine_opts {
+  zz_policy policy;
+  zz_shape shape;
+  zz_tiers tiers;
+  int layer_begin, layer_end; /* 0, 0: the whole model */
+  int n_groups;               /* 0 or 1: one group */
+} zz_engine_opts;
+
+/* Builds the engine: plans every buffer (refusing a plan that does not fit before
+ * anything is allocated), binds them, loads the slice's weights from ck (NULL:
+ * dummy weights) to their tiers. */
+zz_status zz_engine_create_opts(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
+                                const zz_engine_opts *opts, zz_engine **out);
+/* The whole model, one group; tiers may be NULL (defaults). */
 zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
                                  const zz_policy *pol, const zz_shape *shape,
                                  const zz_tiers *tiers, zz_engine **out);
@@ -467,9 +557,63 @@ zz_status zz_engine_create(zz_device *dev, const zz_model *m, const zz_checkpoin
                            const zz_policy *pol, const zz_shape *shape, zz_engine **out);
 void zz_engine_destroy(zz_engine *eng);
 
+/* Plans without building: the plan the engine would use for these options on dev,
+ * checked against the tiers' capacities (ZZ_ERR_INFEASIBLE with the numbers). */
+zz_status zz_engine_plan_check(const zz_device *dev, const zz_model *m, const zz_engine_opts *opts,
+                               zz_memplan *out);
+
+/* Starts a block on group g: n sequences (<= gbs * num_gb) with the given prompt
+ * lengths (each <= shape.prompt_len); the block is left padded to the longest. */
+zz_status zz_engine_begin_block(zz_engine *eng, int group, int64_t n, const int64_t *lens);
+
+/* What one token step of a group takes and gives (host memory). */
+typedef struct zz_step_io {
+  const int32_t *const *prompts; /* step 0, slice from layer 0: prompt i's ids (lens of begin_block) */
+  const int32_t *tokens;         /* step > 0, slice from layer 0: [n] each sequence's newest token */
+  const void *hidden_in;         /* slice not from layer 0: [n, sq, hidden] compute dtype */
+  void *hidden_out;              /* slice not to the last layer: [n, sq, hidden] compute dtype */
+} zz_step_io;
+/* One token step (0: the prompt) of group g over the slice. A slice that ends at
+ * the last layer leaves the last position's logits in zz_engine_logits(). */
+zz_status zz_engine_step(zz_engine *eng, int group, int step, const zz_step_io *io);
+/* [n, vocab] f32 logits of the group just stepped (slices ending at the last layer). */
+const float *zz_engine_logits(const zz_engine *eng);
+/* Bytes of the hidden state handed in or out for group g at this step. */
+size_t zz_engine_hidden_bytes(const zz_engine *eng, int group, int step);
+/* The padded prompt length of group g's block (after begin_block). */
+int64_t zz_engine_block_len(const zz_engine *eng, int group);
+
+const zz_model *zz_engine_model(const zz_engine *eng);
+const zz_policy *zz_engine_policy(const zz_engine *eng);
+const zz_shape *zz_engine_shape(const zz_engine *eng);
+int zz_engine_groups(const zz_engine *eng);
+
+/* Peak bytes per tier and purpose measured so far; never above the plan. */
+void zz_engine_peaks(const zz_engine *eng, size_t peak[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT]);
+const zz_memplan *zz_engine_plan(const zz_engine *eng);
+/* Where buffer i of the plan was bound: host or device pointer (NULL on disk) and
+ * the byte offset in its arena, as the engine took it from its arena. */
+void zz_engine_binding(const zz_engine *eng, int i, void **ptr_out, size_t *offset_out, size_t *bytes_out);
+
+/* Time each lane of the schedule spent busy, and disk traffic, since create. */
+typedef struct zz_engine_stats {
+  double busy_s[ZZ_LANE_COUNT]; /* compute, weight load, cache load, cache store */
+  double wall_s;                /* wall time inside zz_generate */
+  uint64_t disk_read_bytes, disk_write_bytes;
+  double disk_read_s;           /* time inside disk reads */
+} zz_engine_stats;
+void zz_engine_get_stats(const zz_engine *eng, zz_engine_stats *out);
+
+/* ================================================================ generate */
+/*
+ * The token loop (runtime/generate.c): prompts of up to n_groups × gbs × num_gb
+ * sequences are cut into the engine's groups; each token step runs every group
+ * through the engine, samples each live sequence's next token and tracks EOS.
+ */
+
 /* One block of prompts to generate for. */
 typedef struct zz_request {
-  int64_t n;                   /* prompts, at most gbs * num_gb */
+  int64_t n;                   /* prompts, at most n_groups * gbs * num_gb */
   const int32_t *const *ids;   /* ids[i]: prompt i (BOS included by the caller) */
   const int64_t *lens;         /* lens[i] >= 1, <= shape.prompt_len */
   const uint64_t *streams;     /* rng stream per prompt (NULL: its index) */
@@ -487,21 +631,11 @@ typedef struct zz_result {
   double prefill_s, decode_s; /* wall time of the two phases */
 } zz_result;
 
-zz_status zz_engine_generate(zz_engine *eng, const zz_request *req, zz_result *res);
+/* Checks a request against an engine's shape and vocabulary. */
+zz_status zz_request_check(const zz_engine *eng, const zz_request *req);
+/* Generates for req on an engine holding the whole model. */
+zz_status zz_generate(zz_engine *eng, const zz_request *req, zz_result *res);
 void zz_result_free(zz_result *res, int64_t n);
-
-/* Peak bytes per tier and purpose measured so far; never above the plan. */
-void zz_engine_peaks(const zz_engine *eng, size_t peak[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT]);
-const zz_memplan *zz_engine_plan(const zz_engine *eng);
-
-/* Time each lane of the schedule spent busy, and disk traffic, since create. */
-typedef struct zz_engine_stats {
-  double busy_s[ZZ_LANE_COUNT]; /* compute, weight load, cache load, cache store */
-  double wall_s;                /* wall time inside zz_engine_generate */
-  uint64_t disk_read_bytes, disk_write_bytes;
-  double disk_read_s;           /* time inside disk reads */
-} zz_engine_stats;
-void zz_engine_get_stats(const zz_engine *eng, zz_engine_stats *out);
 
 /* ================================================================ JSON Lines jobs */
 

@@ -84,7 +84,7 @@ zz_status zz_golden_run(const char *name, zz_device *dev, const char *policy, do
   ZZ_CHECK_GOTO(zz_engine_create_tiers(dev, &m, ck, &pol, &shape, &tiers, &eng), st, done);
   zz_request req = {.n = n, .ids = (const int32_t *const *)ids, .lens = lens, .max_new_tokens = max_new,
                     .on_logits = zz_capture_cb, .ctx = &cap};
-  ZZ_CHECK_GOTO(zz_engine_generate(eng, &req, &res), st, done);
+  ZZ_CHECK_GOTO(zz_generate(eng, &req, &res), st, done);
   zz_golden_report r = {.prompts = (int)n};
   for (int64_t i = 0; i < n; i++) {
     json_t *w = json_array_get(want, (size_t)i), *mg = json_array_get(margins, (size_t)i);

@@ -73,7 +73,7 @@ static zz_status zz_run_policy(const char *policy, int32_t toks[ZZ_NP][ZZ_NEW], 
     zz_request req = {.n = cnt, .ids = (const int32_t *const *)F.ids + first, .lens = F.lens + first,
                       .streams = streams, .max_new_tokens = ZZ_NEW};
     zz_result res;
-    if ((st = zz_engine_generate(eng, &req, &res)) != ZZ_OK) break;
+    if ((st = zz_generate(eng, &req, &res)) != ZZ_OK) break;
     for (int64_t i = 0; i < cnt; i++) {
       n[first + i] = res.n_tokens[i];
       memcpy(toks[first + i], res.tokens[i], (size_t)res.n_tokens[i] * sizeof(int32_t));

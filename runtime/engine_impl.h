@@ -1,0 +1,96 @@
+/*
+ * engine_impl.h — the engine's parts (internal to runtime/):
+ *
+ *   weights  (weights.c)  homes of the slice's weights on their tiers, the two
+ *                         device slots offloaded layers are loaded into, the load
+ *                         from the checkpoint; built once per process;
+ *   group    (engine.c)   one micro-batch group: the KV cache and activation homes
+ *                         and index arrays of a block of its own;
+ *   schedule (schedule.c) one token step of one group over the slice, written as
+ *                         FlexGen's named steps (load weight, load cache, load
+ *                         hidden, compute, store cache, store hidden, sync);
+ *   engine   (engine.c)   plan → arenas → bind, the lanes and the disk file.
+ *
+ * Every buffer comes from the memory plan's layout; nothing here computes a size.
+ */
+#ifndef ZZ_ENGINE_IMPL_H
+#define ZZ_ENGINE_IMPL_H
+#include "arch_impl.h"
+#include "disk_impl.h"
+#include "lanes_impl.h"
+#include "zz_runtime.h"
+
+#define ZZ_MAXW ZZ_MAX_LAYER_WEIGHTS
+
+/* I/O lanes, numbered as zz_lane minus the compute lane. */
+enum { ZZ_IO_WEIGHT = 0, ZZ_IO_LOAD, ZZ_IO_STORE, ZZ_IO_N };
+
+/* A batch's index arrays (zz_index_layout), device and host twins. */
+typedef struct zz_batch_idx {
+  int32_t *d_ids, *d_pos, *d_pad, *d_last; /* device [gbs*s], [gbs*s], [gbs], [gbs] */
+  int32_t *ids, *pos, *pad, *last;         /* host */
+} zz_batch_idx;
+
+/* One micro-batch group: a block of its own. */
+typedef struct zz_group {
+  zz_tensor *k_home, *v_home; /* [cache layers * num_gb]: l * num_gb + k; [gbs, t_max, kv row] */
+  zz_tensor *a_home;          /* [num_gb] hidden [gbs, s, hidden] */
+  zz_batch_idx *idx;          /* [num_gb] */
+  int64_t n;                  /* sequences of the current block (0: none begun) */
+  int64_t s;                  /* its padded prompt length */
+} zz_group;
+
+typedef struct zz_weights {
+  zz_tensor *home;   /* [slice layers * ZZ_MAXW] each weight's home (ndim 0: absent) */
+  char *slot[2];     /* device slots for offloaded layers */
+  int slot_layer[2]; /* slice layer each slot holds (-1: none) */
+  char *stage;       /* host, block aligned: one weight read from disk */
+  char *load;        /* host, block aligned: one weight read from the checkpoint */
+} zz_weights;
+
+struct zz_engine {
+  zz_device *dev;
+  const zz_model *m;
+  zz_policy pol;
+  zz_shape shape;
+  int l0, l1;     /* the slice [l0, l1) of m->layers */
+  int n_groups;
+  int *cache_of;  /* [l1 - l0] cache layer of the slice, -1 for layers without cache */
+  int lc;         /* cache layers in the slice */
+  uint64_t *tickets; /* [(l1 - l0) * num_gb] the schedule's store tickets */
+  int64_t t_max;  /* prompt_len + gen_len */
+  zz_memplan plan;
+  zz_arena arenas[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT];
+  void *arena_mem[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT];
+  size_t disk_base[ZZ_PURPOSE_COUNT]; /* offset of each disk arena in the offload file */
+  zz_disk disk;
+  bool has_disk;
+  void **bound; /* [plan.n_buf] pointer each buffer was bound to (NULL on disk) */
+
+  zz_weights w;
+  zz_group *groups;                  /* [n_groups] */
+  char *kv_slot[3][2], *kv_stage[3][2]; /* device slots / host disk stages: [slot][K, V] */
+  char *a_slot[3], *a_stage[3];      /* device slots / host disk stages of hidden states */
+  float *ca[5];                      /* CPU attention: q, k, v, out, scratch (host f32) */
+  void *work, *d_logits;             /* device */
+  float *logits;                     /* host [gbs * num_gb, vocab] */
+  zz_lanes *lanes;
+  double compute_s, wall_s;
+};
+
+/* weights.c */
+zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck);
+/* The device tensors of slice layer jl: its GPU homes, or carved from `slot`. */
+void zz_weights_device(const zz_engine *e, int jl, const char *slot, zz_tensor w_out[ZZ_MAXW]);
+/* Weight lane task: slice layer jl → device slot. */
+zz_status zz_weights_load_slot(zz_engine *e, int jl, int slot, zz_lane lane);
+
+/* schedule.c */
+zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *io);
+zz_status zz_io_run(void *ctx, const void *args);
+
+/* engine.c */
+int64_t zz_group_batch_count(const zz_engine *e, const zz_group *g, int64_t k);
+zz_cache_spec zz_engine_cache_spec(const zz_engine *e, int jl);
+
+#endif

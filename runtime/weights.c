@@ -1,0 +1,85 @@
+/*
+ * weights.c — the weights of a slice: loaded once per process from the checkpoint
+ * (or made by --dummy) to the homes the memory plan gave them, and, for layers
+ * not resident on the device, brought into one of two device slots by the weight
+ * lane while the previous layer computes (FlexGen's "load weight").
+ */
+#include <string.h>
+
+#include "engine_impl.h"
+
+zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
+  zz_device *dev = e->dev;
+  zz_dtype sdt = e->plan.spec.store_dtype;
+  for (int jl = 0; jl < e->l1 - e->l0; jl++) {
+    const zz_layer *l = &e->m->layers[e->l0 + jl];
+    for (int k = 0; k < l->n_weights; k++) {
+      const zz_weight_spec *w = &l->weights[k];
+      zz_tensor *h = &e->w.home[jl * ZZ_MAXW + k];
+      if (!w->ndim) continue;
+      int64_t n = zz_weight_numel(w);
+      size_t sbytes = zz_weight_bytes(w, sdt);
+      if (ck)
+        ZZ_CHECK(zz_checkpoint_read(ck, w->name, sdt, e->w.load, n));
+      else
+        zz_weights_dummy(w, sdt, e->w.load);
+      if (h->tier == ZZ_TIER_GPU) {
+        ZZ_CHECK(dev->ops->upload(dev, ZZ_LANE_LOAD_WEIGHT, h->data, e->w.load, sdt, n));
+        ZZ_CHECK(dev->ops->sync(dev, ZZ_LANE_LOAD_WEIGHT));
+      } else if (h->tier == ZZ_TIER_CPU) {
+        memcpy(h->data, e->w.load, sbytes);
+      } else {
+        /* the block's tail is written too: no uninitialised byte reaches the file */
+        memset(e->w.load + sbytes, 0, h->nbytes - sbytes);
+        ZZ_CHECK(zz_disk_write(&e->disk, e->w.load, h->nbytes, (size_t)h->offset));
+      }
+    }
+  }
+  return ZZ_OK;
+}
+
+void zz_weights_device(const zz_engine *e, int jl, const char *slot, zz_tensor w_out[ZZ_MAXW]) {
+  const zz_layer *l = &e->m->layers[e->l0 + jl];
+  size_t off[ZZ_MAXW];
+  zz_dtype cdt = e->dev->ops->compute_dtype;
+  if (slot) zz_layer_weight_layout(l, cdt, ZZ_ALIGN, off);
+  for (int k = 0; k < ZZ_MAXW; k++) {
+    zz_tensor *t = &w_out[k];
+    memset(t, 0, sizeof *t);
+    if (k >= l->n_weights || !l->weights[k].ndim) continue;
+    if (!slot) {
+      *t = e->w.home[jl * ZZ_MAXW + k];
+      continue;
+    }
+    const zz_weight_spec *ws = &l->weights[k];
+    snprintf(t->name, sizeof t->name, "%s", ws->name);
+    t->dtype = cdt;
+    t->ndim = ws->ndim;
+    t->shape[0] = ws->shape[0];
+    t->shape[1] = ws->shape[1];
+    t->tier = ZZ_TIER_GPU;
+    t->data = (char *)slot + off[k];
+    t->nbytes = zz_weight_bytes(ws, cdt);
+  }
+}
+
+zz_status zz_weights_load_slot(zz_engine *e, int jl, int slot, zz_lane lane) {
+  zz_device *dev = e->dev;
+  const zz_layer *l = &e->m->layers[e->l0 + jl];
+  zz_tensor dst[ZZ_MAXW];
+  zz_weights_device(e, jl, e->w.slot[slot], dst);
+  for (int k = 0; k < l->n_weights; k++) {
+    if (!dst[k].ndim) continue;
+    const zz_tensor *h = &e->w.home[jl * ZZ_MAXW + k];
+    int64_t n = zz_weight_numel(&l->weights[k]);
+    const char *src = h->data;
+    if (h->tier == ZZ_TIER_DISK) {
+      ZZ_CHECK(zz_disk_read(&e->disk, e->w.stage, h->nbytes, (size_t)h->offset));
+      src = e->w.stage;
+    }
+    ZZ_CHECK(dev->ops->upload(dev, lane, dst[k].data, src, h->dtype, n));
+    /* the disk stage is reused by the next weight: the copy must be done */
+    if (h->tier == ZZ_TIER_DISK) ZZ_CHECK(dev->ops->sync(dev, lane));
+  }
+  return ZZ_OK;
+}

@@ -18,6 +18,7 @@ int main(void) {
   zz_test_sampler_register();
   zz_test_jobs_register();
   zz_test_offload_register();
+  zz_test_slices_register();
   zz_test_fuzz_register();
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();

@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
   int reps = argc > 2 ? atoi(argv[2]) : 10;
   size_t bytes = mib << 20;
   zz_device *dev = NULL;
-  if (zz_device_create_cuda(0, 0, &dev) != ZZ_OK) {
+  if (zz_device_create_cuda(0, 0, 0, &dev) != ZZ_OK) {
     printf("no CUDA device: skipped (%s)\n", zz_error_message());
     return 77;
   }

@@ -5,13 +5,14 @@
  * from the CPU tier, so the GPU ⇄ CPU ⇄ disk paths of the schedule all run on a
  * machine without a GPU. Compute dtype is f32; upload/download convert to and
  * from the storage dtype. Copies complete before returning, so sync has nothing
- * to wait for.
+ * to wait for. Layernorm and attention run on dev->pool (device.c creates it
+ * with the device's thread count); GEMMs on OpenBLAS's threads.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "zz_runtime.h"
+#include "device_impl.h"
 
 typedef struct zz_cpu_dev {
   size_t used; /* bytes allocated through alloc() */
@@ -109,8 +110,7 @@ static zz_status zz_cpu_addrows(zz_device *dev, void *x, int64_t dim, const void
 
 static zz_status zz_cpu_ln(zz_device *dev, const void *x, int64_t n, int64_t dim,
                            const void *gamma, const void *beta, float eps, void *y) {
-  (void)dev;
-  zz_cpu_layernorm(x, n, dim, gamma, beta, eps, y);
+  zz_cpu_layernorm(dev->pool, x, n, dim, gamma, beta, eps, y);
   return ZZ_OK;
 }
 
@@ -138,8 +138,7 @@ static zz_status zz_cpu_attn(zz_device *dev, const void *q, const void *k, const
                              int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
                              int64_t heads, int64_t hd, const int32_t *pad, void *out,
                              void *scratch) {
-  (void)dev;
-  zz_cpu_attention(q, k, v, kv_stride, b, sq, t, q_start, heads, hd, pad, out, scratch);
+  zz_cpu_attention(dev->pool, q, k, v, kv_stride, b, sq, t, q_start, heads, hd, pad, out, scratch);
   return ZZ_OK;
 }
 
@@ -149,7 +148,10 @@ static size_t zz_cpu_attn_scratch(zz_device *dev, int64_t b, int64_t sq, int64_t
   return zz_cpu_attention_scratch(b, heads, t) * sizeof(float);
 }
 
-static void zz_cpu_destroy(zz_device *dev) { free(dev->impl); }
+static void zz_cpu_destroy(zz_device *dev) {
+  free(dev->impl);
+  dev->impl = NULL;
+}
 
 static const zz_device_ops zz_cpu_ops = {
     .name = "cpu",
@@ -174,38 +176,11 @@ static const zz_device_ops zz_cpu_ops = {
     .attention_scratch = zz_cpu_attn_scratch,
 };
 
-zz_status zz_device_create_cpu(size_t capacity, int threads, zz_device **out) {
-  zz_device *dev = calloc(1, sizeof *dev);
+zz_status zz_device_cpu_open(zz_device *dev, size_t capacity) {
   zz_cpu_dev *c = calloc(1, sizeof *c);
-  if (!dev || !c) {
-    free(dev);
-    free(c);
-    return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: out of memory");
-  }
-  if (zz_cpu_pool_init(threads) != 0) {
-    free(dev);
-    free(c);
-    return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: cannot start worker threads");
-  }
+  if (!c) return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: out of memory");
   dev->ops = &zz_cpu_ops;
   dev->impl = c;
   dev->capacity = capacity ? capacity : zz_host_memory_bytes();
-  *out = dev;
   return ZZ_OK;
-}
-
-zz_status zz_device_create_best(size_t capacity, int threads, zz_device **out) {
-  static int said;
-  if (zz_device_create_cuda(0, capacity, out) == ZZ_OK) return ZZ_OK;
-  if (!said) {
-    fprintf(stderr, "zigzag: no usable GPU (%s); computing on the CPU\n", zz_error_message());
-    said = 1;
-  }
-  return zz_device_create_cpu(capacity, threads, out);
-}
-
-void zz_device_destroy(zz_device *dev) {
-  if (!dev) return;
-  if (dev->ops && dev->ops->destroy) dev->ops->destroy(dev);
-  free(dev);
 }

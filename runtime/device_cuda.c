@@ -37,12 +37,13 @@
  * sizes and the CUDA/cuBLAS text. A failed cudaMalloc is ZZ_ERR_NO_MEMORY.
  *
  * Note for zz_device_destroy: ops->destroy frees dev->impl and everything in it
- * (streams, handle, staging, blocks still allocated), not dev itself.
+ * (streams, handle, staging, blocks still allocated), not dev itself; it copes with
+ * an impl that zz_cuda_setup left half built.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "zz_runtime.h"
+#include "device_impl.h"
 
 #ifdef ZZ_HAVE_CUDA
 
@@ -528,7 +529,7 @@ static zz_status zz_cuda_setup(zz_device *dev, size_t capacity) {
   return ZZ_OK;
 }
 
-zz_status zz_device_create_cuda(int ordinal, size_t capacity, zz_device **out) {
+zz_status zz_device_cuda_open(zz_device *dev, int ordinal, size_t capacity) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
@@ -546,33 +547,21 @@ zz_status zz_device_create_cuda(int ordinal, size_t capacity, zz_device **out) {
     return zz_error(ZZ_ERR_DEVICE, "cuda device %d: cudaSetDevice: %s", ordinal,
                     cudaGetErrorString(e));
   }
-
-  zz_device *dev = calloc(1, sizeof *dev);
   zz_cuda_dev *d = calloc(1, sizeof *d);
-  if (!dev || !d) {
-    free(dev);
-    free(d);
-    return zz_error(ZZ_ERR_NO_MEMORY, "cuda device %d: out of host memory", ordinal);
-  }
+  if (!d) return zz_error(ZZ_ERR_NO_MEMORY, "cuda device %d: out of host memory", ordinal);
   d->ordinal = ordinal;
   snprintf(d->gpu, sizeof d->gpu, "?");
   pthread_mutex_init(&d->mu, NULL);
   dev->ops = &zz_cuda_ops;
   dev->impl = d;
-  zz_status st = zz_cuda_setup(dev, capacity);
-  if (st != ZZ_OK) {
-    zz_cuda_destroy(dev);
-    free(dev);
-    return st;
-  }
-  *out = dev;
-  return ZZ_OK;
+  /* on failure device.c destroys dev, and zz_cuda_destroy frees what setup made */
+  return zz_cuda_setup(dev, capacity);
 }
 
 #else /* !ZZ_HAVE_CUDA */
 
-zz_status zz_device_create_cuda(int ordinal, size_t capacity, zz_device **out) {
-  (void)ordinal, (void)capacity, (void)out;
+zz_status zz_device_cuda_open(zz_device *dev, int ordinal, size_t capacity) {
+  (void)dev, (void)ordinal, (void)capacity;
   return zz_error(ZZ_ERR_UNSUPPORTED,
                   "built without CUDA: no cuda device (reconfigure with nvcc on the PATH or at "
                   "/usr/local/cuda and -DZZ_CUDA=ON)");

@@ -523,7 +523,7 @@ static zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const vo
     zz_convert(ZZ_DTYPE_F32, e->ca_k + i * c->hidden, kv_dt, a->k + at, c->hidden);
     zz_convert(ZZ_DTYPE_F32, e->ca_v + i * c->hidden, kv_dt, a->v + at, c->hidden);
   }
-  zz_cpu_attention_kv(e->ca_q, a->k, a->v, kv_dt, a->stride, a->cnt, 1, a->pos + 1, a->pos, c->n_heads,
+  zz_cpu_attention_kv(zz_device_attn_pool(dev), e->ca_q, a->k, a->v, kv_dt, a->stride, a->cnt, 1, a->pos + 1, a->pos, c->n_heads,
                       c->hidden / c->n_heads, a->pad, e->ca_o, e->ca_scratch);
   return dev->ops->upload(dev, ZZ_LANE_COMPUTE, out, e->ca_o, ZZ_DTYPE_F32, n);
 }

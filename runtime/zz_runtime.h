@@ -13,7 +13,7 @@
  *     zz_config cfg;  zz_model model;  zz_device *dev;  zz_engine *eng;
  *     ZZ_CHECK(zz_config_preset("opt-125m", &cfg));
  *     ZZ_CHECK(zz_model_init(&cfg, &model));
- *     ZZ_CHECK(zz_device_create_cpu(0, 0, &dev));
+ *     ZZ_CHECK(zz_device_create_cpu(0, 0, 0, &dev));
  *     zz_policy pol;  zz_policy_default(&pol);
  *     ZZ_CHECK(zz_engine_create(dev, &model, NULL, &pol, &shape, &eng)); // NULL: dummy weights
  *     ZZ_CHECK(zz_engine_generate(eng, &req, &res));
@@ -205,16 +205,29 @@ struct zz_device {
   size_t capacity; /* bytes of device memory this run may use (ZZ_TIER_GPU) */
   size_t reserved; /* of which the device keeps this much for itself (cuBLAS
                       workspace, conversion staging); memory plans get the rest */
+  zz_pool *pool;      /* compute threads of the CPU device's kernels (NULL on CUDA) */
+  zz_pool *attn_pool; /* CPU attention beside a host cache: on every device, sized
+                         on its own (LM-Offload's thread control) */
 };
 
-/* The CPU device: its memory is its own arena of `capacity` bytes (0: what the
- * machine has), so every tier path runs without a GPU. threads <= 0: all cores. */
-zz_status zz_device_create_cpu(size_t capacity, int threads, zz_device **out);
-/* The CUDA device (ZZ_ERR_UNSUPPORTED when built without CUDA or no GPU is visible). */
-zz_status zz_device_create_cuda(int ordinal, size_t capacity, zz_device **out);
-/* CUDA when a GPU is present, else the CPU device (saying so once on stderr). */
-zz_status zz_device_create_best(size_t capacity, int threads, zz_device **out);
+/* Device creation and destruction (runtime/device.c). Thread counts <= 0 mean all
+ * online cores; more than ZZ_POOL_MAX_THREADS is ZZ_ERR_INVALID_ARG.
+ *
+ * The CPU device: its memory is its own arena of `capacity` bytes (0: what the
+ * machine has), so every tier path runs without a GPU. `threads` run its kernels,
+ * `attn_threads` the CPU attention of an offloaded cache. */
+zz_status zz_device_create_cpu(size_t capacity, int threads, int attn_threads, zz_device **out);
+/* The CUDA device (ZZ_ERR_UNSUPPORTED when built without CUDA or no GPU is
+ * visible); its kernels run on the GPU, `attn_threads` CPU threads attend beside a
+ * cache on the host. */
+zz_status zz_device_create_cuda(int ordinal, size_t capacity, int attn_threads, zz_device **out);
+/* CUDA when a GPU is present, else the CPU device (saying so once on stderr);
+ * `threads` is used by the CPU device only. */
+zz_status zz_device_create_best(size_t capacity, int threads, int attn_threads, zz_device **out);
+/* Gives back what the device still holds, joins its threads. Accepts NULL. */
 void zz_device_destroy(zz_device *dev);
+/* The CPU-attention pool (never NULL on a created device). */
+zz_pool *zz_device_attn_pool(zz_device *dev);
 
 /* ================================================================ model */
 

@@ -37,6 +37,7 @@ int main(void) {
 static int g_pass, g_fail;
 static cudaStream_t g_stream;
 static cublasHandle_t g_blas;
+static zz_pool *g_pool; /* the CPU twins' threads */
 
 /* ================================================================ helpers */
 
@@ -269,7 +270,7 @@ static void zz_t_layernorm(int64_t n, int64_t dim, int in_place) {
   zz_t_half b = zz_t_half_rand(dim, -0.1f, 0.1f);
   const float eps = 1e-5f;
   float *ref = zz_t_malloc((size_t)(n * dim) * 4);
-  zz_cpu_layernorm(x.f, n, dim, g.f, b.f, eps, ref);
+  zz_cpu_layernorm(g_pool, x.f, n, dim, g.f, b.f, eps, ref);
 
   void *d_x = zz_t_dev_copy(x.h, (size_t)(n * dim) * 2);
   void *d_g = zz_t_dev_copy(g.h, (size_t)dim * 2);
@@ -375,7 +376,7 @@ static void zz_t_attention(int64_t b, int64_t sq, int64_t t, int64_t q_start, in
   zz_t_half v = zz_t_half_rand(b * stride, -1, 1);
   float *ref = zz_t_malloc((size_t)(b * sq * row) * 4);
   float *cpu_scratch = zz_t_malloc(zz_cpu_attention_scratch(b, heads, t) * 4);
-  zz_cpu_attention(q.f, k.f, v.f, stride, b, sq, t, q_start, heads, hd, pads, ref, cpu_scratch);
+  zz_cpu_attention(g_pool, q.f, k.f, v.f, stride, b, sq, t, q_start, heads, hd, pads, ref, cpu_scratch);
 
   void *d_q = zz_t_dev_copy(q.h, (size_t)(b * sq * row) * 2);
   void *d_k = zz_t_dev_copy(k.h, (size_t)(b * stride) * 2);
@@ -452,7 +453,10 @@ int main(void) {
     fprintf(stderr, "test_cuda_ops: cuBLAS initialisation failed\n");
     return 1;
   }
-  zz_cpu_pool_init(0);
+  if (zz_pool_create(0, &g_pool) != 0) {
+    fprintf(stderr, "test_cuda_ops: cannot start the CPU threads\n");
+    return 1;
+  }
 
   const zz_dtype dts[3] = {ZZ_DTYPE_F32, ZZ_DTYPE_F16, ZZ_DTYPE_BF16};
   const int64_t conv_n[2] = {1, 100003};
@@ -524,7 +528,7 @@ int main(void) {
   printf("%d passed, %d failed\n", g_pass, g_fail);
   cublasDestroy(g_blas);
   cudaStreamDestroy(g_stream);
-  zz_cpu_pool_free();
+  zz_pool_destroy(g_pool);
   return g_fail ? 1 : 0;
 }
 

@@ -94,29 +94,37 @@ static zz_status zz_cpu_sync(zz_device *dev, zz_lane lane) {
   return ZZ_OK;
 }
 
-static zz_status zz_cpu_embed(zz_device *dev, const void *table, int64_t dim, const int32_t *ids,
-                              int64_t n, void *out) {
+/* device.c checked supports(): every weight reaching an op here is f32. */
+#define ZZ_CPU_F32(dt) ZZ_ASSERT((dt) == ZZ_DTYPE_F32)
+
+static zz_status zz_cpu_embed(zz_device *dev, const void *table, zz_dtype table_dt, int64_t dim,
+                              const int32_t *ids, int64_t n, void *out) {
   (void)dev;
+  ZZ_CPU_F32(table_dt);
   zz_cpu_embed_rows(table, dim, ids, n, out);
   return ZZ_OK;
 }
 
 static zz_status zz_cpu_addrows(zz_device *dev, void *x, int64_t dim, const void *table,
-                                const int32_t *ids, int64_t n) {
+                                zz_dtype table_dt, const int32_t *ids, int64_t n) {
   (void)dev;
+  ZZ_CPU_F32(table_dt);
   zz_cpu_add_rows(x, dim, table, ids, n);
   return ZZ_OK;
 }
 
 static zz_status zz_cpu_ln(zz_device *dev, const void *x, int64_t n, int64_t dim,
-                           const void *gamma, const void *beta, float eps, void *y) {
+                           const void *gamma, const void *beta, zz_dtype w_dt, float eps, void *y) {
+  ZZ_CPU_F32(w_dt);
   zz_cpu_layernorm(dev->pool, x, n, dim, gamma, beta, eps, y);
   return ZZ_OK;
 }
 
 static zz_status zz_cpu_lin(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w,
-                            const void *b, int64_t out, void *y, int relu) {
+                            zz_dtype w_dt, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu) {
   (void)dev;
+  ZZ_CPU_F32(w_dt);
+  if (b) ZZ_CPU_F32(b_dt);
   zz_cpu_linear(x, n, in, w, b, out, y, relu);
   return ZZ_OK;
 }
@@ -142,7 +150,7 @@ static zz_status zz_cpu_attn(zz_device *dev, const void *q, const void *k, const
   return ZZ_OK;
 }
 
-static size_t zz_cpu_attn_scratch(zz_device *dev, int64_t b, int64_t sq, int64_t t,
+static size_t zz_cpu_attn_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t,
                                   int64_t heads) {
   (void)dev, (void)sq;
   return zz_cpu_attention_scratch(b, heads, t) * sizeof(float);
@@ -166,6 +174,7 @@ static const zz_device_ops zz_cpu_ops = {
     .upload = zz_cpu_upload,
     .download = zz_cpu_download,
     .sync = zz_cpu_sync,
+    .supports = zz_device_supports_compute_dtype,
     .embed_rows = zz_cpu_embed,
     .add_rows = zz_cpu_addrows,
     .layernorm = zz_cpu_ln,

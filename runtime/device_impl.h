@@ -12,4 +12,8 @@ zz_status zz_device_cpu_open(zz_device *dev, size_t capacity);
 /* ZZ_ERR_UNSUPPORTED when built without CUDA or no GPU is visible. */
 zz_status zz_device_cuda_open(zz_device *dev, int ordinal, size_t capacity);
 
+/* A supports() for backends that compute in their compute dtype only (weights
+ * included) and convert f32, f16 and bf16 on upload and download. */
+bool zz_device_supports_compute_dtype(const zz_device *dev, zz_op op, zz_dtype dt);
+
 #endif

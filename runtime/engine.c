@@ -81,6 +81,24 @@ static int64_t zz_numel(const zz_weight_spec *w) {
   return w->ndim ? w->shape[0] * (w->ndim > 1 ? w->shape[1] : 1) : 0;
 }
 
+/* The tensors arch->forward gets: w[k] describes wp[k], a device copy of layer l's
+ * weight k in the compute dtype (ndim 0 where the spec is absent). */
+static void zz_weight_tensors(const zz_engine *e, const zz_layer *l, void *const *wp, zz_tensor *w) {
+  for (int k = 0; k < ZZ_MAXW; k++) {
+    memset(&w[k], 0, sizeof w[k]);
+    if (k >= l->n_weights || !wp[k]) continue;
+    const zz_weight_spec *s = &l->weights[k];
+    memcpy(w[k].name, s->name, sizeof w[k].name);
+    w[k].dtype = e->dev->ops->compute_dtype;
+    w[k].ndim = s->ndim;
+    w[k].shape[0] = s->shape[0];
+    w[k].shape[1] = s->shape[1];
+    w[k].tier = ZZ_TIER_GPU;
+    w[k].data = wp[k];
+    w[k].nbytes = zz_dtype_nbytes(w[k].dtype, zz_numel(s));
+  }
+}
+
 /* Device pointers of layer j's weights carved from a slot in order. */
 static void zz_slot_ptrs(const zz_engine *e, int j, char *base, void **wp) {
   const zz_layer *l = &e->m->layers[j];
@@ -124,10 +142,10 @@ static zz_status zz_io_cache(zz_engine *e, const zz_io *t, const zz_tensor *home
     switch (t->kind) {
       case ZZ_IO_LOAD_CACHE:
         if (home->tier == ZZ_TIER_CPU) {
-          ZZ_CHECK(dev->ops->write(dev, (zz_lane)t->lane, dslot, (char *)home->data + (size_t)i * tmh, p1));
+          ZZ_CHECK(zz_device_write(dev, (zz_lane)t->lane, dslot, (char *)home->data + (size_t)i * tmh, p1));
         } else {
           ZZ_CHECK(zz_disk_read(&e->disk, hstage, zz_al(p1, ZZ_DISK_BLOCK), doff));
-          ZZ_CHECK(dev->ops->write(dev, (zz_lane)t->lane, dslot, hstage, p1));
+          ZZ_CHECK(zz_device_write(dev, (zz_lane)t->lane, dslot, hstage, p1));
         }
         break;
       case ZZ_IO_LOAD_CACHE_HOST:
@@ -135,13 +153,13 @@ static zz_status zz_io_cache(zz_engine *e, const zz_io *t, const zz_tensor *home
         break;
       case ZZ_IO_STORE_CACHE:
         if (home->tier == ZZ_TIER_CPU) {
-          ZZ_CHECK(dev->ops->read(dev, (zz_lane)t->lane, (char *)home->data + (size_t)i * tmh + p0, dslot + p0, p1 - p0));
+          ZZ_CHECK(zz_device_read(dev, (zz_lane)t->lane, (char *)home->data + (size_t)i * tmh + p0, dslot + p0, p1 - p0));
         } else {
           /* whole blocks around the new rows; the older rows in them are in the slot too */
           size_t a = zz_floor(p0, ZZ_DISK_BLOCK), b = zz_al(p1, ZZ_DISK_BLOCK);
           size_t dev_end = b < tmh ? b : tmh;
-          ZZ_CHECK(dev->ops->read(dev, (zz_lane)t->lane, hstage + a, dslot + a, dev_end - a));
-          ZZ_CHECK(dev->ops->sync(dev, (zz_lane)t->lane));
+          ZZ_CHECK(zz_device_read(dev, (zz_lane)t->lane, hstage + a, dslot + a, dev_end - a));
+          ZZ_CHECK(zz_device_sync(dev, (zz_lane)t->lane));
           ZZ_CHECK(zz_disk_write(&e->disk, hstage + a, b - a, doff + a));
         }
         break;
@@ -175,9 +193,9 @@ static zz_status zz_io_run(void *ctx, const void *args) {
           ZZ_CHECK(zz_disk_read(&e->disk, e->w_stage, zz_al(zz_dtype_nbytes(e->store_dt, n), ZZ_DISK_BLOCK), (size_t)h->offset));
           src = e->w_stage;
         }
-        ZZ_CHECK(dev->ops->upload(dev, (zz_lane)t.lane, wp[k], src, e->store_dt, n));
+        ZZ_CHECK(zz_device_upload(dev, (zz_lane)t.lane, wp[k], src, e->store_dt, n));
         /* the disk stage is reused by the next weight: the copy must be done */
-        if (h->tier == ZZ_TIER_DISK) ZZ_CHECK(dev->ops->sync(dev, (zz_lane)t.lane));
+        if (h->tier == ZZ_TIER_DISK) ZZ_CHECK(zz_device_sync(dev, (zz_lane)t.lane));
       }
       break;
     }
@@ -192,10 +210,10 @@ static zz_status zz_io_run(void *ctx, const void *args) {
       const zz_tensor *h = &e->a_home[t.index];
       size_t bytes = (size_t)t.p1;
       if (h->tier == ZZ_TIER_CPU) {
-        ZZ_CHECK(dev->ops->write(dev, (zz_lane)t.lane, e->a_slot[t.slot], h->data, bytes));
+        ZZ_CHECK(zz_device_write(dev, (zz_lane)t.lane, e->a_slot[t.slot], h->data, bytes));
       } else {
         ZZ_CHECK(zz_disk_read(&e->disk, e->a_stage[t.slot], zz_al(bytes, ZZ_DISK_BLOCK), (size_t)h->offset));
-        ZZ_CHECK(dev->ops->write(dev, (zz_lane)t.lane, e->a_slot[t.slot], e->a_stage[t.slot], bytes));
+        ZZ_CHECK(zz_device_write(dev, (zz_lane)t.lane, e->a_slot[t.slot], e->a_stage[t.slot], bytes));
       }
       break;
     }
@@ -203,16 +221,16 @@ static zz_status zz_io_run(void *ctx, const void *args) {
       const zz_tensor *h = &e->a_home[t.index];
       size_t bytes = (size_t)t.p1;
       if (h->tier == ZZ_TIER_CPU) {
-        ZZ_CHECK(dev->ops->read(dev, (zz_lane)t.lane, h->data, e->a_slot[t.slot], bytes));
+        ZZ_CHECK(zz_device_read(dev, (zz_lane)t.lane, h->data, e->a_slot[t.slot], bytes));
       } else {
-        ZZ_CHECK(dev->ops->read(dev, (zz_lane)t.lane, e->a_stage[t.slot], e->a_slot[t.slot], bytes));
-        ZZ_CHECK(dev->ops->sync(dev, (zz_lane)t.lane));
+        ZZ_CHECK(zz_device_read(dev, (zz_lane)t.lane, e->a_stage[t.slot], e->a_slot[t.slot], bytes));
+        ZZ_CHECK(zz_device_sync(dev, (zz_lane)t.lane));
         ZZ_CHECK(zz_disk_write(&e->disk, e->a_stage[t.slot], zz_al(bytes, ZZ_DISK_BLOCK), (size_t)h->offset));
       }
       break;
     }
   }
-  return dev->ops->sync(dev, (zz_lane)t.lane);
+  return zz_device_sync(dev, (zz_lane)t.lane);
 }
 
 static uint64_t zz_submit(zz_engine *e, int io_lane, zz_io t) {
@@ -276,8 +294,8 @@ static zz_status zz_engine_load_weights(zz_engine *e, const zz_checkpoint *ck) {
         zz_weights_dummy(w, e->store_dt, buf);
       if (t == ZZ_TIER_GPU) {
         ZZ_CHECK(zz_take_home(e, t, ZZ_PURPOSE_WEIGHTS, zz_al((size_t)n * e->es, 256), e->dev->ops->compute_dtype, w->ndim, w->shape, w->name, h));
-        ZZ_CHECK(e->dev->ops->upload(e->dev, ZZ_LANE_LOAD_WEIGHT, h->data, buf, e->store_dt, n));
-        ZZ_CHECK(e->dev->ops->sync(e->dev, ZZ_LANE_LOAD_WEIGHT));
+        ZZ_CHECK(zz_device_upload(e->dev, ZZ_LANE_LOAD_WEIGHT, h->data, buf, e->store_dt, n));
+        ZZ_CHECK(zz_device_sync(e->dev, ZZ_LANE_LOAD_WEIGHT));
       } else if (t == ZZ_TIER_CPU) {
         ZZ_CHECK(zz_take_home(e, t, ZZ_PURPOSE_WEIGHTS, zz_al(sbytes, 256), e->store_dt, w->ndim, w->shape, w->name, h));
         memcpy(h->data, buf, sbytes);
@@ -368,9 +386,9 @@ zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_che
       a->cap = plan.bytes[t][p];
       if (!a->cap || t == ZZ_TIER_DISK) continue;
       if (t == ZZ_TIER_GPU)
-        ZZ_CHECK_GOTO(dev->ops->alloc(dev, a->cap, &e->arena_mem[t][p]), st, fail);
+        ZZ_CHECK_GOTO(zz_device_alloc(dev, a->cap, &e->arena_mem[t][p]), st, fail);
       else
-        ZZ_CHECK_GOTO(dev->ops->host_alloc(dev, a->cap, &e->arena_mem[t][p]), st, fail);
+        ZZ_CHECK_GOTO(zz_device_host_alloc(dev, a->cap, &e->arena_mem[t][p]), st, fail);
       a->base = e->arena_mem[t][p];
     }
   for (int p = 1; p < ZZ_PURPOSE_COUNT; p++) e->disk_base[p] = e->disk_base[p - 1] + plan.bytes[ZZ_TIER_DISK][p - 1];
@@ -463,8 +481,8 @@ void zz_engine_destroy(zz_engine *e) {
   if (!e) return;
   zz_lanes_destroy(e->lanes);
   for (int p = 0; p < ZZ_PURPOSE_COUNT; p++) {
-    if (e->arena_mem[ZZ_TIER_GPU][p]) e->dev->ops->free(e->dev, e->arena_mem[ZZ_TIER_GPU][p]);
-    if (e->arena_mem[ZZ_TIER_CPU][p]) e->dev->ops->host_free(e->dev, e->arena_mem[ZZ_TIER_CPU][p]);
+    if (e->arena_mem[ZZ_TIER_GPU][p]) zz_device_free(e->dev, e->arena_mem[ZZ_TIER_GPU][p]);
+    if (e->arena_mem[ZZ_TIER_CPU][p]) zz_device_host_free(e->dev, e->arena_mem[ZZ_TIER_CPU][p]);
   }
   if (e->has_disk) zz_disk_close(&e->disk);
   free(e->w_home);
@@ -511,10 +529,10 @@ static zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const vo
   zz_device *dev = e->dev;
   const zz_config *c = &e->m->cfg;
   int64_t n = a->cnt * c->hidden;
-  ZZ_CHECK(dev->ops->download(dev, ZZ_LANE_COMPUTE, e->ca_q, ZZ_DTYPE_F32, q, n));
-  ZZ_CHECK(dev->ops->download(dev, ZZ_LANE_COMPUTE, e->ca_k, ZZ_DTYPE_F32, k, n));
-  ZZ_CHECK(dev->ops->download(dev, ZZ_LANE_COMPUTE, e->ca_v, ZZ_DTYPE_F32, v, n));
-  ZZ_CHECK(dev->ops->sync(dev, ZZ_LANE_COMPUTE));
+  ZZ_CHECK(zz_device_download(dev, ZZ_LANE_COMPUTE, e->ca_q, ZZ_DTYPE_F32, q, n));
+  ZZ_CHECK(zz_device_download(dev, ZZ_LANE_COMPUTE, e->ca_k, ZZ_DTYPE_F32, k, n));
+  ZZ_CHECK(zz_device_download(dev, ZZ_LANE_COMPUTE, e->ca_v, ZZ_DTYPE_F32, v, n));
+  ZZ_CHECK(zz_device_sync(dev, ZZ_LANE_COMPUTE));
   /* the cache keeps the device's dtype (f16 beside a GPU), so the new rows are
    * narrowed as they are appended and widened as attention reads them */
   zz_dtype kv_dt = dev->ops->compute_dtype;
@@ -525,7 +543,7 @@ static zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const vo
   }
   zz_cpu_attention_kv(zz_device_attn_pool(dev), e->ca_q, a->k, a->v, kv_dt, a->stride, a->cnt, 1, a->pos + 1, a->pos, c->n_heads,
                       c->hidden / c->n_heads, a->pad, e->ca_o, e->ca_scratch);
-  return dev->ops->upload(dev, ZZ_LANE_COMPUTE, out, e->ca_o, ZZ_DTYPE_F32, n);
+  return zz_device_upload(dev, ZZ_LANE_COMPUTE, out, e->ca_o, ZZ_DTYPE_F32, n);
 }
 
 /* ---------------------------------------------------------------- generate */
@@ -565,8 +583,8 @@ static zz_status zz_sample_batch(zz_gen *g, int64_t k, int step) {
   zz_engine *e = g->e;
   const zz_config *c = &e->m->cfg;
   int64_t cnt = zz_batch_count(g, k), first = k * e->pol.gpu_batch_size;
-  ZZ_CHECK(e->dev->ops->download(e->dev, ZZ_LANE_COMPUTE, e->logits, ZZ_DTYPE_F32, e->d_logits, cnt * c->vocab_size));
-  ZZ_CHECK(e->dev->ops->sync(e->dev, ZZ_LANE_COMPUTE));
+  ZZ_CHECK(zz_device_download(e->dev, ZZ_LANE_COMPUTE, e->logits, ZZ_DTYPE_F32, e->d_logits, cnt * c->vocab_size));
+  ZZ_CHECK(zz_device_sync(e->dev, ZZ_LANE_COMPUTE));
   for (int64_t i = 0; i < cnt; i++) {
     int64_t q = first + i;
     if (g->done[q]) continue;
@@ -627,10 +645,10 @@ static zz_status zz_run_token(zz_gen *g, int step) {
         b->last[i] = (int32_t)i;
       }
     }
-    ZZ_CHECK_GOTO(dev->ops->write(dev, ZZ_LANE_COMPUTE, b->d_ids, b->ids, (size_t)(cnt * sq) * 4), st, out);
-    ZZ_CHECK_GOTO(dev->ops->write(dev, ZZ_LANE_COMPUTE, b->d_pos, b->pos, (size_t)(cnt * sq) * 4), st, out);
-    ZZ_CHECK_GOTO(dev->ops->write(dev, ZZ_LANE_COMPUTE, b->d_pad, b->pad, (size_t)cnt * 4), st, out);
-    ZZ_CHECK_GOTO(dev->ops->write(dev, ZZ_LANE_COMPUTE, b->d_last, b->last, (size_t)cnt * 4), st, out);
+    ZZ_CHECK_GOTO(zz_device_write(dev, ZZ_LANE_COMPUTE, b->d_ids, b->ids, (size_t)(cnt * sq) * 4), st, out);
+    ZZ_CHECK_GOTO(zz_device_write(dev, ZZ_LANE_COMPUTE, b->d_pos, b->pos, (size_t)(cnt * sq) * 4), st, out);
+    ZZ_CHECK_GOTO(zz_device_write(dev, ZZ_LANE_COMPUTE, b->d_pad, b->pad, (size_t)cnt * 4), st, out);
+    ZZ_CHECK_GOTO(zz_device_write(dev, ZZ_LANE_COMPUTE, b->d_last, b->last, (size_t)cnt * 4), st, out);
   }
   /* layer 0's weights, unless the previous token prefetched them */
   if (e->plan.weight_tier[0] != ZZ_TIER_GPU && e->w_slot_layer[0] != 0) {
@@ -696,9 +714,11 @@ static zz_status zz_run_token(zz_gen *g, int step) {
       stp.k = e->k_slot[slot];
       stp.v = e->v_slot[slot];
     }
-    ZZ_CHECK_GOTO(m->arch->forward(dev, m, layer, wp, &stp), st, out);
+    zz_tensor wt[ZZ_MAXW];
+    zz_weight_tensors(e, layer, wp, wt);
+    ZZ_CHECK_GOTO(m->arch->forward(dev, m, layer, wt, &stp), st, out);
     if (layer->kind == ZZ_LAYER_OUTPUT_EMBED) ZZ_CHECK_GOTO(zz_sample_batch(g, k, step), st, out);
-    ZZ_CHECK_GOTO(dev->ops->sync(dev, ZZ_LANE_COMPUTE), st, out);
+    ZZ_CHECK_GOTO(zz_device_sync(dev, ZZ_LANE_COMPUTE), st, out);
     e->compute_s += zz_now() - t0;
 
     /* store lane: the new cache rows and the activations of this step */

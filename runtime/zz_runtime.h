@@ -4,7 +4,8 @@
  * Everything one rank needs to generate text with a transformer whose weights and
  * KV cache may not fit on its compute device: status and error messages, tensors
  * and the memory tiers they live on (GPU, CPU, disk) with exact byte accounting,
- * the device interface (CPU reference, CUDA), model configurations and the
+ * the device interface (CPU reference, CUDA) behind checked zz_device_* wrappers,
+ * worker pools (compute, CPU attention), model configurations and the
  * architecture table (OPT), checkpoint loading (safetensors) and dummy weights,
  * the GPT-2 byte-level BPE tokenizer, sampling, the generation engine that runs
  * the zig-zag block schedule, and the JSON Lines job files.

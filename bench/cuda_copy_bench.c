@@ -34,10 +34,10 @@ static zz_status zz_lanes_bw(zz_device *dev, void *d_in, void *h_in, void *d_out
   double best = 0;
   for (int r = 0; r < reps; r++) {
     double t0 = zz_now();
-    if (h2d) ZZ_CHECK(dev->ops->write(dev, ZZ_LANE_LOAD_WEIGHT, d_in, h_in, bytes));
-    if (d2h) ZZ_CHECK(dev->ops->read(dev, ZZ_LANE_STORE_CACHE, h_out, d_out, bytes));
-    if (h2d) ZZ_CHECK(dev->ops->sync(dev, ZZ_LANE_LOAD_WEIGHT));
-    if (d2h) ZZ_CHECK(dev->ops->sync(dev, ZZ_LANE_STORE_CACHE));
+    if (h2d) ZZ_CHECK(zz_device_write(dev, ZZ_LANE_LOAD_WEIGHT, d_in, h_in, bytes));
+    if (d2h) ZZ_CHECK(zz_device_read(dev, ZZ_LANE_STORE_CACHE, h_out, d_out, bytes));
+    if (h2d) ZZ_CHECK(zz_device_sync(dev, ZZ_LANE_LOAD_WEIGHT));
+    if (d2h) ZZ_CHECK(zz_device_sync(dev, ZZ_LANE_STORE_CACHE));
     double bw = (double)bytes * ((h2d ? 1 : 0) + (d2h ? 1 : 0)) / (zz_now() - t0);
     if (bw > best) best = bw;
   }
@@ -50,13 +50,13 @@ int main(int argc, char **argv) {
   int reps = argc > 2 ? atoi(argv[2]) : 10;
   size_t bytes = mib << 20;
   zz_device *dev = NULL;
-  if (zz_device_create_cuda(0, 0, &dev) != ZZ_OK) {
+  if (zz_device_create_cuda(0, 0, 0, &dev) != ZZ_OK) {
     printf("no CUDA device: skipped (%s)\n", zz_error_message());
     return 77;
   }
   void *h_in = NULL, *h_out = NULL, *d_in = NULL, *d_out = NULL;
-  if (dev->ops->host_alloc(dev, bytes, &h_in) || dev->ops->host_alloc(dev, bytes, &h_out) ||
-      dev->ops->alloc(dev, bytes, &d_in) || dev->ops->alloc(dev, bytes, &d_out)) {
+  if (zz_device_host_alloc(dev, bytes, &h_in) || zz_device_host_alloc(dev, bytes, &h_out) ||
+      zz_device_alloc(dev, bytes, &d_in) || zz_device_alloc(dev, bytes, &d_out)) {
     fprintf(stderr, "cuda_copy_bench: %s\n", zz_error_message());
     return 1;
   }
@@ -73,10 +73,10 @@ int main(int argc, char **argv) {
   printf("h2d,%zu,%.2f,%.2f,%.3f\n", bytes, c_h2d / 1e9, l_h2d / 1e9, l_h2d / c_h2d);
   printf("d2h,%zu,%.2f,%.2f,%.3f\n", bytes, c_d2h / 1e9, l_d2h / 1e9, l_d2h / c_d2h);
   printf("both,%zu,%.2f,%.2f,%.3f\n", bytes, (c_h2d + c_d2h) / 1e9, l_both / 1e9, l_both / (c_h2d + c_d2h));
-  dev->ops->free(dev, d_in);
-  dev->ops->free(dev, d_out);
-  dev->ops->host_free(dev, h_in);
-  dev->ops->host_free(dev, h_out);
+  zz_device_free(dev, d_in);
+  zz_device_free(dev, d_out);
+  zz_device_host_free(dev, h_in);
+  zz_device_host_free(dev, h_out);
   zz_device_destroy(dev);
   return 0;
 }

@@ -68,7 +68,6 @@ static double zz_read_bandwidth(void) {
 int main(int argc, char **argv) {
   int64_t h = argc > 1 ? atoll(argv[1]) : 768, ffn = argc > 2 ? atoll(argv[2]) : 3072;
   const char *batches = argc > 3 ? argv[3] : "1,8,32,64";
-  zz_cpu_pool_init(0);
 
   int64_t sq = 2048;
   float *A = zz_fill(sq * sq, 2), *B = zz_fill(sq * sq, 3), *C = zz_fill(sq * sq, 4);
@@ -100,6 +99,5 @@ int main(int argc, char **argv) {
     }
   }
   free(list);
-  zz_cpu_pool_free();
   return 0;
 }

@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
   zz_config cfg;
   zz_model m;
   zz_device *dev;
-  if (zz_config_resolve(argv[1], &cfg) || zz_model_init(&cfg, &m) || zz_device_create_cpu(0, 0, &dev)) {
+  if (zz_config_resolve(argv[1], &cfg) || zz_model_init(&cfg, &m) || zz_device_create_cpu(0, 0, 0, &dev)) {
     fprintf(stderr, "offload_bench: %s\n", zz_error_message());
     return 1;
   }

@@ -17,9 +17,11 @@
  *     of sequence i, which no query may attend to.
  *
  * Usage (CPU):
- *     zz_cpu_pool_init(4);
- *     zz_cpu_linear(x, n, in, w, b, out, y, 0);
- *     zz_cpu_pool_free();
+ *     zz_pool *pool;
+ *     if (zz_pool_create(4, &pool) != 0) ...;
+ *     zz_cpu_layernorm(pool, x, n, dim, gamma, beta, 1e-5f, y);
+ *     zz_cpu_linear(x, n, in, w, b, out, y, 0);     (GEMMs use OpenBLAS's threads)
+ *     zz_pool_destroy(pool);
  */
 #ifndef ZZ_KERNELS_H
 #define ZZ_KERNELS_H
@@ -54,23 +56,39 @@ uint16_t zz_f32_to_bf16(float f); /* round to nearest even */
 /* dst[0..n) = src[0..n) converted; src_dt/dst_dt among f32, f16, bf16. */
 void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, int64_t n);
 
-/* ---------------------------------------------------------------- CPU pool */
+/* ---------------------------------------------------------------- CPU worker pools */
 
-/* Worker threads for the CPU kernels (attention, element-wise ops). n <= 0 picks
- * the number of online cores. GEMMs use OpenBLAS's own threads. */
-int zz_cpu_pool_init(int n_threads);
-void zz_cpu_pool_free(void);
-/* Runs fn(arg, i) for i in [0, n_tasks) on the pool and waits for all of them. */
-void zz_cpu_pool_run(void (*fn)(void *arg, int64_t i), void *arg, int64_t n_tasks);
+/* Worker threads for the CPU kernels that parallelise (attention, layernorm); GEMMs
+ * use OpenBLAS's own threads. A program may hold several pools with different
+ * thread counts (the CPU device's compute pool, the CPU-attention pool). */
+typedef struct zz_pool zz_pool;
+
+#define ZZ_POOL_MAX_THREADS 1024
+
+/* A pool of n_threads threads, the caller of zz_pool_run being one of them (so
+ * n_threads - 1 are started). n_threads <= 0: the online cores (at most
+ * ZZ_POOL_MAX_THREADS). Returns 0, EINVAL when n_threads > ZZ_POOL_MAX_THREADS,
+ * or the errno of the allocation or pthread_create that failed (then no thread
+ * is left running: a pool smaller than asked is never handed out). */
+int zz_pool_create(int n_threads, zz_pool **out);
+/* Joins every thread. Accepts NULL. No job may be running. */
+void zz_pool_destroy(zz_pool *pool);
+/* Threads that run a job, the caller included (1 for NULL). */
+int zz_pool_threads(const zz_pool *pool);
+/* Runs fn(arg, i) for i in [0, n_tasks) on the pool's threads and the caller, and
+ * returns when all are done. pool NULL: runs them inline on the caller. Callers
+ * of one pool are serialised; fn must not call zz_pool_run on the same pool. */
+void zz_pool_run(zz_pool *pool, void (*fn)(void *arg, int64_t i), void *arg, int64_t n_tasks);
 
 /* ---------------------------------------------------------------- CPU kernels (f32) */
+/* Kernels that parallelise take the pool to run on first (NULL: the caller only). */
 
 /* out[i, :] = table[ids[i], :] for i < n; table is [rows, dim]. */
 void zz_cpu_embed_rows(const float *table, int64_t dim, const int32_t *ids, int64_t n, float *out);
 /* x[i, :] += table[ids[i], :] (learned positions). */
 void zz_cpu_add_rows(float *x, int64_t dim, const float *table, const int32_t *ids, int64_t n);
 /* y[n, dim] = layernorm(x) * gamma + beta, eps inside the sqrt. In place allowed. */
-void zz_cpu_layernorm(const float *x, int64_t n, int64_t dim, const float *gamma,
+void zz_cpu_layernorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, const float *gamma,
                       const float *beta, float eps, float *y);
 /* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b[out] when b) (then ReLU when relu). */
 void zz_cpu_linear(const float *x, int64_t n, int64_t in, const float *w, const float *b,
@@ -92,13 +110,13 @@ void zz_cpu_kv_append(const float *x, int64_t b, int64_t sq, int64_t h, float *c
  * pad[i] <= j <= q_start + r (causal). A query that sees no key gets zeros.
  * scratch: zz_cpu_attention_scratch(b, heads, t) floats.
  */
-void zz_cpu_attention(const float *q, const float *k, const float *v, int64_t kv_stride,
+void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride,
                       int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
                       int64_t hd, const int32_t *pad, float *out, float *scratch);
 size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t);
 /* The same over a cache stored in kv_dt (f32 or f16): CPU attention beside the
  * f16 cache a GPU run keeps on the host. */
-void zz_cpu_attention_kv(const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
+void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
                          int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
                          const int32_t *pad, float *out, float *scratch);
 /* The 65536 halves as floats (built on first use). */

@@ -22,6 +22,8 @@ typedef struct zz_opt_def {
 } zz_opt_def;
 
 #define ZZ_O(f) offsetof(zz_opts, f)
+#define ZZ_STR_(x) #x
+#define ZZ_STR(x) ZZ_STR_(x)
 
 static const zz_opt_def zz_opt_table[] = {
     {"model", "ZZ_MODEL", ZZ_OPT_STR, ZZ_O(model), "opt-125m",
@@ -64,7 +66,11 @@ static const zz_opt_def zz_opt_table[] = {
      "device memory this run may use, e.g. 16G; 0 = all the device has", false},
     {"cpu-mem", "ZZ_CPU_MEM", ZZ_OPT_STR, ZZ_O(cpu_mem), "0", "host memory for the CPU tier; 0 = physical RAM", false},
     {"disk-mem", "ZZ_DISK_MEM", ZZ_OPT_STR, ZZ_O(disk_mem), "0", "disk tier capacity; 0 = free space of --offload-dir", false},
-    {"threads", "ZZ_THREADS", ZZ_OPT_INT, ZZ_O(threads), "0", "CPU compute threads; 0 = all cores", false},
+    {"threads", "ZZ_THREADS", ZZ_OPT_INT, ZZ_O(threads), "0",
+     "CPU device compute threads, 0 to " ZZ_STR(ZZ_POOL_MAX_THREADS) "; 0 = all cores", false},
+    {"attn-threads", "ZZ_ATTN_THREADS", ZZ_OPT_INT, ZZ_O(attn_threads), "0",
+     "CPU attention threads (beside a cache off the device; any device), 0 to " ZZ_STR(ZZ_POOL_MAX_THREADS)
+     "; 0 = all cores", false},
 };
 #define ZZ_N_OPTS (sizeof zz_opt_table / sizeof zz_opt_table[0])
 
@@ -216,6 +222,10 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o) {
     fprintf(stderr, "zigzag: --max-new-tokens must be at least 1\n");
     return 2;
   }
+  if (o->threads > ZZ_POOL_MAX_THREADS || o->attn_threads > ZZ_POOL_MAX_THREADS) {
+    fprintf(stderr, "zigzag: --threads and --attn-threads take 0 (all cores) to %d\n", ZZ_POOL_MAX_THREADS);
+    return 2;
+  }
   if (o->top_p > 1) {
     fprintf(stderr, "zigzag: --top-p must be in (0, 1]\n");
     return 2;
@@ -276,9 +286,9 @@ zz_status zz_opts_engine(const zz_opts *o, zz_device *dev, const zz_model *m, co
 zz_status zz_opts_device(const zz_opts *o, zz_device **out) {
   size_t cap = 0;
   ZZ_CHECK(zz_parse_bytes(o->gpu_mem, &cap));
-  if (strcmp(o->device, "cpu") == 0) return zz_device_create_cpu(cap, o->threads, out);
-  if (strcmp(o->device, "cuda") == 0) return zz_device_create_cuda(0, cap, out);
-  if (strcmp(o->device, "auto") == 0) return zz_device_create_best(cap, o->threads, out);
+  if (strcmp(o->device, "cpu") == 0) return zz_device_create_cpu(cap, o->threads, o->attn_threads, out);
+  if (strcmp(o->device, "cuda") == 0) return zz_device_create_cuda(0, cap, o->attn_threads, out);
+  if (strcmp(o->device, "auto") == 0) return zz_device_create_best(cap, o->threads, o->attn_threads, out);
   return zz_error(ZZ_ERR_INVALID_ARG, "--device %s: want auto, cpu or cuda", o->device);
 }
 

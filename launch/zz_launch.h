@@ -29,7 +29,8 @@ typedef struct zz_opts {
   const char *policy;
   const char *device; /* auto, cpu, cuda */
   const char *gpu_mem;
-  int threads;
+  int threads;      /* CPU device compute threads (0: all cores) */
+  int attn_threads; /* CPU attention threads, any device (0: all cores) */
   bool resume, progress, no_progress;
   const char *text; /* tokenize's argument */
   /* the policy flags (FlexGen's names) and the tiers */

@@ -50,9 +50,11 @@ typedef struct zz_arch {
   /* bytes of workspace `forward` needs for b sequences of sq new tokens, t keys */
   size_t (*workspace_bytes)(const struct zz_model *m, const zz_device *dev, int64_t b,
                             int64_t sq, int64_t t);
-  /* w[i]: the device copy of layer->weights[i] (data NULL where the spec is absent) */
+  /* w[i]: the device-resident tensor of layer->weights[i] (tier GPU, data a device
+   * pointer, shape from the spec, dtype what the device computes with; ndim 0 where
+   * the spec is absent). forward calls the zz_device_* wrappers, which check them. */
   zz_status (*forward)(zz_device *dev, const struct zz_model *m, const zz_layer *layer,
-                       void *const *w, const zz_step *step);
+                       const zz_tensor *w, const zz_step *step);
 } zz_arch;
 
 extern const zz_arch zz_arch_opt;

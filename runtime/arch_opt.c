@@ -244,7 +244,7 @@ static size_t zz_opt_workspace(const zz_model *m, const zz_device *dev, int64_t 
   int64_t n = b * sq, h = c->hidden;
   size_t in = (size_t)(n * c->embed_dim) * es;
   size_t attn = (size_t)(5 * n * h) * es +
-                dev->ops->attention_scratch((zz_device *)dev, b, sq, t, c->n_heads) + 256;
+                zz_device_attention_scratch(dev, b, sq, t, c->n_heads) + 256;
   size_t mlp = (size_t)(n * (2 * h + c->ffn)) * es;
   size_t out = (size_t)(b * (h + (h > c->embed_dim ? h : c->embed_dim))) * es;
   size_t mx = in;
@@ -255,21 +255,20 @@ static size_t zz_opt_workspace(const zz_model *m, const zz_device *dev, int64_t 
 }
 
 static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_layer *layer,
-                                void *const *w, const zz_step *st) {
+                                const zz_tensor *w, const zz_step *st) {
   const zz_config *c = &m->cfg;
-  const zz_device_ops *op = dev->ops;
-  size_t es = zz_dtype_nbytes(op->compute_dtype, 1);
+  size_t es = zz_dtype_nbytes(dev->ops->compute_dtype, 1);
   int64_t n = st->b * st->sq, h = c->hidden;
   char *work = st->work;
   switch (layer->kind) {
     case ZZ_LAYER_INPUT_EMBED:
-      if (w[ZZ_IN_PROJECT]) {
-        ZZ_CHECK(op->embed_rows(dev, w[ZZ_IN_TOKENS], c->embed_dim, st->ids, n, work));
-        ZZ_CHECK(op->linear(dev, work, n, c->embed_dim, w[ZZ_IN_PROJECT], NULL, h, st->hidden, 0));
+      if (w[ZZ_IN_PROJECT].ndim) {
+        ZZ_CHECK(zz_device_embed_rows(dev, &w[ZZ_IN_TOKENS], st->ids, n, work));
+        ZZ_CHECK(zz_device_linear(dev, work, n, c->embed_dim, &w[ZZ_IN_PROJECT], NULL, h, st->hidden, 0));
       } else {
-        ZZ_CHECK(op->embed_rows(dev, w[ZZ_IN_TOKENS], h, st->ids, n, st->hidden));
+        ZZ_CHECK(zz_device_embed_rows(dev, &w[ZZ_IN_TOKENS], st->ids, n, st->hidden));
       }
-      return op->add_rows(dev, st->hidden, h, w[ZZ_IN_POSITIONS], st->positions, n);
+      return zz_device_add_rows(dev, st->hidden, &w[ZZ_IN_POSITIONS], st->positions, n);
 
     case ZZ_LAYER_ATTENTION: {
       size_t m1 = (size_t)(n * h) * es;
@@ -277,24 +276,24 @@ static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_laye
       void *scratch = work + ((5 * m1 + 255) & ~(size_t)255);
       const void *x = st->hidden;
       if (c->pre_ln) {
-        ZZ_CHECK(op->layernorm(dev, st->hidden, n, h, w[ZZ_AT_LN_W], w[ZZ_AT_LN_B], c->ln_eps, xn));
+        ZZ_CHECK(zz_device_layernorm(dev, st->hidden, n, h, &w[ZZ_AT_LN_W], &w[ZZ_AT_LN_B], c->ln_eps, xn));
         x = xn;
       }
-      ZZ_CHECK(op->linear(dev, x, n, h, w[ZZ_AT_Q_W], w[ZZ_AT_Q_B], h, q, 0));
-      ZZ_CHECK(op->linear(dev, x, n, h, w[ZZ_AT_K_W], w[ZZ_AT_K_B], h, k, 0));
-      ZZ_CHECK(op->linear(dev, x, n, h, w[ZZ_AT_V_W], w[ZZ_AT_V_B], h, v, 0));
+      ZZ_CHECK(zz_device_linear(dev, x, n, h, &w[ZZ_AT_Q_W], &w[ZZ_AT_Q_B], h, q, 0));
+      ZZ_CHECK(zz_device_linear(dev, x, n, h, &w[ZZ_AT_K_W], &w[ZZ_AT_K_B], h, k, 0));
+      ZZ_CHECK(zz_device_linear(dev, x, n, h, &w[ZZ_AT_V_W], &w[ZZ_AT_V_B], h, v, 0));
       if (st->attend) {
         ZZ_CHECK(st->attend(st->attend_ctx, q, k, v, att));
       } else {
-        ZZ_CHECK(op->kv_append(dev, k, st->b, st->sq, h, st->k, st->kv_stride, st->pos));
-        ZZ_CHECK(op->kv_append(dev, v, st->b, st->sq, h, st->v, st->kv_stride, st->pos));
-        ZZ_CHECK(op->attention(dev, q, st->k, st->v, st->kv_stride, st->b, st->sq, st->pos + st->sq,
-                               st->pos, c->n_heads, h / c->n_heads, st->pad, att, scratch));
+        ZZ_CHECK(zz_device_kv_append(dev, k, st->b, st->sq, h, st->k, st->kv_stride, st->pos));
+        ZZ_CHECK(zz_device_kv_append(dev, v, st->b, st->sq, h, st->v, st->kv_stride, st->pos));
+        ZZ_CHECK(zz_device_attention(dev, q, st->k, st->v, st->kv_stride, st->b, st->sq, st->pos + st->sq,
+                                     st->pos, c->n_heads, h / c->n_heads, st->pad, att, scratch));
       }
-      ZZ_CHECK(op->linear(dev, att, n, h, w[ZZ_AT_O_W], w[ZZ_AT_O_B], h, q, 0));
-      ZZ_CHECK(op->add(dev, st->hidden, q, n * h, st->hidden));
+      ZZ_CHECK(zz_device_linear(dev, att, n, h, &w[ZZ_AT_O_W], &w[ZZ_AT_O_B], h, q, 0));
+      ZZ_CHECK(zz_device_add(dev, st->hidden, q, n * h, st->hidden));
       if (!c->pre_ln)
-        ZZ_CHECK(op->layernorm(dev, st->hidden, n, h, w[ZZ_AT_LN_W], w[ZZ_AT_LN_B], c->ln_eps, st->hidden));
+        ZZ_CHECK(zz_device_layernorm(dev, st->hidden, n, h, &w[ZZ_AT_LN_W], &w[ZZ_AT_LN_B], c->ln_eps, st->hidden));
       return ZZ_OK;
     }
 
@@ -303,26 +302,28 @@ static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_laye
       void *o = work + (size_t)(n * (h + c->ffn)) * es;
       const void *x = st->hidden;
       if (c->pre_ln) {
-        ZZ_CHECK(op->layernorm(dev, st->hidden, n, h, w[ZZ_MLP_LN_W], w[ZZ_MLP_LN_B], c->ln_eps, xn));
+        ZZ_CHECK(zz_device_layernorm(dev, st->hidden, n, h, &w[ZZ_MLP_LN_W], &w[ZZ_MLP_LN_B], c->ln_eps, xn));
         x = xn;
       }
-      ZZ_CHECK(op->linear(dev, x, n, h, w[ZZ_MLP_FC1_W], w[ZZ_MLP_FC1_B], c->ffn, f, 1));
-      ZZ_CHECK(op->linear(dev, f, n, c->ffn, w[ZZ_MLP_FC2_W], w[ZZ_MLP_FC2_B], h, o, 0));
-      ZZ_CHECK(op->add(dev, st->hidden, o, n * h, st->hidden));
+      ZZ_CHECK(zz_device_linear(dev, x, n, h, &w[ZZ_MLP_FC1_W], &w[ZZ_MLP_FC1_B], c->ffn, f, 1));
+      ZZ_CHECK(zz_device_linear(dev, f, n, c->ffn, &w[ZZ_MLP_FC2_W], &w[ZZ_MLP_FC2_B], h, o, 0));
+      ZZ_CHECK(zz_device_add(dev, st->hidden, o, n * h, st->hidden));
       if (!c->pre_ln)
-        ZZ_CHECK(op->layernorm(dev, st->hidden, n, h, w[ZZ_MLP_LN_W], w[ZZ_MLP_LN_B], c->ln_eps, st->hidden));
+        ZZ_CHECK(zz_device_layernorm(dev, st->hidden, n, h, &w[ZZ_MLP_LN_W], &w[ZZ_MLP_LN_B], c->ln_eps, st->hidden));
       return ZZ_OK;
     }
 
     case ZZ_LAYER_OUTPUT_EMBED: {
       void *x = work, *y = work + (size_t)(st->b * h) * es;
-      ZZ_CHECK(op->embed_rows(dev, st->hidden, h, st->last, st->b, x));
-      if (w[ZZ_OUT_LN_W]) ZZ_CHECK(op->layernorm(dev, x, st->b, h, w[ZZ_OUT_LN_W], w[ZZ_OUT_LN_B], c->ln_eps, x));
-      if (w[ZZ_OUT_PROJECT]) {
-        ZZ_CHECK(op->linear(dev, x, st->b, h, w[ZZ_OUT_PROJECT], NULL, c->embed_dim, y, 0));
+      /* the last position of each sequence: a gather from the hidden state [n, h] */
+      ZZ_CHECK(zz_device_gather_rows(dev, st->hidden, n, h, st->last, st->b, x));
+      if (w[ZZ_OUT_LN_W].ndim)
+        ZZ_CHECK(zz_device_layernorm(dev, x, st->b, h, &w[ZZ_OUT_LN_W], &w[ZZ_OUT_LN_B], c->ln_eps, x));
+      if (w[ZZ_OUT_PROJECT].ndim) {
+        ZZ_CHECK(zz_device_linear(dev, x, st->b, h, &w[ZZ_OUT_PROJECT], NULL, c->embed_dim, y, 0));
         x = y;
       }
-      return op->linear(dev, x, st->b, c->embed_dim, w[ZZ_OUT_HEAD], NULL, c->vocab_size, st->logits, 0);
+      return zz_device_linear(dev, x, st->b, c->embed_dim, &w[ZZ_OUT_HEAD], NULL, c->vocab_size, st->logits, 0);
     }
   }
   return zz_error(ZZ_ERR_INVALID_ARG, "opt: unknown layer kind %d", (int)layer->kind);

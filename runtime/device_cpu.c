@@ -5,13 +5,14 @@
  * from the CPU tier, so the GPU ⇄ CPU ⇄ disk paths of the schedule all run on a
  * machine without a GPU. Compute dtype is f32; upload/download convert to and
  * from the storage dtype. Copies complete before returning, so sync has nothing
- * to wait for.
+ * to wait for. Layernorm and attention run on dev->pool (device.c creates it
+ * with the device's thread count); GEMMs on OpenBLAS's threads.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "zz_runtime.h"
+#include "device_impl.h"
 
 typedef struct zz_cpu_dev {
   size_t used; /* bytes allocated through alloc() */
@@ -93,30 +94,37 @@ static zz_status zz_cpu_sync(zz_device *dev, zz_lane lane) {
   return ZZ_OK;
 }
 
-static zz_status zz_cpu_embed(zz_device *dev, const void *table, int64_t dim, const int32_t *ids,
-                              int64_t n, void *out) {
+/* device.c checked supports(): every weight reaching an op here is f32. */
+#define ZZ_CPU_F32(dt) ZZ_ASSERT((dt) == ZZ_DTYPE_F32)
+
+static zz_status zz_cpu_embed(zz_device *dev, const void *table, zz_dtype table_dt, int64_t dim,
+                              const int32_t *ids, int64_t n, void *out) {
   (void)dev;
+  ZZ_CPU_F32(table_dt);
   zz_cpu_embed_rows(table, dim, ids, n, out);
   return ZZ_OK;
 }
 
 static zz_status zz_cpu_addrows(zz_device *dev, void *x, int64_t dim, const void *table,
-                                const int32_t *ids, int64_t n) {
+                                zz_dtype table_dt, const int32_t *ids, int64_t n) {
   (void)dev;
+  ZZ_CPU_F32(table_dt);
   zz_cpu_add_rows(x, dim, table, ids, n);
   return ZZ_OK;
 }
 
 static zz_status zz_cpu_ln(zz_device *dev, const void *x, int64_t n, int64_t dim,
-                           const void *gamma, const void *beta, float eps, void *y) {
-  (void)dev;
-  zz_cpu_layernorm(x, n, dim, gamma, beta, eps, y);
+                           const void *gamma, const void *beta, zz_dtype w_dt, float eps, void *y) {
+  ZZ_CPU_F32(w_dt);
+  zz_cpu_layernorm(dev->pool, x, n, dim, gamma, beta, eps, y);
   return ZZ_OK;
 }
 
 static zz_status zz_cpu_lin(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w,
-                            const void *b, int64_t out, void *y, int relu) {
+                            zz_dtype w_dt, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu) {
   (void)dev;
+  ZZ_CPU_F32(w_dt);
+  if (b) ZZ_CPU_F32(b_dt);
   zz_cpu_linear(x, n, in, w, b, out, y, relu);
   return ZZ_OK;
 }
@@ -138,18 +146,20 @@ static zz_status zz_cpu_attn(zz_device *dev, const void *q, const void *k, const
                              int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
                              int64_t heads, int64_t hd, const int32_t *pad, void *out,
                              void *scratch) {
-  (void)dev;
-  zz_cpu_attention(q, k, v, kv_stride, b, sq, t, q_start, heads, hd, pad, out, scratch);
+  zz_cpu_attention(dev->pool, q, k, v, kv_stride, b, sq, t, q_start, heads, hd, pad, out, scratch);
   return ZZ_OK;
 }
 
-static size_t zz_cpu_attn_scratch(zz_device *dev, int64_t b, int64_t sq, int64_t t,
+static size_t zz_cpu_attn_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t,
                                   int64_t heads) {
   (void)dev, (void)sq;
   return zz_cpu_attention_scratch(b, heads, t) * sizeof(float);
 }
 
-static void zz_cpu_destroy(zz_device *dev) { free(dev->impl); }
+static void zz_cpu_destroy(zz_device *dev) {
+  free(dev->impl);
+  dev->impl = NULL;
+}
 
 static const zz_device_ops zz_cpu_ops = {
     .name = "cpu",
@@ -164,6 +174,7 @@ static const zz_device_ops zz_cpu_ops = {
     .upload = zz_cpu_upload,
     .download = zz_cpu_download,
     .sync = zz_cpu_sync,
+    .supports = zz_device_supports_compute_dtype,
     .embed_rows = zz_cpu_embed,
     .add_rows = zz_cpu_addrows,
     .layernorm = zz_cpu_ln,
@@ -174,38 +185,11 @@ static const zz_device_ops zz_cpu_ops = {
     .attention_scratch = zz_cpu_attn_scratch,
 };
 
-zz_status zz_device_create_cpu(size_t capacity, int threads, zz_device **out) {
-  zz_device *dev = calloc(1, sizeof *dev);
+zz_status zz_device_cpu_open(zz_device *dev, size_t capacity) {
   zz_cpu_dev *c = calloc(1, sizeof *c);
-  if (!dev || !c) {
-    free(dev);
-    free(c);
-    return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: out of memory");
-  }
-  if (zz_cpu_pool_init(threads) != 0) {
-    free(dev);
-    free(c);
-    return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: cannot start worker threads");
-  }
+  if (!c) return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: out of memory");
   dev->ops = &zz_cpu_ops;
   dev->impl = c;
   dev->capacity = capacity ? capacity : zz_host_memory_bytes();
-  *out = dev;
   return ZZ_OK;
-}
-
-zz_status zz_device_create_best(size_t capacity, int threads, zz_device **out) {
-  static int said;
-  if (zz_device_create_cuda(0, capacity, out) == ZZ_OK) return ZZ_OK;
-  if (!said) {
-    fprintf(stderr, "zigzag: no usable GPU (%s); computing on the CPU\n", zz_error_message());
-    said = 1;
-  }
-  return zz_device_create_cpu(capacity, threads, out);
-}
-
-void zz_device_destroy(zz_device *dev) {
-  if (!dev) return;
-  if (dev->ops && dev->ops->destroy) dev->ops->destroy(dev);
-  free(dev);
 }

@@ -37,12 +37,13 @@
  * sizes and the CUDA/cuBLAS text. A failed cudaMalloc is ZZ_ERR_NO_MEMORY.
  *
  * Note for zz_device_destroy: ops->destroy frees dev->impl and everything in it
- * (streams, handle, staging, blocks still allocated), not dev itself.
+ * (streams, handle, staging, blocks still allocated), not dev itself; it copes with
+ * an impl that zz_cuda_setup left half built.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "zz_runtime.h"
+#include "device_impl.h"
 
 #ifdef ZZ_HAVE_CUDA
 
@@ -366,9 +367,13 @@ static zz_status zz_cuda_compute(zz_cuda_dev *d, cudaStream_t *s) {
   return zz_cuda_lane(d, ZZ_LANE_COMPUTE, s);
 }
 
-static zz_status zz_cuda_embed(zz_device *dev, const void *table, int64_t dim, const int32_t *ids,
-                               int64_t n, void *out) {
+/* device.c checked supports(): every weight reaching an op here is f16. */
+#define ZZ_CUDA_F16(dt) ZZ_ASSERT((dt) == ZZ_DTYPE_F16)
+
+static zz_status zz_cuda_embed(zz_device *dev, const void *table, zz_dtype table_dt, int64_t dim,
+                               const int32_t *ids, int64_t n, void *out) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
+  ZZ_CUDA_F16(table_dt);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
   ZZ_CUDA_OK(d, zz_cuda_embed_rows(table, dim, ids, n, out, s), "embed_rows [%lld, %lld]",
@@ -377,8 +382,9 @@ static zz_status zz_cuda_embed(zz_device *dev, const void *table, int64_t dim, c
 }
 
 static zz_status zz_cuda_addrows(zz_device *dev, void *x, int64_t dim, const void *table,
-                                 const int32_t *ids, int64_t n) {
+                                 zz_dtype table_dt, const int32_t *ids, int64_t n) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
+  ZZ_CUDA_F16(table_dt);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
   ZZ_CUDA_OK(d, zz_cuda_add_rows(x, dim, table, ids, n, s), "add_rows [%lld, %lld]",
@@ -387,8 +393,9 @@ static zz_status zz_cuda_addrows(zz_device *dev, void *x, int64_t dim, const voi
 }
 
 static zz_status zz_cuda_ln(zz_device *dev, const void *x, int64_t n, int64_t dim,
-                            const void *gamma, const void *beta, float eps, void *y) {
+                            const void *gamma, const void *beta, zz_dtype w_dt, float eps, void *y) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
+  ZZ_CUDA_F16(w_dt);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
   ZZ_CUDA_OK(d, zz_cuda_layernorm(x, n, dim, gamma, beta, eps, y, s), "layernorm [%lld, %lld]",
@@ -397,8 +404,10 @@ static zz_status zz_cuda_ln(zz_device *dev, const void *x, int64_t n, int64_t di
 }
 
 static zz_status zz_cuda_lin(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w,
-                             const void *b, int64_t out, void *y, int relu) {
+                             zz_dtype w_dt, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
+  ZZ_CUDA_F16(w_dt);
+  if (b) ZZ_CUDA_F16(b_dt);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
   ZZ_CUDA_OK(d, zz_cuda_linear(d->blas, x, n, in, w, b, out, y, relu, s),
@@ -441,7 +450,7 @@ static zz_status zz_cuda_attn(zz_device *dev, const void *q, const void *k, cons
   return ZZ_OK;
 }
 
-static size_t zz_cuda_attn_scratch(zz_device *dev, int64_t b, int64_t sq, int64_t t,
+static size_t zz_cuda_attn_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t,
                                    int64_t heads) {
   (void)dev;
   return zz_cuda_attention_scratch(b, sq, t, heads);
@@ -484,6 +493,7 @@ static const zz_device_ops zz_cuda_ops = {
     .upload = zz_cuda_upload,
     .download = zz_cuda_download,
     .sync = zz_cuda_sync,
+    .supports = zz_device_supports_compute_dtype,
     .embed_rows = zz_cuda_embed,
     .add_rows = zz_cuda_addrows,
     .layernorm = zz_cuda_ln,
@@ -528,7 +538,7 @@ static zz_status zz_cuda_setup(zz_device *dev, size_t capacity) {
   return ZZ_OK;
 }
 
-zz_status zz_device_create_cuda(int ordinal, size_t capacity, zz_device **out) {
+zz_status zz_device_cuda_open(zz_device *dev, int ordinal, size_t capacity) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
@@ -546,33 +556,21 @@ zz_status zz_device_create_cuda(int ordinal, size_t capacity, zz_device **out) {
     return zz_error(ZZ_ERR_DEVICE, "cuda device %d: cudaSetDevice: %s", ordinal,
                     cudaGetErrorString(e));
   }
-
-  zz_device *dev = calloc(1, sizeof *dev);
   zz_cuda_dev *d = calloc(1, sizeof *d);
-  if (!dev || !d) {
-    free(dev);
-    free(d);
-    return zz_error(ZZ_ERR_NO_MEMORY, "cuda device %d: out of host memory", ordinal);
-  }
+  if (!d) return zz_error(ZZ_ERR_NO_MEMORY, "cuda device %d: out of host memory", ordinal);
   d->ordinal = ordinal;
   snprintf(d->gpu, sizeof d->gpu, "?");
   pthread_mutex_init(&d->mu, NULL);
   dev->ops = &zz_cuda_ops;
   dev->impl = d;
-  zz_status st = zz_cuda_setup(dev, capacity);
-  if (st != ZZ_OK) {
-    zz_cuda_destroy(dev);
-    free(dev);
-    return st;
-  }
-  *out = dev;
-  return ZZ_OK;
+  /* on failure device.c destroys dev, and zz_cuda_destroy frees what setup made */
+  return zz_cuda_setup(dev, capacity);
 }
 
 #else /* !ZZ_HAVE_CUDA */
 
-zz_status zz_device_create_cuda(int ordinal, size_t capacity, zz_device **out) {
-  (void)ordinal, (void)capacity, (void)out;
+zz_status zz_device_cuda_open(zz_device *dev, int ordinal, size_t capacity) {
+  (void)dev, (void)ordinal, (void)capacity;
   return zz_error(ZZ_ERR_UNSUPPORTED,
                   "built without CUDA: no cuda device (reconfigure with nvcc on the PATH or at "
                   "/usr/local/cuda and -DZZ_CUDA=ON)");

@@ -130,9 +130,9 @@ static zz_status zz_engine_bind(zz_engine *e) {
       *a = (zz_arena){.tier = (zz_tier)t, .purpose = (zz_purpose)p, .cap = plan->bytes[t][p]};
       if (!a->cap || t == ZZ_TIER_DISK) continue;
       if (t == ZZ_TIER_GPU)
-        ZZ_CHECK(dev->ops->alloc(dev, a->cap, &e->arena_mem[t][p]));
+        ZZ_CHECK(zz_device_alloc(dev, a->cap, &e->arena_mem[t][p]));
       else
-        ZZ_CHECK(dev->ops->host_alloc(dev, a->cap, &e->arena_mem[t][p]));
+        ZZ_CHECK(zz_device_host_alloc(dev, a->cap, &e->arena_mem[t][p]));
       a->base = e->arena_mem[t][p];
     }
   for (int p = 1; p < ZZ_PURPOSE_COUNT; p++) e->disk_base[p] = e->disk_base[p - 1] + plan->bytes[ZZ_TIER_DISK][p - 1];
@@ -228,8 +228,8 @@ void zz_engine_destroy(zz_engine *e) {
   if (!e) return;
   zz_lanes_destroy(e->lanes);
   for (int p = 0; p < ZZ_PURPOSE_COUNT; p++) {
-    if (e->arena_mem[ZZ_TIER_GPU][p]) e->dev->ops->free(e->dev, e->arena_mem[ZZ_TIER_GPU][p]);
-    if (e->arena_mem[ZZ_TIER_CPU][p]) e->dev->ops->host_free(e->dev, e->arena_mem[ZZ_TIER_CPU][p]);
+    if (e->arena_mem[ZZ_TIER_GPU][p]) zz_device_free(e->dev, e->arena_mem[ZZ_TIER_GPU][p]);
+    if (e->arena_mem[ZZ_TIER_CPU][p]) zz_device_host_free(e->dev, e->arena_mem[ZZ_TIER_CPU][p]);
   }
   if (e->has_disk) zz_disk_close(&e->disk);
   for (int g = 0; e->groups && g < e->n_groups; g++) {

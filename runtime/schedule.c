@@ -60,10 +60,10 @@ static zz_status zz_io_cache(zz_engine *e, const zz_io *t, const zz_tensor *home
     switch (t->kind) {
       case ZZ_IO_LOAD_CACHE:
         if (home->tier == ZZ_TIER_CPU) {
-          ZZ_CHECK(dev->ops->write(dev, (zz_lane)t->lane, dslot, (char *)home->data + (size_t)i * tmh, p1));
+          ZZ_CHECK(zz_device_write(dev, (zz_lane)t->lane, dslot, (char *)home->data + (size_t)i * tmh, p1));
         } else {
           ZZ_CHECK(zz_disk_read(&e->disk, hstage, zz_align_up(p1, ZZ_DISK_ALIGN), doff));
-          ZZ_CHECK(dev->ops->write(dev, (zz_lane)t->lane, dslot, hstage, p1));
+          ZZ_CHECK(zz_device_write(dev, (zz_lane)t->lane, dslot, hstage, p1));
         }
         break;
       case ZZ_IO_LOAD_CACHE_HOST:
@@ -71,11 +71,11 @@ static zz_status zz_io_cache(zz_engine *e, const zz_io *t, const zz_tensor *home
         break;
       case ZZ_IO_STORE_CACHE:
         if (home->tier == ZZ_TIER_CPU) {
-          ZZ_CHECK(dev->ops->read(dev, (zz_lane)t->lane, (char *)home->data + (size_t)i * tmh + p0, dslot + p0, p1 - p0));
+          ZZ_CHECK(zz_device_read(dev, (zz_lane)t->lane, (char *)home->data + (size_t)i * tmh + p0, dslot + p0, p1 - p0));
         } else {
           /* the older rows of the first block are in the slot too */
-          ZZ_CHECK(dev->ops->read(dev, (zz_lane)t->lane, hstage + a, dslot + a, p1 - a));
-          ZZ_CHECK(dev->ops->sync(dev, (zz_lane)t->lane));
+          ZZ_CHECK(zz_device_read(dev, (zz_lane)t->lane, hstage + a, dslot + a, p1 - a));
+          ZZ_CHECK(zz_device_sync(dev, (zz_lane)t->lane));
           memset(hstage + p1, 0, b - p1);
           ZZ_CHECK(zz_disk_write(&e->disk, hstage + a, b - a, doff + a));
         }
@@ -97,13 +97,13 @@ static zz_status zz_io_act(zz_engine *e, const zz_io *t) {
   char *slot = e->a_slot[t->slot], *stage = e->a_stage[t->slot];
   zz_lane lane = (zz_lane)t->lane;
   if (t->kind == ZZ_IO_LOAD_ACT) {
-    if (h->tier == ZZ_TIER_CPU) return dev->ops->write(dev, lane, slot, h->data, bytes);
+    if (h->tier == ZZ_TIER_CPU) return zz_device_write(dev, lane, slot, h->data, bytes);
     ZZ_CHECK(zz_disk_read(&e->disk, stage, padded, (size_t)h->offset));
-    return dev->ops->write(dev, lane, slot, stage, bytes);
+    return zz_device_write(dev, lane, slot, stage, bytes);
   }
-  if (h->tier == ZZ_TIER_CPU) return dev->ops->read(dev, lane, h->data, slot, bytes);
-  ZZ_CHECK(dev->ops->read(dev, lane, stage, slot, bytes));
-  ZZ_CHECK(dev->ops->sync(dev, lane));
+  if (h->tier == ZZ_TIER_CPU) return zz_device_read(dev, lane, h->data, slot, bytes);
+  ZZ_CHECK(zz_device_read(dev, lane, stage, slot, bytes));
+  ZZ_CHECK(zz_device_sync(dev, lane));
   memset(stage + bytes, 0, padded - bytes);
   return zz_disk_write(&e->disk, stage, padded, (size_t)h->offset);
 }
@@ -125,7 +125,7 @@ zz_status zz_io_run(void *ctx, const void *args) {
     case ZZ_IO_LOAD_ACT:
     case ZZ_IO_STORE_ACT: ZZ_CHECK(zz_io_act(e, &t)); break;
   }
-  return e->dev->ops->sync(e->dev, (zz_lane)t.lane);
+  return zz_device_sync(e->dev, (zz_lane)t.lane);
 }
 
 static uint64_t zz_submit(zz_engine *e, int io_lane, zz_io t) {
@@ -151,10 +151,10 @@ static zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const vo
   zz_device *dev = e->dev;
   const zz_config *c = &e->m->cfg;
   int64_t nq = a->cnt * c->n_heads * c->head_dim, kvw = c->n_kv_heads * c->head_dim;
-  ZZ_CHECK(dev->ops->download(dev, ZZ_LANE_COMPUTE, e->ca[0], ZZ_DTYPE_F32, q, nq));
-  ZZ_CHECK(dev->ops->download(dev, ZZ_LANE_COMPUTE, e->ca[1], ZZ_DTYPE_F32, k, a->cnt * kvw));
-  ZZ_CHECK(dev->ops->download(dev, ZZ_LANE_COMPUTE, e->ca[2], ZZ_DTYPE_F32, v, a->cnt * kvw));
-  ZZ_CHECK(dev->ops->sync(dev, ZZ_LANE_COMPUTE));
+  ZZ_CHECK(zz_device_download(dev, ZZ_LANE_COMPUTE, e->ca[0], ZZ_DTYPE_F32, q, nq));
+  ZZ_CHECK(zz_device_download(dev, ZZ_LANE_COMPUTE, e->ca[1], ZZ_DTYPE_F32, k, a->cnt * kvw));
+  ZZ_CHECK(zz_device_download(dev, ZZ_LANE_COMPUTE, e->ca[2], ZZ_DTYPE_F32, v, a->cnt * kvw));
+  ZZ_CHECK(zz_device_sync(dev, ZZ_LANE_COMPUTE));
   /* the cache keeps the device's dtype (f16 beside a GPU), so the new rows are
    * narrowed as they are appended and widened as attention reads them */
   zz_dtype kv_dt = dev->ops->compute_dtype;
@@ -163,9 +163,9 @@ static zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const vo
     zz_convert(ZZ_DTYPE_F32, e->ca[1] + i * kvw, kv_dt, a->k + at, kvw);
     zz_convert(ZZ_DTYPE_F32, e->ca[2] + i * kvw, kv_dt, a->v + at, kvw);
   }
-  zz_cpu_attention_kv(e->ca[0], a->k, a->v, kv_dt, a->stride, a->cnt, 1, a->pos + 1, a->pos, c->n_heads,
+  zz_cpu_attention_kv(zz_device_attn_pool(dev), e->ca[0], a->k, a->v, kv_dt, a->stride, a->cnt, 1, a->pos + 1, a->pos, c->n_heads,
                       c->head_dim, a->pad, e->ca[3], e->ca[4]);
-  return dev->ops->upload(dev, ZZ_LANE_COMPUTE, out, e->ca[3], ZZ_DTYPE_F32, nq);
+  return zz_device_upload(dev, ZZ_LANE_COMPUTE, out, e->ca[3], ZZ_DTYPE_F32, nq);
 }
 
 /* ---------------------------------------------------------------- one step */
@@ -223,10 +223,10 @@ static zz_status zz_step_inputs(zz_run *r) {
         b->ids[i] = r->io->tokens[first + i];
     }
     size_t n = (size_t)(cnt * r->sq) * sizeof(int32_t);
-    ZZ_CHECK(dev->ops->write(dev, ZZ_LANE_COMPUTE, b->d_ids, b->ids, n));
-    ZZ_CHECK(dev->ops->write(dev, ZZ_LANE_COMPUTE, b->d_pos, b->pos, n));
-    ZZ_CHECK(dev->ops->write(dev, ZZ_LANE_COMPUTE, b->d_pad, b->pad, (size_t)cnt * sizeof(int32_t)));
-    ZZ_CHECK(dev->ops->write(dev, ZZ_LANE_COMPUTE, b->d_last, b->last, (size_t)cnt * sizeof(int32_t)));
+    ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, b->d_ids, b->ids, n));
+    ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, b->d_pos, b->pos, n));
+    ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, b->d_pad, b->pad, (size_t)cnt * sizeof(int32_t)));
+    ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, b->d_last, b->last, (size_t)cnt * sizeof(int32_t)));
   }
   return ZZ_OK;
 }
@@ -289,12 +289,10 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
   if (jl == 0 && e->l0 > 0) {
     size_t off, bytes;
     zz_caller_rows(r, k, &off, &bytes);
-    ZZ_CHECK(dev->ops->write(dev, ZZ_LANE_COMPUTE, hidden, (const char *)r->io->hidden_in + off, bytes));
+    ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, hidden, (const char *)r->io->hidden_in + off, bytes));
   }
   zz_tensor wt[ZZ_MAXW];
   zz_weights_device(e, jl, e->plan.weight_tier[jl] == ZZ_TIER_GPU ? NULL : e->w.slot[jl % 2], wt);
-  void *wp[ZZ_MAXW];
-  for (int i = 0; i < ZZ_MAXW; i++) wp[i] = wt[i].ndim ? wt[i].data : NULL;
   zz_batch_idx *b = &r->g->idx[k];
   zz_cache_spec spec = layer->has_cache ? zz_engine_cache_spec(e, jl) : (zz_cache_spec){0};
   int64_t kvw = spec.kv_heads * spec.head_dim;
@@ -323,11 +321,11 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
     st.k = e->kv_slot[slot][0];
     st.v = e->kv_slot[slot][1];
   }
-  ZZ_CHECK(m->arch->forward(dev, m, layer, wp, &st));
+  ZZ_CHECK(m->arch->forward(dev, m, layer, wt, &st));
   if (layer->kind == ZZ_LAYER_OUTPUT_EMBED)
-    ZZ_CHECK(dev->ops->download(dev, ZZ_LANE_COMPUTE, e->logits + k * e->pol.gpu_batch_size * m->cfg.vocab_size,
+    ZZ_CHECK(zz_device_download(dev, ZZ_LANE_COMPUTE, e->logits + k * e->pol.gpu_batch_size * m->cfg.vocab_size,
                                 ZZ_DTYPE_F32, e->d_logits, cnt * m->cfg.vocab_size));
-  return dev->ops->sync(dev, ZZ_LANE_COMPUTE);
+  return zz_device_sync(dev, ZZ_LANE_COMPUTE);
 }
 
 /* store cache: the new rows of step q from slot q % 3 to their home; 0 when none. */
@@ -362,8 +360,8 @@ static zz_status zz_store_hidden(zz_run *r, int64_t q, uint64_t *ticket) {
   if (e->l1 == e->m->n_layers) return ZZ_OK; /* logits, not a hidden state */
   size_t off, bytes;
   zz_caller_rows(r, k, &off, &bytes);
-  ZZ_CHECK(e->dev->ops->read(e->dev, ZZ_LANE_COMPUTE, (char *)r->io->hidden_out + off, zz_hidden_ptr(r, k, slot), bytes));
-  return e->dev->ops->sync(e->dev, ZZ_LANE_COMPUTE);
+  ZZ_CHECK(zz_device_read(e->dev, ZZ_LANE_COMPUTE, (char *)r->io->hidden_out + off, zz_hidden_ptr(r, k, slot), bytes));
+  return zz_device_sync(e->dev, ZZ_LANE_COMPUTE);
 }
 
 /* sync: step q+1's cache is in, the stores of step q-1 are out (its slot is free

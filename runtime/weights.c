@@ -24,8 +24,8 @@ zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
       else
         zz_weights_dummy(w, sdt, e->w.load);
       if (h->tier == ZZ_TIER_GPU) {
-        ZZ_CHECK(dev->ops->upload(dev, ZZ_LANE_LOAD_WEIGHT, h->data, e->w.load, sdt, n));
-        ZZ_CHECK(dev->ops->sync(dev, ZZ_LANE_LOAD_WEIGHT));
+        ZZ_CHECK(zz_device_upload(dev, ZZ_LANE_LOAD_WEIGHT, h->data, e->w.load, sdt, n));
+        ZZ_CHECK(zz_device_sync(dev, ZZ_LANE_LOAD_WEIGHT));
       } else if (h->tier == ZZ_TIER_CPU) {
         memcpy(h->data, e->w.load, sbytes);
       } else {
@@ -77,9 +77,9 @@ zz_status zz_weights_load_slot(zz_engine *e, int jl, int slot, zz_lane lane) {
       ZZ_CHECK(zz_disk_read(&e->disk, e->w.stage, h->nbytes, (size_t)h->offset));
       src = e->w.stage;
     }
-    ZZ_CHECK(dev->ops->upload(dev, lane, dst[k].data, src, h->dtype, n));
+    ZZ_CHECK(zz_device_upload(dev, lane, dst[k].data, src, h->dtype, n));
     /* the disk stage is reused by the next weight: the copy must be done */
-    if (h->tier == ZZ_TIER_DISK) ZZ_CHECK(dev->ops->sync(dev, lane));
+    if (h->tier == ZZ_TIER_DISK) ZZ_CHECK(zz_device_sync(dev, lane));
   }
   return ZZ_OK;
 }

@@ -4,7 +4,8 @@
  * Everything one rank needs to generate text with a transformer whose weights and
  * KV cache may not fit on its compute device: status and error messages, tensors
  * and the memory tiers they live on (GPU, CPU, disk) with exact byte accounting,
- * the device interface (CPU reference, CUDA), model configurations and the
+ * the device interface (CPU reference, CUDA) behind checked zz_device_* wrappers,
+ * worker pools (compute, CPU attention), model configurations and the
  * architecture table (OPT), checkpoint loading (safetensors) and dummy weights,
  * the GPT-2 byte-level BPE tokenizer, sampling, the generation engine that runs
  * the zig-zag block schedule, and the JSON Lines job files.
@@ -13,7 +14,7 @@
  *     zz_config cfg;  zz_model model;  zz_device *dev;  zz_engine *eng;
  *     ZZ_CHECK(zz_config_preset("opt-125m", &cfg));
  *     ZZ_CHECK(zz_model_init(&cfg, &model));
- *     ZZ_CHECK(zz_device_create_cpu(0, 0, &dev));
+ *     ZZ_CHECK(zz_device_create_cpu(0, 0, 0, &dev));
  *     zz_policy pol;  zz_policy_default(&pol);
  *     ZZ_CHECK(zz_engine_create(dev, &model, NULL, &pol, &shape, &eng)); // NULL: dummy weights
  *     ZZ_CHECK(zz_generate(eng, &req, &res));
@@ -157,10 +158,32 @@ typedef enum zz_lane {
   ZZ_LANE_COUNT
 } zz_lane;
 
+/* The ops of the device interface that compute or convert, for supports() and
+ * messages. For the compute ops the dtype asked about is the weight's (activations
+ * are always in the device's compute dtype); for UPLOAD and DOWNLOAD it is the
+ * host side's. */
+typedef enum zz_op {
+  ZZ_OP_EMBED_ROWS = 0, /* also zz_device_gather_rows */
+  ZZ_OP_ADD_ROWS,
+  ZZ_OP_LAYERNORM,
+  ZZ_OP_LINEAR,
+  ZZ_OP_ADD,
+  ZZ_OP_KV_APPEND,
+  ZZ_OP_ATTENTION,
+  ZZ_OP_UPLOAD,
+  ZZ_OP_DOWNLOAD,
+  ZZ_OP_COUNT
+} zz_op;
+const char *zz_op_name(zz_op op); /* "embed_rows", ..., "?" when out of range */
+
 /*
- * The device interface. All compute ops take device pointers to data of the
- * device's compute dtype (f32 on the CPU, f16 on CUDA) and run on the compute lane;
- * int32 index arrays (ids, positions, pad) are device arrays too.
+ * A device backend's ops table. Nothing but runtime/device.c calls these: the
+ * zz_device_* wrappers below check every argument first (sizes, ranges inside the
+ * device's allocations, supports()), so a backend may assert what they checked.
+ * Compute ops take device pointers; activations are in the device's compute dtype
+ * (f32 on the CPU, f16 on CUDA), weights in the dtype passed next to them; int32
+ * index arrays (ids, positions, pad) are device arrays too. Compute runs on the
+ * compute lane.
  */
 typedef struct zz_device_ops {
   const char *name;      /* "cpu", "cuda" */
@@ -181,24 +204,31 @@ typedef struct zz_device_ops {
   zz_status (*download)(zz_device *dev, zz_lane lane, void *host_dst, zz_dtype dst_dt,
                         const void *src, int64_t n);
   zz_status (*sync)(zz_device *dev, zz_lane lane);
+  /* whether this device runs `op` with a weight (or host side) of dtype dt */
+  bool (*supports)(const zz_device *dev, zz_op op, zz_dtype dt);
   /* compute; see zz_kernels.h for each contract */
-  zz_status (*embed_rows)(zz_device *dev, const void *table, int64_t dim, const int32_t *ids,
-                          int64_t n, void *out);
+  zz_status (*embed_rows)(zz_device *dev, const void *table, zz_dtype table_dt, int64_t dim,
+                          const int32_t *ids, int64_t n, void *out);
   zz_status (*add_rows)(zz_device *dev, void *x, int64_t dim, const void *table,
-                        const int32_t *ids, int64_t n);
+                        zz_dtype table_dt, const int32_t *ids, int64_t n);
+  /* gamma and beta share w_dt */
   zz_status (*layernorm)(zz_device *dev, const void *x, int64_t n, int64_t dim,
-                         const void *gamma, const void *beta, float eps, void *y);
+                         const void *gamma, const void *beta, zz_dtype w_dt, float eps, void *y);
+  /* b may be NULL (b_dt then unused) */
   zz_status (*linear)(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w,
-                      const void *b, int64_t out, void *y, int relu);
+                      zz_dtype w_dt, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu);
   zz_status (*add)(zz_device *dev, const void *a, const void *b, int64_t n, void *y);
   zz_status (*kv_append)(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t h,
                          void *cache, int64_t kv_stride, int64_t pos);
   zz_status (*attention)(zz_device *dev, const void *q, const void *k, const void *v,
                          int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
                          int64_t heads, int64_t hd, const int32_t *pad, void *out, void *scratch);
-  /* scratch bytes attention needs for these sizes */
-  size_t (*attention_scratch)(zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads);
+  /* scratch bytes attention needs for these sizes (0: none) */
+  size_t (*attention_scratch)(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads);
 } zz_device_ops;
+
+/* What alloc() handed out (runtime/device.c), for the wrappers' range checks. */
+typedef struct zz_device_ranges zz_device_ranges;
 
 struct zz_device {
   const zz_device_ops *ops;
@@ -206,16 +236,91 @@ struct zz_device {
   size_t capacity; /* bytes of device memory this run may use (ZZ_TIER_GPU) */
   size_t reserved; /* of which the device keeps this much for itself (cuBLAS
                       workspace, conversion staging); memory plans get the rest */
+  zz_pool *pool;      /* compute threads of the CPU device's kernels (NULL on CUDA) */
+  zz_pool *attn_pool; /* CPU attention beside a host cache: on every device, sized
+                         on its own (LM-Offload's thread control) */
+  zz_device_ranges *ranges; /* live zz_device_alloc blocks (device.c) */
 };
 
-/* The CPU device: its memory is its own arena of `capacity` bytes (0: what the
- * machine has), so every tier path runs without a GPU. threads <= 0: all cores. */
-zz_status zz_device_create_cpu(size_t capacity, int threads, zz_device **out);
-/* The CUDA device (ZZ_ERR_UNSUPPORTED when built without CUDA or no GPU is visible). */
-zz_status zz_device_create_cuda(int ordinal, size_t capacity, zz_device **out);
-/* CUDA when a GPU is present, else the CPU device (saying so once on stderr). */
-zz_status zz_device_create_best(size_t capacity, int threads, zz_device **out);
+/* Device creation and destruction (runtime/device.c). Thread counts <= 0 mean all
+ * online cores; more than ZZ_POOL_MAX_THREADS is ZZ_ERR_INVALID_ARG.
+ *
+ * The CPU device: its memory is its own arena of `capacity` bytes (0: what the
+ * machine has), so every tier path runs without a GPU. `threads` run its kernels,
+ * `attn_threads` the CPU attention of an offloaded cache. */
+zz_status zz_device_create_cpu(size_t capacity, int threads, int attn_threads, zz_device **out);
+/* The CUDA device (ZZ_ERR_UNSUPPORTED when built without CUDA or no GPU is
+ * visible); its kernels run on the GPU, `attn_threads` CPU threads attend beside a
+ * cache on the host. */
+zz_status zz_device_create_cuda(int ordinal, size_t capacity, int attn_threads, zz_device **out);
+/* CUDA when a GPU is present, else the CPU device (saying so once on stderr);
+ * `threads` is used by the CPU device only. */
+zz_status zz_device_create_best(size_t capacity, int threads, int attn_threads, zz_device **out);
+/* Gives back what the device still holds, joins its threads. Accepts NULL. */
 void zz_device_destroy(zz_device *dev);
+/* The CPU-attention pool (never NULL on a created device). */
+zz_pool *zz_device_attn_pool(zz_device *dev);
+
+/*
+ * The checked entry points (runtime/device.c): every call into a device goes
+ * through these. Before dispatch each one checks, in O(number of allocations):
+ *   - pointers are non-NULL and sizes positive (a copy of 0 bytes is a no-op);
+ *   - every device range [p, p + bytes) lies inside one block this device handed
+ *     out through zz_device_alloc. Device memory is only that, on every device:
+ *     zz_device_host_alloc memory is host memory, also on the CPU device where
+ *     both are plain RAM, so a host pointer passed as device memory fails on a
+ *     machine without a GPU exactly as it would on one;
+ *   - the host side of a copy does not lie in device memory;
+ *   - weights, passed as tensors, have the shape the sizes say, a dtype the device
+ *     supports for the op (zz_device_supports), and tier ZZ_TIER_GPU (they are in
+ *     device memory, which the range check then confirms for dtype × shape bytes).
+ *     A tensor with ndim 0 is "absent" (only where an argument says it may be).
+ * A failed check is ZZ_ERR_INVALID_ARG with a message naming the device, the op,
+ * the argument and the numbers. Values inside device arrays (token ids, pads) are
+ * not checked: they may live on the GPU.
+ */
+bool zz_device_supports(const zz_device *dev, zz_op op, zz_dtype dt);
+
+zz_status zz_device_alloc(zz_device *dev, size_t bytes, void **out);
+/* ptr: NULL, or a block from zz_device_alloc (anything else is a broken invariant). */
+void zz_device_free(zz_device *dev, void *ptr);
+zz_status zz_device_host_alloc(zz_device *dev, size_t bytes, void **out);
+void zz_device_host_free(zz_device *dev, void *ptr);
+/* Raw byte copies host → device (write) and device → host (read) on `lane`. */
+zz_status zz_device_write(zz_device *dev, zz_lane lane, void *dst, const void *host_src, size_t bytes);
+zz_status zz_device_read(zz_device *dev, zz_lane lane, void *host_dst, const void *src, size_t bytes);
+/* n elements host (src_dt) → device (compute dtype), and back to dst_dt. */
+zz_status zz_device_upload(zz_device *dev, zz_lane lane, void *dst, const void *host_src, zz_dtype src_dt,
+                           int64_t n);
+zz_status zz_device_download(zz_device *dev, zz_lane lane, void *host_dst, zz_dtype dst_dt, const void *src,
+                             int64_t n);
+zz_status zz_device_sync(zz_device *dev, zz_lane lane);
+
+/* out[n, dim] = table[ids[i], :]; table is a weight [rows, dim]. */
+zz_status zz_device_embed_rows(zz_device *dev, const zz_tensor *table, const int32_t *ids, int64_t n, void *out);
+/* The same gather from an activation x [rows, dim] in the compute dtype (e.g. the
+ * last position of each sequence of the hidden state). */
+zz_status zz_device_gather_rows(zz_device *dev, const void *x, int64_t rows, int64_t dim, const int32_t *ids,
+                                int64_t n, void *out);
+/* x[n, dim] += table[ids[i], :]; table is a weight [rows, dim] (learned positions). */
+zz_status zz_device_add_rows(zz_device *dev, void *x, const zz_tensor *table, const int32_t *ids, int64_t n);
+/* y[n, dim] = layernorm(x[n, dim]) * gamma[dim] + beta[dim]; y may be x. */
+zz_status zz_device_layernorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma,
+                              const zz_tensor *beta, float eps, void *y);
+/* y[n, out] = x[n, in] · w[out, in]ᵀ + b[out] (b NULL or ndim 0: none), ReLU when relu. */
+zz_status zz_device_linear(zz_device *dev, const void *x, int64_t n, int64_t in, const zz_tensor *w,
+                           const zz_tensor *b, int64_t out, void *y, int relu);
+/* y[n] = a[n] + b[n]; y may alias a or b. */
+zz_status zz_device_add(zz_device *dev, const void *a, const void *b, int64_t n, void *y);
+/* cache[i, pos + r, :] = x[i, r, :]: x [b, sq, h], cache rows of h with batch stride kv_stride. */
+zz_status zz_device_kv_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t h, void *cache,
+                              int64_t kv_stride, int64_t pos);
+/* zz_cpu_attention's contract; pad [b] int32; scratch of zz_device_attention_scratch
+ * bytes (may be NULL when that is 0). */
+zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, const void *v, int64_t kv_stride,
+                              int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
+                              const int32_t *pad, void *out, void *scratch);
+size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads);
 
 /* ================================================================ model */
 

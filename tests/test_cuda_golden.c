@@ -17,8 +17,8 @@
 int main(int argc, char **argv) {
   zz_device *dev = NULL;
   if (argc > 1 && strcmp(argv[1], "cpu") == 0) {
-    if (zz_device_create_cpu(0, 0, &dev) != ZZ_OK) return 1;
-  } else if (zz_device_create_cuda(0, 0, &dev) != ZZ_OK) {
+    if (zz_device_create_cpu(0, 0, 0, &dev) != ZZ_OK) return 1;
+  } else if (zz_device_create_cuda(0, 0, 0, &dev) != ZZ_OK) {
     printf("no CUDA device: skipped (%s)\n", zz_error_message());
     return 77;
   }

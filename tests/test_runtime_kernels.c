@@ -3,12 +3,16 @@
  * the dtype conversions (every half value round-trips exactly).
  */
 #include <CUnit/CUnit.h>
+#include <errno.h>
+#include <sched.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "zz_runtime.h"
 #include "zz_tests.h"
+
+static zz_pool *g_pool; /* the suite's two threads */
 
 static float zz_frand(zz_rng *r) { return (float)(zz_rng_uniform(r) * 2.0 - 1.0); }
 
@@ -101,9 +105,9 @@ static void test_layernorm(void) {
     v /= d;
     for (int64_t k = 0; k < d; k++) ref[i * d + k] = (float)((x[i * d + k] - m) / sqrt(v + 1e-5) * g[k] + b[k]);
   }
-  zz_cpu_layernorm(x, n, d, g, b, 1e-5f, y);
+  zz_cpu_layernorm(g_pool, x, n, d, g, b, 1e-5f, y);
   CU_ASSERT(zz_max_rel(y, ref, n * d) < 1e-5);
-  zz_cpu_layernorm(x, n, d, g, b, 1e-5f, x); /* in place */
+  zz_cpu_layernorm(g_pool, x, n, d, g, b, 1e-5f, x); /* in place */
   CU_ASSERT(zz_max_rel(x, ref, n * d) < 1e-5);
   free(x), free(g), free(b), free(y);
 }
@@ -149,7 +153,7 @@ static void test_attention(void) {
     float *scratch = malloc(zz_cpu_attention_scratch(b, heads, t) * sizeof(float));
     int32_t pad[3] = {0, 2, 4};
     if (c == 2) pad[0] = 3;
-    zz_cpu_attention(q, k, v, t_max * h, b, sq, t, q_start, heads, hd, pad, out, scratch);
+    zz_cpu_attention(g_pool, q, k, v, t_max * h, b, sq, t, q_start, heads, hd, pad, out, scratch);
     zz_ref_attention(q, k, v, t_max * h, b, sq, t, q_start, heads, hd, pad, ref);
     CU_ASSERT(zz_max_rel(out, ref, b * sq * h) < 1e-5);
     if (c == 2) /* padded query rows see nothing and must be zero, not NaN */
@@ -162,8 +166,8 @@ static void test_attention(void) {
     zz_convert(ZZ_DTYPE_F32, v, ZZ_DTYPE_F16, v16, nkv);
     zz_convert(ZZ_DTYPE_F16, k16, ZZ_DTYPE_F32, k, nkv);
     zz_convert(ZZ_DTYPE_F16, v16, ZZ_DTYPE_F32, v, nkv);
-    zz_cpu_attention(q, k, v, t_max * h, b, sq, t, q_start, heads, hd, pad, ref, scratch);
-    zz_cpu_attention_kv(q, k16, v16, ZZ_DTYPE_F16, t_max * h, b, sq, t, q_start, heads, hd, pad, out, scratch);
+    zz_cpu_attention(g_pool, q, k, v, t_max * h, b, sq, t, q_start, heads, hd, pad, ref, scratch);
+    zz_cpu_attention_kv(g_pool, q, k16, v16, ZZ_DTYPE_F16, t_max * h, b, sq, t, q_start, heads, hd, pad, out, scratch);
     CU_ASSERT(zz_max_rel(out, ref, b * sq * h) < 1e-6);
     free(k16), free(v16);
     free(q), free(k), free(v), free(out), free(ref), free(scratch);
@@ -194,21 +198,79 @@ static void test_rows_and_append(void) {
 static void zz_count_task(void *arg, int64_t i) { __atomic_add_fetch((int64_t *)arg + i, 1, __ATOMIC_RELAXED); }
 
 static void test_pool(void) {
-  int64_t hits[1000] = {0};
-  zz_cpu_pool_run(zz_count_task, hits, 1000);
-  int bad = 0;
-  for (int i = 0; i < 1000; i++) bad += hits[i] != 1;
-  CU_ASSERT_EQUAL(bad, 0);
+  zz_pool *pools[3] = {g_pool, NULL, NULL}; /* NULL: inline on the caller */
+  CU_ASSERT_FATAL(zz_pool_create(1, &pools[2]) == 0);
+  for (int p = 0; p < 3; p++) {
+    int64_t hits[1000] = {0};
+    zz_pool_run(pools[p], zz_count_task, hits, 1000);
+    int bad = 0;
+    for (int i = 0; i < 1000; i++) bad += hits[i] != 1;
+    CU_ASSERT_EQUAL(bad, 0);
+  }
+  CU_ASSERT_EQUAL(zz_pool_threads(g_pool), 2);
+  CU_ASSERT_EQUAL(zz_pool_threads(pools[2]), 1);
+  CU_ASSERT_EQUAL(zz_pool_threads(NULL), 1);
+  zz_pool_destroy(pools[2]);
+  zz_pool_destroy(NULL);
+  zz_pool *p = NULL;
+  CU_ASSERT_EQUAL(zz_pool_create(ZZ_POOL_MAX_THREADS + 1, &p), EINVAL);
+  CU_ASSERT_PTR_NULL(p);
+  CU_ASSERT_FATAL(zz_pool_create(0, &p) == 0); /* all cores */
+  CU_ASSERT(zz_pool_threads(p) >= 1 && zz_pool_threads(p) <= ZZ_POOL_MAX_THREADS);
+  zz_pool_destroy(p);
+}
+
+/* Each task waits (up to 10 s) until all n tasks have started: only n threads
+ * running at once can finish that, so it proves the pool has the threads it says. */
+typedef struct zz_meet {
+  int n;
+  int arrived;
+  int timed_out;
+} zz_meet;
+
+static void zz_meet_task(void *arg, int64_t i) {
+  (void)i;
+  zz_meet *m = arg;
+  __atomic_add_fetch(&m->arrived, 1, __ATOMIC_SEQ_CST);
+  double t0 = zz_now();
+  while (__atomic_load_n(&m->arrived, __ATOMIC_SEQ_CST) < m->n) {
+    if (zz_now() - t0 > 10) {
+      __atomic_store_n(&m->timed_out, 1, __ATOMIC_SEQ_CST);
+      return;
+    }
+    sched_yield();
+  }
+}
+
+static void test_pool_threads_are_real(void) {
+  const int counts[] = {1, 3, 5};
+  for (int c = 0; c < 3; c++) {
+    zz_pool *p = NULL;
+    CU_ASSERT_FATAL(zz_pool_create(counts[c], &p) == 0);
+    CU_ASSERT_EQUAL(zz_pool_threads(p), counts[c]);
+    zz_meet m = {.n = counts[c]};
+    zz_pool_run(p, zz_meet_task, &m, counts[c]);
+    CU_ASSERT_EQUAL(m.timed_out, 0);
+    CU_ASSERT_EQUAL(m.arrived, counts[c]);
+    zz_pool_destroy(p);
+  }
+}
+
+static int zz_kernels_init(void) { return zz_pool_create(2, &g_pool); }
+static int zz_kernels_clean(void) {
+  zz_pool_destroy(g_pool);
+  g_pool = NULL;
+  return 0;
 }
 
 void zz_test_kernels_register(void) {
-  zz_cpu_pool_init(2);
-  CU_pSuite s = CU_add_suite("kernels", NULL, NULL);
+  CU_pSuite s = CU_add_suite("kernels", zz_kernels_init, zz_kernels_clean);
   CU_add_test(s, "f16 round trip and rounding", test_f16_roundtrip);
   CU_add_test(s, "bf16 and q4 sizes", test_bf16);
   CU_add_test(s, "linear vs naive", test_linear);
   CU_add_test(s, "layernorm vs naive", test_layernorm);
   CU_add_test(s, "attention vs masked naive", test_attention);
   CU_add_test(s, "embed rows, positions, kv append", test_rows_and_append);
-  CU_add_test(s, "worker pool runs each task once", test_pool);
+  CU_add_test(s, "worker pools run each task once", test_pool);
+  CU_add_test(s, "a pool of n threads runs n tasks at once", test_pool_threads_are_real);
 }

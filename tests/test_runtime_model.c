@@ -16,7 +16,7 @@
 
 static void zz_check_golden(const char *name, const char *policy) {
   zz_device *dev = NULL;
-  CU_ASSERT_FATAL(zz_device_create_cpu(0, 2, &dev) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_device_create_cpu(0, 2, 2, &dev) == ZZ_OK);
   zz_golden_report r;
   zz_status st = zz_golden_run(name, dev, policy, 0, &r);
   if (st != ZZ_OK) fprintf(stderr, "\n%s '%s': %s\n", name, policy, zz_error_message());
@@ -93,7 +93,7 @@ static void test_capacity_refused(void) {
   zz_engine *eng = NULL;
   CU_ASSERT_FATAL(zz_config_preset("opt-125m", &c) == ZZ_OK);
   CU_ASSERT_FATAL(zz_model_init(&c, &m) == ZZ_OK);
-  CU_ASSERT_FATAL(zz_device_create_cpu(64 << 20, 2, &dev) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_device_create_cpu(64 << 20, 2, 2, &dev) == ZZ_OK);
   zz_policy pol;
   zz_policy_default(&pol);
   zz_shape shape = {128, 8};

@@ -32,7 +32,7 @@ static int zz_offload_setup(void) {
   char path[4096];
   snprintf(path, sizeof path, "%s/tiny-opt", ZZ_FIXTURES_DIR);
   if (zz_config_load(path, &F.cfg) || zz_model_init(&F.cfg, &F.m) || zz_checkpoint_open(path, &F.ck) ||
-      zz_device_create_cpu(0, 2, &F.dev))
+      zz_device_create_cpu(0, 2, 2, &F.dev))
     return -1;
   /* 12 prompts of lengths 1..23 with ids spread over the vocabulary */
   zz_rng r;

@@ -48,7 +48,7 @@ static int zz_slices_setup(void) {
         zz_checkpoint_open(path, &S_models[f].ck))
       return -1;
   }
-  if (zz_device_create_cpu(0, 2, &S_dev)) return -1;
+  if (zz_device_create_cpu(0, 2, 0, &S_dev)) return -1;
   zz_rng r;
   zz_rng_seed(&r, 7, 0);
   for (int i = 0; i < ZZ_NP; i++) {

@@ -47,10 +47,10 @@ static void zz_ln_row(void *arg, int64_t i) {
   for (int64_t k = 0; k < j->dim; k++) y[k] = (x[k] - m) * rstd * j->gamma[k] + j->beta[k];
 }
 
-void zz_cpu_layernorm(const float *x, int64_t n, int64_t dim, const float *gamma,
+void zz_cpu_layernorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, const float *gamma,
                       const float *beta, float eps, float *y) {
   zz_ln_job job = {x, gamma, beta, y, dim, eps};
-  zz_cpu_pool_run(zz_ln_row, &job, n);
+  zz_pool_run(pool, zz_ln_row, &job, n);
 }
 
 void zz_cpu_linear(const float *x, int64_t n, int64_t in, const float *w, const float *b,
@@ -149,18 +149,18 @@ static void zz_attn_task(void *arg, int64_t task) {
   }
 }
 
-void zz_cpu_attention_kv(const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
+void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
                          int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
                          const int32_t *pad, float *out, float *scratch) {
   zz_attn_job job = {q, k, v, kv_dt, kv_dt == ZZ_DTYPE_F16 ? zz_f16_table() : NULL, pad, out, scratch,
                      kv_stride, sq, t, q_start, heads, hd};
-  zz_cpu_pool_run(zz_attn_task, &job, b * heads);
+  zz_pool_run(pool, zz_attn_task, &job, b * heads);
 }
 
-void zz_cpu_attention(const float *q, const float *k, const float *v, int64_t kv_stride,
+void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride,
                       int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
                       int64_t hd, const int32_t *pad, float *out, float *scratch) {
-  zz_cpu_attention_kv(q, k, v, ZZ_DTYPE_F32, kv_stride, b, sq, t, q_start, heads, hd, pad, out, scratch);
+  zz_cpu_attention_kv(pool, q, k, v, ZZ_DTYPE_F32, kv_stride, b, sq, t, q_start, heads, hd, pad, out, scratch);
 }
 
 size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t) {

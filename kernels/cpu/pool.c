@@ -1,10 +1,15 @@
 /*
- * pool.c — the worker threads of the CPU kernels. One job at a time: the caller
- * publishes (fn, arg, n_tasks), workers and the caller pull task indices from an
- * atomic counter, and the caller returns when every task is done. Thread counts
- * are explicit so the planner can give attention threads and I/O threads their
- * own cores (LM-Offload's parallelism control).
+ * pool.c — worker pools for the CPU kernels, as objects with their own thread
+ * counts, so the CPU device's compute threads and the CPU-attention threads that
+ * every device has (LM-Offload's parallelism control) are sized separately.
+ *
+ * One job at a time per pool: the caller publishes (fn, arg, n_tasks), the workers
+ * and the caller pull task indices from an atomic counter, and the caller returns
+ * when every task is done. A pool of n threads has n - 1 workers; the caller is
+ * the n-th. Callers of one pool are serialised (the compute thread and an I/O lane
+ * may share a pool); different pools run concurrently.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -12,10 +17,11 @@
 
 #include "zz_kernels.h"
 
-typedef struct zz_pool {
-  pthread_t *threads;
-  int n_workers; /* threads besides the caller */
-  pthread_mutex_t mu;
+struct zz_pool {
+  pthread_t *threads; /* [n_workers] */
+  int n_workers;      /* threads besides the caller */
+  pthread_mutex_t job_mu; /* one job at a time: held by the caller for the whole job */
+  pthread_mutex_t mu;     /* guards everything below */
   pthread_cond_t start, done;
   uint64_t generation; /* bumped per job, so workers see each job once */
   int stopping;
@@ -24,12 +30,7 @@ typedef struct zz_pool {
   int64_t n_tasks;
   atomic_llong next;
   int busy; /* workers still inside the current job */
-} zz_pool;
-
-static zz_pool zz_the_pool;
-/* Serialises callers: I/O threads and the compute thread may both use the pool. */
-static pthread_mutex_t zz_pool_job_mu = PTHREAD_MUTEX_INITIALIZER;
-static int zz_pool_ready;
+};
 
 static void zz_pool_drain(zz_pool *p) {
   for (;;) {
@@ -39,9 +40,8 @@ static void zz_pool_drain(zz_pool *p) {
   }
 }
 
-static void *zz_pool_worker(void *unused) {
-  (void)unused;
-  zz_pool *p = &zz_the_pool;
+static void *zz_pool_worker(void *arg) {
+  zz_pool *p = arg;
   uint64_t seen = 0;
   pthread_mutex_lock(&p->mu);
   for (;;) {
@@ -57,52 +57,60 @@ static void *zz_pool_worker(void *unused) {
   return NULL;
 }
 
-int zz_cpu_pool_init(int n_threads) {
-  if (zz_pool_ready) return 0;
+int zz_pool_create(int n_threads, zz_pool **out) {
   if (n_threads <= 0) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     n_threads = n > 0 ? (int)n : 1;
+    if (n_threads > ZZ_POOL_MAX_THREADS) n_threads = ZZ_POOL_MAX_THREADS;
   }
-  zz_pool *p = &zz_the_pool;
+  if (n_threads > ZZ_POOL_MAX_THREADS) return EINVAL;
+  zz_pool *p = calloc(1, sizeof *p);
+  if (!p) return ENOMEM;
+  p->n_workers = n_threads - 1;
+  if (p->n_workers && !(p->threads = calloc((size_t)p->n_workers, sizeof *p->threads))) {
+    free(p);
+    return ENOMEM;
+  }
+  pthread_mutex_init(&p->job_mu, NULL);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->start, NULL);
   pthread_cond_init(&p->done, NULL);
-  p->n_workers = n_threads - 1;
-  p->threads = p->n_workers ? calloc((size_t)p->n_workers, sizeof *p->threads) : NULL;
-  if (p->n_workers && !p->threads) return -1;
   for (int i = 0; i < p->n_workers; i++) {
-    if (pthread_create(&p->threads[i], NULL, zz_pool_worker, NULL) != 0) {
+    int rc = pthread_create(&p->threads[i], NULL, zz_pool_worker, p);
+    if (rc != 0) {
+      /* all or nothing: a pool smaller than asked would silently change the plan */
       p->n_workers = i;
-      break;
+      zz_pool_destroy(p);
+      return rc;
     }
   }
-  zz_pool_ready = 1;
+  *out = p;
   return 0;
 }
 
-void zz_cpu_pool_free(void) {
-  if (!zz_pool_ready) return;
-  zz_pool *p = &zz_the_pool;
+void zz_pool_destroy(zz_pool *p) {
+  if (!p) return;
   pthread_mutex_lock(&p->mu);
   p->stopping = 1;
   pthread_cond_broadcast(&p->start);
   pthread_mutex_unlock(&p->mu);
   for (int i = 0; i < p->n_workers; i++) pthread_join(p->threads[i], NULL);
   free(p->threads);
+  pthread_mutex_destroy(&p->job_mu);
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->start);
   pthread_cond_destroy(&p->done);
-  *p = (zz_pool){0};
-  zz_pool_ready = 0;
+  free(p);
 }
 
-void zz_cpu_pool_run(void (*fn)(void *arg, int64_t i), void *arg, int64_t n_tasks) {
-  zz_pool *p = &zz_the_pool;
-  if (!zz_pool_ready || p->n_workers == 0 || n_tasks <= 1) {
+int zz_pool_threads(const zz_pool *p) { return p ? p->n_workers + 1 : 1; }
+
+void zz_pool_run(zz_pool *p, void (*fn)(void *arg, int64_t i), void *arg, int64_t n_tasks) {
+  if (!p || p->n_workers == 0 || n_tasks <= 1) {
     for (int64_t i = 0; i < n_tasks; i++) fn(arg, i);
     return;
   }
-  pthread_mutex_lock(&zz_pool_job_mu);
+  pthread_mutex_lock(&p->job_mu);
   pthread_mutex_lock(&p->mu);
   p->fn = fn;
   p->arg = arg;
@@ -116,5 +124,5 @@ void zz_cpu_pool_run(void (*fn)(void *arg, int64_t i), void *arg, int64_t n_task
   pthread_mutex_lock(&p->mu);
   while (p->busy > 0) pthread_cond_wait(&p->done, &p->mu);
   pthread_mutex_unlock(&p->mu);
-  pthread_mutex_unlock(&zz_pool_job_mu);
+  pthread_mutex_unlock(&p->job_mu);
 }

@@ -1,0 +1,789 @@
+/*
+ * test_backend_ops.c — every op of every available device against the CPU
+ * device, through the checked zz_device_* wrappers (ggml's test-backend-ops as
+ * the model).
+ *
+ * One table, one row per op: the op, a function that builds random inputs of the
+ * sizes given, calls the wrapper and fetches the output, the shapes to run, and a
+ * tolerance per compute dtype. A new op costs one row. Each case runs twice with
+ * the same seed: on the reference (a CPU device with one thread) and on the device
+ * under test. Inputs are rounded to f16 first so that an f16 device sees the very
+ * numbers the reference sees; outputs are poisoned with 0xFF bytes (NaN in f32,
+ * f16 and bf16) before each call, so a slot an op forgets to write fails. The
+ * error is max |got - ref| / max(1e-6, max |ref|) and a NaN never passes.
+ *
+ * Devices: the CPU device always, built with three compute threads against the
+ * reference's one, with an f32 tolerance of 0. That run checks that every op
+ * writes all of its output (poison), that the wrappers accept every valid shape,
+ * and that results do not depend on the thread count. It cannot see a plumbing bug
+ * both sides share (a wrapper that drops `relu` computes the same wrong answer
+ * twice); the golden model tests in test_runtime catch those end to end. The CUDA
+ * device's suites register only when a GPU is present.
+ *
+ * A second table checks that each wrapper refuses bad arguments (a weight of the
+ * wrong shape, an unsupported dtype, a pointer outside the device's allocations,
+ * ...) with ZZ_ERR_INVALID_ARG and a message naming what was wrong.
+ */
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zz_runtime.h"
+
+#define ZZ_BO_MAX_DIMS 16
+#define ZZ_BO_MAX_SHAPES 20
+#define ZZ_BO_MAX_BLOCKS 16
+
+static zz_device *g_ref;  /* the reference: CPU device, one thread */
+static zz_device *g_cpu;  /* CPU device under test: three threads */
+static zz_device *g_cuda; /* NULL without a GPU */
+
+/* ================================================================ helpers */
+
+/* One case on one device: its rng (seeded per case, so every device draws the
+ * same inputs) and the device blocks it allocated. */
+typedef struct zz_bo {
+  zz_device *dev;
+  zz_rng rng;
+  void *blocks[ZZ_BO_MAX_BLOCKS];
+  int n_blocks;
+  zz_status helper_st; /* first failure of a helper (alloc, copy): the case fails */
+  char why[512];
+} zz_bo;
+
+/* An op's output, fetched to the host as f32. */
+typedef struct zz_bo_out {
+  float *v;
+  int64_t n;
+} zz_bo_out;
+
+static size_t bo_es(const zz_bo *r) { return zz_dtype_nbytes(r->dev->ops->compute_dtype, 1); }
+
+static void bo_note(zz_bo *r, zz_status st, const char *what) {
+  if (st == ZZ_OK || r->helper_st != ZZ_OK) return;
+  r->helper_st = st;
+  snprintf(r->why, sizeof r->why, "%s: %s: %s", what, zz_status_str(st), zz_error_message());
+}
+
+static void *bo_host(size_t bytes) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p) {
+    fprintf(stderr, "test_backend_ops: out of host memory\n");
+    exit(1);
+  }
+  return p;
+}
+
+static void *bo_block(zz_bo *r, size_t bytes) {
+  void *p = NULL;
+  if (r->n_blocks == ZZ_BO_MAX_BLOCKS) {
+    bo_note(r, ZZ_ERR_NO_MEMORY, "test: too many blocks in one case");
+    return NULL;
+  }
+  zz_status st = zz_device_alloc(r->dev, bytes, &p);
+  bo_note(r, st, "alloc");
+  if (st == ZZ_OK) r->blocks[r->n_blocks++] = p;
+  return p;
+}
+
+static float bo_uniform(zz_bo *r, float lo, float hi) { return lo + (hi - lo) * (float)zz_rng_uniform(&r->rng); }
+
+/* n random values in [lo, hi), rounded to f16, as host f32. */
+static float *bo_values(zz_bo *r, int64_t n, float lo, float hi) {
+  float *h = bo_host((size_t)n * sizeof *h);
+  for (int64_t i = 0; i < n; i++) h[i] = zz_f16_to_f32(zz_f32_to_f16(bo_uniform(r, lo, hi)));
+  return h;
+}
+
+/* A device block of n random compute-dtype values. */
+static void *bo_rand(zz_bo *r, int64_t n, float lo, float hi) {
+  float *h = bo_values(r, n, lo, hi);
+  void *d = bo_block(r, (size_t)n * bo_es(r));
+  if (d) {
+    bo_note(r, zz_device_upload(r->dev, ZZ_LANE_COMPUTE, d, h, ZZ_DTYPE_F32, n), "upload");
+    bo_note(r, zz_device_sync(r->dev, ZZ_LANE_COMPUTE), "sync");
+  }
+  free(h);
+  return d;
+}
+
+/* A device block of `bytes` bytes, all 0xFF. */
+static void *bo_poison(zz_bo *r, size_t bytes) {
+  void *d = bo_block(r, bytes);
+  if (!d) return NULL;
+  char *h = bo_host(bytes);
+  memset(h, 0xff, bytes);
+  bo_note(r, zz_device_write(r->dev, ZZ_LANE_COMPUTE, d, h, bytes), "write");
+  bo_note(r, zz_device_sync(r->dev, ZZ_LANE_COMPUTE), "sync");
+  free(h);
+  return d;
+}
+
+static void *bo_poisoned(zz_bo *r, int64_t n) { return bo_poison(r, (size_t)n * bo_es(r)); }
+
+static int32_t *bo_i32(zz_bo *r, const int32_t *vals, int64_t n) {
+  int32_t *d = bo_block(r, (size_t)n * sizeof *d);
+  if (d) {
+    bo_note(r, zz_device_write(r->dev, ZZ_LANE_COMPUTE, d, vals, (size_t)n * sizeof *d), "write");
+    bo_note(r, zz_device_sync(r->dev, ZZ_LANE_COMPUTE), "sync");
+  }
+  return d;
+}
+
+static int32_t *bo_ids(zz_bo *r, int64_t n, int64_t below) {
+  int32_t *h = bo_host((size_t)n * sizeof *h);
+  for (int64_t i = 0; i < n; i++) h[i] = (int32_t)(zz_rng_next(&r->rng) % (uint64_t)below);
+  int32_t *d = bo_i32(r, h, n);
+  free(h);
+  return d;
+}
+
+/* A device-resident weight [d0] or [d0, d1] of random values. */
+static zz_tensor bo_weight(zz_bo *r, const char *name, int ndim, int64_t d0, int64_t d1, float lo, float hi) {
+  zz_tensor t = {.dtype = r->dev->ops->compute_dtype, .ndim = ndim, .shape = {d0, ndim > 1 ? d1 : 0},
+                 .tier = ZZ_TIER_GPU};
+  snprintf(t.name, sizeof t.name, "%s", name);
+  int64_t n = d0 * (ndim > 1 ? d1 : 1);
+  t.data = bo_rand(r, n, lo, hi);
+  t.nbytes = (size_t)n * bo_es(r);
+  return t;
+}
+
+/* After the op: its status, or the output fetched as f32. */
+static zz_status bo_result(zz_bo *r, zz_status st, const void *d, int64_t n, zz_bo_out *out) {
+  if (st != ZZ_OK) return st;
+  out->v = bo_host((size_t)n * sizeof *out->v);
+  out->n = n;
+  st = zz_device_download(r->dev, ZZ_LANE_COMPUTE, out->v, ZZ_DTYPE_F32, d, n);
+  return st == ZZ_OK ? zz_device_sync(r->dev, ZZ_LANE_COMPUTE) : st;
+}
+
+/* max|got - ref| / max(1e-6, max|ref|): +inf when got is not finite where ref is,
+ * NaN when ref itself is not (so a broken reference never passes either). */
+static double bo_err(const float *got, const float *ref, int64_t n) {
+  double max_ref = 0, max_diff = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (!isfinite(ref[i])) return NAN;
+    if (!isfinite(got[i])) return INFINITY;
+    double d = fabs((double)got[i] - (double)ref[i]);
+    if (d > max_diff) max_diff = d;
+    if (fabs((double)ref[i]) > max_ref) max_ref = fabs((double)ref[i]);
+  }
+  return max_diff / (max_ref > 1e-6 ? max_ref : 1e-6);
+}
+
+/* ================================================================ the ops, one function each */
+/* z: the sizes of one shape, named in the row's dims. */
+
+static zz_status op_embed_rows(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t rows = z[0], dim = z[1], n = z[2];
+  zz_tensor table = bo_weight(r, "table", 2, rows, dim, -1, 1);
+  int32_t *ids = bo_ids(r, n, rows);
+  void *o = bo_poisoned(r, n * dim);
+  return bo_result(r, zz_device_embed_rows(r->dev, &table, ids, n, o), o, n * dim, out);
+}
+
+static zz_status op_gather_rows(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t rows = z[0], dim = z[1], n = z[2];
+  void *x = bo_rand(r, rows * dim, -1, 1);
+  int32_t *ids = bo_ids(r, n, rows);
+  void *o = bo_poisoned(r, n * dim);
+  return bo_result(r, zz_device_gather_rows(r->dev, x, rows, dim, ids, n, o), o, n * dim, out);
+}
+
+static zz_status op_add_rows(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t rows = z[0], dim = z[1], n = z[2];
+  zz_tensor table = bo_weight(r, "table", 2, rows, dim, -1, 1);
+  void *x = bo_rand(r, n * dim, -1, 1); /* in and out: not poisoned */
+  int32_t *ids = bo_ids(r, n, rows);
+  return bo_result(r, zz_device_add_rows(r->dev, x, &table, ids, n), x, n * dim, out);
+}
+
+static zz_status op_layernorm(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0], dim = z[1];
+  /* an offset mean, as in OPT's residual stream, catches one-pass variances */
+  void *x = bo_rand(r, n * dim, 2, 4);
+  zz_tensor g = bo_weight(r, "gamma", 1, dim, 0, 0.5f, 1.5f), b = bo_weight(r, "beta", 1, dim, 0, -0.1f, 0.1f);
+  void *y = z[2] ? x : bo_poisoned(r, n * dim);
+  return bo_result(r, zz_device_layernorm(r->dev, x, n, dim, &g, &b, 1e-5f, y), y, n * dim, out);
+}
+
+static zz_status op_linear(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0], in = z[1], o = z[2], bias = z[3], relu = z[4];
+  const float ws = 1.0f / sqrtf((float)in); /* outputs O(1), like trained weights */
+  void *x = bo_rand(r, n * in, -1, 1);
+  zz_tensor w = bo_weight(r, "w", 2, o, in, -ws, ws);
+  zz_tensor b = {0}; /* bias 0: NULL; 1: a tensor; 2: an absent tensor (ndim 0) */
+  if (bias == 1) b = bo_weight(r, "b", 1, o, 0, -0.5f, 0.5f);
+  void *y = bo_poisoned(r, n * o);
+  zz_status st = zz_device_linear(r->dev, x, n, in, &w, bias ? &b : NULL, o, y, (int)relu);
+  return bo_result(r, st, y, n * o, out);
+}
+
+static zz_status op_add(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0];
+  void *a = bo_rand(r, n, -1, 1), *b = bo_rand(r, n, -1, 1);
+  void *y = z[1] ? a : bo_poisoned(r, n);
+  return bo_result(r, zz_device_add(r->dev, a, b, n, y), y, n, out);
+}
+
+static zz_status op_kv_append(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t b = z[0], sq = z[1], h = z[2], t_max = z[3], pos = z[4], stride = t_max * h;
+  /* the whole cache starts random and is compared whole: rows the append must not
+   * touch have to survive it */
+  void *cache = bo_rand(r, b * stride, -1, 1);
+  void *x = bo_rand(r, b * sq * h, -1, 1);
+  zz_status st = zz_device_kv_append(r->dev, x, b, sq, h, cache, stride, pos);
+  return bo_result(r, st, cache, b * stride, out);
+}
+
+static zz_status op_attention(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t b = z[0], sq = z[1], t = z[2], q0 = z[3], heads = z[4], hd = z[5], t_max = z[6];
+  int64_t h = heads * hd, stride = t_max * h;
+  int32_t pad[8];
+  for (int64_t i = 0; i < b; i++) pad[i] = (int32_t)z[7 + i];
+  void *q = bo_rand(r, b * sq * h, -3, 3); /* peaked enough to test the softmax */
+  void *k = bo_rand(r, b * stride, -1, 1), *v = bo_rand(r, b * stride, -1, 1);
+  int32_t *d_pad = bo_i32(r, pad, b);
+  void *o = bo_poisoned(r, b * sq * h);
+  size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads);
+  void *scratch = sb ? bo_poison(r, sb) : NULL; /* masked scores must never be read */
+  zz_status st = zz_device_attention(r->dev, q, k, v, stride, b, sq, t, q0, heads, hd, d_pad, o, scratch);
+  return bo_result(r, st, o, b * sq * h, out);
+}
+
+/* Host values in dtype z[1] → device → host f32. */
+static zz_status op_upload(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0];
+  zz_dtype dt = (zz_dtype)z[1];
+  float *f = bo_values(r, n, -2, 2);
+  void *h = bo_host(zz_dtype_nbytes(dt, n));
+  zz_convert(ZZ_DTYPE_F32, f, dt, h, n);
+  void *d = bo_block(r, (size_t)n * bo_es(r));
+  zz_status st = zz_device_upload(r->dev, ZZ_LANE_LOAD_WEIGHT, d, h, dt, n);
+  if (st == ZZ_OK) st = zz_device_sync(r->dev, ZZ_LANE_LOAD_WEIGHT);
+  free(f);
+  free(h);
+  return bo_result(r, st, d, n, out);
+}
+
+/* Device → host values in dtype z[1], widened to f32 here. */
+static zz_status op_download(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0];
+  zz_dtype dt = (zz_dtype)z[1];
+  void *d = bo_rand(r, n, -2, 2);
+  void *h = bo_host(zz_dtype_nbytes(dt, n));
+  memset(h, 0xff, zz_dtype_nbytes(dt, n));
+  zz_status st = zz_device_download(r->dev, ZZ_LANE_STORE_CACHE, h, dt, d, n);
+  if (st == ZZ_OK) st = zz_device_sync(r->dev, ZZ_LANE_STORE_CACHE);
+  if (st == ZZ_OK) {
+    out->v = bo_host((size_t)n * sizeof *out->v);
+    out->n = n;
+    zz_convert(dt, h, ZZ_DTYPE_F32, out->v, n);
+  }
+  free(h);
+  return st;
+}
+
+/* ================================================================ the table */
+
+typedef struct zz_bo_op {
+  zz_op op;
+  const char *name;
+  zz_status (*run)(zz_bo *r, const int64_t *z, zz_bo_out *out);
+  const char *dims[ZZ_BO_MAX_DIMS]; /* names of z[i], for the report */
+  double tol[ZZ_DTYPE_COUNT];       /* by the tested device's compute dtype */
+  int64_t shapes[ZZ_BO_MAX_SHAPES][ZZ_BO_MAX_DIMS]; /* ends at a row of zeros */
+} zz_bo_op;
+
+/* f32: the same kernels on the same numbers must agree exactly; f16 keeps 11 bits
+ * and accumulates in f32; bf16 keeps 8. */
+#define ZZ_BO_TOL {[ZZ_DTYPE_F32] = 0, [ZZ_DTYPE_F16] = 1e-2, [ZZ_DTYPE_BF16] = 5e-2}
+
+static const zz_bo_op zz_bo_ops[] = {
+    {ZZ_OP_EMBED_ROWS, "embed_rows", op_embed_rows, {"rows", "dim", "n"}, ZZ_BO_TOL,
+     {{50, 33, 7}, {1000, 768, 1}, {64, 64, 130}, {10, 1, 3}, {2050, 768, 259}}},
+    {ZZ_OP_EMBED_ROWS, "gather_rows", op_gather_rows, {"rows", "dim", "n"}, ZZ_BO_TOL,
+     {{21, 33, 3}, {8, 768, 8}, {1, 5, 1}, {259, 64, 2}}},
+    {ZZ_OP_ADD_ROWS, "add_rows", op_add_rows, {"rows", "dim", "n"}, ZZ_BO_TOL,
+     {{50, 33, 7}, {2050, 768, 1}, {64, 64, 130}, {10, 1, 3}}},
+    {ZZ_OP_LAYERNORM, "layernorm", op_layernorm, {"n", "dim", "in_place"}, ZZ_BO_TOL,
+     {{1, 7, 0}, {5, 768, 0}, {5, 768, 1}, {3, 12288, 0}, {2, 1001, 0}, {130, 2560, 0}}},
+    {ZZ_OP_LINEAR, "linear", op_linear, {"n", "in", "out", "bias", "relu"}, ZZ_BO_TOL,
+     {{1, 7, 5, 0, 0},
+      {13, 64, 33, 1, 1},
+      {37, 768, 3072, 1, 0},
+      {37, 3072, 768, 1, 1},
+      {5, 1000, 1, 1, 1},
+      {64, 129, 257, 2, 1},
+      {3, 256, 50272, 0, 0}}}, /* LM head shaped */
+    {ZZ_OP_ADD, "add", op_add, {"n", "y_is_a"}, ZZ_BO_TOL, {{1, 0}, {7, 0}, {100003, 0}, {1 << 20, 1}}},
+    {ZZ_OP_KV_APPEND, "kv_append", op_kv_append, {"b", "sq", "h", "t_max", "pos"}, ZZ_BO_TOL,
+     {{1, 1, 768, 16, 5}, {3, 7, 64, 20, 0}, {2, 5, 13, 11, 6}, {4, 1, 96, 33, 32}}},
+    {ZZ_OP_ATTENTION,
+     "attention",
+     op_attention,
+     {"b", "sq", "t", "q0", "heads", "hd", "t_max", "pad0", "pad1", "pad2", "pad3", "pad4", "pad5", "pad6", "pad7"},
+     ZZ_BO_TOL,
+     {/* decode (sq = 1): pads that hide all keys but one, or all of them */
+      {1, 1, 1, 0, 2, 64, 1, 0},
+      {3, 1, 37, 36, 4, 80, 40, 0, 5, 36},
+      {2, 1, 300, 299, 12, 64, 301, 0, 300},
+      {4, 1, 1000, 999, 2, 128, 1003, 0, 17, 500, 999},
+      {2, 1, 19, 18, 3, 13, 23, 0, 4},
+      {1, 1, 50, 49, 1, 256, 50, 3},
+      {1, 1, 20, 10, 2, 64, 20, 0}, /* the query before the last key */
+      {8, 1, 129, 128, 32, 128, 160, 0, 1, 2, 3, 60, 61, 62, 128},
+      /* prefill (sq > 1) with left padding */
+      {2, 7, 7, 0, 3, 16, 7, 0, 3},
+      {1, 2, 2, 0, 1, 64, 2, 0},
+      {1, 5, 16, 11, 2, 64, 16, 2},
+      {3, 33, 33, 0, 12, 64, 40, 0, 10, 32},
+      {2, 17, 17, 0, 4, 80, 17, 1, 0},
+      {2, 9, 9, 0, 3, 13, 12, 0, 8},
+      {2, 128, 128, 0, 32, 128, 128, 0, 77},
+      {1, 600, 600, 0, 2, 64, 601, 5}}}, /* t > 2 * a CUDA block */
+    {ZZ_OP_UPLOAD, "upload", op_upload, {"n", "dtype"}, ZZ_BO_TOL,
+     {{1, ZZ_DTYPE_F32}, {100003, ZZ_DTYPE_F32}, {7, ZZ_DTYPE_F16}, {100003, ZZ_DTYPE_F16}, {13, ZZ_DTYPE_BF16},
+      {100003, ZZ_DTYPE_BF16}}},
+    {ZZ_OP_DOWNLOAD, "download", op_download, {"n", "dtype"}, ZZ_BO_TOL,
+     {{1, ZZ_DTYPE_F32}, {100003, ZZ_DTYPE_F32}, {7, ZZ_DTYPE_F16}, {100003, ZZ_DTYPE_F16}, {13, ZZ_DTYPE_BF16},
+      {100003, ZZ_DTYPE_BF16}}},
+};
+#define ZZ_BO_N_OPS (sizeof zz_bo_ops / sizeof zz_bo_ops[0])
+
+/* ================================================================ the runner */
+
+static void bo_begin(zz_bo *r, zz_device *dev, uint64_t seed) {
+  memset(r, 0, sizeof *r);
+  r->dev = dev;
+  zz_rng_seed(&r->rng, seed, 0);
+}
+
+static void bo_end(zz_bo *r) {
+  for (int i = 0; i < r->n_blocks; i++) zz_device_free(r->dev, r->blocks[i]);
+  r->n_blocks = 0;
+}
+
+/* Runs one case; the status of the op, or of the first helper that failed. */
+static zz_status bo_case(zz_device *dev, const zz_bo_op *row, const int64_t *z, uint64_t seed, zz_bo_out *out,
+                         char *why, size_t why_len) {
+  zz_bo r;
+  bo_begin(&r, dev, seed);
+  zz_status st = row->run(&r, z, out);
+  if (r.helper_st != ZZ_OK) {
+    st = r.helper_st;
+    snprintf(why, why_len, "%s", r.why);
+  } else if (st != ZZ_OK) {
+    snprintf(why, why_len, "%s: %s", zz_status_str(st), zz_error_message());
+  }
+  bo_end(&r);
+  return st;
+}
+
+static void bo_shape_str(const zz_bo_op *row, const int64_t *z, char *buf, size_t len) {
+  size_t o = 0;
+  buf[0] = '\0';
+  for (int d = 0; d < ZZ_BO_MAX_DIMS && row->dims[d] && o < len; d++) {
+    if (strncmp(row->dims[d], "pad", 3) == 0 && row->dims[d][3] - '0' >= z[0]) break; /* pads of b sequences */
+    if (strcmp(row->dims[d], "dtype") == 0)
+      o += (size_t)snprintf(buf + o, len - o, "%sdtype=%s", d ? " " : "", zz_dtype_name((zz_dtype)z[d]));
+    else
+      o += (size_t)snprintf(buf + o, len - o, "%s%s=%lld", d ? " " : "", row->dims[d], (long long)z[d]);
+  }
+}
+
+/* Every row and shape on dev against the reference; one line per case. */
+static void bo_compare(zz_device *dev) {
+  const double *tol_of = NULL;
+  int pass = 0, fail = 0;
+  for (size_t i = 0; i < ZZ_BO_N_OPS; i++) {
+    const zz_bo_op *row = &zz_bo_ops[i];
+    tol_of = row->tol;
+    for (int s = 0; s < ZZ_BO_MAX_SHAPES && row->shapes[s][0]; s++) {
+      const int64_t *z = row->shapes[s];
+      uint64_t seed = (uint64_t)i << 32 | (uint64_t)s;
+      zz_bo_out ref = {0}, got = {0};
+      char why_ref[512] = "", why_got[512] = "", shape[160], line[1200];
+      zz_status sr = bo_case(g_ref, row, z, seed, &ref, why_ref, sizeof why_ref);
+      zz_status sg = bo_case(dev, row, z, seed, &got, why_got, sizeof why_got);
+      bo_shape_str(row, z, shape, sizeof shape);
+      double tol = tol_of[dev->ops->compute_dtype];
+      double err = sr == ZZ_OK && sg == ZZ_OK && ref.n == got.n ? bo_err(got.v, ref.v, ref.n) : NAN;
+      bool ok = err <= tol; /* false for NaN */
+      if (sr != ZZ_OK)
+        snprintf(line, sizeof line, "%s-%-11s %-60s reference failed: %s", dev->ops->name, row->name, shape, why_ref);
+      else if (sg != ZZ_OK)
+        snprintf(line, sizeof line, "%s-%-11s %-60s failed: %s", dev->ops->name, row->name, shape, why_got);
+      else
+        snprintf(line, sizeof line, "%s-%-11s %-60s err=%.3e tol=%.0e %s", dev->ops->name, row->name, shape, err, tol,
+                 ok ? "PASS" : "FAIL");
+      printf("    %s\n", line);
+      CU_assertImplementation(ok, __LINE__, line, __FILE__, "", CU_FALSE);
+      ok ? pass++ : fail++;
+      free(ref.v);
+      free(got.v);
+    }
+  }
+  printf("    %s vs cpu: %d passed, %d failed\n", dev->ops->name, pass, fail);
+}
+
+static void test_cpu_vs_cpu(void) { bo_compare(g_cpu); }
+static void test_cuda_vs_cpu(void) { bo_compare(g_cuda); }
+
+/* A new zz_op without a row here fails this. */
+static void test_every_op_has_a_row(void) {
+  for (int op = 0; op < ZZ_OP_COUNT; op++) {
+    bool found = false;
+    for (size_t i = 0; i < ZZ_BO_N_OPS; i++) found |= zz_bo_ops[i].op == (zz_op)op;
+    if (!found) printf("    no row for op %s\n", zz_op_name((zz_op)op));
+    CU_ASSERT(found);
+  }
+}
+
+/* ================================================================ refusals */
+/* Each builds valid arguments, spoils one, and returns the wrapper's status. */
+
+typedef struct zz_bo_lin {
+  void *x, *y;
+  zz_tensor w, b;
+} zz_bo_lin;
+
+enum { BO_N = 3, BO_IN = 8, BO_OUT = 5 };
+
+static zz_bo_lin bo_lin(zz_bo *r) {
+  zz_bo_lin l = {.x = bo_rand(r, BO_N * BO_IN, -1, 1), .y = bo_poisoned(r, BO_N * BO_OUT)};
+  l.w = bo_weight(r, "w", 2, BO_OUT, BO_IN, -1, 1);
+  l.b = bo_weight(r, "b", 1, BO_OUT, 0, -1, 1);
+  return l;
+}
+
+static zz_status bo_call_lin(zz_bo *r, const zz_bo_lin *l) {
+  return zz_device_linear(r->dev, l->x, BO_N, BO_IN, &l->w, &l->b, BO_OUT, l->y, 0);
+}
+
+static zz_status bad_linear_w_shape(zz_bo *r) {
+  zz_bo_lin l = bo_lin(r);
+  l.w.shape[1] = BO_IN + 1;
+  return bo_call_lin(r, &l);
+}
+
+static zz_status bad_linear_w_transposed(zz_bo *r) {
+  zz_bo_lin l = bo_lin(r);
+  l.w.shape[0] = BO_IN, l.w.shape[1] = BO_OUT;
+  return bo_call_lin(r, &l);
+}
+
+static zz_status bad_linear_bias_shape(zz_bo *r) {
+  zz_bo_lin l = bo_lin(r);
+  l.b.shape[0] = BO_OUT + 2;
+  return bo_call_lin(r, &l);
+}
+
+static zz_status bad_linear_q4(zz_bo *r) {
+  zz_bo_lin l = bo_lin(r);
+  l.w.dtype = ZZ_DTYPE_Q4; /* fewer bytes than f32: the range would fit, the dtype must not */
+  return bo_call_lin(r, &l);
+}
+
+static zz_status bad_linear_w_absent(zz_bo *r) {
+  zz_bo_lin l = bo_lin(r);
+  l.w.ndim = 0;
+  return bo_call_lin(r, &l);
+}
+
+static zz_status bad_linear_w_tier(zz_bo *r) {
+  zz_bo_lin l = bo_lin(r);
+  l.w.tier = ZZ_TIER_CPU;
+  return bo_call_lin(r, &l);
+}
+
+static zz_status bad_linear_x_host(zz_bo *r) {
+  static float host[BO_N * BO_IN]; /* host memory, not the device's */
+  zz_bo_lin l = bo_lin(r);
+  l.x = host;
+  return bo_call_lin(r, &l);
+}
+
+static zz_status bad_linear_y_past_end(zz_bo *r) {
+  zz_bo_lin l = bo_lin(r);
+  l.y = (char *)l.y + 4; /* the last 4 bytes of y run past its block */
+  return bo_call_lin(r, &l);
+}
+
+static zz_status bad_linear_w_past_end(zz_bo *r) {
+  zz_bo_lin l = bo_lin(r);
+  l.w.data = (char *)l.w.data + bo_es(r);
+  return bo_call_lin(r, &l);
+}
+
+static zz_status bad_linear_n_zero(zz_bo *r) {
+  zz_bo_lin l = bo_lin(r);
+  return zz_device_linear(r->dev, l.x, 0, BO_IN, &l.w, &l.b, BO_OUT, l.y, 0);
+}
+
+static zz_status bad_layernorm_gamma(zz_bo *r) {
+  void *x = bo_rand(r, 2 * 6, -1, 1);
+  zz_tensor g = bo_weight(r, "gamma", 1, 5, 0, 0, 1), b = bo_weight(r, "beta", 1, 6, 0, 0, 1);
+  return zz_device_layernorm(r->dev, x, 2, 6, &g, &b, 1e-5f, x);
+}
+
+static zz_status bad_layernorm_beta_q4(zz_bo *r) {
+  void *x = bo_rand(r, 2 * 6, -1, 1);
+  zz_tensor g = bo_weight(r, "gamma", 1, 6, 0, 0, 1), b = bo_weight(r, "beta", 1, 6, 0, 0, 1);
+  b.dtype = ZZ_DTYPE_Q4;
+  return zz_device_layernorm(r->dev, x, 2, 6, &g, &b, 1e-5f, x);
+}
+
+static zz_status bad_layernorm_eps(zz_bo *r) {
+  void *x = bo_rand(r, 2 * 6, -1, 1);
+  zz_tensor g = bo_weight(r, "gamma", 1, 6, 0, 0, 1), b = bo_weight(r, "beta", 1, 6, 0, 0, 1);
+  return zz_device_layernorm(r->dev, x, 2, 6, &g, &b, NAN, x);
+}
+
+static zz_status bad_embed_q4(zz_bo *r) {
+  zz_tensor t = bo_weight(r, "table", 2, 10, 4, -1, 1);
+  t.dtype = ZZ_DTYPE_Q4;
+  return zz_device_embed_rows(r->dev, &t, bo_ids(r, 3, 10), 3, bo_poisoned(r, 3 * 4));
+}
+
+static zz_status bad_embed_out_short(zz_bo *r) {
+  zz_tensor t = bo_weight(r, "table", 2, 10, 4, -1, 1);
+  return zz_device_embed_rows(r->dev, &t, bo_ids(r, 3, 10), 3, bo_poisoned(r, 2 * 4)); /* room for 2 rows */
+}
+
+static zz_status bad_embed_ids_host(zz_bo *r) {
+  static const int32_t ids[3] = {0, 1, 2};
+  zz_tensor t = bo_weight(r, "table", 2, 10, 4, -1, 1);
+  return zz_device_embed_rows(r->dev, &t, ids, 3, bo_poisoned(r, 3 * 4));
+}
+
+static zz_status bad_gather_x_short(zz_bo *r) {
+  void *x = bo_rand(r, 5 * 4, -1, 1);
+  return zz_device_gather_rows(r->dev, x, 6, 4, bo_ids(r, 2, 5), 2, bo_poisoned(r, 2 * 4));
+}
+
+static zz_status bad_add_rows_x_short(zz_bo *r) {
+  zz_tensor t = bo_weight(r, "table", 2, 10, 4, -1, 1);
+  return zz_device_add_rows(r->dev, bo_rand(r, 3 * 3, -1, 1), &t, bo_ids(r, 3, 10), 3);
+}
+
+static zz_status bad_add_b_host(zz_bo *r) {
+  static float host[9];
+  void *a = bo_rand(r, 9, -1, 1);
+  return zz_device_add(r->dev, a, host, 9, a);
+}
+
+static zz_status bad_kv_append_stride(zz_bo *r) {
+  /* pos 3 + sq 2 rows of h 4 need a stride of 20; 16 given */
+  void *cache = bo_rand(r, 2 * 16, -1, 1), *x = bo_rand(r, 2 * 2 * 4, -1, 1);
+  return zz_device_kv_append(r->dev, x, 2, 2, 4, cache, 16, 3);
+}
+
+static zz_status bad_kv_append_cache_short(zz_bo *r) {
+  void *cache = bo_rand(r, 2 * 20 - 1, -1, 1), *x = bo_rand(r, 2 * 2 * 4, -1, 1);
+  return zz_device_kv_append(r->dev, x, 2, 2, 4, cache, 20, 3);
+}
+
+/* attention of b 2, sq 1, t 4, heads 2, hd 3 over a cache of t_max 5 */
+static zz_status bo_attn(zz_bo *r, int64_t kv_stride, bool scratch, bool pad_on_device) {
+  static const int32_t host_pad[2] = {0, 1};
+  void *q = bo_rand(r, 2 * 6, -1, 1), *k = bo_rand(r, 2 * 30, -1, 1), *v = bo_rand(r, 2 * 30, -1, 1);
+  const int32_t *pad = pad_on_device ? bo_i32(r, host_pad, 2) : host_pad;
+  size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, 2);
+  void *s = scratch && sb ? bo_poison(r, sb) : NULL;
+  return zz_device_attention(r->dev, q, k, v, kv_stride, 2, 1, 4, 3, 2, 3, pad, bo_poisoned(r, 2 * 6), s);
+}
+
+static zz_status bad_attention_stride(zz_bo *r) { return bo_attn(r, 20, true, true); }
+static zz_status bad_attention_pad_host(zz_bo *r) { return bo_attn(r, 30, true, false); }
+
+static zz_status bad_attention_no_scratch(zz_bo *r) {
+  if (!zz_device_attention_scratch(r->dev, 2, 1, 4, 2)) /* this device needs none: spoil the stride instead */
+    return bo_attn(r, 20, false, true);
+  return bo_attn(r, 30, false, true);
+}
+
+static zz_status bad_write_dst_host(zz_bo *r) {
+  static char a[16], b[16];
+  return zz_device_write(r->dev, ZZ_LANE_COMPUTE, a, b, sizeof a);
+}
+
+static zz_status bad_write_src_device(zz_bo *r) {
+  void *d = bo_poison(r, 64), *e = bo_poison(r, 64);
+  return zz_device_write(r->dev, ZZ_LANE_COMPUTE, d, e, 64);
+}
+
+static zz_status bad_read_lane(zz_bo *r) {
+  static char h[64];
+  return zz_device_read(r->dev, (zz_lane)ZZ_LANE_COUNT, h, bo_poison(r, 64), 64);
+}
+
+static zz_status bad_upload_q4(zz_bo *r) {
+  static char h[64];
+  return zz_device_upload(r->dev, ZZ_LANE_COMPUTE, bo_poisoned(r, 64), h, ZZ_DTYPE_Q4, 64);
+}
+
+static zz_status bad_download_past_end(zz_bo *r) {
+  static float h[65];
+  return zz_device_download(r->dev, ZZ_LANE_COMPUTE, h, ZZ_DTYPE_F32, bo_poisoned(r, 64), 65);
+}
+
+static zz_status bad_sync_lane(zz_bo *r) { return zz_device_sync(r->dev, (zz_lane)-1); }
+
+static zz_status bad_alloc_zero(zz_bo *r) {
+  void *p = NULL;
+  return zz_device_alloc(r->dev, 0, &p);
+}
+
+typedef struct zz_bo_bad {
+  const char *name;
+  zz_status (*run)(zz_bo *r);
+  const char *needle; /* must appear in the error message */
+} zz_bo_bad;
+
+static const zz_bo_bad zz_bo_bads[] = {
+    {"linear: w [out, in+1]", bad_linear_w_shape, "linear: weight w (w) is [5, 9], want [5, 8]"},
+    {"linear: w transposed", bad_linear_w_transposed, "weight w (w) is [8, 5], want [5, 8]"},
+    {"linear: bias [out+2]", bad_linear_bias_shape, "weight b (b) is [7], want [5]"},
+    {"linear: w in q4", bad_linear_q4, "is q4, which this device does not support for linear"},
+    {"linear: w absent", bad_linear_w_absent, "weight w is absent"},
+    {"linear: w on the cpu tier", bad_linear_w_tier, "on the cpu tier"},
+    {"linear: x in host memory", bad_linear_x_host, "linear: x ["},
+    {"linear: y runs past its block", bad_linear_y_past_end, "linear: y ["},
+    {"linear: w runs past its block", bad_linear_w_past_end, "is not inside memory this device allocated"},
+    {"linear: n = 0", bad_linear_n_zero, "n = 0, must be positive"},
+    {"layernorm: gamma [dim-1]", bad_layernorm_gamma, "weight gamma (gamma) is [5], want [6]"},
+    {"layernorm: beta in q4", bad_layernorm_beta_q4, "beta (beta) is q4"},
+    {"layernorm: eps NaN", bad_layernorm_eps, "eps = nan"},
+    {"embed_rows: table in q4", bad_embed_q4, "embed_rows: weight table (table) is q4"},
+    {"embed_rows: out too short", bad_embed_out_short, "embed_rows: out ["},
+    {"embed_rows: ids in host memory", bad_embed_ids_host, "embed_rows: ids ["},
+    {"gather_rows: x shorter than rows", bad_gather_x_short, "gather_rows: x ["},
+    {"add_rows: x shorter than n rows", bad_add_rows_x_short, "add_rows: out ["},
+    {"add: b in host memory", bad_add_b_host, "add: b ["},
+    {"kv_append: stride too small", bad_kv_append_stride, "kv_stride = 16 elements, but 5 rows of 4 need 20"},
+    {"kv_append: cache block short", bad_kv_append_cache_short, "kv_append: cache ["},
+    {"attention: stride too small", bad_attention_stride, "kv_stride = 20 elements, but 4 rows of 6 need 24"},
+    {"attention: pad in host memory", bad_attention_pad_host, "attention: pad ["},
+    {"attention: scratch missing", bad_attention_no_scratch, "attention: "},
+    {"write: dst in host memory", bad_write_dst_host, "write: dst ["},
+    {"write: host_src in device memory", bad_write_src_device, "host_src ["},
+    {"read: lane out of range", bad_read_lane, "read: lane 4 does not exist"},
+    {"upload: from q4", bad_upload_q4, "upload: host dtype q4 is not supported"},
+    {"download: src runs past its block", bad_download_past_end, "download: src ["},
+    {"sync: lane -1", bad_sync_lane, "sync: lane -1 does not exist"},
+    {"alloc: 0 bytes", bad_alloc_zero, "alloc: 0 bytes asked"},
+};
+#define ZZ_BO_N_BADS (sizeof zz_bo_bads / sizeof zz_bo_bads[0])
+
+static void bo_refusals(zz_device *dev) {
+  for (size_t i = 0; i < ZZ_BO_N_BADS; i++) {
+    const zz_bo_bad *b = &zz_bo_bads[i];
+    zz_bo r;
+    bo_begin(&r, dev, 1000 + i);
+    zz_error_clear();
+    zz_status st = b->run(&r);
+    char line[1200];
+    const char *msg = zz_error_message();
+    bool ok = r.helper_st == ZZ_OK && st == ZZ_ERR_INVALID_ARG && strstr(msg, b->needle) != NULL;
+    if (r.helper_st != ZZ_OK)
+      snprintf(line, sizeof line, "%s refuses %-36s setup failed: %s", dev->ops->name, b->name, r.why);
+    else
+      snprintf(line, sizeof line, "%s refuses %-36s %s (%s: %s)", dev->ops->name, b->name, ok ? "PASS" : "FAIL",
+               zz_status_str(st), msg);
+    printf("    %s\n", line);
+    CU_assertImplementation(ok, __LINE__, line, __FILE__, "", CU_FALSE);
+    bo_end(&r);
+  }
+}
+
+static void test_cpu_refusals(void) { bo_refusals(g_cpu); }
+static void test_cuda_refusals(void) { bo_refusals(g_cuda); }
+
+/* ================================================================ supports, pools */
+
+static void test_supports(void) {
+  const zz_op compute[] = {ZZ_OP_EMBED_ROWS, ZZ_OP_ADD_ROWS, ZZ_OP_LAYERNORM, ZZ_OP_LINEAR,
+                           ZZ_OP_ADD,        ZZ_OP_KV_APPEND, ZZ_OP_ATTENTION};
+  zz_device *devs[2] = {g_cpu, g_cuda};
+  for (int d = 0; d < 2 && devs[d]; d++) {
+    zz_dtype cdt = devs[d]->ops->compute_dtype;
+    for (size_t i = 0; i < sizeof compute / sizeof compute[0]; i++) {
+      CU_ASSERT(zz_device_supports(devs[d], compute[i], cdt));
+      CU_ASSERT(!zz_device_supports(devs[d], compute[i], ZZ_DTYPE_Q4)); /* nothing runs 4-bit weights yet */
+      CU_ASSERT(!zz_device_supports(devs[d], compute[i], cdt == ZZ_DTYPE_F32 ? ZZ_DTYPE_F16 : ZZ_DTYPE_F32));
+    }
+    for (zz_op op = ZZ_OP_UPLOAD; op <= ZZ_OP_DOWNLOAD; op++) {
+      CU_ASSERT(zz_device_supports(devs[d], op, ZZ_DTYPE_F32));
+      CU_ASSERT(zz_device_supports(devs[d], op, ZZ_DTYPE_F16));
+      CU_ASSERT(zz_device_supports(devs[d], op, ZZ_DTYPE_BF16));
+      CU_ASSERT(!zz_device_supports(devs[d], op, ZZ_DTYPE_Q4));
+    }
+    CU_ASSERT(!zz_device_supports(devs[d], ZZ_OP_COUNT, cdt));
+    CU_ASSERT(!zz_device_supports(devs[d], ZZ_OP_LINEAR, ZZ_DTYPE_COUNT));
+  }
+  CU_ASSERT_STRING_EQUAL(zz_op_name(ZZ_OP_ATTENTION), "attention");
+  CU_ASSERT_STRING_EQUAL(zz_op_name(ZZ_OP_COUNT), "?");
+}
+
+static void test_pools(void) {
+  /* each pool keeps its own thread count; the attention pool exists on every device */
+  CU_ASSERT_EQUAL(zz_pool_threads(g_cpu->pool), 3);
+  CU_ASSERT_EQUAL(zz_pool_threads(zz_device_attn_pool(g_cpu)), 2);
+  CU_ASSERT_EQUAL(zz_pool_threads(g_ref->pool), 1);
+  if (g_cuda) {
+    CU_ASSERT_PTR_NULL(g_cuda->pool);
+    CU_ASSERT_EQUAL(zz_pool_threads(zz_device_attn_pool(g_cuda)), 2);
+  }
+  zz_device *dev = NULL;
+  CU_ASSERT_EQUAL(zz_device_create_cpu(1 << 20, 1, ZZ_POOL_MAX_THREADS + 1, &dev), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "CPU attention threads asked"));
+  CU_ASSERT_EQUAL(zz_device_create_cpu(1 << 20, ZZ_POOL_MAX_THREADS + 1, 1, &dev), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NULL(dev);
+  /* 0: all cores, for both pools */
+  CU_ASSERT_FATAL(zz_device_create_cpu(1 << 20, 0, 0, &dev) == ZZ_OK);
+  CU_ASSERT(zz_pool_threads(dev->pool) >= 1);
+  CU_ASSERT_EQUAL(zz_pool_threads(dev->pool), zz_pool_threads(zz_device_attn_pool(dev)));
+  /* a block left allocated is given back by destroy (no leak under ASan) */
+  void *p = NULL;
+  CU_ASSERT(zz_device_alloc(dev, 4096, &p) == ZZ_OK);
+  zz_device_destroy(dev);
+}
+
+/* ================================================================ main */
+
+int main(void) {
+  setenv("OPENBLAS_NUM_THREADS", "1", 0);
+  if (zz_device_create_cpu(0, 1, 1, &g_ref) != ZZ_OK || zz_device_create_cpu(0, 3, 2, &g_cpu) != ZZ_OK) {
+    fprintf(stderr, "test_backend_ops: cpu device: %s\n", zz_error_message());
+    return 1;
+  }
+  if (zz_device_create_cuda(0, 0, 2, &g_cuda) != ZZ_OK) {
+    printf("no CUDA device: the cuda suites are not registered (%s)\n", zz_error_message());
+    g_cuda = NULL;
+  }
+  if (CU_initialize_registry() != CUE_SUCCESS) return 2;
+  CU_pSuite s = CU_add_suite("device boundary", NULL, NULL);
+  CU_add_test(s, "every op has a table row", test_every_op_has_a_row);
+  CU_add_test(s, "supports()", test_supports);
+  CU_add_test(s, "pools per device", test_pools);
+  CU_add_test(s, "cpu refuses bad arguments", test_cpu_refusals);
+  s = CU_add_suite("backend ops: cpu (3 threads) vs cpu (1 thread)", NULL, NULL);
+  CU_add_test(s, "every op, every shape", test_cpu_vs_cpu);
+  if (g_cuda) {
+    s = CU_add_suite("backend ops: cuda vs cpu", NULL, NULL);
+    CU_add_test(s, "every op, every shape", test_cuda_vs_cpu);
+    CU_add_test(s, "cuda refuses bad arguments", test_cuda_refusals);
+  }
+  CU_basic_set_mode(CU_BRM_VERBOSE);
+  CU_basic_run_tests();
+  unsigned failures = CU_get_number_of_failures();
+  CU_cleanup_registry();
+  zz_device_destroy(g_cuda);
+  zz_device_destroy(g_cpu);
+  zz_device_destroy(g_ref);
+  return failures != 0;
+}

@@ -141,6 +141,7 @@ static zz_status zz_io_cache(zz_engine *e, const zz_io *t, const zz_tensor *home
           size_t a = zz_floor(p0, ZZ_DISK_BLOCK), b = zz_al(p1, ZZ_DISK_BLOCK);
           size_t dev_end = b < tmh ? b : tmh;
           ZZ_CHECK(dev->ops->read(dev, (zz_lane)t->lane, hstage + a, dslot + a, dev_end - a));
+          if (b > dev_end) memset(hstage + dev_end, 0, b - dev_end); /* no stale or uninitialised padding on disk */
           ZZ_CHECK(dev->ops->sync(dev, (zz_lane)t->lane));
           ZZ_CHECK(zz_disk_write(&e->disk, hstage + a, b - a, doff + a));
         }
@@ -206,6 +207,7 @@ static zz_status zz_io_run(void *ctx, const void *args) {
         ZZ_CHECK(dev->ops->read(dev, (zz_lane)t.lane, h->data, e->a_slot[t.slot], bytes));
       } else {
         ZZ_CHECK(dev->ops->read(dev, (zz_lane)t.lane, e->a_stage[t.slot], e->a_slot[t.slot], bytes));
+        memset(e->a_stage[t.slot] + bytes, 0, zz_al(bytes, ZZ_DISK_BLOCK) - bytes); /* padding written to disk */
         ZZ_CHECK(dev->ops->sync(dev, (zz_lane)t.lane));
         ZZ_CHECK(zz_disk_write(&e->disk, e->a_stage[t.slot], zz_al(bytes, ZZ_DISK_BLOCK), (size_t)h->offset));
       }
@@ -263,6 +265,7 @@ static zz_status zz_engine_load_weights(zz_engine *e, const zz_checkpoint *ck) {
   char *buf;
   ZZ_CHECK(zz_take_blocks(e, e->plan.load_buf - ZZ_DISK_BLOCK, &buf));
   for (int j = 0; j < m->n_layers; j++) {
+    ZZ_CHECK(zz_check_stop()); /* Ctrl-C while a big model loads */
     zz_tier t = e->plan.weight_tier[j];
     for (int k = 0; k < m->layers[j].n_weights; k++) {
       const zz_weight_spec *w = &m->layers[j].weights[k];
@@ -283,6 +286,7 @@ static zz_status zz_engine_load_weights(zz_engine *e, const zz_checkpoint *ck) {
         memcpy(h->data, buf, sbytes);
       } else {
         ZZ_CHECK(zz_take_home(e, t, ZZ_PURPOSE_WEIGHTS, zz_al(sbytes, ZZ_DISK_BLOCK), e->store_dt, w->ndim, w->shape, w->name, h));
+        memset(buf + sbytes, 0, zz_al(sbytes, ZZ_DISK_BLOCK) - sbytes); /* padding written to disk */
         ZZ_CHECK(zz_disk_write(&e->disk, buf, zz_al(sbytes, ZZ_DISK_BLOCK), (size_t)h->offset));
       }
     }
@@ -328,6 +332,7 @@ zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_che
   else if (disk_need)
     cap[ZZ_TIER_DISK] = zz_disk_free_bytes(dir);
   zz_status st = zz_memplan_check(&plan, cap);
+  if (st == ZZ_OK && strcmp(dev->ops->name, "cpu") == 0) st = zz_memplan_check_shared(&plan, zz_host_memory_bytes());
   if (st != ZZ_OK) {
     zz_memplan_free(&plan);
     return st;
@@ -351,8 +356,8 @@ zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_che
   e->disk.fd = -1;
   e->w_slot_layer[0] = e->w_slot_layer[1] = -1;
   e->w_home = calloc((size_t)m->n_layers * ZZ_MAXW, sizeof *e->w_home);
-  e->k_home = calloc((size_t)(L * nb), sizeof *e->k_home);
-  e->v_home = calloc((size_t)(L * nb), sizeof *e->v_home);
+  e->k_home = calloc((size_t)L * (size_t)nb, sizeof *e->k_home);
+  e->v_home = calloc((size_t)L * (size_t)nb, sizeof *e->v_home);
   e->a_home = calloc((size_t)nb, sizeof *e->a_home);
   e->batches = calloc((size_t)nb, sizeof *e->batches);
   if (!e->w_home || !e->k_home || !e->v_home || !e->a_home || !e->batches) {
@@ -417,7 +422,7 @@ zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_che
 
   /* homes: cache, activations, index arrays */
   const int64_t kv_shape[3] = {gbs, t_max, c->hidden}, act_shape[3] = {gbs, s, c->hidden};
-  for (int i = 0; i < L * nb; i++) {
+  for (int i = 0; i < (int)((size_t)L * (size_t)nb); i++) { /* below 2^24: n_layers <= 4096, num_gb <= 4096 */
     zz_tier t = plan.cache_tier[i];
     size_t b = t == ZZ_TIER_DISK ? kv_disk : kv;
     char kn[64], vn[64];
@@ -787,6 +792,7 @@ zz_status zz_engine_generate(zz_engine *e, const zz_request *req, zz_result *res
   }
   double t0 = zz_now(), t_prefill = t0;
   for (int step = 0; step < req->max_new_tokens && g.live > 0; step++) {
+    ZZ_CHECK_GOTO(zz_check_stop(), st, out); /* a safe point: the block is abandoned, nothing half-written */
     ZZ_CHECK_GOTO(zz_run_token(&g, step), st, out);
     if (step == 0) t_prefill = zz_now();
   }

@@ -42,16 +42,37 @@ static size_t zz_layer_bytes(const zz_layer *l, zz_dtype dt, size_t a) {
   return b;
 }
 
+/* An upper bound, in floating point, of every byte count the plan adds up: each
+ * term is the largest it can be (4-byte elements, every item on its biggest
+ * tier, alignment rounded up generously). When it is below 2^60 no size_t sum
+ * below can wrap. */
+static double zz_memplan_bound(const zz_model *m, const zz_policy *pol, const zz_shape *shape, size_t workspace) {
+  const zz_config *c = &m->cfg;
+  double gbs = pol->gpu_batch_size, nb = pol->num_gpu_batches, L = (double)c->n_layers;
+  double t_max = (double)shape->prompt_len + (double)shape->gen_len, h = (double)c->hidden;
+  double weights = 4.0 * (double)zz_model_numel(m) + ZZ_DISK_ALIGN * 16.0 * m->n_layers * ZZ_MAX_LAYER_WEIGHTS;
+  double kv = 4.0 * gbs * (t_max * h + ZZ_DISK_ALIGN) + ZZ_DISK_ALIGN; /* one K or V, any tier */
+  double cache = 2.0 * kv * (L * nb + 6);
+  double act = 4.0 * (4.0 * gbs * t_max * h + ZZ_DISK_ALIGN) * (nb + 6) + 16.0 * gbs * t_max * nb;
+  double other = 8.0 * gbs * (double)c->vocab_size + 4.0 * (double)zz_sample_scratch_bytes(c->vocab_size) +
+                 8.0 * gbs * h + 4.0 * gbs * (double)c->n_heads * t_max + (double)workspace;
+  return 2.0 * (weights + cache + act + other) + 1e9;
+}
+
 zz_status zz_memplan_build(const zz_model *m, const zz_policy *pol, const zz_shape *shape,
                            zz_dtype cdt, zz_dtype sdt, size_t workspace, zz_memplan *out) {
   ZZ_CHECK(zz_policy_check(pol));
   const zz_config *c = &m->cfg;
   int nb = pol->num_gpu_batches, L = (int)c->n_layers;
   int64_t gbs = pol->gpu_batch_size, s = shape->prompt_len, t_max = s + shape->gen_len;
+  if (s < 0 || shape->gen_len < 0 || zz_memplan_bound(m, pol, shape, workspace) > 0x1p60)
+    return zz_error(ZZ_ERR_INFEASIBLE, "policy gbs=%lld num_gb=%d with %lld + %lld tokens needs more than an "
+                    "exbibyte of memory: refused", (long long)gbs, nb, (long long)s, (long long)shape->gen_len);
+  size_t n_cache = (size_t)L * (size_t)nb; /* (layer, batch) pairs; below 2^24 by the policy's ranges */
   zz_memplan p;
   memset(&p, 0, sizeof p);
   p.weight_tier = calloc((size_t)m->n_layers, sizeof *p.weight_tier);
-  p.cache_tier = calloc((size_t)(L * nb), sizeof *p.cache_tier);
+  p.cache_tier = calloc(n_cache, sizeof *p.cache_tier);
   p.act_tier = calloc((size_t)nb, sizeof *p.act_tier);
   if (!p.weight_tier || !p.cache_tier || !p.act_tier) {
     zz_memplan_free(&p);
@@ -100,8 +121,8 @@ zz_status zz_memplan_build(const zz_model *m, const zz_policy *pol, const zz_sha
   size_t kv = zz_al((size_t)(gbs * t_max * c->hidden) * es, ZZ_ALIGN);
   size_t region = zz_al((size_t)(t_max * c->hidden) * es, ZZ_DISK_ALIGN);
   size_t kv_disk = (size_t)gbs * region;
-  for (int i = 0; i < L * nb; i++) {
-    zz_tier t = zz_place(100.0 * (i + 0.5) / (L * nb), pol->c_gpu, pol->c_cpu);
+  for (size_t i = 0; i < n_cache; i++) {
+    zz_tier t = zz_place(100.0 * ((double)i + 0.5) / (double)n_cache, pol->c_gpu, pol->c_cpu);
     p.cache_tier[i] = t;
     B[t][ZZ_PURPOSE_CACHE] += 2 * (t == ZZ_TIER_DISK ? kv_disk : kv);
     if (t != ZZ_TIER_GPU) p.any_offload[ZZ_PURPOSE_CACHE] = true;
@@ -170,4 +191,16 @@ zz_status zz_memplan_check(const zz_memplan *p, const size_t cap[ZZ_TIER_COUNT])
                     zz_format_bytes(x[ZZ_PURPOSE_WORKSPACE], ws, sizeof ws), zz_format_bytes(cap[t], b, sizeof b));
   }
   return ZZ_OK;
+}
+
+zz_status zz_memplan_check_shared(const zz_memplan *p, size_t host_ram) {
+  size_t dev = zz_memplan_tier_total(p, ZZ_TIER_GPU), cpu = zz_memplan_tier_total(p, ZZ_TIER_CPU);
+  if (dev <= host_ram && cpu <= host_ram - dev) return ZZ_OK;
+  char a[32], b[32], s[32], r[32];
+  return zz_error(ZZ_ERR_INFEASIBLE,
+                  "policy does not fit this machine's RAM: the cpu device's arena (gpu tier, %s) and the cpu tier "
+                  "(%s) are both host memory, together %s, and the machine has %s; move weights or cache to disk",
+                  zz_format_bytes(dev, a, sizeof a), zz_format_bytes(cpu, b, sizeof b),
+                  zz_format_bytes(dev + cpu < dev ? SIZE_MAX : dev + cpu, s, sizeof s),
+                  zz_format_bytes(host_ram, r, sizeof r));
 }

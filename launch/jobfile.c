@@ -5,9 +5,11 @@
  * skipped. Also the progress line.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -120,11 +122,37 @@ zz_status zz_resume_open(const char *path, bool resume, zz_resume_set **set_out,
   }
   zz_resume_set *s = calloc(1, sizeof *s);
   if (!s) return zz_error(ZZ_ERR_NO_MEMORY, "resume: out of memory");
-  FILE *f = NULL;
-  if (resume && (f = fopen(path, "r+")) != NULL) {
+  /* opened without truncating: nothing is lost until zz_output_begin, after the
+   * whole job (model, plan, prompts) has been checked */
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    zz_resume_free(s);
+    return zz_error(ZZ_ERR_IO, "--out %s: cannot open for writing: %s", path, strerror(errno));
+  }
+  /* two jobs appending to one file interleave and tear each other's lines: the
+   * lock (released when the job ends, however it ends) lets only one in */
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    close(fd);
+    zz_resume_free(s);
+    if (err == EWOULDBLOCK)
+      return zz_error(ZZ_ERR_IO, "--out %s: another zigzag job holds this file (it is writing it); wait for that "
+                      "job to end or choose another --out", path);
+    return zz_error(ZZ_ERR_IO, "--out %s: cannot lock: %s", path, strerror(err));
+  }
+  FILE *f = fdopen(fd, "r+");
+  if (!f) {
+    zz_status st = zz_error(ZZ_ERR_IO, "--out %s: cannot open for writing: %s", path, strerror(errno));
+    close(fd);
+    zz_resume_free(s);
+    return st;
+  }
+  struct stat sb;
+  bool regular = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+  if (resume && regular) {
     long good = 0;
     zz_status st = zz_resume_scan(path, f, s, &good);
-    if (st == ZZ_OK && ftruncate(fileno(f), good) != 0)
+    if (st == ZZ_OK && ftruncate(fd, good) != 0)
       st = zz_error(ZZ_ERR_IO, "%s: cannot cut the torn last line: %s", path, strerror(errno));
     if (st == ZZ_OK && fseek(f, good, SEEK_SET) != 0)
       st = zz_error(ZZ_ERR_IO, "%s: seek failed: %s", path, strerror(errno));
@@ -134,17 +162,21 @@ zz_status zz_resume_open(const char *path, bool resume, zz_resume_set **set_out,
       return st;
     }
     if (s->count) fprintf(stderr, "zigzag: resuming: %zu prompts already in %s\n", s->count, path);
-  } else {
-    f = fopen(path, "w");
-  }
-  if (!f) {
-    zz_resume_free(s);
-    return zz_error(ZZ_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
   }
   *set_out = s;
   *out = f;
   return ZZ_OK;
 }
+
+zz_status zz_output_begin(FILE *out, const char *path, bool resume) {
+  struct stat sb;
+  if (resume || out == stdout || fstat(fileno(out), &sb) != 0 || !S_ISREG(sb.st_mode)) return ZZ_OK;
+  if (fflush(out) != 0 || ftruncate(fileno(out), 0) != 0 || fseek(out, 0, SEEK_SET) != 0)
+    return zz_error(ZZ_ERR_IO, "--out %s: cannot truncate: %s", path, strerror(errno));
+  return ZZ_OK;
+}
+
+int64_t zz_resume_count(const zz_resume_set *s) { return s ? (int64_t)s->count : 0; }
 
 zz_status zz_output_commit(FILE *out, const char *path) {
   if (fflush(out) != 0) return zz_error(ZZ_ERR_IO, "%s: write failed: %s", path, strerror(errno));

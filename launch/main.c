@@ -204,6 +204,35 @@ static void zz_fault_kill_now(FILE *out, const zz_tokenizer *tok, const zz_promp
   abort(); /* not reached */
 }
 
+/* SIGINT / SIGTERM: the first asks the job to stop at its next safe point (the
+ * handler only records the signal); SA_RESETHAND puts the default action back,
+ * so a second one ends the process at once. Committed lines stay valid either way. */
+static void zz_on_stop_signal(int sig) { zz_request_stop(sig); }
+
+static void zz_catch_stop_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = zz_on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The one line an interrupted job prints; returns the exit status (128 + signal). */
+static int zz_report_interrupt(const zz_opts *o, int64_t kept, int64_t added) {
+  int sig = zz_stop_requested();
+  const char *name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+  if (isatty(STDERR_FILENO)) fputc('\n', stderr); /* end a progress line */
+  if (strcmp(o->out, "-") == 0)
+    fprintf(stderr, "zigzag: stopped by %s: %lld prompts were written to stdout, each line complete\n", name,
+            (long long)added);
+  else
+    fprintf(stderr, "zigzag: stopped by %s: %lld prompts are committed to %s (%lld by this run); run the same "
+            "command with --resume to finish the rest\n", name, (long long)kept, o->out, (long long)added);
+  return 128 + (sig == SIGTERM ? SIGTERM : SIGINT);
+}
+
 static int zz_cmd_generate(const zz_opts *opts) {
   zz_opts oo = *opts, *o = &oo;
   zz_config cfg;
@@ -220,12 +249,14 @@ static int zz_cmd_generate(const zz_opts *opts) {
   zz_status st;
   int rc = 1;
   int64_t kill_after = -1, committed = 0; /* blocks; see zz_fault_kill_after */
+  int64_t written = 0;                    /* prompts committed by this run */
 
   if (!o->prompts || !o->out) {
     fprintf(stderr, "zigzag generate: --prompts and --out are required (see zigzag --help)\n");
     return 2;
   }
   ZZ_CHECK_GOTO(zz_fault_kill_after(&kill_after), st, fail);
+  zz_catch_stop_signals();
   /* --out is opened (and truncated) before --prompts is read */
   struct stat in_sb, out_sb;
   if (stat(o->prompts, &in_sb) == 0 && stat(o->out, &out_sb) == 0 && in_sb.st_dev == out_sb.st_dev &&
@@ -256,12 +287,16 @@ static int zz_cmd_generate(const zz_opts *opts) {
   zz_policy pol;
   zz_shape shape = {.prompt_len = o->max_prompt_len, .gen_len = o->max_new_tokens};
   ZZ_CHECK_GOTO(zz_opts_policy(o, &pol), st, fail);
+  /* every path before the weights: a missing --prompts, an --out that cannot be
+   * written or is another job's, a bad --resume file are refused in a moment. The
+   * engine then refuses a plan that does not fit before it allocates or loads. */
+  ZZ_CHECK_GOTO(zz_prompt_reader_open(o->prompts, &rd), st, fail);
+  ZZ_CHECK_GOTO(zz_resume_open(o->out, o->resume, &done_ids, &out), st, fail);
   ZZ_CHECK_GOTO(zz_opts_device(o, &dev), st, fail);
   ZZ_CHECK_GOTO(zz_opts_engine(o, dev, &model, ck, &shape, &eng), st, fail);
+  ZZ_CHECK_GOTO(zz_output_begin(out, o->out, o->resume), st, fail);
 
   int64_t bls = (int64_t)pol.gpu_batch_size * pol.num_gpu_batches;
-  ZZ_CHECK_GOTO(zz_resume_open(o->out, o->resume, &done_ids, &out), st, fail);
-  ZZ_CHECK_GOTO(zz_prompt_reader_open(o->prompts, &rd), st, fail);
   blk.prompts = calloc((size_t)bls, sizeof *blk.prompts);
   blk.ids = calloc((size_t)bls, sizeof *blk.ids);
   blk.lens = calloc((size_t)bls, sizeof *blk.lens);
@@ -275,6 +310,7 @@ static int zz_cmd_generate(const zz_opts *opts) {
   bool more = true;
   int64_t index = 0; /* prompt number in the file: the sampling stream */
   while (more) {
+    ZZ_CHECK_GOTO(zz_check_stop(), st, fail); /* between blocks: everything so far is committed */
     /* gather one block of prompts not yet in the output */
     while (blk.n < bls) {
       zz_prompt p;
@@ -323,6 +359,7 @@ static int zz_cmd_generate(const zz_opts *opts) {
     /* a finished block is never lost: flushed and synced before the next starts */
     ZZ_CHECK_GOTO(zz_output_commit(out, o->out), st, fail);
     committed++;
+    written += blk.n;
     zz_progress_update(&prog, blk.n, new_tokens);
     zz_block_clear(&blk);
   }
@@ -331,7 +368,10 @@ static int zz_cmd_generate(const zz_opts *opts) {
   rc = 0;
   goto done;
 fail:
-  rc = zz_report_failure(st);
+  if (st == ZZ_ERR_INTERRUPTED || zz_stop_requested())
+    rc = zz_report_interrupt(o, zz_resume_count(done_ids) + written, written);
+  else
+    rc = zz_report_failure(st);
 done:
   zz_block_clear(&blk);
   free(blk.prompts);

@@ -3,13 +3,16 @@
  * variable, default and meaning. Environment variables set defaults; flags
  * override them; `zigzag --help` prints the table.
  */
+#include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "zz_launch.h"
 
-typedef enum { ZZ_OPT_STR, ZZ_OPT_INT, ZZ_OPT_LL, ZZ_OPT_FLOAT, ZZ_OPT_FLAG, ZZ_OPT_PERCENT } zz_opt_type;
+/* SIZE: text kept as given ("16G"), checked by zz_parse_bytes at parse time */
+typedef enum { ZZ_OPT_STR, ZZ_OPT_INT, ZZ_OPT_LL, ZZ_OPT_FLOAT, ZZ_OPT_FLAG, ZZ_OPT_PERCENT, ZZ_OPT_SIZE } zz_opt_type;
 
 typedef struct zz_opt_def {
   const char *flag;   /* without the leading "--" */
@@ -19,6 +22,10 @@ typedef struct zz_opt_def {
   const char *def;    /* default, as text (NULL: none) */
   const char *help;
   bool policy; /* part of the policy: conflicts with --policy */
+  /* numbers: the accepted range [lo, hi] ((lo, hi] when lo_open), checked at
+   * parse time and printed by --help; NaN and infinities are never accepted */
+  double lo, hi;
+  bool lo_open;
 } zz_opt_def;
 
 #define ZZ_O(f) offsetof(zz_opts, f)
@@ -27,96 +34,125 @@ typedef struct zz_opt_def {
 
 static const zz_opt_def zz_opt_table[] = {
     {"model", "ZZ_MODEL", ZZ_OPT_STR, ZZ_O(model), "opt-125m",
-     "model directory (config.json, *.safetensors, vocab.json, merges.txt) or preset name", false},
-    {"dummy", NULL, ZZ_OPT_FLAG, ZZ_O(dummy), NULL, "use deterministic random weights (presets need it)", false},
+     "model directory (config.json, *.safetensors, vocab.json, merges.txt) or preset name", false, 0, 0, false},
+    {"dummy", NULL, ZZ_OPT_FLAG, ZZ_O(dummy), NULL, "use deterministic random weights (presets need it)", false, 0, 0, false},
     {"prompts", NULL, ZZ_OPT_STR, ZZ_O(prompts), NULL,
-     "generate: JSON Lines input, one {\"prompt\": text} or {\"input_ids\": [...]} (+ \"id\") per line; - is stdin", false},
-    {"out", NULL, ZZ_OPT_STR, ZZ_O(out), NULL, "generate: JSON Lines output, one line per prompt; - is stdout", false},
-    {"max-new-tokens", NULL, ZZ_OPT_INT, ZZ_O(max_new_tokens), "32", "generate: new tokens per prompt at most", false},
+     "generate: JSON Lines input, one {\"prompt\": text} or {\"input_ids\": [...]} (+ \"id\") per line; - is stdin", false, 0, 0, false},
+    {"out", NULL, ZZ_OPT_STR, ZZ_O(out), NULL, "generate: JSON Lines output, one line per prompt; - is stdout", false, 0, 0, false},
+    {"max-new-tokens", NULL, ZZ_OPT_INT, ZZ_O(max_new_tokens), "32", "generate: new tokens per prompt at most", false, 1, ZZ_MAX_POSITIONS, false},
     {"max-prompt-len", "ZZ_MAX_PROMPT_LEN", ZZ_OPT_INT, ZZ_O(max_prompt_len), "0",
-     "generate: longest prompt in tokens (sizes the KV cache); 0 = positions left after max-new-tokens", false},
-    {"temperature", NULL, ZZ_OPT_FLOAT, ZZ_O(temperature), "0", "sampling temperature; 0 = greedy", false},
-    {"top-k", NULL, ZZ_OPT_INT, ZZ_O(top_k), "0", "sample among the k most likely tokens; 0 = all", false},
-    {"top-p", NULL, ZZ_OPT_FLOAT, ZZ_O(top_p), "1", "nucleus sampling mass; 1 = off", false},
-    {"seed", "ZZ_SEED", ZZ_OPT_LL, ZZ_O(seed), "0", "sampling seed (each prompt draws from its own stream)", false},
+     "generate: longest prompt in tokens (sizes the KV cache); 0 = positions left after max-new-tokens", false, 0, ZZ_MAX_POSITIONS, false},
+    {"temperature", NULL, ZZ_OPT_FLOAT, ZZ_O(temperature), "0", "sampling temperature; 0 = greedy", false, 0, 100, false},
+    {"top-k", NULL, ZZ_OPT_INT, ZZ_O(top_k), "0", "sample among the k most likely tokens; 0 = all", false, 0, ZZ_MAX_VOCAB, false},
+    {"top-p", NULL, ZZ_OPT_FLOAT, ZZ_O(top_p), "1", "nucleus sampling mass; 1 = off", false, 0, 1, true},
+    {"seed", "ZZ_SEED", ZZ_OPT_LL, ZZ_O(seed), "0", "sampling seed (each prompt draws from its own stream)", false, 0, 1e18, false},
     {"resume", NULL, ZZ_OPT_FLAG, ZZ_O(resume), NULL,
-     "generate: keep the lines already in --out and skip their prompts (by id)", false},
-    {"progress", NULL, ZZ_OPT_FLAG, ZZ_O(progress), NULL, "print the progress line even when stderr is not a terminal", false},
-    {"no-progress", NULL, ZZ_OPT_FLAG, ZZ_O(no_progress), NULL, "never print the progress line", false},
-    {"prompt-len", NULL, ZZ_OPT_INT, ZZ_O(prompt_len), "512", "bench: prompt length s", false},
-    {"gen-len", NULL, ZZ_OPT_INT, ZZ_O(gen_len), "32", "bench: generated tokens n", false},
-    {"json", NULL, ZZ_OPT_FLAG, ZZ_O(json), NULL, "bench: print one JSON object", false},
-    {"gpu-batch-size", "ZZ_GPU_BATCH_SIZE", ZZ_OPT_INT, ZZ_O(gpu_batch_size), "8", "sequences per GPU batch (gbs)", true},
+     "generate: keep the lines already in --out and skip their prompts (by id)", false, 0, 0, false},
+    {"progress", NULL, ZZ_OPT_FLAG, ZZ_O(progress), NULL, "print the progress line even when stderr is not a terminal", false, 0, 0, false},
+    {"no-progress", NULL, ZZ_OPT_FLAG, ZZ_O(no_progress), NULL, "never print the progress line", false, 0, 0, false},
+    {"prompt-len", NULL, ZZ_OPT_INT, ZZ_O(prompt_len), "512", "bench: prompt length s", false, 1, ZZ_MAX_POSITIONS, false},
+    {"gen-len", NULL, ZZ_OPT_INT, ZZ_O(gen_len), "32", "bench: generated tokens n", false, 1, ZZ_MAX_POSITIONS, false},
+    {"json", NULL, ZZ_OPT_FLAG, ZZ_O(json), NULL, "bench: print one JSON object", false, 0, 0, false},
+    {"gpu-batch-size", "ZZ_GPU_BATCH_SIZE", ZZ_OPT_INT, ZZ_O(gpu_batch_size), "8", "sequences per GPU batch (gbs)", true, 1, ZZ_POLICY_MAX_GBS, false},
     {"num-gpu-batches", "ZZ_NUM_GPU_BATCHES", ZZ_OPT_INT, ZZ_O(num_gpu_batches), "1",
-     "GPU batches per block (a block is gbs x num-gpu-batches sequences)", true},
+     "GPU batches per block (a block is gbs x num-gpu-batches sequences)", true, 1, ZZ_POLICY_MAX_NUM_GB, false},
     {"percent", "ZZ_PERCENT", ZZ_OPT_PERCENT, ZZ_O(percent), "100 0 100 0 100 0",
-     "percent of weights, KV cache and activations on GPU and CPU; disk takes the rest", true},
+     "percent of weights, KV cache and activations on GPU and CPU; disk takes the rest", true, 0, 100, false},
     {"cpu-cache-compute", NULL, ZZ_OPT_FLAG, ZZ_O(cpu_cache_compute), NULL,
-     "run decode attention on the CPU beside a KV cache that is not on the GPU", true},
-    {"compress-weight", NULL, ZZ_OPT_FLAG, ZZ_O(compress_weight), NULL, "store weights in 4 bits (group 64)", true},
-    {"compress-cache", NULL, ZZ_OPT_FLAG, ZZ_O(compress_cache), NULL, "store the KV cache in 4 bits (group 64)", true},
-    {"attn-sparsity", NULL, ZZ_OPT_FLOAT, ZZ_O(attn_sparsity), "1", "fraction of attention kept; 1 = dense", true},
-    {"no-overlap", NULL, ZZ_OPT_FLAG, ZZ_O(no_overlap), NULL, "run loads, stores and compute one after another", true},
+     "run decode attention on the CPU beside a KV cache that is not on the GPU", true, 0, 0, false},
+    {"compress-weight", NULL, ZZ_OPT_FLAG, ZZ_O(compress_weight), NULL, "store weights in 4 bits (group 64)", true, 0, 0, false},
+    {"compress-cache", NULL, ZZ_OPT_FLAG, ZZ_O(compress_cache), NULL, "store the KV cache in 4 bits (group 64)", true, 0, 0, false},
+    {"attn-sparsity", NULL, ZZ_OPT_FLOAT, ZZ_O(attn_sparsity), "1", "fraction of attention kept; 1 = dense", true, 0, 1, true},
+    {"no-overlap", NULL, ZZ_OPT_FLAG, ZZ_O(no_overlap), NULL, "run loads, stores and compute one after another", true, 0, 0, false},
     {"policy", "ZZ_POLICY", ZZ_OPT_STR, ZZ_O(policy), NULL,
-     "the whole policy as the one line zigzag prints (instead of the policy flags)", false},
+     "the whole policy as the one line zigzag prints (instead of the policy flags)", false, 0, 0, false},
     {"offload-dir", "ZZ_OFFLOAD_DIR", ZZ_OPT_STR, ZZ_O(offload_dir), NULL,
-     "directory of the disk tier's file (default $TMPDIR or /tmp)", false},
-    {"device", "ZZ_DEVICE", ZZ_OPT_STR, ZZ_O(device), "auto", "compute device: auto (CUDA if present), cpu, cuda", false},
-    {"gpu-mem", "ZZ_GPU_MEM", ZZ_OPT_STR, ZZ_O(gpu_mem), "0",
-     "device memory this run may use, e.g. 16G; 0 = all the device has", false},
-    {"cpu-mem", "ZZ_CPU_MEM", ZZ_OPT_STR, ZZ_O(cpu_mem), "0", "host memory for the CPU tier; 0 = physical RAM", false},
-    {"disk-mem", "ZZ_DISK_MEM", ZZ_OPT_STR, ZZ_O(disk_mem), "0", "disk tier capacity; 0 = free space of --offload-dir", false},
-    {"threads", "ZZ_THREADS", ZZ_OPT_INT, ZZ_O(threads), "0",
-     "CPU device compute threads, 0 to " ZZ_STR(ZZ_POOL_MAX_THREADS) "; 0 = all cores", false},
+     "directory of the disk tier's file (default $TMPDIR or /tmp)", false, 0, 0, false},
+    {"device", "ZZ_DEVICE", ZZ_OPT_STR, ZZ_O(device), "auto", "compute device: auto (CUDA if present), cpu, cuda", false, 0, 0, false},
+    {"gpu-mem", "ZZ_GPU_MEM", ZZ_OPT_SIZE, ZZ_O(gpu_mem), "0",
+     "device memory this run may use, e.g. 16G; 0 = all the device has", false, 0, 0, false},
+    {"cpu-mem", "ZZ_CPU_MEM", ZZ_OPT_SIZE, ZZ_O(cpu_mem), "0", "host memory for the CPU tier; 0 = physical RAM", false, 0, 0, false},
+    {"disk-mem", "ZZ_DISK_MEM", ZZ_OPT_SIZE, ZZ_O(disk_mem), "0", "disk tier capacity; 0 = free space of --offload-dir", false, 0, 0, false},
+    {"threads", "ZZ_THREADS", ZZ_OPT_INT, ZZ_O(threads), "0", "CPU compute threads; 0 = all cores", false, 0, ZZ_POOL_MAX_THREADS, false},
     {"attn-threads", "ZZ_ATTN_THREADS", ZZ_OPT_INT, ZZ_O(attn_threads), "0",
-     "CPU attention threads (beside a cache off the device; any device), 0 to " ZZ_STR(ZZ_POOL_MAX_THREADS)
-     "; 0 = all cores", false},
+     "CPU attention threads (beside a cache off the device; any device); 0 = all cores", false, 0, ZZ_POOL_MAX_THREADS, false},
 };
 #define ZZ_N_OPTS (sizeof zz_opt_table / sizeof zz_opt_table[0])
 
+/* "[1, 4096]", "(0, 1]" or "a size such as 16G" into buf: the range --help prints
+ * and every refusal names. */
+static const char *zz_opt_range(const zz_opt_def *d, char *buf, size_t len) {
+  switch (d->type) {
+    case ZZ_OPT_INT:
+    case ZZ_OPT_LL: snprintf(buf, len, "an integer in [%.0f, %.0f]", d->lo, d->hi); break;
+    case ZZ_OPT_FLOAT: snprintf(buf, len, "a number in %c%g, %g]", d->lo_open ? '(' : '[', d->lo, d->hi); break;
+    case ZZ_OPT_PERCENT: snprintf(buf, len, "six numbers in [%g, %g]", d->lo, d->hi); break;
+    case ZZ_OPT_SIZE: snprintf(buf, len, "a size such as 16G, 512M or 1000 (bytes)"); break;
+    default: snprintf(buf, len, "text"); break;
+  }
+  return buf;
+}
+
+static bool zz_in_range(const zz_opt_def *d, double x) {
+  return isfinite(x) && (d->lo_open ? x > d->lo : x >= d->lo) && x <= d->hi;
+}
+
+/* Sets option d from text v; 0 on success, else prints a message naming the
+ * option, the value and the accepted range, and returns 2 (the exit code). */
 static int zz_opt_set(const zz_opt_def *d, const char *v, zz_opts *o, const char *origin) {
   char *base = (char *)o + d->offset, *end = NULL;
+  errno = 0;
   switch (d->type) {
     case ZZ_OPT_STR: *(const char **)base = v; return 0;
     case ZZ_OPT_FLAG: *(bool *)base = true; return 0;
+    case ZZ_OPT_SIZE: {
+      size_t bytes;
+      if (zz_parse_bytes(v, &bytes) != ZZ_OK) break;
+      *(const char **)base = v;
+      return 0;
+    }
     case ZZ_OPT_INT: {
-      long x = strtol(v, &end, 10);
-      if (end == v || *end || x < 0 || x > 1000000000) break;
+      long long x = strtoll(v, &end, 10);
+      if (end == v || *end || errno || !zz_in_range(d, (double)x)) break;
       *(int *)base = (int)x;
       return 0;
     }
     case ZZ_OPT_LL: {
       long long x = strtoll(v, &end, 10);
-      if (end == v || *end) break;
+      if (end == v || *end || errno || !zz_in_range(d, (double)x)) break;
       *(long long *)base = x;
       return 0;
     }
     case ZZ_OPT_FLOAT: {
-      float x = strtof(v, &end);
-      if (end == v || *end || x < 0) break;
-      *(float *)base = x;
+      double x = strtod(v, &end);
+      if (end == v || *end || !zz_in_range(d, x)) break;
+      *(float *)base = (float)x;
       return 0;
     }
     case ZZ_OPT_PERCENT: { /* six numbers separated by spaces or commas */
-      double *p = (double *)base;
+      double p[6];
       const char *c = v;
       int k = 0;
       for (; k < 6; k++) {
         while (*c == ' ' || *c == ',') c++;
         double x = strtod(c, &end);
-        if (end == c || x < 0 || x > 100) break;
+        if (end == c || !zz_in_range(d, x)) break;
         p[k] = x;
         c = end;
       }
       while (*c == ' ' || *c == ',') c++;
       if (k < 6 || *c) break;
+      memcpy(base, p, sizeof p);
       return 0;
     }
   }
+  char range[96];
   if (d->type == ZZ_OPT_PERCENT)
-    fprintf(stderr, "zigzag: %s --%s: '%s' is not six percentages (WG WC CG CC HG HC)\n", origin, d->flag, v);
+    fprintf(stderr, "zigzag: %s --%s: '%.200s' is not six percentages (WG WC CG CC HG HC), each in [%g, %g]\n",
+            origin, d->flag, v, d->lo, d->hi);
   else
-    fprintf(stderr, "zigzag: %s --%s: '%s' is not a valid value\n", origin, d->flag, v);
+    fprintf(stderr, "zigzag: %s --%s: '%.200s' is out of range or not a number; want %s\n", origin, d->flag, v,
+            zz_opt_range(d, range, sizeof range));
   return 2;
 }
 
@@ -145,6 +181,10 @@ void zz_opts_help(FILE *f) {
     snprintf(left, sizeof left, "--%s%s", d->flag,
              d->type == ZZ_OPT_FLAG ? "" : d->type == ZZ_OPT_PERCENT ? " WG WC CG CC HG HC" : " X");
     fprintf(f, "  %-24s %s", left, d->help);
+    if (d->type != ZZ_OPT_STR && d->type != ZZ_OPT_FLAG) {
+      char range[96];
+      fprintf(f, "; %s", zz_opt_range(d, range, sizeof range));
+    }
     if (d->def) fprintf(f, " (default %s)", d->def);
     if (d->env) fprintf(f, " [%s]", d->env);
     fprintf(f, "\n");
@@ -187,14 +227,24 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o) {
     }
     if (d->policy) o->policy_flags_given = true;
     if (d->type == ZZ_OPT_PERCENT && !eq) {
-      /* --percent 20 80 0 100 100 0: six separate arguments */
-      char joined[256] = "";
+      /* --percent 20 80 0 100 100 0: up to six separate arguments, joined with
+       * spaces into a buffer sized for them (any length is refused cleanly) */
+      size_t need = 1;
       int k = 0;
-      for (; k < 6 && i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0; k++) {
-        strncat(joined, argv[++i], sizeof joined - strlen(joined) - 2);
+      for (; k < 6 && i + 1 + k < argc && strncmp(argv[i + 1 + k], "--", 2) != 0; k++) need += strlen(argv[i + 1 + k]) + 1;
+      char *joined = malloc(need);
+      if (!joined) {
+        fprintf(stderr, "zigzag: out of memory\n");
+        return 1;
+      }
+      joined[0] = '\0';
+      for (int j = 0; j < k; j++) {
+        strcat(joined, argv[++i]);
         strcat(joined, " ");
       }
+      /* the parsed numbers are kept, not the text: joined can go */
       int r = zz_opt_set(d, joined, o, "option");
+      free(joined);
       if (r) return r;
       continue;
     }
@@ -218,18 +268,12 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o) {
     zz_opts_help(stderr);
     return 2;
   }
-  if (o->max_new_tokens < 1) {
-    fprintf(stderr, "zigzag: --max-new-tokens must be at least 1\n");
-    return 2;
-  }
-  if (o->threads > ZZ_POOL_MAX_THREADS || o->attn_threads > ZZ_POOL_MAX_THREADS) {
-    fprintf(stderr, "zigzag: --threads and --attn-threads take 0 (all cores) to %d\n", ZZ_POOL_MAX_THREADS);
-    return 2;
-  }
-  if (o->top_p > 1) {
-    fprintf(stderr, "zigzag: --top-p must be in (0, 1]\n");
-    return 2;
-  }
+  /* the policy (flags or --policy line) and the tier sizes are whole only now */
+  zz_policy pol;
+  zz_tiers tiers;
+  zz_status st = zz_opts_policy(o, &pol);
+  if (st == ZZ_OK) st = zz_opts_tiers(o, &tiers);
+  if (st != ZZ_OK) return zz_report_failure(st);
   return 0;
 }
 

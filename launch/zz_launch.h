@@ -13,6 +13,7 @@
 
 #include "zz_runtime.h"
 
+
 typedef struct zz_opts {
   const char *command; /* generate, tokenize, bench */
   const char *model;
@@ -56,9 +57,16 @@ zz_status zz_opts_engine(const zz_opts *o, zz_device *dev, const zz_model *m, co
 
 /* ids already present in an output file, for --resume */
 typedef struct zz_resume_set zz_resume_set;
-/* Opens the output: with resume, reads the ids it holds (dropping a torn last
- * line) and appends; without, truncates. "-" is stdout. */
+/* Opens the output and takes an advisory lock (flock) on it for as long as it is
+ * open, refusing a file another job holds. With resume, reads the ids it holds
+ * (dropping a torn last line) and appends; without, leaves the file as it is
+ * until zz_output_begin. "-" is stdout. */
 zz_status zz_resume_open(const char *path, bool resume, zz_resume_set **set_out, FILE **out);
+/* Starts writing: truncates a regular output file unless resume. Called once
+ * everything that can refuse the job before generating has passed. */
+zz_status zz_output_begin(FILE *out, const char *path, bool resume);
+/* Ids in the set (0 for NULL). */
+int64_t zz_resume_count(const zz_resume_set *s);
 bool zz_resume_has(const zz_resume_set *s, const char *id_json);
 /* An empty set (NULL when out of memory); *fresh says whether id was new. */
 zz_resume_set *zz_resume_new(void);

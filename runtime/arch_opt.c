@@ -119,8 +119,8 @@ static zz_status zz_opt_parse_config(json_t *root, const char *path, zz_config *
       c.embed_dim < 1 || c.max_pos < 1)
     return zz_error(ZZ_ERR_FORMAT, "%s: sizes must be positive", path);
   /* far beyond any published model: a lying config, not a big model */
-  if (c.vocab_size > (1 << 24) || c.hidden > (1 << 20) || c.ffn > (1 << 22) || c.n_layers > 4096 ||
-      c.n_heads > c.hidden || c.embed_dim > (1 << 20) || c.max_pos > (1 << 20))
+  if (c.vocab_size > ZZ_MAX_VOCAB || c.hidden > (1 << 20) || c.ffn > (1 << 22) || c.n_layers > 4096 ||
+      c.n_heads > c.hidden || c.embed_dim > (1 << 20) || c.max_pos > ZZ_MAX_POSITIONS)
     return zz_error(ZZ_ERR_FORMAT, "%s: sizes out of range (vocab %lld, hidden %lld, ffn %lld, layers %lld, heads %lld)",
                     path, (long long)c.vocab_size, (long long)c.hidden, (long long)c.ffn, (long long)c.n_layers,
                     (long long)c.n_heads);

@@ -154,11 +154,12 @@ static zz_status zz_ck_add_file(zz_checkpoint *ck, const char *path) {
         goto done;
       }
       e.shape[d] = json_integer_value(x);
-      numel *= e.shape[d];
-      if (numel > (1ll << 42)) {
+      /* checked before it can wrap: each entry is at most 2^40 */
+      if (e.shape[d] && numel > (1ll << 42) / e.shape[d]) {
         st = zz_error(ZZ_ERR_FORMAT, "%s: tensor %s: shape is impossibly large", path, key);
         goto done;
       }
+      numel *= e.shape[d];
     }
     json_t *jb = json_array_get(joff, 0), *je = json_array_get(joff, 1);
     if (!json_is_integer(jb) || !json_is_integer(je)) {
@@ -220,11 +221,11 @@ static zz_status zz_ck_open_index(zz_checkpoint *ck, const char *dir, const char
   free(seen);
   if (st == ZZ_OK) {
     /* every tensor the index names must be in the shard it names */
-    qsort(ck->entries, (size_t)ck->n_entries, sizeof *ck->entries, zz_entry_cmp);
+    if (ck->n_entries > 1) qsort(ck->entries, (size_t)ck->n_entries, sizeof *ck->entries, zz_entry_cmp);
     json_object_foreach(map, key, val) {
       zz_ck_entry probe;
       snprintf(probe.name, sizeof probe.name, "%s", key);
-      zz_ck_entry *e = bsearch(&probe, ck->entries, (size_t)ck->n_entries, sizeof probe, zz_entry_cmp);
+      zz_ck_entry *e = ck->n_entries ? bsearch(&probe, ck->entries, (size_t)ck->n_entries, sizeof probe, zz_entry_cmp) : NULL;
       const char *file = json_string_value(val);
       const char *base = e ? strrchr(ck->files[e->file].path, '/') + 1 : NULL;
       if (!e || strcmp(base, file) != 0) {
@@ -253,7 +254,7 @@ zz_status zz_checkpoint_open(const char *dir, zz_checkpoint **out) {
   else
     st = zz_error(ZZ_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json", dir);
   if (st == ZZ_OK) {
-    qsort(ck->entries, (size_t)ck->n_entries, sizeof *ck->entries, zz_entry_cmp);
+    if (ck->n_entries > 1) qsort(ck->entries, (size_t)ck->n_entries, sizeof *ck->entries, zz_entry_cmp);
     for (int64_t i = 1; i < ck->n_entries; i++)
       if (strcmp(ck->entries[i - 1].name, ck->entries[i].name) == 0) {
         st = zz_error(ZZ_ERR_FORMAT, "%s: tensor %s appears in two shards", dir, ck->entries[i].name);
@@ -281,6 +282,7 @@ int64_t zz_checkpoint_count(const zz_checkpoint *ck) { return ck->n_entries; }
 /* Canonical names start with "model."; published OPT checkpoints use both. */
 static const zz_ck_entry *zz_ck_find(const zz_checkpoint *ck, const char *name) {
   zz_ck_entry probe;
+  if (!ck->n_entries) return NULL; /* entries may be NULL: bsearch wants an array */
   snprintf(probe.name, sizeof probe.name, "%s", name);
   const zz_ck_entry *e = bsearch(&probe, ck->entries, (size_t)ck->n_entries, sizeof probe, zz_entry_cmp);
   if (!e && strncmp(name, "model.", 6) == 0) {

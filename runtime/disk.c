@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -27,6 +28,14 @@ zz_status zz_disk_open(const char *dir, size_t size, zz_disk *out) {
   int fd = mkstemp(d.path);
   if (fd < 0) return zz_error(ZZ_ERR_IO, "--offload-dir %s: cannot create a file: %s", dir, strerror(errno));
   unlink(d.path);
+  /* the file is private (unique name, unlinked); the lock says so to any other
+   * process that reaches it (through /proc) and guards a future named file */
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    zz_status st = zz_error(ZZ_ERR_IO, "--offload-dir %s: offload file %s is locked by another job: %s", dir, d.path,
+                            strerror(errno));
+    close(fd);
+    return st;
+  }
   int fl = fcntl(fd, F_GETFL);
   d.direct = fl >= 0 && fcntl(fd, F_SETFL, fl | O_DIRECT) == 0;
   if (!d.direct) {

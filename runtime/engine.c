@@ -61,6 +61,8 @@ zz_status zz_engine_plan_check(const zz_device *dev, const zz_model *m, const zz
   else if (disk_need)
     cap[ZZ_TIER_DISK] = zz_disk_free_bytes(dir);
   if (st == ZZ_OK) st = zz_memplan_check(&plan, cap);
+  /* the CPU device's "device memory" is host RAM too: the two tiers share it */
+  if (st == ZZ_OK && strcmp(dev->ops->name, "cpu") == 0) st = zz_memplan_check_shared(&plan, zz_host_memory_bytes());
   if (st != ZZ_OK) {
     zz_memplan_free(&plan);
     return st;

@@ -83,6 +83,7 @@ static zz_status zz_gen_loop(zz_gen *g, double *t_prefill) {
   for (int gr = 0; gr < e->n_groups && zz_gen_count(g, gr); gr++)
     ZZ_CHECK(zz_engine_begin_block(e, gr, zz_gen_count(g, gr), req->lens + zz_gen_first(g, gr)));
   for (int step = 0; step < req->max_new_tokens && g->live > 0; step++) {
+    ZZ_CHECK(zz_check_stop());
     for (int gr = 0; gr < e->n_groups && zz_gen_count(g, gr); gr++) {
       if (!zz_gen_group_live(g, gr)) continue;
       int64_t first = zz_gen_first(g, gr);

@@ -34,6 +34,10 @@ static zz_tier zz_place(double mid_pct, double gpu, double cpu) {
 
 /* ---------------------------------------------------------------- the builder */
 
+/* No tier holds an exbibyte: a plan past it is refused before any sum can wrap
+ * (each buffer's own size stays below 2^62 by the policy's and config's ranges). */
+#define ZZ_PLAN_MAX_BYTES ((size_t)1 << 60)
+
 typedef struct zz_builder {
   zz_memplan *p;
   zz_arena arena[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT]; /* no memory: offsets only */
@@ -56,7 +60,13 @@ static zz_status zz_add(zz_builder *b, zz_buf_role role, int i, int j, int k, zz
   *x = (zz_buffer){.role = role, .a = i, .b = j, .c = k, .tier = tier, .purpose = purpose, .dtype = dt,
                    .ndim = ndim, .bytes = zz_align_up(bytes, align), .align = align};
   for (int d = 0; d < ndim; d++) x->shape[d] = shape[d];
-  ZZ_CHECK(zz_arena_take(&b->arena[tier][purpose], x->bytes, align, NULL, &x->offset));
+  if (zz_arena_take(&b->arena[tier][purpose], x->bytes, align, NULL, &x->offset) != ZZ_OK) {
+    char w[32];
+    return zz_error(ZZ_ERR_INFEASIBLE, "policy gbs=%d num_gb=%d with %lld + %lld tokens needs more than an exbibyte "
+                    "of %s memory for %s: refused", p->spec.policy.gpu_batch_size, p->spec.policy.num_gpu_batches,
+                    (long long)p->spec.shape.prompt_len, (long long)p->spec.shape.gen_len, zz_tier_name(tier),
+                    zz_format_bytes(x->bytes, w, sizeof w));
+  }
   p->n_buf++;
   return ZZ_OK;
 }
@@ -232,7 +242,7 @@ zz_status zz_memplan_build_spec(const zz_model *m, const zz_plan_spec *spec, zz_
   zz_builder b = {.p = &p};
   for (int t = 0; t < ZZ_TIER_COUNT; t++)
     for (int q = 0; q < ZZ_PURPOSE_COUNT; q++)
-      b.arena[t][q] = (zz_arena){.tier = (zz_tier)t, .purpose = (zz_purpose)q, .cap = SIZE_MAX};
+      b.arena[t][q] = (zz_arena){.tier = (zz_tier)t, .purpose = (zz_purpose)q, .cap = ZZ_PLAN_MAX_BYTES};
   zz_status st = ZZ_OK;
   if (!p.weight_tier || !p.cache_tier || !p.act_tier) st = zz_error(ZZ_ERR_NO_MEMORY, "memory plan: out of memory");
   if (st == ZZ_OK) st = zz_plan_weights(&b, m);
@@ -304,4 +314,16 @@ const char *zz_buffer_str(const zz_buffer *x, char *buf, size_t len) {
            zz_shape_str(x->ndim, x->shape, shape, sizeof shape), zz_format_bytes(x->bytes, bytes, sizeof bytes),
            x->offset);
   return buf;
+}
+
+zz_status zz_memplan_check_shared(const zz_memplan *p, size_t host_ram) {
+  size_t dev = zz_memplan_tier_total(p, ZZ_TIER_GPU), cpu = zz_memplan_tier_total(p, ZZ_TIER_CPU);
+  if (dev <= host_ram && cpu <= host_ram - dev) return ZZ_OK;
+  char a[32], b[32], s[32], r[32];
+  return zz_error(ZZ_ERR_INFEASIBLE,
+                  "policy does not fit this machine's RAM: the cpu device's arena (gpu tier, %s) and the cpu tier "
+                  "(%s) are both host memory, together %s, and the machine has %s; move weights or cache to disk",
+                  zz_format_bytes(dev, a, sizeof a), zz_format_bytes(cpu, b, sizeof b),
+                  zz_format_bytes(dev + cpu < dev ? SIZE_MAX : dev + cpu, s, sizeof s),
+                  zz_format_bytes(host_ram, r, sizeof r));
 }

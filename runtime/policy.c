@@ -4,6 +4,8 @@
  * takes the rest), overlap, CPU attention, compression and sparsity. One line of
  * text prints and parses it, so a plan can be copied into --policy.
  */
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,14 +30,20 @@ const char *zz_policy_str(const zz_policy *p, char *buf, size_t len) {
 }
 
 zz_status zz_policy_check(const zz_policy *p) {
-  if (p->gpu_batch_size < 1 || p->num_gpu_batches < 1)
-    return zz_error(ZZ_ERR_INVALID_ARG, "policy: gpu batch size and number of gpu batches must be >= 1");
+  if (p->gpu_batch_size < 1 || p->gpu_batch_size > ZZ_POLICY_MAX_GBS)
+    return zz_error(ZZ_ERR_INVALID_ARG, "policy: gpu batch size (gbs, --gpu-batch-size) %d is outside [1, %d]",
+                    p->gpu_batch_size, ZZ_POLICY_MAX_GBS);
+  if (p->num_gpu_batches < 1 || p->num_gpu_batches > ZZ_POLICY_MAX_NUM_GB)
+    return zz_error(ZZ_ERR_INVALID_ARG, "policy: number of gpu batches (num_gb, --num-gpu-batches) %d is outside [1, %d]",
+                    p->num_gpu_batches, ZZ_POLICY_MAX_NUM_GB);
   const double pairs[3][2] = {{p->w_gpu, p->w_cpu}, {p->c_gpu, p->c_cpu}, {p->a_gpu, p->a_cpu}};
   static const char *const what[3] = {"weights", "cache", "activations"};
+  /* written so that NaN fails every comparison and is refused */
   for (int i = 0; i < 3; i++)
-    if (pairs[i][0] < 0 || pairs[i][1] < 0 || pairs[i][0] + pairs[i][1] > 100 + 1e-9)
+    if (!(pairs[i][0] >= 0 && pairs[i][0] <= 100 && pairs[i][1] >= 0 && pairs[i][1] <= 100 &&
+          pairs[i][0] + pairs[i][1] <= 100 + 1e-9))
       return zz_error(ZZ_ERR_INVALID_ARG,
-                      "policy: %s percentages %g (gpu) + %g (cpu) must be >= 0 and sum to at most 100",
+                      "policy: %s percentages %g (gpu) + %g (cpu) must be in [0, 100] and sum to at most 100",
                       what[i], pairs[i][0], pairs[i][1]);
   if (!(p->attn_sparsity > 0 && p->attn_sparsity <= 1))
     return zz_error(ZZ_ERR_INVALID_ARG, "policy: attention sparsity %g must be in (0, 1]", p->attn_sparsity);
@@ -45,19 +53,20 @@ zz_status zz_policy_check(const zz_policy *p) {
 static zz_status zz_policy_pair(const char *key, const char *v, double *a, double *b) {
   char *end;
   *a = strtod(v, &end);
-  if (end == v || *end != ',') return zz_error(ZZ_ERR_INVALID_ARG, "policy: %s=%s: want GPU,CPU percentages", key, v);
+  if (end == v || *end != ',' || !isfinite(*a)) return zz_error(ZZ_ERR_INVALID_ARG, "policy: %s=%.40s: want GPU,CPU percentages, each in [0, 100]", key, v);
   const char *w = end + 1;
   *b = strtod(w, &end);
-  if (end == w || (*end && *end != ' '))
-    return zz_error(ZZ_ERR_INVALID_ARG, "policy: %s=%s: want GPU,CPU percentages", key, v);
+  if (end == w || (*end && *end != ' ') || !isfinite(*b))
+    return zz_error(ZZ_ERR_INVALID_ARG, "policy: %s=%.40s: want GPU,CPU percentages, each in [0, 100]", key, v);
   return ZZ_OK;
 }
 
-static zz_status zz_policy_int(const char *key, const char *v, long lo, long *out) {
+static zz_status zz_policy_int(const char *key, const char *v, long lo, long hi, long *out) {
   char *end;
+  errno = 0;
   long x = strtol(v, &end, 10);
-  if (end == v || (*end && *end != ' ') || x < lo)
-    return zz_error(ZZ_ERR_INVALID_ARG, "policy: %s=%s: want an integer >= %ld", key, v, lo);
+  if (end == v || (*end && *end != ' ') || errno || x < lo || x > hi)
+    return zz_error(ZZ_ERR_INVALID_ARG, "policy: %s=%.40s: want an integer in [%ld, %ld]", key, v, lo, hi);
   *out = x;
   return ZZ_OK;
 }
@@ -79,9 +88,9 @@ zz_status zz_policy_parse(const char *text, zz_policy *out) {
     const char *k = tok, *v = eq + 1;
     long x = 0;
     if (strcmp(k, "gbs") == 0) {
-      if ((st = zz_policy_int(k, v, 1, &x)) == ZZ_OK) p.gpu_batch_size = (int)x;
+      if ((st = zz_policy_int(k, v, 1, ZZ_POLICY_MAX_GBS, &x)) == ZZ_OK) p.gpu_batch_size = (int)x;
     } else if (strcmp(k, "num_gb") == 0) {
-      if ((st = zz_policy_int(k, v, 1, &x)) == ZZ_OK) p.num_gpu_batches = (int)x;
+      if ((st = zz_policy_int(k, v, 1, ZZ_POLICY_MAX_NUM_GB, &x)) == ZZ_OK) p.num_gpu_batches = (int)x;
     } else if (strcmp(k, "w") == 0) {
       st = zz_policy_pair(k, v, &p.w_gpu, &p.w_cpu);
     } else if (strcmp(k, "c") == 0) {
@@ -90,8 +99,7 @@ zz_status zz_policy_parse(const char *text, zz_policy *out) {
       st = zz_policy_pair(k, v, &p.a_gpu, &p.a_cpu);
     } else if (strcmp(k, "overlap") == 0 || strcmp(k, "cpu_attn") == 0 || strcmp(k, "cw") == 0 ||
                strcmp(k, "cc") == 0) {
-      if ((st = zz_policy_int(k, v, 0, &x)) == ZZ_OK) {
-        if (x > 1) st = zz_error(ZZ_ERR_INVALID_ARG, "policy: %s=%s: want 0 or 1", k, v);
+      if ((st = zz_policy_int(k, v, 0, 1, &x)) == ZZ_OK) {
         bool b = x != 0;
         if (strcmp(k, "overlap") == 0) p.overlap = b;
         else if (strcmp(k, "cpu_attn") == 0) p.cpu_attention = b;
@@ -101,7 +109,7 @@ zz_status zz_policy_parse(const char *text, zz_policy *out) {
     } else if (strcmp(k, "sparsity") == 0) {
       char *end;
       p.attn_sparsity = strtod(v, &end);
-      if (end == v || *end) st = zz_error(ZZ_ERR_INVALID_ARG, "policy: sparsity=%s: want a number", v);
+      if (end == v || *end) st = zz_error(ZZ_ERR_INVALID_ARG, "policy: sparsity=%.40s: want a number in (0, 1]", v);
     } else {
       st = zz_error(ZZ_ERR_INVALID_ARG, "policy: unknown key '%s'", k);
     }

@@ -3,6 +3,7 @@
  * small parsing/formatting helpers every module uses.
  */
 #include <ctype.h>
+#include <signal.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -27,20 +28,34 @@ const char *zz_status_str(zz_status st) {
       [ZZ_ERR_UNSUPPORTED] = "unsupported",
       [ZZ_ERR_DEVICE] = "device error",
       [ZZ_ERR_MPI] = "communication error",
+      [ZZ_ERR_INTERRUPTED] = "interrupted",
   };
   if ((int)st < 0 || st >= ZZ_STATUS_COUNT) return "unknown status";
   return names[st];
 }
 
 zz_status zz_error(zz_status st, const char *fmt, ...) {
+  /* formatted aside first: an argument may be zz_error_message() itself (a caller
+   * adding context), and vsnprintf into the buffer it reads from garbles both */
+  char tmp[sizeof zz_error_buf];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(zz_error_buf, sizeof zz_error_buf, fmt, ap);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
   va_end(ap);
+  memcpy(zz_error_buf, tmp, sizeof tmp);
   return st;
 }
 
 const char *zz_error_message(void) { return zz_error_buf; }
+
+static volatile sig_atomic_t zz_stop_sig;
+void zz_request_stop(int sig) { zz_stop_sig = sig; }
+int zz_stop_requested(void) { return zz_stop_sig; }
+zz_status zz_check_stop(void) {
+  int sig = zz_stop_sig;
+  if (!sig) return ZZ_OK;
+  return zz_error(ZZ_ERR_INTERRUPTED, "stopped by %s", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "request");
+}
 void zz_error_clear(void) { zz_error_buf[0] = '\0'; }
 
 void zz_set_fatal_hook(void (*hook)(void)) { zz_fatal_hook = hook; }

@@ -12,6 +12,7 @@ zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
   zz_device *dev = e->dev;
   zz_dtype sdt = e->plan.spec.store_dtype;
   for (int jl = 0; jl < e->l1 - e->l0; jl++) {
+    ZZ_CHECK(zz_check_stop()); /* Ctrl-C while a large model loads */
     const zz_layer *l = &e->m->layers[e->l0 + jl];
     for (int k = 0; k < l->n_weights; k++) {
       const zz_weight_spec *w = &l->weights[k];

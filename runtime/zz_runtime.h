@@ -50,12 +50,14 @@ typedef enum zz_status {
   ZZ_ERR_UNSUPPORTED, /* valid, but not implemented here */
   ZZ_ERR_DEVICE,      /* CUDA / cuBLAS failure */
   ZZ_ERR_MPI,         /* MPI / NCCL failure, dead rank */
+  ZZ_ERR_INTERRUPTED, /* stopped at a safe point after zz_request_stop (SIGINT, SIGTERM) */
   ZZ_STATUS_COUNT
 } zz_status;
 
 const char *zz_status_str(zz_status st);
 /* Records a message for the calling thread (printf format) and returns st, so
- * `return zz_error(ZZ_ERR_FORMAT, "%s: tensor %s: ...", path, name);` */
+ * `return zz_error(ZZ_ERR_FORMAT, "%s: tensor %s: ...", path, name);`. The
+ * previous message may be an argument: `zz_error(st, "%s:3: %s", f, zz_error_message())`. */
 zz_status zz_error(zz_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The last message recorded by this thread ("" when none). */
 const char *zz_error_message(void);
@@ -71,6 +73,14 @@ void zz_error_clear(void);
     (st) = (call);                                                                         \
     if ((st) != ZZ_OK) goto label;                                                         \
   } while (0)
+
+/* Asks long operations (loading weights, generating) to stop at their next safe
+ * point with ZZ_ERR_INTERRUPTED. Async-signal-safe: a SIGINT handler calls it
+ * with the signal number (0 withdraws the request). zz_check_stop() is ZZ_OK, or ZZ_ERR_INTERRUPTED with
+ * a message, once a stop was requested; zz_stop_requested() is the signal (0: none). */
+void zz_request_stop(int sig);
+int zz_stop_requested(void);
+zz_status zz_check_stop(void);
 
 /* Broken invariants only: prints where and calls the fatal hook (MPI_Abort in an
  * MPI run, abort() otherwise). */
@@ -344,6 +354,10 @@ typedef struct zz_config {
   zz_dtype dtype;       /* torch_dtype of the checkpoint */
 } zz_config;
 
+/* Bounds a configuration is checked against (config.json may lie). */
+#define ZZ_MAX_POSITIONS (1 << 20) /* max_position_embeddings */
+#define ZZ_MAX_VOCAB (1 << 24)     /* vocab_size */
+
 /* Preset names of every architecture (opt-125m … opt-175b), or a Hugging Face
  * model directory's config.json (its model_type picks the architecture, which
  * reads its own fields). */
@@ -527,6 +541,11 @@ typedef struct zz_policy {
   double attn_sparsity;  /* 1.0 = dense */
 } zz_policy;
 
+/* Ranges zz_policy_check enforces (and the command line documents): far beyond
+ * any useful block, small enough that every size of a plan fits 64 bits. */
+#define ZZ_POLICY_MAX_GBS 65536   /* gpu_batch_size in [1, 65536] */
+#define ZZ_POLICY_MAX_NUM_GB 4096 /* num_gpu_batches in [1, 4096] */
+
 /* Everything on the device, one batch of 8, overlap on. */
 void zz_policy_default(zz_policy *p);
 /* "gbs=8 num_gb=1 w=100,0 c=100,0 a=100,0 overlap=1 cpu_attn=0 cw=0 cc=0 sparsity=1" */
@@ -629,6 +648,10 @@ size_t zz_memplan_tier_total(const zz_memplan *p, zz_tier t);
 zz_status zz_memplan_check(const zz_memplan *p, const size_t cap[ZZ_TIER_COUNT]);
 /* "weights.3.1 cpu weights f32 [768, 768] 2.25 MiB @ 0" into buf. */
 const char *zz_buffer_str(const zz_buffer *b, char *buf, size_t len);
+/* For a device whose memory is host RAM (the CPU device): its arena (the GPU
+ * tier) and the CPU tier draw on the same RAM, so their sum must fit host_ram.
+ * ZZ_ERR_INFEASIBLE naming both numbers otherwise. */
+zz_status zz_memplan_check_shared(const zz_memplan *p, size_t host_ram);
 
 /*
  * The engine of one rank: the weights of a slice of layers, built once, serving

@@ -6,8 +6,9 @@
 #
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed" at the
 # end; exits non-zero when any check failed. Needs only bash and coreutils (no
-# jq, no python). Every zigzag run is wrapped in `timeout 60` so a hang fails
-# the check instead of the suite. The device is whatever ZZ_DEVICE says (auto
+# jq, no python). Every zigzag run is wrapped in `timeout 60` (the two
+# background jobs of the signal checks in a watchdog) so a hang fails the check
+# instead of the suite. The device is whatever ZZ_DEVICE says (auto
 # when unset); the other ZZ_* tunables are cleared so the checks see defaults.
 set -u
 
@@ -215,6 +216,119 @@ refused "a prompt longer than the model's positions" "max-prompt-len" "${GEN[@]}
 ZZ_FAULT_KILL_AFTER_BLOCKS=soon refused "bad ZZ_FAULT_KILL_AFTER_BLOCKS" "ZZ_FAULT_KILL_AFTER_BLOCKS" "${GEN[@]}" --prompts golden_text.jsonl --out o.jsonl
 refused "tokenize with no text" "text" tokenize --model "$TINY"
 refused "bench --gen-len 1" "gen-len" bench --model opt-125m --dummy --gen-len 1
+
+# ------------------------------------------------------------ d2. hardening (issue #8)
+
+# 1. no argument may crash the program
+LONG260=$(printf 'a%.0s' $(seq 1 260))
+LONG2000=$(printf '1%.0s' $(seq 1 2000))
+refused "--percent with six overlong arguments (260 and 2000 characters): refused, no crash" "six percentages" \
+  bench --percent "$LONG260" "$LONG2000" 3 4 5 6
+
+# 4. every number has a range, checked at parse time, named in the message
+refused "--num-gpu-batches 178956971 (n_layers * num_gb overflowed int)" "[1, 4096]" bench --num-gpu-batches 178956971
+refused "--policy gbs=4294967297 (was silently 1)" "[1, 65536]" bench --dummy --policy "gbs=4294967297"
+refused "--percent nan ... (NaN passed every check)" "six percentages" bench --dummy --percent nan 0 100 0 100 0
+refused "--policy w=nan,0" "percentages" bench --dummy --policy "w=nan,0"
+refused "--threads 100000" "[0, 1024]" bench --dummy --threads 100000
+refused "--top-p 0" "(0, 1]" bench --dummy --top-p 0
+refused "--gpu-mem that is not a size" "gpu-mem" bench --dummy --gpu-mem lots
+t0=$(date +%s)
+refused "--policy 'gbs=2 num_gb=110737418' refused at once" "num_gb" bench --model opt-125m --dummy --policy "gbs=2 num_gb=110737418"
+check "... within 5 s (it took 9 s and 5.8 GB)" test $(($(date +%s) - t0)) -lt 5
+zz --help
+check "--help prints each number option's range" eval 'has "an integer in [1, 4096]" outp && has "six numbers in [0, 100]" outp'
+
+# 2. the cpu device's arena and the cpu tier are the same RAM: a plan whose two
+# parts each fit but together do not is refused at once. The percentages put
+# about 0.6 of RAM on each side (OPT-66B, or OPT-175B on a big machine).
+RAM=$(awk '/^MemTotal:/ {print $2 * 1024}' /proc/meminfo)
+shared_pct() { # PARAMS_BILLIONS: prints "WG WC" or nothing when RAM is too large
+  awk -v r="$RAM" -v p="$1" 'BEGIN { wg = int(100 * 0.6 * r / (4 * p * 1e9)) + 1; wc = int(100 * 0.6 * r / (2 * p * 1e9)) + 1;
+    if (wg + wc <= 100) print wg, wc }'
+}
+PCT=$(shared_pct 66) MODEL=opt-66b
+[ -n "$PCT" ] || { PCT=$(shared_pct 175); MODEL=opt-175b; }
+if [ -n "$PCT" ]; then
+  set -- $PCT
+  t0=$(date +%s)
+  refused "cpu device: $MODEL --percent $1 $2 100 0 100 0 fits RAM per tier, not together" "together" \
+    bench --model $MODEL --dummy --device cpu --prompt-len 16 --gen-len 2 --gpu-batch-size 1 --disk-mem 1000T --percent "$1" "$2" 100 0 100 0
+  check "... refused within 5 s, before any weight is loaded" test $(($(date +%s) - t0)) -lt 5
+  set --
+else
+  ok "cpu device shared RAM check skipped: $RAM bytes of RAM is more than OPT-175B needs"
+fi
+
+# 5. paths are checked before the weights load (the plan line comes after the engine)
+zz generate --model opt-1.3b --dummy --device cpu --prompts nope.jsonl --out o5.jsonl
+check "missing --prompts refused before the engine is built (no plan line)" \
+  eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has nope.jsonl err && ! has "plan:" err'
+zz generate --model opt-1.3b --dummy --device cpu --prompts golden_ids.jsonl --out "$W/no/such/dir/o.jsonl"
+check "--out in a missing directory refused before the engine is built" \
+  eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "no/such/dir" err && ! has "plan:" err'
+echo keep >o5.jsonl
+zz "${GEN[@]}" --prompts golden_text.jsonl --out o5.jsonl --gpu-mem 1K
+check "a plan that does not fit leaves an existing --out as it was" eval '[ "$RC" -ne 0 ] && [ "$(cat o5.jsonl)" = keep ]'
+
+# 3 and 6. a long job (one prompt per block): a second job on its --out is
+# refused; SIGINT stops it with one line, status 130, whole lines only, and
+# --resume finishes it with the tokens of an uninterrupted run; SIGTERM: 143
+for i in $(seq 0 1999); do
+  printf '{"id": %d, "input_ids": [2, %d, 17, %d]}\n' "$i" $((i % 900 + 4)) $((i * 7 % 900 + 4))
+done >long.jsonl
+LONG=(generate --model "$TINY" --max-new-tokens 8 --gpu-batch-size 1 --no-progress --prompts long.jsonl)
+zz "${LONG[@]}" --out long_full.jsonl
+check "long job, uninterrupted: 2000 lines" test "$RC" -eq 0 -a "$(wc -l <long_full.jsonl)" -eq 2000
+# start_long OUT: runs the long job in the background (pid in BG) until OUT has a line
+start_long() {
+  rm -f "$1"
+  # not under timeout(1): it would pass the signal on to the whole process
+  # group, so zigzag would get it twice; a watchdog ends a hung job instead
+  "$ZZ" "${LONG[@]}" --out "$1" >/dev/null 2>"$W/bg_err" &
+  BG=$!
+  (sleep 120 && kill -KILL "$BG" 2>/dev/null) >/dev/null 2>&1 &
+  WD=$!
+  for _ in $(seq 1 600); do
+    [ -s "$1" ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+# prefix_ok OUT: whole lines, each one the same as the uninterrupted run's
+prefix_ok() {
+  local n
+  n=$(wc -l <"$1")
+  [ -z "$(tail -c 1 "$1")" ] && cmp -s "$1" <(head -n "$n" long_full.jsonl) && [ "$n" -lt 2000 ]
+}
+start_long long_int.jsonl
+zz "${LONG[@]}" --out long_int.jsonl
+check "a second job with the same --out is refused at start, naming the file and the other job" \
+  eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "another zigzag job" err && has long_int.jsonl err'
+kill -INT "$BG"
+wait "$BG"
+RC=$?
+kill "$WD" 2>/dev/null
+cp "$W/bg_err" "$W/err"
+check "SIGINT: exit status 130" test "$RC" -eq 130
+check "SIGINT: one line saying how many prompts were committed and to use --resume" \
+  eval '[ "$(grep -c "stopped by SIGINT" err)" -eq 1 ] && grep -q "prompts are committed to long_int.jsonl" err && has --resume err'
+check "SIGINT: the output holds whole lines, each equal to the uninterrupted run's" prefix_ok long_int.jsonl
+zz "${LONG[@]}" --out long_int.jsonl --resume
+check "SIGINT then --resume: the output equals the uninterrupted run" eval '[ "$RC" -eq 0 ] && cmp -s long_int.jsonl long_full.jsonl'
+start_long long_term.jsonl
+kill -TERM "$BG"
+wait "$BG"
+RC=$?
+kill "$WD" 2>/dev/null
+cp "$W/bg_err" "$W/err"
+check "SIGTERM: exit status 143, the line, whole lines" \
+  eval '[ "$RC" -eq 143 ] && has "stopped by SIGTERM" err && prefix_ok long_term.jsonl'
+
+# issue #9: a tokenizer error is reported once, with its byte offset
+zz tokenize --model "$TINY" "$(printf 'ok \377 bad')"
+check "invalid UTF-8: one message naming the byte offset, no doubled prefix" \
+  eval '[ "$RC" -ne 0 ] && [ "$(grep -o "invalid UTF-8" err | wc -l)" -eq 1 ] && has "byte offset 3" err'
 
 # ------------------------------------------------------------ e. help
 

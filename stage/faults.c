@@ -70,6 +70,7 @@ struct zz_faults {
   atomic_int quit;     /* the thread has ended its loop */
   atomic_int exiting;
   double stop_time;
+  int heard_from;           /* the rank whose ABORT stopped this one (-1: own cause) */
   char cause[ZZ_CAUSE_LEN]; /* what this rank tells its peers (written before notify) */
   char reason[ZZ_CAUSE_LEN + 160]; /* what waits return (written before stopped) */
 };
@@ -124,11 +125,22 @@ static void die(zz_faults *f) {
   if (!atomic_compare_exchange_strong(&f->exiting, &expected, 1)) {
     for (;;) pause(); /* the other thread is already exiting for us */
   }
+  fflush(stdout);
+  fflush(stderr);
+  /* The ranks that saw the failure first end the job with MPI_Abort (the launcher
+   * then also reaps a stopped or stuck rank) once every peer acknowledged, i.e. has
+   * printed its line; under a watchdog, since MPI_Abort hangs when a host is
+   * unreachable. A rank stopped by a peer's report leaves that to the reporter and
+   * exits by itself only if it is still alive exit_grace later, so no rank is cut off
+   * by the launcher before it has said why it stops. */
+  if (f->heard_from >= 0) {
+    struct timespec ts = {(time_t)f->grace, (long)((f->grace - (double)(time_t)f->grace) * 1e9)};
+    nanosleep(&ts, NULL);
+    _exit(1);
+  }
   static double wait_s = ZZ_ABORT_WAIT_S;
   pthread_t t;
   if (pthread_create(&t, NULL, watchdog, &wait_s) != 0) _exit(1);
-  fflush(stdout);
-  fflush(stderr);
   MPI_Abort(f->world, 1);
   _exit(1);
 }
@@ -187,7 +199,7 @@ static void handle(zz_faults *f, int p, const ctrl_msg *m) {
       char line[ZZ_CAUSE_LEN + 128];
       snprintf(line, sizeof line, "stopping: rank %d (host %s) reported: %.*s", o, f->hosts[o],
                ZZ_CAUSE_LEN - 1, m->text);
-      stop_once(f, line, line + 10);
+      if (stop_once(f, line, line + 10)) f->heard_from = p;
       send_ctrl(f, p, CT_ACK, NULL);
       break;
     }
@@ -253,7 +265,13 @@ static void *progress(void *arg) {
         if (f->peers[p].abort_sent && !f->peers[p].acked && !f->peers[p].lost) all = 0;
       if (all || now - notify_time > f->grace) atomic_store(&f->notified, 1);
     }
-    if (atomic_load(&f->stopped) && !atomic_load(&f->notify)) atomic_store(&f->notified, 1);
+    if (atomic_load(&f->stopped) && !atomic_load(&f->notify) && !atomic_load(&f->notified)) {
+      /* stopped by a peer's ABORT: done once our ACK is on its way (or after 0.5 s) */
+      int done = 1, hf = f->heard_from;
+      if (hf >= 0 && f->peers[hf].send[CT_ACK] != MPI_REQUEST_NULL)
+        MPI_Test(&f->peers[hf].send[CT_ACK], &done, MPI_STATUS_IGNORE);
+      if (done || now - f->stop_time > 0.5) atomic_store(&f->notified, 1);
+    }
     if (atomic_load(&f->want_bye) && !bye_sent) {
       for (int p = 0; p < f->size; p++)
         if (p != f->rank && !f->peers[p].lost) send_ctrl(f, p, CT_BYE, NULL);
@@ -287,6 +305,7 @@ zz_status zz_faults_start(MPI_Comm ctrl, MPI_Comm world, const char (*hosts)[ZZ_
   MPI_Comm_rank(ctrl, &f->rank);
   MPI_Comm_size(ctrl, &f->size);
   f->hosts = hosts;
+  f->heard_from = -1;
   f->timeout = cfg->peer_timeout;
   f->heartbeat = cfg->heartbeat > 0 ? cfg->heartbeat : cfg->peer_timeout / 10;
   f->grace = cfg->exit_grace;

@@ -203,6 +203,10 @@ static void inject(mock *m, int step) {
   const opts *o = m->o;
   if (m->faulted || !o->fault || m->rank != o->fault_rank || step < o->fault_step) return;
   m->faulted = 1;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  fprintf(stderr, "mock: rank %d: fault %s at step %d, time %.3f\n", m->rank, o->fault, step,
+          (double)now.tv_sec + 1e-9 * (double)now.tv_nsec);
   if (!strcmp(o->fault, "kill")) raise(SIGKILL);
   if (!strcmp(o->fault, "stop")) raise(SIGSTOP);
   if (!strcmp(o->fault, "slow")) {

@@ -32,7 +32,7 @@
 #define EOS_PAD 2
 
 typedef struct opts {
-  int groups, seqs, blocks, max_new, layers, hidden, bind;
+  int groups, seqs, blocks, max_new, layers, hidden, bind, gpu;
   double peer_timeout, slow_s, step_ms;
   const char *fault, *mark, *piddir;
   int fault_rank, fault_step;
@@ -289,14 +289,14 @@ static zz_status m_tokens(void *ctx, const zz_stage_block *b, int32_t step, int3
 
 static void usage(void) {
   fprintf(stderr, "usage: stage_mock [--groups T] [--seqs N] [--blocks B] [--max-new M] "
-                  "[--layers L] [--hidden H] [--peer-timeout S] [--step-ms D] [--no-bind]\n"
+                  "[--layers L] [--hidden H] [--peer-timeout S] [--step-ms D] [--no-bind] [--gpu N]\n"
                   "                  [--fault error|kill|stop|slow --fault-rank R --fault-step S "
                   "[--slow-s X]] [--mark FILE] [--piddir DIR]\n");
 }
 
 int main(int argc, char **argv) {
   opts o = {.groups = 4, .seqs = 7, .blocks = 2, .max_new = 10, .layers = 8, .hidden = 16,
-            .bind = 1, .peer_timeout = 5, .slow_s = 3, .fault_rank = 1, .fault_step = 2};
+            .bind = 1, .gpu = -1, .peer_timeout = 5, .slow_s = 3, .fault_rank = 1, .fault_step = 2};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--no-bind")) { o.bind = 0; continue; }
@@ -314,6 +314,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--fault-rank")) o.fault_rank = atoi(v);
     else if (!strcmp(a, "--fault-step")) o.fault_step = atoi(v);
     else if (!strcmp(a, "--mark")) o.mark = v;
+    else if (!strcmp(a, "--gpu")) o.gpu = atoi(v);
     else if (!strcmp(a, "--piddir")) o.piddir = v;
     else { usage(); return 2; }
     i++;
@@ -344,7 +345,7 @@ int main(int argc, char **argv) {
   m.got.steps = calloc((size_t)o.blocks * (size_t)o.seqs + 1, sizeof(int));
 
   zz_binding bind = {0};
-  if (o.bind && zz_binding_init(comm, -1, &bind) != ZZ_OK)
+  if (o.bind && zz_binding_init(comm, o.gpu, &bind) != ZZ_OK)
     fprintf(stderr, "mock: rank %d: %s (running unbound)\n", m.rank, zz_error_message());
   zz_stage_config cfg;
   zz_stage_config_default(&cfg);

@@ -35,7 +35,7 @@
 
 #define ZZ_CTRL_TAG 1
 #define ZZ_CAUSE_LEN 400
-#define ZZ_ABORT_WAIT_S 2.0 /* how long MPI_Abort may take before the watchdog _exit()s */
+#define ZZ_ABORT_WAIT_S 1.0 /* how long MPI_Abort may take before the watchdog _exit()s */
 
 enum { CT_HB = 0, CT_ABORT, CT_ACK, CT_BYE, CT_COUNT };
 
@@ -134,8 +134,11 @@ static void die(zz_faults *f) {
    * exits by itself only if it is still alive exit_grace later, so no rank is cut off
    * by the launcher before it has said why it stops. */
   if (f->heard_from >= 0) {
-    struct timespec ts = {(time_t)f->grace, (long)((f->grace - (double)(time_t)f->grace) * 1e9)};
-    nanosleep(&ts, NULL);
+    double left = f->stop_time + f->grace - zz_now();
+    if (left > 0) {
+      struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+      nanosleep(&ts, NULL);
+    }
     _exit(1);
   }
   static double wait_s = ZZ_ABORT_WAIT_S;

@@ -1,0 +1,178 @@
+/*
+ * bind.c — hwloc binding of a rank (and the threads it starts) to the NUMA node
+ * nearest its GPU, with disjoint core sets for the ranks that share a machine.
+ */
+#include <hwloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef ZZ_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#include "comm_impl.h"
+#include "zz_stage.h"
+
+/* The NUMA node (logical index) nearest CUDA device `ordinal`, or -1 with why. */
+static int gpu_numa_node(hwloc_topology_t topo, int ordinal, char *why, size_t len) {
+#ifdef ZZ_HAVE_CUDA
+  char busid[32];
+  if (cudaDeviceGetPCIBusId(busid, (int)sizeof busid, ordinal) != cudaSuccess) {
+    cudaGetLastError();
+    snprintf(why, len, "GPU %d not found", ordinal);
+    return -1;
+  }
+  hwloc_obj_t pci = hwloc_get_pcidev_by_busidstring(topo, busid);
+  hwloc_obj_t anc = pci ? hwloc_get_non_io_ancestor_obj(topo, pci) : NULL;
+  if (!anc || !anc->nodeset || hwloc_bitmap_iszero(anc->nodeset)) {
+    snprintf(why, len, "GPU %d (%s) has no known NUMA node", ordinal, busid);
+    return -1;
+  }
+  int os = hwloc_bitmap_first(anc->nodeset);
+  hwloc_obj_t node = hwloc_get_numanode_obj_by_os_index(topo, (unsigned)os);
+  snprintf(why, len, "nearest GPU %d (%s)", ordinal, busid);
+  return node ? (int)node->logical_index : -1;
+#else
+  (void)topo;
+  snprintf(why, len, "GPU %d: built without CUDA", ordinal);
+  return -1;
+#endif
+}
+
+zz_status zz_binding_init(MPI_Comm comm, int gpu_ordinal, zz_binding *out) {
+  zz_binding b = {.numa_node = -1};
+  zz_status s = ZZ_OK;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  char host[ZZ_HOST_LEN] = {0};
+  if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "unknown");
+
+  /* The ranks of this machine. MPI_Comm_split_type has no non-blocking form (MPI
+   * 3.1); it runs once at start, before anything can have failed. */
+  MPI_Comm local = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local) !=
+      MPI_SUCCESS)
+    return zz_error(ZZ_ERR_MPI, "bind: rank %d: MPI_Comm_split_type failed", rank);
+  MPI_Comm_rank(local, &b.local_rank);
+  MPI_Comm_size(local, &b.local_size);
+  int *nodes = calloc((size_t)b.local_size, sizeof *nodes);
+  hwloc_topology_t topo = NULL;
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  if (!nodes || !set) {
+    s = zz_error(ZZ_ERR_NO_MEMORY, "bind");
+    goto done;
+  }
+  if (hwloc_topology_init(&topo) != 0 ||
+      hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT) != 0 ||
+      hwloc_topology_load(topo) != 0) {
+    s = zz_error(ZZ_ERR_UNSUPPORTED, "bind: rank %d: hwloc cannot read this machine's topology",
+                 rank);
+    goto done;
+  }
+
+  /* NUMA nodes that have cores (memory-only nodes cannot run a rank) */
+  int nn = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+  int with_cpus = 0;
+  for (int i = 0; i < nn; i++) {
+    hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)i);
+    if (o->cpuset && !hwloc_bitmap_iszero(o->cpuset)) with_cpus++;
+  }
+  int node = -1;
+  char why[96] = "";
+  if (gpu_ordinal >= 0) node = gpu_numa_node(topo, gpu_ordinal, why, sizeof why);
+  if (node < 0 && with_cpus > 0) { /* spread the local ranks over the nodes with cores */
+    int want = b.local_rank % with_cpus, seen = 0;
+    for (int i = 0; i < nn && node < 0; i++) {
+      hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)i);
+      if (o->cpuset && !hwloc_bitmap_iszero(o->cpuset) && seen++ == want) node = i;
+    }
+    char tmp[96];
+    snprintf(tmp, sizeof tmp, "%s%sspread over %d NUMA node%s", why, *why ? ": " : "", with_cpus,
+             with_cpus == 1 ? "" : "s");
+    snprintf(why, sizeof why, "%s", tmp);
+  }
+
+  /* who else on this machine goes to the same node */
+  MPI_Request req;
+  if (MPI_Iallgather(&node, 1, MPI_INT, nodes, 1, MPI_INT, local, &req) != MPI_SUCCESS) {
+    s = zz_error(ZZ_ERR_MPI, "bind: rank %d: exchanging NUMA nodes failed", rank);
+    goto done;
+  }
+  double t0 = zz_now();
+  int spins = 0, fin = 0;
+  while (!fin) {
+    MPI_Test(&req, &fin, MPI_STATUS_IGNORE);
+    if (!fin && zz_now() - t0 > 60) {
+      s = zz_error(ZZ_ERR_MPI, "bind: rank %d: the local ranks did not answer in 60 s", rank);
+      goto done;
+    }
+    if (!fin) zz_comm_backoff(&spins);
+  }
+  int k = 0, n = 0;
+  for (int i = 0; i < b.local_size; i++) {
+    if (nodes[i] != node) continue;
+    if (i < b.local_rank) k++;
+    n++;
+  }
+
+  hwloc_const_cpuset_t pool = hwloc_topology_get_topology_cpuset(topo);
+  if (node >= 0) pool = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)node)->cpuset;
+  int c = hwloc_get_nbobjs_inside_cpuset_by_type(topo, pool, HWLOC_OBJ_CORE);
+  if (c <= 0) {
+    s = zz_error(ZZ_ERR_UNSUPPORTED, "bind: rank %d: no cores on NUMA node %d", rank, node);
+    goto done;
+  }
+  int lo, hi;
+  if (c >= n) { /* disjoint: rank k of n gets cores [k c / n, (k+1) c / n) */
+    lo = k * c / n;
+    hi = (k + 1) * c / n;
+  } else {
+    lo = k % c;
+    hi = lo + 1;
+    b.shared = 1;
+  }
+  for (int i = lo; i < hi; i++) {
+    hwloc_obj_t core = hwloc_get_obj_inside_cpuset_by_type(topo, pool, HWLOC_OBJ_CORE, (unsigned)i);
+    if (core) hwloc_bitmap_or(set, set, core->cpuset);
+  }
+  b.ncores = hi - lo;
+  b.numa_node = node;
+  hwloc_bitmap_list_snprintf(b.cpus, sizeof b.cpus, set);
+  char extra[96] = "";
+  if (b.shared)
+    snprintf(extra, sizeof extra, "; cores shared: %d ranks on %d cores", n, c);
+  if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0) {
+    snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "; binding refused, not bound");
+  }
+  snprintf(b.note, sizeof b.note, "%s%s", why, extra);
+  fprintf(stderr, "zigzag: rank %d (host %s): bound to cores %s, NUMA node %d (%s)\n", rank, host,
+          b.cpus, node, b.note);
+  b.cpuset = set;
+  b.topology = topo;
+  set = NULL;
+  topo = NULL;
+  *out = b;
+done:
+  if (set) hwloc_bitmap_free(set);
+  if (topo) hwloc_topology_destroy(topo);
+  free(nodes);
+  MPI_Comm_free(&local);
+  return s;
+}
+
+zz_status zz_binding_bind_thread(const zz_binding *b) {
+  if (!b || !b->topology || !b->cpuset) return ZZ_OK;
+  if (hwloc_set_cpubind((hwloc_topology_t)b->topology, (hwloc_const_cpuset_t)b->cpuset,
+                        HWLOC_CPUBIND_THREAD) != 0)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "bind: cannot bind a thread to cores %s", b->cpus);
+  return ZZ_OK;
+}
+
+void zz_binding_free(zz_binding *b) {
+  if (!b) return;
+  if (b->cpuset) hwloc_bitmap_free((hwloc_bitmap_t)b->cpuset);
+  if (b->topology) hwloc_topology_destroy((hwloc_topology_t)b->topology);
+  b->cpuset = b->topology = NULL;
+}

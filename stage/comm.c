@@ -1,0 +1,192 @@
+/*
+ * comm.c — the messages between neighbour ranks: tags that encode (kind, token step,
+ * group), waits that always end (done, a fault anywhere, or a deadline), and the
+ * block-composition message rank 0 sends to everyone.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm_impl.h"
+
+/* ================================================================ tags */
+
+zz_status zz_tag_check(int groups_max, int max_new_tokens, int tag_ub) {
+  if (groups_max < 1 || max_new_tokens < 1)
+    return zz_error(ZZ_ERR_INVALID_ARG, "stage: groups (%d) and max new tokens (%d) must be >= 1",
+                    groups_max, max_new_tokens);
+  int64_t top = ((int64_t)max_new_tokens + 1) * groups_max * ZZ_KIND_COUNT - 1;
+  if (top > tag_ub)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "stage: %d groups x %d new tokens need MPI tags up to %lld, but this MPI "
+                    "allows %d ((tokens + 1) x groups x %d must stay <= MPI_TAG_UB + 1)",
+                    groups_max, max_new_tokens, (long long)top, tag_ub, ZZ_KIND_COUNT);
+  return ZZ_OK;
+}
+
+int zz_tag_make(zz_kind kind, int step, int group, int groups_max) {
+  return (step * groups_max + group) * ZZ_KIND_COUNT + (int)kind;
+}
+
+void zz_tag_split(int tag, int groups_max, zz_kind *kind, int *step, int *group) {
+  *kind = (zz_kind)(tag % ZZ_KIND_COUNT);
+  int sg = tag / ZZ_KIND_COUNT;
+  *step = sg / groups_max;
+  *group = sg % groups_max;
+}
+
+/* ================================================================ waits */
+
+void zz_comm_backoff(int *spins) {
+  /* Spin briefly (a message is often just about to land), then sleep up to 1 ms so a
+   * waiting rank leaves the cores to the ranks and threads that compute. */
+  int s = (*spins)++;
+  if (s < 16) return;
+  long ns = s < 64 ? 20000 : s < 256 ? 200000 : 1000000;
+  struct timespec ts = {0, ns};
+  nanosleep(&ts, NULL);
+}
+
+static zz_status mpi_fail(int rc, const char *what, int peer) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  return zz_error(ZZ_ERR_MPI, "%s (rank %d): %s", what, peer, msg);
+}
+
+zz_status zz_comm_wait(zz_faults *f, MPI_Request *req, MPI_Status *status, double deadline_s,
+                       const char *what, int peer, double *waited_out) {
+  double t0 = zz_now();
+  int spins = 0;
+  zz_status st = ZZ_OK;
+  for (;;) {
+    int done = 0;
+    int rc = MPI_Test(req, &done, status ? status : MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      st = mpi_fail(rc, what, peer);
+      break;
+    }
+    if (done) break;
+    if ((st = zz_faults_check(f)) != ZZ_OK) break;
+    if (zz_now() - t0 > deadline_s) {
+      st = zz_error(ZZ_ERR_MPI, "%s (rank %d): nothing after %.0f s (step timeout)", what, peer,
+                    deadline_s);
+      break;
+    }
+    zz_comm_backoff(&spins);
+  }
+  if (waited_out) *waited_out += zz_now() - t0;
+  return st;
+}
+
+zz_status zz_comm_recv_any_size(zz_faults *f, MPI_Comm comm, int source, int tag,
+                                double deadline_s, const char *what, void **buf_out,
+                                int *bytes_out, double *waited_out) {
+  double t0 = zz_now();
+  int spins = 0;
+  MPI_Message msg;
+  MPI_Status status;
+  for (;;) {
+    int found = 0;
+    int rc = MPI_Improbe(source, tag, comm, &found, &msg, &status);
+    if (rc != MPI_SUCCESS) return mpi_fail(rc, what, source);
+    if (found) break;
+    ZZ_CHECK(zz_faults_check(f));
+    if (zz_now() - t0 > deadline_s)
+      return zz_error(ZZ_ERR_MPI, "%s (rank %d): nothing after %.0f s (step timeout)", what,
+                      source, deadline_s);
+    zz_comm_backoff(&spins);
+  }
+  int bytes = 0;
+  MPI_Get_count(&status, MPI_BYTE, &bytes);
+  void *buf = malloc(bytes > 0 ? (size_t)bytes : 1);
+  if (!buf) return zz_error(ZZ_ERR_NO_MEMORY, "%s: %d bytes", what, bytes);
+  MPI_Request req;
+  int rc = MPI_Imrecv(buf, bytes, MPI_BYTE, &msg, &req);
+  zz_status st = rc == MPI_SUCCESS ? ZZ_OK : mpi_fail(rc, what, source);
+  if (st == ZZ_OK) st = zz_comm_wait(f, &req, NULL, deadline_s, what, source, NULL);
+  if (waited_out) *waited_out += zz_now() - t0;
+  if (st != ZZ_OK) {
+    free(buf);
+    return st;
+  }
+  *buf_out = buf;
+  *bytes_out = bytes;
+  return ZZ_OK;
+}
+
+/* ================================================================ block message */
+
+size_t zz_block_words(const zz_stage_block *b) {
+  return 5 + (size_t)b->ngroups + 1 + 2 * (size_t)b->nseq;
+}
+
+void zz_block_pack(const zz_stage_block *b, uint64_t *w) {
+  size_t k = 0;
+  w[k++] = ZZ_BLOCK_MAGIC;
+  w[k++] = (uint64_t)b->index;
+  w[k++] = (uint64_t)b->nseq;
+  w[k++] = (uint64_t)b->ngroups;
+  w[k++] = (uint64_t)b->max_new_tokens;
+  for (int g = 0; g <= b->ngroups; g++) w[k++] = (uint64_t)b->group_first[g];
+  for (int i = 0; i < b->nseq; i++) w[k++] = (uint64_t)b->prompt_len[i];
+  for (int i = 0; i < b->nseq; i++) w[k++] = b->rng[i];
+}
+
+zz_status zz_block_unpack(const uint64_t *w, size_t nwords, zz_stage_block *b,
+                          void **storage_out) {
+  if (nwords < 5 || w[0] != ZZ_BLOCK_MAGIC)
+    return zz_error(ZZ_ERR_FORMAT, "stage: block message: bad header (%zu words)", nwords);
+  uint64_t nseq = w[2], ngroups = w[3];
+  if (nseq > (1u << 24) || ngroups > (1u << 20) || w[4] > (1u << 30) ||
+      nwords != 5 + ngroups + 1 + 2 * nseq)
+    return zz_error(ZZ_ERR_FORMAT,
+                    "stage: block message: %zu words for %llu sequences in %llu groups", nwords,
+                    (unsigned long long)nseq, (unsigned long long)ngroups);
+  zz_stage_block blk = {.index = (int64_t)w[1], .nseq = (int32_t)nseq,
+                        .ngroups = (int32_t)ngroups, .max_new_tokens = (int32_t)w[4]};
+  size_t bytes = (ngroups + 1 + nseq) * sizeof(int32_t) + nseq * sizeof(uint64_t);
+  /* rng first: uint64 alignment */
+  uint8_t *mem = malloc(bytes ? bytes : 1);
+  if (!mem) return zz_error(ZZ_ERR_NO_MEMORY, "stage: block of %llu sequences",
+                            (unsigned long long)nseq);
+  uint64_t *rng = (uint64_t *)mem;
+  int32_t *first = (int32_t *)(mem + nseq * sizeof(uint64_t));
+  int32_t *len = first + ngroups + 1;
+  size_t k = 5;
+  for (uint64_t g = 0; g <= ngroups; g++) first[g] = (int32_t)w[k++];
+  for (uint64_t i = 0; i < nseq; i++) len[i] = (int32_t)w[k++];
+  for (uint64_t i = 0; i < nseq; i++) rng[i] = w[k++];
+  blk.group_first = first;
+  blk.prompt_len = len;
+  blk.rng = rng;
+  *b = blk;
+  *storage_out = mem;
+  return ZZ_OK;
+}
+
+zz_status zz_block_check(const zz_stage_block *b, int groups_max, int max_new_tokens) {
+  if (b->nseq < 1 || b->ngroups < 1 || b->ngroups > b->nseq || b->ngroups > groups_max)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "stage: block %lld: %d sequences in %d groups (1 <= groups <= sequences, "
+                    "groups <= %d configured)",
+                    (long long)b->index, b->nseq, b->ngroups, groups_max);
+  if (b->max_new_tokens < 1 || b->max_new_tokens > max_new_tokens)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "stage: block %lld: max new tokens %d outside 1..%d (configured limit)",
+                    (long long)b->index, b->max_new_tokens, max_new_tokens);
+  if (!b->group_first || !b->prompt_len || !b->rng)
+    return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: missing arrays", (long long)b->index);
+  if (b->group_first[0] != 0 || b->group_first[b->ngroups] != b->nseq)
+    return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: groups must cover sequences 0..%d",
+                    (long long)b->index, b->nseq);
+  for (int g = 0; g < b->ngroups; g++)
+    if (b->group_first[g + 1] <= b->group_first[g])
+      return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: group %d is empty",
+                      (long long)b->index, g);
+  for (int i = 0; i < b->nseq; i++)
+    if (b->prompt_len[i] < 1)
+      return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: sequence %d has an empty prompt",
+                      (long long)b->index, i);
+  return ZZ_OK;
+}

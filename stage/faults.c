@@ -1,0 +1,359 @@
+/*
+ * faults.c — liveness and the error trail.
+ *
+ * A progress thread owns a communicator of its own (MPI_THREAD_MULTIPLE). It keeps
+ * one receive posted per peer and sends each peer a small heartbeat every
+ * `heartbeat` seconds (at most one in flight per peer, so a stopped peer never makes
+ * requests pile up). Any message from a peer proves it alive; a peer silent for
+ * `peer_timeout` seconds is lost (killed, stopped, or its machine cut off). A rank
+ * busy in a long compute step keeps heartbeating from this thread, so it is never
+ * taken for lost.
+ *
+ * Control messages (one fixed-size struct, one tag):
+ *   HB     I am alive.
+ *   ABORT  I hit `text`; stop. Sent by the first rank that sees a failure (its own
+ *          error or a lost peer) to every peer, which prints it, answers ACK and stops.
+ *   ACK    I heard your ABORT (so the reporter can exit without cutting the message off).
+ *   BYE    Clean shutdown: I am done, do not take my silence for a loss.
+ * Each rank prints exactly one line (guarded by an atomic flag).
+ *
+ * Exit: the reporter waits for ACKs (at most exit_grace), then every rank calls
+ * MPI_Abort under a watchdog thread that _exit()s if MPI_Abort hangs (it does when a
+ * host is unreachable). If the main thread is stuck inside a long compute callback
+ * and never reaches zz_stage_fail, this thread exits for it exit_grace + 1 s later.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "faults_impl.h"
+
+#define ZZ_CTRL_TAG 1
+#define ZZ_CAUSE_LEN 400
+#define ZZ_ABORT_WAIT_S 1.0 /* how long MPI_Abort may take before the watchdog _exit()s */
+
+enum { CT_HB = 0, CT_ABORT, CT_ACK, CT_BYE, CT_COUNT };
+
+typedef struct ctrl_msg {
+  int32_t kind;
+  int32_t origin; /* the rank that wrote text */
+  char text[ZZ_CAUSE_LEN];
+} ctrl_msg;
+
+typedef struct peer {
+  double last_seen; /* zz_now() of the last message from it */
+  int bye, lost, acked, abort_sent;
+  MPI_Request recv;
+  ctrl_msg in;
+  MPI_Request send[CT_COUNT]; /* one slot per kind: at most one of each in flight */
+  ctrl_msg out[CT_COUNT];
+} peer;
+
+struct zz_faults {
+  MPI_Comm ctrl, world;
+  int rank, size;
+  const char (*hosts)[ZZ_HOST_LEN];
+  double timeout, heartbeat, grace;
+  peer *peers;
+  pthread_t thread;
+  int thread_started;
+  atomic_int stopped;  /* a failure was seen (here or anywhere): waits return */
+  atomic_int printed;  /* this rank's one line is out */
+  atomic_int notify;   /* the thread must send ABORT(cause) to every peer */
+  atomic_int notified; /* ABORTs acknowledged (or grace over): safe to exit */
+  atomic_int want_bye; /* clean shutdown asked */
+  atomic_int quit;     /* the thread has ended its loop */
+  atomic_int exiting;
+  double stop_time;
+  int heard_from;           /* the rank whose ABORT stopped this one (-1: own cause) */
+  char cause[ZZ_CAUSE_LEN]; /* what this rank tells its peers (written before notify) */
+  char reason[ZZ_CAUSE_LEN + 160]; /* what waits return (written before stopped) */
+};
+
+/* ================================================================ lines */
+
+static void say(zz_faults *f, const char *text) {
+  char line[640];
+  int n = snprintf(line, sizeof line, "zigzag: rank %d (host %s): %s\n", f->rank,
+                   f->hosts[f->rank], text);
+  if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
+  /* one write: lines of different threads and ranks never interleave mid-line */
+  ssize_t w = write(2, line, (size_t)n);
+  (void)w;
+}
+
+/* The first failure this rank sees: print it once, make waits return. */
+static int stop_once(zz_faults *f, const char *line, const char *reason) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&f->printed, &expected, 1)) return 0;
+  say(f, line);
+  snprintf(f->reason, sizeof f->reason, "%s", reason);
+  f->stop_time = zz_now();
+  atomic_store(&f->stopped, 1);
+  return 1;
+}
+
+zz_status zz_faults_check(zz_faults *f) {
+  if (!atomic_load_explicit(&f->stopped, memory_order_acquire)) return ZZ_OK;
+  return zz_error(ZZ_ERR_MPI, "stopped: %s", f->reason);
+}
+
+void zz_faults_report(zz_faults *f, const char *cause) {
+  if (!stop_once(f, cause, cause)) return; /* a failure elsewhere came first */
+  snprintf(f->cause, sizeof f->cause, "%s", cause);
+  atomic_store(&f->notify, 1);
+}
+
+/* ================================================================ exit */
+
+static void *watchdog(void *arg) {
+  double s = *(double *)arg;
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  nanosleep(&ts, NULL);
+  _exit(1);
+  return NULL;
+}
+
+static void die(zz_faults *f) __attribute__((noreturn));
+static void die(zz_faults *f) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&f->exiting, &expected, 1)) {
+    for (;;) pause(); /* the other thread is already exiting for us */
+  }
+  fflush(stdout);
+  fflush(stderr);
+  /* The ranks that saw the failure first end the job with MPI_Abort (the launcher
+   * then also reaps a stopped or stuck rank) once every peer acknowledged, i.e. has
+   * printed its line; under a watchdog, since MPI_Abort hangs when a host is
+   * unreachable. A rank stopped by a peer's report leaves that to the reporter and
+   * exits by itself only if it is still alive exit_grace later, so no rank is cut off
+   * by the launcher before it has said why it stops. */
+  if (f->heard_from >= 0) {
+    double left = f->stop_time + f->grace - zz_now();
+    if (left > 0) {
+      struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+      nanosleep(&ts, NULL);
+    }
+    _exit(1);
+  }
+  static double wait_s = ZZ_ABORT_WAIT_S;
+  pthread_t t;
+  if (pthread_create(&t, NULL, watchdog, &wait_s) != 0) _exit(1);
+  MPI_Abort(f->world, 1);
+  _exit(1);
+}
+
+void zz_faults_exit(zz_faults *f, const char *cause) {
+  zz_faults_report(f, cause && *cause ? cause : "failed (no message)");
+  /* wait until the peers heard (the thread gives up after exit_grace) */
+  double t0 = zz_now();
+  while (f->thread_started && !atomic_load(&f->notified) && !atomic_load(&f->quit) &&
+         zz_now() - t0 < f->grace + 1.0) {
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+  }
+  die(f);
+}
+
+/* ================================================================ the progress thread */
+
+static void post_recv(zz_faults *f, int p) {
+  if (MPI_Irecv(&f->peers[p].in, (int)sizeof(ctrl_msg), MPI_BYTE, p, ZZ_CTRL_TAG, f->ctrl,
+                &f->peers[p].recv) != MPI_SUCCESS)
+    f->peers[p].recv = MPI_REQUEST_NULL;
+}
+
+/* Sends kind to p unless one of that kind is still in flight; 0 when skipped. */
+static int send_ctrl(zz_faults *f, int p, int kind, const char *text) {
+  peer *pe = &f->peers[p];
+  if (pe->send[kind] != MPI_REQUEST_NULL) {
+    int done = 0;
+    if (MPI_Test(&pe->send[kind], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done) return 0;
+  }
+  ctrl_msg *m = &pe->out[kind];
+  m->kind = kind;
+  m->origin = f->rank;
+  snprintf(m->text, sizeof m->text, "%s", text ? text : "");
+  int bytes = (int)(offsetof(ctrl_msg, text) + strlen(m->text) + 1);
+  if (MPI_Isend(m, bytes, MPI_BYTE, p, ZZ_CTRL_TAG, f->ctrl, &pe->send[kind]) != MPI_SUCCESS) {
+    pe->send[kind] = MPI_REQUEST_NULL;
+    return 0;
+  }
+  return 1;
+}
+
+static void lose(zz_faults *f, int p, const char *why) {
+  if (f->peers[p].lost) return;
+  f->peers[p].lost = 1;
+  char text[ZZ_CAUSE_LEN];
+  snprintf(text, sizeof text, "lost rank %d (host %s): %s", p, f->hosts[p], why);
+  zz_faults_report(f, text);
+}
+
+static void handle(zz_faults *f, int p, const ctrl_msg *m) {
+  switch (m->kind) {
+    case CT_ABORT: {
+      int o = m->origin >= 0 && m->origin < f->size ? m->origin : p;
+      char line[ZZ_CAUSE_LEN + 128];
+      snprintf(line, sizeof line, "stopping: rank %d (host %s) reported: %.*s", o, f->hosts[o],
+               ZZ_CAUSE_LEN - 1, m->text);
+      if (stop_once(f, line, line + 10)) f->heard_from = p;
+      send_ctrl(f, p, CT_ACK, NULL);
+      break;
+    }
+    case CT_ACK: f->peers[p].acked = 1; break;
+    case CT_BYE: f->peers[p].bye = 1; break;
+    default: break;
+  }
+}
+
+static void *progress(void *arg) {
+  zz_faults *f = arg;
+  double now = zz_now(), next_hb = now, notify_time = 0;
+  int notify_sent = 0, bye_sent = 0;
+  for (int p = 0; p < f->size; p++) {
+    f->peers[p].last_seen = now;
+    if (p != f->rank) post_recv(f, p);
+  }
+  for (;;) {
+    now = zz_now();
+    for (int p = 0; p < f->size; p++) {
+      peer *pe = &f->peers[p];
+      if (p == f->rank || pe->lost) continue;
+      while (pe->recv != MPI_REQUEST_NULL) {
+        int done = 0;
+        MPI_Status status;
+        int rc = MPI_Test(&pe->recv, &done, &status);
+        if (rc != MPI_SUCCESS) {
+          char msg[MPI_MAX_ERROR_STRING + 32];
+          int len = 0;
+          strcpy(msg, "connection failed: ");
+          MPI_Error_string(rc, msg + strlen(msg), &len);
+          lose(f, p, msg);
+          break;
+        }
+        if (!done) break;
+        pe->last_seen = now;
+        ctrl_msg m = pe->in;
+        if (m.kind != CT_BYE) post_recv(f, p); /* nothing follows a goodbye */
+        handle(f, p, &m);
+      }
+      if (!pe->bye && !pe->lost && now - pe->last_seen > f->timeout) {
+        char why[96];
+        snprintf(why, sizeof why, "silent for %.1f s (killed, stopped or unreachable)",
+                 now - pe->last_seen);
+        lose(f, p, why);
+      }
+    }
+    if (now >= next_hb) {
+      for (int p = 0; p < f->size; p++)
+        if (p != f->rank && !f->peers[p].bye && !f->peers[p].lost) send_ctrl(f, p, CT_HB, NULL);
+      next_hb = now + f->heartbeat;
+    }
+    if (atomic_load(&f->notify) && !notify_sent) {
+      for (int p = 0; p < f->size; p++)
+        if (p != f->rank && !f->peers[p].lost && !f->peers[p].bye)
+          f->peers[p].abort_sent = send_ctrl(f, p, CT_ABORT, f->cause);
+      notify_sent = 1;
+      notify_time = now;
+    }
+    if (notify_sent && !atomic_load(&f->notified)) {
+      int all = 1;
+      for (int p = 0; p < f->size; p++)
+        if (f->peers[p].abort_sent && !f->peers[p].acked && !f->peers[p].lost) all = 0;
+      if (all || now - notify_time > f->grace) atomic_store(&f->notified, 1);
+    }
+    if (atomic_load(&f->stopped) && !atomic_load(&f->notify) && !atomic_load(&f->notified)) {
+      /* stopped by a peer's ABORT: done once our ACK is on its way (or after 0.5 s) */
+      int done = 1, hf = f->heard_from;
+      if (hf >= 0 && f->peers[hf].send[CT_ACK] != MPI_REQUEST_NULL)
+        MPI_Test(&f->peers[hf].send[CT_ACK], &done, MPI_STATUS_IGNORE);
+      if (done || now - f->stop_time > 0.5) atomic_store(&f->notified, 1);
+    }
+    if (atomic_load(&f->want_bye) && !bye_sent) {
+      for (int p = 0; p < f->size; p++)
+        if (p != f->rank && !f->peers[p].lost) send_ctrl(f, p, CT_BYE, NULL);
+      bye_sent = 1;
+    }
+    if (bye_sent) {
+      int all = 1;
+      for (int p = 0; p < f->size; p++)
+        if (p != f->rank && !f->peers[p].bye && !f->peers[p].lost) all = 0;
+      if (all && (!atomic_load(&f->stopped) || atomic_load(&f->notified))) break;
+    }
+    /* backstop: the main thread did not exit after a failure (stuck in a callback) */
+    if (atomic_load(&f->stopped) && atomic_load(&f->notified) &&
+        now - f->stop_time > f->grace + 1.0 && !atomic_load(&f->want_bye))
+      die(f);
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+  }
+  atomic_store(&f->quit, 1);
+  return NULL;
+}
+
+/* ================================================================ start / stop */
+
+zz_status zz_faults_start(MPI_Comm ctrl, MPI_Comm world, const char (*hosts)[ZZ_HOST_LEN],
+                          const zz_stage_config *cfg, zz_faults **out) {
+  zz_faults *f = calloc(1, sizeof *f);
+  if (!f) return zz_error(ZZ_ERR_NO_MEMORY, "stage: fault tracker");
+  f->ctrl = ctrl;
+  f->world = world;
+  MPI_Comm_rank(ctrl, &f->rank);
+  MPI_Comm_size(ctrl, &f->size);
+  f->hosts = hosts;
+  f->heard_from = -1;
+  f->timeout = cfg->peer_timeout;
+  f->heartbeat = cfg->heartbeat > 0 ? cfg->heartbeat : cfg->peer_timeout / 10;
+  f->grace = cfg->exit_grace;
+  f->peers = calloc((size_t)f->size, sizeof *f->peers);
+  if (!f->peers) {
+    int n = f->size;
+    free(f);
+    return zz_error(ZZ_ERR_NO_MEMORY, "stage: %d peers", n);
+  }
+  for (int p = 0; p < f->size; p++) {
+    f->peers[p].recv = MPI_REQUEST_NULL;
+    for (int k = 0; k < CT_COUNT; k++) f->peers[p].send[k] = MPI_REQUEST_NULL;
+  }
+  if (pthread_create(&f->thread, NULL, progress, f) != 0) {
+    free(f->peers);
+    free(f);
+    return zz_error(ZZ_ERR_NO_MEMORY, "stage: cannot start the progress thread");
+  }
+  f->thread_started = 1;
+  *out = f;
+  return ZZ_OK;
+}
+
+zz_status zz_faults_stop(zz_faults *f) {
+  if (!f || !f->thread_started) return ZZ_OK;
+  atomic_store(&f->want_bye, 1);
+  pthread_join(f->thread, NULL);
+  f->thread_started = 0;
+  /* drop what is still posted: receives are cancelled, finished-with sends released */
+  for (int p = 0; p < f->size; p++) {
+    peer *pe = &f->peers[p];
+    if (pe->recv != MPI_REQUEST_NULL) {
+      MPI_Cancel(&pe->recv);
+      if (!pe->lost) MPI_Wait(&pe->recv, MPI_STATUS_IGNORE); /* local once cancelled */
+      else MPI_Request_free(&pe->recv);
+    }
+    for (int k = 0; k < CT_COUNT; k++)
+      if (pe->send[k] != MPI_REQUEST_NULL) MPI_Request_free(&pe->send[k]);
+  }
+  return zz_faults_check(f);
+}
+
+void zz_faults_free(zz_faults *f) {
+  if (!f) return;
+  if (f->thread_started) zz_faults_stop(f);
+  free(f->peers);
+  free(f);
+}

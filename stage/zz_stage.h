@@ -1,0 +1,200 @@
+/*
+ * zz_stage.h — one pipeline stage of zigzag: this rank's place in the wavefront.
+ *
+ * With m ranks (one per GPU or machine), rank r owns a contiguous slice of layers.
+ * A block of sequences is cut into T >= m micro-batch groups that flow through the
+ * ranks as a wavefront (FlexGen §4.4): rank r computes (token i, group g) once it has
+ * g's hidden state for token i from rank r-1, while rank r+1 computes group g-1.
+ * Hidden states go r -> r+1; the last rank samples and sends the token ids (plus
+ * per-sequence done flags and a per-group stop flag) back to rank 0, which feeds them
+ * in as the input of token i+1. Rank 0 alone decides what a block holds and tells
+ * every rank. Every message is tagged by (kind, token step, group); receives are
+ * posted before computing, sends never wait. Only the driver and the messages live
+ * here: the engine plugs in through zz_stage_callbacks.
+ *
+ * A small progress thread (MPI_THREAD_MULTIPLE, on a duplicated communicator) sends
+ * heartbeats, so a rank busy in a long step is never taken for dead, while a rank
+ * that is killed, stopped or cut off is noticed after `peer_timeout` seconds. Any
+ * failure follows one error trail: the rank that sees it prints one line
+ * `zigzag: rank R (host H): <cause>`, every other rank prints
+ * `zigzag: rank R (host H): stopping: rank X (host Y) reported: <cause>` (or
+ * `stopping: lost rank X (host Y): ...`) and every rank exits non-zero within a few
+ * seconds (zz_stage_fail; a watchdog _exit()s if MPI_Abort hangs).
+ *
+ * Usage (every rank; MPI initialised with MPI_THREAD_MULTIPLE by the caller):
+ *     zz_binding bind;
+ *     ZZ_CHECK(zz_binding_init(comm, gpu_ordinal, &bind));   // prints where it bound
+ *     zz_stage_config cfg;  zz_stage_config_default(&cfg);
+ *     cfg.groups = 4;  cfg.peer_timeout = 5;
+ *     zz_stage *st;
+ *     ZZ_CHECK(zz_stage_create(comm, &cfg, &st));
+ *     zz_stage_callbacks cb = {.next_block = my_next_block, .hidden_bytes = my_bytes,
+ *                              .compute = my_compute, .sample = my_sample,
+ *                              .tokens = my_tokens};
+ *     zz_status s = zz_stage_run(st, &cb, my_ctx);
+ *     if (s != ZZ_OK) zz_stage_fail(st, s);    // reports, stops every rank, exits
+ *     zz_stage_stats stats;  zz_stage_get_stats(st, &stats);
+ *     zz_stage_destroy(st);  zz_binding_free(&bind);
+ */
+#ifndef ZZ_STAGE_H
+#define ZZ_STAGE_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "zz_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ================================================================ binding */
+
+/* Where hwloc bound this rank. */
+typedef struct zz_binding {
+  int numa_node;      /* logical index of the NUMA node bound to, -1 when unknown */
+  int ncores;         /* cores in the cpuset (threads for CPU attention and I/O) */
+  int shared;         /* 1 when this rank's cores are shared with other local ranks */
+  int local_rank;     /* rank among the ranks of this machine */
+  int local_size;     /* ranks on this machine */
+  char cpus[128];     /* the cpuset as a list of PUs, "0-3,8-11" */
+  char note[160];     /* why it bound there ("nearest GPU 0000:3b:00.0", "spread: ...") */
+  void *cpuset;       /* hwloc_bitmap_t, owned; for zz_binding_bind_thread */
+  void *topology;     /* hwloc_topology_t, owned */
+} zz_binding;
+
+/* Binds the calling process: to the NUMA node nearest CUDA device gpu_ordinal when
+ * gpu_ordinal >= 0 and the device can be located, else spreads the ranks of this
+ * machine over its NUMA nodes. Ranks sharing a node get disjoint core sets; when
+ * there are fewer cores than ranks the cores are shared and the line says so.
+ * Collective over comm (uses MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)). Prints
+ * `zigzag: rank R (host H): bound to cores ..., NUMA node ...` on stderr. */
+zz_status zz_binding_init(MPI_Comm comm, int gpu_ordinal, zz_binding *out);
+/* Keeps the calling thread inside the binding's cpuset (CPU-attention, I/O threads). */
+zz_status zz_binding_bind_thread(const zz_binding *b);
+void zz_binding_free(zz_binding *b);
+
+/* ================================================================ the stage */
+
+/* The block rank 0 hands out; every rank sees the same one in begin_block. Groups
+ * are contiguous runs of sequences: group g holds [group_first[g], group_first[g+1]). */
+typedef struct zz_stage_block {
+  int64_t index;              /* 0, 1, ... in the order rank 0 issued blocks */
+  int32_t nseq;               /* sequences in the block */
+  int32_t ngroups;            /* T micro-batch groups, 1 <= T <= nseq */
+  int32_t max_new_tokens;     /* tokens to generate per sequence, >= 1 */
+  const int32_t *group_first; /* [ngroups + 1] first sequence of each group */
+  const int32_t *prompt_len;  /* [nseq] prompt tokens per sequence, >= 1 */
+  const uint64_t *rng;        /* [nseq] sampler stream (seed) per sequence */
+  const int32_t *prompt_ids;  /* rank 0 only (NULL elsewhere): the prompts one after
+                                 another, sum(prompt_len) ids */
+} zz_stage_block;
+
+/* One (token step, group) work item, given to compute and sample. */
+typedef struct zz_stage_item {
+  const zz_stage_block *block;
+  int32_t step;         /* token step: 0 = prefill, i = the i-th generated token's input */
+  int32_t group;        /* micro-batch group g */
+  int32_t nseq;         /* sequences in the group */
+  int32_t first;        /* block index of the group's first sequence */
+  /* Rank 0's input: step 0: the group's prompt ids one after another; step > 0: one
+   * id per sequence (the token sampled at step-1). NULL on other ranks. */
+  const int32_t *ids;
+  int64_t nids;
+  const uint8_t *done;  /* rank 0, step > 0: [nseq] sequence finished (still computed) */
+  /* Other ranks' input: the hidden state rank r-1 produced (NULL on rank 0). */
+  const void *hidden_in;
+  size_t hidden_in_bytes;
+  /* Output: the hidden state for rank r+1 (on the last rank: whatever sample reads).
+   * compute must write exactly hidden_out_bytes = hidden_bytes(step, group). */
+  void *hidden_out;
+  size_t hidden_out_bytes;
+} zz_stage_item;
+
+/*
+ * The engine's side. Every callback gets the ctx given to zz_stage_run and returns
+ * ZZ_OK or a zz_status with zz_error() set; an error stops the whole pipeline (the
+ * message becomes the cause every rank prints). Callbacks run on the calling thread
+ * of zz_stage_run, one at a time, in wavefront order: for each block, for each step,
+ * for each group not yet stopped. Items of different groups interleave, so the engine
+ * keeps a KV cache per group.
+ */
+typedef struct zz_stage_callbacks {
+  /* Rank 0 only: the next block, or *more_out = 0 when there is none. The arrays it
+   * points to must stay valid until end_block of that block returns. */
+  zz_status (*next_block)(void *ctx, zz_stage_block *out, int *more_out);
+  /* All ranks, optional: a block starts (size caches, reset per-group state). */
+  zz_status (*begin_block)(void *ctx, const zz_stage_block *block);
+  /* All ranks: bytes of the hidden state this rank sends for (step, group). Must be
+   * > 0, and no step > 1 may need more than steps 0 and 1 (prefill and decode). */
+  size_t (*hidden_bytes)(void *ctx, const zz_stage_block *block, int32_t step, int32_t group);
+  /* All ranks: run this rank's layers on one item (see zz_stage_item). */
+  zz_status (*compute)(void *ctx, const zz_stage_item *item);
+  /* Last rank: from the item's hidden_out, the next token per sequence (ids_out
+   * [nseq]) and whether each sequence is finished (done_out [nseq]). On entry
+   * done_out holds the group's flags of the previous step (all 0 at step 0), so a
+   * sampler can keep them sticky. The group stops after this step when every flag is
+   * set or step + 1 == max_new_tokens. */
+  zz_status (*sample)(void *ctx, const zz_stage_item *item, int32_t *ids_out,
+                      uint8_t *done_out);
+  /* Rank 0, optional: the tokens sampled at (step, group) have arrived. */
+  zz_status (*tokens)(void *ctx, const zz_stage_block *block, int32_t step, int32_t group,
+                      const int32_t *ids, const uint8_t *done);
+  /* All ranks, optional: the block is over on this rank. */
+  zz_status (*end_block)(void *ctx, const zz_stage_block *block);
+} zz_stage_callbacks;
+
+typedef struct zz_stage_config {
+  int groups;            /* T micro-batch groups per block (upper bound rank 0 may use) */
+  double peer_timeout;   /* seconds of silence after which a peer is lost (default 5) */
+  double heartbeat;      /* seconds between heartbeats (default peer_timeout / 10) */
+  double exit_grace;     /* seconds a failing rank waits for peers to hear it (default 2) */
+  double step_timeout;   /* seconds any one wait may last although every peer is alive
+                            (a live but stuck peer; default 900) */
+  int max_new_tokens;    /* largest max_new_tokens a block may ask (sizes the tag space) */
+  int verbose;           /* 1: one line per block with its stats */
+} zz_stage_config;
+
+void zz_stage_config_default(zz_stage_config *cfg);
+
+/* Per-rank counters over all blocks run so far. */
+typedef struct zz_stage_stats {
+  double total_s;          /* wall time inside zz_stage_run */
+  double busy_s;           /* inside compute and sample */
+  double bubble_s;         /* waiting for an input (hidden state, token ids, block) */
+  double send_wait_s;      /* waiting for a send buffer to come free (should be ~0) */
+  uint64_t bytes_sent;     /* hidden states, token ids and block messages */
+  uint64_t bytes_received;
+  uint64_t messages_sent;
+  int64_t items;           /* (step, group) items computed */
+  int64_t tokens;          /* tokens generated (sequences x steps) in items computed */
+  int64_t blocks;
+  double bytes_per_token;  /* bytes_sent / tokens */
+} zz_stage_stats;
+
+typedef struct zz_stage zz_stage;
+
+/* Collective over comm: duplicates it (data and control), exchanges host names,
+ * checks the thread level and starts the progress thread. */
+zz_status zz_stage_create(MPI_Comm comm, const zz_stage_config *cfg, zz_stage **out);
+/* Runs blocks until rank 0's next_block says there are no more. Returns ZZ_OK on
+ * every rank, or an error (the cause, or ZZ_ERR_MPI "stopped: ...") after the error
+ * trail has been printed; then call zz_stage_fail. */
+zz_status zz_stage_run(zz_stage *st, const zz_stage_callbacks *cb, void *ctx);
+/* Ends the process after a failure: reports st (if this rank is the first to see
+ * it), waits up to exit_grace for peers to hear, then MPI_Abort; a watchdog
+ * _exit()s if that hangs. Never returns. */
+void zz_stage_fail(zz_stage *st, zz_status status) __attribute__((noreturn));
+void zz_stage_get_stats(const zz_stage *st, zz_stage_stats *out);
+int zz_stage_rank(const zz_stage *st);
+int zz_stage_size(const zz_stage *st);
+/* Host name of a rank as exchanged at start. */
+const char *zz_stage_host(const zz_stage *st, int rank);
+/* Clean shutdown, collective: says goodbye to every peer (so nobody takes this rank
+ * for lost), stops the progress thread, frees the communicators. NULL is fine. */
+void zz_stage_destroy(zz_stage *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

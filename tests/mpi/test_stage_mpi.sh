@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# test_stage_mpi.sh MOCK MPIEXEC SCENARIO — the pipeline stage under mpirun on one machine.
+#   tokens          -np 1..4, T = m and T > m (and large hidden states): tokens equal the
+#                   single-process run of the mock
+#   error           rank 2's compute fails: it prints the cause, every other rank prints
+#                   "stopping: rank 2 (host H) reported: ...", all end within 10 s, non-zero
+#   kill            rank 2 is SIGKILLed under plain mpirun: the launcher ends the job
+#                   (it names the rank), every rank gone within 10 s, non-zero
+#   kill-heartbeat  the same with orte_enable_recovery (the launcher leaves the survivors
+#                   alone, as srun does): the heartbeats find it, every survivor names rank 2
+#   stop            rank 2 is SIGSTOPped: every other rank names it within 10 s, non-zero
+#   slow            rank 2 spends 3 s in one step with a 1 s peer timeout: not lost, tokens ok
+# The liveness bound is generous on purpose (10 s after the fault with a 2 s peer
+# timeout); it is not a speed claim.
+set -u
+MOCK=$1
+MPIEXEC=$2
+SCENARIO=$3
+FLAGS=(--allow-run-as-root --oversubscribe --mca pml ob1 --mca btl self,vader,tcp
+       --mca btl_tcp_if_include lo)
+export OPENBLAS_NUM_THREADS=1
+work=$(mktemp -d /tmp/zz_stage_test.XXXXXX)
+trap 'cleanup; rm -rf "$work"' EXIT
+fail=0
+
+cleanup() { # no rank may outlive its test; a stopped one is ended here
+  for f in "$work"/pids/rank*.pid; do
+    [ -f "$f" ] || continue
+    p=$(cat "$f")
+    if [ -d "/proc/$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ]; then
+      kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null
+    fi
+  done
+}
+
+bad() { echo "FAIL: $*"; fail=1; }
+
+# run NP ARGS...: runs the mock; sets rc, out, and end: when every rank but $EXCEPT
+# had ended (mpirun itself may linger after that)
+run() {
+  local np=$1; shift
+  rm -rf "$work/pids"; mkdir -p "$work/pids"
+  timeout -k 5 60 "$MPIEXEC" "${FLAGS[@]}" "${EXTRA[@]}" -np "$np" "$MOCK" --piddir "$work/pids" "$@" \
+    >"$work/out" 2>&1 &
+  local mp=$!
+  end=""
+  while kill -0 "$mp" 2>/dev/null; do
+    if [ -z "$end" ] && [ "$(ls "$work/pids" | wc -l)" = "$np" ] && [ -z "$(alive_ranks "$EXCEPT")" ]; then
+      end=$(date +%s.%N)
+    fi
+    sleep 0.05
+  done
+  wait "$mp"
+  rc=$?
+  [ -n "$end" ] || end=$(date +%s.%N)
+  out=$(cat "$work/out")
+}
+
+# alive_ranks [except R]: ranks whose process still runs (zombies count as gone)
+alive_ranks() {
+  local left="" r p st
+  for f in "$work"/pids/rank*.pid; do
+    [ -f "$f" ] || continue
+    r=${f##*/rank}; r=${r%.pid}
+    [ "$r" = "${1:-x}" ] && continue
+    p=$(cat "$f")
+    st=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)
+    [ -n "$st" ] && [ "$st" != Z ] && left="$left $r"
+  done
+  echo "$left"
+}
+
+# after a fault on rank 2: the survivors' lines, the time from the fault to the end
+check_fault() {
+  local name=$1 want=$2 np=$3
+  local ft since
+  ft=$(grep -o 'fault [a-z]* at step [0-9]*, time [0-9.]*' <<<"$out" | awk '{print $NF}')
+  [ -n "$ft" ] || { bad "$name: the fault was never injected"; echo "$out"; return; }
+  since=$(echo "$end - $ft" | bc)
+  echo "$name: mpirun rc $rc, every other rank ended $since s after the fault"
+  [ "$(echo "$since < 10" | bc)" = 1 ] || bad "$name: took $since s after the fault (bound 10 s)"
+  local r
+  for ((r = 0; r < np; r++)); do
+    [ "$r" = 2 ] && continue
+    local n
+    n=$(grep -c "^zigzag: rank $r (host [^)]*): " <<<"$out")
+    [ "$n" -le 1 ] || bad "$name: rank $r printed $n lines"
+    if [ "$want" = heartbeat ]; then
+      grep -q "^zigzag: rank $r (host [^)]*): .*rank 2 (host " <<<"$out" ||
+        bad "$name: rank $r did not name rank 2"
+    fi
+  done
+  grep '^zigzag: rank' <<<"$out"
+  sleep 0.5
+  local left
+  left=$(alive_ranks 2)
+  [ -z "$left" ] || bad "$name: ranks still running:$left"
+  [ "$fail" = 0 ] || echo "$out"
+}
+
+EXTRA=()
+EXCEPT=2 # the rank a fault is injected into
+case "$SCENARIO" in
+tokens)
+  for np in 1 2 3 4; do
+    for T in $np $((np + 3)); do
+      run "$np" --groups "$T" --seqs 8 --blocks 2 --max-new 10 --no-bind
+      [ "$rc" = 0 ] && grep -q "tokens equal the single-process run: $np ranks, $T groups" <<<"$out" ||
+        { bad "np $np T $T: rc $rc"; echo "$out"; }
+      grep '^mock: tokens' <<<"$out"
+    done
+  done
+  # hidden states above the eager limit (rendezvous), bound ranks (one line each)
+  run 4 --groups 5 --seqs 11 --hidden 4096
+  [ "$rc" = 0 ] && grep -q "tokens equal" <<<"$out" || { bad "large hidden: rc $rc"; echo "$out"; }
+  [ "$(grep -c '^zigzag: rank [0-3] (host [^)]*): bound to cores' <<<"$out")" = 4 ] ||
+    { bad "expected one binding line per rank"; echo "$out"; }
+  grep -E '^(mock|zigzag)' <<<"$out"
+  ;;
+error)
+  run 4 --groups 4 --step-ms 20 --no-bind --fault error --fault-rank 2 --peer-timeout 2
+  [ "$rc" != 0 ] || bad "error: mpirun returned 0"
+  [ "$(grep -c '^zigzag: rank 2 (host [^)]*): compute failed at block 0 step [0-9]* group [0-9]*: mock compute failed (injected fault)$' <<<"$out")" = 1 ] ||
+    bad "error: rank 2 did not print its cause once"
+  for r in 0 1 3; do
+    grep -q "^zigzag: rank $r (host [^)]*): stopping: rank 2 (host [^)]*) reported: compute failed" <<<"$out" ||
+      bad "error: rank $r did not print the stopping line"
+  done
+  check_fault error lines 4
+  ;;
+kill)
+  run 4 --groups 4 --step-ms 20 --no-bind --fault kill --fault-rank 2 --peer-timeout 2
+  [ "$rc" != 0 ] || bad "kill: mpirun returned 0"
+  grep -Eq 'process rank 2 |rank 2 \(host ' <<<"$out" || bad "kill: nobody named rank 2"
+  check_fault kill lines 4
+  ;;
+kill-heartbeat)
+  EXTRA=(--mca orte_enable_recovery 1)
+  run 4 --groups 4 --step-ms 20 --no-bind --fault kill --fault-rank 2 --peer-timeout 2
+  check_fault kill-heartbeat heartbeat 4
+  ;;
+stop)
+  run 4 --groups 4 --step-ms 20 --no-bind --fault stop --fault-rank 2 --peer-timeout 2
+  [ "$rc" != 0 ] || bad "stop: mpirun returned 0"
+  check_fault stop heartbeat 4
+  ;;
+slow)
+  run 4 --groups 4 --step-ms 5 --no-bind --fault slow --slow-s 3 --fault-rank 2 --peer-timeout 1
+  [ "$rc" = 0 ] && grep -q "tokens equal" <<<"$out" || bad "slow: rc $rc"
+  grep -q 'lost rank' <<<"$out" && bad "slow: a busy rank was taken for lost"
+  grep -E '^mock: (tokens|rank 2)' <<<"$out"
+  [ "$fail" = 0 ] || echo "$out"
+  ;;
+*) echo "unknown scenario $SCENARIO"; exit 2 ;;
+esac
+[ "$fail" = 0 ] && echo "PASS: $SCENARIO"
+exit "$fail"

@@ -1,0 +1,75 @@
+/* test_stage_unit.c — the parts of stage/ that need no second rank: tags, their limits,
+ * and the block message. Runs without mpirun (no MPI call is made). */
+#include <CUnit/Basic.h>
+#include <stdlib.h>
+
+#include "comm_impl.h"
+
+static void test_tags_roundtrip(void) {
+  /* every (kind, step, group) of a large run maps to its own tag, and back */
+  const int G = 64, S = 4097;
+  CU_ASSERT_EQUAL(zz_tag_check(G, S - 1, 2147483647), ZZ_OK);
+  int prev = -1;
+  for (int s = 0; s < S; s += 7)
+    for (int g = 0; g < G; g++)
+      for (int k = 0; k < ZZ_KIND_COUNT; k++) {
+        int tag = zz_tag_make((zz_kind)k, s, g, G);
+        CU_ASSERT(tag > prev);
+        prev = tag;
+        zz_kind kk;
+        int ss, gg;
+        zz_tag_split(tag, G, &kk, &ss, &gg);
+        CU_ASSERT(kk == (zz_kind)k && ss == s && gg == g);
+      }
+}
+
+static void test_tag_limits(void) {
+  /* the standard's minimum MPI_TAG_UB (32767) allows 10922 (step, group) pairs */
+  CU_ASSERT_EQUAL(zz_tag_check(8, 1000, 32767), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_tag_check(16, 1000, 32767), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zz_tag_check(1024, 1 << 16, 2147483647), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_tag_check(1024, 1 << 20, 2147483647), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zz_tag_check(0, 10, 32767), ZZ_ERR_INVALID_ARG);
+}
+
+static void test_block_message(void) {
+  int32_t first[] = {0, 2, 5}, len[] = {3, 1, 4, 1, 5};
+  uint64_t rng[] = {1, 2, 3, 4, 0xffffffffffffffffull};
+  zz_stage_block b = {.index = 9, .nseq = 5, .ngroups = 2, .max_new_tokens = 32,
+                      .group_first = first, .prompt_len = len, .rng = rng};
+  CU_ASSERT_EQUAL(zz_block_check(&b, 4, 64), ZZ_OK);
+  size_t n = zz_block_words(&b);
+  uint64_t *w = calloc(n, sizeof *w);
+  zz_block_pack(&b, w);
+  zz_stage_block c;
+  void *mem = NULL;
+  CU_ASSERT_EQUAL_FATAL(zz_block_unpack(w, n, &c, &mem), ZZ_OK);
+  CU_ASSERT(c.index == 9 && c.nseq == 5 && c.ngroups == 2 && c.max_new_tokens == 32);
+  for (int g = 0; g <= 2; g++) CU_ASSERT_EQUAL(c.group_first[g], first[g]);
+  for (int i = 0; i < 5; i++) CU_ASSERT(c.prompt_len[i] == len[i] && c.rng[i] == rng[i]);
+  CU_ASSERT_PTR_NULL(c.prompt_ids);
+  free(mem);
+  /* a truncated or foreign message is refused, not read past its end */
+  CU_ASSERT_EQUAL(zz_block_unpack(w, n - 1, &c, &mem), ZZ_ERR_FORMAT);
+  w[0] ^= 1;
+  CU_ASSERT_EQUAL(zz_block_unpack(w, n, &c, &mem), ZZ_ERR_FORMAT);
+  free(w);
+  /* shapes the driver refuses */
+  CU_ASSERT_EQUAL(zz_block_check(&b, 1, 64), ZZ_ERR_INVALID_ARG);  /* more groups than configured */
+  CU_ASSERT_EQUAL(zz_block_check(&b, 4, 16), ZZ_ERR_INVALID_ARG);  /* too many new tokens */
+  first[1] = 0;
+  CU_ASSERT_EQUAL(zz_block_check(&b, 4, 64), ZZ_ERR_INVALID_ARG);  /* an empty group */
+}
+
+int main(void) {
+  if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+  CU_pSuite s = CU_add_suite("stage", NULL, NULL);
+  CU_add_test(s, "tags round-trip", test_tags_roundtrip);
+  CU_add_test(s, "tag limits", test_tag_limits);
+  CU_add_test(s, "block message", test_block_message);
+  CU_basic_set_mode(CU_BRM_VERBOSE);
+  CU_basic_run_tests();
+  int failures = (int)CU_get_number_of_failures();
+  CU_cleanup_registry();
+  return failures != 0;
+}

@@ -10,6 +10,8 @@
 set -u
 MOCK=$1
 MPIEXEC=$2
+# leak checking off for the ranks under AddressSanitizer: see test_stage_mpi.sh
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 here=$(cd "$(dirname "$0")" && pwd)
 cluster="$here/netns_cluster.sh"
 export ZZ_NETNS_PREFIX="zt$$"
@@ -44,7 +46,7 @@ launch() {
   timeout -k 5 60 "$cluster" agent h0 "$MPIEXEC" --host "$hosts" -np "$np" \
     --mca plm_rsh_agent "'$cluster agent'" --mca pml ob1 --mca btl self,tcp \
     --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 \
-    --output-filename "$work/out" "$MOCK" --no-bind --piddir "$work/pids" "$@"
+    -x ASAN_OPTIONS --output-filename "$work/out" "$MOCK" --no-bind --piddir "$work/pids" "$@"
 }
 rank_out() { cat "$work/out/1/rank.$1/stdout" "$work/out/1/rank.$1/stderr" 2>/dev/null; }
 alive() { # ranks whose process still runs

@@ -86,6 +86,52 @@ void zz_progress_start(zz_progress *p, const zz_opts *o, int64_t total);
 void zz_progress_update(zz_progress *p, int64_t seqs, int64_t tokens);
 void zz_progress_finish(zz_progress *p);
 
+/* A generate job's files and prompts (launch/job.c): the one process, or rank 0 of
+ * a pipeline. The other ranks open only the model side (files = false). */
+typedef struct zz_job {
+  zz_opts opts;            /* the options, max_prompt_len resolved */
+  bool files;              /* holds the prompts, the output and the tokenizer */
+  zz_config cfg;
+  zz_model model;
+  zz_checkpoint *ck;       /* NULL with --dummy */
+  zz_tokenizer *tok;       /* NULL without vocab.json */
+  zz_shape shape;          /* max_prompt_len, max_new_tokens */
+  zz_policy pol;
+  zz_prompt_reader *rd;
+  zz_resume_set *done_ids; /* ids already in --out (--resume) */
+  zz_resume_set *seen;     /* ids read so far */
+  FILE *out;
+  /* the block being gathered: [cap] each, n used */
+  zz_prompt *prompts;
+  int32_t **ids;
+  int64_t *lens;
+  uint64_t *streams;       /* prompt number in the file: the sampling stream */
+  int64_t n, cap;
+  bool more;               /* prompts may be left */
+  int64_t index;           /* prompts read, skipped ones included */
+  zz_progress prog;
+  int64_t kill_after, committed, written; /* blocks (ZZ_FAULT_KILL_AFTER_BLOCKS), blocks, prompts */
+} zz_job;
+
+/* Resolves the model, checkpoint, shape and policy; with files also the tokenizer,
+ * the prompt reader and --out (locked; with --resume its ids read). */
+zz_status zz_job_open(zz_job *j, const zz_opts *o, bool files);
+/* Starts writing --out (truncated unless --resume) and the progress line; blocks of
+ * up to cap prompts. Called once nothing else can refuse the job. */
+zz_status zz_job_start(zz_job *j, int64_t cap);
+/* The next up to max_n prompts not yet in the output, as a request (n = 0: none
+ * left); valid until the next gather. */
+zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out);
+/* Writes the gathered prompts' lines from res, flushes and syncs them. */
+zz_status zz_job_commit(zz_job *j, const zz_result *res);
+/* The one line of an interrupted (--resume hint) or failed job; the exit code. */
+int zz_job_fail(const zz_job *j, zz_status st);
+void zz_job_close(zz_job *j);
+/* SIGINT / SIGTERM ask for a stop at the next safe point; a second one ends at once. */
+void zz_catch_stop_signals(void);
+/* A fault-injection variable: a number >= 0, or -1 when unset. */
+zz_status zz_fault_env(const char *name, int64_t *n_out);
+
 int zz_cmd_bench(const zz_opts *o);
 /* Prints "zigzag: <status>: <message>" on stderr; returns the exit code (2 for a
  * bad argument, 1 otherwise). */

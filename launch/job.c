@@ -321,8 +321,7 @@ zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out) {
   }
   *req_out = (zz_request){
       .n = j->n, .ids = (const int32_t *const *)j->ids, .lens = j->lens, .streams = j->streams,
-      .max_new_tokens = o->max_new_tokens,
-      .sampling = {.temperature = o->temperature, .top_k = o->top_k, .top_p = o->top_p, .seed = (uint64_t)o->seed},
+      .max_new_tokens = o->max_new_tokens, .sampling = zz_opts_sampling(o),
   };
   return ZZ_OK;
 }

@@ -87,6 +87,8 @@ int main(int argc, char **argv) {
   zz_opts_defaults(&o);
   int r = zz_opts_parse(argc, argv, &o);
   if (r != 0) return r < 0 ? 0 : r; /* -1: --help was printed */
+  bool pipelined = strcmp(o.command, "generate") == 0 || strcmp(o.command, "bench") == 0;
+  if (pipelined && zz_pipe_ranks() > 1) return zz_cmd_pipe(&o); /* mpirun -np m, m > 1; else no MPI at all */
   if (strcmp(o.command, "generate") == 0) return zz_cmd_generate(&o);
   if (strcmp(o.command, "tokenize") == 0) return zz_cmd_tokenize(&o);
   if (strcmp(o.command, "bench") == 0) return zz_cmd_bench(&o);

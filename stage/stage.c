@@ -636,9 +636,10 @@ zz_status zz_stage_agree(zz_stage *st, zz_status mine) {
   return s;
 }
 
-zz_status zz_stage_gather_stats(zz_stage *st, zz_stage_stats *all_out) {
+zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_stage_stats *all_out) {
   zz_stage_stats me;
-  zz_stage_get_stats(st, &me);
+  if (mine) me = *mine;
+  else zz_stage_get_stats(st, &me);
   zz_stage_stats *all = st->rank == 0 ? all_out : NULL;
   if (st->rank == 0 && !all) return zz_error(ZZ_ERR_INVALID_ARG, "stage: gather_stats needs an array on rank 0");
   MPI_Request req;

@@ -206,9 +206,10 @@ void zz_stage_destroy(zz_stage *st);
  * are then free to leave cleanly (zz_stage_destroy, MPI_Finalize, non-zero exit).
  * Bounded: a lost peer or step_timeout ends the wait. */
 zz_status zz_stage_agree(zz_stage *st, zz_status mine);
-/* Collective: every rank's zz_stage_get_stats, gathered on rank 0 into all_out
- * [size] (other ranks may pass NULL). Bounded like zz_stage_agree. */
-zz_status zz_stage_gather_stats(zz_stage *st, zz_stage_stats *all_out);
+/* Collective: every rank's stats (mine, or NULL for zz_stage_get_stats now), gathered
+ * on rank 0 into all_out [size] (other ranks may pass NULL). Bounded like
+ * zz_stage_agree. */
+zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_stage_stats *all_out);
 
 /* ================================================================ the layer split */
 

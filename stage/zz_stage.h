@@ -9,8 +9,9 @@
  * per-sequence done flags and a per-group stop flag) back to rank 0, which feeds them
  * in as the input of token i+1. Rank 0 alone decides what a block holds and tells
  * every rank. Every message is tagged by (kind, token step, group); receives are
- * posted before computing, sends never wait. Only the driver and the messages live
- * here: the engine plugs in through zz_stage_callbacks.
+ * posted before computing, sends never wait. The driver and the messages know no
+ * engine: it plugs in through zz_stage_callbacks, implemented over a zz_engine by
+ * the engine adapter below (zz_engine_stage), which launch/ runs under mpirun.
  *
  * A small progress thread (MPI_THREAD_MULTIPLE, on a duplicated communicator) sends
  * heartbeats, so a rank busy in a long step is never taken for dead, while a rank

@@ -11,6 +11,43 @@
 
 #include "zz_launch.h"
 
+zz_status zz_bench_prompts(const zz_config *cfg, int64_t b, int s, int32_t ***ids_out, int64_t **lens_out) {
+  int32_t **ids = calloc((size_t)b, sizeof *ids);
+  int64_t *lens = calloc((size_t)b, sizeof *lens);
+  if (!ids || !lens) {
+    zz_bench_prompts_free(ids, lens, b);
+    return zz_error(ZZ_ERR_NO_MEMORY, "bench: out of memory");
+  }
+  zz_rng rng;
+  zz_rng_seed(&rng, 1234, 0);
+  for (int64_t i = 0; i < b; i++) {
+    if (!(ids[i] = malloc((size_t)s * sizeof **ids))) {
+      zz_bench_prompts_free(ids, lens, b);
+      return zz_error(ZZ_ERR_NO_MEMORY, "bench: out of memory");
+    }
+    lens[i] = s;
+    ids[i][0] = cfg->bos;
+    for (int64_t j = 1; j < s; j++) ids[i][j] = 4 + (int32_t)(zz_rng_next(&rng) % (uint64_t)(cfg->vocab_size - 4));
+  }
+  *ids_out = ids;
+  *lens_out = lens;
+  return ZZ_OK;
+}
+
+void zz_bench_prompts_free(int32_t **ids, int64_t *lens, int64_t b) {
+  if (ids)
+    for (int64_t i = 0; i < b; i++) free(ids[i]);
+  free(ids);
+  free(lens);
+}
+
+void zz_bench_rates(int64_t b, int s, int n, const zz_result *res, double rate_out[3]) {
+  double bb = (double)b;
+  rate_out[0] = bb * s / res->prefill_s;
+  rate_out[1] = bb * (n - 1) / res->decode_s;
+  rate_out[2] = bb * n / (res->prefill_s + res->decode_s);
+}
+
 int zz_cmd_bench(const zz_opts *o) {
   zz_config cfg;
   zz_model model = {0};
@@ -46,24 +83,7 @@ int zz_cmd_bench(const zz_opts *o) {
   t_load = zz_now() - t_load;
 
   b = (int64_t)pol.gpu_batch_size * pol.num_gpu_batches;
-  ids = calloc((size_t)b, sizeof *ids);
-  lens = calloc((size_t)b, sizeof *lens);
-  if (!ids || !lens) {
-    st = zz_error(ZZ_ERR_NO_MEMORY, "bench: out of memory");
-    goto fail;
-  }
-  zz_rng rng;
-  zz_rng_seed(&rng, 1234, 0);
-  for (int64_t i = 0; i < b; i++) {
-    ids[i] = malloc((size_t)o->prompt_len * sizeof **ids);
-    if (!ids[i]) {
-      st = zz_error(ZZ_ERR_NO_MEMORY, "bench: out of memory");
-      goto fail;
-    }
-    lens[i] = o->prompt_len;
-    ids[i][0] = cfg.bos;
-    for (int64_t j = 1; j < o->prompt_len; j++) ids[i][j] = 4 + (int32_t)(zz_rng_next(&rng) % (uint64_t)(cfg.vocab_size - 4));
-  }
+  ZZ_CHECK_GOTO(zz_bench_prompts(&cfg, b, o->prompt_len, &ids, &lens), st, fail);
   zz_request req = {.n = b, .ids = (const int32_t *const *)ids, .lens = lens, .max_new_tokens = o->gen_len, .ignore_eos = true};
   int64_t warm_len = 1;
   zz_request wreq = {.n = 1, .ids = (const int32_t *const *)ids, .lens = &warm_len, .max_new_tokens = 2, .ignore_eos = true};
@@ -78,9 +98,9 @@ int zz_cmd_bench(const zz_opts *o) {
   uint64_t rd = s1.disk_read_bytes - s0.disk_read_bytes;
   double rd_s = s1.disk_read_s - s0.disk_read_s, rd_bw = rd_s > 0 ? (double)rd / rd_s : 0;
 
-  double s = (double)o->prompt_len, n = (double)o->gen_len, bb = (double)b;
-  double prefill = bb * s / res.prefill_s, decode = bb * (n - 1) / res.decode_s;
-  double total = bb * n / (res.prefill_s + res.decode_s);
+  double rate[3];
+  zz_bench_rates(b, o->prompt_len, o->gen_len, &res, rate);
+  double prefill = rate[0], decode = rate[1], total = rate[2];
   size_t peak[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT], tier[ZZ_TIER_COUNT] = {0};
   zz_engine_peaks(eng, peak);
   for (int t = 0; t < ZZ_TIER_COUNT; t++)
@@ -118,10 +138,7 @@ fail:
   rc = zz_report_failure(st);
 done:
   zz_result_free(&res, b);
-  if (ids)
-    for (int64_t i = 0; i < b; i++) free(ids[i]);
-  free(ids);
-  free(lens);
+  zz_bench_prompts_free(ids, lens, b);
   zz_engine_destroy(eng);
   zz_device_destroy(dev);
   zz_checkpoint_close(ck);

@@ -76,6 +76,15 @@ static const zz_opt_def zz_opt_table[] = {
     {"threads", "ZZ_THREADS", ZZ_OPT_INT, ZZ_O(threads), "0", "CPU compute threads; 0 = all cores", false, 0, ZZ_POOL_MAX_THREADS, false},
     {"attn-threads", "ZZ_ATTN_THREADS", ZZ_OPT_INT, ZZ_O(attn_threads), "0",
      "CPU attention threads (beside a cache off the device; any device); 0 = all cores", false, 0, ZZ_POOL_MAX_THREADS, false},
+    {"num-inner-iterations", "ZZ_NUM_INNER_ITERATIONS", ZZ_OPT_INT, ZZ_O(num_inner_iterations), "0",
+     "mpirun: micro-batch groups T per block (FlexGen's name), each gbs x num-gpu-batches prompts; 0 = the number of ranks",
+     false, 0, 1024, false},
+    {"peer-timeout", "ZZ_PEER_TIMEOUT", ZZ_OPT_FLOAT, ZZ_O(peer_timeout), "5",
+     "mpirun: seconds a silent rank is given before every rank stops", false, 0, 86400, true},
+    {"layers", "ZZ_LAYERS", ZZ_OPT_STR, ZZ_O(layers), NULL,
+     "mpirun: m-1 cut points over the layer list (0 = input embedding, 2i+1 and 2i+2 = attention and MLP of "
+     "transformer layer i, 2L+1 = output embedding): rank r runs [cut r-1, cut r); default: split by predicted cost",
+     false, 0, 0, false},
 };
 #define ZZ_N_OPTS (sizeof zz_opt_table / sizeof zz_opt_table[0])
 
@@ -173,7 +182,8 @@ void zz_opts_help(FILE *f) {
           "usage:\n"
           "  zigzag generate --model DIR|PRESET [--dummy] --prompts FILE|- --out FILE|- [--max-new-tokens N]\n"
           "  zigzag tokenize --model DIR TEXT\n"
-          "  zigzag bench    --model PRESET --dummy [--prompt-len S] [--gen-len N] [--json]\n\n"
+          "  zigzag bench    --model PRESET --dummy [--prompt-len S] [--gen-len N] [--json]\n"
+          "  mpirun -np M zigzag generate|bench ...   (a pipeline of M ranks, each a slice of the layers)\n\n"
           "options (environment variable in brackets sets the default):\n");
   for (size_t i = 0; i < ZZ_N_OPTS; i++) {
     const zz_opt_def *d = &zz_opt_table[i];
@@ -191,6 +201,7 @@ void zz_opts_help(FILE *f) {
   }
   fprintf(f, "\nother tunables: OPENBLAS_NUM_THREADS (GEMM threads of the CPU device)\n"
              "  ZZ_FAULT_KILL_AFTER_BLOCKS=N (testing: generate commits N blocks, half-writes a line, SIGKILLs itself)\n"
+             "  ZZ_FAULT_KILL_RANK=R (testing, mpirun: the rank ZZ_FAULT_KILL_AFTER_BLOCKS kills; R > 0 dies in block N)\n"
              "presets:");
   for (const char *const *p = zz_config_preset_names(); *p; p++) fprintf(f, " %s", *p);
   fprintf(f, "\n");
@@ -311,27 +322,46 @@ zz_status zz_opts_tiers(const zz_opts *o, zz_tiers *out) {
   return ZZ_OK;
 }
 
-zz_status zz_opts_engine(const zz_opts *o, zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
-                         const zz_shape *shape, zz_engine **out) {
-  zz_policy pol;
-  zz_tiers tiers;
-  ZZ_CHECK(zz_opts_policy(o, &pol));
-  ZZ_CHECK(zz_opts_tiers(o, &tiers));
-  ZZ_CHECK(zz_engine_create_tiers(dev, m, ck, &pol, shape, &tiers, out));
+zz_sampling zz_opts_sampling(const zz_opts *o) {
+  return (zz_sampling){.temperature = o->temperature, .top_k = o->top_k, .top_p = o->top_p, .seed = (uint64_t)o->seed};
+}
+
+zz_status zz_opts_engine_opts(const zz_opts *o, const zz_shape *shape, int layer_begin, int layer_end, int groups,
+                              zz_engine_opts *out) {
+  zz_engine_opts e = {.shape = *shape, .layer_begin = layer_begin, .layer_end = layer_end, .n_groups = groups};
+  ZZ_CHECK(zz_opts_policy(o, &e.policy));
+  ZZ_CHECK(zz_opts_tiers(o, &e.tiers));
+  *out = e;
+  return ZZ_OK;
+}
+
+zz_status zz_opts_engine_slice(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
+                               const zz_engine_opts *eo, const char *who, zz_engine **out) {
+  ZZ_CHECK(zz_engine_create_opts(dev, m, ck, eo, out));
   char pb[256], g[32], c[32], d[32];
   const zz_memplan *p = zz_engine_plan(*out);
-  fprintf(stderr, "zigzag: policy %s; plan: device (%s) %s, cpu %s, disk %s\n", zz_policy_str(&pol, pb, sizeof pb),
-          dev->ops->name, zz_format_bytes(zz_memplan_tier_total(p, ZZ_TIER_GPU), g, sizeof g),
+  fprintf(stderr, "zigzag: %spolicy %s; plan: device (%s) %s, cpu %s, disk %s\n", who,
+          zz_policy_str(&eo->policy, pb, sizeof pb), dev->ops->name,
+          zz_format_bytes(zz_memplan_tier_total(p, ZZ_TIER_GPU), g, sizeof g),
           zz_format_bytes(zz_memplan_tier_total(p, ZZ_TIER_CPU), c, sizeof c),
           zz_format_bytes(zz_memplan_tier_total(p, ZZ_TIER_DISK), d, sizeof d));
   return ZZ_OK;
 }
 
-zz_status zz_opts_device(const zz_opts *o, zz_device **out) {
+zz_status zz_opts_engine(const zz_opts *o, zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
+                         const zz_shape *shape, zz_engine **out) {
+  zz_engine_opts eo;
+  ZZ_CHECK(zz_opts_engine_opts(o, shape, 0, 0, 1, &eo));
+  return zz_opts_engine_slice(dev, m, ck, &eo, "", out);
+}
+
+zz_status zz_opts_device(const zz_opts *o, zz_device **out) { return zz_opts_device_at(o, 0, out); }
+
+zz_status zz_opts_device_at(const zz_opts *o, int ordinal, zz_device **out) {
   size_t cap = 0;
   ZZ_CHECK(zz_parse_bytes(o->gpu_mem, &cap));
   if (strcmp(o->device, "cpu") == 0) return zz_device_create_cpu(cap, o->threads, o->attn_threads, out);
-  if (strcmp(o->device, "cuda") == 0) return zz_device_create_cuda(0, cap, o->attn_threads, out);
+  if (strcmp(o->device, "cuda") == 0) return zz_device_create_cuda(ordinal, cap, o->attn_threads, out);
   if (strcmp(o->device, "auto") == 0) return zz_device_create_best(cap, o->threads, o->attn_threads, out);
   return zz_error(ZZ_ERR_INVALID_ARG, "--device %s: want auto, cpu or cuda", o->device);
 }

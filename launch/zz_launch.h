@@ -40,6 +40,10 @@ typedef struct zz_opts {
   float attn_sparsity;
   const char *offload_dir, *cpu_mem, *disk_mem;
   bool policy_flags_given; /* any policy flag on the command line */
+  /* the pipeline (mpirun with more than one rank) */
+  int num_inner_iterations; /* T micro-batch groups; 0 = the number of ranks */
+  float peer_timeout;       /* seconds of silence after which a rank is lost */
+  const char *layers;       /* cut points over the layer list, "3,5"; NULL = by cost */
 } zz_opts;
 
 void zz_opts_defaults(zz_opts *o);
@@ -48,12 +52,22 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o);
 void zz_opts_help(FILE *f);
 zz_status zz_opts_policy(const zz_opts *o, zz_policy *out);
 zz_status zz_opts_device(const zz_opts *o, zz_device **out);
+/* The same with CUDA device `ordinal` for --device cuda (a pipeline's local rank). */
+zz_status zz_opts_device_at(const zz_opts *o, int ordinal, zz_device **out);
 /* --cpu-mem, --disk-mem, --offload-dir (the GPU capacity is the device's). */
 zz_status zz_opts_tiers(const zz_opts *o, zz_tiers *out);
 /* Builds the engine the options describe, printing the policy and the plan's
  * bytes per tier on stderr when verbose. */
 zz_status zz_opts_engine(const zz_opts *o, zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
                          const zz_shape *shape, zz_engine **out);
+/* The engine options for layers [layer_begin, layer_end) (0, 0: all) and groups. */
+zz_status zz_opts_engine_opts(const zz_opts *o, const zz_shape *shape, int layer_begin, int layer_end, int groups,
+                              zz_engine_opts *out);
+/* Builds an engine from eo, printing the same line, prefixed by who ("" or "rank 1: "). */
+zz_status zz_opts_engine_slice(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
+                               const zz_engine_opts *eo, const char *who, zz_engine **out);
+/* --temperature, --top-k, --top-p, --seed. */
+zz_sampling zz_opts_sampling(const zz_opts *o);
 
 /* ids already present in an output file, for --resume */
 typedef struct zz_resume_set zz_resume_set;
@@ -86,7 +100,66 @@ void zz_progress_start(zz_progress *p, const zz_opts *o, int64_t total);
 void zz_progress_update(zz_progress *p, int64_t seqs, int64_t tokens);
 void zz_progress_finish(zz_progress *p);
 
+/* A generate job's files and prompts (launch/job.c): the one process, or rank 0 of
+ * a pipeline. The other ranks open only the model side (files = false). */
+typedef struct zz_job {
+  zz_opts opts;            /* the options, max_prompt_len resolved */
+  bool files;              /* holds the prompts, the output and the tokenizer */
+  zz_config cfg;
+  zz_model model;
+  zz_checkpoint *ck;       /* NULL with --dummy */
+  zz_tokenizer *tok;       /* NULL without vocab.json */
+  zz_shape shape;          /* max_prompt_len, max_new_tokens */
+  zz_policy pol;
+  zz_prompt_reader *rd;
+  zz_resume_set *done_ids; /* ids already in --out (--resume) */
+  zz_resume_set *seen;     /* ids read so far */
+  FILE *out;
+  /* the block being gathered: [cap] each, n used */
+  zz_prompt *prompts;
+  int32_t **ids;
+  int64_t *lens;
+  uint64_t *streams;       /* prompt number in the file: the sampling stream */
+  int64_t n, cap;
+  bool more;               /* prompts may be left */
+  int64_t index;           /* prompts read, skipped ones included */
+  zz_progress prog;
+  int64_t kill_after, committed, written; /* blocks (ZZ_FAULT_KILL_AFTER_BLOCKS), blocks, prompts */
+} zz_job;
+
+/* Resolves the model, checkpoint, shape and policy; with files also the tokenizer,
+ * the prompt reader and --out (locked; with --resume its ids read). */
+zz_status zz_job_open(zz_job *j, const zz_opts *o, bool files);
+/* Starts writing --out (truncated unless --resume) and the progress line; blocks of
+ * up to cap prompts. Called once nothing else can refuse the job. */
+zz_status zz_job_start(zz_job *j, int64_t cap);
+/* The next up to max_n prompts not yet in the output, as a request (n = 0: none
+ * left); valid until the next gather. */
+zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out);
+/* Writes the gathered prompts' lines from res, flushes and syncs them. */
+zz_status zz_job_commit(zz_job *j, const zz_result *res);
+/* The one line of an interrupted (--resume hint) or failed job; the exit code. */
+int zz_job_fail(const zz_job *j, zz_status st);
+void zz_job_close(zz_job *j);
+/* SIGINT / SIGTERM ask for a stop at the next safe point; a second one ends at once. */
+void zz_catch_stop_signals(void);
+/* A fault-injection variable: a number >= 0, or -1 when unset. */
+zz_status zz_fault_env(const char *name, int64_t *n_out);
+
 int zz_cmd_bench(const zz_opts *o);
+/* bench's b prompts of s tokens: BOS, then ids drawn from a fixed seed. */
+zz_status zz_bench_prompts(const zz_config *cfg, int64_t b, int s, int32_t ***ids_out, int64_t **lens_out);
+void zz_bench_prompts_free(int32_t **ids, int64_t *lens, int64_t b);
+/* FlexGen's throughputs for b prompts of s tokens and n new each: prefill b*s /
+ * prefill_s, decode b*(n-1) / decode_s, total b*n / (prefill_s + decode_s). */
+void zz_bench_rates(int64_t b, int s, int n, const zz_result *res, double rate_out[3]);
+
+/* The pipeline (launch/pipe.c, in the zigzag executable only: it needs MPI). */
+/* Ranks mpirun started (OMPI_COMM_WORLD_SIZE, PMI_SIZE); 1 when not under mpirun. */
+int zz_pipe_ranks(void);
+/* `generate` or `bench` over the ranks: MPI_Init_thread, binding, a slice per
+ * rank, zz_stage_run with the engine adapter, MPI_Finalize. The exit code. */
+int zz_cmd_pipe(const zz_opts *o);
 /* Prints "zigzag: <status>: <message>" on stderr; returns the exit code (2 for a
  * bad argument, 1 otherwise). */
 int zz_report_failure(zz_status st);

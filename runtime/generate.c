@@ -59,16 +59,25 @@ static void zz_gen_sample(zz_gen *g, int group, int step) {
     if (g->done[q]) continue;
     const float *lg = logits + i * c->vocab_size;
     if (g->req->on_logits) g->req->on_logits(g->req->ctx, q, step, lg, c->vocab_size);
-    int32_t tok = zz_sample(lg, c->vocab_size, &g->req->sampling, &g->rng[q], g->scratch);
+    bool ended = false;
+    int32_t tok = zz_sample_sequence(c, lg, &g->req->sampling, g->req->ignore_eos, &g->rng[q], g->scratch, &ended);
     g->r->tokens[q][g->r->n_tokens[q]++] = tok;
-    g->newest[q] = tok;
-    if (tok == c->eos && !g->req->ignore_eos) {
+    g->newest[q] = zz_sequence_input(c, tok, ended);
+    if (ended) {
       g->done[q] = true;
-      g->newest[q] = c->pad;
       g->live--;
     }
   }
 }
+
+int32_t zz_sample_sequence(const zz_config *c, const float *logits, const zz_sampling *s, bool ignore_eos,
+                           zz_rng *rng, void *scratch, bool *ended_out) {
+  int32_t tok = zz_sample(logits, c->vocab_size, s, rng, scratch);
+  *ended_out = tok == c->eos && !ignore_eos;
+  return tok;
+}
+
+int32_t zz_sequence_input(const zz_config *c, int32_t token, bool ended) { return ended ? c->pad : token; }
 
 static bool zz_gen_group_live(const zz_gen *g, int group) {
   int64_t first = zz_gen_first(g, group), cnt = zz_gen_count(g, group);

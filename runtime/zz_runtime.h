@@ -759,6 +759,17 @@ typedef struct zz_result {
   double prefill_s, decode_s; /* wall time of the two phases */
 } zz_result;
 
+/* One sequence's next token at one step of the token loop: zz_sample from its
+ * logits [vocab] with its own generator, then the EOS rule: *ended_out is true when
+ * the token is EOS and ignore_eos is off. The token is kept in the output (EOS
+ * included); zz_sequence_input gives what the sequence feeds into the next step.
+ * zz_generate and the pipeline's last rank (stage/) both sample with this. */
+int32_t zz_sample_sequence(const zz_config *c, const float *logits, const zz_sampling *s, bool ignore_eos,
+                           zz_rng *rng, void *scratch, bool *ended_out);
+/* The next step's input of a sequence whose newest token is `token`: the token
+ * itself, or the pad token once the sequence has ended. */
+int32_t zz_sequence_input(const zz_config *c, int32_t token, bool ended);
+
 /* Checks a request against an engine's shape and vocabulary. */
 zz_status zz_request_check(const zz_engine *eng, const zz_request *req);
 /* Generates for req on an engine holding the whole model. */

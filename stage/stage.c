@@ -42,6 +42,7 @@ void zz_stage_config_default(zz_stage_config *cfg) {
 
 int zz_stage_rank(const zz_stage *st) { return st->rank; }
 int zz_stage_size(const zz_stage *st) { return st->size; }
+int zz_stage_groups(const zz_stage *st) { return st->cfg.groups; }
 const char *zz_stage_host(const zz_stage *st, int rank) {
   return rank >= 0 && rank < st->size ? st->hosts[rank] : "?";
 }
@@ -591,4 +592,58 @@ zz_status zz_stage_run(zz_stage *st, const zz_stage_callbacks *cb, void *ctx) {
   if (s != ZZ_OK && zz_faults_check(st->faults) == ZZ_OK) zz_faults_report(st->faults, zz_error_message());
   st->stats.total_s += zz_now() - t_start;
   return s;
+}
+
+/* ================================================================ agreement and stats */
+
+#define ZZ_AGREE_MSG 480
+
+typedef struct agree_msg {
+  int32_t status;
+  char msg[ZZ_AGREE_MSG];
+} agree_msg;
+
+/* A collective started non-blocking, waited for like every other wait: done, a fault
+ * anywhere, or step_timeout. */
+static zz_status wait_collective(zz_stage *st, MPI_Request *req, const char *what) {
+  return zz_comm_wait(st->faults, req, NULL, st->cfg.step_timeout, what, st->rank, NULL);
+}
+
+zz_status zz_stage_agree(zz_stage *st, zz_status mine) {
+  agree_msg me = {.status = (int32_t)mine};
+  if (mine != ZZ_OK) snprintf(me.msg, sizeof me.msg, "%s", *zz_error_message() ? zz_error_message() : zz_status_str(mine));
+  agree_msg *all = calloc((size_t)st->size, sizeof *all);
+  if (!all) return zz_error(ZZ_ERR_NO_MEMORY, "stage: agreement");
+  MPI_Request req;
+  zz_status s = mpi_check(MPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, st->data, &req),
+                          "agreeing on the start");
+  if (s == ZZ_OK) s = wait_collective(st, &req, "stage: waiting for every rank's start");
+  if (s != ZZ_OK) return s; /* all stays: MPI may still write into it; the process is ending */
+  int bad = -1;
+  for (int r = 0; r < st->size && bad < 0; r++)
+    if (all[r].status != ZZ_OK) bad = r;
+  if (bad >= 0) {
+    all[bad].msg[ZZ_AGREE_MSG - 1] = '\0';
+    zz_status bs = all[bad].status > 0 && all[bad].status < ZZ_STATUS_COUNT ? (zz_status)all[bad].status : ZZ_ERR_MPI;
+    if (bad == st->rank)
+      fprintf(stderr, "zigzag: rank %d (host %s): %s\n", bad, st->hosts[bad], all[bad].msg);
+    else
+      fprintf(stderr, "zigzag: rank %d (host %s): stopping: rank %d (host %s) reported: %s\n", st->rank,
+              st->hosts[st->rank], bad, st->hosts[bad], all[bad].msg);
+    s = zz_error(bs, "rank %d (host %s): %s", bad, st->hosts[bad], all[bad].msg);
+  }
+  free(all);
+  return s;
+}
+
+zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_stage_stats *all_out) {
+  zz_stage_stats me;
+  if (mine) me = *mine;
+  else zz_stage_get_stats(st, &me);
+  zz_stage_stats *all = st->rank == 0 ? all_out : NULL;
+  if (st->rank == 0 && !all) return zz_error(ZZ_ERR_INVALID_ARG, "stage: gather_stats needs an array on rank 0");
+  MPI_Request req;
+  ZZ_CHECK(mpi_check(MPI_Igather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, 0, st->data, &req),
+                     "gathering stats"));
+  return wait_collective(st, &req, "stage: gathering every rank's stats");
 }

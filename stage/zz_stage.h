@@ -9,8 +9,9 @@
  * per-sequence done flags and a per-group stop flag) back to rank 0, which feeds them
  * in as the input of token i+1. Rank 0 alone decides what a block holds and tells
  * every rank. Every message is tagged by (kind, token step, group); receives are
- * posted before computing, sends never wait. Only the driver and the messages live
- * here: the engine plugs in through zz_stage_callbacks.
+ * posted before computing, sends never wait. The driver and the messages know no
+ * engine: it plugs in through zz_stage_callbacks, implemented over a zz_engine by
+ * the engine adapter below (zz_engine_stage), which launch/ runs under mpirun.
  *
  * A small progress thread (MPI_THREAD_MULTIPLE, on a duplicated communicator) sends
  * heartbeats, so a rank busy in a long step is never taken for dead, while a rank
@@ -188,11 +189,104 @@ void zz_stage_fail(zz_stage *st, zz_status status) __attribute__((noreturn));
 void zz_stage_get_stats(const zz_stage *st, zz_stage_stats *out);
 int zz_stage_rank(const zz_stage *st);
 int zz_stage_size(const zz_stage *st);
+/* The configured number of groups (the most a block may use). */
+int zz_stage_groups(const zz_stage *st);
 /* Host name of a rank as exchanged at start. */
 const char *zz_stage_host(const zz_stage *st, int rank);
 /* Clean shutdown, collective: says goodbye to every peer (so nobody takes this rank
  * for lost), stops the progress thread, frees the communicators. NULL is fine. */
 void zz_stage_destroy(zz_stage *st);
+
+/* Collective agreement on a step every rank takes before the pipeline runs (planning
+ * its slice, opening files, loading weights): each rank passes its status (with
+ * zz_error_message() as the reason when not ZZ_OK). ZZ_OK on every rank when all
+ * were OK; else every rank gets the first failing rank's status with the message
+ * "rank R (host H): <reason>", after the failing rank printed
+ * `zigzag: rank R (host H): <reason>` and every other rank
+ * `zigzag: rank Q (host G): stopping: rank R (host H) reported: <reason>`. The ranks
+ * are then free to leave cleanly (zz_stage_destroy, MPI_Finalize, non-zero exit).
+ * Bounded: a lost peer or step_timeout ends the wait. */
+zz_status zz_stage_agree(zz_stage *st, zz_status mine);
+/* Collective: every rank's stats (mine, or NULL for zz_stage_get_stats now), gathered
+ * on rank 0 into all_out [size] (other ranks may pass NULL). Bounded like
+ * zz_stage_agree. */
+zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_stage_stats *all_out);
+
+/* ================================================================ the layer split */
+
+/*
+ * Cost of layer `l` of the model's layer list for one block of bls = gbs x num_gb
+ * sequences generating shape->gen_len tokens after shape->prompt_len: the predicted
+ * seconds it adds to its stage. The one rule the default split uses (until the
+ * planner's measured hardware profile replaces the two rates):
+ *   flops = 2 * weight elements * bls * positions it runs on
+ *           (s + n - 1 for the input embedding's adds, attention and MLP; n for the
+ *           output embedding, which projects only the last position), plus for
+ *           attention 4 * bls * hidden * (s^2 / 2 + sum over decode steps of the keys)
+ *   load  = n * (1 - w_gpu%) * weight bytes in `dt` (the share of the weights kept
+ *           off the device is loaded again at every token step)
+ *   cost  = max(load / ZZ_SPLIT_LINK_BW, flops / ZZ_SPLIT_FLOPS) with overlap, their
+ *           sum without.
+ */
+#define ZZ_SPLIT_LINK_BW 12e9 /* bytes/s host -> device (PCIe 3 x16 as measured by FlexGen) */
+#define ZZ_SPLIT_FLOPS 20e12  /* flop/s a device sustains on these layers */
+double zz_stage_layer_cost(const zz_model *m, int l, const zz_policy *pol, const zz_shape *shape, zz_dtype dt);
+/* The default split of the layer list over nranks stages: contiguous, every stage
+ * at least one layer, minimising the largest stage's summed zz_stage_layer_cost
+ * (exact, by dynamic programming). bounds_out[nranks + 1]: stage r runs layers
+ * [bounds_out[r], bounds_out[r + 1]); bounds_out[0] = 0 (rank 0 embeds) and
+ * bounds_out[nranks] = m->n_layers (the last rank holds the LM head). */
+zz_status zz_stage_split_layers(const zz_model *m, const zz_policy *pol, const zz_shape *shape, zz_dtype dt,
+                                int nranks, int *bounds_out);
+
+/* ================================================================ the engine adapter */
+
+/*
+ * zz_stage_callbacks over a zz_engine (stage/engine_stage.c): this rank's engine runs
+ * its slice of layers on the wavefront's items; rank 0 (the slice from layer 0) cuts
+ * each request it is fed into groups of gbs x num_gb sequences (so group g of a
+ * block is exactly what one process would run as one block), feeds prompts and
+ * tokens, and collects the tokens; the last rank (the slice to the LM head) samples
+ * with zz_sample_sequence, one generator per sequence seeded (seed, stream), the same
+ * EOS rule and done flags as zz_generate, so tokens equal the one-process run.
+ *
+ *     zz_engine_stage_config ec = {.engine = eng, .max_new_tokens = 32,
+ *                                  .sampling = samp, .next = feed, .finished = write,
+ *                                  .ctx = job};
+ *     zz_engine_stage *es;
+ *     ZZ_CHECK(zz_engine_stage_create(&ec, &es));
+ *     zz_status s = zz_engine_stage_run(es, st);   // every rank
+ *     if (s != ZZ_OK) zz_stage_fail(st, s);
+ *     zz_engine_stage_destroy(es);
+ */
+typedef struct zz_engine_stage_config {
+  zz_engine *engine;   /* this rank's slice; its n_groups bounds the groups of a block */
+  int max_new_tokens;  /* per sequence, <= the engine's gen_len */
+  bool ignore_eos;     /* benchmarks: every sequence runs max_new_tokens steps */
+  zz_sampling sampling;/* last rank: temperature, top-k/p, seed */
+  /* Rank 0: the next request of at most max_n prompts in req_out (n, ids, lens,
+   * streams; the rest is the adapter's); n = 0 when there are none left. Its arrays
+   * stay valid until finished() for it has returned. */
+  zz_status (*next)(void *ctx, int64_t max_n, zz_request *req_out);
+  /* Rank 0: the request's tokens (res->tokens[i] of res->n_tokens[i], EOS included;
+   * prefill_s: from the block's start at rank 0 until every group's first token is
+   * back there; decode_s: the rest). res is the adapter's: read, do not free. */
+  zz_status (*finished)(void *ctx, const zz_request *req, const zz_result *res);
+  /* Every rank, optional: called before each item is computed (stop requests,
+   * fault injection); an error stops the pipeline. */
+  zz_status (*step_hook)(void *ctx, int64_t block, int step, int group);
+  void *ctx;
+} zz_engine_stage_config;
+
+typedef struct zz_engine_stage zz_engine_stage;
+
+zz_status zz_engine_stage_create(const zz_engine_stage_config *cfg, zz_engine_stage **out);
+/* The callbacks (ctx: the zz_engine_stage). */
+const zz_stage_callbacks *zz_engine_stage_callbacks(void);
+/* Checks that this rank's slice fits its place (rank 0 from layer 0, the last rank
+ * to the LM head, groups within the stage's), then zz_stage_run. */
+zz_status zz_engine_stage_run(zz_engine_stage *es, zz_stage *st);
+void zz_engine_stage_destroy(zz_engine_stage *es);
 
 #ifdef __cplusplus
 }

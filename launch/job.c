@@ -1,0 +1,367 @@
+/*
+ * job.c — a generate job's prompt side and output side, shared by the one-process
+ * loop (main.c) and rank 0 of a pipeline (pipe.c): the checks and files before the
+ * engine (zz_job_open), gathering a block of prompts not yet in the output
+ * (zz_job_gather: ids, tokenizing, --resume skipping, the sampling stream of each
+ * prompt), writing a finished block's lines and committing them (zz_job_commit:
+ * flushed and synced, so --resume works whatever ran them), and the one line an
+ * interrupted or failed job prints.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "zz_launch.h"
+
+/* ---------------------------------------------------------------- prompts and lines */
+
+/* Token ids of one prompt: text is tokenized with BOS first (as OPT's tokenizer
+ * does); input_ids are taken as given. Sets the outputs only on success. */
+static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const zz_config *cfg,
+                               const zz_prompt *p, int32_t **ids_out, int64_t *n_out) {
+  int32_t *ids = NULL;
+  int64_t n = 0;
+  if (p->ids) {
+    ids = malloc((size_t)p->n_ids * sizeof *ids);
+    if (!ids) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+    memcpy(ids, p->ids, (size_t)p->n_ids * sizeof *ids);
+    n = p->n_ids;
+  } else {
+    if (!tok)
+      return zz_error(ZZ_ERR_INVALID_ARG,
+                      "%s:%lld: a text prompt needs a tokenizer (vocab.json + merges.txt in --model), "
+                      "or give \"input_ids\"", o->prompts, (long long)p->line);
+    int32_t *raw = NULL;
+    int64_t m = 0;
+    zz_status st = zz_tokenizer_encode(tok, p->text, strlen(p->text), &raw, &m);
+    if (st != ZZ_OK)
+      return zz_error(st, "%s:%lld: %s", o->prompts, (long long)p->line, zz_error_message());
+    ids = malloc((size_t)(m + 1) * sizeof *ids);
+    if (!ids) {
+      free(raw);
+      return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+    }
+    ids[0] = cfg->bos;
+    memcpy(ids + 1, raw, (size_t)m * sizeof *ids);
+    free(raw);
+    n = m + 1;
+  }
+  for (int64_t i = 0; i < n; i++)
+    if (ids[i] >= cfg->vocab_size) {
+      zz_status st = zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: token id %d is outside the vocabulary (%lld)",
+                              o->prompts, (long long)p->line, ids[i], (long long)cfg->vocab_size);
+      free(ids);
+      return st;
+    }
+  if (n > o->max_prompt_len) {
+    free(ids);
+    return zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: prompt has %lld tokens, more than --max-prompt-len %d",
+                    o->prompts, (long long)p->line, (long long)n, o->max_prompt_len);
+  }
+  *ids_out = ids;
+  *n_out = n;
+  return ZZ_OK;
+}
+
+/* Copy of `len` bytes with every ill-formed UTF-8 sequence replaced by U+FFFD
+ * (one per maximal ill-formed subpart, as Python's errors="replace" that Hugging
+ * Face's decode uses). Byte-level BPE tokens can split a character, and jansson
+ * refuses strings that are not valid UTF-8. NULL when out of memory. */
+static char *zz_utf8_repair(const char *s, size_t len, size_t *len_out) {
+  const unsigned char *b = (const unsigned char *)s;
+  char *r = malloc(3 * len + 1), *w = r; /* each bad byte grows to 3 at most */
+  if (!r) return NULL;
+  size_t i = 0;
+  while (i < len) {
+    unsigned c = b[i];
+    size_t need = 0;
+    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    if (c < 0x80) need = 0;
+    else if (c >= 0xC2 && c <= 0xDF) need = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+      need = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F; /* no surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      need = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F; /* nothing above U+10FFFF */
+    } else {
+      need = SIZE_MAX; /* 0x80..0xC1, 0xF5..0xFF never start a character */
+    }
+    size_t k = 1;
+    if (need != SIZE_MAX)
+      for (; k <= need && i + k < len; k++) {
+        unsigned d = b[i + k];
+        if (k == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF)) break;
+      }
+    if (need != SIZE_MAX && k == need + 1) {
+      memcpy(w, b + i, k);
+      w += k;
+    } else {
+      memcpy(w, "\xEF\xBF\xBD", 3);
+      w += 3;
+    }
+    i += k;
+  }
+  *w = '\0';
+  *len_out = (size_t)(w - r);
+  return r;
+}
+
+/* One output line, newline included: {"id": ..., "output_ids": [...], "text": "..."}.
+ * NULL when out of memory. */
+static char *zz_format_result(const zz_tokenizer *tok, const zz_prompt *p, const int32_t *toks, int64_t n) {
+  json_t *o = json_object();
+  json_t *id = json_loads(p->id, JSON_DECODE_ANY, NULL);
+  json_object_set_new(o, "id", id ? id : json_string(p->id));
+  json_t *arr = json_array();
+  for (int64_t i = 0; i < n; i++) json_array_append_new(arr, json_integer(toks[i]));
+  json_object_set_new(o, "output_ids", arr);
+  if (tok) {
+    /* ids past the tokenizer (padding rows of the embedding) have no text */
+    int32_t *known = malloc((size_t)(n ? n : 1) * sizeof *known);
+    int64_t m = 0;
+    for (int64_t i = 0; known && i < n; i++)
+      if (toks[i] < zz_tokenizer_vocab_size(tok)) known[m++] = toks[i];
+    char *text = NULL, *good = NULL;
+    size_t len = 0, good_len = 0;
+    if (known && zz_tokenizer_decode(tok, known, m, &text, &len) == ZZ_OK &&
+        (good = zz_utf8_repair(text, len, &good_len)) != NULL)
+      json_object_set_new(o, "text", json_stringn(good, good_len));
+    free(good);
+    free(text);
+    free(known);
+  }
+  char *body = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+  json_decref(o);
+  if (!body) return NULL;
+  size_t len = strlen(body);
+  char *line = realloc(body, len + 2);
+  if (!line) {
+    free(body);
+    return NULL;
+  }
+  line[len] = '\n';
+  line[len + 1] = '\0';
+  return line;
+}
+
+static zz_status zz_write_result(FILE *out, const char *outpath, const zz_tokenizer *tok,
+                                 const zz_prompt *p, const int32_t *toks, int64_t n) {
+  char *line = zz_format_result(tok, p, toks, n);
+  if (!line) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  int bad = fputs(line, out) < 0;
+  free(line);
+  if (bad) return zz_error(ZZ_ERR_IO, "%s: write failed: %s", outpath, strerror(errno));
+  return ZZ_OK;
+}
+
+/* Fault injection for the kill/resume tests (tests/cli/test_cli.sh,
+ * tests/mpi/test_pipe.sh): ZZ_FAULT_KILL_AFTER_BLOCKS=N lets N blocks commit, then
+ * writes the first half of the next block's first output line, flushes it and
+ * raises SIGKILL — what a job killed in the middle of a write leaves behind. Under
+ * mpirun ZZ_FAULT_KILL_RANK=R (default 0) names the rank that dies; a rank other
+ * than 0 SIGKILLs itself in the middle of block N instead (pipe.c). Unset or empty:
+ * off (-1). */
+zz_status zz_fault_env(const char *name, int64_t *n_out) {
+  const char *v = getenv(name);
+  *n_out = -1;
+  if (!v || !*v) return ZZ_OK;
+  char *end = NULL;
+  long long n = strtoll(v, &end, 10);
+  if (end == v || *end || n < 0) return zz_error(ZZ_ERR_INVALID_ARG, "%s=%s: want a number >= 0", name, v);
+  *n_out = n;
+  return ZZ_OK;
+}
+
+static void zz_fault_kill_now(FILE *out, const zz_tokenizer *tok, const zz_prompt *p, const int32_t *toks,
+                              int64_t n) {
+  char *line = zz_format_result(tok, p, toks, n);
+  if (line) fwrite(line, 1, strlen(line) / 2, out);
+  fflush(out);
+  fprintf(stderr, "zigzag: ZZ_FAULT_KILL_AFTER_BLOCKS: killing myself in the middle of a write\n");
+  raise(SIGKILL);
+  abort(); /* not reached */
+}
+
+/* SIGINT / SIGTERM: the first asks the job to stop at its next safe point (the
+ * handler only records the signal); SA_RESETHAND puts the default action back,
+ * so a second one ends the process at once. Committed lines stay valid either way. */
+static void zz_on_stop_signal(int sig) { zz_request_stop(sig); }
+
+void zz_catch_stop_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = zz_on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The one line an interrupted job prints; returns the exit status (128 + signal). */
+static int zz_report_interrupt(const zz_opts *o, int64_t kept, int64_t added) {
+  int sig = zz_stop_requested();
+  const char *name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+  if (isatty(STDERR_FILENO)) fputc('\n', stderr); /* end a progress line */
+  if (strcmp(o->out, "-") == 0)
+    fprintf(stderr, "zigzag: stopped by %s: %lld prompts were written to stdout, each line complete\n", name,
+            (long long)added);
+  else
+    fprintf(stderr, "zigzag: stopped by %s: %lld prompts are committed to %s (%lld by this run); run the same "
+            "command with --resume to finish the rest\n", name, (long long)kept, o->out, (long long)added);
+  return 128 + (sig == SIGTERM ? SIGTERM : SIGINT);
+}
+
+
+/* ---------------------------------------------------------------- the job */
+
+zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
+  memset(j, 0, sizeof *j);
+  j->opts = *opts;
+  j->files = files;
+  j->kill_after = -1;
+  zz_opts *o = &j->opts;
+  if (files) {
+    ZZ_CHECK(zz_fault_env("ZZ_FAULT_KILL_AFTER_BLOCKS", &j->kill_after));
+    if (!(j->seen = zz_resume_new())) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+    /* --out is opened (and truncated) before --prompts is read */
+    struct stat in_sb, out_sb;
+    if (stat(o->prompts, &in_sb) == 0 && stat(o->out, &out_sb) == 0 && in_sb.st_dev == out_sb.st_dev &&
+        in_sb.st_ino == out_sb.st_ino && S_ISREG(in_sb.st_mode))
+      return zz_error(ZZ_ERR_INVALID_ARG, "--out %s is the same file as --prompts %s", o->out, o->prompts);
+  }
+  ZZ_CHECK(zz_config_resolve(o->model, &j->cfg));
+  ZZ_CHECK(zz_model_init(&j->cfg, &j->model));
+  if (!o->max_prompt_len) o->max_prompt_len = (int)(j->cfg.max_pos - o->max_new_tokens);
+  if (o->max_prompt_len < 1 || o->max_prompt_len + o->max_new_tokens > j->cfg.max_pos)
+    return zz_error(ZZ_ERR_INVALID_ARG, "--max-prompt-len %d + --max-new-tokens %d exceed the model's %lld positions",
+                    o->max_prompt_len, o->max_new_tokens, (long long)j->cfg.max_pos);
+  struct stat sb;
+  bool is_dir = stat(o->model, &sb) == 0 && S_ISDIR(sb.st_mode);
+  if (is_dir && !o->dummy) ZZ_CHECK(zz_checkpoint_open(o->model, &j->ck));
+  if (!is_dir && !o->dummy)
+    return zz_error(ZZ_ERR_INVALID_ARG, "--model %s is a preset: add --dummy for random weights, or give a directory",
+                    o->model);
+  if (is_dir && files) {
+    char vocab[4096];
+    snprintf(vocab, sizeof vocab, "%s/vocab.json", o->model);
+    if (access(vocab, R_OK) == 0) ZZ_CHECK(zz_tokenizer_load(o->model, &j->tok));
+  }
+  j->shape = (zz_shape){.prompt_len = o->max_prompt_len, .gen_len = o->max_new_tokens};
+  ZZ_CHECK(zz_opts_policy(o, &j->pol));
+  if (!files) return ZZ_OK;
+  /* every path before the weights: a missing --prompts, an --out that cannot be
+   * written or is another job's, a bad --resume file are refused in a moment. The
+   * engine then refuses a plan that does not fit before it allocates or loads. */
+  ZZ_CHECK(zz_prompt_reader_open(o->prompts, &j->rd));
+  ZZ_CHECK(zz_resume_open(o->out, o->resume, &j->done_ids, &j->out));
+  return ZZ_OK;
+}
+
+zz_status zz_job_start(zz_job *j, int64_t cap) {
+  const zz_opts *o = &j->opts;
+  ZZ_CHECK(zz_output_begin(j->out, o->out, o->resume));
+  j->cap = cap;
+  j->prompts = calloc((size_t)cap, sizeof *j->prompts);
+  j->ids = calloc((size_t)cap, sizeof *j->ids);
+  j->lens = calloc((size_t)cap, sizeof *j->lens);
+  j->streams = calloc((size_t)cap, sizeof *j->streams);
+  if (!j->prompts || !j->ids || !j->lens || !j->streams) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  zz_progress_start(&j->prog, o, zz_count_lines(o->prompts));
+  j->prog.skipped = 0;
+  j->more = true;
+  return ZZ_OK;
+}
+
+static void zz_job_clear(zz_job *j) {
+  for (int64_t i = 0; i < j->n; i++) {
+    zz_prompt_free(&j->prompts[i]);
+    free(j->ids[i]);
+  }
+  j->n = 0;
+}
+
+zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out) {
+  const zz_opts *o = &j->opts;
+  zz_job_clear(j);
+  if (max_n > j->cap) max_n = j->cap;
+  ZZ_CHECK(zz_check_stop()); /* between blocks: everything so far is committed */
+  while (j->more && j->n < max_n) {
+    zz_prompt p;
+    ZZ_CHECK(zz_prompt_reader_next(j->rd, &p, &j->more));
+    if (!j->more) break;
+    uint64_t stream = (uint64_t)j->index++; /* prompt number in the file: the sampling stream */
+    /* ids name prompts in the output and for --resume, so they must be unique */
+    bool fresh = false;
+    zz_status st = zz_resume_insert(j->seen, p.id, &fresh);
+    if (st == ZZ_OK && !fresh)
+      st = zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: id %s appears twice in the prompts (a line without \"id\" "
+                    "takes its line number as id)", o->prompts, (long long)p.line, p.id);
+    if (st != ZZ_OK) {
+      zz_prompt_free(&p);
+      return st;
+    }
+    if (zz_resume_has(j->done_ids, p.id)) {
+      j->prog.skipped++;
+      zz_prompt_free(&p);
+      continue;
+    }
+    int64_t k = j->n++;
+    j->prompts[k] = p;
+    j->streams[k] = stream;
+    j->ids[k] = NULL;
+    ZZ_CHECK(zz_prompt_ids(o, j->tok, &j->cfg, &j->prompts[k], &j->ids[k], &j->lens[k]));
+  }
+  *req_out = (zz_request){
+      .n = j->n, .ids = (const int32_t *const *)j->ids, .lens = j->lens, .streams = j->streams,
+      .max_new_tokens = o->max_new_tokens, .sampling = zz_opts_sampling(o),
+  };
+  return ZZ_OK;
+}
+
+zz_status zz_job_commit(zz_job *j, const zz_result *res) {
+  const zz_opts *o = &j->opts;
+  if (j->kill_after >= 0 && j->committed == j->kill_after)
+    zz_fault_kill_now(j->out, j->tok, &j->prompts[0], res->tokens[0], res->n_tokens[0]);
+  int64_t new_tokens = 0;
+  for (int64_t i = 0; i < j->n; i++) {
+    ZZ_CHECK(zz_write_result(j->out, o->out, j->tok, &j->prompts[i], res->tokens[i], res->n_tokens[i]));
+    new_tokens += res->n_tokens[i];
+  }
+  /* a finished block is never lost: flushed and synced before the next starts */
+  ZZ_CHECK(zz_output_commit(j->out, o->out));
+  j->committed++;
+  j->written += j->n;
+  zz_progress_update(&j->prog, j->n, new_tokens);
+  zz_job_clear(j);
+  return ZZ_OK;
+}
+
+int zz_job_fail(const zz_job *j, zz_status st) {
+  if (st == ZZ_ERR_INTERRUPTED || zz_stop_requested())
+    return zz_report_interrupt(&j->opts, zz_resume_count(j->done_ids) + j->written, j->written);
+  return zz_report_failure(st);
+}
+
+void zz_job_close(zz_job *j) {
+  zz_job_clear(j);
+  free(j->prompts);
+  free(j->ids);
+  free(j->lens);
+  free(j->streams);
+  zz_prompt_reader_close(j->rd);
+  if (j->out && j->out != stdout) fclose(j->out);
+  zz_resume_free(j->done_ids);
+  zz_resume_free(j->seen);
+  zz_tokenizer_free(j->tok);
+  zz_checkpoint_close(j->ck);
+  zz_model_free(&j->model);
+  memset(j, 0, sizeof *j);
+}

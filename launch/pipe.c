@@ -1,0 +1,302 @@
+/*
+ * pipe.c — `mpirun -np m zigzag generate|bench ...`: the same job over m ranks.
+ *
+ * Every rank: MPI with MPI_THREAD_MULTIPLE, hwloc binding (one line each), the stage
+ * (heartbeats, error trail), its slice of the layer list (--layers, or split by
+ * predicted cost), its own device and memory plan, checked before anything is
+ * allocated and agreed on by every rank (a slice that does not fit stops all of them
+ * with that rank's message), then the engine on that slice behind the stage's
+ * callbacks. Rank 0 alone reads --prompts, writes --out (one block of T x gbs x
+ * num_gb prompts at a time, committed as one process commits, so --resume works
+ * with any m) and prints progress; the last rank samples.
+ */
+#include <mpi.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zz_launch.h"
+#include "zz_stage.h"
+
+typedef struct zz_pipe {
+  zz_opts o;             /* as the job resolved them */
+  bool bench;
+  int rank, size, groups;
+  zz_job job;            /* rank 0: the files; every rank: model, checkpoint, shape, policy */
+  zz_binding bind;
+  bool bound;
+  zz_stage *st;
+  zz_device *dev;
+  zz_engine *eng;
+  zz_engine_stage *es;
+  int *bounds;           /* [size + 1] layers of rank r: [bounds[r], bounds[r + 1]) */
+  int64_t kill_rank, kill_after;
+  /* bench, rank 0: the request of the current run (0: none left) and its result */
+  zz_request breq;
+  bool bgiven;
+  zz_result bres;
+} zz_pipe;
+
+int zz_pipe_ranks(void) {
+  const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v) return atoi(v) > 1 ? atoi(v) : 1;
+  }
+  return 1;
+}
+
+static void zz_pipe_abort_hook(void) { MPI_Abort(MPI_COMM_WORLD, 1); }
+
+/* ---------------------------------------------------------------- the split */
+
+/* --layers "a,b,c": m - 1 strictly increasing cut points inside the layer list. */
+static zz_status zz_pipe_parse_layers(const char *text, int nlayers, int nranks, int *bounds) {
+  const char *c = text;
+  bounds[0] = 0;
+  bounds[nranks] = nlayers;
+  for (int r = 1; r < nranks; r++) {
+    char *end = NULL;
+    long v = strtol(c, &end, 10);
+    if (end == c || v <= bounds[r - 1] || v >= nlayers)
+      return zz_error(ZZ_ERR_INVALID_ARG, "--layers %s: want %d increasing cut points in 1..%d (the layer list: 0 "
+                      "input embedding, 2i+1 and 2i+2 attention and MLP of transformer layer i, %d output "
+                      "embedding)", text, nranks - 1, nlayers - 1, nlayers - 1);
+    bounds[r] = (int)v;
+    c = end;
+    if (r + 1 < nranks && *c++ != ',') break;
+  }
+  if (*c) return zz_error(ZZ_ERR_INVALID_ARG, "--layers %s: want exactly %d cut points for %d ranks", text, nranks - 1, nranks);
+  return ZZ_OK;
+}
+
+/* ---------------------------------------------------------------- callbacks of rank 0 */
+
+static zz_status zz_pipe_next(void *ctx, int64_t max_n, zz_request *req_out) {
+  zz_pipe *p = ctx;
+  if (!p->bench) return zz_job_gather(&p->job, max_n, req_out);
+  *req_out = (zz_request){0};
+  if (!p->bgiven) *req_out = p->breq;
+  p->bgiven = true;
+  return ZZ_OK;
+}
+
+static zz_status zz_pipe_finished(void *ctx, const zz_request *req, const zz_result *res) {
+  zz_pipe *p = ctx;
+  (void)req;
+  if (!p->bench) return zz_job_commit(&p->job, res);
+  p->bres = (zz_result){.prefill_s = res->prefill_s, .decode_s = res->decode_s};
+  return ZZ_OK;
+}
+
+/* Every rank: a stop request (SIGINT, SIGTERM) ends the pipeline at the next item;
+ * ZZ_FAULT_KILL_RANK=R > 0 with ZZ_FAULT_KILL_AFTER_BLOCKS=N kills rank R in the
+ * middle of block N (its first decode step), as a crashed host would. */
+static zz_status zz_pipe_step_hook(void *ctx, int64_t block, int step, int group) {
+  zz_pipe *p = ctx;
+  int kill_step = p->o.max_new_tokens > 1 ? 1 : 0;
+  if (p->kill_after >= 0 && p->kill_rank > 0 && p->rank == p->kill_rank && block == p->kill_after &&
+      step == kill_step && group == 0) {
+    fprintf(stderr, "zigzag: rank %d: ZZ_FAULT_KILL_AFTER_BLOCKS: killing myself in block %lld\n", p->rank,
+            (long long)block);
+    raise(SIGKILL);
+  }
+  return zz_check_stop();
+}
+
+/* ---------------------------------------------------------------- set-up */
+
+/* What each rank does before allocating: open the job (rank 0: the files), its
+ * device, its slice, and the plan of that slice against its tiers. */
+static zz_status zz_pipe_plan(zz_pipe *p) {
+  ZZ_CHECK(zz_job_open(&p->job, &p->o, !p->bench && p->rank == 0));
+  p->o = p->job.opts;
+  if (p->bench && p->o.gen_len < 2)
+    return zz_error(ZZ_ERR_INVALID_ARG, "bench: --gen-len must be at least 2 (decode throughput needs a decode step)");
+  if (p->kill_rank != 0) p->job.kill_after = -1; /* another rank dies instead */
+  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  ZZ_CHECK(zz_opts_device_at(&p->o, local ? atoi(local) : 0, &p->dev));
+  const zz_model *m = &p->job.model;
+  if (!(p->bounds = calloc((size_t)p->size + 1, sizeof *p->bounds))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  if (p->o.layers) ZZ_CHECK(zz_pipe_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds));
+  else
+    ZZ_CHECK(zz_stage_split_layers(m, &p->job.pol, &p->job.shape, p->dev->ops->compute_dtype, p->size, p->bounds));
+  zz_engine_opts eo;
+  ZZ_CHECK(zz_opts_engine_opts(&p->o, &p->job.shape, p->bounds[p->rank], p->bounds[p->rank + 1], p->groups, &eo));
+  zz_memplan plan;
+  zz_status s = zz_engine_plan_check(p->dev, m, &eo, &plan);
+  if (s != ZZ_OK)
+    return zz_error(s, "layers [%d, %d) of %d, %d groups: %s", eo.layer_begin, eo.layer_end, m->n_layers, p->groups,
+                    zz_error_message());
+  zz_memplan_free(&plan);
+  return ZZ_OK;
+}
+
+static zz_status zz_pipe_build(zz_pipe *p) {
+  zz_engine_opts eo;
+  ZZ_CHECK(zz_opts_engine_opts(&p->o, &p->job.shape, p->bounds[p->rank], p->bounds[p->rank + 1], p->groups, &eo));
+  char who[96];
+  snprintf(who, sizeof who, "rank %d: layers [%d, %d) of %d, %d groups; ", p->rank, eo.layer_begin, eo.layer_end,
+           p->job.model.n_layers, p->groups);
+  ZZ_CHECK(zz_opts_engine_slice(p->dev, &p->job.model, p->job.ck, &eo, who, &p->eng));
+  zz_engine_stage_config ec = {
+      .engine = p->eng, .max_new_tokens = p->bench ? p->o.gen_len : p->o.max_new_tokens, .ignore_eos = p->bench,
+      .sampling = zz_opts_sampling(&p->o), .next = zz_pipe_next, .finished = zz_pipe_finished,
+      .step_hook = zz_pipe_step_hook, .ctx = p};
+  ZZ_CHECK(zz_engine_stage_create(&ec, &p->es));
+  if (p->rank != 0) return ZZ_OK;
+  int64_t cap = (int64_t)p->groups * p->job.pol.gpu_batch_size * p->job.pol.num_gpu_batches;
+  if (p->bench) return ZZ_OK;
+  return zz_job_start(&p->job, cap);
+}
+
+/* "zigzag: rank R: peak memory: ..." as one write, so ranks' lines do not mix. */
+static void zz_pipe_report_peaks(const zz_pipe *p) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return;
+  zz_report_peaks(p->eng, f);
+  fclose(f);
+  if (buf && len > 8) fprintf(stderr, "zigzag: rank %d:%s", p->rank, buf + strlen("zigzag:"));
+  free(buf);
+}
+
+/* ---------------------------------------------------------------- bench */
+
+static zz_status zz_pipe_bench_run(zz_pipe *p, zz_request req) {
+  p->breq = req;
+  p->bgiven = false;
+  return zz_engine_stage_run(p->es, p->st);
+}
+
+/* A warm-up block (one prompt of one token, two new tokens), then the measured one
+ * of T x gbs x num_gb prompts; throughput at rank 0 as one process reports it, and
+ * each rank's busy, bubble and bytes per token over the measured block. */
+static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
+  const zz_opts *o = &p->o;
+  int64_t b = (int64_t)p->groups * p->job.pol.gpu_batch_size * p->job.pol.num_gpu_batches, one = 1;
+  int32_t **ids = NULL;
+  int64_t *lens = NULL;
+  zz_status s = ZZ_OK;
+  if (p->rank == 0) s = zz_bench_prompts(&p->job.cfg, b, o->prompt_len, &ids, &lens);
+  s = zz_stage_agree(p->st, s);
+  if (s != ZZ_OK) {
+    *rc = 1;
+    return s;
+  }
+  zz_request warm = {.n = 1, .ids = (const int32_t *const *)ids, .lens = &one};
+  zz_request req = {.n = b, .ids = (const int32_t *const *)ids, .lens = lens};
+  if ((s = zz_pipe_bench_run(p, warm)) != ZZ_OK) zz_stage_fail(p->st, s);
+  zz_stage_stats s0, s1, *all = NULL;
+  zz_stage_get_stats(p->st, &s0);
+  if ((s = zz_pipe_bench_run(p, req)) != ZZ_OK) zz_stage_fail(p->st, s);
+  zz_stage_get_stats(p->st, &s1);
+  if (p->rank == 0 && !(all = calloc((size_t)p->size, sizeof *all))) zz_stage_fail(p->st, zz_error(ZZ_ERR_NO_MEMORY, "out of memory"));
+  /* what each rank did in the measured block: its counters then minus before */
+  zz_stage_stats d = s1;
+  d.total_s -= s0.total_s, d.busy_s -= s0.busy_s, d.bubble_s -= s0.bubble_s, d.send_wait_s -= s0.send_wait_s;
+  d.bytes_sent -= s0.bytes_sent, d.bytes_received -= s0.bytes_received, d.messages_sent -= s0.messages_sent;
+  d.items -= s0.items, d.tokens -= s0.tokens, d.blocks -= s0.blocks;
+  d.bytes_per_token = d.tokens ? (double)d.bytes_sent / (double)d.tokens : 0;
+  if ((s = zz_stage_gather_stats(p->st, &d, all)) != ZZ_OK) zz_stage_fail(p->st, s);
+  if (p->rank == 0) {
+    double rate[3];
+    zz_bench_rates(b, o->prompt_len, o->gen_len, &p->bres, rate);
+    char pbuf[256];
+    zz_policy_str(&p->job.pol, pbuf, sizeof pbuf);
+    if (o->json) {
+      printf("{\"model\": \"%s\", \"device\": \"%s\", \"ranks\": %d, \"groups\": %d, \"prompt_len\": %d, "
+             "\"gen_len\": %d, \"batch\": %lld, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, "
+             "\"total_tok_s\": %.3f, \"prefill_s\": %.4f, \"decode_s\": %.4f, \"policy\": \"%s\", \"stages\": [",
+             p->job.cfg.name, p->dev->ops->name, p->size, p->groups, o->prompt_len, o->gen_len, (long long)b, rate[0],
+             rate[1], rate[2], p->bres.prefill_s, p->bres.decode_s, pbuf);
+      for (int r = 0; r < p->size; r++)
+        printf("%s{\"rank\": %d, \"layers\": [%d, %d], \"busy_s\": %.4f, \"bubble_s\": %.4f, \"total_s\": %.4f, "
+               "\"bytes_per_token\": %.1f}", r ? ", " : "", r, p->bounds[r], p->bounds[r + 1], all[r].busy_s,
+               all[r].bubble_s, all[r].total_s, all[r].bytes_per_token);
+      printf("], \"warmup\": \"excluded\"}\n");
+    } else {
+      printf("zigzag bench: %s on %s, %d ranks, %d groups, %lld prompts x %d tokens, %d new tokens each "
+             "(warm-up excluded)\n", p->job.cfg.name, p->dev->ops->name, p->size, p->groups, (long long)b,
+             o->prompt_len, o->gen_len);
+      printf("  policy     %s (per rank)\n", pbuf);
+      printf("  prefill    %10.1f tok/s  (%.3f s)\n", rate[0], p->bres.prefill_s);
+      printf("  decode     %10.1f tok/s  (%.3f s)\n", rate[1], p->bres.decode_s);
+      printf("  total      %10.1f tok/s\n", rate[2]);
+      for (int r = 0; r < p->size; r++)
+        printf("  rank %-3d   layers [%d, %d): busy %.0f%%, bubble %.0f%% of %.3f s, %.0f bytes sent per token\n", r,
+               p->bounds[r], p->bounds[r + 1], all[r].total_s > 0 ? 100 * all[r].busy_s / all[r].total_s : 0,
+               all[r].total_s > 0 ? 100 * all[r].bubble_s / all[r].total_s : 0, all[r].total_s,
+               all[r].bytes_per_token);
+    }
+    fflush(stdout);
+  }
+  free(all);
+  zz_bench_prompts_free(ids, lens, p->rank == 0 ? b : 0);
+  *rc = 0;
+  return ZZ_OK;
+}
+
+/* ---------------------------------------------------------------- the command */
+
+int zz_cmd_pipe(const zz_opts *opts) {
+  zz_pipe pp = {.o = *opts, .bench = strcmp(opts->command, "bench") == 0}, *p = &pp;
+  int provided = 0, rc = 1;
+  if (!pp.bench && (!opts->prompts || !opts->out)) {
+    fprintf(stderr, "zigzag generate: --prompts and --out are required (see zigzag --help)\n");
+    return 2;
+  }
+  if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    fprintf(stderr, "zigzag: MPI_Init_thread failed\n");
+    return 1;
+  }
+  zz_set_fatal_hook(zz_pipe_abort_hook);
+  MPI_Comm_rank(MPI_COMM_WORLD, &p->rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &p->size);
+  if (p->bench) { /* bench's shape as the job sizes it */
+    p->o.max_prompt_len = p->o.prompt_len;
+    p->o.max_new_tokens = p->o.gen_len;
+  }
+  p->groups = p->o.num_inner_iterations ? p->o.num_inner_iterations : p->size;
+  zz_catch_stop_signals();
+  zz_status s = zz_fault_env("ZZ_FAULT_KILL_AFTER_BLOCKS", &p->kill_after);
+  if (s == ZZ_OK) s = zz_fault_env("ZZ_FAULT_KILL_RANK", &p->kill_rank);
+  if (p->kill_rank < 0) p->kill_rank = 0;
+  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  int gpu = strcmp(p->o.device, "cuda") == 0 ? (local ? atoi(local) : 0) : -1;
+  if (s == ZZ_OK) s = zz_binding_init(MPI_COMM_WORLD, gpu, &p->bind);
+  p->bound = s == ZZ_OK;
+  zz_stage_config cfg;
+  zz_stage_config_default(&cfg);
+  cfg.groups = p->groups;
+  cfg.peer_timeout = p->o.peer_timeout;
+  cfg.max_new_tokens = p->o.max_new_tokens;
+  if (s == ZZ_OK) s = zz_stage_create(MPI_COMM_WORLD, &cfg, &p->st);
+  if (s != ZZ_OK) { /* no stage to stop the others with: the launcher does */
+    fprintf(stderr, "zigzag: rank %d: %s: %s\n", p->rank, zz_status_str(s), zz_error_message());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  /* plan every slice before anything is allocated, then build, then start writing:
+   * each step agreed on, so a rank that cannot go on stops every rank cleanly */
+  s = zz_stage_agree(p->st, zz_pipe_plan(p));
+  if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_build(p));
+  if (s == ZZ_OK && p->bench) {
+    zz_pipe_bench(p, &rc);
+  } else if (s == ZZ_OK) {
+    zz_status r = zz_engine_stage_run(p->es, p->st);
+    if (r != ZZ_OK) zz_stage_fail(p->st, r); /* the error trail; never returns */
+    if (p->rank == 0) zz_progress_finish(&p->job.prog);
+    zz_pipe_report_peaks(p);
+    rc = 0;
+  }
+  zz_stage_destroy(p->st);
+  if (p->bound) zz_binding_free(&p->bind);
+  zz_engine_stage_destroy(p->es);
+  zz_engine_destroy(p->eng);
+  zz_device_destroy(p->dev);
+  zz_job_close(&p->job);
+  free(p->bounds);
+  MPI_Finalize();
+  return s == ZZ_OK ? rc : (s == ZZ_ERR_INVALID_ARG ? 2 : 1);
+}

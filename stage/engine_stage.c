@@ -1,0 +1,270 @@
+/*
+ * engine_stage.c — the engine behind the stage's callbacks: one rank's zz_engine runs
+ * its slice of layers on the wavefront's (step, group) items.
+ *
+ *   rank 0      next_block: a request from the caller's feed, cut into groups of
+ *               bls = gbs x num_gb sequences (group g of block B is what one process
+ *               runs as its block B*T + g, so the tokens are the same); compute: the
+ *               group's prompts at step 0, each sequence's newest token after (the pad
+ *               token once it ended, as zz_generate feeds); tokens: collects them;
+ *               end_block: hands the result to the caller.
+ *   rank r      compute: hidden state in, hidden state out (not on the last rank).
+ *   last rank   sample: zz_sample_sequence per live sequence, one generator per
+ *               sequence seeded (seed, stream), done flags sticky.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "zz_stage.h"
+
+struct zz_engine_stage {
+  zz_engine_stage_config cfg;
+  const zz_config *mc;
+  bool first, last;   /* the slice starts at layer 0 / ends at the LM head */
+  int64_t bls;        /* sequences per group */
+  int64_t cap;        /* sequences per block: groups x bls */
+  int64_t *lens;      /* [cap] the block's prompt lengths, for begin_block */
+  /* rank 0 */
+  zz_request req;           /* the request being run */
+  int32_t *ids;             /* its prompts one after another (malloc'd per block) */
+  int32_t *plen;            /* [cap] */
+  uint64_t *streams;        /* [cap] */
+  int32_t *group_first;     /* [groups + 1] */
+  const int32_t **prompts;  /* [bls] the computed group's prompt pointers (step 0) */
+  int32_t *inputs;          /* [bls] the computed group's newest tokens (step > 0) */
+  int32_t *tok;             /* [cap * max_new_tokens] tokens of the block */
+  int32_t **tokens;         /* [cap] rows of tok */
+  int64_t *n_tokens;        /* [cap] */
+  uint8_t *ended;           /* [cap] as rank 0 has heard */
+  double t0, t_prefill;
+  int prefilled;            /* groups whose first token is back */
+  /* last rank */
+  zz_rng *rng;              /* [cap] */
+  void *scratch;            /* the sampler's */
+};
+
+static zz_status es_alloc(zz_engine_stage *es) {
+  size_t cap = (size_t)es->cap, groups = (size_t)zz_engine_groups(es->cfg.engine);
+  es->lens = calloc(cap, sizeof *es->lens);
+  es->plen = calloc(cap, sizeof *es->plen);
+  es->streams = calloc(cap, sizeof *es->streams);
+  es->group_first = calloc(groups + 1, sizeof *es->group_first);
+  es->prompts = calloc((size_t)es->bls, sizeof *es->prompts);
+  es->inputs = calloc((size_t)es->bls, sizeof *es->inputs);
+  es->tok = calloc(cap * (size_t)es->cfg.max_new_tokens, sizeof *es->tok);
+  es->tokens = calloc(cap, sizeof *es->tokens);
+  es->n_tokens = calloc(cap, sizeof *es->n_tokens);
+  es->ended = calloc(cap, sizeof *es->ended);
+  es->rng = calloc(cap, sizeof *es->rng);
+  es->scratch = malloc(zz_sample_scratch_bytes(es->mc->vocab_size));
+  if (!es->lens || !es->plen || !es->streams || !es->group_first || !es->prompts || !es->inputs || !es->tok ||
+      !es->tokens || !es->n_tokens || !es->ended || !es->rng || !es->scratch)
+    return zz_error(ZZ_ERR_NO_MEMORY, "engine stage: out of memory for blocks of %lld sequences",
+                    (long long)es->cap);
+  for (size_t i = 0; i < cap; i++) es->tokens[i] = es->tok + i * (size_t)es->cfg.max_new_tokens;
+  return ZZ_OK;
+}
+
+zz_status zz_engine_stage_create(const zz_engine_stage_config *cfg, zz_engine_stage **out) {
+  if (!cfg || !cfg->engine)
+    return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: no engine");
+  const zz_shape *shape = zz_engine_shape(cfg->engine);
+  if (cfg->max_new_tokens < 1 || cfg->max_new_tokens > shape->gen_len)
+    return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: max new tokens %d outside 1..%lld", cfg->max_new_tokens,
+                    (long long)shape->gen_len);
+  zz_engine_stage *es = calloc(1, sizeof *es);
+  if (!es) return zz_error(ZZ_ERR_NO_MEMORY, "engine stage: out of memory");
+  es->cfg = *cfg;
+  const zz_model *m = zz_engine_model(cfg->engine);
+  const zz_policy *pol = zz_engine_policy(cfg->engine);
+  const zz_plan_spec *spec = &zz_engine_plan(cfg->engine)->spec;
+  es->mc = &m->cfg;
+  es->first = spec->layer_begin == 0;
+  es->last = spec->layer_end == m->n_layers;
+  es->bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches;
+  es->cap = es->bls * zz_engine_groups(cfg->engine);
+  zz_status st = es_alloc(es);
+  if (st != ZZ_OK) {
+    zz_engine_stage_destroy(es);
+    return st;
+  }
+  *out = es;
+  return ZZ_OK;
+}
+
+void zz_engine_stage_destroy(zz_engine_stage *es) {
+  if (!es) return;
+  free(es->lens);
+  free(es->ids);
+  free(es->plen);
+  free(es->streams);
+  free(es->group_first);
+  free(es->prompts);
+  free(es->inputs);
+  free(es->tok);
+  free(es->tokens);
+  free(es->n_tokens);
+  free(es->ended);
+  free(es->rng);
+  free(es->scratch);
+  free(es);
+}
+
+/* ================================================================ the callbacks */
+
+static int32_t es_gsize(const zz_stage_block *b, int g) { return b->group_first[g + 1] - b->group_first[g]; }
+
+static zz_status es_next_block(void *ctx, zz_stage_block *out, int *more_out) {
+  zz_engine_stage *es = ctx;
+  zz_request r = {0};
+  if (!es->cfg.next) return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: rank 0 has no feed (next)");
+  ZZ_CHECK(es->cfg.next(es->cfg.ctx, es->cap, &r));
+  if (r.n <= 0) {
+    *more_out = 0;
+    return ZZ_OK;
+  }
+  r.max_new_tokens = es->cfg.max_new_tokens;
+  r.ignore_eos = es->cfg.ignore_eos;
+  r.sampling = es->cfg.sampling;
+  ZZ_CHECK(zz_request_check(es->cfg.engine, &r));
+  int64_t total = 0;
+  for (int64_t i = 0; i < r.n; i++) total += r.lens[i];
+  free(es->ids);
+  if (!(es->ids = malloc((size_t)total * sizeof *es->ids)))
+    return zz_error(ZZ_ERR_NO_MEMORY, "engine stage: out of memory for %lld prompt ids", (long long)total);
+  int64_t off = 0;
+  for (int64_t i = 0; i < r.n; i++) {
+    memcpy(es->ids + off, r.ids[i], (size_t)r.lens[i] * sizeof *es->ids);
+    off += r.lens[i];
+    es->plen[i] = (int32_t)r.lens[i];
+    es->streams[i] = r.streams ? r.streams[i] : (uint64_t)i;
+  }
+  int ngroups = (int)((r.n + es->bls - 1) / es->bls);
+  for (int g = 0; g <= ngroups; g++) es->group_first[g] = (int32_t)(g < ngroups ? g * es->bls : r.n);
+  es->req = r;
+  *out = (zz_stage_block){.nseq = (int32_t)r.n, .ngroups = ngroups, .max_new_tokens = r.max_new_tokens,
+                          .group_first = es->group_first, .prompt_len = es->plen, .rng = es->streams,
+                          .prompt_ids = es->ids};
+  *more_out = 1;
+  return ZZ_OK;
+}
+
+static zz_status es_begin_block(void *ctx, const zz_stage_block *b) {
+  zz_engine_stage *es = ctx;
+  if (b->nseq > es->cap || b->ngroups > zz_engine_groups(es->cfg.engine) ||
+      b->max_new_tokens > es->cfg.max_new_tokens)
+    return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: block of %d sequences in %d groups, %d new tokens; this "
+                    "rank takes %lld sequences in %d groups, %d new tokens", b->nseq, b->ngroups, b->max_new_tokens,
+                    (long long)es->cap, zz_engine_groups(es->cfg.engine), es->cfg.max_new_tokens);
+  for (int32_t i = 0; i < b->nseq; i++) es->lens[i] = b->prompt_len[i];
+  for (int g = 0; g < b->ngroups; g++)
+    ZZ_CHECK(zz_engine_begin_block(es->cfg.engine, g, es_gsize(b, g), es->lens + b->group_first[g]));
+  if (es->last)
+    for (int32_t i = 0; i < b->nseq; i++) zz_rng_seed(&es->rng[i], es->cfg.sampling.seed, b->rng[i]);
+  if (es->first) {
+    memset(es->n_tokens, 0, (size_t)b->nseq * sizeof *es->n_tokens);
+    memset(es->ended, 0, (size_t)b->nseq);
+    es->prefilled = 0;
+    es->t0 = es->t_prefill = zz_now();
+  }
+  return ZZ_OK;
+}
+
+/* Every rank sends (and the next receives) the hidden state of its slice's end, the
+ * same [n, sq, hidden] at every cut. The last rank sends no hidden state, but the
+ * stage also sizes and checks what it receives with this, so it is the same number. */
+static size_t es_hidden_bytes(void *ctx, const zz_stage_block *b, int32_t step, int32_t group) {
+  (void)b;
+  zz_engine_stage *es = ctx;
+  return zz_engine_hidden_bytes(es->cfg.engine, group, step);
+}
+
+static zz_status es_compute(void *ctx, const zz_stage_item *it) {
+  zz_engine_stage *es = ctx;
+  if (es->cfg.step_hook) ZZ_CHECK(es->cfg.step_hook(es->cfg.ctx, it->block->index, it->step, it->group));
+  zz_step_io io = {0};
+  if (es->first) {
+    if (it->step == 0) {
+      const int32_t *p = it->ids;
+      for (int32_t i = 0; i < it->nseq; i++) {
+        es->prompts[i] = p;
+        p += it->block->prompt_len[it->first + i];
+      }
+      io.prompts = es->prompts;
+    } else {
+      for (int32_t i = 0; i < it->nseq; i++) es->inputs[i] = zz_sequence_input(es->mc, it->ids[i], it->done[i]);
+      io.tokens = es->inputs;
+    }
+  } else {
+    io.hidden_in = it->hidden_in;
+  }
+  if (!es->last) io.hidden_out = it->hidden_out;
+  return zz_engine_step(es->cfg.engine, it->group, it->step, &io);
+}
+
+static zz_status es_sample(void *ctx, const zz_stage_item *it, int32_t *ids_out, uint8_t *done_out) {
+  zz_engine_stage *es = ctx;
+  const float *logits = zz_engine_logits(es->cfg.engine);
+  for (int32_t i = 0; i < it->nseq; i++) {
+    if (done_out[i]) { /* ended earlier: computed, not sampled (as zz_generate) */
+      ids_out[i] = es->mc->pad;
+      continue;
+    }
+    bool ended = false;
+    ids_out[i] = zz_sample_sequence(es->mc, logits + (int64_t)i * es->mc->vocab_size, &es->cfg.sampling,
+                                    es->cfg.ignore_eos, &es->rng[it->first + i], es->scratch, &ended);
+    done_out[i] = ended;
+  }
+  return ZZ_OK;
+}
+
+static zz_status es_tokens(void *ctx, const zz_stage_block *b, int32_t step, int32_t group, const int32_t *ids,
+                           const uint8_t *done) {
+  zz_engine_stage *es = ctx;
+  int32_t first = b->group_first[group];
+  for (int32_t i = 0; i < es_gsize(b, group); i++) {
+    int32_t q = first + i;
+    if (es->ended[q]) continue;
+    if (es->n_tokens[q] >= es->cfg.max_new_tokens)
+      return zz_error(ZZ_ERR_MPI, "engine stage: sequence %d of block %lld got more than %d tokens", q,
+                      (long long)b->index, es->cfg.max_new_tokens);
+    es->tokens[q][es->n_tokens[q]++] = ids[i];
+    es->ended[q] = done[i];
+  }
+  if (step == 0 && ++es->prefilled == b->ngroups) es->t_prefill = zz_now();
+  return ZZ_OK;
+}
+
+static zz_status es_end_block(void *ctx, const zz_stage_block *b) {
+  (void)b;
+  zz_engine_stage *es = ctx;
+  if (!es->first) return ZZ_OK;
+  zz_result res = {.tokens = es->tokens, .n_tokens = es->n_tokens, .prefill_s = es->t_prefill - es->t0,
+                   .decode_s = zz_now() - es->t_prefill};
+  return es->cfg.finished ? es->cfg.finished(es->cfg.ctx, &es->req, &res) : ZZ_OK;
+}
+
+static const zz_stage_callbacks es_callbacks = {
+    .next_block = es_next_block,
+    .begin_block = es_begin_block,
+    .hidden_bytes = es_hidden_bytes,
+    .compute = es_compute,
+    .sample = es_sample,
+    .tokens = es_tokens,
+    .end_block = es_end_block,
+};
+
+const zz_stage_callbacks *zz_engine_stage_callbacks(void) { return &es_callbacks; }
+
+zz_status zz_engine_stage_run(zz_engine_stage *es, zz_stage *st) {
+  int rank = zz_stage_rank(st), size = zz_stage_size(st);
+  const zz_plan_spec *spec = &zz_engine_plan(es->cfg.engine)->spec;
+  if (es->first != (rank == 0) || es->last != (rank == size - 1))
+    return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: rank %d of %d holds layers [%d, %d) of %d: rank 0 must "
+                    "start at layer 0 and only the last rank may end at the LM head", rank, size,
+                    spec->layer_begin, spec->layer_end, zz_engine_model(es->cfg.engine)->n_layers);
+  if (zz_stage_groups(st) > zz_engine_groups(es->cfg.engine))
+    return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: the stage runs %d groups, the engine holds %d",
+                    zz_stage_groups(st), zz_engine_groups(es->cfg.engine));
+  return zz_stage_run(st, &es_callbacks, es);
+}

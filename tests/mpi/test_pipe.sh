@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# test_pipe.sh ZIGZAG MPIEXEC FIXTURES SCENARIO — `mpirun -np m zigzag generate|bench`
+# on the golden fixtures, against the one-process run of the same command.
+#   tokens   tiny-opt (3 transformer layers) and tiny-opt-postln (2): -np 1, 2, 3, 4 with
+#            T = m and T = m + 2 give byte-identical output files to one process, for
+#            weights/cache/activations on the device, on the CPU (CPU attention) and on
+#            disk (--offload-dir, one file per rank), and sampled (--temperature 100
+#            --seed 5: two sequences end at EOS early; --top-k); --layers given by hand
+#   fault    rank 2 of 3 SIGKILLs itself in block 2 (ZZ_FAULT_KILL_RANK): every rank
+#            gone within 10 s, non-zero, the output holds whole lines only (the first
+#            blocks of the full run); --resume with -np 3, -np 2 and one process
+#            completes it to the uninterrupted run's bytes
+#   refuse   one rank's slice does not fit (ZZ_GPU_MEM=64K on rank 1 alone, through
+#            mpirun's MPMD form): every rank exits non-zero within 10 s, each naming
+#            rank 1 and the tier, --out untouched; rank 0 cannot read --prompts: all
+#            stop naming rank 0; a bad --layers: all refuse it (exit 2)
+#   bench    bench -np 2 --json: the pipeline's throughput and one entry per rank
+# Each zigzag is wrapped in timeout; ranks write their pid so the fault checks can
+# see that none outlives the job.
+set -u
+ZZ=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+MPIEXEC=$2
+FX=$(cd "$3" && pwd)
+SCENARIO=$4
+# leak checking off for the ranks under AddressSanitizer: see test_stage_mpi.sh
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+FLAGS=(--allow-run-as-root --oversubscribe --mca pml ob1 --mca btl self,vader,tcp
+       --mca btl_tcp_if_include lo -x ASAN_OPTIONS)
+export OPENBLAS_NUM_THREADS=1
+for v in $(env | sed -n 's/^\(ZZ_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+W=$(mktemp -d /tmp/zz_pipe_test.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+cd "$W" || exit 2
+fail=0
+bad() { echo "FAIL: $*"; [ -s err ] && sed -e 's/^/#   /' err | grep -v "bound to\|no usable GPU" | head -n 12; fail=1; }
+ok() { echo "ok - $*"; }
+
+# 40 prompts: text and input_ids (input_ids of several lengths)
+for i in $(seq 0 39); do
+  if [ $((i % 3)) -eq 0 ]; then
+    ids=2; for j in $(seq 1 $((1 + i % 11))); do ids="$ids, $(((i * 37 + j * 11) % 1000 + 4))"; done
+    echo "{\"id\": $i, \"input_ids\": [$ids]}"
+  else
+    echo "{\"id\": \"p$i\", \"prompt\": \"Liberty and all men $i are created equal\"}"
+  fi
+done >prompts.jsonl
+
+# one NP ARGS...: the job under mpirun with NP ranks (pids in pids/), sets rc and secs
+mpi() {
+  local np=$1; shift
+  rm -rf pids; mkdir -p pids
+  local t0; t0=$(date +%s.%N)
+  timeout -k 5 60 "$MPIEXEC" "${FLAGS[@]}" -np "$np" \
+    sh -c 'echo $$ >pids/rank$OMPI_COMM_WORLD_RANK.pid; exec "$@"' zz "$ZZ" "$@" </dev/null >outp 2>err
+  rc=$?
+  secs=$(echo "$(date +%s.%N) - $t0" | bc)
+}
+# every rank that wrote a pid has ended (a zombie counts as ended)
+none_alive() {
+  for f in pids/rank*.pid; do
+    [ -f "$f" ] || continue
+    local p; p=$(cat "$f")
+    if [ -d "/proc/$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ]; then return 1; fi
+  done
+  return 0
+}
+within() { [ "$(echo "$secs < $1" | bc)" = 1 ]; }
+
+GEN=(generate --prompts prompts.jsonl --gpu-batch-size 2 --num-gpu-batches 2)
+
+case $SCENARIO in
+tokens)
+  for model in tiny-opt tiny-opt-postln; do
+    while IFS='|' read -r name pol; do
+      [ -n "$name" ] || continue
+      read -ra P <<<"$pol"
+      args=("${GEN[@]}" --model "$FX/$model" "${P[@]}")
+      timeout 60 "$ZZ" "${args[@]}" --out one.jsonl </dev/null 2>err || { bad "$model $name: one process failed"; continue; }
+      mpi 1 "${args[@]}" --out m.jsonl
+      { [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl; } || bad "$model $name: mpirun -np 1 differs (rc $rc)"
+      for np in 2 3 4; do
+        for T in "$np" $((np + 2)); do
+          mpi "$np" "${args[@]}" --num-inner-iterations "$T" --out m.jsonl
+          if [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl; then ok "$model $name -np $np T=$T: same bytes (${secs}s)"
+          else bad "$model $name -np $np T=$T: rc $rc or the output differs"; fi
+        done
+      done
+    done <<EOF
+device|--max-new-tokens 8
+cpu|--max-new-tokens 8 --percent 0 100 0 100 0 100 --cpu-cache-compute
+disk|--max-new-tokens 8 --percent 0 0 0 0 0 0 --offload-dir $W
+partial|--max-new-tokens 8 --percent 40 30 30 50 0 50 --offload-dir $W
+sampled|--max-new-tokens 30 --temperature 100 --seed 5
+topk|--max-new-tokens 12 --temperature 0.8 --top-k 20 --top-p 0.9 --seed 11
+EOF
+  done
+  # the sampled run does cover EOS: some sequence stops before 30 tokens
+  timeout 60 "$ZZ" "${GEN[@]}" --model "$FX/tiny-opt" --max-new-tokens 30 --temperature 100 --seed 5 --out one.jsonl </dev/null 2>err
+  grep -o '"output_ids":\[[^]]*\]' one.jsonl | awk -F, 'NF < 30 {s++} END {exit !s}' ||
+    bad "the sampled check has no sequence ending at EOS"
+  # cut points by hand: 3 ranks over the layer list of tiny-opt (8 entries)
+  timeout 60 "$ZZ" "${GEN[@]}" --model "$FX/tiny-opt" --out one.jsonl </dev/null 2>err
+  mpi 3 "${GEN[@]}" --model "$FX/tiny-opt" --layers 1,6 --out m.jsonl
+  { [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl && grep -q "rank 1: layers \[1, 6)" err; } ||
+    bad "--layers 1,6: rc $rc, or the output or the slices differ"
+  ;;
+fault)
+  args=("${GEN[@]}" --model "$FX/tiny-opt" --gpu-batch-size 2 --num-gpu-batches 1 --max-new-tokens 8)
+  timeout 60 "$ZZ" "${args[@]}" --out full.jsonl 2>err || bad "the uninterrupted run failed"
+  for resume_np in 3 2 1; do
+    export ZZ_FAULT_KILL_RANK=2 ZZ_FAULT_KILL_AFTER_BLOCKS=2
+    mpi 3 "${args[@]}" --peer-timeout 2 --out k.jsonl
+    unset ZZ_FAULT_KILL_RANK ZZ_FAULT_KILL_AFTER_BLOCKS
+    [ "$rc" != 0 ] || bad "rank 2 killed: mpirun returned 0"
+    { within 10 && none_alive; } || bad "rank 2 killed: some rank still running after ${secs}s"
+    lines=$(wc -l <k.jsonl)
+    # 2 blocks of T x gbs = 3 x 2 prompts committed: whole lines, the full run's first
+    { [ "$lines" -eq 12 ] && [ -z "$(tail -c 1 k.jsonl)" ] && cmp -s k.jsonl <(head -n "$lines" full.jsonl); } ||
+      bad "after the kill: $lines lines, not the first 12 whole lines of the full run"
+    if [ "$resume_np" = 1 ]; then timeout 60 "$ZZ" "${args[@]}" --out k.jsonl --resume 2>err; rc=$?
+    else mpi "$resume_np" "${args[@]}" --out k.jsonl --resume; fi
+    if [ "$rc" = 0 ] && cmp -s k.jsonl full.jsonl; then ok "killed rank 2 of 3 (all gone in ${secs}s), --resume with $resume_np rank(s): same bytes"
+    else bad "--resume with $resume_np rank(s): rc $rc or the output differs"; fi
+  done
+  ;;
+refuse)
+  args=("${GEN[@]}" --model "$FX/tiny-opt" --out keep.jsonl)
+  echo '{"keep": 1}' >keep.jsonl
+  cp keep.jsonl keep.orig
+  rm -rf pids; mkdir -p pids
+  t0=$(date +%s.%N)
+  run_rank='echo $$ >pids/rank$OMPI_COMM_WORLD_RANK.pid; exec "$@"'
+  timeout -k 5 60 "$MPIEXEC" "${FLAGS[@]}" -np 1 sh -c "$run_rank" zz "$ZZ" "${args[@]}" \
+    : -np 1 env ZZ_GPU_MEM=64K sh -c "$run_rank" zz "$ZZ" "${args[@]}" \
+    : -np 1 sh -c "$run_rank" zz "$ZZ" "${args[@]}" </dev/null >outp 2>err
+  rc=$?
+  secs=$(echo "$(date +%s.%N) - $t0" | bc)
+  named=$(grep -c "reported: layers .* does not fit the gpu tier" err)
+  if [ "$rc" != 0 ] && within 10 && none_alive && grep -q "^zigzag: rank 1 (host [^)]*): layers .* does not fit" err &&
+     [ "$named" = 2 ] && grep -q "rank 0 (host [^)]*): stopping: rank 1" err && cmp -s keep.jsonl keep.orig; then
+    ok "rank 1's slice does not fit: every rank stops in ${secs}s naming rank 1, --out untouched"
+  else bad "rank 1's slice does not fit: rc $rc, ${secs}s, $named ranks named it, or --out changed"; fi
+  mpi 3 generate --model "$FX/tiny-opt" --prompts no-such.jsonl --out o.jsonl
+  if [ "$rc" != 0 ] && within 10 && none_alive && [ "$(grep -c "rank 0 (host [^)]*).*no-such.jsonl" err)" = 3 ]; then
+    ok "rank 0 cannot open --prompts: all 3 ranks stop naming rank 0"
+  else bad "rank 0 cannot open --prompts: rc $rc, or not every rank named rank 0"; fi
+  mpi 3 "${args[@]}" --layers 5,4
+  if [ "$rc" != 0 ] && [ "$(grep -c "increasing cut points" err)" -ge 1 ] && none_alive; then ok "--layers 5,4 refused"
+  else bad "--layers 5,4: rc $rc"; fi
+  ;;
+bench)
+  mpi 2 bench --model "$FX/tiny-opt" --prompt-len 8 --gen-len 4 --gpu-batch-size 2 --json
+  if [ "$rc" = 0 ] && grep -q '"ranks": 2, "groups": 2' outp && grep -q '"total_tok_s": [0-9]' outp &&
+     [ "$(grep -o '"rank": [0-9]' outp | wc -l)" = 2 ] && grep -q '"bytes_per_token"' outp; then
+    ok "bench -np 2 --json: throughput and two stages"
+  else bad "bench -np 2: rc $rc"; cat outp; fi
+  ;;
+*) echo "unknown scenario $SCENARIO"; exit 2 ;;
+esac
+[ "$fail" = 0 ] && echo "all ok" || echo "some checks failed"
+exit "$fail"

@@ -39,7 +39,7 @@ typedef struct zz_step {
 
 typedef struct zz_arch {
   const char *model_type;
-  const char *const *preset_names; /* NULL terminated */
+  const char *(*preset_name)(int i); /* preset i's name; NULL past the last */
   /* the preset `name` (case-insensitive, "facebook/" accepted) → *out; false if unknown */
   bool (*preset)(const char *name, zz_config *out);
   /* config.json (root object, its path for messages) → *out */

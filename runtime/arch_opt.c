@@ -45,8 +45,9 @@ static const zz_opt_size zz_opt_presets[] = {
 };
 #define ZZ_OPT_N_PRESETS (sizeof zz_opt_presets / sizeof zz_opt_presets[0])
 
-static const char *const zz_opt_preset_names[ZZ_OPT_N_PRESETS + 1] = {
-    "opt-125m", "opt-350m", "opt-1.3b", "opt-2.7b", "opt-6.7b", "opt-13b", "opt-30b", "opt-66b", "opt-175b", NULL};
+static const char *zz_opt_preset_name(int i) {
+  return i >= 0 && (size_t)i < ZZ_OPT_N_PRESETS ? zz_opt_presets[i].name : NULL;
+}
 
 static void zz_opt_defaults(zz_config *c) {
   memset(c, 0, sizeof *c);
@@ -331,7 +332,7 @@ static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_laye
 
 const zz_arch zz_arch_opt = {
     .model_type = "opt",
-    .preset_names = zz_opt_preset_names,
+    .preset_name = zz_opt_preset_name,
     .preset = zz_opt_preset,
     .parse_config = zz_opt_parse_config,
     .build = zz_opt_build,

@@ -14,7 +14,7 @@ const char *const *zz_config_preset_names(void) {
   if (n < 0) {
     n = 0;
     for (const zz_arch *const *a = zz_arch_all(); *a; a++)
-      for (const char *const *p = (*a)->preset_names; *p && n < 63; p++) names[n++] = *p;
+      for (int i = 0; (*a)->preset_name(i) && n < 63; i++) names[n++] = (*a)->preset_name(i);
     names[n] = NULL;
   }
   return names;

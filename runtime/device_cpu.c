@@ -163,6 +163,7 @@ static void zz_cpu_destroy(zz_device *dev) {
 
 static const zz_device_ops zz_cpu_ops = {
     .name = "cpu",
+    .memory_is_host = true,
     .compute_dtype = ZZ_DTYPE_F32,
     .destroy = zz_cpu_destroy,
     .alloc = zz_cpu_alloc,

@@ -61,8 +61,8 @@ zz_status zz_engine_plan_check(const zz_device *dev, const zz_model *m, const zz
   else if (disk_need)
     cap[ZZ_TIER_DISK] = zz_disk_free_bytes(dir);
   if (st == ZZ_OK) st = zz_memplan_check(&plan, cap);
-  /* the CPU device's "device memory" is host RAM too: the two tiers share it */
-  if (st == ZZ_OK && strcmp(dev->ops->name, "cpu") == 0) st = zz_memplan_check_shared(&plan, zz_host_memory_bytes());
+  /* a device whose memory is host RAM shares it with the CPU tier */
+  if (st == ZZ_OK && dev->ops->memory_is_host) st = zz_memplan_check_shared(&plan, zz_host_memory_bytes());
   if (st != ZZ_OK) {
     zz_memplan_free(&plan);
     return st;
@@ -159,10 +159,11 @@ static zz_status zz_engine_alloc_parts(zz_engine *e) {
   int nl = e->l1 - e->l0, nb = e->pol.num_gpu_batches, lc = 0;
   e->cache_of = calloc((size_t)nl, sizeof *e->cache_of);
   e->w.home = calloc((size_t)nl * ZZ_MAXW, sizeof *e->w.home);
+  e->w.dev = calloc((size_t)nl * ZZ_MAXW, sizeof *e->w.dev);
   e->groups = calloc((size_t)e->n_groups, sizeof *e->groups);
   e->bound = calloc((size_t)p->n_buf + 1, sizeof *e->bound);
   e->tickets = calloc((size_t)nl * (size_t)nb, sizeof *e->tickets);
-  if (!e->cache_of || !e->w.home || !e->groups || !e->bound || !e->tickets) return zz_error(ZZ_ERR_NO_MEMORY, "engine: out of memory");
+  if (!e->cache_of || !e->w.home || !e->w.dev || !e->groups || !e->bound || !e->tickets) return zz_error(ZZ_ERR_NO_MEMORY, "engine: out of memory");
   for (int j = 0; j < nl; j++) e->cache_of[j] = e->m->layers[e->l0 + j].has_cache ? lc++ : -1;
   e->lc = lc;
   for (int g = 0; g < e->n_groups; g++) {
@@ -200,6 +201,7 @@ zz_status zz_engine_create_opts(zz_device *dev, const zz_model *m, const zz_chec
   zz_status st;
   ZZ_CHECK_GOTO(zz_engine_alloc_parts(e), st, fail);
   ZZ_CHECK_GOTO(zz_engine_bind(e), st, fail);
+  zz_weights_bind_device(e);
   size_t disk_need = zz_memplan_tier_total(&plan, ZZ_TIER_DISK);
   if (disk_need) {
     ZZ_CHECK_GOTO(zz_disk_open(zz_offload_dir(o), disk_need, &e->disk), st, fail);
@@ -242,6 +244,7 @@ void zz_engine_destroy(zz_engine *e) {
   }
   free(e->groups);
   free(e->w.home);
+  free(e->w.dev);
   free(e->cache_of);
   free(e->bound);
   free(e->tickets);

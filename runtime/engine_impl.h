@@ -42,6 +42,8 @@ typedef struct zz_group {
 
 typedef struct zz_weights {
   zz_tensor *home;   /* [slice layers * ZZ_MAXW] each weight's home (ndim 0: absent) */
+  zz_tensor *dev;    /* [slice layers * ZZ_MAXW] where forward reads each weight on the
+                        device: its GPU home, or its place in slot (layer % 2) */
   char *slot[2];     /* device slots for offloaded layers */
   int slot_layer[2]; /* slice layer each slot holds (-1: none) */
   char *stage;       /* host, block aligned: one weight read from disk */
@@ -80,10 +82,10 @@ struct zz_engine {
 
 /* weights.c */
 zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck);
-/* The device tensors of slice layer jl: its GPU homes, or carved from `slot`. */
-void zz_weights_device(const zz_engine *e, int jl, const char *slot, zz_tensor w_out[ZZ_MAXW]);
-/* Weight lane task: slice layer jl → device slot. */
-zz_status zz_weights_load_slot(zz_engine *e, int jl, int slot, zz_lane lane);
+/* Fills w.dev once the buffers are bound: a layer's device tensors never move. */
+void zz_weights_bind_device(zz_engine *e);
+/* Weight lane task: slice layer jl → its device slot (jl % 2). */
+zz_status zz_weights_load_slot(zz_engine *e, int jl, zz_lane lane);
 
 /* schedule.c */
 zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *io);

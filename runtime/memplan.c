@@ -56,7 +56,6 @@ static zz_status zz_add(zz_builder *b, zz_buf_role role, int i, int j, int k, zz
   }
   if (tier == ZZ_TIER_DISK) align = ZZ_DISK_ALIGN;
   zz_buffer *x = &p->buf[p->n_buf];
-  memset(x, 0, sizeof *x);
   *x = (zz_buffer){.role = role, .a = i, .b = j, .c = k, .tier = tier, .purpose = purpose, .dtype = dt,
                    .ndim = ndim, .bytes = zz_align_up(bytes, align), .align = align};
   for (int d = 0; d < ndim; d++) x->shape[d] = shape[d];
@@ -72,10 +71,10 @@ static zz_status zz_add(zz_builder *b, zz_buf_role role, int i, int j, int k, zz
 }
 
 /* A buffer with a flat shape of `bytes` (staging and scratch). */
-static zz_status zz_add_raw(zz_builder *b, zz_buf_role role, int i, int j, zz_tier tier, zz_purpose purpose,
-                            size_t bytes, size_t align) {
+static zz_status zz_add_raw(zz_builder *b, zz_buf_role role, int i, int j, int k, zz_tier tier,
+                            zz_purpose purpose, size_t bytes, size_t align) {
   const int64_t shape[1] = {(int64_t)bytes};
-  return zz_add(b, role, i, j, 0, tier, purpose, ZZ_DTYPE_COUNT, 1, shape, bytes, align);
+  return zz_add(b, role, i, j, k, tier, purpose, ZZ_DTYPE_COUNT, 1, shape, bytes, align);
 }
 
 /* ---------------------------------------------------------------- the parts */
@@ -113,10 +112,10 @@ static zz_status zz_plan_weights(zz_builder *b, const zz_model *m) {
     }
   }
   /* one tensor's host buffer while weights are read from the checkpoint */
-  ZZ_CHECK(zz_add_raw(b, ZZ_BUF_LOAD, 0, 0, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, load, ZZ_DISK_ALIGN));
+  ZZ_CHECK(zz_add_raw(b, ZZ_BUF_LOAD, 0, 0, 0, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, load, ZZ_DISK_ALIGN));
   for (int i = 0; slot && i < 2; i++)
-    ZZ_CHECK(zz_add_raw(b, ZZ_BUF_W_SLOT, i, 0, ZZ_TIER_GPU, ZZ_PURPOSE_STAGING, slot, ZZ_ALIGN));
-  if (stage) ZZ_CHECK(zz_add_raw(b, ZZ_BUF_W_STAGE, 0, 0, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, stage, ZZ_DISK_ALIGN));
+    ZZ_CHECK(zz_add_raw(b, ZZ_BUF_W_SLOT, i, 0, 0, ZZ_TIER_GPU, ZZ_PURPOSE_STAGING, slot, ZZ_ALIGN));
+  if (stage) ZZ_CHECK(zz_add_raw(b, ZZ_BUF_W_STAGE, 0, 0, 0, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, stage, ZZ_DISK_ALIGN));
   return ZZ_OK;
 }
 
@@ -159,10 +158,10 @@ static zz_status zz_plan_cache(zz_builder *b, const zz_model *m) {
   }
   for (int i3 = 0; p->any_offload[ZZ_PURPOSE_CACHE] && i3 < 3; i3++)
     for (int kv = 0; kv < 2; kv++)
-      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_KV_SLOT, i3, kv, ZZ_TIER_GPU, ZZ_PURPOSE_STAGING, kv_max, ZZ_ALIGN));
+      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_KV_SLOT, i3, kv, 0, ZZ_TIER_GPU, ZZ_PURPOSE_STAGING, kv_max, ZZ_ALIGN));
   for (int i3 = 0; p->any_disk[ZZ_PURPOSE_CACHE] && i3 < 3; i3++)
     for (int kv = 0; kv < 2; kv++)
-      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_KV_STAGE, i3, kv, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, (size_t)gbs * region_max,
+      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_KV_STAGE, i3, kv, 0, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, (size_t)gbs * region_max,
                           ZZ_DISK_ALIGN));
   /* CPU attention: q, k, v, out of one batch's decode step in f32 on the host, and
    * the kernel's scratch */
@@ -171,7 +170,7 @@ static zz_status zz_plan_cache(zz_builder *b, const zz_model *m) {
     size_t q = (size_t)(gbs * c->n_heads * c->head_dim) * 4, kv = (size_t)(gbs * c->n_kv_heads * c->head_dim) * 4;
     const size_t bytes[5] = {q, kv, kv, q, zz_cpu_attention_scratch(gbs, c->n_heads, t_max) * 4};
     for (int a = 0; a < 5; a++)
-      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_CPU_ATTN, a, 0, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, bytes[a], ZZ_ALIGN));
+      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_CPU_ATTN, a, 0, 0, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, bytes[a], ZZ_ALIGN));
   }
   return ZZ_OK;
 }
@@ -192,22 +191,20 @@ static zz_status zz_plan_act(zz_builder *b, const zz_model *m) {
       if (t != ZZ_TIER_GPU) p->any_offload[ZZ_PURPOSE_ACT] = true;
       if (t == ZZ_TIER_DISK) p->any_disk[ZZ_PURPOSE_ACT] = true;
       /* token ids, positions, padding and last-row indices, both sides */
-      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_INDEX, g, 0, ZZ_TIER_GPU, ZZ_PURPOSE_ACT, idx, ZZ_ALIGN));
-      b->p->buf[b->p->n_buf - 1].c = k;
-      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_INDEX, g, 1, ZZ_TIER_CPU, ZZ_PURPOSE_ACT, idx, ZZ_ALIGN));
-      b->p->buf[b->p->n_buf - 1].c = k;
+      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_INDEX, g, 0, k, ZZ_TIER_GPU, ZZ_PURPOSE_ACT, idx, ZZ_ALIGN));
+      ZZ_CHECK(zz_add_raw(b, ZZ_BUF_INDEX, g, 1, k, ZZ_TIER_CPU, ZZ_PURPOSE_ACT, idx, ZZ_ALIGN));
     }
   for (int i = 0; p->any_offload[ZZ_PURPOSE_ACT] && i < 3; i++)
-    ZZ_CHECK(zz_add_raw(b, ZZ_BUF_ACT_SLOT, i, 0, ZZ_TIER_GPU, ZZ_PURPOSE_STAGING, act, ZZ_ALIGN));
+    ZZ_CHECK(zz_add_raw(b, ZZ_BUF_ACT_SLOT, i, 0, 0, ZZ_TIER_GPU, ZZ_PURPOSE_STAGING, act, ZZ_ALIGN));
   for (int i = 0; p->any_disk[ZZ_PURPOSE_ACT] && i < 3; i++)
-    ZZ_CHECK(zz_add_raw(b, ZZ_BUF_ACT_STAGE, i, 0, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, act, ZZ_DISK_ALIGN));
+    ZZ_CHECK(zz_add_raw(b, ZZ_BUF_ACT_STAGE, i, 0, 0, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, act, ZZ_DISK_ALIGN));
   return ZZ_OK;
 }
 
 static zz_status zz_plan_workspace(zz_builder *b, const zz_model *m) {
   const zz_plan_spec *s = &b->p->spec;
   int64_t gbs = s->policy.gpu_batch_size, vocab = m->cfg.vocab_size;
-  ZZ_CHECK(zz_add_raw(b, ZZ_BUF_WORK, 0, 0, ZZ_TIER_GPU, ZZ_PURPOSE_WORKSPACE, s->workspace, ZZ_ALIGN));
+  ZZ_CHECK(zz_add_raw(b, ZZ_BUF_WORK, 0, 0, 0, ZZ_TIER_GPU, ZZ_PURPOSE_WORKSPACE, s->workspace, ZZ_ALIGN));
   if (s->layer_end == m->n_layers) {
     const int64_t dshape[2] = {gbs, vocab}, hshape[2] = {gbs * s->policy.num_gpu_batches, vocab};
     ZZ_CHECK(zz_add(b, ZZ_BUF_DEV_LOGITS, 0, 0, 0, ZZ_TIER_GPU, ZZ_PURPOSE_WORKSPACE, s->compute_dtype, 2, dshape,

@@ -114,7 +114,7 @@ zz_status zz_io_run(void *ctx, const void *args) {
   memcpy(&t, args, sizeof t);
   zz_group *g = &e->groups[t.group];
   switch (t.kind) {
-    case ZZ_IO_LOAD_WEIGHTS: ZZ_CHECK(zz_weights_load_slot(e, t.jl, t.slot, (zz_lane)t.lane)); break;
+    case ZZ_IO_LOAD_WEIGHTS: ZZ_CHECK(zz_weights_load_slot(e, t.jl, (zz_lane)t.lane)); break;
     case ZZ_IO_LOAD_CACHE:
     case ZZ_IO_STORE_CACHE:
     case ZZ_IO_LOAD_CACHE_HOST:
@@ -236,7 +236,7 @@ static void zz_load_weight(zz_run *r, int jl) {
   zz_engine *e = r->e;
   int slot = jl % 2;
   if (e->plan.weight_tier[jl] == ZZ_TIER_GPU || e->w.slot_layer[slot] == jl) return;
-  zz_submit(e, ZZ_IO_WEIGHT, (zz_io){.kind = ZZ_IO_LOAD_WEIGHTS, .group = r->group, .jl = jl, .slot = slot});
+  zz_submit(e, ZZ_IO_WEIGHT, (zz_io){.kind = ZZ_IO_LOAD_WEIGHTS, .group = r->group, .jl = jl});
   e->w.slot_layer[slot] = jl;
 }
 
@@ -291,8 +291,7 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
     zz_caller_rows(r, k, &off, &bytes);
     ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, hidden, (const char *)r->io->hidden_in + off, bytes));
   }
-  zz_tensor wt[ZZ_MAXW];
-  zz_weights_device(e, jl, e->plan.weight_tier[jl] == ZZ_TIER_GPU ? NULL : e->w.slot[jl % 2], wt);
+  const zz_tensor *wt = &e->w.dev[jl * ZZ_MAXW];
   zz_batch_idx *b = &r->g->idx[k];
   zz_cache_spec spec = layer->has_cache ? zz_engine_cache_spec(e, jl) : (zz_cache_spec){0};
   int64_t kvw = spec.kv_heads * spec.head_dim;

@@ -39,36 +39,39 @@ zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
   return ZZ_OK;
 }
 
-void zz_weights_device(const zz_engine *e, int jl, const char *slot, zz_tensor w_out[ZZ_MAXW]) {
-  const zz_layer *l = &e->m->layers[e->l0 + jl];
-  size_t off[ZZ_MAXW];
+void zz_weights_bind_device(zz_engine *e) {
   zz_dtype cdt = e->dev->ops->compute_dtype;
-  if (slot) zz_layer_weight_layout(l, cdt, ZZ_ALIGN, off);
-  for (int k = 0; k < ZZ_MAXW; k++) {
-    zz_tensor *t = &w_out[k];
-    memset(t, 0, sizeof *t);
-    if (k >= l->n_weights || !l->weights[k].ndim) continue;
-    if (!slot) {
-      *t = e->w.home[jl * ZZ_MAXW + k];
-      continue;
+  for (int jl = 0; jl < e->l1 - e->l0; jl++) {
+    const zz_layer *l = &e->m->layers[e->l0 + jl];
+    /* an offloaded layer is always loaded into slot jl % 2 (zz_load_weight) */
+    const char *slot = e->plan.weight_tier[jl] == ZZ_TIER_GPU ? NULL : e->w.slot[jl % 2];
+    size_t off[ZZ_MAXW];
+    if (slot) zz_layer_weight_layout(l, cdt, ZZ_ALIGN, off);
+    for (int k = 0; k < ZZ_MAXW; k++) {
+      zz_tensor *t = &e->w.dev[jl * ZZ_MAXW + k];
+      memset(t, 0, sizeof *t);
+      if (k >= l->n_weights || !l->weights[k].ndim) continue;
+      if (!slot) {
+        *t = e->w.home[jl * ZZ_MAXW + k];
+        continue;
+      }
+      const zz_weight_spec *ws = &l->weights[k];
+      snprintf(t->name, sizeof t->name, "%s", ws->name);
+      t->dtype = cdt;
+      t->ndim = ws->ndim;
+      t->shape[0] = ws->shape[0];
+      t->shape[1] = ws->shape[1];
+      t->tier = ZZ_TIER_GPU;
+      t->data = (char *)slot + off[k];
+      t->nbytes = zz_weight_bytes(ws, cdt);
     }
-    const zz_weight_spec *ws = &l->weights[k];
-    snprintf(t->name, sizeof t->name, "%s", ws->name);
-    t->dtype = cdt;
-    t->ndim = ws->ndim;
-    t->shape[0] = ws->shape[0];
-    t->shape[1] = ws->shape[1];
-    t->tier = ZZ_TIER_GPU;
-    t->data = (char *)slot + off[k];
-    t->nbytes = zz_weight_bytes(ws, cdt);
   }
 }
 
-zz_status zz_weights_load_slot(zz_engine *e, int jl, int slot, zz_lane lane) {
+zz_status zz_weights_load_slot(zz_engine *e, int jl, zz_lane lane) {
   zz_device *dev = e->dev;
   const zz_layer *l = &e->m->layers[e->l0 + jl];
-  zz_tensor dst[ZZ_MAXW];
-  zz_weights_device(e, jl, e->w.slot[slot], dst);
+  const zz_tensor *dst = &e->w.dev[jl * ZZ_MAXW];
   for (int k = 0; k < l->n_weights; k++) {
     if (!dst[k].ndim) continue;
     const zz_tensor *h = &e->w.home[jl * ZZ_MAXW + k];

@@ -198,6 +198,7 @@ const char *zz_op_name(zz_op op); /* "embed_rows", ..., "?" when out of range */
 typedef struct zz_device_ops {
   const char *name;      /* "cpu", "cuda" */
   zz_dtype compute_dtype;
+  bool memory_is_host;   /* its memory is host RAM, shared with the CPU tier (the CPU device) */
   void (*destroy)(zz_device *dev);
   zz_status (*alloc)(zz_device *dev, size_t bytes, void **out);
   void (*free)(zz_device *dev, void *ptr);

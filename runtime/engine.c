@@ -17,8 +17,7 @@ static zz_status zz_engine_spec(const zz_device *dev, const zz_model *m, const z
                                 zz_plan_spec *out) {
   const zz_config *c = &m->cfg;
   ZZ_CHECK(zz_policy_check(&o->policy));
-  if (o->shape.prompt_len < 1 || o->shape.gen_len < 1)
-    return zz_error(ZZ_ERR_INVALID_ARG, "prompt length and generation length must be >= 1");
+  /* lengths below 1 are the memory plan's to refuse */
   if (o->shape.prompt_len > c->max_pos || o->shape.gen_len > c->max_pos - o->shape.prompt_len)
     return zz_error(ZZ_ERR_INVALID_ARG, "prompt length %lld + generation length %lld exceed the model's %lld positions",
                     (long long)o->shape.prompt_len, (long long)o->shape.gen_len, (long long)c->max_pos);

@@ -49,7 +49,7 @@ done >prompts.jsonl
 mpi() {
   local np=$1; shift
   rm -rf pids; mkdir -p pids
-  local t0; t0=$(date +%s.%N)
+  t0=$(date +%s.%N)
   timeout -k 5 60 "$MPIEXEC" "${FLAGS[@]}" -np "$np" \
     sh -c 'echo $$ >pids/rank$OMPI_COMM_WORLD_RANK.pid; exec "$@"' zz "$ZZ" "$@" </dev/null >outp 2>err
   rc=$?
@@ -65,6 +65,17 @@ none_alive() {
   return 0
 }
 within() { [ "$(echo "$secs < $1" | bc)" = 1 ]; }
+# all_gone LIMIT: true when every rank has ended by LIMIT seconds after the job started;
+# sets secs to when that was seen. mpirun may return while the ranks it is killing are
+# still exiting, so this waits for them instead of sampling /proc once.
+all_gone() {
+  while :; do
+    secs=$(echo "$(date +%s.%N) - $t0" | bc)
+    none_alive && return 0
+    within "$1" || return 1
+    sleep 0.1
+  done
+}
 
 GEN=(generate --prompts prompts.jsonl --gpu-batch-size 2 --num-gpu-batches 2)
 
@@ -112,7 +123,7 @@ fault)
     mpi 3 "${args[@]}" --peer-timeout 2 --out k.jsonl
     unset ZZ_FAULT_KILL_RANK ZZ_FAULT_KILL_AFTER_BLOCKS
     [ "$rc" != 0 ] || bad "rank 2 killed: mpirun returned 0"
-    { within 10 && none_alive; } || bad "rank 2 killed: some rank still running after ${secs}s"
+    all_gone 10 || bad "rank 2 killed: some rank still running after ${secs}s"
     lines=$(wc -l <k.jsonl)
     # 2 blocks of T x gbs = 3 x 2 prompts committed: whole lines, the full run's first
     { [ "$lines" -eq 12 ] && [ -z "$(tail -c 1 k.jsonl)" ] && cmp -s k.jsonl <(head -n "$lines" full.jsonl); } ||
@@ -136,16 +147,16 @@ refuse)
   rc=$?
   secs=$(echo "$(date +%s.%N) - $t0" | bc)
   named=$(grep -c "reported: layers .* does not fit the gpu tier" err)
-  if [ "$rc" != 0 ] && within 10 && none_alive && grep -q "^zigzag: rank 1 (host [^)]*): layers .* does not fit" err &&
+  if [ "$rc" != 0 ] && all_gone 10 && grep -q "^zigzag: rank 1 (host [^)]*): layers .* does not fit" err &&
      [ "$named" = 2 ] && grep -q "rank 0 (host [^)]*): stopping: rank 1" err && cmp -s keep.jsonl keep.orig; then
     ok "rank 1's slice does not fit: every rank stops in ${secs}s naming rank 1, --out untouched"
   else bad "rank 1's slice does not fit: rc $rc, ${secs}s, $named ranks named it, or --out changed"; fi
   mpi 3 generate --model "$FX/tiny-opt" --prompts no-such.jsonl --out o.jsonl
-  if [ "$rc" != 0 ] && within 10 && none_alive && [ "$(grep -c "rank 0 (host [^)]*).*no-such.jsonl" err)" = 3 ]; then
+  if [ "$rc" != 0 ] && all_gone 10 && [ "$(grep -c "rank 0 (host [^)]*).*no-such.jsonl" err)" = 3 ]; then
     ok "rank 0 cannot open --prompts: all 3 ranks stop naming rank 0"
   else bad "rank 0 cannot open --prompts: rc $rc, or not every rank named rank 0"; fi
   mpi 3 "${args[@]}" --layers 5,4
-  if [ "$rc" != 0 ] && [ "$(grep -c "increasing cut points" err)" -ge 1 ] && none_alive; then ok "--layers 5,4 refused"
+  if [ "$rc" != 0 ] && [ "$(grep -c "increasing cut points" err)" -ge 1 ] && all_gone 10; then ok "--layers 5,4 refused"
   else bad "--layers 5,4: rc $rc"; fi
   ;;
 bench)

@@ -407,21 +407,28 @@ zz_status zz_device_add_rows(zz_device *dev, void *x, const zz_tensor *table, co
   return dev->ops->add_rows(dev, x, table->shape[1], table->data, table->dtype, ids, n);
 }
 
-zz_status zz_device_layernorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma,
-                              const zz_tensor *beta, float eps, void *y) {
-  zz_site s = {dev, "layernorm"};
+/* A norm over rows: x and y [n, dim] in device memory, gain gamma [dim], eps. */
+static zz_status zz_check_norm(zz_site s, zz_op op, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma,
+                               float eps, const void *y) {
   int64_t nd;
   ZZ_CHECK(zz_arg_pos(s, "n", n));
   ZZ_CHECK(zz_arg_pos(s, "dim", dim));
   ZZ_CHECK(zz_arg_mul(s, "x", n, dim, &nd));
-  ZZ_CHECK(zz_arg_dev(s, "x", x, nd, zz_es(dev)));
-  ZZ_CHECK(zz_arg_dev(s, "y", y, nd, zz_es(dev)));
-  ZZ_CHECK(zz_arg_weight(s, ZZ_OP_LAYERNORM, "gamma", gamma, 1, dim, 0));
+  ZZ_CHECK(zz_arg_dev(s, "x", x, nd, zz_es(s.dev)));
+  ZZ_CHECK(zz_arg_dev(s, "y", y, nd, zz_es(s.dev)));
+  ZZ_CHECK(zz_arg_weight(s, op, "gamma", gamma, 1, dim, 0));
+  if (!(eps >= 0 && isfinite(eps))) return zz_bad(s, "eps = %g, must be finite and >= 0", (double)eps);
+  return ZZ_OK;
+}
+
+zz_status zz_device_layernorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma,
+                              const zz_tensor *beta, float eps, void *y) {
+  zz_site s = {dev, "layernorm"};
+  ZZ_CHECK(zz_check_norm(s, ZZ_OP_LAYERNORM, x, n, dim, gamma, eps, y));
   ZZ_CHECK(zz_arg_weight(s, ZZ_OP_LAYERNORM, "beta", beta, 1, dim, 0));
   if (gamma->dtype != beta->dtype)
     return zz_bad(s, "gamma is %s but beta %s; they must share a dtype", zz_dtype_name(gamma->dtype),
                   zz_dtype_name(beta->dtype));
-  if (!(eps >= 0 && isfinite(eps))) return zz_bad(s, "eps = %g, must be finite and >= 0", (double)eps);
   return dev->ops->layernorm(dev, x, n, dim, gamma->data, beta->data, gamma->dtype, eps, y);
 }
 
@@ -522,14 +529,7 @@ size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, 
 zz_status zz_device_rmsnorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma, float eps,
                             void *y) {
   zz_site s = {dev, "rmsnorm"};
-  int64_t nd;
-  ZZ_CHECK(zz_arg_pos(s, "n", n));
-  ZZ_CHECK(zz_arg_pos(s, "dim", dim));
-  ZZ_CHECK(zz_arg_mul(s, "x", n, dim, &nd));
-  ZZ_CHECK(zz_arg_dev(s, "x", x, nd, zz_es(dev)));
-  ZZ_CHECK(zz_arg_dev(s, "y", y, nd, zz_es(dev)));
-  ZZ_CHECK(zz_arg_weight(s, ZZ_OP_RMSNORM, "gamma", gamma, 1, dim, 0));
-  if (!(eps >= 0 && isfinite(eps))) return zz_bad(s, "eps = %g, must be finite and >= 0", (double)eps);
+  ZZ_CHECK(zz_check_norm(s, ZZ_OP_RMSNORM, x, n, dim, gamma, eps, y));
   return dev->ops->rmsnorm(dev, x, n, dim, gamma->data, gamma->dtype, eps, y);
 }
 

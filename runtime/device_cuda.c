@@ -437,16 +437,44 @@ static zz_status zz_cuda_append(zz_device *dev, const void *x, int64_t b, int64_
 
 static zz_status zz_cuda_attn(zz_device *dev, const void *q, const void *k, const void *v,
                               int64_t kv_stride, int64_t b, int64_t sq, int64_t t,
-                              int64_t q_start, int64_t heads, int64_t hd, const int32_t *pad,
+                              int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad,
                               void *out, void *scratch) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
   ZZ_CUDA_OK(d,
-             zz_cuda_attention(d->blas, q, k, v, kv_stride, b, sq, t, q_start, heads, hd, pad,
+             zz_cuda_attention(d->blas, q, k, v, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad,
                                out, scratch, s),
-             "attention b=%lld sq=%lld t=%lld q_start=%lld heads=%lld hd=%lld", (long long)b,
-             (long long)sq, (long long)t, (long long)q_start, (long long)heads, (long long)hd);
+             "attention b=%lld sq=%lld t=%lld q_start=%lld heads=%lld kv_heads=%lld hd=%lld", (long long)b,
+             (long long)sq, (long long)t, (long long)q_start, (long long)heads, (long long)kv_heads, (long long)hd);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_rms(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma,
+                             zz_dtype w_dt, float eps, void *y) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  ZZ_CUDA_F16(w_dt);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_rmsnorm(x, n, dim, gamma, eps, y, s), "rmsnorm [%lld, %lld]", (long long)n, (long long)dim);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_rot(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
+                             const zz_rope *rope) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_rope(x, n, heads, hd, pos, rope, s), "rope [%lld, %lld x %lld]", (long long)n,
+             (long long)heads, (long long)hd);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_silu(zz_device *dev, const void *g, const void *u, int64_t n, void *y) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_silu_mul(g, u, n, y, s), "silu_mul [%lld]", (long long)n);
   return ZZ_OK;
 }
 
@@ -502,6 +530,9 @@ static const zz_device_ops zz_cuda_ops = {
     .kv_append = zz_cuda_append,
     .attention = zz_cuda_attn,
     .attention_scratch = zz_cuda_attn_scratch,
+    .rmsnorm = zz_cuda_rms,
+    .rope = zz_cuda_rot,
+    .silu_mul = zz_cuda_silu,
 };
 
 /* Everything after the zz_device exists; on failure the caller destroys it. */

@@ -164,7 +164,7 @@ static zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const vo
     zz_convert(ZZ_DTYPE_F32, e->ca[2] + i * kvw, kv_dt, a->v + at, kvw);
   }
   zz_cpu_attention_kv(zz_device_attn_pool(dev), e->ca[0], a->k, a->v, kv_dt, a->stride, a->cnt, 1, a->pos + 1, a->pos, c->n_heads,
-                      c->head_dim, a->pad, e->ca[3], e->ca[4]);
+                      c->n_kv_heads, c->head_dim, a->pad, e->ca[3], e->ca[4]);
   return zz_device_upload(dev, ZZ_LANE_COMPUTE, out, e->ca[3], ZZ_DTYPE_F32, nq);
 }
 
@@ -306,8 +306,6 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
     st.v = r->g->v_home[ci].data;
   } else if (ci >= 0 && zz_on_host_path(r, ct)) {
     bool on_cpu = ct == ZZ_TIER_CPU;
-    if (m->cfg.n_kv_heads != m->cfg.n_heads)
-      return zz_error(ZZ_ERR_UNSUPPORTED, "CPU attention with grouped-query attention is not built yet");
     actx = (zz_attend_ctx){
         .e = e, .k = on_cpu ? r->g->k_home[ci].data : e->kv_stage[slot][0],
         .v = on_cpu ? r->g->v_home[ci].data : e->kv_stage[slot][1],

@@ -182,6 +182,9 @@ typedef enum zz_op {
   ZZ_OP_ATTENTION,
   ZZ_OP_UPLOAD,
   ZZ_OP_DOWNLOAD,
+  ZZ_OP_RMSNORM,
+  ZZ_OP_ROPE,
+  ZZ_OP_SILU_MUL,
   ZZ_OP_COUNT
 } zz_op;
 const char *zz_op_name(zz_op op); /* "embed_rows", ..., "?" when out of range */
@@ -233,9 +236,15 @@ typedef struct zz_device_ops {
                          void *cache, int64_t kv_stride, int64_t pos);
   zz_status (*attention)(zz_device *dev, const void *q, const void *k, const void *v,
                          int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
-                         int64_t heads, int64_t hd, const int32_t *pad, void *out, void *scratch);
+                         int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, void *out,
+                         void *scratch);
   /* scratch bytes attention needs for these sizes (0: none) */
   size_t (*attention_scratch)(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads);
+  zz_status (*rmsnorm)(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma, zz_dtype w_dt,
+                       float eps, void *y);
+  zz_status (*rope)(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
+                    const zz_rope *rope);
+  zz_status (*silu_mul)(zz_device *dev, const void *g, const void *u, int64_t n, void *y);
 } zz_device_ops;
 
 /* What alloc() handed out (runtime/device.c), for the wrappers' range checks. */
@@ -329,9 +338,18 @@ zz_status zz_device_kv_append(zz_device *dev, const void *x, int64_t b, int64_t 
 /* zz_cpu_attention's contract; pad [b] int32; scratch of zz_device_attention_scratch
  * bytes (may be NULL when that is 0). */
 zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, const void *v, int64_t kv_stride,
-                              int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
-                              const int32_t *pad, void *out, void *scratch);
+                              int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                              int64_t hd, const int32_t *pad, void *out, void *scratch);
 size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads);
+/* y[n, dim] = x / sqrt(mean(x²) + eps) * gamma[dim] (RMSNorm); y may be x. */
+zz_status zz_device_rmsnorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma, float eps,
+                            void *y);
+/* Rotary embedding of x [n, heads * hd] in place, row i at position pos[i] (device
+ * int32 [n]); hd even. */
+zz_status zz_device_rope(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
+                         const zz_rope *rope);
+/* y[n] = silu(g[n]) * u[n]; y may alias g or u. */
+zz_status zz_device_silu_mul(zz_device *dev, const void *g, const void *u, int64_t n, void *y);
 
 /* ================================================================ model */
 
@@ -353,6 +371,8 @@ typedef struct zz_config {
   int32_t bos, eos, pad;
   float ln_eps;
   zz_dtype dtype;       /* torch_dtype of the checkpoint */
+  zz_rope rope;         /* rotary embeddings (architectures with rotary positions) */
+  bool tied_head;       /* the LM head is the token embedding (tie_word_embeddings) */
 } zz_config;
 
 /* Bounds a configuration is checked against (config.json may lie). */

@@ -84,7 +84,7 @@ typedef struct zz_attn_job {
   const float *lut; /* f16 → f32 when kv_dt is f16 */
   const int32_t *pad;
   float *out, *scratch;
-  int64_t kv_stride, sq, t, q_start, heads, hd;
+  int64_t kv_stride, sq, t, q_start, heads, kv_heads, hd;
 } zz_attn_job;
 
 /* Eight independent partial sums: the compiler may vectorise them without
@@ -107,10 +107,11 @@ static inline float zz_kv_at(const zz_attn_job *j, const void *base, int64_t idx
 static void zz_attn_task(void *arg, int64_t task) {
   const zz_attn_job *j = arg;
   int64_t i = task / j->heads, hh = task % j->heads;
-  int64_t h = j->heads * j->hd;
+  int64_t h = j->heads * j->hd, kvw = j->kv_heads * j->hd; /* q row, K/V row */
   float *scores = j->scratch + task * j->t;
   const float scale = 1.0f / sqrtf((float)j->hd);
-  int64_t kb = i * j->kv_stride + hh * j->hd; /* element index of key 0 of this head */
+  /* element index of key 0 of this query head's K/V head (grouped-query attention) */
+  int64_t kb = i * j->kv_stride + hh / (j->heads / j->kv_heads) * j->hd;
   int64_t lo = j->pad[i] > 0 ? j->pad[i] : 0;
   for (int64_t r = 0; r < j->sq; r++) {
     const float *q = j->q + (i * j->sq + r) * h + hh * j->hd;
@@ -123,9 +124,9 @@ static void zz_attn_task(void *arg, int64_t task) {
     for (int64_t kk = lo; kk <= hi; kk++) {
       float s = 0;
       if (j->kv_dt == ZZ_DTYPE_F32) {
-        s = zz_dot(q, (const float *)j->k + kb + kk * h, j->hd);
+        s = zz_dot(q, (const float *)j->k + kb + kk * kvw, j->hd);
       } else {
-        for (int64_t d = 0; d < j->hd; d++) s += q[d] * zz_kv_at(j, j->k, kb + kk * h + d);
+        for (int64_t d = 0; d < j->hd; d++) s += q[d] * zz_kv_at(j, j->k, kb + kk * kvw + d);
       }
       s *= scale;
       scores[kk] = s;
@@ -140,27 +141,28 @@ static void zz_attn_task(void *arg, int64_t task) {
     for (int64_t kk = lo; kk <= hi; kk++) {
       float p = scores[kk] * inv;
       if (j->kv_dt == ZZ_DTYPE_F32) {
-        const float *vr = (const float *)j->v + kb + kk * h;
+        const float *vr = (const float *)j->v + kb + kk * kvw;
         for (int64_t d = 0; d < j->hd; d++) o[d] += p * vr[d];
       } else {
-        for (int64_t d = 0; d < j->hd; d++) o[d] += p * zz_kv_at(j, j->v, kb + kk * h + d);
+        for (int64_t d = 0; d < j->hd; d++) o[d] += p * zz_kv_at(j, j->v, kb + kk * kvw + d);
       }
     }
   }
 }
 
 void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
-                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
-                         const int32_t *pad, float *out, float *scratch) {
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                         int64_t hd, const int32_t *pad, float *out, float *scratch) {
   zz_attn_job job = {q, k, v, kv_dt, kv_dt == ZZ_DTYPE_F16 ? zz_f16_table() : NULL, pad, out, scratch,
-                     kv_stride, sq, t, q_start, heads, hd};
+                     kv_stride, sq, t, q_start, heads, kv_heads, hd};
   zz_pool_run(pool, zz_attn_task, &job, b * heads);
 }
 
 void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride,
-                      int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
+                      int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                       int64_t hd, const int32_t *pad, float *out, float *scratch) {
-  zz_cpu_attention_kv(pool, q, k, v, ZZ_DTYPE_F32, kv_stride, b, sq, t, q_start, heads, hd, pad, out, scratch);
+  zz_cpu_attention_kv(pool, q, k, v, ZZ_DTYPE_F32, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad, out,
+                      scratch);
 }
 
 size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t) {

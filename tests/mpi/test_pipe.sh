@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_pipe.sh ZIGZAG MPIEXEC FIXTURES SCENARIO — `mpirun -np m zigzag generate|bench`
 # on the golden fixtures, against the one-process run of the same command.
-#   tokens   tiny-opt (3 transformer layers) and tiny-opt-postln (2): -np 1, 2, 3, 4 with
+#   tokens   tiny-opt (3 transformer layers), tiny-opt-postln (2) and tiny-llama (2, GQA;
+#            token-id prompts, it has no tokenizer): -np 1, 2, 3, 4 with
 #            T = m and T = m + 2 give byte-identical output files to one process, for
 #            weights/cache/activations on the device, on the CPU (CPU attention) and on
 #            disk (--offload-dir, one file per rank), and sampled (--temperature 100
@@ -44,6 +45,11 @@ for i in $(seq 0 39); do
     echo "{\"id\": \"p$i\", \"prompt\": \"Liberty and all men $i are created equal\"}"
   fi
 done >prompts.jsonl
+# the same shape as token ids only, BOS 1 (tiny-llama: vocabulary 256, no tokenizer files)
+for i in $(seq 0 39); do
+  ids=1; for j in $(seq 1 $((1 + i % 11))); do ids="$ids, $(((i * 37 + j * 11) % 240 + 4))"; done
+  echo "{\"id\": $i, \"input_ids\": [$ids]}"
+done >ids.jsonl
 
 # one NP ARGS...: the job under mpirun with NP ranks (pids in pids/), sets rc and secs
 mpi() {
@@ -81,11 +87,13 @@ GEN=(generate --prompts prompts.jsonl --gpu-batch-size 2 --num-gpu-batches 2)
 
 case $SCENARIO in
 tokens)
-  for model in tiny-opt tiny-opt-postln; do
+  for model in tiny-opt tiny-opt-postln tiny-llama; do
+    prompts=prompts.jsonl
+    [ -f "$FX/$model/vocab.json" ] || prompts=ids.jsonl
     while IFS='|' read -r name pol; do
       [ -n "$name" ] || continue
       read -ra P <<<"$pol"
-      args=("${GEN[@]}" --model "$FX/$model" "${P[@]}")
+      args=("${GEN[@]/prompts.jsonl/$prompts}" --model "$FX/$model" "${P[@]}")
       timeout 60 "$ZZ" "${args[@]}" --out one.jsonl </dev/null 2>err || { bad "$model $name: one process failed"; continue; }
       mpi 1 "${args[@]}" --out m.jsonl
       { [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl; } || bad "$model $name: mpirun -np 1 differs (rc $rc)"

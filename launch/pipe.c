@@ -163,7 +163,7 @@ static zz_status zz_pipe_build(zz_pipe *p) {
            p->job.model.n_layers, p->groups);
   ZZ_CHECK(zz_opts_engine_slice(p->dev, &p->job.model, p->job.ck, &eo, who, &p->eng));
   zz_engine_stage_config ec = {
-      .engine = p->eng, .max_new_tokens = p->bench ? p->o.gen_len : p->o.max_new_tokens, .ignore_eos = p->bench,
+      .engine = p->eng, .device = p->dev, .max_new_tokens = p->bench ? p->o.gen_len : p->o.max_new_tokens, .ignore_eos = p->bench,
       .sampling = zz_opts_sampling(&p->o), .next = zz_pipe_next, .finished = zz_pipe_finished,
       .step_hook = zz_pipe_step_hook, .ctx = p};
   ZZ_CHECK(zz_engine_stage_create(&ec, &p->es));

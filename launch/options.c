@@ -85,6 +85,9 @@ static const zz_opt_def zz_opt_table[] = {
      "mpirun: m-1 cut points over the layer list (0 = input embedding, 2i+1 and 2i+2 = attention and MLP of "
      "transformer layer i, 2L+1 = output embedding): rank r runs [cut r-1, cut r); default: split by predicted cost",
      false, 0, 0, false},
+    {"comm", "ZZ_COMM", ZZ_OPT_STR, ZZ_O(comm), "mpi",
+     "mpirun: how hidden states travel between ranks: mpi (pinned host buffers, MPI_Isend/Irecv overlapped with "
+     "compute) or nccl (GPU buffers; not in this version)", false, 0, 0, false},
 };
 #define ZZ_N_OPTS (sizeof zz_opt_table / sizeof zz_opt_table[0])
 

@@ -129,6 +129,25 @@ static zz_status zz_pipe_fault_kind(char *kind_out) {
 
 /* ---------------------------------------------------------------- set-up */
 
+/* --comm on this rank's device. NCCL would move hidden states between GPU buffers on
+ * its own stream; that path is not built yet, so it is refused with the reason that
+ * applies first (no NCCL in this build, a CPU device, or the missing exchange). */
+static zz_status zz_pipe_check_comm(const zz_pipe *p) {
+  const char *c = p->o.comm ? p->o.comm : "mpi";
+  if (strcmp(c, "mpi") == 0) return ZZ_OK;
+  if (strcmp(c, "nccl") != 0) return zz_error(ZZ_ERR_INVALID_ARG, "--comm %s: want mpi or nccl", c);
+#ifndef ZZ_HAVE_NCCL
+  return zz_error(ZZ_ERR_UNSUPPORTED, "--comm nccl: this zigzag was built without NCCL (nccl.h and libnccl were "
+                  "not found at configure time); use --comm mpi");
+#else
+  if (p->dev->ops->memory_is_host)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "--comm nccl: this rank computes on the %s device; NCCL moves GPU memory "
+                    "(use --device cuda with one GPU per rank, or --comm mpi)", p->dev->ops->name);
+  return zz_error(ZZ_ERR_UNSUPPORTED, "--comm nccl: the NCCL exchange is not in this version of zigzag; use --comm "
+                  "mpi (pinned host buffers)");
+#endif
+}
+
 /* What each rank does before allocating: open the job (rank 0: the files), its
  * device, its slice, and the plan of that slice against its tiers. */
 static zz_status zz_pipe_plan(zz_pipe *p) {
@@ -139,6 +158,7 @@ static zz_status zz_pipe_plan(zz_pipe *p) {
   if (p->kill_rank != 0 || p->fault_kind != 'k') p->job.kill_after = -1; /* the step hook fails instead */
   const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   ZZ_CHECK(zz_opts_device_at(&p->o, local ? atoi(local) : 0, &p->dev));
+  ZZ_CHECK(zz_pipe_check_comm(p));
   const zz_model *m = &p->job.model;
   if (!(p->bounds = calloc((size_t)p->size + 1, sizeof *p->bounds))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   if (p->o.layers) ZZ_CHECK(zz_pipe_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds));
@@ -236,8 +256,10 @@ static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
              rate[1], rate[2], p->bres.prefill_s, p->bres.decode_s, pbuf);
       for (int r = 0; r < p->size; r++)
         printf("%s{\"rank\": %d, \"layers\": [%d, %d], \"busy_s\": %.4f, \"bubble_s\": %.4f, \"total_s\": %.4f, "
-               "\"bytes_per_token\": %.1f}", r ? ", " : "", r, p->bounds[r], p->bounds[r + 1], all[r].busy_s,
-               all[r].bubble_s, all[r].total_s, all[r].bytes_per_token);
+               "\"busy_frac\": %.4f, \"bubble_frac\": %.4f, \"bytes_per_token\": %.1f}", r ? ", " : "", r,
+               p->bounds[r], p->bounds[r + 1], all[r].busy_s, all[r].bubble_s, all[r].total_s,
+               all[r].total_s > 0 ? all[r].busy_s / all[r].total_s : 0,
+               all[r].total_s > 0 ? all[r].bubble_s / all[r].total_s : 0, all[r].bytes_per_token);
       printf("], \"warmup\": \"excluded\"}\n");
     } else {
       printf("zigzag bench: %s on %s, %d ranks, %d groups, %lld prompts x %d tokens, %d new tokens each "

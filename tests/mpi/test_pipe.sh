@@ -18,7 +18,8 @@
 #   refuse   one rank's slice does not fit (ZZ_GPU_MEM=64K on rank 1 alone, through
 #            mpirun's MPMD form): every rank exits non-zero within 10 s, each naming
 #            rank 1 and the tier, --out untouched; rank 0 cannot read --prompts: all
-#            stop naming rank 0; a bad --layers: all refuse it (exit 2)
+#            stop naming rank 0; --comm nccl on CPU ranks and an unknown --comm: refused;
+#            a bad --layers: all refuse it (exit 2)
 #   bench    bench -np 2 --json: the pipeline's throughput and one entry per rank
 # Each zigzag is wrapped in timeout; ranks write their pid so the fault checks can
 # see that none outlives the job.
@@ -191,6 +192,15 @@ refuse)
   if [ "$rc" != 0 ] && all_gone 10 && [ "$(grep -c "rank 0 (host [^)]*).*no-such.jsonl" err)" = 3 ]; then
     ok "rank 0 cannot open --prompts: all 3 ranks stop naming rank 0"
   else bad "rank 0 cannot open --prompts: rc $rc, or not every rank named rank 0"; fi
+  # --comm nccl on CPU ranks: refused by every rank before anything is loaded
+  mpi 2 "${args[@]}" --comm nccl
+  if [ "$rc" != 0 ] && all_gone 10 && grep -q "^zigzag: rank 0 (host [^)]*): --comm nccl: this \(zigzag was built without NCCL\|rank computes on the cpu device\)" err &&
+     grep -q "rank 1 (host [^)]*): stopping: rank 0 (host [^)]*) reported: --comm nccl" err && cmp -s keep.jsonl keep.orig; then
+    ok "--comm nccl on the CPU device refused by both ranks"
+  else bad "--comm nccl: rc $rc, or not refused with its reason"; fi
+  mpi 2 "${args[@]}" --comm carrier-pigeon
+  if [ "$rc" != 0 ] && grep -q "comm carrier-pigeon: want mpi or nccl" err; then ok "--comm carrier-pigeon refused"
+  else bad "--comm carrier-pigeon: rc $rc"; fi
   mpi 3 "${args[@]}" --layers 5,4
   if [ "$rc" != 0 ] && [ "$(grep -c "increasing cut points" err)" -ge 1 ] && all_gone 10; then ok "--layers 5,4 refused"
   else bad "--layers 5,4: rc $rc"; fi

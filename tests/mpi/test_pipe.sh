@@ -69,12 +69,14 @@ mpi() {
   rc=$?
   secs=$(echo "$(date +%s.%N) - $t0" | bc)
 }
-# every rank that wrote a pid has ended (a zombie counts as ended)
+# every rank that wrote a pid has ended (a zombie counts once its last thread has
+# ended: until then the other threads still hold its files, the --out lock among them)
 none_alive() {
   for f in pids/rank*.pid; do
     [ -f "$f" ] || continue
     local p; p=$(cat "$f")
-    if [ -d "/proc/$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ]; then return 1; fi
+    if [ -d "/proc/$p" ] && { [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] ||
+                              [ "$(ls "/proc/$p/task" 2>/dev/null | wc -l)" -gt 1 ]; }; then return 1; fi
   done
   return 0
 }

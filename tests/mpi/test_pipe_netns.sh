@@ -19,33 +19,9 @@ set -u
 ZZ=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 MPIEXEC=$2
 FX=$(cd "$3" && pwd)
-# leak checking off for the ranks under AddressSanitizer: see test_stage_mpi.sh
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-here=$(cd "$(dirname "$0")" && pwd)
-cluster="$here/netns_cluster.sh"
-export ZZ_NETNS_PREFIX="zp$$"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
-for v in $(env | sed -n 's/^\(ZZ_[A-Za-z0-9_]*\)=.*/\1/p'); do [ "$v" = ZZ_NETNS_PREFIX ] || unset "$v"; done
-work=$(mktemp -d /tmp/zz_pipe_netns.XXXXXX)
-fail=0
-mpipid=""
-
-cleanup() {
-  [ -n "$mpipid" ] && kill "$mpipid" 2>/dev/null
-  "$cluster" down >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root for network namespaces"; exit 77; fi
-for t in ip unshare bc; do
-  command -v "$t" >/dev/null || { echo "SKIP: $t not found"; exit 77; }
-done
-if ! "$cluster" up 3 >"$work/up.log" 2>&1; then
-  echo "SKIP: cannot make network namespaces:"; cat "$work/up.log"; exit 77
-fi
-bad() { echo "FAIL: $*"; fail=1; }
+source "$(cd "$(dirname "$0")" && pwd)/netns_lib.sh"
+for v in $(env | sed -n 's/^\(ZZ_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+netns_setup "zp$$"
 ok() { echo "ok - $*"; }
 
 # the agent joins its arguments into one shell line, so the rank's own set-up (pid
@@ -69,29 +45,7 @@ for i in $(seq 0 ${NPROMPTS:-199}); do
 done >"$work/prompts.jsonl"
 head -n 24 "$work/prompts.jsonl" >"$work/few.jsonl"
 
-# launch NP ARGS...: mpirun on h0 for the first NP hosts; rank R's output in
-# $work/out/1/rank.R/
-launch() {
-  local np=$1; shift
-  local hosts="" i
-  for ((i = 0; i < np; i++)); do hosts="$hosts${hosts:+,}h$i:1"; done
-  rm -rf "$work/out" "$work/pids"; mkdir -p "$work/pids"
-  timeout -k 5 120 "$cluster" agent h0 "$MPIEXEC" --host "$hosts" -np "$np" \
-    --mca plm_rsh_agent "'$cluster agent'" --mca pml ob1 --mca btl self,tcp \
-    --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 \
-    -x ASAN_OPTIONS -x OPENBLAS_NUM_THREADS --output-filename "$work/out" "$work/rank.sh" "$@"
-}
-rank_out() { cat "$work/out/1/rank.$1/stdout" "$work/out/1/rank.$1/stderr" 2>/dev/null; }
-alive() { # ranks whose process still runs (zombies count as gone)
-  local left="" f p st r
-  for f in "$work"/pids/rank*.pid; do
-    [ -f "$f" ] || continue
-    r=${f##*/rank}; r=${r%.pid}; p=$(cat "$f")
-    st=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)
-    [ -n "$st" ] && [ "$st" != Z ] && left="$left $r"
-  done
-  echo "$left"
-}
+launch() { local np=$1; shift; netns_launch "$np" "$work/rank.sh" "$@"; }
 
 GEN=(generate --model "$FX/tiny-opt" --gpu-batch-size 2 --num-gpu-batches 2 --max-new-tokens 8)
 for pol in "0 0 0 0 0 0" "40 30 30 50 0 50"; do
@@ -126,24 +80,7 @@ launch 3 "${CUT[@]}" --peer-timeout 2 >"$work/run.log" 2>&1 &
 mpipid=$!
 for ((i = 0; i < 600; i++)); do [ -s "$work/c.jsonl" ] && break; sleep 0.05; done
 [ -s "$work/c.jsonl" ] || bad "cut: no block was committed within 30 s"
-"$cluster" cut h1
-t_cut=$(date +%s.%N)
-for ((i = 0; i < 300; i++)); do [ -z "$(alive)" ] && break; sleep 0.05; done
-t_end=$(date +%s.%N)
-took=$(echo "$t_end - $t_cut" | bc)
-left=$(alive)
-# mpirun itself may wait on its unreachable daemon on h1 for a long time: end it
-kill -TERM "$mpipid" 2>/dev/null
-wait "$mpipid"
-mpipid=""
-echo "cut: every rank gone $took s after h1's link went down${left:+ (still running:$left)}"
-{ [ -z "$left" ] && [ "$(echo "$took < 10" | bc)" = 1 ]; } || bad "cut: ranks still running after $took s:$left"
-for r in 0 2; do
-  rank_out $r | grep '^zigzag: rank [0-9] (host h[0-9]): [^b]' || true
-  rank_out $r | grep -q "^zigzag: rank $r (host h$r): .*rank 1 (host h1)" || bad "cut: rank $r did not name rank 1 (host h1)"
-done
-rank_out 1 | grep '^zigzag: rank [0-9] (host h[0-9]): [^b]' || true
-rank_out 1 | grep -Eq "^zigzag: rank 1 \(host h1\): .*rank [02] \(host h[02]\)" || bad "cut: rank 1 did not name a lost peer"
+netns_cut_h1
 lines=$(wc -l <"$work/c.jsonl")
 total=$(wc -l <"$work/full.jsonl")
 if [ "$lines" -ge 1 ] && [ "$lines" -lt "$total" ] && [ -z "$(tail -c 1 "$work/c.jsonl")" ] &&
@@ -153,7 +90,7 @@ else bad "cut: $lines of $total lines, not whole lines of the full run"; fi
 timeout 120 "$ZZ" "${CUT[@]}" --offload-dir "$work" --resume </dev/null 2>"$work/err"
 rc=$?
 { [ "$rc" = 0 ] && cmp -s "$work/c.jsonl" "$work/full.jsonl"; } && ok "cut: --resume completes it to the uninterrupted bytes" ||
-  bad "cut: --resume rc $rc or the output differs"
+  { bad "cut: --resume rc $rc or the output differs"; cat "$work/err"; }
 [ "$fail" = 0 ] || { cat "$work/run.log"; for r in 0 1 2; do rank_out $r; done; }
 [ "$fail" = 0 ] && echo "PASS: pipe netns"
 exit "$fail"

@@ -33,6 +33,12 @@ struct zz_stage {
   char (*hosts)[ZZ_HOST_LEN];
   zz_faults *faults;
   zz_stage_stats stats;
+  /* the exchange buffers (hidden states, token messages): recv slots then send
+   * slots, hbuf_bytes each, kept across blocks; host memory of hbuf_dev (pinned with
+   * CUDA) or malloc'd when no device was given */
+  zz_device *hbuf_dev;
+  void *hbuf[ZZ_RECV_SLOTS + ZZ_SEND_SLOTS];
+  size_t hbuf_bytes;
 };
 
 void zz_stage_config_default(zz_stage_config *cfg) {
@@ -138,10 +144,45 @@ fail:
   return s;
 }
 
+/* ================================================================ exchange buffers */
+
+static void hbuf_release(zz_stage *st) {
+  for (int k = 0; k < ZZ_RECV_SLOTS + ZZ_SEND_SLOTS; k++) {
+    if (st->hbuf_dev) zz_device_host_free(st->hbuf_dev, st->hbuf[k]);
+    else free(st->hbuf[k]);
+    st->hbuf[k] = NULL;
+  }
+  st->hbuf_bytes = 0;
+}
+
+zz_status zz_stage_use_device(zz_stage *st, zz_device *dev) {
+  if (st->hbuf_dev == dev) return ZZ_OK;
+  hbuf_release(st);
+  st->hbuf_dev = dev;
+  return ZZ_OK;
+}
+
+/* Every slot at least `bytes`: grown (never shrunk) when a block needs more. */
+static zz_status hbuf_reserve(zz_stage *st, size_t bytes) {
+  if (bytes <= st->hbuf_bytes) return ZZ_OK;
+  hbuf_release(st);
+  for (int k = 0; k < ZZ_RECV_SLOTS + ZZ_SEND_SLOTS; k++) {
+    if (st->hbuf_dev) {
+      zz_status s = zz_device_host_alloc(st->hbuf_dev, bytes, &st->hbuf[k]);
+      if (s != ZZ_OK) return zz_error(s, "stage: exchange buffers: %s", zz_error_message());
+    } else if (!(st->hbuf[k] = malloc(bytes))) {
+      return zz_error(ZZ_ERR_NO_MEMORY, "stage: exchange buffers of %zu bytes", bytes);
+    }
+  }
+  st->hbuf_bytes = bytes;
+  return ZZ_OK;
+}
+
 void zz_stage_destroy(zz_stage *st) {
   if (!st) return;
   if (zz_faults_stop(st->faults) != ZZ_OK) zz_faults_exit(st->faults, zz_error_message());
   zz_faults_free(st->faults);
+  hbuf_release(st);
   MPI_Comm_free(&st->ctrl);
   MPI_Comm_free(&st->data);
   free(st->hosts);
@@ -291,13 +332,9 @@ static zz_status block_buffers(run *R) {
   int maxg = 0;
   for (int g = 0; g < (int)T; g++) maxg = gsize(b, g) > maxg ? gsize(b, g) : maxg;
   size_t tokbytes = (2 + 2 * (size_t)maxg) * sizeof(int32_t);
-  for (int k = 0; k < ZZ_RECV_SLOTS; k++) {
-    if (!(R->recv[k].buf = malloc(cap))) return zz_error(ZZ_ERR_NO_MEMORY, "stage: buffers");
-  }
-  for (int k = 0; k < ZZ_SEND_SLOTS; k++) {
-    if (!(R->send[k].buf = malloc(cap > tokbytes ? cap : tokbytes)))
-      return zz_error(ZZ_ERR_NO_MEMORY, "stage: buffers");
-  }
+  ZZ_CHECK(hbuf_reserve(R->st, cap > tokbytes ? cap : tokbytes));
+  for (int k = 0; k < ZZ_RECV_SLOTS; k++) R->recv[k].buf = R->st->hbuf[k];
+  for (int k = 0; k < ZZ_SEND_SLOTS; k++) R->send[k].buf = R->st->hbuf[ZZ_RECV_SLOTS + k];
   return ZZ_OK;
 }
 
@@ -313,7 +350,12 @@ static void block_free(run *R, int clean) {
       if (clean) MPI_Wait(&all[k]->req, MPI_STATUS_IGNORE);
       else MPI_Request_free(&all[k]->req);
     }
-    if (clean || all[k]->req == MPI_REQUEST_NULL) free(all[k]->buf); /* else MPI may still write */
+  }
+  /* the exchange buffers stay with the stage; after a failure with requests still
+   * posted MPI may write into them, so they are dropped (the process is ending) */
+  if (!clean) {
+    for (int k = 0; k < ZZ_RECV_SLOTS + ZZ_SEND_SLOTS; k++) R->st->hbuf[k] = NULL;
+    R->st->hbuf_bytes = 0;
   }
   if (R->tok && R->tok_req) {
     for (int g = 0; g < R->b->ngroups; g++) {

@@ -193,6 +193,11 @@ int zz_stage_size(const zz_stage *st);
 int zz_stage_groups(const zz_stage *st);
 /* Host name of a rank as exchanged at start. */
 const char *zz_stage_host(const zz_stage *st, int rank);
+/* The hidden states and token messages are exchanged through host buffers kept
+ * across blocks: with a device, its host memory (zz_device_host_alloc: pinned on
+ * CUDA, so the engine's copies to and from the GPU are DMA and MPI reads them in
+ * place), else malloc. Call before zz_stage_run; dev must outlive the stage. */
+zz_status zz_stage_use_device(zz_stage *st, zz_device *dev);
 /* Clean shutdown, collective: says goodbye to every peer (so nobody takes this rank
  * for lost), stops the progress thread, frees the communicators. NULL is fine. */
 void zz_stage_destroy(zz_stage *st);
@@ -261,6 +266,8 @@ zz_status zz_stage_split_layers(const zz_model *m, const zz_policy *pol, const z
  */
 typedef struct zz_engine_stage_config {
   zz_engine *engine;   /* this rank's slice; its n_groups bounds the groups of a block */
+  zz_device *device;   /* the engine's device: the stage's exchange buffers are its
+                          host memory (zz_stage_use_device); NULL: malloc */
   int max_new_tokens;  /* per sequence, <= the engine's gen_len */
   bool ignore_eos;     /* benchmarks: every sequence runs max_new_tokens steps */
   zz_sampling sampling;/* last rank: temperature, top-k/p, seed */

@@ -11,10 +11,16 @@
 #            gone within 10 s, non-zero, the output holds whole lines only (the first
 #            blocks of the full run); --resume with -np 3, -np 2 and one process
 #            completes it to the uninterrupted run's bytes
+#   stop     the same with rank 2 SIGSTOPped (ZZ_FAULT_KIND=stop): ranks 0 and 1 name it
+#            (lost, silent: the heartbeats), all gone within 10 s; --resume with -np 2
+#   error    the same with rank 2's step failing (ZZ_FAULT_KIND=error): rank 2 prints
+#            the cause once, ranks 0 and 1 `stopping: rank 2 (host H) reported: ...`;
+#            --resume with -np 3
 #   refuse   one rank's slice does not fit (ZZ_GPU_MEM=64K on rank 1 alone, through
 #            mpirun's MPMD form): every rank exits non-zero within 10 s, each naming
 #            rank 1 and the tier, --out untouched; rank 0 cannot read --prompts: all
-#            stop naming rank 0; a bad --layers: all refuse it (exit 2)
+#            stop naming rank 0; --comm nccl on CPU ranks and an unknown --comm: refused;
+#            a bad --layers: all refuse it (exit 2)
 #   bench    bench -np 2 --json: the pipeline's throughput and one entry per rank
 # Each zigzag is wrapped in timeout; ranks write their pid so the fault checks can
 # see that none outlives the job.
@@ -30,7 +36,15 @@ FLAGS=(--allow-run-as-root --oversubscribe --mca pml ob1 --mca btl self,vader,tc
 export OPENBLAS_NUM_THREADS=1
 for v in $(env | sed -n 's/^\(ZZ_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 W=$(mktemp -d /tmp/zz_pipe_test.XXXXXX)
-trap 'rm -rf "$W"' EXIT
+# no rank may outlive the test: one left running (a stopped one too) is ended here
+reap() {
+  for f in "$W"/pids/rank*.pid; do
+    [ -f "$f" ] || continue
+    local p; p=$(cat "$f")
+    [ -d "/proc/$p" ] && { kill -CONT "$p"; kill -KILL "$p"; } 2>/dev/null
+  done
+}
+trap 'reap; rm -rf "$W"' EXIT
 cd "$W" || exit 2
 fail=0
 bad() { echo "FAIL: $*"; [ -s err ] && sed -e 's/^/#   /' err | grep -v "bound to\|no usable GPU" | head -n 12; fail=1; }
@@ -61,12 +75,14 @@ mpi() {
   rc=$?
   secs=$(echo "$(date +%s.%N) - $t0" | bc)
 }
-# every rank that wrote a pid has ended (a zombie counts as ended)
+# every rank that wrote a pid has ended (a zombie counts once its last thread has
+# ended: until then the other threads still hold its files, the --out lock among them)
 none_alive() {
   for f in pids/rank*.pid; do
     [ -f "$f" ] || continue
     local p; p=$(cat "$f")
-    if [ -d "/proc/$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ]; then return 1; fi
+    if [ -d "/proc/$p" ] && { [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] ||
+                              [ "$(ls "/proc/$p/task" 2>/dev/null | wc -l)" -gt 1 ]; }; then return 1; fi
   done
   return 0
 }
@@ -123,23 +139,46 @@ EOF
   { [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl && grep -q "rank 1: layers \[1, 6)" err; } ||
     bad "--layers 1,6: rc $rc, or the output or the slices differ"
   ;;
-fault)
+fault | stop | error)
+  # rank 2 of 3 fails in block 2 (ZZ_FAULT_KIND): SIGKILL, SIGSTOP or an error
+  kind=$SCENARIO; [ "$kind" = fault ] && kind=kill
+  case $kind in kill) resumes="3 2 1" ;; stop) resumes="2" ;; error) resumes="3" ;; esac
   args=("${GEN[@]}" --model "$FX/tiny-opt" --gpu-batch-size 2 --num-gpu-batches 1 --max-new-tokens 8)
   timeout 60 "$ZZ" "${args[@]}" --out full.jsonl 2>err || bad "the uninterrupted run failed"
-  for resume_np in 3 2 1; do
-    export ZZ_FAULT_KILL_RANK=2 ZZ_FAULT_KILL_AFTER_BLOCKS=2
+  for resume_np in $resumes; do
+    export ZZ_FAULT_KILL_RANK=2 ZZ_FAULT_KILL_AFTER_BLOCKS=2 ZZ_FAULT_KIND=$kind
     mpi 3 "${args[@]}" --peer-timeout 2 --out k.jsonl
-    unset ZZ_FAULT_KILL_RANK ZZ_FAULT_KILL_AFTER_BLOCKS
-    [ "$rc" != 0 ] || bad "rank 2 killed: mpirun returned 0"
-    all_gone 10 || bad "rank 2 killed: some rank still running after ${secs}s"
+    unset ZZ_FAULT_KILL_RANK ZZ_FAULT_KILL_AFTER_BLOCKS ZZ_FAULT_KIND
+    [ "$rc" != 0 ] || bad "rank 2 $kind: mpirun returned 0"
+    all_gone 10 || bad "rank 2 $kind: some rank still running after ${secs}s"
+    gone=$secs # from the job's start: the fault comes in block 2, well under a second in
+    grep "^zigzag: rank [0-9] (host [^)]*): [^b]" err | grep -v "bound to" | sed 's/^/#   /'
+    grep -q "ZZ_FAULT_KILL_AFTER_BLOCKS: .* myself in block 2\|ZZ_FAULT_KIND=error: injected failure in block 2" err ||
+      bad "rank 2 $kind: the fault was never injected"
+    # who names rank 2, its host and the cause
+    case $kind in
+    kill) grep -Eq 'process rank 2 |rank 2 \(host ' err || bad "kill: nobody named rank 2" ;;
+    stop)
+      for r in 0 1; do
+        grep -q "^zigzag: rank $r (host [^)]*): .*lost rank 2 (host [^)]*): silent for" err ||
+          bad "stop: rank $r did not name rank 2, its host and the silence"
+      done ;;
+    error)
+      [ "$(grep -c "^zigzag: rank 2 (host [^)]*): compute failed at block 2 step 1 group 0: ZZ_FAULT_KIND=error" err)" = 1 ] ||
+        bad "error: rank 2 did not print its cause once"
+      for r in 0 1; do
+        grep -q "^zigzag: rank $r (host [^)]*): stopping: rank 2 (host [^)]*) reported: compute failed" err ||
+          bad "error: rank $r did not print the stopping line naming rank 2"
+      done ;;
+    esac
     lines=$(wc -l <k.jsonl)
     # 2 blocks of T x gbs = 3 x 2 prompts committed: whole lines, the full run's first
     { [ "$lines" -eq 12 ] && [ -z "$(tail -c 1 k.jsonl)" ] && cmp -s k.jsonl <(head -n "$lines" full.jsonl); } ||
-      bad "after the kill: $lines lines, not the first 12 whole lines of the full run"
+      bad "after the $kind: $lines lines, not the first 12 whole lines of the full run"
     if [ "$resume_np" = 1 ]; then timeout 60 "$ZZ" "${args[@]}" --out k.jsonl --resume 2>err; rc=$?
     else mpi "$resume_np" "${args[@]}" --out k.jsonl --resume; fi
-    if [ "$rc" = 0 ] && cmp -s k.jsonl full.jsonl; then ok "killed rank 2 of 3 (all gone in ${secs}s), --resume with $resume_np rank(s): same bytes"
-    else bad "--resume with $resume_np rank(s): rc $rc or the output differs"; fi
+    if [ "$rc" = 0 ] && cmp -s k.jsonl full.jsonl; then ok "rank 2 of 3 $kind (all gone ${gone}s after the start), --resume with $resume_np rank(s): same bytes"
+    else bad "--resume with $resume_np rank(s) after the $kind: rc $rc or the output differs"; fi
   done
   ;;
 refuse)
@@ -163,6 +202,15 @@ refuse)
   if [ "$rc" != 0 ] && all_gone 10 && [ "$(grep -c "rank 0 (host [^)]*).*no-such.jsonl" err)" = 3 ]; then
     ok "rank 0 cannot open --prompts: all 3 ranks stop naming rank 0"
   else bad "rank 0 cannot open --prompts: rc $rc, or not every rank named rank 0"; fi
+  # --comm nccl on CPU ranks: refused by every rank before anything is loaded
+  mpi 2 "${args[@]}" --comm nccl
+  if [ "$rc" != 0 ] && all_gone 10 && grep -q "^zigzag: rank 0 (host [^)]*): --comm nccl: this \(zigzag was built without NCCL\|rank computes on the cpu device\)" err &&
+     grep -q "rank 1 (host [^)]*): stopping: rank 0 (host [^)]*) reported: --comm nccl" err && cmp -s keep.jsonl keep.orig; then
+    ok "--comm nccl on the CPU device refused by both ranks"
+  else bad "--comm nccl: rc $rc, or not refused with its reason"; fi
+  mpi 2 "${args[@]}" --comm carrier-pigeon
+  if [ "$rc" != 0 ] && grep -q "comm carrier-pigeon: want mpi or nccl" err; then ok "--comm carrier-pigeon refused"
+  else bad "--comm carrier-pigeon: rc $rc"; fi
   mpi 3 "${args[@]}" --layers 5,4
   if [ "$rc" != 0 ] && [ "$(grep -c "increasing cut points" err)" -ge 1 ] && all_gone 10; then ok "--layers 5,4 refused"
   else bad "--layers 5,4: rc $rc"; fi

@@ -505,19 +505,31 @@ void zz_weights_dummy(const zz_weight_spec *spec, zz_dtype dt, void *dst);
 
 /* ================================================================ tokenizer */
 
-/* GPT-2 byte-level BPE (vocab.json + merges.txt). */
+/* Byte-pair encoding from a model directory: tokenizer.json when it has one (as
+ * AutoTokenizer prefers it; LLaMA-3 byte-level, LLaMA-1/2 SentencePiece-style,
+ * GPT-2 style; see docs/llama.md), else GPT-2's vocab.json + merges.txt. */
 typedef struct zz_tokenizer zz_tokenizer;
 
 zz_status zz_tokenizer_load(const char *dir, zz_tokenizer **out);
+/* Whether dir holds a tokenizer.json (zz_tokenizer_load then reads it). */
+bool zz_tokenizer_has_json(const char *dir);
+/* The special ids a prompt's text gets (HF's add_special_tokens=True): BOS first
+ * and EOS last, -1 where none; for tokenizer.json from its post-processor, or
+ * add_bos_token / add_eos_token of tokenizer_config.json for the LlamaTokenizer
+ * classes. False for vocab.json + merges.txt, which say nothing (OPT's BOS comes
+ * from config.json). */
+bool zz_tokenizer_specials(const zz_tokenizer *tok, int32_t *bos_out, int32_t *eos_out);
 void zz_tokenizer_free(zz_tokenizer *tok);
 int64_t zz_tokenizer_vocab_size(const zz_tokenizer *tok);
 /* text (len bytes of UTF-8, need not be NUL terminated) → *ids_out (malloc'd,
- * caller frees), *n_out ids. No special tokens are added. Invalid UTF-8 is an
+ * caller frees), *n_out ids. No special tokens are added (tokenizer.json's added
+ * tokens spelled in the text are found, as Hugging Face does). Invalid UTF-8 is an
  * error naming the byte offset. */
 zz_status zz_tokenizer_encode(const zz_tokenizer *tok, const char *text, size_t len,
                               int32_t **ids_out, int64_t *n_out);
-/* ids → *text_out (malloc'd, NUL terminated), *len_out bytes. Ids out of range are
- * an error; special tokens decode to their text. */
+/* ids → *text_out (malloc'd, NUL terminated), *len_out bytes, by the decoder
+ * (tokenizer.json's, or GPT-2's byte mapping); bytes that are not UTF-8 stay raw.
+ * Ids out of range are an error; special tokens decode to their text. */
 zz_status zz_tokenizer_decode(const zz_tokenizer *tok, const int32_t *ids, int64_t n,
                               char **text_out, size_t *len_out);
 

@@ -176,8 +176,10 @@ zz_status zz_stage_use_device(zz_stage *st, zz_device *dev) {
 void zz_stage_destroy(zz_stage *st) {
   if (!st) return;
   if (zz_faults_stop(st->faults) != ZZ_OK) zz_faults_exit(st->faults, zz_error_message());
-  zz_faults_free(st->faults);
+  /* every peer said goodbye, so every peer is here to finalize an NCCL communicator
+   * too; the exchange still polls the faults while it does */
   zz_xchg_destroy(st->x);
+  zz_faults_free(st->faults);
   MPI_Comm_free(&st->ctrl);
   MPI_Comm_free(&st->data);
   free(st->hosts);

@@ -268,37 +268,31 @@ static zz_status zz_cuda_staging(zz_device *dev, zz_lane lane, size_t bytes, voi
 
 /* ================================================================ copies */
 
-static zz_status zz_cuda_write(zz_device *dev, zz_lane lane, void *dst, const void *src,
-                               size_t bytes) {
+/* A raw copy of `kind` on the lane's stream; `what` names it in errors. */
+static zz_status zz_cuda_bytes(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                               size_t bytes, enum cudaMemcpyKind kind, const char *what) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_lane(d, lane, &s));
   if (bytes == 0) return ZZ_OK;
-  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s),
-             "write %zu bytes on lane %d", bytes, (int)lane);
+  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, kind, s), "%s %zu bytes on lane %d", what, bytes,
+             (int)lane);
   return ZZ_OK;
+}
+
+static zz_status zz_cuda_write(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                               size_t bytes) {
+  return zz_cuda_bytes(dev, lane, dst, src, bytes, cudaMemcpyHostToDevice, "write");
 }
 
 static zz_status zz_cuda_read(zz_device *dev, zz_lane lane, void *dst, const void *src,
                               size_t bytes) {
-  zz_cuda_dev *d = zz_cuda_impl(dev);
-  cudaStream_t s = NULL;
-  ZZ_CHECK(zz_cuda_lane(d, lane, &s));
-  if (bytes == 0) return ZZ_OK;
-  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s),
-             "read %zu bytes on lane %d", bytes, (int)lane);
-  return ZZ_OK;
+  return zz_cuda_bytes(dev, lane, dst, src, bytes, cudaMemcpyDeviceToHost, "read");
 }
 
 static zz_status zz_cuda_copy(zz_device *dev, zz_lane lane, void *dst, const void *src,
                               size_t bytes) {
-  zz_cuda_dev *d = zz_cuda_impl(dev);
-  cudaStream_t s = NULL;
-  ZZ_CHECK(zz_cuda_lane(d, lane, &s));
-  if (bytes == 0) return ZZ_OK;
-  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s),
-             "copy %zu bytes on the device on lane %d", bytes, (int)lane);
-  return ZZ_OK;
+  return zz_cuda_bytes(dev, lane, dst, src, bytes, cudaMemcpyDeviceToDevice, "copy on the device");
 }
 
 /* "GPU-<uuid> at PCI <bus id>": the UUID names the physical GPU whatever

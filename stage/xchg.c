@@ -222,7 +222,7 @@ static zz_status zz_mpi_test(zz_xchg *x, int slot) {
   return ZZ_OK;
 }
 
-static void zz_mpi_abort(zz_xchg *x) {
+void zz_xchg_free_requests(zz_xchg *x) {
   for (int k = 0; k < ZZ_XCHG_SLOTS; k++) {
     zz_xchg_slot *s = &x->slot[k];
     if (s->req == MPI_REQUEST_NULL) continue;
@@ -241,7 +241,7 @@ static const zz_xchg_ops zz_xchg_mpi_ops = {
     .irecv = zz_mpi_irecv,
     .isend = zz_mpi_isend,
     .test = zz_mpi_test,
-    .abort = zz_mpi_abort,
+    .abort = zz_xchg_free_requests,
     .destroy = zz_mpi_destroy,
 };
 

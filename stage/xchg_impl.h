@@ -105,6 +105,9 @@ zz_status zz_xchg_wait(zz_xchg *x, int slot, const char *what, double *waited_ou
  * the last group stopped) are cancelled; after a failure, everything is aborted. */
 zz_status zz_xchg_settle(zz_xchg *x, bool clean);
 
+/* Cancels (receives) and frees every MPI request of the slots: after a failure. */
+void zz_xchg_free_requests(zz_xchg *x);
+
 /* Among n ranks' GPU ids ([n][ZZ_GPU_ID_LEN], "" for none), the first two ranks on
  * one GPU: ZZ_ERR_UNSUPPORTED naming both ranks, their hosts and the GPU; ZZ_OK
  * when all differ. */

@@ -172,12 +172,7 @@ static zz_status zz_nccl_test(zz_xchg *x, int slot) {
 
 static void zz_nccl_abort(zz_xchg *x) {
   zz_nccl *n = zz_nccl_of(x);
-  for (int k = 0; k < ZZ_XCHG_SLOTS; k++) {
-    zz_xchg_slot *s = &x->slot[k];
-    if (s->req == MPI_REQUEST_NULL) continue;
-    if (k < ZZ_XCHG_RECV) MPI_Cancel(&s->req);
-    MPI_Request_free(&s->req);
-  }
+  zz_xchg_free_requests(x);
   /* kernels waiting on a peer that will never come are ended; nothing else frees them */
   if (n->comm_made) (void)ncclCommAbort(n->comm);
   n->comm_made = false;

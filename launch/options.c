@@ -87,7 +87,7 @@ static const zz_opt_def zz_opt_table[] = {
      false, 0, 0, false},
     {"comm", "ZZ_COMM", ZZ_OPT_STR, ZZ_O(comm), "mpi",
      "mpirun: how hidden states travel between ranks: mpi (pinned host buffers, MPI_Isend/Irecv overlapped with "
-     "compute) or nccl (GPU buffers; not in this version)", false, 0, 0, false},
+     "compute) or nccl (GPU buffers, ncclSend/Recv on their own stream; an NCCL build and one GPU per rank)", false, 0, 0, false},
 };
 #define ZZ_N_OPTS (sizeof zz_opt_table / sizeof zz_opt_table[0])
 

@@ -340,6 +340,23 @@ zz_status zz_device_read(zz_device *dev, zz_lane lane, void *host_dst, const voi
   return bytes ? dev->ops->read(dev, lane, host_dst, src, bytes) : ZZ_OK;
 }
 
+zz_status zz_device_copy(zz_device *dev, zz_lane lane, void *dst, const void *src, size_t bytes) {
+  zz_site s = {dev, "copy"};
+  ZZ_CHECK(zz_arg_lane(s, lane));
+  if (!bytes) return ZZ_OK;
+  ZZ_CHECK(zz_arg_dev(s, "dst", dst, (int64_t)bytes, 1));
+  ZZ_CHECK(zz_arg_dev(s, "src", src, (int64_t)bytes, 1));
+  return dev->ops->copy(dev, lane, dst, src, bytes);
+}
+
+zz_status zz_device_identity(const zz_device *dev, int *ordinal_out, char *id_out, size_t len) {
+  if (!dev->ops->identity)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s device: not a GPU (no ordinal or GPU id)", dev->ops->name);
+  if (!ordinal_out || !id_out || len < 2)
+    return zz_error(ZZ_ERR_INVALID_ARG, "%s device: identity: no room for the answer", dev->ops->name);
+  return dev->ops->identity(dev, ordinal_out, id_out, len);
+}
+
 /* Shared by upload and download: lane, count, the host dtype, both sides. */
 static zz_status zz_check_convert(zz_site s, zz_op op, zz_lane lane, const void *dev_p, const void *host_p,
                                   zz_dtype host_dt, int64_t n) {

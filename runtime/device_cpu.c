@@ -192,6 +192,7 @@ static const zz_device_ops zz_cpu_ops = {
     .host_free = zz_cpu_host_free,
     .write = zz_cpu_write,
     .read = zz_cpu_write, /* both directions are a memcpy */
+    .copy = zz_cpu_write, /* and within the device's arena too */
     .upload = zz_cpu_upload,
     .download = zz_cpu_download,
     .sync = zz_cpu_sync,

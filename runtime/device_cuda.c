@@ -268,25 +268,46 @@ static zz_status zz_cuda_staging(zz_device *dev, zz_lane lane, size_t bytes, voi
 
 /* ================================================================ copies */
 
-static zz_status zz_cuda_write(zz_device *dev, zz_lane lane, void *dst, const void *src,
-                               size_t bytes) {
+/* A raw copy of `kind` on the lane's stream; `what` names it in errors. */
+static zz_status zz_cuda_bytes(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                               size_t bytes, enum cudaMemcpyKind kind, const char *what) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_lane(d, lane, &s));
   if (bytes == 0) return ZZ_OK;
-  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s),
-             "write %zu bytes on lane %d", bytes, (int)lane);
+  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, kind, s), "%s %zu bytes on lane %d", what, bytes,
+             (int)lane);
   return ZZ_OK;
+}
+
+static zz_status zz_cuda_write(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                               size_t bytes) {
+  return zz_cuda_bytes(dev, lane, dst, src, bytes, cudaMemcpyHostToDevice, "write");
 }
 
 static zz_status zz_cuda_read(zz_device *dev, zz_lane lane, void *dst, const void *src,
                               size_t bytes) {
-  zz_cuda_dev *d = zz_cuda_impl(dev);
-  cudaStream_t s = NULL;
-  ZZ_CHECK(zz_cuda_lane(d, lane, &s));
-  if (bytes == 0) return ZZ_OK;
-  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s),
-             "read %zu bytes on lane %d", bytes, (int)lane);
+  return zz_cuda_bytes(dev, lane, dst, src, bytes, cudaMemcpyDeviceToHost, "read");
+}
+
+static zz_status zz_cuda_copy(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                              size_t bytes) {
+  return zz_cuda_bytes(dev, lane, dst, src, bytes, cudaMemcpyDeviceToDevice, "copy on the device");
+}
+
+/* "GPU-<uuid> at PCI <bus id>": the UUID names the physical GPU whatever
+ * CUDA_VISIBLE_DEVICES renumbered, the bus id is what an operator sees. */
+static zz_status zz_cuda_identity(const zz_device *dev, int *ordinal_out, char *id_out, size_t len) {
+  const zz_cuda_dev *d = (const zz_cuda_dev *)dev->impl;
+  struct cudaDeviceProp prop;
+  ZZ_CUDA_OK(d, cudaGetDeviceProperties(&prop, d->ordinal), "cudaGetDeviceProperties");
+  char bus[32] = "?";
+  ZZ_CUDA_OK(d, cudaDeviceGetPCIBusId(bus, (int)sizeof bus, d->ordinal), "cudaDeviceGetPCIBusId");
+  const unsigned char *u = (const unsigned char *)prop.uuid.bytes;
+  snprintf(id_out, len,
+           "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x at PCI %s", u[0], u[1],
+           u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15], bus);
+  *ordinal_out = d->ordinal;
   return ZZ_OK;
 }
 
@@ -518,6 +539,8 @@ static const zz_device_ops zz_cuda_ops = {
     .host_free = zz_cuda_host_free,
     .write = zz_cuda_write,
     .read = zz_cuda_read,
+    .copy = zz_cuda_copy,
+    .identity = zz_cuda_identity,
     .upload = zz_cuda_upload,
     .download = zz_cuda_download,
     .sync = zz_cuda_sync,

@@ -289,7 +289,9 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
   if (jl == 0 && e->l0 > 0) {
     size_t off, bytes;
     zz_caller_rows(r, k, &off, &bytes);
-    ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, hidden, (const char *)r->io->hidden_in + off, bytes));
+    const char *src = (const char *)r->io->hidden_in + off;
+    if (r->io->hidden_on_device) ZZ_CHECK(zz_device_copy(dev, ZZ_LANE_COMPUTE, hidden, src, bytes));
+    else ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, hidden, src, bytes));
   }
   const zz_tensor *wt = &e->w.dev[jl * ZZ_MAXW];
   zz_batch_idx *b = &r->g->idx[k];
@@ -357,7 +359,9 @@ static zz_status zz_store_hidden(zz_run *r, int64_t q, uint64_t *ticket) {
   if (e->l1 == e->m->n_layers) return ZZ_OK; /* logits, not a hidden state */
   size_t off, bytes;
   zz_caller_rows(r, k, &off, &bytes);
-  ZZ_CHECK(zz_device_read(e->dev, ZZ_LANE_COMPUTE, (char *)r->io->hidden_out + off, zz_hidden_ptr(r, k, slot), bytes));
+  char *dst = (char *)r->io->hidden_out + off;
+  if (r->io->hidden_on_device) ZZ_CHECK(zz_device_copy(e->dev, ZZ_LANE_COMPUTE, dst, zz_hidden_ptr(r, k, slot), bytes));
+  else ZZ_CHECK(zz_device_read(e->dev, ZZ_LANE_COMPUTE, dst, zz_hidden_ptr(r, k, slot), bytes));
   return zz_device_sync(e->dev, ZZ_LANE_COMPUTE);
 }
 

@@ -211,6 +211,11 @@ typedef struct zz_device_ops {
   /* raw byte copies, asynchronous on `lane` */
   zz_status (*write)(zz_device *dev, zz_lane lane, void *dst, const void *host_src, size_t bytes);
   zz_status (*read)(zz_device *dev, zz_lane lane, void *host_dst, const void *src, size_t bytes);
+  /* device -> device raw bytes on `lane` (hidden states handed in and out in device memory) */
+  zz_status (*copy)(zz_device *dev, zz_lane lane, void *dst, const void *src, size_t bytes);
+  /* optional, GPUs only (NULL elsewhere): the device's ordinal and an id unique per
+   * physical GPU ("GPU-<uuid> at PCI <bus id>"), so ranks can tell they share one */
+  zz_status (*identity)(const zz_device *dev, int *ordinal_out, char *id_out, size_t len);
   /* host src (src_dt) → device (compute dtype), n elements, converting */
   zz_status (*upload)(zz_device *dev, zz_lane lane, void *dst, const void *host_src,
                       zz_dtype src_dt, int64_t n);
@@ -309,6 +314,11 @@ void zz_device_host_free(zz_device *dev, void *ptr);
 /* Raw byte copies host → device (write) and device → host (read) on `lane`. */
 zz_status zz_device_write(zz_device *dev, zz_lane lane, void *dst, const void *host_src, size_t bytes);
 zz_status zz_device_read(zz_device *dev, zz_lane lane, void *host_dst, const void *src, size_t bytes);
+/* Raw byte copy device -> device on `lane` (both ranges in this device's memory). */
+zz_status zz_device_copy(zz_device *dev, zz_lane lane, void *dst, const void *src, size_t bytes);
+/* The GPU behind dev: its ordinal and an id unique per physical GPU (UUID and PCI
+ * bus id); ZZ_ERR_UNSUPPORTED, naming the device, when it is not a GPU. */
+zz_status zz_device_identity(const zz_device *dev, int *ordinal_out, char *id_out, size_t len);
 /* n elements host (src_dt) → device (compute dtype), and back to dst_dt. */
 zz_status zz_device_upload(zz_device *dev, zz_lane lane, void *dst, const void *host_src, zz_dtype src_dt,
                            int64_t n);
@@ -733,6 +743,10 @@ typedef struct zz_step_io {
   const int32_t *tokens;         /* step > 0, slice from layer 0: [n] each sequence's newest token */
   const void *hidden_in;         /* slice not from layer 0: [n, sq, hidden] compute dtype */
   void *hidden_out;              /* slice not to the last layer: [n, sq, hidden] compute dtype */
+  /* false: hidden_in / hidden_out are host memory (copied to and from the device);
+   * true: they are the engine's device memory (zz_device_alloc), copied on the device
+   * (NCCL exchanges). Either way the step has finished with both when it returns. */
+  bool hidden_on_device;
 } zz_step_io;
 /* One token step (0: the prompt) of group g over the slice. A slice that ends at
  * the last layer leaves the last position's logits in zz_engine_logits(). */

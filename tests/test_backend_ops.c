@@ -702,6 +702,15 @@ static zz_status bad_read_lane(zz_bo *r) {
   return zz_device_read(r->dev, (zz_lane)ZZ_LANE_COUNT, h, bo_poison(r, 64), 64);
 }
 
+static zz_status bad_copy_src_host(zz_bo *r) {
+  static char h[64];
+  return zz_device_copy(r->dev, ZZ_LANE_COMPUTE, bo_poison(r, 64), h, sizeof h);
+}
+
+static zz_status bad_copy_dst_past_end(zz_bo *r) {
+  return zz_device_copy(r->dev, ZZ_LANE_COMPUTE, bo_poison(r, 64), bo_poison(r, 65), 65);
+}
+
 static zz_status bad_upload_q4(zz_bo *r) {
   static char h[64];
   return zz_device_upload(r->dev, ZZ_LANE_COMPUTE, bo_poisoned(r, 64), h, ZZ_DTYPE_Q4, 64);
@@ -758,6 +767,8 @@ static const zz_bo_bad zz_bo_bads[] = {
     {"write: dst in host memory", bad_write_dst_host, "write: dst ["},
     {"write: host_src in device memory", bad_write_src_device, "host_src ["},
     {"read: lane out of range", bad_read_lane, "read: lane 4 does not exist"},
+    {"copy: src in host memory", bad_copy_src_host, "copy: src ["},
+    {"copy: dst runs past its block", bad_copy_dst_past_end, "copy: dst ["},
     {"upload: from q4", bad_upload_q4, "upload: host dtype q4 is not supported"},
     {"download: src runs past its block", bad_download_past_end, "download: src ["},
     {"sync: lane -1", bad_sync_lane, "sync: lane -1 does not exist"},
@@ -785,6 +796,43 @@ static void bo_refusals(zz_device *dev) {
     bo_end(&r);
   }
 }
+
+/* copy (device -> device), between two blocks and inside one, gives the bytes back
+ * exactly; the CPU device's identity says it is not a GPU, a GPU's names it. */
+static void bo_copy(zz_device *dev) {
+  zz_bo r;
+  bo_begin(&r, dev, 77);
+  enum { N = 4099 };
+  unsigned char *h = bo_host(N), *back = bo_host(N);
+  for (int i = 0; i < N; i++) h[i] = (unsigned char)zz_rng_next(&r.rng);
+  char *a = bo_block(&r, N), *b = bo_poison(&r, N + 8);
+  if (a) bo_note(&r, zz_device_write(dev, ZZ_LANE_LOAD_CACHE, a, h, N), "write");
+  if (a) bo_note(&r, zz_device_sync(dev, ZZ_LANE_LOAD_CACHE), "sync");
+  if (a && b) bo_note(&r, zz_device_copy(dev, ZZ_LANE_COMPUTE, b + 8, a, N), "copy");
+  if (b) bo_note(&r, zz_device_copy(dev, ZZ_LANE_COMPUTE, b, b + 8, 8), "copy inside a block");
+  if (b) bo_note(&r, zz_device_read(dev, ZZ_LANE_COMPUTE, back, b + 8, N), "read");
+  bo_note(&r, zz_device_sync(dev, ZZ_LANE_COMPUTE), "sync");
+  if (r.helper_st != ZZ_OK) fprintf(stderr, "\n%s copy: %s\n", dev->ops->name, r.why);
+  CU_ASSERT_EQUAL(r.helper_st, ZZ_OK);
+  CU_ASSERT(r.helper_st == ZZ_OK && memcmp(back, h, N) == 0);
+  if (b) bo_note(&r, zz_device_read(dev, ZZ_LANE_COMPUTE, back, b, 8), "read");
+  bo_note(&r, zz_device_sync(dev, ZZ_LANE_COMPUTE), "sync");
+  CU_ASSERT(r.helper_st == ZZ_OK && memcmp(back, h, 8) == 0);
+  int ordinal = -7;
+  char id[160] = "";
+  zz_status st = zz_device_identity(dev, &ordinal, id, sizeof id);
+  if (dev->ops->memory_is_host) {
+    CU_ASSERT(st == ZZ_ERR_UNSUPPORTED && strstr(zz_error_message(), "not a GPU") != NULL);
+  } else {
+    CU_ASSERT(st == ZZ_OK && ordinal >= 0 && strncmp(id, "GPU-", 4) == 0 && strstr(id, " at PCI ") != NULL);
+  }
+  free(h);
+  free(back);
+  bo_end(&r);
+}
+
+static void test_cpu_copy(void) { bo_copy(g_cpu); }
+static void test_cuda_copy(void) { bo_copy(g_cuda); }
 
 static void test_cpu_refusals(void) { bo_refusals(g_cpu); }
 static void test_cuda_refusals(void) { bo_refusals(g_cuda); }
@@ -857,12 +905,14 @@ int main(void) {
   CU_add_test(s, "supports()", test_supports);
   CU_add_test(s, "pools per device", test_pools);
   CU_add_test(s, "cpu refuses bad arguments", test_cpu_refusals);
+  CU_add_test(s, "cpu copies on the device; no GPU identity", test_cpu_copy);
   s = CU_add_suite("backend ops: cpu (3 threads) vs cpu (1 thread)", NULL, NULL);
   CU_add_test(s, "every op, every shape", test_cpu_vs_cpu);
   if (g_cuda) {
     s = CU_add_suite("backend ops: cuda vs cpu", NULL, NULL);
     CU_add_test(s, "every op, every shape", test_cuda_vs_cpu);
     CU_add_test(s, "cuda refuses bad arguments", test_cuda_refusals);
+    CU_add_test(s, "cuda copies on the device; its GPU identity", test_cuda_copy);
   }
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();

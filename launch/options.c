@@ -85,6 +85,10 @@ static const zz_opt_def zz_opt_table[] = {
      "mpirun: m-1 cut points over the layer list (0 = input embedding, 2i+1 and 2i+2 = attention and MLP of "
      "transformer layer i, 2L+1 = output embedding): rank r runs [cut r-1, cut r); default: split by predicted cost",
      false, 0, 0, false},
+    {"hw", "ZZ_HW", ZZ_OPT_STR, ZZ_O(hw), NULL,
+     "plan: hardware file (planner/hw/*.json, or zigzag profile's); default: measure this machine", false, 0, 0, false},
+    {"ranks", NULL, ZZ_OPT_INT, ZZ_O(ranks), "0", "plan: pipeline ranks to plan for (one machine each); 0 = no pipeline",
+     false, 0, 64, false},
 };
 #define ZZ_N_OPTS (sizeof zz_opt_table / sizeof zz_opt_table[0])
 
@@ -183,6 +187,9 @@ void zz_opts_help(FILE *f) {
           "  zigzag generate --model DIR|PRESET [--dummy] --prompts FILE|- --out FILE|- [--max-new-tokens N]\n"
           "  zigzag tokenize --model DIR TEXT\n"
           "  zigzag bench    --model PRESET --dummy [--prompt-len S] [--gen-len N] [--json]\n"
+          "  zigzag plan     --model M [--prompt-len S] [--gen-len N] [--hw FILE] [--gpu-mem X --cpu-mem X --disk-mem X]\n"
+          "                  [--ranks m] [--json]   (the policy the planner chooses, predicted throughput)\n"
+          "  zigzag profile  [--out FILE]   (measure this machine: a hardware file for plan --hw)\n"
           "  mpirun -np M zigzag generate|bench ...   (a pipeline of M ranks, each a slice of the layers)\n\n"
           "options (environment variable in brackets sets the default):\n");
   for (size_t i = 0; i < ZZ_N_OPTS; i++) {

@@ -44,6 +44,9 @@ typedef struct zz_opts {
   int num_inner_iterations; /* T micro-batch groups; 0 = the number of ranks */
   float peer_timeout;       /* seconds of silence after which a rank is lost */
   const char *layers;       /* cut points over the layer list, "3,5"; NULL = by cost */
+  /* the planner */
+  const char *hw; /* hardware file (plan); NULL: measure this machine */
+  int ranks;      /* plan: pipeline ranks (0: one machine, no pipeline) */
 } zz_opts;
 
 void zz_opts_defaults(zz_opts *o);
@@ -147,6 +150,9 @@ void zz_catch_stop_signals(void);
 zz_status zz_fault_env(const char *name, int64_t *n_out);
 
 int zz_cmd_bench(const zz_opts *o);
+/* zigzag plan / zigzag profile (launch/plan.c). */
+int zz_cmd_plan(const zz_opts *o);
+int zz_cmd_profile(const zz_opts *o);
 /* bench's b prompts of s tokens: BOS, then ids drawn from a fixed seed. */
 zz_status zz_bench_prompts(const zz_config *cfg, int64_t b, int s, int32_t ***ids_out, int64_t **lens_out);
 void zz_bench_prompts_free(int32_t **ids, int64_t *lens, int64_t b);

@@ -8,7 +8,9 @@
  * plan prints the policy the planner chose as the one line --policy accepts, the
  * predicted throughputs, the per-lane time breakdown and the peak bytes per tier;
  * with --ranks m the layer split, each rank's policy, the pipeline's throughput
- * and bubble. Without --hw it measures this machine first (as profile does).
+ * and bubble. Given a policy (--policy or the policy flags) it predicts that one
+ * instead of searching. Without --hw it measures this machine first (as profile
+ * does).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +82,7 @@ static void zz_caps_of(const zz_hw *hw, const zz_planner_opts *po, size_t cap[ZZ
 
 static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, const zz_planner_opts *po) {
   int M = o->ranks;
-  zz_pipe_plan *p = malloc(sizeof *p), *more = malloc(sizeof *more), *fewer = malloc(sizeof *fewer);
+  zz_pipeline_plan *p = malloc(sizeof *p), *more = malloc(sizeof *more), *fewer = malloc(sizeof *fewer);
   zz_status st = p && more && fewer ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "plan: out of memory");
   double t0 = zz_now();
   if (st == ZZ_OK) st = zz_pipe_plan_search(m, hw, po, M, p);
@@ -172,7 +174,14 @@ int zz_cmd_plan(const zz_opts *o) {
     return rc;
   }
   zz_plan plan;
-  st = zz_plan_search(&m, &hw, &po, &plan);
+  bool given = o->policy || o->policy_flags_given; /* predict that policy instead of searching */
+  if (given) {
+    zz_policy pol;
+    st = zz_opts_policy(o, &pol);
+    if (st == ZZ_OK) st = zz_plan_eval(&m, &hw, &po, &pol, &plan);
+  } else {
+    st = zz_plan_search(&m, &hw, &po, &plan);
+  }
   if (st != ZZ_OK) {
     zz_model_free(&m);
     return zz_report_failure(st);
@@ -190,8 +199,12 @@ int zz_cmd_plan(const zz_opts *o) {
            plan.search_s);
   } else {
     printf("plan: %s on %s, prompt %d, gen %d\n", cfg.name, hw.name, o->prompt_len, o->gen_len);
-    printf("policy %s\n", zz_policy_str(&plan.policy, pb, sizeof pb));
+    printf("policy %s%s\n", zz_policy_str(&plan.policy, pb, sizeof pb), given ? " (given: predicted, not searched)" : "");
     zz_print_cost(stdout, "", &plan.cost, cap);
+    if (given) {
+      zz_model_free(&m);
+      return 0;
+    }
     for (int v = 0; v < ZZ_X_COUNT; v++)
       if (plan.x[v] > -0.005 && plan.x[v] < 0.005) plan.x[v] = 0; /* no "-0.00" */
     printf("LP fractions: w %.2f %.2f %.2f, c %.2f %.2f %.2f, h %.2f %.2f %.2f (gpu cpu disk)\n", plan.x[0], plan.x[1],

@@ -73,7 +73,7 @@ static void zz_hop_s(const zz_model *m, const zz_hw *hw, const zz_shape *sh, int
 }
 
 /* The pipeline's times from each rank's plan. */
-static void zz_pipe_times(const zz_model *m, const zz_hw *hw, const zz_shape *sh, zz_pipe_plan *p) {
+static void zz_pipe_times(const zz_model *m, const zz_hw *hw, const zz_shape *sh, zz_pipeline_plan *p) {
   int M = p->ranks, T = p->groups;
   const zz_policy *pol = &p->rank[0].policy;
   int bls = pol->gpu_batch_size * pol->num_gpu_batches;
@@ -101,7 +101,7 @@ static void zz_pipe_times(const zz_model *m, const zz_hw *hw, const zz_shape *sh
 
 /* Every rank's best policy for one (gbs, num_gb) over the split in p->bounds. */
 static zz_status zz_pipe_ranks(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int nb,
-                               zz_pipe_plan *p) {
+                               zz_pipeline_plan *p) {
   for (int r = 0; r < p->ranks; r++) {
     zz_planner_opts ro = *o;
     ro.layer_begin = p->bounds[r], ro.layer_end = p->bounds[r + 1], ro.n_groups = p->groups;
@@ -112,12 +112,12 @@ static zz_status zz_pipe_ranks(const zz_model *m, const zz_hw *hw, const zz_plan
 }
 
 /* The best (gbs, num_gb) for the split in p->bounds. */
-static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, zz_pipe_plan *p) {
+static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, zz_pipeline_plan *p) {
   const int *gl = o->gbs_list ? o->gbs_list : zz_plan_gbs_default;
   int ng = o->gbs_list ? o->n_gbs : zz_plan_n_gbs_default;
   const int *nl = o->num_gb_list ? o->num_gb_list : zz_plan_num_gb_default;
   int nn = o->num_gb_list ? o->n_num_gb : zz_plan_n_num_gb_default;
-  zz_pipe_plan *cur = malloc(sizeof *cur);
+  zz_pipeline_plan *cur = malloc(sizeof *cur);
   if (!cur) return zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
   bool have = false;
   for (int a = 0; a < nn; a++)
@@ -140,11 +140,11 @@ static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_plann
 }
 
 zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int ranks,
-                              zz_pipe_plan *out) {
+                              zz_pipeline_plan *out) {
   if (ranks < 1 || ranks > ZZ_PLAN_MAX_RANKS || ranks > m->n_layers)
     return zz_error(ZZ_ERR_INVALID_ARG, "planner: --ranks %d: want 1 to %d (and at most the model's %d layers)", ranks,
                     ZZ_PLAN_MAX_RANKS, m->n_layers);
-  zz_pipe_plan *p = calloc(1, sizeof *p);
+  zz_pipeline_plan *p = calloc(1, sizeof *p);
   double *cost = calloc((size_t)m->n_layers, sizeof *cost);
   zz_status st = ZZ_OK;
   if (!p || !cost) st = zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
@@ -157,7 +157,7 @@ zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_plann
   }
   /* then: by the cost model's per-layer time under each rank's policy, twice;
    * the best of the rounds is kept */
-  zz_pipe_plan *best = st == ZZ_OK ? malloc(sizeof *best) : NULL;
+  zz_pipeline_plan *best = st == ZZ_OK ? malloc(sizeof *best) : NULL;
   if (st == ZZ_OK && !best) st = zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
   bool have = false;
   for (int it = 0; st == ZZ_OK && it < 3; it++) {

@@ -199,7 +199,7 @@ zz_status zz_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts
 
 #define ZZ_PLAN_MAX_RANKS 64
 
-typedef struct zz_pipe_plan {
+typedef struct zz_pipeline_plan {
   int ranks, groups;                 /* m ranks, T micro-batch groups */
   int bounds[ZZ_PLAN_MAX_RANKS + 1]; /* rank r holds layers [bounds[r], bounds[r+1]) */
   zz_plan rank[ZZ_PLAN_MAX_RANKS];   /* each rank's policy and cost for its slice */
@@ -207,14 +207,14 @@ typedef struct zz_pipe_plan {
   double prefill_tps, decode_tps, total_tps;
   double bubble;                     /* fraction of rank-time idle */
   double net_s;                      /* per token step, the slowest hop's transfer */
-} zz_pipe_plan;
+} zz_pipeline_plan;
 
 /* Plans an m-rank pipeline on hw (one machine per rank): the layer split balanced
  * by predicted per-layer time (stage/split.c's algorithm, fed by the cost model),
  * each rank's own policy for its slice, and the pipeline's throughput. All ranks
  * share one gbs x num_gb (the hidden states that cross ranks have one shape). */
 zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int ranks,
-                              zz_pipe_plan *out);
+                              zz_pipeline_plan *out);
 
 /* The contiguous split of n layers of costs cost[] into k stages minimising the
  * slowest stage: bounds_out[0..k] (stage/split.c calls this too). */

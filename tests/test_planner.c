@@ -328,7 +328,7 @@ static void test_pipe_one_rank(void) {
   static const int g[] = {1, 4}, nb[] = {1, 2};
   o.gbs_list = g, o.n_gbs = 2, o.num_gb_list = nb, o.n_num_gb = 2;
   zz_plan one;
-  zz_pipe_plan *p = malloc(sizeof *p);
+  zz_pipeline_plan *p = malloc(sizeof *p);
   CU_ASSERT_EQUAL_FATAL(zz_plan_search(&g_model, &hw, &o, &one), ZZ_OK);
   CU_ASSERT_EQUAL_FATAL(zz_pipe_plan_search(&g_model, &hw, &o, 1, p), ZZ_OK);
   CU_ASSERT(close_rel(p->total_tps, one.cost.total_tps, 1e-9));

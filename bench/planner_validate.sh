@@ -5,7 +5,7 @@
 # planner's own choice (`zigzag plan --json`) is among the policies. Prints CSV:
 #   model,policy,pred_prefill,meas_prefill,pred_decode,meas_decode,pred_total,meas_total,meas_over_pred
 #
-#   bench/planner_validate.sh ZIGZAG HW.json [MODEL S N POLICY]...
+#   bench/planner_validate.sh ZIGZAG HW.json [MODEL S N "EXTRA ARGS" POLICY]...
 #   bench/planner_validate.sh build/zigzag /tmp/hw.json          # the default set below
 #
 # HW.json: `zigzag profile --out HW.json` on this machine (made first when missing).
@@ -24,33 +24,35 @@ if [ ${#runs[@]} -eq 0 ]; then
   # OPT-1.3B: weights in the device arena (CPU-bound), and offloaded to the CPU
   # tier and to disk (transfer-bound), small and large blocks; OPT-6.7B (too big
   # for this machine's RAM as f32): weights on the CPU tier and on disk.
-  P13="opt-1.3b 8 8"
-  P67="opt-6.7b 8 4"
+  # (6.7B: the CPU device's arena and the CPU tier capped at 4 + 6 GiB, so the run
+  # leaves RAM to the machine's other users and its weights go to disk)
+  P13=(opt-1.3b 8 8 "")
+  P67=(opt-6.7b 8 4 "--gpu-mem 4G --cpu-mem 6G")
   runs=(
-    $P13 "gbs=16 num_gb=1 w=100,0 c=100,0 a=100,0 overlap=1"
-    $P13 "gbs=4 num_gb=4 w=100,0 c=100,0 a=100,0 overlap=1"
-    $P13 "gbs=2 num_gb=1 w=100,0 c=100,0 a=100,0 overlap=1"
-    $P13 "gbs=8 num_gb=2 w=0,100 c=100,0 a=100,0 overlap=1"
-    $P13 "gbs=16 num_gb=1 w=0,100 c=0,100 a=0,100 overlap=1 cpu_attn=1"
-    $P13 "gbs=8 num_gb=1 w=0,0 c=100,0 a=100,0 overlap=1"
-    $P13 "gbs=8 num_gb=2 w=50,0 c=100,0 a=100,0 overlap=1"
-    $P13 "gbs=8 num_gb=1 w=0,100 c=100,0 a=100,0 overlap=0"
-    $P13 PLANNER
-    $P67 "gbs=8 num_gb=1 w=0,100 c=100,0 a=100,0 overlap=1"
-    $P67 "gbs=8 num_gb=1 w=0,40 c=100,0 a=100,0 overlap=1"
-    $P67 PLANNER
+    "${P13[@]}" "gbs=16 num_gb=1 w=100,0 c=100,0 a=100,0 overlap=1"
+    "${P13[@]}" "gbs=4 num_gb=4 w=100,0 c=100,0 a=100,0 overlap=1"
+    "${P13[@]}" "gbs=2 num_gb=1 w=100,0 c=100,0 a=100,0 overlap=1"
+    "${P13[@]}" "gbs=8 num_gb=2 w=0,100 c=100,0 a=100,0 overlap=1"
+    "${P13[@]}" "gbs=16 num_gb=1 w=0,100 c=0,100 a=0,100 overlap=1 cpu_attn=1"
+    "${P13[@]}" "gbs=8 num_gb=1 w=0,0 c=100,0 a=100,0 overlap=1"
+    "${P13[@]}" "gbs=8 num_gb=2 w=50,0 c=100,0 a=100,0 overlap=1"
+    "${P13[@]}" "gbs=8 num_gb=1 w=0,100 c=100,0 a=100,0 overlap=0"
+    "${P13[@]}" PLANNER
+    "${P67[@]}" "gbs=8 num_gb=1 w=0,0 c=100,0 a=100,0 overlap=1"
+    "${P67[@]}" "gbs=8 num_gb=1 w=0,30 c=100,0 a=100,0 overlap=1"
+    "${P67[@]}" PLANNER
   )
 fi
 echo "model,policy,pred_prefill,meas_prefill,pred_decode,meas_decode,pred_total,meas_total,meas_over_pred"
 i=0
 while [ $i -lt ${#runs[@]} ]; do
-  m=${runs[$i]} s=${runs[$((i + 1))]} n=${runs[$((i + 2))]} pol=${runs[$((i + 3))]}
-  i=$((i + 4))
+  m=${runs[$i]} s=${runs[$((i + 1))]} n=${runs[$((i + 2))]} extra=${runs[$((i + 3))]} pol=${runs[$((i + 4))]}
+  i=$((i + 5))
   if [ "$pol" = PLANNER ]; then
-    pol=$("$zz" plan --model "$m" --hw "$hw" --prompt-len "$s" --gen-len "$n" --json | policy_of)
+    pol=$("$zz" plan --model "$m" --hw "$hw" --prompt-len "$s" --gen-len "$n" $extra --max-block "${MAX_BLOCK:-16}" --json | policy_of)
   fi
-  pred=$("$zz" plan --model "$m" --hw "$hw" --prompt-len "$s" --gen-len "$n" --policy "$pol" --json)
-  meas=$("$zz" bench --model "$m" --dummy --prompt-len "$s" --gen-len "$n" --policy "$pol" --json 2>/dev/null) || {
+  pred=$("$zz" plan --model "$m" --hw "$hw" --prompt-len "$s" --gen-len "$n" $extra --policy "$pol" --json)
+  meas=$("$zz" bench --model "$m" --dummy --prompt-len "$s" --gen-len "$n" $extra --policy "$pol" --json 2>/dev/null) || {
     echo "$m,\"$pol\",bench failed" >&2
     continue
   }

@@ -89,6 +89,9 @@ static const zz_opt_def zz_opt_table[] = {
      "plan: hardware file (planner/hw/*.json, or zigzag profile's); default: measure this machine", false, 0, 0, false},
     {"ranks", NULL, ZZ_OPT_INT, ZZ_O(ranks), "0", "plan: pipeline ranks to plan for (one machine each); 0 = no pipeline",
      false, 0, 64, false},
+    {"max-block", NULL, ZZ_OPT_INT, ZZ_O(max_block), "0",
+     "plan: largest block (gbs x num-gpu-batches sequences) to consider, e.g. the prompts there are; 0 = any", false, 0,
+     ZZ_POLICY_MAX_GBS, false},
 };
 #define ZZ_N_OPTS (sizeof zz_opt_table / sizeof zz_opt_table[0])
 

@@ -36,6 +36,7 @@ zz_status zz_opts_planner(const zz_opts *o, const zz_hw *hw, zz_planner_opts *po
   po->force_compress_weight = o->compress_weight;
   po->force_compress_cache = o->compress_cache;
   po->no_overlap = o->no_overlap;
+  po->max_block = o->max_block;
   (void)hw;
   return ZZ_OK;
 }

@@ -123,6 +123,7 @@ static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_plann
   for (int a = 0; a < nn; a++)
     for (int b = 0; b < ng; b++) {
       if (o->max_gbs && gl[b] > o->max_gbs) break;
+      if (o->max_block && gl[b] * nl[a] > o->max_block) break;
       memcpy(cur, p, sizeof *cur);
       zz_status st = zz_pipe_ranks(m, hw, o, gl[b], nl[a], cur);
       if (st == ZZ_ERR_INFEASIBLE) {

@@ -65,7 +65,7 @@ zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opt
   zz_memplan plan;
   ZZ_CHECK(zz_engine_plan_check(&dev, m, &eo, &plan));
   if (strcmp(hw->device, "cpu") == 0) {
-    zz_status st = zz_memplan_check_shared(&plan, cap[ZZ_TIER_CPU]);
+    zz_status st = zz_memplan_check_shared(&plan, hw->cpu_mem); /* the RAM both draw on */
     if (st != ZZ_OK) {
       zz_memplan_free(&plan);
       return st;
@@ -116,7 +116,7 @@ static zz_policy zz_corner(const zz_cost_in *in, bool overlap, zz_tier t) {
 
 /* The memory plan without the capacity check (the LP's coefficients). */
 zz_status zz_plan_build(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *p,
-                               zz_memplan *out) {
+                        zz_memplan *out) {
   zz_planner_opts big = *o;
   for (int t = 0; t < ZZ_TIER_COUNT; t++) big.cap[t] = (size_t)1 << 62;
   zz_hw h = *hw;
@@ -257,7 +257,7 @@ static zz_status zz_plan_lp_mem(const zz_model *m, const zz_hw *hw, const zz_pla
       if (mem->B[P][t] != 0) ZZ_NZ(r, 1 + 3 * P + t, mem->B[P][t] / ZZ_GIB);
   }
   if (shared) { /* the CPU device's memory is the host's RAM */
-    glp_set_row_bnds(lp, r, GLP_UP, 0, (cap[ZZ_TIER_CPU] - mem->K[ZZ_TIER_GPU] - mem->K[ZZ_TIER_CPU]) / ZZ_GIB);
+    glp_set_row_bnds(lp, r, GLP_UP, 0, ((double)in->hw->cpu_mem - mem->K[ZZ_TIER_GPU] - mem->K[ZZ_TIER_CPU]) / ZZ_GIB);
     for (int P = 0; P < 3; P++)
       for (int t = 0; t < 2; t++)
         if (mem->B[P][t] != 0) ZZ_NZ(r, 1 + 3 * P + t, mem->B[P][t] / ZZ_GIB);
@@ -329,8 +329,8 @@ static void zz_overshoot(const zz_memplan *p, const zz_hw *hw, const size_t cap[
   }
   if (strcmp(hw->device, "cpu") == 0) {
     double both = (double)zz_memplan_tier_total(p, ZZ_TIER_GPU) + (double)zz_memplan_tier_total(p, ZZ_TIER_CPU);
-    if (both > (double)cap[ZZ_TIER_CPU] && both - (double)cap[ZZ_TIER_CPU] > over[ZZ_TIER_CPU])
-      over[ZZ_TIER_CPU] = both - (double)cap[ZZ_TIER_CPU];
+    if (both > (double)hw->cpu_mem && both - (double)hw->cpu_mem > over[ZZ_TIER_CPU])
+      over[ZZ_TIER_CPU] = both - (double)hw->cpu_mem;
   }
 }
 
@@ -449,6 +449,7 @@ zz_status zz_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_op
   for (int a = 0; a < nn; a++)
     for (int b = 0; b < ng; b++) {
       if (o->max_gbs && gl[b] > o->max_gbs) break;
+      if (o->max_block && gl[b] * nl[a] > o->max_block) break;
       cand++;
       zz_plan p;
       zz_status st = zz_plan_one(m, hw, o, gl[b], nl[a], &p);

@@ -159,6 +159,7 @@ typedef struct zz_planner_opts {
   const int *num_gb_list;       /* NULL: the default list */
   int n_num_gb;
   int max_gbs;                  /* 0: no bound besides memory */
+  int max_block;                /* largest gbs x num_gb (the prompts there are); 0: no bound */
   bool verbose;
 } zz_planner_opts;
 

@@ -27,7 +27,7 @@ static zz_status zz_plan_hw(const zz_opts *o, zz_hw *hw) {
   return zz_profile_run(&po, hw);
 }
 
-zz_status zz_opts_planner(const zz_opts *o, const zz_hw *hw, zz_planner_opts *po) {
+static zz_status zz_opts_planner(const zz_opts *o, const zz_hw *hw, zz_planner_opts *po) {
   zz_planner_opts_default(po);
   po->shape = (zz_shape){o->prompt_len, o->gen_len};
   ZZ_CHECK(zz_parse_bytes(o->gpu_mem, &po->cap[ZZ_TIER_GPU]));
@@ -38,6 +38,26 @@ zz_status zz_opts_planner(const zz_opts *o, const zz_hw *hw, zz_planner_opts *po
   po->no_overlap = o->no_overlap;
   po->max_block = o->max_block;
   (void)hw;
+  return ZZ_OK;
+}
+
+zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shape *shape, zz_opts *out, char *line,
+                              size_t len, zz_plan *pred) {
+  zz_hw hw;
+  zz_planner_opts po;
+  ZZ_CHECK(zz_hw_load(o->hw, &hw));
+  ZZ_CHECK(zz_opts_planner(o, &hw, &po));
+  po.shape = *shape;
+  *out = *o;
+  if (o->policy || o->policy_flags_given) {
+    zz_policy pol;
+    ZZ_CHECK(zz_opts_policy(o, &pol));
+    return zz_plan_eval(m, &hw, &po, &pol, pred);
+  }
+  ZZ_CHECK(zz_plan_search(m, &hw, &po, pred));
+  zz_policy_str(&pred->policy, line, len);
+  out->policy = line;
+  fprintf(stderr, "zigzag: no policy given: the planner's for %s (--hw %s): %s\n", m->cfg.name, o->hw, line);
   return ZZ_OK;
 }
 
@@ -72,11 +92,6 @@ static void zz_json_cost(FILE *f, const zz_cost *c) {
   }
   fprintf(f, ", \"peak_bytes\": {\"gpu\": %zu, \"cpu\": %zu, \"disk\": %zu}, \"attn_threads\": %d", c->peak[0], c->peak[1],
           c->peak[2], c->attn_threads);
-}
-
-static void zz_caps_of(const zz_hw *hw, const zz_planner_opts *po, size_t cap[ZZ_TIER_COUNT]) {
-  const size_t h[ZZ_TIER_COUNT] = {hw->gpu_mem, hw->cpu_mem, hw->disk_mem};
-  for (int t = 0; t < ZZ_TIER_COUNT; t++) cap[t] = po->cap[t] ? po->cap[t] : h[t];
 }
 
 /* ---------------------------------------------------------------- plan */
@@ -117,7 +132,7 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
     printf("], \"more_ranks_total_tps\": %.6g}\n", have_more ? more->total_tps : 0);
   } else {
     size_t cap[ZZ_TIER_COUNT];
-    zz_caps_of(hw, po, cap);
+    zz_planner_caps(hw, po, cap);
     printf("plan: %s on %s (%d machine%s in the file), prompt %d, gen %d, %d ranks, %d micro-batch groups\n", m->cfg.name,
            hw->name, hw->machines, hw->machines == 1 ? "" : "s", o->prompt_len, o->gen_len, M, p->groups);
     if (M > hw->machines)
@@ -189,7 +204,7 @@ int zz_cmd_plan(const zz_opts *o) {
   }
   char pb[256];
   size_t cap[ZZ_TIER_COUNT];
-  zz_caps_of(&hw, &po, cap);
+  zz_planner_caps(&hw, &po, cap);
   if (o->json) {
     printf("{\"model\": \"%s\", \"hw\": \"%s\", \"prompt_len\": %d, \"gen_len\": %d, \"policy\": \"%s\", ", cfg.name,
            hw.name, o->prompt_len, o->gen_len, zz_policy_str(&plan.policy, pb, sizeof pb));

@@ -151,6 +151,12 @@ void zz_catch_stop_signals(void);
 zz_status zz_fault_env(const char *name, int64_t *n_out);
 
 int zz_cmd_bench(const zz_opts *o);
+struct zz_plan;
+/* With --hw: the options a run uses (out), the planner's policy as out->policy
+ * (line, len) when none was given (saying so on stderr), and the prediction for
+ * the policy that runs (pred). */
+zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shape *shape, zz_opts *out, char *line,
+                              size_t len, struct zz_plan *pred);
 /* zigzag plan / zigzag profile (launch/plan.c). */
 int zz_cmd_plan(const zz_opts *o);
 int zz_cmd_profile(const zz_opts *o);

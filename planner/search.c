@@ -43,7 +43,7 @@ static size_t zz_hw_scratch_cpu(const zz_device *d, int64_t b, int64_t sq, int64
 
 void zz_planner_opts_default(zz_planner_opts *o) { memset(o, 0, sizeof *o); }
 
-static void zz_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TIER_COUNT]) {
+void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TIER_COUNT]) {
   const size_t h[ZZ_TIER_COUNT] = {hw->gpu_mem, hw->cpu_mem, hw->disk_mem};
   for (int t = 0; t < ZZ_TIER_COUNT; t++) cap[t] = o->cap[t] ? o->cap[t] : h[t];
 }
@@ -55,7 +55,7 @@ zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opt
   zz_device_ops ops = {.name = hw->device, .compute_dtype = zz_hw_compute_dtype(hw)};
   ops.attention_scratch = strcmp(hw->device, "cpu") == 0 ? zz_hw_scratch_cpu : zz_hw_scratch_cuda;
   size_t cap[ZZ_TIER_COUNT];
-  zz_caps(hw, o, cap);
+  zz_planner_caps(hw, o, cap);
   zz_device dev = {.ops = &ops, .capacity = cap[ZZ_TIER_GPU]};
   zz_engine_opts eo = {.policy = *pol, .shape = o->shape, .layer_begin = o->layer_begin, .layer_end = o->layer_end,
                        .n_groups = o->n_groups};
@@ -340,7 +340,7 @@ static zz_status zz_candidate(const zz_model *m, const zz_hw *hw, const zz_plann
   zz_lp_mem mem;
   ZZ_CHECK(zz_lp_memory(m, hw, o, in, &mem));
   size_t cap[ZZ_TIER_COUNT];
-  zz_caps(hw, o, cap);
+  zz_planner_caps(hw, o, cap);
   double lpcap[ZZ_TIER_COUNT];
   for (int t = 0; t < ZZ_TIER_COUNT; t++) lpcap[t] = (double)cap[t];
   for (int round_ = 0; round_ < 8; round_++) {
@@ -376,7 +376,7 @@ static zz_status zz_candidate(const zz_model *m, const zz_hw *hw, const zz_plann
  * moved off it, tier by tier. */
 static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs) {
   size_t cap[ZZ_TIER_COUNT];
-  zz_caps(hw, o, cap);
+  zz_planner_caps(hw, o, cap);
   zz_cost_in in = {.m = m, .hw = hw, .shape = o->shape, .gbs = gbs, .num_gb = 1, .overlap = true};
   zz_policy p = zz_corner(&in, true, ZZ_TIER_DISK);
   zz_memplan plan;

@@ -164,6 +164,8 @@ typedef struct zz_planner_opts {
 } zz_planner_opts;
 
 void zz_planner_opts_default(zz_planner_opts *o);
+/* The capacity of each tier a plan gets: o's overrides, else the file's. */
+void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TIER_COUNT]);
 
 /* The planner's answer. */
 typedef struct zz_plan {

@@ -375,6 +375,13 @@ check "plan prints the policy line, predicted tokens/s, lanes and peak memory" \
 zz "${GEN[@]}" --prompts golden_text.jsonl --out planned.jsonl --no-progress --policy "$POL"
 check "generate runs the planned policy with the golden tokens" golden_ok planned.jsonl
 
+zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-hw.json --max-block 8
+check "bench --hw without a policy plans, says so, and prints the prediction beside the measurement" \
+  eval '[ "$RC" -eq 0 ] && has "no policy given: the planner" err && has "policy     gbs=" outp && has "predicted  prefill" outp'
+zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-hw.json --gpu-batch-size 2 --json
+check "bench --hw with a policy keeps it and adds the predicted throughputs to --json" \
+  eval '[ "$RC" -eq 0 ] && has "\"predicted\": {\"prefill_tok_s\"" outp && has "gbs=2 num_gb=1" outp && ! has "no policy given" err'
+
 zz plan --model opt-6.7b --hw "$HW/t4-gcp.json" --prompt-len 512 --gen-len 32 --json
 plan_json_ok() {
   [ "$RC" -eq 0 ] && [ "$(grep -c . outp)" -eq 1 ] && grep -qxE '\{.*\}' outp || return 1

@@ -70,7 +70,25 @@ static int zz_attn_threads(const zz_cost_in *in) {
   return zz_hw_attn_threads(in->hw, max < 1 ? 1 : max);
 }
 
+/* On the CPU device the "link" is memcpy and dtype conversion run by host
+ * threads on the same cores as the GEMMs, so it adds to the compute lane instead
+ * of hiding under it (the disk's DMA still overlaps). */
+static void zz_cpu_device_links(const zz_cost_in *in, zz_lin t[ZZ_TERM_COUNT]) {
+  if (strcmp(in->hw->device, "cpu") != 0) return;
+  for (int q = ZZ_TERM_LINK_IN; q <= ZZ_TERM_LINK_OUT; q++) {
+    t[ZZ_TERM_COMPUTE].c += t[q].c;
+    for (int v = 0; v < ZZ_X_COUNT; v++) t[ZZ_TERM_COMPUTE].a[v] += t[q].a[v];
+  }
+}
+
+static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin t[ZZ_TERM_COUNT]);
+
 void zz_cost_layer(const zz_cost_in *in, int l, zz_phase ph, zz_lin t[ZZ_TERM_COUNT]) {
+  zz_cost_layer_terms(in, l, ph, t);
+  zz_cpu_device_links(in, t);
+}
+
+static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin t[ZZ_TERM_COUNT]) {
   memset(t, 0, sizeof(zz_lin) * ZZ_TERM_COUNT);
   const zz_model *m = in->m;
   const zz_layer *L = &m->layers[l];

@@ -7,6 +7,7 @@
 #
 #   bench/planner_validate.sh ZIGZAG HW.json [MODEL S N "EXTRA ARGS" POLICY]...
 #   bench/planner_validate.sh build/zigzag /tmp/hw.json          # the default set below
+#   bench/planner_validate.sh build/zigzag /tmp/hw.json --repredict old.csv   # new model, same measurements
 #
 # HW.json: `zigzag profile --out HW.json` on this machine (made first when missing).
 # Each run is one bench (warm-up excluded); runs are short (small lengths) and the
@@ -19,6 +20,20 @@ export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 field() { sed -n "s/.*\"$1\": *\"\{0,1\}\([^,\"}]*\)\"\{0,1\}.*/\1/p" | head -n 1; }
 policy_of() { sed -n 's/.*"policy": "\([^"]*\)".*/\1/p'; }
 
+# --repredict CSV: the same rows' predictions again with this binary's cost model
+# (measurements kept), after a change of the model
+if [ "${1:-}" = --repredict ]; then
+  echo "model,policy,pred_prefill,meas_prefill,pred_decode,meas_decode,pred_total,meas_total,meas_over_pred"
+  tail -n +2 "$2" | while IFS= read -r line; do
+    m=${line%%,*} rest=${line#*,\"} pol=${rest%%\"*} nums=${rest#*\",}
+    IFS=, read -r _ mp _ md _ mt _ <<<"$nums"
+    case $m in opt-6.7b) s=8 n=4 extra="--gpu-mem 4G --cpu-mem 6G" ;; *) s=8 n=8 extra="" ;; esac
+    pred=$("$zz" plan --model "$m" --hw "$hw" --prompt-len "$s" --gen-len "$n" $extra --policy "$pol" --json)
+    pp=$(echo "$pred" | field prefill_tps) pd=$(echo "$pred" | field decode_tps) pt=$(echo "$pred" | field total_tps)
+    echo "$m,\"$pol\",$pp,$mp,$pd,$md,$pt,$mt,$(awk -v a="$mt" -v b="$pt" 'BEGIN { printf "%.3f", a / b }')"
+  done
+  exit 0
+fi
 runs=("$@")
 if [ ${#runs[@]} -eq 0 ]; then
   # OPT-1.3B: weights in the device arena (CPU-bound), and offloaded to the CPU

@@ -6,7 +6,9 @@
  * device's linear op at GEMM rows M = 1 … (decode-shaped small M up to
  * prefill-shaped large M), the device's attention op in prefill and decode shape,
  * and the CPU attention kernel per thread count (its own pool each time). Each
- * measurement repeats until ~budget/8 seconds have passed and keeps the best rate.
+ * measurement repeats for ~budget/24 seconds and keeps the median time: what a
+ * long run sustains, also on a machine shared with other jobs (the best time
+ * would describe the quiet moments only).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,19 +22,25 @@ typedef struct zz_prof {
   bool verbose;
 } zz_prof;
 
-/* Best seconds per call of fn over repetitions filling slice_s (at least 2). */
+static int zz_cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median seconds per call of fn over repetitions filling slice_s (at least 3). */
+#define ZZ_PROF_MAX_REPS 1024
 typedef zz_status (*zz_prof_fn)(void *arg);
-static zz_status zz_best_s(const zz_prof *p, zz_prof_fn fn, void *arg, double *out) {
+static zz_status zz_median_s(const zz_prof *p, zz_prof_fn fn, void *arg, double *out) {
   ZZ_CHECK(fn(arg)); /* warm-up */
-  double best = 1e30, start = zz_now();
-  for (int rep = 0; rep < 2 || zz_now() - start < p->slice_s; rep++) {
+  double t[ZZ_PROF_MAX_REPS], start = zz_now();
+  int n = 0;
+  while (n < ZZ_PROF_MAX_REPS && (n < 3 || zz_now() - start < p->slice_s)) {
     double t0 = zz_now();
     ZZ_CHECK(fn(arg));
-    double t = zz_now() - t0;
-    if (t < best) best = t;
-    if (rep > 1000) break;
+    t[n++] = zz_now() - t0;
   }
-  *out = best;
+  qsort(t, (size_t)n, sizeof *t, zz_cmp_double);
+  *out = t[n / 2];
   return ZZ_OK;
 }
 
@@ -66,12 +74,12 @@ static zz_status zz_prof_copies(const zz_prof *p, zz_hw *hw) {
   double t = 0;
   if (st == ZZ_OK) {
     a.up = true;
-    st = zz_best_s(p, zz_copy_once, &a, &t);
+    st = zz_median_s(p, zz_copy_once, &a, &t);
     hw->ctog_bw = (double)zz_dtype_nbytes(ZZ_DTYPE_F16, n) / t; /* bytes of the stored dtype */
   }
   if (st == ZZ_OK) {
     a.up = false;
-    st = zz_best_s(p, zz_copy_once, &a, &t);
+    st = zz_median_s(p, zz_copy_once, &a, &t);
     hw->gtoc_bw = (double)db / t;
   }
   if (a.h) zz_device_host_free(p->dev, a.h);
@@ -120,7 +128,7 @@ static zz_status zz_prof_gemm(const zz_prof *p, zz_hw *hw) {
   for (int64_t m = 1; st == ZZ_OK && m <= max_m && hw->n_gemm < ZZ_HW_MAX_POINTS; m *= 4) {
     a.m = m;
     double t;
-    st = zz_best_s(p, zz_gemm_once, &a, &t);
+    st = zz_median_s(p, zz_gemm_once, &a, &t);
     if (st != ZZ_OK) break;
     hw->gemm[hw->n_gemm++] = (zz_hw_point){(double)m, 2.0 * (double)m * K * N / t};
     if (p->verbose) fprintf(stderr, "profile: GEMM M=%lld: %.3g GFLOP/s\n", (long long)m, hw->gemm[hw->n_gemm - 1].y / 1e9);
@@ -172,7 +180,7 @@ static zz_status zz_prof_bmm(const zz_prof *p, int64_t b, int64_t sq, int64_t t,
   if (st == ZZ_OK) st = zz_device_alloc(p->dev, (size_t)b * sizeof(int32_t), (void **)&a.pad);
   if (st == ZZ_OK) st = zz_device_write(p->dev, ZZ_LANE_COMPUTE, a.pad, pad0, (size_t)b * sizeof(int32_t));
   double s = 0;
-  if (st == ZZ_OK) st = zz_best_s(p, zz_attn_once, &a, &s);
+  if (st == ZZ_OK) st = zz_median_s(p, zz_attn_once, &a, &s);
   if (st == ZZ_OK) *rate = zz_attn_flops(&a) / s;
   void *blocks[] = {a.q, a.k, a.v, a.out, a.scratch, a.pad};
   for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++)
@@ -205,7 +213,7 @@ static zz_status zz_prof_cpu_attn(const zz_prof *p, zz_hw *hw) {
       break;
     }
     double s = 0;
-    st = zz_best_s(p, zz_attn_once, &a, &s);
+    st = zz_median_s(p, zz_attn_once, &a, &s);
     zz_pool_destroy(a.pool);
     a.pool = NULL;
     if (st != ZZ_OK) break;

@@ -49,15 +49,23 @@ zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shap
   ZZ_CHECK(zz_opts_planner(o, &hw, &po));
   po.shape = *shape;
   *out = *o;
-  if (o->policy || o->policy_flags_given) {
+  bool given = o->policy || o->policy_flags_given;
+  if (given) {
     zz_policy pol;
     ZZ_CHECK(zz_opts_policy(o, &pol));
-    return zz_plan_eval(m, &hw, &po, &pol, pred);
+    ZZ_CHECK(zz_plan_eval(m, &hw, &po, &pol, pred));
+  } else {
+    ZZ_CHECK(zz_plan_search(m, &hw, &po, pred));
+    zz_policy_str(&pred->policy, line, len);
+    out->policy = line;
+    fprintf(stderr, "zigzag: no policy given: the planner's for %s (--hw %s): %s\n", m->cfg.name, o->hw, line);
   }
-  ZZ_CHECK(zz_plan_search(m, &hw, &po, pred));
-  zz_policy_str(&pred->policy, line, len);
-  out->policy = line;
-  fprintf(stderr, "zigzag: no policy given: the planner's for %s (--hw %s): %s\n", m->cfg.name, o->hw, line);
+  /* LM-Offload's thread control: the CPU attention threads the plan assumed */
+  if (!o->attn_threads && pred->cost.attn_threads) {
+    out->attn_threads = pred->cost.attn_threads;
+    fprintf(stderr, "zigzag: CPU attention threads: %d (the fastest on the hardware file's curve within the cores)\n",
+            out->attn_threads);
+  }
   return ZZ_OK;
 }
 

@@ -96,6 +96,7 @@ typedef enum zz_term {
   ZZ_TERM_DISK,        /* all disk reads and writes of the step */
   ZZ_TERM_LINK_IN,     /* all host → device bytes */
   ZZ_TERM_LINK_OUT,    /* all device → host bytes */
+  ZZ_TERM_HOST,        /* CPU device: compute + its copies, which share the cores (0 on a GPU) */
   ZZ_TERM_COUNT
 } zz_term;
 const char *zz_term_name(zz_term t);

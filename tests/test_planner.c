@@ -173,15 +173,18 @@ static void test_cost_terms(void) {
   CU_ASSERT_EQUAL(t[ZZ_TERM_LOAD].a[ZZ_X_CC], 0);
   CU_ASSERT(t[ZZ_TERM_COMPUTE].a[ZZ_X_CC] > flops / 3e9);
   CU_ASSERT(close_rel(t[ZZ_TERM_COMPUTE].a[ZZ_X_CG], flops / 1e11, 1e-12));
-  /* on the CPU device copies run on the compute cores: the link joins compute */
+  /* on the CPU device copies run on the compute cores: the host term adds them up */
   zz_hw hc = hw;
   snprintf(hc.device, sizeof hc.device, "cpu");
   zz_cost_in inc = in;
   inc.hw = &hc, inc.cpu_attention = false;
   zz_lin tc[ZZ_TERM_COUNT];
   zz_cost_layer(&inc, layer_of(ZZ_LAYER_MLP), ZZ_PHASE_DECODE, tc);
-  CU_ASSERT(close_rel(tc[ZZ_TERM_COMPUTE].a[ZZ_X_WC], W / 1e10, 1e-12));
-  CU_ASSERT(close_rel(tc[ZZ_TERM_COMPUTE].a[ZZ_X_HC], tc[ZZ_TERM_LINK_IN].a[ZZ_X_HC] + tc[ZZ_TERM_LINK_OUT].a[ZZ_X_HC], 1e-12));
+  CU_ASSERT(close_rel(tc[ZZ_TERM_HOST].a[ZZ_X_WC], W / 1e10, 1e-12));
+  CU_ASSERT(close_rel(tc[ZZ_TERM_HOST].c, tc[ZZ_TERM_COMPUTE].c, 1e-12));
+  CU_ASSERT(close_rel(tc[ZZ_TERM_HOST].a[ZZ_X_HC],
+                      tc[ZZ_TERM_LINK_IN].a[ZZ_X_HC] + tc[ZZ_TERM_LINK_OUT].a[ZZ_X_HC], 1e-12));
+  CU_ASSERT_EQUAL(t[ZZ_TERM_HOST].c, 0); /* a GPU's copies are DMA */
   /* a step: max of the terms with overlap, the lanes' sum without */
   zz_lin u[ZZ_TERM_COUNT];
   memset(u, 0, sizeof u);

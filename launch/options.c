@@ -89,6 +89,8 @@ static const zz_opt_def zz_opt_table[] = {
      "plan: hardware file (planner/hw/*.json, or zigzag profile's); default: measure this machine", false, 0, 0, false},
     {"ranks", NULL, ZZ_OPT_INT, ZZ_O(ranks), "0", "plan: pipeline ranks to plan for (one machine each); 0 = no pipeline",
      false, 0, 64, false},
+    {"profile-seconds", "ZZ_PROFILE_SECONDS", ZZ_OPT_FLOAT, ZZ_O(profile_seconds), "15",
+     "profile: rough seconds all measurements take together", false, 0, 3600, true},
     {"max-block", NULL, ZZ_OPT_INT, ZZ_O(max_block), "0",
      "plan: largest block (gbs x num-gpu-batches sequences) to consider, e.g. the prompts there are; 0 = any", false, 0,
      ZZ_POLICY_MAX_GBS, false},

@@ -23,7 +23,7 @@
 static zz_status zz_plan_hw(const zz_opts *o, zz_hw *hw) {
   if (o->hw) return zz_hw_load(o->hw, hw);
   fprintf(stderr, "zigzag: no --hw file: measuring this machine first (zigzag profile --out FILE saves it)\n");
-  zz_profile_opts po = {.offload_dir = o->offload_dir, .threads = o->threads};
+  zz_profile_opts po = {.offload_dir = o->offload_dir, .threads = o->threads, .budget_s = o->profile_seconds};
   return zz_profile_run(&po, hw);
 }
 
@@ -242,7 +242,8 @@ int zz_cmd_plan(const zz_opts *o) {
 /* ---------------------------------------------------------------- profile */
 
 int zz_cmd_profile(const zz_opts *o) {
-  zz_profile_opts po = {.offload_dir = o->offload_dir, .threads = o->threads, .verbose = true};
+  zz_profile_opts po = {.offload_dir = o->offload_dir, .threads = o->threads, .budget_s = o->profile_seconds,
+                        .verbose = true};
   zz_hw hw;
   zz_status st = zz_profile_run(&po, &hw);
   if (st == ZZ_OK) st = zz_hw_save(&hw, o->out ? o->out : "-");

@@ -48,6 +48,7 @@ typedef struct zz_opts {
   const char *hw; /* hardware file (plan); NULL: measure this machine */
   int ranks;      /* plan: pipeline ranks (0: one machine, no pipeline) */
   int max_block;  /* plan: largest block gbs x num_gb considered (0: any) */
+  float profile_seconds; /* profile: rough total seconds */
 } zz_opts;
 
 void zz_opts_defaults(zz_opts *o);

@@ -132,7 +132,7 @@ static zz_status zz_prof_gemm(const zz_prof *p, zz_hw *hw) {
     if (st != ZZ_OK) break;
     hw->gemm[hw->n_gemm++] = (zz_hw_point){(double)m, 2.0 * (double)m * K * N / t};
     if (p->verbose) fprintf(stderr, "profile: GEMM M=%lld: %.3g GFLOP/s\n", (long long)m, hw->gemm[hw->n_gemm - 1].y / 1e9);
-    if (t > 0.25) break; /* larger M only takes longer; the curve is flat by now */
+    if (t > p->slice_s / 2.5) break; /* larger M only takes longer; the curve is flat by now */
   }
   if (a.y) zz_device_free(p->dev, a.y);
   if (a.x) zz_device_free(p->dev, a.x);
@@ -248,7 +248,10 @@ zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
   zz_status st = zz_prof_copies(&p, &hw);
   if (st == ZZ_OK && o->verbose)
     fprintf(stderr, "profile: host to device %.3g GB/s, device to host %.3g GB/s\n", hw.ctog_bw / 1e9, hw.gtoc_bw / 1e9);
-  if (st == ZZ_OK) st = zz_disk_measure(dir, (size_t)256 << 20, (size_t)8 << 20, &hw.disk_read_bw, &hw.disk_write_bw);
+  /* 256 MiB with the default budget, at least 16 MiB */
+  size_t disk_bytes = (size_t)((double)((size_t)256 << 20) * (budget < 15 ? budget / 15 : 1));
+  if (disk_bytes < ((size_t)16 << 20)) disk_bytes = (size_t)16 << 20;
+  if (st == ZZ_OK) st = zz_disk_measure(dir, disk_bytes, (size_t)8 << 20, &hw.disk_read_bw, &hw.disk_write_bw);
   if (st == ZZ_OK && o->verbose)
     fprintf(stderr, "profile: disk (%s) read %.3g GB/s, write %.3g GB/s\n", dir, hw.disk_read_bw / 1e9,
             hw.disk_write_bw / 1e9);

@@ -399,6 +399,17 @@ zz plan --model opt-30b --hw "$HW/t4-gcp-x4.json" --prompt-len 512 --gen-len 32 
 check "plan --ranks 4 prints the split, each rank's policy, the pipeline throughput and bubble" \
   eval '[ "$RC" -eq 0 ] && has "layers: rank 0 [0," outp && has "rank 3: policy gbs=" outp && has "bubble" outp'
 
+zz profile --profile-seconds 1 --out measured.json
+check "profile --out writes a hardware file of this machine that plan reads" \
+  eval '[ "$RC" -eq 0 ] && has "\"gemm_flops\"" measured.json && has "profile: disk" err'
+zz plan --model "$TINY" --hw measured.json --prompt-len 16 --gen-len 8 --max-block 8
+block_ok() {
+  local g n
+  g=$(sed -n 's/^policy gbs=\([0-9]*\) .*/\1/p' outp) n=$(sed -n 's/^policy .*num_gb=\([0-9]*\) .*/\1/p' outp)
+  [ "$RC" -eq 0 ] && [ -n "$g" ] && [ -n "$n" ] && [ $((g * n)) -le 8 ]
+}
+check "plan --max-block bounds the block (gbs x num_gb) on the measured machine" block_ok
+
 zz plan --model opt-125m --hw no-such-hw.json
 check "plan with a missing hardware file names it" eval '[ "$RC" -ne 0 ] && has "no-such-hw.json" err'
 echo '{"name": "x", "device": "cpu"}' >bad-hw.json

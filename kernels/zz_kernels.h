@@ -197,12 +197,12 @@ int zz_cuda_add(const uint16_t *a, const uint16_t *b, int64_t n, uint16_t *y, vo
 int zz_cuda_kv_append(const uint16_t *x, int64_t b, int64_t sq, int64_t h, uint16_t *cache,
                       int64_t kv_stride, int64_t pos, void *stream);
 /* Same contract as zz_cpu_attention; pad is a device array. scratch: device
- * memory of zz_cuda_attention_scratch(b, sq, t, heads) bytes. */
+ * memory of zz_attention_scores_bytes(b, sq, t, heads) bytes (runtime/sizes.c: f32
+ * scores [b, heads, sq, t] when sq > 1, none for a decode step). */
 int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k, const uint16_t *v,
                       int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
                       int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, uint16_t *out,
                       void *scratch, void *stream);
-size_t zz_cuda_attention_scratch(int64_t b, int64_t sq, int64_t t, int64_t heads);
 int zz_cuda_rmsnorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *gamma, float eps, uint16_t *y,
                     void *stream);
 /* pos is a device array [n]. */

@@ -88,6 +88,15 @@ static const zz_opt_def zz_opt_table[] = {
     {"comm", "ZZ_COMM", ZZ_OPT_STR, ZZ_O(comm), "mpi",
      "mpirun: how hidden states travel between ranks: mpi (pinned host buffers, MPI_Isend/Irecv overlapped with "
      "compute) or nccl (GPU buffers, ncclSend/Recv on their own stream; an NCCL build and one GPU per rank)", false, 0, 0, false},
+    {"hw", "ZZ_HW", ZZ_OPT_STR, ZZ_O(hw), NULL,
+     "plan: hardware file (planner/hw/*.json, or zigzag profile's); default: measure this machine", false, 0, 0, false},
+    {"ranks", NULL, ZZ_OPT_INT, ZZ_O(ranks), "0", "plan: pipeline ranks to plan for (one machine each); 0 = no pipeline",
+     false, 0, 64, false},
+    {"profile-seconds", "ZZ_PROFILE_SECONDS", ZZ_OPT_FLOAT, ZZ_O(profile_seconds), "15",
+     "profile: rough seconds all measurements take together", false, 0, 3600, true},
+    {"max-block", NULL, ZZ_OPT_INT, ZZ_O(max_block), "0",
+     "plan: largest block (gbs x num-gpu-batches sequences) to consider, e.g. the prompts there are; 0 = any", false, 0,
+     ZZ_POLICY_MAX_GBS, false},
 };
 #define ZZ_N_OPTS (sizeof zz_opt_table / sizeof zz_opt_table[0])
 
@@ -186,6 +195,9 @@ void zz_opts_help(FILE *f) {
           "  zigzag generate --model DIR|PRESET [--dummy] --prompts FILE|- --out FILE|- [--max-new-tokens N]\n"
           "  zigzag tokenize --model DIR TEXT\n"
           "  zigzag bench    --model PRESET --dummy [--prompt-len S] [--gen-len N] [--json]\n"
+          "  zigzag plan     --model M [--prompt-len S] [--gen-len N] [--hw FILE] [--gpu-mem X --cpu-mem X --disk-mem X]\n"
+          "                  [--ranks m] [--json]   (the policy the planner chooses, predicted throughput)\n"
+          "  zigzag profile  [--out FILE]   (measure this machine: a hardware file for plan --hw)\n"
           "  mpirun -np M zigzag generate|bench ...   (a pipeline of M ranks, each a slice of the layers)\n\n"
           "options (environment variable in brackets sets the default):\n");
   for (size_t i = 0; i < ZZ_N_OPTS; i++) {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "zz_launch.h"
+#include "zz_planner.h"
 #include "zz_stage.h"
 
 typedef struct zz_pipe {
@@ -128,6 +129,19 @@ static zz_status zz_pipe_fault_kind(char *kind_out) {
   return zz_error(ZZ_ERR_INVALID_ARG, "ZZ_FAULT_KIND=%s: want kill, stop or error", v);
 }
 
+/* The split by the cost model's per-layer seconds on the machine of a hardware file. */
+static zz_status zz_pipe_split_hw(const char *path, const zz_model *m, const zz_policy *pol, const zz_shape *shape,
+                                  int ranks, int *bounds) {
+  zz_hw hw;
+  ZZ_CHECK(zz_hw_load(path, &hw));
+  double *cost = malloc((size_t)m->n_layers * sizeof *cost);
+  if (!cost) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  zz_status st = zz_plan_layer_costs(m, &hw, shape, pol, cost);
+  if (st == ZZ_OK) st = zz_split_costs(cost, m->n_layers, ranks, bounds);
+  free(cost);
+  return st;
+}
+
 /* ---------------------------------------------------------------- set-up */
 
 /* --comm nccl, once every rank's plan is agreed and before anything loads: every
@@ -157,6 +171,8 @@ static zz_status zz_pipe_plan(zz_pipe *p) {
   const zz_model *m = &p->job.model;
   if (!(p->bounds = calloc((size_t)p->size + 1, sizeof *p->bounds))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   if (p->o.layers) ZZ_CHECK(zz_pipe_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds));
+  else if (p->o.hw) /* the planner's per-layer times on that machine */
+    ZZ_CHECK(zz_pipe_split_hw(p->o.hw, m, &p->job.pol, &p->job.shape, p->size, p->bounds));
   else
     ZZ_CHECK(zz_stage_split_layers(m, &p->job.pol, &p->job.shape, p->dev->ops->compute_dtype, p->size, p->bounds));
   zz_engine_opts eo;

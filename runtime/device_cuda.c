@@ -502,7 +502,7 @@ static zz_status zz_cuda_silu(zz_device *dev, const void *g, const void *u, int6
 static size_t zz_cuda_attn_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t,
                                    int64_t heads) {
   (void)dev;
-  return zz_cuda_attention_scratch(b, sq, t, heads);
+  return zz_attention_scores_bytes(b, sq, t, heads);
 }
 
 /* ================================================================ create / destroy */

@@ -481,6 +481,10 @@ size_t zz_cache_bytes(const zz_cache_spec *c, int64_t gbs, int64_t t_max);
 size_t zz_cache_region_bytes(const zz_cache_spec *c, int64_t t_max);
 /* The hidden state of sq positions of n sequences: [n, sq, hidden]. */
 size_t zz_hidden_bytes(int64_t hidden, zz_dtype dt, int64_t n, int64_t sq);
+/* Device scratch of a prefill attention that materialises its scores: f32
+ * [b, heads, sq, t]; 0 for a decode step (sq <= 1), which needs none. The CUDA
+ * device's attention_scratch, and the planner for a GPU it cannot open. */
+size_t zz_attention_scores_bytes(int64_t b, int64_t sq, int64_t t, int64_t heads);
 /* A batch's index arrays in one buffer: token ids [gbs, s], positions [gbs, s],
  * padding [gbs], last rows [gbs], int32 each; offsets in off_out, total returned. */
 size_t zz_index_layout(int64_t gbs, int64_t s, size_t off_out[4]);
@@ -604,6 +608,13 @@ typedef struct zz_shape {
   int64_t prompt_len; /* s: longest prompt of any block */
   int64_t gen_len;    /* n: new tokens per sequence */
 } zz_shape;
+
+/* The disk tier's bandwidths as the engine gets them (runtime/disk.c): a file
+ * under dir opened like the offload file (page cache bypassed), `bytes` written
+ * in `chunk`-sized transfers and synced, then read back; bytes per second. */
+zz_status zz_disk_measure(const char *dir, size_t bytes, size_t chunk, double *read_bw, double *write_bw);
+/* Free bytes under dir. */
+size_t zz_disk_free_bytes(const char *dir);
 
 /* Capacities of the three tiers and where the disk tier lives. */
 typedef struct zz_tiers {

@@ -247,8 +247,9 @@ zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_sta
 /*
  * Cost of layer `l` of the model's layer list for one block of bls = gbs x num_gb
  * sequences generating shape->gen_len tokens after shape->prompt_len: the predicted
- * seconds it adds to its stage. The one rule the default split uses (until the
- * planner's measured hardware profile replaces the two rates):
+ * seconds it adds to its stage. The one rule the default split uses without a
+ * hardware file (with `--hw FILE`, launch/pipe.c feeds the planner's per-layer
+ * times, zz_plan_layer_costs, to the same split instead):
  *   flops = 2 * weight elements * bls * positions it runs on
  *           (s + n - 1 for the input embedding's adds, attention and MLP; n for the
  *           output embedding, which projects only the last position), plus for
@@ -263,7 +264,7 @@ zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_sta
 double zz_stage_layer_cost(const zz_model *m, int l, const zz_policy *pol, const zz_shape *shape, zz_dtype dt);
 /* The default split of the layer list over nranks stages: contiguous, every stage
  * at least one layer, minimising the largest stage's summed zz_stage_layer_cost
- * (exact, by dynamic programming). bounds_out[nranks + 1]: stage r runs layers
+ * (exact, by dynamic programming: zz_split_costs in planner/pipe.c). bounds_out[nranks + 1]: stage r runs layers
  * [bounds_out[r], bounds_out[r + 1]); bounds_out[0] = 0 (rank 0 embeds) and
  * bounds_out[nranks] = m->n_layers (the last rank holds the LM head). */
 zz_status zz_stage_split_layers(const zz_model *m, const zz_policy *pol, const zz_shape *shape, zz_dtype dt,

@@ -12,6 +12,7 @@ void zz_test_offload_register(void);
 void zz_test_fuzz_register(void);
 void zz_test_slices_register(void);
 void zz_test_harden_register(void);
+void zz_test_quant_register(void);
 
 /* Reads a whole file into a malloc'd NUL-terminated buffer (NULL on failure). */
 char *zz_test_read_file(const char *path, size_t *len);

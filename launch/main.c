@@ -4,6 +4,7 @@
  *   zigzag generate --model DIR|PRESET [--dummy] --prompts FILE|- --out FILE|- --max-new-tokens N
  *   zigzag tokenize --model DIR TEXT
  *   zigzag bench    --model PRESET --dummy --prompt-len S --gen-len N [--json]
+ *   zigzag perplexity --model DIR --text FILE [--window N] [--compress-weight] [--compress-cache] ...
  *   zigzag --help
  */
 #include <stdlib.h>
@@ -92,6 +93,7 @@ int main(int argc, char **argv) {
   if (strcmp(o.command, "generate") == 0) return zz_cmd_generate(&o);
   if (strcmp(o.command, "tokenize") == 0) return zz_cmd_tokenize(&o);
   if (strcmp(o.command, "bench") == 0) return zz_cmd_bench(&o);
-  fprintf(stderr, "zigzag: unknown command '%s' (generate, tokenize, bench; see zigzag --help)\n", o.command);
+  if (strcmp(o.command, "perplexity") == 0) return zz_cmd_perplexity(&o);
+  fprintf(stderr, "zigzag: unknown command '%s' (generate, tokenize, bench, perplexity; see zigzag --help)\n", o.command);
   return 2;
 }

@@ -827,6 +827,21 @@ zz_status zz_request_check(const zz_engine *eng, const zz_request *req);
 zz_status zz_generate(zz_engine *eng, const zz_request *req, zz_result *res);
 void zz_result_free(zz_result *res, int64_t n);
 
+/* Held-out perplexity (runtime/perplexity.c), teacher forced: ids[0..n) (no BOS)
+ * are cut into windows of the engine's gen_len tokens, each a sequence that starts
+ * at BOS (the engine is built with prompt_len 1) and is fed its own next token at
+ * every decoding step, so every prediction after a window's first reads the KV
+ * cache as the policy stores it. */
+typedef struct zz_ppl {
+  double nll;      /* sum over predicted tokens of -log p(token) */
+  int64_t tokens;  /* predictions made (n) */
+  int64_t windows;
+  double ppl;      /* exp(nll / tokens) */
+  int32_t *argmax; /* [n] the top-1 prediction for each token (agreement between policies) */
+} zz_ppl;
+zz_status zz_perplexity(zz_engine *eng, const int32_t *ids, int64_t n, zz_ppl *out);
+void zz_ppl_free(zz_ppl *r);
+
 /* ================================================================ JSON Lines jobs */
 
 /* One prompt of a job file: {"id": …, "prompt": "text"} or {"input_ids": [..]}. */

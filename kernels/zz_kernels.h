@@ -224,6 +224,21 @@ int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k, const 
                       int64_t heads, int64_t hd, const int32_t *pad, uint16_t *out,
                       void *scratch, void *stream);
 size_t zz_cuda_attention_scratch(int64_t b, int64_t sq, int64_t t, int64_t heads);
+/* Compression (kernels/cuda/quant.cu): the CPU's Q4 layout byte for byte. y = x · wᵀ
+ * (+ b) (ReLU) with w [out, in] Q4 in format f; rows of a Q4 table gathered (add 0)
+ * or added (add 1); x [b, sq, heads*hd] quantized into rows pos.. of a Q4 cache
+ * (sequence stride seq_bytes); attention over an f16 (q4 = 0) or Q4 cache with top-k
+ * sparsity (keep < 1), scratch of zz_cuda_attention_ex_scratch bytes. */
+int zz_cuda_linear_q(const uint16_t *x, int64_t n, int64_t in, const void *w, zz_qfmt f, const uint16_t *b,
+                     int64_t out, uint16_t *y, int relu, void *stream);
+int zz_cuda_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, uint16_t *out, int add,
+                   void *stream);
+int zz_cuda_kv_append_q(const uint16_t *x, int64_t b, int64_t sq, int64_t heads, int64_t hd, void *cache, zz_qfmt f,
+                        int64_t seq_bytes, int64_t pos, void *stream);
+int zz_cuda_attention_ex(const uint16_t *q, const void *k, const void *v, int q4, zz_qfmt f, int64_t seq_bytes,
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
+                         const int32_t *pad, double keep, uint16_t *out, void *scratch, void *stream);
+size_t zz_cuda_attention_ex_scratch(int64_t b, int64_t sq, int64_t t, int64_t heads);
 /* ids[i] = argmax of logits row i ([n, vocab] f16); ids is a device array. */
 int zz_cuda_argmax(const uint16_t *logits, int64_t n, int64_t vocab, int32_t *ids, void *stream);
 

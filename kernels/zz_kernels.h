@@ -175,7 +175,8 @@ void zz_cpu_kv_append_q(const float *x, int64_t b, int64_t sq, int64_t heads, in
  * query keeps the ceil(keep * visible) keys of highest score and reads only their
  * V rows, weighted by their probabilities under the softmax over every visible
  * key (FlexGen's sparse attention, no renormalisation). Otherwise zz_cpu_attention's
- * contract; hd <= 1024. scratch: zz_cpu_attention_scratch(b, heads, t) floats. */
+ * contract; hd <= ZZ_ATTN_MAX_HEAD_DIM. scratch: zz_cpu_attention_scratch(b, heads, t) floats. */
+#define ZZ_ATTN_MAX_HEAD_DIM 1024 /* widest head zz_cpu_attention_ex widens on its stack */
 typedef struct zz_attn_args {
   const float *q;         /* [b, sq, heads*hd] */
   const void *k, *v;      /* row j of sequence i at byte i*seq_bytes + j*zz_kv_row_bytes(..) */

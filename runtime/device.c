@@ -580,6 +580,7 @@ zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, c
   ZZ_CHECK(zz_arg_pos(s, "hd", hd));
   if (q_start < 0) return zz_bad(s, "q_start = %lld, must not be negative", (long long)q_start);
   if (!(keep > 0 && keep <= 1)) return zz_bad(s, "keep = %g, must be in (0, 1]", keep);
+  if (hd > ZZ_ATTN_MAX_HEAD_DIM) return zz_bad(s, "hd = %lld is above the %d a head may have", (long long)hd, ZZ_ATTN_MAX_HEAD_DIM);
   ZZ_CHECK(zz_arg_mul(s, "q", heads, hd, &h));
   ZZ_CHECK(zz_arg_act3(s, "q", q, b, sq, h));
   ZZ_CHECK(zz_arg_act3(s, "out", out, b, sq, h));

@@ -173,6 +173,9 @@ static zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const vo
                        .seq_bytes = a->kv.seq_bytes, .b = a->cnt, .sq = 1, .t = a->pos + 1, .q_start = a->pos,
                        .heads = c->n_heads, .hd = c->head_dim, .pad = a->pad, .keep = a->keep, .out = e->ca[3],
                        .scratch = e->ca[4]};
+  if (c->head_dim > ZZ_ATTN_MAX_HEAD_DIM)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "CPU attention: head dim %lld is above %d", (long long)c->head_dim,
+                    ZZ_ATTN_MAX_HEAD_DIM);
   zz_cpu_attention_ex(zz_device_attn_pool(dev), &args);
   return zz_device_upload(dev, ZZ_LANE_COMPUTE, out, e->ca[3], ZZ_DTYPE_F32, nq);
 }

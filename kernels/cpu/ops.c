@@ -89,9 +89,6 @@ static inline float zz_dot(const float *a, const float *b, int64_t n) {
   return s;
 }
 
-/* Widest head a CPU attention task widens on its stack. */
-#define ZZ_ATTN_MAX_HD 1024
-
 typedef struct zz_attn_job {
   zz_attn_args a;
   const float *lut; /* f16 → f32 */
@@ -152,7 +149,7 @@ static void zz_attn_task(void *arg, int64_t task) {
   int64_t i = task / a->heads, hh = task % a->heads;
   int64_t h = a->heads * a->hd;
   float *scores = a->scratch + 2 * task * a->t, *sel = scores + a->t;
-  float buf[ZZ_ATTN_MAX_HD];
+  float buf[ZZ_ATTN_MAX_HEAD_DIM];
   const float scale = 1.0f / sqrtf((float)a->hd);
   int64_t lo = a->pad[i] > 0 ? a->pad[i] : 0;
   for (int64_t r = 0; r < a->sq; r++) {

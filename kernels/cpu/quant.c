@@ -6,6 +6,7 @@
  */
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,18 +139,41 @@ float zz_q_half_step(zz_qfmt f, const void *row, int64_t len, int64_t e) {
 #define ZZ_Q_PANEL 16
 
 /* Each thread widens its panels into its own buffer, grown once to the largest
- * panel it has seen (the hot loop allocates only on growth). */
-static _Thread_local float *zz_q_panel_buf;
-static _Thread_local size_t zz_q_panel_cap;
+ * panel it has seen (the hot loop allocates only on growth) and freed when the
+ * thread ends (a pool's workers when the pool is destroyed). */
+typedef struct zz_q_buf {
+  float *p;
+  size_t cap;
+} zz_q_buf;
+
+static pthread_key_t zz_q_key;
+static pthread_once_t zz_q_once = PTHREAD_ONCE_INIT;
+
+static void zz_q_buf_free(void *arg) {
+  zz_q_buf *b = arg;
+  free(b->p);
+  free(b);
+}
+
+static void zz_q_key_init(void) { pthread_key_create(&zz_q_key, zz_q_buf_free); }
 
 static float *zz_q_panel(size_t floats) {
-  if (floats > zz_q_panel_cap) {
-    float *p = realloc(zz_q_panel_buf, floats * sizeof *p);
-    if (!p) return NULL;
-    zz_q_panel_buf = p;
-    zz_q_panel_cap = floats;
+  pthread_once(&zz_q_once, zz_q_key_init);
+  zz_q_buf *b = pthread_getspecific(zz_q_key);
+  if (!b) {
+    if (!(b = calloc(1, sizeof *b))) return NULL;
+    if (pthread_setspecific(zz_q_key, b) != 0) {
+      free(b);
+      return NULL;
+    }
   }
-  return zz_q_panel_buf;
+  if (floats > b->cap) {
+    float *p = realloc(b->p, floats * sizeof *p);
+    if (!p) return NULL;
+    b->p = p;
+    b->cap = floats;
+  }
+  return b->p;
 }
 
 typedef struct zz_qlin_job {

@@ -10,8 +10,9 @@
  *   - each lane's busy fraction.
  * Output: CSV on stdout, progress on stderr. Never part of ctest.
  *
- *   compress_bench MODEL PROMPT_LEN GEN_LEN GBS NUM_GB "WG WC CG CC HG HC" CPU_ATTN OFFLOAD_DIR
+ *   compress_bench MODEL PROMPT_LEN GEN_LEN GBS NUM_GB "WG WC CG CC HG HC" CPU_ATTN OFFLOAD_DIR [RUNS]
  *   e.g. compress_bench opt-1.3b 32 8 4 1 "0 0 100 0 100 0" 0 /var/tmp      (weights on disk)
+ * RUNS: which of uncompressed, weights, cache, both to run, as "1111" (default).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,8 +64,9 @@ static int zz_cb_run(const zz_model *m, zz_device *dev, const char *policy, cons
 }
 
 int main(int argc, char **argv) {
-  if (argc != 9) {
-    fprintf(stderr, "usage: compress_bench MODEL PROMPT_LEN GEN_LEN GBS NUM_GB \"WG WC CG CC HG HC\" CPU_ATTN OFFLOAD_DIR\n");
+  if (argc != 9 && argc != 10) {
+    fprintf(stderr,
+            "usage: compress_bench MODEL PROMPT_LEN GEN_LEN GBS NUM_GB \"WG WC CG CC HG HC\" CPU_ATTN OFFLOAD_DIR [RUNS]\n");
     return 2;
   }
   zz_config cfg;
@@ -86,7 +88,9 @@ int main(int argc, char **argv) {
                    {.name = "both_4bit", .extra = "cw=1 cc=1"}};
   printf("model,config,policy,total_tok_s,ratio_to_uncompressed,disk_bytes_per_token,weight_lane_bytes_per_token,"
          "busy_compute,busy_weight_load,busy_cache_load,busy_cache_store,load_s\n");
+  const char *which = argc == 10 ? argv[9] : "1111";
   for (int i = 0; i < 4; i++) {
+    if ((int)strlen(which) <= i || which[i] != '1') continue;
     char policy[320];
     snprintf(policy, sizeof policy, "%s %s", base, runs[i].extra);
     fprintf(stderr, "compress_bench: %s: %s\n", runs[i].name, policy);

@@ -95,12 +95,6 @@ static zz_status zz_qb_run(zz_device *dev, const zz_model *m, const zz_checkpoin
   return st;
 }
 
-static double zz_qb_agree(const int32_t *a, const int32_t *b, int64_t n) {
-  int64_t same = 0;
-  for (int64_t i = 0; i < n; i++) same += a[i] == b[i];
-  return n ? (double)same / (double)n : 0;
-}
-
 int main(int argc, char **argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: quality_bench MODEL_DIR HELDOUT.txt OTHER.txt [POLICY_SUFFIX ...]\n");
@@ -138,7 +132,8 @@ int main(int argc, char **argv) {
       return 1;
     }
     printf("| %s | %.2f | %.2f | %.4f | %.4f |\n", i ? argv[3 + i] : "none", r[i].ppl[0], r[i].ppl[1],
-           zz_qb_agree(r[i].argmax[0], r[0].argmax[0], n[0]), zz_qb_agree(r[i].greedy, r[0].greedy, np * ZZ_QB_GEN));
+           zz_token_agreement(r[i].argmax[0], r[0].argmax[0], n[0]),
+           zz_token_agreement(r[i].greedy, r[0].greedy, np * ZZ_QB_GEN));
     fflush(stdout);
   }
   fprintf(stderr, "held-out %s: %lld tokens, windows of %lld; other %s: %lld tokens; %lld greedy prompts\n", argv[2],

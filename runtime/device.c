@@ -553,16 +553,21 @@ static zz_status zz_check_cache_ex(zz_site s, zz_op op, const char *arg, const v
   return zz_arg_dev(s, arg, cache, span, 1);
 }
 
-zz_status zz_device_kv_append_ex(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
-                                 void *cache, const zz_kv_layout *l, int64_t pos) {
-  zz_site s = {dev, "kv_append"};
-  int64_t h;
+/* b, sq, heads, hd positive; *h = heads * hd. */
+static zz_status zz_check_heads(zz_site s, int64_t b, int64_t sq, int64_t heads, int64_t hd, int64_t *h) {
   ZZ_CHECK(zz_arg_pos(s, "b", b));
   ZZ_CHECK(zz_arg_pos(s, "sq", sq));
   ZZ_CHECK(zz_arg_pos(s, "heads", heads));
   ZZ_CHECK(zz_arg_pos(s, "hd", hd));
+  return zz_arg_mul(s, "heads x hd", heads, hd, h);
+}
+
+zz_status zz_device_kv_append_ex(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
+                                 void *cache, const zz_kv_layout *l, int64_t pos) {
+  zz_site s = {dev, "kv_append"};
+  int64_t h;
+  ZZ_CHECK(zz_check_heads(s, b, sq, heads, hd, &h));
   if (pos < 0 || pos > INT64_MAX - sq) return zz_bad(s, "pos = %lld is out of range", (long long)pos);
-  ZZ_CHECK(zz_arg_mul(s, "x", heads, hd, &h));
   ZZ_CHECK(zz_arg_act3(s, "x", x, b, sq, h));
   ZZ_CHECK(zz_check_cache_ex(s, ZZ_OP_KV_APPEND, "cache", cache, l, b, pos + sq, heads, hd));
   return dev->ops->kv_append_ex(dev, x, b, sq, heads, hd, cache, l, pos);
@@ -573,15 +578,11 @@ zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, c
                                  const int32_t *pad, double keep, void *out, void *scratch) {
   zz_site s = {dev, "attention"};
   int64_t h;
-  ZZ_CHECK(zz_arg_pos(s, "b", b));
-  ZZ_CHECK(zz_arg_pos(s, "sq", sq));
+  ZZ_CHECK(zz_check_heads(s, b, sq, heads, hd, &h));
   ZZ_CHECK(zz_arg_pos(s, "t", t));
-  ZZ_CHECK(zz_arg_pos(s, "heads", heads));
-  ZZ_CHECK(zz_arg_pos(s, "hd", hd));
   if (q_start < 0) return zz_bad(s, "q_start = %lld, must not be negative", (long long)q_start);
   if (!(keep > 0 && keep <= 1)) return zz_bad(s, "keep = %g, must be in (0, 1]", keep);
   if (hd > ZZ_ATTN_MAX_HEAD_DIM) return zz_bad(s, "hd = %lld is above the %d a head may have", (long long)hd, ZZ_ATTN_MAX_HEAD_DIM);
-  ZZ_CHECK(zz_arg_mul(s, "q", heads, hd, &h));
   ZZ_CHECK(zz_arg_act3(s, "q", q, b, sq, h));
   ZZ_CHECK(zz_arg_act3(s, "out", out, b, sq, h));
   ZZ_CHECK(zz_check_cache_ex(s, ZZ_OP_ATTENTION, "k", k, l, b, t, heads, hd));

@@ -80,6 +80,12 @@ zz_status zz_perplexity(zz_engine *e, const int32_t *ids, int64_t n, zz_ppl *out
   return ZZ_OK;
 }
 
+double zz_token_agreement(const int32_t *a, const int32_t *b, int64_t n) {
+  int64_t same = 0;
+  for (int64_t i = 0; i < n; i++) same += a[i] == b[i];
+  return n > 0 ? (double)same / (double)n : 0;
+}
+
 void zz_ppl_free(zz_ppl *r) {
   if (!r) return;
   free(r->argmax);

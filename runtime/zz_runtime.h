@@ -841,6 +841,9 @@ typedef struct zz_ppl {
 } zz_ppl;
 zz_status zz_perplexity(zz_engine *eng, const int32_t *ids, int64_t n, zz_ppl *out);
 void zz_ppl_free(zz_ppl *r);
+/* The share of positions i < n where a[i] == b[i] (0 when n is 0): top-1 or greedy
+ * agreement between two runs. */
+double zz_token_agreement(const int32_t *a, const int32_t *b, int64_t n);
 
 /* ================================================================ JSON Lines jobs */
 

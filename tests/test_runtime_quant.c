@@ -340,12 +340,6 @@ static zz_status zq_greedy(const char *policy, int32_t *toks, int64_t *np_out) {
   return st;
 }
 
-static double zq_agree(const int32_t *a, const int32_t *b, int64_t n) {
-  int64_t same = 0;
-  for (int64_t i = 0; i < n; i++) same += a[i] == b[i];
-  return n ? (double)same / (double)n : 0;
-}
-
 static void test_trained_quality(void) {
   const char *base = "gbs=8 num_gb=1 w=100,0 c=100,0 a=100,0";
   char line[256];
@@ -357,7 +351,7 @@ static void test_trained_quality(void) {
   CU_ASSERT_FATAL(zq_ppl(line, &cache) == ZZ_OK);
   snprintf(line, sizeof line, "%s cw=1 cc=1 sparsity=0.1", base);
   CU_ASSERT_FATAL(zq_ppl(line, &sparse) == ZZ_OK);
-  double a_both = zq_agree(both.argmax, ref.argmax, T.n), a_cache = zq_agree(cache.argmax, ref.argmax, T.n);
+  double a_both = zz_token_agreement(both.argmax, ref.argmax, T.n), a_cache = zz_token_agreement(cache.argmax, ref.argmax, T.n);
   fprintf(stderr, "\n  held-out ppl %.2f; 4-bit %.2f (x%.4f, top-1 %.4f); cache %.2f (top-1 %.4f); +10%% sparsity %.2f (x%.4f)",
           ref.ppl, both.ppl, both.ppl / ref.ppl, a_both, cache.ppl, a_cache, sparse.ppl, sparse.ppl / ref.ppl);
   CU_ASSERT(ref.ppl < 400);  /* the model has learned something: the vocabulary is 1008 */
@@ -380,7 +374,7 @@ static void test_trained_policy_matrix(void) {
   int64_t np = 0, np2 = 0;
   CU_ASSERT_FATAL(zq_greedy("gbs=8 num_gb=1 w=100,0 c=100,0 a=100,0", dense, &np) == ZZ_OK);
   CU_ASSERT_FATAL(zq_greedy(policies[0], base, &np2) == ZZ_OK);
-  double agree = zq_agree(base, dense, np * ZQ_GEN);
+  double agree = zz_token_agreement(base, dense, np * ZQ_GEN);
   fprintf(stderr, "\n  greedy 64 steps, %lld prompts: 4-bit weights + cache = uncompressed on %.4f", (long long)np, agree);
   CU_ASSERT(agree >= 0.35);
   for (size_t p = 1; p < sizeof policies / sizeof policies[0]; p++) {

@@ -384,6 +384,47 @@ static void test_trained_policy_matrix(void) {
   }
 }
 
+/* The memory plan counts compressed bytes exactly: each matrix rows x row bytes of
+ * its format (1-D weights plain), each cache home gbs x t_max x heads x head row
+ * bytes, on every tier; compressing shrinks every weight and cache total. */
+static void test_trained_plan_bytes(void) {
+  zz_policy pc, pu;
+  CU_ASSERT_FATAL(zz_policy_parse("gbs=4 num_gb=2 w=30,30 c=0,50 a=100,0 cw=1 cc=4/32", &pc) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_policy_parse("gbs=4 num_gb=2 w=30,30 c=0,50 a=100,0", &pu) == ZZ_OK);
+  zz_shape shape = {.prompt_len = 16, .gen_len = 8};
+  zz_memplan p, u;
+  CU_ASSERT_FATAL(zz_memplan_build(&T.m, &pc, &shape, ZZ_DTYPE_F32, ZZ_DTYPE_F32, 4096, &p) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_memplan_build(&T.m, &pu, &shape, ZZ_DTYPE_F32, ZZ_DTYPE_F32, 4096, &u) == ZZ_OK);
+  const zz_qfmt wf = ZZ_QFMT_DEFAULT, cf = {4, 32};
+  int64_t hd = T.cfg.head_dim, heads = T.cfg.n_heads, t_max = 24;
+  int checked = 0;
+  for (int i = 0; i < p.n_buf; i++) {
+    const zz_buffer *b = &p.buf[i];
+    size_t want = 0, align = b->tier == ZZ_TIER_DISK ? ZZ_DISK_ALIGN : ZZ_ALIGN;
+    if (b->role == ZZ_BUF_WEIGHT) {
+      const zz_weight_spec *w = &T.m.layers[b->a].weights[b->b];
+      want = w->ndim == 2 ? (size_t)w->shape[0] * zz_q_row_bytes(wf, w->shape[1]) : (size_t)w->shape[0] * 4;
+      CU_ASSERT_EQUAL(b->dtype, w->ndim == 2 ? ZZ_DTYPE_Q4 : ZZ_DTYPE_F32);
+    } else if (b->role == ZZ_BUF_CACHE_K || b->role == ZZ_BUF_CACHE_V) {
+      size_t row = (size_t)heads * zz_q_row_bytes(cf, hd);
+      want = b->tier == ZZ_TIER_DISK ? 4 * zz_align_up(t_max * row, ZZ_DISK_ALIGN) : 4 * t_max * row;
+      CU_ASSERT_EQUAL(b->dtype, ZZ_DTYPE_Q4);
+    } else {
+      continue;
+    }
+    CU_ASSERT_EQUAL(b->bytes, zz_align_up(want, align));
+    checked++;
+  }
+  CU_ASSERT(checked > 40);
+  for (int t = 0; t < ZZ_TIER_COUNT; t++) {
+    CU_ASSERT(p.bytes[t][ZZ_PURPOSE_WEIGHTS] <= u.bytes[t][ZZ_PURPOSE_WEIGHTS]);
+    CU_ASSERT(p.bytes[t][ZZ_PURPOSE_CACHE] <= u.bytes[t][ZZ_PURPOSE_CACHE]);
+  }
+  CU_ASSERT(zz_memplan_tier_total(&p, ZZ_TIER_CPU) < zz_memplan_tier_total(&u, ZZ_TIER_CPU));
+  zz_memplan_free(&p);
+  zz_memplan_free(&u);
+}
+
 void zz_test_quant_register(void) {
   CU_pSuite s = CU_add_suite("quant", NULL, NULL);
   CU_add_test(s, "format sizes", test_q_sizes);
@@ -392,6 +433,7 @@ void zz_test_quant_register(void) {
   CU_add_test(s, "embedding rows and cache append", test_q_embed_append);
   CU_add_test(s, "attention over a q4 cache and top-k sparse vs by hand", test_q_attention);
   s = CU_add_suite("quant: trained model", zq_trained_setup, zq_trained_teardown);
+  CU_add_test(s, "the memory plan counts compressed bytes exactly", test_trained_plan_bytes);
   CU_add_test(s, "held-out perplexity and top-1 agreement within the stated bounds", test_trained_quality);
   CU_add_test(s, "compressed greedy tokens: agreement bound, identical under 5 offloading policies",
               test_trained_policy_matrix);

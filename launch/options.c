@@ -88,6 +88,9 @@ static const zz_opt_def zz_opt_table[] = {
      "mpirun: m-1 cut points over the layer list (0 = input embedding, 2i+1 and 2i+2 = attention and MLP of "
      "transformer layer i, 2L+1 = output embedding): rank r runs [cut r-1, cut r); default: split by predicted cost",
      false, 0, 0, false},
+    {"comm", "ZZ_COMM", ZZ_OPT_STR, ZZ_O(comm), "mpi",
+     "mpirun: how hidden states travel between ranks: mpi (pinned host buffers, MPI_Isend/Irecv overlapped with "
+     "compute) or nccl (GPU buffers, ncclSend/Recv on their own stream; an NCCL build and one GPU per rank)", false, 0, 0, false},
 };
 #define ZZ_N_OPTS (sizeof zz_opt_table / sizeof zz_opt_table[0])
 
@@ -206,6 +209,7 @@ void zz_opts_help(FILE *f) {
   fprintf(f, "\nother tunables: OPENBLAS_NUM_THREADS (GEMM threads of the CPU device)\n"
              "  ZZ_FAULT_KILL_AFTER_BLOCKS=N (testing: generate commits N blocks, half-writes a line, SIGKILLs itself)\n"
              "  ZZ_FAULT_KILL_RANK=R (testing, mpirun: the rank ZZ_FAULT_KILL_AFTER_BLOCKS kills; R > 0 dies in block N)\n"
+             "  ZZ_FAULT_KIND=kill|stop|error (testing, mpirun: how rank R fails in block N: SIGKILL, SIGSTOP or an error)\n"
              "presets:");
   for (const char *const *p = zz_config_preset_names(); *p; p++) fprintf(f, " %s", *p);
   fprintf(f, "\n");

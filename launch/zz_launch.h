@@ -46,6 +46,7 @@ typedef struct zz_opts {
   int num_inner_iterations; /* T micro-batch groups; 0 = the number of ranks */
   float peer_timeout;       /* seconds of silence after which a rank is lost */
   const char *layers;       /* cut points over the layer list, "3,5"; NULL = by cost */
+  const char *comm;         /* how hidden states travel: "mpi" or "nccl" */
 } zz_opts;
 
 void zz_opts_defaults(zz_opts *o);

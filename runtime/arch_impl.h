@@ -26,7 +26,6 @@ typedef struct zz_step {
   const int32_t *last;       /* [b] row of each sequence's last token in hidden: i*sq + sq-1 */
   void *hidden;              /* [b, sq, hidden] in and out */
   void *k, *v;               /* this layer's cache [b, t_max, kv row] (ATTENTION) */
-  int64_t kv_stride;         /* elements between two sequences of k, v */
   zz_kv_layout kv;           /* how k, v are stored (dtype, Q4 format, bytes between sequences) */
   double keep;               /* fraction of keys each query keeps (top-k sparse attention; 1 = dense) */
   void *logits;              /* [b, vocab] of the last position (OUTPUT_EMBED) */
@@ -60,6 +59,7 @@ typedef struct zz_arch {
 } zz_arch;
 
 extern const zz_arch zz_arch_opt;
+extern const zz_arch zz_arch_llama;
 
 /* The registry (model.c): every architecture, NULL terminated. */
 const zz_arch *const *zz_arch_all(void);
@@ -70,5 +70,11 @@ zz_status zz_json_int(json_t *obj, const char *path, const char *key, int64_t de
 zz_status zz_json_bool(json_t *obj, const char *path, const char *key, bool def, bool *out);
 /* torch_dtype ("float32" when absent) */
 zz_status zz_json_dtype(json_t *obj, const char *path, zz_dtype *out);
+/* A number (integer or real) that must be finite and > 0; absent → def (def <= 0: required). */
+zz_status zz_json_positive(json_t *obj, const char *path, const char *key, double def, double *out);
+
+/* Weight spec *w: absent (ndim 0) unless present; name from fmt with the layer
+ * index; shape [d0] or [d0, d1]; init MATRIX for 2-D, BIAS for 1-D. */
+void zz_arch_spec(zz_weight_spec *w, bool present, int ndim, int64_t d0, int64_t d1, const char *fmt, int index);
 
 #endif

@@ -349,6 +349,29 @@ zz tokenize --model "$TINY" "Four score and seven years ago"
 check "tokenize prints space-separated integers (golden.json's ids of the words)" \
   eval '[ "$RC" -eq 0 ] && grep -qxE "[0-9]+( [0-9]+)*" outp && [ "$(cat outp)" = "41 462 277 70 461 285 393 89 273 623 877" ]'
 
+# tokenizer.json (issue #13): ids as the tokenizers library gives them
+# (tests/fixtures/make_tokenizer_json_fixtures.py), added tokens found in the text
+TJ_TEXT="Hello world, it's 12345 中文 <s>x<|eot_id|>"
+zz tokenize --model "$FX/tok-llama3" "$TJ_TEXT"
+check "tokenize with a LLaMA-3 style tokenizer.json (byte-level, <|eot_id|> found in the text)" \
+  eval '[ "$RC" -eq 0 ] && [ "$(cat outp)" = "359 287 78 654 11 344 599 220 16 17 18 19 20 220 160 116 255 162 244 229 220 27 82 29 87 705" ]'
+zz tokenize --model "$FX/tok-llama2" "$TJ_TEXT"
+check "tokenize with a LLaMA-2 style tokenizer.json (Prepend/Replace, byte_fallback, <s> found in the text)" \
+  eval '[ "$RC" -eq 0 ] && [ "$(cat outp)" = "427 306 358 316 372 344 699 342 343 262 345 266 53 267 268 269 328 231 187 176 233 153 138 328 1 328 325 63 127 306 316 321 98 504 127 65" ]'
+mkdir badtok && echo '{"model": {"type": "WordPiece"}}' >badtok/tokenizer.json
+refused "tokenize with an unsupported tokenizer.json" 'model.type "WordPiece"' tokenize --model badtok "hi"
+# a LLaMA model with tokenizer.json: text prompts get the tokenizer's BOS
+mkdir lltok && cp "$FX/tiny-llama3/config.json" "$FX/tiny-llama3/model.safetensors" "$FX/tok-llama2-meta/tokenizer.json" lltok/
+printf '{"id": 0, "prompt": "<s>中文"}\n' >lltext.jsonl
+printf '{"id": 0, "input_ids": [1, 1, 231, 187, 176, 233, 153, 138]}\n' >llids.jsonl
+zz generate --model lltok --prompts lltext.jsonl --out llt.jsonl --max-new-tokens 4
+zz generate --model lltok --prompts llids.jsonl --out lli.jsonl --max-new-tokens 4
+check "generate: a text prompt through tokenizer.json (BOS from its template) = its input_ids" \
+  eval '[ "$RC" -eq 0 ] && [ -n "$(ids_of llt.jsonl)" ] && [ "$(ids_of llt.jsonl)" = "$(ids_of lli.jsonl)" ] && has "\"text\"" llt.jsonl'
+mkdir lltok3 && cp "$FX/tiny-llama3/config.json" "$FX/tiny-llama3/model.safetensors" "$FX/tok-llama3/tokenizer.json" lltok3/
+refused "generate: tokenizer.json ids beyond the model's vocabulary (BOS 700 of 264)" "token id 700" \
+  generate --model lltok3 --prompts lltext.jsonl --out o.jsonl --max-new-tokens 4
+
 # ------------------------------------------------------------ h. bench --json
 
 zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --json

@@ -7,6 +7,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,29 +177,50 @@ static float *zz_q_panel(size_t floats) {
   return b->p;
 }
 
+/* Rows of x up to which the linear uses its own dot products instead of a GEMM. */
+#define ZZ_Q_SMALL_N 16
+
 typedef struct zz_qlin_job {
   const float *x, *b;
   const unsigned char *w;
   zz_qfmt f;
-  int64_t n, in, out;
+  int64_t n, in, out, panel;
   size_t row_bytes;
   float *y;
   int relu;
 } zz_qlin_job;
 
+/* Eight partial sums, as zz_dot in ops.c: vectorisable without reassociation. */
+static inline float zz_q_dot(const float *a, const float *b, int64_t n) {
+  float acc[8] = {0};
+  int64_t d = 0;
+  for (; d + 8 <= n; d += 8)
+    for (int u = 0; u < 8; u++) acc[u] += a[d + u] * b[d + u];
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; d < n; d++) s += a[d] * b[d];
+  return s;
+}
+
 static void zz_qlin_panel(void *arg, int64_t p) {
   const zz_qlin_job *j = arg;
-  int64_t o0 = p * ZZ_Q_PANEL, rows = j->out - o0 < ZZ_Q_PANEL ? j->out - o0 : ZZ_Q_PANEL;
-  float *wp = zz_q_panel((size_t)(ZZ_Q_PANEL * j->in));
+  int64_t o0 = p * j->panel, rows = j->out - o0 < j->panel ? j->out - o0 : j->panel;
+  float *wp = zz_q_panel((size_t)(j->panel * j->in));
   if (!wp) {
-    /* a kernel has no error path: the panel is 16 rows, so this is the machine out of memory */
-    fprintf(stderr, "zz_cpu_linear_q: out of memory for a %lld-float panel\n", (long long)(ZZ_Q_PANEL * j->in));
+    /* a kernel has no error path: a panel is at most 64 rows, so this is the machine out of memory */
+    fprintf(stderr, "zz_cpu_linear_q: out of memory for a %lld-float panel\n", (long long)(j->panel * j->in));
     abort();
   }
   zz_q_dequantize(j->f, j->w + (size_t)o0 * j->row_bytes, rows, j->in, wp);
-  /* y[:, o0 .. o0+rows) = x · panelᵀ */
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)j->n, (blasint)rows, (blasint)j->in, 1.0f, j->x,
-              (blasint)j->in, wp, (blasint)j->in, 0.0f, j->y + o0, (blasint)j->out);
+  if (j->n <= ZZ_Q_SMALL_N) {
+    /* decoding: a few rows of x, dot products on this thread (a small sgemm would
+     * pay OpenBLAS's call and threading overhead per panel) */
+    for (int64_t i = 0; i < j->n; i++)
+      for (int64_t o = 0; o < rows; o++) j->y[i * j->out + o0 + o] = zz_q_dot(j->x + i * j->in, wp + o * j->in, j->in);
+  } else {
+    /* y[:, o0 .. o0+rows) = x · panelᵀ */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)j->n, (blasint)rows, (blasint)j->in, 1.0f, j->x,
+                (blasint)j->in, wp, (blasint)j->in, 0.0f, j->y + o0, (blasint)j->out);
+  }
   for (int64_t i = 0; i < j->n; i++) {
     float *yi = j->y + i * j->out + o0;
     if (j->b)
@@ -210,8 +232,13 @@ static void zz_qlin_panel(void *arg, int64_t p) {
 
 void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f,
                      const float *b, int64_t out, float *y, int relu) {
-  zz_qlin_job job = {x, b, w, f, n, in, out, zz_q_row_bytes(f, in), y, relu};
-  zz_pool_run(pool, zz_qlin_panel, &job, (out + ZZ_Q_PANEL - 1) / ZZ_Q_PANEL);
+  /* decoding: panels of 16 rows over the pool's threads, dot products; prefill:
+   * panels of 64 rows one after another, each a GEMM on OpenBLAS's own threads
+   * (OpenBLAS serialises calls from several threads) */
+  bool small = n <= ZZ_Q_SMALL_N;
+  int64_t panel = small ? ZZ_Q_PANEL : 4 * ZZ_Q_PANEL;
+  zz_qlin_job job = {x, b, w, f, n, in, out, panel, zz_q_row_bytes(f, in), y, relu};
+  zz_pool_run(small ? pool : NULL, zz_qlin_panel, &job, (out + panel - 1) / panel);
 }
 
 void zz_cpu_embed_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, float *out,

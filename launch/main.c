@@ -6,6 +6,7 @@
  *   zigzag bench    --model PRESET --dummy --prompt-len S --gen-len N [--json]
  *   zigzag plan     --model M --prompt-len S --gen-len N [--hw FILE] [--ranks m] [--json]
  *   zigzag profile  [--out FILE]
+ *   zigzag perplexity --model DIR --text FILE [--window N] [--compress-weight] [--compress-cache] ...
  *   zigzag --help
  */
 #include <stdlib.h>
@@ -96,6 +97,7 @@ int main(int argc, char **argv) {
   if (strcmp(o.command, "bench") == 0) return zz_cmd_bench(&o);
   if (strcmp(o.command, "plan") == 0) return zz_cmd_plan(&o);
   if (strcmp(o.command, "profile") == 0) return zz_cmd_profile(&o);
-  fprintf(stderr, "zigzag: unknown command '%s' (generate, tokenize, bench, plan, profile; see zigzag --help)\n", o.command);
+  if (strcmp(o.command, "perplexity") == 0) return zz_cmd_perplexity(&o);
+  fprintf(stderr, "zigzag: unknown command '%s' (generate, tokenize, bench, plan, profile, perplexity; see zigzag --help)\n", o.command);
   return 2;
 }

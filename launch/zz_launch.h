@@ -34,6 +34,8 @@ typedef struct zz_opts {
   int attn_threads; /* CPU attention threads, any device (0: all cores) */
   bool resume, progress, no_progress;
   const char *text; /* tokenize's argument */
+  const char *text_file; /* perplexity: --text FILE */
+  int window;            /* perplexity: tokens per window (0: the model's positions - 1) */
   /* the policy flags (FlexGen's names) and the tiers */
   double percent[6]; /* --percent WG WC CG CC HG HC */
   bool cpu_cache_compute, compress_weight, compress_cache, no_overlap;
@@ -162,6 +164,8 @@ zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shap
 /* zigzag plan / zigzag profile (launch/plan.c). */
 int zz_cmd_plan(const zz_opts *o);
 int zz_cmd_profile(const zz_opts *o);
+/* zigzag perplexity (launch/perplexity.c). */
+int zz_cmd_perplexity(const zz_opts *o);
 /* bench's b prompts of s tokens: BOS, then ids drawn from a fixed seed. */
 zz_status zz_bench_prompts(const zz_config *cfg, int64_t b, int s, int32_t ***ids_out, int64_t **lens_out);
 void zz_bench_prompts_free(int32_t **ids, int64_t *lens, int64_t b);

@@ -439,5 +439,21 @@ echo '{"name": "x", "device": "cpu"}' >bad-hw.json
 zz plan --model opt-125m --hw bad-hw.json
 check "plan with an incomplete hardware file names the missing field" eval '[ "$RC" -ne 0 ] && has "is missing" err'
 
+# ------------------------------------------------------------ j. perplexity and compression
+
+TRAINED="$FX/trained-opt"
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95
+check "perplexity of the trained model's held-out text is Hugging Face's (276.4130, training.json)" \
+  eval '[ "$RC" -eq 0 ] && has "perplexity 276.4130 over 665 tokens" outp'
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --compress-weight --compress-cache --attn-sparsity 0.5 \
+  --percent 0 100 0 0 100 0 --gpu-batch-size 4
+check "perplexity with 4-bit weights on the CPU tier and a 4-bit cache on disk, top-k attention: runs, says the policy" \
+  eval '[ "$RC" -eq 0 ] && has "cw=1 cc=1 sparsity=0.5" outp'
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --policy "gbs=4 cw=3/64"
+check "a compression format that does not exist is refused, naming it" \
+  eval '[ "$RC" -ne 0 ] && has "weight compression format 3 bits" err'
+zz perplexity --model "$TRAINED"
+check "perplexity without --text: refused with a message" eval '[ "$RC" -eq 2 ] && has "--text FILE is required" err'
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -134,6 +134,7 @@ disk|--max-new-tokens 8 --percent 0 0 0 0 0 0 --offload-dir $W
 partial|--max-new-tokens 8 --percent 40 30 30 50 0 50 --offload-dir $W
 sampled|--max-new-tokens 30 --temperature 100 --seed 5
 topk|--max-new-tokens 12 --temperature 0.8 --top-k 20 --top-p 0.9 --seed 11
+compressed|--max-new-tokens 8 --percent 0 100 0 50 100 0 --compress-weight --compress-cache --attn-sparsity 0.5 --offload-dir $W
 EOF
   done
   # the sampled run does cover EOS: some sequence stops before 30 tokens

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cpu_impl.h"
 #include "zz_kernels.h"
 
 void zz_cpu_embed_rows(const float *table, int64_t dim, const int32_t *ids, int64_t n, float *out) {
@@ -75,18 +76,6 @@ void zz_cpu_kv_append(const float *x, int64_t b, int64_t sq, int64_t h, float *c
                       int64_t kv_stride, int64_t pos) {
   for (int64_t i = 0; i < b; i++)
     memcpy(cache + i * kv_stride + pos * h, x + i * sq * h, (size_t)(sq * h) * sizeof(float));
-}
-
-/* Eight independent partial sums: the compiler may vectorise them without
- * reassociating one long float chain (which it must not do on its own). */
-static inline float zz_dot(const float *a, const float *b, int64_t n) {
-  float acc[8] = {0};
-  int64_t d = 0;
-  for (; d + 8 <= n; d += 8)
-    for (int u = 0; u < 8; u++) acc[u] += a[d + u] * b[d + u];
-  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  for (; d < n; d++) s += a[d] * b[d];
-  return s;
 }
 
 typedef struct zz_attn_job {

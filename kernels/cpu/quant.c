@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_impl.h"
 #include "zz_kernels.h"
 
 /* ---------------------------------------------------------------- sizes */
@@ -190,17 +191,6 @@ typedef struct zz_qlin_job {
   int relu;
 } zz_qlin_job;
 
-/* Eight partial sums, as zz_dot in ops.c: vectorisable without reassociation. */
-static inline float zz_q_dot(const float *a, const float *b, int64_t n) {
-  float acc[8] = {0};
-  int64_t d = 0;
-  for (; d + 8 <= n; d += 8)
-    for (int u = 0; u < 8; u++) acc[u] += a[d + u] * b[d + u];
-  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  for (; d < n; d++) s += a[d] * b[d];
-  return s;
-}
-
 static void zz_qlin_panel(void *arg, int64_t p) {
   const zz_qlin_job *j = arg;
   int64_t o0 = p * j->panel, rows = j->out - o0 < j->panel ? j->out - o0 : j->panel;
@@ -215,7 +205,7 @@ static void zz_qlin_panel(void *arg, int64_t p) {
     /* decoding: a few rows of x, dot products on this thread (a small sgemm would
      * pay OpenBLAS's call and threading overhead per panel) */
     for (int64_t i = 0; i < j->n; i++)
-      for (int64_t o = 0; o < rows; o++) j->y[i * j->out + o0 + o] = zz_q_dot(j->x + i * j->in, wp + o * j->in, j->in);
+      for (int64_t o = 0; o < rows; o++) j->y[i * j->out + o0 + o] = zz_dot(j->x + i * j->in, wp + o * j->in, j->in);
   } else {
     /* y[:, o0 .. o0+rows) = x · panelᵀ */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)j->n, (blasint)rows, (blasint)j->in, 1.0f, j->x,

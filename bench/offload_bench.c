@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "zz_runtime.h"
+#include "bench_util.h"
 
 /* Sequential O_DIRECT read bandwidth of a fresh 1 GiB file under dir. */
 static double zz_disk_ceiling(const char *dir) {
@@ -68,42 +68,20 @@ static int zz_bench_one(const zz_model *m, zz_device *dev, const zz_policy *pol,
     return -1;
   }
   int64_t b = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches, s = shape->prompt_len;
-  int32_t **ids = calloc((size_t)b, sizeof *ids);
-  int64_t *lens = calloc((size_t)b, sizeof *lens);
-  zz_rng r;
-  zz_rng_seed(&r, 5, 0);
-  for (int64_t i = 0; i < b; i++) {
-    ids[i] = malloc((size_t)s * sizeof **ids);
-    lens[i] = s;
-    for (int64_t j = 0; j < s; j++) ids[i][j] = 4 + (int32_t)(zz_rng_next(&r) % 50000);
-  }
-  zz_result res;
-  int64_t one = 1;
-  zz_request warm = {.n = 1, .ids = (const int32_t *const *)ids, .lens = &one, .max_new_tokens = 2, .ignore_eos = true};
-  zz_request req = {.n = b, .ids = (const int32_t *const *)ids, .lens = lens, .max_new_tokens = (int)shape->gen_len,
-                    .ignore_eos = true};
-  zz_engine_stats s0, s1;
+  zz_bench_timing tm;
   int rc = -1;
-  if (zz_generate(eng, &warm, &res) == ZZ_OK) {
-    zz_result_free(&res, 1);
-    zz_engine_get_stats(eng, &s0);
-    if (zz_generate(eng, &req, &res) == ZZ_OK) {
-      zz_engine_get_stats(eng, &s1);
-      double n = (double)shape->gen_len, wall = s1.wall_s - s0.wall_s;
-      out->prefill = (double)(b * s) / res.prefill_s;
-      out->decode = (double)b * (n - 1) / res.decode_s;
-      out->total = (double)b * n / (res.prefill_s + res.decode_s);
-      for (int l = 0; l < ZZ_LANE_COUNT; l++) out->busy[l] = (s1.busy_s[l] - s0.busy_s[l]) / wall;
-      double rs = s1.disk_read_s - s0.disk_read_s;
-      out->disk_bw = rs > 0 ? (double)(s1.disk_read_bytes - s0.disk_read_bytes) / rs : 0;
-      zz_result_free(&res, b);
-      rc = 0;
-    }
+  if (zz_bench_block(eng, b, s, shape->gen_len, &tm) == ZZ_OK) {
+    const zz_engine_stats *s0 = &tm.before, *s1 = &tm.after;
+    double n = (double)shape->gen_len, wall = s1->wall_s - s0->wall_s;
+    out->prefill = (double)(b * s) / tm.prefill_s;
+    out->decode = (double)b * (n - 1) / tm.decode_s;
+    out->total = (double)b * n / (tm.prefill_s + tm.decode_s);
+    for (int l = 0; l < ZZ_LANE_COUNT; l++) out->busy[l] = (s1->busy_s[l] - s0->busy_s[l]) / wall;
+    double rs = s1->disk_read_s - s0->disk_read_s;
+    out->disk_bw = rs > 0 ? (double)(s1->disk_read_bytes - s0->disk_read_bytes) / rs : 0;
+    rc = 0;
   }
   if (rc) fprintf(stderr, "offload_bench: %s: %s\n", out->name, zz_error_message());
-  for (int64_t i = 0; i < b; i++) free(ids[i]);
-  free(ids);
-  free(lens);
   zz_engine_destroy(eng);
   return rc;
 }

@@ -57,6 +57,42 @@ uint16_t zz_f32_to_bf16(float f); /* round to nearest even */
 /* dst[0..n) = src[0..n) converted; src_dt/dst_dt among f32, f16, bf16. */
 void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, int64_t n);
 
+/* ---------------------------------------------------------------- group-wise quantization */
+/*
+ * FlexGen's compression (§5): asymmetric min/max quantization in groups of
+ * `group` contiguous elements. A tensor is a sequence of rows (a weight's output
+ * rows, grouped along its input dimension; a cache row's heads, grouped along the
+ * head dimension); each row of len elements is cut into ceil(len / group) groups,
+ * the last one possibly shorter. A group of m elements is stored as
+ *   bytes 0-1  minimum (IEEE half, little endian), rounded down
+ *   bytes 2-3  step    (IEEE half), rounded up: (max - min) / (2^bits - 1)
+ *   bytes 4-   m values of `bits` bits, element e of the group in byte e*bits/8
+ *              at bit (e*bits) % 8 (low bits first), padded to an even byte count
+ * and decodes as min + q * step; rows and groups follow each other with no gap.
+ * ZZ_DTYPE_Q4 is this layout; its descriptor (bits, group) travels beside it.
+ * docs/compression.md draws it byte by byte.
+ */
+typedef struct zz_qfmt {
+  int bits;  /* 2, 4 or 8 */
+  int group; /* elements per group, even, in [ZZ_QGROUP_MIN, ZZ_QGROUP_MAX] */
+} zz_qfmt;
+#define ZZ_QGROUP_MIN 32
+#define ZZ_QGROUP_MAX 256
+/* FlexGen's choice: 4 bits, groups of 64. */
+#define ZZ_QFMT_DEFAULT ((zz_qfmt){.bits = 4, .group = 64})
+/* 1 when f is a format this module stores. */
+int zz_qfmt_valid(zz_qfmt f);
+/* Bytes of one row of len elements (groups with their headers). */
+size_t zz_q_row_bytes(zz_qfmt f, int64_t len);
+/* Bytes of a cache row: heads rows of hd elements each in dt (Q4: format f). */
+size_t zz_kv_row_bytes(zz_dtype dt, zz_qfmt f, int64_t heads, int64_t hd);
+/* dst (rows × zz_q_row_bytes(f, len) bytes) = the rows of x [rows, len]. */
+void zz_q_quantize(zz_qfmt f, const float *x, int64_t rows, int64_t len, void *dst);
+/* y [rows, len] = the rows stored at src. */
+void zz_q_dequantize(zz_qfmt f, const void *src, int64_t rows, int64_t len, float *y);
+/* The half-step error bound of element e of a row (what the round trip keeps
+ * every element within): step / 2 of e's group. */
+float zz_q_half_step(zz_qfmt f, const void *row, int64_t len, int64_t e);
 /* ---------------------------------------------------------------- rotary embeddings */
 
 /* Host and device code share the inverse frequencies below (one formula). */
@@ -170,6 +206,43 @@ size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t);
 void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
                          int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                          int64_t hd, const int32_t *pad, float *out, float *scratch);
+/* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b) (then ReLU) with w stored in format f
+ * (rows grouped along in): dequantized in panels of output rows on the pool's
+ * threads, each panel multiplied as soon as it is widened; the whole f32 matrix
+ * never exists. */
+void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f,
+                     const float *b, int64_t out, float *y, int relu);
+/* out[i, :] = row ids[i] of a table [rows, dim] stored in format f; add: += instead. */
+void zz_cpu_embed_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, float *out,
+                         int add);
+/* cache rows pos.. of each sequence = x [b, sq, heads*hd] quantized per head (format f);
+ * sequence i starts at byte i * seq_bytes of cache. */
+void zz_cpu_kv_append_q(const float *x, int64_t b, int64_t sq, int64_t heads, int64_t hd, void *cache, zz_qfmt f,
+                        int64_t seq_bytes, int64_t pos);
+
+/* Attention in full generality: a cache in f32, f16 or Q4 (rows dequantized as
+ * they are read), addressed in bytes, and top-k sparsity: with keep < 1 each
+ * query keeps the ceil(keep * visible) keys of highest score and reads only their
+ * V rows, weighted by their probabilities under the softmax over every visible
+ * key (FlexGen's sparse attention, no renormalisation). Otherwise zz_cpu_attention's
+ * contract; hd <= ZZ_ATTN_MAX_HEAD_DIM. scratch: zz_cpu_attention_scratch(b, heads, t) floats. */
+#define ZZ_ATTN_MAX_HEAD_DIM 1024 /* widest head zz_cpu_attention_ex widens on its stack */
+typedef struct zz_attn_args {
+  const float *q;         /* [b, sq, heads*hd] */
+  const void *k, *v;      /* row j of sequence i at byte i*seq_bytes + j*zz_kv_row_bytes(..) */
+  zz_dtype kv_dt;         /* f32, f16 or Q4 */
+  zz_qfmt kv_q;           /* Q4: groups along the head dimension */
+  int64_t seq_bytes;
+  int64_t b, sq, t, q_start, heads, hd;
+  int64_t kv_heads;       /* heads of the cache, dividing heads (grouped-query) */
+  const int32_t *pad;     /* [b] */
+  double keep;            /* fraction of the visible keys kept, (0, 1] */
+  float *out;             /* [b, sq, heads*hd] */
+  float *scratch;
+} zz_attn_args;
+void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a);
+/* Keys a query keeps out of `visible` with fraction keep: ceil(keep * visible), at least 1. */
+int64_t zz_attn_keep_count(double keep, int64_t visible);
 /* The 65536 halves as floats (built on first use). */
 const float *zz_f16_table(void);
 
@@ -197,12 +270,27 @@ int zz_cuda_add(const uint16_t *a, const uint16_t *b, int64_t n, uint16_t *y, vo
 int zz_cuda_kv_append(const uint16_t *x, int64_t b, int64_t sq, int64_t h, uint16_t *cache,
                       int64_t kv_stride, int64_t pos, void *stream);
 /* Same contract as zz_cpu_attention; pad is a device array. scratch: device
- * memory of zz_cuda_attention_scratch(b, sq, t, heads) bytes. */
+ * memory of zz_attention_scores_bytes(b, sq, t, heads) bytes (runtime/sizes.c: f32
+ * scores [b, heads, sq, t] when sq > 1, none for a decode step). */
 int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k, const uint16_t *v,
                       int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
                       int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, uint16_t *out,
                       void *scratch, void *stream);
-size_t zz_cuda_attention_scratch(int64_t b, int64_t sq, int64_t t, int64_t heads);
+/* Compression (kernels/cuda/quant.cu): the CPU's Q4 layout byte for byte. y = x · wᵀ
+ * (+ b) (ReLU) with w [out, in] Q4 in format f; rows of a Q4 table gathered (add 0)
+ * or added (add 1); x [b, sq, heads*hd] quantized into rows pos.. of a Q4 cache
+ * (sequence stride seq_bytes); attention over an f16 (q4 = 0) or Q4 cache with top-k
+ * sparsity (keep < 1), scratch of zz_cuda_attention_ex_scratch bytes. */
+int zz_cuda_linear_q(const uint16_t *x, int64_t n, int64_t in, const void *w, zz_qfmt f, const uint16_t *b,
+                     int64_t out, uint16_t *y, int relu, void *stream);
+int zz_cuda_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, uint16_t *out, int add,
+                   void *stream);
+int zz_cuda_kv_append_q(const uint16_t *x, int64_t b, int64_t sq, int64_t heads, int64_t hd, void *cache, zz_qfmt f,
+                        int64_t seq_bytes, int64_t pos, void *stream);
+int zz_cuda_attention_ex(const uint16_t *q, const void *k, const void *v, int q4, zz_qfmt f, int64_t seq_bytes,
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                         int64_t hd, const int32_t *pad, double keep, uint16_t *out, void *scratch, void *stream);
+size_t zz_cuda_attention_ex_scratch(int64_t b, int64_t sq, int64_t t, int64_t heads);
 int zz_cuda_rmsnorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *gamma, float eps, uint16_t *y,
                     void *stream);
 /* pos is a device array [n]. */

@@ -53,6 +53,9 @@ static const zz_opt_def zz_opt_table[] = {
     {"prompt-len", NULL, ZZ_OPT_INT, ZZ_O(prompt_len), "512", "bench: prompt length s", false, 1, ZZ_MAX_POSITIONS, false},
     {"gen-len", NULL, ZZ_OPT_INT, ZZ_O(gen_len), "32", "bench: generated tokens n", false, 1, ZZ_MAX_POSITIONS, false},
     {"json", NULL, ZZ_OPT_FLAG, ZZ_O(json), NULL, "bench: print one JSON object", false, 0, 0, false},
+    {"text", NULL, ZZ_OPT_STR, ZZ_O(text_file), NULL, "perplexity: the text file to score", false, 0, 0, false},
+    {"window", NULL, ZZ_OPT_INT, ZZ_O(window), "0",
+     "perplexity: tokens per window, each scored from BOS; 0 = the model's positions - 1", false, 0, ZZ_MAX_POSITIONS, false},
     {"gpu-batch-size", "ZZ_GPU_BATCH_SIZE", ZZ_OPT_INT, ZZ_O(gpu_batch_size), "8", "sequences per GPU batch (gbs)", true, 1, ZZ_POLICY_MAX_GBS, false},
     {"num-gpu-batches", "ZZ_NUM_GPU_BATCHES", ZZ_OPT_INT, ZZ_O(num_gpu_batches), "1",
      "GPU batches per block (a block is gbs x num-gpu-batches sequences)", true, 1, ZZ_POLICY_MAX_NUM_GB, false},
@@ -60,9 +63,9 @@ static const zz_opt_def zz_opt_table[] = {
      "percent of weights, KV cache and activations on GPU and CPU; disk takes the rest", true, 0, 100, false},
     {"cpu-cache-compute", NULL, ZZ_OPT_FLAG, ZZ_O(cpu_cache_compute), NULL,
      "run decode attention on the CPU beside a KV cache that is not on the GPU", true, 0, 0, false},
-    {"compress-weight", NULL, ZZ_OPT_FLAG, ZZ_O(compress_weight), NULL, "store weights in 4 bits (group 64)", true, 0, 0, false},
-    {"compress-cache", NULL, ZZ_OPT_FLAG, ZZ_O(compress_cache), NULL, "store the KV cache in 4 bits (group 64)", true, 0, 0, false},
-    {"attn-sparsity", NULL, ZZ_OPT_FLOAT, ZZ_O(attn_sparsity), "1", "fraction of attention kept; 1 = dense", true, 0, 1, true},
+    {"compress-weight", NULL, ZZ_OPT_FLAG, ZZ_O(compress_weight), NULL, "store weights in 4 bits (group 64); --policy cw=BITS/GROUP for another format", true, 0, 0, false},
+    {"compress-cache", NULL, ZZ_OPT_FLAG, ZZ_O(compress_cache), NULL, "store the KV cache in 4 bits (group 64 along the head dim); --policy cc=BITS/GROUP for another", true, 0, 0, false},
+    {"attn-sparsity", NULL, ZZ_OPT_FLOAT, ZZ_O(attn_sparsity), "1", "decoding keeps the top ceil(s * len) keys per query and reads only their V rows; 1 = dense", true, 0, 1, true},
     {"no-overlap", NULL, ZZ_OPT_FLAG, ZZ_O(no_overlap), NULL, "run loads, stores and compute one after another", true, 0, 0, false},
     {"policy", "ZZ_POLICY", ZZ_OPT_STR, ZZ_O(policy), NULL,
      "the whole policy as the one line zigzag prints (instead of the policy flags)", false, 0, 0, false},
@@ -87,7 +90,16 @@ static const zz_opt_def zz_opt_table[] = {
      false, 0, 0, false},
     {"comm", "ZZ_COMM", ZZ_OPT_STR, ZZ_O(comm), "mpi",
      "mpirun: how hidden states travel between ranks: mpi (pinned host buffers, MPI_Isend/Irecv overlapped with "
-     "compute) or nccl (GPU buffers; not in this version)", false, 0, 0, false},
+     "compute) or nccl (GPU buffers, ncclSend/Recv on their own stream; an NCCL build and one GPU per rank)", false, 0, 0, false},
+    {"hw", "ZZ_HW", ZZ_OPT_STR, ZZ_O(hw), NULL,
+     "plan: hardware file (planner/hw/*.json, or zigzag profile's); default: measure this machine", false, 0, 0, false},
+    {"ranks", NULL, ZZ_OPT_INT, ZZ_O(ranks), "0", "plan: pipeline ranks to plan for (one machine each); 0 = no pipeline",
+     false, 0, 64, false},
+    {"profile-seconds", "ZZ_PROFILE_SECONDS", ZZ_OPT_FLOAT, ZZ_O(profile_seconds), "15",
+     "profile: rough seconds all measurements take together", false, 0, 3600, true},
+    {"max-block", NULL, ZZ_OPT_INT, ZZ_O(max_block), "0",
+     "plan: largest block (gbs x num-gpu-batches sequences) to consider, e.g. the prompts there are; 0 = any", false, 0,
+     ZZ_POLICY_MAX_GBS, false},
 };
 #define ZZ_N_OPTS (sizeof zz_opt_table / sizeof zz_opt_table[0])
 
@@ -186,6 +198,10 @@ void zz_opts_help(FILE *f) {
           "  zigzag generate --model DIR|PRESET [--dummy] --prompts FILE|- --out FILE|- [--max-new-tokens N]\n"
           "  zigzag tokenize --model DIR TEXT\n"
           "  zigzag bench    --model PRESET --dummy [--prompt-len S] [--gen-len N] [--json]\n"
+          "  zigzag plan     --model M [--prompt-len S] [--gen-len N] [--hw FILE] [--gpu-mem X --cpu-mem X --disk-mem X]\n"
+          "                  [--ranks m] [--json]   (the policy the planner chooses, predicted throughput)\n"
+          "  zigzag profile  [--out FILE]   (measure this machine: a hardware file for plan --hw)\n"
+          "  zigzag perplexity --model DIR --text FILE [--window N] [policy flags]\n"
           "  mpirun -np M zigzag generate|bench ...   (a pipeline of M ranks, each a slice of the layers)\n\n"
           "options (environment variable in brackets sets the default):\n");
   for (size_t i = 0; i < ZZ_N_OPTS; i++) {

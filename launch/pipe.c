@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "zz_launch.h"
+#include "zz_planner.h"
 #include "zz_stage.h"
 
 typedef struct zz_pipe {
@@ -26,6 +27,7 @@ typedef struct zz_pipe {
   zz_binding bind;
   bool bound;
   zz_stage *st;
+  zz_stage_comm comm;    /* --comm */
   zz_device *dev;
   zz_engine *eng;
   zz_engine_stage *es;
@@ -127,25 +129,31 @@ static zz_status zz_pipe_fault_kind(char *kind_out) {
   return zz_error(ZZ_ERR_INVALID_ARG, "ZZ_FAULT_KIND=%s: want kill, stop or error", v);
 }
 
+/* The split by the cost model's per-layer seconds on the machine of a hardware file. */
+static zz_status zz_pipe_split_hw(const char *path, const zz_model *m, const zz_policy *pol, const zz_shape *shape,
+                                  int ranks, int *bounds) {
+  zz_hw hw;
+  ZZ_CHECK(zz_hw_load(path, &hw));
+  double *cost = malloc((size_t)m->n_layers * sizeof *cost);
+  if (!cost) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  zz_status st = zz_plan_layer_costs(m, &hw, shape, pol, cost);
+  if (st == ZZ_OK) st = zz_split_costs(cost, m->n_layers, ranks, bounds);
+  free(cost);
+  return st;
+}
+
 /* ---------------------------------------------------------------- set-up */
 
-/* --comm on this rank's device. NCCL would move hidden states between GPU buffers on
- * its own stream; that path is not built yet, so it is refused with the reason that
- * applies first (no NCCL in this build, a CPU device, or the missing exchange). */
-static zz_status zz_pipe_check_comm(const zz_pipe *p) {
-  const char *c = p->o.comm ? p->o.comm : "mpi";
-  if (strcmp(c, "mpi") == 0) return ZZ_OK;
-  if (strcmp(c, "nccl") != 0) return zz_error(ZZ_ERR_INVALID_ARG, "--comm %s: want mpi or nccl", c);
-#ifndef ZZ_HAVE_NCCL
-  return zz_error(ZZ_ERR_UNSUPPORTED, "--comm nccl: this zigzag was built without NCCL (nccl.h and libnccl were "
-                  "not found at configure time); use --comm mpi");
-#else
-  if (p->dev->ops->memory_is_host)
-    return zz_error(ZZ_ERR_UNSUPPORTED, "--comm nccl: this rank computes on the %s device; NCCL moves GPU memory "
-                    "(use --device cuda with one GPU per rank, or --comm mpi)", p->dev->ops->name);
-  return zz_error(ZZ_ERR_UNSUPPORTED, "--comm nccl: the NCCL exchange is not in this version of zigzag; use --comm "
-                  "mpi (pinned host buffers)");
-#endif
+/* --comm nccl, once every rank's plan is agreed and before anything loads: every
+ * rank's GPU compared (two ranks on one GPU: refused), the communicator made, and
+ * the device buffers of the largest hidden state a step hands over (a group of
+ * gbs x num_gb sequences at the longest prompt) taken from the device before the
+ * engine plans its slice. */
+static zz_status zz_pipe_comm(zz_pipe *p) {
+  if (p->comm == ZZ_STAGE_COMM_MPI) return ZZ_OK;
+  int64_t bls = (int64_t)p->job.pol.gpu_batch_size * p->job.pol.num_gpu_batches;
+  size_t max_hidden = zz_hidden_bytes(p->job.model.cfg.hidden, p->dev->ops->compute_dtype, bls, p->job.shape.prompt_len);
+  return zz_stage_use_comm(p->st, p->comm, p->dev, max_hidden);
 }
 
 /* What each rank does before allocating: open the job (rank 0: the files), its
@@ -157,11 +165,14 @@ static zz_status zz_pipe_plan(zz_pipe *p) {
     return zz_error(ZZ_ERR_INVALID_ARG, "bench: --gen-len must be at least 2 (decode throughput needs a decode step)");
   if (p->kill_rank != 0 || p->fault_kind != 'k') p->job.kill_after = -1; /* the step hook fails instead */
   const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  ZZ_CHECK(zz_stage_comm_parse(p->o.comm ? p->o.comm : "mpi", &p->comm));
   ZZ_CHECK(zz_opts_device_at(&p->o, local ? atoi(local) : 0, &p->dev));
-  ZZ_CHECK(zz_pipe_check_comm(p));
+  ZZ_CHECK(zz_stage_comm_check(p->comm, p->dev));
   const zz_model *m = &p->job.model;
   if (!(p->bounds = calloc((size_t)p->size + 1, sizeof *p->bounds))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   if (p->o.layers) ZZ_CHECK(zz_pipe_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds));
+  else if (p->o.hw) /* the planner's per-layer times on that machine */
+    ZZ_CHECK(zz_pipe_split_hw(p->o.hw, m, &p->job.pol, &p->job.shape, p->size, p->bounds));
   else
     ZZ_CHECK(zz_stage_split_layers(m, &p->job.pol, &p->job.shape, p->dev->ops->compute_dtype, p->size, p->bounds));
   zz_engine_opts eo;
@@ -326,6 +337,7 @@ int zz_cmd_pipe(const zz_opts *opts) {
   /* plan every slice before anything is allocated, then build, then start writing:
    * each step agreed on, so a rank that cannot go on stops every rank cleanly */
   s = zz_stage_agree(p->st, zz_pipe_plan(p));
+  if (s == ZZ_OK && p->comm != ZZ_STAGE_COMM_MPI) s = zz_stage_agree(p->st, zz_pipe_comm(p));
   if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_build(p));
   if (s == ZZ_OK && p->bench) {
     zz_pipe_bench(p, &rc);

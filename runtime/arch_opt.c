@@ -277,10 +277,10 @@ static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_laye
       if (st->attend) {
         ZZ_CHECK(st->attend(st->attend_ctx, q, k, v, att));
       } else {
-        ZZ_CHECK(zz_device_kv_append(dev, k, st->b, st->sq, h, st->k, st->kv_stride, st->pos));
-        ZZ_CHECK(zz_device_kv_append(dev, v, st->b, st->sq, h, st->v, st->kv_stride, st->pos));
-        ZZ_CHECK(zz_device_attention(dev, q, st->k, st->v, st->kv_stride, st->b, st->sq, st->pos + st->sq,
-                                     st->pos, c->n_heads, c->n_kv_heads, c->head_dim, st->pad, att, scratch));
+        ZZ_CHECK(zz_device_kv_append_ex(dev, k, st->b, st->sq, c->n_kv_heads, c->head_dim, st->k, &st->kv, st->pos));
+        ZZ_CHECK(zz_device_kv_append_ex(dev, v, st->b, st->sq, c->n_kv_heads, c->head_dim, st->v, &st->kv, st->pos));
+        ZZ_CHECK(zz_device_attention_ex(dev, q, st->k, st->v, &st->kv, st->b, st->sq, st->pos + st->sq, st->pos,
+                                        c->n_heads, c->n_kv_heads, c->head_dim, st->pad, st->keep, att, scratch));
       }
       ZZ_CHECK(zz_device_linear(dev, att, n, h, &w[ZZ_AT_O_W], &w[ZZ_AT_O_B], h, q, 0));
       ZZ_CHECK(zz_device_add(dev, st->hidden, q, n * h, st->hidden));

@@ -184,6 +184,7 @@ static const char *const zz_op_names[ZZ_OP_COUNT] = {
     [ZZ_OP_EMBED_ROWS] = "embed_rows", [ZZ_OP_ADD_ROWS] = "add_rows", [ZZ_OP_LAYERNORM] = "layernorm",
     [ZZ_OP_LINEAR] = "linear",         [ZZ_OP_ADD] = "add",           [ZZ_OP_KV_APPEND] = "kv_append",
     [ZZ_OP_ATTENTION] = "attention",   [ZZ_OP_UPLOAD] = "upload",     [ZZ_OP_DOWNLOAD] = "download",
+    [ZZ_OP_ATTENTION_SPARSE] = "attention_sparse",
     [ZZ_OP_RMSNORM] = "rmsnorm",       [ZZ_OP_ROPE] = "rope",         [ZZ_OP_SILU_MUL] = "silu_mul",
 };
 
@@ -281,6 +282,13 @@ static zz_status zz_arg_weight(zz_site s, zz_op op, const char *arg, const zz_te
   int64_t n = t->shape[0];
   if (ndim == 2) ZZ_CHECK(zz_arg_mul(s, arg, t->shape[0], t->shape[1], &n));
   size_t bytes = zz_dtype_nbytes(t->dtype, n);
+  if (t->dtype == ZZ_DTYPE_Q4) {
+    if (ndim != 2 || !zz_qfmt_valid(t->q))
+      return zz_bad(s, "weight %s (%s) is q4 with format %d bits / groups of %d; want a matrix in a valid format", arg,
+                    t->name, t->q.bits, t->q.group);
+    const zz_weight_spec ws = {.ndim = 2, .shape = {t->shape[0], t->shape[1]}};
+    bytes = zz_weight_bytes_q(&ws, ZZ_DTYPE_Q4, t->q);
+  }
   if (!t->data) return zz_bad(s, "weight %s (%s) has no data", arg, t->name);
   if (!zz_ranges_find(s.dev->ranges, t->data, bytes, true))
     return zz_bad(s, "weight %s (%s) [%p, +%zu bytes) is not inside memory this device allocated", arg, t->name,
@@ -340,6 +348,23 @@ zz_status zz_device_read(zz_device *dev, zz_lane lane, void *host_dst, const voi
   return bytes ? dev->ops->read(dev, lane, host_dst, src, bytes) : ZZ_OK;
 }
 
+zz_status zz_device_copy(zz_device *dev, zz_lane lane, void *dst, const void *src, size_t bytes) {
+  zz_site s = {dev, "copy"};
+  ZZ_CHECK(zz_arg_lane(s, lane));
+  if (!bytes) return ZZ_OK;
+  ZZ_CHECK(zz_arg_dev(s, "dst", dst, (int64_t)bytes, 1));
+  ZZ_CHECK(zz_arg_dev(s, "src", src, (int64_t)bytes, 1));
+  return dev->ops->copy(dev, lane, dst, src, bytes);
+}
+
+zz_status zz_device_identity(const zz_device *dev, int *ordinal_out, char *id_out, size_t len) {
+  if (!dev->ops->identity)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s device: not a GPU (no ordinal or GPU id)", dev->ops->name);
+  if (!ordinal_out || !id_out || len < 2)
+    return zz_error(ZZ_ERR_INVALID_ARG, "%s device: identity: no room for the answer", dev->ops->name);
+  return dev->ops->identity(dev, ordinal_out, id_out, len);
+}
+
 /* Shared by upload and download: lane, count, the host dtype, both sides. */
 static zz_status zz_check_convert(zz_site s, zz_op op, zz_lane lane, const void *dev_p, const void *host_p,
                                   zz_dtype host_dt, int64_t n) {
@@ -384,6 +409,7 @@ zz_status zz_device_embed_rows(zz_device *dev, const zz_tensor *table, const int
   zz_site s = {dev, "embed_rows"};
   ZZ_CHECK(zz_arg_weight(s, ZZ_OP_EMBED_ROWS, "table", table, 2, -1, -1));
   ZZ_CHECK(zz_check_rows(s, ids, n, table->shape[1], out));
+  if (table->dtype == ZZ_DTYPE_Q4) return dev->ops->rows_q(dev, table->data, table->q, table->shape[1], ids, n, out, 0);
   return dev->ops->embed_rows(dev, table->data, table->dtype, table->shape[1], ids, n, out);
 }
 
@@ -404,6 +430,7 @@ zz_status zz_device_add_rows(zz_device *dev, void *x, const zz_tensor *table, co
   zz_site s = {dev, "add_rows"};
   ZZ_CHECK(zz_arg_weight(s, ZZ_OP_ADD_ROWS, "table", table, 2, -1, -1));
   ZZ_CHECK(zz_check_rows(s, ids, n, table->shape[1], x));
+  if (table->dtype == ZZ_DTYPE_Q4) return dev->ops->rows_q(dev, table->data, table->q, table->shape[1], ids, n, x, 1);
   return dev->ops->add_rows(dev, x, table->shape[1], table->data, table->dtype, ids, n);
 }
 
@@ -446,6 +473,9 @@ zz_status zz_device_linear(zz_device *dev, const void *x, int64_t n, int64_t in,
   ZZ_CHECK(zz_arg_weight(s, ZZ_OP_LINEAR, "w", w, 2, out, in));
   bool has_b = b && b->ndim;
   if (has_b) ZZ_CHECK(zz_arg_weight(s, ZZ_OP_LINEAR, "b", b, 1, out, 0));
+  if (w->dtype == ZZ_DTYPE_Q4)
+    return dev->ops->linear_q(dev, x, n, in, w->data, w->q, has_b ? b->data : NULL, has_b ? b->dtype : ZZ_DTYPE_F32,
+                              out, y, relu);
   return dev->ops->linear(dev, x, n, in, w->data, w->dtype, has_b ? b->data : NULL, has_b ? b->dtype : w->dtype, out,
                           y, relu);
 }
@@ -495,6 +525,14 @@ zz_status zz_device_kv_append(zz_device *dev, const void *x, int64_t b, int64_t 
   return dev->ops->kv_append(dev, x, b, sq, h, cache, kv_stride, pos);
 }
 
+/* kv_heads positive and dividing heads (grouped-query attention). */
+static zz_status zz_check_kv_heads(zz_site s, int64_t heads, int64_t kv_heads) {
+  ZZ_CHECK(zz_arg_pos(s, "kv_heads", kv_heads));
+  if (heads % kv_heads != 0)
+    return zz_bad(s, "heads = %lld is not a multiple of kv_heads = %lld", (long long)heads, (long long)kv_heads);
+  return ZZ_OK;
+}
+
 zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, const void *v, int64_t kv_stride,
                               int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                               int64_t hd, const int32_t *pad, void *out, void *scratch) {
@@ -506,9 +544,7 @@ zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, cons
   ZZ_CHECK(zz_arg_pos(s, "t", t));
   ZZ_CHECK(zz_arg_pos(s, "heads", heads));
   ZZ_CHECK(zz_arg_pos(s, "hd", hd));
-  ZZ_CHECK(zz_arg_pos(s, "kv_heads", kv_heads));
-  if (heads % kv_heads != 0)
-    return zz_bad(s, "heads = %lld is not a multiple of kv_heads = %lld", (long long)heads, (long long)kv_heads);
+  ZZ_CHECK(zz_check_kv_heads(s, heads, kv_heads));
   if (q_start < 0) return zz_bad(s, "q_start = %lld, must not be negative", (long long)q_start);
   ZZ_CHECK(zz_arg_mul(s, "q", heads, hd, &h));
   ZZ_CHECK(zz_arg_mul(s, "k", kv_heads, hd, &kvw));
@@ -524,6 +560,75 @@ zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, cons
 
 size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads) {
   return dev->ops->attention_scratch(dev, b, sq, t, heads);
+}
+
+/* ================================================================ caches of any layout */
+
+/* A cache of b sequences laid out as l, whose first `rows` rows are used: the
+ * layout is one the device stores, the sequence stride holds the rows, and the
+ * bytes are the device's. */
+static zz_status zz_check_cache_ex(zz_site s, zz_op op, const char *arg, const void *cache, const zz_kv_layout *l,
+                                   int64_t b, int64_t rows, int64_t heads, int64_t hd) {
+  if (!l) return zz_bad(s, "layout is NULL");
+  if ((unsigned)l->dt >= ZZ_DTYPE_COUNT || !zz_device_supports(s.dev, op, l->dt))
+    return zz_bad(s, "a %s cache is not supported by this device", zz_dtype_name(l->dt));
+  if (l->dt == ZZ_DTYPE_Q4 && !zz_qfmt_valid(l->q))
+    return zz_bad(s, "q4 cache format %d bits / groups of %d is not valid", l->q.bits, l->q.group);
+  if (l->dt != ZZ_DTYPE_Q4 && l->dt != s.dev->ops->compute_dtype)
+    return zz_bad(s, "a %s cache on a device computing in %s", zz_dtype_name(l->dt),
+                  zz_dtype_name(s.dev->ops->compute_dtype));
+  int64_t used, span;
+  size_t row = zz_kv_row_bytes(l->dt, l->q, heads, hd);
+  ZZ_CHECK(zz_arg_mul(s, arg, rows, (int64_t)row, &used));
+  if (l->seq_bytes < used)
+    return zz_bad(s, "seq_bytes = %lld, but %lld rows of %zu bytes need %lld", (long long)l->seq_bytes,
+                  (long long)rows, row, (long long)used);
+  ZZ_CHECK(zz_arg_mul(s, arg, b - 1, l->seq_bytes, &span));
+  if (__builtin_add_overflow(span, used, &span)) return zz_bad(s, "%s: size overflows", arg);
+  return zz_arg_dev(s, arg, cache, span, 1);
+}
+
+/* b, sq, heads, hd positive; *h = heads * hd. */
+static zz_status zz_check_heads(zz_site s, int64_t b, int64_t sq, int64_t heads, int64_t hd, int64_t *h) {
+  ZZ_CHECK(zz_arg_pos(s, "b", b));
+  ZZ_CHECK(zz_arg_pos(s, "sq", sq));
+  ZZ_CHECK(zz_arg_pos(s, "heads", heads));
+  ZZ_CHECK(zz_arg_pos(s, "hd", hd));
+  return zz_arg_mul(s, "heads x hd", heads, hd, h);
+}
+
+zz_status zz_device_kv_append_ex(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
+                                 void *cache, const zz_kv_layout *l, int64_t pos) {
+  zz_site s = {dev, "kv_append"};
+  int64_t h;
+  ZZ_CHECK(zz_check_heads(s, b, sq, heads, hd, &h));
+  if (pos < 0 || pos > INT64_MAX - sq) return zz_bad(s, "pos = %lld is out of range", (long long)pos);
+  ZZ_CHECK(zz_arg_act3(s, "x", x, b, sq, h));
+  ZZ_CHECK(zz_check_cache_ex(s, ZZ_OP_KV_APPEND, "cache", cache, l, b, pos + sq, heads, hd));
+  return dev->ops->kv_append_ex(dev, x, b, sq, heads, hd, cache, l, pos);
+}
+
+zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, const void *v, const zz_kv_layout *l,
+                                 int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                                 int64_t hd, const int32_t *pad, double keep, void *out, void *scratch) {
+  zz_site s = {dev, "attention"};
+  int64_t h;
+  ZZ_CHECK(zz_check_heads(s, b, sq, heads, hd, &h));
+  ZZ_CHECK(zz_check_kv_heads(s, heads, kv_heads));
+  ZZ_CHECK(zz_arg_pos(s, "t", t));
+  if (q_start < 0) return zz_bad(s, "q_start = %lld, must not be negative", (long long)q_start);
+  if (!(keep > 0 && keep <= 1)) return zz_bad(s, "keep = %g, must be in (0, 1]", keep);
+  if (hd > ZZ_ATTN_MAX_HEAD_DIM) return zz_bad(s, "hd = %lld is above the %d a head may have", (long long)hd, ZZ_ATTN_MAX_HEAD_DIM);
+  ZZ_CHECK(zz_arg_act3(s, "q", q, b, sq, h));
+  ZZ_CHECK(zz_arg_act3(s, "out", out, b, sq, h));
+  ZZ_CHECK(zz_check_cache_ex(s, ZZ_OP_ATTENTION, "k", k, l, b, t, kv_heads, hd));
+  ZZ_CHECK(zz_check_cache_ex(s, ZZ_OP_ATTENTION, "v", v, l, b, t, kv_heads, hd));
+  if (keep < 1 && !zz_device_supports(dev, ZZ_OP_ATTENTION_SPARSE, l->dt))
+    return zz_bad(s, "top-k sparse attention over a %s cache is not implemented by this device", zz_dtype_name(l->dt));
+  ZZ_CHECK(zz_arg_dev(s, "pad", pad, b, sizeof(int32_t)));
+  size_t need = dev->ops->attention_scratch(dev, b, sq, t, heads);
+  if (need) ZZ_CHECK(zz_arg_dev(s, "scratch", scratch, (int64_t)need, 1));
+  return dev->ops->attention_ex(dev, q, k, v, l, b, sq, t, q_start, heads, kv_heads, hd, pad, keep, out, scratch);
 }
 
 zz_status zz_device_rmsnorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma, float eps,

@@ -176,6 +176,50 @@ static size_t zz_cpu_attn_scratch(const zz_device *dev, int64_t b, int64_t sq, i
   return zz_cpu_attention_scratch(b, heads, t) * sizeof(float);
 }
 
+/* ---------------------------------------------------------------- compression, caches of any layout */
+
+static zz_status zz_cpu_lin_q(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_qfmt q,
+                              const void *b, zz_dtype b_dt, int64_t out, void *y, int relu) {
+  if (b) ZZ_CPU_F32(b_dt);
+  zz_cpu_linear_q(dev->pool, x, n, in, w, q, b, out, y, relu);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_rows_q(zz_device *dev, const void *table, zz_qfmt q, int64_t dim, const int32_t *ids,
+                               int64_t n, void *out, int add) {
+  (void)dev;
+  zz_cpu_embed_rows_q(table, q, dim, ids, n, out, add);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_append_ex(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
+                                  void *cache, const zz_kv_layout *l, int64_t pos) {
+  (void)dev;
+  if (l->dt == ZZ_DTYPE_Q4)
+    zz_cpu_kv_append_q(x, b, sq, heads, hd, cache, l->q, l->seq_bytes, pos);
+  else /* f32: device.c checked the stride holds whole rows */
+    zz_cpu_kv_append(x, b, sq, heads * hd, cache, l->seq_bytes / (int64_t)sizeof(float), pos);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_attn_ex(zz_device *dev, const void *q, const void *k, const void *v, const zz_kv_layout *l,
+                                int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                                int64_t hd, const int32_t *pad, double keep, void *out, void *scratch) {
+  zz_attn_args a = {.q = q, .k = k, .v = v, .kv_dt = l->dt, .kv_q = l->q, .seq_bytes = l->seq_bytes, .b = b,
+                    .sq = sq, .t = t, .q_start = q_start, .heads = heads, .kv_heads = kv_heads, .hd = hd,
+                    .pad = pad, .keep = keep, .out = out, .scratch = scratch};
+  zz_cpu_attention_ex(dev->pool, &a);
+  return ZZ_OK;
+}
+
+/* The compute dtype everywhere, and Q4 weights and caches (kernels/cpu/quant.c). */
+static bool zz_cpu_supports(const zz_device *dev, zz_op op, zz_dtype dt) {
+  if (dt == ZZ_DTYPE_Q4)
+    return op == ZZ_OP_LINEAR || op == ZZ_OP_EMBED_ROWS || op == ZZ_OP_ADD_ROWS || op == ZZ_OP_KV_APPEND ||
+           op == ZZ_OP_ATTENTION || op == ZZ_OP_ATTENTION_SPARSE;
+  return zz_device_supports_compute_dtype(dev, op, dt);
+}
+
 static void zz_cpu_destroy(zz_device *dev) {
   free(dev->impl);
   dev->impl = NULL;
@@ -192,10 +236,11 @@ static const zz_device_ops zz_cpu_ops = {
     .host_free = zz_cpu_host_free,
     .write = zz_cpu_write,
     .read = zz_cpu_write, /* both directions are a memcpy */
+    .copy = zz_cpu_write, /* and within the device's arena too */
     .upload = zz_cpu_upload,
     .download = zz_cpu_download,
     .sync = zz_cpu_sync,
-    .supports = zz_device_supports_compute_dtype,
+    .supports = zz_cpu_supports,
     .embed_rows = zz_cpu_embed,
     .add_rows = zz_cpu_addrows,
     .layernorm = zz_cpu_ln,
@@ -204,6 +249,10 @@ static const zz_device_ops zz_cpu_ops = {
     .kv_append = zz_cpu_append,
     .attention = zz_cpu_attn,
     .attention_scratch = zz_cpu_attn_scratch,
+    .linear_q = zz_cpu_lin_q,
+    .rows_q = zz_cpu_rows_q,
+    .kv_append_ex = zz_cpu_append_ex,
+    .attention_ex = zz_cpu_attn_ex,
     .rmsnorm = zz_cpu_rms,
     .rope = zz_cpu_rot,
     .silu_mul = zz_cpu_silu,

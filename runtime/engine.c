@@ -21,10 +21,20 @@ static zz_status zz_engine_spec(const zz_device *dev, const zz_model *m, const z
   if (o->shape.prompt_len > c->max_pos || o->shape.gen_len > c->max_pos - o->shape.prompt_len)
     return zz_error(ZZ_ERR_INVALID_ARG, "prompt length %lld + generation length %lld exceed the model's %lld positions",
                     (long long)o->shape.prompt_len, (long long)o->shape.gen_len, (long long)c->max_pos);
-  if (o->policy.compress_weight || o->policy.compress_cache)
-    return zz_error(ZZ_ERR_UNSUPPORTED, "policy: 4-bit compression of weights or cache is not built yet (roadmap: compression)");
-  if (o->policy.attn_sparsity < 1)
-    return zz_error(ZZ_ERR_UNSUPPORTED, "policy: sparse attention (--attn-sparsity < 1) is not built yet");
+  /* compression and sparsity need the device's kernels for them */
+  zz_dtype cdt = dev->ops->compute_dtype, kdt = o->policy.compress_cache ? ZZ_DTYPE_Q4 : cdt;
+  if (o->policy.compress_weight &&
+      !(zz_device_supports(dev, ZZ_OP_LINEAR, ZZ_DTYPE_Q4) && zz_device_supports(dev, ZZ_OP_EMBED_ROWS, ZZ_DTYPE_Q4) &&
+        zz_device_supports(dev, ZZ_OP_ADD_ROWS, ZZ_DTYPE_Q4)))
+    return zz_error(ZZ_ERR_UNSUPPORTED, "policy: --compress-weight: the %s device has no kernels for 4-bit weights",
+                    dev->ops->name);
+  if (o->policy.compress_cache &&
+      !(zz_device_supports(dev, ZZ_OP_KV_APPEND, ZZ_DTYPE_Q4) && zz_device_supports(dev, ZZ_OP_ATTENTION, ZZ_DTYPE_Q4)))
+    return zz_error(ZZ_ERR_UNSUPPORTED, "policy: --compress-cache: the %s device has no kernels for a 4-bit cache",
+                    dev->ops->name);
+  if (o->policy.attn_sparsity < 1 && !zz_device_supports(dev, ZZ_OP_ATTENTION_SPARSE, kdt))
+    return zz_error(ZZ_ERR_UNSUPPORTED, "policy: --attn-sparsity %g: the %s device has no top-k attention over a %s cache",
+                    o->policy.attn_sparsity, dev->ops->name, zz_dtype_name(kdt));
   int64_t gbs = o->policy.gpu_batch_size, s = o->shape.prompt_len, t_max = s + o->shape.gen_len;
   size_t wp = m->arch->workspace_bytes(m, dev, gbs, s, s), wd = m->arch->workspace_bytes(m, dev, gbs, 1, t_max);
   *out = (zz_plan_spec){
@@ -112,6 +122,10 @@ static void zz_bind_one(zz_engine *e, const zz_buffer *x, char *p, size_t off) {
     zz_buffer_str(x, t->name, sizeof t->name);
   }
   t->dtype = x->dtype;
+  if (x->dtype == ZZ_DTYPE_Q4) { /* weights and cache are Q4 only when the policy compresses them */
+    zz_qfmt q;
+    t->q = *(x->role == ZZ_BUF_WEIGHT ? zz_policy_wfmt(&e->pol, &q) : zz_policy_cfmt(&e->pol, &q));
+  }
   t->ndim = x->ndim;
   memcpy(t->shape, x->shape, sizeof t->shape);
   t->tier = x->tier;
@@ -259,9 +273,7 @@ int64_t zz_group_batch_count(const zz_engine *e, const zz_group *g, int64_t k) {
 }
 
 zz_cache_spec zz_engine_cache_spec(const zz_engine *e, int jl) {
-  zz_cache_spec c = e->m->layers[e->l0 + jl].cache;
-  c.dtype = e->dev->ops->compute_dtype;
-  return c;
+  return zz_cache_spec_for(&e->m->layers[e->l0 + jl], &e->pol, e->dev->ops->compute_dtype);
 }
 
 zz_status zz_engine_begin_block(zz_engine *e, int group, int64_t n, const int64_t *lens) {

@@ -88,6 +88,8 @@ static zz_status zz_plan_weights(zz_builder *b, const zz_model *m) {
   double total = 0, before = 0;
   for (int i = 0; i < n; i++) total += (double)m->layers[s->layer_begin + i].weight_numel;
   size_t slot = 0, stage = 0, load = 0;
+  zz_qfmt qbuf;
+  const zz_qfmt *q = zz_policy_wfmt(&s->policy, &qbuf); /* compressed: matrices in Q4 on every tier */
   for (int i = 0; i < n; i++) {
     const zz_layer *l = &m->layers[s->layer_begin + i];
     double w = (double)l->weight_numel;
@@ -98,14 +100,16 @@ static zz_status zz_plan_weights(zz_builder *b, const zz_model *m) {
     for (int k = 0; k < l->n_weights; k++) {
       const zz_weight_spec *ws = &l->weights[k];
       if (!ws->ndim) continue;
+      /* what the checkpoint read gives (quantized in place when compressed) */
       size_t sb = zz_weight_bytes(ws, s->store_dtype);
-      ZZ_CHECK(zz_add(b, ZZ_BUF_WEIGHT, i, k, 0, t, ZZ_PURPOSE_WEIGHTS, dt, ws->ndim, ws->shape,
-                      zz_weight_bytes(ws, dt), ZZ_ALIGN));
+      zz_dtype hdt = zz_weight_dtype(ws, dt, q);
+      size_t hb = zz_weight_bytes_q(ws, hdt, q ? *q : ZZ_QFMT_DEFAULT);
+      ZZ_CHECK(zz_add(b, ZZ_BUF_WEIGHT, i, k, 0, t, ZZ_PURPOSE_WEIGHTS, hdt, ws->ndim, ws->shape, hb, ZZ_ALIGN));
       if (zz_align_up(sb, ZZ_DISK_ALIGN) > load) load = zz_align_up(sb, ZZ_DISK_ALIGN);
-      if (t == ZZ_TIER_DISK && zz_align_up(sb, ZZ_DISK_ALIGN) > stage) stage = zz_align_up(sb, ZZ_DISK_ALIGN);
+      if (t == ZZ_TIER_DISK && zz_align_up(hb, ZZ_DISK_ALIGN) > stage) stage = zz_align_up(hb, ZZ_DISK_ALIGN);
     }
     if (t != ZZ_TIER_GPU) {
-      size_t lb = zz_layer_weight_layout(l, s->compute_dtype, ZZ_ALIGN, NULL);
+      size_t lb = zz_layer_weight_layout_q(l, s->compute_dtype, q, ZZ_ALIGN, NULL);
       if (lb > slot) slot = lb;
       p->any_offload[ZZ_PURPOSE_WEIGHTS] = true;
       if (t == ZZ_TIER_DISK) p->any_disk[ZZ_PURPOSE_WEIGHTS] = true;
@@ -117,13 +121,6 @@ static zz_status zz_plan_weights(zz_builder *b, const zz_model *m) {
     ZZ_CHECK(zz_add_raw(b, ZZ_BUF_W_SLOT, i, 0, 0, ZZ_TIER_GPU, ZZ_PURPOSE_STAGING, slot, ZZ_ALIGN));
   if (stage) ZZ_CHECK(zz_add_raw(b, ZZ_BUF_W_STAGE, 0, 0, 0, ZZ_TIER_CPU, ZZ_PURPOSE_STAGING, stage, ZZ_DISK_ALIGN));
   return ZZ_OK;
-}
-
-/* The cache spec of layer l of the model with the plan's dtype. */
-static zz_cache_spec zz_spec_of(const zz_model *m, int l, const zz_plan_spec *s) {
-  zz_cache_spec c = m->layers[l].cache;
-  c.dtype = s->compute_dtype;
-  return c;
 }
 
 static zz_status zz_plan_cache(zz_builder *b, const zz_model *m) {
@@ -138,7 +135,7 @@ static zz_status zz_plan_cache(zz_builder *b, const zz_model *m) {
     int l = 0;
     for (int j = s->layer_begin; j < s->layer_end; j++) {
       if (!m->layers[j].has_cache) continue;
-      zz_cache_spec c = zz_spec_of(m, j, s);
+      zz_cache_spec c = zz_cache_spec_for(&m->layers[j], &s->policy, s->compute_dtype);
       size_t kv = zz_cache_bytes(&c, gbs, t_max), region = zz_cache_region_bytes(&c, t_max);
       if (kv > kv_max) kv_max = kv;
       if (region > region_max) region_max = region;

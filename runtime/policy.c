@@ -21,11 +21,31 @@ void zz_policy_default(zz_policy *p) {
   };
 }
 
+static const zz_qfmt *zz_policy_fmt(bool on, zz_qfmt f, zz_qfmt *buf) {
+  if (!on) return NULL;
+  *buf = f.bits ? f : ZZ_QFMT_DEFAULT;
+  return buf;
+}
+
+const zz_qfmt *zz_policy_wfmt(const zz_policy *p, zz_qfmt *buf) { return zz_policy_fmt(p->compress_weight, p->wq, buf); }
+const zz_qfmt *zz_policy_cfmt(const zz_policy *p, zz_qfmt *buf) { return zz_policy_fmt(p->compress_cache, p->cq, buf); }
+
+/* "0", "1" (FlexGen's format) or "bits/group" for a format of one's own. */
+static const char *zz_fmt_str(bool on, zz_qfmt f, char *buf, size_t len) {
+  if (on && f.bits && (f.bits != 4 || f.group != 64))
+    snprintf(buf, len, "%d/%d", f.bits, f.group);
+  else
+    snprintf(buf, len, "%d", on);
+  return buf;
+}
+
 const char *zz_policy_str(const zz_policy *p, char *buf, size_t len) {
+  char cw[24], cc[24];
   snprintf(buf, len,
-           "gbs=%d num_gb=%d w=%g,%g c=%g,%g a=%g,%g overlap=%d cpu_attn=%d cw=%d cc=%d sparsity=%g",
+           "gbs=%d num_gb=%d w=%g,%g c=%g,%g a=%g,%g overlap=%d cpu_attn=%d cw=%s cc=%s sparsity=%g",
            p->gpu_batch_size, p->num_gpu_batches, p->w_gpu, p->w_cpu, p->c_gpu, p->c_cpu, p->a_gpu,
-           p->a_cpu, p->overlap, p->cpu_attention, p->compress_weight, p->compress_cache, p->attn_sparsity);
+           p->a_cpu, p->overlap, p->cpu_attention, zz_fmt_str(p->compress_weight, p->wq, cw, sizeof cw),
+           zz_fmt_str(p->compress_cache, p->cq, cc, sizeof cc), p->attn_sparsity);
   return buf;
 }
 
@@ -45,6 +65,12 @@ zz_status zz_policy_check(const zz_policy *p) {
       return zz_error(ZZ_ERR_INVALID_ARG,
                       "policy: %s percentages %g (gpu) + %g (cpu) must be in [0, 100] and sum to at most 100",
                       what[i], pairs[i][0], pairs[i][1]);
+  const zz_qfmt *f[2] = {&p->wq, &p->cq};
+  for (int i = 0; i < 2; i++)
+    if (f[i]->bits && !zz_qfmt_valid(*f[i]))
+      return zz_error(ZZ_ERR_INVALID_ARG, "policy: %s compression format %d bits, groups of %d: want 2, 4 or 8 bits "
+                      "and an even group of %d to %d", i ? "cache" : "weight", f[i]->bits, f[i]->group, ZZ_QGROUP_MIN,
+                      ZZ_QGROUP_MAX);
   if (!(p->attn_sparsity > 0 && p->attn_sparsity <= 1))
     return zz_error(ZZ_ERR_INVALID_ARG, "policy: attention sparsity %g must be in (0, 1]", p->attn_sparsity);
   return ZZ_OK;
@@ -97,6 +123,16 @@ zz_status zz_policy_parse(const char *text, zz_policy *out) {
       st = zz_policy_pair(k, v, &p.c_gpu, &p.c_cpu);
     } else if (strcmp(k, "a") == 0) {
       st = zz_policy_pair(k, v, &p.a_gpu, &p.a_cpu);
+    } else if ((strcmp(k, "cw") == 0 || strcmp(k, "cc") == 0) && strchr(v, '/')) {
+      /* bits/group: compressed in a format of one's own (experiments) */
+      long bits = 0, group = 0;
+      char *slash = strchr(v, '/');
+      *slash = '\0';
+      if ((st = zz_policy_int(k, v, 1, 64, &bits)) == ZZ_OK && (st = zz_policy_int(k, slash + 1, 1, 4096, &group)) == ZZ_OK) {
+        zz_qfmt f = {(int)bits, (int)group};
+        if (k[1] == 'w') p.compress_weight = true, p.wq = f;
+        else p.compress_cache = true, p.cq = f;
+      }
     } else if (strcmp(k, "overlap") == 0 || strcmp(k, "cpu_attn") == 0 || strcmp(k, "cw") == 0 ||
                strcmp(k, "cc") == 0) {
       if ((st = zz_policy_int(k, v, 0, 1, &x)) == ZZ_OK) {

@@ -139,8 +139,9 @@ static uint64_t zz_submit(zz_engine *e, int io_lane, zz_io t) {
  * only q and the new k, v come down and the output goes up (FlexGen §4.2). */
 typedef struct zz_attend_ctx {
   zz_engine *e;
-  char *k, *v;        /* host cache of this (layer, batch), compute dtype */
-  int64_t stride;     /* elements between two sequences of that cache */
+  char *k, *v;        /* host cache of this (layer, batch) */
+  zz_kv_layout kv;    /* its layout: the device's compute dtype or Q4, bytes between two sequences */
+  double keep;        /* top-k sparsity */
   int64_t cnt, pos;
   const int32_t *pad; /* host */
 } zz_attend_ctx;
@@ -155,16 +156,27 @@ static zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const vo
   ZZ_CHECK(zz_device_download(dev, ZZ_LANE_COMPUTE, e->ca[1], ZZ_DTYPE_F32, k, a->cnt * kvw));
   ZZ_CHECK(zz_device_download(dev, ZZ_LANE_COMPUTE, e->ca[2], ZZ_DTYPE_F32, v, a->cnt * kvw));
   ZZ_CHECK(zz_device_sync(dev, ZZ_LANE_COMPUTE));
-  /* the cache keeps the device's dtype (f16 beside a GPU), so the new rows are
-   * narrowed as they are appended and widened as attention reads them */
-  zz_dtype kv_dt = dev->ops->compute_dtype;
-  for (int64_t i = 0; i < a->cnt; i++) {
-    size_t at = zz_dtype_nbytes(kv_dt, i * a->stride + a->pos * kvw);
-    zz_convert(ZZ_DTYPE_F32, e->ca[1] + i * kvw, kv_dt, a->k + at, kvw);
-    zz_convert(ZZ_DTYPE_F32, e->ca[2] + i * kvw, kv_dt, a->v + at, kvw);
+  /* the cache keeps the device's dtype (f16 beside a GPU) or Q4, so the new rows
+   * are narrowed or quantized as they are appended and widened as attention reads them */
+  zz_dtype kv_dt = a->kv.dt;
+  if (kv_dt == ZZ_DTYPE_Q4) {
+    zz_cpu_kv_append_q(e->ca[1], a->cnt, 1, c->n_kv_heads, c->head_dim, a->k, a->kv.q, a->kv.seq_bytes, a->pos);
+    zz_cpu_kv_append_q(e->ca[2], a->cnt, 1, c->n_kv_heads, c->head_dim, a->v, a->kv.q, a->kv.seq_bytes, a->pos);
+  } else {
+    for (int64_t i = 0; i < a->cnt; i++) {
+      size_t at = (size_t)(i * a->kv.seq_bytes) + zz_dtype_nbytes(kv_dt, a->pos * kvw);
+      zz_convert(ZZ_DTYPE_F32, e->ca[1] + i * kvw, kv_dt, a->k + at, kvw);
+      zz_convert(ZZ_DTYPE_F32, e->ca[2] + i * kvw, kv_dt, a->v + at, kvw);
+    }
   }
-  zz_cpu_attention_kv(zz_device_attn_pool(dev), e->ca[0], a->k, a->v, kv_dt, a->stride, a->cnt, 1, a->pos + 1, a->pos, c->n_heads,
-                      c->n_kv_heads, c->head_dim, a->pad, e->ca[3], e->ca[4]);
+  zz_attn_args args = {.q = e->ca[0], .k = a->k, .v = a->v, .kv_dt = kv_dt, .kv_q = a->kv.q,
+                       .seq_bytes = a->kv.seq_bytes, .b = a->cnt, .sq = 1, .t = a->pos + 1, .q_start = a->pos,
+                       .heads = c->n_heads, .kv_heads = c->n_kv_heads, .hd = c->head_dim, .pad = a->pad, .keep = a->keep, .out = e->ca[3],
+                       .scratch = e->ca[4]};
+  if (c->head_dim > ZZ_ATTN_MAX_HEAD_DIM)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "CPU attention: head dim %lld is above %d", (long long)c->head_dim,
+                    ZZ_ATTN_MAX_HEAD_DIM);
+  zz_cpu_attention_ex(zz_device_attn_pool(dev), &args);
   return zz_device_upload(dev, ZZ_LANE_COMPUTE, out, e->ca[3], ZZ_DTYPE_F32, nq);
 }
 
@@ -289,15 +301,18 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
   if (jl == 0 && e->l0 > 0) {
     size_t off, bytes;
     zz_caller_rows(r, k, &off, &bytes);
-    ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, hidden, (const char *)r->io->hidden_in + off, bytes));
+    const char *src = (const char *)r->io->hidden_in + off;
+    if (r->io->hidden_on_device) ZZ_CHECK(zz_device_copy(dev, ZZ_LANE_COMPUTE, hidden, src, bytes));
+    else ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, hidden, src, bytes));
   }
   const zz_tensor *wt = &e->w.dev[jl * ZZ_MAXW];
   zz_batch_idx *b = &r->g->idx[k];
   zz_cache_spec spec = layer->has_cache ? zz_engine_cache_spec(e, jl) : (zz_cache_spec){0};
-  int64_t kvw = spec.kv_heads * spec.head_dim;
+  /* top-k sparsity is for decoding; the prompt attends densely */
   zz_step st = {.b = cnt, .sq = r->sq, .pos = r->pos, .ids = b->d_ids, .positions = b->d_pos, .pad = b->d_pad,
-                .last = b->d_last, .hidden = hidden, .kv_stride = e->t_max * kvw, .logits = e->d_logits,
-                .work = e->work};
+                .last = b->d_last, .hidden = hidden, .logits = e->d_logits,
+                .work = e->work, .keep = r->step > 0 ? e->pol.attn_sparsity : 1.0,
+                .kv = {.dt = spec.dtype, .q = spec.q, .seq_bytes = e->t_max * (int64_t)zz_cache_row_bytes(&spec)}};
   zz_attend_ctx actx;
   int ci = zz_cache_index(r, jl, k);
   zz_tier ct = ci >= 0 ? zz_cache_tier(r, ci) : ZZ_TIER_GPU;
@@ -309,9 +324,9 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
     actx = (zz_attend_ctx){
         .e = e, .k = on_cpu ? r->g->k_home[ci].data : e->kv_stage[slot][0],
         .v = on_cpu ? r->g->v_home[ci].data : e->kv_stage[slot][1],
-        .stride = on_cpu ? e->t_max * kvw
-                         : (int64_t)(zz_cache_region_bytes(&spec, e->t_max) / zz_dtype_nbytes(spec.dtype, 1)),
-        .cnt = cnt, .pos = r->pos, .pad = b->pad};
+        .kv = {.dt = spec.dtype, .q = spec.q,
+               .seq_bytes = on_cpu ? st.kv.seq_bytes : (int64_t)zz_cache_region_bytes(&spec, e->t_max)},
+        .keep = st.keep, .cnt = cnt, .pos = r->pos, .pad = b->pad};
     st.attend = zz_cpu_attend;
     st.attend_ctx = &actx;
   } else if (ci >= 0) {
@@ -357,7 +372,9 @@ static zz_status zz_store_hidden(zz_run *r, int64_t q, uint64_t *ticket) {
   if (e->l1 == e->m->n_layers) return ZZ_OK; /* logits, not a hidden state */
   size_t off, bytes;
   zz_caller_rows(r, k, &off, &bytes);
-  ZZ_CHECK(zz_device_read(e->dev, ZZ_LANE_COMPUTE, (char *)r->io->hidden_out + off, zz_hidden_ptr(r, k, slot), bytes));
+  char *dst = (char *)r->io->hidden_out + off;
+  if (r->io->hidden_on_device) ZZ_CHECK(zz_device_copy(e->dev, ZZ_LANE_COMPUTE, dst, zz_hidden_ptr(r, k, slot), bytes));
+  else ZZ_CHECK(zz_device_read(e->dev, ZZ_LANE_COMPUTE, dst, zz_hidden_ptr(r, k, slot), bytes));
   return zz_device_sync(e->dev, ZZ_LANE_COMPUTE);
 }
 

@@ -18,20 +18,45 @@ int64_t zz_weight_numel(const zz_weight_spec *w) {
   return n;
 }
 
-size_t zz_weight_bytes(const zz_weight_spec *w, zz_dtype dt) { return zz_dtype_nbytes(dt, zz_weight_numel(w)); }
+size_t zz_weight_bytes_q(const zz_weight_spec *w, zz_dtype dt, zz_qfmt q) {
+  if (dt != ZZ_DTYPE_Q4 || !w->ndim) return zz_dtype_nbytes(dt, zz_weight_numel(w));
+  int64_t len = w->shape[w->ndim - 1];
+  return (size_t)(zz_weight_numel(w) / len) * zz_q_row_bytes(q, len);
+}
 
-size_t zz_layer_weight_layout(const zz_layer *l, zz_dtype dt, size_t align, size_t off_out[ZZ_MAX_LAYER_WEIGHTS]) {
+size_t zz_weight_bytes(const zz_weight_spec *w, zz_dtype dt) { return zz_weight_bytes_q(w, dt, ZZ_QFMT_DEFAULT); }
+
+zz_dtype zz_weight_dtype(const zz_weight_spec *w, zz_dtype dt, const zz_qfmt *q) {
+  return q && w->ndim == 2 ? ZZ_DTYPE_Q4 : dt;
+}
+
+size_t zz_layer_weight_layout_q(const zz_layer *l, zz_dtype dt, const zz_qfmt *q, size_t align,
+                                size_t off_out[ZZ_MAX_LAYER_WEIGHTS]) {
   size_t off = 0;
   for (int k = 0; k < ZZ_MAX_LAYER_WEIGHTS; k++) {
-    bool present = k < l->n_weights && l->weights[k].ndim;
+    const zz_weight_spec *w = &l->weights[k];
+    bool present = k < l->n_weights && w->ndim;
     if (off_out) off_out[k] = present ? off : SIZE_MAX;
-    if (present) off += zz_align_up(zz_weight_bytes(&l->weights[k], dt), align);
+    if (present) off += zz_align_up(zz_weight_bytes_q(w, zz_weight_dtype(w, dt, q), q ? *q : ZZ_QFMT_DEFAULT), align);
   }
   return off;
 }
 
+size_t zz_layer_weight_layout(const zz_layer *l, zz_dtype dt, size_t align, size_t off_out[ZZ_MAX_LAYER_WEIGHTS]) {
+  return zz_layer_weight_layout_q(l, dt, NULL, align, off_out);
+}
+
+zz_cache_spec zz_cache_spec_for(const zz_layer *l, const zz_policy *p, zz_dtype compute_dt) {
+  zz_cache_spec c = l->cache;
+  zz_qfmt buf;
+  const zz_qfmt *q = zz_policy_cfmt(p, &buf);
+  c.dtype = q ? ZZ_DTYPE_Q4 : compute_dt;
+  c.q = q ? *q : (zz_qfmt){0, 0};
+  return c;
+}
+
 size_t zz_cache_row_bytes(const zz_cache_spec *c) {
-  return zz_dtype_nbytes(c->dtype, c->kv_heads * c->head_dim);
+  return zz_kv_row_bytes(c->dtype, c->q, c->kv_heads, c->head_dim);
 }
 
 size_t zz_cache_bytes(const zz_cache_spec *c, int64_t gbs, int64_t t_max) {
@@ -44,6 +69,11 @@ size_t zz_cache_region_bytes(const zz_cache_spec *c, int64_t t_max) {
 
 size_t zz_hidden_bytes(int64_t hidden, zz_dtype dt, int64_t n, int64_t sq) {
   return zz_dtype_nbytes(dt, n * sq * hidden);
+}
+
+size_t zz_attention_scores_bytes(int64_t b, int64_t sq, int64_t t, int64_t heads) {
+  if (sq <= 1 || b <= 0 || t <= 0 || heads <= 0) return 0;
+  return (size_t)b * (size_t)heads * (size_t)sq * (size_t)t * sizeof(float);
 }
 
 size_t zz_index_layout(int64_t gbs, int64_t s, size_t off_out[4]) {

@@ -4,9 +4,25 @@
  * not resident on the device, brought into one of two device slots by the weight
  * lane while the previous layer computes (FlexGen's "load weight").
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine_impl.h"
+
+/* Quantizes the weight just read into the load buffer (in dt) in place: row r's
+ * groups land at r * row bytes, never past the start of row r + 1's source. */
+static zz_status zz_weights_quantize_load(zz_engine *e, const zz_weight_spec *w, zz_dtype dt, zz_qfmt q) {
+  int64_t len = w->shape[w->ndim - 1], rows = zz_weight_numel(w) / len;
+  size_t rb = zz_q_row_bytes(q, len), sb = zz_dtype_nbytes(dt, len);
+  float *row = malloc((size_t)len * sizeof *row);
+  if (!row) return zz_error(ZZ_ERR_NO_MEMORY, "weights: out of memory quantizing %s", w->name);
+  for (int64_t r = 0; r < rows; r++) {
+    zz_convert(dt, e->w.load + (size_t)r * sb, ZZ_DTYPE_F32, row, len);
+    zz_q_quantize(q, row, 1, len, e->w.load + (size_t)r * rb);
+  }
+  free(row);
+  return ZZ_OK;
+}
 
 zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
   zz_device *dev = e->dev;
@@ -24,8 +40,16 @@ zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
         ZZ_CHECK(zz_checkpoint_read(ck, w->name, sdt, e->w.load, n));
       else
         zz_weights_dummy(w, sdt, e->w.load);
+      if (h->dtype == ZZ_DTYPE_Q4) {
+        /* quantized once, here, into the home tier; every later transfer moves these bytes */
+        ZZ_CHECK(zz_weights_quantize_load(e, w, sdt, h->q));
+        sbytes = zz_weight_bytes_q(w, ZZ_DTYPE_Q4, h->q);
+      }
       if (h->tier == ZZ_TIER_GPU) {
-        ZZ_CHECK(zz_device_upload(dev, ZZ_LANE_LOAD_WEIGHT, h->data, e->w.load, sdt, n));
+        if (h->dtype == ZZ_DTYPE_Q4)
+          ZZ_CHECK(zz_device_write(dev, ZZ_LANE_LOAD_WEIGHT, h->data, e->w.load, sbytes));
+        else
+          ZZ_CHECK(zz_device_upload(dev, ZZ_LANE_LOAD_WEIGHT, h->data, e->w.load, sdt, n));
         ZZ_CHECK(zz_device_sync(dev, ZZ_LANE_LOAD_WEIGHT));
       } else if (h->tier == ZZ_TIER_CPU) {
         memcpy(h->data, e->w.load, sbytes);
@@ -46,7 +70,9 @@ void zz_weights_bind_device(zz_engine *e) {
     /* an offloaded layer is always loaded into slot jl % 2 (zz_load_weight) */
     const char *slot = e->plan.weight_tier[jl] == ZZ_TIER_GPU ? NULL : e->w.slot[jl % 2];
     size_t off[ZZ_MAXW];
-    if (slot) zz_layer_weight_layout(l, cdt, ZZ_ALIGN, off);
+    zz_qfmt qbuf;
+    const zz_qfmt *q = zz_policy_wfmt(&e->pol, &qbuf);
+    if (slot) zz_layer_weight_layout_q(l, cdt, q, ZZ_ALIGN, off);
     for (int k = 0; k < ZZ_MAXW; k++) {
       zz_tensor *t = &e->w.dev[jl * ZZ_MAXW + k];
       memset(t, 0, sizeof *t);
@@ -57,13 +83,14 @@ void zz_weights_bind_device(zz_engine *e) {
       }
       const zz_weight_spec *ws = &l->weights[k];
       snprintf(t->name, sizeof t->name, "%s", ws->name);
-      t->dtype = cdt;
+      t->dtype = zz_weight_dtype(ws, cdt, q); /* Q4 stays Q4 in the slot */
+      if (t->dtype == ZZ_DTYPE_Q4) t->q = *q;
       t->ndim = ws->ndim;
       t->shape[0] = ws->shape[0];
       t->shape[1] = ws->shape[1];
       t->tier = ZZ_TIER_GPU;
       t->data = (char *)slot + off[k];
-      t->nbytes = zz_weight_bytes(ws, cdt);
+      t->nbytes = zz_weight_bytes_q(ws, t->dtype, q ? *q : ZZ_QFMT_DEFAULT);
     }
   }
 }
@@ -81,7 +108,10 @@ zz_status zz_weights_load_slot(zz_engine *e, int jl, zz_lane lane) {
       ZZ_CHECK(zz_disk_read(&e->disk, e->w.stage, h->nbytes, (size_t)h->offset));
       src = e->w.stage;
     }
-    ZZ_CHECK(zz_device_upload(dev, lane, dst[k].data, src, h->dtype, n));
+    if (h->dtype == ZZ_DTYPE_Q4) /* compressed bytes cross as they are */
+      ZZ_CHECK(zz_device_write(dev, lane, dst[k].data, src, dst[k].nbytes));
+    else
+      ZZ_CHECK(zz_device_upload(dev, lane, dst[k].data, src, h->dtype, n));
     /* the disk stage is reused by the next weight: the copy must be done */
     if (h->tier == ZZ_TIER_DISK) ZZ_CHECK(zz_device_sync(dev, lane));
   }

@@ -129,6 +129,7 @@ typedef struct zz_tensor {
   int ndim;
   int64_t shape[ZZ_MAX_DIMS]; /* row major, outermost first; contiguous */
   zz_tier tier;
+  zz_qfmt q;      /* ZZ_DTYPE_Q4: its format (bits, group); rows grouped along the last dim */
   void *data;     /* GPU: device pointer; CPU: host pointer; DISK: NULL */
   int64_t offset; /* DISK: byte offset in the tier's file */
   size_t nbytes;
@@ -182,6 +183,7 @@ typedef enum zz_op {
   ZZ_OP_ATTENTION,
   ZZ_OP_UPLOAD,
   ZZ_OP_DOWNLOAD,
+  ZZ_OP_ATTENTION_SPARSE, /* zz_device_attention_ex with keep < 1 (dt: the cache's) */
   ZZ_OP_RMSNORM,
   ZZ_OP_ROPE,
   ZZ_OP_SILU_MUL,
@@ -198,6 +200,14 @@ const char *zz_op_name(zz_op op); /* "embed_rows", ..., "?" when out of range */
  * index arrays (ids, positions, pad) are device arrays too. Compute runs on the
  * compute lane.
  */
+/* How a KV cache is stored: rows of heads × hd elements in dt (the compute dtype,
+ * or Q4 grouped along hd in format q), sequence i starting at byte i * seq_bytes. */
+typedef struct zz_kv_layout {
+  zz_dtype dt;
+  zz_qfmt q;
+  int64_t seq_bytes;
+} zz_kv_layout;
+
 typedef struct zz_device_ops {
   const char *name;      /* "cpu", "cuda" */
   zz_dtype compute_dtype;
@@ -211,6 +221,11 @@ typedef struct zz_device_ops {
   /* raw byte copies, asynchronous on `lane` */
   zz_status (*write)(zz_device *dev, zz_lane lane, void *dst, const void *host_src, size_t bytes);
   zz_status (*read)(zz_device *dev, zz_lane lane, void *host_dst, const void *src, size_t bytes);
+  /* device -> device raw bytes on `lane` (hidden states handed in and out in device memory) */
+  zz_status (*copy)(zz_device *dev, zz_lane lane, void *dst, const void *src, size_t bytes);
+  /* optional, GPUs only (NULL elsewhere): the device's ordinal and an id unique per
+   * physical GPU ("GPU-<uuid> at PCI <bus id>"), so ranks can tell they share one */
+  zz_status (*identity)(const zz_device *dev, int *ordinal_out, char *id_out, size_t len);
   /* host src (src_dt) → device (compute dtype), n elements, converting */
   zz_status (*upload)(zz_device *dev, zz_lane lane, void *dst, const void *host_src,
                       zz_dtype src_dt, int64_t n);
@@ -240,12 +255,26 @@ typedef struct zz_device_ops {
                          void *scratch);
   /* scratch bytes attention needs for these sizes (0: none) */
   size_t (*attention_scratch)(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads);
+  /* compression (kernels/cpu/quant.c): a Q4 weight of format q; rows_q gathers
+   * (add = 0) or adds (add = 1) table rows */
+  zz_status (*linear_q)(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_qfmt q,
+                        const void *b, zz_dtype b_dt, int64_t out, void *y, int relu);
+  zz_status (*rows_q)(zz_device *dev, const void *table, zz_qfmt q, int64_t dim, const int32_t *ids, int64_t n,
+                      void *out, int add);
+  /* a cache in any layout (compute dtype or Q4, byte strides), attention with top-k */
+  zz_status (*kv_append_ex)(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
+                            void *cache, const zz_kv_layout *l, int64_t pos);
+  zz_status (*attention_ex)(zz_device *dev, const void *q, const void *k, const void *v,
+                            const zz_kv_layout *l, int64_t b, int64_t sq, int64_t t, int64_t q_start,
+                            int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, double keep, void *out,
+                            void *scratch);
   zz_status (*rmsnorm)(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma, zz_dtype w_dt,
                        float eps, void *y);
   zz_status (*rope)(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
                     const zz_rope *rope);
   zz_status (*silu_mul)(zz_device *dev, const void *g, const void *u, int64_t n, void *y);
 } zz_device_ops;
+
 
 /* What alloc() handed out (runtime/device.c), for the wrappers' range checks. */
 typedef struct zz_device_ranges zz_device_ranges;
@@ -309,6 +338,11 @@ void zz_device_host_free(zz_device *dev, void *ptr);
 /* Raw byte copies host → device (write) and device → host (read) on `lane`. */
 zz_status zz_device_write(zz_device *dev, zz_lane lane, void *dst, const void *host_src, size_t bytes);
 zz_status zz_device_read(zz_device *dev, zz_lane lane, void *host_dst, const void *src, size_t bytes);
+/* Raw byte copy device -> device on `lane` (both ranges in this device's memory). */
+zz_status zz_device_copy(zz_device *dev, zz_lane lane, void *dst, const void *src, size_t bytes);
+/* The GPU behind dev: its ordinal and an id unique per physical GPU (UUID and PCI
+ * bus id); ZZ_ERR_UNSUPPORTED, naming the device, when it is not a GPU. */
+zz_status zz_device_identity(const zz_device *dev, int *ordinal_out, char *id_out, size_t len);
 /* n elements host (src_dt) → device (compute dtype), and back to dst_dt. */
 zz_status zz_device_upload(zz_device *dev, zz_lane lane, void *dst, const void *host_src, zz_dtype src_dt,
                            int64_t n);
@@ -341,6 +375,16 @@ zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, cons
                               int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                               int64_t hd, const int32_t *pad, void *out, void *scratch);
 size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads);
+/* The same two over a cache of any layout (a Q4 cache is quantized as rows are
+ * appended and dequantized as attention reads them), and top-k sparse attention:
+ * keep in (0, 1] is the fraction of visible keys each query keeps
+ * (zz_cpu_attention_ex). supports(ZZ_OP_KV_APPEND / ZZ_OP_ATTENTION, l->dt) and,
+ * for keep < 1, supports(ZZ_OP_ATTENTION_SPARSE, l->dt). */
+zz_status zz_device_kv_append_ex(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
+                                 void *cache, const zz_kv_layout *l, int64_t pos);
+zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, const void *v, const zz_kv_layout *l,
+                                 int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                                 int64_t hd, const int32_t *pad, double keep, void *out, void *scratch);
 /* y[n, dim] = x / sqrt(mean(x²) + eps) * gamma[dim] (RMSNorm); y may be x. */
 zz_status zz_device_rmsnorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma, float eps,
                             void *y);
@@ -418,6 +462,7 @@ typedef struct zz_weight_spec {
 typedef struct zz_cache_spec {
   int64_t kv_heads, head_dim;
   zz_dtype dtype;
+  zz_qfmt q; /* dtype Q4: groups along head_dim */
 } zz_cache_spec;
 
 /* One unit of the schedule: loaded once per block, used by every GPU batch. */
@@ -457,12 +502,24 @@ size_t zz_align_up(size_t x, size_t a);
 size_t zz_align_down(size_t x, size_t a);
 /* Elements of a weight (0 when absent). */
 int64_t zz_weight_numel(const zz_weight_spec *w);
-/* Bytes of a weight stored in dt (unaligned). */
+/* Bytes of a weight stored in dt (unaligned; Q4: FlexGen's format). */
 size_t zz_weight_bytes(const zz_weight_spec *w, zz_dtype dt);
+/* The same with Q4 in format q: each row (the last dim) grouped on its own. */
+size_t zz_weight_bytes_q(const zz_weight_spec *w, zz_dtype dt, zz_qfmt q);
+/* The dtype weight w is kept in on a tier whose plain dtype is dt: Q4 for a
+ * matrix when weights are compressed (q non-NULL), dt otherwise (1-D stays). */
+zz_dtype zz_weight_dtype(const zz_weight_spec *w, zz_dtype dt, const zz_qfmt *q);
 /* A layer's weights back to back in dt, each aligned to `align`: offsets of each
  * weight in off_out (may be NULL; absent weights get SIZE_MAX), total returned. */
 size_t zz_layer_weight_layout(const zz_layer *l, zz_dtype dt, size_t align,
                               size_t off_out[ZZ_MAX_LAYER_WEIGHTS]);
+/* The same with matrices in Q4 of format *q (q NULL: uncompressed). */
+size_t zz_layer_weight_layout_q(const zz_layer *l, zz_dtype dt, const zz_qfmt *q, size_t align,
+                                size_t off_out[ZZ_MAX_LAYER_WEIGHTS]);
+/* Layer l's cache as a policy stores it: the compute dtype, or Q4 in the
+ * policy's cache format when the cache is compressed. */
+struct zz_policy;
+zz_cache_spec zz_cache_spec_for(const zz_layer *l, const struct zz_policy *p, zz_dtype compute_dt);
 /* One position's K (or V) row of a cache. */
 size_t zz_cache_row_bytes(const zz_cache_spec *c);
 /* K (or V) of one (layer, GPU batch) on the device or the CPU: [gbs, t_max, row]. */
@@ -471,6 +528,10 @@ size_t zz_cache_bytes(const zz_cache_spec *c, int64_t gbs, int64_t t_max);
 size_t zz_cache_region_bytes(const zz_cache_spec *c, int64_t t_max);
 /* The hidden state of sq positions of n sequences: [n, sq, hidden]. */
 size_t zz_hidden_bytes(int64_t hidden, zz_dtype dt, int64_t n, int64_t sq);
+/* Device scratch of a prefill attention that materialises its scores: f32
+ * [b, heads, sq, t]; 0 for a decode step (sq <= 1), which needs none. The CUDA
+ * device's attention_scratch, and the planner for a GPU it cannot open. */
+size_t zz_attention_scores_bytes(int64_t b, int64_t sq, int64_t t, int64_t heads);
 /* A batch's index arrays in one buffer: token ids [gbs, s], positions [gbs, s],
  * padding [gbs], last rows [gbs], int32 each; offsets in off_out, total returned. */
 size_t zz_index_layout(int64_t gbs, int64_t s, size_t off_out[4]);
@@ -571,6 +632,7 @@ typedef struct zz_policy {
   bool cpu_attention;    /* decode attention on the CPU beside an offloaded cache */
   bool compress_weight;  /* 4-bit group-wise */
   bool compress_cache;
+  zz_qfmt wq, cq;        /* their formats; bits 0: FlexGen's (4 bits, groups of 64) */
   double attn_sparsity;  /* 1.0 = dense */
 } zz_policy;
 
@@ -585,6 +647,9 @@ void zz_policy_default(zz_policy *p);
 const char *zz_policy_str(const zz_policy *p, char *buf, size_t len);
 zz_status zz_policy_parse(const char *text, zz_policy *out);
 zz_status zz_policy_check(const zz_policy *p);
+/* The format weights / the cache are compressed in (NULL when not compressed). */
+const zz_qfmt *zz_policy_wfmt(const zz_policy *p, zz_qfmt *buf);
+const zz_qfmt *zz_policy_cfmt(const zz_policy *p, zz_qfmt *buf);
 
 /* ================================================================ generation */
 
@@ -594,6 +659,13 @@ typedef struct zz_shape {
   int64_t prompt_len; /* s: longest prompt of any block */
   int64_t gen_len;    /* n: new tokens per sequence */
 } zz_shape;
+
+/* The disk tier's bandwidths as the engine gets them (runtime/disk.c): a file
+ * under dir opened like the offload file (page cache bypassed), `bytes` written
+ * in `chunk`-sized transfers and synced, then read back; bytes per second. */
+zz_status zz_disk_measure(const char *dir, size_t bytes, size_t chunk, double *read_bw, double *write_bw);
+/* Free bytes under dir. */
+size_t zz_disk_free_bytes(const char *dir);
 
 /* Capacities of the three tiers and where the disk tier lives. */
 typedef struct zz_tiers {
@@ -733,6 +805,10 @@ typedef struct zz_step_io {
   const int32_t *tokens;         /* step > 0, slice from layer 0: [n] each sequence's newest token */
   const void *hidden_in;         /* slice not from layer 0: [n, sq, hidden] compute dtype */
   void *hidden_out;              /* slice not to the last layer: [n, sq, hidden] compute dtype */
+  /* false: hidden_in / hidden_out are host memory (copied to and from the device);
+   * true: they are the engine's device memory (zz_device_alloc), copied on the device
+   * (NCCL exchanges). Either way the step has finished with both when it returns. */
+  bool hidden_on_device;
 } zz_step_io;
 /* One token step (0: the prompt) of group g over the slice. A slice that ends at
  * the last layer leaves the last position's logits in zz_engine_logits(). */
@@ -808,6 +884,24 @@ zz_status zz_request_check(const zz_engine *eng, const zz_request *req);
 /* Generates for req on an engine holding the whole model. */
 zz_status zz_generate(zz_engine *eng, const zz_request *req, zz_result *res);
 void zz_result_free(zz_result *res, int64_t n);
+
+/* Held-out perplexity (runtime/perplexity.c), teacher forced: ids[0..n) (no BOS)
+ * are cut into windows of the engine's gen_len tokens, each a sequence that starts
+ * at BOS (the engine is built with prompt_len 1) and is fed its own next token at
+ * every decoding step, so every prediction after a window's first reads the KV
+ * cache as the policy stores it. */
+typedef struct zz_ppl {
+  double nll;      /* sum over predicted tokens of -log p(token) */
+  int64_t tokens;  /* predictions made (n) */
+  int64_t windows;
+  double ppl;      /* exp(nll / tokens) */
+  int32_t *argmax; /* [n] the top-1 prediction for each token (agreement between policies) */
+} zz_ppl;
+zz_status zz_perplexity(zz_engine *eng, const int32_t *ids, int64_t n, zz_ppl *out);
+void zz_ppl_free(zz_ppl *r);
+/* The share of positions i < n where a[i] == b[i] (0 when n is 0): top-1 or greedy
+ * agreement between two runs. */
+double zz_token_agreement(const int32_t *a, const int32_t *b, int64_t n);
 
 /* ================================================================ JSON Lines jobs */
 

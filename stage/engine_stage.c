@@ -199,6 +199,7 @@ static zz_status es_compute(void *ctx, const zz_stage_item *it) {
     io.hidden_in = it->hidden_in;
   }
   if (!es->last) io.hidden_out = it->hidden_out;
+  io.hidden_on_device = it->hidden_on_device;
   return zz_engine_step(es->cfg.engine, it->group, it->step, &io);
 }
 

@@ -255,6 +255,117 @@ static zz_status bo_attention(zz_bo *r, const int64_t *z, int64_t kv_heads, int 
   return bo_result(r, st, o, b * sq * h, out);
 }
 
+/* ---------------------------------------------------------------- compressed weights and caches */
+
+/* A device-resident Q4 matrix [d0, d1] of random values in format f. */
+static zz_tensor bo_qweight(zz_bo *r, const char *name, int64_t d0, int64_t d1, zz_qfmt f, float lo, float hi) {
+  zz_tensor t = {.dtype = ZZ_DTYPE_Q4, .q = f, .ndim = 2, .shape = {d0, d1}, .tier = ZZ_TIER_GPU};
+  snprintf(t.name, sizeof t.name, "%s", name);
+  float *v = bo_values(r, d0 * d1, lo, hi);
+  t.nbytes = (size_t)d0 * zz_q_row_bytes(f, d1);
+  void *h = bo_host(t.nbytes);
+  zz_q_quantize(f, v, d0, d1, h);
+  t.data = bo_block(r, t.nbytes);
+  if (t.data) {
+    bo_note(r, zz_device_write(r->dev, ZZ_LANE_COMPUTE, t.data, h, t.nbytes), "write");
+    bo_note(r, zz_device_sync(r->dev, ZZ_LANE_COMPUTE), "sync");
+  }
+  free(v);
+  free(h);
+  return t;
+}
+
+static zz_qfmt bo_fmt(int64_t bits, int64_t group) { return (zz_qfmt){(int)bits, (int)group}; }
+
+static zz_status op_linear_q(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0], in = z[1], o = z[2], bias = z[3], relu = z[4];
+  const float ws = 1.0f / sqrtf((float)in);
+  void *x = bo_rand(r, n * in, -1, 1);
+  zz_tensor w = bo_qweight(r, "w", o, in, bo_fmt(z[5], z[6]), -ws, ws);
+  zz_tensor b = {0};
+  if (bias) b = bo_weight(r, "b", 1, o, 0, -0.5f, 0.5f);
+  void *y = bo_poisoned(r, n * o);
+  return bo_result(r, zz_device_linear(r->dev, x, n, in, &w, bias ? &b : NULL, o, y, (int)relu), y, n * o, out);
+}
+
+static zz_status op_rows_q(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t rows = z[0], dim = z[1], n = z[2], add = z[5];
+  zz_tensor table = bo_qweight(r, "table", rows, dim, bo_fmt(z[3], z[4]), -1, 1);
+  int32_t *ids = bo_ids(r, n, rows);
+  void *o = add ? bo_rand(r, n * dim, -1, 1) : bo_poisoned(r, n * dim);
+  zz_status st = add ? zz_device_add_rows(r->dev, o, &table, ids, n) : zz_device_embed_rows(r->dev, &table, ids, n, o);
+  return bo_result(r, st, o, n * dim, out);
+}
+
+/* A Q4 cache [b, t_max, heads * hd] of random rows on the device, and its layout. */
+static void *bo_qcache(zz_bo *r, int64_t b, int64_t t_max, int64_t heads, int64_t hd, zz_kv_layout *l) {
+  size_t row = zz_kv_row_bytes(ZZ_DTYPE_Q4, l->q, heads, hd), bytes = (size_t)(b * t_max) * row;
+  l->dt = ZZ_DTYPE_Q4;
+  l->seq_bytes = t_max * (int64_t)row;
+  float *v = bo_values(r, b * t_max * heads * hd, -1, 1);
+  void *h = bo_host(bytes);
+  zz_q_quantize(l->q, v, b * t_max * heads, hd, h);
+  void *d = bo_block(r, bytes);
+  if (d) {
+    bo_note(r, zz_device_write(r->dev, ZZ_LANE_COMPUTE, d, h, bytes), "write");
+    bo_note(r, zz_device_sync(r->dev, ZZ_LANE_COMPUTE), "sync");
+  }
+  free(v);
+  free(h);
+  return d;
+}
+
+/* Appends to a Q4 cache; the whole cache is read back and dequantized here. */
+static zz_status op_kv_append_q(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t b = z[0], sq = z[1], heads = z[2], hd = z[3], t_max = z[4], pos = z[5];
+  zz_kv_layout l = {.q = bo_fmt(z[6], z[7])};
+  void *cache = bo_qcache(r, b, t_max, heads, hd, &l);
+  void *x = bo_rand(r, b * sq * heads * hd, -1, 1);
+  zz_status st = zz_device_kv_append_ex(r->dev, x, b, sq, heads, hd, cache, &l, pos);
+  size_t bytes = (size_t)(b * l.seq_bytes);
+  if (st == ZZ_OK) {
+    void *h = bo_host(bytes);
+    st = zz_device_read(r->dev, ZZ_LANE_COMPUTE, h, cache, bytes);
+    if (st == ZZ_OK) st = zz_device_sync(r->dev, ZZ_LANE_COMPUTE);
+    if (st == ZZ_OK) {
+      out->n = b * t_max * heads * hd;
+      out->v = bo_host((size_t)out->n * sizeof *out->v);
+      zz_q_dequantize(l.q, h, b * t_max * heads, hd, out->v);
+    }
+    free(h);
+  }
+  return st;
+}
+
+/* Attention of z[4] query heads over a cache of z[7] K/V heads (grouped-query
+ * when fewer) stored as z[8] (0: the compute dtype, else Q4 of z[8] bits, groups
+ * of z[9]), keeping z[10] per mille of the keys (1000: dense); pads from z[11]. */
+static zz_status op_attention_ex(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t b = z[0], sq = z[1], t = z[2], q0 = z[3], heads = z[4], hd = z[5], t_max = z[6], h = heads * hd;
+  int64_t kv_heads = z[7], kvw = kv_heads * hd;
+  double keep = (double)z[10] / 1000.0;
+  int32_t pad[4];
+  for (int64_t i = 0; i < b; i++) pad[i] = (int32_t)z[11 + i];
+  void *q = bo_rand(r, b * sq * h, -3, 3);
+  zz_kv_layout l = {.dt = r->dev->ops->compute_dtype, .q = bo_fmt(z[8], z[9]),
+                    .seq_bytes = t_max * kvw * (int64_t)bo_es(r)};
+  void *k, *v;
+  if (z[8]) {
+    k = bo_qcache(r, b, t_max, kv_heads, hd, &l);
+    v = bo_qcache(r, b, t_max, kv_heads, hd, &l);
+  } else {
+    k = bo_rand(r, b * t_max * kvw, -1, 1);
+    v = bo_rand(r, b * t_max * kvw, -1, 1);
+  }
+  int32_t *d_pad = bo_i32(r, pad, b);
+  void *o = bo_poisoned(r, b * sq * h);
+  size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads);
+  void *scratch = sb ? bo_poison(r, sb) : NULL;
+  zz_status st =
+      zz_device_attention_ex(r->dev, q, k, v, &l, b, sq, t, q0, heads, kv_heads, hd, d_pad, keep, o, scratch);
+  return bo_result(r, st, o, b * sq * h, out);
+}
+
 static zz_status op_attention(zz_bo *r, const int64_t *z, zz_bo_out *out) { return bo_attention(r, z, z[4], 7, out); }
 
 /* grouped-query attention: z[7] K/V heads, pads from z[8] */
@@ -380,6 +491,52 @@ static const zz_bo_op zz_bo_ops[] = {
       {2, 9, 9, 0, 3, 13, 12, 0, 8},
       {2, 128, 128, 0, 32, 128, 128, 0, 77},
       {1, 600, 600, 0, 2, 64, 601, 5}}}, /* t > 2 * a CUDA block */
+    /* compression: Q4 weights (bits, group), Q4 caches, top-k sparse attention */
+    {ZZ_OP_LINEAR, "linear_q4", op_linear_q, {"n", "in", "out", "bias", "relu", "bits", "group"}, ZZ_BO_TOL,
+     {{1, 768, 768, 1, 0, 4, 64},
+      {13, 64, 33, 1, 1, 4, 64},
+      {37, 100, 65, 0, 0, 4, 32},
+      {5, 3072, 768, 1, 1, 8, 128},
+      {2, 256, 1003, 0, 0, 4, 256},
+      {64, 130, 129, 1, 0, 2, 64}}},
+    {ZZ_OP_EMBED_ROWS, "embed_rows_q4", op_rows_q, {"rows", "dim", "n", "bits", "group", "add"}, ZZ_BO_TOL,
+     {{50, 33, 7, 4, 64, 0}, {1000, 768, 3, 4, 64, 0}, {64, 100, 130, 8, 32, 0}}},
+    {ZZ_OP_ADD_ROWS, "add_rows_q4", op_rows_q, {"rows", "dim", "n", "bits", "group", "add"}, ZZ_BO_TOL,
+     {{50, 33, 7, 4, 64, 1}, {2050, 768, 2, 4, 64, 1}, {64, 100, 130, 2, 32, 1}}},
+    {ZZ_OP_KV_APPEND, "kv_append_q4", op_kv_append_q, {"b", "sq", "heads", "hd", "t_max", "pos", "bits", "group"},
+     ZZ_BO_TOL,
+     {{1, 1, 12, 64, 16, 5, 4, 64}, {3, 7, 4, 16, 20, 0, 4, 64}, {2, 5, 2, 100, 11, 6, 8, 32}, {4, 1, 2, 128, 33, 32, 4, 64}}},
+    {ZZ_OP_ATTENTION,
+     "attention_q4",
+     op_attention_ex,
+     {"b", "sq", "t", "q0", "heads", "hd", "t_max", "kv_heads", "bits", "group", "keep_pm", "pad0", "pad1", "pad2",
+      "pad3"},
+     ZZ_BO_TOL,
+     {{1, 1, 1, 0, 2, 64, 1, 2, 4, 64, 1000, 0},
+      {3, 1, 37, 36, 4, 80, 40, 4, 4, 64, 1000, 0, 5, 36},
+      {2, 1, 300, 299, 12, 64, 301, 12, 4, 64, 1000, 0, 300},
+      {2, 7, 7, 0, 3, 16, 7, 3, 4, 64, 1000, 0, 3},
+      {2, 17, 17, 0, 4, 80, 17, 4, 8, 32, 1000, 1, 0},
+      {1, 600, 600, 0, 2, 64, 601, 2, 4, 64, 1000, 5},
+      /* grouped-query attention over a Q4 cache (LLaMA under --compress-cache) */
+      {3, 1, 37, 36, 8, 64, 40, 2, 4, 64, 1000, 0, 5, 36},
+      {2, 1, 300, 299, 32, 128, 301, 8, 4, 64, 1000, 0, 9},
+      {2, 1, 19, 18, 6, 16, 23, 1, 4, 64, 1000, 0, 4},
+      {2, 7, 7, 0, 4, 16, 7, 2, 4, 64, 1000, 0, 3}}},
+    {ZZ_OP_ATTENTION_SPARSE,
+     "attention_topk",
+     op_attention_ex,
+     {"b", "sq", "t", "q0", "heads", "hd", "t_max", "kv_heads", "bits", "group", "keep_pm", "pad0", "pad1", "pad2",
+      "pad3"},
+     ZZ_BO_TOL,
+     {{1, 1, 1, 0, 2, 64, 1, 2, 0, 64, 100, 0},
+      {3, 1, 37, 36, 4, 80, 40, 4, 0, 64, 100, 0, 5, 36},
+      {2, 1, 300, 299, 12, 64, 301, 12, 0, 64, 500, 0, 299},
+      {4, 1, 1000, 999, 2, 128, 1003, 2, 4, 64, 100, 0, 17, 500, 999},
+      {2, 1, 64, 63, 4, 64, 70, 4, 4, 64, 10, 0, 3},
+      /* grouped-query, dense and Q4 caches */
+      {3, 1, 37, 36, 8, 64, 40, 2, 0, 64, 200, 0, 5, 36},
+      {2, 1, 64, 63, 8, 64, 70, 4, 4, 64, 100, 0, 3}}},
     {ZZ_OP_ATTENTION,
      "attention_gqa",
      op_attention_gqa,
@@ -702,6 +859,15 @@ static zz_status bad_read_lane(zz_bo *r) {
   return zz_device_read(r->dev, (zz_lane)ZZ_LANE_COUNT, h, bo_poison(r, 64), 64);
 }
 
+static zz_status bad_copy_src_host(zz_bo *r) {
+  static char h[64];
+  return zz_device_copy(r->dev, ZZ_LANE_COMPUTE, bo_poison(r, 64), h, sizeof h);
+}
+
+static zz_status bad_copy_dst_past_end(zz_bo *r) {
+  return zz_device_copy(r->dev, ZZ_LANE_COMPUTE, bo_poison(r, 64), bo_poison(r, 65), 65);
+}
+
 static zz_status bad_upload_q4(zz_bo *r) {
   static char h[64];
   return zz_device_upload(r->dev, ZZ_LANE_COMPUTE, bo_poisoned(r, 64), h, ZZ_DTYPE_Q4, 64);
@@ -729,7 +895,7 @@ static const zz_bo_bad zz_bo_bads[] = {
     {"linear: w [out, in+1]", bad_linear_w_shape, "linear: weight w (w) is [5, 9], want [5, 8]"},
     {"linear: w transposed", bad_linear_w_transposed, "weight w (w) is [8, 5], want [5, 8]"},
     {"linear: bias [out+2]", bad_linear_bias_shape, "weight b (b) is [7], want [5]"},
-    {"linear: w in q4", bad_linear_q4, "is q4, which this device does not support for linear"},
+    {"linear: w in q4", bad_linear_q4, "is q4 with format 0 bits / groups of 0; want a matrix in a valid format"},
     {"linear: w absent", bad_linear_w_absent, "weight w is absent"},
     {"linear: w on the cpu tier", bad_linear_w_tier, "on the cpu tier"},
     {"linear: x in host memory", bad_linear_x_host, "linear: x ["},
@@ -758,6 +924,8 @@ static const zz_bo_bad zz_bo_bads[] = {
     {"write: dst in host memory", bad_write_dst_host, "write: dst ["},
     {"write: host_src in device memory", bad_write_src_device, "host_src ["},
     {"read: lane out of range", bad_read_lane, "read: lane 4 does not exist"},
+    {"copy: src in host memory", bad_copy_src_host, "copy: src ["},
+    {"copy: dst runs past its block", bad_copy_dst_past_end, "copy: dst ["},
     {"upload: from q4", bad_upload_q4, "upload: host dtype q4 is not supported"},
     {"download: src runs past its block", bad_download_past_end, "download: src ["},
     {"sync: lane -1", bad_sync_lane, "sync: lane -1 does not exist"},
@@ -786,6 +954,43 @@ static void bo_refusals(zz_device *dev) {
   }
 }
 
+/* copy (device -> device), between two blocks and inside one, gives the bytes back
+ * exactly; the CPU device's identity says it is not a GPU, a GPU's names it. */
+static void bo_copy(zz_device *dev) {
+  zz_bo r;
+  bo_begin(&r, dev, 77);
+  enum { N = 4099 };
+  unsigned char *h = bo_host(N), *back = bo_host(N);
+  for (int i = 0; i < N; i++) h[i] = (unsigned char)zz_rng_next(&r.rng);
+  char *a = bo_block(&r, N), *b = bo_poison(&r, N + 8);
+  if (a) bo_note(&r, zz_device_write(dev, ZZ_LANE_LOAD_CACHE, a, h, N), "write");
+  if (a) bo_note(&r, zz_device_sync(dev, ZZ_LANE_LOAD_CACHE), "sync");
+  if (a && b) bo_note(&r, zz_device_copy(dev, ZZ_LANE_COMPUTE, b + 8, a, N), "copy");
+  if (b) bo_note(&r, zz_device_copy(dev, ZZ_LANE_COMPUTE, b, b + 8, 8), "copy inside a block");
+  if (b) bo_note(&r, zz_device_read(dev, ZZ_LANE_COMPUTE, back, b + 8, N), "read");
+  bo_note(&r, zz_device_sync(dev, ZZ_LANE_COMPUTE), "sync");
+  if (r.helper_st != ZZ_OK) fprintf(stderr, "\n%s copy: %s\n", dev->ops->name, r.why);
+  CU_ASSERT_EQUAL(r.helper_st, ZZ_OK);
+  CU_ASSERT(r.helper_st == ZZ_OK && memcmp(back, h, N) == 0);
+  if (b) bo_note(&r, zz_device_read(dev, ZZ_LANE_COMPUTE, back, b, 8), "read");
+  bo_note(&r, zz_device_sync(dev, ZZ_LANE_COMPUTE), "sync");
+  CU_ASSERT(r.helper_st == ZZ_OK && memcmp(back, h, 8) == 0);
+  int ordinal = -7;
+  char id[160] = "";
+  zz_status st = zz_device_identity(dev, &ordinal, id, sizeof id);
+  if (dev->ops->memory_is_host) {
+    CU_ASSERT(st == ZZ_ERR_UNSUPPORTED && strstr(zz_error_message(), "not a GPU") != NULL);
+  } else {
+    CU_ASSERT(st == ZZ_OK && ordinal >= 0 && strncmp(id, "GPU-", 4) == 0 && strstr(id, " at PCI ") != NULL);
+  }
+  free(h);
+  free(back);
+  bo_end(&r);
+}
+
+static void test_cpu_copy(void) { bo_copy(g_cpu); }
+static void test_cuda_copy(void) { bo_copy(g_cuda); }
+
 static void test_cpu_refusals(void) { bo_refusals(g_cpu); }
 static void test_cuda_refusals(void) { bo_refusals(g_cuda); }
 
@@ -799,7 +1004,9 @@ static void test_supports(void) {
     zz_dtype cdt = devs[d]->ops->compute_dtype;
     for (size_t i = 0; i < sizeof compute / sizeof compute[0]; i++) {
       CU_ASSERT(zz_device_supports(devs[d], compute[i], cdt));
-      CU_ASSERT(!zz_device_supports(devs[d], compute[i], ZZ_DTYPE_Q4)); /* nothing runs 4-bit weights yet */
+      /* 4-bit weights and caches: the ops that read them (kernels/cpu/quant.c and its CUDA twin) */
+      bool q4 = compute[i] != ZZ_OP_LAYERNORM && compute[i] != ZZ_OP_ADD;
+      CU_ASSERT(zz_device_supports(devs[d], compute[i], ZZ_DTYPE_Q4) == q4);
       CU_ASSERT(!zz_device_supports(devs[d], compute[i], cdt == ZZ_DTYPE_F32 ? ZZ_DTYPE_F16 : ZZ_DTYPE_F32));
     }
     for (zz_op op = ZZ_OP_UPLOAD; op <= ZZ_OP_DOWNLOAD; op++) {
@@ -857,12 +1064,14 @@ int main(void) {
   CU_add_test(s, "supports()", test_supports);
   CU_add_test(s, "pools per device", test_pools);
   CU_add_test(s, "cpu refuses bad arguments", test_cpu_refusals);
+  CU_add_test(s, "cpu copies on the device; no GPU identity", test_cpu_copy);
   s = CU_add_suite("backend ops: cpu (3 threads) vs cpu (1 thread)", NULL, NULL);
   CU_add_test(s, "every op, every shape", test_cpu_vs_cpu);
   if (g_cuda) {
     s = CU_add_suite("backend ops: cuda vs cpu", NULL, NULL);
     CU_add_test(s, "every op, every shape", test_cuda_vs_cpu);
     CU_add_test(s, "cuda refuses bad arguments", test_cuda_refusals);
+    CU_add_test(s, "cuda copies on the device; its GPU identity", test_cuda_copy);
   }
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();

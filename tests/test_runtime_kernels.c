@@ -66,7 +66,7 @@ static void test_bf16(void) {
   zz_convert(ZZ_DTYPE_BF16, mid, ZZ_DTYPE_F32, out, 3);
   CU_ASSERT_EQUAL(memcmp(in, out, sizeof in), 0);
   CU_ASSERT_EQUAL(zz_dtype_nbytes(ZZ_DTYPE_Q4, 64), 36);
-  CU_ASSERT_EQUAL(zz_dtype_nbytes(ZZ_DTYPE_Q4, 65), 72);
+  CU_ASSERT_EQUAL(zz_dtype_nbytes(ZZ_DTYPE_Q4, 65), 42); /* a ragged last group: 1 value, 2 padded bytes */
 }
 
 static void test_linear(void) {

@@ -8,9 +8,6 @@
 
 #include "zz_kernels.h"
 
-/* q4 packs 64 values per group: 32 bytes of nibbles + an f16 minimum and scale. */
-#define ZZ_Q4_GROUP 64
-#define ZZ_Q4_GROUP_BYTES (ZZ_Q4_GROUP / 2 + 4)
 
 const char *zz_dtype_name(zz_dtype dt) {
   static const char *const n[ZZ_DTYPE_COUNT] = {"f32", "f16", "bf16", "q4"};
@@ -22,7 +19,7 @@ size_t zz_dtype_nbytes(zz_dtype dt, int64_t n) {
     case ZZ_DTYPE_F32: return (size_t)n * 4;
     case ZZ_DTYPE_F16:
     case ZZ_DTYPE_BF16: return (size_t)n * 2;
-    case ZZ_DTYPE_Q4: return (size_t)((n + ZZ_Q4_GROUP - 1) / ZZ_Q4_GROUP) * ZZ_Q4_GROUP_BYTES;
+    case ZZ_DTYPE_Q4: return zz_q_row_bytes(ZZ_QFMT_DEFAULT, n); /* n elements as one row */
     default: return 0;
   }
 }

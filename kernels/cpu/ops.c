@@ -77,16 +77,6 @@ void zz_cpu_kv_append(const float *x, int64_t b, int64_t sq, int64_t h, float *c
     memcpy(cache + i * kv_stride + pos * h, x + i * sq * h, (size_t)(sq * h) * sizeof(float));
 }
 
-typedef struct zz_attn_job {
-  const float *q;
-  const void *k, *v;
-  zz_dtype kv_dt;
-  const float *lut; /* f16 → f32 when kv_dt is f16 */
-  const int32_t *pad;
-  float *out, *scratch;
-  int64_t kv_stride, sq, t, q_start, heads, kv_heads, hd;
-} zz_attn_job;
-
 /* Eight independent partial sums: the compiler may vectorise them without
  * reassociating one long float chain (which it must not do on its own). */
 static inline float zz_dot(const float *a, const float *b, int64_t n) {
@@ -99,36 +89,80 @@ static inline float zz_dot(const float *a, const float *b, int64_t n) {
   return s;
 }
 
-static inline float zz_kv_at(const zz_attn_job *j, const void *base, int64_t idx) {
-  return j->kv_dt == ZZ_DTYPE_F16 ? j->lut[((const uint16_t *)base)[idx]] : ((const float *)base)[idx];
+typedef struct zz_attn_job {
+  zz_attn_args a;
+  const float *lut; /* f16 → f32 */
+  size_t row_bytes; /* one position's K (or V) row of the cache */
+} zz_attn_job;
+
+/* KV head hh's part of cache row kk of sequence i as f32: a pointer into an f32
+ * cache, or widened (f16) / dequantized (Q4) into buf. */
+static const float *zz_kv_head(const zz_attn_job *j, const void *base, int64_t i, int64_t kk, int64_t hh,
+                               float *buf) {
+  const zz_attn_args *a = &j->a;
+  const char *row = (const char *)base + (size_t)(i * a->seq_bytes) + (size_t)kk * j->row_bytes;
+  switch (a->kv_dt) {
+    case ZZ_DTYPE_F32: return (const float *)row + hh * a->hd;
+    case ZZ_DTYPE_F16: {
+      const uint16_t *h = (const uint16_t *)row + hh * a->hd;
+      for (int64_t d = 0; d < a->hd; d++) buf[d] = j->lut[h[d]];
+      return buf;
+    }
+    default:
+      zz_q_dequantize(a->kv_q, row + (size_t)hh * zz_q_row_bytes(a->kv_q, a->hd), 1, a->hd, buf);
+      return buf;
+  }
+}
+
+int64_t zz_attn_keep_count(double keep, int64_t visible) {
+  if (keep >= 1) return visible;
+  int64_t k = (int64_t)ceil(keep * (double)visible - 1e-9);
+  return k < 1 ? 1 : (k > visible ? visible : k);
+}
+
+/* The m-th largest of x[0..n) (1 <= m <= n); x is reordered. */
+static float zz_mth_largest(float *x, int64_t n, int64_t m) {
+  int64_t lo = 0, hi = n - 1, want = m - 1;
+  while (lo < hi) {
+    float pivot = x[lo + (hi - lo) / 2];
+    int64_t a = lo, b = hi;
+    while (a <= b) {
+      while (x[a] > pivot) a++;
+      while (x[b] < pivot) b--;
+      if (a <= b) {
+        float t = x[a];
+        x[a++] = x[b];
+        x[b--] = t;
+      }
+    }
+    if (want <= b) hi = b;
+    else if (want >= a) lo = a;
+    else return x[want];
+  }
+  return x[want];
 }
 
 /* One (sequence, head) pair: every query row of that head, scores in scratch. */
 static void zz_attn_task(void *arg, int64_t task) {
   const zz_attn_job *j = arg;
-  int64_t i = task / j->heads, hh = task % j->heads;
-  int64_t h = j->heads * j->hd, kvw = j->kv_heads * j->hd; /* q row, K/V row */
-  float *scores = j->scratch + task * j->t;
-  const float scale = 1.0f / sqrtf((float)j->hd);
-  /* element index of key 0 of this query head's K/V head (grouped-query attention) */
-  int64_t kb = i * j->kv_stride + hh / (j->heads / j->kv_heads) * j->hd;
-  int64_t lo = j->pad[i] > 0 ? j->pad[i] : 0;
-  for (int64_t r = 0; r < j->sq; r++) {
-    const float *q = j->q + (i * j->sq + r) * h + hh * j->hd;
-    float *o = j->out + (i * j->sq + r) * h + hh * j->hd;
-    int64_t hi = j->q_start + r; /* last visible key */
-    if (hi >= j->t) hi = j->t - 1;
-    memset(o, 0, (size_t)j->hd * sizeof(float));
+  const zz_attn_args *a = &j->a;
+  int64_t i = task / a->heads, hh = task % a->heads;
+  int64_t h = a->heads * a->hd;
+  int64_t kvh = hh / (a->heads / a->kv_heads); /* the K/V head query head hh reads (grouped-query) */
+  float *scores = a->scratch + 2 * task * a->t, *sel = scores + a->t;
+  float buf[ZZ_ATTN_MAX_HEAD_DIM];
+  const float scale = 1.0f / sqrtf((float)a->hd);
+  int64_t lo = a->pad[i] > 0 ? a->pad[i] : 0;
+  for (int64_t r = 0; r < a->sq; r++) {
+    const float *q = a->q + (i * a->sq + r) * h + hh * a->hd;
+    float *o = a->out + (i * a->sq + r) * h + hh * a->hd;
+    int64_t hi = a->q_start + r; /* last visible key */
+    if (hi >= a->t) hi = a->t - 1;
+    memset(o, 0, (size_t)a->hd * sizeof(float));
     if (hi < lo) continue;
     float mx = -INFINITY;
     for (int64_t kk = lo; kk <= hi; kk++) {
-      float s = 0;
-      if (j->kv_dt == ZZ_DTYPE_F32) {
-        s = zz_dot(q, (const float *)j->k + kb + kk * kvw, j->hd);
-      } else {
-        for (int64_t d = 0; d < j->hd; d++) s += q[d] * zz_kv_at(j, j->k, kb + kk * kvw + d);
-      }
-      s *= scale;
+      float s = zz_dot(q, zz_kv_head(j, a->k, i, kk, kvh, buf), a->hd) * scale;
       scores[kk] = s;
       if (s > mx) mx = s;
     }
@@ -138,24 +172,43 @@ static void zz_attn_task(void *arg, int64_t task) {
       sum += scores[kk];
     }
     float inv = (float)(1.0 / sum);
+    /* top-k: the kept keys are those whose score reaches the m-th largest; ties
+     * at the threshold are taken in key order until m are kept */
+    int64_t n_vis = hi - lo + 1, m = zz_attn_keep_count(a->keep, n_vis), ties = 0;
+    float thr = 0;
+    if (m < n_vis) {
+      memcpy(sel, scores + lo, (size_t)n_vis * sizeof(float));
+      thr = zz_mth_largest(sel, n_vis, m);
+      int64_t above = 0;
+      for (int64_t kk = lo; kk <= hi; kk++) above += scores[kk] > thr;
+      ties = m - above;
+    }
     for (int64_t kk = lo; kk <= hi; kk++) {
-      float p = scores[kk] * inv;
-      if (j->kv_dt == ZZ_DTYPE_F32) {
-        const float *vr = (const float *)j->v + kb + kk * kvw;
-        for (int64_t d = 0; d < j->hd; d++) o[d] += p * vr[d];
-      } else {
-        for (int64_t d = 0; d < j->hd; d++) o[d] += p * zz_kv_at(j, j->v, kb + kk * kvw + d);
+      if (m < n_vis) {
+        if (scores[kk] < thr) continue;
+        if (scores[kk] == thr && ties-- <= 0) continue;
       }
+      float p = scores[kk] * inv;
+      const float *vr = zz_kv_head(j, a->v, i, kk, kvh, buf);
+      for (int64_t d = 0; d < a->hd; d++) o[d] += p * vr[d];
     }
   }
+}
+
+void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
+  zz_attn_job job = {*a, a->kv_dt == ZZ_DTYPE_F16 ? zz_f16_table() : NULL,
+                     zz_kv_row_bytes(a->kv_dt, a->kv_q, a->kv_heads, a->hd)};
+  zz_pool_run(pool, zz_attn_task, &job, a->b * a->heads);
 }
 
 void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
                          int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                          int64_t hd, const int32_t *pad, float *out, float *scratch) {
-  zz_attn_job job = {q, k, v, kv_dt, kv_dt == ZZ_DTYPE_F16 ? zz_f16_table() : NULL, pad, out, scratch,
-                     kv_stride, sq, t, q_start, heads, kv_heads, hd};
-  zz_pool_run(pool, zz_attn_task, &job, b * heads);
+  zz_attn_args a = {.q = q, .k = k, .v = v, .kv_dt = kv_dt, .kv_q = ZZ_QFMT_DEFAULT,
+                    .seq_bytes = (int64_t)zz_dtype_nbytes(kv_dt, kv_stride), .b = b, .sq = sq, .t = t,
+                    .q_start = q_start, .heads = heads, .kv_heads = kv_heads, .hd = hd, .pad = pad, .keep = 1, .out = out,
+                    .scratch = scratch};
+  zz_cpu_attention_ex(pool, &a);
 }
 
 void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride,
@@ -166,5 +219,5 @@ void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float
 }
 
 size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t) {
-  return (size_t)(b * heads * t);
+  return (size_t)(2 * b * heads * t); /* scores, and their copy for the top-k selection */
 }

@@ -303,11 +303,6 @@ int zz_attention_decode(const __half *q, const __half *k, const __half *v, int64
 
 } // namespace
 
-extern "C" size_t zz_cuda_attention_scratch(int64_t b, int64_t sq, int64_t t, int64_t heads) {
-  if (sq <= 1 || b <= 0 || t <= 0 || heads <= 0) return 0;
-  return (size_t)b * (size_t)heads * (size_t)sq * (size_t)t * sizeof(float);
-}
-
 extern "C" int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k,
                                  const uint16_t *v, int64_t kv_stride, int64_t b, int64_t sq,
                                  int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,

@@ -381,5 +381,83 @@ bench_ok() {
 }
 check "bench --json prints one JSON object with prefill_tok_s, decode_tok_s, total_tok_s, peak_bytes" bench_ok
 
+# ------------------------------------------------------------ i. plan
+
+HW=$(cd "$FX/../../planner/hw" && pwd)
+# a small CPU machine for the tiny fixture: the planned policy must run
+cat >tiny-hw.json <<'EOF'
+{"name": "tiny", "device": "cpu", "gpu_mem_bytes": 1e9, "cpu_mem_bytes": 2e9, "disk_mem_bytes": 1e10, "cpu_cores": 2,
+ "ctog_bytes_per_s": 5e9, "gtoc_bytes_per_s": 5e9, "disk_read_bytes_per_s": 1e9, "disk_write_bytes_per_s": 5e8,
+ "gemm_flops": [[1, 2e9], [64, 3e10]], "bmm_prefill_flops": 1e10, "bmm_decode_flops": 3e9,
+ "cpu_attention_flops": [[1, 2e9], [2, 3e9]], "cpu_flops": 3e10}
+EOF
+zz plan --model "$TINY" --hw tiny-hw.json --prompt-len 16 --gen-len 8
+POL=$(sed -n 's/^policy //p' outp)
+check "plan prints the policy line, predicted tokens/s, lanes and peak memory" \
+  eval '[ "$RC" -eq 0 ] && [ -n "$POL" ] && has "predicted: prefill" outp && has "decode lanes" outp && has "peak memory: gpu" outp'
+zz "${GEN[@]}" --prompts golden_text.jsonl --out planned.jsonl --no-progress --policy "$POL"
+check "generate runs the planned policy with the golden tokens" golden_ok planned.jsonl
+
+zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-hw.json --max-block 8
+check "bench --hw without a policy plans, says so, and prints the prediction beside the measurement" \
+  eval '[ "$RC" -eq 0 ] && has "no policy given: the planner" err && has "policy     gbs=" outp && has "predicted  prefill" outp'
+zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-hw.json --gpu-batch-size 2 --json
+check "bench --hw with a policy keeps it and adds the predicted throughputs to --json" \
+  eval '[ "$RC" -eq 0 ] && has "\"predicted\": {\"prefill_tok_s\"" outp && has "gbs=2 num_gb=1" outp && ! has "no policy given" err'
+
+zz "${GEN[@]}" --prompts golden_text.jsonl --out hwplanned.jsonl --no-progress --hw tiny-hw.json
+check "generate --hw without a policy plans for its shape, says so, and gives the golden tokens" \
+  eval 'golden_ok hwplanned.jsonl && has "no policy given: the planner" err && has "predicted for full blocks" err'
+
+zz plan --model opt-6.7b --hw "$HW/t4-gcp.json" --prompt-len 512 --gen-len 32 --json
+plan_json_ok() {
+  [ "$RC" -eq 0 ] && [ "$(grep -c . outp)" -eq 1 ] && grep -qxE '\{.*\}' outp || return 1
+  for k in policy prefill_tps decode_tps total_tps peak_bytes decode_lanes_s; do has "\"$k\"" outp || return 1; done
+}
+check "plan --json prints one object with the policy, throughputs, lanes and peaks" plan_json_ok
+
+zz plan --model opt-175b --hw "$HW/t4-gcp.json" --prompt-len 512 --gen-len 32 --gpu-mem 64M
+check "plan on an impossible budget names the short tier and by how much (non-zero exit)" \
+  eval '[ "$RC" -ne 0 ] && has "gpu tier is short by" err'
+zz plan --model opt-30b --hw "$HW/t4-gcp.json" --prompt-len 512 --gen-len 32 --cpu-mem 8G --disk-mem 10G
+check "plan with too little CPU and disk says which tier is short" eval '[ "$RC" -ne 0 ] && has "short by" err'
+
+zz plan --model opt-30b --hw "$HW/t4-gcp-x4.json" --prompt-len 512 --gen-len 32 --ranks 4
+check "plan --ranks 4 prints the split, each rank's policy, the pipeline throughput and bubble" \
+  eval '[ "$RC" -eq 0 ] && has "layers: rank 0 [0," outp && has "rank 3: policy gbs=" outp && has "bubble" outp'
+
+zz profile --profile-seconds 1 --out measured.json
+check "profile --out writes a hardware file of this machine that plan reads" \
+  eval '[ "$RC" -eq 0 ] && has "\"gemm_flops\"" measured.json && has "profile: disk" err'
+zz plan --model "$TINY" --hw measured.json --prompt-len 16 --gen-len 8 --max-block 8
+block_ok() {
+  local g n
+  g=$(sed -n 's/^policy gbs=\([0-9]*\) .*/\1/p' outp) n=$(sed -n 's/^policy .*num_gb=\([0-9]*\) .*/\1/p' outp)
+  [ "$RC" -eq 0 ] && [ -n "$g" ] && [ -n "$n" ] && [ $((g * n)) -le 8 ]
+}
+check "plan --max-block bounds the block (gbs x num_gb) on the measured machine" block_ok
+
+zz plan --model opt-125m --hw no-such-hw.json
+check "plan with a missing hardware file names it" eval '[ "$RC" -ne 0 ] && has "no-such-hw.json" err'
+echo '{"name": "x", "device": "cpu"}' >bad-hw.json
+zz plan --model opt-125m --hw bad-hw.json
+check "plan with an incomplete hardware file names the missing field" eval '[ "$RC" -ne 0 ] && has "is missing" err'
+
+# ------------------------------------------------------------ j. perplexity and compression
+
+TRAINED="$FX/trained-opt"
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95
+check "perplexity of the trained model's held-out text is Hugging Face's (276.4130, training.json)" \
+  eval '[ "$RC" -eq 0 ] && has "perplexity 276.4130 over 665 tokens" outp'
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --compress-weight --compress-cache --attn-sparsity 0.5 \
+  --percent 0 100 0 0 100 0 --gpu-batch-size 4
+check "perplexity with 4-bit weights on the CPU tier and a 4-bit cache on disk, top-k attention: runs, says the policy" \
+  eval '[ "$RC" -eq 0 ] && has "cw=1 cc=1 sparsity=0.5" outp'
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --policy "gbs=4 cw=3/64"
+check "a compression format that does not exist is refused, naming it" \
+  eval '[ "$RC" -ne 0 ] && has "weight compression format 3 bits" err'
+zz perplexity --model "$TRAINED"
+check "perplexity without --text: refused with a message" eval '[ "$RC" -eq 2 ] && has "--text FILE is required" err'
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -22,6 +22,13 @@
 #            stop naming rank 0; --comm nccl on CPU ranks and an unknown --comm: refused;
 #            a bad --layers: all refuse it (exit 2)
 #   bench    bench -np 2 --json: the pipeline's throughput and one entry per rank
+#   nccl     --comm nccl on GPUs (skipped, 77, with the reason: built without NCCL, or
+#            no GPU visible; with one GPU only the first check runs, then 77): two ranks
+#            on one GPU (--device auto puts every rank of a machine on GPU 0) refused
+#            by both before anything loads, --out untouched; with G >= 2 GPUs, -np 2 ..
+#            min(G, 4) (--device cuda: one GPU per local rank), T = m and m + 2, three
+#            policies: the bytes of one process on GPU 0 and of --comm mpi; rank 1 of 2
+#            SIGSTOPped in block 2 under NCCL: rank 0 names it, all gone within 10 s
 # Each zigzag is wrapped in timeout; ranks write their pid so the fault checks can
 # see that none outlives the job.
 set -u
@@ -127,6 +134,7 @@ disk|--max-new-tokens 8 --percent 0 0 0 0 0 0 --offload-dir $W
 partial|--max-new-tokens 8 --percent 40 30 30 50 0 50 --offload-dir $W
 sampled|--max-new-tokens 30 --temperature 100 --seed 5
 topk|--max-new-tokens 12 --temperature 0.8 --top-k 20 --top-p 0.9 --seed 11
+compressed|--max-new-tokens 8 --percent 0 100 0 50 100 0 --compress-weight --compress-cache --attn-sparsity 0.5 --offload-dir $W
 EOF
   done
   # the sampled run does cover EOS: some sequence stops before 30 tokens
@@ -221,6 +229,55 @@ bench)
      [ "$(grep -o '"rank": [0-9]' outp | wc -l)" = 2 ] && grep -q '"bytes_per_token"' outp; then
     ok "bench -np 2 --json: throughput and two stages"
   else bad "bench -np 2: rc $rc"; cat outp; fi
+  ;;
+nccl)
+  args=("${GEN[@]}" --model "$FX/tiny-opt" --max-new-tokens 8)
+  echo '{"id": "kept", "output_ids": [1]}' >keep.jsonl
+  cp keep.jsonl keep.orig
+  mpi 2 "${args[@]}" --device auto --comm nccl --out keep.jsonl
+  if grep -q "this zigzag was built without NCCL" err; then echo "SKIP: this zigzag was built without NCCL"; exit 77; fi
+  if grep -q "computes on the cpu device" err; then echo "SKIP: no GPU visible (--comm nccl needs one GPU per rank)"; exit 77; fi
+  # both ranks on GPU 0: refused by both, naming the GPU, before anything is loaded
+  if [ "$rc" != 0 ] && all_gone 10 &&
+     grep -q "^zigzag: rank 0 (host [^)]*): --comm nccl: rank 0 (host [^)]*) and rank 1 (host [^)]*) both compute on GPU-" err &&
+     grep -q "rank 1 (host [^)]*): stopping: rank 0 (host [^)]*) reported: --comm nccl: .*NCCL cannot put two ranks on one GPU" err &&
+     cmp -s keep.jsonl keep.orig; then
+    ok "two ranks on one GPU refused by both, --out untouched"
+  else bad "two ranks on one GPU: rc $rc, or not refused with its reason"; fi
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  if [ "${ngpu:-0}" -lt 2 ]; then
+    [ "$fail" = 0 ] || exit 1
+    echo "SKIP: the NCCL data path needs 2 or more GPUs (${ngpu:-0} visible, or no nvidia-smi)"; exit 77
+  fi
+  maxnp=$((ngpu < 4 ? ngpu : 4))
+  while IFS='|' read -r name pol; do
+    [ -n "$name" ] || continue
+    read -ra P <<<"$pol"
+    timeout 120 "$ZZ" "${args[@]}" --device cuda "${P[@]}" --out one.jsonl </dev/null 2>err ||
+      { bad "$name: one process on GPU 0 failed"; continue; }
+    for np in $(seq 2 "$maxnp"); do
+      for T in "$np" $((np + 2)); do
+        mpi "$np" "${args[@]}" --device cuda "${P[@]}" --num-inner-iterations "$T" --comm nccl --out n.jsonl
+        nrc=$rc
+        mpi "$np" "${args[@]}" --device cuda "${P[@]}" --num-inner-iterations "$T" --comm mpi --out m.jsonl
+        if [ "$nrc" = 0 ] && [ "$rc" = 0 ] && cmp -s one.jsonl n.jsonl && cmp -s m.jsonl n.jsonl; then
+          ok "$name -np $np T=$T --comm nccl: the bytes of one process and of --comm mpi"
+        else bad "$name -np $np T=$T: rc nccl $nrc, mpi $rc, or the outputs differ"; fi
+      done
+    done
+  done <<EOF
+device|
+cpu|--percent 0 100 0 100 0 100 --cpu-cache-compute
+partial|--percent 40 30 30 50 0 50 --offload-dir $W
+EOF
+  # a stopped rank under NCCL: the survivor's waits (CUDA events, headers) end and it
+  # names the rank; its communicator is aborted
+  export ZZ_FAULT_KILL_RANK=1 ZZ_FAULT_KILL_AFTER_BLOCKS=2 ZZ_FAULT_KIND=stop
+  mpi 2 "${args[@]}" --device cuda --comm nccl --num-gpu-batches 1 --peer-timeout 2 --out f.jsonl
+  unset ZZ_FAULT_KILL_RANK ZZ_FAULT_KILL_AFTER_BLOCKS ZZ_FAULT_KIND
+  if [ "$rc" != 0 ] && all_gone 10 && grep -q "rank 0 (host [^)]*): lost rank 1" err; then
+    ok "rank 1 stopped under --comm nccl: rank 0 names it, all gone in ${secs}s"
+  else bad "rank 1 stopped under --comm nccl: rc $rc, ${secs}s, or rank 0 did not name it"; fi
   ;;
 *) echo "unknown scenario $SCENARIO"; exit 2 ;;
 esac

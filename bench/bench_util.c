@@ -1,0 +1,39 @@
+/* bench_util.c — the warm-up and timed block the engine benchmarks share. */
+#include <stdlib.h>
+
+#include "bench_util.h"
+
+zz_status zz_bench_block(zz_engine *eng, int64_t b, int64_t s, int64_t n, zz_bench_timing *out) {
+  int32_t **ids = calloc((size_t)b, sizeof *ids);
+  int64_t *lens = calloc((size_t)b, sizeof *lens);
+  zz_status st = ids && lens ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "bench: out of memory");
+  zz_rng r;
+  zz_rng_seed(&r, 5, 0);
+  for (int64_t i = 0; st == ZZ_OK && i < b; i++) {
+    if (!(ids[i] = malloc((size_t)s * sizeof **ids))) {
+      st = zz_error(ZZ_ERR_NO_MEMORY, "bench: out of memory");
+      break;
+    }
+    lens[i] = s;
+    for (int64_t j = 0; j < s; j++) ids[i][j] = 4 + (int32_t)(zz_rng_next(&r) % 50000);
+  }
+  zz_result res;
+  int64_t one = 1;
+  zz_request warm = {.n = 1, .ids = (const int32_t *const *)ids, .lens = &one, .max_new_tokens = 2, .ignore_eos = true};
+  zz_request req = {.n = b, .ids = (const int32_t *const *)ids, .lens = lens, .max_new_tokens = (int)n,
+                    .ignore_eos = true};
+  if (st == ZZ_OK && (st = zz_generate(eng, &warm, &res)) == ZZ_OK) {
+    zz_result_free(&res, 1);
+    zz_engine_get_stats(eng, &out->before);
+    if ((st = zz_generate(eng, &req, &res)) == ZZ_OK) {
+      zz_engine_get_stats(eng, &out->after);
+      out->prefill_s = res.prefill_s;
+      out->decode_s = res.decode_s;
+      zz_result_free(&res, b);
+    }
+  }
+  for (int64_t i = 0; ids && i < b; i++) free(ids[i]);
+  free(ids);
+  free(lens);
+  return st;
+}

@@ -280,7 +280,8 @@ int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k, const 
  * (+ b) (ReLU) with w [out, in] Q4 in format f; rows of a Q4 table gathered (add 0)
  * or added (add 1); x [b, sq, heads*hd] quantized into rows pos.. of a Q4 cache
  * (sequence stride seq_bytes); attention over an f16 (q4 = 0) or Q4 cache with top-k
- * sparsity (keep < 1), scratch of zz_cuda_attention_ex_scratch bytes. */
+ * sparsity (keep < 1), scratch of zz_gpu_attention_scratch_bytes bytes (runtime/sizes.c:
+ * 2 x f32 [b, heads, sq, t]). */
 int zz_cuda_linear_q(const uint16_t *x, int64_t n, int64_t in, const void *w, zz_qfmt f, const uint16_t *b,
                      int64_t out, uint16_t *y, int relu, void *stream);
 int zz_cuda_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, uint16_t *out, int add,
@@ -290,7 +291,6 @@ int zz_cuda_kv_append_q(const uint16_t *x, int64_t b, int64_t sq, int64_t heads,
 int zz_cuda_attention_ex(const uint16_t *q, const void *k, const void *v, int q4, zz_qfmt f, int64_t seq_bytes,
                          int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                          int64_t hd, const int32_t *pad, double keep, uint16_t *out, void *scratch, void *stream);
-size_t zz_cuda_attention_ex_scratch(int64_t b, int64_t sq, int64_t t, int64_t heads);
 int zz_cuda_rmsnorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *gamma, float eps, uint16_t *y,
                     void *stream);
 /* pos is a device array [n]. */

@@ -170,7 +170,7 @@ static zz_status zz_prof_bmm(const zz_prof *p, int64_t b, int64_t sq, int64_t t,
   zz_attn_arg a = {.dev = p->dev, .b = b, .sq = sq, .t = t, .heads = 16, .hd = 64};
   int64_t h = a.heads * a.hd;
   int32_t *pad0 = calloc((size_t)b, sizeof *pad0);
-  size_t sb = zz_device_attention_scratch(p->dev, b, sq, t, a.heads);
+  size_t sb = zz_device_attention_scratch(p->dev, b, sq, t, a.heads, false);
   zz_status st = pad0 ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
   if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * sq * h, &a.q);
   if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * t * h, &a.k);

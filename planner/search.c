@@ -31,13 +31,14 @@
 
 /* ---------------------------------------------------------------- the engine's plan on hw */
 
-static size_t zz_hw_scratch_cuda(const zz_device *d, int64_t b, int64_t sq, int64_t t, int64_t heads) {
+static size_t zz_hw_scratch_cuda(const zz_device *d, int64_t b, int64_t sq, int64_t t, int64_t heads,
+                                 bool general) {
   (void)d;
-  return zz_attention_scores_bytes(b, sq, t, heads);
+  return zz_gpu_attention_scratch_bytes(b, sq, t, heads, general);
 }
 
-static size_t zz_hw_scratch_cpu(const zz_device *d, int64_t b, int64_t sq, int64_t t, int64_t heads) {
-  (void)d, (void)sq;
+static size_t zz_hw_scratch_cpu(const zz_device *d, int64_t b, int64_t sq, int64_t t, int64_t heads, bool general) {
+  (void)d, (void)sq, (void)general;
   return zz_cpu_attention_scratch(b, heads, t) * sizeof(float);
 }
 

@@ -230,13 +230,13 @@ static zz_status zz_opt_build(zz_model *m) {
  *   mlp:    xn [n, h], f [n, ffn], o [n, h]
  *   output: x [b, h], y [b, max(h, embed_dim)]     (n = b * sq) */
 static size_t zz_opt_workspace(const zz_model *m, const zz_device *dev, int64_t b, int64_t sq,
-                               int64_t t) {
+                               int64_t t, bool general_attn) {
   const zz_config *c = &m->cfg;
   size_t es = zz_dtype_nbytes(dev->ops->compute_dtype, 1);
   int64_t n = b * sq, h = c->hidden;
   size_t in = (size_t)(n * c->embed_dim) * es;
   size_t attn = (size_t)(5 * n * h) * es +
-                zz_device_attention_scratch(dev, b, sq, t, c->n_heads) + 256;
+                zz_device_attention_scratch(dev, b, sq, t, c->n_heads, general_attn) + 256;
   size_t mlp = (size_t)(n * (2 * h + c->ffn)) * es;
   size_t out = (size_t)(b * (h + (h > c->embed_dim ? h : c->embed_dim))) * es;
   size_t mx = in;

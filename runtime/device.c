@@ -553,13 +553,16 @@ zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, cons
   ZZ_CHECK(zz_check_cache(s, "k", k, b, t, kvw, kv_stride));
   ZZ_CHECK(zz_check_cache(s, "v", v, b, t, kvw, kv_stride));
   ZZ_CHECK(zz_arg_dev(s, "pad", pad, b, sizeof(int32_t)));
-  size_t need = dev->ops->attention_scratch(dev, b, sq, t, heads);
+  size_t need = dev->ops->attention_scratch(dev, b, sq, t, heads, false);
   if (need) ZZ_CHECK(zz_arg_dev(s, "scratch", scratch, (int64_t)need, 1));
   return dev->ops->attention(dev, q, k, v, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad, out, scratch);
 }
 
-size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads) {
-  return dev->ops->attention_scratch(dev, b, sq, t, heads);
+bool zz_attention_general(zz_dtype dt, double keep) { return dt == ZZ_DTYPE_Q4 || keep < 1; }
+
+size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads,
+                                   bool general) {
+  return dev->ops->attention_scratch(dev, b, sq, t, heads, general);
 }
 
 /* ================================================================ caches of any layout */
@@ -626,7 +629,7 @@ zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, c
   if (keep < 1 && !zz_device_supports(dev, ZZ_OP_ATTENTION_SPARSE, l->dt))
     return zz_bad(s, "top-k sparse attention over a %s cache is not implemented by this device", zz_dtype_name(l->dt));
   ZZ_CHECK(zz_arg_dev(s, "pad", pad, b, sizeof(int32_t)));
-  size_t need = dev->ops->attention_scratch(dev, b, sq, t, heads);
+  size_t need = dev->ops->attention_scratch(dev, b, sq, t, heads, zz_attention_general(l->dt, keep));
   if (need) ZZ_CHECK(zz_arg_dev(s, "scratch", scratch, (int64_t)need, 1));
   return dev->ops->attention_ex(dev, q, k, v, l, b, sq, t, q_start, heads, kv_heads, hd, pad, keep, out, scratch);
 }

@@ -170,9 +170,9 @@ static zz_status zz_cpu_silu(zz_device *dev, const void *g, const void *u, int64
   return ZZ_OK;
 }
 
-static size_t zz_cpu_attn_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t,
-                                  int64_t heads) {
-  (void)dev, (void)sq;
+static size_t zz_cpu_attn_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads,
+                                  bool general) {
+  (void)dev, (void)sq, (void)general; /* one kernel, one scratch */
   return zz_cpu_attention_scratch(b, heads, t) * sizeof(float);
 }
 

@@ -499,12 +499,10 @@ static zz_status zz_cuda_silu(zz_device *dev, const void *g, const void *u, int6
   return ZZ_OK;
 }
 
-static size_t zz_cuda_attn_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t,
-                                   int64_t heads) {
+static size_t zz_cuda_attn_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads,
+                                   bool general) {
   (void)dev;
-  /* the larger of the cuBLAS attention's and the Q4 / top-k kernel's */
-  size_t a = zz_attention_scores_bytes(b, sq, t, heads), x = zz_cuda_attention_ex_scratch(b, sq, t, heads);
-  return a > x ? a : x;
+  return zz_gpu_attention_scratch_bytes(b, sq, t, heads, general);
 }
 
 /* ---------------------------------------------------------------- compression (kernels/cuda/quant.cu) */
@@ -550,7 +548,7 @@ static zz_status zz_cuda_attn_ex(zz_device *dev, const void *q, const void *k, c
                                  int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                                  int64_t hd, const int32_t *pad, double keep, void *out, void *scratch) {
   /* a dense f16 cache keeps the cuBLAS path; Q4 and top-k take quant.cu's kernel */
-  if (l->dt != ZZ_DTYPE_Q4 && keep >= 1)
+  if (!zz_attention_general(l->dt, keep))
     return zz_cuda_attn(dev, q, k, v, l->seq_bytes / 2, b, sq, t, q_start, heads, kv_heads, hd, pad, out, scratch);
   zz_cuda_dev *d = zz_cuda_impl(dev);
   cudaStream_t s = NULL;

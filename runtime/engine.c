@@ -36,7 +36,9 @@ static zz_status zz_engine_spec(const zz_device *dev, const zz_model *m, const z
     return zz_error(ZZ_ERR_UNSUPPORTED, "policy: --attn-sparsity %g: the %s device has no top-k attention over a %s cache",
                     o->policy.attn_sparsity, dev->ops->name, zz_dtype_name(kdt));
   int64_t gbs = o->policy.gpu_batch_size, s = o->shape.prompt_len, t_max = s + o->shape.gen_len;
-  size_t wp = m->arch->workspace_bytes(m, dev, gbs, s, s), wd = m->arch->workspace_bytes(m, dev, gbs, 1, t_max);
+  bool general = zz_attention_general(kdt, o->policy.attn_sparsity);
+  size_t wp = m->arch->workspace_bytes(m, dev, gbs, s, s, general),
+         wd = m->arch->workspace_bytes(m, dev, gbs, 1, t_max, general);
   *out = (zz_plan_spec){
       .policy = o->policy, .shape = o->shape, .layer_begin = o->layer_begin, .layer_end = o->layer_end,
       .n_groups = o->n_groups < 1 ? 1 : o->n_groups, .compute_dtype = dev->ops->compute_dtype,

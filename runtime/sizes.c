@@ -76,6 +76,15 @@ size_t zz_attention_scores_bytes(int64_t b, int64_t sq, int64_t t, int64_t heads
   return (size_t)b * (size_t)heads * (size_t)sq * (size_t)t * sizeof(float);
 }
 
+size_t zz_gpu_attention_scratch_bytes(int64_t b, int64_t sq, int64_t t, int64_t heads, bool general) {
+  if (!general) return zz_attention_scores_bytes(b, sq, t, heads);
+  if (b <= 0 || sq <= 0 || t <= 0 || heads <= 0) return 0;
+  /* the Q4 / top-k kernel: f32 scores and kept flags, t each, per (sequence, head, query) */
+  size_t ex = 2 * (size_t)b * (size_t)heads * (size_t)sq * (size_t)t * sizeof(float);
+  size_t dense = zz_attention_scores_bytes(b, sq, t, heads);
+  return ex > dense ? ex : dense;
+}
+
 size_t zz_index_layout(int64_t gbs, int64_t s, size_t off_out[4]) {
   const size_t n[4] = {(size_t)(gbs * s), (size_t)(gbs * s), (size_t)gbs, (size_t)gbs};
   size_t off = 0;

@@ -253,8 +253,9 @@ typedef struct zz_device_ops {
                          int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
                          int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, void *out,
                          void *scratch);
-  /* scratch bytes attention needs for these sizes (0: none) */
-  size_t (*attention_scratch)(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads);
+  /* scratch bytes attention needs for these sizes (0: none); general: the Q4 / top-k
+   * path of attention_ex (zz_attention_general) rather than a dense cache at keep 1 */
+  size_t (*attention_scratch)(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads, bool general);
   /* compression (kernels/cpu/quant.c): a Q4 weight of format q; rows_q gathers
    * (add = 0) or adds (add = 1) table rows */
   zz_status (*linear_q)(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_qfmt q,
@@ -374,7 +375,8 @@ zz_status zz_device_kv_append(zz_device *dev, const void *x, int64_t b, int64_t 
 zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, const void *v, int64_t kv_stride,
                               int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                               int64_t hd, const int32_t *pad, void *out, void *scratch);
-size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads);
+size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads,
+                                   bool general);
 /* The same two over a cache of any layout (a Q4 cache is quantized as rows are
  * appended and dequantized as attention reads them), and top-k sparse attention:
  * keep in (0, 1] is the fraction of visible keys each query keeps
@@ -382,6 +384,10 @@ size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, 
  * for keep < 1, supports(ZZ_OP_ATTENTION_SPARSE, l->dt). */
 zz_status zz_device_kv_append_ex(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
                                  void *cache, const zz_kv_layout *l, int64_t pos);
+/* Whether attention over a cache stored in dt with fraction keep takes the general
+ * path (a Q4 cache or top-k: keep < 1) rather than the dense kernel; it decides the
+ * scratch (attention_scratch's `general`) and the CUDA device's kernel. */
+bool zz_attention_general(zz_dtype dt, double keep);
 zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, const void *v, const zz_kv_layout *l,
                                  int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                                  int64_t hd, const int32_t *pad, double keep, void *out, void *scratch);
@@ -530,8 +536,13 @@ size_t zz_cache_region_bytes(const zz_cache_spec *c, int64_t t_max);
 size_t zz_hidden_bytes(int64_t hidden, zz_dtype dt, int64_t n, int64_t sq);
 /* Device scratch of a prefill attention that materialises its scores: f32
  * [b, heads, sq, t]; 0 for a decode step (sq <= 1), which needs none. The CUDA
- * device's attention_scratch, and the planner for a GPU it cannot open. */
+ * device's dense attention (part of zz_gpu_attention_scratch_bytes below). */
 size_t zz_attention_scores_bytes(int64_t b, int64_t sq, int64_t t, int64_t heads);
+/* The CUDA device's attention scratch: the dense scores above, or with `general`
+ * (the Q4 / top-k path: a Q4 cache or keep < 1) the larger of those and what
+ * zz_cuda_attention_ex takes, 2 x f32 [b, heads, sq, t]. The device's
+ * attention_scratch and the planner's model of a GPU both call this. */
+size_t zz_gpu_attention_scratch_bytes(int64_t b, int64_t sq, int64_t t, int64_t heads, bool general);
 /* A batch's index arrays in one buffer: token ids [gbs, s], positions [gbs, s],
  * padding [gbs], last rows [gbs], int32 each; offsets in off_out, total returned. */
 size_t zz_index_layout(int64_t gbs, int64_t s, size_t off_out[4]);

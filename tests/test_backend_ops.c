@@ -249,7 +249,7 @@ static zz_status bo_attention(zz_bo *r, const int64_t *z, int64_t kv_heads, int 
   void *k = bo_rand(r, b * stride, -1, 1), *v = bo_rand(r, b * stride, -1, 1);
   int32_t *d_pad = bo_i32(r, pad, b);
   void *o = bo_poisoned(r, b * sq * h);
-  size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads);
+  size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads, false);
   void *scratch = sb ? bo_poison(r, sb) : NULL; /* masked scores must never be read */
   zz_status st = zz_device_attention(r->dev, q, k, v, stride, b, sq, t, q0, heads, kv_heads, hd, d_pad, o, scratch);
   return bo_result(r, st, o, b * sq * h, out);
@@ -359,7 +359,7 @@ static zz_status op_attention_ex(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   }
   int32_t *d_pad = bo_i32(r, pad, b);
   void *o = bo_poisoned(r, b * sq * h);
-  size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads);
+  size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads, zz_attention_general(l.dt, keep));
   void *scratch = sb ? bo_poison(r, sb) : NULL;
   zz_status st =
       zz_device_attention_ex(r->dev, q, k, v, &l, b, sq, t, q0, heads, kv_heads, hd, d_pad, keep, o, scratch);
@@ -801,7 +801,7 @@ static zz_status bo_attn(zz_bo *r, int64_t kv_stride, bool scratch, bool pad_on_
   static const int32_t host_pad[2] = {0, 1};
   void *q = bo_rand(r, 2 * 6, -1, 1), *k = bo_rand(r, 2 * 30, -1, 1), *v = bo_rand(r, 2 * 30, -1, 1);
   const int32_t *pad = pad_on_device ? bo_i32(r, host_pad, 2) : host_pad;
-  size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, 2);
+  size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, 2, false);
   void *s = scratch && sb ? bo_poison(r, sb) : NULL;
   return zz_device_attention(r->dev, q, k, v, kv_stride, 2, 1, 4, 3, 2, 2, 3, pad, bo_poisoned(r, 2 * 6), s);
 }
@@ -810,7 +810,7 @@ static zz_status bad_attention_stride(zz_bo *r) { return bo_attn(r, 20, true, tr
 static zz_status bad_attention_pad_host(zz_bo *r) { return bo_attn(r, 30, true, false); }
 
 static zz_status bad_attention_no_scratch(zz_bo *r) {
-  if (!zz_device_attention_scratch(r->dev, 2, 1, 4, 2)) /* this device needs none: spoil the stride instead */
+  if (!zz_device_attention_scratch(r->dev, 2, 1, 4, 2, false)) /* this device needs none: spoil the stride instead */
     return bo_attn(r, 20, false, true);
   return bo_attn(r, 30, false, true);
 }
@@ -818,7 +818,7 @@ static zz_status bad_attention_no_scratch(zz_bo *r) {
 static zz_status bad_attention_kv_heads(zz_bo *r) {
   void *q = bo_rand(r, 2 * 6, -1, 1), *k = bo_rand(r, 2 * 30, -1, 1), *v = bo_rand(r, 2 * 30, -1, 1);
   static const int32_t host_pad[2] = {0, 1};
-  size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, 3);
+  size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, 3, false);
   return zz_device_attention(r->dev, q, k, v, 30, 2, 1, 4, 3, 3, 2, 2, bo_i32(r, host_pad, 2), bo_poisoned(r, 2 * 6),
                              sb ? bo_poison(r, sb) : NULL);
 }

@@ -324,6 +324,19 @@ static void test_search_prefers_fast(void) {
 
 /* ---------------------------------------------------------------- pipeline */
 
+/* The GPU's attention scratch the planner counts is the CUDA device's: on the Q4 /
+ * top-k path two f32 [b, heads, sq, t] buffers, also for a decode step. */
+static void test_gpu_attention_scratch(void) {
+  CU_ASSERT_EQUAL(zz_gpu_attention_scratch_bytes(4, 1, 100, 8, true), (size_t)2 * 4 * 8 * 100 * 4);
+  CU_ASSERT_EQUAL(zz_gpu_attention_scratch_bytes(2, 16, 32, 4, true), (size_t)2 * 2 * 4 * 16 * 32 * 4);
+  CU_ASSERT_EQUAL(zz_gpu_attention_scratch_bytes(0, 16, 32, 4, true), 0);
+  /* a dense cache at keep 1 goes to the dense kernel: its scores only, none to decode */
+  CU_ASSERT_EQUAL(zz_gpu_attention_scratch_bytes(2, 16, 32, 4, false), zz_attention_scores_bytes(2, 16, 32, 4));
+  CU_ASSERT_EQUAL(zz_gpu_attention_scratch_bytes(4, 1, 100, 8, false), 0);
+  CU_ASSERT(zz_attention_general(ZZ_DTYPE_Q4, 1.0) && zz_attention_general(ZZ_DTYPE_F16, 0.5));
+  CU_ASSERT(!zz_attention_general(ZZ_DTYPE_F16, 1.0));
+}
+
 static void test_split(void) {
   int b[4];
   const double even[4] = {1, 1, 1, 1}, front[6] = {5, 1, 1, 1, 1, 1};
@@ -369,6 +382,7 @@ int main(void) {
   CU_add_test(s, "LP: half the weights fit", test_lp_half_weights);
   CU_add_test(s, "search: an impossible budget names the tier", test_impossible);
   CU_add_test(s, "search: bigger blocks when they pay", test_search_prefers_fast);
+  CU_add_test(s, "sizes: the GPU attention scratch", test_gpu_attention_scratch);
   CU_add_test(s, "pipeline: the split", test_split);
   CU_add_test(s, "pipeline: one rank is the single plan", test_pipe_one_rank);
   CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -218,11 +218,6 @@ __global__ void zz_cq_attn_kernel(const __half *q, const unsigned char *k, const
   }
 }
 
-extern "C" size_t zz_cuda_attention_ex_scratch(int64_t b, int64_t sq, int64_t t, int64_t heads) {
-  if (b <= 0 || sq <= 0 || t <= 0 || heads <= 0) return 0;
-  return 2 * (size_t)b * (size_t)heads * (size_t)sq * (size_t)t * sizeof(float);
-}
-
 extern "C" int zz_cuda_attention_ex(const uint16_t *q, const void *k, const void *v, int q4, zz_qfmt f,
                                     int64_t seq_bytes, int64_t b, int64_t sq, int64_t t, int64_t q_start,
                                     int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, double keep,

@@ -480,13 +480,18 @@ zz_status zz_device_linear(zz_device *dev, const void *x, int64_t n, int64_t in,
                           y, relu);
 }
 
-zz_status zz_device_add(zz_device *dev, const void *a, const void *b, int64_t n, void *y) {
-  zz_site s = {dev, "add"};
-  ZZ_CHECK(zz_arg_op(s, ZZ_OP_ADD));
+/* An elementwise op of two inputs a, b and an output y of n compute-dtype elements. */
+static zz_status zz_check_binary(zz_site s, zz_op op, const char *an, const void *a, const char *bn, const void *b,
+                                 int64_t n, const void *y) {
+  ZZ_CHECK(zz_arg_op(s, op));
   ZZ_CHECK(zz_arg_pos(s, "n", n));
-  ZZ_CHECK(zz_arg_dev(s, "a", a, n, zz_es(dev)));
-  ZZ_CHECK(zz_arg_dev(s, "b", b, n, zz_es(dev)));
-  ZZ_CHECK(zz_arg_dev(s, "y", y, n, zz_es(dev)));
+  ZZ_CHECK(zz_arg_dev(s, an, a, n, zz_es(s.dev)));
+  ZZ_CHECK(zz_arg_dev(s, bn, b, n, zz_es(s.dev)));
+  return zz_arg_dev(s, "y", y, n, zz_es(s.dev));
+}
+
+zz_status zz_device_add(zz_device *dev, const void *a, const void *b, int64_t n, void *y) {
+  ZZ_CHECK(zz_check_binary((zz_site){dev, "add"}, ZZ_OP_ADD, "a", a, "b", b, n, y));
   return dev->ops->add(dev, a, b, n, y);
 }
 
@@ -659,11 +664,6 @@ zz_status zz_device_rope(zz_device *dev, void *x, int64_t n, int64_t heads, int6
 }
 
 zz_status zz_device_silu_mul(zz_device *dev, const void *g, const void *u, int64_t n, void *y) {
-  zz_site s = {dev, "silu_mul"};
-  ZZ_CHECK(zz_arg_op(s, ZZ_OP_SILU_MUL));
-  ZZ_CHECK(zz_arg_pos(s, "n", n));
-  ZZ_CHECK(zz_arg_dev(s, "g", g, n, zz_es(dev)));
-  ZZ_CHECK(zz_arg_dev(s, "u", u, n, zz_es(dev)));
-  ZZ_CHECK(zz_arg_dev(s, "y", y, n, zz_es(dev)));
+  ZZ_CHECK(zz_check_binary((zz_site){dev, "silu_mul"}, ZZ_OP_SILU_MUL, "g", g, "u", u, n, y));
   return dev->ops->silu_mul(dev, g, u, n, y);
 }

@@ -18,12 +18,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
-  char path[512];
-  zz_fuzz_file("model.safetensors.index.json", data, len, path, sizeof path);
-  zz_checkpoint *ck = NULL;
-  zz_error_clear();
-  zz_status st = zz_checkpoint_open(zz_fuzz_dir(), &ck);
-  if (st == ZZ_OK) st = zz_checkpoint_check_model(ck, &zz_m);
+  zz_checkpoint *ck;
+  zz_status st = zz_fuzz_checkpoint("model.safetensors.index.json", data, len, &zz_m, &ck);
   zz_fuzz_expect_message(st);
   zz_checkpoint_close(ck);
   return 0;

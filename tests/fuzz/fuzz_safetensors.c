@@ -14,12 +14,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
-  char path[512];
-  zz_fuzz_file("model.safetensors", data, len, path, sizeof path);
-  zz_checkpoint *ck = NULL;
-  zz_error_clear();
-  zz_status st = zz_checkpoint_open(zz_fuzz_dir(), &ck);
-  if (st == ZZ_OK) st = zz_checkpoint_check_model(ck, &zz_m);
+  zz_checkpoint *ck;
+  zz_status st = zz_fuzz_checkpoint("model.safetensors", data, len, &zz_m, &ck);
   for (int l = 0; st == ZZ_OK && l < zz_m.n_layers; l++)
     for (int w = 0; st == ZZ_OK && w < zz_m.layers[l].n_weights; w++) {
       const zz_weight_spec *s = &zz_m.layers[l].weights[w];

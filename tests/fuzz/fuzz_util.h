@@ -26,6 +26,20 @@ static inline const char *zz_fuzz_dir(void) {
 }
 
 /* Writes data to DIR/name; the path into path_out. */
+static inline void zz_fuzz_file(const char *name, const uint8_t *data, size_t len, char *path_out, size_t cap);
+
+/* The input as DIR/name, then the checkpoint of DIR opened and checked against m
+ * (*ck set, to be closed by the caller, also on failure). */
+static inline zz_status zz_fuzz_checkpoint(const char *name, const uint8_t *data, size_t len, const zz_model *m,
+                                           zz_checkpoint **ck) {
+  char path[512];
+  zz_fuzz_file(name, data, len, path, sizeof path);
+  *ck = NULL;
+  zz_error_clear();
+  zz_status st = zz_checkpoint_open(zz_fuzz_dir(), ck);
+  return st == ZZ_OK ? zz_checkpoint_check_model(*ck, m) : st;
+}
+
 static inline void zz_fuzz_file(const char *name, const uint8_t *data, size_t len, char *path_out, size_t cap) {
   snprintf(path_out, cap, "%s/%s", zz_fuzz_dir(), name);
   int fd = open(path_out, O_WRONLY | O_CREAT | O_TRUNC, 0600);

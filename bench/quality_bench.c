@@ -23,25 +23,6 @@
 #define ZZ_QB_GEN 64
 #define ZZ_QB_STRIDE 32 /* greedy prompts start every 32 tokens of the held-out text */
 
-static int32_t *zz_qb_tokens(const zz_tokenizer *tok, const char *path, int64_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)len + 1);
-  if (!text || fread(text, 1, (size_t)len, f) != (size_t)len) {
-    fclose(f);
-    free(text);
-    return NULL;
-  }
-  fclose(f);
-  int32_t *ids = NULL;
-  zz_status st = zz_tokenizer_encode(tok, text, (size_t)len, &ids, n);
-  free(text);
-  return st == ZZ_OK ? ids : NULL;
-}
-
 typedef struct zz_qb_row {
   double ppl[2];
   int32_t *argmax[2];
@@ -113,8 +94,8 @@ int main(int argc, char **argv) {
   int32_t *ids[2];
   int64_t n[2];
   for (int t = 0; t < 2; t++)
-    if (!(ids[t] = zz_qb_tokens(tok, argv[2 + t], &n[t]))) {
-      fprintf(stderr, "quality_bench: cannot read or tokenize %s\n", argv[2 + t]);
+    if (zz_tokenizer_encode_file(tok, argv[2 + t], &ids[t], &n[t]) != ZZ_OK) {
+      fprintf(stderr, "quality_bench: %s\n", zz_error_message());
       return 1;
     }
   int64_t w = cfg.max_pos - 1, np = (n[0] - ZZ_QB_PROMPT) / ZZ_QB_STRIDE;

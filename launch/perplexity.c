@@ -18,7 +18,6 @@ int zz_cmd_perplexity(const zz_opts *o) {
   zz_device *dev = NULL;
   zz_engine *eng = NULL;
   int32_t *ids = NULL;
-  char *text = NULL;
   zz_ppl r = {0};
   zz_status st = ZZ_OK;
   struct stat sb;
@@ -34,28 +33,8 @@ int zz_cmd_perplexity(const zz_opts *o) {
   ZZ_CHECK_GOTO(zz_model_init(&cfg, &model), st, done);
   ZZ_CHECK_GOTO(zz_checkpoint_open(o->model, &ck), st, done);
   ZZ_CHECK_GOTO(zz_tokenizer_load(o->model, &tok), st, done);
-  FILE *f = fopen(o->text_file, "rb");
-  if (!f) {
-    st = zz_error(ZZ_ERR_IO, "--text %s: cannot open", o->text_file);
-    goto done;
-  }
-  size_t cap = 1 << 16, len = 0, got;
-  text = malloc(cap);
-  while (text && (got = fread(text + len, 1, cap - len, f)) > 0) {
-    len += got;
-    if (len == cap) {
-      char *t = realloc(text, cap *= 2);
-      if (!t) free(text);
-      text = t;
-    }
-  }
-  fclose(f);
-  if (!text) {
-    st = zz_error(ZZ_ERR_NO_MEMORY, "--text %s: out of memory", o->text_file);
-    goto done;
-  }
   int64_t n = 0;
-  ZZ_CHECK_GOTO(zz_tokenizer_encode(tok, text, len, &ids, &n), st, done);
+  ZZ_CHECK_GOTO(zz_tokenizer_encode_file(tok, o->text_file, &ids, &n), st, done);
   if (n < 1) {
     st = zz_error(ZZ_ERR_INVALID_ARG, "--text %s: no tokens in it", o->text_file);
     goto done;
@@ -77,7 +56,6 @@ done:
   if (st != ZZ_OK) fprintf(stderr, "zigzag perplexity: %s\n", zz_error_message());
   zz_ppl_free(&r);
   free(ids);
-  free(text);
   zz_engine_destroy(eng);
   zz_device_destroy(dev);
   zz_tokenizer_free(tok);

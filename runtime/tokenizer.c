@@ -518,6 +518,15 @@ static zz_status zz_read_file(const char *path, char **data_out, size_t *len_out
   return ZZ_OK;
 }
 
+zz_status zz_tokenizer_encode_file(const zz_tokenizer *tok, const char *path, int32_t **ids_out, int64_t *n_out) {
+  char *text = NULL;
+  size_t len = 0;
+  ZZ_CHECK(zz_read_file(path, &text, &len));
+  zz_status st = zz_tokenizer_encode(tok, text, len, ids_out, n_out);
+  free(text);
+  return st;
+}
+
 static zz_status zz_tok_load_merges(zz_tokenizer *tok, const char *path) {
   char *data = NULL;
   size_t len = 0;

@@ -599,6 +599,8 @@ int64_t zz_tokenizer_vocab_size(const zz_tokenizer *tok);
  * error naming the byte offset. */
 zz_status zz_tokenizer_encode(const zz_tokenizer *tok, const char *text, size_t len,
                               int32_t **ids_out, int64_t *n_out);
+/* The same over the whole of a text file (an error names the file). */
+zz_status zz_tokenizer_encode_file(const zz_tokenizer *tok, const char *path, int32_t **ids_out, int64_t *n_out);
 /* ids → *text_out (malloc'd, NUL terminated), *len_out bytes, by the decoder
  * (tokenizer.json's, or GPT-2's byte mapping); bytes that are not UTF-8 stay raw.
  * Ids out of range are an error; special tokens decode to their text. */

@@ -57,8 +57,7 @@ static void zz_tj_cases(const char *name, int *round_trips) {
     int32_t *ids = NULL;
     int64_t n = -1;
     CU_ASSERT_EQUAL_FATAL(zz_tokenizer_encode(tok, text, len, &ids, &n), ZZ_OK);
-    bool same = n == (int64_t)json_array_size(want);
-    for (int64_t k = 0; same && k < n; k++) same = ids[k] == json_integer_value(json_array_get(want, (size_t)k));
+    bool same = zz_test_ids_equal(ids, n, want);
     if (!same) {
       fprintf(stderr, "\n  %s case %zu (\"%s\"): got", name, i, text);
       for (int64_t k = 0; k < n; k++) fprintf(stderr, " %d", ids[k]);

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "zz_tests.h"
 
 char *zz_test_read_file(const char *path, size_t *len) {
@@ -37,3 +39,11 @@ const char *zz_test_tmpdir(void) {
   return mkdtemp(dir);
 }
 
+
+bool zz_test_ids_equal(const int32_t *ids, int64_t n, const void *want) {
+  const json_t *w = want;
+  if (!json_is_array(w) || n != (int64_t)json_array_size(w)) return false;
+  for (int64_t k = 0; k < n; k++)
+    if (ids[k] != json_integer_value(json_array_get(w, (size_t)k))) return false;
+  return true;
+}

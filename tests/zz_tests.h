@@ -2,6 +2,10 @@
 #ifndef ZZ_TESTS_H
 #define ZZ_TESTS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 void zz_test_kernels_register(void);
 void zz_test_loader_register(void);
 void zz_test_model_register(void);
@@ -21,6 +25,8 @@ void zz_check_golden(const char *name, const char *policy);
 
 /* Reads a whole file into a malloc'd NUL-terminated buffer (NULL on failure). */
 char *zz_test_read_file(const char *path, size_t *len);
+/* Whether ids[0..n) are the integers of the JSON array want (a json_t *). */
+bool zz_test_ids_equal(const int32_t *ids, int64_t n, const void *want);
 /* Writes bytes to path; 0 on success. */
 int zz_test_write_file(const char *path, const void *data, size_t len);
 /* A fresh empty directory under $TMPDIR (static buffer per call site: copy it). */

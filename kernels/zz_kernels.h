@@ -26,6 +26,7 @@
 #ifndef ZZ_KERNELS_H
 #define ZZ_KERNELS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -92,6 +93,44 @@ void zz_q_dequantize(zz_qfmt f, const void *src, int64_t rows, int64_t len, floa
 /* The half-step error bound of element e of a row (what the round trip keeps
  * every element within): step / 2 of e's group. */
 float zz_q_half_step(zz_qfmt f, const void *row, int64_t len, int64_t e);
+/* ---------------------------------------------------------------- rotary embeddings */
+
+/* Host and device code share the inverse frequencies below (one formula). */
+#ifdef __CUDACC__
+#define ZZ_HOST_DEVICE __host__ __device__
+#else
+#define ZZ_HOST_DEVICE
+#endif
+
+/* Rotary position embeddings as Hugging Face computes them (modeling_rope_utils):
+ * rope_type "default", "linear" (positions interpolated by factor) and "llama3"
+ * (low frequencies divided by factor, a smooth ramp between the two wavelengths). */
+typedef enum zz_rope_type { ZZ_ROPE_DEFAULT = 0, ZZ_ROPE_LINEAR, ZZ_ROPE_LLAMA3 } zz_rope_type;
+
+typedef struct zz_rope {
+  zz_rope_type type;
+  float theta;                             /* rope_theta */
+  float factor;                            /* linear, llama3 */
+  float low_freq_factor, high_freq_factor; /* llama3 */
+  float original_max_pos;                  /* llama3: original_max_position_embeddings */
+} zz_rope;
+
+/* The inverse frequency of rotary pair i (i < hd / 2) of a head of hd elements, in
+ * float32 step by step as transformers 4.46 does: theta^-(2i/hd), then the scaling. */
+ZZ_HOST_DEVICE static inline float zz_rope_inv_freq(const zz_rope *r, int64_t i, int64_t hd) {
+  float inv = 1.0f / powf(r->theta, (float)(2 * i) / (float)hd);
+  if (r->type == ZZ_ROPE_LINEAR) return inv / r->factor;
+  if (r->type != ZZ_ROPE_LLAMA3) return inv;
+  const float low_wavelen = r->original_max_pos / r->low_freq_factor;
+  const float high_wavelen = r->original_max_pos / r->high_freq_factor;
+  const float wavelen = 6.283185307179586f / inv;
+  float scaled = wavelen > low_wavelen ? inv / r->factor : inv;
+  if (!(wavelen < high_wavelen) && !(wavelen > low_wavelen)) { /* medium: the ramp */
+    float smooth = (r->original_max_pos / wavelen - r->low_freq_factor) / (r->high_freq_factor - r->low_freq_factor);
+    scaled = (1.0f - smooth) * scaled / r->factor + smooth * scaled;
+  }
+  return scaled;
+}
 
 /* ---------------------------------------------------------------- CPU worker pools */
 
@@ -137,10 +176,21 @@ void zz_cpu_add(const float *a, const float *b, int64_t n, float *y);
 void zz_cpu_kv_append(const float *x, int64_t b, int64_t sq, int64_t h, float *cache,
                       int64_t kv_stride, int64_t pos);
 
+/* y[n, dim] = x / sqrt(mean(x²) + eps) * gamma (RMSNorm, LLaMA). In place allowed. */
+void zz_cpu_rmsnorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, const float *gamma, float eps,
+                    float *y);
+/* Rotary embedding in place: x [n, heads*hd], row i at position pos[i]; pair
+ * (d, d + hd/2) of each head turns by pos · zz_rope_inv_freq(d) (HF's rotate_half). */
+void zz_cpu_rope(float *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos, const zz_rope *rope);
+/* y[i] = silu(g[i]) · u[i] (the SwiGLU MLP's gate); y may alias g or u. */
+void zz_cpu_silu_mul(const float *g, const float *u, int64_t n, float *y);
+
 /*
- * Multi-head attention of sq queries per sequence against t keys.
+ * Multi-head attention of sq queries per sequence against t keys, with
+ * grouped-query attention: kv_heads divides heads, and query head hh reads
+ * K/V head hh / (heads / kv_heads) (kv_heads == heads: plain multi-head).
  *   q   [b, sq, heads*hd]           (scaled inside by 1/sqrt(hd))
- *   k,v [b, kv_stride/… ] : element (i, j, :) at k + i*kv_stride + j*heads*hd, j < t
+ *   k,v [b, kv_stride/… ] : element (i, j, :) at k + i*kv_stride + j*kv_heads*hd, j < t
  *   out [b, sq, heads*hd]
  *   pad [b] left padding slots of each sequence (keys j < pad[i] are masked)
  * Query r of sequence i sits at key position q_start + r and sees keys
@@ -148,14 +198,14 @@ void zz_cpu_kv_append(const float *x, int64_t b, int64_t sq, int64_t h, float *c
  * scratch: zz_cpu_attention_scratch(b, heads, t) floats.
  */
 void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride,
-                      int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
+                      int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                       int64_t hd, const int32_t *pad, float *out, float *scratch);
 size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t);
 /* The same over a cache stored in kv_dt (f32 or f16): CPU attention beside the
  * f16 cache a GPU run keeps on the host. */
 void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
-                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
-                         const int32_t *pad, float *out, float *scratch);
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                         int64_t hd, const int32_t *pad, float *out, float *scratch);
 /* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b) (then ReLU) with w stored in format f
  * (rows grouped along in): dequantized in panels of output rows on the pool's
  * threads, each panel multiplied as soon as it is widened; the whole f32 matrix
@@ -183,7 +233,7 @@ typedef struct zz_attn_args {
   zz_dtype kv_dt;         /* f32, f16 or Q4 */
   zz_qfmt kv_q;           /* Q4: groups along the head dimension */
   int64_t seq_bytes;
-  int64_t b, sq, t, q_start, heads, hd;
+  int64_t b, sq, t, q_start, heads, kv_heads, hd; /* kv_heads divides heads (grouped-query attention) */
   const int32_t *pad;     /* [b] */
   double keep;            /* fraction of the visible keys kept, (0, 1] */
   float *out;             /* [b, sq, heads*hd] */
@@ -219,12 +269,18 @@ int zz_cuda_add(const uint16_t *a, const uint16_t *b, int64_t n, uint16_t *y, vo
 int zz_cuda_kv_append(const uint16_t *x, int64_t b, int64_t sq, int64_t h, uint16_t *cache,
                       int64_t kv_stride, int64_t pos, void *stream);
 /* Same contract as zz_cpu_attention; pad is a device array. scratch: device
- * memory of zz_cuda_attention_scratch(b, sq, t, heads) bytes. */
+ * memory of zz_attention_scores_bytes(b, sq, t, heads) bytes (runtime/sizes.c: f32
+ * scores [b, heads, sq, t] when sq > 1, none for a decode step). */
 int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k, const uint16_t *v,
                       int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
-                      int64_t heads, int64_t hd, const int32_t *pad, uint16_t *out,
+                      int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, uint16_t *out,
                       void *scratch, void *stream);
-size_t zz_cuda_attention_scratch(int64_t b, int64_t sq, int64_t t, int64_t heads);
+int zz_cuda_rmsnorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *gamma, float eps, uint16_t *y,
+                    void *stream);
+/* pos is a device array [n]. */
+int zz_cuda_rope(uint16_t *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos, const zz_rope *rope,
+                 void *stream);
+int zz_cuda_silu_mul(const uint16_t *g, const uint16_t *u, int64_t n, uint16_t *y, void *stream);
 /* Compression (kernels/cuda/quant.cu): the CPU's Q4 layout byte for byte. y = x · wᵀ
  * (+ b) (ReLU) with w [out, in] Q4 in format f; rows of a Q4 table gathered (add 0)
  * or added (add 1); x [b, sq, heads*hd] quantized into rows pos.. of a Q4 cache
@@ -237,8 +293,8 @@ int zz_cuda_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids
 int zz_cuda_kv_append_q(const uint16_t *x, int64_t b, int64_t sq, int64_t heads, int64_t hd, void *cache, zz_qfmt f,
                         int64_t seq_bytes, int64_t pos, void *stream);
 int zz_cuda_attention_ex(const uint16_t *q, const void *k, const void *v, int q4, zz_qfmt f, int64_t seq_bytes,
-                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
-                         const int32_t *pad, double keep, uint16_t *out, void *scratch, void *stream);
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                         int64_t hd, const int32_t *pad, double keep, uint16_t *out, void *scratch, void *stream);
 size_t zz_cuda_attention_ex_scratch(int64_t b, int64_t sq, int64_t t, int64_t heads);
 /* ids[i] = argmax of logits row i ([n, vocab] f16); ids is a device array. */
 int zz_cuda_argmax(const uint16_t *logits, int64_t n, int64_t vocab, int32_t *ids, void *stream);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "zz_launch.h"
+#include "zz_planner.h"
 
 zz_status zz_bench_prompts(const zz_config *cfg, int64_t b, int s, int32_t ***ids_out, int64_t **lens_out) {
   int32_t **ids = calloc((size_t)b, sizeof *ids);
@@ -70,9 +71,19 @@ int zz_cmd_bench(const zz_opts *o) {
     }
     ZZ_CHECK_GOTO(zz_checkpoint_open(o->model, &ck), st, fail);
   }
+  zz_shape shape = {.prompt_len = o->prompt_len, .gen_len = o->gen_len};
+  /* --hw: plan when no policy is given, and predict the run's throughput */
+  zz_opts planned = *o;
+  char pline[256];
+  zz_plan pred;
+  bool have_pred = false;
+  if (o->hw) {
+    ZZ_CHECK_GOTO(zz_opts_plan_policy(o, &model, &shape, &planned, pline, sizeof pline, &pred), st, fail);
+    have_pred = true;
+  }
+  o = &planned;
   zz_policy pol;
   ZZ_CHECK_GOTO(zz_opts_policy(o, &pol), st, fail);
-  zz_shape shape = {.prompt_len = o->prompt_len, .gen_len = o->gen_len};
   if (o->gen_len < 2) {
     st = zz_error(ZZ_ERR_INVALID_ARG, "bench: --gen-len must be at least 2 (decode throughput needs a decode step)");
     goto fail;
@@ -113,11 +124,15 @@ int zz_cmd_bench(const zz_opts *o) {
            "\"prefill_s\": %.4f, \"decode_s\": %.4f, \"load_s\": %.3f, "
            "\"peak_bytes\": {\"gpu\": %zu, \"cpu\": %zu, \"disk\": %zu}, \"policy\": \"%s\", "
            "\"busy\": {\"compute\": %.3f, \"weight_load\": %.3f, \"cache_load\": %.3f, \"cache_store\": %.3f}, "
-           "\"disk_read_bytes\": %llu, \"disk_read_bw\": %.0f, \"warmup\": \"excluded\"}\n",
+           "\"disk_read_bytes\": %llu, \"disk_read_bw\": %.0f, \"warmup\": \"excluded\"",
            cfg.name, dev->ops->name, o->prompt_len, o->gen_len, (long long)b, prefill, decode, total, res.prefill_s,
            res.decode_s, t_load, tier[ZZ_TIER_GPU], tier[ZZ_TIER_CPU], tier[ZZ_TIER_DISK], pbuf,
            busy[ZZ_LANE_COMPUTE], busy[ZZ_LANE_LOAD_WEIGHT], busy[ZZ_LANE_LOAD_CACHE], busy[ZZ_LANE_STORE_CACHE],
            (unsigned long long)rd, rd_bw);
+    if (have_pred)
+      printf(", \"predicted\": {\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"total_tok_s\": %.3f}", pred.cost.prefill_tps,
+             pred.cost.decode_tps, pred.cost.total_tps);
+    printf("}\n");
   } else {
     printf("zigzag bench: %s on %s, %lld prompts x %d tokens, %d new tokens each (warm-up excluded, weights loaded in %.1f s)\n",
            cfg.name, dev->ops->name, (long long)b, o->prompt_len, o->gen_len, t_load);
@@ -125,6 +140,10 @@ int zz_cmd_bench(const zz_opts *o) {
     printf("  prefill    %10.1f tok/s  (%.3f s)\n", prefill, res.prefill_s);
     printf("  decode     %10.1f tok/s  (%.3f s)\n", decode, res.decode_s);
     printf("  total      %10.1f tok/s\n", total);
+    if (have_pred)
+      printf("  predicted  prefill %.1f, decode %.1f, total %.1f tok/s (cost model, --hw %s): measured / predicted "
+             "%.2f total\n", pred.cost.prefill_tps, pred.cost.decode_tps, pred.cost.total_tps, planned.hw,
+             total / pred.cost.total_tps);
     printf("  busy       compute %.0f%%, weight load %.0f%%, cache load %.0f%%, cache store %.0f%% of %.2f s\n",
            100 * busy[ZZ_LANE_COMPUTE], 100 * busy[ZZ_LANE_LOAD_WEIGHT], 100 * busy[ZZ_LANE_LOAD_CACHE],
            100 * busy[ZZ_LANE_STORE_CACHE], wall);

@@ -20,8 +20,10 @@
 
 /* ---------------------------------------------------------------- prompts and lines */
 
-/* Token ids of one prompt: text is tokenized with BOS first (as OPT's tokenizer
- * does); input_ids are taken as given. Sets the outputs only on success. */
+/* Token ids of one prompt: text is tokenized with the special tokens Hugging
+ * Face adds (tokenizer.json's post-processor or tokenizer_config.json; config.json's
+ * BOS first for vocab.json + merges.txt, as OPT's tokenizer does); input_ids are
+ * taken as given. Sets the outputs only on success. */
 static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const zz_config *cfg,
                                const zz_prompt *p, int32_t **ids_out, int64_t *n_out) {
   int32_t *ids = NULL;
@@ -34,22 +36,30 @@ static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const 
   } else {
     if (!tok)
       return zz_error(ZZ_ERR_INVALID_ARG,
-                      "%s:%lld: a text prompt needs a tokenizer (vocab.json + merges.txt in --model), "
+                      "%s:%lld: a text prompt needs a tokenizer (tokenizer.json or vocab.json + merges.txt "
+                      "in --model), "
                       "or give \"input_ids\"", o->prompts, (long long)p->line);
     int32_t *raw = NULL;
     int64_t m = 0;
     zz_status st = zz_tokenizer_encode(tok, p->text, strlen(p->text), &raw, &m);
     if (st != ZZ_OK)
       return zz_error(st, "%s:%lld: %s", o->prompts, (long long)p->line, zz_error_message());
-    ids = malloc((size_t)(m + 1) * sizeof *ids);
+    int32_t bos = -1, eos = -1;
+    if (!zz_tokenizer_specials(tok, &bos, &eos)) bos = (int32_t)cfg->bos;
+    ids = malloc((size_t)(m + 2) * sizeof *ids);
     if (!ids) {
       free(raw);
       return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
     }
-    ids[0] = cfg->bos;
-    memcpy(ids + 1, raw, (size_t)m * sizeof *ids);
+    if (bos >= 0) ids[n++] = bos;
+    memcpy(ids + n, raw, (size_t)m * sizeof *ids);
+    n += m;
+    if (eos >= 0) ids[n++] = eos;
     free(raw);
-    n = m + 1;
+    if (n == 0) {
+      free(ids);
+      return zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: the prompt has no tokens", o->prompts, (long long)p->line);
+    }
   }
   for (int64_t i = 0; i < n; i++)
     if (ids[i] >= cfg->vocab_size) {
@@ -252,7 +262,7 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   if (is_dir && files) {
     char vocab[4096];
     snprintf(vocab, sizeof vocab, "%s/vocab.json", o->model);
-    if (access(vocab, R_OK) == 0) ZZ_CHECK(zz_tokenizer_load(o->model, &j->tok));
+    if (access(vocab, R_OK) == 0 || zz_tokenizer_has_json(o->model)) ZZ_CHECK(zz_tokenizer_load(o->model, &j->tok));
   }
   j->shape = (zz_shape){.prompt_len = o->max_prompt_len, .gen_len = o->max_new_tokens};
   ZZ_CHECK(zz_opts_policy(o, &j->pol));

@@ -4,6 +4,8 @@
  *   zigzag generate --model DIR|PRESET [--dummy] --prompts FILE|- --out FILE|- --max-new-tokens N
  *   zigzag tokenize --model DIR TEXT
  *   zigzag bench    --model PRESET --dummy --prompt-len S --gen-len N [--json]
+ *   zigzag plan     --model M --prompt-len S --gen-len N [--hw FILE] [--ranks m] [--json]
+ *   zigzag profile  [--out FILE]
  *   zigzag perplexity --model DIR --text FILE [--window N] [--compress-weight] [--compress-cache] ...
  *   zigzag --help
  */
@@ -93,7 +95,10 @@ int main(int argc, char **argv) {
   if (strcmp(o.command, "generate") == 0) return zz_cmd_generate(&o);
   if (strcmp(o.command, "tokenize") == 0) return zz_cmd_tokenize(&o);
   if (strcmp(o.command, "bench") == 0) return zz_cmd_bench(&o);
+  if (strcmp(o.command, "plan") == 0) return zz_cmd_plan(&o);
+  if (strcmp(o.command, "profile") == 0) return zz_cmd_profile(&o);
   if (strcmp(o.command, "perplexity") == 0) return zz_cmd_perplexity(&o);
-  fprintf(stderr, "zigzag: unknown command '%s' (generate, tokenize, bench, perplexity; see zigzag --help)\n", o.command);
+  fprintf(stderr, "zigzag: unknown command '%s' (generate, tokenize, bench, plan, profile, perplexity; see zigzag --help)\n",
+          o.command);
   return 2;
 }

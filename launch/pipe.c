@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "zz_launch.h"
+#include "zz_planner.h"
 #include "zz_stage.h"
 
 typedef struct zz_pipe {
@@ -26,11 +27,13 @@ typedef struct zz_pipe {
   zz_binding bind;
   bool bound;
   zz_stage *st;
+  zz_stage_comm comm;    /* --comm */
   zz_device *dev;
   zz_engine *eng;
   zz_engine_stage *es;
   int *bounds;           /* [size + 1] layers of rank r: [bounds[r], bounds[r + 1]) */
   int64_t kill_rank, kill_after;
+  char fault_kind;       /* ZZ_FAULT_KIND: 'k' kill (default), 's' stop, 'e' error */
   /* bench, rank 0: the request of the current run (0: none left) and its result */
   zz_request breq;
   bool bgiven;
@@ -89,22 +92,69 @@ static zz_status zz_pipe_finished(void *ctx, const zz_request *req, const zz_res
   return ZZ_OK;
 }
 
-/* Every rank: a stop request (SIGINT, SIGTERM) ends the pipeline at the next item;
- * ZZ_FAULT_KILL_RANK=R > 0 with ZZ_FAULT_KILL_AFTER_BLOCKS=N kills rank R in the
- * middle of block N (its first decode step), as a crashed host would. */
+/* Every rank: a stop request (SIGINT, SIGTERM) ends the pipeline at the next item.
+ * Fault injection for tests/mpi/test_pipe.sh: ZZ_FAULT_KILL_RANK=R with
+ * ZZ_FAULT_KILL_AFTER_BLOCKS=N makes rank R fail in the middle of block N (its first
+ * decode step) the way ZZ_FAULT_KIND says: kill (default; R > 0, rank 0 half-writes a
+ * line and dies in zz_job_commit instead) raises SIGKILL as a crashed host would,
+ * stop raises SIGSTOP (a hung host: alive, silent), error fails the step with an
+ * error as a failing disk or device would (any R). */
+static bool zz_pipe_fault_here(const zz_pipe *p, int64_t block, int step, int group) {
+  int fault_step = p->o.max_new_tokens > 1 ? 1 : 0;
+  if (p->kill_after < 0 || p->rank != p->kill_rank || (p->fault_kind == 'k' && p->kill_rank == 0)) return false;
+  return block == p->kill_after && step == fault_step && group == 0;
+}
+
 static zz_status zz_pipe_step_hook(void *ctx, int64_t block, int step, int group) {
   zz_pipe *p = ctx;
-  int kill_step = p->o.max_new_tokens > 1 ? 1 : 0;
-  if (p->kill_after >= 0 && p->kill_rank > 0 && p->rank == p->kill_rank && block == p->kill_after &&
-      step == kill_step && group == 0) {
-    fprintf(stderr, "zigzag: rank %d: ZZ_FAULT_KILL_AFTER_BLOCKS: killing myself in block %lld\n", p->rank,
-            (long long)block);
-    raise(SIGKILL);
+  if (zz_pipe_fault_here(p, block, step, group)) {
+    if (p->fault_kind == 'e')
+      return zz_error(ZZ_ERR_IO, "ZZ_FAULT_KIND=error: injected failure in block %lld", (long long)block);
+    fprintf(stderr, "zigzag: rank %d: ZZ_FAULT_KILL_AFTER_BLOCKS: %s myself in block %lld\n", p->rank,
+            p->fault_kind == 's' ? "stopping (SIGSTOP)" : "killing", (long long)block);
+    raise(p->fault_kind == 's' ? SIGSTOP : SIGKILL);
   }
   return zz_check_stop();
 }
 
+/* ZZ_FAULT_KIND: kill (unset or empty), stop or error. */
+static zz_status zz_pipe_fault_kind(char *kind_out) {
+  const char *v = getenv("ZZ_FAULT_KIND");
+  *kind_out = 'k';
+  if (!v || !*v || strcmp(v, "kill") == 0) return ZZ_OK;
+  if (strcmp(v, "stop") == 0 || strcmp(v, "error") == 0) {
+    *kind_out = v[0];
+    return ZZ_OK;
+  }
+  return zz_error(ZZ_ERR_INVALID_ARG, "ZZ_FAULT_KIND=%s: want kill, stop or error", v);
+}
+
+/* The split by the cost model's per-layer seconds on the machine of a hardware file. */
+static zz_status zz_pipe_split_hw(const char *path, const zz_model *m, const zz_policy *pol, const zz_shape *shape,
+                                  int ranks, int *bounds) {
+  zz_hw hw;
+  ZZ_CHECK(zz_hw_load(path, &hw));
+  double *cost = malloc((size_t)m->n_layers * sizeof *cost);
+  if (!cost) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  zz_status st = zz_plan_layer_costs(m, &hw, shape, pol, cost);
+  if (st == ZZ_OK) st = zz_split_costs(cost, m->n_layers, ranks, bounds);
+  free(cost);
+  return st;
+}
+
 /* ---------------------------------------------------------------- set-up */
+
+/* --comm nccl, once every rank's plan is agreed and before anything loads: every
+ * rank's GPU compared (two ranks on one GPU: refused), the communicator made, and
+ * the device buffers of the largest hidden state a step hands over (a group of
+ * gbs x num_gb sequences at the longest prompt) taken from the device before the
+ * engine plans its slice. */
+static zz_status zz_pipe_comm(zz_pipe *p) {
+  if (p->comm == ZZ_STAGE_COMM_MPI) return ZZ_OK;
+  int64_t bls = (int64_t)p->job.pol.gpu_batch_size * p->job.pol.num_gpu_batches;
+  size_t max_hidden = zz_hidden_bytes(p->job.model.cfg.hidden, p->dev->ops->compute_dtype, bls, p->job.shape.prompt_len);
+  return zz_stage_use_comm(p->st, p->comm, p->dev, max_hidden);
+}
 
 /* What each rank does before allocating: open the job (rank 0: the files), its
  * device, its slice, and the plan of that slice against its tiers. */
@@ -113,12 +163,16 @@ static zz_status zz_pipe_plan(zz_pipe *p) {
   p->o = p->job.opts;
   if (p->bench && p->o.gen_len < 2)
     return zz_error(ZZ_ERR_INVALID_ARG, "bench: --gen-len must be at least 2 (decode throughput needs a decode step)");
-  if (p->kill_rank != 0) p->job.kill_after = -1; /* another rank dies instead */
+  if (p->kill_rank != 0 || p->fault_kind != 'k') p->job.kill_after = -1; /* the step hook fails instead */
   const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  ZZ_CHECK(zz_stage_comm_parse(p->o.comm ? p->o.comm : "mpi", &p->comm));
   ZZ_CHECK(zz_opts_device_at(&p->o, local ? atoi(local) : 0, &p->dev));
+  ZZ_CHECK(zz_stage_comm_check(p->comm, p->dev));
   const zz_model *m = &p->job.model;
   if (!(p->bounds = calloc((size_t)p->size + 1, sizeof *p->bounds))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   if (p->o.layers) ZZ_CHECK(zz_pipe_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds));
+  else if (p->o.hw) /* the planner's per-layer times on that machine */
+    ZZ_CHECK(zz_pipe_split_hw(p->o.hw, m, &p->job.pol, &p->job.shape, p->size, p->bounds));
   else
     ZZ_CHECK(zz_stage_split_layers(m, &p->job.pol, &p->job.shape, p->dev->ops->compute_dtype, p->size, p->bounds));
   zz_engine_opts eo;
@@ -140,7 +194,7 @@ static zz_status zz_pipe_build(zz_pipe *p) {
            p->job.model.n_layers, p->groups);
   ZZ_CHECK(zz_opts_engine_slice(p->dev, &p->job.model, p->job.ck, &eo, who, &p->eng));
   zz_engine_stage_config ec = {
-      .engine = p->eng, .max_new_tokens = p->bench ? p->o.gen_len : p->o.max_new_tokens, .ignore_eos = p->bench,
+      .engine = p->eng, .device = p->dev, .max_new_tokens = p->bench ? p->o.gen_len : p->o.max_new_tokens, .ignore_eos = p->bench,
       .sampling = zz_opts_sampling(&p->o), .next = zz_pipe_next, .finished = zz_pipe_finished,
       .step_hook = zz_pipe_step_hook, .ctx = p};
   ZZ_CHECK(zz_engine_stage_create(&ec, &p->es));
@@ -213,8 +267,10 @@ static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
              rate[1], rate[2], p->bres.prefill_s, p->bres.decode_s, pbuf);
       for (int r = 0; r < p->size; r++)
         printf("%s{\"rank\": %d, \"layers\": [%d, %d], \"busy_s\": %.4f, \"bubble_s\": %.4f, \"total_s\": %.4f, "
-               "\"bytes_per_token\": %.1f}", r ? ", " : "", r, p->bounds[r], p->bounds[r + 1], all[r].busy_s,
-               all[r].bubble_s, all[r].total_s, all[r].bytes_per_token);
+               "\"busy_frac\": %.4f, \"bubble_frac\": %.4f, \"bytes_per_token\": %.1f}", r ? ", " : "", r,
+               p->bounds[r], p->bounds[r + 1], all[r].busy_s, all[r].bubble_s, all[r].total_s,
+               all[r].total_s > 0 ? all[r].busy_s / all[r].total_s : 0,
+               all[r].total_s > 0 ? all[r].bubble_s / all[r].total_s : 0, all[r].bytes_per_token);
       printf("], \"warmup\": \"excluded\"}\n");
     } else {
       printf("zigzag bench: %s on %s, %d ranks, %d groups, %lld prompts x %d tokens, %d new tokens each "
@@ -263,6 +319,7 @@ int zz_cmd_pipe(const zz_opts *opts) {
   zz_status s = zz_fault_env("ZZ_FAULT_KILL_AFTER_BLOCKS", &p->kill_after);
   if (s == ZZ_OK) s = zz_fault_env("ZZ_FAULT_KILL_RANK", &p->kill_rank);
   if (p->kill_rank < 0) p->kill_rank = 0;
+  if (s == ZZ_OK) s = zz_pipe_fault_kind(&p->fault_kind);
   const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   int gpu = strcmp(p->o.device, "cuda") == 0 ? (local ? atoi(local) : 0) : -1;
   if (s == ZZ_OK) s = zz_binding_init(MPI_COMM_WORLD, gpu, &p->bind);
@@ -280,6 +337,7 @@ int zz_cmd_pipe(const zz_opts *opts) {
   /* plan every slice before anything is allocated, then build, then start writing:
    * each step agreed on, so a rank that cannot go on stops every rank cleanly */
   s = zz_stage_agree(p->st, zz_pipe_plan(p));
+  if (s == ZZ_OK && p->comm != ZZ_STAGE_COMM_MPI) s = zz_stage_agree(p->st, zz_pipe_comm(p));
   if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_build(p));
   if (s == ZZ_OK && p->bench) {
     zz_pipe_bench(p, &rc);

@@ -46,6 +46,12 @@ typedef struct zz_opts {
   int num_inner_iterations; /* T micro-batch groups; 0 = the number of ranks */
   float peer_timeout;       /* seconds of silence after which a rank is lost */
   const char *layers;       /* cut points over the layer list, "3,5"; NULL = by cost */
+  const char *comm;         /* how hidden states travel: "mpi" or "nccl" */
+  /* the planner */
+  const char *hw; /* hardware file (plan); NULL: measure this machine */
+  int ranks;      /* plan: pipeline ranks (0: one machine, no pipeline) */
+  int max_block;  /* plan: largest block gbs x num_gb considered (0: any) */
+  float profile_seconds; /* profile: rough total seconds */
 } zz_opts;
 
 void zz_opts_defaults(zz_opts *o);
@@ -149,6 +155,15 @@ void zz_catch_stop_signals(void);
 zz_status zz_fault_env(const char *name, int64_t *n_out);
 
 int zz_cmd_bench(const zz_opts *o);
+struct zz_plan;
+/* With --hw: the options a run uses (out), the planner's policy as out->policy
+ * (line, len) when none was given (saying so on stderr), and the prediction for
+ * the policy that runs (pred). */
+zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shape *shape, zz_opts *out, char *line,
+                              size_t len, struct zz_plan *pred);
+/* zigzag plan / zigzag profile (launch/plan.c). */
+int zz_cmd_plan(const zz_opts *o);
+int zz_cmd_profile(const zz_opts *o);
 /* zigzag perplexity (launch/perplexity.c). */
 int zz_cmd_perplexity(const zz_opts *o);
 /* bench's b prompts of s tokens: BOS, then ids drawn from a fixed seed. */

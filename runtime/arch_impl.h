@@ -60,6 +60,7 @@ typedef struct zz_arch {
 } zz_arch;
 
 extern const zz_arch zz_arch_opt;
+extern const zz_arch zz_arch_llama;
 
 /* The registry (model.c): every architecture, NULL terminated. */
 const zz_arch *const *zz_arch_all(void);
@@ -70,5 +71,11 @@ zz_status zz_json_int(json_t *obj, const char *path, const char *key, int64_t de
 zz_status zz_json_bool(json_t *obj, const char *path, const char *key, bool def, bool *out);
 /* torch_dtype ("float32" when absent) */
 zz_status zz_json_dtype(json_t *obj, const char *path, zz_dtype *out);
+/* A number (integer or real) that must be finite and > 0; absent → def (def <= 0: required). */
+zz_status zz_json_positive(json_t *obj, const char *path, const char *key, double def, double *out);
+
+/* Weight spec *w: absent (ndim 0) unless present; name from fmt with the layer
+ * index; shape [d0] or [d0, d1]; init MATRIX for 2-D, BIAS for 1-D. */
+void zz_arch_spec(zz_weight_spec *w, bool present, int ndim, int64_t d0, int64_t d1, const char *fmt, int index);
 
 #endif

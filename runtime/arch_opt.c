@@ -62,6 +62,7 @@ static void zz_opt_defaults(zz_config *c) {
   c->pad = 1;
   c->ln_eps = 1e-5f;
   c->dtype = ZZ_DTYPE_F16;
+  c->tied_head = true;
 }
 
 /* OPT has no grouped-query attention: every head keeps its own K and V. */
@@ -150,16 +151,6 @@ static void zz_opt_positions(const zz_config *c, int64_t pad, int64_t from, int6
 
 /* ---------------------------------------------------------------- layers */
 
-static void zz_spec(zz_weight_spec *w, bool present, int ndim, int64_t d0, int64_t d1, const char *fmt, int index) {
-  memset(w, 0, sizeof *w);
-  if (!present) return;
-  snprintf(w->name, sizeof w->name, fmt, index);
-  w->ndim = ndim;
-  w->init = ndim == 2 ? ZZ_INIT_MATRIX : ZZ_INIT_BIAS;
-  w->shape[0] = d0;
-  w->shape[1] = d1;
-}
-
 /* A layer norm's gain and bias are initialised as norms, not as a bias. */
 static void zz_norm(zz_weight_spec *gain, zz_weight_spec *bias) {
   gain->init = ZZ_INIT_NORM_GAIN;
@@ -177,11 +168,11 @@ static zz_status zz_opt_build(zz_model *m) {
   L[0].kind = ZZ_LAYER_INPUT_EMBED;
   L[0].index = -1;
   L[0].n_weights = 3;
-  zz_spec(&L[0].weights[ZZ_IN_TOKENS], true, 2, c->vocab_size, c->embed_dim,
+  zz_arch_spec(&L[0].weights[ZZ_IN_TOKENS], true, 2, c->vocab_size, c->embed_dim,
           "model.decoder.embed_tokens.weight", 0);
-  zz_spec(&L[0].weights[ZZ_IN_POSITIONS], true, 2, c->max_pos + ZZ_OPT_POS_OFFSET, h,
+  zz_arch_spec(&L[0].weights[ZZ_IN_POSITIONS], true, 2, c->max_pos + ZZ_OPT_POS_OFFSET, h,
           "model.decoder.embed_positions.weight", 0);
-  zz_spec(&L[0].weights[ZZ_IN_PROJECT], proj, 2, h, c->embed_dim, "model.decoder.project_in.weight", 0);
+  zz_arch_spec(&L[0].weights[ZZ_IN_PROJECT], proj, 2, h, c->embed_dim, "model.decoder.project_in.weight", 0);
 
   for (int i = 0; i < c->n_layers; i++) {
     zz_layer *a = &L[1 + 2 * i], *f = &L[2 + 2 * i];
@@ -194,24 +185,24 @@ static zz_status zz_opt_build(zz_model *m) {
     static const char *const proj_names[4] = {"q_proj", "k_proj", "v_proj", "out_proj"};
     for (int p = 0; p < 4; p++) {
       snprintf(fmt, sizeof fmt, "%s%s.weight", pfx, proj_names[p]);
-      zz_spec(&a->weights[2 * p], true, 2, h, h, fmt, i);
+      zz_arch_spec(&a->weights[2 * p], true, 2, h, h, fmt, i);
       snprintf(fmt, sizeof fmt, "%s%s.bias", pfx, proj_names[p]);
-      zz_spec(&a->weights[2 * p + 1], bias, 1, h, 0, fmt, i);
+      zz_arch_spec(&a->weights[2 * p + 1], bias, 1, h, 0, fmt, i);
     }
-    zz_spec(&a->weights[ZZ_AT_LN_W], true, 1, h, 0, "model.decoder.layers.%d.self_attn_layer_norm.weight", i);
-    zz_spec(&a->weights[ZZ_AT_LN_B], true, 1, h, 0, "model.decoder.layers.%d.self_attn_layer_norm.bias", i);
+    zz_arch_spec(&a->weights[ZZ_AT_LN_W], true, 1, h, 0, "model.decoder.layers.%d.self_attn_layer_norm.weight", i);
+    zz_arch_spec(&a->weights[ZZ_AT_LN_B], true, 1, h, 0, "model.decoder.layers.%d.self_attn_layer_norm.bias", i);
     zz_norm(&a->weights[ZZ_AT_LN_W], &a->weights[ZZ_AT_LN_B]);
     a->cache = (zz_cache_spec){.kv_heads = c->n_kv_heads, .head_dim = c->head_dim};
 
     f->kind = ZZ_LAYER_MLP;
     f->index = i;
     f->n_weights = ZZ_MLP_N;
-    zz_spec(&f->weights[ZZ_MLP_FC1_W], true, 2, c->ffn, h, "model.decoder.layers.%d.fc1.weight", i);
-    zz_spec(&f->weights[ZZ_MLP_FC1_B], bias, 1, c->ffn, 0, "model.decoder.layers.%d.fc1.bias", i);
-    zz_spec(&f->weights[ZZ_MLP_FC2_W], true, 2, h, c->ffn, "model.decoder.layers.%d.fc2.weight", i);
-    zz_spec(&f->weights[ZZ_MLP_FC2_B], bias, 1, h, 0, "model.decoder.layers.%d.fc2.bias", i);
-    zz_spec(&f->weights[ZZ_MLP_LN_W], true, 1, h, 0, "model.decoder.layers.%d.final_layer_norm.weight", i);
-    zz_spec(&f->weights[ZZ_MLP_LN_B], true, 1, h, 0, "model.decoder.layers.%d.final_layer_norm.bias", i);
+    zz_arch_spec(&f->weights[ZZ_MLP_FC1_W], true, 2, c->ffn, h, "model.decoder.layers.%d.fc1.weight", i);
+    zz_arch_spec(&f->weights[ZZ_MLP_FC1_B], bias, 1, c->ffn, 0, "model.decoder.layers.%d.fc1.bias", i);
+    zz_arch_spec(&f->weights[ZZ_MLP_FC2_W], true, 2, h, c->ffn, "model.decoder.layers.%d.fc2.weight", i);
+    zz_arch_spec(&f->weights[ZZ_MLP_FC2_B], bias, 1, h, 0, "model.decoder.layers.%d.fc2.bias", i);
+    zz_arch_spec(&f->weights[ZZ_MLP_LN_W], true, 1, h, 0, "model.decoder.layers.%d.final_layer_norm.weight", i);
+    zz_arch_spec(&f->weights[ZZ_MLP_LN_B], true, 1, h, 0, "model.decoder.layers.%d.final_layer_norm.bias", i);
     zz_norm(&f->weights[ZZ_MLP_LN_W], &f->weights[ZZ_MLP_LN_B]);
   }
 
@@ -219,13 +210,13 @@ static zz_status zz_opt_build(zz_model *m) {
   o->kind = ZZ_LAYER_OUTPUT_EMBED;
   o->index = -1;
   o->n_weights = ZZ_OUT_N;
-  zz_spec(&o->weights[ZZ_OUT_LN_W], c->final_ln, 1, h, 0, "model.decoder.final_layer_norm.weight", 0);
-  zz_spec(&o->weights[ZZ_OUT_LN_B], c->final_ln, 1, h, 0, "model.decoder.final_layer_norm.bias", 0);
+  zz_arch_spec(&o->weights[ZZ_OUT_LN_W], c->final_ln, 1, h, 0, "model.decoder.final_layer_norm.weight", 0);
+  zz_arch_spec(&o->weights[ZZ_OUT_LN_B], c->final_ln, 1, h, 0, "model.decoder.final_layer_norm.bias", 0);
   zz_norm(&o->weights[ZZ_OUT_LN_W], &o->weights[ZZ_OUT_LN_B]);
-  zz_spec(&o->weights[ZZ_OUT_PROJECT], proj, 2, c->embed_dim, h, "model.decoder.project_out.weight", 0);
+  zz_arch_spec(&o->weights[ZZ_OUT_PROJECT], proj, 2, c->embed_dim, h, "model.decoder.project_out.weight", 0);
   /* the LM head is tied to the token embedding; the output layer holds its own copy
    * so that each layer's weights can live on a different tier */
-  zz_spec(&o->weights[ZZ_OUT_HEAD], true, 2, c->vocab_size, c->embed_dim,
+  zz_arch_spec(&o->weights[ZZ_OUT_HEAD], true, 2, c->vocab_size, c->embed_dim,
           "model.decoder.embed_tokens.weight", 0);
 
   m->layers = L;
@@ -286,11 +277,10 @@ static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_laye
       if (st->attend) {
         ZZ_CHECK(st->attend(st->attend_ctx, q, k, v, att));
       } else {
-        int64_t hd = h / c->n_heads;
-        ZZ_CHECK(zz_device_kv_append_ex(dev, k, st->b, st->sq, c->n_heads, hd, st->k, &st->kv, st->pos));
-        ZZ_CHECK(zz_device_kv_append_ex(dev, v, st->b, st->sq, c->n_heads, hd, st->v, &st->kv, st->pos));
+        ZZ_CHECK(zz_device_kv_append_ex(dev, k, st->b, st->sq, c->n_kv_heads, c->head_dim, st->k, &st->kv, st->pos));
+        ZZ_CHECK(zz_device_kv_append_ex(dev, v, st->b, st->sq, c->n_kv_heads, c->head_dim, st->v, &st->kv, st->pos));
         ZZ_CHECK(zz_device_attention_ex(dev, q, st->k, st->v, &st->kv, st->b, st->sq, st->pos + st->sq, st->pos,
-                                        c->n_heads, hd, st->pad, st->keep, att, scratch));
+                                        c->n_heads, c->n_kv_heads, c->head_dim, st->pad, st->keep, att, scratch));
       }
       ZZ_CHECK(zz_device_linear(dev, att, n, h, &w[ZZ_AT_O_W], &w[ZZ_AT_O_B], h, q, 0));
       ZZ_CHECK(zz_device_add(dev, st->hidden, q, n * h, st->hidden));

@@ -3,6 +3,7 @@
  * Face config.json, whose model_type picks the architecture that reads it.
  */
 #include <jansson.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -73,6 +74,20 @@ zz_status zz_json_dtype(json_t *obj, const char *path, zz_dtype *out) {
     *out = ZZ_DTYPE_BF16;
   else
     return zz_error(ZZ_ERR_UNSUPPORTED, "%s: torch_dtype \"%s\" is not supported", path, dt);
+  return ZZ_OK;
+}
+
+zz_status zz_json_positive(json_t *obj, const char *path, const char *key, double def, double *out) {
+  json_t *v = json_object_get(obj, key);
+  if (!v || json_is_null(v)) {
+    if (def <= 0) return zz_error(ZZ_ERR_FORMAT, "%s: required key \"%s\" is missing", path, key);
+    *out = def;
+    return ZZ_OK;
+  }
+  double x = json_number_value(v);
+  if (!json_is_number(v) || !(x > 0) || !isfinite(x) || x > 1e30)
+    return zz_error(ZZ_ERR_FORMAT, "%s: \"%s\" must be a positive number", path, key);
+  *out = x;
   return ZZ_OK;
 }
 

@@ -184,6 +184,7 @@ static const char *const zz_op_names[ZZ_OP_COUNT] = {
     [ZZ_OP_EMBED_ROWS] = "embed_rows", [ZZ_OP_ADD_ROWS] = "add_rows", [ZZ_OP_LAYERNORM] = "layernorm",
     [ZZ_OP_LINEAR] = "linear",         [ZZ_OP_ADD] = "add",           [ZZ_OP_KV_APPEND] = "kv_append",
     [ZZ_OP_ATTENTION] = "attention",   [ZZ_OP_UPLOAD] = "upload",     [ZZ_OP_DOWNLOAD] = "download",
+    [ZZ_OP_RMSNORM] = "rmsnorm",       [ZZ_OP_ROPE] = "rope",         [ZZ_OP_SILU_MUL] = "silu_mul",
     [ZZ_OP_ATTENTION_SPARSE] = "attention_sparse",
 };
 
@@ -347,6 +348,23 @@ zz_status zz_device_read(zz_device *dev, zz_lane lane, void *host_dst, const voi
   return bytes ? dev->ops->read(dev, lane, host_dst, src, bytes) : ZZ_OK;
 }
 
+zz_status zz_device_copy(zz_device *dev, zz_lane lane, void *dst, const void *src, size_t bytes) {
+  zz_site s = {dev, "copy"};
+  ZZ_CHECK(zz_arg_lane(s, lane));
+  if (!bytes) return ZZ_OK;
+  ZZ_CHECK(zz_arg_dev(s, "dst", dst, (int64_t)bytes, 1));
+  ZZ_CHECK(zz_arg_dev(s, "src", src, (int64_t)bytes, 1));
+  return dev->ops->copy(dev, lane, dst, src, bytes);
+}
+
+zz_status zz_device_identity(const zz_device *dev, int *ordinal_out, char *id_out, size_t len) {
+  if (!dev->ops->identity)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s device: not a GPU (no ordinal or GPU id)", dev->ops->name);
+  if (!ordinal_out || !id_out || len < 2)
+    return zz_error(ZZ_ERR_INVALID_ARG, "%s device: identity: no room for the answer", dev->ops->name);
+  return dev->ops->identity(dev, ordinal_out, id_out, len);
+}
+
 /* Shared by upload and download: lane, count, the host dtype, both sides. */
 static zz_status zz_check_convert(zz_site s, zz_op op, zz_lane lane, const void *dev_p, const void *host_p,
                                   zz_dtype host_dt, int64_t n) {
@@ -416,21 +434,28 @@ zz_status zz_device_add_rows(zz_device *dev, void *x, const zz_tensor *table, co
   return dev->ops->add_rows(dev, x, table->shape[1], table->data, table->dtype, ids, n);
 }
 
-zz_status zz_device_layernorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma,
-                              const zz_tensor *beta, float eps, void *y) {
-  zz_site s = {dev, "layernorm"};
+/* A norm over rows: x and y [n, dim] in device memory, gain gamma [dim], eps. */
+static zz_status zz_check_norm(zz_site s, zz_op op, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma,
+                               float eps, const void *y) {
   int64_t nd;
   ZZ_CHECK(zz_arg_pos(s, "n", n));
   ZZ_CHECK(zz_arg_pos(s, "dim", dim));
   ZZ_CHECK(zz_arg_mul(s, "x", n, dim, &nd));
-  ZZ_CHECK(zz_arg_dev(s, "x", x, nd, zz_es(dev)));
-  ZZ_CHECK(zz_arg_dev(s, "y", y, nd, zz_es(dev)));
-  ZZ_CHECK(zz_arg_weight(s, ZZ_OP_LAYERNORM, "gamma", gamma, 1, dim, 0));
+  ZZ_CHECK(zz_arg_dev(s, "x", x, nd, zz_es(s.dev)));
+  ZZ_CHECK(zz_arg_dev(s, "y", y, nd, zz_es(s.dev)));
+  ZZ_CHECK(zz_arg_weight(s, op, "gamma", gamma, 1, dim, 0));
+  if (!(eps >= 0 && isfinite(eps))) return zz_bad(s, "eps = %g, must be finite and >= 0", (double)eps);
+  return ZZ_OK;
+}
+
+zz_status zz_device_layernorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma,
+                              const zz_tensor *beta, float eps, void *y) {
+  zz_site s = {dev, "layernorm"};
+  ZZ_CHECK(zz_check_norm(s, ZZ_OP_LAYERNORM, x, n, dim, gamma, eps, y));
   ZZ_CHECK(zz_arg_weight(s, ZZ_OP_LAYERNORM, "beta", beta, 1, dim, 0));
   if (gamma->dtype != beta->dtype)
     return zz_bad(s, "gamma is %s but beta %s; they must share a dtype", zz_dtype_name(gamma->dtype),
                   zz_dtype_name(beta->dtype));
-  if (!(eps >= 0 && isfinite(eps))) return zz_bad(s, "eps = %g, must be finite and >= 0", (double)eps);
   return dev->ops->layernorm(dev, x, n, dim, gamma->data, beta->data, gamma->dtype, eps, y);
 }
 
@@ -501,30 +526,68 @@ zz_status zz_device_kv_append(zz_device *dev, const void *x, int64_t b, int64_t 
 }
 
 zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, const void *v, int64_t kv_stride,
-                              int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
-                              const int32_t *pad, void *out, void *scratch) {
+                              int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                              int64_t hd, const int32_t *pad, void *out, void *scratch) {
   zz_site s = {dev, "attention"};
-  int64_t h;
+  int64_t h, kvw;
   ZZ_CHECK(zz_arg_op(s, ZZ_OP_ATTENTION));
   ZZ_CHECK(zz_arg_pos(s, "b", b));
   ZZ_CHECK(zz_arg_pos(s, "sq", sq));
   ZZ_CHECK(zz_arg_pos(s, "t", t));
   ZZ_CHECK(zz_arg_pos(s, "heads", heads));
   ZZ_CHECK(zz_arg_pos(s, "hd", hd));
+  ZZ_CHECK(zz_arg_pos(s, "kv_heads", kv_heads));
+  if (heads % kv_heads != 0)
+    return zz_bad(s, "heads = %lld is not a multiple of kv_heads = %lld", (long long)heads, (long long)kv_heads);
   if (q_start < 0) return zz_bad(s, "q_start = %lld, must not be negative", (long long)q_start);
   ZZ_CHECK(zz_arg_mul(s, "q", heads, hd, &h));
+  ZZ_CHECK(zz_arg_mul(s, "k", kv_heads, hd, &kvw));
   ZZ_CHECK(zz_arg_act3(s, "q", q, b, sq, h));
   ZZ_CHECK(zz_arg_act3(s, "out", out, b, sq, h));
-  ZZ_CHECK(zz_check_cache(s, "k", k, b, t, h, kv_stride));
-  ZZ_CHECK(zz_check_cache(s, "v", v, b, t, h, kv_stride));
+  ZZ_CHECK(zz_check_cache(s, "k", k, b, t, kvw, kv_stride));
+  ZZ_CHECK(zz_check_cache(s, "v", v, b, t, kvw, kv_stride));
   ZZ_CHECK(zz_arg_dev(s, "pad", pad, b, sizeof(int32_t)));
   size_t need = dev->ops->attention_scratch(dev, b, sq, t, heads);
   if (need) ZZ_CHECK(zz_arg_dev(s, "scratch", scratch, (int64_t)need, 1));
-  return dev->ops->attention(dev, q, k, v, kv_stride, b, sq, t, q_start, heads, hd, pad, out, scratch);
+  return dev->ops->attention(dev, q, k, v, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad, out, scratch);
 }
 
 size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads) {
   return dev->ops->attention_scratch(dev, b, sq, t, heads);
+}
+
+zz_status zz_device_rmsnorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma, float eps,
+                            void *y) {
+  zz_site s = {dev, "rmsnorm"};
+  ZZ_CHECK(zz_check_norm(s, ZZ_OP_RMSNORM, x, n, dim, gamma, eps, y));
+  return dev->ops->rmsnorm(dev, x, n, dim, gamma->data, gamma->dtype, eps, y);
+}
+
+zz_status zz_device_rope(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
+                         const zz_rope *rope) {
+  zz_site s = {dev, "rope"};
+  int64_t w;
+  ZZ_CHECK(zz_arg_op(s, ZZ_OP_ROPE));
+  ZZ_CHECK(zz_arg_pos(s, "heads", heads));
+  ZZ_CHECK(zz_arg_pos(s, "hd", hd));
+  if (hd % 2) return zz_bad(s, "hd = %lld, must be even", (long long)hd);
+  if (!rope) return zz_bad(s, "rope is NULL");
+  if ((unsigned)rope->type > ZZ_ROPE_LLAMA3) return zz_bad(s, "rope type %d unknown", (int)rope->type);
+  if (!(rope->theta > 0 && isfinite(rope->theta))) return zz_bad(s, "theta = %g, must be positive", (double)rope->theta);
+  ZZ_CHECK(zz_arg_mul(s, "x", heads, hd, &w));
+  ZZ_CHECK(zz_arg_act3(s, "x", x, n, 1, w));
+  ZZ_CHECK(zz_arg_dev(s, "pos", pos, n, sizeof(int32_t)));
+  return dev->ops->rope(dev, x, n, heads, hd, pos, rope);
+}
+
+zz_status zz_device_silu_mul(zz_device *dev, const void *g, const void *u, int64_t n, void *y) {
+  zz_site s = {dev, "silu_mul"};
+  ZZ_CHECK(zz_arg_op(s, ZZ_OP_SILU_MUL));
+  ZZ_CHECK(zz_arg_pos(s, "n", n));
+  ZZ_CHECK(zz_arg_dev(s, "g", g, n, zz_es(dev)));
+  ZZ_CHECK(zz_arg_dev(s, "u", u, n, zz_es(dev)));
+  ZZ_CHECK(zz_arg_dev(s, "y", y, n, zz_es(dev)));
+  return dev->ops->silu_mul(dev, g, u, n, y);
 }
 
 /* ================================================================ caches of any layout */
@@ -574,8 +637,8 @@ zz_status zz_device_kv_append_ex(zz_device *dev, const void *x, int64_t b, int64
 }
 
 zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, const void *v, const zz_kv_layout *l,
-                                 int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
-                                 const int32_t *pad, double keep, void *out, void *scratch) {
+                                 int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                                 int64_t hd, const int32_t *pad, double keep, void *out, void *scratch) {
   zz_site s = {dev, "attention"};
   int64_t h;
   ZZ_CHECK(zz_check_heads(s, b, sq, heads, hd, &h));
@@ -585,12 +648,14 @@ zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, c
   if (hd > ZZ_ATTN_MAX_HEAD_DIM) return zz_bad(s, "hd = %lld is above the %d a head may have", (long long)hd, ZZ_ATTN_MAX_HEAD_DIM);
   ZZ_CHECK(zz_arg_act3(s, "q", q, b, sq, h));
   ZZ_CHECK(zz_arg_act3(s, "out", out, b, sq, h));
-  ZZ_CHECK(zz_check_cache_ex(s, ZZ_OP_ATTENTION, "k", k, l, b, t, heads, hd));
-  ZZ_CHECK(zz_check_cache_ex(s, ZZ_OP_ATTENTION, "v", v, l, b, t, heads, hd));
+  if (kv_heads < 1 || heads % kv_heads)
+    return zz_bad(s, "kv_heads = %lld must be positive and divide heads = %lld", (long long)kv_heads, (long long)heads);
+  ZZ_CHECK(zz_check_cache_ex(s, ZZ_OP_ATTENTION, "k", k, l, b, t, kv_heads, hd));
+  ZZ_CHECK(zz_check_cache_ex(s, ZZ_OP_ATTENTION, "v", v, l, b, t, kv_heads, hd));
   if (keep < 1 && !zz_device_supports(dev, ZZ_OP_ATTENTION_SPARSE, l->dt))
     return zz_bad(s, "top-k sparse attention over a %s cache is not implemented by this device", zz_dtype_name(l->dt));
   ZZ_CHECK(zz_arg_dev(s, "pad", pad, b, sizeof(int32_t)));
   size_t need = dev->ops->attention_scratch(dev, b, sq, t, heads);
   if (need) ZZ_CHECK(zz_arg_dev(s, "scratch", scratch, (int64_t)need, 1));
-  return dev->ops->attention_ex(dev, q, k, v, l, b, sq, t, q_start, heads, hd, pad, keep, out, scratch);
+  return dev->ops->attention_ex(dev, q, k, v, l, b, sq, t, q_start, heads, kv_heads, hd, pad, keep, out, scratch);
 }

@@ -144,9 +144,29 @@ static zz_status zz_cpu_append(zz_device *dev, const void *x, int64_t b, int64_t
 
 static zz_status zz_cpu_attn(zz_device *dev, const void *q, const void *k, const void *v,
                              int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
-                             int64_t heads, int64_t hd, const int32_t *pad, void *out,
+                             int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, void *out,
                              void *scratch) {
-  zz_cpu_attention(dev->pool, q, k, v, kv_stride, b, sq, t, q_start, heads, hd, pad, out, scratch);
+  zz_cpu_attention(dev->pool, q, k, v, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad, out, scratch);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_rms(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma, zz_dtype w_dt,
+                            float eps, void *y) {
+  ZZ_CPU_F32(w_dt);
+  zz_cpu_rmsnorm(dev->pool, x, n, dim, gamma, eps, y);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_rot(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
+                            const zz_rope *rope) {
+  (void)dev;
+  zz_cpu_rope(x, n, heads, hd, pos, rope);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_silu(zz_device *dev, const void *g, const void *u, int64_t n, void *y) {
+  (void)dev;
+  zz_cpu_silu_mul(g, u, n, y);
   return ZZ_OK;
 }
 
@@ -183,10 +203,10 @@ static zz_status zz_cpu_append_ex(zz_device *dev, const void *x, int64_t b, int6
 }
 
 static zz_status zz_cpu_attn_ex(zz_device *dev, const void *q, const void *k, const void *v, const zz_kv_layout *l,
-                                int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
-                                const int32_t *pad, double keep, void *out, void *scratch) {
+                                int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                                int64_t hd, const int32_t *pad, double keep, void *out, void *scratch) {
   zz_attn_args a = {.q = q, .k = k, .v = v, .kv_dt = l->dt, .kv_q = l->q, .seq_bytes = l->seq_bytes, .b = b,
-                    .sq = sq, .t = t, .q_start = q_start, .heads = heads, .hd = hd, .pad = pad, .keep = keep,
+                    .sq = sq, .t = t, .q_start = q_start, .heads = heads, .kv_heads = kv_heads, .hd = hd, .pad = pad, .keep = keep,
                     .out = out, .scratch = scratch};
   zz_cpu_attention_ex(dev->pool, &a);
   return ZZ_OK;
@@ -216,6 +236,7 @@ static const zz_device_ops zz_cpu_ops = {
     .host_free = zz_cpu_host_free,
     .write = zz_cpu_write,
     .read = zz_cpu_write, /* both directions are a memcpy */
+    .copy = zz_cpu_write, /* and within the device's arena too */
     .upload = zz_cpu_upload,
     .download = zz_cpu_download,
     .sync = zz_cpu_sync,
@@ -228,6 +249,9 @@ static const zz_device_ops zz_cpu_ops = {
     .kv_append = zz_cpu_append,
     .attention = zz_cpu_attn,
     .attention_scratch = zz_cpu_attn_scratch,
+    .rmsnorm = zz_cpu_rms,
+    .rope = zz_cpu_rot,
+    .silu_mul = zz_cpu_silu,
     .linear_q = zz_cpu_lin_q,
     .rows_q = zz_cpu_rows_q,
     .kv_append_ex = zz_cpu_append_ex,

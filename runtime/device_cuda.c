@@ -268,25 +268,46 @@ static zz_status zz_cuda_staging(zz_device *dev, zz_lane lane, size_t bytes, voi
 
 /* ================================================================ copies */
 
-static zz_status zz_cuda_write(zz_device *dev, zz_lane lane, void *dst, const void *src,
-                               size_t bytes) {
+/* A raw copy of `kind` on the lane's stream; `what` names it in errors. */
+static zz_status zz_cuda_bytes(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                               size_t bytes, enum cudaMemcpyKind kind, const char *what) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_lane(d, lane, &s));
   if (bytes == 0) return ZZ_OK;
-  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s),
-             "write %zu bytes on lane %d", bytes, (int)lane);
+  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, kind, s), "%s %zu bytes on lane %d", what, bytes,
+             (int)lane);
   return ZZ_OK;
+}
+
+static zz_status zz_cuda_write(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                               size_t bytes) {
+  return zz_cuda_bytes(dev, lane, dst, src, bytes, cudaMemcpyHostToDevice, "write");
 }
 
 static zz_status zz_cuda_read(zz_device *dev, zz_lane lane, void *dst, const void *src,
                               size_t bytes) {
-  zz_cuda_dev *d = zz_cuda_impl(dev);
-  cudaStream_t s = NULL;
-  ZZ_CHECK(zz_cuda_lane(d, lane, &s));
-  if (bytes == 0) return ZZ_OK;
-  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s),
-             "read %zu bytes on lane %d", bytes, (int)lane);
+  return zz_cuda_bytes(dev, lane, dst, src, bytes, cudaMemcpyDeviceToHost, "read");
+}
+
+static zz_status zz_cuda_copy(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                              size_t bytes) {
+  return zz_cuda_bytes(dev, lane, dst, src, bytes, cudaMemcpyDeviceToDevice, "copy on the device");
+}
+
+/* "GPU-<uuid> at PCI <bus id>": the UUID names the physical GPU whatever
+ * CUDA_VISIBLE_DEVICES renumbered, the bus id is what an operator sees. */
+static zz_status zz_cuda_identity(const zz_device *dev, int *ordinal_out, char *id_out, size_t len) {
+  const zz_cuda_dev *d = (const zz_cuda_dev *)dev->impl;
+  struct cudaDeviceProp prop;
+  ZZ_CUDA_OK(d, cudaGetDeviceProperties(&prop, d->ordinal), "cudaGetDeviceProperties");
+  char bus[32] = "?";
+  ZZ_CUDA_OK(d, cudaDeviceGetPCIBusId(bus, (int)sizeof bus, d->ordinal), "cudaDeviceGetPCIBusId");
+  const unsigned char *u = (const unsigned char *)prop.uuid.bytes;
+  snprintf(id_out, len,
+           "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x at PCI %s", u[0], u[1],
+           u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15], bus);
+  *ordinal_out = d->ordinal;
   return ZZ_OK;
 }
 
@@ -437,16 +458,44 @@ static zz_status zz_cuda_append(zz_device *dev, const void *x, int64_t b, int64_
 
 static zz_status zz_cuda_attn(zz_device *dev, const void *q, const void *k, const void *v,
                               int64_t kv_stride, int64_t b, int64_t sq, int64_t t,
-                              int64_t q_start, int64_t heads, int64_t hd, const int32_t *pad,
+                              int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad,
                               void *out, void *scratch) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
   ZZ_CUDA_OK(d,
-             zz_cuda_attention(d->blas, q, k, v, kv_stride, b, sq, t, q_start, heads, hd, pad,
+             zz_cuda_attention(d->blas, q, k, v, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad,
                                out, scratch, s),
-             "attention b=%lld sq=%lld t=%lld q_start=%lld heads=%lld hd=%lld", (long long)b,
-             (long long)sq, (long long)t, (long long)q_start, (long long)heads, (long long)hd);
+             "attention b=%lld sq=%lld t=%lld q_start=%lld heads=%lld kv_heads=%lld hd=%lld", (long long)b,
+             (long long)sq, (long long)t, (long long)q_start, (long long)heads, (long long)kv_heads, (long long)hd);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_rms(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma,
+                             zz_dtype w_dt, float eps, void *y) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  ZZ_CUDA_F16(w_dt);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_rmsnorm(x, n, dim, gamma, eps, y, s), "rmsnorm [%lld, %lld]", (long long)n, (long long)dim);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_rot(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
+                             const zz_rope *rope) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_rope(x, n, heads, hd, pos, rope, s), "rope [%lld, %lld x %lld]", (long long)n,
+             (long long)heads, (long long)hd);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_silu(zz_device *dev, const void *g, const void *u, int64_t n, void *y) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_silu_mul(g, u, n, y, s), "silu_mul [%lld]", (long long)n);
   return ZZ_OK;
 }
 
@@ -454,7 +503,7 @@ static size_t zz_cuda_attn_scratch(const zz_device *dev, int64_t b, int64_t sq, 
                                    int64_t heads) {
   (void)dev;
   /* the larger of the cuBLAS attention's and the Q4 / top-k kernel's */
-  size_t a = zz_cuda_attention_scratch(b, sq, t, heads), x = zz_cuda_attention_ex_scratch(b, sq, t, heads);
+  size_t a = zz_attention_scores_bytes(b, sq, t, heads), x = zz_cuda_attention_ex_scratch(b, sq, t, heads);
   return a > x ? a : x;
 }
 
@@ -498,17 +547,17 @@ static zz_status zz_cuda_append_ex(zz_device *dev, const void *x, int64_t b, int
 }
 
 static zz_status zz_cuda_attn_ex(zz_device *dev, const void *q, const void *k, const void *v, const zz_kv_layout *l,
-                                 int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
-                                 const int32_t *pad, double keep, void *out, void *scratch) {
+                                 int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                                 int64_t hd, const int32_t *pad, double keep, void *out, void *scratch) {
   /* a dense f16 cache keeps the cuBLAS path; Q4 and top-k take quant.cu's kernel */
   if (l->dt != ZZ_DTYPE_Q4 && keep >= 1)
-    return zz_cuda_attn(dev, q, k, v, l->seq_bytes / 2, b, sq, t, q_start, heads, hd, pad, out, scratch);
+    return zz_cuda_attn(dev, q, k, v, l->seq_bytes / 2, b, sq, t, q_start, heads, kv_heads, hd, pad, out, scratch);
   zz_cuda_dev *d = zz_cuda_impl(dev);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
   ZZ_CUDA_OK(d,
-             zz_cuda_attention_ex(q, k, v, l->dt == ZZ_DTYPE_Q4, l->q, l->seq_bytes, b, sq, t, q_start, heads, hd, pad,
-                                  keep, out, scratch, s),
+             zz_cuda_attention_ex(q, k, v, l->dt == ZZ_DTYPE_Q4, l->q, l->seq_bytes, b, sq, t, q_start, heads, kv_heads,
+                                  hd, pad, keep, out, scratch, s),
              "attention (%s cache, keep %g) b=%lld sq=%lld t=%lld heads=%lld hd=%lld", zz_dtype_name(l->dt), keep,
              (long long)b, (long long)sq, (long long)t, (long long)heads, (long long)hd);
   return ZZ_OK;
@@ -556,6 +605,8 @@ static const zz_device_ops zz_cuda_ops = {
     .host_free = zz_cuda_host_free,
     .write = zz_cuda_write,
     .read = zz_cuda_read,
+    .copy = zz_cuda_copy,
+    .identity = zz_cuda_identity,
     .upload = zz_cuda_upload,
     .download = zz_cuda_download,
     .sync = zz_cuda_sync,
@@ -568,6 +619,9 @@ static const zz_device_ops zz_cuda_ops = {
     .kv_append = zz_cuda_append,
     .attention = zz_cuda_attn,
     .attention_scratch = zz_cuda_attn_scratch,
+    .rmsnorm = zz_cuda_rms,
+    .rope = zz_cuda_rot,
+    .silu_mul = zz_cuda_silu,
     .linear_q = zz_cuda_lin_q,
     .rows_q = zz_cuda_rows_qv,
     .kv_append_ex = zz_cuda_append_ex,

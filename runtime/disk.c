@@ -100,3 +100,33 @@ zz_status zz_disk_write(zz_disk *d, const void *buf, size_t len, size_t off) {
   __atomic_add_fetch(&d->write_bytes, len, __ATOMIC_RELAXED);
   return ZZ_OK;
 }
+
+zz_status zz_disk_measure(const char *dir, size_t bytes, size_t chunk, double *read_bw, double *write_bw) {
+  chunk = zz_align_up(chunk ? chunk : ((size_t)8 << 20), ZZ_DISK_ALIGN);
+  bytes = zz_align_up(bytes < chunk ? chunk : bytes, chunk);
+  void *buf = NULL;
+  if (posix_memalign(&buf, ZZ_DISK_ALIGN, chunk) != 0) return zz_error(ZZ_ERR_NO_MEMORY, "disk measure: out of memory");
+  memset(buf, 0x5a, chunk);
+  zz_disk d;
+  zz_status st = zz_disk_open(dir, bytes, &d);
+  if (st != ZZ_OK) {
+    free(buf);
+    return st;
+  }
+  /* write it all and make it durable (what a store costs), then read it back:
+   * with O_DIRECT (or DONTNEED) the reads come from the disk, not the page cache */
+  double t0 = zz_now();
+  for (size_t off = 0; st == ZZ_OK && off < bytes; off += chunk) st = zz_disk_write(&d, buf, chunk, off);
+  if (st == ZZ_OK && fdatasync(d.fd) != 0) st = zz_error(ZZ_ERR_IO, "disk measure: fdatasync: %s", strerror(errno));
+  double tw = zz_now() - t0;
+  if (st == ZZ_OK && !d.direct) posix_fadvise(d.fd, 0, (off_t)bytes, POSIX_FADV_DONTNEED);
+  t0 = zz_now();
+  for (size_t off = 0; st == ZZ_OK && off < bytes; off += chunk) st = zz_disk_read(&d, buf, chunk, off);
+  double tr = zz_now() - t0;
+  zz_disk_close(&d);
+  free(buf);
+  if (st != ZZ_OK) return st;
+  *write_bw = (double)bytes / (tw > 1e-9 ? tw : 1e-9);
+  *read_bw = (double)bytes / (tr > 1e-9 ? tr : 1e-9);
+  return ZZ_OK;
+}

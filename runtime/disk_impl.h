@@ -21,7 +21,5 @@ void zz_disk_close(zz_disk *d);
 /* Whole transfers; with O_DIRECT, buf, len and off must be multiples of ZZ_DISK_ALIGN. */
 zz_status zz_disk_read(zz_disk *d, void *buf, size_t len, size_t off);
 zz_status zz_disk_write(zz_disk *d, const void *buf, size_t len, size_t off);
-/* Free bytes under dir. */
-size_t zz_disk_free_bytes(const char *dir);
 
 #endif

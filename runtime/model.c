@@ -9,9 +9,19 @@
 #include "arch_impl.h"
 
 /* The registry: one line per architecture. */
-static const zz_arch *const zz_archs[] = {&zz_arch_opt, NULL};
+static const zz_arch *const zz_archs[] = {&zz_arch_opt, &zz_arch_llama, NULL};
 
 const zz_arch *const *zz_arch_all(void) { return zz_archs; }
+
+void zz_arch_spec(zz_weight_spec *w, bool present, int ndim, int64_t d0, int64_t d1, const char *fmt, int index) {
+  memset(w, 0, sizeof *w);
+  if (!present) return;
+  snprintf(w->name, sizeof w->name, fmt, index);
+  w->ndim = ndim;
+  w->init = ndim == 2 ? ZZ_INIT_MATRIX : ZZ_INIT_BIAS;
+  w->shape[0] = d0;
+  w->shape[1] = d1;
+}
 
 zz_status zz_model_init(const zz_config *cfg, zz_model *out) {
   const zz_arch *arch = NULL;

@@ -171,7 +171,7 @@ static zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const vo
   }
   zz_attn_args args = {.q = e->ca[0], .k = a->k, .v = a->v, .kv_dt = kv_dt, .kv_q = a->kv.q,
                        .seq_bytes = a->kv.seq_bytes, .b = a->cnt, .sq = 1, .t = a->pos + 1, .q_start = a->pos,
-                       .heads = c->n_heads, .hd = c->head_dim, .pad = a->pad, .keep = a->keep, .out = e->ca[3],
+                       .heads = c->n_heads, .kv_heads = c->n_kv_heads, .hd = c->head_dim, .pad = a->pad, .keep = a->keep, .out = e->ca[3],
                        .scratch = e->ca[4]};
   if (c->head_dim > ZZ_ATTN_MAX_HEAD_DIM)
     return zz_error(ZZ_ERR_UNSUPPORTED, "CPU attention: head dim %lld is above %d", (long long)c->head_dim,
@@ -301,7 +301,9 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
   if (jl == 0 && e->l0 > 0) {
     size_t off, bytes;
     zz_caller_rows(r, k, &off, &bytes);
-    ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, hidden, (const char *)r->io->hidden_in + off, bytes));
+    const char *src = (const char *)r->io->hidden_in + off;
+    if (r->io->hidden_on_device) ZZ_CHECK(zz_device_copy(dev, ZZ_LANE_COMPUTE, hidden, src, bytes));
+    else ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, hidden, src, bytes));
   }
   const zz_tensor *wt = &e->w.dev[jl * ZZ_MAXW];
   zz_batch_idx *b = &r->g->idx[k];
@@ -320,8 +322,6 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
     st.v = r->g->v_home[ci].data;
   } else if (ci >= 0 && zz_on_host_path(r, ct)) {
     bool on_cpu = ct == ZZ_TIER_CPU;
-    if (m->cfg.n_kv_heads != m->cfg.n_heads)
-      return zz_error(ZZ_ERR_UNSUPPORTED, "CPU attention with grouped-query attention is not built yet");
     actx = (zz_attend_ctx){
         .e = e, .k = on_cpu ? r->g->k_home[ci].data : e->kv_stage[slot][0],
         .v = on_cpu ? r->g->v_home[ci].data : e->kv_stage[slot][1],
@@ -373,7 +373,9 @@ static zz_status zz_store_hidden(zz_run *r, int64_t q, uint64_t *ticket) {
   if (e->l1 == e->m->n_layers) return ZZ_OK; /* logits, not a hidden state */
   size_t off, bytes;
   zz_caller_rows(r, k, &off, &bytes);
-  ZZ_CHECK(zz_device_read(e->dev, ZZ_LANE_COMPUTE, (char *)r->io->hidden_out + off, zz_hidden_ptr(r, k, slot), bytes));
+  char *dst = (char *)r->io->hidden_out + off;
+  if (r->io->hidden_on_device) ZZ_CHECK(zz_device_copy(e->dev, ZZ_LANE_COMPUTE, dst, zz_hidden_ptr(r, k, slot), bytes));
+  else ZZ_CHECK(zz_device_read(e->dev, ZZ_LANE_COMPUTE, dst, zz_hidden_ptr(r, k, slot), bytes));
   return zz_device_sync(e->dev, ZZ_LANE_COMPUTE);
 }
 

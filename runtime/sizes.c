@@ -71,6 +71,11 @@ size_t zz_hidden_bytes(int64_t hidden, zz_dtype dt, int64_t n, int64_t sq) {
   return zz_dtype_nbytes(dt, n * sq * hidden);
 }
 
+size_t zz_attention_scores_bytes(int64_t b, int64_t sq, int64_t t, int64_t heads) {
+  if (sq <= 1 || b <= 0 || t <= 0 || heads <= 0) return 0;
+  return (size_t)b * (size_t)heads * (size_t)sq * (size_t)t * sizeof(float);
+}
+
 size_t zz_index_layout(int64_t gbs, int64_t s, size_t off_out[4]) {
   const size_t n[4] = {(size_t)(gbs * s), (size_t)(gbs * s), (size_t)gbs, (size_t)gbs};
   size_t off = 0;

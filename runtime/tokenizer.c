@@ -1,7 +1,10 @@
 /*
- * tokenizer.c — GPT-2 byte-level BPE, computing what Hugging Face's
- * GPT2Tokenizer / GPT2TokenizerFast compute (add_prefix_space=False, no special
- * tokens added).
+ * tokenizer.c — byte-pair encoding as Hugging Face computes it, from either
+ * vocab.json + merges.txt (GPT-2's byte-level BPE: GPT2Tokenizer /
+ * GPT2TokenizerFast, add_prefix_space=False, no special tokens added) or
+ * tokenizer.json (the tokenizers library's BPE model with its added tokens,
+ * normalizer, pre-tokenizer and decoder; read by tokenizer_json.c, encoded here).
+ * A directory with tokenizer.json is read from it, as AutoTokenizer does.
  *
  * encode: check the UTF-8 → cut it into pre-tokens with the GPT-2 pattern
  * (matched by hand below) → each pre-token's bytes become one-byte symbols →
@@ -13,8 +16,16 @@
  * those code points. Internally tokens are ids and text stays raw bytes; the
  * mapping is only needed to look the single bytes up and to decode.
  *
- * Two differences from Hugging Face, both on purpose:
- *  - Text that spells a special token ("</s>") is encoded as text. Hugging Face
+ * tokenizer.json encode: the text is cut at its added tokens (longest first at the
+ * leftmost place, special or not, as the tokenizers library does); each piece
+ * between them is normalized (Prepend, Replace), pre-tokenized (the GPT-2 or the
+ * LLaMA-3 pattern, ByteLevel's byte mapping, Metaspace) into words, and each word
+ * becomes symbols (its characters; unknown ones as <0xNN> byte tokens with
+ * byte_fallback, else <unk>) that the merges join.
+ *
+ * Differences from Hugging Face, on purpose:
+ *  - vocab.json kind: text that spells a special token ("</s>") is encoded as
+ *    text. Hugging Face
  *    turns it into the special id when tokenizer_config.json registers it; we
  *    read no such file, and a prompt should not be able to inject an EOS.
  *  - decode returns the raw bytes, where Hugging Face replaces bytes that are not
@@ -28,8 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenizer_impl.h"
 #include "unicode_impl.h"
-#include "zz_runtime.h"
 
 /* ================================================================ byte mapping */
 
@@ -62,7 +73,7 @@ static size_t zz_utf8_put_small(uint32_t cp, char *out) {
 /* Length of the well-formed UTF-8 sequence at s[0..avail) (RFC 3629: no overlong
  * forms, no surrogates, nothing above U+10FFFF), its code point in *cp; 0 when
  * the bytes there are not one. */
-static size_t zz_utf8_next(const uint8_t *s, size_t avail, uint32_t *cp) {
+size_t zz_utf8_next(const uint8_t *s, size_t avail, uint32_t *cp) {
   uint8_t b0 = s[0];
   if (b0 < 0x80) {
     *cp = b0;
@@ -101,6 +112,8 @@ static uint64_t zz_hash_bytes(uint64_t h, const char *s, size_t n) {
 }
 #define ZZ_HASH_SEED 0xCBF29CE484222325ull
 
+uint64_t zz_tok_hash(const char *s, size_t n) { return zz_hash_bytes(ZZ_HASH_SEED, s, n); }
+
 /* Ids and id pairs are dense small integers; mix them so that linear probing does
  * not meet long runs. */
 static uint64_t zz_hash_u64(uint64_t x) {
@@ -118,17 +131,8 @@ static size_t zz_table_cap(size_t n) {
   return cap;
 }
 
-/* Open addressing, uint64 key → two int32 values. Keys are ids or id pairs, which
- * are below 2^63, so all ones marks an empty slot. */
+/* Keys are ids or id pairs, which are below 2^63, so all ones marks an empty slot. */
 #define ZZ_U64_EMPTY UINT64_MAX
-typedef struct zz_u64_slot {
-  uint64_t key;
-  int32_t a, b;
-} zz_u64_slot;
-typedef struct zz_u64_map {
-  zz_u64_slot *slots; /* [mask + 1] */
-  size_t mask;
-} zz_u64_map;
 
 static bool zz_u64_map_init(zz_u64_map *m, size_t n) {
   size_t cap = zz_table_cap(n);
@@ -157,28 +161,7 @@ static uint64_t zz_pair_key(int32_t left, int32_t right) {
 
 /* ================================================================ the tokenizer */
 
-typedef struct zz_tok_entry {
-  const char *text;   /* the vocab.json key (byte-mapped UTF-8), NUL terminated, in pool */
-  const char *bytes;  /* what the token decodes to, in pool */
-  uint32_t text_len;  /* bytes of text */
-  uint32_t bytes_len; /* bytes of bytes */
-  int32_t id;
-  uint64_t hash; /* of text */
-} zz_tok_entry;
-
-struct zz_tokenizer {
-  zz_tok_entry *entries; /* [n_entries], in vocab.json order */
-  int64_t n_entries;
-  char *pool;            /* every entry's text and bytes */
-  uint32_t *by_text;     /* [text_mask + 1] open addressing: entry index + 1, 0 empty */
-  size_t text_mask;
-  zz_u64_map by_id;      /* id → (entry index, -) */
-  zz_u64_map merges;     /* (left id, right id) → (rank, merged id) */
-  int32_t byte_id[256];  /* id of the one-byte token of each byte */
-  int64_t vocab_size;    /* largest id + 1 */
-};
-
-/* The entry whose text is a followed by b, or NULL; two parts so merges.txt lines
+/* The model's entry whose text is a followed by b, or NULL; two parts so merges
  * can be looked up without joining them. */
 static const zz_tok_entry *zz_tok_find2(const zz_tokenizer *tok, const char *a, size_t a_len,
                                         const char *b, size_t b_len) {
@@ -192,21 +175,259 @@ static const zz_tok_entry *zz_tok_find2(const zz_tokenizer *tok, const char *a, 
   return NULL;
 }
 
-static const zz_tok_entry *zz_tok_find(const zz_tokenizer *tok, const char *s, size_t len) {
+const zz_tok_entry *zz_tok_find(const zz_tokenizer *tok, const char *s, size_t len) {
   return zz_tok_find2(tok, s, len, "", 0);
+}
+
+const zz_tok_entry *zz_tok_by_id(const zz_tokenizer *tok, int32_t id) {
+  if (id < 0) return NULL;
+  const zz_u64_slot *s = zz_u64_map_find(&tok->by_id, (uint64_t)id);
+  return s ? &tok->entries[s->a] : NULL;
 }
 
 void zz_tokenizer_free(zz_tokenizer *tok) {
   if (!tok) return;
   free(tok->entries);
   free(tok->pool);
+  free(tok->bytes_pool);
   free(tok->by_text);
   free(tok->by_id.slots);
   free(tok->merges.slots);
+  for (int i = 0; i < tok->n_added; i++) free(tok->added[i].text);
+  free(tok->added);
+  for (int i = 0; i < tok->n_norm; i++) {
+    free(tok->norm[i].from);
+    free(tok->norm[i].to);
+  }
+  for (int i = 0; i < tok->n_dec_rep; i++) {
+    free(tok->dec_rep[i].from);
+    free(tok->dec_rep[i].to);
+  }
   free(tok);
 }
 
 int64_t zz_tokenizer_vocab_size(const zz_tokenizer *tok) { return tok ? tok->vocab_size : 0; }
+
+bool zz_tokenizer_specials(const zz_tokenizer *tok, int32_t *bos_out, int32_t *eos_out) {
+  bool known = tok && tok->json;
+  if (bos_out) *bos_out = known ? tok->bos_id : -1;
+  if (eos_out) *eos_out = known ? tok->eos_id : -1;
+  return known;
+}
+
+/* ================================================================ filling the tables */
+
+zz_status zz_tok_vocab_alloc(zz_tokenizer *tok, size_t n, size_t pool_bytes, const char *path) {
+  if (n == 0 || n > (size_t)INT32_MAX)
+    return zz_error(ZZ_ERR_FORMAT, "%s: %s", path, n ? "too many tokens" : "no tokens");
+  tok->entries = calloc(n, sizeof *tok->entries);
+  tok->pool = malloc(pool_bytes ? pool_bytes : 1);
+  tok->text_mask = zz_table_cap(n) - 1;
+  tok->by_text = calloc(tok->text_mask + 1, sizeof *tok->by_text);
+  if (!tok->entries || !tok->pool || !tok->by_text || !zz_u64_map_init(&tok->by_id, n))
+    return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory for %zu tokens", path, n);
+  tok->vocab_size = 0;
+  return ZZ_OK;
+}
+
+zz_status zz_tok_vocab_add(zz_tokenizer *tok, const char *text, size_t len, int64_t id, bool in_model,
+                           const char *path) {
+  if (id < 0 || id > INT32_MAX)
+    return zz_error(ZZ_ERR_FORMAT, "%s: token \"%.80s\": the id must be an integer in [0, 2^31)", path,
+                    text);
+  if (len > UINT32_MAX / 4) return zz_error(ZZ_ERR_FORMAT, "%s: a token of %zu bytes", path, len);
+  /* the pool holds the texts back to back; the caller sized it */
+  char *p = tok->n_entries ? (char *)tok->entries[tok->n_entries - 1].text +
+                                 tok->entries[tok->n_entries - 1].text_len + 1
+                           : tok->pool;
+  zz_tok_entry *e = &tok->entries[tok->n_entries];
+  e->id = (int32_t)id;
+  e->text_len = (uint32_t)len;
+  memcpy(p, text, len);
+  p[len] = '\0';
+  e->text = p;
+  e->hash = zz_hash_bytes(ZZ_HASH_SEED, e->text, e->text_len);
+
+  zz_u64_slot *s = zz_u64_map_slot(&tok->by_id, (uint64_t)e->id);
+  if (s->key != ZZ_U64_EMPTY)
+    return zz_error(ZZ_ERR_FORMAT, "%s: tokens \"%.80s\" and \"%.80s\" both have id %d", path,
+                    tok->entries[s->a].text, e->text, (int)e->id);
+  if (in_model) {
+    if (zz_tok_find(tok, text, len))
+      return zz_error(ZZ_ERR_FORMAT, "%s: token \"%.80s\" is in the vocabulary twice", path, text);
+    size_t i = (size_t)e->hash & tok->text_mask;
+    while (tok->by_text[i]) i = (i + 1) & tok->text_mask;
+    tok->by_text[i] = (uint32_t)tok->n_entries + 1;
+    tok->n_model = tok->n_entries + 1;
+  }
+  s->key = (uint64_t)e->id;
+  s->a = (int32_t)tok->n_entries;
+  s->b = 0;
+  if (e->id >= tok->vocab_size) tok->vocab_size = (int64_t)e->id + 1;
+  tok->n_entries++;
+  return ZZ_OK;
+}
+
+zz_status zz_tok_merges_alloc(zz_tokenizer *tok, size_t n, const char *path) {
+  if (!zz_u64_map_init(&tok->merges, n))
+    return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory for %zu merges", path, n);
+  return ZZ_OK;
+}
+
+/* Quotes at most 80 bytes in a message. */
+#define ZZ_CLIP(n) ((int)((n) < 80 ? (n) : 80))
+
+zz_status zz_tok_merge_add(zz_tokenizer *tok, const char *a, size_t a_len, const char *b,
+                           size_t b_len, const char *where) {
+  const zz_tok_entry *ea = zz_tok_find(tok, a, a_len);
+  const zz_tok_entry *eb = zz_tok_find(tok, b, b_len);
+  const zz_tok_entry *ab = zz_tok_find2(tok, a, a_len, b, b_len);
+  if (!ea || !eb) {
+    const char *part = !ea ? a : b;
+    size_t part_len = !ea ? a_len : b_len;
+    return zz_error(ZZ_ERR_FORMAT, "%s: merge \"%.*s %.*s\": token \"%.*s\" is not in the vocabulary",
+                    where, ZZ_CLIP(a_len), a, ZZ_CLIP(b_len), b, ZZ_CLIP(part_len), part);
+  }
+  if (!ab)
+    return zz_error(ZZ_ERR_FORMAT,
+                    "%s: merge \"%.*s %.*s\": the merged token \"%.*s%.*s\" is not in the vocabulary",
+                    where, ZZ_CLIP(a_len), a, ZZ_CLIP(b_len), b, ZZ_CLIP(a_len), a, ZZ_CLIP(b_len), b);
+  if (tok->n_merges == INT32_MAX) return zz_error(ZZ_ERR_FORMAT, "%s: too many merges", where);
+  /* A pair listed twice keeps its later rank, as both Hugging Face tokenizers do. */
+  zz_u64_slot *s = zz_u64_map_slot(&tok->merges, zz_pair_key(ea->id, eb->id));
+  s->key = zz_pair_key(ea->id, eb->id);
+  s->a = tok->n_merges++;
+  s->b = ab->id;
+  return ZZ_OK;
+}
+
+size_t zz_tok_replace_size(const zz_tok_replace *r, const char *s, size_t len) {
+  if (!r->from) return len ? r->to_len + len : 0;
+  size_t n = 0;
+  for (size_t i = 0; i < len;) {
+    if (len - i >= r->from_len && memcmp(s + i, r->from, r->from_len) == 0) {
+      n += r->to_len;
+      i += r->from_len;
+    } else {
+      n++;
+      i++;
+    }
+  }
+  return n;
+}
+
+size_t zz_tok_replace_apply(const zz_tok_replace *r, const char *s, size_t len, char *out) {
+  if (!r->from) { /* Prepend: only to a non-empty text */
+    if (!len) return 0;
+    memcpy(out, r->to, r->to_len);
+    memmove(out + r->to_len, s, len);
+    return r->to_len + len;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < len;) {
+    if (len - i >= r->from_len && memcmp(s + i, r->from, r->from_len) == 0) {
+      memcpy(out + n, r->to, r->to_len);
+      n += r->to_len;
+      i += r->from_len;
+    } else {
+      out[n++] = s[i++];
+    }
+  }
+  return n;
+}
+
+/* The byte a ByteFallback decoder makes of "<0xNN>" (either case of hex), or -1. */
+static int zz_tok_fallback_byte(const char *s, size_t len) {
+  if (len != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>') return -1;
+  int v = 0;
+  for (int k = 3; k < 5; k++) {
+    char c = s[k];
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+/* What the decoder makes of text (one token, not the first), in out (room for
+ * zz_tok_decoded_room bytes); returns its length. */
+static size_t zz_tok_decoded_room(const zz_tokenizer *tok, const char *text, size_t len) {
+  (void)text;
+  size_t room = len; /* each Replace makes at most to_len bytes of each byte */
+  for (int i = 0; i < tok->n_dec_rep; i++) room *= tok->dec_rep[i].to_len > 1 ? tok->dec_rep[i].to_len : 1;
+  return room + 1;
+}
+
+static size_t zz_tok_decoded(const zz_tokenizer *tok, const int16_t *byte_of_cp, const char *text,
+                             size_t len, char *out) {
+  switch (tok->decoder) {
+  case ZZ_DEC_BYTE_LEVEL: {
+    /* code points mapped back to bytes; a token with a code point outside the
+     * mapping (an added token written as plain text) decodes to its own UTF-8, as
+     * the fast tokenizer's ByteLevel decoder does */
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+      uint32_t cp = 0;
+      size_t k = zz_utf8_next((const uint8_t *)text + i, len - i, &cp);
+      if (k == 0 || cp > ZZ_BYTE_CP_MAX || byte_of_cp[cp] < 0) {
+        memcpy(out, text, len);
+        return len;
+      }
+      out[n++] = (char)byte_of_cp[cp];
+      i += k;
+    }
+    return n;
+  }
+  case ZZ_DEC_METASPACE: {
+    zz_tok_replace r = {(char *)tok->meta_rep, " ", tok->meta_rep_len, 1};
+    return zz_tok_replace_apply(&r, text, len, out);
+  }
+  case ZZ_DEC_PIECES:
+    break;
+  }
+  memcpy(out, text, len);
+  size_t n = len;
+  for (int i = 0; i < tok->n_dec_rep; i++) {
+    /* out holds the text so far; replace from a copy */
+    char *copy = malloc(n + 1);
+    if (!copy) return SIZE_MAX;
+    memcpy(copy, out, n);
+    n = zz_tok_replace_apply(&tok->dec_rep[i], copy, n, out);
+    free(copy);
+  }
+  if (tok->dec_byte_fallback) {
+    int b = zz_tok_fallback_byte(out, n);
+    if (b >= 0) {
+      out[0] = (char)b;
+      n = 1;
+    }
+  }
+  return n;
+}
+
+zz_status zz_tok_finish(zz_tokenizer *tok, const char *path) {
+  uint32_t cp_of_byte[256];
+  int16_t byte_of_cp[ZZ_BYTE_CP_MAX + 1];
+  zz_byte_map(cp_of_byte, byte_of_cp);
+  size_t total = 0;
+  for (int64_t i = 0; i < tok->n_entries; i++)
+    total += zz_tok_decoded_room(tok, tok->entries[i].text, tok->entries[i].text_len);
+  free(tok->bytes_pool);
+  tok->bytes_pool = malloc(total ? total : 1);
+  if (!tok->bytes_pool) return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory for decoded tokens", path);
+  char *p = tok->bytes_pool;
+  for (int64_t i = 0; i < tok->n_entries; i++) {
+    zz_tok_entry *e = &tok->entries[i];
+    size_t n = zz_tok_decoded(tok, byte_of_cp, e->text, e->text_len, p);
+    if (n == SIZE_MAX) return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory for decoded tokens", path);
+    p[n] = '\0';
+    e->bytes = p;
+    e->bytes_len = (uint32_t)n;
+    p += n + 1;
+  }
+  return ZZ_OK;
+}
 
 /* ================================================================ loading */
 
@@ -215,25 +436,6 @@ static char *zz_path_join(const char *dir, const char *name) {
   char *p = malloc(n);
   if (p) snprintf(p, n, "%s/%s", dir, name);
   return p;
-}
-
-/* What a token decodes to: its code points mapped back to bytes. A token with a
- * code point outside the mapping (an added token written as plain text) decodes
- * to its own UTF-8, as the fast tokenizer's ByteLevel decoder does. */
-static uint32_t zz_tok_decode_text(const char *text, uint32_t len, const int16_t *byte_of_cp,
-                                   char *out) {
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < len;) {
-    uint32_t cp = 0;
-    size_t k = zz_utf8_next((const uint8_t *)text + i, len - i, &cp);
-    if (k == 0 || cp > ZZ_BYTE_CP_MAX || byte_of_cp[cp] < 0) {
-      memcpy(out, text, len);
-      return len;
-    }
-    out[n++] = (char)byte_of_cp[cp];
-    i += (uint32_t)k;
-  }
-  return n;
 }
 
 static zz_status zz_tok_load_vocab(zz_tokenizer *tok, const char *path) {
@@ -249,75 +451,24 @@ static zz_status zz_tok_load_vocab(zz_tokenizer *tok, const char *path) {
     st = zz_error(ZZ_ERR_FORMAT, "%s: expected a JSON object mapping tokens to ids", path);
     goto done;
   }
-  size_t n = json_object_size(root);
-  if (n == 0 || n > (size_t)INT32_MAX) {
-    st = zz_error(ZZ_ERR_FORMAT, "%s: %s", path, n ? "too many tokens" : "no tokens");
-    goto done;
-  }
   size_t pool_bytes = 0;
   const char *key;
   json_t *val;
+  json_object_foreach(root, key, val) pool_bytes += strlen(key) + 1;
+  ZZ_CHECK_GOTO(zz_tok_vocab_alloc(tok, json_object_size(root), pool_bytes, path), st, done);
   json_object_foreach(root, key, val) {
-    size_t len = strlen(key);
-    if (len > UINT32_MAX / 2) {
-      st = zz_error(ZZ_ERR_FORMAT, "%s: a token of %zu bytes", path, len);
+    if (!json_is_integer(val)) {
+      st = zz_error(ZZ_ERR_FORMAT, "%s: token \"%.80s\": the id must be an integer in [0, 2^31)", path, key);
       goto done;
     }
-    pool_bytes += 2 * (len + 1);
+    ZZ_CHECK_GOTO(zz_tok_vocab_add(tok, key, strlen(key), json_integer_value(val), true, path), st, done);
   }
-  tok->entries = calloc(n, sizeof *tok->entries);
-  tok->pool = malloc(pool_bytes);
-  tok->text_mask = zz_table_cap(n) - 1;
-  tok->by_text = calloc(tok->text_mask + 1, sizeof *tok->by_text);
-  if (!tok->entries || !tok->pool || !tok->by_text || !zz_u64_map_init(&tok->by_id, n)) {
-    st = zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory for %zu tokens", path, n);
-    goto done;
-  }
-
-  uint32_t cp_of_byte[256];
-  int16_t byte_of_cp[ZZ_BYTE_CP_MAX + 1];
-  zz_byte_map(cp_of_byte, byte_of_cp);
-  char *p = tok->pool;
-  int64_t max_id = -1;
-  json_object_foreach(root, key, val) {
-    if (!json_is_integer(val) || json_integer_value(val) < 0 ||
-        json_integer_value(val) > INT32_MAX) {
-      st = zz_error(ZZ_ERR_FORMAT, "%s: token \"%.80s\": the id must be an integer in [0, 2^31)",
-                    path, key);
-      goto done;
-    }
-    zz_tok_entry *e = &tok->entries[tok->n_entries];
-    e->id = (int32_t)json_integer_value(val);
-    e->text_len = (uint32_t)strlen(key);
-    memcpy(p, key, e->text_len + 1);
-    e->text = p;
-    p += e->text_len + 1;
-    e->bytes_len = zz_tok_decode_text(e->text, e->text_len, byte_of_cp, p);
-    p[e->bytes_len] = '\0';
-    e->bytes = p;
-    p += e->bytes_len + 1;
-    e->hash = zz_hash_bytes(ZZ_HASH_SEED, e->text, e->text_len);
-
-    zz_u64_slot *s = zz_u64_map_slot(&tok->by_id, (uint64_t)e->id);
-    if (s->key != ZZ_U64_EMPTY) {
-      st = zz_error(ZZ_ERR_FORMAT, "%s: tokens \"%.80s\" and \"%.80s\" both have id %d", path,
-                    tok->entries[s->a].text, e->text, (int)e->id);
-      goto done;
-    }
-    s->key = (uint64_t)e->id;
-    s->a = (int32_t)tok->n_entries;
-    s->b = 0;
-    /* keys are unique (JSON_REJECT_DUPLICATES), so no lookup before the insert */
-    size_t i = (size_t)e->hash & tok->text_mask;
-    while (tok->by_text[i]) i = (i + 1) & tok->text_mask;
-    tok->by_text[i] = (uint32_t)tok->n_entries + 1;
-    if (e->id > max_id) max_id = e->id;
-    tok->n_entries++;
-  }
-  tok->vocab_size = max_id + 1;
 
   /* Every pre-token starts as single bytes, so a vocabulary missing one cannot
    * encode arbitrary text. */
+  uint32_t cp_of_byte[256];
+  int16_t byte_of_cp[ZZ_BYTE_CP_MAX + 1];
+  zz_byte_map(cp_of_byte, byte_of_cp);
   for (int b = 0; b < 256; b++) {
     char s[2];
     size_t len = zz_utf8_put_small(cp_of_byte[b], s);
@@ -327,7 +478,6 @@ static zz_status zz_tok_load_vocab(zz_tokenizer *tok, const char *path) {
                     "all 256", path, b, (int)len, s);
       goto done;
     }
-    tok->byte_id[b] = e->id;
   }
 done:
   json_decref(root);
@@ -368,22 +518,17 @@ static zz_status zz_read_file(const char *path, char **data_out, size_t *len_out
   return ZZ_OK;
 }
 
-/* Quotes at most 80 bytes of a line in a message. */
-#define ZZ_CLIP(n) ((int)((n) < 80 ? (n) : 80))
-
 static zz_status zz_tok_load_merges(zz_tokenizer *tok, const char *path) {
   char *data = NULL;
   size_t len = 0;
   ZZ_CHECK(zz_read_file(path, &data, &len));
   size_t n_lines = 1;
   for (size_t i = 0; i < len; i++) n_lines += data[i] == '\n';
-  if (!zz_u64_map_init(&tok->merges, n_lines)) {
+  zz_status st = zz_tok_merges_alloc(tok, n_lines, path);
+  if (st != ZZ_OK) {
     free(data);
-    return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory for %zu merges", path, n_lines);
+    return st;
   }
-
-  zz_status st = ZZ_OK;
-  int32_t rank = 0;
   long line_no = 0;
   for (char *line = data; line < data + len; ) {
     char *eol = memchr(line, '\n', (size_t)(data + len - line));
@@ -403,27 +548,10 @@ static zz_status zz_tok_load_merges(zz_tokenizer *tok, const char *path) {
       break;
     }
     size_t a_len = (size_t)(sp - line), b_len = (size_t)(eol - sp - 1);
-    const zz_tok_entry *a = zz_tok_find(tok, line, a_len);
-    const zz_tok_entry *b = zz_tok_find(tok, sp + 1, b_len);
-    const zz_tok_entry *ab = zz_tok_find2(tok, line, a_len, sp + 1, b_len);
-    if (!a || !b) {
-      const char *part = !a ? line : sp + 1;
-      size_t part_len = !a ? a_len : b_len;
-      st = zz_error(ZZ_ERR_FORMAT, "%s:%ld: merge \"%.*s\": token \"%.*s\" is not in vocab.json",
-                    path, line_no, ZZ_CLIP(n), line, ZZ_CLIP(part_len), part);
-      break;
-    }
-    if (!ab) {
-      st = zz_error(ZZ_ERR_FORMAT,
-                    "%s:%ld: merge \"%.*s\": the merged token \"%.*s%.*s\" is not in vocab.json",
-                    path, line_no, ZZ_CLIP(n), line, ZZ_CLIP(a_len), line, ZZ_CLIP(b_len), sp + 1);
-      break;
-    }
-    /* A pair listed twice keeps its later rank, as both Hugging Face tokenizers do. */
-    zz_u64_slot *s = zz_u64_map_slot(&tok->merges, zz_pair_key(a->id, b->id));
-    s->key = zz_pair_key(a->id, b->id);
-    s->a = rank++;
-    s->b = ab->id;
+    char where[4200];
+    snprintf(where, sizeof where, "%.4000s:%ld", path, line_no);
+    st = zz_tok_merge_add(tok, line, a_len, sp + 1, b_len, where);
+    if (st != ZZ_OK) break;
     line = next;
   }
   free(data);
@@ -432,6 +560,17 @@ static zz_status zz_tok_load_merges(zz_tokenizer *tok, const char *path) {
 
 zz_status zz_tokenizer_load(const char *dir, zz_tokenizer **out) {
   if (!dir || !out) return zz_error(ZZ_ERR_INVALID_ARG, "tokenizer: NULL directory or output");
+  if (zz_tokenizer_has_json(dir)) {
+    zz_tokenizer *tok = calloc(1, sizeof *tok);
+    if (!tok) return zz_error(ZZ_ERR_NO_MEMORY, "tokenizer %s: out of memory", dir);
+    zz_status st = zz_tok_load_json(tok, dir);
+    if (st != ZZ_OK) {
+      zz_tokenizer_free(tok);
+      return st;
+    }
+    *out = tok;
+    return ZZ_OK;
+  }
   char *vocab_path = zz_path_join(dir, "vocab.json");
   char *merges_path = zz_path_join(dir, "merges.txt");
   zz_tokenizer *tok = calloc(1, sizeof *tok);
@@ -442,6 +581,11 @@ zz_status zz_tokenizer_load(const char *dir, zz_tokenizer **out) {
   }
   ZZ_CHECK_GOTO(zz_tok_load_vocab(tok, vocab_path), st, fail);
   ZZ_CHECK_GOTO(zz_tok_load_merges(tok, merges_path), st, fail);
+  ZZ_CHECK_GOTO(zz_tok_finish(tok, vocab_path), st, fail);
+  /* GPT-2: its regex, byte-level words, nothing else */
+  tok->split = ZZ_SPLIT_GPT2;
+  tok->byte_level = true;
+  tok->unk_id = tok->bos_id = tok->eos_id = -1;
   free(vocab_path);
   free(merges_path);
   *out = tok;
@@ -476,16 +620,15 @@ static uint8_t zz_cp_class(uint32_t cp) {
  * the pattern
  *     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
  * where the regex engine takes the first alternative that matches, each greedily.
- * s: the text; first[k]: its byte at code point k's start (the whole code point
- * when ASCII); cls[k]: the class of code point k; n: code points.
+ * cp[k]: code point k of the text; cls[k]: its class; n: code points.
  */
-static size_t zz_pretoken_end(const uint8_t *first, const uint8_t *cls, size_t n, size_t i) {
-  uint8_t c = first[i];
+static size_t zz_pretoken_end(const uint32_t *cp, const uint8_t *cls, size_t n, size_t i) {
+  uint32_t c = cp[i];
   if (c == '\'' && i + 1 < n) { /* case-sensitive, as the GPT-2 pattern is */
-    uint8_t c1 = first[i + 1];
+    uint32_t c1 = cp[i + 1];
     if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return i + 2;
     if (i + 2 < n) {
-      uint8_t c2 = first[i + 2];
+      uint32_t c2 = cp[i + 2];
       if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))
         return i + 3;
     }
@@ -500,6 +643,64 @@ static size_t zz_pretoken_end(const uint8_t *first, const uint8_t *cls, size_t n
   while (j < n && cls[j] == ZZ_CLS_SPACE) j++;
   /* \s+(?!\S): at the end of the text, the whole run; before a non-space, all but
    * the last space, which then leads the next run (or stands alone, \s+). */
+  if (j == n || j - 1 == i) return j;
+  return j - 1;
+}
+
+/* A code point as the LLaMA-3 pattern's (?i:...) compares it with s t r e v m l d:
+ * ASCII lower case, and U+017F (long s), which Unicode case folding makes 's'. */
+static uint32_t zz_fold_contraction(uint32_t c) {
+  if (c >= 'A' && c <= 'Z') return c + 32;
+  return c == 0x17F ? 's' : c;
+}
+
+static bool zz_is_newline(uint32_t c) { return c == '\r' || c == '\n'; }
+
+/*
+ * The same for LLaMA-3's pattern
+ *     (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+ *      ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * (first alternative that matches, each greedy with backtracking).
+ */
+static size_t zz_pretoken_end_llama3(const uint32_t *cp, const uint8_t *cls, size_t n, size_t i) {
+  uint32_t c = cp[i];
+  if (c == '\'' && i + 1 < n) {
+    uint32_t c1 = zz_fold_contraction(cp[i + 1]);
+    if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return i + 2;
+    if (i + 2 < n) {
+      uint32_t c2 = zz_fold_contraction(cp[i + 2]);
+      if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))
+        return i + 3;
+    }
+  }
+  size_t j;
+  /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+  size_t k = i;
+  if (cls[i] != ZZ_CLS_LETTER && cls[i] != ZZ_CLS_NUMBER && !zz_is_newline(c) && i + 1 < n &&
+      cls[i + 1] == ZZ_CLS_LETTER)
+    k = i + 1;
+  if (cls[k] == ZZ_CLS_LETTER) {
+    for (j = k + 1; j < n && cls[j] == ZZ_CLS_LETTER;) j++;
+    return j;
+  }
+  /* \p{N}{1,3} */
+  if (cls[i] == ZZ_CLS_NUMBER) {
+    for (j = i + 1; j < n && j < i + 3 && cls[j] == ZZ_CLS_NUMBER;) j++;
+    return j;
+  }
+  /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
+  k = (c == ' ' && i + 1 < n && cls[i + 1] == ZZ_CLS_OTHER) ? i + 1 : i;
+  if (cls[k] == ZZ_CLS_OTHER) {
+    for (j = k + 1; j < n && cls[j] == ZZ_CLS_OTHER;) j++;
+    while (j < n && zz_is_newline(cp[j])) j++;
+    return j;
+  }
+  /* a whitespace run [i, j) */
+  for (j = i + 1; j < n && cls[j] == ZZ_CLS_SPACE;) j++;
+  /* \s*[\r\n]+: up to the run's last newline */
+  for (size_t p = j; p > i; p--)
+    if (zz_is_newline(cp[p - 1])) return p;
+  /* \s+(?!\S) then \s+, as in GPT-2's pattern */
   if (j == n || j - 1 == i) return j;
   return j - 1;
 }
@@ -585,20 +786,18 @@ static zz_bpe_cand zz_bpe_pop(zz_bpe_work *w) {
 }
 
 /*
- * Applies the merges to the m bytes of one pre-token and appends the resulting ids
- * to ids. Merging the lowest-ranked pair first, leftmost on ties, one at a time, is
+ * Applies the merges to the m symbols in w->sym and appends the resulting ids to
+ * ids. Merging the lowest-ranked pair first, leftmost on ties, one at a time, is
  * what the fast tokenizer does, and gives the same result as the slow one's
  * "merge every occurrence of the best pair" (a merge never recreates its own pair).
  * O(m log m) with a heap whose stale entries are skipped when popped.
  */
-static size_t zz_bpe(const zz_tokenizer *tok, zz_bpe_work *w, const uint8_t *bytes, size_t m,
-                     int32_t *ids) {
+static size_t zz_bpe(const zz_tokenizer *tok, zz_bpe_work *w, size_t m, int32_t *ids) {
   if (m == 1) {
-    ids[0] = tok->byte_id[bytes[0]];
+    ids[0] = w->sym[0];
     return 1;
   }
   for (size_t i = 0; i < m; i++) {
-    w->sym[i] = tok->byte_id[bytes[i]];
     w->prev[i] = (int32_t)i - 1;
     w->next[i] = i + 1 < m ? (int32_t)i + 1 : -1;
   }
@@ -621,7 +820,224 @@ static size_t zz_bpe(const zz_tokenizer *tok, zz_bpe_work *w, const uint8_t *byt
   return n;
 }
 
-/* ================================================================ encode / decode */
+/* ================================================================ encode */
+
+/* Scratch and output of one encode call. */
+typedef struct zz_enc {
+  const zz_tokenizer *tok;
+  zz_bpe_work w;
+  int32_t *ids; /* [cap] */
+  size_t n, cap;
+  uint32_t cp_of_byte[256];
+} zz_enc;
+
+static zz_status zz_enc_oom(size_t bytes) {
+  return zz_error(ZZ_ERR_NO_MEMORY, "tokenizer encode: out of memory for a %zu-byte piece", bytes);
+}
+
+static bool zz_enc_room(zz_enc *e, size_t more) {
+  if (e->n + more <= e->cap) return true;
+  size_t cap = e->cap ? e->cap : 64;
+  while (cap < e->n + more) cap *= 2;
+  int32_t *g = realloc(e->ids, cap * sizeof *g);
+  if (!g) return false;
+  e->ids = g;
+  e->cap = cap;
+  return true;
+}
+
+/*
+ * One word (a pre-token, in the vocabulary's spelling) through the BPE model, as
+ * the tokenizers library's BPE does it: with ignore_merges a word that is a token
+ * is that token; else each character is a symbol, a character not in the
+ * vocabulary becomes its <0xNN> byte tokens (byte_fallback, when all exist) or
+ * <unk> (consecutive ones fused with fuse_unk) or nothing; then the merges.
+ */
+static zz_status zz_enc_word(zz_enc *e, const char *s, size_t m) {
+  const zz_tokenizer *tok = e->tok;
+  if (m == 0) return ZZ_OK;
+  if (tok->ignore_merges) {
+    const zz_tok_entry *t = zz_tok_find(tok, s, m);
+    if (t) {
+      if (!zz_enc_room(e, 1)) return zz_enc_oom(m);
+      e->ids[e->n++] = t->id;
+      return ZZ_OK;
+    }
+  }
+  if (!zz_bpe_work_reserve(&e->w, m) || !zz_enc_room(e, m)) return zz_enc_oom(m);
+  int32_t *sym = e->w.sym;
+  size_t k = 0; /* symbols: at most one per byte */
+  int32_t unk = -1; /* a pending <unk> */
+  for (size_t i = 0; i < m;) {
+    uint32_t cp = 0;
+    size_t len = zz_utf8_next((const uint8_t *)s + i, m - i, &cp);
+    if (len == 0) len = 1; /* words are valid UTF-8; a stray byte stays one symbol */
+    const zz_tok_entry *t = zz_tok_find(tok, s + i, len);
+    if (t) {
+      if (unk >= 0) sym[k++] = unk;
+      unk = -1;
+      sym[k++] = t->id;
+    } else {
+      bool bytes = tok->byte_fallback;
+      for (size_t b = 0; bytes && b < len; b++) bytes = tok->fallback_id[(uint8_t)s[i + b]] >= 0;
+      if (bytes) {
+        for (size_t b = 0; b < len; b++) sym[k++] = tok->fallback_id[(uint8_t)s[i + b]];
+      } else if (tok->unk_id >= 0) {
+        if (unk >= 0 && !tok->fuse_unk) sym[k++] = unk;
+        unk = tok->unk_id;
+      }
+    }
+    i += len;
+  }
+  if (unk >= 0) sym[k++] = unk;
+  if (k > 0) e->n += zz_bpe(tok, &e->w, k, e->ids + e->n);
+  return ZZ_OK;
+}
+
+/* A word of raw text: byte-mapped first when the vocabulary is byte-level. */
+static zz_status zz_enc_raw_word(zz_enc *e, const char *s, size_t m) {
+  if (!e->tok->byte_level || m == 0) return zz_enc_word(e, s, m);
+  char *mapped = malloc(2 * m); /* each byte maps to a code point below U+0800 */
+  if (!mapped) return zz_enc_oom(m);
+  size_t n = 0;
+  for (size_t i = 0; i < m; i++) n += zz_utf8_put_small(e->cp_of_byte[(uint8_t)s[i]], mapped + n);
+  zz_status st = zz_enc_word(e, mapped, n);
+  free(mapped);
+  return st;
+}
+
+/* Replaces *buf (length *n, malloc'd) with r applied to it. */
+static zz_status zz_enc_replace(const zz_tok_replace *r, char **buf, size_t *n) {
+  size_t size = zz_tok_replace_size(r, *buf, *n);
+  char *out = malloc(size + 1);
+  if (!out) return zz_enc_oom(size);
+  *n = zz_tok_replace_apply(r, *buf, *n, out);
+  free(*buf);
+  *buf = out;
+  return ZZ_OK;
+}
+
+/* The words of cur[0, n) by the regex pattern of `split`. */
+static zz_status zz_enc_regex_words(zz_enc *e, const char *cur, size_t n) {
+  uint32_t *cp = malloc((n + 1) * sizeof *cp);
+  uint8_t *cls = malloc(n + 1);
+  uint32_t *off = malloc((n + 1) * sizeof *off);
+  zz_status st = ZZ_OK;
+  if (!cp || !cls || !off) {
+    st = zz_enc_oom(n);
+    goto done;
+  }
+  size_t ncp = 0;
+  for (size_t i = 0; i < n;) {
+    size_t k = zz_utf8_next((const uint8_t *)cur + i, n - i, &cp[ncp]);
+    if (k == 0) { /* only after a Replace made a stray byte; keep it as other */
+      cp[ncp] = 0xFFFD;
+      k = 1;
+    }
+    cls[ncp] = zz_cp_class(cp[ncp]);
+    off[ncp++] = (uint32_t)i;
+    i += k;
+  }
+  off[ncp] = (uint32_t)n;
+  for (size_t i = 0; i < ncp && st == ZZ_OK;) {
+    size_t j = e->tok->split == ZZ_SPLIT_LLAMA3 ? zz_pretoken_end_llama3(cp, cls, ncp, i)
+                                                : zz_pretoken_end(cp, cls, ncp, i);
+    st = zz_enc_raw_word(e, cur + off[i], off[j] - off[i]);
+    i = j;
+  }
+done:
+  free(cp);
+  free(cls);
+  free(off);
+  return st;
+}
+
+/*
+ * A piece of text between added tokens: normalized, pre-tokenized into words, the
+ * words through the model. first: the piece starts the text (Metaspace's "first"
+ * prepend scheme).
+ */
+static zz_status zz_enc_piece(zz_enc *e, const char *p, size_t m, bool first) {
+  const zz_tokenizer *tok = e->tok;
+  size_t n = m;
+  char *cur = malloc(m + 1);
+  if (!cur) return zz_enc_oom(m);
+  memcpy(cur, p, m);
+  zz_status st = ZZ_OK;
+  for (int i = 0; i < tok->n_norm && st == ZZ_OK; i++) st = zz_enc_replace(&tok->norm[i], &cur, &n);
+  if (st == ZZ_OK && tok->byte_level && tok->prefix_space && n > 0 && cur[0] != ' ') {
+    zz_tok_replace space = {NULL, " ", 0, 1};
+    st = zz_enc_replace(&space, &cur, &n);
+  }
+  if (st == ZZ_OK && tok->metaspace) {
+    zz_tok_replace spaces = {" ", (char *)tok->meta_rep, 1, tok->meta_rep_len};
+    st = zz_enc_replace(&spaces, &cur, &n);
+    bool marked = n >= tok->meta_rep_len && memcmp(cur, tok->meta_rep, tok->meta_rep_len) == 0;
+    bool prepend = tok->meta_prepend == ZZ_PREPEND_ALWAYS || (tok->meta_prepend == ZZ_PREPEND_FIRST && first);
+    if (st == ZZ_OK && n > 0 && !marked && prepend) {
+      zz_tok_replace pre = {NULL, (char *)tok->meta_rep, 0, tok->meta_rep_len};
+      st = zz_enc_replace(&pre, &cur, &n);
+    }
+  }
+  if (st != ZZ_OK) goto done;
+  switch (tok->split) {
+  case ZZ_SPLIT_NONE:
+    st = zz_enc_raw_word(e, cur, n);
+    break;
+  case ZZ_SPLIT_META: { /* a new word before each replacement character */
+    size_t start = 0, r = tok->meta_rep_len;
+    for (size_t i = 1; i + r <= n && st == ZZ_OK; i++)
+      if (memcmp(cur + i, tok->meta_rep, r) == 0) {
+        st = zz_enc_raw_word(e, cur + start, i - start);
+        start = i;
+      }
+    if (st == ZZ_OK) st = zz_enc_raw_word(e, cur + start, n - start);
+    break;
+  }
+  case ZZ_SPLIT_GPT2:
+  case ZZ_SPLIT_LLAMA3:
+    st = zz_enc_regex_words(e, cur, n);
+    break;
+  }
+done:
+  free(cur);
+  return st;
+}
+
+/* The leftmost, then longest, added token in s[from, to) whose `normalized` flag is
+ * the one asked for; its offset in *at. */
+static const zz_tok_added *zz_added_find(const zz_tokenizer *tok, const char *s, size_t from, size_t to,
+                                         bool normalized, size_t *at) {
+  for (size_t i = from; i < to; i++)
+    for (int k = 0; k < tok->n_added; k++) { /* longest first */
+      const zz_tok_added *a = &tok->added[k];
+      if (a->normalized == normalized && a->len <= to - i && a->text[0] == s[i] &&
+          memcmp(a->text, s + i, a->len) == 0) {
+        *at = i;
+        return a;
+      }
+    }
+  return NULL;
+}
+
+/* Text [from, to) cut at the added tokens of one kind: the tokens the library
+ * leaves unnormalized first, then (in the pieces between) the normalized ones. */
+static zz_status zz_enc_added(zz_enc *e, const char *s, size_t from, size_t to, bool normalized) {
+  for (size_t i = from; i < to;) {
+    size_t at = to;
+    const zz_tok_added *a = zz_added_find(e->tok, s, i, to, normalized, &at);
+    size_t end = a ? at : to;
+    if (end > i) {
+      zz_status st = normalized ? zz_enc_piece(e, s + i, end - i, i == 0) : zz_enc_added(e, s, i, end, true);
+      if (st != ZZ_OK) return st;
+    }
+    if (!a) break;
+    if (!zz_enc_room(e, 1)) return zz_enc_oom(a->len);
+    e->ids[e->n++] = a->id;
+    i = at + a->len;
+  }
+  return ZZ_OK;
+}
 
 zz_status zz_tokenizer_encode(const zz_tokenizer *tok, const char *text, size_t len,
                               int32_t **ids_out, int64_t *n_out) {
@@ -631,65 +1047,29 @@ zz_status zz_tokenizer_encode(const zz_tokenizer *tok, const char *text, size_t 
     return zz_error(ZZ_ERR_INVALID_ARG, "tokenizer encode: %zu bytes of text is over the 2 GiB limit",
                     len);
   const uint8_t *s = (const uint8_t *)text;
-  /* per code point: its first byte and class, and where it starts; one more
-   * offset for the end */
-  uint8_t *first = malloc(len + 1);
-  uint8_t *cls = malloc(len + 1);
-  uint32_t *off = malloc((len + 1) * sizeof *off);
-  int32_t *ids = malloc((len + 1) * sizeof *ids); /* at most one id per byte */
-  zz_bpe_work w = {0};
-  zz_status st = ZZ_OK;
-  if (!first || !cls || !off || !ids) {
-    st = zz_error(ZZ_ERR_NO_MEMORY, "tokenizer encode: out of memory for %zu bytes", len);
-    goto done;
-  }
-
-  size_t n = 0;
   for (size_t i = 0; i < len;) {
     uint32_t cp;
     size_t k = zz_utf8_next(s + i, len - i, &cp);
-    if (k == 0) {
-      st = zz_error(ZZ_ERR_INVALID_ARG, "tokenizer encode: invalid UTF-8 at byte offset %zu "
-                    "(byte 0x%02X)", i, s[i]);
-      goto done;
-    }
-    first[n] = s[i];
-    cls[n] = zz_cp_class(cp);
-    off[n++] = (uint32_t)i;
+    if (k == 0)
+      return zz_error(ZZ_ERR_INVALID_ARG, "tokenizer encode: invalid UTF-8 at byte offset %zu "
+                      "(byte 0x%02X)", i, s[i]);
     i += k;
   }
-  off[n] = (uint32_t)len;
-
-  size_t n_ids = 0;
-  for (size_t i = 0; i < n;) {
-    size_t j = zz_pretoken_end(first, cls, n, i);
-    size_t m = off[j] - off[i];
-    if (!zz_bpe_work_reserve(&w, m)) {
-      st = zz_error(ZZ_ERR_NO_MEMORY, "tokenizer encode: out of memory for a %zu-byte word", m);
-      goto done;
-    }
-    n_ids += zz_bpe(tok, &w, s + off[i], m, ids + n_ids);
-    i = j;
+  zz_enc e = {.tok = tok};
+  int16_t byte_of_cp[ZZ_BYTE_CP_MAX + 1];
+  zz_byte_map(e.cp_of_byte, byte_of_cp);
+  zz_status st = zz_enc_room(&e, 1) ? zz_enc_added(&e, text, 0, len, false) : zz_enc_oom(len);
+  zz_bpe_work_free(&e.w);
+  if (st != ZZ_OK) {
+    free(e.ids);
+    return st;
   }
-  int32_t *fit = realloc(ids, (n_ids ? n_ids : 1) * sizeof *ids);
-  if (fit) ids = fit;
-  *ids_out = ids;
-  *n_out = (int64_t)n_ids;
-  ids = NULL;
-done:
-  free(first);
-  free(cls);
-  free(off);
-  free(ids);
-  zz_bpe_work_free(&w);
-  return st;
+  *ids_out = e.ids;
+  *n_out = (int64_t)e.n;
+  return ZZ_OK;
 }
 
-static const zz_tok_entry *zz_tok_by_id(const zz_tokenizer *tok, int32_t id) {
-  if (id < 0) return NULL;
-  const zz_u64_slot *s = zz_u64_map_find(&tok->by_id, (uint64_t)id);
-  return s ? &tok->entries[s->a] : NULL;
-}
+/* ================================================================ decode */
 
 zz_status zz_tokenizer_decode(const zz_tokenizer *tok, const int32_t *ids, int64_t n,
                               char **text_out, size_t *len_out) {
@@ -707,18 +1087,32 @@ zz_status zz_tokenizer_decode(const zz_tokenizer *tok, const int32_t *ids, int64
                       "tokenizer decode: id %d at position %lld is not in the vocabulary",
                       (int)ids[i], (long long)i);
     }
-    total += e->bytes_len;
+    total += i == 0 && tok->meta_dec_first ? e->text_len : e->bytes_len;
   }
   char *text = malloc(total + 1);
   if (!text) return zz_error(ZZ_ERR_NO_MEMORY, "tokenizer decode: out of memory for %zu bytes", total);
   size_t at = 0;
   for (int64_t i = 0; i < n; i++) {
     const zz_tok_entry *e = zz_tok_by_id(tok, ids[i]);
-    memcpy(text + at, e->bytes, e->bytes_len);
-    at += e->bytes_len;
+    if (i == 0 && tok->meta_dec_first) {
+      /* Metaspace's decoder drops every replacement character of the first token */
+      zz_tok_replace drop = {(char *)tok->meta_rep, "", tok->meta_rep_len, 0};
+      at += zz_tok_replace_apply(&drop, e->text, e->text_len, text + at);
+    } else {
+      memcpy(text + at, e->bytes, e->bytes_len);
+      at += e->bytes_len;
+    }
   }
-  text[at] = '\0';
+  /* Strip (after Fuse): up to strip_start copies of its character at the start,
+   * up to strip_stop at the end */
+  size_t lo = 0, hi = at, c = tok->strip_len;
+  for (int k = 0; c && k < tok->strip_start && hi - lo >= c && memcmp(text + lo, tok->strip, c) == 0; k++)
+    lo += c;
+  for (int k = 0; c && k < tok->strip_stop && hi - lo >= c && memcmp(text + hi - c, tok->strip, c) == 0; k++)
+    hi -= c;
+  memmove(text, text + lo, hi - lo);
+  text[hi - lo] = '\0';
   *text_out = text;
-  *len_out = at;
+  *len_out = hi - lo;
   return ZZ_OK;
 }

@@ -183,6 +183,9 @@ typedef enum zz_op {
   ZZ_OP_ATTENTION,
   ZZ_OP_UPLOAD,
   ZZ_OP_DOWNLOAD,
+  ZZ_OP_RMSNORM,
+  ZZ_OP_ROPE,
+  ZZ_OP_SILU_MUL,
   ZZ_OP_ATTENTION_SPARSE, /* zz_device_attention_ex with keep < 1 (dt: the cache's) */
   ZZ_OP_COUNT
 } zz_op;
@@ -218,6 +221,11 @@ typedef struct zz_device_ops {
   /* raw byte copies, asynchronous on `lane` */
   zz_status (*write)(zz_device *dev, zz_lane lane, void *dst, const void *host_src, size_t bytes);
   zz_status (*read)(zz_device *dev, zz_lane lane, void *host_dst, const void *src, size_t bytes);
+  /* device -> device raw bytes on `lane` (hidden states handed in and out in device memory) */
+  zz_status (*copy)(zz_device *dev, zz_lane lane, void *dst, const void *src, size_t bytes);
+  /* optional, GPUs only (NULL elsewhere): the device's ordinal and an id unique per
+   * physical GPU ("GPU-<uuid> at PCI <bus id>"), so ranks can tell they share one */
+  zz_status (*identity)(const zz_device *dev, int *ordinal_out, char *id_out, size_t len);
   /* host src (src_dt) → device (compute dtype), n elements, converting */
   zz_status (*upload)(zz_device *dev, zz_lane lane, void *dst, const void *host_src,
                       zz_dtype src_dt, int64_t n);
@@ -243,9 +251,15 @@ typedef struct zz_device_ops {
                          void *cache, int64_t kv_stride, int64_t pos);
   zz_status (*attention)(zz_device *dev, const void *q, const void *k, const void *v,
                          int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
-                         int64_t heads, int64_t hd, const int32_t *pad, void *out, void *scratch);
+                         int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, void *out,
+                         void *scratch);
   /* scratch bytes attention needs for these sizes (0: none) */
   size_t (*attention_scratch)(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads);
+  zz_status (*rmsnorm)(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma, zz_dtype w_dt,
+                       float eps, void *y);
+  zz_status (*rope)(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
+                    const zz_rope *rope);
+  zz_status (*silu_mul)(zz_device *dev, const void *g, const void *u, int64_t n, void *y);
   /* compression (kernels/cpu/quant.c): a Q4 weight of format q; rows_q gathers
    * (add = 0) or adds (add = 1) table rows */
   zz_status (*linear_q)(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_qfmt q,
@@ -257,7 +271,8 @@ typedef struct zz_device_ops {
                             void *cache, const zz_kv_layout *l, int64_t pos);
   zz_status (*attention_ex)(zz_device *dev, const void *q, const void *k, const void *v,
                             const zz_kv_layout *l, int64_t b, int64_t sq, int64_t t, int64_t q_start,
-                            int64_t heads, int64_t hd, const int32_t *pad, double keep, void *out, void *scratch);
+                            int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, double keep, void *out,
+                            void *scratch);
 } zz_device_ops;
 
 
@@ -323,6 +338,11 @@ void zz_device_host_free(zz_device *dev, void *ptr);
 /* Raw byte copies host → device (write) and device → host (read) on `lane`. */
 zz_status zz_device_write(zz_device *dev, zz_lane lane, void *dst, const void *host_src, size_t bytes);
 zz_status zz_device_read(zz_device *dev, zz_lane lane, void *host_dst, const void *src, size_t bytes);
+/* Raw byte copy device -> device on `lane` (both ranges in this device's memory). */
+zz_status zz_device_copy(zz_device *dev, zz_lane lane, void *dst, const void *src, size_t bytes);
+/* The GPU behind dev: its ordinal and an id unique per physical GPU (UUID and PCI
+ * bus id); ZZ_ERR_UNSUPPORTED, naming the device, when it is not a GPU. */
+zz_status zz_device_identity(const zz_device *dev, int *ordinal_out, char *id_out, size_t len);
 /* n elements host (src_dt) → device (compute dtype), and back to dst_dt. */
 zz_status zz_device_upload(zz_device *dev, zz_lane lane, void *dst, const void *host_src, zz_dtype src_dt,
                            int64_t n);
@@ -352,19 +372,29 @@ zz_status zz_device_kv_append(zz_device *dev, const void *x, int64_t b, int64_t 
 /* zz_cpu_attention's contract; pad [b] int32; scratch of zz_device_attention_scratch
  * bytes (may be NULL when that is 0). */
 zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, const void *v, int64_t kv_stride,
-                              int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
-                              const int32_t *pad, void *out, void *scratch);
+                              int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                              int64_t hd, const int32_t *pad, void *out, void *scratch);
 size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads);
+/* y[n, dim] = x / sqrt(mean(x²) + eps) * gamma[dim] (RMSNorm); y may be x. */
+zz_status zz_device_rmsnorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma, float eps,
+                            void *y);
+/* Rotary embedding of x [n, heads * hd] in place, row i at position pos[i] (device
+ * int32 [n]); hd even. */
+zz_status zz_device_rope(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
+                         const zz_rope *rope);
+/* y[n] = silu(g[n]) * u[n]; y may alias g or u. */
+zz_status zz_device_silu_mul(zz_device *dev, const void *g, const void *u, int64_t n, void *y);
 /* The same two over a cache of any layout (a Q4 cache is quantized as rows are
  * appended and dequantized as attention reads them), and top-k sparse attention:
  * keep in (0, 1] is the fraction of visible keys each query keeps
- * (zz_cpu_attention_ex). supports(ZZ_OP_KV_APPEND / ZZ_OP_ATTENTION, l->dt) and,
+ * (zz_cpu_attention_ex). For kv_append_ex heads is the cache's (K/V) heads.
+ * supports(ZZ_OP_KV_APPEND / ZZ_OP_ATTENTION, l->dt) and,
  * for keep < 1, supports(ZZ_OP_ATTENTION_SPARSE, l->dt). */
 zz_status zz_device_kv_append_ex(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
                                  void *cache, const zz_kv_layout *l, int64_t pos);
 zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, const void *v, const zz_kv_layout *l,
-                                 int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
-                                 const int32_t *pad, double keep, void *out, void *scratch);
+                                 int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                                 int64_t hd, const int32_t *pad, double keep, void *out, void *scratch);
 
 /* ================================================================ model */
 
@@ -386,6 +416,8 @@ typedef struct zz_config {
   int32_t bos, eos, pad;
   float ln_eps;
   zz_dtype dtype;       /* torch_dtype of the checkpoint */
+  zz_rope rope;         /* rotary embeddings (architectures with rotary positions) */
+  bool tied_head;       /* the LM head is the token embedding (tie_word_embeddings) */
 } zz_config;
 
 /* Bounds a configuration is checked against (config.json may lie). */
@@ -497,6 +529,10 @@ size_t zz_cache_bytes(const zz_cache_spec *c, int64_t gbs, int64_t t_max);
 size_t zz_cache_region_bytes(const zz_cache_spec *c, int64_t t_max);
 /* The hidden state of sq positions of n sequences: [n, sq, hidden]. */
 size_t zz_hidden_bytes(int64_t hidden, zz_dtype dt, int64_t n, int64_t sq);
+/* Device scratch of a prefill attention that materialises its scores: f32
+ * [b, heads, sq, t]; 0 for a decode step (sq <= 1), which needs none. The CUDA
+ * device's attention_scratch, and the planner for a GPU it cannot open. */
+size_t zz_attention_scores_bytes(int64_t b, int64_t sq, int64_t t, int64_t heads);
 /* A batch's index arrays in one buffer: token ids [gbs, s], positions [gbs, s],
  * padding [gbs], last rows [gbs], int32 each; offsets in off_out, total returned. */
 size_t zz_index_layout(int64_t gbs, int64_t s, size_t off_out[4]);
@@ -531,19 +567,31 @@ void zz_weights_dummy(const zz_weight_spec *spec, zz_dtype dt, void *dst);
 
 /* ================================================================ tokenizer */
 
-/* GPT-2 byte-level BPE (vocab.json + merges.txt). */
+/* Byte-pair encoding from a model directory: tokenizer.json when it has one (as
+ * AutoTokenizer prefers it; LLaMA-3 byte-level, LLaMA-1/2 SentencePiece-style,
+ * GPT-2 style; see docs/llama.md), else GPT-2's vocab.json + merges.txt. */
 typedef struct zz_tokenizer zz_tokenizer;
 
 zz_status zz_tokenizer_load(const char *dir, zz_tokenizer **out);
+/* Whether dir holds a tokenizer.json (zz_tokenizer_load then reads it). */
+bool zz_tokenizer_has_json(const char *dir);
+/* The special ids a prompt's text gets (HF's add_special_tokens=True): BOS first
+ * and EOS last, -1 where none; for tokenizer.json from its post-processor, or
+ * add_bos_token / add_eos_token of tokenizer_config.json for the LlamaTokenizer
+ * classes. False for vocab.json + merges.txt, which say nothing (OPT's BOS comes
+ * from config.json). */
+bool zz_tokenizer_specials(const zz_tokenizer *tok, int32_t *bos_out, int32_t *eos_out);
 void zz_tokenizer_free(zz_tokenizer *tok);
 int64_t zz_tokenizer_vocab_size(const zz_tokenizer *tok);
 /* text (len bytes of UTF-8, need not be NUL terminated) → *ids_out (malloc'd,
- * caller frees), *n_out ids. No special tokens are added. Invalid UTF-8 is an
+ * caller frees), *n_out ids. No special tokens are added (tokenizer.json's added
+ * tokens spelled in the text are found, as Hugging Face does). Invalid UTF-8 is an
  * error naming the byte offset. */
 zz_status zz_tokenizer_encode(const zz_tokenizer *tok, const char *text, size_t len,
                               int32_t **ids_out, int64_t *n_out);
-/* ids → *text_out (malloc'd, NUL terminated), *len_out bytes. Ids out of range are
- * an error; special tokens decode to their text. */
+/* ids → *text_out (malloc'd, NUL terminated), *len_out bytes, by the decoder
+ * (tokenizer.json's, or GPT-2's byte mapping); bytes that are not UTF-8 stay raw.
+ * Ids out of range are an error; special tokens decode to their text. */
 zz_status zz_tokenizer_decode(const zz_tokenizer *tok, const int32_t *ids, int64_t n,
                               char **text_out, size_t *len_out);
 
@@ -612,6 +660,13 @@ typedef struct zz_shape {
   int64_t prompt_len; /* s: longest prompt of any block */
   int64_t gen_len;    /* n: new tokens per sequence */
 } zz_shape;
+
+/* The disk tier's bandwidths as the engine gets them (runtime/disk.c): a file
+ * under dir opened like the offload file (page cache bypassed), `bytes` written
+ * in `chunk`-sized transfers and synced, then read back; bytes per second. */
+zz_status zz_disk_measure(const char *dir, size_t bytes, size_t chunk, double *read_bw, double *write_bw);
+/* Free bytes under dir. */
+size_t zz_disk_free_bytes(const char *dir);
 
 /* Capacities of the three tiers and where the disk tier lives. */
 typedef struct zz_tiers {
@@ -751,6 +806,10 @@ typedef struct zz_step_io {
   const int32_t *tokens;         /* step > 0, slice from layer 0: [n] each sequence's newest token */
   const void *hidden_in;         /* slice not from layer 0: [n, sq, hidden] compute dtype */
   void *hidden_out;              /* slice not to the last layer: [n, sq, hidden] compute dtype */
+  /* false: hidden_in / hidden_out are host memory (copied to and from the device);
+   * true: they are the engine's device memory (zz_device_alloc), copied on the device
+   * (NCCL exchanges). Either way the step has finished with both when it returns. */
+  bool hidden_on_device;
 } zz_step_io;
 /* One token step (0: the prompt) of group g over the slice. A slice that ends at
  * the last layer leaves the last position's logits in zz_engine_logits(). */

@@ -199,6 +199,7 @@ static zz_status es_compute(void *ctx, const zz_stage_item *it) {
     io.hidden_in = it->hidden_in;
   }
   if (!es->last) io.hidden_out = it->hidden_out;
+  io.hidden_on_device = it->hidden_on_device;
   return zz_engine_step(es->cfg.engine, it->group, it->step, &io);
 }
 
@@ -266,5 +267,6 @@ zz_status zz_engine_stage_run(zz_engine_stage *es, zz_stage *st) {
   if (zz_stage_groups(st) > zz_engine_groups(es->cfg.engine))
     return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: the stage runs %d groups, the engine holds %d",
                     zz_stage_groups(st), zz_engine_groups(es->cfg.engine));
+  if (es->cfg.device) ZZ_CHECK(zz_stage_use_device(st, es->cfg.device));
   return zz_stage_run(st, &es_callbacks, es);
 }

@@ -1,10 +1,12 @@
 /*
  * split.c — which layers each rank holds: the cost of one layer (zz_stage_layer_cost,
- * the one rule, documented in zz_stage.h) and the contiguous split of the layer list
- * that minimises the slowest stage.
+ * the one rule, documented in zz_stage.h) fed to the contiguous split that minimises
+ * the slowest stage (zz_split_costs in planner/pipe.c, which the planner feeds with
+ * its cost model's per-layer times).
  */
 #include <stdlib.h>
 
+#include "zz_planner.h"
 #include "zz_stage.h"
 
 double zz_stage_layer_cost(const zz_model *m, int l, const zz_policy *pol, const zz_shape *shape, zz_dtype dt) {
@@ -31,38 +33,11 @@ double zz_stage_layer_cost(const zz_model *m, int l, const zz_policy *pol, const
 
 zz_status zz_stage_split_layers(const zz_model *m, const zz_policy *pol, const zz_shape *shape, zz_dtype dt,
                                 int nranks, int *bounds_out) {
-  int L = m->n_layers;
-  if (nranks < 1 || nranks > L)
-    return zz_error(ZZ_ERR_INVALID_ARG, "pipeline: %d ranks for a model of %d layers (input embedding, attention "
-                    "and MLP of each transformer layer, output embedding): every rank needs one", nranks, L);
-  double *pre = calloc((size_t)L + 1, sizeof *pre);
-  double *best = malloc((size_t)(nranks + 1) * (size_t)(L + 1) * sizeof *best);
-  int *arg = malloc((size_t)(nranks + 1) * (size_t)(L + 1) * sizeof *arg);
-  if (!pre || !best || !arg) {
-    free(pre);
-    free(best);
-    free(arg);
-    return zz_error(ZZ_ERR_NO_MEMORY, "pipeline: layer split");
-  }
-  for (int l = 0; l < L; l++) pre[l + 1] = pre[l] + zz_stage_layer_cost(m, l, pol, shape, dt);
-  /* best[k][j]: the smallest possible slowest stage when k stages hold layers [0, j) */
-#define B(k, j) best[(size_t)(k) * (size_t)(L + 1) + (size_t)(j)]
-#define A(k, j) arg[(size_t)(k) * (size_t)(L + 1) + (size_t)(j)]
-  for (int j = 1; j <= L; j++) B(1, j) = pre[j], A(1, j) = 0;
-  for (int k = 2; k <= nranks; k++)
-    for (int j = k; j <= L; j++) {
-      B(k, j) = -1;
-      for (int i = k - 1; i < j; i++) { /* stage k holds [i, j) */
-        double last = pre[j] - pre[i], worst = B(k - 1, i) > last ? B(k - 1, i) : last;
-        if (B(k, j) < 0 || worst < B(k, j)) B(k, j) = worst, A(k, j) = i;
-      }
-    }
-  bounds_out[nranks] = L;
-  for (int k = nranks; k >= 1; k--) bounds_out[k - 1] = A(k, bounds_out[k]);
-#undef A
-#undef B
-  free(pre);
-  free(best);
-  free(arg);
-  return ZZ_OK;
+  double *cost = malloc((size_t)m->n_layers * sizeof *cost);
+  if (!cost) return zz_error(ZZ_ERR_NO_MEMORY, "pipeline: layer split");
+  for (int l = 0; l < m->n_layers; l++) cost[l] = zz_stage_layer_cost(m, l, pol, shape, dt);
+  /* the one split algorithm (planner/pipe.c), also fed by the cost model's times */
+  zz_status st = zz_split_costs(cost, m->n_layers, nranks, bounds_out);
+  free(cost);
+  return st;
 }

@@ -22,9 +22,10 @@
 
 #include "comm_impl.h"
 #include "faults_impl.h"
+#include "xchg_impl.h"
 
-#define ZZ_RECV_SLOTS 2 /* the item being computed + the next one in flight */
-#define ZZ_SEND_SLOTS 3 /* sends in flight while computing the next item */
+#define ZZ_RECV_SLOTS ZZ_XCHG_RECV
+#define ZZ_SEND_SLOTS ZZ_XCHG_SEND
 
 struct zz_stage {
   MPI_Comm data, ctrl; /* duplicates of the caller's communicator */
@@ -33,6 +34,9 @@ struct zz_stage {
   char (*hosts)[ZZ_HOST_LEN];
   zz_faults *faults;
   zz_stage_stats stats;
+  /* the hidden-state exchange (--comm): receive slots then send slots, kept across
+   * blocks; NULL until set or until the first block (then MPI with malloc) */
+  zz_xchg *x;
 };
 
 void zz_stage_config_default(zz_stage_config *cfg) {
@@ -138,9 +142,43 @@ fail:
   return s;
 }
 
+/* ================================================================ the exchange */
+
+zz_status zz_stage_use_comm(zz_stage *st, zz_stage_comm comm, zz_device *dev, size_t max_hidden_bytes) {
+  zz_xchg *x = NULL;
+  if (comm == ZZ_STAGE_COMM_NCCL) {
+    if (!dev || max_hidden_bytes == 0)
+      return zz_error(ZZ_ERR_INVALID_ARG, "stage: --comm nccl needs the device and the largest hidden state");
+    ZZ_CHECK(zz_xchg_create_nccl(st->data, st->faults, st->cfg.step_timeout, dev,
+                                 (const char(*)[ZZ_HOST_LEN])st->hosts, &x));
+    zz_status s = zz_xchg_reserve(x, max_hidden_bytes);
+    if (s != ZZ_OK) {
+      zz_xchg_destroy(x);
+      return s;
+    }
+  } else if (comm == ZZ_STAGE_COMM_MPI) {
+    ZZ_CHECK(zz_xchg_create_mpi(st->data, st->faults, st->cfg.step_timeout, dev, &x));
+  } else {
+    return zz_error(ZZ_ERR_INVALID_ARG, "stage: comm %d does not exist", (int)comm);
+  }
+  zz_xchg_destroy(st->x);
+  st->x = x;
+  return ZZ_OK;
+}
+
+zz_status zz_stage_use_device(zz_stage *st, zz_device *dev) {
+  if (st->x && st->x->dev == dev) return ZZ_OK;
+  if (st->x && st->x->ops->on_device)
+    return zz_error(ZZ_ERR_INVALID_ARG, "stage: the %s exchange runs on another device", st->x->ops->name);
+  return zz_stage_use_comm(st, ZZ_STAGE_COMM_MPI, dev, 0);
+}
+
 void zz_stage_destroy(zz_stage *st) {
   if (!st) return;
   if (zz_faults_stop(st->faults) != ZZ_OK) zz_faults_exit(st->faults, zz_error_message());
+  /* every peer said goodbye, so every peer is here to finalize an NCCL communicator
+   * too; the exchange still polls the faults while it does */
+  zz_xchg_destroy(st->x);
   zz_faults_free(st->faults);
   MPI_Comm_free(&st->ctrl);
   MPI_Comm_free(&st->data);
@@ -158,7 +196,7 @@ void zz_stage_fail(zz_stage *st, zz_status status) {
 /* ================================================================ one block */
 
 typedef struct slot {
-  MPI_Request req;
+  int x;           /* its slot in the exchange */
   void *buf;
   int step, group; /* receive slots: the item it is posted for (-1: none) */
 } slot;
@@ -174,8 +212,8 @@ typedef struct run {
   slot recv[ZZ_RECV_SLOTS], send[ZZ_SEND_SLOTS];
   int next_send;
   int item;          /* items walked in this block: receive slot = item % ZZ_RECV_SLOTS */
-  /* rank 0: per group the ids and done flags of the last sampled step and the token
-   * message posted for it; last rank: the token messages in flight */
+  /* rank 0: per group the token message of the last sampled step and its receive;
+   * last rank: per group the token message sent and its send (reused when done) */
   int32_t **tok;     /* [ngroups][2 + 2 * nseq]: stop, nseq, ids[nseq], done[nseq] */
   MPI_Request *tok_req;
   int32_t *ids;      /* [nseq of the block] rank 0's next input */
@@ -187,9 +225,8 @@ typedef struct run {
 static int gsize(const zz_stage_block *b, int g) { return b->group_first[g + 1] - b->group_first[g]; }
 
 static zz_status wait_send(run *R, slot *s) {
-  if (s->req == MPI_REQUEST_NULL) return ZZ_OK;
-  return zz_comm_wait(R->st->faults, &s->req, NULL, R->st->cfg.step_timeout,
-                      "stage: sending", R->st->rank + 1, &R->st->stats.send_wait_s);
+  if (!zz_xchg_busy(R->st->x, s->x)) return ZZ_OK;
+  return zz_xchg_wait(R->st->x, s->x, "stage: sending", &R->st->stats.send_wait_s, NULL);
 }
 
 /* A free send slot: the oldest, after its send has completed. */
@@ -201,14 +238,25 @@ static zz_status take_send(run *R, slot **out) {
   return ZZ_OK;
 }
 
-static zz_status isend(run *R, MPI_Request *req, const void *buf, size_t bytes, int dest,
-                       zz_kind kind, int step, int group) {
+/* The hidden state of (step, group) in send slot s, bytes of it (0: the group stopped). */
+static zz_status send_hidden(run *R, slot *s, size_t bytes, int step, int group) {
   zz_stage *st = R->st;
-  int rc = MPI_Isend(buf, (int)bytes, MPI_BYTE, dest, zz_tag_make(kind, step, group, R->gmax),
-                     st->data, req);
+  zz_status e = zz_xchg_isend(st->x, s->x, bytes, st->rank + 1, zz_tag_make(ZZ_KIND_HIDDEN, step, group, R->gmax));
+  if (e != ZZ_OK)
+    return zz_error(e, "stage: send of step %d group %d to rank %d failed: %s", step, group, st->rank + 1,
+                    zz_error_message());
+  st->stats.bytes_sent += bytes;
+  st->stats.messages_sent++;
+  return ZZ_OK;
+}
+
+/* The last rank's token message of (step, group) to rank 0. */
+static zz_status send_tokens(run *R, int group, size_t bytes, int step) {
+  zz_stage *st = R->st;
+  int rc = MPI_Isend(R->tok[group], (int)bytes, MPI_BYTE, 0, zz_tag_make(ZZ_KIND_TOKENS, step, group, R->gmax),
+                     st->data, &R->tok_req[group]);
   if (rc != MPI_SUCCESS)
-    return zz_error(ZZ_ERR_MPI, "stage: send of step %d group %d to rank %d failed", step,
-                    group, dest);
+    return zz_error(ZZ_ERR_MPI, "stage: send of the tokens of step %d group %d to rank 0 failed", step, group);
   st->stats.bytes_sent += bytes;
   st->stats.messages_sent++;
   return ZZ_OK;
@@ -230,14 +278,13 @@ static int next_item(const run *R, int step, int g, int *step_out, int *g_out) {
 
 static zz_status post_hidden_recv(run *R, int item, int step, int g) {
   slot *s = &R->recv[item % ZZ_RECV_SLOTS];
-  if (s->req != MPI_REQUEST_NULL)
+  if (zz_xchg_busy(R->st->x, s->x))
     return zz_error(ZZ_ERR_MPI, "stage: internal: receive slot busy at step %d group %d", step, g);
   s->step = step;
   s->group = g;
-  int rc = MPI_Irecv(s->buf, (int)R->cap, MPI_BYTE, R->st->rank - 1,
-                     zz_tag_make(ZZ_KIND_HIDDEN, step, g, R->gmax), R->st->data, &s->req);
-  if (rc != MPI_SUCCESS)
-    return zz_error(ZZ_ERR_MPI, "stage: posting the receive of step %d group %d", step, g);
+  zz_status e = zz_xchg_irecv(R->st->x, s->x, R->st->rank - 1, zz_tag_make(ZZ_KIND_HIDDEN, step, g, R->gmax));
+  if (e != ZZ_OK)
+    return zz_error(e, "stage: posting the receive of step %d group %d: %s", step, g, zz_error_message());
   return ZZ_OK;
 }
 
@@ -254,10 +301,8 @@ static size_t hidden_bytes(run *R, int step, int g) {
 }
 
 static void block_init(run *R) {
-  for (int k = 0; k < ZZ_RECV_SLOTS; k++)
-    R->recv[k] = (slot){.req = MPI_REQUEST_NULL, .step = -1, .group = -1};
-  for (int k = 0; k < ZZ_SEND_SLOTS; k++)
-    R->send[k] = (slot){.req = MPI_REQUEST_NULL, .step = -1, .group = -1};
+  for (int k = 0; k < ZZ_RECV_SLOTS; k++) R->recv[k] = (slot){.x = k, .step = -1, .group = -1};
+  for (int k = 0; k < ZZ_SEND_SLOTS; k++) R->send[k] = (slot){.x = ZZ_RECV_SLOTS + k, .step = -1, .group = -1};
 }
 
 static zz_status block_buffers(run *R) {
@@ -288,33 +333,20 @@ static zz_status block_buffers(run *R) {
     if (!(R->tok[g] = calloc(2 + 2 * (size_t)gsize(b, g), sizeof(int32_t))))
       return zz_error(ZZ_ERR_NO_MEMORY, "stage: token buffers");
   }
-  int maxg = 0;
-  for (int g = 0; g < (int)T; g++) maxg = gsize(b, g) > maxg ? gsize(b, g) : maxg;
-  size_t tokbytes = (2 + 2 * (size_t)maxg) * sizeof(int32_t);
-  for (int k = 0; k < ZZ_RECV_SLOTS; k++) {
-    if (!(R->recv[k].buf = malloc(cap))) return zz_error(ZZ_ERR_NO_MEMORY, "stage: buffers");
-  }
-  for (int k = 0; k < ZZ_SEND_SLOTS; k++) {
-    if (!(R->send[k].buf = malloc(cap > tokbytes ? cap : tokbytes)))
-      return zz_error(ZZ_ERR_NO_MEMORY, "stage: buffers");
-  }
+  if (!R->st->x)
+    ZZ_CHECK(zz_xchg_create_mpi(R->st->data, R->st->faults, R->st->cfg.step_timeout, NULL, &R->st->x));
+  ZZ_CHECK(zz_xchg_reserve(R->st->x, cap));
+  for (int k = 0; k < ZZ_RECV_SLOTS; k++) R->recv[k].buf = R->st->x->slot[R->recv[k].x].buf;
+  for (int k = 0; k < ZZ_SEND_SLOTS; k++) R->send[k].buf = R->st->x->slot[R->send[k].x].buf;
   return ZZ_OK;
 }
 
-/* Frees a block's buffers. After a failure, requests still posted are released
- * (MPI_Request_free) rather than waited for: the process is about to exit. */
-static void block_free(run *R, int clean) {
-  slot *all[ZZ_RECV_SLOTS + ZZ_SEND_SLOTS];
-  for (int k = 0; k < ZZ_RECV_SLOTS; k++) all[k] = &R->recv[k];
-  for (int k = 0; k < ZZ_SEND_SLOTS; k++) all[ZZ_RECV_SLOTS + k] = &R->send[k];
-  for (int k = 0; k < ZZ_RECV_SLOTS + ZZ_SEND_SLOTS; k++) {
-    if (all[k]->req != MPI_REQUEST_NULL) {
-      if (k < ZZ_RECV_SLOTS) MPI_Cancel(&all[k]->req);
-      if (clean) MPI_Wait(&all[k]->req, MPI_STATUS_IGNORE);
-      else MPI_Request_free(&all[k]->req);
-    }
-    if (clean || all[k]->req == MPI_REQUEST_NULL) free(all[k]->buf); /* else MPI may still write */
-  }
+/* Frees a block's buffers. Clean: a receive still posted (for an item nobody
+ * sends) is cancelled. After a failure the exchange is aborted (MPI requests freed,
+ * an NCCL communicator aborted) rather than waited for, and its buffers are left
+ * alone, as MPI or NCCL may still write into them: the process is about to exit. */
+static zz_status block_free(run *R, int clean) {
+  zz_status s = R->st->x ? zz_xchg_settle(R->st->x, clean) : ZZ_OK;
   if (R->tok && R->tok_req) {
     for (int g = 0; g < R->b->ngroups; g++) {
       if (R->tok_req[g] != MPI_REQUEST_NULL) {
@@ -332,6 +364,7 @@ static void block_free(run *R, int clean) {
   free(R->done);
   free(R->sids);
   free(R->sdone);
+  return s;
 }
 
 static zz_status run_block(run *R) {
@@ -387,21 +420,18 @@ static zz_status run_block(run *R) {
         return zz_error(ZZ_ERR_MPI, "stage: internal: step %d group %d has no receive posted",
                         step, g);
       if (has_next) ZZ_CHECK(post_hidden_recv(R, R->item + 1, ns, ng));
-      MPI_Status status;
-      ZZ_CHECK(zz_comm_wait(st->faults, &rs->req, &status, tmo, "stage: waiting for hidden state",
-                            rank - 1, &st->stats.bubble_s));
-      int got = 0;
-      MPI_Get_count(&status, MPI_BYTE, &got);
+      size_t got = 0;
+      ZZ_CHECK(zz_xchg_wait(st->x, rs->x, "stage: waiting for hidden state", &st->stats.bubble_s, &got));
       st->stats.bytes_received += (uint64_t)got;
       if (got == 0) {
         stop_here = 1;
       } else {
         size_t want = hidden_bytes(R, step, g);
-        if ((size_t)got != want)
+        if (got != want)
           return zz_error(ZZ_ERR_MPI, "stage: hidden state of step %d group %d from rank %d is "
-                          "%d bytes, this rank expects %zu", step, g, rank - 1, got, want);
+                          "%zu bytes, this rank expects %zu", step, g, rank - 1, got, want);
         it.hidden_in = rs->buf;
-        it.hidden_in_bytes = (size_t)got;
+        it.hidden_in_bytes = got;
       }
     }
 
@@ -409,7 +439,7 @@ static zz_status run_block(run *R) {
       if (rank < last) {
         slot *ss;
         ZZ_CHECK(take_send(R, &ss));
-        ZZ_CHECK(isend(R, &ss->req, ss->buf, 0, rank + 1, ZZ_KIND_HIDDEN, step, g));
+        ZZ_CHECK(send_hidden(R, ss, 0, step, g));
       }
       R->stopped[g] = 1;
       active--;
@@ -418,6 +448,9 @@ static zz_status run_block(run *R) {
       ZZ_CHECK(take_send(R, &ss));
       it.hidden_out = ss->buf;
       it.hidden_out_bytes = hidden_bytes(R, step, g);
+      it.hidden_on_device = st->x->ops->on_device;
+      /* the next item's hidden state may have announced itself: start moving it */
+      if (rank > 0 && has_next) ZZ_CHECK(zz_xchg_poke(st->x, R->recv[(R->item + 1) % ZZ_RECV_SLOTS].x));
       if (it.hidden_out_bytes > R->cap)
         return zz_error(ZZ_ERR_INVALID_ARG, "stage: hidden state of step %d group %d is %zu "
                         "bytes, more than steps 0 and 1 needed (%zu)", step, g,
@@ -433,8 +466,7 @@ static zz_status run_block(run *R) {
       st->stats.items++;
       st->stats.tokens += n;
       if (rank < last) {
-        ZZ_CHECK(isend(R, &ss->req, ss->buf, it.hidden_out_bytes, rank + 1, ZZ_KIND_HIDDEN,
-                       step, g));
+        ZZ_CHECK(send_hidden(R, ss, it.hidden_out_bytes, step, g));
         if (rank == 0) { /* the ids of this item will come back around the ring */
           int rc = MPI_Irecv(R->tok[g], 2 + 2 * n, MPI_INT32_T, last,
                              zz_tag_make(ZZ_KIND_TOKENS, step, g, R->gmax), st->data,
@@ -447,7 +479,10 @@ static zz_status run_block(run *R) {
         int all_done = 1;
         for (int i = 0; i < n; i++) all_done &= R->sdone[first + i] != 0;
         int stop = all_done || step + 1 >= b->max_new_tokens;
-        int32_t *m = rank == 0 ? R->tok[g] : (int32_t *)ss->buf;
+        if (R->tok_req[g] != MPI_REQUEST_NULL) /* the previous step's message of this group */
+          ZZ_CHECK(zz_comm_wait(st->faults, &R->tok_req[g], NULL, tmo, "stage: sending token ids", 0,
+                                &st->stats.send_wait_s));
+        int32_t *m = R->tok[g];
         m[0] = stop;
         m[1] = n;
         for (int i = 0; i < n; i++) {
@@ -468,8 +503,7 @@ static zz_status run_block(run *R) {
             active--;
           }
         } else {
-          ZZ_CHECK(isend(R, &ss->req, ss->buf, (2 + 2 * (size_t)n) * sizeof(int32_t), 0,
-                         ZZ_KIND_TOKENS, step, g));
+          ZZ_CHECK(send_tokens(R, g, (2 + 2 * (size_t)n) * sizeof(int32_t), step));
         }
       }
     }
@@ -482,6 +516,11 @@ static zz_status run_block(run *R) {
   }
   /* every send of this block must be delivered before its buffers go */
   for (int k = 0; k < ZZ_SEND_SLOTS; k++) ZZ_CHECK(wait_send(R, &R->send[k]));
+  if (rank == last && rank > 0)
+    for (int gg = 0; gg < b->ngroups; gg++)
+      if (R->tok_req[gg] != MPI_REQUEST_NULL)
+        ZZ_CHECK(zz_comm_wait(st->faults, &R->tok_req[gg], NULL, tmo, "stage: sending token ids", 0,
+                              &st->stats.send_wait_s));
   return ZZ_OK;
 }
 
@@ -564,7 +603,8 @@ zz_status zz_stage_run(zz_stage *st, const zz_stage_callbacks *cb, void *ctx) {
       if (s == ZZ_OK) s = run_block(&R);
       if (s == ZZ_OK && cb->end_block && (s = cb->end_block(ctx, &b)) != ZZ_OK)
         s = cb_fail(&R, s, "end_block", 0, 0);
-      block_free(&R, s == ZZ_OK);
+      zz_status fs = block_free(&R, s == ZZ_OK);
+      if (s == ZZ_OK) s = fs;
       if (s == ZZ_OK) st->stats.blocks++;
       if (s == ZZ_OK && st->cfg.verbose) {
         zz_stage_stats x;

@@ -110,6 +110,9 @@ typedef struct zz_stage_item {
    * compute must write exactly hidden_out_bytes = hidden_bytes(step, group). */
   void *hidden_out;
   size_t hidden_out_bytes;
+  /* hidden_in and hidden_out are device memory of the exchange's device (--comm
+   * nccl), not host memory */
+  bool hidden_on_device;
 } zz_stage_item;
 
 /*
@@ -193,6 +196,33 @@ int zz_stage_size(const zz_stage *st);
 int zz_stage_groups(const zz_stage *st);
 /* Host name of a rank as exchanged at start. */
 const char *zz_stage_host(const zz_stage *st, int rank);
+/* How hidden states travel between ranks (--comm). Token ids, block messages and
+ * control messages always go over MPI. */
+typedef enum zz_stage_comm {
+  ZZ_STAGE_COMM_MPI = 0, /* host buffers, MPI_Isend / MPI_Irecv */
+  ZZ_STAGE_COMM_NCCL,    /* device buffers, ncclSend / ncclRecv on their own stream */
+  ZZ_STAGE_COMM_COUNT
+} zz_stage_comm;
+/* "mpi" or "nccl"; anything else is ZZ_ERR_INVALID_ARG naming it. */
+zz_status zz_stage_comm_parse(const char *name, zz_stage_comm *out);
+const char *zz_stage_comm_name(zz_stage_comm comm);
+/* Whether this build and this rank's device can use `comm`, alone and before
+ * anything loads: NCCL needs an NCCL build and a GPU device (ZZ_ERR_UNSUPPORTED
+ * with the reason otherwise). */
+zz_status zz_stage_comm_check(zz_stage_comm comm, const zz_device *dev);
+/* Collective: hidden states go by `comm`, kept across blocks.
+ *   MPI: through host buffers: dev's host memory (zz_device_host_alloc: pinned on
+ *   CUDA, so the engine's copies to and from the GPU are DMA and MPI reads them in
+ *   place), or malloc when dev is NULL; grown as blocks need.
+ *   NCCL: through buffers of max_hidden_bytes each in dev's memory (the largest
+ *   hidden state a step hands over; dev->reserved grows by what they take, so
+ *   memory plans made afterwards leave room for them); every rank's GPU is compared
+ *   first (two ranks on one GPU: refused on every rank), then the communicator is
+ *   bootstrapped over the stage's communicator, bounded by a deadline.
+ * Call before zz_stage_run; dev must outlive the stage. */
+zz_status zz_stage_use_comm(zz_stage *st, zz_stage_comm comm, zz_device *dev, size_t max_hidden_bytes);
+/* zz_stage_use_comm(MPI, dev) unless the stage already exchanges over dev. */
+zz_status zz_stage_use_device(zz_stage *st, zz_device *dev);
 /* Clean shutdown, collective: says goodbye to every peer (so nobody takes this rank
  * for lost), stops the progress thread, frees the communicators. NULL is fine. */
 void zz_stage_destroy(zz_stage *st);
@@ -217,8 +247,9 @@ zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_sta
 /*
  * Cost of layer `l` of the model's layer list for one block of bls = gbs x num_gb
  * sequences generating shape->gen_len tokens after shape->prompt_len: the predicted
- * seconds it adds to its stage. The one rule the default split uses (until the
- * planner's measured hardware profile replaces the two rates):
+ * seconds it adds to its stage. The one rule the default split uses without a
+ * hardware file (with `--hw FILE`, launch/pipe.c feeds the planner's per-layer
+ * times, zz_plan_layer_costs, to the same split instead):
  *   flops = 2 * weight elements * bls * positions it runs on
  *           (s + n - 1 for the input embedding's adds, attention and MLP; n for the
  *           output embedding, which projects only the last position), plus for
@@ -233,7 +264,7 @@ zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_sta
 double zz_stage_layer_cost(const zz_model *m, int l, const zz_policy *pol, const zz_shape *shape, zz_dtype dt);
 /* The default split of the layer list over nranks stages: contiguous, every stage
  * at least one layer, minimising the largest stage's summed zz_stage_layer_cost
- * (exact, by dynamic programming). bounds_out[nranks + 1]: stage r runs layers
+ * (exact, by dynamic programming: zz_split_costs in planner/pipe.c). bounds_out[nranks + 1]: stage r runs layers
  * [bounds_out[r], bounds_out[r + 1]); bounds_out[0] = 0 (rank 0 embeds) and
  * bounds_out[nranks] = m->n_layers (the last rank holds the LM head). */
 zz_status zz_stage_split_layers(const zz_model *m, const zz_policy *pol, const zz_shape *shape, zz_dtype dt,
@@ -261,6 +292,8 @@ zz_status zz_stage_split_layers(const zz_model *m, const zz_policy *pol, const z
  */
 typedef struct zz_engine_stage_config {
   zz_engine *engine;   /* this rank's slice; its n_groups bounds the groups of a block */
+  zz_device *device;   /* the engine's device: the stage's exchange buffers are its
+                          host memory (zz_stage_use_device); NULL: malloc */
   int max_new_tokens;  /* per sequence, <= the engine's gen_len */
   bool ignore_eos;     /* benchmarks: every sequence runs max_new_tokens steps */
   zz_sampling sampling;/* last rank: temperature, top-k/p, seed */

@@ -239,19 +239,54 @@ static zz_status op_kv_append(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   return bo_result(r, st, cache, b * stride, out);
 }
 
-static zz_status op_attention(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+/* z as op_attention's; kv_heads K/V heads; the pads from z[pad0]. */
+static zz_status bo_attention(zz_bo *r, const int64_t *z, int64_t kv_heads, int pad0, zz_bo_out *out) {
   int64_t b = z[0], sq = z[1], t = z[2], q0 = z[3], heads = z[4], hd = z[5], t_max = z[6];
-  int64_t h = heads * hd, stride = t_max * h;
+  int64_t h = heads * hd, stride = t_max * kv_heads * hd;
   int32_t pad[8];
-  for (int64_t i = 0; i < b; i++) pad[i] = (int32_t)z[7 + i];
+  for (int64_t i = 0; i < b; i++) pad[i] = (int32_t)z[pad0 + i];
   void *q = bo_rand(r, b * sq * h, -3, 3); /* peaked enough to test the softmax */
   void *k = bo_rand(r, b * stride, -1, 1), *v = bo_rand(r, b * stride, -1, 1);
   int32_t *d_pad = bo_i32(r, pad, b);
   void *o = bo_poisoned(r, b * sq * h);
   size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads);
   void *scratch = sb ? bo_poison(r, sb) : NULL; /* masked scores must never be read */
-  zz_status st = zz_device_attention(r->dev, q, k, v, stride, b, sq, t, q0, heads, hd, d_pad, o, scratch);
+  zz_status st = zz_device_attention(r->dev, q, k, v, stride, b, sq, t, q0, heads, kv_heads, hd, d_pad, o, scratch);
   return bo_result(r, st, o, b * sq * h, out);
+}
+
+static zz_status op_attention(zz_bo *r, const int64_t *z, zz_bo_out *out) { return bo_attention(r, z, z[4], 7, out); }
+
+/* grouped-query attention: z[7] K/V heads, pads from z[8] */
+static zz_status op_attention_gqa(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  return bo_attention(r, z, z[7], 8, out);
+}
+
+static zz_status op_rmsnorm(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0], dim = z[1];
+  void *x = bo_rand(r, n * dim, -2, 2);
+  zz_tensor g = bo_weight(r, "gamma", 1, dim, 0, 0.5f, 1.5f);
+  void *y = z[2] ? x : bo_poisoned(r, n * dim);
+  return bo_result(r, zz_device_rmsnorm(r->dev, x, n, dim, &g, 1e-6f, y), y, n * dim, out);
+}
+
+static zz_status op_rope(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0], heads = z[1], hd = z[2];
+  const zz_rope ropes[3] = {
+      {.type = ZZ_ROPE_DEFAULT, .theta = 10000, .factor = 1},
+      {.type = ZZ_ROPE_LINEAR, .theta = 10000, .factor = 4},
+      {.type = ZZ_ROPE_LLAMA3, .theta = 500000, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+       .original_max_pos = 8192}};
+  void *x = bo_rand(r, n * heads * hd, -1, 1); /* in and out: not poisoned */
+  int32_t *pos = bo_ids(r, n, z[4]);
+  return bo_result(r, zz_device_rope(r->dev, x, n, heads, hd, pos, &ropes[z[3]]), x, n * heads * hd, out);
+}
+
+static zz_status op_silu_mul(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0];
+  void *g = bo_rand(r, n, -6, 6), *u = bo_rand(r, n, -1, 1);
+  void *y = z[1] ? g : bo_poisoned(r, n);
+  return bo_result(r, zz_device_silu_mul(r->dev, g, u, n, y), y, n, out);
 }
 
 /* ---------------------------------------------------------------- compressed weights and caches */
@@ -358,7 +393,7 @@ static zz_status op_attention_ex(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   void *o = bo_poisoned(r, b * sq * h);
   size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads);
   void *scratch = sb ? bo_poison(r, sb) : NULL;
-  zz_status st = zz_device_attention_ex(r->dev, q, k, v, &l, b, sq, t, q0, heads, hd, d_pad, keep, o, scratch);
+  zz_status st = zz_device_attention_ex(r->dev, q, k, v, &l, b, sq, t, q0, heads, heads, hd, d_pad, keep, o, scratch);
   return bo_result(r, st, o, b * sq * h, out);
 }
 
@@ -453,6 +488,23 @@ static const zz_bo_op zz_bo_ops[] = {
       {2, 9, 9, 0, 3, 13, 12, 0, 8},
       {2, 128, 128, 0, 32, 128, 128, 0, 77},
       {1, 600, 600, 0, 2, 64, 601, 5}}}, /* t > 2 * a CUDA block */
+    {ZZ_OP_ATTENTION,
+     "attention_gqa",
+     op_attention_gqa,
+     {"b", "sq", "t", "q0", "heads", "hd", "t_max", "kv_heads", "pad0", "pad1", "pad2", "pad3"},
+     ZZ_BO_TOL,
+     {{3, 1, 37, 36, 8, 64, 40, 2, 0, 5, 36},   /* decode, 4 query heads per K/V head */
+      {2, 1, 300, 299, 32, 128, 301, 8, 0, 9},  /* llama-2-70b-like grouping */
+      {2, 1, 19, 18, 6, 16, 23, 1, 0, 4},       /* one K/V head (MQA) */
+      {2, 7, 7, 0, 4, 16, 7, 2, 0, 3},          /* prefill */
+      {2, 33, 33, 0, 12, 64, 40, 3, 10, 0},
+      {1, 600, 600, 0, 8, 64, 601, 1, 5}}},
+    {ZZ_OP_RMSNORM, "rmsnorm", op_rmsnorm, {"n", "dim", "in_place"}, ZZ_BO_TOL,
+     {{1, 7, 0}, {5, 4096, 0}, {5, 4096, 1}, {130, 8192, 0}, {2, 1001, 0}}},
+    {ZZ_OP_ROPE, "rope", op_rope, {"n", "heads", "hd", "type", "max_pos"}, ZZ_BO_TOL,
+     {{1, 1, 2, 0, 1}, {7, 4, 16, 0, 64}, {37, 32, 128, 0, 2048}, {13, 8, 128, 1, 4096}, {9, 3, 64, 2, 8192},
+      {129, 8, 128, 2, 131072}}},
+    {ZZ_OP_SILU_MUL, "silu_mul", op_silu_mul, {"n", "y_is_g"}, ZZ_BO_TOL, {{1, 0}, {1001, 0}, {1 << 20, 1}}},
     /* compression: Q4 weights (bits, group), Q4 caches, top-k sparse attention */
     {ZZ_OP_LINEAR, "linear_q4", op_linear_q, {"n", "in", "out", "bias", "relu", "bits", "group"}, ZZ_BO_TOL,
      {{1, 768, 768, 1, 0, 4, 64},
@@ -738,7 +790,7 @@ static zz_status bo_attn(zz_bo *r, int64_t kv_stride, bool scratch, bool pad_on_
   const int32_t *pad = pad_on_device ? bo_i32(r, host_pad, 2) : host_pad;
   size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, 2);
   void *s = scratch && sb ? bo_poison(r, sb) : NULL;
-  return zz_device_attention(r->dev, q, k, v, kv_stride, 2, 1, 4, 3, 2, 3, pad, bo_poisoned(r, 2 * 6), s);
+  return zz_device_attention(r->dev, q, k, v, kv_stride, 2, 1, 4, 3, 2, 2, 3, pad, bo_poisoned(r, 2 * 6), s);
 }
 
 static zz_status bad_attention_stride(zz_bo *r) { return bo_attn(r, 20, true, true); }
@@ -748,6 +800,35 @@ static zz_status bad_attention_no_scratch(zz_bo *r) {
   if (!zz_device_attention_scratch(r->dev, 2, 1, 4, 2)) /* this device needs none: spoil the stride instead */
     return bo_attn(r, 20, false, true);
   return bo_attn(r, 30, false, true);
+}
+
+static zz_status bad_attention_kv_heads(zz_bo *r) {
+  void *q = bo_rand(r, 2 * 6, -1, 1), *k = bo_rand(r, 2 * 30, -1, 1), *v = bo_rand(r, 2 * 30, -1, 1);
+  static const int32_t host_pad[2] = {0, 1};
+  size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, 3);
+  return zz_device_attention(r->dev, q, k, v, 30, 2, 1, 4, 3, 3, 2, 2, bo_i32(r, host_pad, 2), bo_poisoned(r, 2 * 6),
+                             sb ? bo_poison(r, sb) : NULL);
+}
+
+static zz_status bad_rmsnorm_gamma(zz_bo *r) {
+  zz_tensor g = bo_weight(r, "gamma", 1, 5, 0, 0.5f, 1.5f);
+  void *x = bo_rand(r, 2 * 6, -1, 1);
+  return zz_device_rmsnorm(r->dev, x, 2, 6, &g, 1e-6f, x);
+}
+
+static zz_status bad_rope_odd(zz_bo *r) {
+  zz_rope rope = {.theta = 10000, .factor = 1};
+  return zz_device_rope(r->dev, bo_rand(r, 2 * 7, -1, 1), 2, 1, 7, bo_ids(r, 2, 5), &rope);
+}
+
+static zz_status bad_rope_pos_host(zz_bo *r) {
+  static const int32_t pos[2] = {0, 1};
+  zz_rope rope = {.theta = 10000, .factor = 1};
+  return zz_device_rope(r->dev, bo_rand(r, 2 * 8, -1, 1), 2, 1, 8, pos, &rope);
+}
+
+static zz_status bad_silu_y_short(zz_bo *r) {
+  return zz_device_silu_mul(r->dev, bo_rand(r, 9, -1, 1), bo_rand(r, 9, -1, 1), 9, bo_poisoned(r, 8));
 }
 
 static zz_status bad_write_dst_host(zz_bo *r) {
@@ -763,6 +844,15 @@ static zz_status bad_write_src_device(zz_bo *r) {
 static zz_status bad_read_lane(zz_bo *r) {
   static char h[64];
   return zz_device_read(r->dev, (zz_lane)ZZ_LANE_COUNT, h, bo_poison(r, 64), 64);
+}
+
+static zz_status bad_copy_src_host(zz_bo *r) {
+  static char h[64];
+  return zz_device_copy(r->dev, ZZ_LANE_COMPUTE, bo_poison(r, 64), h, sizeof h);
+}
+
+static zz_status bad_copy_dst_past_end(zz_bo *r) {
+  return zz_device_copy(r->dev, ZZ_LANE_COMPUTE, bo_poison(r, 64), bo_poison(r, 65), 65);
 }
 
 static zz_status bad_upload_q4(zz_bo *r) {
@@ -813,9 +903,16 @@ static const zz_bo_bad zz_bo_bads[] = {
     {"attention: stride too small", bad_attention_stride, "kv_stride = 20 elements, but 4 rows of 6 need 24"},
     {"attention: pad in host memory", bad_attention_pad_host, "attention: pad ["},
     {"attention: scratch missing", bad_attention_no_scratch, "attention: "},
+    {"attention: heads 3, kv_heads 2", bad_attention_kv_heads, "heads = 3 is not a multiple of kv_heads = 2"},
+    {"rmsnorm: gamma [dim-1]", bad_rmsnorm_gamma, "rmsnorm: weight gamma (gamma) is [5], want [6]"},
+    {"rope: odd head size", bad_rope_odd, "rope: hd = 7, must be even"},
+    {"rope: pos in host memory", bad_rope_pos_host, "rope: pos ["},
+    {"silu_mul: y runs past its block", bad_silu_y_short, "silu_mul: y ["},
     {"write: dst in host memory", bad_write_dst_host, "write: dst ["},
     {"write: host_src in device memory", bad_write_src_device, "host_src ["},
     {"read: lane out of range", bad_read_lane, "read: lane 4 does not exist"},
+    {"copy: src in host memory", bad_copy_src_host, "copy: src ["},
+    {"copy: dst runs past its block", bad_copy_dst_past_end, "copy: dst ["},
     {"upload: from q4", bad_upload_q4, "upload: host dtype q4 is not supported"},
     {"download: src runs past its block", bad_download_past_end, "download: src ["},
     {"sync: lane -1", bad_sync_lane, "sync: lane -1 does not exist"},
@@ -843,6 +940,43 @@ static void bo_refusals(zz_device *dev) {
     bo_end(&r);
   }
 }
+
+/* copy (device -> device), between two blocks and inside one, gives the bytes back
+ * exactly; the CPU device's identity says it is not a GPU, a GPU's names it. */
+static void bo_copy(zz_device *dev) {
+  zz_bo r;
+  bo_begin(&r, dev, 77);
+  enum { N = 4099 };
+  unsigned char *h = bo_host(N), *back = bo_host(N);
+  for (int i = 0; i < N; i++) h[i] = (unsigned char)zz_rng_next(&r.rng);
+  char *a = bo_block(&r, N), *b = bo_poison(&r, N + 8);
+  if (a) bo_note(&r, zz_device_write(dev, ZZ_LANE_LOAD_CACHE, a, h, N), "write");
+  if (a) bo_note(&r, zz_device_sync(dev, ZZ_LANE_LOAD_CACHE), "sync");
+  if (a && b) bo_note(&r, zz_device_copy(dev, ZZ_LANE_COMPUTE, b + 8, a, N), "copy");
+  if (b) bo_note(&r, zz_device_copy(dev, ZZ_LANE_COMPUTE, b, b + 8, 8), "copy inside a block");
+  if (b) bo_note(&r, zz_device_read(dev, ZZ_LANE_COMPUTE, back, b + 8, N), "read");
+  bo_note(&r, zz_device_sync(dev, ZZ_LANE_COMPUTE), "sync");
+  if (r.helper_st != ZZ_OK) fprintf(stderr, "\n%s copy: %s\n", dev->ops->name, r.why);
+  CU_ASSERT_EQUAL(r.helper_st, ZZ_OK);
+  CU_ASSERT(r.helper_st == ZZ_OK && memcmp(back, h, N) == 0);
+  if (b) bo_note(&r, zz_device_read(dev, ZZ_LANE_COMPUTE, back, b, 8), "read");
+  bo_note(&r, zz_device_sync(dev, ZZ_LANE_COMPUTE), "sync");
+  CU_ASSERT(r.helper_st == ZZ_OK && memcmp(back, h, 8) == 0);
+  int ordinal = -7;
+  char id[160] = "";
+  zz_status st = zz_device_identity(dev, &ordinal, id, sizeof id);
+  if (dev->ops->memory_is_host) {
+    CU_ASSERT(st == ZZ_ERR_UNSUPPORTED && strstr(zz_error_message(), "not a GPU") != NULL);
+  } else {
+    CU_ASSERT(st == ZZ_OK && ordinal >= 0 && strncmp(id, "GPU-", 4) == 0 && strstr(id, " at PCI ") != NULL);
+  }
+  free(h);
+  free(back);
+  bo_end(&r);
+}
+
+static void test_cpu_copy(void) { bo_copy(g_cpu); }
+static void test_cuda_copy(void) { bo_copy(g_cuda); }
 
 static void test_cpu_refusals(void) { bo_refusals(g_cpu); }
 static void test_cuda_refusals(void) { bo_refusals(g_cuda); }
@@ -917,12 +1051,14 @@ int main(void) {
   CU_add_test(s, "supports()", test_supports);
   CU_add_test(s, "pools per device", test_pools);
   CU_add_test(s, "cpu refuses bad arguments", test_cpu_refusals);
+  CU_add_test(s, "cpu copies on the device; no GPU identity", test_cpu_copy);
   s = CU_add_suite("backend ops: cpu (3 threads) vs cpu (1 thread)", NULL, NULL);
   CU_add_test(s, "every op, every shape", test_cpu_vs_cpu);
   if (g_cuda) {
     s = CU_add_suite("backend ops: cuda vs cpu", NULL, NULL);
     CU_add_test(s, "every op, every shape", test_cuda_vs_cpu);
     CU_add_test(s, "cuda refuses bad arguments", test_cuda_refusals);
+    CU_add_test(s, "cuda copies on the device; its GPU identity", test_cuda_copy);
   }
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();

@@ -22,7 +22,7 @@ int main(int argc, char **argv) {
     printf("no CUDA device: skipped (%s)\n", zz_error_message());
     return 77;
   }
-  static const char *const models[] = {"tiny-opt", "tiny-opt-postln"};
+  static const char *const models[] = {"tiny-opt", "tiny-opt-postln", "tiny-llama", "tiny-llama3", "tiny-llama-tied"};
   static const char *const policies[] = {
       "gbs=4 num_gb=1",
       "gbs=2 num_gb=2 w=50,50 c=0,100 a=100,0 cpu_attn=1",

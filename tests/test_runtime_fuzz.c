@@ -93,10 +93,10 @@ static void test_fuzz_safetensors(void) {
   zz_model_free(&m);
 }
 
-/* Mutates DIR/name (copied from the fixture) and calls load(dir) each time. */
-static void zz_fuzz_text(const char *name, int iters, zz_status (*load)(const char *dir)) {
+/* Mutates DIR/name (copied from the fixture directory) and calls load(dir) each time. */
+static void zz_fuzz_text_in(const char *fixture, const char *name, int iters, zz_status (*load)(const char *dir)) {
   char src[4096], dir[4096], path[4200], other[4200];
-  snprintf(src, sizeof src, "%s/tiny-opt/%s", ZZ_FIXTURES_DIR, name);
+  snprintf(src, sizeof src, "%s/%s/%s", ZZ_FIXTURES_DIR, fixture, name);
   snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
   snprintf(path, sizeof path, "%s/%s", dir, name);
   /* the tokenizer needs both of its files */
@@ -133,6 +133,10 @@ static void zz_fuzz_text(const char *name, int iters, zz_status (*load)(const ch
   rmdir(dir);
   free(buf);
   free(orig);
+}
+
+static void zz_fuzz_text(const char *name, int iters, zz_status (*load)(const char *dir)) {
+  zz_fuzz_text_in("tiny-opt", name, iters, load);
 }
 
 static zz_status zz_load_config(const char *dir) {
@@ -179,6 +183,10 @@ static zz_status zz_load_prompts(const char *dir) {
 static void test_fuzz_config(void) { zz_fuzz_text("config.json", 400, zz_load_config); }
 static void test_fuzz_vocab(void) { zz_fuzz_text("vocab.json", 200, zz_load_tokenizer); }
 static void test_fuzz_merges(void) { zz_fuzz_text("merges.txt", 200, zz_load_tokenizer); }
+static void test_fuzz_tokenizer_json(void) {
+  zz_fuzz_text_in("tok-llama3", "tokenizer.json", 100, zz_load_tokenizer);
+  zz_fuzz_text_in("tok-llama2", "tokenizer.json", 100, zz_load_tokenizer);
+}
 /* config.json read as a prompts file: every line is a malformed prompt */
 static void test_fuzz_prompts(void) { zz_fuzz_text("config.json", 200, zz_load_prompts); }
 
@@ -189,5 +197,6 @@ void zz_test_fuzz_register(void) {
   CU_add_test(s, "mutated config.json", test_fuzz_config);
   CU_add_test(s, "mutated vocab.json", test_fuzz_vocab);
   CU_add_test(s, "mutated merges.txt", test_fuzz_merges);
+  CU_add_test(s, "mutated tokenizer.json", test_fuzz_tokenizer_json);
   CU_add_test(s, "malformed prompt lines", test_fuzz_prompts);
 }

@@ -114,9 +114,9 @@ static void test_layernorm(void) {
 
 /* Naive attention with an explicit mask matrix, the contract of zz_kernels.h. */
 static void zz_ref_attention(const float *q, const float *k, const float *v, int64_t kv_stride, int64_t b,
-                             int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
+                             int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
                              const int32_t *pad, float *out) {
-  int64_t h = heads * hd;
+  int64_t h = heads * hd, kvw = kv_heads * hd;
   double *p = malloc((size_t)t * sizeof *p);
   for (int64_t i = 0; i < b; i++)
     for (int64_t hh = 0; hh < heads; hh++)
@@ -126,14 +126,14 @@ static void zz_ref_attention(const float *q, const float *k, const float *v, int
         for (int64_t j = 0; j < t; j++) {
           bool vis = j >= pad[i] && j <= q_start + r;
           double s = 0;
-          for (int64_t d = 0; d < hd; d++) s += (double)qr[d] * k[i * kv_stride + j * h + hh * hd + d];
+          for (int64_t d = 0; d < hd; d++) s += (double)qr[d] * k[i * kv_stride + j * kvw + hh / (heads / kv_heads) * hd + d];
           p[j] = vis ? s / sqrt((double)hd) : -INFINITY;
           if (p[j] > mx) mx = p[j];
         }
         for (int64_t j = 0; j < t; j++) sum += p[j] = isinf(p[j]) ? 0 : exp(p[j] - mx);
         for (int64_t d = 0; d < hd; d++) {
           double o = 0;
-          for (int64_t j = 0; j < t; j++) o += p[j] * v[i * kv_stride + j * h + hh * hd + d];
+          for (int64_t j = 0; j < t; j++) o += p[j] * v[i * kv_stride + j * kvw + hh / (heads / kv_heads) * hd + d];
           out[(i * sq + r) * h + hh * hd + d] = sum > 0 ? (float)(o / sum) : 0.0f;
         }
       }
@@ -144,34 +144,111 @@ static void test_attention(void) {
   zz_rng r;
   zz_rng_seed(&r, 3, 0);
   /* prefill (sq = t) with left padding, and decode (sq = 1) over a longer cache */
-  const int64_t cases[][5] = {/* b, sq, t, heads, hd */ {3, 9, 9, 2, 8}, {2, 1, 13, 4, 16}, {1, 5, 5, 1, 4}};
-  for (size_t c = 0; c < 3; c++) {
+  /* the last two: grouped-query attention (2 and 6 query heads per K/V head) */
+  const int64_t cases[][6] = {/* b, sq, t, heads, hd, kv_heads */ {3, 9, 9, 2, 8, 2}, {2, 1, 13, 4, 16, 4},
+                              {1, 5, 5, 1, 4, 1}, {3, 7, 7, 4, 8, 2}, {3, 1, 11, 6, 8, 1}};
+  for (size_t c = 0; c < 5; c++) {
     int64_t b = cases[c][0], sq = cases[c][1], t = cases[c][2], heads = cases[c][3], hd = cases[c][4];
-    int64_t h = heads * hd, t_max = t + 3, q_start = t - sq;
-    float *q = zz_rand_vec(&r, b * sq * h), *k = zz_rand_vec(&r, b * t_max * h), *v = zz_rand_vec(&r, b * t_max * h);
+    int64_t kvh = cases[c][5], h = heads * hd, t_max = t + 3, q_start = t - sq, kvw = kvh * hd;
+    float *q = zz_rand_vec(&r, b * sq * h), *k = zz_rand_vec(&r, b * t_max * kvw), *v = zz_rand_vec(&r, b * t_max * kvw);
     float *out = malloc((size_t)(b * sq * h) * sizeof *out), *ref = malloc((size_t)(b * sq * h) * sizeof *ref);
     float *scratch = malloc(zz_cpu_attention_scratch(b, heads, t) * sizeof(float));
     int32_t pad[3] = {0, 2, 4};
     if (c == 2) pad[0] = 3;
-    zz_cpu_attention(g_pool, q, k, v, t_max * h, b, sq, t, q_start, heads, hd, pad, out, scratch);
-    zz_ref_attention(q, k, v, t_max * h, b, sq, t, q_start, heads, hd, pad, ref);
+    zz_cpu_attention(g_pool, q, k, v, t_max * kvw, b, sq, t, q_start, heads, kvh, hd, pad, out, scratch);
+    zz_ref_attention(q, k, v, t_max * kvw, b, sq, t, q_start, heads, kvh, hd, pad, ref);
     CU_ASSERT(zz_max_rel(out, ref, b * sq * h) < 1e-5);
     if (c == 2) /* padded query rows see nothing and must be zero, not NaN */
       for (int64_t x = 0; x < 3 * h; x++) CU_ASSERT_EQUAL(out[x], 0.0f);
     /* an f16 cache read by the CPU (beside a GPU run) equals the f32 kernel on
      * the same rounded values */
-    int64_t nkv = b * t_max * h;
+    int64_t nkv = b * t_max * kvw;
     uint16_t *k16 = malloc((size_t)nkv * 2), *v16 = malloc((size_t)nkv * 2);
     zz_convert(ZZ_DTYPE_F32, k, ZZ_DTYPE_F16, k16, nkv);
     zz_convert(ZZ_DTYPE_F32, v, ZZ_DTYPE_F16, v16, nkv);
     zz_convert(ZZ_DTYPE_F16, k16, ZZ_DTYPE_F32, k, nkv);
     zz_convert(ZZ_DTYPE_F16, v16, ZZ_DTYPE_F32, v, nkv);
-    zz_cpu_attention(g_pool, q, k, v, t_max * h, b, sq, t, q_start, heads, hd, pad, ref, scratch);
-    zz_cpu_attention_kv(g_pool, q, k16, v16, ZZ_DTYPE_F16, t_max * h, b, sq, t, q_start, heads, hd, pad, out, scratch);
+    zz_cpu_attention(g_pool, q, k, v, t_max * kvw, b, sq, t, q_start, heads, kvh, hd, pad, ref, scratch);
+    zz_cpu_attention_kv(g_pool, q, k16, v16, ZZ_DTYPE_F16, t_max * kvw, b, sq, t, q_start, heads, kvh, hd, pad, out,
+                        scratch);
     CU_ASSERT(zz_max_rel(out, ref, b * sq * h) < 1e-6);
     free(k16), free(v16);
     free(q), free(k), free(v), free(out), free(ref), free(scratch);
   }
+}
+
+static void test_rmsnorm(void) {
+  zz_rng r;
+  zz_rng_seed(&r, 5, 0);
+  int64_t n = 7, d = 96;
+  float *x = zz_rand_vec(&r, n * d), *g = zz_rand_vec(&r, d), *y = malloc((size_t)(n * d) * sizeof *y);
+  float *ref = malloc((size_t)(n * d) * sizeof *ref);
+  for (int64_t i = 0; i < n; i++) {
+    double ms = 0;
+    for (int64_t k = 0; k < d; k++) ms += (double)x[i * d + k] * x[i * d + k];
+    ms /= d;
+    for (int64_t k = 0; k < d; k++) ref[i * d + k] = (float)(x[i * d + k] / sqrt(ms + 1e-6) * g[k]);
+  }
+  zz_cpu_rmsnorm(g_pool, x, n, d, g, 1e-6f, y);
+  CU_ASSERT(zz_max_rel(y, ref, n * d) < 1e-5);
+  zz_cpu_rmsnorm(g_pool, x, n, d, g, 1e-6f, x); /* in place */
+  CU_ASSERT(zz_max_rel(x, ref, n * d) < 1e-5);
+  free(x), free(g), free(y), free(ref);
+}
+
+/* transformers' inverse frequencies (modeling_rope_utils), in double. */
+static double zz_ref_inv_freq(const zz_rope *r, int64_t i, int64_t hd) {
+  double inv = 1.0 / pow(r->theta, (double)(2 * i) / (double)hd);
+  if (r->type == ZZ_ROPE_LINEAR) return inv / r->factor;
+  if (r->type != ZZ_ROPE_LLAMA3) return inv;
+  double lo_wl = r->original_max_pos / r->low_freq_factor, hi_wl = r->original_max_pos / r->high_freq_factor;
+  double wl = 2 * M_PI / inv;
+  if (wl < hi_wl) return inv;
+  if (wl > lo_wl) return inv / r->factor;
+  double sm = (r->original_max_pos / wl - r->low_freq_factor) / (r->high_freq_factor - r->low_freq_factor);
+  return (1 - sm) * inv / r->factor + sm * inv;
+}
+
+static void test_rope(void) {
+  zz_rng r;
+  zz_rng_seed(&r, 6, 0);
+  const zz_rope ropes[3] = {
+      {.type = ZZ_ROPE_DEFAULT, .theta = 10000, .factor = 1},
+      {.type = ZZ_ROPE_LINEAR, .theta = 10000, .factor = 4},
+      {.type = ZZ_ROPE_LLAMA3, .theta = 500000, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+       .original_max_pos = 64}};
+  int64_t n = 5, heads = 3, hd = 32, w = heads * hd;
+  int32_t pos[5] = {0, 1, 7, 63, 1000};
+  for (int c = 0; c < 3; c++) {
+    /* all three regimes of llama3 occur for this head size */
+    float *x = zz_rand_vec(&r, n * w), *ref = malloc((size_t)(n * w) * sizeof *ref);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t h = 0; h < heads; h++)
+        for (int64_t d = 0; d < hd / 2; d++) {
+          double a = zz_ref_inv_freq(&ropes[c], d, hd) * pos[i];
+          const float *p = x + i * w + h * hd;
+          ref[i * w + h * hd + d] = (float)(p[d] * cos(a) - p[d + hd / 2] * sin(a));
+          ref[i * w + h * hd + d + hd / 2] = (float)(p[d + hd / 2] * cos(a) + p[d] * sin(a));
+        }
+    zz_cpu_rope(x, n, heads, hd, pos, &ropes[c]);
+    /* float32 angles (as HF) at position 1000 differ from double by ~1e-4 rad */
+    CU_ASSERT(zz_max_rel(x, ref, n * w) < 5e-4);
+    free(x), free(ref);
+  }
+}
+
+static void test_silu_mul(void) {
+  zz_rng r;
+  zz_rng_seed(&r, 7, 0);
+  int64_t n = 1001;
+  float *g = zz_rand_vec(&r, n), *u = zz_rand_vec(&r, n), *y = malloc((size_t)n * sizeof *y);
+  float *ref = malloc((size_t)n * sizeof *ref);
+  for (int64_t i = 0; i < n; i++) ref[i] = (float)(g[i] / (1 + exp(-(double)g[i])) * u[i]);
+  zz_cpu_silu_mul(g, u, n, y);
+  CU_ASSERT(zz_max_rel(y, ref, n) < 1e-6);
+  zz_cpu_silu_mul(g, u, n, g); /* y aliases g */
+  CU_ASSERT(zz_max_rel(g, ref, n) < 1e-6);
+  free(g), free(u), free(y), free(ref);
 }
 
 static void test_rows_and_append(void) {
@@ -270,6 +347,9 @@ void zz_test_kernels_register(void) {
   CU_add_test(s, "linear vs naive", test_linear);
   CU_add_test(s, "layernorm vs naive", test_layernorm);
   CU_add_test(s, "attention vs masked naive", test_attention);
+  CU_add_test(s, "rmsnorm vs naive", test_rmsnorm);
+  CU_add_test(s, "rope (default, linear, llama3) vs naive", test_rope);
+  CU_add_test(s, "silu_mul vs naive", test_silu_mul);
   CU_add_test(s, "embed rows, positions, kv append", test_rows_and_append);
   CU_add_test(s, "worker pools run each task once", test_pool);
   CU_add_test(s, "a pool of n threads runs n tasks at once", test_pool_threads_are_real);

@@ -14,7 +14,7 @@
 #include "zz_runtime.h"
 #include "zz_tests.h"
 
-static void zz_check_golden(const char *name, const char *policy) {
+void zz_check_golden(const char *name, const char *policy) {
   zz_device *dev = NULL;
   CU_ASSERT_FATAL(zz_device_create_cpu(0, 2, 2, &dev) == ZZ_OK);
   zz_golden_report r;

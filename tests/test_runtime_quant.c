@@ -206,7 +206,7 @@ static void test_q_attention(void) {
       zz_attn_args a = {.q = &q[0][0], .k = dtq ? (const void *)kq : (const void *)K,
                         .v = dtq ? (const void *)vq : (const void *)V, .kv_dt = dtq ? ZZ_DTYPE_Q4 : ZZ_DTYPE_F32,
                         .kv_q = f, .seq_bytes = dtq ? seq : (int64_t)sizeof K[0], .b = B, .sq = 1, .t = T,
-                        .q_start = T - 1, .heads = H, .hd = HD, .pad = pad, .keep = keeps[kp],
+                        .q_start = T - 1, .heads = H, .kv_heads = H, .hd = HD, .pad = pad, .keep = keeps[kp],
                         .out = &out[0][0], .scratch = scratch};
       zz_cpu_attention_ex(pool, &a);
       int bad = 0;

@@ -103,7 +103,7 @@ static zz_status zz_run_groups(const zz_sfix *f, const char *policy, int groups,
 
 /* One block of T groups through a chain of slice engines, greedy. */
 static zz_status zz_chain_block(zz_engine **eng, int ns, int groups, int64_t first, int64_t cnt,
-                                int32_t toks[ZZ_NP][ZZ_NEW], void *buf[2]) {
+                                int32_t toks[ZZ_NP][ZZ_NEW], void *buf[2], bool on_device) {
   const zz_policy *pol = zz_engine_policy(eng[0]);
   int64_t bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches;
   int64_t vocab = zz_engine_model(eng[0])->cfg.vocab_size;
@@ -117,7 +117,8 @@ static zz_status zz_chain_block(zz_engine **eng, int ns, int groups, int64_t fir
       int64_t off = first + g * bls, n = cnt - g * bls < bls ? cnt - g * bls : bls;
       for (int s = 0; s < ns; s++) {
         zz_step_io io = {.prompts = (const int32_t *const *)S_ids + off, .tokens = newest + off,
-                         .hidden_in = buf[(s + 1) % 2], .hidden_out = s + 1 < ns ? buf[s % 2] : NULL};
+                         .hidden_in = buf[(s + 1) % 2], .hidden_out = s + 1 < ns ? buf[s % 2] : NULL,
+                         .hidden_on_device = on_device};
         ZZ_CHECK(zz_engine_step(eng[s], g, step, &io));
         if (s + 1 < ns) CU_ASSERT(zz_engine_hidden_bytes(eng[s], g, step) == zz_engine_hidden_bytes(eng[s + 1], g, step));
       }
@@ -127,9 +128,11 @@ static zz_status zz_chain_block(zz_engine **eng, int ns, int groups, int64_t fir
   return ZZ_OK;
 }
 
-/* The model cut at `cuts` (ns - 1 layer indices) into ns engines with T groups. */
-static zz_status zz_run_chain(const zz_sfix *f, const char *policy, const int *cuts, int ns, int groups,
-                              int32_t toks[ZZ_NP][ZZ_NEW]) {
+/* The model cut at `cuts` (ns - 1 layer indices) into ns engines with T groups;
+ * the hidden states handed between them in host memory, or in the device's memory
+ * (as the NCCL exchange hands them) when on_device. */
+static zz_status zz_run_chain_on(const zz_sfix *f, const char *policy, const int *cuts, int ns, int groups,
+                                 int32_t toks[ZZ_NP][ZZ_NEW], bool on_device) {
   zz_engine *eng[ZZ_MAX_SLICES] = {0};
   zz_status st = ZZ_OK;
   for (int s = 0; s < ns && st == ZZ_OK; s++) {
@@ -139,15 +142,26 @@ static zz_status zz_run_chain(const zz_sfix *f, const char *policy, const int *c
   const zz_policy *pol = st == ZZ_OK ? zz_engine_policy(eng[0]) : NULL;
   int64_t cap = pol ? (int64_t)groups * pol->gpu_batch_size * pol->num_gpu_batches : 0;
   size_t hb = (size_t)cap * 17 * (size_t)f->cfg.hidden * sizeof(float);
-  void *buf[2] = {malloc(hb + 1), malloc(hb + 1)};
+  void *buf[2] = {NULL, NULL};
+  for (int i = 0; i < 2 && st == ZZ_OK; i++) {
+    if (on_device) st = zz_device_alloc(S_dev, hb + 1, &buf[i]);
+    else if (!(buf[i] = malloc(hb + 1))) st = ZZ_ERR_NO_MEMORY;
+  }
   for (int64_t first = 0; st == ZZ_OK && first < ZZ_NP; first += cap) {
     int64_t cnt = ZZ_NP - first < cap ? ZZ_NP - first : cap;
-    st = zz_chain_block(eng, ns, groups, first, cnt, toks, buf);
+    st = zz_chain_block(eng, ns, groups, first, cnt, toks, buf, on_device);
   }
-  free(buf[0]);
-  free(buf[1]);
+  for (int i = 0; i < 2; i++) {
+    if (on_device) zz_device_free(S_dev, buf[i]);
+    else free(buf[i]);
+  }
   for (int s = 0; s < ns; s++) zz_engine_destroy(eng[s]);
   return st;
+}
+
+static zz_status zz_run_chain(const zz_sfix *f, const char *policy, const int *cuts, int ns, int groups,
+                              int32_t toks[ZZ_NP][ZZ_NEW]) {
+  return zz_run_chain_on(f, policy, cuts, ns, groups, toks, false);
 }
 
 static void zz_expect_same(int32_t a[ZZ_NP][ZZ_NEW], int32_t b[ZZ_NP][ZZ_NEW], zz_status st, const char *what,
@@ -181,6 +195,35 @@ static void test_groups_and_slices(void) {
                      S_names[f], S_policies[p]);
     }
   }
+}
+
+/* Hidden states handed between slices in device memory (hidden_on_device, what the
+ * NCCL exchange does on a GPU; here the CPU device's own arena, which the checked
+ * device boundary keeps apart from host memory) give the same tokens as host
+ * buffers, under every policy; a host pointer said to be on the device is refused. */
+static void test_hidden_on_device(void) {
+  for (int f = 0; f < 2; f++) {
+    int nl = S_models[f].m.n_layers;
+    const int cuts3[] = {nl / 3, 2 * nl / 3};
+    int32_t base[ZZ_NP][ZZ_NEW], got[ZZ_NP][ZZ_NEW];
+    CU_ASSERT_FATAL(zz_run_groups(&S_models[f], "gbs=12 num_gb=1 w=100,0 c=100,0 a=100,0", 1, base) == ZZ_OK);
+    for (int p = 0; p < ZZ_NPOL; p++) {
+      memset(got, 0, sizeof got);
+      zz_expect_same(base, got, zz_run_chain_on(&S_models[f], S_policies[p], cuts3, 3, 2, got, true),
+                     "3 slices x T=2, hidden states on the device", S_names[f], S_policies[p]);
+    }
+  }
+  zz_engine_opts o = zz_opts_for(S_policies[0], 3, 8, 1);
+  zz_engine *e = NULL;
+  CU_ASSERT_FATAL(zz_engine_create_opts(S_dev, &S_models[0].m, S_models[0].ck, &o, &e) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_engine_begin_block(e, 0, 2, S_lens) == ZZ_OK);
+  size_t hb = zz_engine_hidden_bytes(e, 0, 0);
+  void *host = calloc(1, hb);
+  zz_step_io io = {.hidden_in = host, .hidden_on_device = true};
+  CU_ASSERT_EQUAL(zz_engine_step(e, 0, 0, &io), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "copy: src"));
+  free(host);
+  zz_engine_destroy(e);
 }
 
 /* Impossible slices and steps are refused with the numbers, not run. */
@@ -241,5 +284,6 @@ void zz_test_slices_register(void) {
   CU_pSuite s = CU_add_suite("slices and groups", zz_slices_setup, zz_slices_teardown);
   CU_add_test(s, "2 and 3 slices, T = 2 and 3 groups give the whole-model tokens", test_groups_and_slices);
   CU_add_test(s, "impossible slices and steps refused", test_slice_refusals);
+  CU_add_test(s, "hidden states handed in device memory give the same tokens", test_hidden_on_device);
   CU_add_test(s, "the layout is what the engine bound", test_layout_is_bound);
 }

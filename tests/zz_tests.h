@@ -12,6 +12,11 @@ void zz_test_offload_register(void);
 void zz_test_fuzz_register(void);
 void zz_test_slices_register(void);
 void zz_test_harden_register(void);
+void zz_test_llama_register(void);
+void zz_test_tokjson_register(void);
+/* A fixture's golden prompts on a CPU device under `policy`: tokens exact, logits
+ * within 1e-4 relative (test_runtime_model.c). */
+void zz_check_golden(const char *name, const char *policy);
 void zz_test_quant_register(void);
 
 /* Reads a whole file into a malloc'd NUL-terminated buffer (NULL on failure). */

@@ -137,6 +137,7 @@ static void zz_attn_task(void *arg, int64_t task) {
   const zz_attn_args *a = &j->a;
   int64_t i = task / a->heads, hh = task % a->heads;
   int64_t h = a->heads * a->hd;
+  int64_t kvh = hh / (a->heads / a->kv_heads); /* grouped-query attention: the K/V head this query head reads */
   float *scores = a->scratch + 2 * task * a->t, *sel = scores + a->t;
   float buf[ZZ_ATTN_MAX_HEAD_DIM];
   const float scale = 1.0f / sqrtf((float)a->hd);
@@ -150,7 +151,7 @@ static void zz_attn_task(void *arg, int64_t task) {
     if (hi < lo) continue;
     float mx = -INFINITY;
     for (int64_t kk = lo; kk <= hi; kk++) {
-      float s = zz_dot(q, zz_kv_head(j, a->k, i, kk, hh, buf), a->hd) * scale;
+      float s = zz_dot(q, zz_kv_head(j, a->k, i, kk, kvh, buf), a->hd) * scale;
       scores[kk] = s;
       if (s > mx) mx = s;
     }
@@ -177,7 +178,7 @@ static void zz_attn_task(void *arg, int64_t task) {
         if (scores[kk] == thr && ties-- <= 0) continue;
       }
       float p = scores[kk] * inv;
-      const float *vr = zz_kv_head(j, a->v, i, kk, hh, buf);
+      const float *vr = zz_kv_head(j, a->v, i, kk, kvh, buf);
       for (int64_t d = 0; d < a->hd; d++) o[d] += p * vr[d];
     }
   }
@@ -185,24 +186,25 @@ static void zz_attn_task(void *arg, int64_t task) {
 
 void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
   zz_attn_job job = {*a, a->kv_dt == ZZ_DTYPE_F16 ? zz_f16_table() : NULL,
-                     zz_kv_row_bytes(a->kv_dt, a->kv_q, a->heads, a->hd)};
+                     zz_kv_row_bytes(a->kv_dt, a->kv_q, a->kv_heads, a->hd)};
   zz_pool_run(pool, zz_attn_task, &job, a->b * a->heads);
 }
 
 void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
-                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
-                         const int32_t *pad, float *out, float *scratch) {
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                         int64_t hd, const int32_t *pad, float *out, float *scratch) {
   zz_attn_args a = {.q = q, .k = k, .v = v, .kv_dt = kv_dt, .kv_q = ZZ_QFMT_DEFAULT,
                     .seq_bytes = (int64_t)zz_dtype_nbytes(kv_dt, kv_stride), .b = b, .sq = sq, .t = t,
-                    .q_start = q_start, .heads = heads, .hd = hd, .pad = pad, .keep = 1, .out = out,
+                    .q_start = q_start, .heads = heads, .kv_heads = kv_heads, .hd = hd, .pad = pad, .keep = 1, .out = out,
                     .scratch = scratch};
   zz_cpu_attention_ex(pool, &a);
 }
 
 void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride,
-                      int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
+                      int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                       int64_t hd, const int32_t *pad, float *out, float *scratch) {
-  zz_cpu_attention_kv(pool, q, k, v, ZZ_DTYPE_F32, kv_stride, b, sq, t, q_start, heads, hd, pad, out, scratch);
+  zz_cpu_attention_kv(pool, q, k, v, ZZ_DTYPE_F32, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad, out,
+                      scratch);
 }
 
 size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t) {

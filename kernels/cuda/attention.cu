@@ -4,7 +4,8 @@
  *
  * Contract (zz_kernels.h, same as zz_cpu_attention):
  *   q   [b, sq, heads*hd]                 pre-projection queries, scaled here by 1/sqrt(hd)
- *   k,v element (i, j, :) at k + i*kv_stride + j*heads*hd, keys j < t
+ *   k,v element (i, j, :) at k + i*kv_stride + j*kv_heads*hd, keys j < t; query head h
+ *       reads K/V head h / (heads / kv_heads) (grouped-query attention)
  *   pad [b] (device) left padding of each sequence
  *   out [b, sq, heads*hd]
  * Query r of sequence i sits at key position q_start + r and sees keys
@@ -12,11 +13,13 @@
  *
  * Two paths:
  *
- * Prefill (sq > 1). Per sequence i, two cublasGemmStridedBatchedEx calls batched over
- * the heads: inside one sequence, head h of q, k and v is the same matrix shifted by
- * h*hd elements with leading dimension heads*hd, so the head stride is hd. The
- * sequences cannot join that batch (their stride is sq*heads*hd for q but kv_stride
- * for k and v), so the host loops over them: 2*b GEMM calls plus one softmax launch.
+ * Prefill (sq > 1). Per sequence i and member g of a query-head group (G = heads /
+ * kv_heads query heads share a K/V head), two cublasGemmStridedBatchedEx calls
+ * batched over the K/V heads: query head kvh*G + g sits at (kvh*G + g)*hd in its row
+ * (stride G*hd over kvh), K/V head kvh at kvh*hd in a row of kv_heads*hd (stride hd).
+ * The sequences cannot join that batch (their stride is sq*heads*hd for q but
+ * kv_stride for k and v), so the host loops over them: 2*b*G GEMM calls plus one
+ * softmax launch (2*b without grouping).
  *   1. S[i, h] (f32 [sq, t], row major) = (Q_ih · K_ihᵀ) / sqrt(hd):
  *      column major that is Sᵀ [t, sq] = op_T(K as [hd, t], ld heads*hd) · (Q as
  *      [hd, sq], ld heads*hd), f16 inputs, f32 output and accumulation.
@@ -84,23 +87,26 @@ __global__ void zz_attn_softmax_kernel(float *s, int64_t heads, int64_t sq, int6
 
 int zz_attention_prefill(cublasHandle_t blas, const __half *q, const __half *k, const __half *v,
                          int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
-                         int64_t heads, int64_t hd, const int32_t *pad, __half *out,
+                         int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, __half *out,
                          float *scores, cudaStream_t st) {
-  const int64_t row = heads * hd; /* elements between two positions of q, k, v, out */
+  const int64_t row = heads * hd;      /* elements between two positions of q, out */
+  const int64_t kvrow = kv_heads * hd; /* ... of k, v */
+  const int64_t G = heads / kv_heads;  /* query heads per K/V head */
   if (!zz_cu_fits_int(t) || !zz_cu_fits_int(sq) || !zz_cu_fits_int(hd) ||
       !zz_cu_fits_int(row) || !zz_cu_fits_int(2 * t) || !zz_cu_fits_int(heads) ||
       !zz_cu_fits_int(b * heads * sq))
     return -(int)CUBLAS_STATUS_INVALID_VALUE;
   const float scale = 1.0f / sqrtf((float)hd), one = 1.0f, zero = 0.0f;
 
-  for (int64_t i = 0; i < b; i++) {
-    ZZ_CUBLAS_TRY(cublasGemmStridedBatchedEx(
-        blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)t, (int)sq, (int)hd, &scale,
-        k + i * kv_stride, CUDA_R_16F, (int)row, (long long)hd, /* K_ih, per head +hd */
-        q + i * sq * row, CUDA_R_16F, (int)row, (long long)hd, /* Q_ih */
-        &zero, scores + i * heads * sq * t, CUDA_R_32F, (int)t, (long long)(sq * t),
-        (int)heads, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  }
+  for (int64_t i = 0; i < b; i++)
+    for (int64_t g = 0; g < G; g++) {
+      ZZ_CUBLAS_TRY(cublasGemmStridedBatchedEx(
+          blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)t, (int)sq, (int)hd, &scale,
+          k + i * kv_stride, CUDA_R_16F, (int)kvrow, (long long)hd, /* K_i,kvh, per K/V head +hd */
+          q + i * sq * row + g * hd, CUDA_R_16F, (int)row, (long long)(G * hd), /* Q_i,kvh*G+g */
+          &zero, scores + (i * heads + g) * sq * t, CUDA_R_32F, (int)t, (long long)(G * sq * t),
+          (int)kv_heads, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
 
   int threads = 64;
   while (threads < 512 && (int64_t)threads * 4 < t) threads *= 2;
@@ -109,14 +115,15 @@ int zz_attention_prefill(cublasHandle_t blas, const __half *q, const __half *k, 
   ZZ_CU_LAUNCHED();
 
   const __half *probs = (const __half *)scores; /* [b*heads*sq, 2t] halves, first t used */
-  for (int64_t i = 0; i < b; i++) {
-    ZZ_CUBLAS_TRY(cublasGemmStridedBatchedEx(
-        blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)hd, (int)sq, (int)t, &one,
-        v + i * kv_stride, CUDA_R_16F, (int)row, (long long)hd,                     /* V_ih */
-        probs + i * heads * sq * 2 * t, CUDA_R_16F, (int)(2 * t), (long long)(sq * 2 * t), /* P */
-        &zero, out + i * sq * row, CUDA_R_16F, (int)row, (long long)hd,             /* O_ih */
-        (int)heads, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  }
+  for (int64_t i = 0; i < b; i++)
+    for (int64_t g = 0; g < G; g++) {
+      ZZ_CUBLAS_TRY(cublasGemmStridedBatchedEx(
+          blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)hd, (int)sq, (int)t, &one,
+          v + i * kv_stride, CUDA_R_16F, (int)kvrow, (long long)hd, /* V_i,kvh */
+          probs + (i * heads + g) * sq * 2 * t, CUDA_R_16F, (int)(2 * t), (long long)(G * sq * 2 * t), /* P */
+          &zero, out + i * sq * row + g * hd, CUDA_R_16F, (int)row, (long long)(G * hd), /* O */
+          (int)kv_heads, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
   return 0;
 }
 
@@ -139,7 +146,7 @@ template <> struct zz_hvec<2> {
   }
 };
 
-/* q [b, heads*hd], k/v (i, j, :) at i*kv_stride + j*heads*hd, pad [b], out
+/* q [b, heads*hd], k/v (i, j, :) at i*kv_stride + j*kv_heads*hd, pad [b], out
  * [b, heads*hd]. grid = b*heads blocks of kDecodeThreads. Lane l of a warp owns the
  * VEC-element groups g = l + 32*n (n < NI) of the head, i.e. elements [g*VEC, g*VEC +
  * VEC) when below hd; NI*VEC*32 >= hd. */
@@ -147,16 +154,16 @@ template <int VEC, int NI>
 __global__ void __launch_bounds__(kDecodeThreads)
     zz_attn_decode_kernel(const __half *__restrict__ q, const __half *__restrict__ k,
                           const __half *__restrict__ v, int64_t kv_stride, int64_t t,
-                          int64_t q_start, int heads, int hd, const int32_t *__restrict__ pad,
+                          int64_t q_start, int heads, int kv_heads, int hd, const int32_t *__restrict__ pad,
                           float scale, __half *__restrict__ out) {
   __shared__ float sm_m[kDecodeWarps], sm_l[kDecodeWarps];
   __shared__ float sm_acc[kDecodeWarps][kMaxHd];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t i = blockIdx.x / heads, h = blockIdx.x % heads;
-  const int64_t row = (int64_t)heads * hd;
+  const int64_t row = (int64_t)heads * hd, kvrow = (int64_t)kv_heads * hd;
   const __half *qh = q + i * row + h * hd;
-  const __half *kh = k + i * kv_stride + h * hd;
-  const __half *vh = v + i * kv_stride + h * hd;
+  const __half *kh = k + i * kv_stride + h / (heads / kv_heads) * hd;
+  const __half *vh = v + i * kv_stride + h / (heads / kv_heads) * hd;
   const int E = NI * VEC;
 
   float qf[E], acc[E];
@@ -192,11 +199,11 @@ __global__ void __launch_bounds__(kDecodeThreads)
       for (int e = 0; e < VEC; e++) k0[n * VEC + e] = v0[n * VEC + e] = k1[n * VEC + e] =
           v1[n * VEC + e] = 0.0f;
       if (d < hd) {
-        zz_hvec<VEC>::load(kh + j * row + d, k0 + n * VEC);
-        zz_hvec<VEC>::load(vh + j * row + d, v0 + n * VEC);
+        zz_hvec<VEC>::load(kh + j * kvrow + d, k0 + n * VEC);
+        zz_hvec<VEC>::load(vh + j * kvrow + d, v0 + n * VEC);
         if (has1) {
-          zz_hvec<VEC>::load(kh + j1 * row + d, k1 + n * VEC);
-          zz_hvec<VEC>::load(vh + j1 * row + d, v1 + n * VEC);
+          zz_hvec<VEC>::load(kh + j1 * kvrow + d, k1 + n * VEC);
+          zz_hvec<VEC>::load(vh + j1 * kvrow + d, v1 + n * VEC);
         }
       }
     }
@@ -259,16 +266,16 @@ __global__ void __launch_bounds__(kDecodeThreads)
 
 template <int VEC, int NI>
 int zz_attn_decode_launch(const __half *q, const __half *k, const __half *v, int64_t kv_stride,
-                          int64_t b, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
+                          int64_t b, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
                           const int32_t *pad, __half *out, cudaStream_t st) {
   zz_attn_decode_kernel<VEC, NI><<<(unsigned)(b * heads), kDecodeThreads, 0, st>>>(
-      q, k, v, kv_stride, t, q_start, (int)heads, (int)hd, pad, 1.0f / sqrtf((float)hd), out);
+      q, k, v, kv_stride, t, q_start, (int)heads, (int)kv_heads, (int)hd, pad, 1.0f / sqrtf((float)hd), out);
   ZZ_CU_LAUNCHED();
   return 0;
 }
 
 int zz_attention_decode(const __half *q, const __half *k, const __half *v, int64_t kv_stride,
-                        int64_t b, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
+                        int64_t b, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
                         const int32_t *pad, __half *out, cudaStream_t st) {
   if (hd > kMaxHd || !zz_cu_fits_int(heads) || !zz_cu_fits_int(b * heads))
     return (int)cudaErrorNotSupported;
@@ -276,37 +283,33 @@ int zz_attention_decode(const __half *q, const __half *k, const __half *v, int64
   const bool pairs = hd % 2 == 0 && kv_stride % 2 == 0 && (bits & 3) == 0;
   if (pairs) {
     switch ((hd + 63) / 64) {
-    case 1: return zz_attn_decode_launch<2, 1>(q, k, v, kv_stride, b, t, q_start, heads, hd, pad, out, st);
-    case 2: return zz_attn_decode_launch<2, 2>(q, k, v, kv_stride, b, t, q_start, heads, hd, pad, out, st);
-    case 3: return zz_attn_decode_launch<2, 3>(q, k, v, kv_stride, b, t, q_start, heads, hd, pad, out, st);
-    default: return zz_attn_decode_launch<2, 4>(q, k, v, kv_stride, b, t, q_start, heads, hd, pad, out, st);
+    case 1: return zz_attn_decode_launch<2, 1>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+    case 2: return zz_attn_decode_launch<2, 2>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+    case 3: return zz_attn_decode_launch<2, 3>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+    default: return zz_attn_decode_launch<2, 4>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
     }
   }
   switch ((hd + 31) / 32) {
-  case 1: return zz_attn_decode_launch<1, 1>(q, k, v, kv_stride, b, t, q_start, heads, hd, pad, out, st);
-  case 2: return zz_attn_decode_launch<1, 2>(q, k, v, kv_stride, b, t, q_start, heads, hd, pad, out, st);
-  case 3: return zz_attn_decode_launch<1, 3>(q, k, v, kv_stride, b, t, q_start, heads, hd, pad, out, st);
-  case 4: return zz_attn_decode_launch<1, 4>(q, k, v, kv_stride, b, t, q_start, heads, hd, pad, out, st);
-  case 5: return zz_attn_decode_launch<1, 5>(q, k, v, kv_stride, b, t, q_start, heads, hd, pad, out, st);
-  case 6: return zz_attn_decode_launch<1, 6>(q, k, v, kv_stride, b, t, q_start, heads, hd, pad, out, st);
-  case 7: return zz_attn_decode_launch<1, 7>(q, k, v, kv_stride, b, t, q_start, heads, hd, pad, out, st);
-  default: return zz_attn_decode_launch<1, 8>(q, k, v, kv_stride, b, t, q_start, heads, hd, pad, out, st);
+  case 1: return zz_attn_decode_launch<1, 1>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+  case 2: return zz_attn_decode_launch<1, 2>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+  case 3: return zz_attn_decode_launch<1, 3>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+  case 4: return zz_attn_decode_launch<1, 4>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+  case 5: return zz_attn_decode_launch<1, 5>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+  case 6: return zz_attn_decode_launch<1, 6>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+  case 7: return zz_attn_decode_launch<1, 7>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+  default: return zz_attn_decode_launch<1, 8>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
   }
 }
 
 } // namespace
 
-extern "C" size_t zz_cuda_attention_scratch(int64_t b, int64_t sq, int64_t t, int64_t heads) {
-  if (sq <= 1 || b <= 0 || t <= 0 || heads <= 0) return 0;
-  return (size_t)b * (size_t)heads * (size_t)sq * (size_t)t * sizeof(float);
-}
-
 extern "C" int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k,
                                  const uint16_t *v, int64_t kv_stride, int64_t b, int64_t sq,
-                                 int64_t t, int64_t q_start, int64_t heads, int64_t hd,
+                                 int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
                                  const int32_t *pad, uint16_t *out, void *scratch,
                                  void *stream) {
-  if (b < 0 || sq < 0 || t < 0 || q_start < 0 || heads < 0 || hd < 0 || kv_stride < 0)
+  if (b < 0 || sq < 0 || t < 0 || q_start < 0 || heads < 0 || hd < 0 || kv_stride < 0 || kv_heads <= 0 ||
+      heads % kv_heads != 0)
     return (int)cudaErrorInvalidValue;
   if (b == 0 || sq == 0 || heads == 0 || hd == 0) return 0;
   cudaStream_t st = zz_cu_stream(stream);
@@ -316,9 +319,9 @@ extern "C" int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t
   }
   if (sq == 1)
     return zz_attention_decode((const __half *)q, (const __half *)k, (const __half *)v,
-                               kv_stride, b, t, q_start, heads, hd, pad, (__half *)out, st);
+                               kv_stride, b, t, q_start, heads, kv_heads, hd, pad, (__half *)out, st);
   if (!scratch) return (int)cudaErrorInvalidValue;
   return zz_attention_prefill((cublasHandle_t)cublas, (const __half *)q, (const __half *)k,
-                              (const __half *)v, kv_stride, b, sq, t, q_start, heads, hd, pad,
+                              (const __half *)v, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad,
                               (__half *)out, (float *)scratch, st);
 }

@@ -159,12 +159,14 @@ __device__ static inline float zz_cq_kv(const unsigned char *base, int q4, zz_qf
  * counting (ties at the threshold taken in key order, as the CPU does), then the
  * output from the kept V rows with their dense probabilities. */
 __global__ void zz_cq_attn_kernel(const __half *q, const unsigned char *k, const unsigned char *v, int q4, zz_qfmt f,
-                                  int64_t seq_bytes, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t hd,
-                                  const int32_t *pad, double keep, __half *out, float *scratch) {
+                                  int64_t seq_bytes, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
+                                  int64_t kv_heads, int64_t hd, const int32_t *pad, double keep, __half *out,
+                                  float *scratch) {
   __shared__ float shm[32];
   int64_t blk = blockIdx.x, r = blk % sq, hh = (blk / sq) % heads, i = blk / sq / heads;
   int64_t h = heads * hd;
-  int64_t head_bytes = q4 ? zz_cq_row_bytes(f, hd) : hd * 2, row_bytes = heads * head_bytes;
+  int64_t head_bytes = q4 ? zz_cq_row_bytes(f, hd) : hd * 2, row_bytes = kv_heads * head_bytes;
+  int64_t kvh = hh / (heads / kv_heads); /* grouped-query attention: the K/V head of this query head */
   float *s = scratch + blk * 2 * t, *kept = s + t;
   const __half *qr = q + (i * sq + r) * h + hh * hd;
   __half *o = out + (i * sq + r) * h + hh * hd;
@@ -179,7 +181,7 @@ __global__ void zz_cq_attn_kernel(const __half *q, const unsigned char *k, const
   for (int64_t kk = lo + threadIdx.x; kk <= hi; kk += blockDim.x) {
     float acc = 0;
     for (int64_t d = 0; d < hd; d++)
-      acc += __half2float(qr[d]) * zz_cq_kv(k, q4, f, seq_bytes, row_bytes, head_bytes, i, kk, hh, hd, d);
+      acc += __half2float(qr[d]) * zz_cq_kv(k, q4, f, seq_bytes, row_bytes, head_bytes, i, kk, kvh, hd, d);
     s[kk] = acc * scale;
     mx = fmaxf(mx, s[kk]);
   }
@@ -213,7 +215,7 @@ __global__ void zz_cq_attn_kernel(const __half *q, const unsigned char *k, const
     float acc = 0;
     for (int64_t kk = lo; kk <= hi; kk++)
       if (kept[kk] != 0)
-        acc += s[kk] * inv * zz_cq_kv(v, q4, f, seq_bytes, row_bytes, head_bytes, i, kk, hh, hd, d);
+        acc += s[kk] * inv * zz_cq_kv(v, q4, f, seq_bytes, row_bytes, head_bytes, i, kk, kvh, hd, d);
     o[d] = __float2half(acc);
   }
 }
@@ -225,13 +227,13 @@ extern "C" size_t zz_cuda_attention_ex_scratch(int64_t b, int64_t sq, int64_t t,
 
 extern "C" int zz_cuda_attention_ex(const uint16_t *q, const void *k, const void *v, int q4, zz_qfmt f,
                                     int64_t seq_bytes, int64_t b, int64_t sq, int64_t t, int64_t q_start,
-                                    int64_t heads, int64_t hd, const int32_t *pad, double keep, uint16_t *out,
-                                    void *scratch, void *stream) {
+                                    int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, double keep,
+                                    uint16_t *out, void *scratch, void *stream) {
   int64_t blocks = b * heads * sq;
   if (!zz_cu_fits_int(blocks)) return (int)cudaErrorInvalidValue;
   zz_cq_attn_kernel<<<(unsigned)blocks, 128, 0, zz_cu_stream(stream)>>>(
       (const __half *)q, (const unsigned char *)k, (const unsigned char *)v, q4, f, seq_bytes, sq, t, q_start, heads,
-      hd, pad, keep, (__half *)out, (float *)scratch);
+      kv_heads, hd, pad, keep, (__half *)out, (float *)scratch);
   ZZ_CU_LAUNCHED();
   return 0;
 }

@@ -349,6 +349,29 @@ zz tokenize --model "$TINY" "Four score and seven years ago"
 check "tokenize prints space-separated integers (golden.json's ids of the words)" \
   eval '[ "$RC" -eq 0 ] && grep -qxE "[0-9]+( [0-9]+)*" outp && [ "$(cat outp)" = "41 462 277 70 461 285 393 89 273 623 877" ]'
 
+# tokenizer.json (issue #13): ids as the tokenizers library gives them
+# (tests/fixtures/make_tokenizer_json_fixtures.py), added tokens found in the text
+TJ_TEXT="Hello world, it's 12345 中文 <s>x<|eot_id|>"
+zz tokenize --model "$FX/tok-llama3" "$TJ_TEXT"
+check "tokenize with a LLaMA-3 style tokenizer.json (byte-level, <|eot_id|> found in the text)" \
+  eval '[ "$RC" -eq 0 ] && [ "$(cat outp)" = "359 287 78 654 11 344 599 220 16 17 18 19 20 220 160 116 255 162 244 229 220 27 82 29 87 705" ]'
+zz tokenize --model "$FX/tok-llama2" "$TJ_TEXT"
+check "tokenize with a LLaMA-2 style tokenizer.json (Prepend/Replace, byte_fallback, <s> found in the text)" \
+  eval '[ "$RC" -eq 0 ] && [ "$(cat outp)" = "427 306 358 316 372 344 699 342 343 262 345 266 53 267 268 269 328 231 187 176 233 153 138 328 1 328 325 63 127 306 316 321 98 504 127 65" ]'
+mkdir badtok && echo '{"model": {"type": "WordPiece"}}' >badtok/tokenizer.json
+refused "tokenize with an unsupported tokenizer.json" 'model.type "WordPiece"' tokenize --model badtok "hi"
+# a LLaMA model with tokenizer.json: text prompts get the tokenizer's BOS
+mkdir lltok && cp "$FX/tiny-llama3/config.json" "$FX/tiny-llama3/model.safetensors" "$FX/tok-llama2-meta/tokenizer.json" lltok/
+printf '{"id": 0, "prompt": "<s>中文"}\n' >lltext.jsonl
+printf '{"id": 0, "input_ids": [1, 1, 231, 187, 176, 233, 153, 138]}\n' >llids.jsonl
+zz generate --model lltok --prompts lltext.jsonl --out llt.jsonl --max-new-tokens 4
+zz generate --model lltok --prompts llids.jsonl --out lli.jsonl --max-new-tokens 4
+check "generate: a text prompt through tokenizer.json (BOS from its template) = its input_ids" \
+  eval '[ "$RC" -eq 0 ] && [ -n "$(ids_of llt.jsonl)" ] && [ "$(ids_of llt.jsonl)" = "$(ids_of lli.jsonl)" ] && has "\"text\"" llt.jsonl'
+mkdir lltok3 && cp "$FX/tiny-llama3/config.json" "$FX/tiny-llama3/model.safetensors" "$FX/tok-llama3/tokenizer.json" lltok3/
+refused "generate: tokenizer.json ids beyond the model's vocabulary (BOS 700 of 264)" "token id 700" \
+  generate --model lltok3 --prompts lltext.jsonl --out o.jsonl --max-new-tokens 4
+
 # ------------------------------------------------------------ h. bench --json
 
 zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --json
@@ -358,6 +381,63 @@ bench_ok() {
 }
 check "bench --json prints one JSON object with prefill_tok_s, decode_tok_s, total_tok_s, peak_bytes" bench_ok
 
+# ------------------------------------------------------------ i. plan
+
+HW=$(cd "$FX/../../planner/hw" && pwd)
+# a small CPU machine for the tiny fixture: the planned policy must run
+cat >tiny-hw.json <<'EOF'
+{"name": "tiny", "device": "cpu", "gpu_mem_bytes": 1e9, "cpu_mem_bytes": 2e9, "disk_mem_bytes": 1e10, "cpu_cores": 2,
+ "ctog_bytes_per_s": 5e9, "gtoc_bytes_per_s": 5e9, "disk_read_bytes_per_s": 1e9, "disk_write_bytes_per_s": 5e8,
+ "gemm_flops": [[1, 2e9], [64, 3e10]], "bmm_prefill_flops": 1e10, "bmm_decode_flops": 3e9,
+ "cpu_attention_flops": [[1, 2e9], [2, 3e9]], "cpu_flops": 3e10}
+EOF
+zz plan --model "$TINY" --hw tiny-hw.json --prompt-len 16 --gen-len 8
+POL=$(sed -n 's/^policy //p' outp)
+check "plan prints the policy line, predicted tokens/s, lanes and peak memory" \
+  eval '[ "$RC" -eq 0 ] && [ -n "$POL" ] && has "predicted: prefill" outp && has "decode lanes" outp && has "peak memory: gpu" outp'
+zz "${GEN[@]}" --prompts golden_text.jsonl --out planned.jsonl --no-progress --policy "$POL"
+check "generate runs the planned policy with the golden tokens" golden_ok planned.jsonl
+
+zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-hw.json --max-block 8
+check "bench --hw without a policy plans, says so, and prints the prediction beside the measurement" \
+  eval '[ "$RC" -eq 0 ] && has "no policy given: the planner" err && has "policy     gbs=" outp && has "predicted  prefill" outp'
+zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-hw.json --gpu-batch-size 2 --json
+check "bench --hw with a policy keeps it and adds the predicted throughputs to --json" \
+  eval '[ "$RC" -eq 0 ] && has "\"predicted\": {\"prefill_tok_s\"" outp && has "gbs=2 num_gb=1" outp && ! has "no policy given" err'
+
+zz plan --model opt-6.7b --hw "$HW/t4-gcp.json" --prompt-len 512 --gen-len 32 --json
+plan_json_ok() {
+  [ "$RC" -eq 0 ] && [ "$(grep -c . outp)" -eq 1 ] && grep -qxE '\{.*\}' outp || return 1
+  for k in policy prefill_tps decode_tps total_tps peak_bytes decode_lanes_s; do has "\"$k\"" outp || return 1; done
+}
+check "plan --json prints one object with the policy, throughputs, lanes and peaks" plan_json_ok
+
+zz plan --model opt-175b --hw "$HW/t4-gcp.json" --prompt-len 512 --gen-len 32 --gpu-mem 64M
+check "plan on an impossible budget names the short tier and by how much (non-zero exit)" \
+  eval '[ "$RC" -ne 0 ] && has "gpu tier is short by" err'
+zz plan --model opt-30b --hw "$HW/t4-gcp.json" --prompt-len 512 --gen-len 32 --cpu-mem 8G --disk-mem 10G
+check "plan with too little CPU and disk says which tier is short" eval '[ "$RC" -ne 0 ] && has "short by" err'
+
+zz plan --model opt-30b --hw "$HW/t4-gcp-x4.json" --prompt-len 512 --gen-len 32 --ranks 4
+check "plan --ranks 4 prints the split, each rank's policy, the pipeline throughput and bubble" \
+  eval '[ "$RC" -eq 0 ] && has "layers: rank 0 [0," outp && has "rank 3: policy gbs=" outp && has "bubble" outp'
+
+zz profile --profile-seconds 1 --out measured.json
+check "profile --out writes a hardware file of this machine that plan reads" \
+  eval '[ "$RC" -eq 0 ] && has "\"gemm_flops\"" measured.json && has "profile: disk" err'
+zz plan --model "$TINY" --hw measured.json --prompt-len 16 --gen-len 8 --max-block 8
+block_ok() {
+  local g n
+  g=$(sed -n 's/^policy gbs=\([0-9]*\) .*/\1/p' outp) n=$(sed -n 's/^policy .*num_gb=\([0-9]*\) .*/\1/p' outp)
+  [ "$RC" -eq 0 ] && [ -n "$g" ] && [ -n "$n" ] && [ $((g * n)) -le 8 ]
+}
+check "plan --max-block bounds the block (gbs x num_gb) on the measured machine" block_ok
+
+zz plan --model opt-125m --hw no-such-hw.json
+check "plan with a missing hardware file names it" eval '[ "$RC" -ne 0 ] && has "no-such-hw.json" err'
+echo '{"name": "x", "device": "cpu"}' >bad-hw.json
+zz plan --model opt-125m --hw bad-hw.json
+check "plan with an incomplete hardware file names the missing field" eval '[ "$RC" -ne 0 ] && has "is missing" err'
 # ------------------------------------------------------------ i. perplexity and compression
 
 TRAINED="$FX/trained-opt"

@@ -47,4 +47,28 @@ static inline void zz_fuzz_expect_message(zz_status st) {
   }
 }
 
+/* Loads the tokenizer files written to the scratch directory, then encodes text
+ * and decodes the ids back; every failure must carry a message. */
+static inline void zz_fuzz_tokenizer(const uint8_t *text, size_t len) {
+  zz_tokenizer *tok = NULL;
+  zz_error_clear();
+  zz_status st = zz_tokenizer_load(zz_fuzz_dir(), &tok);
+  zz_fuzz_expect_message(st);
+  if (st != ZZ_OK) return;
+  int32_t *ids = NULL;
+  int64_t n = 0;
+  zz_error_clear();
+  st = zz_tokenizer_encode(tok, (const char *)text, len, &ids, &n);
+  zz_fuzz_expect_message(st);
+  if (st == ZZ_OK) {
+    char *out = NULL;
+    size_t out_len = 0;
+    st = zz_tokenizer_decode(tok, ids, n, &out, &out_len);
+    zz_fuzz_expect_message(st);
+    free(out);
+  }
+  free(ids);
+  zz_tokenizer_free(tok);
+}
+
 #endif

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_pipe.sh ZIGZAG MPIEXEC FIXTURES SCENARIO — `mpirun -np m zigzag generate|bench`
 # on the golden fixtures, against the one-process run of the same command.
-#   tokens   tiny-opt (3 transformer layers) and tiny-opt-postln (2): -np 1, 2, 3, 4 with
+#   tokens   tiny-opt (3 transformer layers), tiny-opt-postln (2) and tiny-llama (2, GQA;
+#            token-id prompts, it has no tokenizer): -np 1, 2, 3, 4 with
 #            T = m and T = m + 2 give byte-identical output files to one process, for
 #            weights/cache/activations on the device, on the CPU (CPU attention) and on
 #            disk (--offload-dir, one file per rank), and sampled (--temperature 100
@@ -10,11 +11,24 @@
 #            gone within 10 s, non-zero, the output holds whole lines only (the first
 #            blocks of the full run); --resume with -np 3, -np 2 and one process
 #            completes it to the uninterrupted run's bytes
+#   stop     the same with rank 2 SIGSTOPped (ZZ_FAULT_KIND=stop): ranks 0 and 1 name it
+#            (lost, silent: the heartbeats), all gone within 10 s; --resume with -np 2
+#   error    the same with rank 2's step failing (ZZ_FAULT_KIND=error): rank 2 prints
+#            the cause once, ranks 0 and 1 `stopping: rank 2 (host H) reported: ...`;
+#            --resume with -np 3
 #   refuse   one rank's slice does not fit (ZZ_GPU_MEM=64K on rank 1 alone, through
 #            mpirun's MPMD form): every rank exits non-zero within 10 s, each naming
 #            rank 1 and the tier, --out untouched; rank 0 cannot read --prompts: all
-#            stop naming rank 0; a bad --layers: all refuse it (exit 2)
+#            stop naming rank 0; --comm nccl on CPU ranks and an unknown --comm: refused;
+#            a bad --layers: all refuse it (exit 2)
 #   bench    bench -np 2 --json: the pipeline's throughput and one entry per rank
+#   nccl     --comm nccl on GPUs (skipped, 77, with the reason: built without NCCL, or
+#            no GPU visible; with one GPU only the first check runs, then 77): two ranks
+#            on one GPU (--device auto puts every rank of a machine on GPU 0) refused
+#            by both before anything loads, --out untouched; with G >= 2 GPUs, -np 2 ..
+#            min(G, 4) (--device cuda: one GPU per local rank), T = m and m + 2, three
+#            policies: the bytes of one process on GPU 0 and of --comm mpi; rank 1 of 2
+#            SIGSTOPped in block 2 under NCCL: rank 0 names it, all gone within 10 s
 # Each zigzag is wrapped in timeout; ranks write their pid so the fault checks can
 # see that none outlives the job.
 set -u
@@ -29,7 +43,15 @@ FLAGS=(--allow-run-as-root --oversubscribe --mca pml ob1 --mca btl self,vader,tc
 export OPENBLAS_NUM_THREADS=1
 for v in $(env | sed -n 's/^\(ZZ_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 W=$(mktemp -d /tmp/zz_pipe_test.XXXXXX)
-trap 'rm -rf "$W"' EXIT
+# no rank may outlive the test: one left running (a stopped one too) is ended here
+reap() {
+  for f in "$W"/pids/rank*.pid; do
+    [ -f "$f" ] || continue
+    local p; p=$(cat "$f")
+    [ -d "/proc/$p" ] && { kill -CONT "$p"; kill -KILL "$p"; } 2>/dev/null
+  done
+}
+trap 'reap; rm -rf "$W"' EXIT
 cd "$W" || exit 2
 fail=0
 bad() { echo "FAIL: $*"; [ -s err ] && sed -e 's/^/#   /' err | grep -v "bound to\|no usable GPU" | head -n 12; fail=1; }
@@ -44,6 +66,11 @@ for i in $(seq 0 39); do
     echo "{\"id\": \"p$i\", \"prompt\": \"Liberty and all men $i are created equal\"}"
   fi
 done >prompts.jsonl
+# the same shape as token ids only, BOS 1 (tiny-llama: vocabulary 256, no tokenizer files)
+for i in $(seq 0 39); do
+  ids=1; for j in $(seq 1 $((1 + i % 11))); do ids="$ids, $(((i * 37 + j * 11) % 240 + 4))"; done
+  echo "{\"id\": $i, \"input_ids\": [$ids]}"
+done >ids.jsonl
 
 # one NP ARGS...: the job under mpirun with NP ranks (pids in pids/), sets rc and secs
 mpi() {
@@ -55,12 +82,14 @@ mpi() {
   rc=$?
   secs=$(echo "$(date +%s.%N) - $t0" | bc)
 }
-# every rank that wrote a pid has ended (a zombie counts as ended)
+# every rank that wrote a pid has ended (a zombie counts once its last thread has
+# ended: until then the other threads still hold its files, the --out lock among them)
 none_alive() {
   for f in pids/rank*.pid; do
     [ -f "$f" ] || continue
     local p; p=$(cat "$f")
-    if [ -d "/proc/$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ]; then return 1; fi
+    if [ -d "/proc/$p" ] && { [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] ||
+                              [ "$(ls "/proc/$p/task" 2>/dev/null | wc -l)" -gt 1 ]; }; then return 1; fi
   done
   return 0
 }
@@ -81,11 +110,13 @@ GEN=(generate --prompts prompts.jsonl --gpu-batch-size 2 --num-gpu-batches 2)
 
 case $SCENARIO in
 tokens)
-  for model in tiny-opt tiny-opt-postln; do
+  for model in tiny-opt tiny-opt-postln tiny-llama; do
+    prompts=prompts.jsonl
+    [ -f "$FX/$model/vocab.json" ] || prompts=ids.jsonl
     while IFS='|' read -r name pol; do
       [ -n "$name" ] || continue
       read -ra P <<<"$pol"
-      args=("${GEN[@]}" --model "$FX/$model" "${P[@]}")
+      args=("${GEN[@]/prompts.jsonl/$prompts}" --model "$FX/$model" "${P[@]}")
       timeout 60 "$ZZ" "${args[@]}" --out one.jsonl </dev/null 2>err || { bad "$model $name: one process failed"; continue; }
       mpi 1 "${args[@]}" --out m.jsonl
       { [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl; } || bad "$model $name: mpirun -np 1 differs (rc $rc)"
@@ -103,9 +134,21 @@ disk|--max-new-tokens 8 --percent 0 0 0 0 0 0 --offload-dir $W
 partial|--max-new-tokens 8 --percent 40 30 30 50 0 50 --offload-dir $W
 sampled|--max-new-tokens 30 --temperature 100 --seed 5
 topk|--max-new-tokens 12 --temperature 0.8 --top-k 20 --top-p 0.9 --seed 11
-compressed|--max-new-tokens 8 --percent 0 100 0 50 100 0 --compress-weight --compress-cache --attn-sparsity 0.5 --offload-dir $W
 EOF
   done
+  # 4-bit weights on the CPU tier, a 4-bit cache half on disk, top-k attention: hidden
+  # states cross uncompressed, each rank quantizes its own slice; same bytes as one process
+  args=("${GEN[@]}" --model "$FX/tiny-opt" --max-new-tokens 8 --percent 0 100 0 50 100 0 --compress-weight
+        --compress-cache --attn-sparsity 0.5 --offload-dir "$W")
+  if timeout 60 "$ZZ" "${args[@]}" --out one.jsonl </dev/null 2>err; then
+    for np in 2 3; do
+      mpi "$np" "${args[@]}" --num-inner-iterations "$np" --out m.jsonl
+      if [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl; then ok "tiny-opt compressed -np $np: same bytes (${secs}s)"
+      else bad "tiny-opt compressed -np $np: rc $rc or the output differs"; fi
+    done
+  else
+    bad "tiny-opt compressed: one process failed"
+  fi
   # the sampled run does cover EOS: some sequence stops before 30 tokens
   timeout 60 "$ZZ" "${GEN[@]}" --model "$FX/tiny-opt" --max-new-tokens 30 --temperature 100 --seed 5 --out one.jsonl </dev/null 2>err
   grep -o '"output_ids":\[[^]]*\]' one.jsonl | awk -F, 'NF < 30 {s++} END {exit !s}' ||
@@ -116,23 +159,46 @@ EOF
   { [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl && grep -q "rank 1: layers \[1, 6)" err; } ||
     bad "--layers 1,6: rc $rc, or the output or the slices differ"
   ;;
-fault)
+fault | stop | error)
+  # rank 2 of 3 fails in block 2 (ZZ_FAULT_KIND): SIGKILL, SIGSTOP or an error
+  kind=$SCENARIO; [ "$kind" = fault ] && kind=kill
+  case $kind in kill) resumes="3 2 1" ;; stop) resumes="2" ;; error) resumes="3" ;; esac
   args=("${GEN[@]}" --model "$FX/tiny-opt" --gpu-batch-size 2 --num-gpu-batches 1 --max-new-tokens 8)
   timeout 60 "$ZZ" "${args[@]}" --out full.jsonl 2>err || bad "the uninterrupted run failed"
-  for resume_np in 3 2 1; do
-    export ZZ_FAULT_KILL_RANK=2 ZZ_FAULT_KILL_AFTER_BLOCKS=2
+  for resume_np in $resumes; do
+    export ZZ_FAULT_KILL_RANK=2 ZZ_FAULT_KILL_AFTER_BLOCKS=2 ZZ_FAULT_KIND=$kind
     mpi 3 "${args[@]}" --peer-timeout 2 --out k.jsonl
-    unset ZZ_FAULT_KILL_RANK ZZ_FAULT_KILL_AFTER_BLOCKS
-    [ "$rc" != 0 ] || bad "rank 2 killed: mpirun returned 0"
-    all_gone 10 || bad "rank 2 killed: some rank still running after ${secs}s"
+    unset ZZ_FAULT_KILL_RANK ZZ_FAULT_KILL_AFTER_BLOCKS ZZ_FAULT_KIND
+    [ "$rc" != 0 ] || bad "rank 2 $kind: mpirun returned 0"
+    all_gone 10 || bad "rank 2 $kind: some rank still running after ${secs}s"
+    gone=$secs # from the job's start: the fault comes in block 2, well under a second in
+    grep "^zigzag: rank [0-9] (host [^)]*): [^b]" err | grep -v "bound to" | sed 's/^/#   /'
+    grep -q "ZZ_FAULT_KILL_AFTER_BLOCKS: .* myself in block 2\|ZZ_FAULT_KIND=error: injected failure in block 2" err ||
+      bad "rank 2 $kind: the fault was never injected"
+    # who names rank 2, its host and the cause
+    case $kind in
+    kill) grep -Eq 'process rank 2 |rank 2 \(host ' err || bad "kill: nobody named rank 2" ;;
+    stop)
+      for r in 0 1; do
+        grep -q "^zigzag: rank $r (host [^)]*): .*lost rank 2 (host [^)]*): silent for" err ||
+          bad "stop: rank $r did not name rank 2, its host and the silence"
+      done ;;
+    error)
+      [ "$(grep -c "^zigzag: rank 2 (host [^)]*): compute failed at block 2 step 1 group 0: ZZ_FAULT_KIND=error" err)" = 1 ] ||
+        bad "error: rank 2 did not print its cause once"
+      for r in 0 1; do
+        grep -q "^zigzag: rank $r (host [^)]*): stopping: rank 2 (host [^)]*) reported: compute failed" err ||
+          bad "error: rank $r did not print the stopping line naming rank 2"
+      done ;;
+    esac
     lines=$(wc -l <k.jsonl)
     # 2 blocks of T x gbs = 3 x 2 prompts committed: whole lines, the full run's first
     { [ "$lines" -eq 12 ] && [ -z "$(tail -c 1 k.jsonl)" ] && cmp -s k.jsonl <(head -n "$lines" full.jsonl); } ||
-      bad "after the kill: $lines lines, not the first 12 whole lines of the full run"
+      bad "after the $kind: $lines lines, not the first 12 whole lines of the full run"
     if [ "$resume_np" = 1 ]; then timeout 60 "$ZZ" "${args[@]}" --out k.jsonl --resume 2>err; rc=$?
     else mpi "$resume_np" "${args[@]}" --out k.jsonl --resume; fi
-    if [ "$rc" = 0 ] && cmp -s k.jsonl full.jsonl; then ok "killed rank 2 of 3 (all gone in ${secs}s), --resume with $resume_np rank(s): same bytes"
-    else bad "--resume with $resume_np rank(s): rc $rc or the output differs"; fi
+    if [ "$rc" = 0 ] && cmp -s k.jsonl full.jsonl; then ok "rank 2 of 3 $kind (all gone ${gone}s after the start), --resume with $resume_np rank(s): same bytes"
+    else bad "--resume with $resume_np rank(s) after the $kind: rc $rc or the output differs"; fi
   done
   ;;
 refuse)
@@ -156,6 +222,15 @@ refuse)
   if [ "$rc" != 0 ] && all_gone 10 && [ "$(grep -c "rank 0 (host [^)]*).*no-such.jsonl" err)" = 3 ]; then
     ok "rank 0 cannot open --prompts: all 3 ranks stop naming rank 0"
   else bad "rank 0 cannot open --prompts: rc $rc, or not every rank named rank 0"; fi
+  # --comm nccl on CPU ranks: refused by every rank before anything is loaded
+  mpi 2 "${args[@]}" --comm nccl
+  if [ "$rc" != 0 ] && all_gone 10 && grep -q "^zigzag: rank 0 (host [^)]*): --comm nccl: this \(zigzag was built without NCCL\|rank computes on the cpu device\)" err &&
+     grep -q "rank 1 (host [^)]*): stopping: rank 0 (host [^)]*) reported: --comm nccl" err && cmp -s keep.jsonl keep.orig; then
+    ok "--comm nccl on the CPU device refused by both ranks"
+  else bad "--comm nccl: rc $rc, or not refused with its reason"; fi
+  mpi 2 "${args[@]}" --comm carrier-pigeon
+  if [ "$rc" != 0 ] && grep -q "comm carrier-pigeon: want mpi or nccl" err; then ok "--comm carrier-pigeon refused"
+  else bad "--comm carrier-pigeon: rc $rc"; fi
   mpi 3 "${args[@]}" --layers 5,4
   if [ "$rc" != 0 ] && [ "$(grep -c "increasing cut points" err)" -ge 1 ] && all_gone 10; then ok "--layers 5,4 refused"
   else bad "--layers 5,4: rc $rc"; fi
@@ -166,6 +241,55 @@ bench)
      [ "$(grep -o '"rank": [0-9]' outp | wc -l)" = 2 ] && grep -q '"bytes_per_token"' outp; then
     ok "bench -np 2 --json: throughput and two stages"
   else bad "bench -np 2: rc $rc"; cat outp; fi
+  ;;
+nccl)
+  args=("${GEN[@]}" --model "$FX/tiny-opt" --max-new-tokens 8)
+  echo '{"id": "kept", "output_ids": [1]}' >keep.jsonl
+  cp keep.jsonl keep.orig
+  mpi 2 "${args[@]}" --device auto --comm nccl --out keep.jsonl
+  if grep -q "this zigzag was built without NCCL" err; then echo "SKIP: this zigzag was built without NCCL"; exit 77; fi
+  if grep -q "computes on the cpu device" err; then echo "SKIP: no GPU visible (--comm nccl needs one GPU per rank)"; exit 77; fi
+  # both ranks on GPU 0: refused by both, naming the GPU, before anything is loaded
+  if [ "$rc" != 0 ] && all_gone 10 &&
+     grep -q "^zigzag: rank 0 (host [^)]*): --comm nccl: rank 0 (host [^)]*) and rank 1 (host [^)]*) both compute on GPU-" err &&
+     grep -q "rank 1 (host [^)]*): stopping: rank 0 (host [^)]*) reported: --comm nccl: .*NCCL cannot put two ranks on one GPU" err &&
+     cmp -s keep.jsonl keep.orig; then
+    ok "two ranks on one GPU refused by both, --out untouched"
+  else bad "two ranks on one GPU: rc $rc, or not refused with its reason"; fi
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  if [ "${ngpu:-0}" -lt 2 ]; then
+    [ "$fail" = 0 ] || exit 1
+    echo "SKIP: the NCCL data path needs 2 or more GPUs (${ngpu:-0} visible, or no nvidia-smi)"; exit 77
+  fi
+  maxnp=$((ngpu < 4 ? ngpu : 4))
+  while IFS='|' read -r name pol; do
+    [ -n "$name" ] || continue
+    read -ra P <<<"$pol"
+    timeout 120 "$ZZ" "${args[@]}" --device cuda "${P[@]}" --out one.jsonl </dev/null 2>err ||
+      { bad "$name: one process on GPU 0 failed"; continue; }
+    for np in $(seq 2 "$maxnp"); do
+      for T in "$np" $((np + 2)); do
+        mpi "$np" "${args[@]}" --device cuda "${P[@]}" --num-inner-iterations "$T" --comm nccl --out n.jsonl
+        nrc=$rc
+        mpi "$np" "${args[@]}" --device cuda "${P[@]}" --num-inner-iterations "$T" --comm mpi --out m.jsonl
+        if [ "$nrc" = 0 ] && [ "$rc" = 0 ] && cmp -s one.jsonl n.jsonl && cmp -s m.jsonl n.jsonl; then
+          ok "$name -np $np T=$T --comm nccl: the bytes of one process and of --comm mpi"
+        else bad "$name -np $np T=$T: rc nccl $nrc, mpi $rc, or the outputs differ"; fi
+      done
+    done
+  done <<EOF
+device|
+cpu|--percent 0 100 0 100 0 100 --cpu-cache-compute
+partial|--percent 40 30 30 50 0 50 --offload-dir $W
+EOF
+  # a stopped rank under NCCL: the survivor's waits (CUDA events, headers) end and it
+  # names the rank; its communicator is aborted
+  export ZZ_FAULT_KILL_RANK=1 ZZ_FAULT_KILL_AFTER_BLOCKS=2 ZZ_FAULT_KIND=stop
+  mpi 2 "${args[@]}" --device cuda --comm nccl --num-gpu-batches 1 --peer-timeout 2 --out f.jsonl
+  unset ZZ_FAULT_KILL_RANK ZZ_FAULT_KILL_AFTER_BLOCKS ZZ_FAULT_KIND
+  if [ "$rc" != 0 ] && all_gone 10 && grep -q "rank 0 (host [^)]*): lost rank 1" err; then
+    ok "rank 1 stopped under --comm nccl: rank 0 names it, all gone in ${secs}s"
+  else bad "rank 1 stopped under --comm nccl: rc $rc, ${secs}s, or rank 0 did not name it"; fi
   ;;
 *) echo "unknown scenario $SCENARIO"; exit 2 ;;
 esac

@@ -1,9 +1,13 @@
 /* test_stage_unit.c — the parts of stage/ that need no second rank: tags, their limits,
- * and the block message. Runs without mpirun (no MPI call is made). */
+ * the block message, the layer split, the --comm choice and its refusals (two ranks
+ * on one GPU among them), and the MPI exchange through the exchange interface (one
+ * rank sending to itself). Runs without mpirun, as an MPI singleton. */
 #include <CUnit/Basic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "comm_impl.h"
+#include "xchg_impl.h"
 
 static void test_tags_roundtrip(void) {
   /* every (kind, step, group) of a large run maps to its own tag, and back */
@@ -92,16 +96,105 @@ static void test_layer_split(void) {
   zz_model_free(&m);
 }
 
+/* --comm: the names, and the refusal NCCL gets on the CPU device (or without NCCL). */
+static void test_comm_choice(void) {
+  zz_stage_comm c = ZZ_STAGE_COMM_COUNT;
+  CU_ASSERT(zz_stage_comm_parse("mpi", &c) == ZZ_OK && c == ZZ_STAGE_COMM_MPI);
+  CU_ASSERT(zz_stage_comm_parse("nccl", &c) == ZZ_OK && c == ZZ_STAGE_COMM_NCCL);
+  CU_ASSERT_STRING_EQUAL(zz_stage_comm_name(ZZ_STAGE_COMM_NCCL), "nccl");
+  CU_ASSERT_EQUAL(zz_stage_comm_parse("gloo", &c), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "--comm gloo: want mpi or nccl"));
+  zz_device *cpu = NULL;
+  CU_ASSERT_FATAL(zz_device_create_cpu(1 << 20, 1, 1, &cpu) == ZZ_OK);
+  CU_ASSERT_EQUAL(zz_stage_comm_check(ZZ_STAGE_COMM_MPI, cpu), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_stage_comm_check(ZZ_STAGE_COMM_NCCL, cpu), ZZ_ERR_UNSUPPORTED);
+#ifdef ZZ_HAVE_NCCL
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "--comm nccl: this rank computes on the cpu device"));
+#else
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "--comm nccl: this zigzag was built without NCCL"));
+#endif
+  zz_device_destroy(cpu);
+}
+
+/* Two ranks on one GPU are named, with their hosts and the GPU; distinct GPUs pass. */
+static void test_same_gpu(void) {
+  const char hosts[4][ZZ_HOST_LEN] = {"h0", "h1", "h2", "h3"};
+  char ids[4][ZZ_GPU_ID_LEN] = {"GPU-aa at PCI 0000:3b:00.0", "GPU-bb at PCI 0000:5e:00.0",
+                                "GPU-cc at PCI 0000:3b:00.0", "GPU-dd at PCI 0000:86:00.0"};
+  CU_ASSERT_EQUAL(zz_xchg_same_gpu((const char(*)[ZZ_GPU_ID_LEN])ids, hosts, 4), ZZ_OK);
+  snprintf(ids[3], sizeof ids[3], "%s", ids[1]);
+  CU_ASSERT_EQUAL(zz_xchg_same_gpu((const char(*)[ZZ_GPU_ID_LEN])ids, hosts, 4), ZZ_ERR_UNSUPPORTED);
+  const char *msg = zz_error_message();
+  CU_ASSERT_PTR_NOT_NULL(strstr(msg, "rank 1 (host h1) and rank 3 (host h3) both compute on GPU-bb at PCI 0000:5e:00.0"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(msg, "NCCL cannot put two ranks on one GPU"));
+  CU_ASSERT_EQUAL(zz_xchg_same_gpu((const char(*)[ZZ_GPU_ID_LEN])ids, hosts, 3), ZZ_OK); /* rank 3 not there */
+}
+
+/* The MPI exchange through the interface, one rank sending to itself: the bytes
+ * arrive as sent (a full buffer, one byte, and the empty "group stopped" message),
+ * a receive nobody answers ends at the step timeout, and the end of the block
+ * cancels it. */
+static void test_xchg_mpi(void) {
+  MPI_Comm ctrl;
+  CU_ASSERT_FATAL(MPI_Comm_dup(MPI_COMM_SELF, &ctrl) == MPI_SUCCESS);
+  const char hosts[1][ZZ_HOST_LEN] = {"h0"};
+  zz_stage_config cfg;
+  zz_stage_config_default(&cfg);
+  zz_faults *f = NULL;
+  CU_ASSERT_FATAL(zz_faults_start(ctrl, MPI_COMM_SELF, hosts, &cfg, &f) == ZZ_OK);
+  zz_device *cpu = NULL;
+  CU_ASSERT_FATAL(zz_device_create_cpu(1 << 20, 1, 1, &cpu) == ZZ_OK);
+  zz_xchg *x = NULL;
+  CU_ASSERT_FATAL(zz_xchg_create_mpi(MPI_COMM_SELF, f, 0.3, cpu, &x) == ZZ_OK);
+  CU_ASSERT_FALSE(x->ops->on_device);
+  CU_ASSERT_FATAL(zz_xchg_reserve(x, 4096) == ZZ_OK);
+  const size_t sizes[] = {4096, 1, 0};
+  for (int i = 0; i < 3; i++) {
+    int rs = i % ZZ_XCHG_RECV, ss = ZZ_XCHG_RECV + i % ZZ_XCHG_SEND;
+    unsigned char *out = x->slot[ss].buf, *in = x->slot[rs].buf;
+    for (size_t k = 0; k < 4096; k++) out[k] = (unsigned char)(k * 7 + (size_t)i);
+    memset(in, 0, 4096);
+    CU_ASSERT(zz_xchg_irecv(x, rs, 0, 10 + i) == ZZ_OK);
+    CU_ASSERT(zz_xchg_busy(x, rs));
+    CU_ASSERT(zz_xchg_isend(x, ss, sizes[i], 0, 10 + i) == ZZ_OK);
+    CU_ASSERT(zz_xchg_poke(x, rs) == ZZ_OK);
+    size_t got = 99;
+    CU_ASSERT(zz_xchg_wait(x, rs, "test: receive", NULL, &got) == ZZ_OK);
+    CU_ASSERT(zz_xchg_wait(x, ss, "test: send", NULL, NULL) == ZZ_OK);
+    CU_ASSERT_EQUAL(got, sizes[i]);
+    CU_ASSERT(memcmp(in, out, sizes[i]) == 0);
+    CU_ASSERT(!zz_xchg_busy(x, rs) && !zz_xchg_busy(x, ss));
+  }
+  CU_ASSERT_EQUAL(zz_xchg_isend(x, 0, 8, 0, 1), ZZ_ERR_MPI); /* a receive slot cannot send */
+  CU_ASSERT_EQUAL(zz_xchg_isend(x, 2, 4097, 0, 1), ZZ_ERR_INVALID_ARG); /* more than the buffers hold */
+  CU_ASSERT(zz_xchg_irecv(x, 1, 0, 99) == ZZ_OK);
+  CU_ASSERT_EQUAL(zz_xchg_wait(x, 1, "test: nobody sends", NULL, NULL), ZZ_ERR_MPI);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "test: nobody sends (rank 0, mpi): nothing after"));
+  CU_ASSERT_EQUAL(zz_xchg_settle(x, true), ZZ_OK);
+  CU_ASSERT_FALSE(zz_xchg_busy(x, 1));
+  zz_xchg_destroy(x);
+  zz_device_destroy(cpu);
+  CU_ASSERT(zz_faults_stop(f) == ZZ_OK);
+  zz_faults_free(f);
+  MPI_Comm_free(&ctrl);
+}
+
 int main(void) {
+  int level = 0;
+  if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &level) != MPI_SUCCESS) return 1;
   if (CU_initialize_registry() != CUE_SUCCESS) return 1;
   CU_pSuite s = CU_add_suite("stage", NULL, NULL);
   CU_add_test(s, "tags round-trip", test_tags_roundtrip);
   CU_add_test(s, "tag limits", test_tag_limits);
   CU_add_test(s, "block message", test_block_message);
   CU_add_test(s, "layer split by cost", test_layer_split);
+  CU_add_test(s, "--comm names and refusals", test_comm_choice);
+  CU_add_test(s, "two ranks on one GPU refused", test_same_gpu);
+  if (level >= MPI_THREAD_MULTIPLE) CU_add_test(s, "the MPI exchange through the interface", test_xchg_mpi);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   int failures = (int)CU_get_number_of_failures();
   CU_cleanup_registry();
+  MPI_Finalize();
   return failures != 0;
 }

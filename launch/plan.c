@@ -1,0 +1,253 @@
+/*
+ * plan.c — `zigzag plan` and `zigzag profile`.
+ *
+ *   zigzag plan --model M --prompt-len S --gen-len N [--hw FILE] [--gpu-mem X --cpu-mem X --disk-mem X]
+ *               [--ranks m] [--json]
+ *   zigzag profile [--out FILE]
+ *
+ * plan prints the policy the planner chose as the one line --policy accepts, the
+ * predicted throughputs, the per-lane time breakdown and the peak bytes per tier;
+ * with --ranks m the layer split, each rank's policy, the pipeline's throughput
+ * and bubble. Given a policy (--policy or the policy flags) it predicts that one
+ * instead of searching. Without --hw it measures this machine first (as profile
+ * does).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "zz_launch.h"
+#include "zz_planner.h"
+
+/* ---------------------------------------------------------------- inputs */
+
+static zz_status zz_plan_hw(const zz_opts *o, zz_hw *hw) {
+  if (o->hw) return zz_hw_load(o->hw, hw);
+  fprintf(stderr, "zigzag: no --hw file: measuring this machine first (zigzag profile --out FILE saves it)\n");
+  zz_profile_opts po = {.offload_dir = o->offload_dir, .threads = o->threads, .budget_s = o->profile_seconds};
+  return zz_profile_run(&po, hw);
+}
+
+static zz_status zz_opts_planner(const zz_opts *o, const zz_hw *hw, zz_planner_opts *po) {
+  zz_planner_opts_default(po);
+  po->shape = (zz_shape){o->prompt_len, o->gen_len};
+  ZZ_CHECK(zz_parse_bytes(o->gpu_mem, &po->cap[ZZ_TIER_GPU]));
+  ZZ_CHECK(zz_parse_bytes(o->cpu_mem, &po->cap[ZZ_TIER_CPU]));
+  ZZ_CHECK(zz_parse_bytes(o->disk_mem, &po->cap[ZZ_TIER_DISK]));
+  po->force_compress_weight = o->compress_weight;
+  po->force_compress_cache = o->compress_cache;
+  po->no_overlap = o->no_overlap;
+  po->max_block = o->max_block;
+  (void)hw;
+  return ZZ_OK;
+}
+
+zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shape *shape, zz_opts *out, char *line,
+                              size_t len, zz_plan *pred) {
+  zz_hw hw;
+  zz_planner_opts po;
+  ZZ_CHECK(zz_hw_load(o->hw, &hw));
+  ZZ_CHECK(zz_opts_planner(o, &hw, &po));
+  po.shape = *shape;
+  *out = *o;
+  bool given = o->policy || o->policy_flags_given;
+  if (given) {
+    zz_policy pol;
+    ZZ_CHECK(zz_opts_policy(o, &pol));
+    ZZ_CHECK(zz_plan_eval(m, &hw, &po, &pol, pred));
+  } else {
+    ZZ_CHECK(zz_plan_search(m, &hw, &po, pred));
+    zz_policy_str(&pred->policy, line, len);
+    out->policy = line;
+    fprintf(stderr, "zigzag: no policy given: the planner's for %s (--hw %s): %s\n", m->cfg.name, o->hw, line);
+  }
+  /* LM-Offload's thread control: the CPU attention threads the plan assumed */
+  if (!o->attn_threads && pred->cost.attn_threads) {
+    out->attn_threads = pred->cost.attn_threads;
+    fprintf(stderr, "zigzag: CPU attention threads: %d (the fastest on the hardware file's curve within the cores)\n",
+            out->attn_threads);
+  }
+  return ZZ_OK;
+}
+
+/* ---------------------------------------------------------------- printing */
+
+static void zz_print_cost(FILE *f, const char *who, const zz_cost *c, const size_t cap[ZZ_TIER_COUNT]) {
+  fprintf(f, "%spredicted: prefill %.4g tokens/s, decode %.4g tokens/s, total %.4g tokens/s (one block: prefill %.4g s, "
+             "decode %.4g s)\n", who, c->prefill_tps, c->decode_tps, c->total_tps, c->prefill_s, c->decode_s);
+  for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++) {
+    fprintf(f, "%s%s lanes, seconds summed over layers%s:", who, ph == ZZ_PHASE_PREFILL ? "prefill" : "decode",
+            ph == ZZ_PHASE_PREFILL ? "" : " and steps");
+    for (int q = 0; q < ZZ_TERM_COUNT; q++) fprintf(f, " %s %.4g", zz_term_name((zz_term)q), c->term_s[ph][q]);
+    fprintf(f, "\n");
+  }
+  fprintf(f, "%speak memory:", who);
+  for (int t = 0; t < ZZ_TIER_COUNT; t++) {
+    char a[32], b[32];
+    fprintf(f, "%s %s %s of %s", t ? "," : "", zz_tier_name((zz_tier)t), zz_format_bytes(c->peak[t], a, sizeof a),
+            zz_format_bytes(cap[t], b, sizeof b));
+  }
+  fprintf(f, "\n");
+  if (c->attn_threads) fprintf(f, "%sthreads: CPU attention %d\n", who, c->attn_threads);
+}
+
+static void zz_json_cost(FILE *f, const zz_cost *c) {
+  fprintf(f, "\"prefill_tps\": %.6g, \"decode_tps\": %.6g, \"total_tps\": %.6g, \"prefill_s\": %.6g, \"decode_s\": %.6g",
+          c->prefill_tps, c->decode_tps, c->total_tps, c->prefill_s, c->decode_s);
+  for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++) {
+    fprintf(f, ", \"%s_lanes_s\": {", ph == ZZ_PHASE_PREFILL ? "prefill" : "decode");
+    for (int q = 0; q < ZZ_TERM_COUNT; q++) fprintf(f, "%s\"%s\": %.6g", q ? ", " : "", zz_term_name((zz_term)q), c->term_s[ph][q]);
+    fprintf(f, "}");
+  }
+  fprintf(f, ", \"peak_bytes\": {\"gpu\": %zu, \"cpu\": %zu, \"disk\": %zu}, \"attn_threads\": %d", c->peak[0], c->peak[1],
+          c->peak[2], c->attn_threads);
+}
+
+/* ---------------------------------------------------------------- plan */
+
+static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, const zz_planner_opts *po) {
+  int M = o->ranks;
+  zz_pipeline_plan *p = malloc(sizeof *p), *more = malloc(sizeof *more), *fewer = malloc(sizeof *fewer);
+  zz_status st = p && more && fewer ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "plan: out of memory");
+  double t0 = zz_now();
+  if (st == ZZ_OK) st = zz_pipe_plan_search(m, hw, po, M, p);
+  double dt = zz_now() - t0;
+  /* would one rank more (or fewer) change the answer? */
+  bool have_more = false, have_fewer = false;
+  if (st == ZZ_OK && M + 1 <= m->n_layers && M + 1 <= ZZ_PLAN_MAX_RANKS) {
+    have_more = zz_pipe_plan_search(m, hw, po, M + 1, more) == ZZ_OK;
+    zz_error_clear();
+  }
+  if (st == ZZ_OK && M > 1) {
+    have_fewer = zz_pipe_plan_search(m, hw, po, M - 1, fewer) == ZZ_OK;
+    zz_error_clear();
+  }
+  int rc = 0;
+  if (st != ZZ_OK) {
+    rc = zz_report_failure(st);
+  } else if (o->json) {
+    char pb[256];
+    printf("{\"model\": \"%s\", \"hw\": \"%s\", \"prompt_len\": %d, \"gen_len\": %d, \"ranks\": %d, \"groups\": %d, "
+           "\"prefill_tps\": %.6g, \"decode_tps\": %.6g, \"total_tps\": %.6g, \"bubble\": %.4f, \"net_s\": %.6g, "
+           "\"search_s\": %.4g, \"bounds\": [", m->cfg.name, hw->name, o->prompt_len, o->gen_len, M, p->groups,
+           p->prefill_tps, p->decode_tps, p->total_tps, p->bubble, p->net_s, dt);
+    for (int r = 0; r <= M; r++) printf("%s%d", r ? ", " : "", p->bounds[r]);
+    printf("], \"rank\": [");
+    for (int r = 0; r < M; r++) {
+      printf("%s{\"policy\": \"%s\", ", r ? ", " : "", zz_policy_str(&p->rank[r].policy, pb, sizeof pb));
+      zz_json_cost(stdout, &p->rank[r].cost);
+      printf("}");
+    }
+    printf("], \"more_ranks_total_tps\": %.6g}\n", have_more ? more->total_tps : 0);
+  } else {
+    size_t cap[ZZ_TIER_COUNT];
+    zz_planner_caps(hw, po, cap);
+    printf("plan: %s on %s (%d machine%s in the file), prompt %d, gen %d, %d ranks, %d micro-batch groups\n", m->cfg.name,
+           hw->name, hw->machines, hw->machines == 1 ? "" : "s", o->prompt_len, o->gen_len, M, p->groups);
+    if (M > hw->machines)
+      printf("note: %d ranks on a file of %d machine%s: each rank is planned as one such machine\n", M, hw->machines,
+             hw->machines == 1 ? "" : "s");
+    printf("layers:");
+    for (int r = 0; r < M; r++) printf(" rank %d [%d, %d)", r, p->bounds[r], p->bounds[r + 1]);
+    printf("  (--layers");
+    for (int r = 1; r < M; r++) printf("%s%d", r == 1 ? " " : ",", p->bounds[r]);
+    printf(")\n");
+    for (int r = 0; r < M; r++) {
+      char pb[256], who[32];
+      snprintf(who, sizeof who, "rank %d: ", r);
+      printf("%spolicy %s\n", who, zz_policy_str(&p->rank[r].policy, pb, sizeof pb));
+      zz_print_cost(stdout, who, &p->rank[r].cost, cap);
+    }
+    printf("pipeline predicted: prefill %.4g tokens/s, decode %.4g tokens/s, total %.4g tokens/s; bubble %.1f%%; "
+           "hidden state hop %.3g ms per decode step\n", p->prefill_tps, p->decode_tps, p->total_tps, 100 * p->bubble,
+           1e3 * p->net_s);
+    if (have_fewer)
+      printf("with %d rank%s: total %.4g tokens/s (x%.2f from %d to %d)\n", M - 1, M - 1 == 1 ? "" : "s",
+             fewer->total_tps, p->total_tps / fewer->total_tps, M - 1, M);
+    if (have_more && more->total_tps <= p->total_tps)
+      printf("More ranks would not raise throughput: %d ranks predict %.4g tokens/s, not above %.4g with %d.\n", M + 1,
+             more->total_tps, p->total_tps, M);
+    else if (have_more)
+      printf("with %d ranks: total %.4g tokens/s\n", M + 1, more->total_tps);
+    if (have_fewer && fewer->total_tps >= p->total_tps)
+      printf("%d ranks are no faster than %d: %.4g tokens/s against %.4g.\n", M, M - 1, p->total_tps, fewer->total_tps);
+    printf("search: %.3g s\n", dt);
+  }
+  free(p), free(more), free(fewer);
+  return rc;
+}
+
+int zz_cmd_plan(const zz_opts *o) {
+  zz_config cfg;
+  zz_model m = {0};
+  zz_hw hw;
+  zz_planner_opts po;
+  zz_status st = zz_config_resolve(o->model, &cfg);
+  if (st == ZZ_OK) st = zz_model_init(&cfg, &m);
+  if (st == ZZ_OK) st = zz_plan_hw(o, &hw);
+  if (st == ZZ_OK) st = zz_opts_planner(o, &hw, &po);
+  if (st == ZZ_OK && (int64_t)o->prompt_len + o->gen_len > cfg.max_pos)
+    st = zz_error(ZZ_ERR_INVALID_ARG, "plan: prompt length %d + generation length %d exceed %s's %lld positions",
+                  o->prompt_len, o->gen_len, cfg.name, (long long)cfg.max_pos);
+  if (st != ZZ_OK) {
+    zz_model_free(&m);
+    return zz_report_failure(st);
+  }
+  if (o->ranks > 0) {
+    int rc = zz_plan_pipe(o, &m, &hw, &po);
+    zz_model_free(&m);
+    return rc;
+  }
+  zz_plan plan;
+  bool given = o->policy || o->policy_flags_given; /* predict that policy instead of searching */
+  if (given) {
+    zz_policy pol;
+    st = zz_opts_policy(o, &pol);
+    if (st == ZZ_OK) st = zz_plan_eval(&m, &hw, &po, &pol, &plan);
+  } else {
+    st = zz_plan_search(&m, &hw, &po, &plan);
+  }
+  if (st != ZZ_OK) {
+    zz_model_free(&m);
+    return zz_report_failure(st);
+  }
+  char pb[256];
+  size_t cap[ZZ_TIER_COUNT];
+  zz_planner_caps(&hw, &po, cap);
+  if (o->json) {
+    printf("{\"model\": \"%s\", \"hw\": \"%s\", \"prompt_len\": %d, \"gen_len\": %d, \"policy\": \"%s\", ", cfg.name,
+           hw.name, o->prompt_len, o->gen_len, zz_policy_str(&plan.policy, pb, sizeof pb));
+    zz_json_cost(stdout, &plan.cost);
+    printf(", \"lp_x\": [");
+    for (int v = 0; v < ZZ_X_COUNT; v++) printf("%s%.4f", v ? ", " : "", plan.x[v]);
+    printf("], \"candidates\": %d, \"feasible\": %d, \"search_s\": %.4g}\n", plan.candidates, plan.feasible,
+           plan.search_s);
+  } else {
+    printf("plan: %s on %s, prompt %d, gen %d\n", cfg.name, hw.name, o->prompt_len, o->gen_len);
+    printf("policy %s%s\n", zz_policy_str(&plan.policy, pb, sizeof pb), given ? " (given: predicted, not searched)" : "");
+    zz_print_cost(stdout, "", &plan.cost, cap);
+    if (given) {
+      zz_model_free(&m);
+      return 0;
+    }
+    for (int v = 0; v < ZZ_X_COUNT; v++)
+      if (plan.x[v] > -0.005 && plan.x[v] < 0.005) plan.x[v] = 0; /* no "-0.00" */
+    printf("LP fractions: w %.2f %.2f %.2f, c %.2f %.2f %.2f, h %.2f %.2f %.2f (gpu cpu disk)\n", plan.x[0], plan.x[1],
+           plan.x[2], plan.x[3], plan.x[4], plan.x[5], plan.x[6], plan.x[7], plan.x[8]);
+    printf("search: %d (gbs, num_gb) tried, %d fit, %.3g s\n", plan.candidates, plan.feasible, plan.search_s);
+  }
+  zz_model_free(&m);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- profile */
+
+int zz_cmd_profile(const zz_opts *o) {
+  zz_profile_opts po = {.offload_dir = o->offload_dir, .threads = o->threads, .budget_s = o->profile_seconds,
+                        .verbose = true};
+  zz_hw hw;
+  zz_status st = zz_profile_run(&po, &hw);
+  if (st == ZZ_OK) st = zz_hw_save(&hw, o->out ? o->out : "-");
+  if (st != ZZ_OK) return zz_report_failure(st);
+  if (o->out && strcmp(o->out, "-") != 0) fprintf(stderr, "zigzag: wrote %s\n", o->out);
+  return 0;
+}

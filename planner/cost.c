@@ -1,0 +1,216 @@
+/*
+ * cost.c — the cost model: FlexGen's appendix A.3 (a layer's step time is the
+ * longest of the overlapped lanes; a block is the prefill step plus n - 1 decode
+ * steps of every layer) written over the engine's own layer list and byte counts
+ * (sizes.c), with LM-Offload's terms: attention on the CPU beside an offloaded
+ * cache (its thread count chosen from the hardware file's curve), and the
+ * (de)quantization of 4-bit weights and cache as a compute-lane cost per byte
+ * (zero until the hardware file has a dequant rate).
+ *
+ * Every term is a linear function of the nine placement fractions (zz_lin), so
+ * the same function feeds the LP (search.c) and predicts a realised policy
+ * (zz_cost_plan), where each layer's fractions are the tiers the memory plan gave
+ * its weights, cache and activations.
+ *
+ * What a step moves (per layer, one block of bls = gbs x num_gb sequences, the
+ * engine's schedule.c):
+ *   weights      W bytes (stored dtype) when not on the GPU: disk → host → device
+ *   cache        decode loads the rows so far, bls x t x (K + V row); every step
+ *                stores its new rows (prefill: s rows); with CPU attention the
+ *                cache stays on the host and only q, k, v and the output cross
+ *   hidden       each (layer, batch) loads and stores its hidden state when it
+ *                lives off the GPU
+ *   compute      2 x matrix elements x rows of GEMM at the rate for M = gbs x sq
+ *                rows; attention 4 x sq x t x hidden per sequence on the device
+ *                (bmm rates) or the CPU (CPU attention rate)
+ */
+#include <math.h>
+#include <string.h>
+
+#include "zz_planner.h"
+
+const char *zz_term_name(zz_term t) {
+  static const char *const n[ZZ_TERM_COUNT] = {"compute", "weight_load", "cache_load", "cache_store",
+                                               "disk",    "link_in",     "link_out",   "host_cores"};
+  return t < ZZ_TERM_COUNT ? n[t] : "?";
+}
+
+double zz_lin_eval(const zz_lin *t, const double x[ZZ_X_COUNT]) {
+  double v = t->c;
+  for (int i = 0; i < ZZ_X_COUNT; i++) v += t->a[i] * x[i];
+  return v;
+}
+
+double zz_cost_step(const zz_lin term[ZZ_TERM_COUNT], const double x[ZZ_X_COUNT], bool overlap) {
+  if (!overlap) {
+    return zz_lin_eval(&term[ZZ_TERM_COMPUTE], x) + zz_lin_eval(&term[ZZ_TERM_WEIGHT], x) +
+           zz_lin_eval(&term[ZZ_TERM_LOAD], x) + zz_lin_eval(&term[ZZ_TERM_STORE], x);
+  }
+  double mx = 0;
+  for (int k = 0; k < ZZ_TERM_COUNT; k++) {
+    double v = zz_lin_eval(&term[k], x);
+    if (v > mx) mx = v;
+  }
+  return mx;
+}
+
+/* t += k * (x[a] + x[b] + ...) : a list of fractions ending with -1 */
+static void zz_add(zz_lin *t, double k, const int *xs) {
+  for (; *xs >= 0; xs++) t->a[*xs] += k;
+}
+
+/* The CPU attention threads: the fastest the curve allows within the cores left
+ * to it. On a GPU host the three I/O lanes keep a core each while attention runs;
+ * on the CPU device attention runs on the compute lane between GEMMs, so it may
+ * take every core. */
+static int zz_attn_threads(const zz_cost_in *in) {
+  if (in->attn_threads > 0) return in->attn_threads;
+  int cores = in->hw->cpu_cores;
+  int max = strcmp(in->hw->device, "cpu") == 0 ? cores : cores - 3;
+  return zz_hw_attn_threads(in->hw, max < 1 ? 1 : max);
+}
+
+static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin t[ZZ_TERM_COUNT]);
+
+/* On the CPU device the "link" is memcpy and f16 -> f32 conversion run by host
+ * threads on the very cores the GEMMs use: besides delaying its own lane, the
+ * copying takes time from compute (the host term; the disk's DMA still
+ * overlaps). A GPU's copies are DMA: the term stays 0 there. */
+void zz_cost_layer(const zz_cost_in *in, int l, zz_phase ph, zz_lin t[ZZ_TERM_COUNT]) {
+  zz_cost_layer_terms(in, l, ph, t);
+  if (strcmp(in->hw->device, "cpu") != 0) return;
+  const int sum[3] = {ZZ_TERM_COMPUTE, ZZ_TERM_LINK_IN, ZZ_TERM_LINK_OUT};
+  for (int k = 0; k < 3; k++) {
+    t[ZZ_TERM_HOST].c += t[sum[k]].c;
+    for (int v = 0; v < ZZ_X_COUNT; v++) t[ZZ_TERM_HOST].a[v] += t[sum[k]].a[v];
+  }
+}
+
+static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin t[ZZ_TERM_COUNT]) {
+  memset(t, 0, sizeof(zz_lin) * ZZ_TERM_COUNT);
+  const zz_model *m = in->m;
+  const zz_layer *L = &m->layers[l];
+  const zz_hw *hw = in->hw;
+  const zz_config *c = &m->cfg;
+  zz_dtype cdt = zz_hw_compute_dtype(hw), wdt = in->compress_weight ? ZZ_DTYPE_Q4 : c->dtype;
+  double gbs = in->gbs, bls = gbs * in->num_gb;
+  double s = (double)in->shape.prompt_len, n = (double)in->shape.gen_len;
+  bool pre = ph == ZZ_PHASE_PREFILL;
+  double sq = pre ? s : 1, keys = pre ? s : s + n / 2;
+  static const int WOFF[] = {ZZ_X_WC, ZZ_X_WD, -1}, WD[] = {ZZ_X_WD, -1};
+  static const int COFF[] = {ZZ_X_CC, ZZ_X_CD, -1}, CD[] = {ZZ_X_CD, -1}, CG[] = {ZZ_X_CG, -1};
+  static const int HOFF[] = {ZZ_X_HC, ZZ_X_HD, -1}, HD[] = {ZZ_X_HD, -1};
+  zz_lin *comp = &t[ZZ_TERM_COMPUTE], *wl = &t[ZZ_TERM_WEIGHT], *ld = &t[ZZ_TERM_LOAD], *stl = &t[ZZ_TERM_STORE];
+  zz_lin *disk = &t[ZZ_TERM_DISK], *in_ = &t[ZZ_TERM_LINK_IN], *out = &t[ZZ_TERM_LINK_OUT];
+
+  /* weights: loaded once per step for the whole block */
+  double W = 0, mat = 0;
+  for (int k = 0; k < L->n_weights; k++) {
+    const zz_weight_spec *ws = &L->weights[k];
+    if (!ws->ndim) continue;
+    W += (double)zz_weight_bytes(ws, wdt);
+    if (ws->ndim == 2) mat += (double)zz_weight_numel(ws);
+  }
+  zz_add(wl, W / hw->disk_read_bw, WD);
+  zz_add(wl, W / hw->ctog_bw, WOFF);
+  zz_add(disk, W / hw->disk_read_bw, WD);
+  zz_add(in_, W / hw->ctog_bw, WOFF);
+  if (in->compress_weight && hw->dequant_bw > 0) comp->c += W / hw->dequant_bw;
+
+  /* GEMMs: the input embedding gathers rows, the LM head sees the last position */
+  if (L->kind != ZZ_LAYER_INPUT_EMBED) {
+    double rows = L->kind == ZZ_LAYER_OUTPUT_EMBED ? gbs : gbs * sq;
+    comp->c += 2 * mat * rows * in->num_gb / zz_hw_rate(hw->gemm, hw->n_gemm, rows);
+  }
+
+  /* hidden states of each (layer, batch) to and from their home */
+  double A = (double)zz_hidden_bytes(c->hidden, cdt, (int64_t)bls, (int64_t)sq);
+  if (L->kind != ZZ_LAYER_INPUT_EMBED) {
+    zz_add(ld, A / hw->ctog_bw, HOFF), zz_add(ld, A / hw->disk_read_bw, HD);
+    zz_add(in_, A / hw->ctog_bw, HOFF), zz_add(disk, A / hw->disk_read_bw, HD);
+  }
+  if (L->kind != ZZ_LAYER_OUTPUT_EMBED) {
+    zz_add(stl, A / hw->gtoc_bw, HOFF), zz_add(stl, A / hw->disk_write_bw, HD);
+    zz_add(out, A / hw->gtoc_bw, HOFF), zz_add(disk, A / hw->disk_write_bw, HD);
+  }
+
+  if (!L->has_cache) return;
+  /* the KV cache: rows of K and V */
+  zz_cache_spec cs = L->cache;
+  cs.dtype = in->compress_cache ? ZZ_DTYPE_Q4 : cdt;
+  double row2 = 2.0 * (double)zz_cache_row_bytes(&cs);
+  double cload = pre ? 0 : bls * keys * row2, cstore = bls * sq * row2;
+  double flops = 4 * bls * sq * keys * (double)c->hidden; /* QK^T and PV */
+  double bmm = pre ? hw->bmm_prefill_flops : hw->bmm_decode_flops;
+  if (in->compress_cache && hw->dequant_bw > 0) comp->c += (cload + cstore) / hw->dequant_bw;
+  zz_add(ld, cload / hw->disk_read_bw, CD), zz_add(disk, cload / hw->disk_read_bw, CD);
+  zz_add(stl, cstore / hw->disk_write_bw, CD), zz_add(disk, cstore / hw->disk_write_bw, CD);
+  if (in->cpu_attention && !pre) {
+    /* the cache stays on the host: q, k, v of the new position go down, the
+     * output comes up, on the compute lane around the CPU kernel */
+    double es = (double)zz_dtype_nbytes(cdt, 1);
+    double qkv = bls * (double)c->hidden * es + bls * row2; /* q, and the new k and v rows */
+    double o = bls * (double)c->hidden * es;
+    double rate = zz_hw_rate(hw->cpu_attn, hw->n_cpu_attn, zz_attn_threads(in));
+    zz_add(comp, flops / rate + qkv / hw->gtoc_bw + o / hw->ctog_bw, COFF);
+    zz_add(out, qkv / hw->gtoc_bw, COFF), zz_add(in_, o / hw->ctog_bw, COFF);
+    zz_add(comp, flops / bmm, CG);
+  } else {
+    zz_add(ld, cload / hw->ctog_bw, COFF), zz_add(in_, cload / hw->ctog_bw, COFF);
+    zz_add(stl, cstore / hw->gtoc_bw, COFF), zz_add(out, cstore / hw->gtoc_bw, COFF);
+    comp->c += flops / bmm;
+  }
+}
+
+/* ---------------------------------------------------------------- a realised plan */
+
+static double zz_frac(const zz_tier *tiers, size_t n, size_t stride, size_t first, zz_tier t) {
+  size_t k = 0, tot = 0;
+  for (size_t i = first; i < n; i += stride, tot++) k += tiers[i] == t;
+  return tot ? (double)k / (double)tot : 0;
+}
+
+void zz_cost_plan(const zz_cost_in *in, const zz_memplan *plan, zz_cost *out, double *layer_s) {
+  memset(out, 0, sizeof *out);
+  const zz_model *m = in->m;
+  const zz_plan_spec *sp = &plan->spec;
+  int lb = sp->layer_begin, le = sp->layer_end, nb = sp->policy.num_gpu_batches, G = sp->n_groups;
+  int lc_total = 0;
+  for (int j = lb; j < le; j++) lc_total += m->layers[j].has_cache;
+  size_t n_act = (size_t)G * (size_t)nb;
+  double x[ZZ_X_COUNT] = {0};
+  for (int t = 0; t < 3; t++) x[ZZ_X_HG + t] = zz_frac(plan->act_tier, n_act, 1, 0, (zz_tier)t);
+  double n = (double)in->shape.gen_len;
+  int lc = 0;
+  for (int j = lb; j < le; j++) {
+    for (int t = 0; t < 3; t++) x[ZZ_X_WG + t] = plan->weight_tier[j - lb] == (zz_tier)t;
+    if (m->layers[j].has_cache) {
+      /* items (g, lc, k) of this layer: index (g * lc_total + lc) * nb + k */
+      for (int t = 0; t < 3; t++) {
+        size_t cnt = 0;
+        for (int g = 0; g < G; g++)
+          for (int k = 0; k < nb; k++) cnt += plan->cache_tier[((size_t)g * lc_total + lc) * nb + k] == (zz_tier)t;
+        x[ZZ_X_CG + t] = (double)cnt / (double)(G * nb);
+      }
+      lc++;
+    } else {
+      x[ZZ_X_CG] = 1, x[ZZ_X_CC] = x[ZZ_X_CD] = 0;
+    }
+    for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++) {
+      zz_lin term[ZZ_TERM_COUNT];
+      zz_cost_layer(in, j, (zz_phase)ph, term);
+      double k = ph == ZZ_PHASE_PREFILL ? 1 : n - 1;
+      double step = k * zz_cost_step(term, x, in->overlap);
+      if (layer_s) layer_s[j - lb] = (ph == ZZ_PHASE_PREFILL ? 0 : layer_s[j - lb]) + step;
+      if (ph == ZZ_PHASE_PREFILL) out->prefill_s += step;
+      else out->decode_s += step;
+      for (int q = 0; q < ZZ_TERM_COUNT; q++) out->term_s[ph][q] += k * zz_lin_eval(&term[q], x);
+    }
+  }
+  double bls = (double)in->gbs * in->num_gb, s = (double)in->shape.prompt_len;
+  out->prefill_tps = out->prefill_s > 0 ? bls * s / out->prefill_s : 0;
+  out->decode_tps = out->decode_s > 0 ? bls * (n - 1) / out->decode_s : 0;
+  out->total_tps = bls * n / (out->prefill_s + out->decode_s);
+  for (int t = 0; t < ZZ_TIER_COUNT; t++) out->peak[t] = zz_memplan_tier_total(plan, (zz_tier)t);
+  out->attn_threads = in->cpu_attention ? zz_attn_threads(in) : 0;
+}

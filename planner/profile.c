@@ -1,0 +1,277 @@
+/*
+ * profile.c — `zigzag profile`: this machine measured the way the engine uses it,
+ * written as a hardware file (hw.c). Every figure goes through the engine's own
+ * paths: the device's upload (stored dtype → compute dtype) and read on the copy
+ * lanes, the disk tier's file (zz_disk_measure: page cache bypassed), the
+ * device's linear op at GEMM rows M = 1 … (decode-shaped small M up to
+ * prefill-shaped large M), the device's attention op in prefill and decode shape,
+ * and the CPU attention kernel per thread count (its own pool each time). Each
+ * measurement repeats for ~budget/24 seconds and keeps the median time: what a
+ * long run sustains, also on a machine shared with other jobs (the best time
+ * would describe the quiet moments only).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zz_planner.h"
+
+typedef struct zz_prof {
+  zz_device *dev;
+  double slice_s; /* seconds per measurement */
+  bool verbose;
+} zz_prof;
+
+static int zz_cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median seconds per call of fn over repetitions filling slice_s (at least 3). */
+#define ZZ_PROF_MAX_REPS 1024
+typedef zz_status (*zz_prof_fn)(void *arg);
+static zz_status zz_median_s(const zz_prof *p, zz_prof_fn fn, void *arg, double *out) {
+  ZZ_CHECK(fn(arg)); /* warm-up */
+  double t[ZZ_PROF_MAX_REPS], start = zz_now();
+  int n = 0;
+  while (n < ZZ_PROF_MAX_REPS && (n < 3 || zz_now() - start < p->slice_s)) {
+    double t0 = zz_now();
+    ZZ_CHECK(fn(arg));
+    t[n++] = zz_now() - t0;
+  }
+  qsort(t, (size_t)n, sizeof *t, zz_cmp_double);
+  *out = t[n / 2];
+  return ZZ_OK;
+}
+
+/* ---------------------------------------------------------------- copies */
+
+typedef struct {
+  zz_device *dev;
+  void *d, *h;
+  int64_t n; /* f16 elements */
+  bool up;
+} zz_copy_arg;
+
+static zz_status zz_copy_once(void *a_) {
+  zz_copy_arg *a = a_;
+  if (a->up) {
+    ZZ_CHECK(zz_device_upload(a->dev, ZZ_LANE_LOAD_WEIGHT, a->d, a->h, ZZ_DTYPE_F16, a->n));
+    return zz_device_sync(a->dev, ZZ_LANE_LOAD_WEIGHT);
+  }
+  size_t bytes = zz_dtype_nbytes(a->dev->ops->compute_dtype, a->n);
+  ZZ_CHECK(zz_device_read(a->dev, ZZ_LANE_STORE_CACHE, a->h, a->d, bytes));
+  return zz_device_sync(a->dev, ZZ_LANE_STORE_CACHE);
+}
+
+static zz_status zz_prof_copies(const zz_prof *p, zz_hw *hw) {
+  int64_t n = (int64_t)16 << 20; /* 32 MiB of f16 */
+  size_t db = zz_dtype_nbytes(p->dev->ops->compute_dtype, n);
+  zz_copy_arg a = {.dev = p->dev, .n = n};
+  zz_status st = zz_device_alloc(p->dev, db, &a.d);
+  if (st == ZZ_OK) st = zz_device_host_alloc(p->dev, db, &a.h);
+  if (st == ZZ_OK) memset(a.h, 0, db);
+  double t = 0;
+  if (st == ZZ_OK) {
+    a.up = true;
+    st = zz_median_s(p, zz_copy_once, &a, &t);
+    hw->ctog_bw = (double)zz_dtype_nbytes(ZZ_DTYPE_F16, n) / t; /* bytes of the stored dtype */
+  }
+  if (st == ZZ_OK) {
+    a.up = false;
+    st = zz_median_s(p, zz_copy_once, &a, &t);
+    hw->gtoc_bw = (double)db / t;
+  }
+  if (a.h) zz_device_host_free(p->dev, a.h);
+  if (a.d) zz_device_free(p->dev, a.d);
+  return st;
+}
+
+/* ---------------------------------------------------------------- GEMM */
+
+typedef struct {
+  zz_device *dev;
+  void *x, *y;
+  zz_tensor w;
+  int64_t m, k, n;
+} zz_gemm_arg;
+
+static zz_status zz_gemm_once(void *a_) {
+  zz_gemm_arg *a = a_;
+  ZZ_CHECK(zz_device_linear(a->dev, a->x, a->m, a->k, &a->w, NULL, a->n, a->y, 0));
+  return zz_device_sync(a->dev, ZZ_LANE_COMPUTE);
+}
+
+/* A device block of n compute-dtype values, filled with small numbers. */
+static zz_status zz_dev_fill(zz_device *dev, int64_t n, void **out) {
+  size_t b = zz_dtype_nbytes(dev->ops->compute_dtype, n);
+  ZZ_CHECK(zz_device_alloc(dev, b, out));
+  float *h = malloc((size_t)n * sizeof *h);
+  if (!h) return zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
+  for (int64_t i = 0; i < n; i++) h[i] = (float)((i * 7919) % 17) * 0.01f - 0.08f;
+  zz_status st = zz_device_upload(dev, ZZ_LANE_COMPUTE, *out, h, ZZ_DTYPE_F32, n);
+  if (st == ZZ_OK) st = zz_device_sync(dev, ZZ_LANE_COMPUTE);
+  free(h);
+  return st;
+}
+
+static zz_status zz_prof_gemm(const zz_prof *p, zz_hw *hw) {
+  const int64_t K = 2048, N = 2048, max_m = 4096;
+  zz_gemm_arg a = {.dev = p->dev, .k = K, .n = N};
+  a.w = (zz_tensor){.dtype = p->dev->ops->compute_dtype, .ndim = 2, .shape = {N, K}, .tier = ZZ_TIER_GPU,
+                    .nbytes = zz_dtype_nbytes(p->dev->ops->compute_dtype, N * K)};
+  snprintf(a.w.name, sizeof a.w.name, "profile.gemm.weight");
+  zz_status st = zz_dev_fill(p->dev, N * K, &a.w.data);
+  if (st == ZZ_OK) st = zz_dev_fill(p->dev, max_m * K, &a.x);
+  if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(p->dev->ops->compute_dtype, max_m * N), &a.y);
+  hw->n_gemm = 0;
+  for (int64_t m = 1; st == ZZ_OK && m <= max_m && hw->n_gemm < ZZ_HW_MAX_POINTS; m *= 4) {
+    a.m = m;
+    double t;
+    st = zz_median_s(p, zz_gemm_once, &a, &t);
+    if (st != ZZ_OK) break;
+    hw->gemm[hw->n_gemm++] = (zz_hw_point){(double)m, 2.0 * (double)m * K * N / t};
+    if (p->verbose) fprintf(stderr, "profile: GEMM M=%lld: %.3g GFLOP/s\n", (long long)m, hw->gemm[hw->n_gemm - 1].y / 1e9);
+    if (t > p->slice_s / 2.5) break; /* larger M only takes longer; the curve is flat by now */
+  }
+  if (a.y) zz_device_free(p->dev, a.y);
+  if (a.x) zz_device_free(p->dev, a.x);
+  if (a.w.data) zz_device_free(p->dev, a.w.data);
+  return st;
+}
+
+/* ---------------------------------------------------------------- attention */
+
+typedef struct {
+  zz_device *dev;
+  zz_pool *pool; /* CPU attention: its pool; NULL: the device op */
+  void *q, *k, *v, *out, *scratch;
+  int32_t *pad;
+  int64_t b, sq, t, heads, hd;
+} zz_attn_arg;
+
+static zz_status zz_attn_once(void *a_) {
+  zz_attn_arg *a = a_;
+  int64_t stride = a->t * a->heads * a->hd;
+  if (a->pool) {
+    zz_cpu_attention(a->pool, a->q, a->k, a->v, stride, a->b, a->sq, a->t, a->t - a->sq, a->heads, a->heads, a->hd,
+                     a->pad, a->out, a->scratch);
+    return ZZ_OK;
+  }
+  ZZ_CHECK(zz_device_attention(a->dev, a->q, a->k, a->v, stride, a->b, a->sq, a->t, a->t - a->sq, a->heads,
+                               a->heads, a->hd, a->pad, a->out, a->scratch));
+  return zz_device_sync(a->dev, ZZ_LANE_COMPUTE);
+}
+
+static double zz_attn_flops(const zz_attn_arg *a) { return 4.0 * a->b * a->sq * a->t * a->heads * a->hd; }
+
+/* The device's attention op; sq = 1 is a decode step. */
+static zz_status zz_prof_bmm(const zz_prof *p, int64_t b, int64_t sq, int64_t t, double *rate) {
+  zz_attn_arg a = {.dev = p->dev, .b = b, .sq = sq, .t = t, .heads = 16, .hd = 64};
+  int64_t h = a.heads * a.hd;
+  int32_t *pad0 = calloc((size_t)b, sizeof *pad0);
+  size_t sb = zz_device_attention_scratch(p->dev, b, sq, t, a.heads);
+  zz_status st = pad0 ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
+  if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * sq * h, &a.q);
+  if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * t * h, &a.k);
+  if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * t * h, &a.v);
+  if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(p->dev->ops->compute_dtype, b * sq * h), &a.out);
+  if (st == ZZ_OK && sb) st = zz_device_alloc(p->dev, sb, &a.scratch);
+  if (st == ZZ_OK) st = zz_device_alloc(p->dev, (size_t)b * sizeof(int32_t), (void **)&a.pad);
+  if (st == ZZ_OK) st = zz_device_write(p->dev, ZZ_LANE_COMPUTE, a.pad, pad0, (size_t)b * sizeof(int32_t));
+  double s = 0;
+  if (st == ZZ_OK) st = zz_median_s(p, zz_attn_once, &a, &s);
+  if (st == ZZ_OK) *rate = zz_attn_flops(&a) / s;
+  void *blocks[] = {a.q, a.k, a.v, a.out, a.scratch, a.pad};
+  for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++)
+    if (blocks[i]) zz_device_free(p->dev, blocks[i]);
+  free(pad0);
+  return st;
+}
+
+/* CPU attention beside a host cache (decode shape), per thread count. */
+static zz_status zz_prof_cpu_attn(const zz_prof *p, zz_hw *hw) {
+  zz_attn_arg a = {.b = 32, .sq = 1, .t = 512, .heads = 16, .hd = 64};
+  int64_t h = a.heads * a.hd;
+  float *q = malloc((size_t)(a.b * h) * 4), *k = malloc((size_t)(a.b * a.t * h) * 4);
+  float *v = malloc((size_t)(a.b * a.t * h) * 4), *o = malloc((size_t)(a.b * h) * 4);
+  float *sc = malloc(zz_cpu_attention_scratch(a.b, a.heads, a.t) * 4);
+  int32_t *pad = calloc((size_t)a.b, sizeof *pad);
+  zz_status st = q && k && v && o && sc && pad ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
+  if (st == ZZ_OK) {
+    for (int64_t i = 0; i < a.b * a.t * h; i++) k[i] = v[i] = (float)(i % 13) * 0.01f;
+    for (int64_t i = 0; i < a.b * h; i++) q[i] = (float)(i % 5) * 0.1f;
+  }
+  a.q = q, a.k = k, a.v = v, a.out = o, a.scratch = sc, a.pad = pad;
+  int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores < 1) cores = 1;
+  hw->n_cpu_attn = 0;
+  for (int t = 1; st == ZZ_OK && hw->n_cpu_attn < ZZ_HW_MAX_POINTS; t = t * 2 > cores && t < cores ? cores : t * 2) {
+    if (t > cores) break;
+    if (zz_pool_create(t, &a.pool) != 0) {
+      st = zz_error(ZZ_ERR_NO_MEMORY, "profile: cannot start %d threads", t);
+      break;
+    }
+    double s = 0;
+    st = zz_median_s(p, zz_attn_once, &a, &s);
+    zz_pool_destroy(a.pool);
+    a.pool = NULL;
+    if (st != ZZ_OK) break;
+    hw->cpu_attn[hw->n_cpu_attn++] = (zz_hw_point){(double)t, zz_attn_flops(&a) / s};
+    if (p->verbose) fprintf(stderr, "profile: CPU attention, %d threads: %.3g GFLOP/s\n", t, zz_attn_flops(&a) / s / 1e9);
+    if (t == cores) break;
+  }
+  free(q), free(k), free(v), free(o), free(sc), free(pad);
+  return st;
+}
+
+/* ---------------------------------------------------------------- all */
+
+zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
+  double budget = o->budget_s > 0 ? o->budget_s : 15;
+  zz_prof p = {.slice_s = budget / 24, .verbose = o->verbose};
+  zz_hw hw;
+  memset(&hw, 0, sizeof hw);
+  ZZ_CHECK(zz_device_create_best(0, o->threads, 0, &p.dev));
+  const char *dir = o->offload_dir ? o->offload_dir : getenv("TMPDIR");
+  if (!dir || !*dir) dir = "/tmp";
+  char host[64] = "";
+  gethostname(host, sizeof host - 1);
+  snprintf(hw.name, sizeof hw.name, "%s (measured by zigzag profile, %s device)", host, p.dev->ops->name);
+  snprintf(hw.device, sizeof hw.device, "%s", p.dev->ops->name);
+  hw.gpu_mem = p.dev->capacity - p.dev->reserved;
+  hw.gpu_reserved = p.dev->reserved;
+  hw.cpu_mem = zz_host_memory_bytes();
+  hw.disk_mem = zz_disk_free_bytes(dir);
+  hw.cpu_cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  hw.machines = 1;
+  zz_status st = zz_prof_copies(&p, &hw);
+  if (st == ZZ_OK && o->verbose)
+    fprintf(stderr, "profile: host to device %.3g GB/s, device to host %.3g GB/s\n", hw.ctog_bw / 1e9, hw.gtoc_bw / 1e9);
+  /* 256 MiB with the default budget, at least 16 MiB */
+  size_t disk_bytes = (size_t)((double)((size_t)256 << 20) * (budget < 15 ? budget / 15 : 1));
+  if (disk_bytes < ((size_t)16 << 20)) disk_bytes = (size_t)16 << 20;
+  if (st == ZZ_OK) st = zz_disk_measure(dir, disk_bytes, (size_t)8 << 20, &hw.disk_read_bw, &hw.disk_write_bw);
+  if (st == ZZ_OK && o->verbose)
+    fprintf(stderr, "profile: disk (%s) read %.3g GB/s, write %.3g GB/s\n", dir, hw.disk_read_bw / 1e9,
+            hw.disk_write_bw / 1e9);
+  if (st == ZZ_OK) st = zz_prof_gemm(&p, &hw);
+  if (st == ZZ_OK) st = zz_prof_bmm(&p, 4, 256, 256, &hw.bmm_prefill_flops);
+  if (st == ZZ_OK) st = zz_prof_bmm(&p, 32, 1, 512, &hw.bmm_decode_flops);
+  if (st == ZZ_OK && o->verbose)
+    fprintf(stderr, "profile: device attention prefill %.3g GFLOP/s, decode %.3g GFLOP/s\n", hw.bmm_prefill_flops / 1e9,
+            hw.bmm_decode_flops / 1e9);
+  if (st == ZZ_OK) st = zz_prof_cpu_attn(&p, &hw);
+  if (st == ZZ_OK) {
+    hw.cpu_flops = 0;
+    if (strcmp(hw.device, "cpu") == 0)
+      for (int i = 0; i < hw.n_gemm; i++) hw.cpu_flops = hw.gemm[i].y > hw.cpu_flops ? hw.gemm[i].y : hw.cpu_flops;
+    else
+      for (int i = 0; i < hw.n_cpu_attn; i++)
+        hw.cpu_flops = hw.cpu_attn[i].y > hw.cpu_flops ? hw.cpu_attn[i].y : hw.cpu_flops;
+    st = zz_hw_check(&hw, "the profile");
+  }
+  zz_device_destroy(p.dev);
+  if (st == ZZ_OK) *out = hw;
+  return st;
+}

@@ -1,0 +1,470 @@
+/*
+ * search.c — FlexGen's policy search (§4.3, eq. 1): for each GPU batch size,
+ * number of GPU batches and choice of CPU attention (and compression, when the
+ * engine has it), the nine placement fractions come from a linear program solved
+ * with GLPK — minimise the block's time per sequence subject to the memory of each
+ * tier — then are rounded to percentages, confirmed with the engine's own memory
+ * plan and check (zz_engine_plan_check, against the hardware file's capacities)
+ * and predicted with the cost model; the best predicted throughput wins.
+ *
+ * The LP (per candidate):
+ *   columns  x = wg wc wd cg cc cd hg hc hd in [0, 1];  for each class of
+ *            identical layers c: Tp_c, Tg_c >= 0 (its prefill and decode step)
+ *   minimise sum_c count_c (Tp_c + (n - 1) Tg_c) / bls
+ *   rows     wg + wc + wd = 1, likewise c and h;
+ *            Tp_c >= every term of class c (cost.c), Tg_c likewise (overlap on;
+ *            with overlap off, >= the sum of the lanes);
+ *            per tier t: sum over weights, cache, activations of B[P][t] x_Pt
+ *            <= cap_t - K_t, where B[P][t] is P's home bytes on t (from memory
+ *            plans with everything on one tier) and K_t what t holds besides
+ *            homes (staging, workspace, index arrays) in the plan being checked;
+ *            on the CPU device the GPU and CPU tiers also share the RAM.
+ * A rounded answer that the memory plan refuses shrinks the LP's capacity of the
+ * short tier by the shortfall and is solved again (a few rounds at most).
+ */
+#include <glpk.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner_impl.h"
+
+/* ---------------------------------------------------------------- the engine's plan on hw */
+
+static size_t zz_hw_scratch_cuda(const zz_device *d, int64_t b, int64_t sq, int64_t t, int64_t heads) {
+  (void)d;
+  return zz_attention_scores_bytes(b, sq, t, heads);
+}
+
+static size_t zz_hw_scratch_cpu(const zz_device *d, int64_t b, int64_t sq, int64_t t, int64_t heads) {
+  (void)d, (void)sq;
+  return zz_cpu_attention_scratch(b, heads, t) * sizeof(float);
+}
+
+void zz_planner_opts_default(zz_planner_opts *o) { memset(o, 0, sizeof *o); }
+
+void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TIER_COUNT]) {
+  const size_t h[ZZ_TIER_COUNT] = {hw->gpu_mem, hw->cpu_mem, hw->disk_mem};
+  for (int t = 0; t < ZZ_TIER_COUNT; t++) cap[t] = o->cap[t] ? o->cap[t] : h[t];
+}
+
+zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
+                        zz_memplan *out) {
+  /* the device as the engine's planning sees it: compute dtype, attention scratch,
+   * capacity; nothing is opened or allocated */
+  zz_device_ops ops = {.name = hw->device, .compute_dtype = zz_hw_compute_dtype(hw)};
+  ops.attention_scratch = strcmp(hw->device, "cpu") == 0 ? zz_hw_scratch_cpu : zz_hw_scratch_cuda;
+  size_t cap[ZZ_TIER_COUNT];
+  zz_planner_caps(hw, o, cap);
+  zz_device dev = {.ops = &ops, .capacity = cap[ZZ_TIER_GPU]};
+  zz_engine_opts eo = {.policy = *pol, .shape = o->shape, .layer_begin = o->layer_begin, .layer_end = o->layer_end,
+                       .n_groups = o->n_groups};
+  eo.tiers.cap[ZZ_TIER_GPU] = cap[ZZ_TIER_GPU];
+  eo.tiers.cap[ZZ_TIER_CPU] = cap[ZZ_TIER_CPU];
+  eo.tiers.cap[ZZ_TIER_DISK] = cap[ZZ_TIER_DISK] ? cap[ZZ_TIER_DISK] : 1; /* 0: no disk at all */
+  zz_memplan plan;
+  ZZ_CHECK(zz_engine_plan_check(&dev, m, &eo, &plan));
+  if (strcmp(hw->device, "cpu") == 0) {
+    zz_status st = zz_memplan_check_shared(&plan, hw->cpu_mem); /* the RAM both draw on */
+    if (st != ZZ_OK) {
+      zz_memplan_free(&plan);
+      return st;
+    }
+  }
+  *out = plan;
+  return ZZ_OK;
+}
+
+/* ---------------------------------------------------------------- cost inputs */
+
+zz_cost_in zz_cost_in_of(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *p) {
+  return (zz_cost_in){.m = m, .hw = hw, .shape = o->shape, .gbs = p->gpu_batch_size, .num_gb = p->num_gpu_batches,
+                      .overlap = p->overlap, .cpu_attention = p->cpu_attention, .compress_weight = p->compress_weight,
+                      .compress_cache = p->compress_cache};
+}
+
+zz_status zz_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
+                       zz_plan *out) {
+  zz_memplan plan;
+  ZZ_CHECK(zz_plan_check(m, hw, o, pol, &plan));
+  memset(out, 0, sizeof *out);
+  out->policy = *pol;
+  zz_cost_in in = zz_cost_in_of(m, hw, o, pol);
+  zz_cost_plan(&in, &plan, &out->cost, NULL);
+  zz_memplan_free(&plan);
+  return ZZ_OK;
+}
+
+/* ---------------------------------------------------------------- the LP */
+
+static void zz_slice(const zz_model *m, const zz_planner_opts *o, int *lb, int *le) {
+  *lb = o->layer_begin, *le = o->layer_end;
+  if (*lb == 0 && *le == 0) *le = m->n_layers;
+}
+
+/* A policy with all three kinds on tier t (the LP's memory coefficients). */
+static zz_policy zz_corner(const zz_cost_in *in, bool overlap, zz_tier t) {
+  zz_policy p;
+  zz_policy_default(&p);
+  p.gpu_batch_size = in->gbs, p.num_gpu_batches = in->num_gb, p.overlap = overlap;
+  p.cpu_attention = in->cpu_attention, p.compress_weight = in->compress_weight, p.compress_cache = in->compress_cache;
+  double g = t == ZZ_TIER_GPU ? 100 : 0, c = t == ZZ_TIER_CPU ? 100 : 0;
+  p.w_gpu = p.c_gpu = p.a_gpu = g;
+  p.w_cpu = p.c_cpu = p.a_cpu = c;
+  return p;
+}
+
+/* The memory plan without the capacity check (the LP's coefficients). */
+zz_status zz_plan_build(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *p,
+                        zz_memplan *out) {
+  zz_planner_opts big = *o;
+  for (int t = 0; t < ZZ_TIER_COUNT; t++) big.cap[t] = (size_t)1 << 62;
+  zz_hw h = *hw;
+  h.cpu_mem = (size_t)1 << 62;
+  return zz_plan_check(m, &h, &big, p, out);
+}
+
+typedef struct zz_lp_mem {
+  double B[3][ZZ_TIER_COUNT]; /* home bytes of weights / cache / act when all on tier t */
+  double K[ZZ_TIER_COUNT];    /* bytes on t besides homes */
+} zz_lp_mem;
+
+static const zz_purpose zz_home[3] = {ZZ_PURPOSE_WEIGHTS, ZZ_PURPOSE_CACHE, ZZ_PURPOSE_ACT};
+
+static zz_status zz_lp_memory(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_cost_in *in,
+                              zz_lp_mem *out) {
+  zz_memplan c[ZZ_TIER_COUNT];
+  int built = 0;
+  zz_status st = ZZ_OK;
+  for (; built < ZZ_TIER_COUNT && st == ZZ_OK; built++) {
+    zz_policy p = zz_corner(in, in->overlap, (zz_tier)built);
+    st = zz_plan_build(m, hw, o, &p, &c[built]);
+    if (st != ZZ_OK) break;
+  }
+  if (st == ZZ_OK) {
+    for (int t = 0; t < ZZ_TIER_COUNT; t++) {
+      int other = (t + 1) % ZZ_TIER_COUNT;
+      double base = 0;
+      for (int P = 0; P < 3; P++) {
+        out->B[P][t] = (double)c[t].bytes[t][zz_home[P]] - (double)c[other].bytes[t][zz_home[P]];
+        base += (double)c[other].bytes[t][zz_home[P]];
+      }
+      /* staging and workspace of the plan with everything on the GPU: the least
+       * any placement needs; the check adds what a real placement needs more */
+      out->K[t] = base + (double)c[ZZ_TIER_GPU].bytes[t][ZZ_PURPOSE_STAGING] +
+                  (double)c[ZZ_TIER_GPU].bytes[t][ZZ_PURPOSE_WORKSPACE];
+    }
+  }
+  for (int i = 0; i < built; i++) zz_memplan_free(&c[i]);
+  return st;
+}
+
+#define ZZ_GIB 1073741824.0
+
+static zz_status zz_plan_lp_mem(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_cost_in *in,
+                         const zz_lp_mem *mem, const double cap[ZZ_TIER_COUNT], double x_out[ZZ_X_COUNT],
+                         double *obj_out) {
+  (void)hw;
+  int lb, le;
+  zz_slice(m, o, &lb, &le);
+  int nl = le - lb;
+  /* classes of identical layers */
+  zz_lin(*terms)[ZZ_PHASE_COUNT][ZZ_TERM_COUNT] = malloc((size_t)nl * sizeof *terms);
+  int *count = calloc((size_t)nl, sizeof *count);
+  int *ia = NULL, *ja = NULL;
+  double *ar = NULL;
+  glp_prob *lp = NULL;
+  zz_status st = ZZ_OK;
+  if (!terms || !count) {
+    st = zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
+    goto done;
+  }
+  int nc = 0;
+  for (int j = lb; j < le; j++) {
+    zz_lin t[ZZ_PHASE_COUNT][ZZ_TERM_COUNT];
+    for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++) zz_cost_layer(in, j, (zz_phase)ph, t[ph]);
+    int k = 0;
+    while (k < nc && memcmp(terms[k], t, sizeof t) != 0) k++;
+    if (k == nc) memcpy(terms[nc++], t, sizeof t);
+    count[k]++;
+  }
+  double bls = (double)in->gbs * in->num_gb, n = (double)in->shape.gen_len;
+  bool shared = strcmp(in->hw->device, "cpu") == 0;
+  int ncols = ZZ_X_COUNT + 2 * nc;
+  int rows_per = in->overlap ? ZZ_TERM_COUNT : 1;
+  int nrows = 3 + 2 * nc * rows_per + ZZ_TIER_COUNT + (shared ? 1 : 0);
+  size_t nz_cap = (size_t)nrows * (size_t)(ZZ_X_COUNT + 1) + 16;
+  ia = malloc((nz_cap + 1) * sizeof *ia), ja = malloc((nz_cap + 1) * sizeof *ja), ar = malloc((nz_cap + 1) * sizeof *ar);
+  if (!ia || !ja || !ar) {
+    st = zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
+    goto done;
+  }
+  glp_term_out(GLP_OFF);
+  lp = glp_create_prob();
+  glp_set_obj_dir(lp, GLP_MIN);
+  glp_add_cols(lp, ncols);
+  for (int v = 1; v <= ZZ_X_COUNT; v++) glp_set_col_bnds(lp, v, GLP_DB, 0, 1);
+  for (int c = 0; c < nc; c++) {
+    int tp = ZZ_X_COUNT + 1 + 2 * c, tg = tp + 1;
+    glp_set_col_bnds(lp, tp, GLP_LO, 0, 0);
+    glp_set_col_bnds(lp, tg, GLP_LO, 0, 0);
+    glp_set_obj_coef(lp, tp, count[c] / bls);
+    glp_set_obj_coef(lp, tg, count[c] * (n - 1) / bls);
+  }
+  /* ties (a placement whose traffic hides under another lane costs nothing in
+   * the max) go to the placement that moves less: each fraction pays 0.1% of the
+   * lane time it adds */
+  for (int v = 0; v < ZZ_X_COUNT; v++) {
+    double pen = 0;
+    for (int c = 0; c < nc; c++)
+      for (int q = 0; q < ZZ_TERM_COUNT; q++)
+        pen += count[c] * (terms[c][ZZ_PHASE_PREFILL][q].a[v] + (n - 1) * terms[c][ZZ_PHASE_DECODE][q].a[v]);
+    glp_set_obj_coef(lp, 1 + v, 1e-3 * pen / bls);
+  }
+  glp_add_rows(lp, nrows);
+  size_t nz = 0;
+  int r = 1;
+#define ZZ_NZ(row, col, val) (nz++, ia[nz] = (row), ja[nz] = (col), ar[nz] = (val))
+  for (int P = 0; P < 3; P++, r++) { /* fractions of each kind sum to one */
+    glp_set_row_bnds(lp, r, GLP_FX, 1, 1);
+    for (int t = 0; t < 3; t++) ZZ_NZ(r, 1 + 3 * P + t, 1.0);
+  }
+  for (int c = 0; c < nc; c++)
+    for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++) {
+      int col = ZZ_X_COUNT + 1 + 2 * c + ph;
+      for (int q = 0; q < rows_per; q++, r++) {
+        zz_lin sum;
+        if (in->overlap) {
+          sum = terms[c][ph][q];
+        } else { /* compute + the three I/O lanes, one after another */
+          memset(&sum, 0, sizeof sum);
+          for (int k = ZZ_TERM_COMPUTE; k <= ZZ_TERM_STORE; k++) {
+            sum.c += terms[c][ph][k].c;
+            for (int v = 0; v < ZZ_X_COUNT; v++) sum.a[v] += terms[c][ph][k].a[v];
+          }
+        }
+        /* T - sum a x >= c */
+        glp_set_row_bnds(lp, r, GLP_LO, sum.c, 0);
+        ZZ_NZ(r, col, 1.0);
+        for (int v = 0; v < ZZ_X_COUNT; v++)
+          if (sum.a[v] != 0) ZZ_NZ(r, 1 + v, -sum.a[v]);
+      }
+    }
+  /* memory per tier, in GiB so the rows are scaled like the time rows */
+  for (int t = 0; t < ZZ_TIER_COUNT; t++, r++) {
+    glp_set_row_bnds(lp, r, GLP_UP, 0, (cap[t] - mem->K[t]) / ZZ_GIB);
+    for (int P = 0; P < 3; P++)
+      if (mem->B[P][t] != 0) ZZ_NZ(r, 1 + 3 * P + t, mem->B[P][t] / ZZ_GIB);
+  }
+  if (shared) { /* the CPU device's memory is the host's RAM */
+    glp_set_row_bnds(lp, r, GLP_UP, 0, ((double)in->hw->cpu_mem - mem->K[ZZ_TIER_GPU] - mem->K[ZZ_TIER_CPU]) / ZZ_GIB);
+    for (int P = 0; P < 3; P++)
+      for (int t = 0; t < 2; t++)
+        if (mem->B[P][t] != 0) ZZ_NZ(r, 1 + 3 * P + t, mem->B[P][t] / ZZ_GIB);
+    r++;
+  }
+#undef ZZ_NZ
+  glp_load_matrix(lp, (int)nz, ia, ja, ar);
+  glp_scale_prob(lp, GLP_SF_AUTO);
+
+  glp_smcp parm;
+  glp_init_smcp(&parm);
+  parm.msg_lev = GLP_MSG_OFF;
+  parm.presolve = GLP_OFF; /* GLPK 5.0's presolver left glp_get_obj_val at 0 on these */
+  int rc = glp_simplex(lp, &parm);
+  int status = rc == 0 ? glp_get_status(lp) : GLP_UNDEF;
+  if (rc == GLP_ENOPFS || status == GLP_NOFEAS || status == GLP_INFEAS) {
+    st = zz_error(ZZ_ERR_INFEASIBLE, "planner: gbs=%d num_gb=%d: no placement fits the tiers", in->gbs, in->num_gb);
+  } else if (rc != 0 || status != GLP_OPT) {
+    st = zz_error(ZZ_ERR_INFEASIBLE, "planner: gbs=%d num_gb=%d: GLPK simplex failed (rc %d, status %d)", in->gbs,
+                  in->num_gb, rc, status);
+  } else {
+    for (int v = 0; v < ZZ_X_COUNT; v++) x_out[v] = glp_get_col_prim(lp, 1 + v);
+    *obj_out = glp_get_obj_val(lp);
+  }
+done:
+  if (lp) glp_delete_prob(lp);
+  free(ia), free(ja), free(ar);
+  free(terms), free(count);
+  return st;
+}
+
+zz_status zz_plan_lp(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_cost_in *in,
+                     const size_t cap[ZZ_TIER_COUNT], double x_out[ZZ_X_COUNT], double *obj_out) {
+  zz_lp_mem mem;
+  ZZ_CHECK(zz_lp_memory(m, hw, o, in, &mem));
+  double c[ZZ_TIER_COUNT];
+  for (int t = 0; t < ZZ_TIER_COUNT; t++) c[t] = (double)cap[t];
+  return zz_plan_lp_mem(m, hw, o, in, &mem, c, x_out, obj_out);
+}
+
+/* ---------------------------------------------------------------- rounding */
+
+/* Fractions of one kind to GPU and CPU percentages (whole numbers, summing to at
+ * most 100; the memory plan places at layer / tensor granularity anyway). */
+static void zz_round_pair(const double *x3, double *g, double *c) {
+  double gg = round(100 * x3[0]), cc = round(100 * (x3[0] + x3[1])) - gg;
+  if (gg < 0) gg = 0;
+  if (gg > 100) gg = 100;
+  if (cc < 0) cc = 0;
+  if (gg + cc > 100) cc = 100 - gg;
+  *g = gg + 0.0, *c = cc + 0.0; /* never "-0" in the printed policy */
+}
+
+static zz_policy zz_policy_of(const zz_cost_in *in, const double x[ZZ_X_COUNT]) {
+  zz_policy p = zz_corner(in, in->overlap, ZZ_TIER_GPU);
+  zz_round_pair(&x[ZZ_X_WG], &p.w_gpu, &p.w_cpu);
+  zz_round_pair(&x[ZZ_X_CG], &p.c_gpu, &p.c_cpu);
+  zz_round_pair(&x[ZZ_X_HG], &p.a_gpu, &p.a_cpu);
+  if (p.c_gpu >= 100) p.cpu_attention = false; /* nothing to attend to on the CPU */
+  return p;
+}
+
+/* How far each tier of a plan is over cap (0 where it fits), the shared RAM of
+ * the CPU device counted against the CPU tier. */
+static void zz_overshoot(const zz_memplan *p, const zz_hw *hw, const size_t cap[ZZ_TIER_COUNT], double over[ZZ_TIER_COUNT]) {
+  for (int t = 0; t < ZZ_TIER_COUNT; t++) {
+    double need = (double)zz_memplan_tier_total(p, (zz_tier)t);
+    over[t] = need > (double)cap[t] ? need - (double)cap[t] : 0;
+  }
+  if (strcmp(hw->device, "cpu") == 0) {
+    double both = (double)zz_memplan_tier_total(p, ZZ_TIER_GPU) + (double)zz_memplan_tier_total(p, ZZ_TIER_CPU);
+    if (both > (double)hw->cpu_mem && both - (double)hw->cpu_mem > over[ZZ_TIER_CPU])
+      over[ZZ_TIER_CPU] = both - (double)hw->cpu_mem;
+  }
+}
+
+/* One candidate: LP, round, confirm (shrinking the short tier), predict. */
+static zz_status zz_candidate(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_cost_in *in,
+                              zz_plan *out) {
+  zz_lp_mem mem;
+  ZZ_CHECK(zz_lp_memory(m, hw, o, in, &mem));
+  size_t cap[ZZ_TIER_COUNT];
+  zz_planner_caps(hw, o, cap);
+  double lpcap[ZZ_TIER_COUNT];
+  for (int t = 0; t < ZZ_TIER_COUNT; t++) lpcap[t] = (double)cap[t];
+  for (int round_ = 0; round_ < 8; round_++) {
+    double x[ZZ_X_COUNT], obj;
+    ZZ_CHECK(zz_plan_lp_mem(m, hw, o, in, &mem, lpcap, x, &obj));
+    zz_policy p = zz_policy_of(in, x);
+    zz_memplan plan;
+    ZZ_CHECK(zz_plan_build(m, hw, o, &p, &plan));
+    double over[ZZ_TIER_COUNT];
+    zz_overshoot(&plan, hw, cap, over);
+    bool fits = over[0] == 0 && over[1] == 0 && over[2] == 0;
+    if (fits) {
+      memset(out, 0, sizeof *out);
+      out->policy = p;
+      out->lp_objective = obj;
+      memcpy(out->x, x, sizeof x);
+      zz_cost_in pin = zz_cost_in_of(m, hw, o, &p);
+      zz_cost_plan(&pin, &plan, &out->cost, NULL);
+      zz_memplan_free(&plan);
+      return ZZ_OK;
+    }
+    zz_memplan_free(&plan);
+    for (int t = 0; t < ZZ_TIER_COUNT; t++)
+      if (over[t] > 0) lpcap[t] -= over[t] + 0.002 * (double)cap[t];
+  }
+  return zz_error(ZZ_ERR_INFEASIBLE, "planner: gbs=%d num_gb=%d: no rounded placement fits", in->gbs, in->num_gb);
+}
+
+/* ---------------------------------------------------------------- the search */
+
+
+/* Why nothing fits: the smallest block with everything that can leave a tier
+ * moved off it, tier by tier. */
+static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs) {
+  size_t cap[ZZ_TIER_COUNT];
+  zz_planner_caps(hw, o, cap);
+  zz_cost_in in = {.m = m, .hw = hw, .shape = o->shape, .gbs = gbs, .num_gb = 1, .overlap = true};
+  zz_policy p = zz_corner(&in, true, ZZ_TIER_DISK);
+  zz_memplan plan;
+  ZZ_CHECK(zz_plan_build(m, hw, o, &p, &plan));
+  double need[ZZ_TIER_COUNT];
+  for (int t = 0; t < ZZ_TIER_COUNT; t++) need[t] = (double)zz_memplan_tier_total(&plan, (zz_tier)t);
+  zz_memplan_free(&plan);
+  char a[32], b[32], d[32], e[32];
+  for (int t = 0; t < 2; t++)
+    if (need[t] > (double)cap[t])
+      return zz_error(ZZ_ERR_INFEASIBLE,
+                      "no policy fits: the %s tier is short by %s — even gbs=%d num_gb=1 with all weights, cache and "
+                      "activations on disk needs %s there (buffers the schedule cannot move) and it has %s",
+                      zz_tier_name((zz_tier)t), zz_format_bytes((size_t)(need[t] - (double)cap[t]), a, sizeof a), gbs,
+                      zz_format_bytes((size_t)need[t], b, sizeof b), zz_format_bytes(cap[t], d, sizeof d));
+  double spare = (double)cap[ZZ_TIER_GPU] - need[0] + (double)cap[ZZ_TIER_CPU] - need[1];
+  double short_ = need[2] - (double)cap[ZZ_TIER_DISK] - spare;
+  return zz_error(ZZ_ERR_INFEASIBLE,
+                  "no policy fits: the disk tier is short by about %s — gbs=%d num_gb=1 needs %s for weights, cache and "
+                  "activations, the disk has %s and the GPU and CPU tiers can take about %s more",
+                  zz_format_bytes(short_ > 0 ? (size_t)short_ : 0, a, sizeof a), gbs,
+                  zz_format_bytes((size_t)need[2], b, sizeof b), zz_format_bytes(cap[ZZ_TIER_DISK], d, sizeof d),
+                  zz_format_bytes(spare > 0 ? (size_t)spare : 0, e, sizeof e));
+}
+
+zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int num_gb,
+                      zz_plan *out) {
+  int ncw = o->allow_compression && !o->force_compress_weight ? 2 : 1;
+  int ncc = o->allow_compression && !o->force_compress_cache ? 2 : 1;
+  bool have = false;
+  for (int attn = 0; attn < 2; attn++)
+    for (int cw = 0; cw < ncw; cw++)
+      for (int cc = 0; cc < ncc; cc++) {
+        zz_cost_in in = {.m = m, .hw = hw, .shape = o->shape, .gbs = gbs, .num_gb = num_gb,
+                         .overlap = !o->no_overlap, .cpu_attention = attn != 0,
+                         .compress_weight = o->force_compress_weight || cw, .compress_cache = o->force_compress_cache || cc};
+        zz_plan p;
+        zz_status st = zz_candidate(m, hw, o, &in, &p);
+        if (st == ZZ_ERR_INFEASIBLE) {
+          zz_error_clear();
+          continue;
+        }
+        if (st != ZZ_OK) return st;
+        if (o->verbose) {
+          char buf[256];
+          fprintf(stderr, "planner: %s -> %.3f tokens/s\n", zz_policy_str(&p.policy, buf, sizeof buf), p.cost.total_tps);
+        }
+        if (!have || p.cost.total_tps > out->cost.total_tps) *out = p, have = true;
+      }
+  return have ? ZZ_OK : zz_error(ZZ_ERR_INFEASIBLE, "planner: gbs=%d num_gb=%d: nothing fits", gbs, num_gb);
+}
+
+const int zz_plan_gbs_default[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512};
+const int zz_plan_num_gb_default[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
+const int zz_plan_n_gbs_default = sizeof zz_plan_gbs_default / sizeof *zz_plan_gbs_default;
+const int zz_plan_n_num_gb_default = sizeof zz_plan_num_gb_default / sizeof *zz_plan_num_gb_default;
+
+zz_status zz_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, zz_plan *out) {
+  double t0 = zz_now();
+  const int *gl = o->gbs_list ? o->gbs_list : zz_plan_gbs_default;
+  int ng = o->gbs_list ? o->n_gbs : zz_plan_n_gbs_default;
+  const int *nl = o->num_gb_list ? o->num_gb_list : zz_plan_num_gb_default;
+  int nn = o->num_gb_list ? o->n_num_gb : zz_plan_n_num_gb_default;
+  if (o->shape.prompt_len < 1 || o->shape.gen_len < 1)
+    return zz_error(ZZ_ERR_INVALID_ARG, "planner: prompt length and generation length must be >= 1");
+  zz_plan best;
+  memset(&best, 0, sizeof best);
+  bool have = false;
+  int cand = 0, feas = 0;
+  for (int a = 0; a < nn; a++)
+    for (int b = 0; b < ng; b++) {
+      if (o->max_gbs && gl[b] > o->max_gbs) break;
+      if (o->max_block && gl[b] * nl[a] > o->max_block) break;
+      cand++;
+      zz_plan p;
+      zz_status st = zz_plan_one(m, hw, o, gl[b], nl[a], &p);
+      if (st == ZZ_ERR_INFEASIBLE) { /* memory grows with gbs: a larger one fits no better */
+        zz_error_clear();
+        break;
+      }
+      if (st != ZZ_OK) return st;
+      feas++;
+      if (!have || p.cost.total_tps > best.cost.total_tps) best = p, have = true;
+    }
+  if (!have) return zz_explain(m, hw, o, gl[0]);
+  best.candidates = cand;
+  best.feasible = feas;
+  best.search_s = zz_now() - t0;
+  *out = best;
+  return ZZ_OK;
+}

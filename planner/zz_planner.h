@@ -1,0 +1,250 @@
+/*
+ * zz_planner.h — the planner: a machine described by a hardware file, FlexGen's
+ * cost model (appendix A.3) extended with LM-Offload's terms, and the policy
+ * search that solves the placement LP with GLPK for every (gbs, num_gb, CPU
+ * attention, compression) and confirms each rounded answer with the engine's own
+ * memory plan. It sees the runtime's types and its sizes/memory plan, never an
+ * architecture's name, and has no CUDA or MPI in it.
+ *
+ * Usage:
+ *     zz_hw hw;              zz_hw_load("planner/hw/t4-gcp.json", &hw);
+ *     zz_planner_opts po;    zz_planner_opts_default(&po);   po.shape = {512, 32};
+ *     zz_plan plan;          zz_plan_search(&model, &hw, &po, &plan);
+ *     printf("%s\n", zz_policy_str(&plan.policy, buf, sizeof buf));
+ *
+ * Files: hw.c (the hardware file), cost.c (the cost model), search.c (the LP and
+ * the search), pipe.c (a pipeline's split, policies and throughput), profile.c
+ * (measuring this machine through the engine's paths). docs/planner.md documents
+ * every field and term.
+ */
+#ifndef ZZ_PLANNER_H
+#define ZZ_PLANNER_H
+
+#include "zz_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ================================================================ hardware */
+
+#define ZZ_HW_MAX_POINTS 24
+
+/* One measured point of a rate curve: at x (GEMM rows M, or threads) the rate y
+ * (flop/s). Between points the rate is interpolated linearly in log2(x); outside
+ * them it is the nearest end's. */
+typedef struct zz_hw_point {
+  double x, y;
+} zz_hw_point;
+
+/* A machine, as the cost model sees it. Bandwidths in bytes/s, rates in flop/s,
+ * memories in bytes. Every field is documented in docs/planner.md. */
+typedef struct zz_hw {
+  char name[96];
+  char device[8];          /* compute device: "cuda" (f16) or "cpu" (f32, memory is host RAM) */
+  size_t gpu_mem;          /* device memory for the memory plan (after what the device keeps) */
+  size_t gpu_reserved;     /* device memory the device keeps for itself (cuBLAS workspace, staging) */
+  size_t cpu_mem, disk_mem;
+  int cpu_cores;           /* cores the host gives this rank */
+  double ctog_bw, gtoc_bw; /* host → device and device → host copies */
+  double disk_read_bw, disk_write_bw; /* the disk tier, page cache bypassed */
+  int n_gemm;              /* GEMM [M, K] x [K, N] on the compute device by rows M */
+  zz_hw_point gemm[ZZ_HW_MAX_POINTS];
+  double bmm_prefill_flops; /* attention (batched GEMM) on the device, prefill-shaped */
+  double bmm_decode_flops;  /* attention on the device, one query per sequence */
+  int n_cpu_attn;           /* CPU attention beside a host cache, by thread count */
+  zz_hw_point cpu_attn[ZZ_HW_MAX_POINTS];
+  double cpu_flops;         /* host GEMM peak (information; the CPU device's rates are in gemm) */
+  double dequant_bw;        /* bytes of 4-bit data (de)quantized per second; 0: not measured (free) */
+  int machines;             /* machines of a cluster (ranks at most), 1 for one box */
+  double net_bw;            /* between machines, bytes/s (0: none) */
+  double net_latency;       /* seconds per message */
+} zz_hw;
+
+/* Reads and checks a hardware file: every required field present, numbers finite
+ * and positive, points sorted. Errors name the file and the field. */
+zz_status zz_hw_load(const char *path, zz_hw *out);
+/* Writes hw as a hardware file (the same fields zz_hw_load reads). */
+zz_status zz_hw_save(const zz_hw *hw, const char *path);
+/* The checks zz_hw_load runs, on a struct (where: the file name for messages). */
+zz_status zz_hw_check(const zz_hw *hw, const char *where);
+/* Rate of a curve at x (see zz_hw_point). */
+double zz_hw_rate(const zz_hw_point *pts, int n, double x);
+/* The thread count of the fastest CPU attention within max_threads (>= 1). */
+int zz_hw_attn_threads(const zz_hw *hw, int max_threads);
+
+/* ================================================================ cost model */
+
+/* The nine placement fractions (FlexGen's p): weights, cache, activations on
+ * GPU, CPU, disk. */
+typedef enum zz_x {
+  ZZ_X_WG = 0, ZZ_X_WC, ZZ_X_WD,
+  ZZ_X_CG, ZZ_X_CC, ZZ_X_CD,
+  ZZ_X_HG, ZZ_X_HC, ZZ_X_HD,
+  ZZ_X_COUNT
+} zz_x;
+
+/* The terms of one layer's step time. The four lanes run concurrently with
+ * overlap on (the step takes the longest of everything below); the disk and the
+ * two link directions are each one shared resource, so everything crossing them
+ * is summed too. With overlap off the step is compute + the three I/O lanes. */
+typedef enum zz_term {
+  ZZ_TERM_COMPUTE = 0, /* GEMMs, attention on the device or the CPU, (de)quantization */
+  ZZ_TERM_WEIGHT,      /* weight lane: disk → host → device */
+  ZZ_TERM_LOAD,        /* cache-load lane: cache and hidden states in */
+  ZZ_TERM_STORE,       /* cache-store lane: new cache rows and hidden states out */
+  ZZ_TERM_DISK,        /* all disk reads and writes of the step */
+  ZZ_TERM_LINK_IN,     /* all host → device bytes */
+  ZZ_TERM_LINK_OUT,    /* all device → host bytes */
+  ZZ_TERM_HOST,        /* CPU device: compute + its copies, which share the cores (0 on a GPU) */
+  ZZ_TERM_COUNT
+} zz_term;
+const char *zz_term_name(zz_term t);
+
+typedef enum zz_phase { ZZ_PHASE_PREFILL = 0, ZZ_PHASE_DECODE, ZZ_PHASE_COUNT } zz_phase;
+
+/* A term as a linear function of the placement: c + sum a[v] x[v] seconds. */
+typedef struct zz_lin {
+  double c, a[ZZ_X_COUNT];
+} zz_lin;
+
+/* What the cost of a block depends on besides the placement. */
+typedef struct zz_cost_in {
+  const zz_model *m;
+  const zz_hw *hw;
+  zz_shape shape;
+  int gbs, num_gb;
+  bool overlap, cpu_attention;
+  bool compress_weight, compress_cache; /* 4-bit group-wise (sizes from sizes.c) */
+  int attn_threads;                     /* CPU attention threads (0: the best the hw file allows) */
+} zz_cost_in;
+
+/* The compute dtype of hw's device and the dtype weights are stored in off it. */
+zz_dtype zz_hw_compute_dtype(const zz_hw *hw);
+
+/* Terms of layer l in phase ph (decode: the average step, t = s + n/2 keys). */
+void zz_cost_layer(const zz_cost_in *in, int l, zz_phase ph, zz_lin term[ZZ_TERM_COUNT]);
+/* Value of a term at x. */
+double zz_lin_eval(const zz_lin *t, const double x[ZZ_X_COUNT]);
+/* Step time of a layer from its terms at x: the max over terms (overlap) or the
+ * sum of the lanes. */
+double zz_cost_step(const zz_lin term[ZZ_TERM_COUNT], const double x[ZZ_X_COUNT], bool overlap);
+
+/* The prediction for one block of gbs x num_gb sequences over a slice. */
+typedef struct zz_cost {
+  double prefill_s, decode_s;                      /* one block, one group */
+  double term_s[ZZ_PHASE_COUNT][ZZ_TERM_COUNT];    /* each term summed over layers (and decode steps) */
+  double prefill_tps, decode_tps, total_tps;       /* FlexGen's definitions */
+  size_t peak[ZZ_TIER_COUNT];                      /* the memory plan's bytes per tier */
+  int attn_threads;                                /* CPU attention threads used */
+} zz_cost;
+
+/* Predicts a realised policy on layers [plan's slice): each layer's placement is
+ * the one the memory plan gave it (weights per layer, cache per (layer, batch)),
+ * so what is predicted is what the engine will run. layer_s (NULL, or one per
+ * slice layer): each layer's seconds of the block (prefill + decode steps). */
+void zz_cost_plan(const zz_cost_in *in, const zz_memplan *plan, zz_cost *out, double *layer_s);
+
+/* ================================================================ search */
+
+typedef struct zz_planner_opts {
+  zz_shape shape;
+  int layer_begin, layer_end;   /* the slice to plan (0, 0: all) */
+  int n_groups;                 /* micro-batch groups (pipeline); 0/1: one */
+  size_t cap[ZZ_TIER_COUNT];    /* 0: the hardware file's */
+  bool allow_compression;       /* search cw/cc too (when the engine supports them) */
+  bool force_compress_weight, force_compress_cache;
+  bool no_overlap;
+  const int *gbs_list;          /* NULL: the default list */
+  int n_gbs;
+  const int *num_gb_list;       /* NULL: the default list */
+  int n_num_gb;
+  int max_gbs;                  /* 0: no bound besides memory */
+  int max_block;                /* largest gbs x num_gb (the prompts there are); 0: no bound */
+  bool verbose;
+} zz_planner_opts;
+
+void zz_planner_opts_default(zz_planner_opts *o);
+/* The capacity of each tier a plan gets: o's overrides, else the file's. */
+void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TIER_COUNT]);
+
+/* The planner's answer. */
+typedef struct zz_plan {
+  zz_policy policy;
+  zz_cost cost;
+  double lp_objective;    /* the relaxed LP's seconds per sequence of this (gbs, num_gb) */
+  double x[ZZ_X_COUNT];   /* the LP's fractions before rounding */
+  int candidates;         /* (gbs, num_gb, cpu attention, ...) tried */
+  int feasible;           /* of which confirmed by the memory plan */
+  double search_s;        /* wall time of the search */
+} zz_plan;
+
+/* The engine's memory plan for a policy on hw (the engine's own check: the same
+ * spec zz_engine_plan_check builds, against hw's capacities). ZZ_ERR_INFEASIBLE
+ * names the short tier and by how much. */
+zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
+                        zz_memplan *out);
+
+/* Solves the placement LP for one (gbs, num_gb, flags): x_out the fractions,
+ * *obj_out the relaxed seconds per sequence. ZZ_ERR_INFEASIBLE when no placement
+ * fits. cap: the per-tier bytes the LP may use. */
+zz_status zz_plan_lp(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_cost_in *in,
+                     const size_t cap[ZZ_TIER_COUNT], double x_out[ZZ_X_COUNT], double *obj_out);
+
+/* The best policy for m on hw. ZZ_ERR_INFEASIBLE when nothing fits, naming the
+ * tier that is short and by how much for the smallest block. */
+zz_status zz_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, zz_plan *out);
+
+/* Evaluates a given policy (cost and peaks) the same way. */
+zz_status zz_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
+                       zz_plan *out);
+
+/* ================================================================ pipeline */
+
+#define ZZ_PLAN_MAX_RANKS 64
+
+typedef struct zz_pipeline_plan {
+  int ranks, groups;                 /* m ranks, T micro-batch groups */
+  int bounds[ZZ_PLAN_MAX_RANKS + 1]; /* rank r holds layers [bounds[r], bounds[r+1]) */
+  zz_plan rank[ZZ_PLAN_MAX_RANKS];   /* each rank's policy and cost for its slice */
+  double prefill_s, decode_s;        /* one block of T groups through the pipeline */
+  double prefill_tps, decode_tps, total_tps;
+  double bubble;                     /* fraction of rank-time idle */
+  double net_s;                      /* per token step, the slowest hop's transfer */
+} zz_pipeline_plan;
+
+/* Plans an m-rank pipeline on hw (one machine per rank): the layer split balanced
+ * by predicted per-layer time (stage/split.c's algorithm, fed by the cost model),
+ * each rank's own policy for its slice, and the pipeline's throughput. All ranks
+ * share one gbs x num_gb (the hidden states that cross ranks have one shape). */
+zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int ranks,
+                              zz_pipeline_plan *out);
+
+/* The contiguous split of n layers of costs cost[] into k stages minimising the
+ * slowest stage: bounds_out[0..k] (stage/split.c calls this too). */
+zz_status zz_split_costs(const double *cost, int n, int k, int *bounds_out);
+
+/* Per-layer predicted seconds of one block (prefill + all decode steps) under a
+ * policy, for layers [0, n_layers) (layers outside a plan's slice are costed as
+ * if the policy applied to them). */
+zz_status zz_plan_layer_costs(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
+                              double *cost_out);
+
+/* ================================================================ profile */
+
+typedef struct zz_profile_opts {
+  const char *offload_dir; /* where the disk test file goes (NULL: $TMPDIR or /tmp) */
+  double budget_s;         /* rough total seconds (default 15) */
+  int threads;             /* the CPU device's compute threads (0: all cores) */
+  bool verbose;
+} zz_profile_opts;
+
+/* Measures this machine through the engine's paths (the device's copy lanes, the
+ * disk tier's I/O, the device's linear and attention ops, CPU attention per
+ * thread count) into hw. */
+zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZZ_PLANNER_H */

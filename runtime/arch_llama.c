@@ -1,0 +1,339 @@
+/*
+ * arch_llama.c — LLaMA (Touvron et al., 2023; Llama 2; Llama 3) as Hugging Face's
+ * LlamaForCausalLM computes it (transformers 4.46): pre-norm layers with RMSNorm
+ * (rms_norm_eps), rotary position embeddings (rope_theta; rope_scaling "linear" and
+ * "llama3"), grouped-query attention (num_key_value_heads K/V heads, the KV cache
+ * sized by them), the SwiGLU MLP down(silu(gate(x)) * up(x)), no biases, a final
+ * RMSNorm and an LM head of its own unless tie_word_embeddings.
+ *
+ * FlexGen's layer list as for OPT: input embedding, per transformer layer an
+ * attention layer and an MLP layer, the output embedding.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "arch_impl.h"
+
+/* Slots of each layer's weight list. */
+enum { ZZ_LL_IN_TOKENS, ZZ_LL_IN_N };
+enum { ZZ_LL_AT_Q, ZZ_LL_AT_K, ZZ_LL_AT_V, ZZ_LL_AT_O, ZZ_LL_AT_NORM, ZZ_LL_AT_N };
+enum { ZZ_LL_MLP_GATE, ZZ_LL_MLP_UP, ZZ_LL_MLP_DOWN, ZZ_LL_MLP_NORM, ZZ_LL_MLP_N };
+enum { ZZ_LL_OUT_NORM, ZZ_LL_OUT_HEAD, ZZ_LL_OUT_N };
+
+/* ---------------------------------------------------------------- config */
+
+typedef struct zz_llama_size {
+  const char *name;
+  int64_t hidden, ffn, n_layers, n_heads, n_kv_heads, vocab, max_pos;
+  float eps, theta;
+  int32_t bos, eos;
+} zz_llama_size;
+
+/* Shapes of the published configs (huggyllama/llama-*, meta-llama/Llama-2-70b-hf,
+ * meta-llama/Meta-Llama-3-8B and -70B). */
+static const zz_llama_size zz_llama_presets[] = {
+    {"llama-7b", 4096, 11008, 32, 32, 32, 32000, 2048, 1e-6f, 10000.0f, 1, 2},
+    {"llama-13b", 5120, 13824, 40, 40, 40, 32000, 2048, 1e-6f, 10000.0f, 1, 2},
+    {"llama-30b", 6656, 17920, 60, 52, 52, 32000, 2048, 1e-6f, 10000.0f, 1, 2},
+    {"llama-65b", 8192, 22016, 80, 64, 64, 32000, 2048, 1e-5f, 10000.0f, 1, 2},
+    {"llama-2-70b", 8192, 28672, 80, 64, 8, 32000, 4096, 1e-5f, 10000.0f, 1, 2},
+    {"llama-3-8b", 4096, 14336, 32, 32, 8, 128256, 8192, 1e-5f, 500000.0f, 128000, 128001},
+    {"llama-3-70b", 8192, 28672, 80, 64, 8, 128256, 8192, 1e-5f, 500000.0f, 128000, 128001},
+};
+#define ZZ_LLAMA_N_PRESETS (sizeof zz_llama_presets / sizeof zz_llama_presets[0])
+
+static const char *zz_llama_preset_name(int i) {
+  return i >= 0 && (size_t)i < ZZ_LLAMA_N_PRESETS ? zz_llama_presets[i].name : NULL;
+}
+
+static void zz_llama_defaults(zz_config *c) {
+  memset(c, 0, sizeof *c);
+  strcpy(c->model_type, "llama");
+  c->max_pos = 2048;
+  c->pre_ln = true;
+  c->final_ln = true;
+  c->bos = 1;
+  c->eos = 2;
+  c->ln_eps = 1e-6f;
+  c->dtype = ZZ_DTYPE_F16;
+  c->rope = (zz_rope){.type = ZZ_ROPE_DEFAULT, .theta = 10000.0f, .factor = 1.0f};
+}
+
+static bool zz_llama_preset(const char *name, zz_config *out) {
+  const char *slash = strchr(name, '/'); /* "meta-llama/...", "huggyllama/..." */
+  const char *base = slash ? slash + 1 : name;
+  for (size_t i = 0; i < ZZ_LLAMA_N_PRESETS; i++) {
+    const zz_llama_size *p = &zz_llama_presets[i];
+    if (strcasecmp(base, p->name) != 0) continue;
+    zz_llama_defaults(out);
+    snprintf(out->name, sizeof out->name, "%s", p->name);
+    out->hidden = out->embed_dim = p->hidden;
+    out->ffn = p->ffn;
+    out->n_layers = p->n_layers;
+    out->n_heads = p->n_heads;
+    out->n_kv_heads = p->n_kv_heads;
+    out->head_dim = p->hidden / p->n_heads;
+    out->vocab_size = p->vocab;
+    out->max_pos = p->max_pos;
+    out->ln_eps = p->eps;
+    out->rope.theta = p->theta;
+    out->bos = p->bos;
+    out->eos = p->eos;
+    out->pad = p->eos;
+    return true;
+  }
+  return false;
+}
+
+/* rope_scaling: null, or {"rope_type" (or the older "type"): "default" | "linear" |
+ * "llama3", "factor", and for llama3 the frequency factors and the original
+ * context length}. */
+static zz_status zz_llama_rope_scaling(json_t *root, const char *path, zz_rope *r) {
+  json_t *rs = json_object_get(root, "rope_scaling");
+  if (!rs || json_is_null(rs)) return ZZ_OK;
+  if (!json_is_object(rs)) return zz_error(ZZ_ERR_FORMAT, "%s: \"rope_scaling\" must be an object or null", path);
+  const char *type = json_string_value(json_object_get(rs, "rope_type"));
+  if (!type) type = json_string_value(json_object_get(rs, "type"));
+  if (!type) return zz_error(ZZ_ERR_FORMAT, "%s: rope_scaling has no \"rope_type\"", path);
+  if (strcmp(type, "default") == 0) return ZZ_OK;
+  char where[4200];
+  snprintf(where, sizeof where, "%s: rope_scaling", path);
+  double factor, low, high, orig;
+  if (strcmp(type, "linear") == 0) {
+    ZZ_CHECK(zz_json_positive(rs, where, "factor", 0, &factor));
+    r->type = ZZ_ROPE_LINEAR;
+    r->factor = (float)factor;
+    return ZZ_OK;
+  }
+  if (strcmp(type, "llama3") == 0) {
+    ZZ_CHECK(zz_json_positive(rs, where, "factor", 0, &factor));
+    ZZ_CHECK(zz_json_positive(rs, where, "low_freq_factor", 0, &low));
+    ZZ_CHECK(zz_json_positive(rs, where, "high_freq_factor", 0, &high));
+    ZZ_CHECK(zz_json_positive(rs, where, "original_max_position_embeddings", 0, &orig));
+    if (!(high > low))
+      return zz_error(ZZ_ERR_FORMAT, "%s: high_freq_factor %g must exceed low_freq_factor %g", where, high, low);
+    *r = (zz_rope){.type = ZZ_ROPE_LLAMA3, .theta = r->theta, .factor = (float)factor,
+                   .low_freq_factor = (float)low, .high_freq_factor = (float)high, .original_max_pos = (float)orig};
+    return ZZ_OK;
+  }
+  return zz_error(ZZ_ERR_UNSUPPORTED, "%s: rope_type \"%s\" is not supported (default, linear, llama3)", where, type);
+}
+
+/* eos_token_id: an id, or a list of ids (Llama 3 instruct), of which the first is
+ * taken: generation stops at that one. */
+static zz_status zz_llama_eos(json_t *root, const char *path, int64_t *out) {
+  json_t *v = json_object_get(root, "eos_token_id");
+  if (json_is_array(v)) {
+    if (json_array_size(v) == 0) return zz_error(ZZ_ERR_FORMAT, "%s: \"eos_token_id\" is an empty list", path);
+    json_t *wrap = json_pack("{sO}", "eos_token_id", json_array_get(v, 0));
+    zz_status st = wrap ? zz_json_int(wrap, path, "eos_token_id", 2, out) : zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory", path);
+    json_decref(wrap);
+    return st;
+  }
+  return zz_json_int(root, path, "eos_token_id", 2, out);
+}
+
+static zz_status zz_llama_parse_config(json_t *root, const char *path, zz_config *out) {
+  zz_config c;
+  zz_llama_defaults(&c);
+  int64_t bos = 0, eos = 0, pad = -1;
+  double eps, theta;
+  ZZ_CHECK(zz_json_int(root, path, "vocab_size", -1, &c.vocab_size));
+  ZZ_CHECK(zz_json_int(root, path, "hidden_size", -1, &c.hidden));
+  ZZ_CHECK(zz_json_int(root, path, "intermediate_size", -1, &c.ffn));
+  ZZ_CHECK(zz_json_int(root, path, "num_hidden_layers", -1, &c.n_layers));
+  ZZ_CHECK(zz_json_int(root, path, "num_attention_heads", -1, &c.n_heads));
+  ZZ_CHECK(zz_json_int(root, path, "num_key_value_heads", c.n_heads, &c.n_kv_heads));
+  ZZ_CHECK(zz_json_int(root, path, "max_position_embeddings", 2048, &c.max_pos));
+  ZZ_CHECK(zz_json_int(root, path, "bos_token_id", 1, &bos));
+  ZZ_CHECK(zz_llama_eos(root, path, &eos));
+  if (json_is_integer(json_object_get(root, "pad_token_id")))
+    ZZ_CHECK(zz_json_int(root, path, "pad_token_id", 0, &pad));
+  ZZ_CHECK(zz_json_positive(root, path, "rms_norm_eps", 1e-6, &eps));
+  ZZ_CHECK(zz_json_positive(root, path, "rope_theta", 10000.0, &theta));
+  ZZ_CHECK(zz_json_bool(root, path, "tie_word_embeddings", false, &c.tied_head));
+  bool attn_bias = false, mlp_bias = false;
+  ZZ_CHECK(zz_json_bool(root, path, "attention_bias", false, &attn_bias));
+  ZZ_CHECK(zz_json_bool(root, path, "mlp_bias", false, &mlp_bias));
+  if (attn_bias || mlp_bias)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: attention_bias / mlp_bias = true is not supported", path);
+  const char *act = json_string_value(json_object_get(root, "hidden_act"));
+  if (act && strcmp(act, "silu") != 0)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: hidden_act \"%s\" is not supported (silu)", path, act);
+  ZZ_CHECK(zz_json_dtype(root, path, &c.dtype));
+  if (c.vocab_size < 4 || c.hidden < 1 || c.ffn < 1 || c.n_layers < 1 || c.n_heads < 1 || c.n_kv_heads < 1 ||
+      c.max_pos < 1)
+    return zz_error(ZZ_ERR_FORMAT, "%s: sizes must be positive", path);
+  if (c.vocab_size > ZZ_MAX_VOCAB || c.hidden > (1 << 20) || c.ffn > (1 << 22) || c.n_layers > 4096 ||
+      c.n_heads > c.hidden || c.max_pos > ZZ_MAX_POSITIONS)
+    return zz_error(ZZ_ERR_FORMAT, "%s: sizes out of range (vocab %lld, hidden %lld, ffn %lld, layers %lld, heads %lld)",
+                    path, (long long)c.vocab_size, (long long)c.hidden, (long long)c.ffn, (long long)c.n_layers,
+                    (long long)c.n_heads);
+  if (c.n_heads % c.n_kv_heads != 0)
+    return zz_error(ZZ_ERR_FORMAT, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld", path,
+                    (long long)c.n_heads, (long long)c.n_kv_heads);
+  ZZ_CHECK(zz_json_int(root, path, "head_dim", c.hidden / c.n_heads, &c.head_dim));
+  if (c.head_dim < 2 || c.head_dim % 2 != 0 || c.head_dim > 1024)
+    return zz_error(ZZ_ERR_FORMAT, "%s: head_dim %lld must be even, in [2, 1024]", path, (long long)c.head_dim);
+  if (bos >= c.vocab_size || eos >= c.vocab_size || pad >= c.vocab_size)
+    return zz_error(ZZ_ERR_FORMAT, "%s: special token ids must be below vocab_size", path);
+  c.embed_dim = c.hidden;
+  c.ln_eps = (float)eps;
+  c.rope.theta = (float)theta;
+  ZZ_CHECK(zz_llama_rope_scaling(root, path, &c.rope));
+  c.bos = (int32_t)bos;
+  c.eos = (int32_t)eos;
+  c.pad = (int32_t)(pad >= 0 ? pad : eos); /* no pad token: pad with EOS, as generate does */
+  *out = c;
+  return ZZ_OK;
+}
+
+/* Hugging Face's positions under left padding: real tokens count from 0; padding
+ * slots get 1, which no real token attends to. */
+static void zz_llama_positions(const zz_config *c, int64_t pad, int64_t from, int64_t n, int32_t *out) {
+  (void)c;
+  for (int64_t r = 0; r < n; r++) {
+    int64_t row = from + r;
+    out[r] = row < pad ? 1 : (int32_t)(row - pad);
+  }
+}
+
+/* ---------------------------------------------------------------- layers */
+
+static zz_status zz_llama_build(zz_model *m) {
+  const zz_config *c = &m->cfg;
+  int n = (int)(2 * c->n_layers + 2);
+  zz_layer *L = calloc((size_t)n, sizeof *L);
+  if (!L) return zz_error(ZZ_ERR_NO_MEMORY, "model: out of memory");
+  int64_t h = c->hidden, qw = c->n_heads * c->head_dim, kvw = c->n_kv_heads * c->head_dim;
+
+  L[0].kind = ZZ_LAYER_INPUT_EMBED;
+  L[0].index = -1;
+  L[0].n_weights = ZZ_LL_IN_N;
+  zz_arch_spec(&L[0].weights[ZZ_LL_IN_TOKENS], true, 2, c->vocab_size, h, "model.embed_tokens.weight", 0);
+
+  for (int i = 0; i < c->n_layers; i++) {
+    zz_layer *a = &L[1 + 2 * i], *f = &L[2 + 2 * i];
+    a->kind = ZZ_LAYER_ATTENTION;
+    a->index = i;
+    a->has_cache = true;
+    a->n_weights = ZZ_LL_AT_N;
+    zz_arch_spec(&a->weights[ZZ_LL_AT_Q], true, 2, qw, h, "model.layers.%d.self_attn.q_proj.weight", i);
+    zz_arch_spec(&a->weights[ZZ_LL_AT_K], true, 2, kvw, h, "model.layers.%d.self_attn.k_proj.weight", i);
+    zz_arch_spec(&a->weights[ZZ_LL_AT_V], true, 2, kvw, h, "model.layers.%d.self_attn.v_proj.weight", i);
+    zz_arch_spec(&a->weights[ZZ_LL_AT_O], true, 2, h, qw, "model.layers.%d.self_attn.o_proj.weight", i);
+    zz_arch_spec(&a->weights[ZZ_LL_AT_NORM], true, 1, h, 0, "model.layers.%d.input_layernorm.weight", i);
+    a->weights[ZZ_LL_AT_NORM].init = ZZ_INIT_NORM_GAIN;
+    a->cache = (zz_cache_spec){.kv_heads = c->n_kv_heads, .head_dim = c->head_dim};
+
+    f->kind = ZZ_LAYER_MLP;
+    f->index = i;
+    f->n_weights = ZZ_LL_MLP_N;
+    zz_arch_spec(&f->weights[ZZ_LL_MLP_GATE], true, 2, c->ffn, h, "model.layers.%d.mlp.gate_proj.weight", i);
+    zz_arch_spec(&f->weights[ZZ_LL_MLP_UP], true, 2, c->ffn, h, "model.layers.%d.mlp.up_proj.weight", i);
+    zz_arch_spec(&f->weights[ZZ_LL_MLP_DOWN], true, 2, h, c->ffn, "model.layers.%d.mlp.down_proj.weight", i);
+    zz_arch_spec(&f->weights[ZZ_LL_MLP_NORM], true, 1, h, 0, "model.layers.%d.post_attention_layernorm.weight", i);
+    f->weights[ZZ_LL_MLP_NORM].init = ZZ_INIT_NORM_GAIN;
+  }
+
+  zz_layer *o = &L[n - 1];
+  o->kind = ZZ_LAYER_OUTPUT_EMBED;
+  o->index = -1;
+  o->n_weights = ZZ_LL_OUT_N;
+  zz_arch_spec(&o->weights[ZZ_LL_OUT_NORM], true, 1, h, 0, "model.norm.weight", 0);
+  o->weights[ZZ_LL_OUT_NORM].init = ZZ_INIT_NORM_GAIN;
+  /* tied: the output layer holds its own copy of the embedding (as for OPT), so
+   * that each layer's weights can live on a different tier */
+  zz_arch_spec(&o->weights[ZZ_LL_OUT_HEAD], true, 2, c->vocab_size, h,
+               c->tied_head ? "model.embed_tokens.weight" : "lm_head.weight", 0);
+
+  m->layers = L;
+  m->n_layers = n;
+  return ZZ_OK;
+}
+
+/* Workspace layout, in elements of the compute dtype (n = b * sq, qw = heads *
+ * head_dim, kvw = kv_heads * head_dim):
+ *   attn:   xn [n, h], q [n, qw], k, v [n, kvw], att [n, qw], then attention scratch
+ *   mlp:    xn [n, h], gate [n, ffn], up [n, ffn]
+ *   output: x [b, h] */
+static size_t zz_llama_workspace(const zz_model *m, const zz_device *dev, int64_t b, int64_t sq, int64_t t) {
+  const zz_config *c = &m->cfg;
+  size_t es = zz_dtype_nbytes(dev->ops->compute_dtype, 1);
+  int64_t n = b * sq, h = c->hidden, qw = c->n_heads * c->head_dim, kvw = c->n_kv_heads * c->head_dim;
+  size_t attn = zz_align_up((size_t)(n * (h + 2 * qw + 2 * kvw)) * es, 256) +
+                zz_device_attention_scratch(dev, b, sq, t, c->n_heads);
+  size_t mlp = (size_t)(n * (h + 2 * c->ffn)) * es;
+  size_t out = (size_t)(b * h) * es;
+  size_t mx = attn;
+  if (mlp > mx) mx = mlp;
+  if (out > mx) mx = out;
+  return mx;
+}
+
+static zz_status zz_llama_forward(zz_device *dev, const zz_model *m, const zz_layer *layer, const zz_tensor *w,
+                                  const zz_step *st) {
+  const zz_config *c = &m->cfg;
+  size_t es = zz_dtype_nbytes(dev->ops->compute_dtype, 1);
+  int64_t n = st->b * st->sq, h = c->hidden, hd = c->head_dim;
+  int64_t qw = c->n_heads * hd, kvw = c->n_kv_heads * hd;
+  char *work = st->work;
+  switch (layer->kind) {
+    case ZZ_LAYER_INPUT_EMBED:
+      return zz_device_embed_rows(dev, &w[ZZ_LL_IN_TOKENS], st->ids, n, st->hidden);
+
+    case ZZ_LAYER_ATTENTION: {
+      char *xn = work, *q = xn + (size_t)(n * h) * es, *k = q + (size_t)(n * qw) * es;
+      char *v = k + (size_t)(n * kvw) * es, *att = v + (size_t)(n * kvw) * es;
+      void *scratch = work + zz_align_up((size_t)(n * (h + 2 * qw + 2 * kvw)) * es, 256);
+      ZZ_CHECK(zz_device_rmsnorm(dev, st->hidden, n, h, &w[ZZ_LL_AT_NORM], c->ln_eps, xn));
+      ZZ_CHECK(zz_device_linear(dev, xn, n, h, &w[ZZ_LL_AT_Q], NULL, qw, q, 0));
+      ZZ_CHECK(zz_device_linear(dev, xn, n, h, &w[ZZ_LL_AT_K], NULL, kvw, k, 0));
+      ZZ_CHECK(zz_device_linear(dev, xn, n, h, &w[ZZ_LL_AT_V], NULL, kvw, v, 0));
+      ZZ_CHECK(zz_device_rope(dev, q, n, c->n_heads, hd, st->positions, &c->rope));
+      ZZ_CHECK(zz_device_rope(dev, k, n, c->n_kv_heads, hd, st->positions, &c->rope));
+      if (st->attend) {
+        ZZ_CHECK(st->attend(st->attend_ctx, q, k, v, att));
+      } else {
+        /* the cache as the policy stores it (compute dtype or 4-bit), top-k when decoding sparsely */
+        ZZ_CHECK(zz_device_kv_append_ex(dev, k, st->b, st->sq, c->n_kv_heads, hd, st->k, &st->kv, st->pos));
+        ZZ_CHECK(zz_device_kv_append_ex(dev, v, st->b, st->sq, c->n_kv_heads, hd, st->v, &st->kv, st->pos));
+        ZZ_CHECK(zz_device_attention_ex(dev, q, st->k, st->v, &st->kv, st->b, st->sq, st->pos + st->sq, st->pos,
+                                        c->n_heads, c->n_kv_heads, hd, st->pad, st->keep, att, scratch));
+      }
+      ZZ_CHECK(zz_device_linear(dev, att, n, qw, &w[ZZ_LL_AT_O], NULL, h, xn, 0));
+      return zz_device_add(dev, st->hidden, xn, n * h, st->hidden);
+    }
+
+    case ZZ_LAYER_MLP: {
+      char *xn = work, *g = xn + (size_t)(n * h) * es, *u = g + (size_t)(n * c->ffn) * es;
+      ZZ_CHECK(zz_device_rmsnorm(dev, st->hidden, n, h, &w[ZZ_LL_MLP_NORM], c->ln_eps, xn));
+      ZZ_CHECK(zz_device_linear(dev, xn, n, h, &w[ZZ_LL_MLP_GATE], NULL, c->ffn, g, 0));
+      ZZ_CHECK(zz_device_linear(dev, xn, n, h, &w[ZZ_LL_MLP_UP], NULL, c->ffn, u, 0));
+      ZZ_CHECK(zz_device_silu_mul(dev, g, u, n * c->ffn, g));
+      ZZ_CHECK(zz_device_linear(dev, g, n, c->ffn, &w[ZZ_LL_MLP_DOWN], NULL, h, xn, 0));
+      return zz_device_add(dev, st->hidden, xn, n * h, st->hidden);
+    }
+
+    case ZZ_LAYER_OUTPUT_EMBED: {
+      void *x = work;
+      ZZ_CHECK(zz_device_gather_rows(dev, st->hidden, n, h, st->last, st->b, x));
+      ZZ_CHECK(zz_device_rmsnorm(dev, x, st->b, h, &w[ZZ_LL_OUT_NORM], c->ln_eps, x));
+      return zz_device_linear(dev, x, st->b, h, &w[ZZ_LL_OUT_HEAD], NULL, c->vocab_size, st->logits, 0);
+    }
+  }
+  return zz_error(ZZ_ERR_INVALID_ARG, "llama: unknown layer kind %d", (int)layer->kind);
+}
+
+const zz_arch zz_arch_llama = {
+    .model_type = "llama",
+    .preset_name = zz_llama_preset_name,
+    .preset = zz_llama_preset,
+    .parse_config = zz_llama_parse_config,
+    .build = zz_llama_build,
+    .positions = zz_llama_positions,
+    .workspace_bytes = zz_llama_workspace,
+    .forward = zz_llama_forward,
+};

@@ -1,0 +1,153 @@
+/*
+ * tokenizer_impl.h — what tokenizer.c (vocab.json + merges.txt, the BPE, encode and
+ * decode) and tokenizer_json.c (reading tokenizer.json and tokenizer_config.json)
+ * share: the tokenizer's fields, its tables and the helpers that fill them.
+ * Internal to runtime/.
+ *
+ *     zz_tokenizer *tok = calloc(1, sizeof *tok);
+ *     zz_tok_vocab_alloc(tok, n, pool_bytes, path);  // then zz_tok_vocab_add per token
+ *     zz_tok_merges_alloc(tok, n, path);             // then zz_tok_merge_add per merge
+ *     zz_tok_finish(tok, path);                      // decoded bytes of every token
+ */
+#ifndef ZZ_TOKENIZER_IMPL_H
+#define ZZ_TOKENIZER_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zz_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Open addressing, uint64 key → two int32 values (ids, id pairs). */
+typedef struct zz_u64_slot {
+  uint64_t key;
+  int32_t a, b;
+} zz_u64_slot;
+typedef struct zz_u64_map {
+  zz_u64_slot *slots; /* [mask + 1] */
+  size_t mask;
+} zz_u64_map;
+
+typedef struct zz_tok_entry {
+  const char *text;   /* the token as the file spells it, NUL terminated, in pool */
+  const char *bytes;  /* what the decoder makes of it, in bytes_pool (zz_tok_finish) */
+  uint32_t text_len;  /* bytes of text */
+  uint32_t bytes_len; /* bytes of bytes */
+  int32_t id;
+  uint64_t hash;      /* of text */
+} zz_tok_entry;
+
+/* A string replaced by another everywhere (normalizer or decoder "Replace" with a
+ * String pattern). */
+typedef struct zz_tok_replace {
+  char *from, *to; /* NUL terminated */
+  size_t from_len, to_len;
+} zz_tok_replace;
+
+/* An entry of tokenizer.json's added_tokens, matched in the text before anything
+ * else (longest first at the leftmost place). */
+typedef struct zz_tok_added {
+  char *text; /* content */
+  size_t len;
+  int32_t id;
+  bool normalized; /* matched in the normalized text (only without a normalizer here) */
+} zz_tok_added;
+
+/* How the pieces between added tokens are cut into words. */
+typedef enum zz_tok_split {
+  ZZ_SPLIT_NONE = 0, /* the whole piece is one word */
+  ZZ_SPLIT_GPT2,     /* GPT-2's regex (ByteLevel use_regex, or Split with it) */
+  ZZ_SPLIT_LLAMA3,   /* LLaMA-3's regex (Split) */
+  ZZ_SPLIT_META,     /* Metaspace split: a new word before each replacement char */
+} zz_tok_split;
+
+typedef enum zz_tok_prepend { ZZ_PREPEND_NEVER = 0, ZZ_PREPEND_FIRST, ZZ_PREPEND_ALWAYS } zz_tok_prepend;
+
+typedef enum zz_tok_decoder {
+  ZZ_DEC_BYTE_LEVEL = 0, /* code points back to bytes (GPT-2's mapping) */
+  ZZ_DEC_PIECES,         /* Replace*, ByteFallback?, Fuse?, Strip? */
+  ZZ_DEC_METASPACE,      /* replacement → space; dropped from the first token */
+} zz_tok_decoder;
+
+#define ZZ_TOK_MAX_STEPS 8
+
+struct zz_tokenizer {
+  /* ---- the vocabulary (both kinds) */
+  zz_tok_entry *entries; /* [n_entries]: the model's vocabulary, then added tokens not in it */
+  int64_t n_entries, n_model; /* entries [0, n_model) are the model's, found by text */
+  char *pool;            /* every entry's text */
+  char *bytes_pool;      /* every entry's decoded bytes */
+  uint32_t *by_text;     /* [text_mask + 1] open addressing: entry index + 1, 0 empty */
+  size_t text_mask;
+  zz_u64_map by_id;      /* id → (entry index, -) */
+  zz_u64_map merges;     /* (left id, right id) → (rank, merged id) */
+  int32_t n_merges;
+  int64_t vocab_size;    /* largest id + 1 */
+
+  /* ---- tokenizer.json only (json false: vocab.json + merges.txt, GPT-2) */
+  bool json;
+  zz_tok_added *added;   /* [n_added], longest first */
+  int n_added;
+  /* normalizer steps in order: Prepend (replace.from NULL, replace.to the prefix)
+   * or Replace */
+  zz_tok_replace norm[ZZ_TOK_MAX_STEPS];
+  int n_norm;
+  zz_tok_split split;
+  bool byte_level;       /* ByteLevel pre-tokenizer: words become mapped bytes */
+  bool prefix_space;     /* ByteLevel add_prefix_space */
+  bool metaspace;        /* Metaspace pre-tokenizer */
+  char meta_rep[5];      /* its replacement character (UTF-8), also the decoder's */
+  size_t meta_rep_len;
+  zz_tok_prepend meta_prepend;
+  /* the BPE model */
+  bool byte_fallback, fuse_unk, ignore_merges;
+  int32_t unk_id;        /* -1: none */
+  int32_t fallback_id[256]; /* id of "<0xNN>", -1 when absent */
+  /* the decoder */
+  zz_tok_decoder decoder;
+  zz_tok_replace dec_rep[ZZ_TOK_MAX_STEPS];
+  int n_dec_rep;
+  bool dec_byte_fallback;
+  char strip[5];         /* Strip's content character (UTF-8), empty when no Strip */
+  size_t strip_len;
+  int strip_start, strip_stop;
+  bool meta_dec_first;   /* Metaspace decoder: drop the replacement from the first token */
+  /* the special tokens a prompt gets (post-processor or tokenizer_config.json) */
+  int32_t bos_id, eos_id; /* -1: none */
+};
+
+uint64_t zz_tok_hash(const char *s, size_t n);
+size_t zz_utf8_next(const uint8_t *s, size_t avail, uint32_t *cp);
+const zz_tok_entry *zz_tok_find(const zz_tokenizer *tok, const char *s, size_t len);
+const zz_tok_entry *zz_tok_by_id(const zz_tokenizer *tok, int32_t id);
+
+/* Room for n tokens whose texts take at most pool_bytes (NULs included). */
+zz_status zz_tok_vocab_alloc(zz_tokenizer *tok, size_t n, size_t pool_bytes, const char *path);
+/* Adds a token; in_model: found by its text (merges, words), else only by id (an
+ * added token that is not in the model's vocabulary). Model tokens come first. */
+zz_status zz_tok_vocab_add(zz_tokenizer *tok, const char *text, size_t len, int64_t id, bool in_model,
+                           const char *path);
+zz_status zz_tok_merges_alloc(zz_tokenizer *tok, size_t n, const char *path);
+/* The next merge (rank = merges so far) of the tokens a and b; `where` names it in
+ * messages ("merges.txt:12", "tokenizer.json: model.merges[11]"). */
+zz_status zz_tok_merge_add(zz_tokenizer *tok, const char *a, size_t a_len, const char *b,
+                           size_t b_len, const char *where);
+/* Decoded bytes of every entry, by tok->decoder. */
+zz_status zz_tok_finish(zz_tokenizer *tok, const char *path);
+
+/* s with every r->from replaced by r->to (the Prepend form when from is NULL), in
+ * out (room for zz_tok_replace_size bytes); returns the length. */
+size_t zz_tok_replace_size(const zz_tok_replace *r, const char *s, size_t len);
+size_t zz_tok_replace_apply(const zz_tok_replace *r, const char *s, size_t len, char *out);
+
+/* tokenizer.json (+ tokenizer_config.json beside it) in dir into a zeroed tok. */
+zz_status zz_tok_load_json(zz_tokenizer *tok, const char *dir);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZZ_TOKENIZER_IMPL_H */

@@ -1,0 +1,145 @@
+/*
+ * test_runtime_llama.c — the LLaMA architecture (runtime/arch_llama.c) against
+ * golden outputs of Hugging Face transformers 4.46.3 (tests/fixtures/tiny-llama*,
+ * made by make_llama_fixtures.py): grouped-query attention, rope_scaling "llama3"
+ * and "linear", a tied LM head; greedy tokens exactly, logits within 1e-4 relative,
+ * under several batch cuttings and the policy matrix (weights, cache and
+ * activations on the CPU and disk tiers, CPU attention beside a GQA cache). Then
+ * the presets' sizes against the parameter counts transformers reports, and
+ * config.json errors.
+ */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zz_runtime.h"
+#include "zz_tests.h"
+
+static void test_golden_gqa(void) {
+  zz_check_golden("tiny-llama", "gbs=4 num_gb=1");
+  zz_check_golden("tiny-llama", "gbs=1 num_gb=4");
+  zz_check_golden("tiny-llama", "gbs=3 num_gb=2");
+}
+
+static void test_golden_llama3_rope(void) {
+  zz_check_golden("tiny-llama3", "gbs=4 num_gb=1");
+  zz_check_golden("tiny-llama3", "gbs=2 num_gb=2");
+}
+
+static void test_golden_tied_linear_rope(void) {
+  zz_check_golden("tiny-llama-tied", "gbs=4 num_gb=1");
+  zz_check_golden("tiny-llama-tied", "gbs=1 num_gb=4");
+}
+
+/* The policy matrix on LLaMA: every tier for weights, cache and activations, CPU
+ * attention beside a cache of fewer K/V heads than query heads, no overlap. */
+static void test_golden_policies(void) {
+  static const char *const pols[] = {
+      "gbs=2 num_gb=2 w=30,30 c=30,30 a=30,30 cpu_attn=1",
+      "gbs=1 num_gb=4 w=0,40 c=0,50 a=50,0 cpu_attn=1 overlap=0",
+      "gbs=2 num_gb=2 w=0,0 c=0,0 a=0,0",
+      "gbs=2 num_gb=2 w=0,0 c=0,0 a=0,0 cpu_attn=1",
+      "gbs=4 num_gb=1 w=100,0 c=0,100 a=100,0 cpu_attn=1",
+  };
+  for (size_t i = 0; i < sizeof pols / sizeof pols[0]; i++) zz_check_golden("tiny-llama", pols[i]);
+  zz_check_golden("tiny-llama3", pols[0]); /* one K/V head for four query heads */
+  zz_check_golden("tiny-llama-tied", pols[1]);
+}
+
+/* Weight counts of the presets equal what transformers 4.46.3 reports for
+ * LlamaForCausalLM of these shapes (sum of p.numel() over parameters, on the meta
+ * device): the three MLP matrices, K/V projections of kv_heads, untied head. */
+static void test_presets_numel(void) {
+  static const struct {
+    const char *name;
+    int64_t params;
+  } want[] = {
+      {"llama-7b", 6738415616},     {"llama-13b", 13015864320},   {"llama-30b", 32528943616},
+      {"llama-65b", 65285660672},   {"llama-2-70b", 68976648192}, {"llama-3-8b", 8030261248},
+      {"llama-3-70b", 70553706496},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    zz_config c;
+    zz_model m;
+    CU_ASSERT_FATAL(zz_config_preset(want[i].name, &c) == ZZ_OK);
+    CU_ASSERT_STRING_EQUAL(c.model_type, "llama");
+    CU_ASSERT_FATAL(zz_model_init(&c, &m) == ZZ_OK);
+    int64_t n = zz_model_numel(&m);
+    if (n != want[i].params) fprintf(stderr, "\n%s: %lld weights, transformers %lld\n", want[i].name, (long long)n,
+                                     (long long)want[i].params);
+    CU_ASSERT_EQUAL(n, want[i].params);
+    zz_model_free(&m);
+  }
+  /* the KV cache is sized by the K/V heads: llama-2-70b keeps 8 × 128 per row */
+  zz_config c;
+  zz_model m;
+  CU_ASSERT_FATAL(zz_config_preset("meta-llama/Llama-2-70b", &c) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_model_init(&c, &m) == ZZ_OK);
+  zz_cache_spec cs = m.layers[1].cache;
+  cs.dtype = ZZ_DTYPE_F16;
+  CU_ASSERT(m.layers[1].has_cache);
+  CU_ASSERT_EQUAL(zz_cache_row_bytes(&cs), 8 * 128 * 2);
+  CU_ASSERT_EQUAL(m.n_layers, 2 * 80 + 2);
+  zz_model_free(&m);
+}
+
+/* Writes DIR/config.json with `text` and loads it. */
+static zz_status zz_load_text(const char *text) {
+  char dir[4096], path[4200];
+  snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  FILE *f = fopen(path, "w");
+  if (!f) return ZZ_ERR_IO;
+  fputs(text, f);
+  fclose(f);
+  zz_config c;
+  zz_status st = zz_config_load(dir, &c);
+  unlink(path);
+  rmdir(dir);
+  return st;
+}
+
+#define ZZ_LL_BASE "\"model_type\": \"llama\", \"vocab_size\": 256, \"hidden_size\": 64, \"intermediate_size\": 96, " \
+                   "\"num_hidden_layers\": 2, \"num_attention_heads\": 4"
+
+static void test_config_errors(void) {
+  CU_ASSERT_EQUAL(zz_load_text("{" ZZ_LL_BASE ", \"num_key_value_heads\": 2, \"eos_token_id\": [2, 5]}"), ZZ_OK);
+  static const struct {
+    const char *json;
+    zz_status st;
+    const char *needle;
+  } bad[] = {
+      {"{" ZZ_LL_BASE ", \"num_key_value_heads\": 3}", ZZ_ERR_FORMAT, "not a multiple of num_key_value_heads 3"},
+      {"{" ZZ_LL_BASE ", \"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2}}", ZZ_ERR_UNSUPPORTED,
+       "rope_type \"dynamic\" is not supported"},
+      {"{" ZZ_LL_BASE ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8}}", ZZ_ERR_FORMAT,
+       "required key \"low_freq_factor\""},
+      {"{" ZZ_LL_BASE ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": -1}}", ZZ_ERR_FORMAT,
+       "\"factor\" must be a positive number"},
+      {"{" ZZ_LL_BASE ", \"rms_norm_eps\": \"small\"}", ZZ_ERR_FORMAT, "\"rms_norm_eps\" must be a positive number"},
+      {"{" ZZ_LL_BASE ", \"hidden_act\": \"gelu\"}", ZZ_ERR_UNSUPPORTED, "hidden_act \"gelu\""},
+      {"{" ZZ_LL_BASE ", \"mlp_bias\": true}", ZZ_ERR_UNSUPPORTED, "mlp_bias"},
+      {"{" ZZ_LL_BASE ", \"head_dim\": 7}", ZZ_ERR_FORMAT, "head_dim 7 must be even"},
+      {"{" ZZ_LL_BASE ", \"eos_token_id\": []}", ZZ_ERR_FORMAT, "empty list"},
+      {"{" ZZ_LL_BASE ", \"bos_token_id\": 256}", ZZ_ERR_FORMAT, "below vocab_size"},
+      {"{\"model_type\": \"llama\", \"vocab_size\": 256}", ZZ_ERR_FORMAT, "\"hidden_size\" is missing"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    zz_status st = zz_load_text(bad[i].json);
+    bool ok = st == bad[i].st && strstr(zz_error_message(), bad[i].needle);
+    if (!ok) fprintf(stderr, "\nconfig %s: got %s '%s'\n", bad[i].json, zz_status_str(st), zz_error_message());
+    CU_ASSERT(ok);
+  }
+}
+
+void zz_test_llama_register(void) {
+  CU_pSuite s = CU_add_suite("llama", NULL, NULL);
+  CU_add_test(s, "golden GQA (4 heads, 2 KV heads), three cuttings", test_golden_gqa);
+  CU_add_test(s, "golden MQA + rope_scaling llama3", test_golden_llama3_rope);
+  CU_add_test(s, "golden tied head + rope_scaling linear", test_golden_tied_linear_rope);
+  CU_add_test(s, "golden policy matrix (tiers, CPU attention with GQA)", test_golden_policies);
+  CU_add_test(s, "preset sizes equal transformers' parameter counts", test_presets_numel);
+  CU_add_test(s, "config.json errors", test_config_errors);
+}

@@ -233,7 +233,8 @@ typedef struct zz_attn_args {
   zz_dtype kv_dt;         /* f32, f16 or Q4 */
   zz_qfmt kv_q;           /* Q4: groups along the head dimension */
   int64_t seq_bytes;
-  int64_t b, sq, t, q_start, heads, kv_heads, hd; /* kv_heads divides heads (grouped-query attention) */
+  int64_t b, sq, t, q_start, heads, hd;
+  int64_t kv_heads;       /* heads of the cache, dividing heads (grouped-query) */
   const int32_t *pad;     /* [b] */
   double keep;            /* fraction of the visible keys kept, (0, 1] */
   float *out;             /* [b, sq, heads*hd] */
@@ -275,12 +276,6 @@ int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k, const 
                       int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
                       int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, uint16_t *out,
                       void *scratch, void *stream);
-int zz_cuda_rmsnorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *gamma, float eps, uint16_t *y,
-                    void *stream);
-/* pos is a device array [n]. */
-int zz_cuda_rope(uint16_t *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos, const zz_rope *rope,
-                 void *stream);
-int zz_cuda_silu_mul(const uint16_t *g, const uint16_t *u, int64_t n, uint16_t *y, void *stream);
 /* Compression (kernels/cuda/quant.cu): the CPU's Q4 layout byte for byte. y = x · wᵀ
  * (+ b) (ReLU) with w [out, in] Q4 in format f; rows of a Q4 table gathered (add 0)
  * or added (add 1); x [b, sq, heads*hd] quantized into rows pos.. of a Q4 cache
@@ -296,6 +291,12 @@ int zz_cuda_attention_ex(const uint16_t *q, const void *k, const void *v, int q4
                          int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                          int64_t hd, const int32_t *pad, double keep, uint16_t *out, void *scratch, void *stream);
 size_t zz_cuda_attention_ex_scratch(int64_t b, int64_t sq, int64_t t, int64_t heads);
+int zz_cuda_rmsnorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *gamma, float eps, uint16_t *y,
+                    void *stream);
+/* pos is a device array [n]. */
+int zz_cuda_rope(uint16_t *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos, const zz_rope *rope,
+                 void *stream);
+int zz_cuda_silu_mul(const uint16_t *g, const uint16_t *u, int64_t n, uint16_t *y, void *stream);
 /* ids[i] = argmax of logits row i ([n, vocab] f16); ids is a device array. */
 int zz_cuda_argmax(const uint16_t *logits, int64_t n, int64_t vocab, int32_t *ids, void *stream);
 

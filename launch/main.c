@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "zz_launch.h"
+#include "zz_planner.h"
 #include "zz_runtime.h"
 
 /* ---------------------------------------------------------------- generate */
@@ -23,13 +24,23 @@ static int zz_cmd_generate(const zz_opts *o) {
   zz_engine *eng = NULL;
   zz_status st;
   int rc = 1;
+  char pline[256];
   if (!o->prompts || !o->out) {
     fprintf(stderr, "zigzag generate: --prompts and --out are required (see zigzag --help)\n");
     return 2;
   }
   zz_catch_stop_signals();
   ZZ_CHECK_GOTO(zz_job_open(&job, o, true), st, fail);
-  ZZ_CHECK_GOTO(zz_opts_device(o, &dev), st, fail);
+  if (o->hw) { /* --hw: the planner's policy when none is given, for the engine's shape */
+    zz_opts planned;
+    zz_plan pred;
+    ZZ_CHECK_GOTO(zz_opts_plan_policy(&job.opts, &job.model, &job.shape, &planned, pline, sizeof pline, &pred), st, fail);
+    job.opts = planned;
+    ZZ_CHECK_GOTO(zz_opts_policy(&job.opts, &job.pol), st, fail);
+    fprintf(stderr, "zigzag: predicted for full blocks: %.4g tokens/s total (prompts of %lld tokens, %lld new)\n",
+            pred.cost.total_tps, (long long)job.shape.prompt_len, (long long)job.shape.gen_len);
+  }
+  ZZ_CHECK_GOTO(zz_opts_device(&job.opts, &dev), st, fail);
   ZZ_CHECK_GOTO(zz_opts_engine(&job.opts, dev, &job.model, job.ck, &job.shape, &eng), st, fail);
   int64_t bls = (int64_t)job.pol.gpu_batch_size * job.pol.num_gpu_batches;
   ZZ_CHECK_GOTO(zz_job_start(&job, bls), st, fail);
@@ -98,7 +109,6 @@ int main(int argc, char **argv) {
   if (strcmp(o.command, "plan") == 0) return zz_cmd_plan(&o);
   if (strcmp(o.command, "profile") == 0) return zz_cmd_profile(&o);
   if (strcmp(o.command, "perplexity") == 0) return zz_cmd_perplexity(&o);
-  fprintf(stderr, "zigzag: unknown command '%s' (generate, tokenize, bench, plan, profile, perplexity; see zigzag --help)\n",
-          o.command);
+  fprintf(stderr, "zigzag: unknown command '%s' (generate, tokenize, bench, plan, profile, perplexity; see zigzag --help)\n", o.command);
   return 2;
 }

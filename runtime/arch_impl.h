@@ -26,7 +26,6 @@ typedef struct zz_step {
   const int32_t *last;       /* [b] row of each sequence's last token in hidden: i*sq + sq-1 */
   void *hidden;              /* [b, sq, hidden] in and out */
   void *k, *v;               /* this layer's cache [b, t_max, kv row] (ATTENTION) */
-  int64_t kv_stride;         /* elements between two sequences of k, v */
   zz_kv_layout kv;           /* how k, v are stored (dtype, Q4 format, bytes between sequences) */
   double keep;               /* fraction of keys each query keeps (top-k sparse attention; 1 = dense) */
   void *logits;              /* [b, vocab] of the last position (OUTPUT_EMBED) */

@@ -297,7 +297,6 @@ static zz_status zz_llama_forward(zz_device *dev, const zz_model *m, const zz_la
       if (st->attend) {
         ZZ_CHECK(st->attend(st->attend_ctx, q, k, v, att));
       } else {
-        /* the cache as the policy stores it (compute dtype or 4-bit), top-k when decoding sparsely */
         ZZ_CHECK(zz_device_kv_append_ex(dev, k, st->b, st->sq, c->n_kv_heads, hd, st->k, &st->kv, st->pos));
         ZZ_CHECK(zz_device_kv_append_ex(dev, v, st->b, st->sq, c->n_kv_heads, hd, st->v, &st->kv, st->pos));
         ZZ_CHECK(zz_device_attention_ex(dev, q, st->k, st->v, &st->kv, st->b, st->sq, st->pos + st->sq, st->pos,

@@ -184,8 +184,8 @@ static const char *const zz_op_names[ZZ_OP_COUNT] = {
     [ZZ_OP_EMBED_ROWS] = "embed_rows", [ZZ_OP_ADD_ROWS] = "add_rows", [ZZ_OP_LAYERNORM] = "layernorm",
     [ZZ_OP_LINEAR] = "linear",         [ZZ_OP_ADD] = "add",           [ZZ_OP_KV_APPEND] = "kv_append",
     [ZZ_OP_ATTENTION] = "attention",   [ZZ_OP_UPLOAD] = "upload",     [ZZ_OP_DOWNLOAD] = "download",
-    [ZZ_OP_RMSNORM] = "rmsnorm",       [ZZ_OP_ROPE] = "rope",         [ZZ_OP_SILU_MUL] = "silu_mul",
     [ZZ_OP_ATTENTION_SPARSE] = "attention_sparse",
+    [ZZ_OP_RMSNORM] = "rmsnorm",       [ZZ_OP_ROPE] = "rope",         [ZZ_OP_SILU_MUL] = "silu_mul",
 };
 
 const char *zz_op_name(zz_op op) { return (unsigned)op < ZZ_OP_COUNT ? zz_op_names[op] : "?"; }
@@ -525,6 +525,14 @@ zz_status zz_device_kv_append(zz_device *dev, const void *x, int64_t b, int64_t 
   return dev->ops->kv_append(dev, x, b, sq, h, cache, kv_stride, pos);
 }
 
+/* kv_heads positive and dividing heads (grouped-query attention). */
+static zz_status zz_check_kv_heads(zz_site s, int64_t heads, int64_t kv_heads) {
+  ZZ_CHECK(zz_arg_pos(s, "kv_heads", kv_heads));
+  if (heads % kv_heads != 0)
+    return zz_bad(s, "heads = %lld is not a multiple of kv_heads = %lld", (long long)heads, (long long)kv_heads);
+  return ZZ_OK;
+}
+
 zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, const void *v, int64_t kv_stride,
                               int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                               int64_t hd, const int32_t *pad, void *out, void *scratch) {
@@ -536,9 +544,7 @@ zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, cons
   ZZ_CHECK(zz_arg_pos(s, "t", t));
   ZZ_CHECK(zz_arg_pos(s, "heads", heads));
   ZZ_CHECK(zz_arg_pos(s, "hd", hd));
-  ZZ_CHECK(zz_arg_pos(s, "kv_heads", kv_heads));
-  if (heads % kv_heads != 0)
-    return zz_bad(s, "heads = %lld is not a multiple of kv_heads = %lld", (long long)heads, (long long)kv_heads);
+  ZZ_CHECK(zz_check_kv_heads(s, heads, kv_heads));
   if (q_start < 0) return zz_bad(s, "q_start = %lld, must not be negative", (long long)q_start);
   ZZ_CHECK(zz_arg_mul(s, "q", heads, hd, &h));
   ZZ_CHECK(zz_arg_mul(s, "k", kv_heads, hd, &kvw));
@@ -554,40 +560,6 @@ zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, cons
 
 size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads) {
   return dev->ops->attention_scratch(dev, b, sq, t, heads);
-}
-
-zz_status zz_device_rmsnorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma, float eps,
-                            void *y) {
-  zz_site s = {dev, "rmsnorm"};
-  ZZ_CHECK(zz_check_norm(s, ZZ_OP_RMSNORM, x, n, dim, gamma, eps, y));
-  return dev->ops->rmsnorm(dev, x, n, dim, gamma->data, gamma->dtype, eps, y);
-}
-
-zz_status zz_device_rope(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
-                         const zz_rope *rope) {
-  zz_site s = {dev, "rope"};
-  int64_t w;
-  ZZ_CHECK(zz_arg_op(s, ZZ_OP_ROPE));
-  ZZ_CHECK(zz_arg_pos(s, "heads", heads));
-  ZZ_CHECK(zz_arg_pos(s, "hd", hd));
-  if (hd % 2) return zz_bad(s, "hd = %lld, must be even", (long long)hd);
-  if (!rope) return zz_bad(s, "rope is NULL");
-  if ((unsigned)rope->type > ZZ_ROPE_LLAMA3) return zz_bad(s, "rope type %d unknown", (int)rope->type);
-  if (!(rope->theta > 0 && isfinite(rope->theta))) return zz_bad(s, "theta = %g, must be positive", (double)rope->theta);
-  ZZ_CHECK(zz_arg_mul(s, "x", heads, hd, &w));
-  ZZ_CHECK(zz_arg_act3(s, "x", x, n, 1, w));
-  ZZ_CHECK(zz_arg_dev(s, "pos", pos, n, sizeof(int32_t)));
-  return dev->ops->rope(dev, x, n, heads, hd, pos, rope);
-}
-
-zz_status zz_device_silu_mul(zz_device *dev, const void *g, const void *u, int64_t n, void *y) {
-  zz_site s = {dev, "silu_mul"};
-  ZZ_CHECK(zz_arg_op(s, ZZ_OP_SILU_MUL));
-  ZZ_CHECK(zz_arg_pos(s, "n", n));
-  ZZ_CHECK(zz_arg_dev(s, "g", g, n, zz_es(dev)));
-  ZZ_CHECK(zz_arg_dev(s, "u", u, n, zz_es(dev)));
-  ZZ_CHECK(zz_arg_dev(s, "y", y, n, zz_es(dev)));
-  return dev->ops->silu_mul(dev, g, u, n, y);
 }
 
 /* ================================================================ caches of any layout */
@@ -642,14 +614,13 @@ zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, c
   zz_site s = {dev, "attention"};
   int64_t h;
   ZZ_CHECK(zz_check_heads(s, b, sq, heads, hd, &h));
+  ZZ_CHECK(zz_check_kv_heads(s, heads, kv_heads));
   ZZ_CHECK(zz_arg_pos(s, "t", t));
   if (q_start < 0) return zz_bad(s, "q_start = %lld, must not be negative", (long long)q_start);
   if (!(keep > 0 && keep <= 1)) return zz_bad(s, "keep = %g, must be in (0, 1]", keep);
   if (hd > ZZ_ATTN_MAX_HEAD_DIM) return zz_bad(s, "hd = %lld is above the %d a head may have", (long long)hd, ZZ_ATTN_MAX_HEAD_DIM);
   ZZ_CHECK(zz_arg_act3(s, "q", q, b, sq, h));
   ZZ_CHECK(zz_arg_act3(s, "out", out, b, sq, h));
-  if (kv_heads < 1 || heads % kv_heads)
-    return zz_bad(s, "kv_heads = %lld must be positive and divide heads = %lld", (long long)kv_heads, (long long)heads);
   ZZ_CHECK(zz_check_cache_ex(s, ZZ_OP_ATTENTION, "k", k, l, b, t, kv_heads, hd));
   ZZ_CHECK(zz_check_cache_ex(s, ZZ_OP_ATTENTION, "v", v, l, b, t, kv_heads, hd));
   if (keep < 1 && !zz_device_supports(dev, ZZ_OP_ATTENTION_SPARSE, l->dt))
@@ -658,4 +629,38 @@ zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, c
   size_t need = dev->ops->attention_scratch(dev, b, sq, t, heads);
   if (need) ZZ_CHECK(zz_arg_dev(s, "scratch", scratch, (int64_t)need, 1));
   return dev->ops->attention_ex(dev, q, k, v, l, b, sq, t, q_start, heads, kv_heads, hd, pad, keep, out, scratch);
+}
+
+zz_status zz_device_rmsnorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma, float eps,
+                            void *y) {
+  zz_site s = {dev, "rmsnorm"};
+  ZZ_CHECK(zz_check_norm(s, ZZ_OP_RMSNORM, x, n, dim, gamma, eps, y));
+  return dev->ops->rmsnorm(dev, x, n, dim, gamma->data, gamma->dtype, eps, y);
+}
+
+zz_status zz_device_rope(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
+                         const zz_rope *rope) {
+  zz_site s = {dev, "rope"};
+  int64_t w;
+  ZZ_CHECK(zz_arg_op(s, ZZ_OP_ROPE));
+  ZZ_CHECK(zz_arg_pos(s, "heads", heads));
+  ZZ_CHECK(zz_arg_pos(s, "hd", hd));
+  if (hd % 2) return zz_bad(s, "hd = %lld, must be even", (long long)hd);
+  if (!rope) return zz_bad(s, "rope is NULL");
+  if ((unsigned)rope->type > ZZ_ROPE_LLAMA3) return zz_bad(s, "rope type %d unknown", (int)rope->type);
+  if (!(rope->theta > 0 && isfinite(rope->theta))) return zz_bad(s, "theta = %g, must be positive", (double)rope->theta);
+  ZZ_CHECK(zz_arg_mul(s, "x", heads, hd, &w));
+  ZZ_CHECK(zz_arg_act3(s, "x", x, n, 1, w));
+  ZZ_CHECK(zz_arg_dev(s, "pos", pos, n, sizeof(int32_t)));
+  return dev->ops->rope(dev, x, n, heads, hd, pos, rope);
+}
+
+zz_status zz_device_silu_mul(zz_device *dev, const void *g, const void *u, int64_t n, void *y) {
+  zz_site s = {dev, "silu_mul"};
+  ZZ_CHECK(zz_arg_op(s, ZZ_OP_SILU_MUL));
+  ZZ_CHECK(zz_arg_pos(s, "n", n));
+  ZZ_CHECK(zz_arg_dev(s, "g", g, n, zz_es(dev)));
+  ZZ_CHECK(zz_arg_dev(s, "u", u, n, zz_es(dev)));
+  ZZ_CHECK(zz_arg_dev(s, "y", y, n, zz_es(dev)));
+  return dev->ops->silu_mul(dev, g, u, n, y);
 }

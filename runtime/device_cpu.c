@@ -206,8 +206,8 @@ static zz_status zz_cpu_attn_ex(zz_device *dev, const void *q, const void *k, co
                                 int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                                 int64_t hd, const int32_t *pad, double keep, void *out, void *scratch) {
   zz_attn_args a = {.q = q, .k = k, .v = v, .kv_dt = l->dt, .kv_q = l->q, .seq_bytes = l->seq_bytes, .b = b,
-                    .sq = sq, .t = t, .q_start = q_start, .heads = heads, .kv_heads = kv_heads, .hd = hd, .pad = pad, .keep = keep,
-                    .out = out, .scratch = scratch};
+                    .sq = sq, .t = t, .q_start = q_start, .heads = heads, .kv_heads = kv_heads, .hd = hd,
+                    .pad = pad, .keep = keep, .out = out, .scratch = scratch};
   zz_cpu_attention_ex(dev->pool, &a);
   return ZZ_OK;
 }
@@ -249,13 +249,13 @@ static const zz_device_ops zz_cpu_ops = {
     .kv_append = zz_cpu_append,
     .attention = zz_cpu_attn,
     .attention_scratch = zz_cpu_attn_scratch,
-    .rmsnorm = zz_cpu_rms,
-    .rope = zz_cpu_rot,
-    .silu_mul = zz_cpu_silu,
     .linear_q = zz_cpu_lin_q,
     .rows_q = zz_cpu_rows_q,
     .kv_append_ex = zz_cpu_append_ex,
     .attention_ex = zz_cpu_attn_ex,
+    .rmsnorm = zz_cpu_rms,
+    .rope = zz_cpu_rot,
+    .silu_mul = zz_cpu_silu,
 };
 
 zz_status zz_device_cpu_open(zz_device *dev, size_t capacity) {

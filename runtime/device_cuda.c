@@ -558,8 +558,9 @@ static zz_status zz_cuda_attn_ex(zz_device *dev, const void *q, const void *k, c
   ZZ_CUDA_OK(d,
              zz_cuda_attention_ex(q, k, v, l->dt == ZZ_DTYPE_Q4, l->q, l->seq_bytes, b, sq, t, q_start, heads, kv_heads,
                                   hd, pad, keep, out, scratch, s),
-             "attention (%s cache, keep %g) b=%lld sq=%lld t=%lld heads=%lld hd=%lld", zz_dtype_name(l->dt), keep,
-             (long long)b, (long long)sq, (long long)t, (long long)heads, (long long)hd);
+             "attention (%s cache, keep %g) b=%lld sq=%lld t=%lld heads=%lld kv_heads=%lld hd=%lld",
+             zz_dtype_name(l->dt), keep, (long long)b, (long long)sq, (long long)t, (long long)heads,
+             (long long)kv_heads, (long long)hd);
   return ZZ_OK;
 }
 
@@ -619,13 +620,13 @@ static const zz_device_ops zz_cuda_ops = {
     .kv_append = zz_cuda_append,
     .attention = zz_cuda_attn,
     .attention_scratch = zz_cuda_attn_scratch,
-    .rmsnorm = zz_cuda_rms,
-    .rope = zz_cuda_rot,
-    .silu_mul = zz_cuda_silu,
     .linear_q = zz_cuda_lin_q,
     .rows_q = zz_cuda_rows_qv,
     .kv_append_ex = zz_cuda_append_ex,
     .attention_ex = zz_cuda_attn_ex,
+    .rmsnorm = zz_cuda_rms,
+    .rope = zz_cuda_rot,
+    .silu_mul = zz_cuda_silu,
 };
 
 /* Everything after the zz_device exists; on failure the caller destroys it. */

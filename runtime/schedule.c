@@ -308,10 +308,9 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
   const zz_tensor *wt = &e->w.dev[jl * ZZ_MAXW];
   zz_batch_idx *b = &r->g->idx[k];
   zz_cache_spec spec = layer->has_cache ? zz_engine_cache_spec(e, jl) : (zz_cache_spec){0};
-  int64_t kvw = spec.kv_heads * spec.head_dim;
   /* top-k sparsity is for decoding; the prompt attends densely */
   zz_step st = {.b = cnt, .sq = r->sq, .pos = r->pos, .ids = b->d_ids, .positions = b->d_pos, .pad = b->d_pad,
-                .last = b->d_last, .hidden = hidden, .kv_stride = e->t_max * kvw, .logits = e->d_logits,
+                .last = b->d_last, .hidden = hidden, .logits = e->d_logits,
                 .work = e->work, .keep = r->step > 0 ? e->pol.attn_sparsity : 1.0,
                 .kv = {.dt = spec.dtype, .q = spec.q, .seq_bytes = e->t_max * (int64_t)zz_cache_row_bytes(&spec)}};
   zz_attend_ctx actx;

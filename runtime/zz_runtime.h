@@ -183,10 +183,10 @@ typedef enum zz_op {
   ZZ_OP_ATTENTION,
   ZZ_OP_UPLOAD,
   ZZ_OP_DOWNLOAD,
+  ZZ_OP_ATTENTION_SPARSE, /* zz_device_attention_ex with keep < 1 (dt: the cache's) */
   ZZ_OP_RMSNORM,
   ZZ_OP_ROPE,
   ZZ_OP_SILU_MUL,
-  ZZ_OP_ATTENTION_SPARSE, /* zz_device_attention_ex with keep < 1 (dt: the cache's) */
   ZZ_OP_COUNT
 } zz_op;
 const char *zz_op_name(zz_op op); /* "embed_rows", ..., "?" when out of range */
@@ -255,11 +255,6 @@ typedef struct zz_device_ops {
                          void *scratch);
   /* scratch bytes attention needs for these sizes (0: none) */
   size_t (*attention_scratch)(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads);
-  zz_status (*rmsnorm)(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma, zz_dtype w_dt,
-                       float eps, void *y);
-  zz_status (*rope)(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
-                    const zz_rope *rope);
-  zz_status (*silu_mul)(zz_device *dev, const void *g, const void *u, int64_t n, void *y);
   /* compression (kernels/cpu/quant.c): a Q4 weight of format q; rows_q gathers
    * (add = 0) or adds (add = 1) table rows */
   zz_status (*linear_q)(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_qfmt q,
@@ -273,6 +268,11 @@ typedef struct zz_device_ops {
                             const zz_kv_layout *l, int64_t b, int64_t sq, int64_t t, int64_t q_start,
                             int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, double keep, void *out,
                             void *scratch);
+  zz_status (*rmsnorm)(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma, zz_dtype w_dt,
+                       float eps, void *y);
+  zz_status (*rope)(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
+                    const zz_rope *rope);
+  zz_status (*silu_mul)(zz_device *dev, const void *g, const void *u, int64_t n, void *y);
 } zz_device_ops;
 
 
@@ -375,6 +375,16 @@ zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, cons
                               int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                               int64_t hd, const int32_t *pad, void *out, void *scratch);
 size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads);
+/* The same two over a cache of any layout (a Q4 cache is quantized as rows are
+ * appended and dequantized as attention reads them), and top-k sparse attention:
+ * keep in (0, 1] is the fraction of visible keys each query keeps
+ * (zz_cpu_attention_ex). supports(ZZ_OP_KV_APPEND / ZZ_OP_ATTENTION, l->dt) and,
+ * for keep < 1, supports(ZZ_OP_ATTENTION_SPARSE, l->dt). */
+zz_status zz_device_kv_append_ex(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
+                                 void *cache, const zz_kv_layout *l, int64_t pos);
+zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, const void *v, const zz_kv_layout *l,
+                                 int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                                 int64_t hd, const int32_t *pad, double keep, void *out, void *scratch);
 /* y[n, dim] = x / sqrt(mean(x²) + eps) * gamma[dim] (RMSNorm); y may be x. */
 zz_status zz_device_rmsnorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma, float eps,
                             void *y);
@@ -384,17 +394,6 @@ zz_status zz_device_rope(zz_device *dev, void *x, int64_t n, int64_t heads, int6
                          const zz_rope *rope);
 /* y[n] = silu(g[n]) * u[n]; y may alias g or u. */
 zz_status zz_device_silu_mul(zz_device *dev, const void *g, const void *u, int64_t n, void *y);
-/* The same two over a cache of any layout (a Q4 cache is quantized as rows are
- * appended and dequantized as attention reads them), and top-k sparse attention:
- * keep in (0, 1] is the fraction of visible keys each query keeps
- * (zz_cpu_attention_ex). For kv_append_ex heads is the cache's (K/V) heads.
- * supports(ZZ_OP_KV_APPEND / ZZ_OP_ATTENTION, l->dt) and,
- * for keep < 1, supports(ZZ_OP_ATTENTION_SPARSE, l->dt). */
-zz_status zz_device_kv_append_ex(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
-                                 void *cache, const zz_kv_layout *l, int64_t pos);
-zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, const void *v, const zz_kv_layout *l,
-                                 int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
-                                 int64_t hd, const int32_t *pad, double keep, void *out, void *scratch);
 
 /* ================================================================ model */
 

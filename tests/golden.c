@@ -77,6 +77,11 @@ zz_status zz_golden_run(const char *name, zz_device *dev, const char *policy, do
   zz_tiers tiers = {.offload_dir = tmp};
   zz_shape shape = {.prompt_len = s, .gen_len = max_new};
   zz_status st;
+  if (n > ZZ_GOLDEN_MAX_PROMPTS || max_new > ZZ_GOLDEN_MAX_NEW) {
+    st = zz_error(ZZ_ERR_FORMAT, "%s: %lld prompts of %d new tokens, more than the %d x %d a report holds", path,
+                  (long long)n, max_new, ZZ_GOLDEN_MAX_PROMPTS, ZZ_GOLDEN_MAX_NEW);
+    goto done;
+  }
   ZZ_CHECK_GOTO(zz_policy_parse(policy, &pol), st, done);
   ZZ_CHECK_GOTO(zz_config_load(dir, &cfg), st, done);
   ZZ_CHECK_GOTO(zz_model_init(&cfg, &m), st, done);
@@ -86,9 +91,17 @@ zz_status zz_golden_run(const char *name, zz_device *dev, const char *policy, do
                     .on_logits = zz_capture_cb, .ctx = &cap};
   ZZ_CHECK_GOTO(zz_generate(eng, &req, &res), st, done);
   zz_golden_report r = {.prompts = (int)n};
+  int32_t hf[ZZ_GOLDEN_MAX_PROMPTS * ZZ_GOLDEN_MAX_NEW], ours[ZZ_GOLDEN_MAX_PROMPTS * ZZ_GOLDEN_MAX_NEW];
+  int64_t n_hf = 0;
   for (int64_t i = 0; i < n; i++) {
     json_t *w = json_array_get(want, (size_t)i), *mg = json_array_get(margins, (size_t)i);
     int64_t nw = (int64_t)json_array_size(w), j = 0;
+    r.n_tokens[i] = res.n_tokens[i] < ZZ_GOLDEN_MAX_NEW ? res.n_tokens[i] : ZZ_GOLDEN_MAX_NEW;
+    memcpy(r.tokens[i], res.tokens[i], (size_t)r.n_tokens[i] * sizeof(int32_t));
+    for (int64_t t = 0; t < nw && t < ZZ_GOLDEN_MAX_NEW; t++, n_hf++) { /* missing tokens count as different */
+      hf[n_hf] = (int32_t)json_integer_value(json_array_get(w, (size_t)t));
+      ours[n_hf] = t < r.n_tokens[i] ? r.tokens[i][t] : -1;
+    }
     while (j < nw && j < res.n_tokens[i] && res.tokens[i][j] == json_integer_value(json_array_get(w, (size_t)j))) j++;
     double e0 = zz_row_err(cap.logits + (i * max_new) * vocab, json_array_get(first, (size_t)i), vocab);
     if (e0 > r.first_err) r.first_err = e0;
@@ -107,6 +120,7 @@ zz_status zz_golden_run(const char *name, zz_device *dev, const char *policy, do
       fprintf(stderr, "golden %s '%s': prompt %lld differs at step %lld\n", name, policy, (long long)i, (long long)j);
     }
   }
+  r.agreement = zz_token_agreement(ours, hf, n_hf);
   *out = r;
 done:
   zz_result_free(&res, n);

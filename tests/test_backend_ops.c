@@ -255,40 +255,6 @@ static zz_status bo_attention(zz_bo *r, const int64_t *z, int64_t kv_heads, int 
   return bo_result(r, st, o, b * sq * h, out);
 }
 
-static zz_status op_attention(zz_bo *r, const int64_t *z, zz_bo_out *out) { return bo_attention(r, z, z[4], 7, out); }
-
-/* grouped-query attention: z[7] K/V heads, pads from z[8] */
-static zz_status op_attention_gqa(zz_bo *r, const int64_t *z, zz_bo_out *out) {
-  return bo_attention(r, z, z[7], 8, out);
-}
-
-static zz_status op_rmsnorm(zz_bo *r, const int64_t *z, zz_bo_out *out) {
-  int64_t n = z[0], dim = z[1];
-  void *x = bo_rand(r, n * dim, -2, 2);
-  zz_tensor g = bo_weight(r, "gamma", 1, dim, 0, 0.5f, 1.5f);
-  void *y = z[2] ? x : bo_poisoned(r, n * dim);
-  return bo_result(r, zz_device_rmsnorm(r->dev, x, n, dim, &g, 1e-6f, y), y, n * dim, out);
-}
-
-static zz_status op_rope(zz_bo *r, const int64_t *z, zz_bo_out *out) {
-  int64_t n = z[0], heads = z[1], hd = z[2];
-  const zz_rope ropes[3] = {
-      {.type = ZZ_ROPE_DEFAULT, .theta = 10000, .factor = 1},
-      {.type = ZZ_ROPE_LINEAR, .theta = 10000, .factor = 4},
-      {.type = ZZ_ROPE_LLAMA3, .theta = 500000, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
-       .original_max_pos = 8192}};
-  void *x = bo_rand(r, n * heads * hd, -1, 1); /* in and out: not poisoned */
-  int32_t *pos = bo_ids(r, n, z[4]);
-  return bo_result(r, zz_device_rope(r->dev, x, n, heads, hd, pos, &ropes[z[3]]), x, n * heads * hd, out);
-}
-
-static zz_status op_silu_mul(zz_bo *r, const int64_t *z, zz_bo_out *out) {
-  int64_t n = z[0];
-  void *g = bo_rand(r, n, -6, 6), *u = bo_rand(r, n, -1, 1);
-  void *y = z[1] ? g : bo_poisoned(r, n);
-  return bo_result(r, zz_device_silu_mul(r->dev, g, u, n, y), y, n, out);
-}
-
 /* ---------------------------------------------------------------- compressed weights and caches */
 
 /* A device-resident Q4 matrix [d0, d1] of random values in format f. */
@@ -371,30 +337,67 @@ static zz_status op_kv_append_q(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   return st;
 }
 
-/* Attention over a cache of z[7] (0: the compute dtype, else Q4 of z[7] bits,
- * groups of z[8]), keeping z[9] per mille of the keys (1000: dense). */
+/* Attention of z[4] query heads over a cache of z[7] K/V heads (grouped-query
+ * when fewer) stored as z[8] (0: the compute dtype, else Q4 of z[8] bits, groups
+ * of z[9]), keeping z[10] per mille of the keys (1000: dense); pads from z[11]. */
 static zz_status op_attention_ex(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   int64_t b = z[0], sq = z[1], t = z[2], q0 = z[3], heads = z[4], hd = z[5], t_max = z[6], h = heads * hd;
-  double keep = (double)z[9] / 1000.0;
+  int64_t kv_heads = z[7], kvw = kv_heads * hd;
+  double keep = (double)z[10] / 1000.0;
   int32_t pad[4];
-  for (int64_t i = 0; i < b; i++) pad[i] = (int32_t)z[10 + i];
+  for (int64_t i = 0; i < b; i++) pad[i] = (int32_t)z[11 + i];
   void *q = bo_rand(r, b * sq * h, -3, 3);
-  zz_kv_layout l = {.dt = r->dev->ops->compute_dtype, .q = bo_fmt(z[7], z[8]),
-                    .seq_bytes = t_max * h * (int64_t)bo_es(r)};
+  zz_kv_layout l = {.dt = r->dev->ops->compute_dtype, .q = bo_fmt(z[8], z[9]),
+                    .seq_bytes = t_max * kvw * (int64_t)bo_es(r)};
   void *k, *v;
-  if (z[7]) {
-    k = bo_qcache(r, b, t_max, heads, hd, &l);
-    v = bo_qcache(r, b, t_max, heads, hd, &l);
+  if (z[8]) {
+    k = bo_qcache(r, b, t_max, kv_heads, hd, &l);
+    v = bo_qcache(r, b, t_max, kv_heads, hd, &l);
   } else {
-    k = bo_rand(r, b * t_max * h, -1, 1);
-    v = bo_rand(r, b * t_max * h, -1, 1);
+    k = bo_rand(r, b * t_max * kvw, -1, 1);
+    v = bo_rand(r, b * t_max * kvw, -1, 1);
   }
   int32_t *d_pad = bo_i32(r, pad, b);
   void *o = bo_poisoned(r, b * sq * h);
   size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads);
   void *scratch = sb ? bo_poison(r, sb) : NULL;
-  zz_status st = zz_device_attention_ex(r->dev, q, k, v, &l, b, sq, t, q0, heads, heads, hd, d_pad, keep, o, scratch);
+  zz_status st =
+      zz_device_attention_ex(r->dev, q, k, v, &l, b, sq, t, q0, heads, kv_heads, hd, d_pad, keep, o, scratch);
   return bo_result(r, st, o, b * sq * h, out);
+}
+
+static zz_status op_attention(zz_bo *r, const int64_t *z, zz_bo_out *out) { return bo_attention(r, z, z[4], 7, out); }
+
+/* grouped-query attention: z[7] K/V heads, pads from z[8] */
+static zz_status op_attention_gqa(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  return bo_attention(r, z, z[7], 8, out);
+}
+
+static zz_status op_rmsnorm(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0], dim = z[1];
+  void *x = bo_rand(r, n * dim, -2, 2);
+  zz_tensor g = bo_weight(r, "gamma", 1, dim, 0, 0.5f, 1.5f);
+  void *y = z[2] ? x : bo_poisoned(r, n * dim);
+  return bo_result(r, zz_device_rmsnorm(r->dev, x, n, dim, &g, 1e-6f, y), y, n * dim, out);
+}
+
+static zz_status op_rope(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0], heads = z[1], hd = z[2];
+  const zz_rope ropes[3] = {
+      {.type = ZZ_ROPE_DEFAULT, .theta = 10000, .factor = 1},
+      {.type = ZZ_ROPE_LINEAR, .theta = 10000, .factor = 4},
+      {.type = ZZ_ROPE_LLAMA3, .theta = 500000, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+       .original_max_pos = 8192}};
+  void *x = bo_rand(r, n * heads * hd, -1, 1); /* in and out: not poisoned */
+  int32_t *pos = bo_ids(r, n, z[4]);
+  return bo_result(r, zz_device_rope(r->dev, x, n, heads, hd, pos, &ropes[z[3]]), x, n * heads * hd, out);
+}
+
+static zz_status op_silu_mul(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0];
+  void *g = bo_rand(r, n, -6, 6), *u = bo_rand(r, n, -1, 1);
+  void *y = z[1] ? g : bo_poisoned(r, n);
+  return bo_result(r, zz_device_silu_mul(r->dev, g, u, n, y), y, n, out);
 }
 
 /* Host values in dtype z[1] → device → host f32. */
@@ -488,23 +491,6 @@ static const zz_bo_op zz_bo_ops[] = {
       {2, 9, 9, 0, 3, 13, 12, 0, 8},
       {2, 128, 128, 0, 32, 128, 128, 0, 77},
       {1, 600, 600, 0, 2, 64, 601, 5}}}, /* t > 2 * a CUDA block */
-    {ZZ_OP_ATTENTION,
-     "attention_gqa",
-     op_attention_gqa,
-     {"b", "sq", "t", "q0", "heads", "hd", "t_max", "kv_heads", "pad0", "pad1", "pad2", "pad3"},
-     ZZ_BO_TOL,
-     {{3, 1, 37, 36, 8, 64, 40, 2, 0, 5, 36},   /* decode, 4 query heads per K/V head */
-      {2, 1, 300, 299, 32, 128, 301, 8, 0, 9},  /* llama-2-70b-like grouping */
-      {2, 1, 19, 18, 6, 16, 23, 1, 0, 4},       /* one K/V head (MQA) */
-      {2, 7, 7, 0, 4, 16, 7, 2, 0, 3},          /* prefill */
-      {2, 33, 33, 0, 12, 64, 40, 3, 10, 0},
-      {1, 600, 600, 0, 8, 64, 601, 1, 5}}},
-    {ZZ_OP_RMSNORM, "rmsnorm", op_rmsnorm, {"n", "dim", "in_place"}, ZZ_BO_TOL,
-     {{1, 7, 0}, {5, 4096, 0}, {5, 4096, 1}, {130, 8192, 0}, {2, 1001, 0}}},
-    {ZZ_OP_ROPE, "rope", op_rope, {"n", "heads", "hd", "type", "max_pos"}, ZZ_BO_TOL,
-     {{1, 1, 2, 0, 1}, {7, 4, 16, 0, 64}, {37, 32, 128, 0, 2048}, {13, 8, 128, 1, 4096}, {9, 3, 64, 2, 8192},
-      {129, 8, 128, 2, 131072}}},
-    {ZZ_OP_SILU_MUL, "silu_mul", op_silu_mul, {"n", "y_is_g"}, ZZ_BO_TOL, {{1, 0}, {1001, 0}, {1 << 20, 1}}},
     /* compression: Q4 weights (bits, group), Q4 caches, top-k sparse attention */
     {ZZ_OP_LINEAR, "linear_q4", op_linear_q, {"n", "in", "out", "bias", "relu", "bits", "group"}, ZZ_BO_TOL,
      {{1, 768, 768, 1, 0, 4, 64},
@@ -523,24 +509,51 @@ static const zz_bo_op zz_bo_ops[] = {
     {ZZ_OP_ATTENTION,
      "attention_q4",
      op_attention_ex,
-     {"b", "sq", "t", "q0", "heads", "hd", "t_max", "bits", "group", "keep_pm", "pad0", "pad1", "pad2", "pad3"},
+     {"b", "sq", "t", "q0", "heads", "hd", "t_max", "kv_heads", "bits", "group", "keep_pm", "pad0", "pad1", "pad2",
+      "pad3"},
      ZZ_BO_TOL,
-     {{1, 1, 1, 0, 2, 64, 1, 4, 64, 1000, 0},
-      {3, 1, 37, 36, 4, 80, 40, 4, 64, 1000, 0, 5, 36},
-      {2, 1, 300, 299, 12, 64, 301, 4, 64, 1000, 0, 300},
-      {2, 7, 7, 0, 3, 16, 7, 4, 64, 1000, 0, 3},
-      {2, 17, 17, 0, 4, 80, 17, 8, 32, 1000, 1, 0},
-      {1, 600, 600, 0, 2, 64, 601, 4, 64, 1000, 5}}},
+     {{1, 1, 1, 0, 2, 64, 1, 2, 4, 64, 1000, 0},
+      {3, 1, 37, 36, 4, 80, 40, 4, 4, 64, 1000, 0, 5, 36},
+      {2, 1, 300, 299, 12, 64, 301, 12, 4, 64, 1000, 0, 300},
+      {2, 7, 7, 0, 3, 16, 7, 3, 4, 64, 1000, 0, 3},
+      {2, 17, 17, 0, 4, 80, 17, 4, 8, 32, 1000, 1, 0},
+      {1, 600, 600, 0, 2, 64, 601, 2, 4, 64, 1000, 5},
+      /* grouped-query attention over a Q4 cache (LLaMA under --compress-cache) */
+      {3, 1, 37, 36, 8, 64, 40, 2, 4, 64, 1000, 0, 5, 36},
+      {2, 1, 300, 299, 32, 128, 301, 8, 4, 64, 1000, 0, 9},
+      {2, 1, 19, 18, 6, 16, 23, 1, 4, 64, 1000, 0, 4},
+      {2, 7, 7, 0, 4, 16, 7, 2, 4, 64, 1000, 0, 3}}},
     {ZZ_OP_ATTENTION_SPARSE,
      "attention_topk",
      op_attention_ex,
-     {"b", "sq", "t", "q0", "heads", "hd", "t_max", "bits", "group", "keep_pm", "pad0", "pad1", "pad2", "pad3"},
+     {"b", "sq", "t", "q0", "heads", "hd", "t_max", "kv_heads", "bits", "group", "keep_pm", "pad0", "pad1", "pad2",
+      "pad3"},
      ZZ_BO_TOL,
-     {{1, 1, 1, 0, 2, 64, 1, 0, 64, 100, 0},
-      {3, 1, 37, 36, 4, 80, 40, 0, 64, 100, 0, 5, 36},
-      {2, 1, 300, 299, 12, 64, 301, 0, 64, 500, 0, 299},
-      {4, 1, 1000, 999, 2, 128, 1003, 4, 64, 100, 0, 17, 500, 999},
-      {2, 1, 64, 63, 4, 64, 70, 4, 64, 10, 0, 3}}},
+     {{1, 1, 1, 0, 2, 64, 1, 2, 0, 64, 100, 0},
+      {3, 1, 37, 36, 4, 80, 40, 4, 0, 64, 100, 0, 5, 36},
+      {2, 1, 300, 299, 12, 64, 301, 12, 0, 64, 500, 0, 299},
+      {4, 1, 1000, 999, 2, 128, 1003, 2, 4, 64, 100, 0, 17, 500, 999},
+      {2, 1, 64, 63, 4, 64, 70, 4, 4, 64, 10, 0, 3},
+      /* grouped-query, dense and Q4 caches */
+      {3, 1, 37, 36, 8, 64, 40, 2, 0, 64, 200, 0, 5, 36},
+      {2, 1, 64, 63, 8, 64, 70, 4, 4, 64, 100, 0, 3}}},
+    {ZZ_OP_ATTENTION,
+     "attention_gqa",
+     op_attention_gqa,
+     {"b", "sq", "t", "q0", "heads", "hd", "t_max", "kv_heads", "pad0", "pad1", "pad2", "pad3"},
+     ZZ_BO_TOL,
+     {{3, 1, 37, 36, 8, 64, 40, 2, 0, 5, 36},   /* decode, 4 query heads per K/V head */
+      {2, 1, 300, 299, 32, 128, 301, 8, 0, 9},  /* llama-2-70b-like grouping */
+      {2, 1, 19, 18, 6, 16, 23, 1, 0, 4},       /* one K/V head (MQA) */
+      {2, 7, 7, 0, 4, 16, 7, 2, 0, 3},          /* prefill */
+      {2, 33, 33, 0, 12, 64, 40, 3, 10, 0},
+      {1, 600, 600, 0, 8, 64, 601, 1, 5}}},
+    {ZZ_OP_RMSNORM, "rmsnorm", op_rmsnorm, {"n", "dim", "in_place"}, ZZ_BO_TOL,
+     {{1, 7, 0}, {5, 4096, 0}, {5, 4096, 1}, {130, 8192, 0}, {2, 1001, 0}}},
+    {ZZ_OP_ROPE, "rope", op_rope, {"n", "heads", "hd", "type", "max_pos"}, ZZ_BO_TOL,
+     {{1, 1, 2, 0, 1}, {7, 4, 16, 0, 64}, {37, 32, 128, 0, 2048}, {13, 8, 128, 1, 4096}, {9, 3, 64, 2, 8192},
+      {129, 8, 128, 2, 131072}}},
+    {ZZ_OP_SILU_MUL, "silu_mul", op_silu_mul, {"n", "y_is_g"}, ZZ_BO_TOL, {{1, 0}, {1001, 0}, {1 << 20, 1}}},
     {ZZ_OP_UPLOAD, "upload", op_upload, {"n", "dtype"}, ZZ_BO_TOL,
      {{1, ZZ_DTYPE_F32}, {100003, ZZ_DTYPE_F32}, {7, ZZ_DTYPE_F16}, {100003, ZZ_DTYPE_F16}, {13, ZZ_DTYPE_BF16},
       {100003, ZZ_DTYPE_BF16}}},

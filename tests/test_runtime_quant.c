@@ -183,14 +183,15 @@ static void zq_attn_ref(const float *q, const float *K, const float *V, int64_t 
 static void test_q_attention(void) {
   zz_pool *pool = NULL;
   CU_ASSERT_EQUAL_FATAL(zz_pool_create(2, &pool), 0);
-  enum { B = 2, H = 2, HD = 48, T = 20 };
+  /* QH query heads over H K/V heads: grouped-query, query head qh reads K/V head qh / (QH / H) */
+  enum { B = 2, H = 2, QH = 4, HD = 48, T = 20 };
   zz_qfmt f = {4, 32};
-  float K[B][T][H * HD], V[B][T][H * HD], q[B][H * HD], out[B][H * HD];
+  float K[B][T][H * HD], V[B][T][H * HD], q[B][QH * HD], out[B][QH * HD];
   for (int i = 0; i < B; i++)
     for (int t = 0; t < T; t++)
       for (int e = 0; e < H * HD; e++) K[i][t][e] = zq_rand(), V[i][t][e] = zq_rand();
   for (int i = 0; i < B; i++)
-    for (int e = 0; e < H * HD; e++) q[i][e] = 2 * zq_rand();
+    for (int e = 0; e < QH * HD; e++) q[i][e] = 2 * zq_rand();
   size_t row = zz_kv_row_bytes(ZZ_DTYPE_Q4, f, H, HD);
   int64_t seq = (int64_t)(T * row);
   unsigned char *kq = malloc(B * seq), *vq = malloc(B * seq);
@@ -198,7 +199,7 @@ static void test_q_attention(void) {
     zz_q_quantize(f, &K[i][0][0], T * H, HD, kq + i * seq);
     zz_q_quantize(f, &V[i][0][0], T * H, HD, vq + i * seq);
   }
-  float *scratch = malloc(zz_cpu_attention_scratch(B, H, T) * sizeof(float));
+  float *scratch = malloc(zz_cpu_attention_scratch(B, QH, T) * sizeof(float));
   const int32_t pad[B] = {0, 3};
   const double keeps[4] = {1.0, 0.5, 0.1, 0.01};
   for (int dtq = 0; dtq < 2; dtq++)
@@ -206,12 +207,13 @@ static void test_q_attention(void) {
       zz_attn_args a = {.q = &q[0][0], .k = dtq ? (const void *)kq : (const void *)K,
                         .v = dtq ? (const void *)vq : (const void *)V, .kv_dt = dtq ? ZZ_DTYPE_Q4 : ZZ_DTYPE_F32,
                         .kv_q = f, .seq_bytes = dtq ? seq : (int64_t)sizeof K[0], .b = B, .sq = 1, .t = T,
-                        .q_start = T - 1, .heads = H, .kv_heads = H, .hd = HD, .pad = pad, .keep = keeps[kp],
+                        .q_start = T - 1, .heads = QH, .kv_heads = H, .hd = HD, .pad = pad, .keep = keeps[kp],
                         .out = &out[0][0], .scratch = scratch};
       zz_cpu_attention_ex(pool, &a);
       int bad = 0;
       for (int i = 0; i < B; i++)
-        for (int h = 0; h < H; h++) {
+        for (int qh = 0; qh < QH; qh++) {
+          int h = qh / (QH / H);
           float Kh[T * HD], Vh[T * HD], o[HD];
           for (int t = 0; t < T; t++) { /* the values attention sees: dequantized when stored so */
             if (dtq) {
@@ -225,9 +227,9 @@ static void test_q_attention(void) {
           }
           int64_t vis = T - pad[i];
           int64_t m = zz_attn_keep_count(keeps[kp], vis);
-          zq_attn_ref(&q[i][h * HD], Kh, Vh, pad[i], T - 1, HD, m, o);
+          zq_attn_ref(&q[i][qh * HD], Kh, Vh, pad[i], T - 1, HD, m, o);
           for (int e = 0; e < HD; e++)
-            if (fabsf(o[e] - out[i][h * HD + e]) > 1e-5f) bad++;
+            if (fabsf(o[e] - out[i][qh * HD + e]) > 1e-5f) bad++;
         }
       CU_ASSERT_EQUAL(bad, 0);
     }

@@ -12,12 +12,12 @@ void zz_test_offload_register(void);
 void zz_test_fuzz_register(void);
 void zz_test_slices_register(void);
 void zz_test_harden_register(void);
+void zz_test_quant_register(void);
 void zz_test_llama_register(void);
 void zz_test_tokjson_register(void);
 /* A fixture's golden prompts on a CPU device under `policy`: tokens exact, logits
  * within 1e-4 relative (test_runtime_model.c). */
 void zz_check_golden(const char *name, const char *policy);
-void zz_test_quant_register(void);
 
 /* Reads a whole file into a malloc'd NUL-terminated buffer (NULL on failure). */
 char *zz_test_read_file(const char *path, size_t *len);
@@ -29,6 +29,8 @@ const char *zz_test_tmpdir(void);
 #include "zz_runtime.h"
 
 /* What zz_golden_run found for a fixture's golden prompts. */
+#define ZZ_GOLDEN_MAX_PROMPTS 8
+#define ZZ_GOLDEN_MAX_NEW 32
 typedef struct zz_golden_report {
   int prompts;
   int prompts_exact;    /* every greedy token equal */
@@ -37,6 +39,12 @@ typedef struct zz_golden_report {
   double first_err;     /* max over prompts of the first step's logits error (relative) */
   double last_err;      /* same for the last step, over the exact prompts */
   int last_checked;
+  /* the greedy tokens generated (a fixture has at most ZZ_GOLDEN_MAX_PROMPTS prompts
+   * of at most ZZ_GOLDEN_MAX_NEW new tokens), and the share of Hugging Face's that
+   * they equal position by position (zz_token_agreement) */
+  int64_t n_tokens[ZZ_GOLDEN_MAX_PROMPTS];
+  int32_t tokens[ZZ_GOLDEN_MAX_PROMPTS][ZZ_GOLDEN_MAX_NEW];
+  double agreement;
 } zz_golden_report;
 
 /* Runs tests/fixtures/NAME's golden prompts on dev under policy (a policy line);

@@ -84,7 +84,7 @@ typedef struct zz_attn_job {
   size_t row_bytes; /* one position's K (or V) row of the cache */
 } zz_attn_job;
 
-/* Head hh's part of cache row kk of sequence i as f32: a pointer into an f32
+/* KV head hh's part of cache row kk of sequence i as f32: a pointer into an f32
  * cache, or widened (f16) / dequantized (Q4) into buf. */
 static const float *zz_kv_head(const zz_attn_job *j, const void *base, int64_t i, int64_t kk, int64_t hh,
                                float *buf) {
@@ -137,7 +137,7 @@ static void zz_attn_task(void *arg, int64_t task) {
   const zz_attn_args *a = &j->a;
   int64_t i = task / a->heads, hh = task % a->heads;
   int64_t h = a->heads * a->hd;
-  int64_t kvh = hh / (a->heads / a->kv_heads); /* grouped-query attention: the K/V head this query head reads */
+  int64_t kvh = hh / (a->heads / a->kv_heads); /* the K/V head query head hh reads (grouped-query) */
   float *scores = a->scratch + 2 * task * a->t, *sel = scores + a->t;
   float buf[ZZ_ATTN_MAX_HEAD_DIM];
   const float scale = 1.0f / sqrtf((float)a->hd);

@@ -146,7 +146,7 @@ extern "C" int zz_cuda_kv_append_q(const uint16_t *x, int64_t b, int64_t sq, int
 
 /* ---------------------------------------------------------------- attention */
 
-/* Element d of head hh of cache row kk of sequence i, f16 or Q4. */
+/* Element d of K/V head hh of cache row kk of sequence i, f16 or Q4. */
 __device__ static inline float zz_cq_kv(const unsigned char *base, int q4, zz_qfmt f, int64_t seq_bytes,
                                         int64_t row_bytes, int64_t head_bytes, int64_t i, int64_t kk, int64_t hh,
                                         int64_t hd, int64_t d) {
@@ -155,18 +155,16 @@ __device__ static inline float zz_cq_kv(const unsigned char *base, int q4, zz_qf
   return __half2float(((const __half *)row)[hh * hd + d]);
 }
 
-/* Block (i, hh, r): scores of the visible keys in scratch, softmax, top-k by
+/* Block (i, hh, r): query head hh reads K/V head hh / (heads / kv_heads); scores of the visible keys in scratch, softmax, top-k by
  * counting (ties at the threshold taken in key order, as the CPU does), then the
  * output from the kept V rows with their dense probabilities. */
 __global__ void zz_cq_attn_kernel(const __half *q, const unsigned char *k, const unsigned char *v, int q4, zz_qfmt f,
-                                  int64_t seq_bytes, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
-                                  int64_t kv_heads, int64_t hd, const int32_t *pad, double keep, __half *out,
-                                  float *scratch) {
+                                  int64_t seq_bytes, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                                  int64_t hd, const int32_t *pad, double keep, __half *out, float *scratch) {
   __shared__ float shm[32];
   int64_t blk = blockIdx.x, r = blk % sq, hh = (blk / sq) % heads, i = blk / sq / heads;
-  int64_t h = heads * hd;
+  int64_t h = heads * hd, kvh = hh / (heads / kv_heads);
   int64_t head_bytes = q4 ? zz_cq_row_bytes(f, hd) : hd * 2, row_bytes = kv_heads * head_bytes;
-  int64_t kvh = hh / (heads / kv_heads); /* grouped-query attention: the K/V head of this query head */
   float *s = scratch + blk * 2 * t, *kept = s + t;
   const __half *qr = q + (i * sq + r) * h + hh * hd;
   __half *o = out + (i * sq + r) * h + hh * hd;

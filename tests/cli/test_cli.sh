@@ -405,6 +405,10 @@ zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-hw.json --gpu-bat
 check "bench --hw with a policy keeps it and adds the predicted throughputs to --json" \
   eval '[ "$RC" -eq 0 ] && has "\"predicted\": {\"prefill_tok_s\"" outp && has "gbs=2 num_gb=1" outp && ! has "no policy given" err'
 
+zz "${GEN[@]}" --prompts golden_text.jsonl --out hwplanned.jsonl --no-progress --hw tiny-hw.json
+check "generate --hw without a policy plans for its shape, says so, and gives the golden tokens" \
+  eval 'golden_ok hwplanned.jsonl && has "no policy given: the planner" err && has "predicted for full blocks" err'
+
 zz plan --model opt-6.7b --hw "$HW/t4-gcp.json" --prompt-len 512 --gen-len 32 --json
 plan_json_ok() {
   [ "$RC" -eq 0 ] && [ "$(grep -c . outp)" -eq 1 ] && grep -qxE '\{.*\}' outp || return 1
@@ -438,7 +442,8 @@ check "plan with a missing hardware file names it" eval '[ "$RC" -ne 0 ] && has 
 echo '{"name": "x", "device": "cpu"}' >bad-hw.json
 zz plan --model opt-125m --hw bad-hw.json
 check "plan with an incomplete hardware file names the missing field" eval '[ "$RC" -ne 0 ] && has "is missing" err'
-# ------------------------------------------------------------ i. perplexity and compression
+
+# ------------------------------------------------------------ j. perplexity and compression
 
 TRAINED="$FX/trained-opt"
 zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95

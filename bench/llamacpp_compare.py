@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""llamacpp_compare.py — zigzag beside llama.cpp on this machine, in one run.
+
+One LLaMA-7B-shaped model truncated to a few layers (hidden 4096, 32 heads,
+32 K/V heads, intermediate 11008, vocabulary 32000 by default; --layers of the
+32), random weights, the same shapes for both engines:
+
+  zigzag     a directory with only config.json, run with `zigzag bench --dummy`
+             (deterministic random weights, f32 on the CPU device);
+  llama.cpp  a GGUF written here with the `gguf` package (random f32 weights, a
+             synthetic SentencePiece-style vocabulary: <unk> <s> </s>, 256 byte
+             tokens, then "▁tN"), converted to f16 and Q4_0 by llama.cpp's own
+             llama_model_quantize; run through llama-cpp-python's low-level API
+             as llama-batched-bench does it: B sequences of the same prompt
+             length prefilled in n_batch chunks (logits for the last token of
+             each), then gen-1 steps of B tokens (logits for all).
+
+Both report FlexGen's definitions, which `zigzag bench` uses: prefill tok/s =
+B * prompt / prefill time, decode tok/s = B * (gen - 1) / decode time, warm-up
+excluded. Threads: --threads for both (zigzag --threads and
+OPENBLAS_NUM_THREADS, llama.cpp n_threads and n_threads_batch).
+
+zigzag's CPU device computes in f32 only (f16 is the GPU device's dtype) and
+4-bit weights come with compression (#12): a zigzag configuration the binary
+refuses is reported as such and the run goes on.
+
+  /work/venv-lcpp/bin/python bench/llamacpp_compare.py --zigzag build/zigzag
+
+Prints one CSV row per (engine, dtype, batch), then the ratios zigzag / llama.cpp.
+Not a test. Exit 0 with a "skip:" line when llama-cpp-python or gguf is missing.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--zigzag", default="build/zigzag")
+    p.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "zz-lcpp-compare"))
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--vocab", type=int, default=32000)
+    p.add_argument("--prompt-len", type=int, default=128)
+    p.add_argument("--gen-len", type=int, default=16)
+    p.add_argument("--batches", default="1,16,64")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--dtypes", default="f32,f16,q4_0", help="llama.cpp weight types (zigzag: f32, and 4-bit beside q4_0)")
+    p.add_argument("--one", nargs=3, metavar=("GGUF", "KVTYPE", "BATCH"), help=argparse.SUPPRESS)
+    return p.parse_args()
+
+
+# the model's shapes: llama-7b's layer, truncated depth; one dict for both engines
+def shapes(a):
+    return dict(hidden=4096, heads=32, kv_heads=32, inter=11008, layers=a.layers, vocab=a.vocab,
+                ctx=2048, eps=1e-6, theta=10000.0)
+
+
+def write_config(d, s):
+    os.makedirs(d, exist_ok=True)
+    cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": s["hidden"],
+           "intermediate_size": s["inter"], "num_attention_heads": s["heads"], "num_key_value_heads": s["kv_heads"],
+           "num_hidden_layers": s["layers"], "vocab_size": s["vocab"], "max_position_embeddings": s["ctx"],
+           "rms_norm_eps": s["eps"], "rope_theta": s["theta"], "hidden_act": "silu", "tie_word_embeddings": False,
+           "bos_token_id": 1, "eos_token_id": 2}
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+
+
+def write_gguf(path, s):
+    """A random f32 LLaMA GGUF with llama.cpp's tensor names."""
+    import gguf
+    import numpy as np
+    rng = np.random.default_rng(0)
+    h, f, v, L = s["hidden"], s["inter"], s["vocab"], s["layers"]
+    kvd = s["kv_heads"] * (h // s["heads"])
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_name("llama-7b-shaped-%dL-random" % L)
+    w.add_context_length(s["ctx"])
+    w.add_embedding_length(h)
+    w.add_block_count(L)
+    w.add_feed_forward_length(f)
+    w.add_head_count(s["heads"])
+    w.add_head_count_kv(s["kv_heads"])
+    w.add_rope_dimension_count(h // s["heads"])
+    w.add_layer_norm_rms_eps(s["eps"])
+    w.add_rope_freq_base(s["theta"])
+    w.add_file_type(0)  # all f32
+    toks = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)]
+    types = [2, 3, 3] + [6] * 256  # unknown, control, control, byte
+    toks += ["\u2581t%d" % i for i in range(v - len(toks))]
+    types += [1] * (v - len(types))
+    w.add_tokenizer_model("llama")
+    w.add_token_list(toks)
+    w.add_token_scores([-float(i) for i in range(v)])
+    w.add_token_types(types)
+    w.add_unk_token_id(0)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+
+    def mat(rows, cols):
+        return (rng.standard_normal((rows, cols), dtype=np.float32) * 0.02).astype(np.float32)
+
+    ones = np.ones(h, dtype=np.float32)
+    w.add_tensor("token_embd.weight", mat(v, h))
+    for i in range(L):
+        b = "blk.%d." % i
+        w.add_tensor(b + "attn_norm.weight", ones)
+        w.add_tensor(b + "attn_q.weight", mat(h, h))
+        w.add_tensor(b + "attn_k.weight", mat(kvd, h))
+        w.add_tensor(b + "attn_v.weight", mat(kvd, h))
+        w.add_tensor(b + "attn_output.weight", mat(h, h))
+        w.add_tensor(b + "ffn_norm.weight", ones)
+        w.add_tensor(b + "ffn_gate.weight", mat(f, h))
+        w.add_tensor(b + "ffn_up.weight", mat(f, h))
+        w.add_tensor(b + "ffn_down.weight", mat(h, f))
+    w.add_tensor("output_norm.weight", ones)
+    w.add_tensor("output.weight", mat(v, h))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def lcpp_fn(lc, *names):
+    for n in names:
+        if hasattr(lc, n):
+            return getattr(lc, n)
+    raise RuntimeError("llama_cpp has none of %s" % (names,))
+
+
+FTYPES = {"f16": 1, "q4_0": 2}  # LLAMA_FTYPE_MOSTLY_F16, LLAMA_FTYPE_MOSTLY_Q4_0
+GGML_TYPE = {"f32": 0, "f16": 1}
+
+
+def quantize(src, dst, dtype, threads):
+    import llama_cpp as lc
+    qp = lc.llama_model_quantize_default_params()
+    qp.ftype = FTYPES[dtype]
+    qp.nthread = threads
+    rc = lc.llama_model_quantize(src.encode(), dst.encode(), qp)
+    if rc != 0:
+        raise RuntimeError("llama_model_quantize %s -> %s (%s) returned %d" % (src, dst, dtype, rc))
+
+
+def lcpp_one(a, gguf_path, kv_type, B):
+    """One batch size on one GGUF, in its own process (memory goes back after)."""
+    import llama_cpp as lc
+    P, G, T = a.prompt_len, a.gen_len, a.threads
+    lc.llama_backend_init()
+    mp = lc.llama_model_default_params()
+    model = lcpp_fn(lc, "llama_model_load_from_file", "llama_load_model_from_file")(gguf_path.encode(), mp)
+    if not model:
+        raise RuntimeError("llama.cpp could not load %s" % gguf_path)
+    cp = lc.llama_context_default_params()
+    cp.n_ctx = ((B * (P + G) + 255) // 256) * 256
+    cp.n_batch = min(2048, max(B * P, B))
+    cp.n_ubatch = min(512, cp.n_batch)
+    cp.n_seq_max = B
+    cp.n_threads = T
+    cp.n_threads_batch = T
+    cp.type_k = GGML_TYPE[kv_type]
+    cp.type_v = GGML_TYPE[kv_type]
+    ctx = lcpp_fn(lc, "llama_init_from_model", "llama_new_context_with_model")(model, cp)
+    if not ctx:
+        raise RuntimeError("llama.cpp could not make a context (n_ctx %d, %d sequences)" % (cp.n_ctx, B))
+    nv = a.vocab
+    batch = lc.llama_batch_init(cp.n_batch, 0, 1)
+
+    def run(tokens):  # tokens: list of (id, pos, seq, want_logits); decoded in n_batch chunks
+        for c in range(0, len(tokens), cp.n_batch):
+            chunk = tokens[c:c + cp.n_batch]
+            for i, (t, p, sq, lg) in enumerate(chunk):
+                batch.token[i] = t
+                batch.pos[i] = p
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = sq
+                batch.logits[i] = lg
+            batch.n_tokens = len(chunk)
+            rc = lc.llama_decode(ctx, batch)
+            if rc != 0:
+                raise RuntimeError("llama_decode returned %d (batch %d)" % (rc, B))
+
+    def tok(sq, p):  # deterministic ids outside the special and byte tokens
+        return 259 + (sq * 7919 + p * 104729) % (nv - 259)
+
+    clear = None
+    for n in ("llama_kv_self_clear", "llama_kv_cache_clear"):
+        if hasattr(lc, n):
+            clear = getattr(lc, n)
+            break
+    if clear is None and hasattr(lc, "llama_get_memory"):
+        def clear(c):
+            lc.llama_memory_clear(lc.llama_get_memory(c), True)
+    # warm-up as zigzag bench's: one sequence, one token, then one step
+    run([(tok(0, 0), 0, 0, 1)])
+    run([(tok(0, 1), 1, 0, 1)])
+    clear(ctx)
+    t0 = time.perf_counter()
+    run([(tok(sq, p), p, sq, 1 if p == P - 1 else 0) for sq in range(B) for p in range(P)])
+    t1 = time.perf_counter()
+    for g in range(1, G):
+        run([(tok(sq, P + g), P + g - 1, sq, 1) for sq in range(B)])
+    t2 = time.perf_counter()
+    lc.llama_batch_free(batch)
+    lc.llama_free(ctx)
+    lcpp_fn(lc, "llama_model_free", "llama_free_model")(model)
+    print(json.dumps({"prefill_s": t1 - t0, "decode_s": t2 - t1,
+                      "prefill_tok_s": B * P / (t1 - t0), "decode_tok_s": B * (G - 1) / (t2 - t1)}))
+
+
+def zigzag_one(a, mdir, B, compress):
+    cmd = [a.zigzag, "bench", "--model", mdir, "--dummy", "--prompt-len", str(a.prompt_len), "--gen-len",
+           str(a.gen_len), "--gpu-batch-size", str(B), "--num-gpu-batches", "1", "--threads", str(a.threads),
+           "--attn-threads", str(a.threads), "--device", "cpu", "--json"]
+    if compress:
+        cmd.append("--compress-weight")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(a.threads))
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        msg = (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
+        return None, msg
+    return json.loads(r.stdout.strip().splitlines()[-1]), " ".join(cmd)
+
+
+def main():
+    a = parse()
+    try:
+        import llama_cpp  # noqa: F401
+        import gguf  # noqa: F401
+    except ImportError as e:
+        print("skip: llama-cpp-python and gguf are needed (%s); install them with pip into a venv and run "
+              "this script with its python" % e)
+        return 0
+    if a.one:
+        lcpp_one(a, a.one[0], a.one[1], int(a.one[2]))
+        return 0
+    s = shapes(a)
+    os.makedirs(a.workdir, exist_ok=True)
+    mdir = os.path.join(a.workdir, "zz-model")
+    write_config(mdir, s)
+    dtypes = [d for d in a.dtypes.split(",") if d]
+    paths = {"f32": os.path.join(a.workdir, "model-f32.gguf")}
+    if not os.path.exists(paths["f32"]):
+        print("writing %s ..." % paths["f32"], file=sys.stderr)
+        write_gguf(paths["f32"] + ".part", s)
+        os.rename(paths["f32"] + ".part", paths["f32"])
+    for d in dtypes:
+        if d != "f32":
+            paths[d] = os.path.join(a.workdir, "model-%s.gguf" % d)
+            if not os.path.exists(paths[d]):
+                print("quantizing to %s ..." % d, file=sys.stderr)
+                quantize(paths["f32"], paths[d] + ".part", d, a.threads)
+                os.rename(paths[d] + ".part", paths[d])
+    import llama_cpp
+    print("# llama-cpp-python %s; shapes %s; prompt %d, gen %d, threads %d" %
+          (getattr(llama_cpp, "__version__", "?"), json.dumps(s), a.prompt_len, a.gen_len, a.threads))
+    print("engine,dtype,batch,prefill_tok_s,decode_tok_s,prefill_s,decode_s")
+    rows = {}
+    for B in [int(x) for x in a.batches.split(",")]:
+        # zigzag f32 and 4-bit, llama.cpp in each dtype, alternated within the batch size
+        plan = [("zigzag", "f32")] + [("llama.cpp", d) for d in dtypes]
+        if "q4_0" in dtypes:
+            plan.append(("zigzag", "4bit"))
+        for eng, d in plan:
+            if eng == "zigzag":
+                got, info = zigzag_one(a, mdir, B, d == "4bit")
+                if got is None:
+                    print("# zigzag %s batch %d refused: %s" % (d, B, info))
+                    continue
+            else:
+                kv = "f32" if d == "f32" else "f16"
+                r = subprocess.run([sys.executable, os.path.abspath(__file__), "--prompt-len", str(a.prompt_len),
+                                    "--gen-len", str(a.gen_len), "--threads", str(a.threads), "--vocab",
+                                    str(a.vocab), "--one", paths[d], kv, str(B)], capture_output=True, text=True)
+                if r.returncode != 0:
+                    print("# llama.cpp %s batch %d failed: %s" % (d, B, r.stderr.strip()[-400:]))
+                    continue
+                got = json.loads(r.stdout.strip().splitlines()[-1])
+            rows[(eng, d, B)] = got
+            print("%s,%s,%d,%.3f,%.3f,%.3f,%.3f" % (eng, d, B, got["prefill_tok_s"], got["decode_tok_s"],
+                                                   got["prefill_s"], got["decode_s"]), flush=True)
+    print("ratio,zigzag_dtype/llama.cpp_dtype,batch,prefill,decode")
+    for (eng, d, B), z in sorted(rows.items(), key=lambda kv: (kv[0][2], kv[0][1])):
+        if eng != "zigzag":
+            continue
+        peers = ["f32", "f16"] if d == "f32" else ["q4_0"]
+        for p in peers:
+            l = rows.get(("llama.cpp", p, B))
+            if l:
+                print("ratio,%s/%s,%d,%.3f,%.3f" % (d, p, B, z["prefill_tok_s"] / l["prefill_tok_s"],
+                                                   z["decode_tok_s"] / l["decode_tok_s"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

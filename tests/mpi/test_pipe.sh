@@ -134,9 +134,21 @@ disk|--max-new-tokens 8 --percent 0 0 0 0 0 0 --offload-dir $W
 partial|--max-new-tokens 8 --percent 40 30 30 50 0 50 --offload-dir $W
 sampled|--max-new-tokens 30 --temperature 100 --seed 5
 topk|--max-new-tokens 12 --temperature 0.8 --top-k 20 --top-p 0.9 --seed 11
-compressed|--max-new-tokens 8 --percent 0 100 0 50 100 0 --compress-weight --compress-cache --attn-sparsity 0.5 --offload-dir $W
 EOF
   done
+  # 4-bit weights on the CPU tier, a 4-bit cache half on disk, top-k attention: hidden
+  # states cross uncompressed, each rank quantizes its own slice; same bytes as one process
+  args=("${GEN[@]}" --model "$FX/tiny-opt" --max-new-tokens 8 --percent 0 100 0 50 100 0 --compress-weight
+        --compress-cache --attn-sparsity 0.5 --offload-dir "$W")
+  if timeout 60 "$ZZ" "${args[@]}" --out one.jsonl </dev/null 2>err; then
+    for np in 2 3; do
+      mpi "$np" "${args[@]}" --num-inner-iterations "$np" --out m.jsonl
+      if [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl; then ok "tiny-opt compressed -np $np: same bytes (${secs}s)"
+      else bad "tiny-opt compressed -np $np: rc $rc or the output differs"; fi
+    done
+  else
+    bad "tiny-opt compressed: one process failed"
+  fi
   # the sampled run does cover EOS: some sequence stops before 30 tokens
   timeout 60 "$ZZ" "${GEN[@]}" --model "$FX/tiny-opt" --max-new-tokens 30 --temperature 100 --seed 5 --out one.jsonl </dev/null 2>err
   grep -o '"output_ids":\[[^]]*\]' one.jsonl | awk -F, 'NF < 30 {s++} END {exit !s}' ||

@@ -27,6 +27,7 @@
 #define ZZ_KERNELS_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -169,6 +170,25 @@ void zz_cpu_layernorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, con
 /* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b[out] when b) (then ReLU when relu). */
 void zz_cpu_linear(const float *x, int64_t n, int64_t in, const float *w, const float *b,
                    int64_t out, float *y, int relu);
+/* The CPU device's linear (kernels/cpu/gemm.c): w [out, in] in f32 or bf16 in its
+ * natural row-major layout, register-blocked dot products along in on the pool's
+ * threads, split over output columns (AVX-512 / AVX-512 BF16 micro-kernels chosen
+ * at run time, portable C otherwise). bf16: x is rounded to bf16 once into xb
+ * (zz_cpu_gemm_scratch bytes; NULL when that is 0), products accumulate in f32.
+ * zz_cpu_linear_w picks: bf16 always here; f32 here for small n
+ * (zz_cpu_gemm_small: decode), OpenBLAS's sgemm (zz_cpu_linear) otherwise. */
+void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
+                 int64_t out, float *y, int relu, void *xb);
+void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt,
+                     const float *b, int64_t out, float *y, int relu, void *xb);
+size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt);
+bool zz_cpu_gemm_small(int64_t n);
+/* Tests and benches: the portable C micro-kernels even where AVX-512 is present. */
+void zz_cpu_gemm_portable(bool on);
+/* out[i, :] = row ids[i] of a bf16 table [rows, dim] widened to f32; add: += instead. */
+void zz_cpu_rows_bf16(const uint16_t *table, int64_t dim, const int32_t *ids, int64_t n, float *out, int add);
+/* The CPU runs vdpbf16ps (avx512_bf16 with avx512f/bw/vl): bf16 weights at speed. */
+bool zz_cpu_has_bf16(void);
 /* y[i] = a[i] + b[i]; y may alias a or b. */
 void zz_cpu_add(const float *a, const float *b, int64_t n, float *y);
 /* cache[i, pos + r, :] = x[i, r, :] for i < b, r < sq; the cache has batch stride

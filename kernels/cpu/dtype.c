@@ -135,3 +135,11 @@ void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, in
     default: break;
   }
 }
+
+void zz_cpu_rows_bf16(const uint16_t *table, int64_t dim, const int32_t *ids, int64_t n, float *out, int add) {
+  for (int64_t i = 0; i < n; i++) {
+    const uint16_t *row = table + (int64_t)ids[i] * dim;
+    float *o = out + i * dim;
+    for (int64_t j = 0; j < dim; j++) o[j] = add ? o[j] + zz_bf16_to_f32(row[j]) : zz_bf16_to_f32(row[j]);
+  }
+}

@@ -1,4 +1,5 @@
 /* bench_util.c — the warm-up and timed block the engine benchmarks share. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "bench_util.h"
@@ -36,4 +37,30 @@ zz_status zz_bench_block(zz_engine *eng, int64_t b, int64_t s, int64_t n, zz_ben
   free(ids);
   free(lens);
   return st;
+}
+
+float *zz_bench_fill(int64_t n, uint64_t seed) {
+  float *x = malloc((size_t)n * sizeof *x);
+  if (!x) {
+    fprintf(stderr, "bench: out of memory for %lld floats\n", (long long)n);
+    exit(1);
+  }
+  zz_rng r;
+  zz_rng_seed(&r, seed, 0);
+  for (int64_t i = 0; i < n; i++) x[i] = (float)zz_rng_uniform(&r) - 0.5f;
+  return x;
+}
+
+double zz_bench_best(void (*fn)(void *arg), void *arg, int reps, double min_s) {
+  double best = 1e30;
+  for (int rep = 0; rep < reps; rep++) {
+    int iters = 0;
+    double t0 = zz_now(), t;
+    do {
+      fn(arg);
+      iters++;
+    } while ((t = zz_now() - t0) < min_s);
+    if (t / iters < best) best = t / iters;
+  }
+  return best;
 }

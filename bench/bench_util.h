@@ -12,4 +12,9 @@ typedef struct zz_bench_timing {
 /* Generates 2 tokens for one prompt (warm-up, excluded), then n tokens for b
  * prompts of s random ids each (EOS ignored), timed. ZZ_OK or the engine's error. */
 zz_status zz_bench_block(zz_engine *eng, int64_t b, int64_t s, int64_t n, zz_bench_timing *out);
+/* n floats uniform in [-0.5, 0.5) from seed (exits on no memory). */
+float *zz_bench_fill(int64_t n, uint64_t seed);
+/* Seconds per call of fn(arg): the best of reps repetitions, each calling it for
+ * at least min_s seconds (and at least once). */
+double zz_bench_best(void (*fn)(void *arg), void *arg, int reps, double min_s);
 #endif

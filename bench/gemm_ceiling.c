@@ -16,35 +16,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zz_runtime.h"
+#include "bench_util.h"
 
-static float *zz_fill(int64_t n, uint64_t seed) {
-  float *x = malloc((size_t)n * sizeof *x);
-  zz_rng r;
-  zz_rng_seed(&r, seed, 0);
-  for (int64_t i = 0; i < n; i++) x[i] = (float)zz_rng_uniform(&r) - 0.5f;
-  return x;
+typedef struct zz_lin_call {
+  const float *x, *w, *b;
+  int64_t n, in, out;
+  float *y;
+} zz_lin_call;
+
+static void zz_lin_run(void *arg) {
+  const zz_lin_call *c = arg;
+  zz_cpu_linear(c->x, c->n, c->in, c->w, c->b, c->out, c->y, 0);
 }
 
 /* Best of several timed repetitions, each at least ~0.2 s. */
 static double zz_time_linear(const float *x, int64_t n, int64_t in, const float *w, const float *b, int64_t out,
                              float *y) {
-  double best = 1e30;
-  for (int rep = 0; rep < 5; rep++) {
-    int iters = 0;
-    double t0 = zz_now(), t;
-    do {
-      zz_cpu_linear(x, n, in, w, b, out, y, 0);
-      iters++;
-    } while ((t = zz_now() - t0) < 0.2);
-    if (t / iters < best) best = t / iters;
-  }
-  return best;
+  zz_lin_call c = {x, w, b, n, in, out, y};
+  return zz_bench_best(zz_lin_run, &c, 5, 0.2);
 }
 
 static double zz_read_bandwidth(void) {
   int64_t n = 64 << 20; /* 256 MiB of floats: past every cache */
-  float *a = zz_fill(n, 1);
+  float *a = zz_bench_fill(n, 1);
   volatile float sink = 0;
   double best = 1e30;
   for (int rep = 0; rep < 5; rep++) {
@@ -70,7 +64,7 @@ int main(int argc, char **argv) {
   const char *batches = argc > 3 ? argv[3] : "1,8,32,64";
 
   int64_t sq = 2048;
-  float *A = zz_fill(sq * sq, 2), *B = zz_fill(sq * sq, 3), *C = zz_fill(sq * sq, 4);
+  float *A = zz_bench_fill(sq * sq, 2), *B = zz_bench_fill(sq * sq, 3), *C = zz_bench_fill(sq * sq, 4);
   double t_peak = zz_time_linear(A, sq, sq, B, NULL, sq, C);
   double peak = 2.0 * sq * sq * sq / t_peak;
   free(A), free(B), free(C);
@@ -89,7 +83,7 @@ int main(int argc, char **argv) {
     if (n < 1) continue;
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
       int64_t in = ops[k].in, out = ops[k].out;
-      float *x = zz_fill(n * in, 5), *w = zz_fill(in * out, 6), *b = zz_fill(out, 7), *y = zz_fill(n * out, 8);
+      float *x = zz_bench_fill(n * in, 5), *w = zz_bench_fill(in * out, 6), *b = zz_bench_fill(out, 7), *y = zz_bench_fill(n * out, 8);
       double t = zz_time_linear(x, n, in, w, b, out, y);
       double flops = 2.0 * n * in * out / t;
       double bytes = ((double)in * out + (double)n * (in + out)) * 4 / t;

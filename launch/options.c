@@ -79,6 +79,9 @@ static const zz_opt_def zz_opt_table[] = {
     {"threads", "ZZ_THREADS", ZZ_OPT_INT, ZZ_O(threads), "0", "CPU compute threads; 0 = all cores", false, 0, ZZ_POOL_MAX_THREADS, false},
     {"attn-threads", "ZZ_ATTN_THREADS", ZZ_OPT_INT, ZZ_O(attn_threads), "0",
      "CPU attention threads (beside a cache off the device; any device); 0 = all cores", false, 0, ZZ_POOL_MAX_THREADS, false},
+    {"cpu-dtype", "ZZ_CPU_DTYPE", ZZ_OPT_STR, ZZ_O(cpu_dtype), "f32",
+     "cpu device: dtype of weight matrices, f32 (the reference) or bf16 (half the bytes; avx512_bf16 kernels where the "
+     "CPU has them); vectors, activations and the KV cache stay f32", false, 0, 0, false},
     {"num-inner-iterations", "ZZ_NUM_INNER_ITERATIONS", ZZ_OPT_INT, ZZ_O(num_inner_iterations), "0",
      "mpirun: micro-batch groups T per block (FlexGen's name), each gbs x num-gpu-batches prompts; 0 = the number of ranks",
      false, 0, 1024, false},
@@ -380,10 +383,26 @@ zz_status zz_opts_device(const zz_opts *o, zz_device **out) { return zz_opts_dev
 zz_status zz_opts_device_at(const zz_opts *o, int ordinal, zz_device **out) {
   size_t cap = 0;
   ZZ_CHECK(zz_parse_bytes(o->gpu_mem, &cap));
-  if (strcmp(o->device, "cpu") == 0) return zz_device_create_cpu(cap, o->threads, o->attn_threads, out);
-  if (strcmp(o->device, "cuda") == 0) return zz_device_create_cuda(ordinal, cap, o->attn_threads, out);
-  if (strcmp(o->device, "auto") == 0) return zz_device_create_best(cap, o->threads, o->attn_threads, out);
-  return zz_error(ZZ_ERR_INVALID_ARG, "--device %s: want auto, cpu or cuda", o->device);
+  zz_dtype wdt = ZZ_DTYPE_F32;
+  const char *cd = o->cpu_dtype ? o->cpu_dtype : "f32";
+  if (strcmp(cd, "bf16") == 0)
+    wdt = ZZ_DTYPE_BF16;
+  else if (strcmp(cd, "f32") != 0)
+    return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-dtype %s: want f32 or bf16", cd);
+  zz_status st;
+  if (strcmp(o->device, "cpu") == 0)
+    st = zz_device_create_cpu(cap, o->threads, o->attn_threads, out);
+  else if (strcmp(o->device, "cuda") == 0)
+    st = zz_device_create_cuda(ordinal, cap, o->attn_threads, out);
+  else if (strcmp(o->device, "auto") == 0)
+    st = zz_device_create_best(cap, o->threads, o->attn_threads, out);
+  else
+    return zz_error(ZZ_ERR_INVALID_ARG, "--device %s: want auto, cpu or cuda", o->device);
+  if (st == ZZ_OK && (st = zz_device_set_weight_dtype(*out, wdt)) != ZZ_OK) {
+    zz_device_destroy(*out);
+    *out = NULL;
+  }
+  return st;
 }
 
 int zz_report_failure(zz_status st) {

@@ -32,6 +32,7 @@ typedef struct zz_opts {
   const char *gpu_mem;
   int threads;      /* CPU device compute threads (0: all cores) */
   int attn_threads; /* CPU attention threads, any device (0: all cores) */
+  const char *cpu_dtype; /* CPU device: dtype of weight matrices, f32 or bf16 */
   bool resume, progress, no_progress;
   const char *text; /* tokenize's argument */
   const char *text_file; /* perplexity: --text FILE */

@@ -153,6 +153,18 @@ zz_status zz_device_create_best(size_t capacity, int threads, int attn_threads, 
   return zz_device_create_cpu(capacity, threads, attn_threads, out);
 }
 
+zz_status zz_device_set_weight_dtype(zz_device *dev, zz_dtype dt) {
+  if (dt != ZZ_DTYPE_F32 && dt != ZZ_DTYPE_BF16)
+    return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-dtype %s: want f32 or bf16", zz_dtype_name(dt));
+  if (dt == ZZ_DTYPE_BF16 && strcmp(dev->ops->name, "cpu") != 0)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "--cpu-dtype bf16: weights in bf16 are an option of the cpu device, and this run's device is %s "
+                    "(--device cpu)",
+                    dev->ops->name);
+  dev->bf16_weights = dt == ZZ_DTYPE_BF16;
+  return ZZ_OK;
+}
+
 void zz_device_destroy(zz_device *dev) {
   if (!dev) return;
   zz_device_ranges *rs = dev->ranges;

@@ -6,8 +6,12 @@
  * machine without a GPU. Compute dtype is f32; upload/download convert to and
  * from the storage dtype. Copies complete before returning, so sync has nothing
  * to wait for. Layernorm and attention run on dev->pool (device.c creates it
- * with the device's thread count); GEMMs on OpenBLAS's threads.
+ * with the device's thread count); so do linears on decode-sized inputs and on
+ * bf16 weights (kernels/cpu/gemm.c), larger f32 ones on OpenBLAS's threads.
+ * With --cpu-dtype bf16 weight matrices arrive in bf16 and are computed on as
+ * they are (zz_device.bf16_weights); everything else stays f32.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,6 +20,9 @@
 
 typedef struct zz_cpu_dev {
   size_t used; /* bytes allocated through alloc() */
+  pthread_mutex_t xb_mu; /* guards xb while a linear uses it */
+  void *xb;              /* x rounded to bf16 for a bf16 linear; grows, never shrinks */
+  size_t xb_bytes;
 } zz_cpu_dev;
 
 /* Each allocation carries its size in front so free() can give the bytes back. */
@@ -100,6 +107,10 @@ static zz_status zz_cpu_sync(zz_device *dev, zz_lane lane) {
 static zz_status zz_cpu_embed(zz_device *dev, const void *table, zz_dtype table_dt, int64_t dim,
                               const int32_t *ids, int64_t n, void *out) {
   (void)dev;
+  if (table_dt == ZZ_DTYPE_BF16) {
+    zz_cpu_rows_bf16(table, dim, ids, n, out, 0);
+    return ZZ_OK;
+  }
   ZZ_CPU_F32(table_dt);
   zz_cpu_embed_rows(table, dim, ids, n, out);
   return ZZ_OK;
@@ -108,6 +119,10 @@ static zz_status zz_cpu_embed(zz_device *dev, const void *table, zz_dtype table_
 static zz_status zz_cpu_addrows(zz_device *dev, void *x, int64_t dim, const void *table,
                                 zz_dtype table_dt, const int32_t *ids, int64_t n) {
   (void)dev;
+  if (table_dt == ZZ_DTYPE_BF16) {
+    zz_cpu_rows_bf16(table, dim, ids, n, x, 1);
+    return ZZ_OK;
+  }
   ZZ_CPU_F32(table_dt);
   zz_cpu_add_rows(x, dim, table, ids, n);
   return ZZ_OK;
@@ -122,10 +137,22 @@ static zz_status zz_cpu_ln(zz_device *dev, const void *x, int64_t n, int64_t dim
 
 static zz_status zz_cpu_lin(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w,
                             zz_dtype w_dt, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu) {
-  (void)dev;
-  ZZ_CPU_F32(w_dt);
+  zz_cpu_dev *c = dev->impl;
+  ZZ_ASSERT(w_dt == ZZ_DTYPE_F32 || w_dt == ZZ_DTYPE_BF16);
   if (b) ZZ_CPU_F32(b_dt);
-  zz_cpu_linear(x, n, in, w, b, out, y, relu);
+  size_t need = zz_cpu_gemm_scratch(n, in, w_dt);
+  pthread_mutex_lock(&c->xb_mu);
+  if (need > c->xb_bytes) {
+    void *p = realloc(c->xb, need);
+    if (!p) {
+      pthread_mutex_unlock(&c->xb_mu);
+      char a[32];
+      return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: linear: %s for x in bf16", zz_format_bytes(need, a, sizeof a));
+    }
+    c->xb = p, c->xb_bytes = need;
+  }
+  zz_cpu_linear_w(dev->pool, x, n, in, w, w_dt, b, out, y, relu, c->xb);
+  pthread_mutex_unlock(&c->xb_mu);
   return ZZ_OK;
 }
 
@@ -212,8 +239,10 @@ static zz_status zz_cpu_attn_ex(zz_device *dev, const void *q, const void *k, co
   return ZZ_OK;
 }
 
-/* The compute dtype everywhere, and Q4 weights and caches (kernels/cpu/quant.c). */
+/* The compute dtype everywhere, Q4 weights and caches (kernels/cpu/quant.c), and
+ * bf16 weight matrices (kernels/cpu/gemm.c). */
 static bool zz_cpu_supports(const zz_device *dev, zz_op op, zz_dtype dt) {
+  if (dt == ZZ_DTYPE_BF16 && (op == ZZ_OP_LINEAR || op == ZZ_OP_EMBED_ROWS || op == ZZ_OP_ADD_ROWS)) return true;
   if (dt == ZZ_DTYPE_Q4)
     return op == ZZ_OP_LINEAR || op == ZZ_OP_EMBED_ROWS || op == ZZ_OP_ADD_ROWS || op == ZZ_OP_KV_APPEND ||
            op == ZZ_OP_ATTENTION || op == ZZ_OP_ATTENTION_SPARSE;
@@ -221,6 +250,9 @@ static bool zz_cpu_supports(const zz_device *dev, zz_op op, zz_dtype dt) {
 }
 
 static void zz_cpu_destroy(zz_device *dev) {
+  zz_cpu_dev *c = dev->impl;
+  pthread_mutex_destroy(&c->xb_mu);
+  free(c->xb);
   free(dev->impl);
   dev->impl = NULL;
 }
@@ -261,6 +293,7 @@ static const zz_device_ops zz_cpu_ops = {
 zz_status zz_device_cpu_open(zz_device *dev, size_t capacity) {
   zz_cpu_dev *c = calloc(1, sizeof *c);
   if (!c) return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: out of memory");
+  pthread_mutex_init(&c->xb_mu, NULL);
   dev->ops = &zz_cpu_ops;
   dev->impl = c;
   dev->capacity = capacity ? capacity : zz_host_memory_bytes();

@@ -28,6 +28,9 @@ static zz_status zz_engine_spec(const zz_device *dev, const zz_model *m, const z
         zz_device_supports(dev, ZZ_OP_ADD_ROWS, ZZ_DTYPE_Q4)))
     return zz_error(ZZ_ERR_UNSUPPORTED, "policy: --compress-weight: the %s device has no kernels for 4-bit weights",
                     dev->ops->name);
+  if (o->policy.compress_weight && dev->bf16_weights)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "--cpu-dtype bf16 with --compress-weight: weights are either 4-bit or bf16; give one of them");
   if (o->policy.compress_cache &&
       !(zz_device_supports(dev, ZZ_OP_KV_APPEND, ZZ_DTYPE_Q4) && zz_device_supports(dev, ZZ_OP_ATTENTION, ZZ_DTYPE_Q4)))
     return zz_error(ZZ_ERR_UNSUPPORTED, "policy: --compress-cache: the %s device has no kernels for a 4-bit cache",
@@ -42,7 +45,7 @@ static zz_status zz_engine_spec(const zz_device *dev, const zz_model *m, const z
   *out = (zz_plan_spec){
       .policy = o->policy, .shape = o->shape, .layer_begin = o->layer_begin, .layer_end = o->layer_end,
       .n_groups = o->n_groups < 1 ? 1 : o->n_groups, .compute_dtype = dev->ops->compute_dtype,
-      .store_dtype = c->dtype, .workspace = wp > wd ? wp : wd};
+      .store_dtype = c->dtype, .bf16_weights = dev->bf16_weights, .workspace = wp > wd ? wp : wd};
   if (out->layer_begin == 0 && out->layer_end == 0) out->layer_end = m->n_layers;
   return ZZ_OK;
 }

@@ -102,14 +102,14 @@ static zz_status zz_plan_weights(zz_builder *b, const zz_model *m) {
       if (!ws->ndim) continue;
       /* what the checkpoint read gives (quantized in place when compressed) */
       size_t sb = zz_weight_bytes(ws, s->store_dtype);
-      zz_dtype hdt = zz_weight_dtype(ws, dt, q);
+      zz_dtype hdt = zz_weight_dtype_b(ws, dt, q, s->bf16_weights);
       size_t hb = zz_weight_bytes_q(ws, hdt, q ? *q : ZZ_QFMT_DEFAULT);
       ZZ_CHECK(zz_add(b, ZZ_BUF_WEIGHT, i, k, 0, t, ZZ_PURPOSE_WEIGHTS, hdt, ws->ndim, ws->shape, hb, ZZ_ALIGN));
       if (zz_align_up(sb, ZZ_DISK_ALIGN) > load) load = zz_align_up(sb, ZZ_DISK_ALIGN);
       if (t == ZZ_TIER_DISK && zz_align_up(hb, ZZ_DISK_ALIGN) > stage) stage = zz_align_up(hb, ZZ_DISK_ALIGN);
     }
     if (t != ZZ_TIER_GPU) {
-      size_t lb = zz_layer_weight_layout_q(l, s->compute_dtype, q, ZZ_ALIGN, NULL);
+      size_t lb = zz_layer_weight_layout_b(l, s->compute_dtype, q, s->bf16_weights, ZZ_ALIGN, NULL);
       if (lb > slot) slot = lb;
       p->any_offload[ZZ_PURPOSE_WEIGHTS] = true;
       if (t == ZZ_TIER_DISK) p->any_disk[ZZ_PURPOSE_WEIGHTS] = true;

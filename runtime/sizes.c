@@ -26,18 +26,28 @@ size_t zz_weight_bytes_q(const zz_weight_spec *w, zz_dtype dt, zz_qfmt q) {
 
 size_t zz_weight_bytes(const zz_weight_spec *w, zz_dtype dt) { return zz_weight_bytes_q(w, dt, ZZ_QFMT_DEFAULT); }
 
+zz_dtype zz_weight_dtype_b(const zz_weight_spec *w, zz_dtype dt, const zz_qfmt *q, bool bf16) {
+  if (w->ndim != 2) return dt;
+  return q ? ZZ_DTYPE_Q4 : bf16 ? ZZ_DTYPE_BF16 : dt;
+}
+
 zz_dtype zz_weight_dtype(const zz_weight_spec *w, zz_dtype dt, const zz_qfmt *q) {
-  return q && w->ndim == 2 ? ZZ_DTYPE_Q4 : dt;
+  return zz_weight_dtype_b(w, dt, q, false);
 }
 
 size_t zz_layer_weight_layout_q(const zz_layer *l, zz_dtype dt, const zz_qfmt *q, size_t align,
+                                size_t off_out[ZZ_MAX_LAYER_WEIGHTS]) {
+  return zz_layer_weight_layout_b(l, dt, q, false, align, off_out);
+}
+
+size_t zz_layer_weight_layout_b(const zz_layer *l, zz_dtype dt, const zz_qfmt *q, bool bf16, size_t align,
                                 size_t off_out[ZZ_MAX_LAYER_WEIGHTS]) {
   size_t off = 0;
   for (int k = 0; k < ZZ_MAX_LAYER_WEIGHTS; k++) {
     const zz_weight_spec *w = &l->weights[k];
     bool present = k < l->n_weights && w->ndim;
     if (off_out) off_out[k] = present ? off : SIZE_MAX;
-    if (present) off += zz_align_up(zz_weight_bytes_q(w, zz_weight_dtype(w, dt, q), q ? *q : ZZ_QFMT_DEFAULT), align);
+    if (present) off += zz_align_up(zz_weight_bytes_q(w, zz_weight_dtype_b(w, dt, q, bf16), q ? *q : ZZ_QFMT_DEFAULT), align);
   }
   return off;
 }

@@ -24,6 +24,23 @@ static zz_status zz_weights_quantize_load(zz_engine *e, const zz_weight_spec *w,
   return ZZ_OK;
 }
 
+/* Rounds the n elements (in dt) just read into the load buffer to bf16 in place,
+ * once, here: a chunk at a time through a buffer, each written where no unread
+ * source element lies (bf16 elements are never wider than the source's). */
+static void zz_weights_round_load(zz_engine *e, zz_dtype dt, int64_t n) {
+  uint16_t chunk[1024];
+  size_t sb = zz_dtype_nbytes(dt, 1);
+  for (int64_t i = 0; i < n; i += 1024) {
+    int64_t m = n - i < 1024 ? n - i : 1024;
+    zz_convert(dt, e->w.load + (size_t)i * sb, ZZ_DTYPE_BF16, chunk, m);
+    memcpy(e->w.load + (size_t)i * sizeof *chunk, chunk, (size_t)m * sizeof *chunk);
+  }
+}
+
+/* A home whose bytes are already the device's (Q4, or bf16 weights: the CPU
+ * device computes on them as stored), moved without conversion. */
+static bool zz_weights_as_is(const zz_tensor *h) { return h->dtype == ZZ_DTYPE_Q4 || h->dtype == ZZ_DTYPE_BF16; }
+
 zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
   zz_device *dev = e->dev;
   zz_dtype sdt = e->plan.spec.store_dtype;
@@ -44,9 +61,12 @@ zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
         /* quantized once, here, into the home tier; every later transfer moves these bytes */
         ZZ_CHECK(zz_weights_quantize_load(e, w, sdt, h->q));
         sbytes = zz_weight_bytes_q(w, ZZ_DTYPE_Q4, h->q);
+      } else if (h->dtype == ZZ_DTYPE_BF16 && sdt != ZZ_DTYPE_BF16) {
+        zz_weights_round_load(e, sdt, n);
+        sbytes = zz_weight_bytes(w, ZZ_DTYPE_BF16);
       }
       if (h->tier == ZZ_TIER_GPU) {
-        if (h->dtype == ZZ_DTYPE_Q4)
+        if (zz_weights_as_is(h))
           ZZ_CHECK(zz_device_write(dev, ZZ_LANE_LOAD_WEIGHT, h->data, e->w.load, sbytes));
         else
           ZZ_CHECK(zz_device_upload(dev, ZZ_LANE_LOAD_WEIGHT, h->data, e->w.load, sdt, n));
@@ -72,7 +92,8 @@ void zz_weights_bind_device(zz_engine *e) {
     size_t off[ZZ_MAXW];
     zz_qfmt qbuf;
     const zz_qfmt *q = zz_policy_wfmt(&e->pol, &qbuf);
-    if (slot) zz_layer_weight_layout_q(l, cdt, q, ZZ_ALIGN, off);
+    bool bf16 = e->plan.spec.bf16_weights;
+    if (slot) zz_layer_weight_layout_b(l, cdt, q, bf16, ZZ_ALIGN, off);
     for (int k = 0; k < ZZ_MAXW; k++) {
       zz_tensor *t = &e->w.dev[jl * ZZ_MAXW + k];
       memset(t, 0, sizeof *t);
@@ -83,7 +104,7 @@ void zz_weights_bind_device(zz_engine *e) {
       }
       const zz_weight_spec *ws = &l->weights[k];
       snprintf(t->name, sizeof t->name, "%s", ws->name);
-      t->dtype = zz_weight_dtype(ws, cdt, q); /* Q4 stays Q4 in the slot */
+      t->dtype = zz_weight_dtype_b(ws, cdt, q, bf16); /* Q4 and bf16 stay so in the slot */
       if (t->dtype == ZZ_DTYPE_Q4) t->q = *q;
       t->ndim = ws->ndim;
       t->shape[0] = ws->shape[0];
@@ -108,7 +129,7 @@ zz_status zz_weights_load_slot(zz_engine *e, int jl, zz_lane lane) {
       ZZ_CHECK(zz_disk_read(&e->disk, e->w.stage, h->nbytes, (size_t)h->offset));
       src = e->w.stage;
     }
-    if (h->dtype == ZZ_DTYPE_Q4) /* compressed bytes cross as they are */
+    if (zz_weights_as_is(h)) /* compressed (bf16) bytes cross as they are */
       ZZ_CHECK(zz_device_write(dev, lane, dst[k].data, src, dst[k].nbytes));
     else
       ZZ_CHECK(zz_device_upload(dev, lane, dst[k].data, src, h->dtype, n));

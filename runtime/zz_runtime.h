@@ -290,6 +290,7 @@ struct zz_device {
   zz_pool *attn_pool; /* CPU attention beside a host cache: on every device, sized
                          on its own (LM-Offload's thread control) */
   zz_device_ranges *ranges; /* live zz_device_alloc blocks (device.c) */
+  bool bf16_weights; /* CPU device, --cpu-dtype bf16: 2-D weights in bf16 (zz_device_set_bf16_weights) */
 };
 
 /* Device creation and destruction (runtime/device.c). Thread counts <= 0 mean all
@@ -308,6 +309,10 @@ zz_status zz_device_create_cuda(int ordinal, size_t capacity, int attn_threads, 
 zz_status zz_device_create_best(size_t capacity, int threads, int attn_threads, zz_device **out);
 /* Gives back what the device still holds, joins its threads. Accepts NULL. */
 void zz_device_destroy(zz_device *dev);
+/* --cpu-dtype: the dtype weight matrices (2-D weights) are held in on the CPU
+ * device and every tier it loads them from: f32 (the reference) or bf16;
+ * vectors, activations and the KV cache stay f32. Refused on another device. */
+zz_status zz_device_set_weight_dtype(zz_device *dev, zz_dtype dt);
 /* The CPU-attention pool (never NULL on a created device). */
 zz_pool *zz_device_attn_pool(zz_device *dev);
 
@@ -515,11 +520,17 @@ size_t zz_weight_bytes_q(const zz_weight_spec *w, zz_dtype dt, zz_qfmt q);
 /* The dtype weight w is kept in on a tier whose plain dtype is dt: Q4 for a
  * matrix when weights are compressed (q non-NULL), dt otherwise (1-D stays). */
 zz_dtype zz_weight_dtype(const zz_weight_spec *w, zz_dtype dt, const zz_qfmt *q);
+/* The one rule for a weight's dtype on a tier whose dtype is dt: matrices (2-D)
+ * in Q4 when compressed (q), else in bf16 when bf16 (--cpu-dtype bf16), else dt;
+ * vectors in dt. zz_weight_dtype is this with bf16 false. */
+zz_dtype zz_weight_dtype_b(const zz_weight_spec *w, zz_dtype dt, const zz_qfmt *q, bool bf16);
 /* A layer's weights back to back in dt, each aligned to `align`: offsets of each
  * weight in off_out (may be NULL; absent weights get SIZE_MAX), total returned. */
 size_t zz_layer_weight_layout(const zz_layer *l, zz_dtype dt, size_t align,
                               size_t off_out[ZZ_MAX_LAYER_WEIGHTS]);
 /* The same with matrices in Q4 of format *q (q NULL: uncompressed). */
+size_t zz_layer_weight_layout_b(const zz_layer *l, zz_dtype dt, const zz_qfmt *q, bool bf16, size_t align,
+                                size_t off_out[ZZ_MAX_LAYER_WEIGHTS]);
 size_t zz_layer_weight_layout_q(const zz_layer *l, zz_dtype dt, const zz_qfmt *q, size_t align,
                                 size_t off_out[ZZ_MAX_LAYER_WEIGHTS]);
 /* Layer l's cache as a policy stores it: the compute dtype, or Q4 in the
@@ -741,6 +752,7 @@ typedef struct zz_plan_spec {
   int n_groups;               /* micro-batch groups, each a block of its own (>= 1) */
   zz_dtype compute_dtype;     /* the device's */
   zz_dtype store_dtype;       /* weights on the CPU and disk tiers */
+  bool bf16_weights;          /* 2-D weights in bf16 on every tier (zz_device.bf16_weights) */
   size_t workspace;           /* the largest layer's device scratch (arch workspace) */
 } zz_plan_spec;
 

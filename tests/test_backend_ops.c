@@ -297,6 +297,46 @@ static zz_status op_rows_q(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   return bo_result(r, st, o, n * dim, out);
 }
 
+/* ---------------------------------------------------------------- bf16 weights (--cpu-dtype bf16) */
+
+/* A device-resident bf16 matrix [d0, d1] of random values. */
+static zz_tensor bo_bf16weight(zz_bo *r, const char *name, int64_t d0, int64_t d1, float lo, float hi) {
+  zz_tensor t = {.dtype = ZZ_DTYPE_BF16, .ndim = 2, .shape = {d0, d1}, .tier = ZZ_TIER_GPU};
+  snprintf(t.name, sizeof t.name, "%s", name);
+  float *v = bo_values(r, d0 * d1, lo, hi);
+  t.nbytes = zz_dtype_nbytes(ZZ_DTYPE_BF16, d0 * d1);
+  void *h = bo_host(t.nbytes);
+  zz_convert(ZZ_DTYPE_F32, v, ZZ_DTYPE_BF16, h, d0 * d1);
+  t.data = bo_block(r, t.nbytes);
+  if (t.data) {
+    bo_note(r, zz_device_write(r->dev, ZZ_LANE_COMPUTE, t.data, h, t.nbytes), "write");
+    bo_note(r, zz_device_sync(r->dev, ZZ_LANE_COMPUTE), "sync");
+  }
+  free(v);
+  free(h);
+  return t;
+}
+
+static zz_status op_linear_bf16(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0], in = z[1], o = z[2], bias = z[3], relu = z[4];
+  const float ws = 1.0f / sqrtf((float)in);
+  void *x = bo_rand(r, n * in, -1, 1);
+  zz_tensor w = bo_bf16weight(r, "w", o, in, -ws, ws);
+  zz_tensor b = {0};
+  if (bias) b = bo_weight(r, "b", 1, o, 0, -0.5f, 0.5f);
+  void *y = bo_poisoned(r, n * o);
+  return bo_result(r, zz_device_linear(r->dev, x, n, in, &w, bias ? &b : NULL, o, y, (int)relu), y, n * o, out);
+}
+
+static zz_status op_rows_bf16(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t rows = z[0], dim = z[1], n = z[2], add = z[3];
+  zz_tensor table = bo_bf16weight(r, "table", rows, dim, -1, 1);
+  int32_t *ids = bo_ids(r, n, rows);
+  void *o = add ? bo_rand(r, n * dim, -1, 1) : bo_poisoned(r, n * dim);
+  zz_status st = add ? zz_device_add_rows(r->dev, o, &table, ids, n) : zz_device_embed_rows(r->dev, &table, ids, n, o);
+  return bo_result(r, st, o, n * dim, out);
+}
+
 /* A Q4 cache [b, t_max, heads * hd] of random rows on the device, and its layout. */
 static void *bo_qcache(zz_bo *r, int64_t b, int64_t t_max, int64_t heads, int64_t hd, zz_kv_layout *l) {
   size_t row = zz_kv_row_bytes(ZZ_DTYPE_Q4, l->q, heads, hd), bytes = (size_t)(b * t_max) * row;
@@ -557,6 +597,13 @@ static const zz_bo_op zz_bo_ops[] = {
     {ZZ_OP_UPLOAD, "upload", op_upload, {"n", "dtype"}, ZZ_BO_TOL,
      {{1, ZZ_DTYPE_F32}, {100003, ZZ_DTYPE_F32}, {7, ZZ_DTYPE_F16}, {100003, ZZ_DTYPE_F16}, {13, ZZ_DTYPE_BF16},
       {100003, ZZ_DTYPE_BF16}}},
+    /* bf16 weight matrices (the CPU device's --cpu-dtype bf16) */
+    {ZZ_OP_LINEAR, "linear_bf16", op_linear_bf16, {"n", "in", "out", "bias", "relu"}, ZZ_BO_TOL,
+     {{1, 7, 5, 0, 0}, {13, 64, 33, 1, 1}, {64, 2049, 257, 1, 0}, {130, 129, 67, 0, 1}, {3, 256, 50272, 0, 0}}},
+    {ZZ_OP_EMBED_ROWS, "embed_rows_bf16", op_rows_bf16, {"rows", "dim", "n", "add"}, ZZ_BO_TOL,
+     {{50, 33, 7, 0}, {1000, 768, 3, 0}}},
+    {ZZ_OP_ADD_ROWS, "add_rows_bf16", op_rows_bf16, {"rows", "dim", "n", "add"}, ZZ_BO_TOL,
+     {{50, 33, 7, 1}, {2050, 768, 2, 1}}},
     {ZZ_OP_DOWNLOAD, "download", op_download, {"n", "dtype"}, ZZ_BO_TOL,
      {{1, ZZ_DTYPE_F32}, {100003, ZZ_DTYPE_F32}, {7, ZZ_DTYPE_F16}, {100003, ZZ_DTYPE_F16}, {13, ZZ_DTYPE_BF16},
       {100003, ZZ_DTYPE_BF16}}},
@@ -1008,6 +1055,9 @@ static void test_supports(void) {
       bool q4 = compute[i] != ZZ_OP_LAYERNORM && compute[i] != ZZ_OP_ADD;
       CU_ASSERT(zz_device_supports(devs[d], compute[i], ZZ_DTYPE_Q4) == q4);
       CU_ASSERT(!zz_device_supports(devs[d], compute[i], cdt == ZZ_DTYPE_F32 ? ZZ_DTYPE_F16 : ZZ_DTYPE_F32));
+      /* bf16 weight matrices: the CPU device's linear and embedding tables */
+      bool bf16 = d == 0 && (compute[i] == ZZ_OP_LINEAR || compute[i] == ZZ_OP_EMBED_ROWS || compute[i] == ZZ_OP_ADD_ROWS);
+      if (d == 0) CU_ASSERT(zz_device_supports(devs[d], compute[i], ZZ_DTYPE_BF16) == bf16);
     }
     for (zz_op op = ZZ_OP_UPLOAD; op <= ZZ_OP_DOWNLOAD; op++) {
       CU_ASSERT(zz_device_supports(devs[d], op, ZZ_DTYPE_F32));

@@ -257,6 +257,17 @@ static zz_status bo_attention(zz_bo *r, const int64_t *z, int64_t kv_heads, int 
 
 /* ---------------------------------------------------------------- compressed weights and caches */
 
+/* t's bytes h (made from the values v) into a new device block; frees v and h. */
+static void bo_put(zz_bo *r, zz_tensor *t, float *v, void *h) {
+  t->data = bo_block(r, t->nbytes);
+  if (t->data) {
+    bo_note(r, zz_device_write(r->dev, ZZ_LANE_COMPUTE, t->data, h, t->nbytes), "write");
+    bo_note(r, zz_device_sync(r->dev, ZZ_LANE_COMPUTE), "sync");
+  }
+  free(v);
+  free(h);
+}
+
 /* A device-resident Q4 matrix [d0, d1] of random values in format f. */
 static zz_tensor bo_qweight(zz_bo *r, const char *name, int64_t d0, int64_t d1, zz_qfmt f, float lo, float hi) {
   zz_tensor t = {.dtype = ZZ_DTYPE_Q4, .q = f, .ndim = 2, .shape = {d0, d1}, .tier = ZZ_TIER_GPU};
@@ -265,13 +276,7 @@ static zz_tensor bo_qweight(zz_bo *r, const char *name, int64_t d0, int64_t d1, 
   t.nbytes = (size_t)d0 * zz_q_row_bytes(f, d1);
   void *h = bo_host(t.nbytes);
   zz_q_quantize(f, v, d0, d1, h);
-  t.data = bo_block(r, t.nbytes);
-  if (t.data) {
-    bo_note(r, zz_device_write(r->dev, ZZ_LANE_COMPUTE, t.data, h, t.nbytes), "write");
-    bo_note(r, zz_device_sync(r->dev, ZZ_LANE_COMPUTE), "sync");
-  }
-  free(v);
-  free(h);
+  bo_put(r, &t, v, h);
   return t;
 }
 
@@ -307,13 +312,7 @@ static zz_tensor bo_bf16weight(zz_bo *r, const char *name, int64_t d0, int64_t d
   t.nbytes = zz_dtype_nbytes(ZZ_DTYPE_BF16, d0 * d1);
   void *h = bo_host(t.nbytes);
   zz_convert(ZZ_DTYPE_F32, v, ZZ_DTYPE_BF16, h, d0 * d1);
-  t.data = bo_block(r, t.nbytes);
-  if (t.data) {
-    bo_note(r, zz_device_write(r->dev, ZZ_LANE_COMPUTE, t.data, h, t.nbytes), "write");
-    bo_note(r, zz_device_sync(r->dev, ZZ_LANE_COMPUTE), "sync");
-  }
-  free(v);
-  free(h);
+  bo_put(r, &t, v, h);
   return t;
 }
 

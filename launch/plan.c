@@ -37,6 +37,7 @@ static zz_status zz_opts_planner(const zz_opts *o, const zz_hw *hw, zz_planner_o
   po->force_compress_cache = o->compress_cache;
   po->no_overlap = o->no_overlap;
   po->max_block = o->max_block;
+  po->allow_compression = !o->no_compression;
   (void)hw;
   return ZZ_OK;
 }

@@ -51,6 +51,7 @@ typedef struct zz_opts {
   const char *hw; /* hardware file (plan); NULL: measure this machine */
   int ranks;      /* plan: pipeline ranks (0: one machine, no pipeline) */
   int max_block;  /* plan: largest block gbs x num_gb considered (0: any) */
+  bool no_compression; /* plan: do not search 4-bit weights / cache */
   float profile_seconds; /* profile: rough total seconds */
 } zz_opts;
 

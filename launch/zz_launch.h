@@ -160,6 +160,10 @@ struct zz_plan;
 /* With --hw: the options a run uses (out), the planner's policy as out->policy
  * (line, len) when none was given (saying so on stderr), and the prediction for
  * the policy that runs (pred). */
+/* Binds this process inside the NUMA node of the compute device (GPU ordinal,
+ * or -1 for the CPU device); set by main.c to stage/bind.c's binding, which
+ * needs hwloc and lives with the pipeline's (tests leave it NULL: no binding). */
+extern zz_status (*zz_launch_bind)(int gpu_ordinal);
 zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shape *shape, zz_opts *out, char *line,
                               size_t len, struct zz_plan *pred);
 /* zigzag plan / zigzag profile (launch/plan.c). */

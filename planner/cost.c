@@ -63,15 +63,9 @@ static void zz_add(zz_lin *t, double k, const int *xs) {
   for (; *xs >= 0; xs++) t->a[*xs] += k;
 }
 
-/* The CPU attention threads: the fastest the curve allows within the cores left
- * to it. On a GPU host the three I/O lanes keep a core each while attention runs;
- * on the CPU device attention runs on the compute lane between GEMMs, so it may
- * take every core. */
+/* The CPU attention threads: given, or the planner's split (zz_hw_threads). */
 static int zz_attn_threads(const zz_cost_in *in) {
-  if (in->attn_threads > 0) return in->attn_threads;
-  int cores = in->hw->cpu_cores;
-  int max = strcmp(in->hw->device, "cpu") == 0 ? cores : cores - 3;
-  return zz_hw_attn_threads(in->hw, max < 1 ? 1 : max);
+  return in->attn_threads > 0 ? in->attn_threads : zz_hw_threads(in->hw).attn;
 }
 
 static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin t[ZZ_TERM_COUNT]);
@@ -226,4 +220,6 @@ void zz_cost_plan(const zz_cost_in *in, const zz_memplan *plan, zz_cost *out, do
   out->total_tps = bls * n / (out->prefill_s + out->decode_s);
   for (int t = 0; t < ZZ_TIER_COUNT; t++) out->peak[t] = zz_memplan_tier_total(plan, (zz_tier)t);
   out->attn_threads = in->cpu_attention ? zz_attn_threads(in) : 0;
+  out->threads = zz_hw_threads(in->hw);
+  out->threads.attn = zz_attn_threads(in);
 }

@@ -37,6 +37,13 @@ int zz_hw_attn_threads(const zz_hw *hw, int max_threads) {
   return best;
 }
 
+zz_threads zz_hw_threads(const zz_hw *hw) {
+  int cores = hw->cpu_cores > 0 ? hw->cpu_cores : 1, io = ZZ_LANE_COUNT - 1;
+  bool cpu = strcmp(hw->device, "cpu") == 0;
+  int attn_max = cpu ? cores : cores - io;
+  return (zz_threads){.gemm = cpu ? cores : 0, .attn = zz_hw_attn_threads(hw, attn_max < 1 ? 1 : attn_max), .io = io};
+}
+
 bool zz_hw_has_q4(const zz_hw *hw) {
   return hw->n_gemm_q4 > 0 && hw->n_cpu_attn_q4 > 0 && hw->bmm_prefill_q4_flops > 0 && hw->bmm_decode_q4_flops > 0 &&
          hw->quant_bw > 0;

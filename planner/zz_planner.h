@@ -80,6 +80,18 @@ zz_status zz_hw_check(const zz_hw *hw, const char *where);
 double zz_hw_rate(const zz_hw_point *pts, int n, double x);
 /* The thread count of the fastest CPU attention within max_threads (>= 1). */
 int zz_hw_attn_threads(const zz_hw *hw, int max_threads);
+/* LM-Offload's thread control (§4): how the host's cores are split. */
+typedef struct zz_threads {
+  int gemm; /* the CPU device's compute pool (--threads); 0 on a GPU, whose GEMMs are not the host's */
+  int attn; /* CPU attention's pool (--attn-threads) */
+  int io;   /* I/O lanes, one thread each (weight load, cache load, cache store) */
+} zz_threads;
+/* The split for hw: on the CPU device the GEMMs take every core and CPU
+ * attention, which runs on the compute lane between them, the fastest count of
+ * the profile's curve within all cores; beside a GPU the I/O lanes keep a core
+ * each and CPU attention takes the fastest count within the rest. */
+zz_threads zz_hw_threads(const zz_hw *hw);
+
 /* Whether hw has every 4-bit rate the cost model needs to price compression. */
 bool zz_hw_has_q4(const zz_hw *hw);
 
@@ -148,6 +160,7 @@ typedef struct zz_cost {
   double prefill_tps, decode_tps, total_tps;       /* FlexGen's definitions */
   size_t peak[ZZ_TIER_COUNT];                      /* the memory plan's bytes per tier */
   int attn_threads;                                /* CPU attention threads used */
+  zz_threads threads;                              /* the host's split this prediction assumed */
 } zz_cost;
 
 /* Predicts a realised policy on layers [plan's slice): each layer's placement is

@@ -81,6 +81,22 @@ static void test_hw_rate(void) {
   zz_hw h = test_hw();
   CU_ASSERT_EQUAL(zz_hw_attn_threads(&h, 8), 4);
   CU_ASSERT_EQUAL(zz_hw_attn_threads(&h, 3), 1);
+  /* the split of the host's cores (LM-Offload §4): beside a GPU the three I/O
+   * lanes keep a core each, attention the fastest count in the rest */
+  zz_threads t = zz_hw_threads(&h);
+  CU_ASSERT_EQUAL(t.gemm, 0);
+  CU_ASSERT_EQUAL(t.io, 3);
+  CU_ASSERT_EQUAL(t.attn, 4); /* 5 cores left; the curve's best within them */
+  h.cpu_cores = 4;            /* one core left: attention gets 1 */
+  CU_ASSERT_EQUAL(zz_hw_threads(&h).attn, 1);
+  /* the CPU device: GEMMs on every core, attention between them at its best */
+  snprintf(h.device, sizeof h.device, "cpu");
+  h.cpu_cores = 8;
+  t = zz_hw_threads(&h);
+  CU_ASSERT_EQUAL(t.gemm, 8);
+  CU_ASSERT_EQUAL(t.attn, 4);
+  h.cpu_attn[1].y = 0.5e9; /* 4 threads slower than 1: the curve decides */
+  CU_ASSERT_EQUAL(zz_hw_threads(&h).attn, 1);
 }
 
 static void test_hw_files(void) {

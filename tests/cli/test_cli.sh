@@ -393,14 +393,16 @@ cat >tiny-hw.json <<'EOF'
 EOF
 zz plan --model "$TINY" --hw tiny-hw.json --prompt-len 16 --gen-len 8
 POL=$(sed -n 's/^policy //p' outp)
-check "plan prints the policy line, predicted tokens/s, lanes and peak memory" \
-  eval '[ "$RC" -eq 0 ] && [ -n "$POL" ] && has "predicted: prefill" outp && has "decode lanes" outp && has "peak memory: gpu" outp'
+check "plan prints the policy line, predicted tokens/s, lanes, peak memory and the thread split" \
+  eval '[ "$RC" -eq 0 ] && [ -n "$POL" ] && has "predicted: prefill" outp && has "decode lanes" outp && has "peak memory: gpu" outp && has "threads: GEMM 2" outp'
 zz "${GEN[@]}" --prompts golden_text.jsonl --out planned.jsonl --no-progress --policy "$POL"
 check "generate runs the planned policy with the golden tokens" golden_ok planned.jsonl
 
 zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-hw.json --max-block 8
 check "bench --hw without a policy plans, says so, and prints the prediction beside the measurement" \
   eval '[ "$RC" -eq 0 ] && has "no policy given: the planner" err && has "policy     gbs=" outp && has "predicted  prefill" outp'
+check "bench --hw without --threads takes the plan's threads (GEMM on both cores of tiny-hw) and binds with hwloc, saying so" \
+  eval 'has "threads from the plan: GEMM 2, CPU attention 2, I/O lanes 3 x 1" err && has "bound to cores" err'
 zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-hw.json --gpu-batch-size 2 --json
 check "bench --hw with a policy keeps it and adds the predicted throughputs to --json" \
   eval '[ "$RC" -eq 0 ] && has "\"predicted\": {\"prefill_tok_s\"" outp && has "gbs=2 num_gb=1" outp && ! has "no policy given" err'

@@ -8,6 +8,8 @@
 #   bench/planner_validate.sh ZIGZAG HW.json [MODEL S N "EXTRA ARGS" POLICY]...
 #   bench/planner_validate.sh build/zigzag /tmp/hw.json          # the default set below
 #   bench/planner_validate.sh build/zigzag /tmp/hw.json --repredict old.csv   # new model, same measurements
+#   bench/planner_validate.sh build/zigzag /tmp/hw.json --short   # 5 OPT-350M rows, a few minutes: CPU-, copy-,
+#                                                                 # disk-bound, 4-bit weights, and the planner's
 #
 # HW.json: `zigzag profile --out HW.json` on this machine (made first when missing).
 # Each run is one bench (warm-up excluded); runs are short (small lengths) and the
@@ -35,7 +37,16 @@ if [ "${1:-}" = --repredict ]; then
   exit 0
 fi
 runs=("$@")
-if [ ${#runs[@]} -eq 0 ]; then
+if [ "${1:-}" = --short ]; then
+  P3=(opt-350m 8 8 "")
+  runs=(
+    "${P3[@]}" "gbs=16 num_gb=1 w=100,0 c=100,0 a=100,0 overlap=1"
+    "${P3[@]}" "gbs=8 num_gb=2 w=0,100 c=100,0 a=100,0 overlap=1"
+    "${P3[@]}" "gbs=8 num_gb=1 w=0,0 c=100,0 a=100,0 overlap=1"
+    "${P3[@]}" "gbs=16 num_gb=1 w=0,100 c=100,0 a=100,0 overlap=1 cw=1"
+    "${P3[@]}" PLANNER
+  )
+elif [ ${#runs[@]} -eq 0 ]; then
   # OPT-1.3B: weights in the device arena (CPU-bound), and offloaded to the CPU
   # tier and to disk (transfer-bound), small and large blocks; OPT-6.7B (too big
   # for this machine's RAM as f32): weights on the CPU tier and on disk.

@@ -15,6 +15,15 @@
 #include "zz_launch.h"
 #include "zz_planner.h"
 #include "zz_runtime.h"
+#include "zz_stage.h"
+
+/* The planner's thread placement for a process alone on its machine. */
+static zz_status zz_bind_local(int gpu_ordinal) {
+  zz_binding b;
+  ZZ_CHECK(zz_binding_init_local(gpu_ordinal, &b));
+  zz_binding_free(&b); /* the process stays bound; only the handles go */
+  return ZZ_OK;
+}
 
 /* ---------------------------------------------------------------- generate */
 
@@ -103,6 +112,7 @@ int main(int argc, char **argv) {
   if (r != 0) return r < 0 ? 0 : r; /* -1: --help was printed */
   bool pipelined = strcmp(o.command, "generate") == 0 || strcmp(o.command, "bench") == 0;
   if (pipelined && zz_pipe_ranks() > 1) return zz_cmd_pipe(&o); /* mpirun -np m, m > 1; else no MPI at all */
+  zz_launch_bind = zz_bind_local;
   if (strcmp(o.command, "generate") == 0) return zz_cmd_generate(&o);
   if (strcmp(o.command, "tokenize") == 0) return zz_cmd_tokenize(&o);
   if (strcmp(o.command, "bench") == 0) return zz_cmd_bench(&o);

@@ -103,6 +103,9 @@ static const zz_opt_def zz_opt_table[] = {
     {"max-block", NULL, ZZ_OPT_INT, ZZ_O(max_block), "0",
      "plan: largest block (gbs x num-gpu-batches sequences) to consider, e.g. the prompts there are; 0 = any", false, 0,
      ZZ_POLICY_MAX_GBS, false},
+    {"no-compression", NULL, ZZ_OPT_FLAG, ZZ_O(no_compression), NULL,
+     "plan: leave 4-bit weights and cache out of the search (tried by default where the hardware file has 4-bit rates)",
+     false, 0, 0, false},
 };
 #define ZZ_N_OPTS (sizeof zz_opt_table / sizeof zz_opt_table[0])
 

@@ -37,9 +37,12 @@ static zz_status zz_opts_planner(const zz_opts *o, const zz_hw *hw, zz_planner_o
   po->force_compress_cache = o->compress_cache;
   po->no_overlap = o->no_overlap;
   po->max_block = o->max_block;
+  po->allow_compression = !o->no_compression;
   (void)hw;
   return ZZ_OK;
 }
+
+zz_status (*zz_launch_bind)(int gpu_ordinal);
 
 zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shape *shape, zz_opts *out, char *line,
                               size_t len, zz_plan *pred) {
@@ -60,11 +63,20 @@ zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shap
     out->policy = line;
     fprintf(stderr, "zigzag: no policy given: the planner's for %s (--hw %s): %s\n", m->cfg.name, o->hw, line);
   }
-  /* LM-Offload's thread control: the CPU attention threads the plan assumed */
-  if (!o->attn_threads && pred->cost.attn_threads) {
-    out->attn_threads = pred->cost.attn_threads;
-    fprintf(stderr, "zigzag: CPU attention threads: %d (the fastest on the hardware file's curve within the cores)\n",
-            out->attn_threads);
+  /* LM-Offload's thread control: the split the plan assumed, where none is given,
+   * inside the NUMA node of the compute device (stage/bind.c, the one binding) */
+  zz_threads th = pred->cost.threads;
+  bool set_gemm = !o->threads && th.gemm && strcmp(hw.device, "cpu") == 0;
+  bool set_attn = !o->attn_threads;
+  if (set_gemm) out->threads = th.gemm;
+  if (set_attn) out->attn_threads = th.attn;
+  if (set_gemm || set_attn)
+    fprintf(stderr, "zigzag: threads from the plan: GEMM %d, CPU attention %d, I/O lanes %d x 1 (--threads, "
+                    "--attn-threads override)\n",
+            out->threads, out->attn_threads, th.io);
+  if (!o->threads && !o->attn_threads) {
+    zz_status bs = zz_launch_bind ? zz_launch_bind(strcmp(hw.device, "cuda") == 0 ? 0 : -1) : ZZ_OK;
+    if (bs != ZZ_OK) fprintf(stderr, "zigzag: not bound: %s\n", zz_error_message()), zz_error_clear();
   }
   return ZZ_OK;
 }
@@ -87,7 +99,9 @@ static void zz_print_cost(FILE *f, const char *who, const zz_cost *c, const size
             zz_format_bytes(cap[t], b, sizeof b));
   }
   fprintf(f, "\n");
-  if (c->attn_threads) fprintf(f, "%sthreads: CPU attention %d\n", who, c->attn_threads);
+  fprintf(f, "%sthreads: GEMM %d%s, CPU attention %d%s, I/O lanes %d x 1\n", who, c->threads.gemm,
+          c->threads.gemm ? " (the CPU device's pool)" : " (on the GPU)", c->threads.attn,
+          c->attn_threads ? "" : " (unused by this policy)", c->threads.io);
 }
 
 static void zz_json_cost(FILE *f, const zz_cost *c) {
@@ -100,6 +114,7 @@ static void zz_json_cost(FILE *f, const zz_cost *c) {
   }
   fprintf(f, ", \"peak_bytes\": {\"gpu\": %zu, \"cpu\": %zu, \"disk\": %zu}, \"attn_threads\": %d", c->peak[0], c->peak[1],
           c->peak[2], c->attn_threads);
+  fprintf(f, ", \"threads\": {\"gemm\": %d, \"attn\": %d, \"io\": %d}", c->threads.gemm, c->threads.attn, c->threads.io);
 }
 
 /* ---------------------------------------------------------------- plan */

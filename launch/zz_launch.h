@@ -52,6 +52,7 @@ typedef struct zz_opts {
   const char *hw; /* hardware file (plan); NULL: measure this machine */
   int ranks;      /* plan: pipeline ranks (0: one machine, no pipeline) */
   int max_block;  /* plan: largest block gbs x num_gb considered (0: any) */
+  bool no_compression; /* plan: do not search 4-bit weights / cache */
   float profile_seconds; /* profile: rough total seconds */
 } zz_opts;
 
@@ -160,6 +161,10 @@ struct zz_plan;
 /* With --hw: the options a run uses (out), the planner's policy as out->policy
  * (line, len) when none was given (saying so on stderr), and the prediction for
  * the policy that runs (pred). */
+/* Binds this process inside the NUMA node of the compute device (GPU ordinal,
+ * or -1 for the CPU device); set by main.c to stage/bind.c's binding, which
+ * needs hwloc and lives with the pipeline's (tests leave it NULL: no binding). */
+extern zz_status (*zz_launch_bind)(int gpu_ordinal);
 zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shape *shape, zz_opts *out, char *line,
                               size_t len, struct zz_plan *pred);
 /* zigzag plan / zigzag profile (launch/plan.c). */

@@ -4,8 +4,12 @@
  * steps of every layer) written over the engine's own layer list and byte counts
  * (sizes.c), with LM-Offload's terms: attention on the CPU beside an offloaded
  * cache (its thread count chosen from the hardware file's curve), and the
- * (de)quantization of 4-bit weights and cache as a compute-lane cost per byte
- * (zero until the hardware file has a dequant rate).
+ * 4-bit weights and cache: the bytes every lane moves and every tier holds shrink
+ * (sizes.c), the GEMMs and the attention run at the rates the profile measured
+ * for the 4-bit kernels (dequantize-and-multiply linear, attention over a 4-bit
+ * cache), and the new cache rows pay their quantization at store, all on the
+ * compute lane (LM-Offload §3, eq. 4–7: dequantization of weights and of the old
+ * cache, quantization of the new cache rows).
  *
  * Every term is a linear function of the nine placement fractions (zz_lin), so
  * the same function feeds the LP (search.c) and predicts a realised policy
@@ -59,15 +63,9 @@ static void zz_add(zz_lin *t, double k, const int *xs) {
   for (; *xs >= 0; xs++) t->a[*xs] += k;
 }
 
-/* The CPU attention threads: the fastest the curve allows within the cores left
- * to it. On a GPU host the three I/O lanes keep a core each while attention runs;
- * on the CPU device attention runs on the compute lane between GEMMs, so it may
- * take every core. */
+/* The CPU attention threads: given, or the planner's split (zz_hw_threads). */
 static int zz_attn_threads(const zz_cost_in *in) {
-  if (in->attn_threads > 0) return in->attn_threads;
-  int cores = in->hw->cpu_cores;
-  int max = strcmp(in->hw->device, "cpu") == 0 ? cores : cores - 3;
-  return zz_hw_attn_threads(in->hw, max < 1 ? 1 : max);
+  return in->attn_threads > 0 ? in->attn_threads : zz_hw_threads(in->hw).attn;
 }
 
 static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin t[ZZ_TERM_COUNT]);
@@ -92,7 +90,15 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   const zz_layer *L = &m->layers[l];
   const zz_hw *hw = in->hw;
   const zz_config *c = &m->cfg;
-  zz_dtype cdt = zz_hw_compute_dtype(hw), wdt = in->compress_weight ? ZZ_DTYPE_Q4 : c->dtype;
+  zz_dtype cdt = zz_hw_compute_dtype(hw);
+  /* the formats as a policy carries them, so sizes.c answers as for the engine */
+  zz_policy fmt = {.compress_weight = in->compress_weight, .compress_cache = in->compress_cache, .wq = in->wq,
+                   .cq = in->cq};
+  zz_qfmt wbuf;
+  const zz_qfmt *wq = zz_policy_wfmt(&fmt, &wbuf);
+  /* 4-bit rates where the file has them (zz_plan_eval refuses a compressed
+   * policy on a file without them; the search does not try one) */
+  bool q4w = in->compress_weight && hw->n_gemm_q4 > 0, q4c = in->compress_cache && zz_hw_has_q4(hw);
   double gbs = in->gbs, bls = gbs * in->num_gb;
   double s = (double)in->shape.prompt_len, n = (double)in->shape.gen_len;
   bool pre = ph == ZZ_PHASE_PREFILL;
@@ -108,19 +114,19 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   for (int k = 0; k < L->n_weights; k++) {
     const zz_weight_spec *ws = &L->weights[k];
     if (!ws->ndim) continue;
-    W += (double)zz_weight_bytes(ws, wdt);
+    W += (double)zz_weight_bytes_q(ws, zz_weight_dtype(ws, c->dtype, wq), wq ? *wq : ZZ_QFMT_DEFAULT);
     if (ws->ndim == 2) mat += (double)zz_weight_numel(ws);
   }
   zz_add(wl, W / hw->disk_read_bw, WD);
   zz_add(wl, W / hw->ctog_bw, WOFF);
   zz_add(disk, W / hw->disk_read_bw, WD);
   zz_add(in_, W / hw->ctog_bw, WOFF);
-  if (in->compress_weight && hw->dequant_bw > 0) comp->c += W / hw->dequant_bw;
 
   /* GEMMs: the input embedding gathers rows, the LM head sees the last position */
   if (L->kind != ZZ_LAYER_INPUT_EMBED) {
     double rows = L->kind == ZZ_LAYER_OUTPUT_EMBED ? gbs : gbs * sq;
-    comp->c += 2 * mat * rows * in->num_gb / zz_hw_rate(hw->gemm, hw->n_gemm, rows);
+    double rate = q4w ? zz_hw_rate(hw->gemm_q4, hw->n_gemm_q4, rows) : zz_hw_rate(hw->gemm, hw->n_gemm, rows);
+    comp->c += 2 * mat * rows * in->num_gb / rate;
   }
 
   /* hidden states of each (layer, batch) to and from their home */
@@ -136,13 +142,13 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
 
   if (!L->has_cache) return;
   /* the KV cache: rows of K and V */
-  zz_cache_spec cs = L->cache;
-  cs.dtype = in->compress_cache ? ZZ_DTYPE_Q4 : cdt;
+  zz_cache_spec cs = zz_cache_spec_for(L, &fmt, cdt);
   double row2 = 2.0 * (double)zz_cache_row_bytes(&cs);
   double cload = pre ? 0 : bls * keys * row2, cstore = bls * sq * row2;
   double flops = 4 * bls * sq * keys * (double)c->hidden; /* QK^T and PV */
-  double bmm = pre ? hw->bmm_prefill_flops : hw->bmm_decode_flops;
-  if (in->compress_cache && hw->dequant_bw > 0) comp->c += (cload + cstore) / hw->dequant_bw;
+  double bmm = q4c ? (pre ? hw->bmm_prefill_q4_flops : hw->bmm_decode_q4_flops)
+                   : (pre ? hw->bmm_prefill_flops : hw->bmm_decode_flops);
+  if (q4c) comp->c += cstore / hw->quant_bw; /* new rows quantized where they are appended */
   zz_add(ld, cload / hw->disk_read_bw, CD), zz_add(disk, cload / hw->disk_read_bw, CD);
   zz_add(stl, cstore / hw->disk_write_bw, CD), zz_add(disk, cstore / hw->disk_write_bw, CD);
   if (in->cpu_attention && !pre) {
@@ -151,7 +157,8 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
     double es = (double)zz_dtype_nbytes(cdt, 1);
     double qkv = bls * (double)c->hidden * es + bls * row2; /* q, and the new k and v rows */
     double o = bls * (double)c->hidden * es;
-    double rate = zz_hw_rate(hw->cpu_attn, hw->n_cpu_attn, zz_attn_threads(in));
+    double rate = q4c ? zz_hw_rate(hw->cpu_attn_q4, hw->n_cpu_attn_q4, zz_attn_threads(in))
+                      : zz_hw_rate(hw->cpu_attn, hw->n_cpu_attn, zz_attn_threads(in));
     zz_add(comp, flops / rate + qkv / hw->gtoc_bw + o / hw->ctog_bw, COFF);
     zz_add(out, qkv / hw->gtoc_bw, COFF), zz_add(in_, o / hw->ctog_bw, COFF);
     zz_add(comp, flops / bmm, CG);
@@ -213,4 +220,6 @@ void zz_cost_plan(const zz_cost_in *in, const zz_memplan *plan, zz_cost *out, do
   out->total_tps = bls * n / (out->prefill_s + out->decode_s);
   for (int t = 0; t < ZZ_TIER_COUNT; t++) out->peak[t] = zz_memplan_tier_total(plan, (zz_tier)t);
   out->attn_threads = in->cpu_attention ? zz_attn_threads(in) : 0;
+  out->threads = zz_hw_threads(in->hw);
+  out->threads.attn = zz_attn_threads(in);
 }

@@ -37,6 +37,18 @@ int zz_hw_attn_threads(const zz_hw *hw, int max_threads) {
   return best;
 }
 
+zz_threads zz_hw_threads(const zz_hw *hw) {
+  int cores = hw->cpu_cores > 0 ? hw->cpu_cores : 1, io = ZZ_LANE_COUNT - 1;
+  bool cpu = strcmp(hw->device, "cpu") == 0;
+  int attn_max = cpu ? cores : cores - io;
+  return (zz_threads){.gemm = cpu ? cores : 0, .attn = zz_hw_attn_threads(hw, attn_max < 1 ? 1 : attn_max), .io = io};
+}
+
+bool zz_hw_has_q4(const zz_hw *hw) {
+  return hw->n_gemm_q4 > 0 && hw->n_cpu_attn_q4 > 0 && hw->bmm_prefill_q4_flops > 0 && hw->bmm_decode_q4_flops > 0 &&
+         hw->quant_bw > 0;
+}
+
 zz_dtype zz_hw_compute_dtype(const zz_hw *hw) {
   return strcmp(hw->device, "cpu") == 0 ? ZZ_DTYPE_F32 : ZZ_DTYPE_F16;
 }
@@ -74,9 +86,21 @@ zz_status zz_hw_check(const zz_hw *hw, const char *where) {
   };
   for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
     if (!zz_pos(pos[i].v)) return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g: want a finite number > 0", where, pos[i].name, pos[i].v);
-  if (!(isfinite(hw->dequant_bw) && hw->dequant_bw >= 0) || !(isfinite(hw->net_bw) && hw->net_bw >= 0) ||
-      !(isfinite(hw->net_latency) && hw->net_latency >= 0))
-    return zz_error(ZZ_ERR_FORMAT, "%s: dequant_bytes_per_s, net_bytes_per_s and net_latency_s must be finite and >= 0", where);
+  if (!(isfinite(hw->net_bw) && hw->net_bw >= 0) || !(isfinite(hw->net_latency) && hw->net_latency >= 0))
+    return zz_error(ZZ_ERR_FORMAT, "%s: net_bytes_per_s and net_latency_s must be finite and >= 0", where);
+  /* the 4-bit rates come all together or not at all: half of them would price
+   * compression with a made-up zero */
+  bool any_q4 = hw->n_gemm_q4 > 0 || hw->n_cpu_attn_q4 > 0 || hw->bmm_prefill_q4_flops > 0 ||
+                hw->bmm_decode_q4_flops > 0 || hw->quant_bw > 0;
+  if (any_q4 && !zz_hw_has_q4(hw))
+    return zz_error(ZZ_ERR_FORMAT,
+                    "%s: 4-bit rates: give all of gemm_q4_flops, bmm_prefill_q4_flops, bmm_decode_q4_flops, "
+                    "cpu_attention_q4_flops and quant_bytes_per_s (> 0), or none",
+                    where);
+  if (any_q4) {
+    ZZ_CHECK(zz_hw_points_check(hw->gemm_q4, hw->n_gemm_q4, where, "gemm_q4_flops"));
+    ZZ_CHECK(zz_hw_points_check(hw->cpu_attn_q4, hw->n_cpu_attn_q4, where, "cpu_attention_q4_flops"));
+  }
   if (hw->machines > 1 && hw->net_bw <= 0)
     return zz_error(ZZ_ERR_FORMAT, "%s: %d machines need net_bytes_per_s > 0", where, hw->machines);
   ZZ_CHECK(zz_hw_points_check(hw->gemm, hw->n_gemm, where, "gemm_flops"));
@@ -114,7 +138,11 @@ static const zz_field zz_fields[] = {
     {"bmm_decode_flops", ZZ_F_NUM, ZZ_HWO(bmm_decode_flops), 0, true},
     {"cpu_attention_flops", ZZ_F_POINTS, ZZ_HWO(cpu_attn), ZZ_HWO(n_cpu_attn), true},
     {"cpu_flops", ZZ_F_NUM, ZZ_HWO(cpu_flops), 0, true},
-    {"dequant_bytes_per_s", ZZ_F_NUM, ZZ_HWO(dequant_bw), 0, false},
+    {"gemm_q4_flops", ZZ_F_POINTS, ZZ_HWO(gemm_q4), ZZ_HWO(n_gemm_q4), false},
+    {"bmm_prefill_q4_flops", ZZ_F_NUM, ZZ_HWO(bmm_prefill_q4_flops), 0, false},
+    {"bmm_decode_q4_flops", ZZ_F_NUM, ZZ_HWO(bmm_decode_q4_flops), 0, false},
+    {"cpu_attention_q4_flops", ZZ_F_POINTS, ZZ_HWO(cpu_attn_q4), ZZ_HWO(n_cpu_attn_q4), false},
+    {"quant_bytes_per_s", ZZ_F_NUM, ZZ_HWO(quant_bw), 0, false},
     {"machines", ZZ_F_INT, ZZ_HWO(machines), 0, false},
     {"net_bytes_per_s", ZZ_F_NUM, ZZ_HWO(net_bw), 0, false},
     {"net_latency_s", ZZ_F_NUM, ZZ_HWO(net_latency), 0, false},
@@ -220,7 +248,12 @@ zz_status zz_hw_save(const zz_hw *hw, const char *path) {
         break;
       }
     }
-    if (!v || json_object_set_new(root, f->key, v) != 0) st = zz_error(ZZ_ERR_NO_MEMORY, "hardware file: out of memory");
+    /* an optional rate this machine lacks (4-bit ops on a device without them) is left out */
+    bool absent = !f->required && v && ((json_is_array(v) && json_array_size(v) == 0) ||
+                                        (json_is_number(v) && json_number_value(v) == 0));
+    if (absent) json_decref(v);
+    else if (!v || json_object_set_new(root, f->key, v) != 0)
+      st = zz_error(ZZ_ERR_NO_MEMORY, "hardware file: out of memory");
   }
   if (!root) st = zz_error(ZZ_ERR_NO_MEMORY, "hardware file: out of memory");
   if (st == ZZ_OK) {

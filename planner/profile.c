@@ -5,7 +5,9 @@
  * lanes, the disk tier's file (zz_disk_measure: page cache bypassed), the
  * device's linear op at GEMM rows M = 1 … (decode-shaped small M up to
  * prefill-shaped large M), the device's attention op in prefill and decode shape,
- * and the CPU attention kernel per thread count (its own pool each time). Each
+ * the CPU attention kernel per thread count (its own pool each time), and the
+ * same ops over 4-bit weights and caches plus the cache append that quantizes
+ * (where the device has 4-bit ops). Each
  * measurement repeats for ~budget/24 seconds and keeps the median time: what a
  * long run sustains, also on a machine shared with other jobs (the best time
  * would describe the quiet moments only).
@@ -102,36 +104,71 @@ static zz_status zz_gemm_once(void *a_) {
   return zz_device_sync(a->dev, ZZ_LANE_COMPUTE);
 }
 
+/* n small numbers in host memory (free with free()). */
+static float *zz_host_fill(int64_t n) {
+  float *h = malloc((size_t)n * sizeof *h);
+  if (h)
+    for (int64_t i = 0; i < n; i++) h[i] = (float)((i * 7919) % 17) * 0.01f - 0.08f;
+  return h;
+}
+
 /* A device block of n compute-dtype values, filled with small numbers. */
 static zz_status zz_dev_fill(zz_device *dev, int64_t n, void **out) {
   size_t b = zz_dtype_nbytes(dev->ops->compute_dtype, n);
   ZZ_CHECK(zz_device_alloc(dev, b, out));
-  float *h = malloc((size_t)n * sizeof *h);
+  float *h = zz_host_fill(n);
   if (!h) return zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
-  for (int64_t i = 0; i < n; i++) h[i] = (float)((i * 7919) % 17) * 0.01f - 0.08f;
   zz_status st = zz_device_upload(dev, ZZ_LANE_COMPUTE, *out, h, ZZ_DTYPE_F32, n);
   if (st == ZZ_OK) st = zz_device_sync(dev, ZZ_LANE_COMPUTE);
   free(h);
   return st;
 }
 
-static zz_status zz_prof_gemm(const zz_prof *p, zz_hw *hw) {
+/* A device block of rows x len values quantized in format f (kernels/cpu/quant.c,
+ * as the engine stores them): *bytes_out bytes. */
+static zz_status zz_dev_fill_q4(zz_device *dev, zz_qfmt f, int64_t rows, int64_t len, void **out, size_t *bytes_out) {
+  size_t bytes = (size_t)rows * zz_q_row_bytes(f, len);
+  ZZ_CHECK(zz_device_alloc(dev, bytes, out));
+  float *h = zz_host_fill(rows * len);
+  void *q = malloc(bytes);
+  zz_status st = h && q ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
+  if (st == ZZ_OK) zz_q_quantize(f, h, rows, len, q);
+  if (st == ZZ_OK) st = zz_device_write(dev, ZZ_LANE_COMPUTE, *out, q, bytes);
+  if (st == ZZ_OK) st = zz_device_sync(dev, ZZ_LANE_COMPUTE);
+  free(h), free(q);
+  if (bytes_out) *bytes_out = bytes;
+  return st;
+}
+
+/* The device's linear op (the engine's, whatever kernel the device runs for it)
+ * on [M, 2048] x [2048, 2048] for M = 1, 4, 16, ...: in the compute dtype, or
+ * with 4-bit weights (q4: dequantize and multiply). */
+static zz_status zz_prof_gemm(const zz_prof *p, bool q4, zz_hw_point *pts, int *n_pts) {
   const int64_t K = 2048, N = 2048, max_m = 4096;
   zz_gemm_arg a = {.dev = p->dev, .k = K, .n = N};
-  a.w = (zz_tensor){.dtype = p->dev->ops->compute_dtype, .ndim = 2, .shape = {N, K}, .tier = ZZ_TIER_GPU,
-                    .nbytes = zz_dtype_nbytes(p->dev->ops->compute_dtype, N * K)};
+  zz_dtype wdt = q4 ? ZZ_DTYPE_Q4 : p->dev->ops->compute_dtype;
+  a.w = (zz_tensor){.dtype = wdt, .ndim = 2, .shape = {N, K}, .tier = ZZ_TIER_GPU};
   snprintf(a.w.name, sizeof a.w.name, "profile.gemm.weight");
-  zz_status st = zz_dev_fill(p->dev, N * K, &a.w.data);
+  zz_status st;
+  if (q4) {
+    a.w.q = ZZ_QFMT_DEFAULT;
+    st = zz_dev_fill_q4(p->dev, a.w.q, N, K, &a.w.data, &a.w.nbytes);
+  } else {
+    a.w.nbytes = zz_dtype_nbytes(wdt, N * K);
+    st = zz_dev_fill(p->dev, N * K, &a.w.data);
+  }
   if (st == ZZ_OK) st = zz_dev_fill(p->dev, max_m * K, &a.x);
   if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(p->dev->ops->compute_dtype, max_m * N), &a.y);
-  hw->n_gemm = 0;
-  for (int64_t m = 1; st == ZZ_OK && m <= max_m && hw->n_gemm < ZZ_HW_MAX_POINTS; m *= 4) {
+  *n_pts = 0;
+  for (int64_t m = 1; st == ZZ_OK && m <= max_m && *n_pts < ZZ_HW_MAX_POINTS; m *= 4) {
     a.m = m;
     double t;
     st = zz_median_s(p, zz_gemm_once, &a, &t);
     if (st != ZZ_OK) break;
-    hw->gemm[hw->n_gemm++] = (zz_hw_point){(double)m, 2.0 * (double)m * K * N / t};
-    if (p->verbose) fprintf(stderr, "profile: GEMM M=%lld: %.3g GFLOP/s\n", (long long)m, hw->gemm[hw->n_gemm - 1].y / 1e9);
+    pts[(*n_pts)++] = (zz_hw_point){(double)m, 2.0 * (double)m * K * N / t};
+    if (p->verbose)
+      fprintf(stderr, "profile: GEMM%s M=%lld: %.3g GFLOP/s\n", q4 ? " (4-bit weights)" : "", (long long)m,
+              pts[*n_pts - 1].y / 1e9);
     if (t > p->slice_s / 2.5) break; /* larger M only takes longer; the curve is flat by now */
   }
   if (a.y) zz_device_free(p->dev, a.y);
@@ -142,39 +179,58 @@ static zz_status zz_prof_gemm(const zz_prof *p, zz_hw *hw) {
 
 /* ---------------------------------------------------------------- attention */
 
+/* Attention as the engine's layers call it (zz_device_attention_ex), or the CPU
+ * kernel beside a host cache (zz_cpu_attention_ex, as schedule.c's CPU attention
+ * calls it), over a cache in the compute dtype or in 4 bits. */
 typedef struct {
   zz_device *dev;
   zz_pool *pool; /* CPU attention: its pool; NULL: the device op */
   void *q, *k, *v, *out, *scratch;
   int32_t *pad;
+  zz_kv_layout kv;
   int64_t b, sq, t, heads, hd;
 } zz_attn_arg;
 
 static zz_status zz_attn_once(void *a_) {
   zz_attn_arg *a = a_;
-  int64_t stride = a->t * a->heads * a->hd;
   if (a->pool) {
-    zz_cpu_attention(a->pool, a->q, a->k, a->v, stride, a->b, a->sq, a->t, a->t - a->sq, a->heads, a->heads, a->hd,
-                     a->pad, a->out, a->scratch);
+    zz_attn_args args = {.q = a->q, .k = a->k, .v = a->v, .kv_dt = a->kv.dt, .kv_q = a->kv.q,
+                         .seq_bytes = a->kv.seq_bytes, .b = a->b, .sq = a->sq, .t = a->t, .q_start = a->t - a->sq,
+                         .heads = a->heads, .hd = a->hd, .kv_heads = a->heads, .pad = a->pad, .keep = 1,
+                         .out = a->out, .scratch = a->scratch};
+    zz_cpu_attention_ex(a->pool, &args);
     return ZZ_OK;
   }
-  ZZ_CHECK(zz_device_attention(a->dev, a->q, a->k, a->v, stride, a->b, a->sq, a->t, a->t - a->sq, a->heads,
-                               a->heads, a->hd, a->pad, a->out, a->scratch));
+  ZZ_CHECK(zz_device_attention_ex(a->dev, a->q, a->k, a->v, &a->kv, a->b, a->sq, a->t, a->t - a->sq, a->heads,
+                                  a->heads, a->hd, a->pad, 1, a->out, a->scratch));
   return zz_device_sync(a->dev, ZZ_LANE_COMPUTE);
 }
 
 static double zz_attn_flops(const zz_attn_arg *a) { return 4.0 * a->b * a->sq * a->t * a->heads * a->hd; }
 
+/* The cache layout: the compute dtype cdt, or FlexGen's 4-bit format. */
+static zz_kv_layout zz_prof_kv(zz_dtype cdt, bool q4, int64_t t, int64_t heads, int64_t hd) {
+  zz_kv_layout l = {.dt = q4 ? ZZ_DTYPE_Q4 : cdt, .q = q4 ? ZZ_QFMT_DEFAULT : (zz_qfmt){0, 0}};
+  l.seq_bytes = t * (int64_t)zz_kv_row_bytes(l.dt, l.q, heads, hd);
+  return l;
+}
+
 /* The device's attention op; sq = 1 is a decode step. */
-static zz_status zz_prof_bmm(const zz_prof *p, int64_t b, int64_t sq, int64_t t, double *rate) {
+static zz_status zz_prof_bmm(const zz_prof *p, bool q4, int64_t b, int64_t sq, int64_t t, double *rate) {
   zz_attn_arg a = {.dev = p->dev, .b = b, .sq = sq, .t = t, .heads = 16, .hd = 64};
   int64_t h = a.heads * a.hd;
+  a.kv = zz_prof_kv(p->dev->ops->compute_dtype, q4, t, a.heads, a.hd);
   int32_t *pad0 = calloc((size_t)b, sizeof *pad0);
-  size_t sb = zz_device_attention_scratch(p->dev, b, sq, t, a.heads, false);
+  size_t sb = zz_device_attention_scratch(p->dev, b, sq, t, a.heads, zz_attention_general(a.kv.dt, 1));
   zz_status st = pad0 ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
   if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * sq * h, &a.q);
-  if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * t * h, &a.k);
-  if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * t * h, &a.v);
+  if (q4) {
+    if (st == ZZ_OK) st = zz_dev_fill_q4(p->dev, a.kv.q, b * t * a.heads, a.hd, &a.k, NULL);
+    if (st == ZZ_OK) st = zz_dev_fill_q4(p->dev, a.kv.q, b * t * a.heads, a.hd, &a.v, NULL);
+  } else {
+    if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * t * h, &a.k);
+    if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * t * h, &a.v);
+  }
   if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(p->dev->ops->compute_dtype, b * sq * h), &a.out);
   if (st == ZZ_OK && sb) st = zz_device_alloc(p->dev, sb, &a.scratch);
   if (st == ZZ_OK) st = zz_device_alloc(p->dev, (size_t)b * sizeof(int32_t), (void **)&a.pad);
@@ -190,23 +246,31 @@ static zz_status zz_prof_bmm(const zz_prof *p, int64_t b, int64_t sq, int64_t t,
 }
 
 /* CPU attention beside a host cache (decode shape), per thread count. */
-static zz_status zz_prof_cpu_attn(const zz_prof *p, zz_hw *hw) {
+static zz_status zz_prof_cpu_attn(const zz_prof *p, bool q4, zz_hw_point *pts, int *n_pts) {
   zz_attn_arg a = {.b = 32, .sq = 1, .t = 512, .heads = 16, .hd = 64};
   int64_t h = a.heads * a.hd;
-  float *q = malloc((size_t)(a.b * h) * 4), *k = malloc((size_t)(a.b * a.t * h) * 4);
-  float *v = malloc((size_t)(a.b * a.t * h) * 4), *o = malloc((size_t)(a.b * h) * 4);
+  a.kv = zz_prof_kv(ZZ_DTYPE_F32, q4, a.t, a.heads, a.hd);
+  size_t cb = (size_t)(a.b * a.kv.seq_bytes);
+  float *q = malloc((size_t)(a.b * h) * 4), *o = malloc((size_t)(a.b * h) * 4);
+  float *kf = zz_host_fill(a.b * a.t * h);
+  void *k = malloc(cb), *v = malloc(cb);
   float *sc = malloc(zz_cpu_attention_scratch(a.b, a.heads, a.t) * 4);
   int32_t *pad = calloc((size_t)a.b, sizeof *pad);
-  zz_status st = q && k && v && o && sc && pad ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
+  zz_status st = q && k && v && o && kf && sc && pad ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
   if (st == ZZ_OK) {
-    for (int64_t i = 0; i < a.b * a.t * h; i++) k[i] = v[i] = (float)(i % 13) * 0.01f;
+    if (q4) {
+      zz_q_quantize(a.kv.q, kf, a.b * a.t * a.heads, a.hd, k);
+    } else {
+      memcpy(k, kf, cb);
+    }
+    memcpy(v, k, cb);
     for (int64_t i = 0; i < a.b * h; i++) q[i] = (float)(i % 5) * 0.1f;
   }
   a.q = q, a.k = k, a.v = v, a.out = o, a.scratch = sc, a.pad = pad;
   int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (cores < 1) cores = 1;
-  hw->n_cpu_attn = 0;
-  for (int t = 1; st == ZZ_OK && hw->n_cpu_attn < ZZ_HW_MAX_POINTS; t = t * 2 > cores && t < cores ? cores : t * 2) {
+  *n_pts = 0;
+  for (int t = 1; st == ZZ_OK && *n_pts < ZZ_HW_MAX_POINTS; t = t * 2 > cores && t < cores ? cores : t * 2) {
     if (t > cores) break;
     if (zz_pool_create(t, &a.pool) != 0) {
       st = zz_error(ZZ_ERR_NO_MEMORY, "profile: cannot start %d threads", t);
@@ -217,12 +281,66 @@ static zz_status zz_prof_cpu_attn(const zz_prof *p, zz_hw *hw) {
     zz_pool_destroy(a.pool);
     a.pool = NULL;
     if (st != ZZ_OK) break;
-    hw->cpu_attn[hw->n_cpu_attn++] = (zz_hw_point){(double)t, zz_attn_flops(&a) / s};
-    if (p->verbose) fprintf(stderr, "profile: CPU attention, %d threads: %.3g GFLOP/s\n", t, zz_attn_flops(&a) / s / 1e9);
+    pts[(*n_pts)++] = (zz_hw_point){(double)t, zz_attn_flops(&a) / s};
+    if (p->verbose)
+      fprintf(stderr, "profile: CPU attention%s, %d threads: %.3g GFLOP/s\n", q4 ? " (4-bit cache)" : "", t,
+              zz_attn_flops(&a) / s / 1e9);
     if (t == cores) break;
   }
-  free(q), free(k), free(v), free(o), free(sc), free(pad);
+  free(q), free(k), free(v), free(o), free(kf), free(sc), free(pad);
   return st;
+}
+
+/* ---------------------------------------------------------------- quantization at store */
+
+typedef struct {
+  zz_device *dev;
+  void *x, *cache;
+  zz_kv_layout kv;
+  int64_t b, sq, heads, hd;
+} zz_quant_arg;
+
+static zz_status zz_quant_once(void *a_) {
+  zz_quant_arg *a = a_;
+  ZZ_CHECK(zz_device_kv_append_ex(a->dev, a->x, a->b, a->sq, a->heads, a->hd, a->cache, &a->kv, 0));
+  return zz_device_sync(a->dev, ZZ_LANE_COMPUTE);
+}
+
+/* New cache rows appended to a 4-bit cache (the device's kv_append_ex, which
+ * quantizes them): 4-bit bytes written per second. 32 sequences x 64 rows. */
+static zz_status zz_prof_quant(const zz_prof *p, double *bw) {
+  zz_quant_arg a = {.dev = p->dev, .b = 32, .sq = 64, .heads = 16, .hd = 64};
+  a.kv = zz_prof_kv(p->dev->ops->compute_dtype, true, a.sq, a.heads, a.hd);
+  zz_status st = zz_dev_fill(p->dev, a.b * a.sq * a.heads * a.hd, &a.x);
+  if (st == ZZ_OK) st = zz_device_alloc(p->dev, (size_t)(a.b * a.kv.seq_bytes), &a.cache);
+  double s = 0;
+  if (st == ZZ_OK) st = zz_median_s(p, zz_quant_once, &a, &s);
+  if (st == ZZ_OK) *bw = (double)(a.b * a.kv.seq_bytes) / s;
+  if (a.cache) zz_device_free(p->dev, a.cache);
+  if (a.x) zz_device_free(p->dev, a.x);
+  return st;
+}
+
+/* 4-bit weights and caches: the rates of the kernels that read and write them,
+ * where the device has them (otherwise the file has none and the planner does
+ * not choose compression). */
+static zz_status zz_prof_q4(const zz_prof *p, zz_hw *hw) {
+  const zz_op ops[] = {ZZ_OP_LINEAR, ZZ_OP_ATTENTION, ZZ_OP_KV_APPEND};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+    if (!zz_device_supports(p->dev, ops[i], ZZ_DTYPE_Q4)) {
+      if (p->verbose) fprintf(stderr, "profile: the %s device has no 4-bit %s: no compression rates\n", p->dev->ops->name,
+                              zz_op_name(ops[i]));
+      return ZZ_OK;
+    }
+  ZZ_CHECK(zz_prof_gemm(p, true, hw->gemm_q4, &hw->n_gemm_q4));
+  ZZ_CHECK(zz_prof_bmm(p, true, 4, 256, 256, &hw->bmm_prefill_q4_flops));
+  ZZ_CHECK(zz_prof_bmm(p, true, 32, 1, 512, &hw->bmm_decode_q4_flops));
+  ZZ_CHECK(zz_prof_cpu_attn(p, true, hw->cpu_attn_q4, &hw->n_cpu_attn_q4));
+  ZZ_CHECK(zz_prof_quant(p, &hw->quant_bw));
+  if (p->verbose)
+    fprintf(stderr, "profile: 4-bit cache: device attention prefill %.3g GFLOP/s, decode %.3g GFLOP/s; quantize at "
+                    "store %.3g GB/s\n", hw->bmm_prefill_q4_flops / 1e9, hw->bmm_decode_q4_flops / 1e9, hw->quant_bw / 1e9);
+  return ZZ_OK;
 }
 
 /* ---------------------------------------------------------------- all */
@@ -255,13 +373,14 @@ zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
   if (st == ZZ_OK && o->verbose)
     fprintf(stderr, "profile: disk (%s) read %.3g GB/s, write %.3g GB/s\n", dir, hw.disk_read_bw / 1e9,
             hw.disk_write_bw / 1e9);
-  if (st == ZZ_OK) st = zz_prof_gemm(&p, &hw);
-  if (st == ZZ_OK) st = zz_prof_bmm(&p, 4, 256, 256, &hw.bmm_prefill_flops);
-  if (st == ZZ_OK) st = zz_prof_bmm(&p, 32, 1, 512, &hw.bmm_decode_flops);
+  if (st == ZZ_OK) st = zz_prof_gemm(&p, false, hw.gemm, &hw.n_gemm);
+  if (st == ZZ_OK) st = zz_prof_bmm(&p, false, 4, 256, 256, &hw.bmm_prefill_flops);
+  if (st == ZZ_OK) st = zz_prof_bmm(&p, false, 32, 1, 512, &hw.bmm_decode_flops);
   if (st == ZZ_OK && o->verbose)
     fprintf(stderr, "profile: device attention prefill %.3g GFLOP/s, decode %.3g GFLOP/s\n", hw.bmm_prefill_flops / 1e9,
             hw.bmm_decode_flops / 1e9);
-  if (st == ZZ_OK) st = zz_prof_cpu_attn(&p, &hw);
+  if (st == ZZ_OK) st = zz_prof_cpu_attn(&p, false, hw.cpu_attn, &hw.n_cpu_attn);
+  if (st == ZZ_OK) st = zz_prof_q4(&p, &hw);
   if (st == ZZ_OK) {
     hw.cpu_flops = 0;
     if (strcmp(hw.device, "cpu") == 0)

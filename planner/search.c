@@ -42,7 +42,34 @@ static size_t zz_hw_scratch_cpu(const zz_device *d, int64_t b, int64_t sq, int64
   return zz_cpu_attention_scratch(b, heads, t) * sizeof(float);
 }
 
-void zz_planner_opts_default(zz_planner_opts *o) { memset(o, 0, sizeof *o); }
+/* What the file's device can run: every op in its compute dtype, and 4-bit
+ * weights and caches where the file has their rates (zigzag profile writes them
+ * only for a device with those ops). */
+static bool zz_hw_supports_all(const zz_device *d, zz_op op, zz_dtype dt) {
+  (void)d, (void)op, (void)dt;
+  return true;
+}
+static bool zz_hw_supports_dense(const zz_device *d, zz_op op, zz_dtype dt) {
+  (void)d, (void)op;
+  return dt != ZZ_DTYPE_Q4;
+}
+
+void zz_planner_opts_default(zz_planner_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->allow_compression = true; /* tried where the hardware file has 4-bit rates */
+}
+
+/* A compressed policy is priced with the file's 4-bit rates; without them there
+ * is nothing to price it with. */
+static zz_status zz_q4_rates_check(const zz_hw *hw, bool cw, bool cc) {
+  if ((cw || cc) && !zz_hw_has_q4(hw))
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "planner: compressed %s asked for, but the hardware file \"%s\" has no 4-bit rates "
+                    "(gemm_q4_flops, bmm_*_q4_flops, cpu_attention_q4_flops, quant_bytes_per_s; zigzag profile "
+                    "measures them where the device has 4-bit ops)",
+                    cw && cc ? "weights and cache" : cw ? "weights" : "cache", hw->name);
+  return ZZ_OK;
+}
 
 void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TIER_COUNT]) {
   const size_t h[ZZ_TIER_COUNT] = {hw->gpu_mem, hw->cpu_mem, hw->disk_mem};
@@ -55,6 +82,7 @@ zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opt
    * capacity; nothing is opened or allocated */
   zz_device_ops ops = {.name = hw->device, .compute_dtype = zz_hw_compute_dtype(hw)};
   ops.attention_scratch = strcmp(hw->device, "cpu") == 0 ? zz_hw_scratch_cpu : zz_hw_scratch_cuda;
+  ops.supports = zz_hw_has_q4(hw) ? zz_hw_supports_all : zz_hw_supports_dense;
   size_t cap[ZZ_TIER_COUNT];
   zz_planner_caps(hw, o, cap);
   zz_device dev = {.ops = &ops, .capacity = cap[ZZ_TIER_GPU]};
@@ -81,11 +109,12 @@ zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opt
 zz_cost_in zz_cost_in_of(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *p) {
   return (zz_cost_in){.m = m, .hw = hw, .shape = o->shape, .gbs = p->gpu_batch_size, .num_gb = p->num_gpu_batches,
                       .overlap = p->overlap, .cpu_attention = p->cpu_attention, .compress_weight = p->compress_weight,
-                      .compress_cache = p->compress_cache};
+                      .compress_cache = p->compress_cache, .wq = p->wq, .cq = p->cq};
 }
 
 zz_status zz_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
                        zz_plan *out) {
+  ZZ_CHECK(zz_q4_rates_check(hw, pol->compress_weight, pol->compress_cache));
   zz_memplan plan;
   ZZ_CHECK(zz_plan_check(m, hw, o, pol, &plan));
   memset(out, 0, sizeof *out);
@@ -109,6 +138,7 @@ static zz_policy zz_corner(const zz_cost_in *in, bool overlap, zz_tier t) {
   zz_policy_default(&p);
   p.gpu_batch_size = in->gbs, p.num_gpu_batches = in->num_gb, p.overlap = overlap;
   p.cpu_attention = in->cpu_attention, p.compress_weight = in->compress_weight, p.compress_cache = in->compress_cache;
+  p.wq = in->wq, p.cq = in->cq;
   double g = t == ZZ_TIER_GPU ? 100 : 0, c = t == ZZ_TIER_CPU ? 100 : 0;
   p.w_gpu = p.c_gpu = p.a_gpu = g;
   p.w_cpu = p.c_cpu = p.a_cpu = c;
@@ -378,7 +408,11 @@ static zz_status zz_candidate(const zz_model *m, const zz_hw *hw, const zz_plann
 static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs) {
   size_t cap[ZZ_TIER_COUNT];
   zz_planner_caps(hw, o, cap);
-  zz_cost_in in = {.m = m, .hw = hw, .shape = o->shape, .gbs = gbs, .num_gb = 1, .overlap = true};
+  /* the smallest footprint the search could have chosen: 4-bit where it may */
+  bool q4 = o->allow_compression && zz_hw_has_q4(hw);
+  zz_cost_in in = {.m = m, .hw = hw, .shape = o->shape, .gbs = gbs, .num_gb = 1, .overlap = true,
+                   .compress_weight = q4 || o->force_compress_weight, .compress_cache = q4 || o->force_compress_cache};
+  const char *how = in.compress_weight && in.compress_cache ? " in 4 bits" : "";
   zz_policy p = zz_corner(&in, true, ZZ_TIER_DISK);
   zz_memplan plan;
   ZZ_CHECK(zz_plan_build(m, hw, o, &p, &plan));
@@ -390,23 +424,26 @@ static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner
     if (need[t] > (double)cap[t])
       return zz_error(ZZ_ERR_INFEASIBLE,
                       "no policy fits: the %s tier is short by %s — even gbs=%d num_gb=1 with all weights, cache and "
-                      "activations on disk needs %s there (buffers the schedule cannot move) and it has %s",
-                      zz_tier_name((zz_tier)t), zz_format_bytes((size_t)(need[t] - (double)cap[t]), a, sizeof a), gbs,
+                      "activations%s on disk needs %s there (buffers the schedule cannot move) and it has %s",
+                      zz_tier_name((zz_tier)t), zz_format_bytes((size_t)(need[t] - (double)cap[t]), a, sizeof a), gbs, how,
                       zz_format_bytes((size_t)need[t], b, sizeof b), zz_format_bytes(cap[t], d, sizeof d));
   double spare = (double)cap[ZZ_TIER_GPU] - need[0] + (double)cap[ZZ_TIER_CPU] - need[1];
   double short_ = need[2] - (double)cap[ZZ_TIER_DISK] - spare;
   return zz_error(ZZ_ERR_INFEASIBLE,
                   "no policy fits: the disk tier is short by about %s — gbs=%d num_gb=1 needs %s for weights, cache and "
-                  "activations, the disk has %s and the GPU and CPU tiers can take about %s more",
-                  zz_format_bytes(short_ > 0 ? (size_t)short_ : 0, a, sizeof a), gbs,
+                  "activations%s, the disk has %s and the GPU and CPU tiers can take about %s more",
+                  zz_format_bytes(short_ > 0 ? (size_t)short_ : 0, a, sizeof a), gbs, how,
                   zz_format_bytes((size_t)need[2], b, sizeof b), zz_format_bytes(cap[ZZ_TIER_DISK], d, sizeof d),
                   zz_format_bytes(spare > 0 ? (size_t)spare : 0, e, sizeof e));
 }
 
 zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int num_gb,
                       zz_plan *out) {
-  int ncw = o->allow_compression && !o->force_compress_weight ? 2 : 1;
-  int ncc = o->allow_compression && !o->force_compress_cache ? 2 : 1;
+  ZZ_CHECK(zz_q4_rates_check(hw, o->force_compress_weight, o->force_compress_cache));
+  /* compression is a choice only where the file can price it */
+  bool choose = o->allow_compression && zz_hw_has_q4(hw);
+  int ncw = choose && !o->force_compress_weight ? 2 : 1;
+  int ncc = choose && !o->force_compress_cache ? 2 : 1;
   bool have = false;
   for (int attn = 0; attn < 2; attn++)
     for (int cw = 0; cw < ncw; cw++)
@@ -443,6 +480,7 @@ zz_status zz_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_op
   int nn = o->num_gb_list ? o->n_num_gb : zz_plan_n_num_gb_default;
   if (o->shape.prompt_len < 1 || o->shape.gen_len < 1)
     return zz_error(ZZ_ERR_INVALID_ARG, "planner: prompt length and generation length must be >= 1");
+
   zz_plan best;
   memset(&best, 0, sizeof best);
   bool have = false;

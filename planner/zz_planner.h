@@ -55,7 +55,15 @@ typedef struct zz_hw {
   int n_cpu_attn;           /* CPU attention beside a host cache, by thread count */
   zz_hw_point cpu_attn[ZZ_HW_MAX_POINTS];
   double cpu_flops;         /* host GEMM peak (information; the CPU device's rates are in gemm) */
-  double dequant_bw;        /* bytes of 4-bit data (de)quantized per second; 0: not measured (free) */
+  /* 4-bit compression, measured through the kernels the engine runs (all zero:
+   * the device has no 4-bit ops or the file no rates, and the search leaves
+   * compression out; see zz_hw_has_q4) */
+  int n_gemm_q4;            /* linear with 4-bit weights (dequantize and multiply) by rows M */
+  zz_hw_point gemm_q4[ZZ_HW_MAX_POINTS];
+  double bmm_prefill_q4_flops, bmm_decode_q4_flops; /* the device's attention over a 4-bit cache */
+  int n_cpu_attn_q4;        /* CPU attention over a 4-bit host cache, by thread count */
+  zz_hw_point cpu_attn_q4[ZZ_HW_MAX_POINTS];
+  double quant_bw;          /* cache rows quantized at store: 4-bit bytes written per second */
   int machines;             /* machines of a cluster (ranks at most), 1 for one box */
   double net_bw;            /* between machines, bytes/s (0: none) */
   double net_latency;       /* seconds per message */
@@ -72,6 +80,20 @@ zz_status zz_hw_check(const zz_hw *hw, const char *where);
 double zz_hw_rate(const zz_hw_point *pts, int n, double x);
 /* The thread count of the fastest CPU attention within max_threads (>= 1). */
 int zz_hw_attn_threads(const zz_hw *hw, int max_threads);
+/* LM-Offload's thread control (§4): how the host's cores are split. */
+typedef struct zz_threads {
+  int gemm; /* the CPU device's compute pool (--threads); 0 on a GPU, whose GEMMs are not the host's */
+  int attn; /* CPU attention's pool (--attn-threads) */
+  int io;   /* I/O lanes, one thread each (weight load, cache load, cache store) */
+} zz_threads;
+/* The split for hw: on the CPU device the GEMMs take every core and CPU
+ * attention, which runs on the compute lane between them, the fastest count of
+ * the profile's curve within all cores; beside a GPU the I/O lanes keep a core
+ * each and CPU attention takes the fastest count within the rest. */
+zz_threads zz_hw_threads(const zz_hw *hw);
+
+/* Whether hw has every 4-bit rate the cost model needs to price compression. */
+bool zz_hw_has_q4(const zz_hw *hw);
 
 /* ================================================================ cost model */
 
@@ -116,6 +138,7 @@ typedef struct zz_cost_in {
   int gbs, num_gb;
   bool overlap, cpu_attention;
   bool compress_weight, compress_cache; /* 4-bit group-wise (sizes from sizes.c) */
+  zz_qfmt wq, cq;                       /* their formats (bits 0: FlexGen's, zz_policy's convention) */
   int attn_threads;                     /* CPU attention threads (0: the best the hw file allows) */
 } zz_cost_in;
 
@@ -137,6 +160,7 @@ typedef struct zz_cost {
   double prefill_tps, decode_tps, total_tps;       /* FlexGen's definitions */
   size_t peak[ZZ_TIER_COUNT];                      /* the memory plan's bytes per tier */
   int attn_threads;                                /* CPU attention threads used */
+  zz_threads threads;                              /* the host's split this prediction assumed */
 } zz_cost;
 
 /* Predicts a realised policy on layers [plan's slice): each layer's placement is
@@ -152,7 +176,7 @@ typedef struct zz_planner_opts {
   int layer_begin, layer_end;   /* the slice to plan (0, 0: all) */
   int n_groups;                 /* micro-batch groups (pipeline); 0/1: one */
   size_t cap[ZZ_TIER_COUNT];    /* 0: the hardware file's */
-  bool allow_compression;       /* search cw/cc too (when the engine supports them) */
+  bool allow_compression;       /* search cw/cc too where hw has 4-bit rates (default on; --no-compression) */
   bool force_compress_weight, force_compress_cache;
   bool no_overlap;
   const int *gbs_list;          /* NULL: the default list */

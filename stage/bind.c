@@ -41,13 +41,99 @@ static int gpu_numa_node(hwloc_topology_t topo, int ordinal, char *why, size_t l
 #endif
 }
 
+/* The machine's topology with the I/O devices that locate a GPU. */
+static zz_status zz_bind_topology(int rank, hwloc_topology_t *out) {
+  hwloc_topology_t topo;
+  if (hwloc_topology_init(&topo) != 0) return zz_error(ZZ_ERR_UNSUPPORTED, "bind: rank %d: hwloc cannot start", rank);
+  if (hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT) != 0 || hwloc_topology_load(topo) != 0) {
+    hwloc_topology_destroy(topo);
+    return zz_error(ZZ_ERR_UNSUPPORTED, "bind: rank %d: hwloc cannot read this machine's topology", rank);
+  }
+  *out = topo;
+  return ZZ_OK;
+}
+
+/* The NUMA node for local rank local_rank: nearest the GPU, else spread over the
+ * nodes with cores; why says which. -1: no node with cores known. */
+static int zz_bind_node(hwloc_topology_t topo, int gpu_ordinal, int local_rank, char *why, size_t len) {
+  /* NUMA nodes that have cores (memory-only nodes cannot run a rank) */
+  int nn = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+  int with_cpus = 0;
+  for (int i = 0; i < nn; i++) {
+    hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)i);
+    if (o->cpuset && !hwloc_bitmap_iszero(o->cpuset)) with_cpus++;
+  }
+  int node = -1;
+  why[0] = 0;
+  if (gpu_ordinal >= 0) node = gpu_numa_node(topo, gpu_ordinal, why, len);
+  if (node < 0 && with_cpus > 0) { /* spread the local ranks over the nodes with cores */
+    int want = local_rank % with_cpus, seen = 0;
+    for (int i = 0; i < nn && node < 0; i++) {
+      hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)i);
+      if (o->cpuset && !hwloc_bitmap_iszero(o->cpuset) && seen++ == want) node = i;
+    }
+    char tmp[96];
+    snprintf(tmp, sizeof tmp, "%s%sspread over %d NUMA node%s", why, *why ? ": " : "", with_cpus,
+             with_cpus == 1 ? "" : "s");
+    snprintf(why, len, "%s", tmp);
+  }
+  return node;
+}
+
+/* Binds the process to the k-th of n disjoint core sets of node's cores (shared
+ * when there are fewer cores than n), prints where, and fills *b; takes topo. */
+static zz_status zz_bind_cores(hwloc_topology_t topo, int node, int k, int n, int rank, const char *why,
+                               zz_binding *b) {
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  if (!set) {
+    hwloc_topology_destroy(topo);
+    return zz_error(ZZ_ERR_NO_MEMORY, "bind");
+  }
+  char host[ZZ_HOST_LEN] = {0};
+  if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "unknown");
+  hwloc_const_cpuset_t pool = hwloc_topology_get_topology_cpuset(topo);
+  if (node >= 0) pool = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)node)->cpuset;
+  int c = hwloc_get_nbobjs_inside_cpuset_by_type(topo, pool, HWLOC_OBJ_CORE);
+  if (c <= 0) {
+    hwloc_bitmap_free(set);
+    hwloc_topology_destroy(topo);
+    return zz_error(ZZ_ERR_UNSUPPORTED, "bind: rank %d: no cores on NUMA node %d", rank, node);
+  }
+  int lo, hi;
+  if (c >= n) { /* disjoint: rank k of n gets cores [k c / n, (k+1) c / n) */
+    lo = k * c / n;
+    hi = (k + 1) * c / n;
+  } else {
+    lo = k % c;
+    hi = lo + 1;
+    b->shared = 1;
+  }
+  for (int i = lo; i < hi; i++) {
+    hwloc_obj_t core = hwloc_get_obj_inside_cpuset_by_type(topo, pool, HWLOC_OBJ_CORE, (unsigned)i);
+    if (core) hwloc_bitmap_or(set, set, core->cpuset);
+  }
+  b->ncores = hi - lo;
+  b->numa_node = node;
+  hwloc_bitmap_list_snprintf(b->cpus, sizeof b->cpus, set);
+  char extra[96] = "";
+  if (b->shared)
+    snprintf(extra, sizeof extra, "; cores shared: %d ranks on %d cores", n, c);
+  if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0) {
+    snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "; binding refused, not bound");
+  }
+  snprintf(b->note, sizeof b->note, "%s%s", why, extra);
+  fprintf(stderr, "zigzag: rank %d (host %s): bound to cores %s, NUMA node %d (%s)\n", rank, host,
+          b->cpus, node, b->note);
+  b->cpuset = set;
+  b->topology = topo;
+  return ZZ_OK;
+}
+
 zz_status zz_binding_init(MPI_Comm comm, int gpu_ordinal, zz_binding *out) {
   zz_binding b = {.numa_node = -1};
   zz_status s = ZZ_OK;
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  char host[ZZ_HOST_LEN] = {0};
-  if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "unknown");
 
   /* The ranks of this machine. MPI_Comm_split_type has no non-blocking form (MPI
    * 3.1); it runs once at start, before anything can have failed. */
@@ -59,40 +145,13 @@ zz_status zz_binding_init(MPI_Comm comm, int gpu_ordinal, zz_binding *out) {
   MPI_Comm_size(local, &b.local_size);
   int *nodes = calloc((size_t)b.local_size, sizeof *nodes);
   hwloc_topology_t topo = NULL;
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  if (!nodes || !set) {
+  if (!nodes) {
     s = zz_error(ZZ_ERR_NO_MEMORY, "bind");
     goto done;
   }
-  if (hwloc_topology_init(&topo) != 0 ||
-      hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT) != 0 ||
-      hwloc_topology_load(topo) != 0) {
-    s = zz_error(ZZ_ERR_UNSUPPORTED, "bind: rank %d: hwloc cannot read this machine's topology",
-                 rank);
-    goto done;
-  }
-
-  /* NUMA nodes that have cores (memory-only nodes cannot run a rank) */
-  int nn = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
-  int with_cpus = 0;
-  for (int i = 0; i < nn; i++) {
-    hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)i);
-    if (o->cpuset && !hwloc_bitmap_iszero(o->cpuset)) with_cpus++;
-  }
-  int node = -1;
-  char why[96] = "";
-  if (gpu_ordinal >= 0) node = gpu_numa_node(topo, gpu_ordinal, why, sizeof why);
-  if (node < 0 && with_cpus > 0) { /* spread the local ranks over the nodes with cores */
-    int want = b.local_rank % with_cpus, seen = 0;
-    for (int i = 0; i < nn && node < 0; i++) {
-      hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)i);
-      if (o->cpuset && !hwloc_bitmap_iszero(o->cpuset) && seen++ == want) node = i;
-    }
-    char tmp[96];
-    snprintf(tmp, sizeof tmp, "%s%sspread over %d NUMA node%s", why, *why ? ": " : "", with_cpus,
-             with_cpus == 1 ? "" : "s");
-    snprintf(why, sizeof why, "%s", tmp);
-  }
+  if ((s = zz_bind_topology(rank, &topo)) != ZZ_OK) goto done;
+  char why[96];
+  int node = zz_bind_node(topo, gpu_ordinal, b.local_rank, why, sizeof why);
 
   /* who else on this machine goes to the same node */
   MPI_Request req;
@@ -116,50 +175,25 @@ zz_status zz_binding_init(MPI_Comm comm, int gpu_ordinal, zz_binding *out) {
     if (i < b.local_rank) k++;
     n++;
   }
-
-  hwloc_const_cpuset_t pool = hwloc_topology_get_topology_cpuset(topo);
-  if (node >= 0) pool = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)node)->cpuset;
-  int c = hwloc_get_nbobjs_inside_cpuset_by_type(topo, pool, HWLOC_OBJ_CORE);
-  if (c <= 0) {
-    s = zz_error(ZZ_ERR_UNSUPPORTED, "bind: rank %d: no cores on NUMA node %d", rank, node);
-    goto done;
-  }
-  int lo, hi;
-  if (c >= n) { /* disjoint: rank k of n gets cores [k c / n, (k+1) c / n) */
-    lo = k * c / n;
-    hi = (k + 1) * c / n;
-  } else {
-    lo = k % c;
-    hi = lo + 1;
-    b.shared = 1;
-  }
-  for (int i = lo; i < hi; i++) {
-    hwloc_obj_t core = hwloc_get_obj_inside_cpuset_by_type(topo, pool, HWLOC_OBJ_CORE, (unsigned)i);
-    if (core) hwloc_bitmap_or(set, set, core->cpuset);
-  }
-  b.ncores = hi - lo;
-  b.numa_node = node;
-  hwloc_bitmap_list_snprintf(b.cpus, sizeof b.cpus, set);
-  char extra[96] = "";
-  if (b.shared)
-    snprintf(extra, sizeof extra, "; cores shared: %d ranks on %d cores", n, c);
-  if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0) {
-    snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "; binding refused, not bound");
-  }
-  snprintf(b.note, sizeof b.note, "%s%s", why, extra);
-  fprintf(stderr, "zigzag: rank %d (host %s): bound to cores %s, NUMA node %d (%s)\n", rank, host,
-          b.cpus, node, b.note);
-  b.cpuset = set;
-  b.topology = topo;
-  set = NULL;
-  topo = NULL;
-  *out = b;
+  s = zz_bind_cores(topo, node, k, n, rank, why, &b);
+  topo = NULL; /* taken */
+  if (s == ZZ_OK) *out = b;
 done:
-  if (set) hwloc_bitmap_free(set);
   if (topo) hwloc_topology_destroy(topo);
   free(nodes);
   MPI_Comm_free(&local);
   return s;
+}
+
+zz_status zz_binding_init_local(int gpu_ordinal, zz_binding *out) {
+  zz_binding b = {.numa_node = -1, .local_size = 1};
+  hwloc_topology_t topo = NULL;
+  ZZ_CHECK(zz_bind_topology(0, &topo));
+  char why[96];
+  int node = zz_bind_node(topo, gpu_ordinal, 0, why, sizeof why);
+  ZZ_CHECK(zz_bind_cores(topo, node, 0, 1, 0, why, &b));
+  *out = b;
+  return ZZ_OK;
 }
 
 zz_status zz_binding_bind_thread(const zz_binding *b) {

@@ -71,6 +71,9 @@ typedef struct zz_binding {
  * Collective over comm (uses MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)). Prints
  * `zigzag: rank R (host H): bound to cores ..., NUMA node ...` on stderr. */
 zz_status zz_binding_init(MPI_Comm comm, int gpu_ordinal, zz_binding *out);
+/* The same for a process alone on its machine (no MPI): the whole NUMA node
+ * nearest the GPU (or the first node with cores); prints the same line. */
+zz_status zz_binding_init_local(int gpu_ordinal, zz_binding *out);
 /* Keeps the calling thread inside the binding's cpuset (CPU-attention, I/O threads). */
 zz_status zz_binding_bind_thread(const zz_binding *b);
 void zz_binding_free(zz_binding *b);

@@ -38,6 +38,18 @@ static zz_hw test_hw(void) {
   return h;
 }
 
+/* test_hw with 4-bit rates: k times the dense ones (the dequantizing kernels'
+ * speed relative to the dense kernels) and a quantizer at q bytes/s. */
+static zz_hw test_hw_q4(double k, double q) {
+  zz_hw h = test_hw();
+  h.n_gemm_q4 = h.n_gemm, h.n_cpu_attn_q4 = h.n_cpu_attn;
+  for (int i = 0; i < h.n_gemm; i++) h.gemm_q4[i] = (zz_hw_point){h.gemm[i].x, k * h.gemm[i].y};
+  for (int i = 0; i < h.n_cpu_attn; i++) h.cpu_attn_q4[i] = (zz_hw_point){h.cpu_attn[i].x, k * h.cpu_attn[i].y};
+  h.bmm_prefill_q4_flops = k * h.bmm_prefill_flops, h.bmm_decode_q4_flops = k * h.bmm_decode_flops;
+  h.quant_bw = q;
+  return h;
+}
+
 static const char *tmp_path(const char *name) {
   static char p[512];
   const char *d = getenv("TMPDIR");
@@ -69,6 +81,22 @@ static void test_hw_rate(void) {
   zz_hw h = test_hw();
   CU_ASSERT_EQUAL(zz_hw_attn_threads(&h, 8), 4);
   CU_ASSERT_EQUAL(zz_hw_attn_threads(&h, 3), 1);
+  /* the split of the host's cores (LM-Offload §4): beside a GPU the three I/O
+   * lanes keep a core each, attention the fastest count in the rest */
+  zz_threads t = zz_hw_threads(&h);
+  CU_ASSERT_EQUAL(t.gemm, 0);
+  CU_ASSERT_EQUAL(t.io, 3);
+  CU_ASSERT_EQUAL(t.attn, 4); /* 5 cores left; the curve's best within them */
+  h.cpu_cores = 4;            /* one core left: attention gets 1 */
+  CU_ASSERT_EQUAL(zz_hw_threads(&h).attn, 1);
+  /* the CPU device: GEMMs on every core, attention between them at its best */
+  snprintf(h.device, sizeof h.device, "cpu");
+  h.cpu_cores = 8;
+  t = zz_hw_threads(&h);
+  CU_ASSERT_EQUAL(t.gemm, 8);
+  CU_ASSERT_EQUAL(t.attn, 4);
+  h.cpu_attn[1].y = 0.5e9; /* 4 threads slower than 1: the curve decides */
+  CU_ASSERT_EQUAL(zz_hw_threads(&h).attn, 1);
 }
 
 static void test_hw_files(void) {
@@ -117,6 +145,34 @@ static void test_hw_refusals(void) {
   CU_ASSERT_EQUAL(load_text(buf), ZZ_ERR_FORMAT);
   CU_ASSERT_EQUAL(load_text("{\"name\": "), ZZ_ERR_FORMAT);
   CU_ASSERT_EQUAL(zz_hw_load("/nonexistent/hw.json", &(zz_hw){0}), ZZ_ERR_FORMAT);
+}
+
+/* 4-bit rates: all or none, kept by save and load, left out where absent */
+static void test_hw_q4_rates(void) {
+  zz_hw a = test_hw_q4(0.5, 1e9), b;
+  CU_ASSERT(zz_hw_has_q4(&a));
+  CU_ASSERT(!zz_hw_has_q4(&(zz_hw){0}));
+  const char *p = tmp_path("q4.json");
+  CU_ASSERT_EQUAL_FATAL(zz_hw_save(&a, p), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_hw_load(p, &b), ZZ_OK);
+  CU_ASSERT(zz_hw_has_q4(&b));
+  CU_ASSERT_EQUAL(b.n_gemm_q4, 2);
+  CU_ASSERT(close_rel(b.gemm_q4[1].y, 0.5e13, 1e-5));
+  CU_ASSERT(close_rel(b.quant_bw, 1e9, 1e-5));
+  /* without them the file does not mention them (and loads as without) */
+  zz_hw c = test_hw();
+  CU_ASSERT_EQUAL_FATAL(zz_hw_save(&c, p), ZZ_OK);
+  FILE *f = fopen(p, "r");
+  char text[8192] = "";
+  if (f) text[fread(text, 1, sizeof text - 1, f)] = 0, fclose(f);
+  CU_ASSERT_PTR_NULL(strstr(text, "q4"));
+  CU_ASSERT_EQUAL(zz_hw_load(p, &b), ZZ_OK);
+  CU_ASSERT(!zz_hw_has_q4(&b));
+  unlink(p);
+  /* a part of them is refused, naming what is missing */
+  a.quant_bw = 0;
+  CU_ASSERT_EQUAL(zz_hw_check(&a, "t"), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "quant_bytes_per_s"));
 }
 
 /* ---------------------------------------------------------------- cost model */
@@ -198,10 +254,45 @@ static void test_cost_terms(void) {
   l = layer_of(ZZ_LAYER_MLP);
   zz_cost_layer(&in, l, ZZ_PHASE_DECODE, t);
   double Wq = 0;
+  const zz_qfmt q4 = ZZ_QFMT_DEFAULT;
   for (int k = 0; k < L->n_weights; k++)
-    if (L->weights[k].ndim) Wq += (double)zz_weight_bytes(&L->weights[k], ZZ_DTYPE_Q4);
+    if (L->weights[k].ndim) /* matrices in 4 bits, biases and norms as they are */
+      Wq += (double)zz_weight_bytes(&L->weights[k], zz_weight_dtype(&L->weights[k], c->dtype, &q4));
   CU_ASSERT(close_rel(t[ZZ_TERM_WEIGHT].a[ZZ_X_WC], Wq / 1e10, 1e-12));
   CU_ASSERT(Wq < W / 3);
+}
+
+/* 4-bit weights and cache priced with the file's 4-bit rates, through the one cost function */
+static void test_cost_q4(void) {
+  zz_hw hw = test_hw_q4(0.25, 2e9);
+  zz_cost_in in = {.m = &g_model, .hw = &hw, .shape = {16, 8}, .gbs = 4, .num_gb = 2, .overlap = true,
+                   .compress_weight = true};
+  const zz_config *c = &g_model.cfg;
+  double bls = 8, s = 16, n = 8, h = (double)c->hidden;
+  int l = layer_of(ZZ_LAYER_MLP);
+  const zz_layer *L = &g_model.layers[l];
+  double mat = 0;
+  for (int k = 0; k < L->n_weights; k++)
+    if (L->weights[k].ndim == 2) mat += (double)zz_weight_numel(&L->weights[k]);
+  zz_lin t[ZZ_TERM_COUNT];
+  zz_cost_layer(&in, l, ZZ_PHASE_DECODE, t);
+  CU_ASSERT(close_rel(t[ZZ_TERM_COMPUTE].c, 2 * mat * bls / zz_hw_rate(hw.gemm_q4, hw.n_gemm_q4, 4), 1e-12));
+  /* a 4-bit cache: attention at the 4-bit rate, its new rows quantized at store */
+  in.compress_weight = false, in.compress_cache = true;
+  l = layer_of(ZZ_LAYER_ATTENTION);
+  zz_policy fmt = {.compress_cache = true};
+  zz_cache_spec cs = zz_cache_spec_for(&g_model.layers[l], &fmt, ZZ_DTYPE_F16);
+  CU_ASSERT_EQUAL(cs.dtype, ZZ_DTYPE_Q4);
+  double row2 = 2.0 * (double)zz_cache_row_bytes(&cs), keys = s + n / 2;
+  zz_cost_layer(&in, l, ZZ_PHASE_DECODE, t);
+  double gemm = 2 * 4.0 * h * h * bls / zz_hw_rate(hw.gemm, hw.n_gemm, 4);
+  double att = 4 * bls * keys * h / hw.bmm_decode_q4_flops, quant = bls * row2 / hw.quant_bw;
+  CU_ASSERT(close_rel(t[ZZ_TERM_COMPUTE].c, gemm + att + quant, 1e-9));
+  CU_ASSERT(close_rel(t[ZZ_TERM_LOAD].a[ZZ_X_CC], bls * keys * row2 / 1e10, 1e-12));
+  /* beside a host cache the CPU reads it at its 4-bit curve */
+  in.cpu_attention = true;
+  zz_cost_layer(&in, l, ZZ_PHASE_DECODE, t);
+  CU_ASSERT(t[ZZ_TERM_COMPUTE].a[ZZ_X_CC] > 4 * bls * keys * h / (0.25 * 3e9));
 }
 
 /* ---------------------------------------------------------------- the LP */
@@ -322,6 +413,46 @@ static void test_search_prefers_fast(void) {
   CU_ASSERT(plan.cost.total_tps >= small.cost.total_tps);
 }
 
+/* Compression where only it fits, and not where its dequantization makes it lose. */
+static void test_search_compression(void) {
+  zz_planner_opts o = small_opts();
+  static const int one[] = {1};
+  o.gbs_list = one, o.n_gbs = 1, o.num_gb_list = one, o.n_num_gb = 1;
+  /* the GPU holds the 4-bit model and nothing more, the CPU tier and the disk
+   * what the schedule keeps there anyway: only 4-bit weights fit */
+  zz_hw hw = test_hw_q4(0.5, 1e9);
+  zz_policy pq = policy_all(ZZ_TIER_GPU, 1);
+  pq.compress_weight = true;
+  zz_memplan q;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_check(&g_model, &hw, &o, &pq, &q), ZZ_OK);
+  hw.gpu_mem = zz_memplan_tier_total(&q, ZZ_TIER_GPU) + ((size_t)1 << 20);
+  hw.cpu_mem = zz_memplan_tier_total(&q, ZZ_TIER_CPU) + ((size_t)1 << 20);
+  hw.disk_mem = 0;
+  zz_memplan_free(&q);
+  zz_plan plan;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_search(&g_model, &hw, &o, &plan), ZZ_OK);
+  CU_ASSERT(plan.policy.compress_weight);
+  char line[256];
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_policy_str(&plan.policy, line, sizeof line), "cw=1"));
+  /* switched off, nothing fits; a file without 4-bit rates cannot price it */
+  o.allow_compression = false;
+  CU_ASSERT_EQUAL(zz_plan_search(&g_model, &hw, &o, &plan), ZZ_ERR_INFEASIBLE);
+  o.allow_compression = true;
+  zz_hw dense = test_hw();
+  CU_ASSERT_EQUAL(zz_plan_eval(&g_model, &dense, &o, &pq, &plan), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "4-bit rates"));
+  /* ample memory and 4-bit kernels at a tenth of the dense speed: compression
+   * saves no transfer (everything stays on the GPU) and only costs */
+  hw = test_hw_q4(0.1, 1e8);
+  CU_ASSERT_EQUAL_FATAL(zz_plan_search(&g_model, &hw, &o, &plan), ZZ_OK);
+  CU_ASSERT(!plan.policy.compress_weight);
+  CU_ASSERT(!plan.policy.compress_cache);
+  zz_plan forced;
+  pq.compress_cache = true;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&g_model, &hw, &o, &pq, &forced), ZZ_OK);
+  CU_ASSERT(forced.cost.total_tps < plan.cost.total_tps);
+}
+
 /* ---------------------------------------------------------------- pipeline */
 
 /* The GPU's attention scratch the planner counts is the CUDA device's: on the Q4 /
@@ -377,11 +508,14 @@ int main(void) {
   CU_add_test(s, "hardware file: rates and thread choice", test_hw_rate);
   CU_add_test(s, "hardware file: shipped files, save and load", test_hw_files);
   CU_add_test(s, "hardware file: refusals name the field", test_hw_refusals);
+  CU_add_test(s, "hardware file: 4-bit rates", test_hw_q4_rates);
   CU_add_test(s, "cost model: terms against the formulas", test_cost_terms);
+  CU_add_test(s, "cost model: 4-bit rates", test_cost_q4);
   CU_add_test(s, "LP: everything fits the GPU", test_lp_all_fit);
   CU_add_test(s, "LP: half the weights fit", test_lp_half_weights);
   CU_add_test(s, "search: an impossible budget names the tier", test_impossible);
   CU_add_test(s, "search: bigger blocks when they pay", test_search_prefers_fast);
+  CU_add_test(s, "search: compression when only it fits, not when it only costs", test_search_compression);
   CU_add_test(s, "sizes: the GPU attention scratch", test_gpu_attention_scratch);
   CU_add_test(s, "pipeline: the split", test_split);
   CU_add_test(s, "pipeline: one rank is the single plan", test_pipe_one_rank);

@@ -393,14 +393,16 @@ cat >tiny-hw.json <<'EOF'
 EOF
 zz plan --model "$TINY" --hw tiny-hw.json --prompt-len 16 --gen-len 8
 POL=$(sed -n 's/^policy //p' outp)
-check "plan prints the policy line, predicted tokens/s, lanes and peak memory" \
-  eval '[ "$RC" -eq 0 ] && [ -n "$POL" ] && has "predicted: prefill" outp && has "decode lanes" outp && has "peak memory: gpu" outp'
+check "plan prints the policy line, predicted tokens/s, lanes, peak memory and the thread split" \
+  eval '[ "$RC" -eq 0 ] && [ -n "$POL" ] && has "predicted: prefill" outp && has "decode lanes" outp && has "peak memory: gpu" outp && has "threads: GEMM 2" outp'
 zz "${GEN[@]}" --prompts golden_text.jsonl --out planned.jsonl --no-progress --policy "$POL"
 check "generate runs the planned policy with the golden tokens" golden_ok planned.jsonl
 
 zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-hw.json --max-block 8
 check "bench --hw without a policy plans, says so, and prints the prediction beside the measurement" \
   eval '[ "$RC" -eq 0 ] && has "no policy given: the planner" err && has "policy     gbs=" outp && has "predicted  prefill" outp'
+check "bench --hw without --threads takes the plan's threads (GEMM on both cores of tiny-hw) and binds with hwloc, saying so" \
+  eval 'has "threads from the plan: GEMM 2, CPU attention 2, I/O lanes 3 x 1" err && has "bound to cores" err'
 zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-hw.json --gpu-batch-size 2 --json
 check "bench --hw with a policy keeps it and adds the predicted throughputs to --json" \
   eval '[ "$RC" -eq 0 ] && has "\"predicted\": {\"prefill_tok_s\"" outp && has "gbs=2 num_gb=1" outp && ! has "no policy given" err'
@@ -419,16 +421,18 @@ check "plan --json prints one object with the policy, throughputs, lanes and pea
 zz plan --model opt-175b --hw "$HW/t4-gcp.json" --prompt-len 512 --gen-len 32 --gpu-mem 64M
 check "plan on an impossible budget names the short tier and by how much (non-zero exit)" \
   eval '[ "$RC" -ne 0 ] && has "gpu tier is short by" err'
-zz plan --model opt-30b --hw "$HW/t4-gcp.json" --prompt-len 512 --gen-len 32 --cpu-mem 8G --disk-mem 10G
+zz plan --model opt-30b --hw "$HW/t4-gcp.json" --prompt-len 512 --gen-len 32 --cpu-mem 8G --disk-mem 10G --no-compression
 check "plan with too little CPU and disk says which tier is short" eval '[ "$RC" -ne 0 ] && has "short by" err'
+zz plan --model opt-30b --hw "$HW/t4-gcp.json" --prompt-len 512 --gen-len 32 --cpu-mem 8G --disk-mem 10G
+check "plan: where only 4-bit weights fit, the policy line says cw=1" eval '[ "$RC" -eq 0 ] && has "cw=1" outp'
 
 zz plan --model opt-30b --hw "$HW/t4-gcp-x4.json" --prompt-len 512 --gen-len 32 --ranks 4
 check "plan --ranks 4 prints the split, each rank's policy, the pipeline throughput and bubble" \
   eval '[ "$RC" -eq 0 ] && has "layers: rank 0 [0," outp && has "rank 3: policy gbs=" outp && has "bubble" outp'
 
 zz profile --profile-seconds 1 --out measured.json
-check "profile --out writes a hardware file of this machine that plan reads" \
-  eval '[ "$RC" -eq 0 ] && has "\"gemm_flops\"" measured.json && has "profile: disk" err'
+check "profile --out writes a hardware file of this machine (4-bit rates too: the CPU device has 4-bit ops) that plan reads" \
+  eval '[ "$RC" -eq 0 ] && has "\"gemm_flops\"" measured.json && has "\"gemm_q4_flops\"" measured.json && has "profile: disk" err'
 zz plan --model "$TINY" --hw measured.json --prompt-len 16 --gen-len 8 --max-block 8
 block_ok() {
   local g n

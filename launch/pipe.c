@@ -6,7 +6,9 @@
  * predicted cost), its own device and memory plan, checked before anything is
  * allocated and agreed on by every rank (a slice that does not fit stops all of them
  * with that rank's message), then the engine on that slice behind the stage's
- * callbacks. Rank 0 alone reads --prompts, writes --out (one block of T x gbs x
+ * callbacks. With --hw and no policy given, the split and each rank's policy are
+ * the planner's (zz_pipe_plan_search, what `zigzag plan --ranks m` prints), rank 0
+ * printing them all. Rank 0 alone reads --prompts, writes --out (one block of T x gbs x
  * num_gb prompts at a time, committed as one process commits, so --resume works
  * with any m) and prints progress; the last rank samples.
  */
@@ -32,6 +34,8 @@ typedef struct zz_pipe {
   zz_engine *eng;
   zz_engine_stage *es;
   int *bounds;           /* [size + 1] layers of rank r: [bounds[r], bounds[r + 1]) */
+  char pline[256];       /* --hw, no policy given: this rank's planned policy (o.policy points here) */
+  double predicted;      /* --hw, no policy given: the planner's pipeline total tokens/s (0: not planned) */
   int64_t kill_rank, kill_after;
   char fault_kind;       /* ZZ_FAULT_KIND: 'k' kill (default), 's' stop, 'e' error */
   /* bench, rank 0: the request of the current run (0: none left) and its result */
@@ -131,14 +135,52 @@ static zz_status zz_pipe_fault_kind(char *kind_out) {
 
 /* The split by the cost model's per-layer seconds on the machine of a hardware file. */
 static zz_status zz_pipe_split_hw(const char *path, const zz_model *m, const zz_policy *pol, const zz_shape *shape,
-                                  int ranks, int *bounds) {
+                                  bool bf16, int ranks, int *bounds) {
   zz_hw hw;
   ZZ_CHECK(zz_hw_load(path, &hw));
   double *cost = malloc((size_t)m->n_layers * sizeof *cost);
   if (!cost) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
-  zz_status st = zz_plan_layer_costs(m, &hw, shape, pol, cost);
+  zz_status st = zz_plan_layer_costs(m, &hw, shape, pol, bf16, cost);
   if (st == ZZ_OK) st = zz_split_costs(cost, m->n_layers, ranks, bounds);
   free(cost);
+  return st;
+}
+
+/* --hw and no policy given: every rank plans the pipeline as `zigzag plan --ranks
+ * m --hw FILE` does (the same inputs give every rank the same answer, with no
+ * message to wait for, so a rank that fails stops the others through the stage's
+ * agreement) and runs its own rank's policy on the planner's split. */
+static zz_status zz_pipe_plan_hw(zz_pipe *p) {
+  zz_pipeline_plan *pp = malloc(sizeof *pp);
+  if (!pp) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  zz_status st = zz_opts_plan_pipeline(&p->o, &p->job.model, &p->job.shape, p->size, p->groups, pp);
+  if (st == ZZ_OK) {
+    memcpy(p->bounds, pp->bounds, (size_t)(p->size + 1) * sizeof *p->bounds);
+    zz_policy_str(&pp->rank[p->rank].policy, p->pline, sizeof p->pline);
+    p->o.policy = p->pline;
+    p->predicted = pp->total_tps;
+    st = zz_opts_policy(&p->o, &p->job.pol);
+  }
+  if (st == ZZ_OK && p->rank == 0) { /* one write: the ranks' own lines do not mix into it */
+    char *buf = NULL, pb[256];
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (f) {
+      fprintf(f, "zigzag: no policy given: the planner's pipeline for %s on %d ranks, %d groups (--hw %s)\n",
+              p->job.model.cfg.name, p->size, p->groups, p->o.hw);
+      fprintf(f, "zigzag: layers:");
+      for (int r = 0; r < p->size; r++) fprintf(f, " rank %d [%d, %d)", r, pp->bounds[r], pp->bounds[r + 1]);
+      fprintf(f, "\n");
+      for (int r = 0; r < p->size; r++)
+        fprintf(f, "zigzag: rank %d: policy %s\n", r, zz_policy_str(&pp->rank[r].policy, pb, sizeof pb));
+      fprintf(f, "zigzag: pipeline predicted: prefill %.4g tokens/s, decode %.4g tokens/s, total %.4g tokens/s; "
+                 "bubble %.1f%%\n", pp->prefill_tps, pp->decode_tps, pp->total_tps, 100 * pp->bubble);
+      fclose(f);
+      if (buf) fputs(buf, stderr);
+    }
+    free(buf);
+  }
+  free(pp);
   return st;
 }
 
@@ -170,11 +212,15 @@ static zz_status zz_pipe_plan(zz_pipe *p) {
   ZZ_CHECK(zz_stage_comm_check(p->comm, p->dev));
   const zz_model *m = &p->job.model;
   if (!(p->bounds = calloc((size_t)p->size + 1, sizeof *p->bounds))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  bool given = p->o.policy || p->o.policy_flags_given;
   if (p->o.layers) ZZ_CHECK(zz_pipe_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds));
-  else if (p->o.hw) /* the planner's per-layer times on that machine */
-    ZZ_CHECK(zz_pipe_split_hw(p->o.hw, m, &p->job.pol, &p->job.shape, p->size, p->bounds));
+  else if (p->o.hw && !given) /* the planner's split and each rank's policy */
+    ZZ_CHECK(zz_pipe_plan_hw(p));
+  else if (p->o.hw) /* the planner's per-layer times on that machine, under the given policy */
+    ZZ_CHECK(zz_pipe_split_hw(p->o.hw, m, &p->job.pol, &p->job.shape, p->dev->bf16_weights, p->size, p->bounds));
   else
-    ZZ_CHECK(zz_stage_split_layers(m, &p->job.pol, &p->job.shape, p->dev->ops->compute_dtype, p->size, p->bounds));
+    ZZ_CHECK(zz_stage_split_layers(m, &p->job.pol, &p->job.shape, p->dev->ops->compute_dtype, p->dev->bf16_weights,
+                                   p->size, p->bounds));
   zz_engine_opts eo;
   ZZ_CHECK(zz_opts_engine_opts(&p->o, &p->job.shape, p->bounds[p->rank], p->bounds[p->rank + 1], p->groups, &eo));
   zz_memplan plan;
@@ -262,9 +308,10 @@ static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
     if (o->json) {
       printf("{\"model\": \"%s\", \"device\": \"%s\", \"ranks\": %d, \"groups\": %d, \"prompt_len\": %d, "
              "\"gen_len\": %d, \"batch\": %lld, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, "
-             "\"total_tok_s\": %.3f, \"prefill_s\": %.4f, \"decode_s\": %.4f, \"policy\": \"%s\", \"stages\": [",
+             "\"total_tok_s\": %.3f, \"prefill_s\": %.4f, \"decode_s\": %.4f, \"policy\": \"%s\", \"predicted\": %.3f, "
+             "\"stages\": [",
              p->job.cfg.name, p->dev->ops->name, p->size, p->groups, o->prompt_len, o->gen_len, (long long)b, rate[0],
-             rate[1], rate[2], p->bres.prefill_s, p->bres.decode_s, pbuf);
+             rate[1], rate[2], p->bres.prefill_s, p->bres.decode_s, pbuf, p->predicted);
       for (int r = 0; r < p->size; r++)
         printf("%s{\"rank\": %d, \"layers\": [%d, %d], \"busy_s\": %.4f, \"bubble_s\": %.4f, \"total_s\": %.4f, "
                "\"busy_frac\": %.4f, \"bubble_frac\": %.4f, \"bytes_per_token\": %.1f}", r ? ", " : "", r,
@@ -276,10 +323,11 @@ static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
       printf("zigzag bench: %s on %s, %d ranks, %d groups, %lld prompts x %d tokens, %d new tokens each "
              "(warm-up excluded)\n", p->job.cfg.name, p->dev->ops->name, p->size, p->groups, (long long)b,
              o->prompt_len, o->gen_len);
-      printf("  policy     %s (per rank)\n", pbuf);
+      printf("  policy     %s (%s)\n", pbuf, p->predicted > 0 ? "rank 0's; each rank's planned for its slice" : "per rank");
       printf("  prefill    %10.1f tok/s  (%.3f s)\n", rate[0], p->bres.prefill_s);
       printf("  decode     %10.1f tok/s  (%.3f s)\n", rate[1], p->bres.decode_s);
       printf("  total      %10.1f tok/s\n", rate[2]);
+      if (p->predicted > 0) printf("  predicted  %10.1f tok/s total (the planner's pipeline, --hw %s)\n", p->predicted, o->hw);
       for (int r = 0; r < p->size; r++)
         printf("  rank %-3d   layers [%d, %d): busy %.0f%%, bubble %.0f%% of %.3f s, %.0f bytes sent per token\n", r,
                p->bounds[r], p->bounds[r + 1], all[r].total_s > 0 ? 100 * all[r].busy_s / all[r].total_s : 0,

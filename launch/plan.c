@@ -38,8 +38,20 @@ static zz_status zz_opts_planner(const zz_opts *o, const zz_hw *hw, zz_planner_o
   po->no_overlap = o->no_overlap;
   po->max_block = o->max_block;
   po->allow_compression = !o->no_compression;
+  po->bf16_weights = o->cpu_dtype && strcmp(o->cpu_dtype, "bf16") == 0; /* as the user gave it, never chosen */
   (void)hw;
   return ZZ_OK;
+}
+
+zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_shape *shape, int ranks, int groups,
+                                zz_pipeline_plan *out) {
+  zz_hw hw;
+  zz_planner_opts po;
+  ZZ_CHECK(zz_hw_load(o->hw, &hw));
+  ZZ_CHECK(zz_opts_planner(o, &hw, &po));
+  po.shape = *shape;
+  po.n_groups = groups;
+  return zz_pipe_plan_search(m, &hw, &po, ranks, out);
 }
 
 zz_status (*zz_launch_bind)(int gpu_ordinal);

@@ -167,6 +167,12 @@ struct zz_plan;
 extern zz_status (*zz_launch_bind)(int gpu_ordinal);
 zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shape *shape, zz_opts *out, char *line,
                               size_t len, struct zz_plan *pred);
+struct zz_pipeline_plan;
+/* `mpirun ... --hw FILE` with no policy given: the planner's split and each
+ * rank's policy for its slice (zz_pipe_plan_search, as `zigzag plan --ranks
+ * ranks --hw FILE` plans them) for `groups` micro-batch groups. */
+zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_shape *shape, int ranks, int groups,
+                                struct zz_pipeline_plan *out);
 /* zigzag plan / zigzag profile (launch/plan.c). */
 int zz_cmd_plan(const zz_opts *o);
 int zz_cmd_profile(const zz_opts *o);

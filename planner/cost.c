@@ -9,7 +9,9 @@
  * for the 4-bit kernels (dequantize-and-multiply linear, attention over a 4-bit
  * cache), and the new cache rows pay their quantization at store, all on the
  * compute lane (LM-Offload §3, eq. 4–7: dequantization of weights and of the old
- * cache, quantization of the new cache rows).
+ * cache, quantization of the new cache rows). bf16 weight matrices (the CPU
+ * device's --cpu-dtype bf16) are priced the same way: their bytes from sizes.c's
+ * one rule (zz_weight_dtype_b), their GEMMs at the profile's bf16 rate.
  *
  * Every term is a linear function of the nine placement fractions (zz_lin), so
  * the same function feeds the LP (search.c) and predicts a realised policy
@@ -114,7 +116,8 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   for (int k = 0; k < L->n_weights; k++) {
     const zz_weight_spec *ws = &L->weights[k];
     if (!ws->ndim) continue;
-    W += (double)zz_weight_bytes_q(ws, zz_weight_dtype(ws, c->dtype, wq), wq ? *wq : ZZ_QFMT_DEFAULT);
+    W += (double)zz_weight_bytes_q(ws, zz_weight_dtype_b(ws, c->dtype, wq, in->bf16_weights),
+                                   wq ? *wq : ZZ_QFMT_DEFAULT);
     if (ws->ndim == 2) mat += (double)zz_weight_numel(ws);
   }
   zz_add(wl, W / hw->disk_read_bw, WD);
@@ -125,7 +128,9 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   /* GEMMs: the input embedding gathers rows, the LM head sees the last position */
   if (L->kind != ZZ_LAYER_INPUT_EMBED) {
     double rows = L->kind == ZZ_LAYER_OUTPUT_EMBED ? gbs : gbs * sq;
-    double rate = q4w ? zz_hw_rate(hw->gemm_q4, hw->n_gemm_q4, rows) : zz_hw_rate(hw->gemm, hw->n_gemm, rows);
+    double rate = q4w                                         ? zz_hw_rate(hw->gemm_q4, hw->n_gemm_q4, rows)
+                  : in->bf16_weights && hw->n_gemm_bf16 > 0 ? zz_hw_rate(hw->gemm_bf16, hw->n_gemm_bf16, rows)
+                                                              : zz_hw_rate(hw->gemm, hw->n_gemm, rows);
     comp->c += 2 * mat * rows * in->num_gb / rate;
   }
 

@@ -101,6 +101,12 @@ zz_status zz_hw_check(const zz_hw *hw, const char *where) {
     ZZ_CHECK(zz_hw_points_check(hw->gemm_q4, hw->n_gemm_q4, where, "gemm_q4_flops"));
     ZZ_CHECK(zz_hw_points_check(hw->cpu_attn_q4, hw->n_cpu_attn_q4, where, "cpu_attention_q4_flops"));
   }
+  if (hw->n_gemm_bf16 > 0) { /* one field: all or none by itself */
+    if (strcmp(hw->device, "cpu") != 0)
+      return zz_error(ZZ_ERR_FORMAT, "%s: gemm_bf16_flops: bf16 weights are an option of the cpu device, and this "
+                      "file's device is \"%s\"", where, hw->device);
+    ZZ_CHECK(zz_hw_points_check(hw->gemm_bf16, hw->n_gemm_bf16, where, "gemm_bf16_flops"));
+  }
   if (hw->machines > 1 && hw->net_bw <= 0)
     return zz_error(ZZ_ERR_FORMAT, "%s: %d machines need net_bytes_per_s > 0", where, hw->machines);
   ZZ_CHECK(zz_hw_points_check(hw->gemm, hw->n_gemm, where, "gemm_flops"));
@@ -143,6 +149,7 @@ static const zz_field zz_fields[] = {
     {"bmm_decode_q4_flops", ZZ_F_NUM, ZZ_HWO(bmm_decode_q4_flops), 0, false},
     {"cpu_attention_q4_flops", ZZ_F_POINTS, ZZ_HWO(cpu_attn_q4), ZZ_HWO(n_cpu_attn_q4), false},
     {"quant_bytes_per_s", ZZ_F_NUM, ZZ_HWO(quant_bw), 0, false},
+    {"gemm_bf16_flops", ZZ_F_POINTS, ZZ_HWO(gemm_bf16), ZZ_HWO(n_gemm_bf16), false},
     {"machines", ZZ_F_INT, ZZ_HWO(machines), 0, false},
     {"net_bytes_per_s", ZZ_F_NUM, ZZ_HWO(net_bw), 0, false},
     {"net_latency_s", ZZ_F_NUM, ZZ_HWO(net_latency), 0, false},

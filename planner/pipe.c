@@ -50,10 +50,11 @@ zz_status zz_split_costs(const double *cost, int L, int nranks, int *bounds_out)
 }
 
 zz_status zz_plan_layer_costs(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
-                              double *cost_out) {
+                              bool bf16_weights, double *cost_out) {
   zz_planner_opts o;
   zz_planner_opts_default(&o);
   o.shape = *shape;
+  o.bf16_weights = bf16_weights;
   zz_memplan plan;
   ZZ_CHECK(zz_plan_build(m, hw, &o, pol, &plan));
   zz_cost_in in = zz_cost_in_of(m, hw, &o, pol);

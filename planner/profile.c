@@ -140,19 +140,36 @@ static zz_status zz_dev_fill_q4(zz_device *dev, zz_qfmt f, int64_t rows, int64_t
   return st;
 }
 
+/* A device block of n values in bf16 (the CPU device's --cpu-dtype bf16 weights). */
+static zz_status zz_dev_fill_bf16(zz_device *dev, int64_t n, void **out, size_t *bytes_out) {
+  size_t bytes = zz_dtype_nbytes(ZZ_DTYPE_BF16, n);
+  ZZ_CHECK(zz_device_alloc(dev, bytes, out));
+  float *h = zz_host_fill(n);
+  uint16_t *b = malloc(bytes);
+  zz_status st = h && b ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
+  if (st == ZZ_OK) zz_convert(ZZ_DTYPE_F32, h, ZZ_DTYPE_BF16, b, n);
+  if (st == ZZ_OK) st = zz_device_write(dev, ZZ_LANE_COMPUTE, *out, b, bytes);
+  if (st == ZZ_OK) st = zz_device_sync(dev, ZZ_LANE_COMPUTE);
+  free(h), free(b);
+  *bytes_out = bytes;
+  return st;
+}
+
 /* The device's linear op (the engine's, whatever kernel the device runs for it)
- * on [M, 2048] x [2048, 2048] for M = 1, 4, 16, ...: in the compute dtype, or
- * with 4-bit weights (q4: dequantize and multiply). */
-static zz_status zz_prof_gemm(const zz_prof *p, bool q4, zz_hw_point *pts, int *n_pts) {
+ * on [M, 2048] x [2048, 2048] for M = 1, 4, 16, ...: weights wdt in the compute
+ * dtype, in 4 bits (dequantize and multiply) or in bf16 (--cpu-dtype bf16). */
+static zz_status zz_prof_gemm(const zz_prof *p, zz_dtype wdt, zz_hw_point *pts, int *n_pts) {
   const int64_t K = 2048, N = 2048, max_m = 4096;
   zz_gemm_arg a = {.dev = p->dev, .k = K, .n = N};
-  zz_dtype wdt = q4 ? ZZ_DTYPE_Q4 : p->dev->ops->compute_dtype;
+  bool q4 = wdt == ZZ_DTYPE_Q4;
   a.w = (zz_tensor){.dtype = wdt, .ndim = 2, .shape = {N, K}, .tier = ZZ_TIER_GPU};
   snprintf(a.w.name, sizeof a.w.name, "profile.gemm.weight");
   zz_status st;
   if (q4) {
     a.w.q = ZZ_QFMT_DEFAULT;
     st = zz_dev_fill_q4(p->dev, a.w.q, N, K, &a.w.data, &a.w.nbytes);
+  } else if (wdt == ZZ_DTYPE_BF16) {
+    st = zz_dev_fill_bf16(p->dev, N * K, &a.w.data, &a.w.nbytes);
   } else {
     a.w.nbytes = zz_dtype_nbytes(wdt, N * K);
     st = zz_dev_fill(p->dev, N * K, &a.w.data);
@@ -167,7 +184,8 @@ static zz_status zz_prof_gemm(const zz_prof *p, bool q4, zz_hw_point *pts, int *
     if (st != ZZ_OK) break;
     pts[(*n_pts)++] = (zz_hw_point){(double)m, 2.0 * (double)m * K * N / t};
     if (p->verbose)
-      fprintf(stderr, "profile: GEMM%s M=%lld: %.3g GFLOP/s\n", q4 ? " (4-bit weights)" : "", (long long)m,
+      fprintf(stderr, "profile: GEMM%s M=%lld: %.3g GFLOP/s\n",
+              q4 ? " (4-bit weights)" : wdt == ZZ_DTYPE_BF16 ? " (bf16 weights)" : "", (long long)m,
               pts[*n_pts - 1].y / 1e9);
     if (t > p->slice_s / 2.5) break; /* larger M only takes longer; the curve is flat by now */
   }
@@ -332,7 +350,7 @@ static zz_status zz_prof_q4(const zz_prof *p, zz_hw *hw) {
                               zz_op_name(ops[i]));
       return ZZ_OK;
     }
-  ZZ_CHECK(zz_prof_gemm(p, true, hw->gemm_q4, &hw->n_gemm_q4));
+  ZZ_CHECK(zz_prof_gemm(p, ZZ_DTYPE_Q4, hw->gemm_q4, &hw->n_gemm_q4));
   ZZ_CHECK(zz_prof_bmm(p, true, 4, 256, 256, &hw->bmm_prefill_q4_flops));
   ZZ_CHECK(zz_prof_bmm(p, true, 32, 1, 512, &hw->bmm_decode_q4_flops));
   ZZ_CHECK(zz_prof_cpu_attn(p, true, hw->cpu_attn_q4, &hw->n_cpu_attn_q4));
@@ -373,7 +391,10 @@ zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
   if (st == ZZ_OK && o->verbose)
     fprintf(stderr, "profile: disk (%s) read %.3g GB/s, write %.3g GB/s\n", dir, hw.disk_read_bw / 1e9,
             hw.disk_write_bw / 1e9);
-  if (st == ZZ_OK) st = zz_prof_gemm(&p, false, hw.gemm, &hw.n_gemm);
+  if (st == ZZ_OK) st = zz_prof_gemm(&p, p.dev->ops->compute_dtype, hw.gemm, &hw.n_gemm);
+  /* bf16 weight matrices (--cpu-dtype bf16): the CPU device's linear over them */
+  if (st == ZZ_OK && strcmp(p.dev->ops->name, "cpu") == 0 && zz_device_supports(p.dev, ZZ_OP_LINEAR, ZZ_DTYPE_BF16))
+    st = zz_prof_gemm(&p, ZZ_DTYPE_BF16, hw.gemm_bf16, &hw.n_gemm_bf16);
   if (st == ZZ_OK) st = zz_prof_bmm(&p, false, 4, 256, 256, &hw.bmm_prefill_flops);
   if (st == ZZ_OK) st = zz_prof_bmm(&p, false, 32, 1, 512, &hw.bmm_decode_flops);
   if (st == ZZ_OK && o->verbose)

@@ -71,6 +71,22 @@ static zz_status zz_q4_rates_check(const zz_hw *hw, bool cw, bool cc) {
   return ZZ_OK;
 }
 
+/* bf16 weights are the CPU device's option, priced with the file's bf16 GEMM
+ * rate; 4-bit weights exclude them (the engine refuses both at once). */
+static zz_status zz_bf16_rates_check(const zz_hw *hw, const zz_planner_opts *o) {
+  if (!o->bf16_weights) return ZZ_OK;
+  if (strcmp(hw->device, "cpu") != 0)
+    return zz_error(ZZ_ERR_INVALID_ARG, "planner: --cpu-dtype bf16: bf16 weights are an option of the cpu device, and "
+                    "the hardware file \"%s\" describes a %s device", hw->name, hw->device);
+  if (hw->n_gemm_bf16 <= 0)
+    return zz_error(ZZ_ERR_INVALID_ARG, "planner: --cpu-dtype bf16 asked for, but the hardware file \"%s\" has no "
+                    "gemm_bf16_flops (zigzag profile measures it where the cpu device has bf16 linear)", hw->name);
+  if (o->force_compress_weight)
+    return zz_error(ZZ_ERR_INVALID_ARG, "planner: --cpu-dtype bf16 with --compress-weight: weights are either 4-bit "
+                    "or bf16; give one of them");
+  return ZZ_OK;
+}
+
 void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TIER_COUNT]) {
   const size_t h[ZZ_TIER_COUNT] = {hw->gpu_mem, hw->cpu_mem, hw->disk_mem};
   for (int t = 0; t < ZZ_TIER_COUNT; t++) cap[t] = o->cap[t] ? o->cap[t] : h[t];
@@ -85,7 +101,7 @@ zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opt
   ops.supports = zz_hw_has_q4(hw) ? zz_hw_supports_all : zz_hw_supports_dense;
   size_t cap[ZZ_TIER_COUNT];
   zz_planner_caps(hw, o, cap);
-  zz_device dev = {.ops = &ops, .capacity = cap[ZZ_TIER_GPU]};
+  zz_device dev = {.ops = &ops, .capacity = cap[ZZ_TIER_GPU], .bf16_weights = o->bf16_weights};
   zz_engine_opts eo = {.policy = *pol, .shape = o->shape, .layer_begin = o->layer_begin, .layer_end = o->layer_end,
                        .n_groups = o->n_groups};
   eo.tiers.cap[ZZ_TIER_GPU] = cap[ZZ_TIER_GPU];
@@ -109,12 +125,16 @@ zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opt
 zz_cost_in zz_cost_in_of(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *p) {
   return (zz_cost_in){.m = m, .hw = hw, .shape = o->shape, .gbs = p->gpu_batch_size, .num_gb = p->num_gpu_batches,
                       .overlap = p->overlap, .cpu_attention = p->cpu_attention, .compress_weight = p->compress_weight,
-                      .compress_cache = p->compress_cache, .wq = p->wq, .cq = p->cq};
+                      .compress_cache = p->compress_cache, .wq = p->wq, .cq = p->cq,
+                      .bf16_weights = o->bf16_weights};
 }
 
 zz_status zz_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
                        zz_plan *out) {
   ZZ_CHECK(zz_q4_rates_check(hw, pol->compress_weight, pol->compress_cache));
+  zz_planner_opts ob = *o;
+  ob.force_compress_weight |= pol->compress_weight;
+  ZZ_CHECK(zz_bf16_rates_check(hw, &ob));
   zz_memplan plan;
   ZZ_CHECK(zz_plan_check(m, hw, o, pol, &plan));
   memset(out, 0, sizeof *out);
@@ -411,8 +431,9 @@ static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner
   /* the smallest footprint the search could have chosen: 4-bit where it may */
   bool q4 = o->allow_compression && zz_hw_has_q4(hw);
   zz_cost_in in = {.m = m, .hw = hw, .shape = o->shape, .gbs = gbs, .num_gb = 1, .overlap = true,
-                   .compress_weight = q4 || o->force_compress_weight, .compress_cache = q4 || o->force_compress_cache};
-  const char *how = in.compress_weight && in.compress_cache ? " in 4 bits" : "";
+                   .compress_weight = (q4 || o->force_compress_weight) && !o->bf16_weights,
+                   .compress_cache = q4 || o->force_compress_cache, .bf16_weights = o->bf16_weights};
+  const char *how = in.compress_weight && in.compress_cache ? " in 4 bits" : o->bf16_weights ? " (weights in bf16)" : "";
   zz_policy p = zz_corner(&in, true, ZZ_TIER_DISK);
   zz_memplan plan;
   ZZ_CHECK(zz_plan_build(m, hw, o, &p, &plan));
@@ -440,9 +461,11 @@ static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner
 zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int num_gb,
                       zz_plan *out) {
   ZZ_CHECK(zz_q4_rates_check(hw, o->force_compress_weight, o->force_compress_cache));
-  /* compression is a choice only where the file can price it */
+  ZZ_CHECK(zz_bf16_rates_check(hw, o));
+  /* compression is a choice only where the file can price it (4-bit weights
+   * not beside bf16 ones) */
   bool choose = o->allow_compression && zz_hw_has_q4(hw);
-  int ncw = choose && !o->force_compress_weight ? 2 : 1;
+  int ncw = choose && !o->force_compress_weight && !o->bf16_weights ? 2 : 1;
   int ncc = choose && !o->force_compress_cache ? 2 : 1;
   bool have = false;
   for (int attn = 0; attn < 2; attn++)
@@ -450,7 +473,8 @@ zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts 
       for (int cc = 0; cc < ncc; cc++) {
         zz_cost_in in = {.m = m, .hw = hw, .shape = o->shape, .gbs = gbs, .num_gb = num_gb,
                          .overlap = !o->no_overlap, .cpu_attention = attn != 0,
-                         .compress_weight = o->force_compress_weight || cw, .compress_cache = o->force_compress_cache || cc};
+                         .compress_weight = o->force_compress_weight || cw, .compress_cache = o->force_compress_cache || cc,
+                         .bf16_weights = o->bf16_weights};
         zz_plan p;
         zz_status st = zz_candidate(m, hw, o, &in, &p);
         if (st == ZZ_ERR_INFEASIBLE) {

@@ -64,6 +64,10 @@ typedef struct zz_hw {
   int n_cpu_attn_q4;        /* CPU attention over a 4-bit host cache, by thread count */
   zz_hw_point cpu_attn_q4[ZZ_HW_MAX_POINTS];
   double quant_bw;          /* cache rows quantized at store: 4-bit bytes written per second */
+  /* bf16 weight matrices (--cpu-dtype bf16, CPU device only; 0 points: the file
+   * cannot price them and a bf16 plan is refused naming the field) */
+  int n_gemm_bf16;          /* linear with bf16 weights by rows M */
+  zz_hw_point gemm_bf16[ZZ_HW_MAX_POINTS];
   int machines;             /* machines of a cluster (ranks at most), 1 for one box */
   double net_bw;            /* between machines, bytes/s (0: none) */
   double net_latency;       /* seconds per message */
@@ -140,6 +144,7 @@ typedef struct zz_cost_in {
   bool compress_weight, compress_cache; /* 4-bit group-wise (sizes from sizes.c) */
   zz_qfmt wq, cq;                       /* their formats (bits 0: FlexGen's, zz_policy's convention) */
   int attn_threads;                     /* CPU attention threads (0: the best the hw file allows) */
+  bool bf16_weights;                    /* --cpu-dtype bf16: 2-D weights in bf16 (sizes.c), gemm_bf16 rates */
 } zz_cost_in;
 
 /* The compute dtype of hw's device and the dtype weights are stored in off it. */
@@ -179,6 +184,8 @@ typedef struct zz_planner_opts {
   bool allow_compression;       /* search cw/cc too where hw has 4-bit rates (default on; --no-compression) */
   bool force_compress_weight, force_compress_cache;
   bool no_overlap;
+  bool bf16_weights;            /* --cpu-dtype bf16: plan the CPU device with bf16 weight matrices (never chosen
+                                   by the planner on its own; needs the file's gemm_bf16_flops) */
   const int *gbs_list;          /* NULL: the default list */
   int n_gbs;
   const int *num_gb_list;       /* NULL: the default list */
@@ -250,9 +257,9 @@ zz_status zz_split_costs(const double *cost, int n, int k, int *bounds_out);
 
 /* Per-layer predicted seconds of one block (prefill + all decode steps) under a
  * policy, for layers [0, n_layers) (layers outside a plan's slice are costed as
- * if the policy applied to them). */
+ * if the policy applied to them); bf16_weights: --cpu-dtype bf16. */
 zz_status zz_plan_layer_costs(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
-                              double *cost_out);
+                              bool bf16_weights, double *cost_out);
 
 /* ================================================================ profile */
 

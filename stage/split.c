@@ -9,7 +9,8 @@
 #include "zz_planner.h"
 #include "zz_stage.h"
 
-double zz_stage_layer_cost(const zz_model *m, int l, const zz_policy *pol, const zz_shape *shape, zz_dtype dt) {
+double zz_stage_layer_cost(const zz_model *m, int l, const zz_policy *pol, const zz_shape *shape, zz_dtype dt,
+                           bool bf16) {
   const zz_layer *L = &m->layers[l];
   double bls = (double)pol->gpu_batch_size * pol->num_gpu_batches;
   double s = (double)shape->prompt_len, n = (double)shape->gen_len, h = (double)m->cfg.hidden;
@@ -26,16 +27,16 @@ double zz_stage_layer_cost(const zz_model *m, int l, const zz_policy *pol, const
     }
   }
   double off = 1 - pol->w_gpu / 100.0;
-  double load = n * (off > 0 ? off : 0) * (double)zz_layer_weight_layout(L, dt, ZZ_ALIGN, NULL);
+  double load = n * (off > 0 ? off : 0) * (double)zz_layer_weight_layout_b(L, dt, NULL, bf16, ZZ_ALIGN, NULL);
   double tl = load / ZZ_SPLIT_LINK_BW, tc = flops / ZZ_SPLIT_FLOPS;
   return pol->overlap ? (tl > tc ? tl : tc) : tl + tc;
 }
 
 zz_status zz_stage_split_layers(const zz_model *m, const zz_policy *pol, const zz_shape *shape, zz_dtype dt,
-                                int nranks, int *bounds_out) {
+                                bool bf16, int nranks, int *bounds_out) {
   double *cost = malloc((size_t)m->n_layers * sizeof *cost);
   if (!cost) return zz_error(ZZ_ERR_NO_MEMORY, "pipeline: layer split");
-  for (int l = 0; l < m->n_layers; l++) cost[l] = zz_stage_layer_cost(m, l, pol, shape, dt);
+  for (int l = 0; l < m->n_layers; l++) cost[l] = zz_stage_layer_cost(m, l, pol, shape, dt, bf16);
   /* the one split algorithm (planner/pipe.c), also fed by the cost model's times */
   zz_status st = zz_split_costs(cost, m->n_layers, nranks, bounds_out);
   free(cost);

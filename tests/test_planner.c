@@ -381,6 +381,81 @@ static void test_lp_half_weights(void) {
   CU_ASSERT(plan.cost.total_tps >= best * (1 - 1e-3));
 }
 
+/* --cpu-dtype bf16, priced from a hand-made file of a CPU device with a bf16 GEMM
+ * rate: the weight matrices the plan stores and moves are bf16 (half of f32; the
+ * vectors, a thousandth of opt-125m's bytes, stay f32), the GEMMs run at the bf16
+ * rate, and a file or request that cannot price them is refused by name. */
+static void test_bf16_weights(void) {
+  const char *p = tmp_path("bf16.json");
+  FILE *f = fopen(p, "w");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fputs("{\"name\": \"bf16 test\", \"device\": \"cpu\", \"gpu_mem_bytes\": 8e9, \"cpu_mem_bytes\": 16e9, "
+        "\"disk_mem_bytes\": 1e11, \"cpu_cores\": 2, \"ctog_bytes_per_s\": 4e9, \"gtoc_bytes_per_s\": 4e9, "
+        "\"disk_read_bytes_per_s\": 1e9, \"disk_write_bytes_per_s\": 1e9, \"gemm_flops\": [[1, 2e9], [1024, 5e10]], "
+        "\"bmm_prefill_flops\": 1e10, \"bmm_decode_flops\": 2e9, \"cpu_attention_flops\": [[1, 2e9], [2, 3e9]], "
+        "\"cpu_flops\": 5e10, \"gemm_bf16_flops\": [[1, 4e9], [1024, 1e11]]}\n", f);
+  fclose(f);
+  zz_hw hw;
+  CU_ASSERT_EQUAL_FATAL(zz_hw_load(p, &hw), ZZ_OK);
+  unlink(p);
+  CU_ASSERT_EQUAL(hw.n_gemm_bf16, 2);
+  zz_model m = g_model; /* the same layers from an f32 checkpoint: every tier holds f32 */
+  m.cfg.dtype = ZZ_DTYPE_F32;
+  zz_planner_opts o = small_opts(), ob = o;
+  ob.bf16_weights = true;
+  zz_policy gpu = policy_all(ZZ_TIER_GPU, 2), cpu = gpu;
+  cpu.w_gpu = 0, cpu.w_cpu = 100;
+  /* stored: the weights' bytes in the arena, and on the CPU tier */
+  zz_memplan a, b;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_check(&m, &hw, &o, &gpu, &a), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_plan_check(&m, &hw, &ob, &gpu, &b), ZZ_OK);
+  double r = (double)b.bytes[ZZ_TIER_GPU][ZZ_PURPOSE_WEIGHTS] / (double)a.bytes[ZZ_TIER_GPU][ZZ_PURPOSE_WEIGHTS];
+  CU_ASSERT(r > 0.5 && r < 0.502);
+  zz_memplan_free(&a), zz_memplan_free(&b);
+  CU_ASSERT_EQUAL_FATAL(zz_plan_check(&m, &hw, &o, &cpu, &a), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_plan_check(&m, &hw, &ob, &cpu, &b), ZZ_OK);
+  r = (double)b.bytes[ZZ_TIER_CPU][ZZ_PURPOSE_WEIGHTS] / (double)a.bytes[ZZ_TIER_CPU][ZZ_PURPOSE_WEIGHTS];
+  CU_ASSERT(r > 0.5 && r < 0.502);
+  zz_memplan_free(&a), zz_memplan_free(&b);
+  /* moved: the weight lane of weights on the CPU tier carries half the bytes */
+  zz_plan ea, eb;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&m, &hw, &o, &cpu, &ea), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&m, &hw, &ob, &cpu, &eb), ZZ_OK);
+  r = eb.cost.term_s[ZZ_PHASE_DECODE][ZZ_TERM_WEIGHT] / ea.cost.term_s[ZZ_PHASE_DECODE][ZZ_TERM_WEIGHT];
+  CU_ASSERT(r > 0.5 && r < 0.502);
+  /* computed: an MLP's GEMMs at the bf16 curve */
+  int l = layer_of(ZZ_LAYER_MLP);
+  const zz_layer *L = &m.layers[l];
+  double mat = 0;
+  for (int k = 0; k < L->n_weights; k++)
+    if (L->weights[k].ndim == 2) mat += (double)zz_weight_numel(&L->weights[k]);
+  zz_cost_in in = {.m = &m, .hw = &hw, .shape = {16, 8}, .gbs = 4, .num_gb = 2, .overlap = true, .bf16_weights = true};
+  zz_lin t[ZZ_TERM_COUNT];
+  zz_cost_layer(&in, l, ZZ_PHASE_DECODE, t);
+  CU_ASSERT(close_rel(t[ZZ_TERM_COMPUTE].c, 2 * mat * 8 / zz_hw_rate(hw.gemm_bf16, hw.n_gemm_bf16, 4), 1e-12));
+  /* the search keeps bf16 (never 4-bit weights beside it), and the engine's plan
+   * with bf16 weights accepts its answer */
+  zz_plan plan;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_search(&m, &hw, &ob, &plan), ZZ_OK);
+  CU_ASSERT(!plan.policy.compress_weight);
+  CU_ASSERT_EQUAL(zz_plan_check(&m, &hw, &ob, &plan.policy, &a), ZZ_OK);
+  zz_memplan_free(&a);
+  /* refusals: no bf16 rate; a GPU file; bf16 with 4-bit weights */
+  zz_hw no = hw;
+  no.n_gemm_bf16 = 0;
+  CU_ASSERT_EQUAL(zz_plan_eval(&m, &no, &ob, &gpu, &ea), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "gemm_bf16_flops"));
+  zz_hw cuda = test_hw();
+  CU_ASSERT_EQUAL(zz_plan_search(&m, &cuda, &ob, &plan), ZZ_ERR_INVALID_ARG);
+  cuda.n_gemm_bf16 = 1, cuda.gemm_bf16[0] = (zz_hw_point){1, 1e12};
+  CU_ASSERT_EQUAL(zz_hw_check(&cuda, "t"), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "gemm_bf16_flops"));
+  zz_policy cw = gpu;
+  cw.compress_weight = true;
+  CU_ASSERT_NOT_EQUAL(zz_plan_eval(&m, &hw, &ob, &cw, &ea), ZZ_OK);
+  zz_error_clear();
+}
+
 static void test_impossible(void) {
   zz_hw hw = test_hw();
   hw.gpu_mem = 1 << 20; /* 1 MiB: not even the staging slots */
@@ -511,6 +586,7 @@ int main(void) {
   CU_add_test(s, "hardware file: 4-bit rates", test_hw_q4_rates);
   CU_add_test(s, "cost model: terms against the formulas", test_cost_terms);
   CU_add_test(s, "cost model: 4-bit rates", test_cost_q4);
+  CU_add_test(s, "cost model: bf16 weights (--cpu-dtype bf16)", test_bf16_weights);
   CU_add_test(s, "LP: everything fits the GPU", test_lp_all_fit);
   CU_add_test(s, "LP: half the weights fit", test_lp_half_weights);
   CU_add_test(s, "search: an impossible budget names the tier", test_impossible);

@@ -22,6 +22,10 @@
 #            stop naming rank 0; --comm nccl on CPU ranks and an unknown --comm: refused;
 #            a bad --layers: all refuse it (exit 2)
 #   bench    bench -np 2 --json: the pipeline's throughput and one entry per rank
+#   plan     --hw FILE (a hand-made CPU machine) and no policy: -np 2 generate and bench
+#            print the split and each rank's policy that `zigzag plan --ranks 2 --hw
+#            FILE` prints for the same shape, each rank's engine runs its own line,
+#            and generate's tokens are one process's (run with that --hw file too)
 #   nccl     --comm nccl on GPUs (skipped, 77, with the reason: built without NCCL, or
 #            no GPU visible; with one GPU only the first check runs, then 77): two ranks
 #            on one GPU (--device auto puts every rank of a machine on GPU 0) refused
@@ -241,6 +245,52 @@ bench)
      [ "$(grep -o '"rank": [0-9]' outp | wc -l)" = 2 ] && grep -q '"bytes_per_token"' outp; then
     ok "bench -np 2 --json: throughput and two stages"
   else bad "bench -np 2: rc $rc"; cat outp; fi
+  ;;
+plan)
+  cat >hw.json <<'EOF'
+{"name": "hand-made 2-core CPU box", "device": "cpu", "gpu_mem_bytes": 2e9, "cpu_mem_bytes": 4e9,
+ "disk_mem_bytes": 1e10, "cpu_cores": 2, "ctog_bytes_per_s": 3e9, "gtoc_bytes_per_s": 5e9,
+ "disk_read_bytes_per_s": 1e9, "disk_write_bytes_per_s": 7e8,
+ "gemm_flops": [[1, 3e9], [4, 1e10], [16, 3e10], [64, 6e10], [1024, 5e10]],
+ "bmm_prefill_flops": 6e9, "bmm_decode_flops": 2e9, "cpu_attention_flops": [[1, 2e9], [2, 3e9]],
+ "cpu_flops": 6e10, "machines": 2, "net_bytes_per_s": 1e9, "net_latency_s": 1e-5}
+EOF
+  # want: the split and per-rank policies of plan's output, as pipe.c prints them
+  expect() {
+    sed -n 's/^layers:\(.*\)  (--layers.*/zigzag: layers:\1/p; s/^\(rank [0-9]*: policy .*\)/zigzag: \1/p' "$1"
+  }
+  printed() { grep "^zigzag: layers:\|^zigzag: rank [0-9]*: policy " err; }
+  check_plan() { # WHAT: err against want, and each rank's engine on its planned policy
+    local what=$1 r pol lay
+    if ! printed | cmp -s - want; then
+      bad "$what: the printed split or policies are not plan's"; diff want <(printed) | head; return
+    fi
+    for r in 0 1; do
+      pol=$(sed -n "s/^zigzag: rank $r: policy //p" want)
+      lay=$(grep -o "rank $r \[[0-9]*, [0-9]*)" want | sed 's/rank [0-9]* //')
+      grep -F "zigzag: rank $r: layers $lay of" err | grep -qF "; policy $pol;" ||
+        { bad "$what: rank $r did not run layers $lay with $pol"; return; }
+    done
+    ok "$what: split $(sed -n 's/^zigzag: layers: //p' want) and both ranks' policies are plan's"
+  }
+  M=(--model "$FX/tiny-opt" --hw hw.json --max-block 8)
+  timeout 60 "$ZZ" plan "${M[@]}" --ranks 2 --prompt-len 24 --gen-len 8 >plan.out 2>err || bad "plan --ranks 2 failed"
+  expect plan.out >want
+  [ "$(wc -l <want)" = 3 ] || bad "plan --ranks 2 printed no split and two policies: $(cat plan.out)"
+  timeout 60 "$ZZ" generate "${M[@]}" --prompts prompts.jsonl --max-prompt-len 24 --max-new-tokens 8 \
+    --out one.jsonl </dev/null 2>err || bad "generate --hw: one process failed"
+  mpi 2 generate "${M[@]}" --prompts prompts.jsonl --max-prompt-len 24 --max-new-tokens 8 --out m.jsonl
+  [ "$rc" = 0 ] || bad "generate -np 2 --hw: rc $rc"
+  check_plan "generate -np 2 --hw"
+  if cmp -s one.jsonl m.jsonl; then ok "generate -np 2 --hw: the tokens of one process"
+  else bad "generate -np 2 --hw: output differs from one process's"; fi
+  timeout 60 "$ZZ" plan "${M[@]}" --ranks 2 --prompt-len 8 --gen-len 4 >plan.out 2>err || bad "plan --ranks 2 (bench) failed"
+  expect plan.out >want
+  mpi 2 bench "${M[@]}" --prompt-len 8 --gen-len 4
+  [ "$rc" = 0 ] || bad "bench -np 2 --hw: rc $rc"
+  check_plan "bench -np 2 --hw"
+  if grep -q "^  predicted  *[0-9.]* tok/s total" outp; then ok "bench -np 2 --hw: predicted beside measured"
+  else bad "bench -np 2 --hw: no prediction beside the measurement"; cat outp; fi
   ;;
 nccl)
   args=("${GEN[@]}" --model "$FX/tiny-opt" --max-new-tokens 8)

@@ -124,34 +124,23 @@ static zz_status zz_dev_fill(zz_device *dev, int64_t n, void **out) {
   return st;
 }
 
-/* A device block of rows x len values quantized in format f (kernels/cpu/quant.c,
- * as the engine stores them): *bytes_out bytes. */
-static zz_status zz_dev_fill_q4(zz_device *dev, zz_qfmt f, int64_t rows, int64_t len, void **out, size_t *bytes_out) {
-  size_t bytes = (size_t)rows * zz_q_row_bytes(f, len);
+/* A device block of rows x len values stored as the engine stores them off the
+ * compute dtype: quantized in format f (dt Q4, kernels/cpu/quant.c) or in bf16
+ * (the CPU device's --cpu-dtype bf16 weights); *bytes_out bytes. */
+static zz_status zz_dev_fill_as(zz_device *dev, zz_dtype dt, zz_qfmt f, int64_t rows, int64_t len, void **out,
+                                size_t *bytes_out) {
+  bool q4 = dt == ZZ_DTYPE_Q4;
+  size_t bytes = q4 ? (size_t)rows * zz_q_row_bytes(f, len) : zz_dtype_nbytes(dt, rows * len);
   ZZ_CHECK(zz_device_alloc(dev, bytes, out));
   float *h = zz_host_fill(rows * len);
   void *q = malloc(bytes);
   zz_status st = h && q ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
-  if (st == ZZ_OK) zz_q_quantize(f, h, rows, len, q);
+  if (st == ZZ_OK && q4) zz_q_quantize(f, h, rows, len, q);
+  if (st == ZZ_OK && !q4) zz_convert(ZZ_DTYPE_F32, h, dt, q, rows * len);
   if (st == ZZ_OK) st = zz_device_write(dev, ZZ_LANE_COMPUTE, *out, q, bytes);
   if (st == ZZ_OK) st = zz_device_sync(dev, ZZ_LANE_COMPUTE);
   free(h), free(q);
   if (bytes_out) *bytes_out = bytes;
-  return st;
-}
-
-/* A device block of n values in bf16 (the CPU device's --cpu-dtype bf16 weights). */
-static zz_status zz_dev_fill_bf16(zz_device *dev, int64_t n, void **out, size_t *bytes_out) {
-  size_t bytes = zz_dtype_nbytes(ZZ_DTYPE_BF16, n);
-  ZZ_CHECK(zz_device_alloc(dev, bytes, out));
-  float *h = zz_host_fill(n);
-  uint16_t *b = malloc(bytes);
-  zz_status st = h && b ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
-  if (st == ZZ_OK) zz_convert(ZZ_DTYPE_F32, h, ZZ_DTYPE_BF16, b, n);
-  if (st == ZZ_OK) st = zz_device_write(dev, ZZ_LANE_COMPUTE, *out, b, bytes);
-  if (st == ZZ_OK) st = zz_device_sync(dev, ZZ_LANE_COMPUTE);
-  free(h), free(b);
-  *bytes_out = bytes;
   return st;
 }
 
@@ -167,9 +156,9 @@ static zz_status zz_prof_gemm(const zz_prof *p, zz_dtype wdt, zz_hw_point *pts, 
   zz_status st;
   if (q4) {
     a.w.q = ZZ_QFMT_DEFAULT;
-    st = zz_dev_fill_q4(p->dev, a.w.q, N, K, &a.w.data, &a.w.nbytes);
+    st = zz_dev_fill_as(p->dev, ZZ_DTYPE_Q4, a.w.q, N, K, &a.w.data, &a.w.nbytes);
   } else if (wdt == ZZ_DTYPE_BF16) {
-    st = zz_dev_fill_bf16(p->dev, N * K, &a.w.data, &a.w.nbytes);
+    st = zz_dev_fill_as(p->dev, ZZ_DTYPE_BF16, a.w.q, N, K, &a.w.data, &a.w.nbytes);
   } else {
     a.w.nbytes = zz_dtype_nbytes(wdt, N * K);
     st = zz_dev_fill(p->dev, N * K, &a.w.data);
@@ -243,8 +232,8 @@ static zz_status zz_prof_bmm(const zz_prof *p, bool q4, int64_t b, int64_t sq, i
   zz_status st = pad0 ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
   if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * sq * h, &a.q);
   if (q4) {
-    if (st == ZZ_OK) st = zz_dev_fill_q4(p->dev, a.kv.q, b * t * a.heads, a.hd, &a.k, NULL);
-    if (st == ZZ_OK) st = zz_dev_fill_q4(p->dev, a.kv.q, b * t * a.heads, a.hd, &a.v, NULL);
+    if (st == ZZ_OK) st = zz_dev_fill_as(p->dev, ZZ_DTYPE_Q4, a.kv.q, b * t * a.heads, a.hd, &a.k, NULL);
+    if (st == ZZ_OK) st = zz_dev_fill_as(p->dev, ZZ_DTYPE_Q4, a.kv.q, b * t * a.heads, a.hd, &a.v, NULL);
   } else {
     if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * t * h, &a.k);
     if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * t * h, &a.v);

@@ -1,0 +1,576 @@
+/*
+ * attn.c — attention on the CPU: the scalar reference and the fast decode kernel.
+ *
+ * Two kernels share one contract (zz_attn_args, zz_kernels.h):
+ *
+ *  - zz_cpu_attention_ref: one task per (sequence, query head), every K/V row
+ *    widened to f32 through scalar code (f16 by a table, Q4 by zz_q_dequantize).
+ *    It is the oracle the tests hold the fast kernel to, and it serves top-k
+ *    sparsity (keep < 1), which needs a selection over the scores anyway.
+ *
+ *  - the fast kernel (every dense call): one task per (sequence, KV head). The
+ *    task reads its K rows once and its V rows once for all the query heads of
+ *    that KV group (grouped-query attention reads the cache once) and every query
+ *    row. Rows are read with vector loads chosen at run time (AVX-512, AVX2, or
+ *    plain C: zz_cpu_isa_set / ZZ_CPU_ISA); f16 is widened by F16C / AVX-512
+ *    conversions in registers, a Q4 row is dequantized onto the stack.
+ *
+ * Softmax: two passes over the scores, not an online (running max) softmax. The
+ * K pass writes every score into the scratch the device already sizes
+ * (zz_cpu_attention_scratch), the max/exp/sum runs over that small array in
+ * cache, and the V pass reads each V row once with final probabilities. This
+ * exponentiates each score once and never rescales the output accumulators
+ * (an online softmax would rescale hd floats whenever the max grows); the cache
+ * is still read exactly once for K and once for V, which is what bounds decode.
+ *
+ * The K cache of sequence i, KV head g is strided: row kk at
+ * i*seq_bytes + kk*row_bytes + g*head_bytes, row_bytes = kv_heads * head_bytes. So
+ * each task touches head_bytes out of every row_bytes, and every row is in a
+ * different page; the hardware prefetcher does not follow that, so each pass
+ * prefetches ZZ_ATTN_PREFETCH rows ahead itself.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_impl.h"
+#include "zz_kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define ZZ_ATTN_X86 1
+#else
+#define ZZ_ATTN_X86 0
+#endif
+
+/* ================================================================ the reference */
+
+typedef struct zz_attn_job {
+  zz_attn_args a;
+  const float *lut; /* f16 → f32 */
+  size_t row_bytes; /* one position's K (or V) row of the cache */
+} zz_attn_job;
+
+/* KV head hh's part of cache row kk of sequence i as f32: a pointer into an f32
+ * cache, or widened (f16) / dequantized (Q4) into buf. */
+static const float *zz_kv_head(const zz_attn_job *j, const void *base, int64_t i, int64_t kk, int64_t hh,
+                               float *buf) {
+  const zz_attn_args *a = &j->a;
+  const char *row = (const char *)base + (size_t)(i * a->seq_bytes) + (size_t)kk * j->row_bytes;
+  switch (a->kv_dt) {
+    case ZZ_DTYPE_F32: return (const float *)row + hh * a->hd;
+    case ZZ_DTYPE_F16: {
+      const uint16_t *h = (const uint16_t *)row + hh * a->hd;
+      for (int64_t d = 0; d < a->hd; d++) buf[d] = j->lut[h[d]];
+      return buf;
+    }
+    default:
+      zz_q_dequantize(a->kv_q, row + (size_t)hh * zz_q_row_bytes(a->kv_q, a->hd), 1, a->hd, buf);
+      return buf;
+  }
+}
+
+int64_t zz_attn_keep_count(double keep, int64_t visible) {
+  if (keep >= 1) return visible;
+  int64_t k = (int64_t)ceil(keep * (double)visible - 1e-9);
+  return k < 1 ? 1 : (k > visible ? visible : k);
+}
+
+/* The m-th largest of x[0..n) (1 <= m <= n); x is reordered. */
+static float zz_mth_largest(float *x, int64_t n, int64_t m) {
+  int64_t lo = 0, hi = n - 1, want = m - 1;
+  while (lo < hi) {
+    float pivot = x[lo + (hi - lo) / 2];
+    int64_t a = lo, b = hi;
+    while (a <= b) {
+      while (x[a] > pivot) a++;
+      while (x[b] < pivot) b--;
+      if (a <= b) {
+        float t = x[a];
+        x[a++] = x[b];
+        x[b--] = t;
+      }
+    }
+    if (want <= b) hi = b;
+    else if (want >= a) lo = a;
+    else return x[want];
+  }
+  return x[want];
+}
+
+/* One (sequence, head) pair: every query row of that head, scores in scratch. */
+static void zz_attn_task(void *arg, int64_t task) {
+  const zz_attn_job *j = arg;
+  const zz_attn_args *a = &j->a;
+  int64_t i = task / a->heads, hh = task % a->heads;
+  int64_t h = a->heads * a->hd;
+  int64_t kvh = hh / (a->heads / a->kv_heads); /* the K/V head query head hh reads (grouped-query) */
+  float *scores = a->scratch + 2 * task * a->t, *sel = scores + a->t;
+  float buf[ZZ_ATTN_MAX_HEAD_DIM];
+  const float scale = 1.0f / sqrtf((float)a->hd);
+  int64_t lo = a->pad[i] > 0 ? a->pad[i] : 0;
+  for (int64_t r = 0; r < a->sq; r++) {
+    const float *q = a->q + (i * a->sq + r) * h + hh * a->hd;
+    float *o = a->out + (i * a->sq + r) * h + hh * a->hd;
+    int64_t hi = a->q_start + r; /* last visible key */
+    if (hi >= a->t) hi = a->t - 1;
+    memset(o, 0, (size_t)a->hd * sizeof(float));
+    if (hi < lo) continue;
+    float mx = -INFINITY;
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      float s = zz_dot(q, zz_kv_head(j, a->k, i, kk, kvh, buf), a->hd) * scale;
+      scores[kk] = s;
+      if (s > mx) mx = s;
+    }
+    double sum = 0;
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      scores[kk] = expf(scores[kk] - mx);
+      sum += scores[kk];
+    }
+    float inv = (float)(1.0 / sum);
+    /* top-k: the kept keys are those whose score reaches the m-th largest; ties
+     * at the threshold are taken in key order until m are kept */
+    int64_t n_vis = hi - lo + 1, m = zz_attn_keep_count(a->keep, n_vis), ties = 0;
+    float thr = 0;
+    if (m < n_vis) {
+      memcpy(sel, scores + lo, (size_t)n_vis * sizeof(float));
+      thr = zz_mth_largest(sel, n_vis, m);
+      int64_t above = 0;
+      for (int64_t kk = lo; kk <= hi; kk++) above += scores[kk] > thr;
+      ties = m - above;
+    }
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      if (m < n_vis) {
+        if (scores[kk] < thr) continue;
+        if (scores[kk] == thr && ties-- <= 0) continue;
+      }
+      float p = scores[kk] * inv;
+      const float *vr = zz_kv_head(j, a->v, i, kk, kvh, buf);
+      for (int64_t d = 0; d < a->hd; d++) o[d] += p * vr[d];
+    }
+  }
+}
+
+void zz_cpu_attention_ref(zz_pool *pool, const zz_attn_args *a) {
+  zz_attn_job job = {*a, a->kv_dt == ZZ_DTYPE_F16 ? zz_f16_table() : NULL,
+                     zz_kv_row_bytes(a->kv_dt, a->kv_q, a->kv_heads, a->hd)};
+  zz_pool_run(pool, zz_attn_task, &job, a->b * a->heads);
+}
+
+/* ================================================================ ISA choice */
+
+static const char *const zz_isa_names[] = {"portable", "avx2", "avx512"};
+
+const char *zz_cpu_isa_name(zz_cpu_isa isa) {
+  return isa >= ZZ_CPU_ISA_PORTABLE && isa <= ZZ_CPU_ISA_AVX512 ? zz_isa_names[isa] : "?";
+}
+
+int zz_cpu_isa_parse(const char *name, zz_cpu_isa *out) {
+  if (strcmp(name, "auto") == 0) {
+    *out = zz_cpu_isa_best();
+    return 0;
+  }
+  for (int i = ZZ_CPU_ISA_PORTABLE; i <= ZZ_CPU_ISA_AVX512; i++)
+    if (strcmp(name, zz_isa_names[i]) == 0) {
+      *out = (zz_cpu_isa)i;
+      return 0;
+    }
+  return -1;
+}
+
+int zz_cpu_isa_supported(zz_cpu_isa isa) {
+  switch (isa) {
+    case ZZ_CPU_ISA_PORTABLE: return 1;
+#if ZZ_ATTN_X86
+    case ZZ_CPU_ISA_AVX2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case ZZ_CPU_ISA_AVX512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2);
+#endif
+    default: return 0;
+  }
+}
+
+zz_cpu_isa zz_cpu_isa_best(void) {
+  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512)) return ZZ_CPU_ISA_AVX512;
+  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return ZZ_CPU_ISA_AVX2;
+  return ZZ_CPU_ISA_PORTABLE;
+}
+
+static int zz_isa_current = -1; /* -1: not chosen yet (ZZ_CPU_ISA or the best) */
+static pthread_once_t zz_isa_once = PTHREAD_ONCE_INIT;
+
+static void zz_isa_from_env(void) {
+  zz_cpu_isa isa = zz_cpu_isa_best();
+  const char *env = getenv("ZZ_CPU_ISA");
+  if (env && *env) {
+    zz_cpu_isa want;
+    if (zz_cpu_isa_parse(env, &want) != 0)
+      fprintf(stderr, "zigzag: ZZ_CPU_ISA=%s is not one of auto, portable, avx2, avx512; using %s\n", env,
+              zz_cpu_isa_name(isa));
+    else if (!zz_cpu_isa_supported(want))
+      fprintf(stderr, "zigzag: ZZ_CPU_ISA=%s: this CPU lacks it; using %s\n", env, zz_cpu_isa_name(isa));
+    else
+      isa = want;
+  }
+  int unset = -1;
+  __atomic_compare_exchange_n(&zz_isa_current, &unset, (int)isa, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+zz_cpu_isa zz_cpu_isa_get(void) {
+  pthread_once(&zz_isa_once, zz_isa_from_env);
+  return (zz_cpu_isa)__atomic_load_n(&zz_isa_current, __ATOMIC_SEQ_CST);
+}
+
+int zz_cpu_isa_set(zz_cpu_isa isa) {
+  if (!zz_cpu_isa_supported(isa)) return -1;
+  pthread_once(&zz_isa_once, zz_isa_from_env);
+  __atomic_store_n(&zz_isa_current, (int)isa, __ATOMIC_SEQ_CST);
+  return 0;
+}
+
+/* ================================================================ the fast kernel */
+
+#define ZZ_ATTN_PREFETCH 8 /* rows ahead: enough to cover DRAM latency at a row per ~20 ns */
+
+enum { ZZ_KV_F32, ZZ_KV_F16, ZZ_KV_Q };
+
+typedef struct zz_fattn_job zz_fattn_job;
+/* K pass: sc[j*t + kk] = (q_j · K_kk) * scale for kk in [lo, hi], j < group;
+ * q [group, hd], kb the task's head inside row 0 (rows row_bytes apart). */
+typedef void zz_kpass_fn(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi, float *sc);
+/* V pass: o_j += Σ_kk p[j*t + kk] · V_kk for kk in [lo, hi]; o [group, hd]. */
+typedef void zz_vpass_fn(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi, float *o);
+
+struct zz_fattn_job {
+  zz_attn_args a;
+  size_t row_bytes;  /* one position's K (or V) row: every KV head */
+  size_t head_bytes; /* one KV head's part of a row */
+  int64_t group;     /* query heads per KV head */
+  float scale;       /* 1/sqrt(hd) */
+  int mode;          /* ZZ_KV_F32 / F16 / Q */
+  zz_kpass_fn *kpass;
+  zz_vpass_fn *vpass;
+};
+
+/* Rows kk + ZZ_ATTN_PREFETCH ahead, whole head_bytes, while they stay in [.., hi]. */
+static inline void zz_attn_prefetch(const zz_fattn_job *jb, const char *base, int64_t kk, int64_t hi) {
+  if (kk + ZZ_ATTN_PREFETCH > hi) return;
+  const char *p = base + (size_t)(kk + ZZ_ATTN_PREFETCH) * jb->row_bytes;
+  for (size_t off = 0; off < jb->head_bytes; off += 64) __builtin_prefetch(p + off, 0, 0);
+}
+
+/* A row of the task's head as f32 or f16 data: Q4 rows dequantized into buf. */
+static inline const void *zz_attn_row(const zz_fattn_job *jb, const char *base, int64_t kk, float *buf) {
+  const char *row = base + (size_t)kk * jb->row_bytes;
+  if (jb->mode != ZZ_KV_Q) return row;
+  zz_q_dequantize(jb->a.kv_q, row, 1, jb->a.hd, buf);
+  return buf;
+}
+
+/* ---------------------------------------------------------------- portable */
+
+static void zz_kpass_c(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi, float *sc) {
+  const int64_t hd = jb->a.hd, t = jb->a.t;
+  const float *lut = jb->mode == ZZ_KV_F16 ? zz_f16_table() : NULL;
+  float buf[ZZ_ATTN_MAX_HEAD_DIM];
+  for (int64_t kk = lo; kk <= hi; kk++) {
+    zz_attn_prefetch(jb, kb, kk, hi);
+    const void *row = zz_attn_row(jb, kb, kk, buf);
+    if (lut) {
+      for (int64_t d = 0; d < hd; d++) buf[d] = lut[((const uint16_t *)row)[d]];
+      row = buf;
+    }
+    for (int64_t j = 0; j < jb->group; j++) sc[j * t + kk] = zz_dot(q + j * hd, row, hd) * jb->scale;
+  }
+}
+
+static void zz_vpass_c(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi, float *o) {
+  const int64_t hd = jb->a.hd, t = jb->a.t;
+  const float *lut = jb->mode == ZZ_KV_F16 ? zz_f16_table() : NULL;
+  float buf[ZZ_ATTN_MAX_HEAD_DIM];
+  for (int64_t kk = lo; kk <= hi; kk++) {
+    zz_attn_prefetch(jb, vb, kk, hi);
+    const float *row = zz_attn_row(jb, vb, kk, buf);
+    if (lut) {
+      for (int64_t d = 0; d < hd; d++) buf[d] = lut[((const uint16_t *)row)[d]];
+      row = buf;
+    }
+    for (int64_t j = 0; j < jb->group; j++) {
+      const float pj = p[j * t + kk];
+      float *oj = o + j * hd;
+      for (int64_t d = 0; d < hd; d++) oj[d] += pj * row[d];
+    }
+  }
+}
+
+#if ZZ_ATTN_X86
+/* ---------------------------------------------------------------- AVX2 + F16C + FMA */
+
+#define ZZ_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define ZZ_INLINE static inline __attribute__((always_inline))
+
+ZZ_AVX2 ZZ_INLINE __m256 zz256_ld(const void *row, int64_t d, int f16) {
+  if (f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + d)));
+  return _mm256_loadu_ps((const float *)row + d);
+}
+
+ZZ_AVX2 ZZ_INLINE float zz256_sum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/* Element d of a row (the tail past the last full vector). */
+ZZ_INLINE float zz_row_at(const void *row, int64_t d, int f16) {
+  return f16 ? zz_f16_to_f32(((const uint16_t *)row)[d]) : ((const float *)row)[d];
+}
+
+ZZ_AVX2 ZZ_INLINE void zz256_kpass(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi,
+                                   float *sc, int mode) {
+  const int64_t hd = jb->a.hd, t = jb->a.t, full = hd & ~(int64_t)7;
+  const int f16 = mode == ZZ_KV_F16;
+  float buf[ZZ_ATTN_MAX_HEAD_DIM];
+  for (int64_t kk = lo; kk <= hi; kk++) {
+    zz_attn_prefetch(jb, kb, kk, hi);
+    const void *row = zz_attn_row(jb, kb, kk, buf);
+    for (int64_t j = 0; j < jb->group; j++) {
+      const float *qj = q + j * hd;
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+      int64_t d = 0;
+      for (; d + 16 <= full; d += 16) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qj + d), zz256_ld(row, d, f16), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(qj + d + 8), zz256_ld(row, d + 8, f16), a1);
+      }
+      if (d < full) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qj + d), zz256_ld(row, d, f16), a0), d += 8;
+      float s = zz256_sum(_mm256_add_ps(a0, a1));
+      for (; d < hd; d++) s += qj[d] * zz_row_at(row, d, f16);
+      sc[j * t + kk] = s * jb->scale;
+    }
+  }
+}
+
+ZZ_AVX2 ZZ_INLINE void zz256_vpass(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi,
+                                   float *o, int mode) {
+  const int64_t hd = jb->a.hd, t = jb->a.t, full = hd & ~(int64_t)7;
+  const int f16 = mode == ZZ_KV_F16;
+  float buf[ZZ_ATTN_MAX_HEAD_DIM];
+  for (int64_t kk = lo; kk <= hi; kk++) {
+    zz_attn_prefetch(jb, vb, kk, hi);
+    const void *row = zz_attn_row(jb, vb, kk, buf);
+    for (int64_t j = 0; j < jb->group; j++) {
+      const float pj = p[j * t + kk];
+      const __m256 pv = _mm256_set1_ps(pj);
+      float *oj = o + j * hd;
+      int64_t d = 0;
+      for (; d < full; d += 8) _mm256_storeu_ps(oj + d, _mm256_fmadd_ps(pv, zz256_ld(row, d, f16), _mm256_loadu_ps(oj + d)));
+      for (; d < hd; d++) oj[d] += pj * zz_row_at(row, d, f16);
+    }
+  }
+}
+
+/* One function per cache type, so that mode is a constant inside each. */
+ZZ_AVX2 static void zz_kpass_avx2_f32(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi,
+                                      float *sc) {
+  zz256_kpass(jb, q, kb, lo, hi, sc, ZZ_KV_F32);
+}
+ZZ_AVX2 static void zz_kpass_avx2_f16(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi,
+                                      float *sc) {
+  zz256_kpass(jb, q, kb, lo, hi, sc, ZZ_KV_F16);
+}
+ZZ_AVX2 static void zz_kpass_avx2_q(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi,
+                                    float *sc) {
+  zz256_kpass(jb, q, kb, lo, hi, sc, ZZ_KV_Q);
+}
+ZZ_AVX2 static void zz_vpass_avx2_f32(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi,
+                                      float *o) {
+  zz256_vpass(jb, p, vb, lo, hi, o, ZZ_KV_F32);
+}
+ZZ_AVX2 static void zz_vpass_avx2_f16(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi,
+                                      float *o) {
+  zz256_vpass(jb, p, vb, lo, hi, o, ZZ_KV_F16);
+}
+ZZ_AVX2 static void zz_vpass_avx2_q(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi,
+                                    float *o) {
+  zz256_vpass(jb, p, vb, lo, hi, o, ZZ_KV_Q);
+}
+
+/* ---------------------------------------------------------------- AVX-512 */
+
+#define ZZ_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+
+/* 16 elements of a row from element d; m masks the tail (f16 widened in registers). */
+ZZ_AVX512 ZZ_INLINE __m512 zz512_ld(const void *row, int64_t d, __mmask16 m, int f16) {
+  if (f16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + d));
+  return _mm512_maskz_loadu_ps(m, (const float *)row + d);
+}
+
+ZZ_AVX512 ZZ_INLINE void zz512_kpass(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi,
+                                     float *sc, int mode) {
+  const int64_t hd = jb->a.hd, t = jb->a.t, full = hd & ~(int64_t)15;
+  const __mmask16 all = 0xFFFF, tail = (__mmask16)((1u << (hd & 15)) - 1);
+  const int f16 = mode == ZZ_KV_F16;
+  float buf[ZZ_ATTN_MAX_HEAD_DIM];
+  for (int64_t kk = lo; kk <= hi; kk++) {
+    zz_attn_prefetch(jb, kb, kk, hi);
+    const void *row = zz_attn_row(jb, kb, kk, buf);
+    for (int64_t j = 0; j < jb->group; j++) {
+      const float *qj = q + j * hd;
+      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+      int64_t d = 0;
+      for (; d + 32 <= full; d += 32) {
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qj + d), zz512_ld(row, d, all, f16), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qj + d + 16), zz512_ld(row, d + 16, all, f16), a1);
+      }
+      if (d < full) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qj + d), zz512_ld(row, d, all, f16), a0), d += 16;
+      if (d < hd) a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, qj + d), zz512_ld(row, d, tail, f16), a1);
+      sc[j * t + kk] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) * jb->scale;
+    }
+  }
+}
+
+ZZ_AVX512 ZZ_INLINE void zz512_vpass(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi,
+                                     float *o, int mode) {
+  const int64_t hd = jb->a.hd, t = jb->a.t, full = hd & ~(int64_t)15;
+  const __mmask16 all = 0xFFFF, tail = (__mmask16)((1u << (hd & 15)) - 1);
+  const int f16 = mode == ZZ_KV_F16;
+  float buf[ZZ_ATTN_MAX_HEAD_DIM];
+  for (int64_t kk = lo; kk <= hi; kk++) {
+    zz_attn_prefetch(jb, vb, kk, hi);
+    const void *row = zz_attn_row(jb, vb, kk, buf);
+    for (int64_t j = 0; j < jb->group; j++) {
+      const __m512 pv = _mm512_set1_ps(p[j * t + kk]);
+      float *oj = o + j * hd;
+      int64_t d = 0;
+      for (; d < full; d += 16)
+        _mm512_storeu_ps(oj + d, _mm512_fmadd_ps(pv, zz512_ld(row, d, all, f16), _mm512_loadu_ps(oj + d)));
+      if (d < hd)
+        _mm512_mask_storeu_ps(oj + d, tail,
+                              _mm512_fmadd_ps(pv, zz512_ld(row, d, tail, f16), _mm512_maskz_loadu_ps(tail, oj + d)));
+    }
+  }
+}
+
+ZZ_AVX512 static void zz_kpass_avx512_f32(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo,
+                                          int64_t hi, float *sc) {
+  zz512_kpass(jb, q, kb, lo, hi, sc, ZZ_KV_F32);
+}
+ZZ_AVX512 static void zz_kpass_avx512_f16(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo,
+                                          int64_t hi, float *sc) {
+  zz512_kpass(jb, q, kb, lo, hi, sc, ZZ_KV_F16);
+}
+ZZ_AVX512 static void zz_kpass_avx512_q(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi,
+                                        float *sc) {
+  zz512_kpass(jb, q, kb, lo, hi, sc, ZZ_KV_Q);
+}
+ZZ_AVX512 static void zz_vpass_avx512_f32(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo,
+                                          int64_t hi, float *o) {
+  zz512_vpass(jb, p, vb, lo, hi, o, ZZ_KV_F32);
+}
+ZZ_AVX512 static void zz_vpass_avx512_f16(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo,
+                                          int64_t hi, float *o) {
+  zz512_vpass(jb, p, vb, lo, hi, o, ZZ_KV_F16);
+}
+ZZ_AVX512 static void zz_vpass_avx512_q(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi,
+                                        float *o) {
+  zz512_vpass(jb, p, vb, lo, hi, o, ZZ_KV_Q);
+}
+#endif /* ZZ_ATTN_X86 */
+
+/* ---------------------------------------------------------------- the task */
+
+/* Softmax of one query's scores s[lo..hi] in place: s = exp(s - max) / Σ exp(s - max),
+ * the sum in double as the reference takes it. */
+static void zz_attn_softmax(float *s, int64_t lo, int64_t hi) {
+  float mx = -INFINITY;
+  for (int64_t kk = lo; kk <= hi; kk++) mx = s[kk] > mx ? s[kk] : mx;
+  double sum = 0;
+  for (int64_t kk = lo; kk <= hi; kk++) {
+    s[kk] = expf(s[kk] - mx);
+    sum += s[kk];
+  }
+  const float inv = (float)(1.0 / sum);
+  for (int64_t kk = lo; kk <= hi; kk++) s[kk] *= inv;
+}
+
+/* One (sequence i, KV head g) pair: the group query heads g*group .. (g+1)*group - 1,
+ * every query row. Scores of head g*group + j at sc + j*t, inside the 2*group*t
+ * floats zz_cpu_attention_scratch gives those heads. */
+static void zz_fattn_task(void *arg, int64_t task) {
+  const zz_fattn_job *jb = arg;
+  const zz_attn_args *a = &jb->a;
+  const int64_t i = task / a->kv_heads, g = task % a->kv_heads, G = jb->group, t = a->t;
+  const int64_t h = a->heads * a->hd;
+  float *sc = a->scratch + 2 * (i * a->heads + g * G) * t;
+  const char *kb = (const char *)a->k + (size_t)(i * a->seq_bytes) + (size_t)g * jb->head_bytes;
+  const char *vb = (const char *)a->v + (size_t)(i * a->seq_bytes) + (size_t)g * jb->head_bytes;
+  const int64_t lo = a->pad[i] > 0 ? a->pad[i] : 0;
+  for (int64_t r = 0; r < a->sq; r++) {
+    /* the group's query heads are consecutive: q and out are [group, hd] blocks */
+    const float *q = a->q + (i * a->sq + r) * h + g * G * a->hd;
+    float *o = a->out + (i * a->sq + r) * h + g * G * a->hd;
+    int64_t hi = a->q_start + r; /* last visible key (causal) */
+    if (hi >= t) hi = t - 1;
+    memset(o, 0, (size_t)(G * a->hd) * sizeof(float));
+    if (hi < lo) continue; /* sees no key: zeros */
+    jb->kpass(jb, q, kb, lo, hi, sc);
+    for (int64_t j = 0; j < G; j++) zz_attn_softmax(sc + j * t, lo, hi);
+    jb->vpass(jb, sc, vb, lo, hi, o);
+  }
+}
+
+void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
+  if (a->keep < 1) { /* top-k: the reference's selection */
+    zz_cpu_attention_ref(pool, a);
+    return;
+  }
+  zz_fattn_job jb = {.a = *a,
+                     .row_bytes = zz_kv_row_bytes(a->kv_dt, a->kv_q, a->kv_heads, a->hd),
+                     .head_bytes = zz_kv_row_bytes(a->kv_dt, a->kv_q, 1, a->hd),
+                     .group = a->heads / a->kv_heads,
+                     .scale = 1.0f / sqrtf((float)a->hd),
+                     .mode = a->kv_dt == ZZ_DTYPE_F32 ? ZZ_KV_F32 : a->kv_dt == ZZ_DTYPE_F16 ? ZZ_KV_F16 : ZZ_KV_Q,
+                     .kpass = zz_kpass_c,
+                     .vpass = zz_vpass_c};
+#if ZZ_ATTN_X86
+  static zz_kpass_fn *const k2[] = {zz_kpass_avx2_f32, zz_kpass_avx2_f16, zz_kpass_avx2_q};
+  static zz_vpass_fn *const v2[] = {zz_vpass_avx2_f32, zz_vpass_avx2_f16, zz_vpass_avx2_q};
+  static zz_kpass_fn *const k5[] = {zz_kpass_avx512_f32, zz_kpass_avx512_f16, zz_kpass_avx512_q};
+  static zz_vpass_fn *const v5[] = {zz_vpass_avx512_f32, zz_vpass_avx512_f16, zz_vpass_avx512_q};
+  switch (zz_cpu_isa_get()) {
+    case ZZ_CPU_ISA_AVX512: jb.kpass = k5[jb.mode], jb.vpass = v5[jb.mode]; break;
+    case ZZ_CPU_ISA_AVX2: jb.kpass = k2[jb.mode], jb.vpass = v2[jb.mode]; break;
+    default: break;
+  }
+#endif
+  zz_pool_run(pool, zz_fattn_task, &jb, a->b * a->kv_heads);
+}
+
+/* ================================================================ entry points */
+
+void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                         int64_t hd, const int32_t *pad, float *out, float *scratch) {
+  zz_attn_args a = {.q = q, .k = k, .v = v, .kv_dt = kv_dt, .kv_q = ZZ_QFMT_DEFAULT,
+                    .seq_bytes = (int64_t)zz_dtype_nbytes(kv_dt, kv_stride), .b = b, .sq = sq, .t = t,
+                    .q_start = q_start, .heads = heads, .kv_heads = kv_heads, .hd = hd, .pad = pad, .keep = 1, .out = out,
+                    .scratch = scratch};
+  zz_cpu_attention_ex(pool, &a);
+}
+
+void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride,
+                      int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                      int64_t hd, const int32_t *pad, float *out, float *scratch) {
+  zz_cpu_attention_kv(pool, q, k, v, ZZ_DTYPE_F32, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad, out,
+                      scratch);
+}
+
+size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t) {
+  /* per query head 2t floats: its scores, and (top-k, the reference) their copy for
+   * the selection; the fast kernel keeps a KV group's scores in its heads' share */
+  return (size_t)(2 * b * heads * t);
+}

@@ -101,6 +101,7 @@ static void test_attn_fast_vs_ref(void) {
       {3, 37, 37, 4, 2, 64, 0},    /* prefill with left padding */
       {2, 5, 300, 4, 4, 128, 0},   /* several query rows over a history */
       {5, 3, 64, 2, 1, 64, 2},     /* multi-query attention, rows in the future masked */
+      {9, 1, 130, 6, 3, 64, 0},    /* a batch that fills the pool: whole rows (3 KV heads) per task */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) zz_check_case(&r, &cases[i]);
 }

@@ -23,11 +23,14 @@
  * (an online softmax would rescale hd floats whenever the max grows); the cache
  * is still read exactly once for K and once for V, which is what bounds decode.
  *
- * The K cache of sequence i, KV head g is strided: row kk at
- * i*seq_bytes + kk*row_bytes + g*head_bytes, row_bytes = kv_heads * head_bytes. So
- * each task touches head_bytes out of every row_bytes, and every row is in a
- * different page; the hardware prefetcher does not follow that, so each pass
- * prefetches ZZ_ATTN_PREFETCH rows ahead itself.
+ * Memory order: row kk of sequence i's cache holds every KV head (row_bytes =
+ * kv_heads * head_bytes). A task per (sequence, KV head) would read head_bytes
+ * out of every row_bytes, each in another page, which the hardware prefetcher
+ * does not follow (measured: about half the bandwidth; software prefetching the
+ * next rows did not recover it). So a task takes a block of KV heads, the whole
+ * row when the batch alone gives each pool thread ZZ_ATTN_TASKS_PER_THREAD tasks
+ * (decode at gbs 16 or 64: each task then streams one contiguous region per
+ * pass), and fewer heads per task as the batch shrinks, down to one.
  */
 #include <math.h>
 #include <pthread.h>
@@ -234,38 +237,38 @@ int zz_cpu_isa_set(zz_cpu_isa isa) {
 
 /* ================================================================ the fast kernel */
 
-#define ZZ_ATTN_PREFETCH 8 /* rows ahead: enough to cover DRAM latency at a row per ~20 ns */
+/* Tasks per pool thread the head blocks aim at (so that uneven tasks even out). */
+#define ZZ_ATTN_TASKS_PER_THREAD 4
 
 enum { ZZ_KV_F32, ZZ_KV_F16, ZZ_KV_Q };
 
 typedef struct zz_fattn_job zz_fattn_job;
-/* K pass: sc[j*t + kk] = (q_j · K_kk) * scale for kk in [lo, hi], j < group;
- * q [group, hd], kb the task's head inside row 0 (rows row_bytes apart). */
-typedef void zz_kpass_fn(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi, float *sc);
-/* V pass: o_j += Σ_kk p[j*t + kk] · V_kk for kk in [lo, hi]; o [group, hd]. */
-typedef void zz_vpass_fn(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi, float *o);
+/* K pass over one task's ng KV heads (query heads nq = ng * group, consecutive):
+ * sc[kk*nq + jj] = (q_jj · K_kk,head(jj)) * scale for kk in [lo, hi], jj < nq,
+ * head(jj) = jj / group; q [nq, hd]; kb the task's first head inside row 0 (heads
+ * head_bytes apart, rows row_bytes apart). */
+typedef void zz_kpass_fn(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo, int64_t hi,
+                         float *sc);
+/* V pass: o_jj += Σ_kk p[kk*nq + jj] · V_kk,head(jj) for kk in [lo, hi]; o [nq, hd]. */
+typedef void zz_vpass_fn(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo, int64_t hi,
+                         float *o);
 
 struct zz_fattn_job {
   zz_attn_args a;
   size_t row_bytes;  /* one position's K (or V) row: every KV head */
   size_t head_bytes; /* one KV head's part of a row */
   int64_t group;     /* query heads per KV head */
+  int64_t block;     /* KV heads per task (the last block of a sequence may be smaller) */
+  int64_t blocks;    /* tasks per sequence: ceil(kv_heads / block) */
   float scale;       /* 1/sqrt(hd) */
   int mode;          /* ZZ_KV_F32 / F16 / Q */
   zz_kpass_fn *kpass;
   zz_vpass_fn *vpass;
 };
 
-/* Rows kk + ZZ_ATTN_PREFETCH ahead, whole head_bytes, while they stay in [.., hi]. */
-static inline void zz_attn_prefetch(const zz_fattn_job *jb, const char *base, int64_t kk, int64_t hi) {
-  if (kk + ZZ_ATTN_PREFETCH > hi) return;
-  const char *p = base + (size_t)(kk + ZZ_ATTN_PREFETCH) * jb->row_bytes;
-  for (size_t off = 0; off < jb->head_bytes; off += 64) __builtin_prefetch(p + off, 0, 0);
-}
-
-/* A row of the task's head as f32 or f16 data: Q4 rows dequantized into buf. */
-static inline const void *zz_attn_row(const zz_fattn_job *jb, const char *base, int64_t kk, float *buf) {
-  const char *row = base + (size_t)kk * jb->row_bytes;
+/* Head g of row kk as f32 or f16 data: a Q4 head dequantized into buf. */
+static inline const void *zz_attn_row(const zz_fattn_job *jb, const char *base, int64_t kk, int64_t g, float *buf) {
+  const char *row = base + (size_t)kk * jb->row_bytes + (size_t)g * jb->head_bytes;
   if (jb->mode != ZZ_KV_Q) return row;
   zz_q_dequantize(jb->a.kv_q, row, 1, jb->a.hd, buf);
   return buf;
@@ -273,36 +276,39 @@ static inline const void *zz_attn_row(const zz_fattn_job *jb, const char *base, 
 
 /* ---------------------------------------------------------------- portable */
 
-static void zz_kpass_c(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi, float *sc) {
-  const int64_t hd = jb->a.hd, t = jb->a.t;
-  const float *lut = jb->mode == ZZ_KV_F16 ? zz_f16_table() : NULL;
+/* Head g of row kk as f32: in place (f32), or widened into buf. */
+static const float *zz_attn_row_f32(const zz_fattn_job *jb, const char *base, int64_t kk, int64_t g, float *buf) {
+  const void *row = zz_attn_row(jb, base, kk, g, buf);
+  if (jb->mode != ZZ_KV_F16) return row;
+  const float *lut = zz_f16_table();
+  for (int64_t d = 0; d < jb->a.hd; d++) buf[d] = lut[((const uint16_t *)row)[d]];
+  return buf;
+}
+
+static void zz_kpass_c(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo, int64_t hi,
+                       float *sc) {
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;
   float buf[ZZ_ATTN_MAX_HEAD_DIM];
   for (int64_t kk = lo; kk <= hi; kk++) {
-    zz_attn_prefetch(jb, kb, kk, hi);
-    const void *row = zz_attn_row(jb, kb, kk, buf);
-    if (lut) {
-      for (int64_t d = 0; d < hd; d++) buf[d] = lut[((const uint16_t *)row)[d]];
-      row = buf;
+    for (int64_t g = 0; g < ng; g++) {
+      const float *row = zz_attn_row_f32(jb, kb, kk, g, buf);
+      for (int64_t jj = g * G; jj < (g + 1) * G; jj++) sc[kk * nq + jj] = zz_dot(q + jj * hd, row, hd) * jb->scale;
     }
-    for (int64_t j = 0; j < jb->group; j++) sc[j * t + kk] = zz_dot(q + j * hd, row, hd) * jb->scale;
   }
 }
 
-static void zz_vpass_c(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi, float *o) {
-  const int64_t hd = jb->a.hd, t = jb->a.t;
-  const float *lut = jb->mode == ZZ_KV_F16 ? zz_f16_table() : NULL;
+static void zz_vpass_c(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo, int64_t hi,
+                       float *o) {
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;
   float buf[ZZ_ATTN_MAX_HEAD_DIM];
   for (int64_t kk = lo; kk <= hi; kk++) {
-    zz_attn_prefetch(jb, vb, kk, hi);
-    const float *row = zz_attn_row(jb, vb, kk, buf);
-    if (lut) {
-      for (int64_t d = 0; d < hd; d++) buf[d] = lut[((const uint16_t *)row)[d]];
-      row = buf;
-    }
-    for (int64_t j = 0; j < jb->group; j++) {
-      const float pj = p[j * t + kk];
-      float *oj = o + j * hd;
-      for (int64_t d = 0; d < hd; d++) oj[d] += pj * row[d];
+    for (int64_t g = 0; g < ng; g++) {
+      const float *row = zz_attn_row_f32(jb, vb, kk, g, buf);
+      for (int64_t jj = g * G; jj < (g + 1) * G; jj++) {
+        const float pj = p[kk * nq + jj];
+        float *oj = o + jj * hd;
+        for (int64_t d = 0; d < hd; d++) oj[d] += pj * row[d];
+      }
     }
   }
 }
@@ -330,74 +336,80 @@ ZZ_INLINE float zz_row_at(const void *row, int64_t d, int f16) {
   return f16 ? zz_f16_to_f32(((const uint16_t *)row)[d]) : ((const float *)row)[d];
 }
 
-ZZ_AVX2 ZZ_INLINE void zz256_kpass(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi,
-                                   float *sc, int mode) {
-  const int64_t hd = jb->a.hd, t = jb->a.t, full = hd & ~(int64_t)7;
+ZZ_AVX2 ZZ_INLINE void zz256_kpass(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo,
+                                   int64_t hi, float *sc, int mode) {
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, full = hd & ~(int64_t)7;
   const int f16 = mode == ZZ_KV_F16;
   float buf[ZZ_ATTN_MAX_HEAD_DIM];
   for (int64_t kk = lo; kk <= hi; kk++) {
-    zz_attn_prefetch(jb, kb, kk, hi);
-    const void *row = zz_attn_row(jb, kb, kk, buf);
-    for (int64_t j = 0; j < jb->group; j++) {
-      const float *qj = q + j * hd;
-      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-      int64_t d = 0;
-      for (; d + 16 <= full; d += 16) {
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qj + d), zz256_ld(row, d, f16), a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(qj + d + 8), zz256_ld(row, d + 8, f16), a1);
+    for (int64_t g = 0; g < ng; g++) {
+      const void *row = zz_attn_row(jb, kb, kk, g, buf);
+      for (int64_t jj = g * G; jj < (g + 1) * G; jj++) {
+        const float *qj = q + jj * hd;
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+        int64_t d = 0;
+        for (; d + 16 <= full; d += 16) {
+          a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qj + d), zz256_ld(row, d, f16), a0);
+          a1 = _mm256_fmadd_ps(_mm256_loadu_ps(qj + d + 8), zz256_ld(row, d + 8, f16), a1);
+        }
+        if (d < full) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qj + d), zz256_ld(row, d, f16), a0), d += 8;
+        float s = zz256_sum(_mm256_add_ps(a0, a1));
+        for (; d < hd; d++) s += qj[d] * zz_row_at(row, d, f16);
+        sc[kk * nq + jj] = s * jb->scale;
       }
-      if (d < full) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qj + d), zz256_ld(row, d, f16), a0), d += 8;
-      float s = zz256_sum(_mm256_add_ps(a0, a1));
-      for (; d < hd; d++) s += qj[d] * zz_row_at(row, d, f16);
-      sc[j * t + kk] = s * jb->scale;
     }
   }
 }
 
-ZZ_AVX2 ZZ_INLINE void zz256_vpass(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi,
-                                   float *o, int mode) {
-  const int64_t hd = jb->a.hd, t = jb->a.t, full = hd & ~(int64_t)7;
+ZZ_AVX2 ZZ_INLINE void zz256_vpass(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo,
+                                   int64_t hi, float *o, int mode) {
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, full = hd & ~(int64_t)7;
   const int f16 = mode == ZZ_KV_F16;
   float buf[ZZ_ATTN_MAX_HEAD_DIM];
   for (int64_t kk = lo; kk <= hi; kk++) {
-    zz_attn_prefetch(jb, vb, kk, hi);
-    const void *row = zz_attn_row(jb, vb, kk, buf);
-    for (int64_t j = 0; j < jb->group; j++) {
-      const float pj = p[j * t + kk];
-      const __m256 pv = _mm256_set1_ps(pj);
-      float *oj = o + j * hd;
-      int64_t d = 0;
-      for (; d < full; d += 8) _mm256_storeu_ps(oj + d, _mm256_fmadd_ps(pv, zz256_ld(row, d, f16), _mm256_loadu_ps(oj + d)));
-      for (; d < hd; d++) oj[d] += pj * zz_row_at(row, d, f16);
+    for (int64_t g = 0; g < ng; g++) {
+      const void *row = zz_attn_row(jb, vb, kk, g, buf);
+      for (int64_t jj = g * G; jj < (g + 1) * G; jj++) {
+        const float pj = p[kk * nq + jj];
+        const __m256 pv = _mm256_set1_ps(pj);
+        float *oj = o + jj * hd;
+        int64_t d = 0;
+        for (; d < full; d += 8)
+          _mm256_storeu_ps(oj + d, _mm256_fmadd_ps(pv, zz256_ld(row, d, f16), _mm256_loadu_ps(oj + d)));
+        for (; d < hd; d++) oj[d] += pj * zz_row_at(row, d, f16);
+      }
     }
   }
 }
 
 /* One function per cache type, so that mode is a constant inside each. */
-ZZ_AVX2 static void zz_kpass_avx2_f32(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi,
-                                      float *sc) {
-  zz256_kpass(jb, q, kb, lo, hi, sc, ZZ_KV_F32);
-}
-ZZ_AVX2 static void zz_kpass_avx2_f16(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi,
-                                      float *sc) {
-  zz256_kpass(jb, q, kb, lo, hi, sc, ZZ_KV_F16);
-}
-ZZ_AVX2 static void zz_kpass_avx2_q(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi,
-                                    float *sc) {
-  zz256_kpass(jb, q, kb, lo, hi, sc, ZZ_KV_Q);
-}
-ZZ_AVX2 static void zz_vpass_avx2_f32(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi,
-                                      float *o) {
-  zz256_vpass(jb, p, vb, lo, hi, o, ZZ_KV_F32);
-}
-ZZ_AVX2 static void zz_vpass_avx2_f16(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi,
-                                      float *o) {
-  zz256_vpass(jb, p, vb, lo, hi, o, ZZ_KV_F16);
-}
-ZZ_AVX2 static void zz_vpass_avx2_q(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi,
-                                    float *o) {
-  zz256_vpass(jb, p, vb, lo, hi, o, ZZ_KV_Q);
-}
+#define ZZ_ATTN_PASSES(isa, attr, kbody, vbody)                                                                      \
+  attr static void zz_kpass_##isa##_f32(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,          \
+                                        int64_t lo, int64_t hi, float *sc) {                                          \
+    kbody(jb, q, kb, ng, lo, hi, sc, ZZ_KV_F32);                                                                      \
+  }                                                                                                                   \
+  attr static void zz_kpass_##isa##_f16(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,          \
+                                        int64_t lo, int64_t hi, float *sc) {                                          \
+    kbody(jb, q, kb, ng, lo, hi, sc, ZZ_KV_F16);                                                                      \
+  }                                                                                                                   \
+  attr static void zz_kpass_##isa##_q(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo, \
+                                      int64_t hi, float *sc) {                                                        \
+    kbody(jb, q, kb, ng, lo, hi, sc, ZZ_KV_Q);                                                                        \
+  }                                                                                                                   \
+  attr static void zz_vpass_##isa##_f32(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng,          \
+                                        int64_t lo, int64_t hi, float *o) {                                           \
+    vbody(jb, p, vb, ng, lo, hi, o, ZZ_KV_F32);                                                                       \
+  }                                                                                                                   \
+  attr static void zz_vpass_##isa##_f16(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng,          \
+                                        int64_t lo, int64_t hi, float *o) {                                           \
+    vbody(jb, p, vb, ng, lo, hi, o, ZZ_KV_F16);                                                                       \
+  }                                                                                                                   \
+  attr static void zz_vpass_##isa##_q(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo, \
+                                      int64_t hi, float *o) {                                                         \
+    vbody(jb, p, vb, ng, lo, hi, o, ZZ_KV_Q);                                                                         \
+  }
+
+ZZ_ATTN_PASSES(avx2, ZZ_AVX2, zz256_kpass, zz256_vpass)
 
 /* ---------------------------------------------------------------- AVX-512 */
 
@@ -409,118 +421,127 @@ ZZ_AVX512 ZZ_INLINE __m512 zz512_ld(const void *row, int64_t d, __mmask16 m, int
   return _mm512_maskz_loadu_ps(m, (const float *)row + d);
 }
 
-ZZ_AVX512 ZZ_INLINE void zz512_kpass(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi,
-                                     float *sc, int mode) {
-  const int64_t hd = jb->a.hd, t = jb->a.t, full = hd & ~(int64_t)15;
+ZZ_AVX512 ZZ_INLINE void zz512_kpass(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo,
+                                     int64_t hi, float *sc, int mode) {
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, full = hd & ~(int64_t)15;
   const __mmask16 all = 0xFFFF, tail = (__mmask16)((1u << (hd & 15)) - 1);
   const int f16 = mode == ZZ_KV_F16;
   float buf[ZZ_ATTN_MAX_HEAD_DIM];
   for (int64_t kk = lo; kk <= hi; kk++) {
-    zz_attn_prefetch(jb, kb, kk, hi);
-    const void *row = zz_attn_row(jb, kb, kk, buf);
-    for (int64_t j = 0; j < jb->group; j++) {
-      const float *qj = q + j * hd;
-      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-      int64_t d = 0;
-      for (; d + 32 <= full; d += 32) {
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qj + d), zz512_ld(row, d, all, f16), a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qj + d + 16), zz512_ld(row, d + 16, all, f16), a1);
+    for (int64_t g = 0; g < ng; g++) {
+      const void *row = zz_attn_row(jb, kb, kk, g, buf);
+      for (int64_t jj = g * G; jj < (g + 1) * G; jj++) {
+        const float *qj = q + jj * hd;
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+        int64_t d = 0;
+        for (; d + 32 <= full; d += 32) {
+          a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qj + d), zz512_ld(row, d, all, f16), a0);
+          a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qj + d + 16), zz512_ld(row, d + 16, all, f16), a1);
+        }
+        if (d < full) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qj + d), zz512_ld(row, d, all, f16), a0), d += 16;
+        if (d < hd) a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, qj + d), zz512_ld(row, d, tail, f16), a1);
+        sc[kk * nq + jj] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) * jb->scale;
       }
-      if (d < full) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qj + d), zz512_ld(row, d, all, f16), a0), d += 16;
-      if (d < hd) a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, qj + d), zz512_ld(row, d, tail, f16), a1);
-      sc[j * t + kk] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) * jb->scale;
     }
   }
 }
 
-ZZ_AVX512 ZZ_INLINE void zz512_vpass(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi,
-                                     float *o, int mode) {
-  const int64_t hd = jb->a.hd, t = jb->a.t, full = hd & ~(int64_t)15;
+ZZ_AVX512 ZZ_INLINE void zz512_vpass(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo,
+                                     int64_t hi, float *o, int mode) {
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, full = hd & ~(int64_t)15;
   const __mmask16 all = 0xFFFF, tail = (__mmask16)((1u << (hd & 15)) - 1);
   const int f16 = mode == ZZ_KV_F16;
   float buf[ZZ_ATTN_MAX_HEAD_DIM];
   for (int64_t kk = lo; kk <= hi; kk++) {
-    zz_attn_prefetch(jb, vb, kk, hi);
-    const void *row = zz_attn_row(jb, vb, kk, buf);
-    for (int64_t j = 0; j < jb->group; j++) {
-      const __m512 pv = _mm512_set1_ps(p[j * t + kk]);
-      float *oj = o + j * hd;
-      int64_t d = 0;
-      for (; d < full; d += 16)
-        _mm512_storeu_ps(oj + d, _mm512_fmadd_ps(pv, zz512_ld(row, d, all, f16), _mm512_loadu_ps(oj + d)));
-      if (d < hd)
-        _mm512_mask_storeu_ps(oj + d, tail,
-                              _mm512_fmadd_ps(pv, zz512_ld(row, d, tail, f16), _mm512_maskz_loadu_ps(tail, oj + d)));
+    for (int64_t g = 0; g < ng; g++) {
+      const void *row = zz_attn_row(jb, vb, kk, g, buf);
+      for (int64_t jj = g * G; jj < (g + 1) * G; jj++) {
+        const __m512 pv = _mm512_set1_ps(p[kk * nq + jj]);
+        float *oj = o + jj * hd;
+        int64_t d = 0;
+        for (; d < full; d += 16)
+          _mm512_storeu_ps(oj + d, _mm512_fmadd_ps(pv, zz512_ld(row, d, all, f16), _mm512_loadu_ps(oj + d)));
+        if (d < hd)
+          _mm512_mask_storeu_ps(oj + d, tail,
+                                _mm512_fmadd_ps(pv, zz512_ld(row, d, tail, f16), _mm512_maskz_loadu_ps(tail, oj + d)));
+      }
     }
   }
 }
 
-ZZ_AVX512 static void zz_kpass_avx512_f32(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo,
-                                          int64_t hi, float *sc) {
-  zz512_kpass(jb, q, kb, lo, hi, sc, ZZ_KV_F32);
-}
-ZZ_AVX512 static void zz_kpass_avx512_f16(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo,
-                                          int64_t hi, float *sc) {
-  zz512_kpass(jb, q, kb, lo, hi, sc, ZZ_KV_F16);
-}
-ZZ_AVX512 static void zz_kpass_avx512_q(const zz_fattn_job *jb, const float *q, const char *kb, int64_t lo, int64_t hi,
-                                        float *sc) {
-  zz512_kpass(jb, q, kb, lo, hi, sc, ZZ_KV_Q);
-}
-ZZ_AVX512 static void zz_vpass_avx512_f32(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo,
-                                          int64_t hi, float *o) {
-  zz512_vpass(jb, p, vb, lo, hi, o, ZZ_KV_F32);
-}
-ZZ_AVX512 static void zz_vpass_avx512_f16(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo,
-                                          int64_t hi, float *o) {
-  zz512_vpass(jb, p, vb, lo, hi, o, ZZ_KV_F16);
-}
-ZZ_AVX512 static void zz_vpass_avx512_q(const zz_fattn_job *jb, const float *p, const char *vb, int64_t lo, int64_t hi,
-                                        float *o) {
-  zz512_vpass(jb, p, vb, lo, hi, o, ZZ_KV_Q);
-}
+ZZ_ATTN_PASSES(avx512, ZZ_AVX512, zz512_kpass, zz512_vpass)
 #endif /* ZZ_ATTN_X86 */
 
 /* ---------------------------------------------------------------- the task */
 
-/* Softmax of one query's scores s[lo..hi] in place: s = exp(s - max) / Σ exp(s - max),
- * the sum in double as the reference takes it. */
-static void zz_attn_softmax(float *s, int64_t lo, int64_t hi) {
-  float mx = -INFINITY;
-  for (int64_t kk = lo; kk <= hi; kk++) mx = s[kk] > mx ? s[kk] : mx;
-  double sum = 0;
-  for (int64_t kk = lo; kk <= hi; kk++) {
-    s[kk] = expf(s[kk] - mx);
-    sum += s[kk];
+/* Softmax of each of nq queries over its scores s[kk*nq + jj], kk in [lo, hi], in
+ * place: exp(s - max) / Σ exp(s - max). The queries go side by side, ZZ_ATTN_COLS
+ * at a time, so every loop walks the key-major scores contiguously; per element the
+ * arithmetic is the reference's (expf, the sum in double in key order, one 1/sum). */
+#define ZZ_ATTN_COLS 64
+static void zz_attn_softmax(float *s, int64_t nq, int64_t lo, int64_t hi) {
+  for (int64_t j0 = 0; j0 < nq; j0 += ZZ_ATTN_COLS) {
+    const int64_t m = nq - j0 < ZZ_ATTN_COLS ? nq - j0 : ZZ_ATTN_COLS;
+    float mx[ZZ_ATTN_COLS], inv[ZZ_ATTN_COLS];
+    double sum[ZZ_ATTN_COLS];
+    for (int64_t j = 0; j < m; j++) mx[j] = -INFINITY, sum[j] = 0;
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      const float *r = s + kk * nq + j0;
+      for (int64_t j = 0; j < m; j++) mx[j] = r[j] > mx[j] ? r[j] : mx[j];
+    }
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      float *r = s + kk * nq + j0;
+      for (int64_t j = 0; j < m; j++) {
+        r[j] = expf(r[j] - mx[j]);
+        sum[j] += r[j];
+      }
+    }
+    for (int64_t j = 0; j < m; j++) inv[j] = (float)(1.0 / sum[j]);
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      float *r = s + kk * nq + j0;
+      for (int64_t j = 0; j < m; j++) r[j] *= inv[j];
+    }
   }
-  const float inv = (float)(1.0 / sum);
-  for (int64_t kk = lo; kk <= hi; kk++) s[kk] *= inv;
 }
 
-/* One (sequence i, KV head g) pair: the group query heads g*group .. (g+1)*group - 1,
- * every query row. Scores of head g*group + j at sc + j*t, inside the 2*group*t
- * floats zz_cpu_attention_scratch gives those heads. */
+/* One (sequence i, block of KV heads) task: KV heads g0 .. g0 + ng - 1 and their
+ * query heads g0*group .. (g0 + ng)*group - 1 (consecutive), every query row.
+ * Scores key-major, sc[kk*nq + jj] for the block's query head jj: the K pass writes
+ * and the V pass reads nq consecutive floats per key (query-major rows t floats
+ * apart would alias in L1 sets for t a multiple of 1024); nq*t floats, inside the
+ * 2t per query head that zz_cpu_attention_scratch gives. */
 static void zz_fattn_task(void *arg, int64_t task) {
   const zz_fattn_job *jb = arg;
   const zz_attn_args *a = &jb->a;
-  const int64_t i = task / a->kv_heads, g = task % a->kv_heads, G = jb->group, t = a->t;
-  const int64_t h = a->heads * a->hd;
-  float *sc = a->scratch + 2 * (i * a->heads + g * G) * t;
-  const char *kb = (const char *)a->k + (size_t)(i * a->seq_bytes) + (size_t)g * jb->head_bytes;
-  const char *vb = (const char *)a->v + (size_t)(i * a->seq_bytes) + (size_t)g * jb->head_bytes;
+  const int64_t i = task / jb->blocks, g0 = task % jb->blocks * jb->block, t = a->t;
+  const int64_t ng = a->kv_heads - g0 < jb->block ? a->kv_heads - g0 : jb->block, nq = ng * jb->group;
+  const int64_t h = a->heads * a->hd, qh0 = g0 * jb->group; /* first query head */
+  float *sc = a->scratch + 2 * (i * a->heads + qh0) * t;
+  const char *kb = (const char *)a->k + (size_t)(i * a->seq_bytes) + (size_t)g0 * jb->head_bytes;
+  const char *vb = (const char *)a->v + (size_t)(i * a->seq_bytes) + (size_t)g0 * jb->head_bytes;
   const int64_t lo = a->pad[i] > 0 ? a->pad[i] : 0;
   for (int64_t r = 0; r < a->sq; r++) {
-    /* the group's query heads are consecutive: q and out are [group, hd] blocks */
-    const float *q = a->q + (i * a->sq + r) * h + g * G * a->hd;
-    float *o = a->out + (i * a->sq + r) * h + g * G * a->hd;
-    int64_t hi = a->q_start + r; /* last visible key (causal) */
+    const float *q = a->q + (i * a->sq + r) * h + qh0 * a->hd; /* [nq, hd] */
+    float *o = a->out + (i * a->sq + r) * h + qh0 * a->hd;     /* [nq, hd] */
+    int64_t hi = a->q_start + r;                               /* last visible key (causal) */
     if (hi >= t) hi = t - 1;
-    memset(o, 0, (size_t)(G * a->hd) * sizeof(float));
+    memset(o, 0, (size_t)(nq * a->hd) * sizeof(float));
     if (hi < lo) continue; /* sees no key: zeros */
-    jb->kpass(jb, q, kb, lo, hi, sc);
-    for (int64_t j = 0; j < G; j++) zz_attn_softmax(sc + j * t, lo, hi);
-    jb->vpass(jb, sc, vb, lo, hi, o);
+    jb->kpass(jb, q, kb, ng, lo, hi, sc);
+    zz_attn_softmax(sc, nq, lo, hi);
+    jb->vpass(jb, sc, vb, ng, lo, hi, o);
   }
+}
+
+/* KV heads per task: whole rows (every head: each row read front to back, the
+ * friendliest order for memory) when the batch alone gives every pool thread
+ * ZZ_ATTN_TASKS_PER_THREAD tasks; otherwise rows split into that many blocks
+ * per sequence (down to one KV head per task). */
+static int64_t zz_attn_block(const zz_attn_args *a, int threads) {
+  int64_t want = (int64_t)threads * ZZ_ATTN_TASKS_PER_THREAD;
+  int64_t blocks = (want + a->b - 1) / a->b;
+  if (blocks > a->kv_heads) blocks = a->kv_heads;
+  return (a->kv_heads + blocks - 1) / blocks;
 }
 
 void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
@@ -532,10 +553,12 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
                      .row_bytes = zz_kv_row_bytes(a->kv_dt, a->kv_q, a->kv_heads, a->hd),
                      .head_bytes = zz_kv_row_bytes(a->kv_dt, a->kv_q, 1, a->hd),
                      .group = a->heads / a->kv_heads,
+                     .block = zz_attn_block(a, pool ? zz_pool_threads(pool) : 1),
                      .scale = 1.0f / sqrtf((float)a->hd),
                      .mode = a->kv_dt == ZZ_DTYPE_F32 ? ZZ_KV_F32 : a->kv_dt == ZZ_DTYPE_F16 ? ZZ_KV_F16 : ZZ_KV_Q,
                      .kpass = zz_kpass_c,
                      .vpass = zz_vpass_c};
+  jb.blocks = (a->kv_heads + jb.block - 1) / jb.block;
 #if ZZ_ATTN_X86
   static zz_kpass_fn *const k2[] = {zz_kpass_avx2_f32, zz_kpass_avx2_f16, zz_kpass_avx2_q};
   static zz_vpass_fn *const v2[] = {zz_vpass_avx2_f32, zz_vpass_avx2_f16, zz_vpass_avx2_q};
@@ -547,7 +570,7 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
     default: break;
   }
 #endif
-  zz_pool_run(pool, zz_fattn_task, &jb, a->b * a->kv_heads);
+  zz_pool_run(pool, zz_fattn_task, &jb, a->b * jb.blocks);
 }
 
 /* ================================================================ entry points */

@@ -264,6 +264,7 @@ struct zz_fattn_job {
   int mode;          /* ZZ_KV_F32 / F16 / Q */
   zz_kpass_fn *kpass;
   zz_vpass_fn *vpass;
+  void (*softmax)(float *s, int64_t nq, int64_t lo, int64_t hi); /* zz_attn_softmax or a vector one */
 };
 
 /* Head g of row kk as f32 or f16 data: a Q4 head dequantized into buf. */
@@ -470,6 +471,53 @@ ZZ_AVX512 ZZ_INLINE void zz512_vpass(const zz_fattn_job *jb, const float *p, con
 }
 
 ZZ_ATTN_PASSES(avx512, ZZ_AVX512, zz512_kpass, zz512_vpass)
+
+/* exp(x) for x <= 0 (scores minus their max): x = n ln2 + r, |r| <= ln2/2, exp(r)
+ * by its Taylor polynomial to degree 7 (truncation below 1e-8 relative), times 2^n
+ * by scalef (underflowing to 0 as expf does). Within a few ulp of expf. */
+ZZ_AVX512 ZZ_INLINE __m512 zz512_exp(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f)); /* exp(-104) is 0 in f32; keeps n finite */
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x); /* ln2 in two parts: n*hi is exact */
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+/* zz_attn_softmax with 16 queries per vector: the max, exp (zz512_exp), the sum in
+ * double (two vectors of 8), one 1/sum rounded from double, as the reference. */
+ZZ_AVX512 static void zz512_softmax(float *s, int64_t nq, int64_t lo, int64_t hi) {
+  for (int64_t j0 = 0; j0 < nq; j0 += 16) {
+    const __mmask16 m = nq - j0 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nq - j0)) - 1);
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int64_t kk = lo; kk <= hi; kk++) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(mx, m, s + kk * nq + j0));
+    mx = _mm512_maskz_mov_ps(m, mx); /* lanes past nq: 0, so their (unstored) exp stays finite */
+    __m512d sum0 = _mm512_setzero_pd(), sum1 = _mm512_setzero_pd();
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      float *r = s + kk * nq + j0;
+      const __m512 e = zz512_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, r), mx));
+      _mm512_mask_storeu_ps(r, m, e);
+      sum0 = _mm512_add_pd(sum0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+      sum1 = _mm512_add_pd(sum1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    }
+    const __m512d one = _mm512_set1_pd(1.0);
+    const __m256 inv0 = _mm512_cvtpd_ps(_mm512_div_pd(one, sum0)), inv1 = _mm512_cvtpd_ps(_mm512_div_pd(one, sum1));
+    const __m512 inv = _mm512_castpd_ps(
+        _mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(inv0)), _mm256_castps_pd(inv1), 1));
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      float *r = s + kk * nq + j0;
+      _mm512_mask_storeu_ps(r, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, r), inv));
+    }
+  }
+}
 #endif /* ZZ_ATTN_X86 */
 
 /* ---------------------------------------------------------------- the task */
@@ -528,7 +576,7 @@ static void zz_fattn_task(void *arg, int64_t task) {
     memset(o, 0, (size_t)(nq * a->hd) * sizeof(float));
     if (hi < lo) continue; /* sees no key: zeros */
     jb->kpass(jb, q, kb, ng, lo, hi, sc);
-    zz_attn_softmax(sc, nq, lo, hi);
+    jb->softmax(sc, nq, lo, hi);
     jb->vpass(jb, sc, vb, ng, lo, hi, o);
   }
 }
@@ -557,7 +605,8 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
                      .scale = 1.0f / sqrtf((float)a->hd),
                      .mode = a->kv_dt == ZZ_DTYPE_F32 ? ZZ_KV_F32 : a->kv_dt == ZZ_DTYPE_F16 ? ZZ_KV_F16 : ZZ_KV_Q,
                      .kpass = zz_kpass_c,
-                     .vpass = zz_vpass_c};
+                     .vpass = zz_vpass_c,
+                     .softmax = zz_attn_softmax};
   jb.blocks = (a->kv_heads + jb.block - 1) / jb.block;
 #if ZZ_ATTN_X86
   static zz_kpass_fn *const k2[] = {zz_kpass_avx2_f32, zz_kpass_avx2_f16, zz_kpass_avx2_q};
@@ -565,7 +614,7 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
   static zz_kpass_fn *const k5[] = {zz_kpass_avx512_f32, zz_kpass_avx512_f16, zz_kpass_avx512_q};
   static zz_vpass_fn *const v5[] = {zz_vpass_avx512_f32, zz_vpass_avx512_f16, zz_vpass_avx512_q};
   switch (zz_cpu_isa_get()) {
-    case ZZ_CPU_ISA_AVX512: jb.kpass = k5[jb.mode], jb.vpass = v5[jb.mode]; break;
+    case ZZ_CPU_ISA_AVX512: jb.kpass = k5[jb.mode], jb.vpass = v5[jb.mode], jb.softmax = zz512_softmax; break;
     case ZZ_CPU_ISA_AVX2: jb.kpass = k2[jb.mode], jb.vpass = v2[jb.mode]; break;
     default: break;
   }

@@ -42,6 +42,7 @@
 #include "zz_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define ZZ_ATTN_X86 1
 #else
@@ -183,12 +184,20 @@ int zz_cpu_isa_parse(const char *name, zz_cpu_isa *out) {
   return -1;
 }
 
+#if ZZ_ATTN_X86
+/* CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports has no "f16c"). */
+static int zz_cpu_has_f16c(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+}
+#endif
+
 int zz_cpu_isa_supported(zz_cpu_isa isa) {
   switch (isa) {
     case ZZ_CPU_ISA_PORTABLE: return 1;
 #if ZZ_ATTN_X86
     case ZZ_CPU_ISA_AVX2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && zz_cpu_has_f16c();
     case ZZ_CPU_ISA_AVX512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2);

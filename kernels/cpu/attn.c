@@ -41,6 +41,14 @@
 #include "cpu_impl.h"
 #include "zz_kernels.h"
 
+/* Mul and add stay apart (GCC would fuse the intrinsics into FMAs where the target
+ * has them, clang within one expression): every path computes the reference's bits. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #include <immintrin.h>
@@ -273,127 +281,61 @@ struct zz_fattn_job {
   int mode;          /* ZZ_KV_F32 / F16 / Q */
   zz_kpass_fn *kpass;
   zz_vpass_fn *vpass;
-  void (*softmax)(float *s, int64_t nq, int64_t lo, int64_t hi); /* zz_attn_softmax or a vector one */
 };
 
-/* Head g of row kk as f32 or f16 data: a Q4 head dequantized into buf. */
-static inline const void *zz_attn_row(const zz_fattn_job *jb, const char *base, int64_t kk, int64_t g, float *buf) {
-  const char *row = base + (size_t)kk * jb->row_bytes + (size_t)g * jb->head_bytes;
-  if (jb->mode != ZZ_KV_Q) return row;
-  zz_q_dequantize(jb->a.kv_q, row, 1, jb->a.hd, buf);
-  return buf;
-}
-
-/* ---------------------------------------------------------------- portable */
-
-/* Head g of row kk as f32: in place (f32), or widened into buf. */
-static const float *zz_attn_row_f32(const zz_fattn_job *jb, const char *base, int64_t kk, int64_t g, float *buf) {
-  const void *row = zz_attn_row(jb, base, kk, g, buf);
-  if (jb->mode != ZZ_KV_F16) return row;
-  const float *lut = zz_f16_table();
-  for (int64_t d = 0; d < jb->a.hd; d++) buf[d] = lut[((const uint16_t *)row)[d]];
-  return buf;
-}
-
-static void zz_kpass_c(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo, int64_t hi,
-                       float *sc) {
-  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;
-  float buf[ZZ_ATTN_MAX_HEAD_DIM];
-  for (int64_t kk = lo; kk <= hi; kk++) {
-    for (int64_t g = 0; g < ng; g++) {
-      const float *row = zz_attn_row_f32(jb, kb, kk, g, buf);
-      for (int64_t jj = g * G; jj < (g + 1) * G; jj++) sc[kk * nq + jj] = zz_dot(q + jj * hd, row, hd) * jb->scale;
-    }
-  }
-}
-
-static void zz_vpass_c(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo, int64_t hi,
-                       float *o) {
-  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;
-  float buf[ZZ_ATTN_MAX_HEAD_DIM];
-  for (int64_t kk = lo; kk <= hi; kk++) {
-    for (int64_t g = 0; g < ng; g++) {
-      const float *row = zz_attn_row_f32(jb, vb, kk, g, buf);
-      for (int64_t jj = g * G; jj < (g + 1) * G; jj++) {
-        const float pj = p[kk * nq + jj];
-        float *oj = o + jj * hd;
-        for (int64_t d = 0; d < hd; d++) oj[d] += pj * row[d];
-      }
-    }
-  }
-}
-
-#if ZZ_ATTN_X86
-/* ---------------------------------------------------------------- AVX2 + F16C + FMA */
-
-#define ZZ_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define ZZ_INLINE static inline __attribute__((always_inline))
 
-ZZ_AVX2 ZZ_INLINE __m256 zz256_ld(const void *row, int64_t d, int f16) {
-  if (f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + d)));
-  return _mm256_loadu_ps((const float *)row + d);
-}
-
-ZZ_AVX2 ZZ_INLINE float zz256_sum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-/* Element d of a row (the tail past the last full vector). */
-ZZ_INLINE float zz_row_at(const void *row, int64_t d, int f16) {
-  return f16 ? zz_f16_to_f32(((const uint16_t *)row)[d]) : ((const float *)row)[d];
-}
-
-ZZ_AVX2 ZZ_INLINE void zz256_kpass(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo,
-                                   int64_t hi, float *sc, int mode) {
-  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, full = hd & ~(int64_t)7;
-  const int f16 = mode == ZZ_KV_F16;
-  float buf[ZZ_ATTN_MAX_HEAD_DIM];
-  for (int64_t kk = lo; kk <= hi; kk++) {
-    for (int64_t g = 0; g < ng; g++) {
-      const void *row = zz_attn_row(jb, kb, kk, g, buf);
-      for (int64_t jj = g * G; jj < (g + 1) * G; jj++) {
-        const float *qj = q + jj * hd;
-        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-        int64_t d = 0;
-        for (; d + 16 <= full; d += 16) {
-          a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qj + d), zz256_ld(row, d, f16), a0);
-          a1 = _mm256_fmadd_ps(_mm256_loadu_ps(qj + d + 8), zz256_ld(row, d + 8, f16), a1);
-        }
-        if (d < full) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qj + d), zz256_ld(row, d, f16), a0), d += 8;
-        float s = zz256_sum(_mm256_add_ps(a0, a1));
-        for (; d < hd; d++) s += qj[d] * zz_row_at(row, d, f16);
-        sc[kk * nq + jj] = s * jb->scale;
-      }
-    }
+/* Head g of row kk as f32 or f16 data: a Q4 head dequantized into buf; with widen
+ * (primitives that take f32 rows only), an f16 head widened into buf by the table. */
+ZZ_INLINE const void *zz_attn_row(const zz_fattn_job *jb, const char *base, int64_t kk, int64_t g, float *buf,
+                                  int mode, int widen) {
+  const char *row = base + (size_t)kk * jb->row_bytes + (size_t)g * jb->head_bytes;
+  if (mode == ZZ_KV_Q) {
+    zz_q_dequantize(jb->a.kv_q, row, 1, jb->a.hd, buf);
+    return buf;
   }
-}
-
-ZZ_AVX2 ZZ_INLINE void zz256_vpass(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo,
-                                   int64_t hi, float *o, int mode) {
-  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, full = hd & ~(int64_t)7;
-  const int f16 = mode == ZZ_KV_F16;
-  float buf[ZZ_ATTN_MAX_HEAD_DIM];
-  for (int64_t kk = lo; kk <= hi; kk++) {
-    for (int64_t g = 0; g < ng; g++) {
-      const void *row = zz_attn_row(jb, vb, kk, g, buf);
-      for (int64_t jj = g * G; jj < (g + 1) * G; jj++) {
-        const float pj = p[kk * nq + jj];
-        const __m256 pv = _mm256_set1_ps(pj);
-        float *oj = o + jj * hd;
-        int64_t d = 0;
-        for (; d < full; d += 8)
-          _mm256_storeu_ps(oj + d, _mm256_fmadd_ps(pv, zz256_ld(row, d, f16), _mm256_loadu_ps(oj + d)));
-        for (; d < hd; d++) oj[d] += pj * zz_row_at(row, d, f16);
-      }
-    }
+  if (widen && mode == ZZ_KV_F16) {
+    const float *lut = zz_f16_table();
+    for (int64_t d = 0; d < jb->a.hd; d++) buf[d] = lut[((const uint16_t *)row)[d]];
+    return buf;
   }
+  return row;
 }
 
-/* One function per cache type, so that mode is a constant inside each. */
-#define ZZ_ATTN_PASSES(isa, attr, kbody, vbody)                                                                      \
+/* The loops of both passes, instantiated once per ISA: isa names it, attr is its
+ * target attribute, and its row primitives are
+ *   DOT(q, row, hd, f16)      q · row over hd elements (row in f16 or f32)
+ *   AXPY(o, p, row, hd, f16)  o += p · row
+ * WIDEN is 1 when they take f32 rows only. Six functions come out, one per pass and
+ * cache type (mode a constant in each, so its branches fold). */
+#define ZZ_ATTN_PASSES(isa, attr, DOT, AXPY, WIDEN)                                                                  \
+  attr ZZ_INLINE void zz_kpass_##isa(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo,   \
+                                     int64_t hi, float *sc, int mode) {                                               \
+    const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;                                                          \
+    const int f16 = mode == ZZ_KV_F16 && !(WIDEN);                                                                    \
+    float buf[ZZ_ATTN_MAX_HEAD_DIM];                                                                                  \
+    for (int64_t kk = lo; kk <= hi; kk++)                                                                             \
+      for (int64_t g = 0; g < ng; g++) {                                                                              \
+        const void *row = zz_attn_row(jb, kb, kk, g, buf, mode, WIDEN);                                               \
+        for (int64_t jj = g * G; jj < (g + 1) * G; jj++)                                                              \
+          sc[kk * nq + jj] = DOT(q + jj * hd, row, hd, f16) * jb->scale;                                              \
+      }                                                                                                               \
+  }                                                                                                                   \
+  attr ZZ_INLINE void zz_vpass_##isa(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo,   \
+                                     int64_t hi, float *o, int mode) {                                                \
+    const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;                                                          \
+    const int f16 = mode == ZZ_KV_F16 && !(WIDEN);                                                                    \
+    float buf[ZZ_ATTN_MAX_HEAD_DIM];                                                                                  \
+    for (int64_t kk = lo; kk <= hi; kk++)                                                                             \
+      for (int64_t g = 0; g < ng; g++) {                                                                              \
+        const void *row = zz_attn_row(jb, vb, kk, g, buf, mode, WIDEN);                                               \
+        for (int64_t jj = g * G; jj < (g + 1) * G; jj++) AXPY(o + jj * hd, p[kk * nq + jj], row, hd, f16);            \
+      }                                                                                                               \
+  }                                                                                                                   \
+  ZZ_ATTN_MODES(isa, attr, zz_kpass_##isa, zz_vpass_##isa)
+
+/* One function per pass and cache type, so that mode is a constant inside each. */
+#define ZZ_ATTN_MODES(isa, attr, kbody, vbody)                                                                       \
   attr static void zz_kpass_##isa##_f32(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,          \
                                         int64_t lo, int64_t hi, float *sc) {                                          \
     kbody(jb, q, kb, ng, lo, hi, sc, ZZ_KV_F32);                                                                      \
@@ -419,7 +361,58 @@ ZZ_AVX2 ZZ_INLINE void zz256_vpass(const zz_fattn_job *jb, const float *p, const
     vbody(jb, p, vb, ng, lo, hi, o, ZZ_KV_Q);                                                                         \
   }
 
-ZZ_ATTN_PASSES(avx2, ZZ_AVX2, zz256_kpass, zz256_vpass)
+/* ---------------------------------------------------------------- portable */
+
+ZZ_INLINE float zz_c_dot(const float *q, const void *row, int64_t hd, int f16) {
+  (void)f16; /* rows come widened */
+  return zz_dot(q, row, hd);
+}
+
+ZZ_INLINE void zz_c_axpy(float *o, float p, const void *row, int64_t hd, int f16) {
+  (void)f16;
+  const float *r = row;
+  for (int64_t d = 0; d < hd; d++) o[d] += p * r[d];
+}
+
+ZZ_ATTN_PASSES(c, , zz_c_dot, zz_c_axpy, 1)
+
+#if ZZ_ATTN_X86
+/* ---------------------------------------------------------------- AVX2 + F16C + FMA */
+
+#define ZZ_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+ZZ_AVX2 ZZ_INLINE __m256 zz256_ld(const void *row, int64_t d, int f16) {
+  if (f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + d)));
+  return _mm256_loadu_ps((const float *)row + d);
+}
+
+/* Element d of a row (the tail past the last full vector). */
+ZZ_INLINE float zz_row_at(const void *row, int64_t d, int f16) {
+  return f16 ? zz_f16_to_f32(((const uint16_t *)row)[d]) : ((const float *)row)[d];
+}
+
+/* q · row in zz_dot's order exactly (eight running sums, lane u over d = u mod 8,
+ * combined pairwise, then the tail), unfused: the same bits as the reference. */
+ZZ_AVX2 ZZ_INLINE float zz256_dot(const float *q, const void *row, int64_t hd, int f16) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t d = 0;
+  for (; d + 8 <= hd; d += 8) acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(q + d), zz256_ld(row, d, f16)));
+  float a[8];
+  _mm256_storeu_ps(a, acc);
+  float sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  for (; d < hd; d++) sum += q[d] * zz_row_at(row, d, f16);
+  return sum;
+}
+
+ZZ_AVX2 ZZ_INLINE void zz256_axpy(float *o, float p, const void *row, int64_t hd, int f16) {
+  const int64_t full = hd & ~(int64_t)7;
+  const __m256 pv = _mm256_set1_ps(p);
+  int64_t d = 0;
+  for (; d < full; d += 8) _mm256_storeu_ps(o + d, _mm256_add_ps(_mm256_loadu_ps(o + d), _mm256_mul_ps(pv, zz256_ld(row, d, f16))));
+  for (; d < hd; d++) o[d] += p * zz_row_at(row, d, f16);
+}
+
+ZZ_ATTN_PASSES(avx2, ZZ_AVX2, zz256_dot, zz256_axpy, 0)
 
 /* ---------------------------------------------------------------- AVX-512 */
 
@@ -431,102 +424,20 @@ ZZ_AVX512 ZZ_INLINE __m512 zz512_ld(const void *row, int64_t d, __mmask16 m, int
   return _mm512_maskz_loadu_ps(m, (const float *)row + d);
 }
 
-ZZ_AVX512 ZZ_INLINE void zz512_kpass(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo,
-                                     int64_t hi, float *sc, int mode) {
-  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, full = hd & ~(int64_t)15;
+ZZ_AVX512 ZZ_INLINE void zz512_axpy(float *o, float p, const void *row, int64_t hd, int f16) {
+  const int64_t full = hd & ~(int64_t)15;
   const __mmask16 all = 0xFFFF, tail = (__mmask16)((1u << (hd & 15)) - 1);
-  const int f16 = mode == ZZ_KV_F16;
-  float buf[ZZ_ATTN_MAX_HEAD_DIM];
-  for (int64_t kk = lo; kk <= hi; kk++) {
-    for (int64_t g = 0; g < ng; g++) {
-      const void *row = zz_attn_row(jb, kb, kk, g, buf);
-      for (int64_t jj = g * G; jj < (g + 1) * G; jj++) {
-        const float *qj = q + jj * hd;
-        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-        int64_t d = 0;
-        for (; d + 32 <= full; d += 32) {
-          a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qj + d), zz512_ld(row, d, all, f16), a0);
-          a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qj + d + 16), zz512_ld(row, d + 16, all, f16), a1);
-        }
-        if (d < full) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qj + d), zz512_ld(row, d, all, f16), a0), d += 16;
-        if (d < hd) a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, qj + d), zz512_ld(row, d, tail, f16), a1);
-        sc[kk * nq + jj] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) * jb->scale;
-      }
-    }
-  }
+  const __m512 pv = _mm512_set1_ps(p);
+  int64_t d = 0;
+  for (; d < full; d += 16)
+    _mm512_storeu_ps(o + d, _mm512_add_ps(_mm512_loadu_ps(o + d), _mm512_mul_ps(pv, zz512_ld(row, d, all, f16))));
+  if (d < hd)
+    _mm512_mask_storeu_ps(o + d, tail,
+                          _mm512_add_ps(_mm512_maskz_loadu_ps(tail, o + d), _mm512_mul_ps(pv, zz512_ld(row, d, tail, f16))));
 }
 
-ZZ_AVX512 ZZ_INLINE void zz512_vpass(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo,
-                                     int64_t hi, float *o, int mode) {
-  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, full = hd & ~(int64_t)15;
-  const __mmask16 all = 0xFFFF, tail = (__mmask16)((1u << (hd & 15)) - 1);
-  const int f16 = mode == ZZ_KV_F16;
-  float buf[ZZ_ATTN_MAX_HEAD_DIM];
-  for (int64_t kk = lo; kk <= hi; kk++) {
-    for (int64_t g = 0; g < ng; g++) {
-      const void *row = zz_attn_row(jb, vb, kk, g, buf);
-      for (int64_t jj = g * G; jj < (g + 1) * G; jj++) {
-        const __m512 pv = _mm512_set1_ps(p[kk * nq + jj]);
-        float *oj = o + jj * hd;
-        int64_t d = 0;
-        for (; d < full; d += 16)
-          _mm512_storeu_ps(oj + d, _mm512_fmadd_ps(pv, zz512_ld(row, d, all, f16), _mm512_loadu_ps(oj + d)));
-        if (d < hd)
-          _mm512_mask_storeu_ps(oj + d, tail,
-                                _mm512_fmadd_ps(pv, zz512_ld(row, d, tail, f16), _mm512_maskz_loadu_ps(tail, oj + d)));
-      }
-    }
-  }
-}
+ZZ_ATTN_PASSES(avx512, ZZ_AVX512, zz256_dot, zz512_axpy, 0)
 
-ZZ_ATTN_PASSES(avx512, ZZ_AVX512, zz512_kpass, zz512_vpass)
-
-/* exp(x) for x <= 0 (scores minus their max): x = n ln2 + r, |r| <= ln2/2, exp(r)
- * by its Taylor polynomial to degree 7 (truncation below 1e-8 relative), times 2^n
- * by scalef (underflowing to 0 as expf does). Within a few ulp of expf. */
-ZZ_AVX512 ZZ_INLINE __m512 zz512_exp(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f)); /* exp(-104) is 0 in f32; keeps n finite */
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x); /* ln2 in two parts: n*hi is exact */
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 5040);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
-
-/* zz_attn_softmax with 16 queries per vector: the max, exp (zz512_exp), the sum in
- * double (two vectors of 8), one 1/sum rounded from double, as the reference. */
-ZZ_AVX512 static void zz512_softmax(float *s, int64_t nq, int64_t lo, int64_t hi) {
-  for (int64_t j0 = 0; j0 < nq; j0 += 16) {
-    const __mmask16 m = nq - j0 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nq - j0)) - 1);
-    __m512 mx = _mm512_set1_ps(-INFINITY);
-    for (int64_t kk = lo; kk <= hi; kk++) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(mx, m, s + kk * nq + j0));
-    mx = _mm512_maskz_mov_ps(m, mx); /* lanes past nq: 0, so their (unstored) exp stays finite */
-    __m512d sum0 = _mm512_setzero_pd(), sum1 = _mm512_setzero_pd();
-    for (int64_t kk = lo; kk <= hi; kk++) {
-      float *r = s + kk * nq + j0;
-      const __m512 e = zz512_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, r), mx));
-      _mm512_mask_storeu_ps(r, m, e);
-      sum0 = _mm512_add_pd(sum0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-      sum1 = _mm512_add_pd(sum1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
-    }
-    const __m512d one = _mm512_set1_pd(1.0);
-    const __m256 inv0 = _mm512_cvtpd_ps(_mm512_div_pd(one, sum0)), inv1 = _mm512_cvtpd_ps(_mm512_div_pd(one, sum1));
-    const __m512 inv = _mm512_castpd_ps(
-        _mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(inv0)), _mm256_castps_pd(inv1), 1));
-    for (int64_t kk = lo; kk <= hi; kk++) {
-      float *r = s + kk * nq + j0;
-      _mm512_mask_storeu_ps(r, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, r), inv));
-    }
-  }
-}
 #endif /* ZZ_ATTN_X86 */
 
 /* ---------------------------------------------------------------- the task */
@@ -585,7 +496,7 @@ static void zz_fattn_task(void *arg, int64_t task) {
     memset(o, 0, (size_t)(nq * a->hd) * sizeof(float));
     if (hi < lo) continue; /* sees no key: zeros */
     jb->kpass(jb, q, kb, ng, lo, hi, sc);
-    jb->softmax(sc, nq, lo, hi);
+    zz_attn_softmax(sc, nq, lo, hi);
     jb->vpass(jb, sc, vb, ng, lo, hi, o);
   }
 }
@@ -613,17 +524,18 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
                      .block = zz_attn_block(a, pool ? zz_pool_threads(pool) : 1),
                      .scale = 1.0f / sqrtf((float)a->hd),
                      .mode = a->kv_dt == ZZ_DTYPE_F32 ? ZZ_KV_F32 : a->kv_dt == ZZ_DTYPE_F16 ? ZZ_KV_F16 : ZZ_KV_Q,
-                     .kpass = zz_kpass_c,
-                     .vpass = zz_vpass_c,
-                     .softmax = zz_attn_softmax};
+};
   jb.blocks = (a->kv_heads + jb.block - 1) / jb.block;
+  static zz_kpass_fn *const kc[] = {zz_kpass_c_f32, zz_kpass_c_f16, zz_kpass_c_q};
+  static zz_vpass_fn *const vc[] = {zz_vpass_c_f32, zz_vpass_c_f16, zz_vpass_c_q};
+  jb.kpass = kc[jb.mode], jb.vpass = vc[jb.mode];
 #if ZZ_ATTN_X86
   static zz_kpass_fn *const k2[] = {zz_kpass_avx2_f32, zz_kpass_avx2_f16, zz_kpass_avx2_q};
   static zz_vpass_fn *const v2[] = {zz_vpass_avx2_f32, zz_vpass_avx2_f16, zz_vpass_avx2_q};
   static zz_kpass_fn *const k5[] = {zz_kpass_avx512_f32, zz_kpass_avx512_f16, zz_kpass_avx512_q};
   static zz_vpass_fn *const v5[] = {zz_vpass_avx512_f32, zz_vpass_avx512_f16, zz_vpass_avx512_q};
   switch (zz_cpu_isa_get()) {
-    case ZZ_CPU_ISA_AVX512: jb.kpass = k5[jb.mode], jb.vpass = v5[jb.mode], jb.softmax = zz512_softmax; break;
+    case ZZ_CPU_ISA_AVX512: jb.kpass = k5[jb.mode], jb.vpass = v5[jb.mode]; break;
     case ZZ_CPU_ISA_AVX2: jb.kpass = k2[jb.mode], jb.vpass = v2[jb.mode]; break;
     default: break;
   }

@@ -12,7 +12,7 @@
 
 #include "zz_tests.h"
 
-static zz_pool *g_pool;
+static zz_pool *g_pool; /* 2 threads, for the cases of test_attn_fast_vs_ref */
 
 /* max |a - b| / max |b|; NaN anywhere (or an output never written, pre-filled
  * with NaN) is an infinite error. */
@@ -105,7 +105,9 @@ static void test_attn_fast_vs_ref(void) {
       {5, 3, 64, 2, 1, 64, 2},     /* multi-query attention, rows in the future masked */
       {9, 1, 130, 6, 3, 64, 0},    /* a batch that fills the pool: whole rows (3 KV heads) per task */
   };
+  CU_ASSERT_FATAL(zz_pool_create(2, &g_pool) == 0);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) zz_check_case(&r, &cases[i]);
+  zz_pool_destroy(g_pool);
 }
 
 /* The ISA names round trip; an unknown name is refused. */
@@ -124,15 +126,8 @@ static void test_attn_isa_names(void) {
   CU_ASSERT_EQUAL(zz_cpu_isa_set(zz_cpu_isa_best()), 0);
 }
 
-static int zz_attn_init(void) { return zz_pool_create(2, &g_pool); }
-static int zz_attn_clean(void) {
-  zz_pool_destroy(g_pool);
-  g_pool = NULL;
-  return 0;
-}
-
 void zz_test_attn_register(void) {
-  CU_pSuite s = CU_add_suite("attn", zz_attn_init, zz_attn_clean);
+  CU_pSuite s = CU_add_suite("attn", NULL, NULL);
   CU_add_test(s, "fast attention vs the reference, every ISA, f32/f16/q4", test_attn_fast_vs_ref);
   CU_add_test(s, "ISA names and selection", test_attn_isa_names);
 }

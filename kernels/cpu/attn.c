@@ -335,31 +335,19 @@ ZZ_INLINE const void *zz_attn_row(const zz_fattn_job *jb, const char *base, int6
   ZZ_ATTN_MODES(isa, attr, zz_kpass_##isa, zz_vpass_##isa)
 
 /* One function per pass and cache type, so that mode is a constant inside each. */
-#define ZZ_ATTN_MODES(isa, attr, kbody, vbody)                                                                       \
-  attr static void zz_kpass_##isa##_f32(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,          \
-                                        int64_t lo, int64_t hi, float *sc) {                                          \
-    kbody(jb, q, kb, ng, lo, hi, sc, ZZ_KV_F32);                                                                      \
+#define ZZ_ATTN_MODE(isa, attr, kbody, vbody, mode, name)                                                           \
+  attr static void zz_kpass_##isa##_##name(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,       \
+                                           int64_t lo, int64_t hi, float *sc) {                                       \
+    kbody(jb, q, kb, ng, lo, hi, sc, mode);                                                                           \
   }                                                                                                                   \
-  attr static void zz_kpass_##isa##_f16(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,          \
-                                        int64_t lo, int64_t hi, float *sc) {                                          \
-    kbody(jb, q, kb, ng, lo, hi, sc, ZZ_KV_F16);                                                                      \
-  }                                                                                                                   \
-  attr static void zz_kpass_##isa##_q(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo, \
-                                      int64_t hi, float *sc) {                                                        \
-    kbody(jb, q, kb, ng, lo, hi, sc, ZZ_KV_Q);                                                                        \
-  }                                                                                                                   \
-  attr static void zz_vpass_##isa##_f32(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng,          \
-                                        int64_t lo, int64_t hi, float *o) {                                           \
-    vbody(jb, p, vb, ng, lo, hi, o, ZZ_KV_F32);                                                                       \
-  }                                                                                                                   \
-  attr static void zz_vpass_##isa##_f16(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng,          \
-                                        int64_t lo, int64_t hi, float *o) {                                           \
-    vbody(jb, p, vb, ng, lo, hi, o, ZZ_KV_F16);                                                                       \
-  }                                                                                                                   \
-  attr static void zz_vpass_##isa##_q(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo, \
-                                      int64_t hi, float *o) {                                                         \
-    vbody(jb, p, vb, ng, lo, hi, o, ZZ_KV_Q);                                                                         \
+  attr static void zz_vpass_##isa##_##name(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng,       \
+                                           int64_t lo, int64_t hi, float *o) {                                        \
+    vbody(jb, p, vb, ng, lo, hi, o, mode);                                                                            \
   }
+#define ZZ_ATTN_MODES(isa, attr, kbody, vbody)                                                                       \
+  ZZ_ATTN_MODE(isa, attr, kbody, vbody, ZZ_KV_F32, f32)                                                              \
+  ZZ_ATTN_MODE(isa, attr, kbody, vbody, ZZ_KV_F16, f16)                                                              \
+  ZZ_ATTN_MODE(isa, attr, kbody, vbody, ZZ_KV_Q, q)
 
 /* ---------------------------------------------------------------- portable */
 

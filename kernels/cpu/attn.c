@@ -385,9 +385,10 @@ ZZ_AVX2 ZZ_INLINE float zz256_dot(const float *q, const void *row, int64_t hd, i
   __m256 acc = _mm256_setzero_ps();
   int64_t d = 0;
   for (; d + 8 <= hd; d += 8) acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(q + d), zz256_ld(row, d, f16)));
-  float a[8];
-  _mm256_storeu_ps(a, acc);
-  float sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  /* ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) by two horizontal adds */
+  __m256 h = _mm256_hadd_ps(acc, acc);
+  h = _mm256_hadd_ps(h, h);
+  float sum = _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
   for (; d < hd; d++) sum += q[d] * zz_row_at(row, d, f16);
   return sum;
 }

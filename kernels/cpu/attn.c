@@ -305,21 +305,33 @@ ZZ_INLINE const void *zz_attn_row(const zz_fattn_job *jb, const char *base, int6
 /* The loops of both passes, instantiated once per ISA: isa names it, attr is its
  * target attribute, and its row primitives are
  *   DOT(q, row, hd, f16)      q · row over hd elements (row in f16 or f32)
+ *   DOT4(q, rows, hd, f16, s) s[u] = DOT(q + u*hd, rows[u]) for u < 4, the four
+ *                             dependency chains side by side (one alone waits on
+ *                             its adds: hd/8 of them in a row)
  *   AXPY(o, p, row, hd, f16)  o += p · row
  * WIDEN is 1 when they take f32 rows only. Six functions come out, one per pass and
  * cache type (mode a constant in each, so its branches fold). */
-#define ZZ_ATTN_PASSES(isa, attr, DOT, AXPY, WIDEN)                                                                  \
+#define ZZ_ATTN_PASSES(isa, attr, DOT, DOT4, AXPY, WIDEN)                                                                  \
   attr ZZ_INLINE void zz_kpass_##isa(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo,   \
                                      int64_t hi, float *sc, int mode) {                                               \
     const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;                                                          \
     const int f16 = mode == ZZ_KV_F16 && !(WIDEN);                                                                    \
-    float buf[ZZ_ATTN_MAX_HEAD_DIM];                                                                                  \
-    for (int64_t kk = lo; kk <= hi; kk++)                                                                             \
-      for (int64_t g = 0; g < ng; g++) {                                                                              \
+    float buf[ZZ_ATTN_MAX_HEAD_DIM], s4[4];                                                                           \
+    for (int64_t kk = lo; kk <= hi; kk++) {                                                                           \
+      int64_t jj = 0;                                                                                                 \
+      if (!(WIDEN) && mode != ZZ_KV_Q) /* rows in place: four queries' dots side by side */                          \
+        for (const char *row = kb + (size_t)kk * jb->row_bytes; jj + 4 <= nq; jj += 4) {                              \
+          const void *rows[4];                                                                                        \
+          for (int u = 0; u < 4; u++) rows[u] = row + (size_t)((jj + u) / G) * jb->head_bytes;                        \
+          DOT4(q + jj * hd, rows, hd, f16, s4);                                                                       \
+          for (int u = 0; u < 4; u++) sc[kk * nq + jj + u] = s4[u] * jb->scale;                                      \
+        }                                                                                                             \
+      for (int64_t g = jj / G; g < ng; g++) {                                                                         \
         const void *row = zz_attn_row(jb, kb, kk, g, buf, mode, WIDEN);                                               \
-        for (int64_t jj = g * G; jj < (g + 1) * G; jj++)                                                              \
-          sc[kk * nq + jj] = DOT(q + jj * hd, row, hd, f16) * jb->scale;                                              \
+        for (int64_t j = jj > g * G ? jj : g * G; j < (g + 1) * G; j++)                                               \
+          sc[kk * nq + j] = DOT(q + j * hd, row, hd, f16) * jb->scale;                                                \
       }                                                                                                               \
+    }                                                                                                                 \
   }                                                                                                                   \
   attr ZZ_INLINE void zz_vpass_##isa(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo,   \
                                      int64_t hi, float *o, int mode) {                                                \
@@ -362,7 +374,11 @@ ZZ_INLINE void zz_c_axpy(float *o, float p, const void *row, int64_t hd, int f16
   for (int64_t d = 0; d < hd; d++) o[d] += p * r[d];
 }
 
-ZZ_ATTN_PASSES(c, , zz_c_dot, zz_c_axpy, 1)
+ZZ_INLINE void zz_c_dot4(const float *q, const void *const *rows, int64_t hd, int f16, float *out) {
+  for (int u = 0; u < 4; u++) out[u] = zz_c_dot(q + u * hd, rows[u], hd, f16);
+}
+
+ZZ_ATTN_PASSES(c, , zz_c_dot, zz_c_dot4, zz_c_axpy, 1)
 
 #if ZZ_ATTN_X86
 /* ---------------------------------------------------------------- AVX2 + F16C + FMA */
@@ -393,6 +409,26 @@ ZZ_AVX2 ZZ_INLINE float zz256_dot(const float *q, const void *row, int64_t hd, i
   return sum;
 }
 
+/* zz256_dot for q + u*hd against rows[u], u < 4, each in zz_dot's order. */
+ZZ_AVX2 ZZ_INLINE void zz256_dot4(const float *q, const void *const *rows, int64_t hd, int f16, float *out) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t d = 0;
+  for (; d + 8 <= hd; d += 8) {
+    a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(q + d), zz256_ld(rows[0], d, f16)));
+    a1 = _mm256_add_ps(a1, _mm256_mul_ps(_mm256_loadu_ps(q + hd + d), zz256_ld(rows[1], d, f16)));
+    a2 = _mm256_add_ps(a2, _mm256_mul_ps(_mm256_loadu_ps(q + 2 * hd + d), zz256_ld(rows[2], d, f16)));
+    a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(q + 3 * hd + d), zz256_ld(rows[3], d, f16)));
+  }
+  const __m256 acc[4] = {a0, a1, a2, a3};
+  for (int u = 0; u < 4; u++) {
+    __m256 h = _mm256_hadd_ps(acc[u], acc[u]);
+    h = _mm256_hadd_ps(h, h);
+    float sum = _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+    for (int64_t e = d; e < hd; e++) sum += q[u * hd + e] * zz_row_at(rows[u], e, f16);
+    out[u] = sum;
+  }
+}
+
 ZZ_AVX2 ZZ_INLINE void zz256_axpy(float *o, float p, const void *row, int64_t hd, int f16) {
   const int64_t full = hd & ~(int64_t)7;
   const __m256 pv = _mm256_set1_ps(p);
@@ -401,7 +437,7 @@ ZZ_AVX2 ZZ_INLINE void zz256_axpy(float *o, float p, const void *row, int64_t hd
   for (; d < hd; d++) o[d] += p * zz_row_at(row, d, f16);
 }
 
-ZZ_ATTN_PASSES(avx2, ZZ_AVX2, zz256_dot, zz256_axpy, 0)
+ZZ_ATTN_PASSES(avx2, ZZ_AVX2, zz256_dot, zz256_dot4, zz256_axpy, 0)
 
 /* ---------------------------------------------------------------- AVX-512 */
 
@@ -425,7 +461,7 @@ ZZ_AVX512 ZZ_INLINE void zz512_axpy(float *o, float p, const void *row, int64_t 
                           _mm512_add_ps(_mm512_maskz_loadu_ps(tail, o + d), _mm512_mul_ps(pv, zz512_ld(row, d, tail, f16))));
 }
 
-ZZ_ATTN_PASSES(avx512, ZZ_AVX512, zz256_dot, zz512_axpy, 0)
+ZZ_ATTN_PASSES(avx512, ZZ_AVX512, zz256_dot, zz256_dot4, zz512_axpy, 0)
 
 #endif /* ZZ_ATTN_X86 */
 

@@ -261,6 +261,22 @@ typedef struct zz_attn_args {
   float *scratch;
 } zz_attn_args;
 void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a);
+/* The scalar reference of zz_cpu_attention_ex (one task per query head, rows widened
+ * by scalar code): the oracle of the tests, and the top-k path. zz_cpu_attention_ex
+ * itself (kernels/cpu/attn.c) reads each KV head's K and V once per query row for
+ * all the query heads of its group, vectorised for the ISA zz_cpu_isa_get names. */
+void zz_cpu_attention_ref(zz_pool *pool, const zz_attn_args *a);
+/* Vector code paths of the CPU kernels, chosen at run time: the best the CPU has,
+ * or the environment's ZZ_CPU_ISA (auto, portable, avx2, avx512), or zz_cpu_isa_set. */
+typedef enum zz_cpu_isa { ZZ_CPU_ISA_PORTABLE, ZZ_CPU_ISA_AVX2, ZZ_CPU_ISA_AVX512 } zz_cpu_isa;
+zz_cpu_isa zz_cpu_isa_get(void);
+/* 0, or -1 (nothing changed) when this CPU lacks isa. */
+int zz_cpu_isa_set(zz_cpu_isa isa);
+int zz_cpu_isa_supported(zz_cpu_isa isa);
+zz_cpu_isa zz_cpu_isa_best(void);
+const char *zz_cpu_isa_name(zz_cpu_isa isa);
+/* name (auto, portable, avx2, avx512) → *out; -1 when it is none of those. */
+int zz_cpu_isa_parse(const char *name, zz_cpu_isa *out);
 /* Keys a query keeps out of `visible` with fraction keep: ceil(keep * visible), at least 1. */
 int64_t zz_attn_keep_count(double keep, int64_t visible);
 /* The 65536 halves as floats (built on first use). */

@@ -1,0 +1,594 @@
+/*
+ * attn.c — attention on the CPU: the scalar reference and the fast decode kernel.
+ *
+ * Two kernels share one contract (zz_attn_args, zz_kernels.h):
+ *
+ *  - zz_cpu_attention_ref: one task per (sequence, query head), every K/V row
+ *    widened to f32 through scalar code (f16 by a table, Q4 by zz_q_dequantize).
+ *    It is the oracle the tests hold the fast kernel to, and it serves top-k
+ *    sparsity (keep < 1), which needs a selection over the scores anyway.
+ *
+ *  - the fast kernel (every dense call): one task per (sequence, KV head). The
+ *    task reads its K rows once and its V rows once for all the query heads of
+ *    that KV group (grouped-query attention reads the cache once) and every query
+ *    row. Rows are read with vector loads chosen at run time (AVX-512, AVX2, or
+ *    plain C: zz_cpu_isa_set / ZZ_CPU_ISA); f16 is widened by F16C / AVX-512
+ *    conversions in registers, a Q4 row is dequantized onto the stack.
+ *
+ * Softmax: two passes over the scores, not an online (running max) softmax. The
+ * K pass writes every score into the scratch the device already sizes
+ * (zz_cpu_attention_scratch), the max/exp/sum runs over that small array in
+ * cache, and the V pass reads each V row once with final probabilities. This
+ * exponentiates each score once and never rescales the output accumulators
+ * (an online softmax would rescale hd floats whenever the max grows); the cache
+ * is still read exactly once for K and once for V, which is what bounds decode.
+ *
+ * Memory order: row kk of sequence i's cache holds every KV head (row_bytes =
+ * kv_heads * head_bytes). A task per (sequence, KV head) would read head_bytes
+ * out of every row_bytes, each in another page, which the hardware prefetcher
+ * does not follow (measured: about half the bandwidth; software prefetching the
+ * next rows did not recover it). So a task takes a block of KV heads, the whole
+ * row when the batch alone gives each pool thread ZZ_ATTN_TASKS_PER_THREAD tasks
+ * (decode at gbs 16 or 64: each task then streams one contiguous region per
+ * pass), and fewer heads per task as the batch shrinks, down to one.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_impl.h"
+#include "zz_kernels.h"
+
+/* Mul and add stay apart (GCC would fuse the intrinsics into FMAs where the target
+ * has them, clang within one expression): every path computes the reference's bits. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define ZZ_ATTN_X86 1
+#else
+#define ZZ_ATTN_X86 0
+#endif
+
+/* ================================================================ the reference */
+
+typedef struct zz_attn_job {
+  zz_attn_args a;
+  const float *lut; /* f16 → f32 */
+  size_t row_bytes; /* one position's K (or V) row of the cache */
+} zz_attn_job;
+
+/* KV head hh's part of cache row kk of sequence i as f32: a pointer into an f32
+ * cache, or widened (f16) / dequantized (Q4) into buf. */
+static const float *zz_kv_head(const zz_attn_job *j, const void *base, int64_t i, int64_t kk, int64_t hh,
+                               float *buf) {
+  const zz_attn_args *a = &j->a;
+  const char *row = (const char *)base + (size_t)(i * a->seq_bytes) + (size_t)kk * j->row_bytes;
+  switch (a->kv_dt) {
+    case ZZ_DTYPE_F32: return (const float *)row + hh * a->hd;
+    case ZZ_DTYPE_F16: {
+      const uint16_t *h = (const uint16_t *)row + hh * a->hd;
+      for (int64_t d = 0; d < a->hd; d++) buf[d] = j->lut[h[d]];
+      return buf;
+    }
+    default:
+      zz_q_dequantize(a->kv_q, row + (size_t)hh * zz_q_row_bytes(a->kv_q, a->hd), 1, a->hd, buf);
+      return buf;
+  }
+}
+
+int64_t zz_attn_keep_count(double keep, int64_t visible) {
+  if (keep >= 1) return visible;
+  int64_t k = (int64_t)ceil(keep * (double)visible - 1e-9);
+  return k < 1 ? 1 : (k > visible ? visible : k);
+}
+
+/* The m-th largest of x[0..n) (1 <= m <= n); x is reordered. */
+static float zz_mth_largest(float *x, int64_t n, int64_t m) {
+  int64_t lo = 0, hi = n - 1, want = m - 1;
+  while (lo < hi) {
+    float pivot = x[lo + (hi - lo) / 2];
+    int64_t a = lo, b = hi;
+    while (a <= b) {
+      while (x[a] > pivot) a++;
+      while (x[b] < pivot) b--;
+      if (a <= b) {
+        float t = x[a];
+        x[a++] = x[b];
+        x[b--] = t;
+      }
+    }
+    if (want <= b) hi = b;
+    else if (want >= a) lo = a;
+    else return x[want];
+  }
+  return x[want];
+}
+
+/* One (sequence, head) pair: every query row of that head, scores in scratch. */
+static void zz_attn_task(void *arg, int64_t task) {
+  const zz_attn_job *j = arg;
+  const zz_attn_args *a = &j->a;
+  int64_t i = task / a->heads, hh = task % a->heads;
+  int64_t h = a->heads * a->hd;
+  int64_t kvh = hh / (a->heads / a->kv_heads); /* the K/V head query head hh reads (grouped-query) */
+  float *scores = a->scratch + 2 * task * a->t, *sel = scores + a->t;
+  float buf[ZZ_ATTN_MAX_HEAD_DIM];
+  const float scale = 1.0f / sqrtf((float)a->hd);
+  int64_t lo = a->pad[i] > 0 ? a->pad[i] : 0;
+  for (int64_t r = 0; r < a->sq; r++) {
+    const float *q = a->q + (i * a->sq + r) * h + hh * a->hd;
+    float *o = a->out + (i * a->sq + r) * h + hh * a->hd;
+    int64_t hi = a->q_start + r; /* last visible key */
+    if (hi >= a->t) hi = a->t - 1;
+    memset(o, 0, (size_t)a->hd * sizeof(float));
+    if (hi < lo) continue;
+    float mx = -INFINITY;
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      float s = zz_dot(q, zz_kv_head(j, a->k, i, kk, kvh, buf), a->hd) * scale;
+      scores[kk] = s;
+      if (s > mx) mx = s;
+    }
+    double sum = 0;
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      scores[kk] = expf(scores[kk] - mx);
+      sum += scores[kk];
+    }
+    float inv = (float)(1.0 / sum);
+    /* top-k: the kept keys are those whose score reaches the m-th largest; ties
+     * at the threshold are taken in key order until m are kept */
+    int64_t n_vis = hi - lo + 1, m = zz_attn_keep_count(a->keep, n_vis), ties = 0;
+    float thr = 0;
+    if (m < n_vis) {
+      memcpy(sel, scores + lo, (size_t)n_vis * sizeof(float));
+      thr = zz_mth_largest(sel, n_vis, m);
+      int64_t above = 0;
+      for (int64_t kk = lo; kk <= hi; kk++) above += scores[kk] > thr;
+      ties = m - above;
+    }
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      if (m < n_vis) {
+        if (scores[kk] < thr) continue;
+        if (scores[kk] == thr && ties-- <= 0) continue;
+      }
+      float p = scores[kk] * inv;
+      const float *vr = zz_kv_head(j, a->v, i, kk, kvh, buf);
+      for (int64_t d = 0; d < a->hd; d++) o[d] += p * vr[d];
+    }
+  }
+}
+
+void zz_cpu_attention_ref(zz_pool *pool, const zz_attn_args *a) {
+  zz_attn_job job = {*a, a->kv_dt == ZZ_DTYPE_F16 ? zz_f16_table() : NULL,
+                     zz_kv_row_bytes(a->kv_dt, a->kv_q, a->kv_heads, a->hd)};
+  zz_pool_run(pool, zz_attn_task, &job, a->b * a->heads);
+}
+
+/* ================================================================ ISA choice */
+
+static const char *const zz_isa_names[] = {"portable", "avx2", "avx512"};
+
+const char *zz_cpu_isa_name(zz_cpu_isa isa) {
+  return isa >= ZZ_CPU_ISA_PORTABLE && isa <= ZZ_CPU_ISA_AVX512 ? zz_isa_names[isa] : "?";
+}
+
+int zz_cpu_isa_parse(const char *name, zz_cpu_isa *out) {
+  if (strcmp(name, "auto") == 0) {
+    *out = zz_cpu_isa_best();
+    return 0;
+  }
+  for (int i = ZZ_CPU_ISA_PORTABLE; i <= ZZ_CPU_ISA_AVX512; i++)
+    if (strcmp(name, zz_isa_names[i]) == 0) {
+      *out = (zz_cpu_isa)i;
+      return 0;
+    }
+  return -1;
+}
+
+#if ZZ_ATTN_X86
+/* CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports has no "f16c"). */
+static int zz_cpu_has_f16c(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+}
+#endif
+
+int zz_cpu_isa_supported(zz_cpu_isa isa) {
+  switch (isa) {
+    case ZZ_CPU_ISA_PORTABLE: return 1;
+#if ZZ_ATTN_X86
+    case ZZ_CPU_ISA_AVX2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && zz_cpu_has_f16c();
+    case ZZ_CPU_ISA_AVX512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2);
+#endif
+    default: return 0;
+  }
+}
+
+zz_cpu_isa zz_cpu_isa_best(void) {
+  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512)) return ZZ_CPU_ISA_AVX512;
+  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return ZZ_CPU_ISA_AVX2;
+  return ZZ_CPU_ISA_PORTABLE;
+}
+
+static int zz_isa_current = -1; /* -1: not chosen yet (ZZ_CPU_ISA or the best) */
+static pthread_once_t zz_isa_once = PTHREAD_ONCE_INIT;
+
+static void zz_isa_from_env(void) {
+  zz_cpu_isa isa = zz_cpu_isa_best();
+  const char *env = getenv("ZZ_CPU_ISA");
+  if (env && *env) {
+    zz_cpu_isa want;
+    if (zz_cpu_isa_parse(env, &want) != 0)
+      fprintf(stderr, "zigzag: ZZ_CPU_ISA=%s is not one of auto, portable, avx2, avx512; using %s\n", env,
+              zz_cpu_isa_name(isa));
+    else if (!zz_cpu_isa_supported(want))
+      fprintf(stderr, "zigzag: ZZ_CPU_ISA=%s: this CPU lacks it; using %s\n", env, zz_cpu_isa_name(isa));
+    else
+      isa = want;
+  }
+  int unset = -1;
+  __atomic_compare_exchange_n(&zz_isa_current, &unset, (int)isa, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+zz_cpu_isa zz_cpu_isa_get(void) {
+  pthread_once(&zz_isa_once, zz_isa_from_env);
+  return (zz_cpu_isa)__atomic_load_n(&zz_isa_current, __ATOMIC_SEQ_CST);
+}
+
+int zz_cpu_isa_set(zz_cpu_isa isa) {
+  if (!zz_cpu_isa_supported(isa)) return -1;
+  pthread_once(&zz_isa_once, zz_isa_from_env);
+  __atomic_store_n(&zz_isa_current, (int)isa, __ATOMIC_SEQ_CST);
+  return 0;
+}
+
+/* ================================================================ the fast kernel */
+
+/* Tasks per pool thread the head blocks aim at (so that uneven tasks even out). */
+#define ZZ_ATTN_TASKS_PER_THREAD 4
+
+enum { ZZ_KV_F32, ZZ_KV_F16, ZZ_KV_Q };
+
+typedef struct zz_fattn_job zz_fattn_job;
+/* K pass over one task's ng KV heads (query heads nq = ng * group, consecutive):
+ * sc[kk*nq + jj] = (q_jj · K_kk,head(jj)) * scale for kk in [lo, hi], jj < nq,
+ * head(jj) = jj / group; q [nq, hd]; kb the task's first head inside row 0 (heads
+ * head_bytes apart, rows row_bytes apart). */
+typedef void zz_kpass_fn(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo, int64_t hi,
+                         float *sc);
+/* V pass: o_jj += Σ_kk p[kk*nq + jj] · V_kk,head(jj) for kk in [lo, hi]; o [nq, hd]. */
+typedef void zz_vpass_fn(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo, int64_t hi,
+                         float *o);
+
+struct zz_fattn_job {
+  zz_attn_args a;
+  size_t row_bytes;  /* one position's K (or V) row: every KV head */
+  size_t head_bytes; /* one KV head's part of a row */
+  int64_t group;     /* query heads per KV head */
+  int64_t block;     /* KV heads per task (the last block of a sequence may be smaller) */
+  int64_t blocks;    /* tasks per sequence: ceil(kv_heads / block) */
+  float scale;       /* 1/sqrt(hd) */
+  int mode;          /* ZZ_KV_F32 / F16 / Q */
+  zz_kpass_fn *kpass;
+  zz_vpass_fn *vpass;
+};
+
+#define ZZ_INLINE static inline __attribute__((always_inline))
+
+/* Head g of row kk as f32 or f16 data: a Q4 head dequantized into buf; with widen
+ * (primitives that take f32 rows only), an f16 head widened into buf by the table. */
+ZZ_INLINE const void *zz_attn_row(const zz_fattn_job *jb, const char *base, int64_t kk, int64_t g, float *buf,
+                                  int mode, int widen) {
+  const char *row = base + (size_t)kk * jb->row_bytes + (size_t)g * jb->head_bytes;
+  if (mode == ZZ_KV_Q) {
+    zz_q_dequantize(jb->a.kv_q, row, 1, jb->a.hd, buf);
+    return buf;
+  }
+  if (widen && mode == ZZ_KV_F16) {
+    const float *lut = zz_f16_table();
+    for (int64_t d = 0; d < jb->a.hd; d++) buf[d] = lut[((const uint16_t *)row)[d]];
+    return buf;
+  }
+  return row;
+}
+
+/* The loops of both passes, instantiated once per ISA: isa names it, attr is its
+ * target attribute, and its row primitives are
+ *   DOT(q, row, hd, f16)      q · row over hd elements (row in f16 or f32)
+ *   DOT4(q, rows, hd, f16, s) s[u] = DOT(q + u*hd, rows[u]) for u < 4, the four
+ *                             dependency chains side by side (one alone waits on
+ *                             its adds: hd/8 of them in a row)
+ *   AXPY(o, p, row, hd, f16)  o += p · row
+ * WIDEN is 1 when they take f32 rows only. Six functions come out, one per pass and
+ * cache type (mode a constant in each, so its branches fold). */
+#define ZZ_ATTN_PASSES(isa, attr, DOT, DOT4, AXPY, WIDEN)                                                                  \
+  attr ZZ_INLINE void zz_kpass_##isa(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo,   \
+                                     int64_t hi, float *sc, int mode) {                                               \
+    const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;                                                          \
+    const int f16 = mode == ZZ_KV_F16 && !(WIDEN);                                                                    \
+    float buf[ZZ_ATTN_MAX_HEAD_DIM], s4[4];                                                                           \
+    for (int64_t kk = lo; kk <= hi; kk++) {                                                                           \
+      int64_t jj = 0;                                                                                                 \
+      if (!(WIDEN) && mode != ZZ_KV_Q) /* rows in place: four queries' dots side by side */                          \
+        for (const char *row = kb + (size_t)kk * jb->row_bytes; jj + 4 <= nq; jj += 4) {                              \
+          const void *rows[4];                                                                                        \
+          for (int u = 0; u < 4; u++) rows[u] = row + (size_t)((jj + u) / G) * jb->head_bytes;                        \
+          DOT4(q + jj * hd, rows, hd, f16, s4);                                                                       \
+          for (int u = 0; u < 4; u++) sc[kk * nq + jj + u] = s4[u] * jb->scale;                                      \
+        }                                                                                                             \
+      for (int64_t g = jj / G; g < ng; g++) {                                                                         \
+        const void *row = zz_attn_row(jb, kb, kk, g, buf, mode, WIDEN);                                               \
+        for (int64_t j = jj > g * G ? jj : g * G; j < (g + 1) * G; j++)                                               \
+          sc[kk * nq + j] = DOT(q + j * hd, row, hd, f16) * jb->scale;                                                \
+      }                                                                                                               \
+    }                                                                                                                 \
+  }                                                                                                                   \
+  attr ZZ_INLINE void zz_vpass_##isa(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo,   \
+                                     int64_t hi, float *o, int mode) {                                                \
+    const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;                                                          \
+    const int f16 = mode == ZZ_KV_F16 && !(WIDEN);                                                                    \
+    float buf[ZZ_ATTN_MAX_HEAD_DIM];                                                                                  \
+    for (int64_t kk = lo; kk <= hi; kk++)                                                                             \
+      for (int64_t g = 0; g < ng; g++) {                                                                              \
+        const void *row = zz_attn_row(jb, vb, kk, g, buf, mode, WIDEN);                                               \
+        for (int64_t jj = g * G; jj < (g + 1) * G; jj++) AXPY(o + jj * hd, p[kk * nq + jj], row, hd, f16);            \
+      }                                                                                                               \
+  }                                                                                                                   \
+  ZZ_ATTN_MODES(isa, attr, zz_kpass_##isa, zz_vpass_##isa)
+
+/* One function per pass and cache type, so that mode is a constant inside each. */
+#define ZZ_ATTN_MODE(isa, attr, kbody, vbody, mode, name)                                                           \
+  attr static void zz_kpass_##isa##_##name(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,       \
+                                           int64_t lo, int64_t hi, float *sc) {                                       \
+    kbody(jb, q, kb, ng, lo, hi, sc, mode);                                                                           \
+  }                                                                                                                   \
+  attr static void zz_vpass_##isa##_##name(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng,       \
+                                           int64_t lo, int64_t hi, float *o) {                                        \
+    vbody(jb, p, vb, ng, lo, hi, o, mode);                                                                            \
+  }
+#define ZZ_ATTN_MODES(isa, attr, kbody, vbody)                                                                       \
+  ZZ_ATTN_MODE(isa, attr, kbody, vbody, ZZ_KV_F32, f32)                                                              \
+  ZZ_ATTN_MODE(isa, attr, kbody, vbody, ZZ_KV_F16, f16)                                                              \
+  ZZ_ATTN_MODE(isa, attr, kbody, vbody, ZZ_KV_Q, q)
+
+/* ---------------------------------------------------------------- portable */
+
+ZZ_INLINE float zz_c_dot(const float *q, const void *row, int64_t hd, int f16) {
+  (void)f16; /* rows come widened */
+  return zz_dot(q, row, hd);
+}
+
+ZZ_INLINE void zz_c_axpy(float *o, float p, const void *row, int64_t hd, int f16) {
+  (void)f16;
+  const float *r = row;
+  for (int64_t d = 0; d < hd; d++) o[d] += p * r[d];
+}
+
+ZZ_INLINE void zz_c_dot4(const float *q, const void *const *rows, int64_t hd, int f16, float *out) {
+  for (int u = 0; u < 4; u++) out[u] = zz_c_dot(q + u * hd, rows[u], hd, f16);
+}
+
+ZZ_ATTN_PASSES(c, , zz_c_dot, zz_c_dot4, zz_c_axpy, 1)
+
+#if ZZ_ATTN_X86
+/* ---------------------------------------------------------------- AVX2 + F16C + FMA */
+
+#define ZZ_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+ZZ_AVX2 ZZ_INLINE __m256 zz256_ld(const void *row, int64_t d, int f16) {
+  if (f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + d)));
+  return _mm256_loadu_ps((const float *)row + d);
+}
+
+/* Element d of a row (the tail past the last full vector). */
+ZZ_INLINE float zz_row_at(const void *row, int64_t d, int f16) {
+  return f16 ? zz_f16_to_f32(((const uint16_t *)row)[d]) : ((const float *)row)[d];
+}
+
+/* q · row in zz_dot's order exactly (eight running sums, lane u over d = u mod 8,
+ * combined pairwise, then the tail), unfused: the same bits as the reference. */
+ZZ_AVX2 ZZ_INLINE float zz256_dot(const float *q, const void *row, int64_t hd, int f16) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t d = 0;
+  for (; d + 8 <= hd; d += 8) acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(q + d), zz256_ld(row, d, f16)));
+  /* ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) by two horizontal adds */
+  __m256 h = _mm256_hadd_ps(acc, acc);
+  h = _mm256_hadd_ps(h, h);
+  float sum = _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+  for (; d < hd; d++) sum += q[d] * zz_row_at(row, d, f16);
+  return sum;
+}
+
+/* zz256_dot for q + u*hd against rows[u], u < 4, each in zz_dot's order. */
+ZZ_AVX2 ZZ_INLINE void zz256_dot4(const float *q, const void *const *rows, int64_t hd, int f16, float *out) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t d = 0;
+  for (; d + 8 <= hd; d += 8) {
+    a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(q + d), zz256_ld(rows[0], d, f16)));
+    a1 = _mm256_add_ps(a1, _mm256_mul_ps(_mm256_loadu_ps(q + hd + d), zz256_ld(rows[1], d, f16)));
+    a2 = _mm256_add_ps(a2, _mm256_mul_ps(_mm256_loadu_ps(q + 2 * hd + d), zz256_ld(rows[2], d, f16)));
+    a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(q + 3 * hd + d), zz256_ld(rows[3], d, f16)));
+  }
+  const __m256 acc[4] = {a0, a1, a2, a3};
+  for (int u = 0; u < 4; u++) {
+    __m256 h = _mm256_hadd_ps(acc[u], acc[u]);
+    h = _mm256_hadd_ps(h, h);
+    float sum = _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+    for (int64_t e = d; e < hd; e++) sum += q[u * hd + e] * zz_row_at(rows[u], e, f16);
+    out[u] = sum;
+  }
+}
+
+ZZ_AVX2 ZZ_INLINE void zz256_axpy(float *o, float p, const void *row, int64_t hd, int f16) {
+  const int64_t full = hd & ~(int64_t)7;
+  const __m256 pv = _mm256_set1_ps(p);
+  int64_t d = 0;
+  for (; d < full; d += 8) _mm256_storeu_ps(o + d, _mm256_add_ps(_mm256_loadu_ps(o + d), _mm256_mul_ps(pv, zz256_ld(row, d, f16))));
+  for (; d < hd; d++) o[d] += p * zz_row_at(row, d, f16);
+}
+
+ZZ_ATTN_PASSES(avx2, ZZ_AVX2, zz256_dot, zz256_dot4, zz256_axpy, 0)
+
+/* ---------------------------------------------------------------- AVX-512 */
+
+#define ZZ_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+
+/* 16 elements of a row from element d; m masks the tail (f16 widened in registers). */
+ZZ_AVX512 ZZ_INLINE __m512 zz512_ld(const void *row, int64_t d, __mmask16 m, int f16) {
+  if (f16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + d));
+  return _mm512_maskz_loadu_ps(m, (const float *)row + d);
+}
+
+ZZ_AVX512 ZZ_INLINE void zz512_axpy(float *o, float p, const void *row, int64_t hd, int f16) {
+  const int64_t full = hd & ~(int64_t)15;
+  const __mmask16 all = 0xFFFF, tail = (__mmask16)((1u << (hd & 15)) - 1);
+  const __m512 pv = _mm512_set1_ps(p);
+  int64_t d = 0;
+  for (; d < full; d += 16)
+    _mm512_storeu_ps(o + d, _mm512_add_ps(_mm512_loadu_ps(o + d), _mm512_mul_ps(pv, zz512_ld(row, d, all, f16))));
+  if (d < hd)
+    _mm512_mask_storeu_ps(o + d, tail,
+                          _mm512_add_ps(_mm512_maskz_loadu_ps(tail, o + d), _mm512_mul_ps(pv, zz512_ld(row, d, tail, f16))));
+}
+
+ZZ_ATTN_PASSES(avx512, ZZ_AVX512, zz256_dot, zz256_dot4, zz512_axpy, 0)
+
+#endif /* ZZ_ATTN_X86 */
+
+/* ---------------------------------------------------------------- the task */
+
+/* Softmax of each of nq queries over its scores s[kk*nq + jj], kk in [lo, hi], in
+ * place: exp(s - max) / Σ exp(s - max). The queries go side by side, ZZ_ATTN_COLS
+ * at a time, so every loop walks the key-major scores contiguously; per element the
+ * arithmetic is the reference's (expf, the sum in double in key order, one 1/sum). */
+#define ZZ_ATTN_COLS 64
+static void zz_attn_softmax(float *s, int64_t nq, int64_t lo, int64_t hi) {
+  for (int64_t j0 = 0; j0 < nq; j0 += ZZ_ATTN_COLS) {
+    const int64_t m = nq - j0 < ZZ_ATTN_COLS ? nq - j0 : ZZ_ATTN_COLS;
+    float mx[ZZ_ATTN_COLS], inv[ZZ_ATTN_COLS];
+    double sum[ZZ_ATTN_COLS];
+    for (int64_t j = 0; j < m; j++) mx[j] = -INFINITY, sum[j] = 0;
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      const float *r = s + kk * nq + j0;
+      for (int64_t j = 0; j < m; j++) mx[j] = r[j] > mx[j] ? r[j] : mx[j];
+    }
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      float *r = s + kk * nq + j0;
+      for (int64_t j = 0; j < m; j++) {
+        r[j] = expf(r[j] - mx[j]);
+        sum[j] += r[j];
+      }
+    }
+    for (int64_t j = 0; j < m; j++) inv[j] = (float)(1.0 / sum[j]);
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      float *r = s + kk * nq + j0;
+      for (int64_t j = 0; j < m; j++) r[j] *= inv[j];
+    }
+  }
+}
+
+/* One (sequence i, block of KV heads) task: KV heads g0 .. g0 + ng - 1 and their
+ * query heads g0*group .. (g0 + ng)*group - 1 (consecutive), every query row.
+ * Scores key-major, sc[kk*nq + jj] for the block's query head jj: the K pass writes
+ * and the V pass reads nq consecutive floats per key (query-major rows t floats
+ * apart would alias in L1 sets for t a multiple of 1024); nq*t floats, inside the
+ * 2t per query head that zz_cpu_attention_scratch gives. */
+static void zz_fattn_task(void *arg, int64_t task) {
+  const zz_fattn_job *jb = arg;
+  const zz_attn_args *a = &jb->a;
+  const int64_t i = task / jb->blocks, g0 = task % jb->blocks * jb->block, t = a->t;
+  const int64_t ng = a->kv_heads - g0 < jb->block ? a->kv_heads - g0 : jb->block, nq = ng * jb->group;
+  const int64_t h = a->heads * a->hd, qh0 = g0 * jb->group; /* first query head */
+  float *sc = a->scratch + 2 * (i * a->heads + qh0) * t;
+  const char *kb = (const char *)a->k + (size_t)(i * a->seq_bytes) + (size_t)g0 * jb->head_bytes;
+  const char *vb = (const char *)a->v + (size_t)(i * a->seq_bytes) + (size_t)g0 * jb->head_bytes;
+  const int64_t lo = a->pad[i] > 0 ? a->pad[i] : 0;
+  for (int64_t r = 0; r < a->sq; r++) {
+    const float *q = a->q + (i * a->sq + r) * h + qh0 * a->hd; /* [nq, hd] */
+    float *o = a->out + (i * a->sq + r) * h + qh0 * a->hd;     /* [nq, hd] */
+    int64_t hi = a->q_start + r;                               /* last visible key (causal) */
+    if (hi >= t) hi = t - 1;
+    memset(o, 0, (size_t)(nq * a->hd) * sizeof(float));
+    if (hi < lo) continue; /* sees no key: zeros */
+    jb->kpass(jb, q, kb, ng, lo, hi, sc);
+    zz_attn_softmax(sc, nq, lo, hi);
+    jb->vpass(jb, sc, vb, ng, lo, hi, o);
+  }
+}
+
+/* KV heads per task: whole rows (every head: each row read front to back, the
+ * friendliest order for memory) when the batch alone gives every pool thread
+ * ZZ_ATTN_TASKS_PER_THREAD tasks; otherwise rows split into that many blocks
+ * per sequence (down to one KV head per task). */
+static int64_t zz_attn_block(const zz_attn_args *a, int threads) {
+  int64_t want = (int64_t)threads * ZZ_ATTN_TASKS_PER_THREAD;
+  int64_t blocks = (want + a->b - 1) / a->b;
+  if (blocks > a->kv_heads) blocks = a->kv_heads;
+  return (a->kv_heads + blocks - 1) / blocks;
+}
+
+void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
+  if (a->keep < 1) { /* top-k: the reference's selection */
+    zz_cpu_attention_ref(pool, a);
+    return;
+  }
+  zz_fattn_job jb = {.a = *a,
+                     .row_bytes = zz_kv_row_bytes(a->kv_dt, a->kv_q, a->kv_heads, a->hd),
+                     .head_bytes = zz_kv_row_bytes(a->kv_dt, a->kv_q, 1, a->hd),
+                     .group = a->heads / a->kv_heads,
+                     .block = zz_attn_block(a, pool ? zz_pool_threads(pool) : 1),
+                     .scale = 1.0f / sqrtf((float)a->hd),
+                     .mode = a->kv_dt == ZZ_DTYPE_F32 ? ZZ_KV_F32 : a->kv_dt == ZZ_DTYPE_F16 ? ZZ_KV_F16 : ZZ_KV_Q,
+};
+  jb.blocks = (a->kv_heads + jb.block - 1) / jb.block;
+  static zz_kpass_fn *const kc[] = {zz_kpass_c_f32, zz_kpass_c_f16, zz_kpass_c_q};
+  static zz_vpass_fn *const vc[] = {zz_vpass_c_f32, zz_vpass_c_f16, zz_vpass_c_q};
+  jb.kpass = kc[jb.mode], jb.vpass = vc[jb.mode];
+#if ZZ_ATTN_X86
+  static zz_kpass_fn *const k2[] = {zz_kpass_avx2_f32, zz_kpass_avx2_f16, zz_kpass_avx2_q};
+  static zz_vpass_fn *const v2[] = {zz_vpass_avx2_f32, zz_vpass_avx2_f16, zz_vpass_avx2_q};
+  static zz_kpass_fn *const k5[] = {zz_kpass_avx512_f32, zz_kpass_avx512_f16, zz_kpass_avx512_q};
+  static zz_vpass_fn *const v5[] = {zz_vpass_avx512_f32, zz_vpass_avx512_f16, zz_vpass_avx512_q};
+  switch (zz_cpu_isa_get()) {
+    case ZZ_CPU_ISA_AVX512: jb.kpass = k5[jb.mode], jb.vpass = v5[jb.mode]; break;
+    case ZZ_CPU_ISA_AVX2: jb.kpass = k2[jb.mode], jb.vpass = v2[jb.mode]; break;
+    default: break;
+  }
+#endif
+  zz_pool_run(pool, zz_fattn_task, &jb, a->b * jb.blocks);
+}
+
+/* ================================================================ entry points */
+
+void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                         int64_t hd, const int32_t *pad, float *out, float *scratch) {
+  zz_attn_args a = {.q = q, .k = k, .v = v, .kv_dt = kv_dt, .kv_q = ZZ_QFMT_DEFAULT,
+                    .seq_bytes = (int64_t)zz_dtype_nbytes(kv_dt, kv_stride), .b = b, .sq = sq, .t = t,
+                    .q_start = q_start, .heads = heads, .kv_heads = kv_heads, .hd = hd, .pad = pad, .keep = 1, .out = out,
+                    .scratch = scratch};
+  zz_cpu_attention_ex(pool, &a);
+}
+
+void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride,
+                      int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
+                      int64_t hd, const int32_t *pad, float *out, float *scratch) {
+  zz_cpu_attention_kv(pool, q, k, v, ZZ_DTYPE_F32, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad, out,
+                      scratch);
+}
+
+size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t) {
+  /* per query head 2t floats: its scores, and (top-k, the reference) their copy for
+   * the selection; the fast kernel keeps a KV group's scores in its heads' share */
+  return (size_t)(2 * b * heads * t);
+}

@@ -1,0 +1,129 @@
+/*
+ * test_runtime_attn.c — the fast CPU attention (kernels/cpu/attn.c) against the
+ * scalar reference zz_cpu_attention_ref, on every ISA path this CPU has
+ * (portable always; AVX2 and AVX-512 where present), over f32, f16 and Q4 caches.
+ * The fast kernel keeps the reference's operations and their order (only the
+ * memory order and the vector width change), so the outputs must be bitwise equal.
+ */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zz_tests.h"
+
+static zz_pool *g_pool; /* 2 threads, for the cases of test_attn_fast_vs_ref */
+
+/* Elements of a that are not exactly b's (NaN never equals: an output never
+ * written, pre-filled with NaN, counts). */
+static int64_t zz_attn_diff(const float *a, const float *b, int64_t n) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; i++) bad += !(a[i] == b[i]);
+  return bad;
+}
+
+static void zz_fill(zz_rng *r, float *x, int64_t n, float amp) {
+  for (int64_t i = 0; i < n; i++) x[i] = (float)(2 * zz_rng_uniform(r) - 1) * amp;
+}
+
+typedef struct zz_attn_case {
+  int64_t b, sq, t, heads, kv_heads, hd;
+  int64_t q_back; /* q_start = t - sq - q_back: the last q_back keys are in the future */
+} zz_attn_case;
+
+/* f32, f16 and Q4 caches of the same random values; every ISA against the reference. */
+static void zz_check_case(zz_rng *r, const zz_attn_case *c) {
+  const int64_t t_max = c->t + 3, kvw = c->kv_heads * c->hd, h = c->heads * c->hd;
+  const int64_t n_q = c->b * c->sq * h, n_kv = c->b * t_max * kvw;
+  float *q = malloc((size_t)n_q * 4), *k = malloc((size_t)n_kv * 4), *v = malloc((size_t)n_kv * 4);
+  float *out = malloc((size_t)n_q * 4), *ref = malloc((size_t)n_q * 4);
+  float *scratch = malloc(zz_cpu_attention_scratch(c->b, c->heads, c->t) * sizeof(float));
+  uint16_t *k16 = malloc((size_t)n_kv * 2), *v16 = malloc((size_t)n_kv * 2);
+  const zz_qfmt f = ZZ_QFMT_DEFAULT;
+  const size_t qrow = zz_kv_row_bytes(ZZ_DTYPE_Q4, f, c->kv_heads, c->hd);
+  unsigned char *kq = malloc((size_t)(c->b * t_max) * qrow), *vq = malloc((size_t)(c->b * t_max) * qrow);
+  int32_t pad[8];
+  zz_fill(r, q, n_q, 3.0f); /* scores up to a few units: a peaked softmax too */
+  zz_fill(r, k, n_kv, 1.0f);
+  zz_fill(r, v, n_kv, 1.0f);
+  zz_convert(ZZ_DTYPE_F32, k, ZZ_DTYPE_F16, k16, n_kv);
+  zz_convert(ZZ_DTYPE_F32, v, ZZ_DTYPE_F16, v16, n_kv);
+  zz_q_quantize(f, k, c->b * t_max * c->kv_heads, c->hd, kq);
+  zz_q_quantize(f, v, c->b * t_max * c->kv_heads, c->hd, vq);
+  /* left padding 0 for the first sequence, some for the next, and a sequence
+   * padded past every key (its rows see nothing: zeros) when there are 3+ */
+  for (int64_t i = 0; i < c->b; i++) pad[i] = (int32_t)((i * 7) % (c->t / 2 + 1));
+  if (c->b >= 3) pad[c->b - 1] = (int32_t)c->t;
+  for (int dt = 0; dt < 3; dt++) {
+    zz_attn_args a = {.q = q,
+                      .k = dt == 0 ? (const void *)k : dt == 1 ? (const void *)k16 : (const void *)kq,
+                      .v = dt == 0 ? (const void *)v : dt == 1 ? (const void *)v16 : (const void *)vq,
+                      .kv_dt = dt == 0 ? ZZ_DTYPE_F32 : dt == 1 ? ZZ_DTYPE_F16 : ZZ_DTYPE_Q4,
+                      .kv_q = f,
+                      .seq_bytes = dt == 2 ? (int64_t)(t_max * qrow) : (int64_t)zz_dtype_nbytes(dt ? ZZ_DTYPE_F16 : ZZ_DTYPE_F32, t_max * kvw),
+                      .b = c->b, .sq = c->sq, .t = c->t, .q_start = c->t - c->sq - c->q_back,
+                      .heads = c->heads, .kv_heads = c->kv_heads, .hd = c->hd, .pad = pad, .keep = 1,
+                      .out = ref, .scratch = scratch};
+    zz_cpu_attention_ref(g_pool, &a);
+    for (int isa = ZZ_CPU_ISA_PORTABLE; isa <= ZZ_CPU_ISA_AVX512; isa++) {
+      if (zz_cpu_isa_set((zz_cpu_isa)isa) != 0) continue; /* this CPU lacks it */
+      for (int64_t x = 0; x < n_q; x++) out[x] = NAN;
+      a.out = out;
+      zz_cpu_attention_ex(g_pool, &a);
+      int64_t bad = zz_attn_diff(out, ref, n_q); /* the same operations in the same order: the same bits */
+      if (bad) {
+        fprintf(stderr, "\nattention %s cache, %s: b %ld sq %ld t %ld heads %ld/%ld hd %ld: %ld of %ld outputs differ\n",
+                zz_dtype_name(a.kv_dt), zz_cpu_isa_name((zz_cpu_isa)isa), (long)c->b, (long)c->sq, (long)c->t,
+                (long)c->heads, (long)c->kv_heads, (long)c->hd, (long)bad, (long)n_q);
+        CU_FAIL("fast attention differs from the reference");
+      }
+      a.out = ref;
+    }
+  }
+  zz_cpu_isa_set(zz_cpu_isa_best());
+  free(q), free(k), free(v), free(out), free(ref), free(scratch), free(k16), free(v16), free(kq), free(vq);
+}
+
+static void test_attn_fast_vs_ref(void) {
+  zz_rng r;
+  zz_rng_seed(&r, 14, 1);
+  /* b, sq, t, heads, kv_heads, hd, q_back */
+  const zz_attn_case cases[] = {
+      {1, 1, 1, 1, 1, 64, 0},      /* one key */
+      {2, 1, 17, 4, 4, 64, 0},     /* t not a multiple of 16 */
+      {3, 1, 100, 4, 1, 80, 0},    /* grouped-query 4:1, hd 80 (AVX-512 tail of 0, 5 vectors) */
+      {5, 1, 2100, 8, 2, 128, 0},  /* GQA 4:1 over a long cache */
+      {2, 1, 1023, 2, 2, 80, 0},
+      {4, 1, 513, 6, 3, 72, 0},    /* hd 72: an AVX-512 tail of 8 */
+      {2, 1, 50, 2, 2, 20, 9},     /* hd 20: an AVX2 tail of 4; q_start before the end */
+      {3, 37, 37, 4, 2, 64, 0},    /* prefill with left padding */
+      {2, 5, 300, 4, 4, 128, 0},   /* several query rows over a history */
+      {5, 3, 64, 2, 1, 64, 2},     /* multi-query attention, rows in the future masked */
+      {9, 1, 130, 6, 3, 64, 0},    /* a batch that fills the pool: whole rows (3 KV heads) per task */
+  };
+  CU_ASSERT_FATAL(zz_pool_create(2, &g_pool) == 0);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) zz_check_case(&r, &cases[i]);
+  zz_pool_destroy(g_pool);
+}
+
+/* The ISA names round trip; an unknown name is refused. */
+static void test_attn_isa_names(void) {
+  zz_cpu_isa isa;
+  for (int i = ZZ_CPU_ISA_PORTABLE; i <= ZZ_CPU_ISA_AVX512; i++) {
+    CU_ASSERT_EQUAL(zz_cpu_isa_parse(zz_cpu_isa_name((zz_cpu_isa)i), &isa), 0);
+    CU_ASSERT_EQUAL((int)isa, i);
+  }
+  CU_ASSERT_EQUAL(zz_cpu_isa_parse("sse9", &isa), -1);
+  CU_ASSERT_EQUAL(zz_cpu_isa_parse("auto", &isa), 0);
+  CU_ASSERT_EQUAL(isa, zz_cpu_isa_best());
+  CU_ASSERT(zz_cpu_isa_supported(ZZ_CPU_ISA_PORTABLE));
+  CU_ASSERT_EQUAL(zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE), 0);
+  CU_ASSERT_EQUAL(zz_cpu_isa_get(), ZZ_CPU_ISA_PORTABLE);
+  CU_ASSERT_EQUAL(zz_cpu_isa_set(zz_cpu_isa_best()), 0);
+}
+
+void zz_test_attn_register(void) {
+  CU_pSuite s = CU_add_suite("attn", NULL, NULL);
+  CU_add_test(s, "fast attention vs the reference, every ISA, f32/f16/q4", test_attn_fast_vs_ref);
+  CU_add_test(s, "ISA names and selection", test_attn_isa_names);
+}

@@ -169,6 +169,12 @@ void zz_cpu_layernorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, con
 /* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b[out] when b) (then ReLU when relu). */
 void zz_cpu_linear(const float *x, int64_t n, int64_t in, const float *w, const float *b,
                    int64_t out, float *y, int relu);
+/* zz_cpu_linear cut into tiles over pool's threads, each a single-threaded sgemm
+ * (kernels/cpu/gemm_pool.c); call zz_cpu_blas_single() first (OpenBLAS then runs
+ * every call on its caller's thread, process-wide). */
+void zz_cpu_linear_pool(zz_pool *pool, const float *x, int64_t n, int64_t in, const float *w, const float *b,
+                        int64_t out, float *y, int relu);
+void zz_cpu_blas_single(void);
 /* y[i] = a[i] + b[i]; y may alias a or b. */
 void zz_cpu_add(const float *a, const float *b, int64_t n, float *y);
 /* cache[i, pos + r, :] = x[i, r, :] for i < b, r < sq; the cache has batch stride

@@ -6,7 +6,8 @@
  * machine without a GPU. Compute dtype is f32; upload/download convert to and
  * from the storage dtype. Copies complete before returning, so sync has nothing
  * to wait for. Layernorm and attention run on dev->pool (device.c creates it
- * with the device's thread count); GEMMs on OpenBLAS's threads.
+ * with the device's thread count); GEMMs too, cut into single-threaded OpenBLAS
+ * calls (kernels/cpu/gemm_pool.c), so no second set of threads competes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -122,10 +123,9 @@ static zz_status zz_cpu_ln(zz_device *dev, const void *x, int64_t n, int64_t dim
 
 static zz_status zz_cpu_lin(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w,
                             zz_dtype w_dt, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu) {
-  (void)dev;
   ZZ_CPU_F32(w_dt);
   if (b) ZZ_CPU_F32(b_dt);
-  zz_cpu_linear(x, n, in, w, b, out, y, relu);
+  zz_cpu_linear_pool(dev->pool, x, n, in, w, b, out, y, relu);
   return ZZ_OK;
 }
 
@@ -264,5 +264,6 @@ zz_status zz_device_cpu_open(zz_device *dev, size_t capacity) {
   dev->ops = &zz_cpu_ops;
   dev->impl = c;
   dev->capacity = capacity ? capacity : zz_host_memory_bytes();
+  zz_cpu_blas_single(); /* GEMMs run on dev->pool's threads (gemm_pool.c) */
   return ZZ_OK;
 }

@@ -21,16 +21,7 @@ if [ -z "$py" ]; then
   py=python3
   [ -x /work/venv-hf/bin/python ] && py=/work/venv-hf/bin/python
 fi
-if ! command -v "$py" >/dev/null 2>&1; then
-  echo "skip: HF_PYTHON=$py is not a python (set it to one with torch and transformers)"
-  exit 0
-fi
-if ! "$py" -c 'import torch, transformers' >/dev/null 2>&1; then
-  echo "skip: torch or transformers is not installed for $py (pip install torch transformers into a venv, then HF_PYTHON=that python)"
-  exit 0
-fi
-if [ ! -x "$zz" ]; then
-  echo "hf_cpu_compare.sh: zigzag binary '$zz' not found or not executable (build it first)" >&2
-  exit 1
-fi
+. "$here/py_skip.sh"
+zz_py_or_skip "$py" HF_PYTHON 'import torch, transformers' 'torch or transformers' 'pip install torch transformers'
+zz_need_zigzag "$zz" hf_cpu_compare.sh
 exec "$py" "$here/hf_cpu_compare.py" --zigzag "$zz" "$@"

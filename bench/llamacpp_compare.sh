@@ -16,16 +16,7 @@ zz=${1:-build/zigzag}
 [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
 py=${LCPP_PYTHON:-python3}
-if ! command -v "$py" >/dev/null 2>&1; then
-  echo "skip: LCPP_PYTHON=$py is not a python (set it to one with llama-cpp-python and gguf)"
-  exit 0
-fi
-if ! "$py" -c 'import llama_cpp, gguf' >/dev/null 2>&1; then
-  echo "skip: llama-cpp-python or gguf is not installed for $py (pip install llama-cpp-python gguf, then LCPP_PYTHON=that python)"
-  exit 0
-fi
-if [ ! -x "$zz" ]; then
-  echo "llamacpp_compare.sh: zigzag binary '$zz' not found or not executable (build it first)" >&2
-  exit 1
-fi
+. "$here/py_skip.sh"
+zz_py_or_skip "$py" LCPP_PYTHON 'import llama_cpp, gguf' 'llama-cpp-python or gguf' 'pip install llama-cpp-python gguf'
+zz_need_zigzag "$zz" llamacpp_compare.sh
 exec "$py" "$here/llamacpp_compare.py" --zigzag "$zz" "$@"

@@ -176,7 +176,7 @@ void zz_cpu_linear(const float *x, int64_t n, int64_t in, const float *w, const 
  * at run time, portable C otherwise). bf16: x is rounded to bf16 once into xb
  * (zz_cpu_gemm_scratch bytes; NULL when that is 0), products accumulate in f32.
  * zz_cpu_linear_w picks: bf16 always here; f32 here for small n
- * (zz_cpu_gemm_small: decode), OpenBLAS's sgemm (zz_cpu_linear) otherwise. */
+ * (zz_cpu_gemm_small: decode), OpenBLAS sgemm tiles on the pool (zz_cpu_linear_pool) otherwise. */
 void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
                  int64_t out, float *y, int relu, void *xb);
 void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt,
@@ -189,6 +189,12 @@ void zz_cpu_gemm_portable(bool on);
 void zz_cpu_rows_bf16(const uint16_t *table, int64_t dim, const int32_t *ids, int64_t n, float *out, int add);
 /* The CPU runs vdpbf16ps (avx512_bf16 with avx512f/bw/vl): bf16 weights at speed. */
 bool zz_cpu_has_bf16(void);
+/* zz_cpu_linear cut into tiles over pool's threads, each a single-threaded sgemm
+ * (kernels/cpu/gemm_pool.c); call zz_cpu_blas_single() first (OpenBLAS then runs
+ * every call on its caller's thread, process-wide). */
+void zz_cpu_linear_pool(zz_pool *pool, const float *x, int64_t n, int64_t in, const float *w, const float *b,
+                        int64_t out, float *y, int relu);
+void zz_cpu_blas_single(void);
 /* y[i] = a[i] + b[i]; y may alias a or b. */
 void zz_cpu_add(const float *a, const float *b, int64_t n, float *y);
 /* cache[i, pos + r, :] = x[i, r, :] for i < b, r < sq; the cache has batch stride

@@ -224,7 +224,7 @@ void zz_opts_help(FILE *f) {
     if (d->env) fprintf(f, " [%s]", d->env);
     fprintf(f, "\n");
   }
-  fprintf(f, "\nother tunables: OPENBLAS_NUM_THREADS (GEMM threads of the CPU device)\n"
+  fprintf(f, "\nother tunables: OPENBLAS_NUM_THREADS (OpenBLAS threads outside the CPU device, whose GEMMs run single-threaded on --threads)\n"
              "  ZZ_FAULT_KILL_AFTER_BLOCKS=N (testing: generate commits N blocks, half-writes a line, SIGKILLs itself)\n"
              "  ZZ_FAULT_KILL_RANK=R (testing, mpirun: the rank ZZ_FAULT_KILL_AFTER_BLOCKS kills; R > 0 dies in block N)\n"
              "  ZZ_FAULT_KIND=kill|stop|error (testing, mpirun: how rank R fails in block N: SIGKILL, SIGSTOP or an error)\n"

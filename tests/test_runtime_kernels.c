@@ -91,6 +91,30 @@ static void test_linear(void) {
   }
 }
 
+/* zz_cpu_linear_pool's column tiles (few rows) and row tiles (many rows), ragged
+ * last tiles, bias and ReLU, against zz_cpu_linear. */
+static void test_linear_pool(void) {
+  zz_rng r;
+  zz_rng_seed(&r, 11, 0);
+  zz_pool *pool = NULL;
+  CU_ASSERT_FATAL(zz_pool_create(3, &pool) == 0);
+  zz_cpu_blas_single();
+  const int64_t shapes[][3] = {{5, 33, 2100}, {773, 17, 40}, {2, 9, 7}};
+  for (size_t s = 0; s < 3; s++) {
+    int64_t n = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
+    float *x = zz_rand_vec(&r, n * in), *w = zz_rand_vec(&r, out * in), *b = zz_rand_vec(&r, out);
+    float *y = malloc((size_t)(n * out) * sizeof *y), *ref = malloc((size_t)(n * out) * sizeof *ref);
+    for (int relu = 0; relu < 2; relu++) {
+      for (int64_t i = 0; i < n * out; i++) y[i] = NAN; /* every element must be written */
+      zz_cpu_linear(x, n, in, w, relu ? b : NULL, out, ref, relu);
+      zz_cpu_linear_pool(pool, x, n, in, w, relu ? b : NULL, out, y, relu);
+      CU_ASSERT(zz_max_rel(y, ref, n * out) < 1e-6);
+    }
+    free(x), free(w), free(b), free(y), free(ref);
+  }
+  zz_pool_destroy(pool);
+}
+
 static void test_layernorm(void) {
   zz_rng r;
   zz_rng_seed(&r, 2, 0);
@@ -345,6 +369,7 @@ void zz_test_kernels_register(void) {
   CU_add_test(s, "f16 round trip and rounding", test_f16_roundtrip);
   CU_add_test(s, "bf16 and q4 sizes", test_bf16);
   CU_add_test(s, "linear vs naive", test_linear);
+  CU_add_test(s, "linear on a pool: column and row tiles vs linear", test_linear_pool);
   CU_add_test(s, "layernorm vs naive", test_layernorm);
   CU_add_test(s, "attention vs masked naive", test_attention);
   CU_add_test(s, "rmsnorm vs naive", test_rmsnorm);

@@ -15,4 +15,17 @@ static inline float zz_dot(const float *a, const float *b, int64_t n) {
   return s;
 }
 
+/* The epilogue of a linear on columns [c0, c0 + cols) of y [n, ld]: + b[c0 + o]
+ * when b, then ReLU when relu. */
+static inline void zz_bias_relu_cols(float *y, int64_t n, int64_t ld, int64_t c0, int64_t cols, const float *b,
+                                     int relu) {
+  for (int64_t i = 0; i < n; i++) {
+    float *yi = y + i * ld + c0;
+    if (b)
+      for (int64_t o = 0; o < cols; o++) yi[o] += b[c0 + o];
+    if (relu)
+      for (int64_t o = 0; o < cols; o++) yi[o] = yi[o] > 0 ? yi[o] : 0;
+  }
+}
+
 #endif

@@ -361,5 +361,5 @@ void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in,
   if (w_dt == ZZ_DTYPE_BF16 || zz_cpu_gemm_small(n))
     zz_cpu_gemm(pool, x, n, in, w, w_dt, b, out, y, relu, xb);
   else
-    zz_cpu_linear(x, n, in, w, b, out, y, relu);
+    zz_cpu_linear_pool(pool, x, n, in, w, b, out, y, relu);
 }

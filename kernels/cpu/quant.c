@@ -211,24 +211,18 @@ static void zz_qlin_panel(void *arg, int64_t p) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)j->n, (blasint)rows, (blasint)j->in, 1.0f, j->x,
                 (blasint)j->in, wp, (blasint)j->in, 0.0f, j->y + o0, (blasint)j->out);
   }
-  for (int64_t i = 0; i < j->n; i++) {
-    float *yi = j->y + i * j->out + o0;
-    if (j->b)
-      for (int64_t o = 0; o < rows; o++) yi[o] += j->b[o0 + o];
-    if (j->relu)
-      for (int64_t o = 0; o < rows; o++) yi[o] = yi[o] > 0 ? yi[o] : 0;
-  }
+  zz_bias_relu_cols(j->y, j->n, j->out, o0, rows, j->b, j->relu);
 }
 
 void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f,
                      const float *b, int64_t out, float *y, int relu) {
   /* decoding: panels of 16 rows over the pool's threads, dot products; prefill:
-   * panels of 64 rows one after another, each a GEMM on OpenBLAS's own threads
-   * (OpenBLAS serialises calls from several threads) */
+   * panels of 64 rows over the pool's threads too, each a GEMM, single-threaded
+   * on the CPU device (zz_cpu_blas_single); a threaded OpenBLAS serialises them */
   bool small = n <= ZZ_Q_SMALL_N;
   int64_t panel = small ? ZZ_Q_PANEL : 4 * ZZ_Q_PANEL;
   zz_qlin_job job = {x, b, w, f, n, in, out, panel, zz_q_row_bytes(f, in), y, relu};
-  zz_pool_run(small ? pool : NULL, zz_qlin_panel, &job, (out + panel - 1) / panel);
+  zz_pool_run(pool, zz_qlin_panel, &job, (out + panel - 1) / panel);
 }
 
 void zz_cpu_embed_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, float *out,

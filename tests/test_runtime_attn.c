@@ -121,6 +121,8 @@ static void test_attn_fast_vs_ref(void) {
       {2, 5, 300, 4, 4, 128, 0},   /* several query rows over a history */
       {5, 3, 64, 2, 1, 64, 2},     /* multi-query attention, rows in the future masked */
       {9, 1, 130, 6, 3, 64, 0},    /* a batch that fills the pool: whole rows (3 KV heads) per task */
+      {2, 1, 40, 20, 20, 16, 0},   /* hd 16 (one vector, no tail); 20 query heads: a block of 16 and 4 */
+      {9, 1, 33, 36, 12, 32, 0},   /* GQA 3:1 with whole rows: 36 query heads per task (16, 16, 4) */
   };
   CU_ASSERT_FATAL(zz_pool_create(2, &g_pool) == 0);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) zz_check_case(&r, &cases[i]);

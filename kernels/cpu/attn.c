@@ -281,6 +281,7 @@ struct zz_fattn_job {
   int mode;          /* ZZ_KV_F32 / F16 / Q */
   zz_kpass_fn *kpass;
   zz_vpass_fn *vpass;
+  void (*softmax)(float *s, int64_t nq, int64_t lo, int64_t hi); /* in place over sc[kk*nq + jj] */
 };
 
 #define ZZ_INLINE static inline __attribute__((always_inline))
@@ -483,7 +484,7 @@ ZZ_ATTN_PASSES(avx512, ZZ_AVX512, zz256_dot, zz256_dot4, zz512_axpy, 0)
 #define ZZ_ATTN_F16_FMA_HD 128
 #define ZZ_KB 16 /* keys per step */
 #ifndef ZZ_KBV
-#define ZZ_KBV 4
+#define ZZ_KBV 8
 #endif
 
 /* r[p] = Σ lanes of v[i] with p = 4(i mod 4) + i/4: the tree leaves a 4×4 transpose,
@@ -572,6 +573,44 @@ ZZ_AVX512 ZZ_INLINE void zz_vpass_f16fma(const zz_fattn_job *jb, const float *p,
   }
 }
 
+/* e^x for x <= 0 (scores minus their max), within a few ulps: x = n ln2 + r with
+ * |r| <= ln2/2, e^r by its Taylor series to r^7 (error < 1e-8 relative), times 2^n
+ * by vscalefps; below -87.3 (e^x under FLT_MIN) it gives e^-87.3 instead of a
+ * subnormal or 0, a difference under 1e-37. NaN stays NaN. */
+ZZ_AVX512 ZZ_INLINE __m512 zz512_exp(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x); /* ln2 in two parts */
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 e = _mm512_set1_ps(1.0f / 5040);
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 720));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 120));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 24));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 6));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(0.5f));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(e, n);
+}
+
+/* The softmax of the f16 FMA path: zz_attn_softmax's three sweeps, 16 queries per
+ * vector, with zz512_exp and the sum in float (not the reference's bits). */
+ZZ_AVX512 static void zz_attn_softmax_f16fma(float *s, int64_t nq, int64_t lo, int64_t hi) {
+  for (int64_t j0 = 0; j0 < nq; j0 += 16) {
+    const __mmask16 m = nq - j0 < 16 ? (__mmask16)((1u << (nq - j0)) - 1) : (__mmask16)0xFFFF;
+    __m512 mx = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
+    for (int64_t kk = lo; kk <= hi; kk++) mx = _mm512_max_ps(mx, _mm512_maskz_loadu_ps(m, s + kk * nq + j0));
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      const __m512 e = zz512_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + kk * nq + j0), mx));
+      _mm512_mask_storeu_ps(s + kk * nq + j0, m, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), sum);
+    for (int64_t kk = lo; kk <= hi; kk++)
+      _mm512_mask_storeu_ps(s + kk * nq + j0, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + kk * nq + j0), inv));
+  }
+}
+
 /* One instance per vector count, so the loops over c unroll and the rows stay in registers. */
 #define ZZ_F16FMA(nc)                                                                                                 \
   ZZ_AVX512 static void zz_kpass_f16fma_##nc(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,      \
@@ -655,7 +694,7 @@ static void zz_fattn_task(void *arg, int64_t task) {
     memset(o, 0, (size_t)(nq * a->hd) * sizeof(float));
     if (hi < lo) continue; /* sees no key: zeros */
     jb->kpass(jb, q, kb, ng, lo, hi, sc);
-    zz_attn_softmax(sc, nq, lo, hi);
+    jb->softmax(sc, nq, lo, hi);
     jb->vpass(jb, sc, vb, ng, lo, hi, o);
   }
 }
@@ -687,7 +726,7 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
   jb.blocks = (a->kv_heads + jb.block - 1) / jb.block;
   static zz_kpass_fn *const kc[] = {zz_kpass_c_f32, zz_kpass_c_f16, zz_kpass_c_q};
   static zz_vpass_fn *const vc[] = {zz_vpass_c_f32, zz_vpass_c_f16, zz_vpass_c_q};
-  jb.kpass = kc[jb.mode], jb.vpass = vc[jb.mode];
+  jb.kpass = kc[jb.mode], jb.vpass = vc[jb.mode], jb.softmax = zz_attn_softmax;
 #if ZZ_ATTN_X86
   static zz_kpass_fn *const k2[] = {zz_kpass_avx2_f32, zz_kpass_avx2_f16, zz_kpass_avx2_q};
   static zz_vpass_fn *const v2[] = {zz_vpass_avx2_f32, zz_vpass_avx2_f16, zz_vpass_avx2_q};
@@ -697,7 +736,8 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
     case ZZ_CPU_ISA_AVX512:
       jb.kpass = k5[jb.mode], jb.vpass = v5[jb.mode];
       if (jb.mode == ZZ_KV_F16 && a->hd <= ZZ_ATTN_F16_FMA_HD) /* tolerance-checked, not the reference's bits */
-        jb.kpass = zz_kpass_f16fma_nc[(a->hd + 15) / 16 - 1], jb.vpass = zz_vpass_f16fma_nc[(a->hd + 15) / 16 - 1];
+        jb.kpass = zz_kpass_f16fma_nc[(a->hd + 15) / 16 - 1], jb.vpass = zz_vpass_f16fma_nc[(a->hd + 15) / 16 - 1],
+        jb.softmax = zz_attn_softmax_f16fma;
       break;
     case ZZ_CPU_ISA_AVX2: jb.kpass = k2[jb.mode], jb.vpass = v2[jb.mode]; break;
     default: break;

@@ -281,6 +281,7 @@ struct zz_fattn_job {
   int mode;          /* ZZ_KV_F32 / F16 / Q */
   zz_kpass_fn *kpass;
   zz_vpass_fn *vpass;
+  void (*softmax)(float *s, int64_t nq, int64_t lo, int64_t hi); /* in place over sc[kk*nq + jj] */
 };
 
 #define ZZ_INLINE static inline __attribute__((always_inline))
@@ -463,6 +464,178 @@ ZZ_AVX512 ZZ_INLINE void zz512_axpy(float *o, float p, const void *row, int64_t 
 
 ZZ_ATTN_PASSES(avx512, ZZ_AVX512, zz256_dot, zz256_dot4, zz512_axpy, 0)
 
+/* ---------------------------------------------------------------- AVX-512, f16 cache, FMA
+ *
+ * The f16 cache serves only the CUDA device's --cpu-cache-compute (its compute
+ * dtype is f16), never the CPU device's golden path, so these passes need not keep
+ * the reference's bits: they fuse multiply and add and sum in another order, and
+ * tests/test_runtime_attn.c holds them to the reference within a stated tolerance.
+ * Widening an f16 row halves the bytes per instruction, which the f32-exact
+ * primitives cannot afford (they stay instruction-bound near 16 GB/s):
+ *   K pass: 16 keys at a time per query head; each key's dot is a chain of hd/16
+ *           FMAs into its own vector, and the 16 vectors are reduced together by a
+ *           transpose-add tree (4 levels, 15 adds and 30 shuffles for 16 scores,
+ *           instead of 16 separate horizontal sums).
+ *   V pass: 16 keys at a time per query head, the head's output row held in
+ *           registers (hd <= 128: at most 8 vectors) across those keys, one FMA per
+ *           16 elements of a V row widened once.
+ * Heads up to ZZ_ATTN_F16_FMA_HD; wider ones take the generic passes. */
+
+#define ZZ_ATTN_F16_FMA_HD 128
+#define ZZ_KB 16 /* keys per step */
+#ifndef ZZ_KBV
+#define ZZ_KBV 8
+#endif
+
+/* r[p] = Σ lanes of v[i] with p = 4(i mod 4) + i/4: the tree leaves a 4×4 transpose,
+ * so callers put key u's sums in v[zz_kslot(u)] and get r[u]. */
+#define zz_kslot(u) (((u) & 3) * 4 + ((u) >> 2))
+ZZ_AVX512 ZZ_INLINE __m512 zz512_reduce16(const __m512 *v) {
+  __m512 c[8], d[4], e[2];
+  for (int i = 0; i < 8; i++) /* 128-bit lanes: [v2i, v2i, v2i+1, v2i+1] */
+    c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+                         _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
+  for (int i = 0; i < 4; i++) /* lane L: v[4i + L] */
+    d[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0xDD));
+  for (int i = 0; i < 2; i++) /* lane L, elements 0-1: v[8i + L]; 2-3: v[8i + 4 + L] */
+    e[i] = _mm512_add_ps(_mm512_shuffle_ps(d[2 * i], d[2 * i + 1], 0x44),
+                         _mm512_shuffle_ps(d[2 * i], d[2 * i + 1], 0xEE));
+  /* lane L, element m: v[4m + L] */
+  return _mm512_add_ps(_mm512_shuffle_ps(e[0], e[1], 0x88), _mm512_shuffle_ps(e[0], e[1], 0xDD));
+}
+
+/* The K pass for nc = ceil(hd/16) vectors per head (a constant in each instance):
+ * per key, 16 query heads at a time, their dots reduced together into 16 scores that
+ * are consecutive in the key-major scores; each row is read front to back. */
+ZZ_AVX512 ZZ_INLINE void zz_kpass_f16fma(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,
+                                         int64_t lo, int64_t hi, float *sc, const int nc) {
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;
+  const __mmask16 all = 0xFFFF, tail = (hd & 15) ? (__mmask16)((1u << (hd & 15)) - 1) : all;
+  const __m512 scale = _mm512_set1_ps(jb->scale);
+  for (int64_t kk = lo; kk <= hi; kk++) {
+    const char *row = kb + (size_t)kk * jb->row_bytes;
+    for (int64_t j0 = 0; j0 < nq; j0 += ZZ_KB) {
+      const int64_t n = nq - j0 < ZZ_KB ? nq - j0 : ZZ_KB; /* query heads past nq repeat the last one */
+      __m512 acc[ZZ_KB];
+      for (int u = 0; u < ZZ_KB; u++) {
+        const int64_t j = j0 + (u < n ? u : n - 1);
+        const uint16_t *r = (const uint16_t *)(row + (size_t)(j / G) * jb->head_bytes);
+        const float *qj = q + j * hd;
+        __m512 s = _mm512_mul_ps(_mm512_maskz_loadu_ps(nc == 1 ? tail : all, qj),
+                                 _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(nc == 1 ? tail : all, r)));
+        for (int c = 1; c < nc; c++) {
+          const __mmask16 m = c == nc - 1 ? tail : all;
+          s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qj + 16 * c), _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, r + 16 * c)), s);
+        }
+        acc[zz_kslot(u)] = s;
+      }
+      _mm512_mask_storeu_ps(sc + kk * nq + j0, (__mmask16)((1u << n) - 1), _mm512_mul_ps(zz512_reduce16(acc), scale));
+    }
+  }
+}
+
+/* The V pass for nc vectors per head: o_j += Σ_kk p[kk*nq + j] · V_kk, the output
+ * row in registers across 16 keys (two accumulators per vector: shorter chains). */
+ZZ_AVX512 ZZ_INLINE void zz_vpass_f16fma(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng,
+                                         int64_t lo, int64_t hi, float *o, const int nc) {
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;
+  const __mmask16 all = 0xFFFF, tail = (hd & 15) ? (__mmask16)((1u << (hd & 15)) - 1) : all;
+  for (int64_t k0 = lo; k0 <= hi; k0 += ZZ_KBV) {
+    const int64_t n = hi - k0 + 1 < ZZ_KBV ? hi - k0 + 1 : ZZ_KBV;
+    for (int64_t g = 0; g < ng; g++) {
+      const char *v0 = vb + (size_t)k0 * jb->row_bytes + (size_t)g * jb->head_bytes;
+      for (int64_t j = g * G; j < (g + 1) * G; j++) {
+        __m512 a0[ZZ_ATTN_F16_FMA_HD / 16], a1[ZZ_ATTN_F16_FMA_HD / 16];
+        for (int c = 0; c < nc; c++) a0[c] = _mm512_maskz_loadu_ps(c == nc - 1 ? tail : all, o + j * hd + 16 * c),
+                                     a1[c] = _mm512_setzero_ps();
+        const float *pj = p + k0 * nq + j;
+        int64_t u = 0;
+        for (; u + 2 <= n; u += 2) {
+          const uint16_t *r0 = (const uint16_t *)(v0 + (size_t)u * jb->row_bytes);
+          const uint16_t *r1 = (const uint16_t *)(v0 + (size_t)(u + 1) * jb->row_bytes);
+          const __m512 p0 = _mm512_set1_ps(pj[u * nq]), p1 = _mm512_set1_ps(pj[(u + 1) * nq]);
+          for (int c = 0; c < nc; c++) {
+            const __mmask16 m = c == nc - 1 ? tail : all;
+            a0[c] = _mm512_fmadd_ps(p0, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, r0 + 16 * c)), a0[c]);
+            a1[c] = _mm512_fmadd_ps(p1, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, r1 + 16 * c)), a1[c]);
+          }
+        }
+        if (u < n) {
+          const uint16_t *r0 = (const uint16_t *)(v0 + (size_t)u * jb->row_bytes);
+          const __m512 p0 = _mm512_set1_ps(pj[u * nq]);
+          for (int c = 0; c < nc; c++)
+            a0[c] = _mm512_fmadd_ps(p0, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(c == nc - 1 ? tail : all, r0 + 16 * c)), a0[c]);
+        }
+        for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(o + j * hd + 16 * c, c == nc - 1 ? tail : all, _mm512_add_ps(a0[c], a1[c]));
+      }
+    }
+  }
+}
+
+/* e^x for x <= 0 (scores minus their max), within a few ulps: x = n ln2 + r with
+ * |r| <= ln2/2, e^r by its Taylor series to r^7 (error < 1e-8 relative), times 2^n
+ * by vscalefps; below -87.3 (e^x under FLT_MIN) it gives e^-87.3 instead of a
+ * subnormal or 0, a difference under 1e-37. NaN stays NaN. */
+ZZ_AVX512 ZZ_INLINE __m512 zz512_exp(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x); /* ln2 in two parts */
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 e = _mm512_set1_ps(1.0f / 5040);
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 720));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 120));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 24));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 6));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(0.5f));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(e, n);
+}
+
+/* The softmax of the f16 FMA path: zz_attn_softmax's three sweeps, 16 queries per
+ * vector, with zz512_exp and the sum in float (not the reference's bits). */
+ZZ_AVX512 static void zz_attn_softmax_f16fma(float *s, int64_t nq, int64_t lo, int64_t hi) {
+  for (int64_t j0 = 0; j0 < nq; j0 += 16) {
+    const __mmask16 m = nq - j0 < 16 ? (__mmask16)((1u << (nq - j0)) - 1) : (__mmask16)0xFFFF;
+    __m512 mx = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
+    for (int64_t kk = lo; kk <= hi; kk++) mx = _mm512_max_ps(mx, _mm512_maskz_loadu_ps(m, s + kk * nq + j0));
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      const __m512 e = zz512_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + kk * nq + j0), mx));
+      _mm512_mask_storeu_ps(s + kk * nq + j0, m, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), sum);
+    for (int64_t kk = lo; kk <= hi; kk++)
+      _mm512_mask_storeu_ps(s + kk * nq + j0, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + kk * nq + j0), inv));
+  }
+}
+
+/* One instance per vector count, so the loops over c unroll and the rows stay in registers. */
+#define ZZ_F16FMA(nc)                                                                                                 \
+  ZZ_AVX512 static void zz_kpass_f16fma_##nc(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,      \
+                                              int64_t lo, int64_t hi, float *sc) {                                    \
+    zz_kpass_f16fma(jb, q, kb, ng, lo, hi, sc, nc);                                                                   \
+  }                                                                                                                   \
+  ZZ_AVX512 static void zz_vpass_f16fma_##nc(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng,      \
+                                              int64_t lo, int64_t hi, float *o) {                                     \
+    zz_vpass_f16fma(jb, p, vb, ng, lo, hi, o, nc);                                                                    \
+  }
+ZZ_F16FMA(1)
+ZZ_F16FMA(2)
+ZZ_F16FMA(3)
+ZZ_F16FMA(4)
+ZZ_F16FMA(5)
+ZZ_F16FMA(6)
+ZZ_F16FMA(7)
+ZZ_F16FMA(8)
+static zz_kpass_fn *const zz_kpass_f16fma_nc[] = {zz_kpass_f16fma_1, zz_kpass_f16fma_2, zz_kpass_f16fma_3,
+                                                  zz_kpass_f16fma_4, zz_kpass_f16fma_5, zz_kpass_f16fma_6,
+                                                  zz_kpass_f16fma_7, zz_kpass_f16fma_8};
+static zz_vpass_fn *const zz_vpass_f16fma_nc[] = {zz_vpass_f16fma_1, zz_vpass_f16fma_2, zz_vpass_f16fma_3,
+                                                  zz_vpass_f16fma_4, zz_vpass_f16fma_5, zz_vpass_f16fma_6,
+                                                  zz_vpass_f16fma_7, zz_vpass_f16fma_8};
+
 #endif /* ZZ_ATTN_X86 */
 
 /* ---------------------------------------------------------------- the task */
@@ -521,7 +694,7 @@ static void zz_fattn_task(void *arg, int64_t task) {
     memset(o, 0, (size_t)(nq * a->hd) * sizeof(float));
     if (hi < lo) continue; /* sees no key: zeros */
     jb->kpass(jb, q, kb, ng, lo, hi, sc);
-    zz_attn_softmax(sc, nq, lo, hi);
+    jb->softmax(sc, nq, lo, hi);
     jb->vpass(jb, sc, vb, ng, lo, hi, o);
   }
 }
@@ -553,14 +726,19 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
   jb.blocks = (a->kv_heads + jb.block - 1) / jb.block;
   static zz_kpass_fn *const kc[] = {zz_kpass_c_f32, zz_kpass_c_f16, zz_kpass_c_q};
   static zz_vpass_fn *const vc[] = {zz_vpass_c_f32, zz_vpass_c_f16, zz_vpass_c_q};
-  jb.kpass = kc[jb.mode], jb.vpass = vc[jb.mode];
+  jb.kpass = kc[jb.mode], jb.vpass = vc[jb.mode], jb.softmax = zz_attn_softmax;
 #if ZZ_ATTN_X86
   static zz_kpass_fn *const k2[] = {zz_kpass_avx2_f32, zz_kpass_avx2_f16, zz_kpass_avx2_q};
   static zz_vpass_fn *const v2[] = {zz_vpass_avx2_f32, zz_vpass_avx2_f16, zz_vpass_avx2_q};
   static zz_kpass_fn *const k5[] = {zz_kpass_avx512_f32, zz_kpass_avx512_f16, zz_kpass_avx512_q};
   static zz_vpass_fn *const v5[] = {zz_vpass_avx512_f32, zz_vpass_avx512_f16, zz_vpass_avx512_q};
   switch (zz_cpu_isa_get()) {
-    case ZZ_CPU_ISA_AVX512: jb.kpass = k5[jb.mode], jb.vpass = v5[jb.mode]; break;
+    case ZZ_CPU_ISA_AVX512:
+      jb.kpass = k5[jb.mode], jb.vpass = v5[jb.mode];
+      if (jb.mode == ZZ_KV_F16 && a->hd <= ZZ_ATTN_F16_FMA_HD) /* tolerance-checked, not the reference's bits */
+        jb.kpass = zz_kpass_f16fma_nc[(a->hd + 15) / 16 - 1], jb.vpass = zz_vpass_f16fma_nc[(a->hd + 15) / 16 - 1],
+        jb.softmax = zz_attn_softmax_f16fma;
+      break;
     case ZZ_CPU_ISA_AVX2: jb.kpass = k2[jb.mode], jb.vpass = v2[jb.mode]; break;
     default: break;
   }

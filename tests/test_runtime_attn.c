@@ -51,6 +51,7 @@ typedef struct zz_attn_case {
 
 /* f32, f16 and Q4 caches of the same random values; every ISA against the reference. */
 static void zz_check_case(zz_rng *r, const zz_attn_case *c) {
+  CU_ASSERT_FATAL(c->b <= 16); /* pad[] below */
   const int64_t t_max = c->t + 3, kvw = c->kv_heads * c->hd, h = c->heads * c->hd;
   const int64_t n_q = c->b * c->sq * h, n_kv = c->b * t_max * kvw;
   float *q = malloc((size_t)n_q * 4), *k = malloc((size_t)n_kv * 4), *v = malloc((size_t)n_kv * 4);
@@ -60,7 +61,7 @@ static void zz_check_case(zz_rng *r, const zz_attn_case *c) {
   const zz_qfmt f = ZZ_QFMT_DEFAULT;
   const size_t qrow = zz_kv_row_bytes(ZZ_DTYPE_Q4, f, c->kv_heads, c->hd);
   unsigned char *kq = malloc((size_t)(c->b * t_max) * qrow), *vq = malloc((size_t)(c->b * t_max) * qrow);
-  int32_t pad[8];
+  int32_t pad[16]; /* b <= 16 in the table below */
   zz_fill(r, q, n_q, 3.0f); /* scores up to a few units: a peaked softmax too */
   zz_fill(r, k, n_kv, 1.0f);
   zz_fill(r, v, n_kv, 1.0f);

@@ -183,8 +183,6 @@ void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const
                      const float *b, int64_t out, float *y, int relu, void *xb);
 size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt);
 bool zz_cpu_gemm_small(int64_t n);
-/* Tests and benches: the portable C micro-kernels even where AVX-512 is present. */
-void zz_cpu_gemm_portable(bool on);
 /* out[i, :] = row ids[i] of a bf16 table [rows, dim] widened to f32; add: += instead. */
 void zz_cpu_rows_bf16(const uint16_t *table, int64_t dim, const int32_t *ids, int64_t n, float *out, int add);
 /* The CPU runs vdpbf16ps (avx512_bf16 with avx512f/bw/vl): bf16 weights at speed. */
@@ -272,8 +270,9 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a);
  * itself (kernels/cpu/attn.c) reads each KV head's K and V once per query row for
  * all the query heads of its group, vectorised for the ISA zz_cpu_isa_get names. */
 void zz_cpu_attention_ref(zz_pool *pool, const zz_attn_args *a);
-/* Vector code paths of the CPU kernels, chosen at run time: the best the CPU has,
- * or the environment's ZZ_CPU_ISA (auto, portable, avx2, avx512), or zz_cpu_isa_set. */
+/* Vector code paths of the CPU kernels (kernels/cpu/isa.c; attention and the
+ * linear follow it), chosen at run time: the best the CPU has, or the environment's
+ * ZZ_CPU_ISA (auto, portable, avx2, avx512), or zz_cpu_isa_set. */
 typedef enum zz_cpu_isa { ZZ_CPU_ISA_PORTABLE, ZZ_CPU_ISA_AVX2, ZZ_CPU_ISA_AVX512 } zz_cpu_isa;
 zz_cpu_isa zz_cpu_isa_get(void);
 /* 0, or -1 (nothing changed) when this CPU lacks isa. */

@@ -24,7 +24,6 @@
  * bf16: x is rounded to bf16 once per call (into the caller's scratch), so each
  * product is of two bf16 numbers, accumulated in f32.
  */
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -212,69 +211,34 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
 static const zz_gemm_isa zz_isa_c = {zz_micro_f32_c, zz_micro_bf16_c, false,
                                      zz_round_bf16_c};
 
-static zz_gemm_isa zz_gemm_isa_detect(void) {
+/* The micro-kernels for the process's ISA choice (kernels/cpu/isa.c): the
+ * AVX-512 ones under avx512 (bf16's where the CPU has avx512_bf16), portable C
+ * otherwise (f32 then keeps sgemm at every size: f32_fast is false). */
+static zz_gemm_isa zz_gemm_isa_get(void) {
   zz_gemm_isa s = zz_isa_c;
 #ifdef ZZ_GEMM_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) {
+  if (zz_cpu_isa_get() == ZZ_CPU_ISA_AVX512) {
     s.f32 = zz_micro_f32_avx512;
     s.f32_fast = true;
-  }
-  if (zz_cpu_has_bf16()) {
-    s.bf16 = zz_micro_bf16_avx512;
-    s.round_bf16 = zz_round_bf16_avx512;
+    if (zz_cpu_has_bf16()) {
+      s.bf16 = zz_micro_bf16_avx512;
+      s.round_bf16 = zz_round_bf16_avx512;
+    }
   }
 #endif
   return s;
 }
 
-bool zz_cpu_has_bf16(void) {
-#ifdef ZZ_GEMM_X86
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512bf16");
-#else
-  return false;
-#endif
-}
-
-static zz_gemm_isa zz_isa;
-static pthread_once_t zz_isa_once = PTHREAD_ONCE_INIT;
-static void zz_gemm_isa_init(void) { zz_isa = zz_gemm_isa_detect(); }
-
-static _Atomic bool zz_isa_portable; /* zz_cpu_gemm_portable */
-
-static const zz_gemm_isa *zz_gemm_isa_get(void) {
-  if (zz_isa_portable)
-    return &zz_isa_c;
-  pthread_once(&zz_isa_once, zz_gemm_isa_init);
-  return &zz_isa;
-}
-
-void zz_cpu_gemm_portable(bool on) { zz_isa_portable = on; }
-
 /* ---------------------------------------------------------------- the driver
  */
 
-/* y[i0.., c0..] (mr × nr valid) = tile, += when not the first K block, then
- * bias and ReLU after the last */
+/* y[i0.., c0..] (mr × nr valid) = tile, += when not the first K block */
 static void zz_gemm_store(const zz_gemm_job *j, float tile[ZZ_MR][ZZ_NR],
-                          int64_t i0, int mr, int64_t c0, int nr, bool first,
-                          bool last) {
+                          int64_t i0, int mr, int64_t c0, int nr, bool first) {
   for (int r = 0; r < mr; r++) {
     float *yr = j->y + (i0 + r) * j->out + c0;
-    for (int c = 0; c < nr; c++) {
-      float v = tile[r][c] + (first ? 0.0f : yr[c]);
-      if (last) {
-        if (j->b)
-          v += j->b[c0 + c];
-        if (j->relu && !(v > 0))
-          v = 0;
-      }
-      yr[c] = v;
-    }
+    for (int c = 0; c < nr; c++)
+      yr[c] = tile[r][c] + (first ? 0.0f : yr[c]);
   }
 }
 
@@ -288,7 +252,7 @@ static void zz_gemm_chunk(void *arg, int64_t t) {
     int64_t m1 = j->n - m0 < ZZ_GEMM_MC ? j->n : m0 + ZZ_GEMM_MC;
     for (int64_t k0 = 0; k0 < j->in; k0 += j->kc) {
       int64_t kc = j->in - k0 < j->kc ? j->in - k0 : j->kc;
-      bool first = k0 == 0, last = k0 + kc >= j->in;
+      bool first = k0 == 0;
       size_t off = (size_t)k0 * j->esz;
       for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_NR) {
         int nr = c_hi - c0 < ZZ_NR ? (int)(c_hi - c0) : ZZ_NR;
@@ -302,10 +266,11 @@ static void zz_gemm_chunk(void *arg, int64_t t) {
             xr[r] = j->x + (size_t)(i0 + (r < mr ? r : mr - 1)) * row + off;
           float tile[ZZ_MR][ZZ_NR];
           j->micro(xr, wr, kc, tile);
-          zz_gemm_store(j, tile, i0, mr, c0, nr, first, last);
+          zz_gemm_store(j, tile, i0, mr, c0, nr, first);
         }
       }
     }
+    zz_bias_relu_cols(j->y + m0 * j->out, m1 - m0, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
   }
 }
 
@@ -328,7 +293,7 @@ size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt) {
 void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in,
                  const void *w, zz_dtype w_dt, const float *b, int64_t out,
                  float *y, int relu, void *xb) {
-  const zz_gemm_isa *isa = zz_gemm_isa_get();
+  const zz_gemm_isa isa = zz_gemm_isa_get();
   zz_gemm_job job = {.x = (const char *)x,
                      .w = w,
                      .b = b,
@@ -338,13 +303,13 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in,
                      .out = out,
                      .relu = relu,
                      .esz = sizeof(float),
-                     .micro = isa->f32};
+                     .micro = isa.f32};
   if (w_dt == ZZ_DTYPE_BF16) {
-    zz_round_job r = {x, xb, in, isa->round_bf16};
+    zz_round_job r = {x, xb, in, isa.round_bf16};
     zz_pool_run(pool, zz_round_row, &r, n);
     job.x = xb;
     job.esz = sizeof(uint16_t);
-    job.micro = isa->bf16;
+    job.micro = isa.bf16;
   }
   job.kc = (int64_t)(ZZ_GEMM_KC_BYTES / job.esz);
   zz_pool_run(pool, zz_gemm_chunk, &job,
@@ -352,7 +317,7 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in,
 }
 
 bool zz_cpu_gemm_small(int64_t n) {
-  return n <= ZZ_GEMM_SMALL_M && zz_gemm_isa_get()->f32_fast;
+  return n <= ZZ_GEMM_SMALL_M && zz_gemm_isa_get().f32_fast;
 }
 
 void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in,

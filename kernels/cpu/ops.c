@@ -58,14 +58,7 @@ void zz_cpu_linear(const float *x, int64_t n, int64_t in, const float *w, const 
                    int64_t out, float *y, int relu) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)out, (blasint)in,
               1.0f, x, (blasint)in, w, (blasint)in, 0.0f, y, (blasint)out);
-  if (!b && !relu) return;
-  for (int64_t i = 0; i < n; i++) {
-    float *yi = y + i * out;
-    if (b)
-      for (int64_t j = 0; j < out; j++) yi[j] += b[j];
-    if (relu)
-      for (int64_t j = 0; j < out; j++) yi[j] = yi[j] > 0 ? yi[j] : 0;
-  }
+  zz_bias_relu_cols(y, n, out, 0, out, b, relu);
 }
 
 void zz_cpu_add(const float *a, const float *b, int64_t n, float *y) {

@@ -67,12 +67,16 @@ static zz_status zz_copy_once(void *a_) {
 }
 
 static zz_status zz_prof_copies(const zz_prof *p, zz_hw *hw) {
-  int64_t n = (int64_t)16 << 20; /* 32 MiB of f16 */
+  int64_t n = (int64_t)64 << 20; /* 128 MiB of f16: more than any cache holds, as a model's weights */
   size_t db = zz_dtype_nbytes(p->dev->ops->compute_dtype, n);
   zz_copy_arg a = {.dev = p->dev, .n = n};
   zz_status st = zz_device_alloc(p->dev, db, &a.d);
   if (st == ZZ_OK) st = zz_device_host_alloc(p->dev, db, &a.h);
-  if (st == ZZ_OK) memset(a.h, 0, db);
+  if (st == ZZ_OK) { /* weight-like halves, all different: a converter's speed can depend on the values */
+    memset(a.h, 0, db);
+    uint16_t *h = a.h;
+    for (int64_t i = 0; i < n; i++) h[i] = zz_f32_to_f16(((float)((uint32_t)i * 2654435761u >> 16) / 65536.0f - 0.5f) * 0.1f);
+  }
   double t = 0;
   if (st == ZZ_OK) {
     a.up = true;
@@ -91,16 +95,28 @@ static zz_status zz_prof_copies(const zz_prof *p, zz_hw *hw) {
 
 /* ---------------------------------------------------------------- GEMM */
 
+/* The weights a GEMM measurement cycles through: more bytes than any cache
+ * holds (the largest last-level caches, a CPU's L3 or a GPU's L2, are tens of
+ * MiB), so every call reads its weight from memory as a model's layers do. One
+ * 2048 x 2048 matrix fits in a cache; measured alone, a decode-shaped GEMM (small
+ * M, bound by the weight's bytes) looked several times faster than the engine's
+ * layers run. */
+#define ZZ_PROF_RING_BYTES ((size_t)256 << 20)
+#define ZZ_PROF_RING_MAX 64
+
 typedef struct {
   zz_device *dev;
   void *x, *y;
-  zz_tensor w;
+  zz_tensor w[ZZ_PROF_RING_MAX];
+  int n_w, next;
   int64_t m, k, n;
 } zz_gemm_arg;
 
 static zz_status zz_gemm_once(void *a_) {
   zz_gemm_arg *a = a_;
-  ZZ_CHECK(zz_device_linear(a->dev, a->x, a->m, a->k, &a->w, NULL, a->n, a->y, 0));
+  const zz_tensor *w = &a->w[a->next];
+  a->next = (a->next + 1) % a->n_w;
+  ZZ_CHECK(zz_device_linear(a->dev, a->x, a->m, a->k, w, NULL, a->n, a->y, 0));
   return zz_device_sync(a->dev, ZZ_LANE_COMPUTE);
 }
 
@@ -146,22 +162,28 @@ static zz_status zz_dev_fill_as(zz_device *dev, zz_dtype dt, zz_qfmt f, int64_t 
 
 /* The device's linear op (the engine's, whatever kernel the device runs for it)
  * on [M, 2048] x [2048, 2048] for M = 1, 4, 16, ...: weights wdt in the compute
- * dtype, in 4 bits (dequantize and multiply) or in bf16 (--cpu-dtype bf16). */
+ * dtype, in 4 bits (dequantize and multiply) or in bf16 (--cpu-dtype bf16), each
+ * call on the next weight of a ring larger than the caches (ZZ_PROF_RING_BYTES). */
 static zz_status zz_prof_gemm(const zz_prof *p, zz_dtype wdt, zz_hw_point *pts, int *n_pts) {
   const int64_t K = 2048, N = 2048, max_m = 4096;
   zz_gemm_arg a = {.dev = p->dev, .k = K, .n = N};
   bool q4 = wdt == ZZ_DTYPE_Q4;
-  a.w = (zz_tensor){.dtype = wdt, .ndim = 2, .shape = {N, K}, .tier = ZZ_TIER_GPU};
-  snprintf(a.w.name, sizeof a.w.name, "profile.gemm.weight");
-  zz_status st;
-  if (q4) {
-    a.w.q = ZZ_QFMT_DEFAULT;
-    st = zz_dev_fill_as(p->dev, ZZ_DTYPE_Q4, a.w.q, N, K, &a.w.data, &a.w.nbytes);
-  } else if (wdt == ZZ_DTYPE_BF16) {
-    st = zz_dev_fill_as(p->dev, ZZ_DTYPE_BF16, a.w.q, N, K, &a.w.data, &a.w.nbytes);
-  } else {
-    a.w.nbytes = zz_dtype_nbytes(wdt, N * K);
-    st = zz_dev_fill(p->dev, N * K, &a.w.data);
+  zz_status st = ZZ_OK;
+  size_t ring = 0;
+  for (a.n_w = 0; st == ZZ_OK && a.n_w < ZZ_PROF_RING_MAX && (a.n_w < 2 || ring < ZZ_PROF_RING_BYTES); a.n_w++) {
+    zz_tensor *w = &a.w[a.n_w];
+    *w = (zz_tensor){.dtype = wdt, .ndim = 2, .shape = {N, K}, .tier = ZZ_TIER_GPU};
+    snprintf(w->name, sizeof w->name, "profile.gemm.weight%d", a.n_w);
+    if (q4) {
+      w->q = ZZ_QFMT_DEFAULT;
+      st = zz_dev_fill_as(p->dev, ZZ_DTYPE_Q4, w->q, N, K, &w->data, &w->nbytes);
+    } else if (wdt == ZZ_DTYPE_BF16) {
+      st = zz_dev_fill_as(p->dev, ZZ_DTYPE_BF16, w->q, N, K, &w->data, &w->nbytes);
+    } else {
+      w->nbytes = zz_dtype_nbytes(wdt, N * K);
+      st = zz_dev_fill(p->dev, N * K, &w->data);
+    }
+    ring += w->nbytes;
   }
   if (st == ZZ_OK) st = zz_dev_fill(p->dev, max_m * K, &a.x);
   if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(p->dev->ops->compute_dtype, max_m * N), &a.y);
@@ -180,7 +202,8 @@ static zz_status zz_prof_gemm(const zz_prof *p, zz_dtype wdt, zz_hw_point *pts, 
   }
   if (a.y) zz_device_free(p->dev, a.y);
   if (a.x) zz_device_free(p->dev, a.x);
-  if (a.w.data) zz_device_free(p->dev, a.w.data);
+  for (int i = 0; i < a.n_w; i++)
+    if (a.w[i].data) zz_device_free(p->dev, a.w[i].data);
   return st;
 }
 

@@ -32,6 +32,38 @@ static double zz_max_rel(const float *a, const float *b, int64_t n) {
   return err / mx;
 }
 
+/* zz_convert's f16 -> f32 (the CPU device's weight upload) on every vector path
+ * this CPU has: all 65536 halves, at odd offsets and lengths (the tails), equal
+ * in bits to the scalar zz_f16_to_f32 (NaNs quiet with their payload). */
+static void test_f16_widen_paths(void) {
+  const int64_t n = 65536 + 13;
+  uint16_t *h = malloc((size_t)n * sizeof *h);
+  float *f = malloc((size_t)n * sizeof *f);
+  CU_ASSERT_FATAL(h && f);
+  for (int64_t i = 0; i < n; i++) h[i] = (uint16_t)(i * 40503u); /* every half, scattered */
+  zz_cpu_isa keep = zz_cpu_isa_get();
+  int paths = 0;
+  for (int isa = ZZ_CPU_ISA_PORTABLE; isa <= ZZ_CPU_ISA_AVX512; isa++) {
+    if (zz_cpu_isa_set((zz_cpu_isa)isa) != 0) continue;
+    paths++;
+    for (int64_t off = 0; off < 3; off++) {
+      for (int64_t i = 0; i < n; i++) f[i] = NAN;
+      zz_convert(ZZ_DTYPE_F16, h + off, ZZ_DTYPE_F32, f + off, n - off - off % 2);
+      int64_t bad = 0;
+      for (int64_t i = off; i < n - off % 2; i++) {
+        float want = zz_f16_to_f32(h[i]);
+        bad += memcmp(&f[i], &want, sizeof want) != 0;
+      }
+      CU_ASSERT_EQUAL(bad, 0);
+      if (bad) fprintf(stderr, "f16 widen: %s offset %lld: %lld values differ\n", zz_cpu_isa_name((zz_cpu_isa)isa),
+                       (long long)off, (long long)bad);
+    }
+  }
+  zz_cpu_isa_set(keep);
+  CU_ASSERT(paths >= 1);
+  free(h), free(f);
+}
+
 static void test_f16_roundtrip(void) {
   int bad = 0;
   for (uint32_t h = 0; h < 65536; h++) {
@@ -367,6 +399,7 @@ static int zz_kernels_clean(void) {
 void zz_test_kernels_register(void) {
   CU_pSuite s = CU_add_suite("kernels", zz_kernels_init, zz_kernels_clean);
   CU_add_test(s, "f16 round trip and rounding", test_f16_roundtrip);
+  CU_add_test(s, "f16 widening: every vector path, every half", test_f16_widen_paths);
   CU_add_test(s, "bf16 and q4 sizes", test_bf16);
   CU_add_test(s, "linear vs naive", test_linear);
   CU_add_test(s, "linear on a pool: column and row tiles vs linear", test_linear_pool);

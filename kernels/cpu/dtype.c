@@ -8,6 +8,10 @@
 
 #include "zz_kernels.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 
 const char *zz_dtype_name(zz_dtype dt) {
   static const char *const n[ZZ_DTYPE_COUNT] = {"f32", "f16", "bf16", "q4"};
@@ -46,7 +50,8 @@ float zz_f16_to_f32(uint16_t h) {
     float v = (float)man * 0x1p-24f;
     return sign ? -v : v;
   }
-  if (exp == 31) return zz_bits_f32(sign | 0x7f800000u | (man << 13));
+  /* a NaN comes out quiet, its payload kept: what F16C's vcvtph2ps gives */
+  if (exp == 31) return zz_bits_f32(sign | 0x7f800000u | (man << 13) | (man ? 0x400000u : 0));
   return zz_bits_f32(sign | ((exp + 112) << 23) | (man << 13));
 }
 
@@ -91,8 +96,27 @@ static float zz_load(zz_dtype dt, const void *p, int64_t i) {
   }
 }
 
-/* Every half value as a float: the CPU device widens each offloaded layer's
- * weights once per block, so this is on the weight-load lane's critical path. */
+/* Halves widened to floats: the CPU device widens each offloaded layer's f16
+ * weights once per step, on the weight-load lane's critical path. The vector
+ * paths (F16C, AVX-512) give zz_f16_to_f32's bits for every half; a lookup
+ * table, which looked cheap, ran at half their speed on real weights (its
+ * 256 KiB do not stay in L1: random halves miss it, zeros never do). */
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static void zz_f16_f32_avx512(const uint16_t *s, float *d, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(d + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + i))));
+  for (; i < n; i++) d[i] = zz_f16_to_f32(s[i]);
+}
+
+__attribute__((target("avx2,f16c"))) static void zz_f16_f32_f16c(const uint16_t *s, float *d, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+  for (; i < n; i++) d[i] = zz_f16_to_f32(s[i]);
+}
+#endif
+
+/* Every half value as a float, for kernels that widen scattered halves (the
+ * scalar attention reference, 4-bit scales). */
 static float zz_f16_tab[65536];
 static pthread_once_t zz_f16_once = PTHREAD_ONCE_INIT;
 static void zz_f16_table_init(void) {
@@ -104,16 +128,24 @@ const float *zz_f16_table(void) {
   return zz_f16_tab;
 }
 
+static void zz_f16_f32(const uint16_t *s, float *d, int64_t n) {
+#if defined(__x86_64__)
+  switch (zz_cpu_isa_get()) {
+    case ZZ_CPU_ISA_AVX512: zz_f16_f32_avx512(s, d, n); return;
+    case ZZ_CPU_ISA_AVX2: zz_f16_f32_f16c(s, d, n); return;
+    default: break;
+  }
+#endif
+  for (int64_t i = 0; i < n; i++) d[i] = zz_f16_to_f32(s[i]);
+}
+
 void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, int64_t n) {
   if (src_dt == dst_dt) {
     memmove(dst, src, zz_dtype_nbytes(src_dt, n));
     return;
   }
   if (src_dt == ZZ_DTYPE_F16 && dst_dt == ZZ_DTYPE_F32) {
-    pthread_once(&zz_f16_once, zz_f16_table_init);
-    const uint16_t *s = src;
-    float *d = dst;
-    for (int64_t i = 0; i < n; i++) d[i] = zz_f16_tab[s[i]];
+    zz_f16_f32(src, dst, n);
     return;
   }
   switch (dst_dt) {

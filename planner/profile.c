@@ -161,7 +161,8 @@ static zz_status zz_dev_fill_as(zz_device *dev, zz_dtype dt, zz_qfmt f, int64_t 
 }
 
 /* The device's linear op (the engine's, whatever kernel the device runs for it)
- * on [M, 2048] x [2048, 2048] for M = 1, 4, 16, ...: weights wdt in the compute
+ * on [M, 2048] x [2048, 2048] for M = 1, 2, 4, 8, ... (a kernel can change between
+ * two of them: the CPU device hands M > 64 to sgemm): weights wdt in the compute
  * dtype, in 4 bits (dequantize and multiply) or in bf16 (--cpu-dtype bf16), each
  * call on the next weight of a ring larger than the caches (ZZ_PROF_RING_BYTES). */
 static zz_status zz_prof_gemm(const zz_prof *p, zz_dtype wdt, zz_hw_point *pts, int *n_pts) {
@@ -188,7 +189,7 @@ static zz_status zz_prof_gemm(const zz_prof *p, zz_dtype wdt, zz_hw_point *pts, 
   if (st == ZZ_OK) st = zz_dev_fill(p->dev, max_m * K, &a.x);
   if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(p->dev->ops->compute_dtype, max_m * N), &a.y);
   *n_pts = 0;
-  for (int64_t m = 1; st == ZZ_OK && m <= max_m && *n_pts < ZZ_HW_MAX_POINTS; m *= 4) {
+  for (int64_t m = 1; st == ZZ_OK && m <= max_m && *n_pts < ZZ_HW_MAX_POINTS; m *= 2) {
     a.m = m;
     double t;
     st = zz_median_s(p, zz_gemm_once, &a, &t);
@@ -396,10 +397,12 @@ zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
   zz_status st = zz_prof_copies(&p, &hw);
   if (st == ZZ_OK && o->verbose)
     fprintf(stderr, "profile: host to device %.3g GB/s, device to host %.3g GB/s\n", hw.ctog_bw / 1e9, hw.gtoc_bw / 1e9);
-  /* 256 MiB with the default budget, at least 16 MiB */
-  size_t disk_bytes = (size_t)((double)((size_t)256 << 20) * (budget < 15 ? budget / 15 : 1));
-  if (disk_bytes < ((size_t)16 << 20)) disk_bytes = (size_t)16 << 20;
-  if (st == ZZ_OK) st = zz_disk_measure(dir, disk_bytes, (size_t)8 << 20, &hw.disk_read_bw, &hw.disk_write_bw);
+  /* 1 GiB with the default budget, at least 64 MiB, in 32 MiB transfers (a
+   * layer's matrix); a virtual disk's rate swings by tens of percent over a
+   * quarter of a second, so less says little */
+  size_t disk_bytes = (size_t)((double)((size_t)1 << 30) * (budget < 15 ? budget / 15 : 1));
+  if (disk_bytes < ((size_t)64 << 20)) disk_bytes = (size_t)64 << 20;
+  if (st == ZZ_OK) st = zz_disk_measure(dir, disk_bytes, (size_t)32 << 20, &hw.disk_read_bw, &hw.disk_write_bw);
   if (st == ZZ_OK && o->verbose)
     fprintf(stderr, "profile: disk (%s) read %.3g GB/s, write %.3g GB/s\n", dir, hw.disk_read_bw / 1e9,
             hw.disk_write_bw / 1e9);

@@ -686,7 +686,8 @@ typedef struct zz_shape {
 
 /* The disk tier's bandwidths as the engine gets them (runtime/disk.c): a file
  * under dir opened like the offload file (page cache bypassed), `bytes` written
- * in `chunk`-sized transfers and synced, then read back; bytes per second. */
+ * in `chunk`-sized transfers and synced, then read back twice (the second
+ * pass counts); bytes per second. */
 zz_status zz_disk_measure(const char *dir, size_t bytes, size_t chunk, double *read_bw, double *write_bw);
 /* Free bytes under dir. */
 size_t zz_disk_free_bytes(const char *dir);

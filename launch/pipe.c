@@ -161,6 +161,20 @@ static zz_status zz_pipe_plan_hw(zz_pipe *p) {
     p->predicted = pp->total_tps;
     st = zz_opts_policy(&p->o, &p->job.pol);
   }
+  /* LM-Offload's thread control for this rank (before its device starts its
+   * pool): the split of the cores its binding gave it, where none is given */
+  if (st == ZZ_OK && !p->o.threads && !p->o.attn_threads) {
+    zz_hw hw;
+    st = zz_hw_load(p->o.hw, &hw);
+    if (st == ZZ_OK) {
+      if (p->bound && p->bind.ncores > 0) hw.cpu_cores = p->bind.ncores;
+      zz_threads th = zz_hw_threads(&hw);
+      p->o.threads = th.gemm; /* 0 beside a GPU: the device's default */
+      p->o.attn_threads = th.attn;
+      fprintf(stderr, "zigzag: rank %d: threads from the plan for its %d cores: GEMM %d, CPU attention %d, I/O lanes "
+                      "%d x 1 (--threads, --attn-threads override)\n", p->rank, hw.cpu_cores, th.gemm, th.attn, th.io);
+    }
+  }
   if (st == ZZ_OK && p->rank == 0) { /* one write: the ranks' own lines do not mix into it */
     char *buf = NULL, pb[256];
     size_t len = 0;
@@ -208,17 +222,18 @@ static zz_status zz_pipe_plan(zz_pipe *p) {
   if (p->kill_rank != 0 || p->fault_kind != 'k') p->job.kill_after = -1; /* the step hook fails instead */
   const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   ZZ_CHECK(zz_stage_comm_parse(p->o.comm ? p->o.comm : "mpi", &p->comm));
-  ZZ_CHECK(zz_opts_device_at(&p->o, local ? atoi(local) : 0, &p->dev));
-  ZZ_CHECK(zz_stage_comm_check(p->comm, p->dev));
   const zz_model *m = &p->job.model;
   if (!(p->bounds = calloc((size_t)p->size + 1, sizeof *p->bounds))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   bool given = p->o.policy || p->o.policy_flags_given;
-  if (p->o.layers) ZZ_CHECK(zz_pipe_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds));
-  else if (p->o.hw && !given) /* the planner's split and each rank's policy */
+  bool planned = !p->o.layers && p->o.hw && !given;
+  if (planned) /* the planner's split, each rank's policy and threads: before the device exists */
     ZZ_CHECK(zz_pipe_plan_hw(p));
-  else if (p->o.hw) /* the planner's per-layer times on that machine, under the given policy */
+  ZZ_CHECK(zz_opts_device_at(&p->o, local ? atoi(local) : 0, &p->dev));
+  ZZ_CHECK(zz_stage_comm_check(p->comm, p->dev));
+  if (p->o.layers) ZZ_CHECK(zz_pipe_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds));
+  else if (p->o.hw && given) /* the planner's per-layer times on that machine, under the given policy */
     ZZ_CHECK(zz_pipe_split_hw(p->o.hw, m, &p->job.pol, &p->job.shape, p->dev->bf16_weights, p->size, p->bounds));
-  else
+  else if (!planned)
     ZZ_CHECK(zz_stage_split_layers(m, &p->job.pol, &p->job.shape, p->dev->ops->compute_dtype, p->dev->bf16_weights,
                                    p->size, p->bounds));
   zz_engine_opts eo;

@@ -272,6 +272,12 @@ EOF
         { bad "$what: rank $r did not run layers $lay with $pol"; return; }
     done
     ok "$what: split $(sed -n 's/^zigzag: layers: //p' want) and both ranks' policies are plan's"
+    # thread control per rank: the file's CPU device, so the GEMM pool takes every core the rank was bound to
+    for r in 0 1; do
+      grep -qE "^zigzag: rank $r: threads from the plan for its ([0-9]+) cores: GEMM \1, " err ||
+        { bad "$what: rank $r printed no thread split over its own cores"; grep "threads from" err; return; }
+    done
+    ok "$what: each rank's threads split over its own cores"
   }
   M=(--model "$FX/tiny-opt" --hw hw.json --max-block 8)
   timeout 60 "$ZZ" plan "${M[@]}" --ranks 2 --prompt-len 24 --gen-len 8 >plan.out 2>err || bad "plan --ranks 2 failed"

@@ -3,7 +3,11 @@
 # each policy, `zigzag plan --policy P --json` predicts tokens/s from a hardware
 # file and `zigzag bench --policy P --json` measures them on dummy weights; the
 # planner's own choice (`zigzag plan --json`) is among the policies. Prints CSV:
-#   model,policy,pred_prefill,meas_prefill,pred_decode,meas_decode,pred_total,meas_total,meas_over_pred
+#   model,policy,pred_prefill,meas_prefill,pred_decode,meas_decode,pred_total,meas_total,meas_over_pred,disk_read_bw
+# (disk_read_bw: what the run's own disk reads got, bytes/s, 0 without any; the
+# profile's figure is disk_read_bytes_per_s in HW.json: a virtual disk's rate
+# moves by tens of percent from minute to minute, so a disk-bound row is read
+# beside both)
 #
 #   bench/planner_validate.sh ZIGZAG HW.json [MODEL S N "EXTRA ARGS" POLICY]...
 #   bench/planner_validate.sh build/zigzag /tmp/hw.json          # the default set below
@@ -25,14 +29,14 @@ policy_of() { sed -n 's/.*"policy": "\([^"]*\)".*/\1/p'; }
 # --repredict CSV: the same rows' predictions again with this binary's cost model
 # (measurements kept), after a change of the model
 if [ "${1:-}" = --repredict ]; then
-  echo "model,policy,pred_prefill,meas_prefill,pred_decode,meas_decode,pred_total,meas_total,meas_over_pred"
+  echo "model,policy,pred_prefill,meas_prefill,pred_decode,meas_decode,pred_total,meas_total,meas_over_pred,disk_read_bw"
   tail -n +2 "$2" | while IFS= read -r line; do
     m=${line%%,*} rest=${line#*,\"} pol=${rest%%\"*} nums=${rest#*\",}
-    IFS=, read -r _ mp _ md _ mt _ <<<"$nums"
+    IFS=, read -r _ mp _ md _ mt _ dbw <<<"$nums"
     case $m in opt-6.7b) s=8 n=4 extra="--gpu-mem 4G --cpu-mem 6G" ;; *) s=8 n=8 extra="" ;; esac
     pred=$("$zz" plan --model "$m" --hw "$hw" --prompt-len "$s" --gen-len "$n" $extra --policy "$pol" --json)
     pp=$(echo "$pred" | field prefill_tps) pd=$(echo "$pred" | field decode_tps) pt=$(echo "$pred" | field total_tps)
-    echo "$m,\"$pol\",$pp,$mp,$pd,$md,$pt,$mt,$(awk -v a="$mt" -v b="$pt" 'BEGIN { printf "%.3f", a / b }')"
+    echo "$m,\"$pol\",$pp,$mp,$pd,$md,$pt,$mt,$(awk -v a="$mt" -v b="$pt" 'BEGIN { printf "%.3f", a / b }'),${dbw:-}"
   done
   exit 0
 fi
@@ -69,7 +73,7 @@ elif [ ${#runs[@]} -eq 0 ]; then
     "${P67[@]}" PLANNER
   )
 fi
-echo "model,policy,pred_prefill,meas_prefill,pred_decode,meas_decode,pred_total,meas_total,meas_over_pred"
+echo "model,policy,pred_prefill,meas_prefill,pred_decode,meas_decode,pred_total,meas_total,meas_over_pred,disk_read_bw"
 i=0
 while [ $i -lt ${#runs[@]} ]; do
   m=${runs[$i]} s=${runs[$((i + 1))]} n=${runs[$((i + 2))]} extra=${runs[$((i + 3))]} pol=${runs[$((i + 4))]}
@@ -84,6 +88,7 @@ while [ $i -lt ${#runs[@]} ]; do
   }
   pp=$(echo "$pred" | field prefill_tps) pd=$(echo "$pred" | field decode_tps) pt=$(echo "$pred" | field total_tps)
   mp=$(echo "$meas" | field prefill_tok_s) md=$(echo "$meas" | field decode_tok_s) mt=$(echo "$meas" | field total_tok_s)
+  dbw=$(echo "$meas" | field disk_read_bw)
   r=$(awk -v a="$mt" -v b="$pt" 'BEGIN { printf "%.3f", a / b }')
-  echo "$m,\"$pol\",$pp,$mp,$pd,$md,$pt,$mt,$r"
+  echo "$m,\"$pol\",$pp,$mp,$pd,$md,$pt,$mt,$r,$dbw"
 done

@@ -175,17 +175,20 @@ static zz_status zz_prof_gemm(const zz_prof *p, zz_dtype wdt, zz_hw_point *pts, 
     zz_tensor *w = &a.w[a.n_w];
     *w = (zz_tensor){.dtype = wdt, .ndim = 2, .shape = {N, K}, .tier = ZZ_TIER_GPU};
     snprintf(w->name, sizeof w->name, "profile.gemm.weight%d", a.n_w);
-    if (q4) {
-      w->q = ZZ_QFMT_DEFAULT;
-      st = zz_dev_fill_as(p->dev, ZZ_DTYPE_Q4, w->q, N, K, &w->data, &w->nbytes);
-    } else if (wdt == ZZ_DTYPE_BF16) {
-      st = zz_dev_fill_as(p->dev, ZZ_DTYPE_BF16, w->q, N, K, &w->data, &w->nbytes);
+    if (q4) w->q = ZZ_QFMT_DEFAULT;
+    if (a.n_w > 0) { /* the ring's others: copies of the first, made on the device */
+      w->nbytes = a.w[0].nbytes;
+      st = zz_device_alloc(p->dev, w->nbytes, &w->data);
+      if (st == ZZ_OK) st = zz_device_copy(p->dev, ZZ_LANE_COMPUTE, w->data, a.w[0].data, w->nbytes);
+    } else if (q4 || wdt == ZZ_DTYPE_BF16) {
+      st = zz_dev_fill_as(p->dev, wdt, w->q, N, K, &w->data, &w->nbytes);
     } else {
       w->nbytes = zz_dtype_nbytes(wdt, N * K);
       st = zz_dev_fill(p->dev, N * K, &w->data);
     }
     ring += w->nbytes;
   }
+  if (st == ZZ_OK) st = zz_device_sync(p->dev, ZZ_LANE_COMPUTE);
   if (st == ZZ_OK) st = zz_dev_fill(p->dev, max_m * K, &a.x);
   if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(p->dev->ops->compute_dtype, max_m * N), &a.y);
   *n_pts = 0;

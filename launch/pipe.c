@@ -153,7 +153,8 @@ static zz_status zz_pipe_split_hw(const char *path, const zz_model *m, const zz_
 static zz_status zz_pipe_plan_hw(zz_pipe *p) {
   zz_pipeline_plan *pp = malloc(sizeof *pp);
   if (!pp) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
-  zz_status st = zz_opts_plan_pipeline(&p->o, &p->job.model, &p->job.shape, p->size, p->groups, pp);
+  zz_hw hw;
+  zz_status st = zz_opts_plan_pipeline(&p->o, &p->job.model, &p->job.shape, p->size, p->groups, pp, &hw);
   if (st == ZZ_OK) {
     memcpy(p->bounds, pp->bounds, (size_t)(p->size + 1) * sizeof *p->bounds);
     zz_policy_str(&pp->rank[p->rank].policy, p->pline, sizeof p->pline);
@@ -164,16 +165,12 @@ static zz_status zz_pipe_plan_hw(zz_pipe *p) {
   /* LM-Offload's thread control for this rank (before its device starts its
    * pool): the split of the cores its binding gave it, where none is given */
   if (st == ZZ_OK && !p->o.threads && !p->o.attn_threads) {
-    zz_hw hw;
-    st = zz_hw_load(p->o.hw, &hw);
-    if (st == ZZ_OK) {
-      if (p->bound && p->bind.ncores > 0) hw.cpu_cores = p->bind.ncores;
-      zz_threads th = zz_hw_threads(&hw);
-      p->o.threads = th.gemm; /* 0 beside a GPU: the device's default */
-      p->o.attn_threads = th.attn;
-      fprintf(stderr, "zigzag: rank %d: threads from the plan for its %d cores: GEMM %d, CPU attention %d, I/O lanes "
-                      "%d x 1 (--threads, --attn-threads override)\n", p->rank, hw.cpu_cores, th.gemm, th.attn, th.io);
-    }
+    if (p->bound && p->bind.ncores > 0) hw.cpu_cores = p->bind.ncores;
+    zz_threads th = zz_hw_threads(&hw);
+    p->o.threads = th.gemm; /* 0 beside a GPU: the device's default */
+    p->o.attn_threads = th.attn;
+    fprintf(stderr, "zigzag: rank %d: threads from the plan for its %d cores: GEMM %d, CPU attention %d, I/O lanes "
+                    "%d x 1 (--threads, --attn-threads override)\n", p->rank, hw.cpu_cores, th.gemm, th.attn, th.io);
   }
   if (st == ZZ_OK && p->rank == 0) { /* one write: the ranks' own lines do not mix into it */
     char *buf = NULL, pb[256];

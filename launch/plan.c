@@ -44,13 +44,14 @@ static zz_status zz_opts_planner(const zz_opts *o, const zz_hw *hw, zz_planner_o
 }
 
 zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_shape *shape, int ranks, int groups,
-                                zz_pipeline_plan *out) {
+                                zz_pipeline_plan *out, zz_hw *hw_out) {
   zz_hw hw;
   zz_planner_opts po;
   ZZ_CHECK(zz_hw_load(o->hw, &hw));
   ZZ_CHECK(zz_opts_planner(o, &hw, &po));
   po.shape = *shape;
   po.n_groups = groups;
+  if (hw_out) *hw_out = hw;
   return zz_pipe_plan_search(m, &hw, &po, ranks, out);
 }
 

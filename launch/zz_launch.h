@@ -168,11 +168,13 @@ extern zz_status (*zz_launch_bind)(int gpu_ordinal);
 zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shape *shape, zz_opts *out, char *line,
                               size_t len, struct zz_plan *pred);
 struct zz_pipeline_plan;
+struct zz_hw;
 /* `mpirun ... --hw FILE` with no policy given: the planner's split and each
  * rank's policy for its slice (zz_pipe_plan_search, as `zigzag plan --ranks
- * ranks --hw FILE` plans them) for `groups` micro-batch groups. */
+ * ranks --hw FILE` plans them) for `groups` micro-batch groups; hw_out (or
+ * NULL): the hardware file it read. */
 zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_shape *shape, int ranks, int groups,
-                                struct zz_pipeline_plan *out);
+                                struct zz_pipeline_plan *out, struct zz_hw *hw_out);
 /* zigzag plan / zigzag profile (launch/plan.c). */
 int zz_cmd_plan(const zz_opts *o);
 int zz_cmd_profile(const zz_opts *o);

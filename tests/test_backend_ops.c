@@ -210,16 +210,27 @@ static zz_status op_layernorm(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   return bo_result(r, zz_device_layernorm(r->dev, x, n, dim, &g, &b, 1e-5f, y), y, n * dim, out);
 }
 
-static zz_status op_linear(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+/* The linear's weight scale for in inputs: outputs O(1), like trained weights. */
+static float bo_linear_scale(int64_t in) { return 1.0f / sqrtf((float)in); }
+
+/* A linear row {n, in, out, bias, relu, ...} once x and w are drawn (w in any
+ * dtype): the bias (0: NULL; 1: a tensor; 2: an absent tensor, ndim 0), a
+ * poisoned y, the op. */
+static zz_status bo_linear_run(zz_bo *r, const int64_t *z, void *x, const zz_tensor *w, zz_bo_out *out) {
   int64_t n = z[0], in = z[1], o = z[2], bias = z[3], relu = z[4];
-  const float ws = 1.0f / sqrtf((float)in); /* outputs O(1), like trained weights */
-  void *x = bo_rand(r, n * in, -1, 1);
-  zz_tensor w = bo_weight(r, "w", 2, o, in, -ws, ws);
-  zz_tensor b = {0}; /* bias 0: NULL; 1: a tensor; 2: an absent tensor (ndim 0) */
+  zz_tensor b = {0};
   if (bias == 1) b = bo_weight(r, "b", 1, o, 0, -0.5f, 0.5f);
   void *y = bo_poisoned(r, n * o);
-  zz_status st = zz_device_linear(r->dev, x, n, in, &w, bias ? &b : NULL, o, y, (int)relu);
+  zz_status st = zz_device_linear(r->dev, x, n, in, w, bias ? &b : NULL, o, y, (int)relu);
   return bo_result(r, st, y, n * o, out);
+}
+
+static zz_status op_linear(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0], in = z[1], o = z[2];
+  const float ws = bo_linear_scale(in);
+  void *x = bo_rand(r, n * in, -1, 1);
+  zz_tensor w = bo_weight(r, "w", 2, o, in, -ws, ws);
+  return bo_linear_run(r, z, x, &w, out);
 }
 
 static zz_status op_add(zz_bo *r, const int64_t *z, zz_bo_out *out) {
@@ -283,14 +294,11 @@ static zz_tensor bo_qweight(zz_bo *r, const char *name, int64_t d0, int64_t d1, 
 static zz_qfmt bo_fmt(int64_t bits, int64_t group) { return (zz_qfmt){(int)bits, (int)group}; }
 
 static zz_status op_linear_q(zz_bo *r, const int64_t *z, zz_bo_out *out) {
-  int64_t n = z[0], in = z[1], o = z[2], bias = z[3], relu = z[4];
-  const float ws = 1.0f / sqrtf((float)in);
+  int64_t n = z[0], in = z[1], o = z[2];
+  const float ws = bo_linear_scale(in);
   void *x = bo_rand(r, n * in, -1, 1);
   zz_tensor w = bo_qweight(r, "w", o, in, bo_fmt(z[5], z[6]), -ws, ws);
-  zz_tensor b = {0};
-  if (bias) b = bo_weight(r, "b", 1, o, 0, -0.5f, 0.5f);
-  void *y = bo_poisoned(r, n * o);
-  return bo_result(r, zz_device_linear(r->dev, x, n, in, &w, bias ? &b : NULL, o, y, (int)relu), y, n * o, out);
+  return bo_linear_run(r, z, x, &w, out);
 }
 
 static zz_status op_rows_q(zz_bo *r, const int64_t *z, zz_bo_out *out) {
@@ -317,14 +325,11 @@ static zz_tensor bo_bf16weight(zz_bo *r, const char *name, int64_t d0, int64_t d
 }
 
 static zz_status op_linear_bf16(zz_bo *r, const int64_t *z, zz_bo_out *out) {
-  int64_t n = z[0], in = z[1], o = z[2], bias = z[3], relu = z[4];
-  const float ws = 1.0f / sqrtf((float)in);
+  int64_t n = z[0], in = z[1], o = z[2];
+  const float ws = bo_linear_scale(in);
   void *x = bo_rand(r, n * in, -1, 1);
   zz_tensor w = bo_bf16weight(r, "w", o, in, -ws, ws);
-  zz_tensor b = {0};
-  if (bias) b = bo_weight(r, "b", 1, o, 0, -0.5f, 0.5f);
-  void *y = bo_poisoned(r, n * o);
-  return bo_result(r, zz_device_linear(r->dev, x, n, in, &w, bias ? &b : NULL, o, y, (int)relu), y, n * o, out);
+  return bo_linear_run(r, z, x, &w, out);
 }
 
 static zz_status op_rows_bf16(zz_bo *r, const int64_t *z, zz_bo_out *out) {

@@ -13,19 +13,27 @@
  *    column of w is packed once in all, as OpenBLAS's own threading does;
  *  - many rows (prefill): tiles of rows, each zz_cpu_linear (the reference), w
  *    packed once per tile, which is small beside the rows' work.
- * The results are those of zz_cpu_linear up to the summation order of sgemm's
- * k-blocking, which is the same per element (tiles cut n or out, never in).
+ * The tiles are a function of the shape alone, never of the thread count: the
+ * rounding of an sgemm element depends on the call's whole (M, N, K) — on an AVX2
+ * Zen 3 the same element differed between one 37 x 3072 call and its 1024-column
+ * tiles, and between one 600-row call and its 64-row tiles — so tiles that followed
+ * the thread count gave other bits with other --threads (and an mpirun rank, which
+ * gets fewer threads, other tokens than one process). The results equal
+ * zz_cpu_linear's up to that rounding.
  */
 #include <cblas.h>
 
 #include "cpu_impl.h"
 #include "zz_kernels.h"
 
-/* Column tiles of about this many outputs: a 2048-wide w tile is 8 MiB, so the
- * copy of x each tile packs stays a few percent of its work. */
-#define ZZ_GEMM_COL_TILE 1024
-/* Row tiles of at least this many rows (each packs all of w once). */
-#define ZZ_GEMM_ROW_TILE 256
+/* Column tiles of this many outputs (whole vectors), for fewer than
+ * ZZ_GEMM_BY_ROWS rows: a 512-wide w tile of a 2048-wide layer is 4 MiB, so the
+ * copy of x each tile packs stays a few percent of its work, and a layer of 2048
+ * outputs still gives 4 tiles to share. */
+#define ZZ_GEMM_COL_TILE 512
+/* From this many rows on, tiles of ZZ_GEMM_ROW_TILE rows (each packs all of w). */
+#define ZZ_GEMM_BY_ROWS 1024
+#define ZZ_GEMM_ROW_TILE 512
 
 typedef struct zz_gemm_job {
   const float *x, *w, *b; /* x [n, in], w [out, in], b [out] or NULL */
@@ -51,22 +59,12 @@ void zz_cpu_blas_single(void) { openblas_set_num_threads(1); }
 
 void zz_cpu_linear_pool(zz_pool *pool, const float *x, int64_t n, int64_t in, const float *w, const float *b,
                         int64_t out, float *y, int relu) {
-  int64_t threads = zz_pool_threads(pool);
-  zz_gemm_job j = {x, w, b, y, n, in, out, 0, relu, 0};
-  if (threads <= 1 || n * out < 2 * ZZ_GEMM_COL_TILE) {
+  zz_gemm_job j = {x, w, b, y, n, in, out, ZZ_GEMM_COL_TILE, relu, n >= ZZ_GEMM_BY_ROWS};
+  if (n * out < 2 * ZZ_GEMM_COL_TILE) {
     zz_cpu_linear(x, n, in, w, b, out, y, relu);
     return;
   }
-  j.by_rows = n >= threads * ZZ_GEMM_ROW_TILE;
-  if (j.by_rows) {
-    j.tile = (n + threads - 1) / threads;
-    if (j.tile > 4 * ZZ_GEMM_ROW_TILE) j.tile = 4 * ZZ_GEMM_ROW_TILE;
-  } else {
-    int64_t tiles = (out + ZZ_GEMM_COL_TILE - 1) / ZZ_GEMM_COL_TILE;
-    if (tiles < threads) tiles = threads;
-    j.tile = (out + tiles - 1) / tiles;
-    j.tile = (j.tile + 15) / 16 * 16; /* whole vectors per tile */
-  }
+  if (j.by_rows) j.tile = ZZ_GEMM_ROW_TILE;
   int64_t lim = j.by_rows ? n : out;
   zz_pool_run(pool, zz_gemm_tile, &j, (lim + j.tile - 1) / j.tile);
 }

@@ -573,6 +573,64 @@ static void test_pipe_one_rank(void) {
   free(p);
 }
 
+/* ---------------------------------------------------------------- issue #21: hardware file ranges */
+
+/* Every number of the file against a physical range: refused naming the field,
+ * the value and the range (1e-300 rates aborted GLPK; threads of 1e10 were
+ * converted to int past its range). */
+static void test_hw_ranges(void) {
+  static const struct {
+    const char *field, *value, *name; /* name: what the message must say */
+  } bad[] = {
+      {"ctog_bytes_per_s", "1e-300", "ctog_bytes_per_s = 1e-300"},
+      {"ctog_bytes_per_s", "1.3e16", "ctog_bytes_per_s = 1.3e+16"},
+      {"gtoc_bytes_per_s", "10", "gtoc_bytes_per_s = 10"},
+      {"disk_read_bytes_per_s", "1e-300", "disk_read_bytes_per_s"},
+      {"bmm_decode_flops", "1e-300", "bmm_decode_flops"},
+      {"bmm_prefill_flops", "1e30", "bmm_prefill_flops"},
+      {"cpu_flops", "1e-300", "cpu_flops"},
+      {"gemm_flops", "[[1, 1e-300]]", "gemm_flops[0][1]"},
+      {"gemm_flops", "[[0.5, 1e9]]", "gemm_flops[0][0]"},
+      {"cpu_attention_flops", "[[1e10, 1e9]]", "cpu_attention_flops[0][0] (threads) = 1e+10"},
+      {"cpu_attention_flops", "[[1.5, 1e9]]", "cpu_attention_flops[0][0]"},
+      {"cpu_attention_flops", "[[2, 1e-300]]", "cpu_attention_flops[0][1]"},
+      {"cpu_cores", "5000", "cpu_cores = 5000"},
+      {"cpu_mem_bytes", "2e15", "cpu_mem_bytes = 2e+15"},
+      {"gpu_mem_bytes", "0", "gpu_mem_bytes = 0"},
+      {"disk_mem_bytes", "2e15", "disk_mem_bytes"},
+      {"net_latency_s", "1e6", "net_latency_s"},
+      {"net_bytes_per_s", "1e-300", "net_bytes_per_s"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    /* a good file with that one field replaced */
+    static const char *const keys[][2] = {
+        {"gpu_mem_bytes", "1e9"}, {"cpu_mem_bytes", "1e9"}, {"disk_mem_bytes", "1e9"}, {"cpu_cores", "2"},
+        {"ctog_bytes_per_s", "1e9"}, {"gtoc_bytes_per_s", "1e9"}, {"disk_read_bytes_per_s", "1e9"},
+        {"disk_write_bytes_per_s", "1e9"}, {"gemm_flops", "[[1, 1e9]]"}, {"bmm_prefill_flops", "1e9"},
+        {"bmm_decode_flops", "1e9"}, {"cpu_attention_flops", "[[1, 1e9]]"}, {"cpu_flops", "1e9"},
+        {"net_latency_s", "0"}, {"net_bytes_per_s", "0"},
+    };
+    char buf[2048];
+    int n = snprintf(buf, sizeof buf, "{\"name\": \"x\", \"device\": \"cuda\"");
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+      n += snprintf(buf + n, sizeof buf - (size_t)n, ", \"%s\": %s", keys[k][0],
+                    strcmp(keys[k][0], bad[i].field) == 0 ? bad[i].value : keys[k][1]);
+    snprintf(buf + n, sizeof buf - (size_t)n, "}");
+    zz_status st = load_text(buf);
+    CU_ASSERT_EQUAL(st, ZZ_ERR_FORMAT);
+    if (st != ZZ_ERR_FORMAT || !strstr(zz_error_message(), bad[i].name) || !strstr(zz_error_message(), " to "))
+      fprintf(stderr, "\n  %s = %s: %s: %s\n", bad[i].field, bad[i].value, zz_status_str(st), zz_error_message());
+    CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), bad[i].name));
+    CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), " to ")); /* the range */
+    zz_error_clear();
+  }
+  /* a struct that never went through the check (the profile's, a test's) still
+   * picks a thread count in range */
+  zz_hw h = test_hw();
+  h.n_cpu_attn = 2, h.cpu_attn[0] = (zz_hw_point){1, 1e9}, h.cpu_attn[1] = (zz_hw_point){1e10, 2e9};
+  CU_ASSERT_EQUAL(zz_hw_attn_threads(&h, 8), 1);
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(void) {
@@ -595,6 +653,7 @@ int main(void) {
   CU_add_test(s, "sizes: the GPU attention scratch", test_gpu_attention_scratch);
   CU_add_test(s, "pipeline: the split", test_split);
   CU_add_test(s, "pipeline: one rank is the single plan", test_pipe_one_rank);
+  CU_add_test(s, "hardware file: every number in its physical range", test_hw_ranges);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failures = CU_get_number_of_failures();

@@ -631,6 +631,62 @@ static void test_hw_ranges(void) {
   CU_ASSERT_EQUAL(zz_hw_attn_threads(&h, 8), 1);
 }
 
+/* A struct that skipped zz_hw_check (rates of 1e-300, a bus 1e6 x too fast):
+ * the LP answers or says "no plan", never aborts inside GLPK or spins. */
+static void test_lp_extreme_rates(void) {
+  zz_config cfg;
+  zz_model m = {0};
+  CU_ASSERT_EQUAL_FATAL(zz_config_preset("opt-6.7b", &cfg), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_model_init(&cfg, &m), ZZ_OK);
+  zz_planner_opts o = small_opts();
+  zz_plan plan;
+  zz_hw hw;
+  CU_ASSERT_EQUAL_FATAL(zz_hw_load(ZZ_PLANNER_HW_DIR "/t4-gcp.json", &hw), ZZ_OK);
+  hw.ctog_bw = hw.gtoc_bw = hw.disk_read_bw = hw.disk_write_bw = hw.quant_bw = 1e-300;
+  hw.bmm_prefill_flops = hw.bmm_decode_flops = hw.bmm_prefill_q4_flops = hw.bmm_decode_q4_flops = 1e-300;
+  for (int i = 0; i < hw.n_gemm; i++) hw.gemm[i].y = 1e-300;
+  for (int i = 0; i < hw.n_gemm_q4; i++) hw.gemm_q4[i].y = 1e-300;
+  for (int i = 0; i < hw.n_cpu_attn; i++) hw.cpu_attn[i].y = 1e-300;
+  for (int i = 0; i < hw.n_cpu_attn_q4; i++) hw.cpu_attn_q4[i].y = 1e-300;
+  o.shape = (zz_shape){512, 32};
+  zz_status st = zz_plan_search(&m, &hw, &o, &plan);
+  if (st != ZZ_OK) fprintf(stderr, "\n  rates of 1e-300: %s\n", zz_error_message());
+  CU_ASSERT(st == ZZ_OK || zz_error_message()[0] != '\0');
+  zz_error_clear();
+  CU_ASSERT_EQUAL_FATAL(zz_hw_load(ZZ_PLANNER_HW_DIR "/t4-gcp.json", &hw), ZZ_OK);
+  hw.ctog_bw = 1e16, hw.disk_read_bw = 1e6;
+  st = zz_plan_search(&m, &hw, &o, &plan);
+  CU_ASSERT(st == ZZ_OK || zz_error_message()[0] != '\0');
+  zz_error_clear();
+  zz_model_free(&m);
+}
+
+/* The CPU device's gpu and cpu tiers share the RAM: a plan whose rounded
+ * placement overshoots it shrinks the LP's RAM row (it shrank the cpu tier,
+ * which held nothing, 8 times, and reported "the disk tier is short by 0 B"). */
+static void test_search_shared_ram(void) {
+  zz_config cfg;
+  zz_model m = {0};
+  CU_ASSERT_EQUAL_FATAL(zz_config_preset("llama-2-70b", &cfg), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_model_init(&cfg, &m), ZZ_OK);
+  zz_hw hw = test_hw_q4(0.5, 1e9);
+  snprintf(hw.device, sizeof hw.device, "cpu");
+  hw.gpu_mem = hw.cpu_mem = 25276063744, hw.disk_mem = 85247959040; /* this build machine's */
+  hw.cpu_cores = 2;
+  zz_planner_opts o;
+  zz_planner_opts_default(&o);
+  o.shape = (zz_shape){512, 32};
+  static const int g[] = {1}, nb[] = {1};
+  o.gbs_list = g, o.n_gbs = 1, o.num_gb_list = nb, o.n_num_gb = 1;
+  zz_plan plan;
+  zz_status st = zz_plan_search(&m, &hw, &o, &plan);
+  if (st != ZZ_OK) fprintf(stderr, "\n  %s\n", zz_error_message());
+  CU_ASSERT_EQUAL(st, ZZ_OK);
+  if (st == ZZ_OK) CU_ASSERT(plan.cost.peak[ZZ_TIER_GPU] + plan.cost.peak[ZZ_TIER_CPU] <= hw.cpu_mem);
+  zz_error_clear();
+  zz_model_free(&m);
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(void) {
@@ -654,6 +710,8 @@ int main(void) {
   CU_add_test(s, "pipeline: the split", test_split);
   CU_add_test(s, "pipeline: one rank is the single plan", test_pipe_one_rank);
   CU_add_test(s, "hardware file: every number in its physical range", test_hw_ranges);
+  CU_add_test(s, "LP: rates far out of range answer or say no plan", test_lp_extreme_rates);
+  CU_add_test(s, "search: the CPU device's shared RAM in the rounding", test_search_shared_ram);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failures = CU_get_number_of_failures();

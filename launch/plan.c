@@ -49,6 +49,7 @@ zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_sh
   zz_planner_opts po;
   ZZ_CHECK(zz_hw_load(o->hw, &hw));
   ZZ_CHECK(zz_opts_planner(o, &hw, &po));
+  ZZ_CHECK(zz_hw_check_here(&hw, o->hw, o->device, po.cap[ZZ_TIER_CPU], po.cap[ZZ_TIER_GPU])); /* runs here */
   po.shape = *shape;
   po.n_groups = groups;
   if (hw_out) *hw_out = hw;
@@ -63,8 +64,10 @@ zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shap
   zz_planner_opts po;
   ZZ_CHECK(zz_hw_load(o->hw, &hw));
   ZZ_CHECK(zz_opts_planner(o, &hw, &po));
+  ZZ_CHECK(zz_hw_check_here(&hw, o->hw, o->device, po.cap[ZZ_TIER_CPU], po.cap[ZZ_TIER_GPU])); /* runs here */
   po.shape = *shape;
   *out = *o;
+  out->device = zz_hw_run_device(&hw, o->device); /* --device auto: the device the plan was made for */
   bool given = o->policy || o->policy_flags_given;
   if (given) {
     zz_policy pol;

@@ -157,6 +157,41 @@ zz_status zz_hw_check(const zz_hw *hw, const char *where) {
   return ZZ_OK;
 }
 
+/* ---------------------------------------------------------------- the machine it runs on */
+
+const char *zz_hw_run_device(const zz_hw *hw, const char *device) {
+  if (device && strcmp(device, "auto") != 0) return device;
+  return strcmp(hw->device, "cuda") == 0 ? "cuda" : "cpu"; /* literals: they outlive hw */
+}
+
+zz_status zz_hw_check_here(const zz_hw *hw, const char *where, const char *device, size_t cpu_cap, size_t gpu_cap) {
+  const char *run = zz_hw_run_device(hw, device);
+  if (strcmp(run, hw->device) != 0)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "--hw %s describes a %s machine (\"device\": \"%s\", %s) and this run computes on %s (--device %s): "
+                    "a plan is made for the machine it runs on; measure this one (zigzag profile --out FILE) and "
+                    "give that file, or run with --device %s", where, hw->device, hw->device, hw->name, run, device,
+                    hw->device);
+  /* the RAM the plan may fill: the cpu tier, and on the cpu device its arena too */
+  size_t ram = zz_host_memory_bytes();
+  char a[32], b[32];
+  size_t cpu = cpu_cap ? cpu_cap : hw->cpu_mem;
+  if (cpu > ram)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "--hw %s: its cpu tier of %s (%s) is more than this machine's %s of RAM (MemTotal): the plan "
+                    "would place in RAM what is not there; measure this machine (zigzag profile --out FILE) or give "
+                    "--cpu-mem of at most %s", where, zz_format_bytes(cpu, a, sizeof a),
+                    cpu_cap ? "--cpu-mem" : "cpu_mem_bytes", zz_format_bytes(ram, b, sizeof b), b);
+  size_t gpu = gpu_cap ? gpu_cap : hw->gpu_mem;
+  if (strcmp(hw->device, "cpu") == 0 && gpu > ram)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "--hw %s: its cpu device's memory of %s (%s) is host RAM, and this machine has %s (MemTotal); "
+                    "measure this machine (zigzag profile --out FILE) or give --gpu-mem of at most %s", where,
+                    zz_format_bytes(gpu, a, sizeof a), gpu_cap ? "--gpu-mem" : "gpu_mem_bytes",
+                    zz_format_bytes(ram, b, sizeof b), b);
+  return ZZ_OK;
+}
+
 /* ---------------------------------------------------------------- load */
 
 typedef enum { ZZ_F_NUM, ZZ_F_BYTES, ZZ_F_INT, ZZ_F_STR, ZZ_F_POINTS } zz_field_kind;

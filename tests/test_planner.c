@@ -687,6 +687,37 @@ static void test_search_shared_ram(void) {
   zz_model_free(&m);
 }
 
+/* A run with a hardware file runs on the machine the file describes: the same
+ * device kind, no more RAM than this machine has (issue #21 item 15). */
+static void test_hw_check_here(void) {
+  zz_hw cuda = test_hw(), cpu = test_hw();
+  snprintf(cpu.device, sizeof cpu.device, "cpu");
+  cuda.cpu_mem = cpu.cpu_mem = cpu.gpu_mem = (size_t)1 << 20;
+  CU_ASSERT_STRING_EQUAL(zz_hw_run_device(&cuda, "auto"), "cuda");
+  CU_ASSERT_STRING_EQUAL(zz_hw_run_device(&cpu, "auto"), "cpu");
+  CU_ASSERT_STRING_EQUAL(zz_hw_run_device(&cpu, "cuda"), "cuda");
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cuda, "t4.json", "auto", 0, 0), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cpu, "box.json", "cpu", 0, 0), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cuda, "t4.json", "cpu", 0, 0), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "t4.json describes a cuda machine"));
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cpu, "box.json", "cuda", 0, 0), ZZ_ERR_INVALID_ARG);
+  /* RAM beyond this machine's: the file's, or --cpu-mem's; a --cpu-mem within it is fine */
+  size_t ram = zz_host_memory_bytes();
+  cuda.cpu_mem = ram + ((size_t)1 << 30);
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cuda, "t4.json", "auto", 0, 0), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "cpu_mem_bytes"));
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cuda, "t4.json", "auto", (size_t)1 << 20, 0), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cpu, "box.json", "auto", ram + 1, 0), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "--cpu-mem"));
+  /* the cpu device's own memory is RAM too; a GPU's is not */
+  cpu.gpu_mem = cuda.gpu_mem = ram + ((size_t)1 << 30);
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cpu, "box.json", "auto", 0, 0), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "gpu_mem_bytes"));
+  cuda.cpu_mem = (size_t)1 << 20;
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cuda, "t4.json", "auto", 0, 0), ZZ_OK);
+  zz_error_clear();
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(void) {
@@ -712,6 +743,7 @@ int main(void) {
   CU_add_test(s, "hardware file: every number in its physical range", test_hw_ranges);
   CU_add_test(s, "LP: rates far out of range answer or say no plan", test_lp_extreme_rates);
   CU_add_test(s, "search: the CPU device's shared RAM in the rounding", test_search_shared_ram);
+  CU_add_test(s, "hardware file: a run is on the machine the file describes", test_hw_check_here);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failures = CU_get_number_of_failures();

@@ -14,6 +14,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zz_launch.h"
 #include "zz_planner.h"
@@ -135,8 +136,11 @@ static void zz_json_cost(FILE *f, const zz_cost *c) {
 
 /* ---------------------------------------------------------------- plan */
 
-static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, const zz_planner_opts *po) {
+static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, const zz_planner_opts *po_in) {
   int M = o->ranks;
+  zz_planner_opts pq = *po_in; /* a long search says how far it is (stderr) */
+  pq.progress = true;
+  const zz_planner_opts *po = &pq;
   zz_pipeline_plan *p = malloc(sizeof *p), *more = malloc(sizeof *more), *fewer = malloc(sizeof *fewer);
   zz_status st = p && more && fewer ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "plan: out of memory");
   double t0 = zz_now();
@@ -144,6 +148,8 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
   double dt = zz_now() - t0;
   /* would one rank more (or fewer) change the answer? */
   bool have_more = false, have_fewer = false;
+  if (st == ZZ_OK && dt > 5)
+    fprintf(stderr, "plan: %d ranks planned in %.0f s; planning %d and %d ranks too, to compare\n", M, dt, M - 1, M + 1);
   if (st == ZZ_OK && M + 1 <= m->n_layers && M + 1 <= ZZ_PLAN_MAX_RANKS) {
     have_more = zz_pipe_plan_search(m, hw, po, M + 1, more) == ZZ_OK;
     zz_error_clear();
@@ -272,11 +278,30 @@ int zz_cmd_plan(const zz_opts *o) {
 
 /* ---------------------------------------------------------------- profile */
 
+/* --out must be writable before seconds of measuring, not after them. */
+static zz_status zz_profile_out_check(const char *out) {
+  if (!out || strcmp(out, "-") == 0) return ZZ_OK;
+  char dir[4096];
+  if (snprintf(dir, sizeof dir, "%s", out) >= (int)sizeof dir)
+    return zz_error(ZZ_ERR_INVALID_ARG, "profile --out %s: the path is too long", out);
+  char *slash = strrchr(dir, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == dir) dir[1] = '\0'; /* "/x": the root */
+  else *slash = '\0';
+  if (access(dir, W_OK | X_OK) != 0)
+    return zz_error(ZZ_ERR_IO, "profile --out %s: the directory %s %s (checked before measuring)", out, dir,
+                    access(dir, F_OK) != 0 ? "does not exist" : "is not writable");
+  if (access(out, F_OK) == 0 && access(out, W_OK) != 0)
+    return zz_error(ZZ_ERR_IO, "profile --out %s: the file exists and is not writable (checked before measuring)", out);
+  return ZZ_OK;
+}
+
 int zz_cmd_profile(const zz_opts *o) {
   zz_profile_opts po = {.offload_dir = o->offload_dir, .threads = o->threads, .budget_s = o->profile_seconds,
                         .verbose = true};
   zz_hw hw;
-  zz_status st = zz_profile_run(&po, &hw);
+  zz_status st = zz_profile_out_check(o->out);
+  if (st == ZZ_OK) st = zz_profile_run(&po, &hw);
   if (st == ZZ_OK) st = zz_hw_save(&hw, o->out ? o->out : "-");
   if (st != ZZ_OK) return zz_report_failure(st);
   if (o->out && strcmp(o->out, "-") != 0) fprintf(stderr, "zigzag: wrote %s\n", o->out);

@@ -202,6 +202,7 @@ typedef struct zz_planner_opts {
   int max_gbs;                  /* 0: no bound besides memory */
   int max_block;                /* largest gbs x num_gb (the prompts there are); 0: no bound */
   bool verbose;
+  bool progress;                /* a pipeline search says on stderr, every few seconds, how far it is */
 } zz_planner_opts;
 
 void zz_planner_opts_default(zz_planner_opts *o);

@@ -251,10 +251,14 @@ static zz_status zz_field_read(const zz_field *f, json_t *v, const char *where, 
       if (!isfinite(d) || d < 0) return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g: want a finite number >= 0", where, f->key, d);
       if (f->kind == ZZ_F_NUM) *(double *)base = d;
       else if (f->kind == ZZ_F_BYTES) {
-        if (d > 0x1p62) return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g bytes is beyond any machine", where, f->key, d);
+        if (d > ZZ_HW_MEM_HI) /* before the conversion to size_t; the range is zz_hw_check's */
+          return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g: want a number from 0 to %g bytes (beyond any machine; a typo?)",
+                          where, f->key, d, ZZ_HW_MEM_HI);
         *(size_t *)base = (size_t)d;
       } else {
-        if (d != floor(d) || d > 1 << 20) return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g: want a whole number", where, f->key, d);
+        if (d != floor(d) || d > ZZ_HW_THREADS_HI) /* before the conversion to int */
+          return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g: want a whole number from 1 to %d", where, f->key, d,
+                          ZZ_HW_THREADS_HI);
         *(int *)base = (int)d;
       }
       return ZZ_OK;

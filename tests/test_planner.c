@@ -595,6 +595,8 @@ static void test_hw_ranges(void) {
       {"cpu_attention_flops", "[[1.5, 1e9]]", "cpu_attention_flops[0][0]"},
       {"cpu_attention_flops", "[[2, 1e-300]]", "cpu_attention_flops[0][1]"},
       {"cpu_cores", "5000", "cpu_cores = 5000"},
+      {"cpu_cores", "1e10", "cpu_cores = 1e+10"},
+      {"cpu_mem_bytes", "1e30", "cpu_mem_bytes = 1e+30"},
       {"cpu_mem_bytes", "2e15", "cpu_mem_bytes = 2e+15"},
       {"gpu_mem_bytes", "0", "gpu_mem_bytes = 0"},
       {"disk_mem_bytes", "2e15", "disk_mem_bytes"},

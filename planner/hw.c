@@ -85,7 +85,7 @@ static zz_status zz_hw_range_check(const zz_hw_range *r, const char *where) {
                   isfinite(r->v) && r->v > r->hi ? " (beyond any machine; a typo?)" : "");
 }
 
-/* A rate curve: x in [xlo, xhi] (whole when threads), rates in the flop/s range,
+/* A rate curve: x in [1, xhi] (whole when threads), rates in the flop/s range,
  * sorted by x. */
 static zz_status zz_hw_points_check(const zz_hw_point *p, int n, const char *where, const char *field, double xhi,
                                     bool threads) {
@@ -170,8 +170,8 @@ zz_status zz_hw_check_here(const zz_hw *hw, const char *where, const char *devic
     return zz_error(ZZ_ERR_INVALID_ARG,
                     "--hw %s describes a %s machine (\"device\": \"%s\", %s) and this run computes on %s (--device %s): "
                     "a plan is made for the machine it runs on; measure this one (zigzag profile --out FILE) and "
-                    "give that file, or run with --device %s", where, hw->device, hw->device, hw->name, run, device,
-                    hw->device);
+                    "give that file, or run with --device %s", where, hw->device, hw->device, hw->name, run,
+                    device ? device : "auto", hw->device);
   /* the RAM the plan may fill: the cpu tier, and on the cpu device its arena too */
   size_t ram = zz_host_memory_bytes();
   char a[32], b[32];

@@ -23,6 +23,15 @@
 
 static zz_status zz_plan_hw(const zz_opts *o, zz_hw *hw) {
   if (o->hw) return zz_hw_load(o->hw, hw);
+  /* no file: the plan is for this machine, so its memory bounds the overrides
+   * (checked before seconds of measuring) */
+  size_t cpu = 0, ram = zz_host_memory_bytes();
+  ZZ_CHECK(zz_parse_bytes(o->cpu_mem, &cpu));
+  char a[32], b[32];
+  if (cpu > ram)
+    return zz_error(ZZ_ERR_INVALID_ARG, "plan without --hw plans for this machine, and --cpu-mem %s is more than its %s "
+                    "of RAM (MemTotal); give --hw FILE to plan for another machine", zz_format_bytes(cpu, a, sizeof a),
+                    zz_format_bytes(ram, b, sizeof b));
   fprintf(stderr, "zigzag: no --hw file: measuring this machine first (zigzag profile --out FILE saves it)\n");
   zz_profile_opts po = {.offload_dir = o->offload_dir, .threads = o->threads, .budget_s = o->profile_seconds};
   return zz_profile_run(&po, hw);

@@ -508,6 +508,9 @@ check "no plan: the message names the short tier, by how much and what would fit
   eval '[ "$RC" -eq 1 ] && has "the disk tier is short by about" err && has "would fit" err && ! has "short by about 0 B" err'
 
 start=$(date +%s)
+zz plan --model opt-125m --prompt-len 8 --gen-len 2 --cpu-mem 900T
+check "plan without --hw (this machine) refuses --cpu-mem above its RAM before measuring" \
+  eval '[ "$RC" -ne 0 ] && has "--cpu-mem 900.00 TiB is more than its" err && ! has "profile: " err'
 zz profile --out "$W/no-such-dir/hw.json"
 check "profile --out into a missing directory is refused before measuring" \
   eval '[ "$RC" -ne 0 ] && has "no-such-dir does not exist" err && ! has "profile: " err && [ $(($(date +%s) - start)) -lt 5 ]'

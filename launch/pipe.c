@@ -159,6 +159,7 @@ static zz_status zz_pipe_plan_hw(zz_pipe *p) {
     memcpy(p->bounds, pp->bounds, (size_t)(p->size + 1) * sizeof *p->bounds);
     zz_policy_str(&pp->rank[p->rank].policy, p->pline, sizeof p->pline);
     p->o.policy = p->pline;
+    p->o.device = zz_hw_run_device(&hw, p->o.device); /* --device auto: the device the plan was made for */
     p->predicted = pp->total_tps;
     st = zz_opts_policy(&p->o, &p->job.pol);
   }

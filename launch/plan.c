@@ -14,6 +14,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zz_launch.h"
 #include "zz_planner.h"
@@ -22,6 +23,15 @@
 
 static zz_status zz_plan_hw(const zz_opts *o, zz_hw *hw) {
   if (o->hw) return zz_hw_load(o->hw, hw);
+  /* no file: the plan is for this machine, so its memory bounds the overrides
+   * (checked before seconds of measuring) */
+  size_t cpu = 0, ram = zz_host_memory_bytes();
+  ZZ_CHECK(zz_parse_bytes(o->cpu_mem, &cpu));
+  char a[32], b[32];
+  if (cpu > ram)
+    return zz_error(ZZ_ERR_INVALID_ARG, "plan without --hw plans for this machine, and --cpu-mem %s is more than its %s "
+                    "of RAM (MemTotal); give --hw FILE to plan for another machine", zz_format_bytes(cpu, a, sizeof a),
+                    zz_format_bytes(ram, b, sizeof b));
   fprintf(stderr, "zigzag: no --hw file: measuring this machine first (zigzag profile --out FILE saves it)\n");
   zz_profile_opts po = {.offload_dir = o->offload_dir, .threads = o->threads, .budget_s = o->profile_seconds};
   return zz_profile_run(&po, hw);
@@ -49,6 +59,7 @@ zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_sh
   zz_planner_opts po;
   ZZ_CHECK(zz_hw_load(o->hw, &hw));
   ZZ_CHECK(zz_opts_planner(o, &hw, &po));
+  ZZ_CHECK(zz_hw_check_here(&hw, o->hw, o->device, po.cap[ZZ_TIER_CPU], po.cap[ZZ_TIER_GPU])); /* runs here */
   po.shape = *shape;
   po.n_groups = groups;
   if (hw_out) *hw_out = hw;
@@ -63,8 +74,10 @@ zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shap
   zz_planner_opts po;
   ZZ_CHECK(zz_hw_load(o->hw, &hw));
   ZZ_CHECK(zz_opts_planner(o, &hw, &po));
+  ZZ_CHECK(zz_hw_check_here(&hw, o->hw, o->device, po.cap[ZZ_TIER_CPU], po.cap[ZZ_TIER_GPU])); /* runs here */
   po.shape = *shape;
   *out = *o;
+  out->device = zz_hw_run_device(&hw, o->device); /* --device auto: the device the plan was made for */
   bool given = o->policy || o->policy_flags_given;
   if (given) {
     zz_policy pol;
@@ -132,8 +145,11 @@ static void zz_json_cost(FILE *f, const zz_cost *c) {
 
 /* ---------------------------------------------------------------- plan */
 
-static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, const zz_planner_opts *po) {
+static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, const zz_planner_opts *po_in) {
   int M = o->ranks;
+  zz_planner_opts pq = *po_in; /* a long search says how far it is (stderr) */
+  pq.progress = true;
+  const zz_planner_opts *po = &pq;
   zz_pipeline_plan *p = malloc(sizeof *p), *more = malloc(sizeof *more), *fewer = malloc(sizeof *fewer);
   zz_status st = p && more && fewer ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "plan: out of memory");
   double t0 = zz_now();
@@ -141,6 +157,8 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
   double dt = zz_now() - t0;
   /* would one rank more (or fewer) change the answer? */
   bool have_more = false, have_fewer = false;
+  if (st == ZZ_OK && dt > 5)
+    fprintf(stderr, "plan: %d ranks planned in %.0f s; planning %d and %d ranks too, to compare\n", M, dt, M - 1, M + 1);
   if (st == ZZ_OK && M + 1 <= m->n_layers && M + 1 <= ZZ_PLAN_MAX_RANKS) {
     have_more = zz_pipe_plan_search(m, hw, po, M + 1, more) == ZZ_OK;
     zz_error_clear();
@@ -269,11 +287,30 @@ int zz_cmd_plan(const zz_opts *o) {
 
 /* ---------------------------------------------------------------- profile */
 
+/* --out must be writable before seconds of measuring, not after them. */
+static zz_status zz_profile_out_check(const char *out) {
+  if (!out || strcmp(out, "-") == 0) return ZZ_OK;
+  char dir[4096];
+  if (snprintf(dir, sizeof dir, "%s", out) >= (int)sizeof dir)
+    return zz_error(ZZ_ERR_INVALID_ARG, "profile --out %s: the path is too long", out);
+  char *slash = strrchr(dir, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == dir) dir[1] = '\0'; /* "/x": the root */
+  else *slash = '\0';
+  if (access(dir, W_OK | X_OK) != 0)
+    return zz_error(ZZ_ERR_IO, "profile --out %s: the directory %s %s (checked before measuring)", out, dir,
+                    access(dir, F_OK) != 0 ? "does not exist" : "is not writable");
+  if (access(out, F_OK) == 0 && access(out, W_OK) != 0)
+    return zz_error(ZZ_ERR_IO, "profile --out %s: the file exists and is not writable (checked before measuring)", out);
+  return ZZ_OK;
+}
+
 int zz_cmd_profile(const zz_opts *o) {
   zz_profile_opts po = {.offload_dir = o->offload_dir, .threads = o->threads, .budget_s = o->profile_seconds,
                         .verbose = true};
   zz_hw hw;
-  zz_status st = zz_profile_run(&po, &hw);
+  zz_status st = zz_profile_out_check(o->out);
+  if (st == ZZ_OK) st = zz_profile_run(&po, &hw);
   if (st == ZZ_OK) st = zz_hw_save(&hw, o->out ? o->out : "-");
   if (st != ZZ_OK) return zz_report_failure(st);
   if (o->out && strcmp(o->out, "-") != 0) fprintf(stderr, "zigzag: wrote %s\n", o->out);

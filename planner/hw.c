@@ -30,9 +30,11 @@ int zz_hw_attn_threads(const zz_hw *hw, int max_threads) {
   int best = max_threads; /* no point within the bound: all of it (the curve's first rate applies) */
   double rate = -1;
   for (int i = 0; i < hw->n_cpu_attn; i++) {
-    int t = (int)hw->cpu_attn[i].x;
-    if (t > max_threads) continue;
-    if (hw->cpu_attn[i].y > rate) rate = hw->cpu_attn[i].y, best = t;
+    /* compared as a double first: a struct that skipped zz_hw_check may hold any x,
+     * and converting one beyond int is undefined */
+    double x = hw->cpu_attn[i].x;
+    if (!(x >= 1) || x > max_threads) continue;
+    if (hw->cpu_attn[i].y > rate) rate = hw->cpu_attn[i].y, best = (int)x;
   }
   return best;
 }
@@ -55,14 +57,47 @@ zz_dtype zz_hw_compute_dtype(const zz_hw *hw) {
 
 /* ---------------------------------------------------------------- checks */
 
-static bool zz_pos(double v) { return isfinite(v) && v > 0; }
+/* The physical range of every number in the file: generous, but finite, so a
+ * typo (1e-300, 1000x a bus) is refused naming the field instead of reaching the
+ * LP, where GLPK aborts or spins on coefficients 300 decades apart. */
+#define ZZ_HW_BW_LO 1e6        /* 1 MB/s: slower than any disk or bus in use */
+#define ZZ_HW_BW_HI 1e13       /* 10 TB/s: above any memory or link today */
+#define ZZ_HW_FLOPS_LO 1e6     /* 1 MFLOP/s */
+#define ZZ_HW_FLOPS_HI 1e17    /* 100 PFLOP/s: above any one device */
+#define ZZ_HW_MEM_HI 1e15      /* 1 PB */
+#define ZZ_HW_THREADS_HI 4096  /* cores, threads and machines */
+#define ZZ_HW_ROWS_HI 1073741824.0 /* GEMM rows M of a rate point: 2^30 */
+#define ZZ_HW_LATENCY_HI 10.0  /* seconds per message */
 
-static zz_status zz_hw_points_check(const zz_hw_point *p, int n, const char *where, const char *field) {
+typedef struct zz_hw_range {
+  const char *name, *unit;
+  double v, lo, hi;
+  bool zero_ok; /* 0 means "none" (no disk, no network, nothing reserved) */
+  bool whole;   /* counts */
+} zz_hw_range;
+
+static zz_status zz_hw_range_check(const zz_hw_range *r, const char *where) {
+  if (r->zero_ok && r->v == 0) return ZZ_OK;
+  bool in = isfinite(r->v) && r->v >= r->lo && r->v <= r->hi && (!r->whole || r->v == floor(r->v));
+  if (in) return ZZ_OK;
+  return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g: want %s%s from %g to %g %s%s", where, r->name, r->v,
+                  r->whole ? "a whole number" : "a number", r->zero_ok ? " (or 0: none)" : "", r->lo, r->hi, r->unit,
+                  isfinite(r->v) && r->v > r->hi ? " (beyond any machine; a typo?)" : "");
+}
+
+/* A rate curve: x in [1, xhi] (whole when threads), rates in the flop/s range,
+ * sorted by x. */
+static zz_status zz_hw_points_check(const zz_hw_point *p, int n, const char *where, const char *field, double xhi,
+                                    bool threads) {
   if (n < 1) return zz_error(ZZ_ERR_FORMAT, "%s: %s: want at least one [x, rate] point", where, field);
   for (int i = 0; i < n; i++) {
-    if (!zz_pos(p[i].x) || !zz_pos(p[i].y))
-      return zz_error(ZZ_ERR_FORMAT, "%s: %s[%d] = [%g, %g]: both numbers must be finite and > 0", where, field, i,
-                      p[i].x, p[i].y);
+    char name[64];
+    snprintf(name, sizeof name, "%s[%d][0] (%s)", field, i, threads ? "threads" : "rows M");
+    ZZ_CHECK(zz_hw_range_check(&(zz_hw_range){name, threads ? "threads" : "rows", p[i].x, 1, xhi, false, threads},
+                               where));
+    snprintf(name, sizeof name, "%s[%d][1] (rate)", field, i);
+    ZZ_CHECK(zz_hw_range_check(&(zz_hw_range){name, "flop/s", p[i].y, ZZ_HW_FLOPS_LO, ZZ_HW_FLOPS_HI, false, false},
+                               where));
     if (i && p[i].x <= p[i - 1].x)
       return zz_error(ZZ_ERR_FORMAT, "%s: %s[%d]: points must be sorted by their first number, strictly increasing",
                       where, field, i);
@@ -73,21 +108,28 @@ static zz_status zz_hw_points_check(const zz_hw_point *p, int n, const char *whe
 zz_status zz_hw_check(const zz_hw *hw, const char *where) {
   if (strcmp(hw->device, "cuda") != 0 && strcmp(hw->device, "cpu") != 0)
     return zz_error(ZZ_ERR_FORMAT, "%s: device \"%s\": want \"cuda\" or \"cpu\"", where, hw->device);
-  const struct {
-    const char *name;
-    double v;
-  } pos[] = {
-      {"gpu_mem_bytes", (double)hw->gpu_mem},           {"cpu_mem_bytes", (double)hw->cpu_mem},
-      {"ctog_bytes_per_s", hw->ctog_bw},                {"gtoc_bytes_per_s", hw->gtoc_bw},
-      {"disk_read_bytes_per_s", hw->disk_read_bw},      {"disk_write_bytes_per_s", hw->disk_write_bw},
-      {"bmm_prefill_flops", hw->bmm_prefill_flops},     {"bmm_decode_flops", hw->bmm_decode_flops},
-      {"cpu_flops", hw->cpu_flops},                     {"cpu_cores", (double)hw->cpu_cores},
-      {"machines", (double)hw->machines},
+  const double B = ZZ_HW_BW_LO, BH = ZZ_HW_BW_HI, F = ZZ_HW_FLOPS_LO, FH = ZZ_HW_FLOPS_HI;
+  const zz_hw_range r[] = {
+      {"gpu_mem_bytes", "bytes", (double)hw->gpu_mem, 1, ZZ_HW_MEM_HI, false, true},
+      {"gpu_reserved_bytes", "bytes", (double)hw->gpu_reserved, 1, ZZ_HW_MEM_HI, true, true},
+      {"cpu_mem_bytes", "bytes", (double)hw->cpu_mem, 1, ZZ_HW_MEM_HI, false, true},
+      {"disk_mem_bytes", "bytes", (double)hw->disk_mem, 1, ZZ_HW_MEM_HI, true, true},
+      {"cpu_cores", "cores", (double)hw->cpu_cores, 1, ZZ_HW_THREADS_HI, false, true},
+      {"ctog_bytes_per_s", "B/s", hw->ctog_bw, B, BH, false, false},
+      {"gtoc_bytes_per_s", "B/s", hw->gtoc_bw, B, BH, false, false},
+      {"disk_read_bytes_per_s", "B/s", hw->disk_read_bw, B, BH, false, false},
+      {"disk_write_bytes_per_s", "B/s", hw->disk_write_bw, B, BH, false, false},
+      {"bmm_prefill_flops", "flop/s", hw->bmm_prefill_flops, F, FH, false, false},
+      {"bmm_decode_flops", "flop/s", hw->bmm_decode_flops, F, FH, false, false},
+      {"cpu_flops", "flop/s", hw->cpu_flops, F, FH, false, false},
+      {"bmm_prefill_q4_flops", "flop/s", hw->bmm_prefill_q4_flops, F, FH, true, false},
+      {"bmm_decode_q4_flops", "flop/s", hw->bmm_decode_q4_flops, F, FH, true, false},
+      {"quant_bytes_per_s", "B/s", hw->quant_bw, B, BH, true, false},
+      {"machines", "machines", (double)hw->machines, 1, ZZ_HW_THREADS_HI, false, true},
+      {"net_bytes_per_s", "B/s", hw->net_bw, B, BH, true, false},
+      {"net_latency_s", "s", hw->net_latency, 0, ZZ_HW_LATENCY_HI, true, false},
   };
-  for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
-    if (!zz_pos(pos[i].v)) return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g: want a finite number > 0", where, pos[i].name, pos[i].v);
-  if (!(isfinite(hw->net_bw) && hw->net_bw >= 0) || !(isfinite(hw->net_latency) && hw->net_latency >= 0))
-    return zz_error(ZZ_ERR_FORMAT, "%s: net_bytes_per_s and net_latency_s must be finite and >= 0", where);
+  for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) ZZ_CHECK(zz_hw_range_check(&r[i], where));
   /* the 4-bit rates come all together or not at all: half of them would price
    * compression with a made-up zero */
   bool any_q4 = hw->n_gemm_q4 > 0 || hw->n_cpu_attn_q4 > 0 || hw->bmm_prefill_q4_flops > 0 ||
@@ -98,19 +140,55 @@ zz_status zz_hw_check(const zz_hw *hw, const char *where) {
                     "cpu_attention_q4_flops and quant_bytes_per_s (> 0), or none",
                     where);
   if (any_q4) {
-    ZZ_CHECK(zz_hw_points_check(hw->gemm_q4, hw->n_gemm_q4, where, "gemm_q4_flops"));
-    ZZ_CHECK(zz_hw_points_check(hw->cpu_attn_q4, hw->n_cpu_attn_q4, where, "cpu_attention_q4_flops"));
+    ZZ_CHECK(zz_hw_points_check(hw->gemm_q4, hw->n_gemm_q4, where, "gemm_q4_flops", ZZ_HW_ROWS_HI, false));
+    ZZ_CHECK(zz_hw_points_check(hw->cpu_attn_q4, hw->n_cpu_attn_q4, where, "cpu_attention_q4_flops", ZZ_HW_THREADS_HI,
+                                true));
   }
   if (hw->n_gemm_bf16 > 0) { /* one field: all or none by itself */
     if (strcmp(hw->device, "cpu") != 0)
       return zz_error(ZZ_ERR_FORMAT, "%s: gemm_bf16_flops: bf16 weights are an option of the cpu device, and this "
                       "file's device is \"%s\"", where, hw->device);
-    ZZ_CHECK(zz_hw_points_check(hw->gemm_bf16, hw->n_gemm_bf16, where, "gemm_bf16_flops"));
+    ZZ_CHECK(zz_hw_points_check(hw->gemm_bf16, hw->n_gemm_bf16, where, "gemm_bf16_flops", ZZ_HW_ROWS_HI, false));
   }
   if (hw->machines > 1 && hw->net_bw <= 0)
     return zz_error(ZZ_ERR_FORMAT, "%s: %d machines need net_bytes_per_s > 0", where, hw->machines);
-  ZZ_CHECK(zz_hw_points_check(hw->gemm, hw->n_gemm, where, "gemm_flops"));
-  ZZ_CHECK(zz_hw_points_check(hw->cpu_attn, hw->n_cpu_attn, where, "cpu_attention_flops"));
+  ZZ_CHECK(zz_hw_points_check(hw->gemm, hw->n_gemm, where, "gemm_flops", ZZ_HW_ROWS_HI, false));
+  ZZ_CHECK(zz_hw_points_check(hw->cpu_attn, hw->n_cpu_attn, where, "cpu_attention_flops", ZZ_HW_THREADS_HI, true));
+  return ZZ_OK;
+}
+
+/* ---------------------------------------------------------------- the machine it runs on */
+
+const char *zz_hw_run_device(const zz_hw *hw, const char *device) {
+  if (device && strcmp(device, "auto") != 0) return device;
+  return strcmp(hw->device, "cuda") == 0 ? "cuda" : "cpu"; /* literals: they outlive hw */
+}
+
+zz_status zz_hw_check_here(const zz_hw *hw, const char *where, const char *device, size_t cpu_cap, size_t gpu_cap) {
+  const char *run = zz_hw_run_device(hw, device);
+  if (strcmp(run, hw->device) != 0)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "--hw %s describes a %s machine (\"device\": \"%s\", %s) and this run computes on %s (--device %s): "
+                    "a plan is made for the machine it runs on; measure this one (zigzag profile --out FILE) and "
+                    "give that file, or run with --device %s", where, hw->device, hw->device, hw->name, run,
+                    device ? device : "auto", hw->device);
+  /* the RAM the plan may fill: the cpu tier, and on the cpu device its arena too */
+  size_t ram = zz_host_memory_bytes();
+  char a[32], b[32];
+  size_t cpu = cpu_cap ? cpu_cap : hw->cpu_mem;
+  if (cpu > ram)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "--hw %s: its cpu tier of %s (%s) is more than this machine's %s of RAM (MemTotal): the plan "
+                    "would place in RAM what is not there; measure this machine (zigzag profile --out FILE) or give "
+                    "--cpu-mem of at most %s", where, zz_format_bytes(cpu, a, sizeof a),
+                    cpu_cap ? "--cpu-mem" : "cpu_mem_bytes", zz_format_bytes(ram, b, sizeof b), b);
+  size_t gpu = gpu_cap ? gpu_cap : hw->gpu_mem;
+  if (strcmp(hw->device, "cpu") == 0 && gpu > ram)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "--hw %s: its cpu device's memory of %s (%s) is host RAM, and this machine has %s (MemTotal); "
+                    "measure this machine (zigzag profile --out FILE) or give --gpu-mem of at most %s", where,
+                    zz_format_bytes(gpu, a, sizeof a), gpu_cap ? "--gpu-mem" : "gpu_mem_bytes",
+                    zz_format_bytes(ram, b, sizeof b), b);
   return ZZ_OK;
 }
 
@@ -173,10 +251,14 @@ static zz_status zz_field_read(const zz_field *f, json_t *v, const char *where, 
       if (!isfinite(d) || d < 0) return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g: want a finite number >= 0", where, f->key, d);
       if (f->kind == ZZ_F_NUM) *(double *)base = d;
       else if (f->kind == ZZ_F_BYTES) {
-        if (d > 0x1p62) return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g bytes is beyond any machine", where, f->key, d);
+        if (d > ZZ_HW_MEM_HI) /* before the conversion to size_t; the range is zz_hw_check's */
+          return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g: want a number from 0 to %g bytes (beyond any machine; a typo?)",
+                          where, f->key, d, ZZ_HW_MEM_HI);
         *(size_t *)base = (size_t)d;
       } else {
-        if (d != floor(d) || d > 1 << 20) return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g: want a whole number", where, f->key, d);
+        if (d != floor(d) || d > ZZ_HW_THREADS_HI) /* before the conversion to int */
+          return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g: want a whole number from 1 to %d", where, f->key, d,
+                          ZZ_HW_THREADS_HI);
         *(int *)base = (int)d;
       }
       return ZZ_OK;

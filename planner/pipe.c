@@ -112,8 +112,24 @@ static zz_status zz_pipe_ranks(const zz_model *m, const zz_hw *hw, const zz_plan
   return ZZ_OK;
 }
 
+/* Where a long pipeline search is (64 ranks take minutes): a line on stderr at
+ * most every few seconds, so a search is never silent for long. */
+typedef struct zz_pipe_prog {
+  double t0, last;
+  int round;
+} zz_pipe_prog;
+
+static void zz_pipe_progress(const zz_planner_opts *o, zz_pipe_prog *g, int ranks, int done, int total) {
+  double now = zz_now();
+  if (!o->progress || now - g->last < 5) return;
+  g->last = now;
+  fprintf(stderr, "planner: %d ranks: split %d of at most 3, block shape %d of at most %d, %.0f s so far\n", ranks,
+          g->round + 1, done, total, now - g->t0);
+}
+
 /* The best (gbs, num_gb) for the split in p->bounds. */
-static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, zz_pipeline_plan *p) {
+static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, zz_pipeline_plan *p,
+                              zz_pipe_prog *g) {
   const int *gl = o->gbs_list ? o->gbs_list : zz_plan_gbs_default;
   int ng = o->gbs_list ? o->n_gbs : zz_plan_n_gbs_default;
   const int *nl = o->num_gb_list ? o->num_gb_list : zz_plan_num_gb_default;
@@ -126,6 +142,7 @@ static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_plann
       if (o->max_gbs && gl[b] > o->max_gbs) break;
       if (o->max_block && gl[b] * nl[a] > o->max_block) break;
       memcpy(cur, p, sizeof *cur);
+      zz_pipe_progress(o, g, p->ranks, a * ng + b + 1, nn * ng);
       zz_status st = zz_pipe_ranks(m, hw, o, gl[b], nl[a], cur);
       if (st == ZZ_ERR_INFEASIBLE) {
         zz_error_clear();
@@ -162,8 +179,11 @@ zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_plann
   zz_pipeline_plan *best = st == ZZ_OK ? malloc(sizeof *best) : NULL;
   if (st == ZZ_OK && !best) st = zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
   bool have = false;
+  zz_pipe_prog g = {.t0 = zz_now()};
+  g.last = g.t0;
   for (int it = 0; st == ZZ_OK && it < 3; it++) {
-    st = zz_pipe_best(m, hw, o, p);
+    g.round = it;
+    st = zz_pipe_best(m, hw, o, p, &g);
     if (st == ZZ_ERR_INFEASIBLE && have) { /* a later split fits worse: keep the earlier */
       zz_error_clear();
       st = ZZ_OK;

@@ -24,6 +24,7 @@
  */
 #include <glpk.h>
 #include <math.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,9 +212,39 @@ static zz_status zz_lp_memory(const zz_model *m, const zz_hw *hw, const zz_plann
 }
 
 #define ZZ_GIB 1073741824.0
+/* The LP's capacities: one per tier, and on the CPU device one more for the RAM
+ * its gpu and cpu tiers share (rounding shrinks each on its own). */
+#define ZZ_LP_RAM ZZ_TIER_COUNT
+#define ZZ_LP_CAPS (ZZ_TIER_COUNT + 1)
+/* GLPK's bounds per LP: the problem has tens of rows, so a solve that needs more
+ * than this is cycling on badly scaled numbers; "no plan" beats a hang */
+#define ZZ_LP_IT_LIM 20000
+#define ZZ_LP_TM_LIM_MS 10000
+
+/* GLPK reports an internal error by printing and calling abort(); its error
+ * hook lets the planner leave through longjmp instead (GLPK's manual: then
+ * glp_free_env), keeping the last line GLPK printed for the message. The planner
+ * runs on one thread, so one trap serves. */
+static struct {
+  jmp_buf jb;
+  char msg[200];
+} zz_glp_trap;
+
+static int zz_glp_print(void *info, const char *s) {
+  (void)info;
+  size_t n = strlen(s);
+  while (n && (s[n - 1] == '\n' || s[n - 1] == ' ')) n--;
+  if (n) snprintf(zz_glp_trap.msg, sizeof zz_glp_trap.msg, "%.*s", (int)n, s);
+  return 1; /* nothing on the terminal: the planner's message says it */
+}
+
+static void zz_glp_fatal(void *info) {
+  (void)info;
+  longjmp(zz_glp_trap.jb, 1);
+}
 
 static zz_status zz_plan_lp_mem(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_cost_in *in,
-                         const zz_lp_mem *mem, const double cap[ZZ_TIER_COUNT], double x_out[ZZ_X_COUNT],
+                         const zz_lp_mem *mem, const double cap[ZZ_LP_CAPS], double x_out[ZZ_X_COUNT],
                          double *obj_out) {
   (void)hw;
   int lb, le;
@@ -222,10 +253,11 @@ static zz_status zz_plan_lp_mem(const zz_model *m, const zz_hw *hw, const zz_pla
   /* classes of identical layers */
   zz_lin(*terms)[ZZ_PHASE_COUNT][ZZ_TERM_COUNT] = malloc((size_t)nl * sizeof *terms);
   int *count = calloc((size_t)nl, sizeof *count);
-  int *ia = NULL, *ja = NULL;
-  double *ar = NULL;
-  glp_prob *lp = NULL;
-  zz_status st = ZZ_OK;
+  /* volatile: read after a longjmp out of GLPK (zz_glp_fatal) */
+  int *volatile ia = NULL, *volatile ja = NULL;
+  double *volatile ar = NULL;
+  glp_prob *volatile lp = NULL;
+  volatile zz_status st = ZZ_OK;
   if (!terms || !count) {
     st = zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
     goto done;
@@ -239,15 +271,53 @@ static zz_status zz_plan_lp_mem(const zz_model *m, const zz_hw *hw, const zz_pla
     if (k == nc) memcpy(terms[nc++], t, sizeof t);
     count[k]++;
   }
+  /* time in units of the largest term, so the time rows hold numbers near 1 as
+   * the memory rows (GiB) do; a term that is not finite (a rate of ~0 in a
+   * struct that skipped zz_hw_check) is refused before GLPK sees it */
+  double unit = 0;
+  for (int c = 0; c < nc; c++)
+    for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++)
+      for (int q = 0; q < ZZ_TERM_COUNT; q++) {
+        zz_lin *l = &terms[c][ph][q];
+        double sum = fabs(l->c);
+        for (int v = 0; v < ZZ_X_COUNT; v++) sum += fabs(l->a[v]);
+        if (!isfinite(sum)) {
+          st = zz_error(ZZ_ERR_INVALID_ARG, "planner: no plan: the %s term of layer class %d is not finite "
+                        "(hardware \"%s\": a rate of about 0?)", zz_term_name((zz_term)q), c, in->hw->name);
+          goto done;
+        }
+        if (sum > unit) unit = sum;
+      }
+  if (unit <= 0) unit = 1;
+  for (int c = 0; c < nc; c++) /* negligible next to the largest term: 0, not a denormal for GLPK to scale */
+    for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++)
+      for (int q = 0; q < ZZ_TERM_COUNT; q++) {
+        zz_lin *l = &terms[c][ph][q];
+        l->c = fabs(l->c) < 1e-12 * unit ? 0 : l->c / unit;
+        for (int v = 0; v < ZZ_X_COUNT; v++) l->a[v] = fabs(l->a[v]) < 1e-12 * unit ? 0 : l->a[v] / unit;
+      }
   double bls = (double)in->gbs * in->num_gb, n = (double)in->shape.gen_len;
   bool shared = strcmp(in->hw->device, "cpu") == 0;
   int ncols = ZZ_X_COUNT + 2 * nc;
-  int rows_per = in->overlap ? ZZ_TERM_COUNT : 1;
+  const volatile int rows_per = in->overlap ? ZZ_TERM_COUNT : 1;
   int nrows = 3 + 2 * nc * rows_per + ZZ_TIER_COUNT + (shared ? 1 : 0);
   size_t nz_cap = (size_t)nrows * (size_t)(ZZ_X_COUNT + 1) + 16;
   ia = malloc((nz_cap + 1) * sizeof *ia), ja = malloc((nz_cap + 1) * sizeof *ja), ar = malloc((nz_cap + 1) * sizeof *ar);
   if (!ia || !ja || !ar) {
     st = zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
+    goto done;
+  }
+  zz_glp_trap.msg[0] = '\0';
+  glp_term_hook(zz_glp_print, NULL);
+  glp_error_hook(zz_glp_fatal, NULL);
+  if (setjmp(zz_glp_trap.jb)) { /* GLPK failed inside: its memory goes with its environment */
+    glp_error_hook(NULL, NULL);
+    glp_term_hook(NULL, NULL);
+    glp_free_env();
+    lp = NULL;
+    st = zz_error(ZZ_ERR_UNSUPPORTED, "planner: no plan: GLPK failed on the LP of gbs=%d num_gb=%d (%s); the hardware "
+                  "file \"%s\" has rates too far apart to solve", in->gbs, in->num_gb,
+                  zz_glp_trap.msg[0] ? zz_glp_trap.msg : "no message", in->hw->name);
     goto done;
   }
   glp_term_out(GLP_OFF);
@@ -301,14 +371,14 @@ static zz_status zz_plan_lp_mem(const zz_model *m, const zz_hw *hw, const zz_pla
           if (sum.a[v] != 0) ZZ_NZ(r, 1 + v, -sum.a[v]);
       }
     }
-  /* memory per tier, in GiB so the rows are scaled like the time rows */
+  /* memory per tier, in GiB so the rows are scaled like the time rows (near 1) */
   for (int t = 0; t < ZZ_TIER_COUNT; t++, r++) {
     glp_set_row_bnds(lp, r, GLP_UP, 0, (cap[t] - mem->K[t]) / ZZ_GIB);
     for (int P = 0; P < 3; P++)
       if (mem->B[P][t] != 0) ZZ_NZ(r, 1 + 3 * P + t, mem->B[P][t] / ZZ_GIB);
   }
   if (shared) { /* the CPU device's memory is the host's RAM */
-    glp_set_row_bnds(lp, r, GLP_UP, 0, ((double)in->hw->cpu_mem - mem->K[ZZ_TIER_GPU] - mem->K[ZZ_TIER_CPU]) / ZZ_GIB);
+    glp_set_row_bnds(lp, r, GLP_UP, 0, (cap[ZZ_LP_RAM] - mem->K[ZZ_TIER_GPU] - mem->K[ZZ_TIER_CPU]) / ZZ_GIB);
     for (int P = 0; P < 3; P++)
       for (int t = 0; t < 2; t++)
         if (mem->B[P][t] != 0) ZZ_NZ(r, 1 + 3 * P + t, mem->B[P][t] / ZZ_GIB);
@@ -322,17 +392,25 @@ static zz_status zz_plan_lp_mem(const zz_model *m, const zz_hw *hw, const zz_pla
   glp_init_smcp(&parm);
   parm.msg_lev = GLP_MSG_OFF;
   parm.presolve = GLP_OFF; /* GLPK 5.0's presolver left glp_get_obj_val at 0 on these */
+  parm.it_lim = ZZ_LP_IT_LIM;
+  parm.tm_lim = ZZ_LP_TM_LIM_MS;
   int rc = glp_simplex(lp, &parm);
   int status = rc == 0 ? glp_get_status(lp) : GLP_UNDEF;
   if (rc == GLP_ENOPFS || status == GLP_NOFEAS || status == GLP_INFEAS) {
     st = zz_error(ZZ_ERR_INFEASIBLE, "planner: gbs=%d num_gb=%d: no placement fits the tiers", in->gbs, in->num_gb);
+  } else if (rc == GLP_EITLIM || rc == GLP_ETMLIM) { /* not "does not fit": the search must not go on quietly */
+    st = zz_error(ZZ_ERR_UNSUPPORTED, "planner: no plan: GLPK stopped on the LP of gbs=%d num_gb=%d after %s without "
+                  "an optimum; the hardware file \"%s\" has rates too far apart to solve", in->gbs, in->num_gb,
+                  rc == GLP_EITLIM ? "20000 iterations" : "10 s", in->hw->name);
   } else if (rc != 0 || status != GLP_OPT) {
-    st = zz_error(ZZ_ERR_INFEASIBLE, "planner: gbs=%d num_gb=%d: GLPK simplex failed (rc %d, status %d)", in->gbs,
-                  in->num_gb, rc, status);
+    st = zz_error(ZZ_ERR_UNSUPPORTED, "planner: no plan: GLPK's simplex failed on the LP of gbs=%d num_gb=%d (rc %d, "
+                  "status %d%s%s)", in->gbs, in->num_gb, rc, status, zz_glp_trap.msg[0] ? ": " : "", zz_glp_trap.msg);
   } else {
     for (int v = 0; v < ZZ_X_COUNT; v++) x_out[v] = glp_get_col_prim(lp, 1 + v);
-    *obj_out = glp_get_obj_val(lp);
+    *obj_out = glp_get_obj_val(lp) * unit;
   }
+  glp_error_hook(NULL, NULL);
+  glp_term_hook(NULL, NULL);
 done:
   if (lp) glp_delete_prob(lp);
   free(ia), free(ja), free(ar);
@@ -344,8 +422,9 @@ zz_status zz_plan_lp(const zz_model *m, const zz_hw *hw, const zz_planner_opts *
                      const size_t cap[ZZ_TIER_COUNT], double x_out[ZZ_X_COUNT], double *obj_out) {
   zz_lp_mem mem;
   ZZ_CHECK(zz_lp_memory(m, hw, o, in, &mem));
-  double c[ZZ_TIER_COUNT];
+  double c[ZZ_LP_CAPS];
   for (int t = 0; t < ZZ_TIER_COUNT; t++) c[t] = (double)cap[t];
+  c[ZZ_LP_RAM] = (double)hw->cpu_mem;
   return zz_plan_lp_mem(m, hw, o, in, &mem, c, x_out, obj_out);
 }
 
@@ -371,17 +450,18 @@ static zz_policy zz_policy_of(const zz_cost_in *in, const double x[ZZ_X_COUNT]) 
   return p;
 }
 
-/* How far each tier of a plan is over cap (0 where it fits), the shared RAM of
- * the CPU device counted against the CPU tier. */
-static void zz_overshoot(const zz_memplan *p, const zz_hw *hw, const size_t cap[ZZ_TIER_COUNT], double over[ZZ_TIER_COUNT]) {
+/* How far each tier of a plan is over cap (0 where it fits), and on the CPU
+ * device how far its gpu and cpu tiers together are over the RAM they share
+ * (the LP's own row: shrinking the cpu tier for it never moved the answer). */
+static void zz_overshoot(const zz_memplan *p, const zz_hw *hw, const size_t cap[ZZ_TIER_COUNT], double over[ZZ_LP_CAPS]) {
   for (int t = 0; t < ZZ_TIER_COUNT; t++) {
     double need = (double)zz_memplan_tier_total(p, (zz_tier)t);
     over[t] = need > (double)cap[t] ? need - (double)cap[t] : 0;
   }
+  over[ZZ_LP_RAM] = 0;
   if (strcmp(hw->device, "cpu") == 0) {
     double both = (double)zz_memplan_tier_total(p, ZZ_TIER_GPU) + (double)zz_memplan_tier_total(p, ZZ_TIER_CPU);
-    if (both > (double)hw->cpu_mem && both - (double)hw->cpu_mem > over[ZZ_TIER_CPU])
-      over[ZZ_TIER_CPU] = both - (double)hw->cpu_mem;
+    if (both > (double)hw->cpu_mem) over[ZZ_LP_RAM] = both - (double)hw->cpu_mem;
   }
 }
 
@@ -392,17 +472,18 @@ static zz_status zz_candidate(const zz_model *m, const zz_hw *hw, const zz_plann
   ZZ_CHECK(zz_lp_memory(m, hw, o, in, &mem));
   size_t cap[ZZ_TIER_COUNT];
   zz_planner_caps(hw, o, cap);
-  double lpcap[ZZ_TIER_COUNT];
-  for (int t = 0; t < ZZ_TIER_COUNT; t++) lpcap[t] = (double)cap[t];
+  double lpcap[ZZ_LP_CAPS], full[ZZ_LP_CAPS];
+  for (int t = 0; t < ZZ_TIER_COUNT; t++) full[t] = lpcap[t] = (double)cap[t];
+  full[ZZ_LP_RAM] = lpcap[ZZ_LP_RAM] = (double)hw->cpu_mem;
   for (int round_ = 0; round_ < 8; round_++) {
     double x[ZZ_X_COUNT], obj;
     ZZ_CHECK(zz_plan_lp_mem(m, hw, o, in, &mem, lpcap, x, &obj));
     zz_policy p = zz_policy_of(in, x);
     zz_memplan plan;
     ZZ_CHECK(zz_plan_build(m, hw, o, &p, &plan));
-    double over[ZZ_TIER_COUNT];
+    double over[ZZ_LP_CAPS];
     zz_overshoot(&plan, hw, cap, over);
-    bool fits = over[0] == 0 && over[1] == 0 && over[2] == 0;
+    bool fits = over[0] == 0 && over[1] == 0 && over[2] == 0 && over[ZZ_LP_RAM] == 0;
     if (fits) {
       memset(out, 0, sizeof *out);
       out->policy = p;
@@ -414,8 +495,8 @@ static zz_status zz_candidate(const zz_model *m, const zz_hw *hw, const zz_plann
       return ZZ_OK;
     }
     zz_memplan_free(&plan);
-    for (int t = 0; t < ZZ_TIER_COUNT; t++)
-      if (over[t] > 0) lpcap[t] -= over[t] + 0.002 * (double)cap[t];
+    for (int t = 0; t < ZZ_LP_CAPS; t++)
+      if (over[t] > 0) lpcap[t] -= over[t] + 0.002 * full[t];
   }
   return zz_error(ZZ_ERR_INFEASIBLE, "planner: gbs=%d num_gb=%d: no rounded placement fits", in->gbs, in->num_gb);
 }
@@ -424,7 +505,8 @@ static zz_status zz_candidate(const zz_model *m, const zz_hw *hw, const zz_plann
 
 
 /* Why nothing fits: the smallest block with everything that can leave a tier
- * moved off it, tier by tier. */
+ * moved off it, tier by tier. Each message names the tier that is short, by how
+ * much, and what would fit. */
 static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs) {
   size_t cap[ZZ_TIER_COUNT];
   zz_planner_caps(hw, o, cap);
@@ -440,22 +522,52 @@ static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner
   double need[ZZ_TIER_COUNT];
   for (int t = 0; t < ZZ_TIER_COUNT; t++) need[t] = (double)zz_memplan_tier_total(&plan, (zz_tier)t);
   zz_memplan_free(&plan);
-  char a[32], b[32], d[32], e[32];
+  char a[32], b[32], d[32], e[32], f[32];
+#define ZZ_B(v, buf) zz_format_bytes((v) > 0 ? (size_t)(v) : 0, buf, sizeof buf)
+  static const char *const flag[ZZ_TIER_COUNT] = {"--gpu-mem", "--cpu-mem", "--disk-mem"};
   for (int t = 0; t < 2; t++)
     if (need[t] > (double)cap[t])
       return zz_error(ZZ_ERR_INFEASIBLE,
                       "no policy fits: the %s tier is short by %s — even gbs=%d num_gb=1 with all weights, cache and "
-                      "activations%s on disk needs %s there (buffers the schedule cannot move) and it has %s",
-                      zz_tier_name((zz_tier)t), zz_format_bytes((size_t)(need[t] - (double)cap[t]), a, sizeof a), gbs, how,
-                      zz_format_bytes((size_t)need[t], b, sizeof b), zz_format_bytes(cap[t], d, sizeof d));
+                      "activations%s on disk needs %s there (buffers the schedule cannot move) and it has %s; a %s "
+                      "tier of %s or more would fit (%s, or the hardware file)",
+                      zz_tier_name((zz_tier)t), ZZ_B(need[t] - (double)cap[t], a), gbs, how, ZZ_B(need[t], b),
+                      ZZ_B((double)cap[t], d), zz_tier_name((zz_tier)t), ZZ_B(need[t], e), flag[t]);
+  bool shared = strcmp(hw->device, "cpu") == 0; /* the gpu and cpu tiers are both the host's RAM */
+  double ram = (double)hw->cpu_mem;
+  if (shared && need[0] + need[1] > ram)
+    return zz_error(ZZ_ERR_INFEASIBLE,
+                    "no policy fits: the host's RAM is short by %s — on the cpu device the gpu and cpu tiers are both "
+                    "RAM, and even gbs=%d num_gb=1 with everything%s on disk needs %s of it (buffers the schedule cannot "
+                    "move) and the hardware file gives %s; cpu_mem_bytes of %s or more would fit",
+                    ZZ_B(need[0] + need[1] - ram, a), gbs, how, ZZ_B(need[0] + need[1], b), ZZ_B(ram, d),
+                    ZZ_B(need[0] + need[1], e));
+  /* homes the disk cannot hold could go to the room the gpu and cpu tiers have left */
   double spare = (double)cap[ZZ_TIER_GPU] - need[0] + (double)cap[ZZ_TIER_CPU] - need[1];
+  if (shared && ram - need[0] - need[1] < spare) spare = ram - need[0] - need[1];
+  if (spare < 0) spare = 0;
   double short_ = need[2] - (double)cap[ZZ_TIER_DISK] - spare;
+  if (short_ > 0)
+    return zz_error(ZZ_ERR_INFEASIBLE,
+                    "no policy fits: the disk tier is short by about %s — even gbs=%d num_gb=1 needs %s for weights, "
+                    "cache and activations%s, the disk has %s and the gpu and cpu tiers can take only about %s of it; "
+                    "a disk tier of about %s or more would fit (--disk-mem, or --offload-dir on a larger disk)",
+                    ZZ_B(short_, a), gbs, ZZ_B(need[2], b), how, ZZ_B((double)cap[ZZ_TIER_DISK], d), ZZ_B(spare, e),
+                    ZZ_B(need[2] - spare, f));
+  /* no tier is short for that block: the engine's own check says whether it
+   * runs, and either way the message says what would */
+  char pb[256];
+  zz_policy_str(&p, pb, sizeof pb);
+  zz_planner_opts ob = *o;
+  zz_status st = zz_plan_check(m, hw, &ob, &p, &plan);
+  if (st != ZZ_OK) return st; /* its message names the tier and the numbers */
+  zz_memplan_free(&plan);
+#undef ZZ_B
   return zz_error(ZZ_ERR_INFEASIBLE,
-                  "no policy fits: the disk tier is short by about %s — gbs=%d num_gb=1 needs %s for weights, cache and "
-                  "activations%s, the disk has %s and the GPU and CPU tiers can take about %s more",
-                  zz_format_bytes(short_ > 0 ? (size_t)short_ : 0, a, sizeof a), gbs, how,
-                  zz_format_bytes((size_t)need[2], b, sizeof b), zz_format_bytes(cap[ZZ_TIER_DISK], d, sizeof d),
-                  zz_format_bytes(spare > 0 ? (size_t)spare : 0, e, sizeof e));
+                  "no policy fits the search, though no tier is short: gbs=%d num_gb=1 with everything%s on disk fits "
+                  "(--policy \"%s\"); the rounded placements the LP proposed did not, so this is a planner defect: "
+                  "please report it with the command line",
+                  gbs, how, pb);
 }
 
 zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int num_gb,

@@ -80,6 +80,15 @@ zz_status zz_hw_load(const char *path, zz_hw *out);
 zz_status zz_hw_save(const zz_hw *hw, const char *path);
 /* The checks zz_hw_load runs, on a struct (where: the file name for messages). */
 zz_status zz_hw_check(const zz_hw *hw, const char *where);
+/* A run (generate, bench) with a hardware file: the device it opens, --device
+ * (device: "auto", "cpu" or "cuda") or under auto the file's. */
+const char *zz_hw_run_device(const zz_hw *hw, const char *device);
+/* Whether hw describes this machine closely enough to run its plan here: the
+ * device a run computes on is the file's, and the RAM the plan may fill (the cpu
+ * tier: cpu_cap, else the file's; on the cpu device also its memory: gpu_cap,
+ * else the file's) is at most this machine's (MemTotal). ZZ_ERR_INVALID_ARG
+ * naming the file, both numbers and what to do otherwise. where: the file name. */
+zz_status zz_hw_check_here(const zz_hw *hw, const char *where, const char *device, size_t cpu_cap, size_t gpu_cap);
 /* Rate of a curve at x (see zz_hw_point). */
 double zz_hw_rate(const zz_hw_point *pts, int n, double x);
 /* The thread count of the fastest CPU attention within max_threads (>= 1). */
@@ -193,6 +202,7 @@ typedef struct zz_planner_opts {
   int max_gbs;                  /* 0: no bound besides memory */
   int max_block;                /* largest gbs x num_gb (the prompts there are); 0: no bound */
   bool verbose;
+  bool progress;                /* a pipeline search says on stderr, every few seconds, how far it is */
 } zz_planner_opts;
 
 void zz_planner_opts_default(zz_planner_opts *o);

@@ -195,9 +195,29 @@ static zz_status zz_engine_alloc_parts(zz_engine *e) {
   return ZZ_OK;
 }
 
+/* A run allocates what its capacities allow, so none may exceed the machine's
+ * RAM (MemTotal, zz_host_memory_bytes): the cpu tier on any device, and the cpu
+ * device's own arena, which is host memory too. Refused rather than warned: a
+ * plan sized for memory that is not there swaps or is killed mid-run. The
+ * planner's zz_engine_plan_check may describe another machine; this is for runs. */
+static zz_status zz_engine_caps_check(const zz_device *dev, const zz_engine_opts *o) {
+  size_t ram = zz_host_memory_bytes();
+  char a[32], b[32];
+  if (o->tiers.cap[ZZ_TIER_CPU] > ram)
+    return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-mem %s is more than this machine's %s of RAM (MemTotal): give at most "
+                    "that, or 0 for all of it", zz_format_bytes(o->tiers.cap[ZZ_TIER_CPU], a, sizeof a),
+                    zz_format_bytes(ram, b, sizeof b));
+  if (dev->ops->memory_is_host && dev->capacity > ram)
+    return zz_error(ZZ_ERR_INVALID_ARG, "--gpu-mem %s: the %s device's memory is host RAM, and this machine has %s "
+                    "(MemTotal): give at most that, or 0 for all of it", zz_format_bytes(dev->capacity, a, sizeof a),
+                    dev->ops->name, zz_format_bytes(ram, b, sizeof b));
+  return ZZ_OK;
+}
+
 zz_status zz_engine_create_opts(zz_device *dev, const zz_model *m, const zz_checkpoint *ck, const zz_engine_opts *o,
                                 zz_engine **out) {
   if (ck) ZZ_CHECK(zz_checkpoint_check_model(ck, m));
+  ZZ_CHECK(zz_engine_caps_check(dev, o));
   zz_memplan plan;
   ZZ_CHECK(zz_engine_plan_check(dev, m, o, &plan));
   zz_engine *e = calloc(1, sizeof *e);

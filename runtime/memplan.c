@@ -281,12 +281,12 @@ zz_status zz_memplan_check(const zz_memplan *p, const size_t cap[ZZ_TIER_COUNT])
   for (int t = 0; t < ZZ_TIER_COUNT; t++) {
     size_t need = zz_memplan_tier_total(p, (zz_tier)t);
     if (need <= cap[t]) continue;
-    char a[32], b[32], w[32], kv[32], ac[32], sg[32], ws[32];
+    char a[32], b[32], w[32], kv[32], ac[32], sg[32], ws[32], sh[32];
     const size_t *x = p->bytes[t];
     return zz_error(ZZ_ERR_INFEASIBLE,
-                    "policy does not fit the %s tier: it needs %s (weights %s, cache %s, activations %s, "
+                    "policy does not fit the %s tier, short by %s: it needs %s (weights %s, cache %s, activations %s, "
                     "staging %s, workspace %s) and the capacity is %s",
-                    zz_tier_name((zz_tier)t), zz_format_bytes(need, a, sizeof a),
+                    zz_tier_name((zz_tier)t), zz_format_bytes(need - cap[t], sh, sizeof sh), zz_format_bytes(need, a, sizeof a),
                     zz_format_bytes(x[ZZ_PURPOSE_WEIGHTS], w, sizeof w), zz_format_bytes(x[ZZ_PURPOSE_CACHE], kv, sizeof kv),
                     zz_format_bytes(x[ZZ_PURPOSE_ACT], ac, sizeof ac), zz_format_bytes(x[ZZ_PURPOSE_STAGING], sg, sizeof sg),
                     zz_format_bytes(x[ZZ_PURPOSE_WORKSPACE], ws, sizeof ws), zz_format_bytes(cap[t], b, sizeof b));
@@ -313,11 +313,13 @@ const char *zz_buffer_str(const zz_buffer *x, char *buf, size_t len) {
 zz_status zz_memplan_check_shared(const zz_memplan *p, size_t host_ram) {
   size_t dev = zz_memplan_tier_total(p, ZZ_TIER_GPU), cpu = zz_memplan_tier_total(p, ZZ_TIER_CPU);
   if (dev <= host_ram && cpu <= host_ram - dev) return ZZ_OK;
-  char a[32], b[32], s[32], r[32];
+  char a[32], b[32], s[32], r[32], sh[32];
+  size_t both = dev + cpu < dev ? SIZE_MAX : dev + cpu;
   return zz_error(ZZ_ERR_INFEASIBLE,
-                  "policy does not fit this machine's RAM: the cpu device's arena (gpu tier, %s) and the cpu tier "
-                  "(%s) are both host memory, together %s, and the machine has %s; move weights or cache to disk",
-                  zz_format_bytes(dev, a, sizeof a), zz_format_bytes(cpu, b, sizeof b),
-                  zz_format_bytes(dev + cpu < dev ? SIZE_MAX : dev + cpu, s, sizeof s),
+                  "policy does not fit this machine's RAM, short by %s: the cpu device's arena (gpu tier, %s) and the "
+                  "cpu tier (%s) are both host memory, together %s, and the machine has %s; move weights or cache to "
+                  "disk",
+                  zz_format_bytes(both - host_ram, sh, sizeof sh), zz_format_bytes(dev, a, sizeof a),
+                  zz_format_bytes(cpu, b, sizeof b), zz_format_bytes(both, s, sizeof s),
                   zz_format_bytes(host_ram, r, sizeof r));
 }

@@ -573,6 +573,153 @@ static void test_pipe_one_rank(void) {
   free(p);
 }
 
+/* ---------------------------------------------------------------- issue #21: hardware file ranges */
+
+/* Every number of the file against a physical range: refused naming the field,
+ * the value and the range (1e-300 rates aborted GLPK; threads of 1e10 were
+ * converted to int past its range). */
+static void test_hw_ranges(void) {
+  static const struct {
+    const char *field, *value, *name; /* name: what the message must say */
+  } bad[] = {
+      {"ctog_bytes_per_s", "1e-300", "ctog_bytes_per_s = 1e-300"},
+      {"ctog_bytes_per_s", "1.3e16", "ctog_bytes_per_s = 1.3e+16"},
+      {"gtoc_bytes_per_s", "10", "gtoc_bytes_per_s = 10"},
+      {"disk_read_bytes_per_s", "1e-300", "disk_read_bytes_per_s"},
+      {"bmm_decode_flops", "1e-300", "bmm_decode_flops"},
+      {"bmm_prefill_flops", "1e30", "bmm_prefill_flops"},
+      {"cpu_flops", "1e-300", "cpu_flops"},
+      {"gemm_flops", "[[1, 1e-300]]", "gemm_flops[0][1]"},
+      {"gemm_flops", "[[0.5, 1e9]]", "gemm_flops[0][0]"},
+      {"cpu_attention_flops", "[[1e10, 1e9]]", "cpu_attention_flops[0][0] (threads) = 1e+10"},
+      {"cpu_attention_flops", "[[1.5, 1e9]]", "cpu_attention_flops[0][0]"},
+      {"cpu_attention_flops", "[[2, 1e-300]]", "cpu_attention_flops[0][1]"},
+      {"cpu_cores", "5000", "cpu_cores = 5000"},
+      {"cpu_cores", "1e10", "cpu_cores = 1e+10"},
+      {"cpu_mem_bytes", "1e30", "cpu_mem_bytes = 1e+30"},
+      {"cpu_mem_bytes", "2e15", "cpu_mem_bytes = 2e+15"},
+      {"gpu_mem_bytes", "0", "gpu_mem_bytes = 0"},
+      {"disk_mem_bytes", "2e15", "disk_mem_bytes"},
+      {"net_latency_s", "1e6", "net_latency_s"},
+      {"net_bytes_per_s", "1e-300", "net_bytes_per_s"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    /* a good file with that one field replaced */
+    static const char *const keys[][2] = {
+        {"gpu_mem_bytes", "1e9"}, {"cpu_mem_bytes", "1e9"}, {"disk_mem_bytes", "1e9"}, {"cpu_cores", "2"},
+        {"ctog_bytes_per_s", "1e9"}, {"gtoc_bytes_per_s", "1e9"}, {"disk_read_bytes_per_s", "1e9"},
+        {"disk_write_bytes_per_s", "1e9"}, {"gemm_flops", "[[1, 1e9]]"}, {"bmm_prefill_flops", "1e9"},
+        {"bmm_decode_flops", "1e9"}, {"cpu_attention_flops", "[[1, 1e9]]"}, {"cpu_flops", "1e9"},
+        {"net_latency_s", "0"}, {"net_bytes_per_s", "0"},
+    };
+    char buf[2048];
+    int n = snprintf(buf, sizeof buf, "{\"name\": \"x\", \"device\": \"cuda\"");
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+      n += snprintf(buf + n, sizeof buf - (size_t)n, ", \"%s\": %s", keys[k][0],
+                    strcmp(keys[k][0], bad[i].field) == 0 ? bad[i].value : keys[k][1]);
+    snprintf(buf + n, sizeof buf - (size_t)n, "}");
+    zz_status st = load_text(buf);
+    CU_ASSERT_EQUAL(st, ZZ_ERR_FORMAT);
+    if (st != ZZ_ERR_FORMAT || !strstr(zz_error_message(), bad[i].name) || !strstr(zz_error_message(), " to "))
+      fprintf(stderr, "\n  %s = %s: %s: %s\n", bad[i].field, bad[i].value, zz_status_str(st), zz_error_message());
+    CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), bad[i].name));
+    CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), " to ")); /* the range */
+    zz_error_clear();
+  }
+  /* a struct that never went through the check (the profile's, a test's) still
+   * picks a thread count in range */
+  zz_hw h = test_hw();
+  h.n_cpu_attn = 2, h.cpu_attn[0] = (zz_hw_point){1, 1e9}, h.cpu_attn[1] = (zz_hw_point){1e10, 2e9};
+  CU_ASSERT_EQUAL(zz_hw_attn_threads(&h, 8), 1);
+}
+
+/* A struct that skipped zz_hw_check (rates of 1e-300, a bus 1e6 x too fast):
+ * the LP answers or says "no plan", never aborts inside GLPK or spins. */
+static void test_lp_extreme_rates(void) {
+  zz_config cfg;
+  zz_model m = {0};
+  CU_ASSERT_EQUAL_FATAL(zz_config_preset("opt-6.7b", &cfg), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_model_init(&cfg, &m), ZZ_OK);
+  zz_planner_opts o = small_opts();
+  zz_plan plan;
+  zz_hw hw;
+  CU_ASSERT_EQUAL_FATAL(zz_hw_load(ZZ_PLANNER_HW_DIR "/t4-gcp.json", &hw), ZZ_OK);
+  hw.ctog_bw = hw.gtoc_bw = hw.disk_read_bw = hw.disk_write_bw = hw.quant_bw = 1e-300;
+  hw.bmm_prefill_flops = hw.bmm_decode_flops = hw.bmm_prefill_q4_flops = hw.bmm_decode_q4_flops = 1e-300;
+  for (int i = 0; i < hw.n_gemm; i++) hw.gemm[i].y = 1e-300;
+  for (int i = 0; i < hw.n_gemm_q4; i++) hw.gemm_q4[i].y = 1e-300;
+  for (int i = 0; i < hw.n_cpu_attn; i++) hw.cpu_attn[i].y = 1e-300;
+  for (int i = 0; i < hw.n_cpu_attn_q4; i++) hw.cpu_attn_q4[i].y = 1e-300;
+  o.shape = (zz_shape){512, 32};
+  zz_status st = zz_plan_search(&m, &hw, &o, &plan);
+  if (st != ZZ_OK) fprintf(stderr, "\n  rates of 1e-300: %s\n", zz_error_message());
+  CU_ASSERT(st == ZZ_OK || zz_error_message()[0] != '\0');
+  zz_error_clear();
+  CU_ASSERT_EQUAL_FATAL(zz_hw_load(ZZ_PLANNER_HW_DIR "/t4-gcp.json", &hw), ZZ_OK);
+  hw.ctog_bw = 1e16, hw.disk_read_bw = 1e6;
+  st = zz_plan_search(&m, &hw, &o, &plan);
+  CU_ASSERT(st == ZZ_OK || zz_error_message()[0] != '\0');
+  zz_error_clear();
+  zz_model_free(&m);
+}
+
+/* The CPU device's gpu and cpu tiers share the RAM: a plan whose rounded
+ * placement overshoots it shrinks the LP's RAM row (it shrank the cpu tier,
+ * which held nothing, 8 times, and reported "the disk tier is short by 0 B"). */
+static void test_search_shared_ram(void) {
+  zz_config cfg;
+  zz_model m = {0};
+  CU_ASSERT_EQUAL_FATAL(zz_config_preset("llama-2-70b", &cfg), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_model_init(&cfg, &m), ZZ_OK);
+  zz_hw hw = test_hw_q4(0.5, 1e9);
+  snprintf(hw.device, sizeof hw.device, "cpu");
+  hw.gpu_mem = hw.cpu_mem = 25276063744, hw.disk_mem = 85247959040; /* this build machine's */
+  hw.cpu_cores = 2;
+  zz_planner_opts o;
+  zz_planner_opts_default(&o);
+  o.shape = (zz_shape){512, 32};
+  static const int g[] = {1}, nb[] = {1};
+  o.gbs_list = g, o.n_gbs = 1, o.num_gb_list = nb, o.n_num_gb = 1;
+  zz_plan plan;
+  zz_status st = zz_plan_search(&m, &hw, &o, &plan);
+  if (st != ZZ_OK) fprintf(stderr, "\n  %s\n", zz_error_message());
+  CU_ASSERT_EQUAL(st, ZZ_OK);
+  if (st == ZZ_OK) CU_ASSERT(plan.cost.peak[ZZ_TIER_GPU] + plan.cost.peak[ZZ_TIER_CPU] <= hw.cpu_mem);
+  zz_error_clear();
+  zz_model_free(&m);
+}
+
+/* A run with a hardware file runs on the machine the file describes: the same
+ * device kind, no more RAM than this machine has (issue #21 item 15). */
+static void test_hw_check_here(void) {
+  zz_hw cuda = test_hw(), cpu = test_hw();
+  snprintf(cpu.device, sizeof cpu.device, "cpu");
+  cuda.cpu_mem = cpu.cpu_mem = cpu.gpu_mem = (size_t)1 << 20;
+  CU_ASSERT_STRING_EQUAL(zz_hw_run_device(&cuda, "auto"), "cuda");
+  CU_ASSERT_STRING_EQUAL(zz_hw_run_device(&cpu, "auto"), "cpu");
+  CU_ASSERT_STRING_EQUAL(zz_hw_run_device(&cpu, "cuda"), "cuda");
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cuda, "t4.json", "auto", 0, 0), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cpu, "box.json", "cpu", 0, 0), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cuda, "t4.json", "cpu", 0, 0), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "t4.json describes a cuda machine"));
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cpu, "box.json", "cuda", 0, 0), ZZ_ERR_INVALID_ARG);
+  /* RAM beyond this machine's: the file's, or --cpu-mem's; a --cpu-mem within it is fine */
+  size_t ram = zz_host_memory_bytes();
+  cuda.cpu_mem = ram + ((size_t)1 << 30);
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cuda, "t4.json", "auto", 0, 0), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "cpu_mem_bytes"));
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cuda, "t4.json", "auto", (size_t)1 << 20, 0), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cpu, "box.json", "auto", ram + 1, 0), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "--cpu-mem"));
+  /* the cpu device's own memory is RAM too; a GPU's is not */
+  cpu.gpu_mem = cuda.gpu_mem = ram + ((size_t)1 << 30);
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cpu, "box.json", "auto", 0, 0), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "gpu_mem_bytes"));
+  cuda.cpu_mem = (size_t)1 << 20;
+  CU_ASSERT_EQUAL(zz_hw_check_here(&cuda, "t4.json", "auto", 0, 0), ZZ_OK);
+  zz_error_clear();
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(void) {
@@ -595,6 +742,10 @@ int main(void) {
   CU_add_test(s, "sizes: the GPU attention scratch", test_gpu_attention_scratch);
   CU_add_test(s, "pipeline: the split", test_split);
   CU_add_test(s, "pipeline: one rank is the single plan", test_pipe_one_rank);
+  CU_add_test(s, "hardware file: every number in its physical range", test_hw_ranges);
+  CU_add_test(s, "LP: rates far out of range answer or say no plan", test_lp_extreme_rates);
+  CU_add_test(s, "search: the CPU device's shared RAM in the rounding", test_search_shared_ram);
+  CU_add_test(s, "hardware file: a run is on the machine the file describes", test_hw_check_here);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failures = CU_get_number_of_failures();

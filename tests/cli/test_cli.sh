@@ -463,5 +463,57 @@ check "a compression format that does not exist is refused, naming it" \
 zz perplexity --model "$TRAINED"
 check "perplexity without --text: refused with a message" eval '[ "$RC" -eq 2 ] && has "--text FILE is required" err'
 
+# ------------------------------------------------------------ k. the hardware file and this machine (issue #21)
+
+# one good cpu-device file; hw_with KEY VALUE writes it with that one field replaced into hwx.json
+HWX='"name": "x", "device": "cpu", "gpu_mem_bytes": 1e9, "cpu_mem_bytes": 1e9, "disk_mem_bytes": 1e10, "cpu_cores": 2,
+ "ctog_bytes_per_s": 5e9, "gtoc_bytes_per_s": 5e9, "disk_read_bytes_per_s": 1e9, "disk_write_bytes_per_s": 5e8,
+ "gemm_flops": [[1, 2e9], [64, 3e10]], "bmm_prefill_flops": 1e10, "bmm_decode_flops": 3e9,
+ "cpu_attention_flops": [[1, 2e9], [2, 3e9]], "cpu_flops": 3e10'
+hw_with() { echo "{$HWX}" | sed "s/\"$1\": \(\[\[[^]]*\]\(, \[[^]]*\]\)*\]\|[^,}]*\)/\"$1\": $2/" >hwx.json; }
+hw_with ctog_bytes_per_s 1e-300
+zz plan --model opt-6.7b --hw hwx.json --prompt-len 512 --gen-len 32
+check "a rate of 1e-300 is refused naming the field, the value and the range (GLPK aborted on it)" \
+  eval '[ "$RC" -eq 1 ] && has "ctog_bytes_per_s = 1e-300: want a number from 1e+06 to 1e+13 B/s" err'
+hw_with cpu_attention_flops '[[1e10, 1e9]]'
+zz plan --model opt-6.7b --hw hwx.json --prompt-len 512 --gen-len 32
+check "a thread count of 1e10 is refused naming the field and the range (it was converted past int)" \
+  eval '[ "$RC" -eq 1 ] && has "cpu_attention_flops[0][0] (threads) = 1e+10: want a whole number from 1 to 4096" err'
+
+zz "${GEN[@]}" --prompts golden_text.jsonl --out t4run.jsonl --device cpu --hw "$HW/t4-gcp.json"
+check "generate --device cpu with a T4 hardware file is refused naming both devices" \
+  eval '[ "$RC" -ne 0 ] && has "describes a cuda machine" err && has "computes on cpu" err'
+hw_with cpu_mem_bytes 9e14
+zz bench --model "$TINY" --prompt-len 8 --gen-len 2 --hw hwx.json
+check "bench --hw with more RAM than this machine has is refused naming cpu_mem_bytes and MemTotal" \
+  eval '[ "$RC" -ne 0 ] && has "cpu_mem_bytes" err && has "MemTotal" err'
+zz bench --model "$TINY" --prompt-len 8 --gen-len 2 --gpu-batch-size 1 --cpu-mem 900T
+check "--cpu-mem above physical RAM is refused (any device)" \
+  eval '[ "$RC" -ne 0 ] && has "--cpu-mem 900.00 TiB is more than this machine" err'
+
+# the numbers of a 23.5 GiB, 2-core cpu box with a 79 GiB disk (where issue #21 saw it)
+cat >box.json <<'EOF'
+{"name": "box", "device": "cpu", "gpu_mem_bytes": 25276063744, "cpu_mem_bytes": 25276063744,
+ "disk_mem_bytes": 85247959040, "cpu_cores": 2, "ctog_bytes_per_s": 1.07e9, "gtoc_bytes_per_s": 2.9e9,
+ "disk_read_bytes_per_s": 4.2e8, "disk_write_bytes_per_s": 2.4e8, "gemm_flops": [[1, 7e8], [16, 1.1e10], [256, 4e10]],
+ "bmm_prefill_flops": 2e9, "bmm_decode_flops": 1e9, "cpu_attention_flops": [[1, 1e9], [2, 1.8e9]], "cpu_flops": 4e10,
+ "gemm_q4_flops": [[1, 5e8], [256, 2e10]], "bmm_prefill_q4_flops": 1.2e9, "bmm_decode_q4_flops": 6e8,
+ "cpu_attention_q4_flops": [[1, 3e8], [2, 5e8]], "quant_bytes_per_s": 3.6e7}
+EOF
+zz plan --model llama-2-70b --hw box.json --prompt-len 512 --gen-len 32
+check "plan llama-2-70b on a 23.5 GiB cpu box finds a plan (the shared RAM was never cut; it said 'short by about 0 B')" \
+  eval '[ "$RC" -eq 0 ] && has "policy gbs=" outp'
+zz plan --model llama-2-70b --hw box.json --prompt-len 512 --gen-len 32 --disk-mem 10G
+check "no plan: the message names the short tier, by how much and what would fit" \
+  eval '[ "$RC" -eq 1 ] && has "the disk tier is short by about" err && has "would fit" err && ! has "short by about 0 B" err'
+
+start=$(date +%s)
+zz plan --model opt-125m --prompt-len 8 --gen-len 2 --cpu-mem 900T
+check "plan without --hw (this machine) refuses --cpu-mem above its RAM before measuring" \
+  eval '[ "$RC" -ne 0 ] && has "--cpu-mem 900.00 TiB is more than its" err && ! has "profile: " err'
+zz profile --out "$W/no-such-dir/hw.json"
+check "profile --out into a missing directory is refused before measuring" \
+  eval '[ "$RC" -ne 0 ] && has "no-such-dir does not exist" err && ! has "profile: " err && [ $(($(date +%s) - start)) -lt 5 ]'
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -12,7 +12,9 @@
 #include "zz_launch.h"
 
 /* SIZE: text kept as given ("16G"), checked by zz_parse_bytes at parse time */
-typedef enum { ZZ_OPT_STR, ZZ_OPT_INT, ZZ_OPT_LL, ZZ_OPT_FLOAT, ZZ_OPT_FLAG, ZZ_OPT_PERCENT, ZZ_OPT_SIZE } zz_opt_type;
+/* SPARSITY: a decimal of at most 9 places read exactly (zz_sparsity_parse) into a double */
+typedef enum { ZZ_OPT_STR, ZZ_OPT_INT, ZZ_OPT_LL, ZZ_OPT_FLOAT, ZZ_OPT_FLAG, ZZ_OPT_PERCENT, ZZ_OPT_SIZE,
+               ZZ_OPT_SPARSITY } zz_opt_type;
 
 typedef struct zz_opt_def {
   const char *flag;   /* without the leading "--" */
@@ -65,7 +67,7 @@ static const zz_opt_def zz_opt_table[] = {
      "run decode attention on the CPU beside a KV cache that is not on the GPU", true, 0, 0, false},
     {"compress-weight", NULL, ZZ_OPT_FLAG, ZZ_O(compress_weight), NULL, "store weights in 4 bits (group 64); --policy cw=BITS/GROUP for another format", true, 0, 0, false},
     {"compress-cache", NULL, ZZ_OPT_FLAG, ZZ_O(compress_cache), NULL, "store the KV cache in 4 bits (group 64 along the head dim); --policy cc=BITS/GROUP for another", true, 0, 0, false},
-    {"attn-sparsity", NULL, ZZ_OPT_FLOAT, ZZ_O(attn_sparsity), "1", "decoding keeps the top ceil(s * len) keys per query and reads only their V rows; 1 = dense", true, 0, 1, true},
+    {"attn-sparsity", NULL, ZZ_OPT_SPARSITY, ZZ_O(attn_sparsity), "1", "decoding keeps the top ceil(s * len) keys per query and reads only their V rows; 1 = dense", true, 0, 1, true},
     {"no-overlap", NULL, ZZ_OPT_FLAG, ZZ_O(no_overlap), NULL, "run loads, stores and compute one after another", true, 0, 0, false},
     {"policy", "ZZ_POLICY", ZZ_OPT_STR, ZZ_O(policy), NULL,
      "the whole policy as the one line zigzag prints (instead of the policy flags)", false, 0, 0, false},
@@ -118,6 +120,7 @@ static const char *zz_opt_range(const zz_opt_def *d, char *buf, size_t len) {
     case ZZ_OPT_FLOAT: snprintf(buf, len, "a number in %c%g, %g]", d->lo_open ? '(' : '[', d->lo, d->hi); break;
     case ZZ_OPT_PERCENT: snprintf(buf, len, "six numbers in [%g, %g]", d->lo, d->hi); break;
     case ZZ_OPT_SIZE: snprintf(buf, len, "a size such as 16G, 512M or 1000 (bytes)"); break;
+    case ZZ_OPT_SPARSITY: snprintf(buf, len, "a decimal in (0, 1] of at most 9 places"); break;
     default: snprintf(buf, len, "text"); break;
   }
   return buf;
@@ -151,6 +154,15 @@ static int zz_opt_set(const zz_opt_def *d, const char *v, zz_opts *o, const char
       long long x = strtoll(v, &end, 10);
       if (end == v || *end || errno || !zz_in_range(d, (double)x)) break;
       *(long long *)base = x;
+      return 0;
+    }
+    case ZZ_OPT_SPARSITY: {
+      double x;
+      if (zz_sparsity_parse(v, "", &x) != ZZ_OK) {
+        zz_error_clear();
+        break;
+      }
+      *(double *)base = x;
       return 0;
     }
     case ZZ_OPT_FLOAT: {
@@ -406,6 +418,36 @@ zz_status zz_opts_device_at(const zz_opts *o, int ordinal, zz_device **out) {
     *out = NULL;
   }
   return st;
+}
+
+/* --layers "a,b,c": exactly nranks - 1 strictly increasing cut points inside the
+ * layer list, digits and commas only (strtol's spaces and signs are refused), read
+ * without stepping past the text's end. */
+zz_status zz_opts_parse_layers(const char *text, int nlayers, int nranks, int *bounds) {
+  const char *c = text;
+  bounds[0] = 0;
+  bounds[nranks] = nlayers;
+  for (int r = 1; r < nranks; r++) {
+    if (r > 1 && *c++ != ',')
+      return zz_error(ZZ_ERR_INVALID_ARG, "--layers %.200s: want %d cut points for %d ranks, separated by commas; "
+                      "found %d", text, nranks - 1, nranks, r - 1);
+    if (*c < '0' || *c > '9')
+      return zz_error(ZZ_ERR_INVALID_ARG, "--layers %.200s: cut point %d is not a number (want %d comma-separated "
+                      "integers for %d ranks)", text, r, nranks - 1, nranks);
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(c, &end, 10);
+    if (errno || v <= bounds[r - 1] || v >= nlayers)
+      return zz_error(ZZ_ERR_INVALID_ARG, "--layers %.200s: want %d increasing cut points in 1..%d (the layer list: 0 "
+                      "input embedding, 2i+1 and 2i+2 attention and MLP of transformer layer i, %d output "
+                      "embedding)", text, nranks - 1, nlayers - 1, nlayers - 1);
+    bounds[r] = (int)v;
+    c = end;
+  }
+  if (*c)
+    return zz_error(ZZ_ERR_INVALID_ARG, "--layers %.200s: want exactly %d cut point%s for %d rank%s; '%.40s' is left over",
+                    text, nranks - 1, nranks == 2 ? "" : "s", nranks, nranks == 1 ? "" : "s", c);
+  return ZZ_OK;
 }
 
 int zz_report_failure(zz_status st) {

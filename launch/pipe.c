@@ -57,26 +57,6 @@ static void zz_pipe_abort_hook(void) { MPI_Abort(MPI_COMM_WORLD, 1); }
 
 /* ---------------------------------------------------------------- the split */
 
-/* --layers "a,b,c": m - 1 strictly increasing cut points inside the layer list. */
-static zz_status zz_pipe_parse_layers(const char *text, int nlayers, int nranks, int *bounds) {
-  const char *c = text;
-  bounds[0] = 0;
-  bounds[nranks] = nlayers;
-  for (int r = 1; r < nranks; r++) {
-    char *end = NULL;
-    long v = strtol(c, &end, 10);
-    if (end == c || v <= bounds[r - 1] || v >= nlayers)
-      return zz_error(ZZ_ERR_INVALID_ARG, "--layers %s: want %d increasing cut points in 1..%d (the layer list: 0 "
-                      "input embedding, 2i+1 and 2i+2 attention and MLP of transformer layer i, %d output "
-                      "embedding)", text, nranks - 1, nlayers - 1, nlayers - 1);
-    bounds[r] = (int)v;
-    c = end;
-    if (r + 1 < nranks && *c++ != ',') break;
-  }
-  if (*c) return zz_error(ZZ_ERR_INVALID_ARG, "--layers %s: want exactly %d cut points for %d ranks", text, nranks - 1, nranks);
-  return ZZ_OK;
-}
-
 /* ---------------------------------------------------------------- callbacks of rank 0 */
 
 static zz_status zz_pipe_next(void *ctx, int64_t max_n, zz_request *req_out) {
@@ -227,7 +207,7 @@ static zz_status zz_pipe_plan(zz_pipe *p) {
     ZZ_CHECK(zz_pipe_plan_hw(p));
   ZZ_CHECK(zz_opts_device_at(&p->o, local ? atoi(local) : 0, &p->dev));
   ZZ_CHECK(zz_stage_comm_check(p->comm, p->dev));
-  if (p->o.layers) ZZ_CHECK(zz_pipe_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds));
+  if (p->o.layers) ZZ_CHECK(zz_opts_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds));
   else if (p->o.hw && given) /* the planner's per-layer times on that machine, under the given policy */
     ZZ_CHECK(zz_pipe_split_hw(p->o.hw, m, &p->job.pol, &p->job.shape, p->dev->bf16_weights, p->size, p->bounds));
   else if (!planned)

@@ -40,7 +40,7 @@ typedef struct zz_opts {
   /* the policy flags (FlexGen's names) and the tiers */
   double percent[6]; /* --percent WG WC CG CC HG HC */
   bool cpu_cache_compute, compress_weight, compress_cache, no_overlap;
-  float attn_sparsity;
+  double attn_sparsity; /* a whole number of billionths (zz_sparsity_parse) */
   const char *offload_dir, *cpu_mem, *disk_mem;
   bool policy_flags_given; /* any policy flag on the command line */
   /* the pipeline (mpirun with more than one rank) */
@@ -76,6 +76,9 @@ zz_status zz_opts_engine_opts(const zz_opts *o, const zz_shape *shape, int layer
 /* Builds an engine from eo, printing the same line, prefixed by who ("" or "rank 1: "). */
 zz_status zz_opts_engine_slice(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
                                const zz_engine_opts *eo, const char *who, zz_engine **out);
+/* --layers "a,b,c": bounds[nranks + 1] of the slices of nlayers layers over nranks
+ * ranks (bounds[0] = 0, bounds[nranks] = nlayers). */
+zz_status zz_opts_parse_layers(const char *text, int nlayers, int nranks, int *bounds);
 /* --temperature, --top-k, --top-p, --seed. */
 zz_sampling zz_opts_sampling(const zz_opts *o);
 

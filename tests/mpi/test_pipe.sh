@@ -58,7 +58,7 @@ reap() {
 trap 'reap; rm -rf "$W"' EXIT
 cd "$W" || exit 2
 fail=0
-bad() { echo "FAIL: $*"; [ -s err ] && sed -e 's/^/#   /' err | grep -v "bound to\|no usable GPU" | head -n 12; fail=1; }
+bad() { echo "FAIL: $*"; [ -s err ] && sed -e 's/^/#   /' err | grep -v "bound to\|no usable GPU\|no GPU found\|using the CPU device" | head -n 12; fail=1; }
 ok() { echo "ok - $*"; }
 
 # 40 prompts: text and input_ids (input_ids of several lengths)

@@ -44,15 +44,6 @@ typedef struct zz_pipe {
   zz_result bres;
 } zz_pipe;
 
-int zz_pipe_ranks(void) {
-  const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-    const char *v = getenv(vars[i]);
-    if (v && *v) return atoi(v) > 1 ? atoi(v) : 1;
-  }
-  return 1;
-}
-
 static void zz_pipe_abort_hook(void) { MPI_Abort(MPI_COMM_WORLD, 1); }
 
 /* ---------------------------------------------------------------- the split */
@@ -99,18 +90,6 @@ static zz_status zz_pipe_step_hook(void *ctx, int64_t block, int step, int group
     raise(p->fault_kind == 's' ? SIGSTOP : SIGKILL);
   }
   return zz_check_stop();
-}
-
-/* ZZ_FAULT_KIND: kill (unset or empty), stop or error. */
-static zz_status zz_pipe_fault_kind(char *kind_out) {
-  const char *v = getenv("ZZ_FAULT_KIND");
-  *kind_out = 'k';
-  if (!v || !*v || strcmp(v, "kill") == 0) return ZZ_OK;
-  if (strcmp(v, "stop") == 0 || strcmp(v, "error") == 0) {
-    *kind_out = v[0];
-    return ZZ_OK;
-  }
-  return zz_error(ZZ_ERR_INVALID_ARG, "ZZ_FAULT_KIND=%s: want kill, stop or error", v);
 }
 
 /* The split by the cost model's per-layer seconds on the machine of a hardware file. */
@@ -356,10 +335,10 @@ int zz_cmd_pipe(const zz_opts *opts) {
   }
   p->groups = p->o.num_inner_iterations ? p->o.num_inner_iterations : p->size;
   zz_catch_stop_signals();
-  zz_status s = zz_fault_env("ZZ_FAULT_KILL_AFTER_BLOCKS", &p->kill_after);
-  if (s == ZZ_OK) s = zz_fault_env("ZZ_FAULT_KILL_RANK", &p->kill_rank);
-  if (p->kill_rank < 0) p->kill_rank = 0;
-  if (s == ZZ_OK) s = zz_pipe_fault_kind(&p->fault_kind);
+  zz_status s = ZZ_OK;
+  p->kill_after = p->o.fault_kill_after; /* the options table checked them */
+  p->kill_rank = p->o.fault_kill_rank;
+  p->fault_kind = p->o.fault_kind ? p->o.fault_kind[0] : 'k';
   const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   int gpu = strcmp(p->o.device, "cuda") == 0 ? (local ? atoi(local) : 0) : -1;
   if (s == ZZ_OK) s = zz_binding_init(MPI_COMM_WORLD, gpu, &p->bind);

@@ -54,8 +54,16 @@ typedef struct zz_opts {
   int max_block;  /* plan: largest block gbs x num_gb considered (0: any) */
   bool no_compression; /* plan: do not search 4-bit weights / cache */
   float profile_seconds; /* profile: rough total seconds */
+  const char *cpu_isa;   /* vector code of the CPU kernels: auto, portable, avx2, avx512 */
+  /* fault injection for the tests (environment only) */
+  long long fault_kill_after; /* ZZ_FAULT_KILL_AFTER_BLOCKS: blocks committed before the kill; -1 = off */
+  int fault_kill_rank;        /* ZZ_FAULT_KILL_RANK: the rank that fails (mpirun) */
+  const char *fault_kind;     /* ZZ_FAULT_KIND: kill, stop or error */
+  int env_error;              /* a ZZ_* variable held a bad value: the exit code zz_opts_parse returns */
 } zz_opts;
 
+/* Defaults, then the ZZ_* environment variables (a bad value is named on stderr and
+ * makes zz_opts_parse fail). */
 void zz_opts_defaults(zz_opts *o);
 /* 0: parsed; -1: --help printed; >0: exit code after an error message. */
 int zz_opts_parse(int argc, char **argv, zz_opts *o);
@@ -156,8 +164,6 @@ int zz_job_fail(const zz_job *j, zz_status st);
 void zz_job_close(zz_job *j);
 /* SIGINT / SIGTERM ask for a stop at the next safe point; a second one ends at once. */
 void zz_catch_stop_signals(void);
-/* A fault-injection variable: a number >= 0, or -1 when unset. */
-zz_status zz_fault_env(const char *name, int64_t *n_out);
 
 int zz_cmd_bench(const zz_opts *o);
 struct zz_plan;
@@ -191,8 +197,13 @@ void zz_bench_prompts_free(int32_t **ids, int64_t *lens, int64_t b);
 void zz_bench_rates(int64_t b, int s, int n, const zz_result *res, double rate_out[3]);
 
 /* The pipeline (launch/pipe.c, in the zigzag executable only: it needs MPI). */
-/* Ranks mpirun started (OMPI_COMM_WORLD_SIZE, PMI_SIZE); 1 when not under mpirun. */
+/* Ranks mpirun started (OMPI_COMM_WORLD_SIZE, PMI_SIZE); 1 when not under mpirun
+ * (launch/options.c, which refuses the mpirun-only options without it). */
 int zz_pipe_ranks(void);
+/* Whether mpirun (or a PMI launcher) started this process, with any number of ranks. */
+bool zz_under_mpirun(void);
+/* --cpu-isa / ZZ_CPU_ISA: the vector code it names, refused when this CPU lacks it. */
+zz_status zz_opts_cpu_isa(const zz_opts *o, zz_cpu_isa *out);
 /* `generate` or `bench` over the ranks: MPI_Init_thread, binding, a slice per
  * rank, zz_stage_run with the engine adapter, MPI_Finalize. The exit code. */
 int zz_cmd_pipe(const zz_opts *o);

@@ -675,9 +675,12 @@ zz_status zz_device_cuda_open(zz_device *dev, int ordinal, size_t capacity) {
       return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: the NVIDIA driver supports CUDA %d.%d, older than this "
                       "build's CUDA runtime %d.%d (update the driver, or --device cpu)", driver / 1000,
                       driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
-    if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice)
-      return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no GPU found (no NVIDIA driver or device answers: %s); "
-                      "--device cpu computes on the CPU", cudaGetErrorString(e));
+    if (e == cudaErrorInsufficientDriver)
+      return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no GPU found: no NVIDIA driver is loaded (the CUDA runtime "
+                      "says: %s); --device cpu computes on the CPU", cudaGetErrorString(e));
+    if (e == cudaErrorNoDevice)
+      return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no GPU found: the NVIDIA driver sees no device; --device "
+                      "cpu computes on the CPU");
     return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no usable GPU: cudaGetDeviceCount: %s",
                     cudaGetErrorString(e));
   }

@@ -5,8 +5,10 @@
  * and bad ZZ_* environment values refused naming them.
  */
 #include <CUnit/CUnit.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zz_launch.h"
 #include "zz_tests.h"
@@ -130,6 +132,135 @@ static void test_layers_parse(void) {
   }
 }
 
+/* ---------------------------------------------------------------- the options table */
+
+/* zz_opts_defaults + zz_opts_parse of args (NULL-terminated) with stderr caught in
+ * said (what the user would read); the parse's code. */
+static int zz_parse_said(const char *const *args, char *said, size_t len) {
+  int argc = 0;
+  while (args[argc]) argc++;
+  fflush(stderr);
+  int saved = dup(2);
+  FILE *tmp = tmpfile();
+  dup2(fileno(tmp), 2);
+  zz_opts o;
+  zz_opts_defaults(&o);
+  int r = zz_opts_parse(argc, (char **)args, &o);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  rewind(tmp);
+  size_t n = fread(said, 1, len - 1, tmp);
+  said[n] = '\0';
+  fclose(tmp);
+  return r;
+}
+
+static void test_option_applies_to_command(void) {
+  char said[1024];
+  const char *gen[] = {"zigzag", "generate", "--prompts", "p", "--out", "o", "--gen-len", "5", NULL};
+  CU_ASSERT_EQUAL(zz_parse_said(gen, said, sizeof said), 2);
+  CU_ASSERT_PTR_NOT_NULL(strstr(said, "--gen-len does not apply to generate"));
+  const char *before[] = {"zigzag", "--seed", "3", "bench", NULL}; /* an option before its command */
+  CU_ASSERT_EQUAL(zz_parse_said(before, said, sizeof said), 2);
+  CU_ASSERT_PTR_NOT_NULL(strstr(said, "--seed does not apply to bench"));
+  const char *plan[] = {"zigzag", "plan", "--attn-threads", "2", NULL};
+  CU_ASSERT_EQUAL(zz_parse_said(plan, said, sizeof said), 2);
+  CU_ASSERT_PTR_NOT_NULL(strstr(said, "--attn-threads does not apply to plan"));
+  const char *fine[] = {"zigzag", "bench", "--gen-len", "5", "--prompt-len", "9", "--json", "--threads", "2", NULL};
+  CU_ASSERT_EQUAL(zz_parse_said(fine, said, sizeof said), 0);
+  const char *prof[] = {"zigzag", "profile", "--out", "x.json", "--profile-seconds", "2", "--cpu-isa", "portable", NULL};
+  CU_ASSERT_EQUAL(zz_parse_said(prof, said, sizeof said), 0);
+  const char *unknown[] = {"zigzag", "frobnicate", "--gen-len", "5", NULL}; /* main names the command */
+  CU_ASSERT_EQUAL(zz_parse_said(unknown, said, sizeof said), 0);
+}
+
+static void test_pipeline_options_need_mpirun(void) {
+  char said[1024];
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  unsetenv("PMI_SIZE");
+  static const char *const opt[][2] = {{"--layers", "3"}, {"--comm", "mpi"}, {"--num-inner-iterations", "2"},
+                                       {"--peer-timeout", "9"}};
+  for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
+    const char *args[] = {"zigzag", "generate", opt[i][0], opt[i][1], NULL};
+    CU_ASSERT_EQUAL(zz_parse_said(args, said, sizeof said), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(said, opt[i][0]));
+    CU_ASSERT_PTR_NOT_NULL(strstr(said, "started by mpirun"));
+  }
+  CU_ASSERT(!zz_under_mpirun());
+  CU_ASSERT_EQUAL(zz_pipe_ranks(), 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "3", 1); /* as mpirun -np 3 starts each rank */
+  const char *args[] = {"zigzag", "generate", "--layers", "3,5", "--comm", "mpi", NULL};
+  CU_ASSERT_EQUAL(zz_parse_said(args, said, sizeof said), 0);
+  CU_ASSERT(zz_under_mpirun());
+  CU_ASSERT_EQUAL(zz_pipe_ranks(), 3);
+  const char *plan[] = {"zigzag", "plan", "--layers", "3", NULL}; /* still generate and bench only */
+  CU_ASSERT_EQUAL(zz_parse_said(plan, said, sizeof said), 2);
+  CU_ASSERT_PTR_NOT_NULL(strstr(said, "--layers does not apply to plan"));
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+}
+
+static void test_bad_environment_is_an_error(void) {
+  static const char *const bad[][3] = {
+      {"ZZ_SEED", "abc", "ZZ_SEED=abc (--seed)"},
+      {"ZZ_GPU_BATCH_SIZE", "0", "ZZ_GPU_BATCH_SIZE=0 (--gpu-batch-size)"},
+      {"ZZ_DEVICE", "gpu", "ZZ_DEVICE=gpu (--device): want auto, cpu or cuda"},
+      {"ZZ_CPU_ISA", "sse9", "ZZ_CPU_ISA=sse9 (--cpu-isa): want auto, portable, avx2 or avx512"},
+      {"ZZ_FAULT_KIND", "boom", "ZZ_FAULT_KIND=boom: want kill, stop or error"},
+      {"ZZ_FAULT_KILL_AFTER_BLOCKS", "soon", "ZZ_FAULT_KILL_AFTER_BLOCKS=soon"},
+      {"ZZ_FAULT_KILL_AFTER_BLOCKS", "-2", "[-1, "},
+      {"ZZ_FAULT_KILL_RANK", "-1", "ZZ_FAULT_KILL_RANK=-1"},
+      {"ZZ_PEER_TIMEOUT", "0", "ZZ_PEER_TIMEOUT=0"},
+  };
+  char said[1024];
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv(bad[i][0], bad[i][1], 1);
+    const char *args[] = {"zigzag", "plan", NULL}; /* a command the variable need not apply to */
+    int r = zz_parse_said(args, said, sizeof said);
+    unsetenv(bad[i][0]);
+    CU_ASSERT_EQUAL(r, 2);
+    if (r != 2 || !strstr(said, bad[i][2])) fprintf(stderr, "%s=%s: %d, said '%s'\n", bad[i][0], bad[i][1], r, said);
+    CU_ASSERT_PTR_NOT_NULL(strstr(said, bad[i][2]));
+  }
+  /* good values land in the options, the test hooks included */
+  setenv("ZZ_FAULT_KIND", "stop", 1);
+  setenv("ZZ_FAULT_KILL_AFTER_BLOCKS", "2", 1);
+  setenv("ZZ_FAULT_KILL_RANK", "1", 1);
+  zz_opts o;
+  zz_opts_defaults(&o);
+  CU_ASSERT_EQUAL(o.env_error, 0);
+  CU_ASSERT_STRING_EQUAL(o.fault_kind, "stop");
+  CU_ASSERT_EQUAL(o.fault_kill_after, 2);
+  CU_ASSERT_EQUAL(o.fault_kill_rank, 1);
+  unsetenv("ZZ_FAULT_KIND");
+  unsetenv("ZZ_FAULT_KILL_AFTER_BLOCKS");
+  unsetenv("ZZ_FAULT_KILL_RANK");
+  zz_opts_defaults(&o);
+  CU_ASSERT_EQUAL(o.fault_kill_after, -1); /* off */
+  CU_ASSERT_STRING_EQUAL(o.fault_kind, "kill");
+  CU_ASSERT_STRING_EQUAL(o.cpu_isa, "auto");
+}
+
+static void test_cpu_isa_option(void) {
+  char said[1024];
+  const char *port[] = {"zigzag", "bench", "--cpu-isa", "portable", NULL};
+  CU_ASSERT_EQUAL(zz_parse_said(port, said, sizeof said), 0);
+  const char *bad[] = {"zigzag", "bench", "--cpu-isa", "neon", NULL};
+  CU_ASSERT_EQUAL(zz_parse_said(bad, said, sizeof said), 2);
+  CU_ASSERT_PTR_NOT_NULL(strstr(said, "--cpu-isa neon: want auto, portable, avx2 or avx512"));
+  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512)) { /* a name this CPU lacks: refused, naming the best it has */
+    const char *lack[] = {"zigzag", "bench", "--cpu-isa", "avx512", NULL};
+    CU_ASSERT_EQUAL(zz_parse_said(lack, said, sizeof said), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(said, "this CPU lacks it"));
+  }
+  zz_opts o;
+  zz_opts_defaults(&o);
+  o.cpu_isa = "portable";
+  zz_cpu_isa isa;
+  CU_ASSERT_EQUAL(zz_opts_cpu_isa(&o, &isa), ZZ_OK);
+  CU_ASSERT_EQUAL(isa, ZZ_CPU_ISA_PORTABLE);
+}
+
 void zz_test_cli_register(void) {
   CU_pSuite s = CU_add_suite("cli", NULL, NULL);
   CU_add_test(s, "top-k kept count: ceil(units * n / 1e9) in integers", test_keep_count_exact);
@@ -137,4 +268,8 @@ void zz_test_cli_register(void) {
   CU_add_test(s, "a policy line's sparsity reads back to the same kept counts", test_sparsity_line_round_trip);
   CU_add_test(s, "sparsity: more than 9 places, out of (0, 1], not a decimal: refused", test_sparsity_refused);
   CU_add_test(s, "--layers: cut points read exactly, each refusal names what is wrong", test_layers_parse);
+  CU_add_test(s, "an option given to a command it does not apply to is refused, naming both", test_option_applies_to_command);
+  CU_add_test(s, "--layers, --comm, ... outside mpirun: refused, not ignored", test_pipeline_options_need_mpirun);
+  CU_add_test(s, "a bad ZZ_* value is an error naming the variable (was a warning)", test_bad_environment_is_an_error);
+  CU_add_test(s, "--cpu-isa / ZZ_CPU_ISA: a row of the table, checked against this CPU", test_cpu_isa_option);
 }

@@ -91,7 +91,10 @@ zz_status zz_sparsity_parse(const char *text, const char *what, double *out) {
   if (!any || *c)
     return zz_error(ZZ_ERR_INVALID_ARG, "%s%.40s: want a decimal in (0, 1] (at most 9 places)", what, text);
   while (digits && digits % 10 == 0) digits /= 10, exp10++;
-  if (digits && exp10 + 9 < 0)
+  int width = 0; /* digits of digits: the value is below 10^(width + exp10) */
+  for (uint64_t d = digits; d; d /= 10) width++;
+  bool above_one = width + exp10 > 1 || (width + exp10 == 1 && !(digits == 1 && exp10 == 0));
+  if (digits && !above_one && exp10 + 9 < 0)
     return zz_error(ZZ_ERR_INVALID_ARG, "%s%.40s: at most 9 decimal places (the kept count is computed exactly "
                     "from them)", what, text);
   uint64_t units = digits;

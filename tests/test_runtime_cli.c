@@ -84,6 +84,8 @@ static void test_sparsity_refused(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "--attn-sparsity"));
   }
   double x;
+  CU_ASSERT_EQUAL(zz_sparsity_parse("1.0000000001", "", &x), ZZ_ERR_INVALID_ARG); /* above 1, not "too many places" */
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "want a decimal in (0, 1]"));
   CU_ASSERT_EQUAL(zz_sparsity_parse("0.100000000000000000000000", "", &x), ZZ_OK); /* zeros change nothing */
   CU_ASSERT_EQUAL(x, 0.1);
   CU_ASSERT_EQUAL(zz_sparsity_parse("000.5", "", &x), ZZ_OK);

@@ -2,7 +2,9 @@
 # test_cli.sh ZIGZAG FIXTURES — end-to-end checks of the zigzag command line on
 # the tiny-opt fixture: golden greedy tokens, kill/resume of a job file (with the
 # ZZ_FAULT_KILL_AFTER_BLOCKS fault injection), deterministic sampling, refusal of
-# bad inputs, --help, the progress line, tokenize and bench --json.
+# bad inputs, --help, the progress line, tokenize and bench --json; at the end the
+# command line of issue #21 (the sparsity policy line fed back, options refused for
+# commands they do not apply to, bad ZZ_* values, the no-GPU message).
 #
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed" at the
 # end; exits non-zero when any check failed. Needs only bash and coreutils (no

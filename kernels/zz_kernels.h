@@ -282,7 +282,33 @@ zz_cpu_isa zz_cpu_isa_best(void);
 const char *zz_cpu_isa_name(zz_cpu_isa isa);
 /* name (auto, portable, avx2, avx512) → *out; -1 when it is none of those. */
 int zz_cpu_isa_parse(const char *name, zz_cpu_isa *out);
-/* Keys a query keeps out of `visible` with fraction keep: ceil(keep * visible), at least 1. */
+/* Top-k sparsity is exact: the fraction of keys kept is a decimal of at most 9
+ * places, a whole number of billionths ("units"). Every kept count (the CPU kernels
+ * here, the CUDA kernel in kernels/cuda/quant.cu) and the policy line (printed and
+ * read in runtime/policy.c) go through these functions, so the line a run prints
+ * reproduces the run: no float rounding decides whether ceil(0.1 * 10) is 1 or 2. */
+#define ZZ_KEEP_UNITS 1000000000LL /* billionths in a whole: keep = units / 1e9 */
+#ifdef __CUDACC__
+#define ZZ_KEEP_HD __host__ __device__
+#else
+#define ZZ_KEEP_HD
+#endif
+/* keep in (0, 1] as the nearest whole number of billionths: exactly the decimal a
+ * double read from at most 9 places stood for (0 for keep <= 0 or NaN). */
+static inline int64_t zz_attn_keep_units(double keep) {
+  if (!(keep > 0)) return 0;
+  if (keep >= 1) return ZZ_KEEP_UNITS;
+  return (int64_t)llround(keep * (double)ZZ_KEEP_UNITS);
+}
+/* Keys a query keeps out of `visible` at `units` billionths: ceil(units * visible /
+ * 1e9) in integers (visible split so nothing overflows), at least 1, at most visible. */
+static inline ZZ_KEEP_HD int64_t zz_attn_keep_of(int64_t units, int64_t visible) {
+  if (units >= ZZ_KEEP_UNITS) return visible;
+  int64_t whole = visible / ZZ_KEEP_UNITS, rest = visible % ZZ_KEEP_UNITS;
+  int64_t k = units * whole + (units * rest + ZZ_KEEP_UNITS - 1) / ZZ_KEEP_UNITS;
+  return k < 1 ? 1 : (k > visible ? visible : k);
+}
+/* The same for a fraction keep (zz_attn_keep_units(keep) billionths). */
 int64_t zz_attn_keep_count(double keep, int64_t visible);
 /* The 65536 halves as floats (built on first use). */
 const float *zz_f16_table(void);

@@ -179,17 +179,6 @@ static zz_status zz_write_result(FILE *out, const char *outpath, const zz_tokeni
  * mpirun ZZ_FAULT_KILL_RANK=R (default 0) names the rank that dies; a rank other
  * than 0 SIGKILLs itself in the middle of block N instead (pipe.c). Unset or empty:
  * off (-1). */
-zz_status zz_fault_env(const char *name, int64_t *n_out) {
-  const char *v = getenv(name);
-  *n_out = -1;
-  if (!v || !*v) return ZZ_OK;
-  char *end = NULL;
-  long long n = strtoll(v, &end, 10);
-  if (end == v || *end || n < 0) return zz_error(ZZ_ERR_INVALID_ARG, "%s=%s: want a number >= 0", name, v);
-  *n_out = n;
-  return ZZ_OK;
-}
-
 static void zz_fault_kill_now(FILE *out, const zz_tokenizer *tok, const zz_prompt *p, const int32_t *toks,
                               int64_t n) {
   char *line = zz_format_result(tok, p, toks, n);
@@ -239,7 +228,7 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   j->kill_after = -1;
   zz_opts *o = &j->opts;
   if (files) {
-    ZZ_CHECK(zz_fault_env("ZZ_FAULT_KILL_AFTER_BLOCKS", &j->kill_after));
+    j->kill_after = o->fault_kill_after; /* ZZ_FAULT_KILL_AFTER_BLOCKS, checked by the options table */
     if (!(j->seen = zz_resume_new())) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
     /* --out is opened (and truncated) before --prompts is read */
     struct stat in_sb, out_sb;

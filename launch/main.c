@@ -110,6 +110,8 @@ int main(int argc, char **argv) {
   zz_opts_defaults(&o);
   int r = zz_opts_parse(argc, argv, &o);
   if (r != 0) return r < 0 ? 0 : r; /* -1: --help was printed */
+  zz_cpu_isa isa; /* --cpu-isa / ZZ_CPU_ISA, checked by the parse */
+  if (zz_opts_cpu_isa(&o, &isa) == ZZ_OK) zz_cpu_isa_set(isa);
   bool pipelined = strcmp(o.command, "generate") == 0 || strcmp(o.command, "bench") == 0;
   if (pipelined && zz_pipe_ranks() > 1) return zz_cmd_pipe(&o); /* mpirun -np m, m > 1; else no MPI at all */
   zz_launch_bind = zz_bind_local;

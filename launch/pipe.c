@@ -44,38 +44,9 @@ typedef struct zz_pipe {
   zz_result bres;
 } zz_pipe;
 
-int zz_pipe_ranks(void) {
-  const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-    const char *v = getenv(vars[i]);
-    if (v && *v) return atoi(v) > 1 ? atoi(v) : 1;
-  }
-  return 1;
-}
-
 static void zz_pipe_abort_hook(void) { MPI_Abort(MPI_COMM_WORLD, 1); }
 
 /* ---------------------------------------------------------------- the split */
-
-/* --layers "a,b,c": m - 1 strictly increasing cut points inside the layer list. */
-static zz_status zz_pipe_parse_layers(const char *text, int nlayers, int nranks, int *bounds) {
-  const char *c = text;
-  bounds[0] = 0;
-  bounds[nranks] = nlayers;
-  for (int r = 1; r < nranks; r++) {
-    char *end = NULL;
-    long v = strtol(c, &end, 10);
-    if (end == c || v <= bounds[r - 1] || v >= nlayers)
-      return zz_error(ZZ_ERR_INVALID_ARG, "--layers %s: want %d increasing cut points in 1..%d (the layer list: 0 "
-                      "input embedding, 2i+1 and 2i+2 attention and MLP of transformer layer i, %d output "
-                      "embedding)", text, nranks - 1, nlayers - 1, nlayers - 1);
-    bounds[r] = (int)v;
-    c = end;
-    if (r + 1 < nranks && *c++ != ',') break;
-  }
-  if (*c) return zz_error(ZZ_ERR_INVALID_ARG, "--layers %s: want exactly %d cut points for %d ranks", text, nranks - 1, nranks);
-  return ZZ_OK;
-}
 
 /* ---------------------------------------------------------------- callbacks of rank 0 */
 
@@ -119,18 +90,6 @@ static zz_status zz_pipe_step_hook(void *ctx, int64_t block, int step, int group
     raise(p->fault_kind == 's' ? SIGSTOP : SIGKILL);
   }
   return zz_check_stop();
-}
-
-/* ZZ_FAULT_KIND: kill (unset or empty), stop or error. */
-static zz_status zz_pipe_fault_kind(char *kind_out) {
-  const char *v = getenv("ZZ_FAULT_KIND");
-  *kind_out = 'k';
-  if (!v || !*v || strcmp(v, "kill") == 0) return ZZ_OK;
-  if (strcmp(v, "stop") == 0 || strcmp(v, "error") == 0) {
-    *kind_out = v[0];
-    return ZZ_OK;
-  }
-  return zz_error(ZZ_ERR_INVALID_ARG, "ZZ_FAULT_KIND=%s: want kill, stop or error", v);
 }
 
 /* The split by the cost model's per-layer seconds on the machine of a hardware file. */
@@ -228,7 +187,7 @@ static zz_status zz_pipe_plan(zz_pipe *p) {
     ZZ_CHECK(zz_pipe_plan_hw(p));
   ZZ_CHECK(zz_opts_device_at(&p->o, local ? atoi(local) : 0, &p->dev));
   ZZ_CHECK(zz_stage_comm_check(p->comm, p->dev));
-  if (p->o.layers) ZZ_CHECK(zz_pipe_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds));
+  if (p->o.layers) ZZ_CHECK(zz_opts_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds));
   else if (p->o.hw && given) /* the planner's per-layer times on that machine, under the given policy */
     ZZ_CHECK(zz_pipe_split_hw(p->o.hw, m, &p->job.pol, &p->job.shape, p->dev->bf16_weights, p->size, p->bounds));
   else if (!planned)
@@ -377,10 +336,10 @@ int zz_cmd_pipe(const zz_opts *opts) {
   }
   p->groups = p->o.num_inner_iterations ? p->o.num_inner_iterations : p->size;
   zz_catch_stop_signals();
-  zz_status s = zz_fault_env("ZZ_FAULT_KILL_AFTER_BLOCKS", &p->kill_after);
-  if (s == ZZ_OK) s = zz_fault_env("ZZ_FAULT_KILL_RANK", &p->kill_rank);
-  if (p->kill_rank < 0) p->kill_rank = 0;
-  if (s == ZZ_OK) s = zz_pipe_fault_kind(&p->fault_kind);
+  zz_status s = ZZ_OK;
+  p->kill_after = p->o.fault_kill_after; /* the options table checked them */
+  p->kill_rank = p->o.fault_kill_rank;
+  p->fault_kind = p->o.fault_kind ? p->o.fault_kind[0] : 'k';
   const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   int gpu = strcmp(p->o.device, "cuda") == 0 ? (local ? atoi(local) : 0) : -1;
   if (s == ZZ_OK) s = zz_binding_init(MPI_COMM_WORLD, gpu, &p->bind);

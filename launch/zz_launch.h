@@ -40,7 +40,7 @@ typedef struct zz_opts {
   /* the policy flags (FlexGen's names) and the tiers */
   double percent[6]; /* --percent WG WC CG CC HG HC */
   bool cpu_cache_compute, compress_weight, compress_cache, no_overlap;
-  float attn_sparsity;
+  double attn_sparsity; /* a whole number of billionths (zz_sparsity_parse) */
   const char *offload_dir, *cpu_mem, *disk_mem;
   bool policy_flags_given; /* any policy flag on the command line */
   /* the pipeline (mpirun with more than one rank) */
@@ -54,8 +54,16 @@ typedef struct zz_opts {
   int max_block;  /* plan: largest block gbs x num_gb considered (0: any) */
   bool no_compression; /* plan: do not search 4-bit weights / cache */
   float profile_seconds; /* profile: rough total seconds */
+  const char *cpu_isa;   /* vector code of the CPU kernels: auto, portable, avx2, avx512 */
+  /* fault injection for the tests (environment only) */
+  long long fault_kill_after; /* ZZ_FAULT_KILL_AFTER_BLOCKS: blocks committed before the kill; -1 = off */
+  int fault_kill_rank;        /* ZZ_FAULT_KILL_RANK: the rank that fails (mpirun) */
+  const char *fault_kind;     /* ZZ_FAULT_KIND: kill, stop or error */
+  int env_error;              /* a ZZ_* variable held a bad value: the exit code zz_opts_parse returns */
 } zz_opts;
 
+/* Defaults, then the ZZ_* environment variables (a bad value is named on stderr and
+ * makes zz_opts_parse fail). */
 void zz_opts_defaults(zz_opts *o);
 /* 0: parsed; -1: --help printed; >0: exit code after an error message. */
 int zz_opts_parse(int argc, char **argv, zz_opts *o);
@@ -76,6 +84,9 @@ zz_status zz_opts_engine_opts(const zz_opts *o, const zz_shape *shape, int layer
 /* Builds an engine from eo, printing the same line, prefixed by who ("" or "rank 1: "). */
 zz_status zz_opts_engine_slice(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
                                const zz_engine_opts *eo, const char *who, zz_engine **out);
+/* --layers "a,b,c": bounds[nranks + 1] of the slices of nlayers layers over nranks
+ * ranks (bounds[0] = 0, bounds[nranks] = nlayers). */
+zz_status zz_opts_parse_layers(const char *text, int nlayers, int nranks, int *bounds);
 /* --temperature, --top-k, --top-p, --seed. */
 zz_sampling zz_opts_sampling(const zz_opts *o);
 
@@ -153,8 +164,6 @@ int zz_job_fail(const zz_job *j, zz_status st);
 void zz_job_close(zz_job *j);
 /* SIGINT / SIGTERM ask for a stop at the next safe point; a second one ends at once. */
 void zz_catch_stop_signals(void);
-/* A fault-injection variable: a number >= 0, or -1 when unset. */
-zz_status zz_fault_env(const char *name, int64_t *n_out);
 
 int zz_cmd_bench(const zz_opts *o);
 struct zz_plan;
@@ -188,8 +197,13 @@ void zz_bench_prompts_free(int32_t **ids, int64_t *lens, int64_t b);
 void zz_bench_rates(int64_t b, int s, int n, const zz_result *res, double rate_out[3]);
 
 /* The pipeline (launch/pipe.c, in the zigzag executable only: it needs MPI). */
-/* Ranks mpirun started (OMPI_COMM_WORLD_SIZE, PMI_SIZE); 1 when not under mpirun. */
+/* Ranks mpirun started (OMPI_COMM_WORLD_SIZE, PMI_SIZE); 1 when not under mpirun
+ * (launch/options.c, which refuses the mpirun-only options without it). */
 int zz_pipe_ranks(void);
+/* Whether mpirun (or a PMI launcher) started this process, with any number of ranks. */
+bool zz_under_mpirun(void);
+/* --cpu-isa / ZZ_CPU_ISA: the vector code it names, refused when this CPU lacks it. */
+zz_status zz_opts_cpu_isa(const zz_opts *o, zz_cpu_isa *out);
 /* `generate` or `bench` over the ranks: MPI_Init_thread, binding, a slice per
  * rank, zz_stage_run with the engine adapter, MPI_Finalize. The exit code. */
 int zz_cmd_pipe(const zz_opts *o);

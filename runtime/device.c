@@ -146,10 +146,23 @@ zz_status zz_device_create_best(size_t capacity, int threads, int attn_threads, 
   static int said;
   zz_status st = zz_device_create_cuda(0, capacity, attn_threads, out);
   if (st == ZZ_OK || st == ZZ_ERR_INVALID_ARG) return st; /* a bad thread count stays an error */
+  /* UNSUPPORTED: no GPU, no driver, or no CUDA in this build; a machine without a
+   * GPU is the ordinary case of auto, not a failure to explain (the CUDA runtime's
+   * "driver version is insufficient" is what it says when no driver is loaded).
+   * Anything else is a GPU that is there and failed: say why. */
   if (!said) {
-    fprintf(stderr, "zigzag: no usable GPU (%s); computing on the CPU\n", zz_error_message());
+#ifdef ZZ_HAVE_CUDA
+    if (st == ZZ_ERR_UNSUPPORTED)
+      fprintf(stderr, "zigzag: no GPU found, using the CPU device\n");
+#else
+    if (st == ZZ_ERR_UNSUPPORTED)
+      fprintf(stderr, "zigzag: built without CUDA, using the CPU device\n");
+#endif
+    else
+      fprintf(stderr, "zigzag: the GPU could not be used (%s); using the CPU device\n", zz_error_message());
     said = 1;
   }
+  zz_error_clear();
   return zz_device_create_cpu(capacity, threads, attn_threads, out);
 }
 

@@ -666,10 +666,26 @@ zz_status zz_device_cuda_open(zz_device *dev, int ordinal, size_t capacity) {
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
+    /* the runtime says "driver version is insufficient" also when no driver is
+     * loaded at all (a machine without a GPU): tell the two apart */
+    int driver = 0, runtime = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+    if (e == cudaErrorInsufficientDriver && driver > 0)
+      return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: the NVIDIA driver supports CUDA %d.%d, older than this "
+                      "build's CUDA runtime %d.%d (update the driver, or --device cpu)", driver / 1000,
+                      driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+    if (e == cudaErrorInsufficientDriver)
+      return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no GPU found: no NVIDIA driver is loaded (the CUDA runtime "
+                      "says: %s); --device cpu computes on the CPU", cudaGetErrorString(e));
+    if (e == cudaErrorNoDevice)
+      return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no GPU found: the NVIDIA driver sees no device; --device "
+                      "cpu computes on the CPU");
     return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no usable GPU: cudaGetDeviceCount: %s",
                     cudaGetErrorString(e));
   }
-  if (count == 0) return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no GPU is visible");
+  if (count == 0) return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no GPU found (none is visible); --device cpu "
+                                  "computes on the CPU");
   if (ordinal < 0 || ordinal >= count)
     return zz_error(ZZ_ERR_INVALID_ARG, "cuda device: ordinal %d, but %d GPU%s visible", ordinal,
                     count, count == 1 ? " is" : "s are");

@@ -39,13 +39,79 @@ static const char *zz_fmt_str(bool on, zz_qfmt f, char *buf, size_t len) {
   return buf;
 }
 
+/* The sparsity as the decimal of its billionths ("1", "0.1", "0.123456789"): what
+ * zz_sparsity_parse reads back to the same billionths, so the kept counts agree. */
+static const char *zz_sparsity_str(double keep, char *buf, size_t len) {
+  int64_t u = zz_attn_keep_units(keep);
+  if (u >= ZZ_KEEP_UNITS) {
+    snprintf(buf, len, "1");
+    return buf;
+  }
+  snprintf(buf, len, "0.%09lld", (long long)u);
+  for (size_t n = strlen(buf); n > 2 && buf[n - 1] == '0';) buf[--n] = '\0';
+  return buf;
+}
+
+zz_status zz_sparsity_parse(const char *text, const char *what, double *out) {
+  const char *c = text;
+  uint64_t digits = 0; /* the significant digits, at most 18 of them */
+  int nd = 0, exp10 = 0; /* value = digits * 10^exp10 */
+  bool any = false, dot = false;
+  for (;; c++) {
+    if (*c >= '0' && *c <= '9') {
+      any = true;
+      if (nd == 18) { /* beyond 18 digits only zeros, which change nothing after the dot */
+        if (*c != '0') break;
+        if (!dot) exp10++;
+        continue;
+      }
+      if (digits == 0 && *c == '0') {
+        if (dot) exp10--;
+        continue;
+      }
+      digits = digits * 10 + (uint64_t)(*c - '0');
+      nd++;
+      if (dot) exp10--;
+    } else if (*c == '.' && !dot) {
+      dot = true;
+    } else {
+      break;
+    }
+  }
+  if (any && (*c == 'e' || *c == 'E')) {
+    const char *e = c + 1;
+    int sign = *e == '-' ? -1 : 1, ev = 0;
+    if (*e == '-' || *e == '+') e++;
+    if (*e < '0' || *e > '9') any = false;
+    for (; *e >= '0' && *e <= '9'; e++)
+      if (ev < 1000) ev = ev * 10 + (*e - '0');
+    exp10 += sign * ev;
+    c = e;
+  }
+  if (!any || *c)
+    return zz_error(ZZ_ERR_INVALID_ARG, "%s%.40s: want a decimal in (0, 1] (at most 9 places)", what, text);
+  while (digits && digits % 10 == 0) digits /= 10, exp10++;
+  int width = 0; /* digits of digits: the value is below 10^(width + exp10) */
+  for (uint64_t d = digits; d; d /= 10) width++;
+  bool above_one = width + exp10 > 1 || (width + exp10 == 1 && !(digits == 1 && exp10 == 0));
+  if (digits && !above_one && exp10 + 9 < 0)
+    return zz_error(ZZ_ERR_INVALID_ARG, "%s%.40s: at most 9 decimal places (the kept count is computed exactly "
+                    "from them)", what, text);
+  uint64_t units = digits;
+  for (int i = 0; units && i < exp10 + 9 && units <= (uint64_t)ZZ_KEEP_UNITS; i++) units *= 10;
+  if (units == 0 || units > (uint64_t)ZZ_KEEP_UNITS)
+    return zz_error(ZZ_ERR_INVALID_ARG, "%s%.40s: want a decimal in (0, 1] (at most 9 places)", what, text);
+  *out = (double)units / (double)ZZ_KEEP_UNITS;
+  return ZZ_OK;
+}
+
 const char *zz_policy_str(const zz_policy *p, char *buf, size_t len) {
-  char cw[24], cc[24];
+  char cw[24], cc[24], sp[24];
   snprintf(buf, len,
-           "gbs=%d num_gb=%d w=%g,%g c=%g,%g a=%g,%g overlap=%d cpu_attn=%d cw=%s cc=%s sparsity=%g",
+           "gbs=%d num_gb=%d w=%g,%g c=%g,%g a=%g,%g overlap=%d cpu_attn=%d cw=%s cc=%s sparsity=%s",
            p->gpu_batch_size, p->num_gpu_batches, p->w_gpu, p->w_cpu, p->c_gpu, p->c_cpu, p->a_gpu,
            p->a_cpu, p->overlap, p->cpu_attention, zz_fmt_str(p->compress_weight, p->wq, cw, sizeof cw),
-           zz_fmt_str(p->compress_cache, p->cq, cc, sizeof cc), p->attn_sparsity);
+           zz_fmt_str(p->compress_cache, p->cq, cc, sizeof cc), zz_sparsity_str(p->attn_sparsity, sp, sizeof sp));
   return buf;
 }
 
@@ -73,6 +139,10 @@ zz_status zz_policy_check(const zz_policy *p) {
                       ZZ_QGROUP_MAX);
   if (!(p->attn_sparsity > 0 && p->attn_sparsity <= 1))
     return zz_error(ZZ_ERR_INVALID_ARG, "policy: attention sparsity %g must be in (0, 1]", p->attn_sparsity);
+  /* the line zz_policy_str prints must stand for exactly this policy */
+  if ((double)zz_attn_keep_units(p->attn_sparsity) / (double)ZZ_KEEP_UNITS != p->attn_sparsity)
+    return zz_error(ZZ_ERR_INVALID_ARG, "policy: attention sparsity %.17g has more than 9 decimal places",
+                    p->attn_sparsity);
   return ZZ_OK;
 }
 
@@ -143,9 +213,7 @@ zz_status zz_policy_parse(const char *text, zz_policy *out) {
         else p.compress_cache = b;
       }
     } else if (strcmp(k, "sparsity") == 0) {
-      char *end;
-      p.attn_sparsity = strtod(v, &end);
-      if (end == v || *end) st = zz_error(ZZ_ERR_INVALID_ARG, "policy: sparsity=%.40s: want a number in (0, 1]", v);
+      st = zz_sparsity_parse(v, "policy: sparsity=", &p.attn_sparsity);
     } else {
       st = zz_error(ZZ_ERR_INVALID_ARG, "policy: unknown key '%s'", k);
     }

@@ -657,7 +657,8 @@ typedef struct zz_policy {
   bool compress_weight;  /* 4-bit group-wise */
   bool compress_cache;
   zz_qfmt wq, cq;        /* their formats; bits 0: FlexGen's (4 bits, groups of 64) */
-  double attn_sparsity;  /* 1.0 = dense */
+  double attn_sparsity;  /* fraction of keys kept, a whole number of billionths in
+                            (0, 1] (zz_attn_keep_units); 1.0 = dense */
 } zz_policy;
 
 /* Ranges zz_policy_check enforces (and the command line documents): far beyond
@@ -671,6 +672,11 @@ void zz_policy_default(zz_policy *p);
 const char *zz_policy_str(const zz_policy *p, char *buf, size_t len);
 zz_status zz_policy_parse(const char *text, zz_policy *out);
 zz_status zz_policy_check(const zz_policy *p);
+/* Top-k sparsity as text, read exactly: a decimal in (0, 1] of at most 9 places
+ * ("0.1", "1", "5e-2"; what the policy line's sparsity= and --attn-sparsity take).
+ * *out is units / 1e9 for the decimal's billionths units, which zz_attn_keep_units
+ * gives back; what starts the errors ("--attn-sparsity "). */
+zz_status zz_sparsity_parse(const char *text, const char *what, double *out);
 /* The format weights / the cache are compressed in (NULL when not compressed). */
 const zz_qfmt *zz_policy_wfmt(const zz_policy *p, zz_qfmt *buf);
 const zz_qfmt *zz_policy_cfmt(const zz_policy *p, zz_qfmt *buf);

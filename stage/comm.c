@@ -3,6 +3,7 @@
  * group), waits that always end (done, a fault anywhere, or a deadline), and the
  * block-composition message rank 0 sends to everyone.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -138,11 +139,17 @@ zz_status zz_block_unpack(const uint64_t *w, size_t nwords, zz_stage_block *b,
   if (nwords < 5 || w[0] != ZZ_BLOCK_MAGIC)
     return zz_error(ZZ_ERR_FORMAT, "stage: block message: bad header (%zu words)", nwords);
   uint64_t nseq = w[2], ngroups = w[3];
-  if (nseq > (1u << 24) || ngroups > (1u << 20) || w[4] > (1u << 30) ||
+  if (nseq > ZZ_BLOCK_MAX_SEQ || ngroups > ZZ_BLOCK_MAX_GROUPS || w[4] > ZZ_BLOCK_MAX_NEW ||
       nwords != 5 + ngroups + 1 + 2 * nseq)
     return zz_error(ZZ_ERR_FORMAT,
                     "stage: block message: %zu words for %llu sequences in %llu groups", nwords,
                     (unsigned long long)nseq, (unsigned long long)ngroups);
+  /* group starts and prompt lengths are int32: a larger word is a broken message */
+  for (uint64_t k = 5; k < 5 + ngroups + 1 + nseq; k++)
+    if (w[k] > INT32_MAX)
+      return zz_error(ZZ_ERR_FORMAT, "stage: block message: %s %llu is %llu, beyond 2^31 - 1",
+                      k < 6 + ngroups ? "the first sequence of group" : "the prompt length of sequence",
+                      (unsigned long long)(k < 6 + ngroups ? k - 5 : k - 6 - ngroups), (unsigned long long)w[k]);
   zz_stage_block blk = {.index = (int64_t)w[1], .nseq = (int32_t)nseq,
                         .ngroups = (int32_t)ngroups, .max_new_tokens = (int32_t)w[4]};
   size_t bytes = (ngroups + 1 + nseq) * sizeof(int32_t) + nseq * sizeof(uint64_t);
@@ -166,6 +173,9 @@ zz_status zz_block_unpack(const uint64_t *w, size_t nwords, zz_stage_block *b,
 }
 
 zz_status zz_block_check(const zz_stage_block *b, int groups_max, int max_new_tokens) {
+  if (b->nseq > ZZ_BLOCK_MAX_SEQ)
+    return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: %d sequences, more than a block message carries (%d)",
+                    (long long)b->index, b->nseq, ZZ_BLOCK_MAX_SEQ);
   if (b->nseq < 1 || b->ngroups < 1 || b->ngroups > b->nseq || b->ngroups > groups_max)
     return zz_error(ZZ_ERR_INVALID_ARG,
                     "stage: block %lld: %d sequences in %d groups (1 <= groups <= sequences, "

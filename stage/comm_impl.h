@@ -45,6 +45,12 @@ void zz_comm_backoff(int *spins);
  * [magic, index, nseq, ngroups, max_new_tokens, group_first[ngroups+1],
  *  prompt_len[nseq], rng[nseq]]; nseq = 0 means "no more blocks". */
 #define ZZ_BLOCK_MAGIC 0x7a7a626c6f636b31ull /* "zzblock1" */
+/* What a block message may carry: the counts are int32 on both sides, and every
+ * word is checked against these before it is narrowed (a 64-bit word is never
+ * cut to its low 32 bits). */
+#define ZZ_BLOCK_MAX_SEQ (1 << 24)    /* sequences of a block */
+#define ZZ_BLOCK_MAX_GROUPS (1 << 20) /* groups of a block */
+#define ZZ_BLOCK_MAX_NEW (1 << 30)    /* new tokens per sequence */
 size_t zz_block_words(const zz_stage_block *b);
 void zz_block_pack(const zz_stage_block *b, uint64_t *words);
 /* Checks and unpacks; the arrays point into storage (malloc'd, owned by the caller). */

@@ -12,6 +12,7 @@
  *   last rank   sample: zz_sample_sequence per live sequence, one generator per
  *               sequence seeded (seed, stream), done flags sticky.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,8 +128,17 @@ static zz_status es_next_block(void *ctx, zz_stage_block *out, int *more_out) {
   r.ignore_eos = es->cfg.ignore_eos;
   r.sampling = es->cfg.sampling;
   ZZ_CHECK(zz_request_check(es->cfg.engine, &r));
+  /* the block carries 32-bit counts: refuse, never cut, a larger one */
+  if (r.n > es->cap || r.n > INT32_MAX)
+    return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: a request of %lld sequences, more than a block's %lld",
+                    (long long)r.n, (long long)es->cap);
   int64_t total = 0;
-  for (int64_t i = 0; i < r.n; i++) total += r.lens[i];
+  for (int64_t i = 0; i < r.n; i++) {
+    if (r.lens[i] > INT32_MAX)
+      return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: prompt %lld has %lld tokens, beyond 2^31 - 1", (long long)i,
+                      (long long)r.lens[i]);
+    total += r.lens[i];
+  }
   free(es->ids);
   if (!(es->ids = malloc((size_t)total * sizeof *es->ids)))
     return zz_error(ZZ_ERR_NO_MEMORY, "engine stage: out of memory for %lld prompt ids", (long long)total);

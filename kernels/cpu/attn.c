@@ -80,11 +80,7 @@ static const float *zz_kv_head(const zz_attn_job *j, const void *base, int64_t i
   }
 }
 
-int64_t zz_attn_keep_count(double keep, int64_t visible) {
-  if (keep >= 1) return visible;
-  int64_t k = (int64_t)ceil(keep * (double)visible - 1e-9);
-  return k < 1 ? 1 : (k > visible ? visible : k);
-}
+int64_t zz_attn_keep_count(double keep, int64_t visible) { return zz_attn_keep_of(zz_attn_keep_units(keep), visible); }
 
 /* The m-th largest of x[0..n) (1 <= m <= n); x is reordered. */
 static float zz_mth_largest(float *x, int64_t n, int64_t m) {

@@ -160,7 +160,7 @@ __device__ static inline float zz_cq_kv(const unsigned char *base, int q4, zz_qf
  * output from the kept V rows with their dense probabilities. */
 __global__ void zz_cq_attn_kernel(const __half *q, const unsigned char *k, const unsigned char *v, int q4, zz_qfmt f,
                                   int64_t seq_bytes, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
-                                  int64_t hd, const int32_t *pad, double keep, __half *out, float *scratch) {
+                                  int64_t hd, const int32_t *pad, int64_t keep_units, __half *out, float *scratch) {
   __shared__ float shm[32];
   int64_t blk = blockIdx.x, r = blk % sq, hh = (blk / sq) % heads, i = blk / sq / heads;
   int64_t h = heads * hd, kvh = hh / (heads / kv_heads);
@@ -192,11 +192,7 @@ __global__ void zz_cq_attn_kernel(const __half *q, const unsigned char *k, const
   }
   sum = zz_block_sum(sum, shm);
   __syncthreads();
-  int64_t nv = hi - lo + 1, m = nv;
-  if (keep < 1) {
-    m = (int64_t)ceil(keep * (double)nv - 1e-9);
-    m = m < 1 ? 1 : (m > nv ? nv : m);
-  }
+  int64_t nv = hi - lo + 1, m = zz_attn_keep_of(keep_units, nv); /* the CPU's count, in integers */
   for (int64_t kk = lo + threadIdx.x; kk <= hi; kk += blockDim.x) {
     if (m == nv) {
       kept[kk] = 1;
@@ -226,7 +222,7 @@ extern "C" int zz_cuda_attention_ex(const uint16_t *q, const void *k, const void
   if (!zz_cu_fits_int(blocks)) return (int)cudaErrorInvalidValue;
   zz_cq_attn_kernel<<<(unsigned)blocks, 128, 0, zz_cu_stream(stream)>>>(
       (const __half *)q, (const unsigned char *)k, (const unsigned char *)v, q4, f, seq_bytes, sq, t, q_start, heads,
-      kv_heads, hd, pad, keep, (__half *)out, (float *)scratch);
+      kv_heads, hd, pad, zz_attn_keep_units(keep), (__half *)out, (float *)scratch);
   ZZ_CU_LAUNCHED();
   return 0;
 }

@@ -2,7 +2,9 @@
 # test_cli.sh ZIGZAG FIXTURES — end-to-end checks of the zigzag command line on
 # the tiny-opt fixture: golden greedy tokens, kill/resume of a job file (with the
 # ZZ_FAULT_KILL_AFTER_BLOCKS fault injection), deterministic sampling, refusal of
-# bad inputs, --help, the progress line, tokenize and bench --json.
+# bad inputs, --help, the progress line, tokenize and bench --json; at the end the
+# command line of issue #21 (the sparsity policy line fed back, options refused for
+# commands they do not apply to, bad ZZ_* values, the no-GPU message).
 #
 # Prints "ok - ..." / "not ok - ..." per check and "N passed, N failed" at the
 # end; exits non-zero when any check failed. Needs only bash and coreutils (no
@@ -514,6 +516,61 @@ check "plan without --hw (this machine) refuses --cpu-mem above its RAM before m
 zz profile --out "$W/no-such-dir/hw.json"
 check "profile --out into a missing directory is refused before measuring" \
   eval '[ "$RC" -ne 0 ] && has "no-such-dir does not exist" err && ! has "profile: " err && [ $(($(date +%s) - start)) -lt 5 ]'
+
+# ------------------------------------------------------------ l. the command line (issue #21)
+
+# 4. top-k sparsity is exact: the policy line a run prints, given back to --policy, gives
+# the same tokens (0.1 was a float that kept 2 of 10 keys while its line kept 1; %g
+# printed 0.1234567 as 0.123457). Prompts of 3..23 tokens: every kept count from 10 keys up.
+for n in $(seq 3 23); do
+  printf '{"id": %d, "input_ids": [2' "$n"
+  for i in $(seq 2 "$n"); do printf ', %d' $(((7 * i + n) % 900 + 10)); done
+  printf ']}\n'
+done >sparse.jsonl
+for s in 0.1 0.1234567 0.35; do
+  zz "${GEN[@]}" --prompts sparse.jsonl --out sp_flag.jsonl --attn-sparsity "$s"
+  line=$(sed -n 's/^zigzag: policy \(.*\); plan:.*/\1/p' err)
+  rc1=$RC
+  zz "${GEN[@]}" --prompts sparse.jsonl --out sp_line.jsonl --policy "$line"
+  check "--attn-sparsity $s: the printed line ($line) gives the same tokens" \
+    eval '[ "$rc1" -eq 0 ] && [ "$RC" -eq 0 ] && case "$line" in *"sparsity=$s") true ;; *) false ;; esac && cmp -s sp_flag.jsonl sp_line.jsonl'
+done
+refused "--attn-sparsity with more than 9 decimal places" "at most 9 places" \
+  "${GEN[@]}" --prompts sparse.jsonl --out o.jsonl --attn-sparsity 0.1234567891
+
+# 19. an option the command does not take, and a bad ZZ_* value, are errors naming them
+refused "generate --gen-len 5 (bench's option; generate made 32 tokens)" "--gen-len does not apply to generate" \
+  "${GEN[@]}" --prompts golden_text.jsonl --out o.jsonl --gen-len 5
+refused "bench --seed (generate's option)" "--seed does not apply to bench" bench --model opt-125m --dummy --seed 3
+refused "tokenize --gpu-batch-size" "--gpu-batch-size does not apply to tokenize" tokenize --model "$TINY" --gpu-batch-size 2 hi
+ZZ_SEED=abc refused "ZZ_SEED=abc (was a warning, then seed 0)" "ZZ_SEED=abc" "${GEN[@]}" --prompts golden_text.jsonl --out o.jsonl
+ZZ_GPU_BATCH_SIZE=0 refused "ZZ_GPU_BATCH_SIZE=0 (out of range)" "ZZ_GPU_BATCH_SIZE=0" "${GEN[@]}" --prompts golden_text.jsonl --out o.jsonl
+ZZ_CPU_ISA=sse9 refused "ZZ_CPU_ISA=sse9 (was a warning)" "ZZ_CPU_ISA=sse9" "${GEN[@]}" --prompts golden_text.jsonl --out o.jsonl
+ZZ_FAULT_KIND=boom refused "ZZ_FAULT_KIND=boom" "ZZ_FAULT_KIND=boom: want kill, stop or error" \
+  "${GEN[@]}" --prompts golden_text.jsonl --out o.jsonl
+ZZ_DEVICE=gpu refused "ZZ_DEVICE=gpu" "ZZ_DEVICE=gpu (--device): want auto, cpu or cuda" \
+  "${GEN[@]}" --prompts golden_text.jsonl --out o.jsonl
+zz "${GEN[@]}" --prompts golden_text.jsonl --out isa.jsonl --cpu-isa portable
+check "--cpu-isa portable: the golden tokens" golden_ok isa.jsonl
+zz --help
+check "--help lists ZZ_CPU_ISA and ZZ_FAULT_KIND in the table, with the commands each option applies to" \
+  eval 'has "--cpu-isa X" outp && has "[ZZ_CPU_ISA]" outp && has "ZZ_FAULT_KIND=X" outp && has "{bench plan}" outp'
+
+# 20. the mpirun-only options without mpirun are refused, not ignored
+refused "--layers without mpirun" "started by mpirun" "${GEN[@]}" --prompts golden_text.jsonl --out o.jsonl --layers 3
+refused "--comm without mpirun" "started by mpirun" bench --model opt-125m --dummy --comm mpi
+
+# 17. no GPU: auto says so in one line and computes on the CPU; --device cuda names why
+zz "${GEN[@]}" --prompts golden_text.jsonl --out dev.jsonl --device auto
+if has "using the CPU device" err || has "computing on the CPU" err; then
+  check "--device auto without a GPU: 'no GPU found, using the CPU device' (no CUDA runtime jargon), golden tokens" \
+    eval 'golden_ok dev.jsonl && { has "zigzag: no GPU found, using the CPU device" err || has "built without CUDA, using the CPU device" err; } && ! has "insufficient" err'
+  zz "${GEN[@]}" --prompts golden_text.jsonl --out dev.jsonl --device cuda
+  check "--device cuda without a GPU: an error naming the missing GPU or driver" \
+    eval '[ "$RC" -ne 0 ] && { has "no GPU found" err || has "built without CUDA" err || has "NVIDIA driver supports CUDA" err; }'
+else
+  ok "--device auto found a GPU: the no-GPU messages are not checked here"
+fi
 
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -1,5 +1,6 @@
 /* fuzz_options.c — the command line: the input split at NUL bytes into up to 64
- * arguments after "zigzag", parsed as main() does (policy and tiers included). */
+ * arguments after "zigzag", parsed as main() does (policy, tiers and ISA included),
+ * and --layers as a pipeline of 1 to 4 ranks reads it. */
 #include "fuzz_util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -31,8 +32,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
   if (zz_opts_parse(argc, argv, &o) == 0) {
     zz_policy p;
     zz_tiers t;
-    if (zz_opts_policy(&o, &p) != ZZ_OK || zz_opts_tiers(&o, &t) != ZZ_OK) abort(); /* parse checked both */
+    zz_cpu_isa isa;
+    if (zz_opts_policy(&o, &p) != ZZ_OK || zz_opts_tiers(&o, &t) != ZZ_OK || zz_opts_cpu_isa(&o, &isa) != ZZ_OK)
+      abort(); /* parse checked them */
   }
+  /* --layers as the pipeline reads it, over 1 to 4 ranks of 8 layers: refused or
+   * increasing, never read past its end (the text is argv's, NUL-terminated) */
+  if (o.layers)
+    for (int ranks = 1; ranks <= 4; ranks++) {
+      int b[5];
+      if (zz_opts_parse_layers(o.layers, 8, ranks, b) == ZZ_OK)
+        for (int r = 0; r < ranks; r++)
+          if (b[r] >= b[r + 1]) abort();
+    }
   free(buf);
   return 0;
 }

@@ -53,6 +53,18 @@ static void test_block_message(void) {
   for (int i = 0; i < 5; i++) CU_ASSERT(c.prompt_len[i] == len[i] && c.rng[i] == rng[i]);
   CU_ASSERT_PTR_NULL(c.prompt_ids);
   free(mem);
+  /* a count beyond 32 bits is refused, not cut to its low 32 bits (issue #21 item 20) */
+  size_t len0 = 5 + 3; /* the word of sequence 0's prompt length */
+  w[len0] = (1ull << 32) + 3;
+  CU_ASSERT_EQUAL(zz_block_unpack(w, n, &c, &mem), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "prompt length of sequence 0 is 4294967299"));
+  w[len0] = 3;
+  w[6] = (1ull << 32) + 2; /* group 1 would start at sequence 2 */
+  CU_ASSERT_EQUAL(zz_block_unpack(w, n, &c, &mem), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "first sequence of group 1"));
+  w[6] = 2;
+  CU_ASSERT_EQUAL_FATAL(zz_block_unpack(w, n, &c, &mem), ZZ_OK);
+  free(mem);
   /* a truncated or foreign message is refused, not read past its end */
   CU_ASSERT_EQUAL(zz_block_unpack(w, n - 1, &c, &mem), ZZ_ERR_FORMAT);
   w[0] ^= 1;
@@ -63,6 +75,10 @@ static void test_block_message(void) {
   CU_ASSERT_EQUAL(zz_block_check(&b, 4, 16), ZZ_ERR_INVALID_ARG);  /* too many new tokens */
   first[1] = 0;
   CU_ASSERT_EQUAL(zz_block_check(&b, 4, 64), ZZ_ERR_INVALID_ARG);  /* an empty group */
+  first[1] = 2;
+  b.nseq = (1 << 24) + 1; /* more than the message carries: refused by the sender */
+  CU_ASSERT_EQUAL(zz_block_check(&b, 4, 64), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "more than a block message carries"));
 }
 
 /* The default split: contiguous, non-empty, every layer once; by cost, not count. */

@@ -9,6 +9,13 @@
  * busy in a long compute step keeps heartbeating from this thread, so it is never
  * taken for lost.
  *
+ * Heartbeats also go over a channel of their own, a UDP socket per rank (addresses
+ * exchanged at start): over MPI they share the TCP connection with the hidden states and
+ * queue behind them, so on a slow live link (256 kbit/s: a 64 kB state takes 2 s) a peer
+ * that is alive and sending would look silent. A datagram waits at most the link's queue
+ * (or is dropped, and the next one counts). Either channel proves a peer alive; without
+ * UDP (no socket, no address) the MPI heartbeats work as before.
+ *
  * Control messages (one fixed-size struct, one tag):
  *   HB     I am alive.
  *   ABORT  I hit `text`; stop. Sent by the first rank that sees a failure (its own
@@ -22,6 +29,11 @@
  * host is unreachable). If the main thread is stuck inside a long compute callback
  * and never reaches zz_stage_fail, this thread exits for it exit_grace + 1 s later.
  */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -29,15 +41,36 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include "comm_impl.h"
 #include "faults_impl.h"
 
 #define ZZ_CTRL_TAG 1
 #define ZZ_CAUSE_LEN 400
 #define ZZ_ABORT_WAIT_S 1.0 /* how long MPI_Abort may take before the watchdog _exit()s */
 
+#define ZZ_HB_ADDRS 8      /* IPv4 addresses a rank offers for datagram heartbeats */
+#define ZZ_HB_MAGIC 0x7a7a6862u /* "zzhb" */
+
 enum { CT_HB = 0, CT_ABORT, CT_ACK, CT_BYE, CT_COUNT };
+
+/* Where a rank hears datagram heartbeats; exchanged with every rank at start. */
+typedef struct hb_card {
+  uint64_t nonce;              /* rank 0's: this job's, so strays from other jobs are ignored */
+  uint32_t addr[ZZ_HB_ADDRS];  /* network order */
+  uint16_t port;               /* network order; 0: no socket */
+  uint16_t naddr;
+} hb_card;
+
+/* One datagram heartbeat. */
+typedef struct hb_packet {
+  uint32_t magic;
+  int32_t from, to;
+  uint32_t pad;
+  uint64_t nonce;
+} hb_packet;
 
 typedef struct ctrl_msg {
   int32_t kind;
@@ -60,6 +93,9 @@ struct zz_faults {
   const char (*hosts)[ZZ_HOST_LEN];
   double timeout, heartbeat, grace;
   peer *peers;
+  int udp;          /* datagram heartbeat socket, -1 without */
+  uint64_t nonce;   /* the job's, from rank 0's card */
+  hb_card *cards;   /* [size] every rank's heartbeat addresses */
   pthread_t thread;
   int thread_started;
   atomic_int stopped;  /* a failure was seen (here or anywhere): waits return */
@@ -212,6 +248,89 @@ static void handle(zz_faults *f, int p, const ctrl_msg *m) {
   }
 }
 
+/* ================================================================ datagram heartbeats */
+
+static void hb_send_all(zz_faults *f) {
+  if (f->udp < 0) return;
+  for (int p = 0; p < f->size; p++) {
+    if (p == f->rank || f->peers[p].bye || f->peers[p].lost || !f->cards[p].port) continue;
+    hb_packet pk = {.magic = ZZ_HB_MAGIC, .from = f->rank, .to = p, .nonce = f->nonce};
+    for (int a = 0; a < f->cards[p].naddr && a < ZZ_HB_ADDRS; a++) {
+      struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = f->cards[p].port};
+      to.sin_addr.s_addr = f->cards[p].addr[a];
+      /* best effort: a full queue or an unreachable address is what heartbeats detect */
+      ssize_t n = sendto(f->udp, &pk, sizeof pk, MSG_DONTWAIT | MSG_NOSIGNAL,
+                         (struct sockaddr *)&to, sizeof to);
+      (void)n;
+    }
+  }
+}
+
+static void hb_receive(zz_faults *f, double now) {
+  if (f->udp < 0) return;
+  hb_packet pk;
+  for (;;) {
+    ssize_t n = recv(f->udp, &pk, sizeof pk, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return;
+    if (n != (ssize_t)sizeof pk || pk.magic != ZZ_HB_MAGIC || pk.nonce != f->nonce ||
+        pk.to != f->rank || pk.from < 0 || pk.from >= f->size || pk.from == f->rank)
+      continue; /* another job's or a stray datagram */
+    f->peers[pk.from].last_seen = now;
+  }
+}
+
+/* This rank's socket and card: every IPv4 address that is up (loopback included: ranks
+ * of one machine reach each other there); the peers send to each of them. */
+static void hb_open(zz_faults *f, hb_card *card) {
+  memset(card, 0, sizeof *card);
+  f->udp = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (f->udp < 0) return;
+  struct sockaddr_in me = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+  socklen_t len = sizeof me;
+  struct ifaddrs *ifs = NULL;
+  if (bind(f->udp, (struct sockaddr *)&me, sizeof me) != 0 ||
+      getsockname(f->udp, (struct sockaddr *)&me, &len) != 0 || getifaddrs(&ifs) != 0) {
+    close(f->udp);
+    f->udp = -1;
+    return;
+  }
+  for (struct ifaddrs *i = ifs; i && card->naddr < ZZ_HB_ADDRS; i = i->ifa_next)
+    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP))
+      card->addr[card->naddr++] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+  freeifaddrs(ifs);
+  card->port = me.sin_port;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  card->nonce = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
+}
+
+/* Every rank's card, bounded like the other start-up collectives. A failure here is
+ * not fatal: the MPI heartbeats still run. */
+static void hb_exchange(zz_faults *f, double deadline_s) {
+  hb_card mine;
+  hb_open(f, &mine);
+  f->cards = calloc((size_t)f->size, sizeof *f->cards);
+  MPI_Request req;
+  if (!f->cards || MPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, f->cards, (int)sizeof mine,
+                                  MPI_BYTE, f->ctrl, &req) != MPI_SUCCESS)
+    goto off;
+  double t0 = zz_now();
+  int spins = 0, done = 0;
+  while (!done) {
+    if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) goto off;
+    if (!done && zz_now() - t0 > deadline_s) goto off; /* stage start-up times out too */
+    if (!done) zz_comm_backoff(&spins);
+  }
+  f->nonce = f->cards[0].nonce;
+  return;
+off:
+  if (f->udp >= 0) close(f->udp);
+  f->udp = -1;
+  free(f->cards);
+  f->cards = NULL;
+}
+
 static void *progress(void *arg) {
   zz_faults *f = arg;
   double now = zz_now(), next_hb = now, notify_time = 0;
@@ -222,6 +341,7 @@ static void *progress(void *arg) {
   }
   for (;;) {
     now = zz_now();
+    hb_receive(f, now);
     for (int p = 0; p < f->size; p++) {
       peer *pe = &f->peers[p];
       if (p == f->rank || pe->lost) continue;
@@ -253,6 +373,7 @@ static void *progress(void *arg) {
     if (now >= next_hb) {
       for (int p = 0; p < f->size; p++)
         if (p != f->rank && !f->peers[p].bye && !f->peers[p].lost) send_ctrl(f, p, CT_HB, NULL);
+      hb_send_all(f);
       next_hb = now + f->heartbeat;
     }
     if (atomic_load(&f->notify) && !notify_sent) {
@@ -300,7 +421,7 @@ static void *progress(void *arg) {
 /* ================================================================ start / stop */
 
 zz_status zz_faults_start(MPI_Comm ctrl, MPI_Comm world, const char (*hosts)[ZZ_HOST_LEN],
-                          const zz_stage_config *cfg, zz_faults **out) {
+                          const zz_stage_config *cfg, double startup_s, zz_faults **out) {
   zz_faults *f = calloc(1, sizeof *f);
   if (!f) return zz_error(ZZ_ERR_NO_MEMORY, "stage: fault tracker");
   f->ctrl = ctrl;
@@ -322,7 +443,10 @@ zz_status zz_faults_start(MPI_Comm ctrl, MPI_Comm world, const char (*hosts)[ZZ_
     f->peers[p].recv = MPI_REQUEST_NULL;
     for (int k = 0; k < CT_COUNT; k++) f->peers[p].send[k] = MPI_REQUEST_NULL;
   }
+  hb_exchange(f, startup_s);
   if (pthread_create(&f->thread, NULL, progress, f) != 0) {
+    if (f->udp >= 0) close(f->udp);
+    free(f->cards);
     free(f->peers);
     free(f);
     return zz_error(ZZ_ERR_NO_MEMORY, "stage: cannot start the progress thread");
@@ -354,6 +478,8 @@ zz_status zz_faults_stop(zz_faults *f) {
 void zz_faults_free(zz_faults *f) {
   if (!f) return;
   if (f->thread_started) zz_faults_stop(f);
+  if (f->udp >= 0) close(f->udp);
+  free(f->cards);
   free(f->peers);
   free(f);
 }

@@ -130,7 +130,7 @@ zz_status zz_stage_create(MPI_Comm comm, const zz_stage_config *cfg, zz_stage **
   ZZ_CHECK_GOTO(wait_startup(&req, deadline, "exchanging host names"), s, fail);
   for (int r = 0; r < st->size; r++) st->hosts[r][ZZ_HOST_LEN - 1] = '\0';
   ZZ_CHECK_GOTO(zz_faults_start(st->ctrl, st->data, (const char(*)[ZZ_HOST_LEN])st->hosts, cfg,
-                                &st->faults),
+                                deadline, &st->faults),
                 s, fail);
   *out = st;
   return ZZ_OK;

@@ -9,6 +9,8 @@
 #   kill-heartbeat  the same with orte_enable_recovery (the launcher leaves the survivors
 #                   alone, as srun does): the heartbeats find it, every survivor names rank 2
 #   stop            rank 2 is SIGSTOPped: every other rank names it within 10 s, non-zero
+#   init-stop       rank 2 is SIGSTOPped before MPI_Init_thread: every other rank says
+#                   rank 2 never arrived within the peer timeout, all end, non-zero
 #   slow            rank 2 spends 5 s in one step with a 2.5 s peer timeout (margin for a loaded machine): not lost, tokens ok
 # The liveness bound is generous on purpose (10 s after the fault with a 2 s peer
 # timeout); it is not a speed claim.
@@ -78,7 +80,7 @@ alive_ranks() {
 check_fault() {
   local name=$1 want=$2 np=$3
   local ft since
-  ft=$(grep -o 'fault [a-z]* at step [0-9]*, time [0-9.]*' <<<"$out" | awk '{print $NF}')
+  ft=$(grep -o 'fault [a-z-]* at step [0-9]*, time [0-9.]*' <<<"$out" | awk '{print $NF}')
   [ -n "$ft" ] || { bad "$name: the fault was never injected"; echo "$out"; return; }
   since=$(echo "$end - $ft" | bc)
   echo "$name: mpirun rc $rc, every other rank ended $since s after the fault"
@@ -147,6 +149,22 @@ stop)
   run 4 --groups 4 --step-ms 20 --no-bind --fault stop --fault-rank 2 --peer-timeout 2
   [ "$rc" != 0 ] || bad "stop: mpirun returned 0"
   check_fault stop heartbeat 4
+  ;;
+init-stop)
+  # rank 2 stops before MPI_Init_thread: the others' init watchdogs name it within the
+  # peer timeout and exit non-zero, which ends the job
+  run 4 --groups 4 --no-bind --fault init-stop --fault-rank 2 --peer-timeout 2
+  [ "$rc" != 0 ] || bad "init-stop: mpirun returned 0"
+  # the first watchdog to fire ends the job: the launcher may cut the others off
+  grep -q "^zigzag: rank [013] (host [^)]*): MPI_Init_thread did not complete within 2.0 s: rank 2 never arrived" <<<"$out" ||
+    bad "init-stop: no rank named rank 2"
+  check_fault init-stop lines 4
+  # nothing left in /dev/shm: the arrival directory of this job (Open MPI's job id is
+  # family << 16 | 1, as mpirun's "Process name: [[family,1],rank]" shows it)
+  fam=$(grep -o 'Process name: \[\[[0-9]*,1\]' <<<"$out" | head -1 | grep -o '[0-9]*,' | tr -d ,)
+  if [ -n "$fam" ]; then
+    ls -d "/dev/shm/zigzag-init.$(id -u).$((fam * 65536 + 1))" 2>/dev/null && bad "init-stop: its arrival directory is left in /dev/shm"
+  fi
   ;;
 slow)
   run 4 --groups 4 --step-ms 5 --no-bind --fault slow --slow-s 5 --fault-rank 2 --peer-timeout 2.5

@@ -1,0 +1,16 @@
+/* launcher_impl.h — what the launcher tells a rank and leaves behind (internal). */
+#ifndef ZZ_LAUNCHER_IMPL_H
+#define ZZ_LAUNCHER_IMPL_H
+
+#include "zz_stage.h"
+
+/* This process's rank from the launcher's environment (Open MPI, PMIx, PMI); -1 when
+ * not started by one. Readable before MPI_Init. */
+int zz_launcher_rank(void);
+/* Removes this job's Open MPI shared-memory segments on this machine (btl vader:
+ * <backing dir>/vader_segment.<host>.<uid>.<job id hex>.<local rank>). Only for a job
+ * that is ending: a peer still running loses nothing it has mapped, but could not
+ * attach anew. */
+void zz_launcher_clean_shm(void);
+
+#endif

@@ -35,6 +35,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@
 
 #include "comm_impl.h"
 #include "faults_impl.h"
+#include "launcher_impl.h"
 
 #define ZZ_CTRL_TAG 1
 #define ZZ_CAUSE_LEN 400
@@ -106,6 +108,11 @@ struct zz_faults {
   atomic_int quit;     /* the thread has ended its loop */
   atomic_int exiting;
   double stop_time;
+  pid_t parent;       /* the launcher's process that started this rank (mpirun, orted) */
+  char parent_kind;   /* 'h' mpirun (the job's head), 'd' a daemon (orted), 0 other */
+  int launcher_gone;  /* the parent ended: nobody will clean up after this rank */
+  int host_lost;      /* a peer on another host was lost (unreachable, perhaps) */
+  int nlost;          /* peers lost */
   int heard_from;           /* the rank whose ABORT stopped this one (-1: own cause) */
   char cause[ZZ_CAUSE_LEN]; /* what this rank tells its peers (written before notify) */
   char reason[ZZ_CAUSE_LEN + 160]; /* what waits return (written before stopped) */
@@ -119,8 +126,18 @@ static void say(zz_faults *f, const char *text) {
                    f->hosts[f->rank], text);
   if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
   /* one write: lines of different threads and ranks never interleave mid-line */
-  ssize_t w = write(2, line, (size_t)n);
-  (void)w;
+  if (write(2, line, (size_t)n) == n) return;
+  /* stderr is gone with the launcher (a pipe to a killed mpirun): the line goes to a
+   * file, so the reason survives somewhere */
+  char path[256];
+  const char *tmp = getenv("TMPDIR"), *job = getenv("OMPI_MCA_ess_base_jobid");
+  snprintf(path, sizeof path, "%s/zigzag-job%s-rank%d.log", tmp && *tmp ? tmp : "/tmp", job ? job : "0",
+           f->rank);
+  FILE *log = fopen(path, "a");
+  if (log) {
+    fwrite(line, 1, (size_t)n, log);
+    fclose(log);
+  }
 }
 
 /* The first failure this rank sees: print it once, make waits return. */
@@ -155,6 +172,20 @@ static void *watchdog(void *arg) {
   return NULL;
 }
 
+/* What a failing rank does last, so the job leaves nothing behind (issue #21 item 21):
+ * the job's shared-memory files on this machine go (the launcher removes them only when
+ * it ends cleanly); a rank cut off from every peer ends its daemon (orted), which
+ * otherwise waits forever for an mpirun it cannot reach; a rank under mpirun that lost
+ * a host ends mpirun, which otherwise waits for the unreachable host's daemon until TCP
+ * gives up (~15 min). The daemons and mpirun end the job's other processes on their
+ * way out. */
+static void leave(zz_faults *f) {
+  zz_launcher_clean_shm();
+  if (f->launcher_gone || f->parent <= 1) return;
+  if (f->parent_kind == 'd' && f->size > 1 && f->nlost == f->size - 1) kill(f->parent, SIGTERM);
+  if (f->parent_kind == 'h' && f->host_lost) kill(f->parent, SIGTERM);
+}
+
 static void die(zz_faults *f) __attribute__((noreturn));
 static void die(zz_faults *f) {
   int expected = 0;
@@ -175,8 +206,11 @@ static void die(zz_faults *f) {
       struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
       nanosleep(&ts, NULL);
     }
+    leave(f);
     _exit(1);
   }
+  leave(f);
+  if (f->launcher_gone) _exit(1); /* nobody left to abort the job through */
   static double wait_s = ZZ_ABORT_WAIT_S;
   pthread_t t;
   if (pthread_create(&t, NULL, watchdog, &wait_s) != 0) _exit(1);
@@ -226,6 +260,8 @@ static int send_ctrl(zz_faults *f, int p, int kind, const char *text) {
 static void lose(zz_faults *f, int p, const char *why) {
   if (f->peers[p].lost) return;
   f->peers[p].lost = 1;
+  f->nlost++;
+  if (strcmp(f->hosts[p], f->hosts[f->rank]) != 0) f->host_lost = 1;
   char text[ZZ_CAUSE_LEN];
   snprintf(text, sizeof text, "lost rank %d (host %s): %s", p, f->hosts[p], why);
   zz_faults_report(f, text);
@@ -341,6 +377,14 @@ static void *progress(void *arg) {
   }
   for (;;) {
     now = zz_now();
+    if (f->parent > 1 && !f->launcher_gone && getppid() != f->parent) {
+      /* the launcher died (kill -9 of mpirun, a daemon ended): this rank is an orphan */
+      f->launcher_gone = 1;
+      char text[160];
+      snprintf(text, sizeof text, "the launcher is gone: its process %d (%s) ended; stopping", (int)f->parent,
+               f->parent_kind == 'h' ? "mpirun" : f->parent_kind == 'd' ? "orted" : "parent");
+      zz_faults_report(f, text);
+    }
     hb_receive(f, now);
     for (int p = 0; p < f->size; p++) {
       peer *pe = &f->peers[p];
@@ -420,6 +464,21 @@ static void *progress(void *arg) {
 
 /* ================================================================ start / stop */
 
+/* 'h' when pid is the job's head (mpirun and its other names), 'd' a launch daemon. */
+static char parent_kind(pid_t pid) {
+  char path[64], name[32] = {0};
+  snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+  FILE *c = fopen(path, "r");
+  if (!c) return 0;
+  if (!fgets(name, sizeof name, c)) name[0] = '\0';
+  fclose(c);
+  name[strcspn(name, "\n")] = '\0';
+  if (!strcmp(name, "mpirun") || !strcmp(name, "mpiexec") || !strcmp(name, "orterun") || !strcmp(name, "prterun"))
+    return 'h';
+  if (!strcmp(name, "orted") || !strcmp(name, "prted")) return 'd';
+  return 0;
+}
+
 zz_status zz_faults_start(MPI_Comm ctrl, MPI_Comm world, const char (*hosts)[ZZ_HOST_LEN],
                           const zz_stage_config *cfg, double startup_s, zz_faults **out) {
   zz_faults *f = calloc(1, sizeof *f);
@@ -443,6 +502,11 @@ zz_status zz_faults_start(MPI_Comm ctrl, MPI_Comm world, const char (*hosts)[ZZ_
     f->peers[p].recv = MPI_REQUEST_NULL;
     for (int k = 0; k < CT_COUNT; k++) f->peers[p].send[k] = MPI_REQUEST_NULL;
   }
+  f->parent = f->size > 1 ? getppid() : 0; /* alone: no launcher to lose */
+  f->parent_kind = parent_kind(f->parent);
+  /* a rank whose launcher died must live to say why, not die writing to its stderr */
+  struct sigaction old_pipe;
+  if (sigaction(SIGPIPE, NULL, &old_pipe) == 0 && old_pipe.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
   hb_exchange(f, startup_s);
   if (pthread_create(&f->thread, NULL, progress, f) != 0) {
     if (f->udp >= 0) close(f->udp);

@@ -183,7 +183,16 @@ static void leave(zz_faults *f) {
   zz_launcher_clean_shm();
   if (f->launcher_gone || f->parent <= 1) return;
   if (f->parent_kind == 'd' && f->size > 1 && f->nlost == f->size - 1) kill(f->parent, SIGTERM);
-  if (f->parent_kind == 'h' && f->host_lost) kill(f->parent, SIGTERM);
+  if (f->parent_kind == 'h' && f->host_lost) {
+    /* mpirun's first signal starts its own abort, which waits for every daemon; the
+     * second makes it give up. This rank must outlive the first (mpirun ends its
+     * local ranks with SIGTERM) to send the second. */
+    signal(SIGTERM, SIG_IGN);
+    kill(f->parent, SIGTERM);
+    struct timespec ts = {0, 300000000};
+    nanosleep(&ts, NULL);
+    kill(f->parent, SIGTERM);
+  }
 }
 
 static void die(zz_faults *f) __attribute__((noreturn));

@@ -110,9 +110,10 @@ struct zz_faults {
   double stop_time;
   pid_t parent;       /* the launcher's process that started this rank (mpirun, orted) */
   char parent_kind;   /* 'h' mpirun (the job's head), 'd' a daemon (orted), 0 other */
-  int launcher_gone;  /* the parent ended: nobody will clean up after this rank */
-  int host_lost;      /* a peer on another host was lost (unreachable, perhaps) */
-  int nlost;          /* peers lost */
+  /* written by the progress thread, read by whichever thread exits */
+  atomic_int launcher_gone; /* the parent ended: nobody will clean up after this rank */
+  atomic_int host_lost;     /* a peer on another host was lost (unreachable, perhaps) */
+  atomic_int nlost;         /* peers lost */
   int heard_from;           /* the rank whose ABORT stopped this one (-1: own cause) */
   char cause[ZZ_CAUSE_LEN]; /* what this rank tells its peers (written before notify) */
   char reason[ZZ_CAUSE_LEN + 160]; /* what waits return (written before stopped) */
@@ -181,9 +182,9 @@ static void *watchdog(void *arg) {
  * way out. */
 static void leave(zz_faults *f) {
   zz_launcher_clean_shm();
-  if (f->launcher_gone || f->parent <= 1) return;
-  if (f->parent_kind == 'd' && f->size > 1 && f->nlost == f->size - 1) kill(f->parent, SIGTERM);
-  if (f->parent_kind == 'h' && f->host_lost) {
+  if (atomic_load(&f->launcher_gone) || f->parent <= 1) return;
+  if (f->parent_kind == 'd' && f->size > 1 && atomic_load(&f->nlost) == f->size - 1) kill(f->parent, SIGTERM);
+  if (f->parent_kind == 'h' && atomic_load(&f->host_lost)) {
     /* mpirun's first signal starts its own abort, which waits for every daemon; the
      * second makes it give up. This rank must outlive the first (mpirun ends its
      * local ranks with SIGTERM) to send the second. */
@@ -219,7 +220,7 @@ static void die(zz_faults *f) {
     _exit(1);
   }
   leave(f);
-  if (f->launcher_gone) _exit(1); /* nobody left to abort the job through */
+  if (atomic_load(&f->launcher_gone)) _exit(1); /* nobody left to abort the job through */
   static double wait_s = ZZ_ABORT_WAIT_S;
   pthread_t t;
   if (pthread_create(&t, NULL, watchdog, &wait_s) != 0) _exit(1);
@@ -269,8 +270,8 @@ static int send_ctrl(zz_faults *f, int p, int kind, const char *text) {
 static void lose(zz_faults *f, int p, const char *why) {
   if (f->peers[p].lost) return;
   f->peers[p].lost = 1;
-  f->nlost++;
-  if (strcmp(f->hosts[p], f->hosts[f->rank]) != 0) f->host_lost = 1;
+  atomic_fetch_add(&f->nlost, 1);
+  if (strcmp(f->hosts[p], f->hosts[f->rank]) != 0) atomic_store(&f->host_lost, 1);
   char text[ZZ_CAUSE_LEN];
   snprintf(text, sizeof text, "lost rank %d (host %s): %s", p, f->hosts[p], why);
   zz_faults_report(f, text);
@@ -386,9 +387,9 @@ static void *progress(void *arg) {
   }
   for (;;) {
     now = zz_now();
-    if (f->parent > 1 && !f->launcher_gone && getppid() != f->parent) {
+    if (f->parent > 1 && !atomic_load(&f->launcher_gone) && getppid() != f->parent) {
       /* the launcher died (kill -9 of mpirun, a daemon ended): this rank is an orphan */
-      f->launcher_gone = 1;
+      atomic_store(&f->launcher_gone, 1);
       char text[160];
       snprintf(text, sizeof text, "the launcher is gone: its process %d (%s) ended; stopping", (int)f->parent,
                f->parent_kind == 'h' ? "mpirun" : f->parent_kind == 'd' ? "orted" : "parent");

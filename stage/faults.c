@@ -77,6 +77,7 @@ typedef struct hb_packet {
 typedef struct ctrl_msg {
   int32_t kind;
   int32_t origin; /* the rank that wrote text */
+  int32_t host_lost; /* ABORT: its sender lost a peer on another host (see end_head) */
   char text[ZZ_CAUSE_LEN];
 } ctrl_msg;
 
@@ -114,6 +115,7 @@ struct zz_faults {
   atomic_int launcher_gone; /* the parent ended: nobody will clean up after this rank */
   atomic_int host_lost;     /* a peer on another host was lost (unreachable, perhaps) */
   atomic_int nlost;         /* peers lost */
+  atomic_int head_ended;    /* end_head has run */
   int heard_from;           /* the rank whose ABORT stopped this one (-1: own cause) */
   char cause[ZZ_CAUSE_LEN]; /* what this rank tells its peers (written before notify) */
   char reason[ZZ_CAUSE_LEN + 160]; /* what waits return (written before stopped) */
@@ -180,20 +182,27 @@ static void *watchdog(void *arg) {
  * a host ends mpirun, which otherwise waits for the unreachable host's daemon until TCP
  * gives up (~15 min). The daemons and mpirun end the job's other processes on their
  * way out. */
+/* mpirun's first signal starts its own abort, which waits for every daemon; the second
+ * makes it give up. This rank must outlive the first (mpirun ends its local ranks with
+ * SIGTERM) to send the second. Once per process; only for a job that lost a host and
+ * has told every peer it could reach (the progress thread calls it as soon as that is
+ * so, since mpirun may end this rank before its own exit path runs). */
+static void end_head(zz_faults *f) {
+  if (f->parent_kind != 'h' || f->parent <= 1 || atomic_load(&f->launcher_gone) ||
+      !atomic_load(&f->host_lost) || atomic_exchange(&f->head_ended, 1))
+    return;
+  signal(SIGTERM, SIG_IGN);
+  kill(f->parent, SIGTERM);
+  struct timespec ts = {0, 300000000};
+  nanosleep(&ts, NULL);
+  kill(f->parent, SIGTERM);
+}
+
 static void leave(zz_faults *f) {
   zz_launcher_clean_shm();
   if (atomic_load(&f->launcher_gone) || f->parent <= 1) return;
   if (f->parent_kind == 'd' && f->size > 1 && atomic_load(&f->nlost) == f->size - 1) kill(f->parent, SIGTERM);
-  if (f->parent_kind == 'h' && atomic_load(&f->host_lost)) {
-    /* mpirun's first signal starts its own abort, which waits for every daemon; the
-     * second makes it give up. This rank must outlive the first (mpirun ends its
-     * local ranks with SIGTERM) to send the second. */
-    signal(SIGTERM, SIG_IGN);
-    kill(f->parent, SIGTERM);
-    struct timespec ts = {0, 300000000};
-    nanosleep(&ts, NULL);
-    kill(f->parent, SIGTERM);
-  }
+  end_head(f);
 }
 
 static void die(zz_faults *f) __attribute__((noreturn));
@@ -258,6 +267,7 @@ static int send_ctrl(zz_faults *f, int p, int kind, const char *text) {
   ctrl_msg *m = &pe->out[kind];
   m->kind = kind;
   m->origin = f->rank;
+  m->host_lost = atomic_load(&f->host_lost);
   snprintf(m->text, sizeof m->text, "%s", text ? text : "");
   int bytes = (int)(offsetof(ctrl_msg, text) + strlen(m->text) + 1);
   if (MPI_Isend(m, bytes, MPI_BYTE, p, ZZ_CTRL_TAG, f->ctrl, &pe->send[kind]) != MPI_SUCCESS) {
@@ -285,6 +295,7 @@ static void handle(zz_faults *f, int p, const ctrl_msg *m) {
       snprintf(line, sizeof line, "stopping: rank %d (host %s) reported: %.*s", o, f->hosts[o],
                ZZ_CAUSE_LEN - 1, m->text);
       if (stop_once(f, line, line + 10)) f->heard_from = p;
+      if (m->host_lost) atomic_store(&f->host_lost, 1);
       send_ctrl(f, p, CT_ACK, NULL);
       break;
     }
@@ -461,6 +472,8 @@ static void *progress(void *arg) {
         if (p != f->rank && !f->peers[p].bye && !f->peers[p].lost) all = 0;
       if (all && (!atomic_load(&f->stopped) || atomic_load(&f->notified))) break;
     }
+    /* a host is lost and every peer that can hear has: mpirun must not wait for it */
+    if (atomic_load(&f->stopped) && atomic_load(&f->notified)) end_head(f);
     /* backstop: the main thread did not exit after a failure (stuck in a callback) */
     if (atomic_load(&f->stopped) && atomic_load(&f->notified) &&
         now - f->stop_time > f->grace + 1.0 && !atomic_load(&f->want_bye))

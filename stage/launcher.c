@@ -162,7 +162,7 @@ static void describe_missing(const init_watch *w, char *out, size_t n) {
     if (st == 2) list_add(stopped, sizeof stopped, r, pid), nstopped++;
     if (st == 3) list_add(dead, sizeof dead, r, pid), ndead++;
   }
-  int all_here = w->local_size < 0 || w->local_size >= w->size; /* one machine runs every rank */
+  int all_here = w->local_size >= w->size; /* one machine runs every rank (unknown: assume not) */
   int arrived_here = w->size - nnever;
   size_t k = 0;
   out[0] = '\0';
@@ -175,7 +175,7 @@ static void describe_missing(const init_watch *w, char *out, size_t n) {
   else if (nnever && all_here && k < n)
     k += (size_t)snprintf(out + k, n - k, "%s %s never arrived (stopped, killed or unreachable before MPI "
                           "started); ", nnever > 1 ? "ranks" : "rank", never);
-  else if (nnever && arrived_here >= w->local_size && k < n)
+  else if (nnever && w->local_size >= 0 && arrived_here >= w->local_size && k < n)
     k += (size_t)snprintf(out + k, n - k, "every rank of this host arrived; ranks %s run elsewhere and one of "
                           "them never arrived (stopped, killed or unreachable); ", never);
   else if (nnever && k < n)
@@ -292,8 +292,12 @@ zz_status zz_stage_mpi_init(double timeout_s, int *provided_out) {
     pthread_mutex_unlock(&w.mu);
     pthread_join(t, NULL);
   }
-  if (trapped)
-    for (int i = 0; i < 3; i++) sigaction(g_leave_signals[i], &g_old_actions[i], NULL);
+  if (trapped) /* back to what was there, unless MPI put its own handler in meanwhile */
+    for (int i = 0; i < 3; i++) {
+      struct sigaction cur;
+      if (sigaction(g_leave_signals[i], NULL, &cur) == 0 && cur.sa_handler == leave_on_signal)
+        sigaction(g_leave_signals[i], &g_old_actions[i], NULL);
+    }
   arrival_leave(&w);
   if (rc != MPI_SUCCESS) return zz_error(ZZ_ERR_MPI, "rank %d (host %s): MPI_Init_thread failed", w.rank, w.host);
   if (provided_out) *provided_out = provided;

@@ -31,6 +31,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -182,20 +183,48 @@ static void *watchdog(void *arg) {
  * a host ends mpirun, which otherwise waits for the unreachable host's daemon until TCP
  * gives up (~15 min). The daemons and mpirun end the job's other processes on their
  * way out. */
-/* mpirun's first signal starts its own abort, which waits for every daemon; the second
- * makes it give up. This rank must outlive the first (mpirun ends its local ranks with
- * SIGTERM) to send the second. Once per process; only for a job that lost a host and
- * has told every peer it could reach (the progress thread calls it as soon as that is
- * so, since mpirun may end this rank before its own exit path runs). */
+/* mpirun's first signal starts its own abort, which waits for every daemon; a second
+ * makes it give up. Signals do not queue and mpirun may end this rank (SIGTERM, then
+ * SIGKILL 1 s later) before a busy mpirun has handled the first, so a small helper
+ * process in a session of its own (out of reach of mpirun's kill of this rank's
+ * process group) sends SIGTERM every 0.25 s until mpirun is gone, for at most 10 s.
+ * Once per process; only for a job that lost a host and has told every peer it could
+ * reach (the progress thread calls it as soon as that is so). */
+static int head_alive(pid_t pid) {
+  if (kill(pid, 0) != 0) return 0;
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY); /* plain syscalls: this runs in a forked child */
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char *paren = strrchr(buf, ')');
+  return !(paren && paren[1] && paren[2] == 'Z'); /* a zombie has ended */
+}
+
 static void end_head(zz_faults *f) {
   if (f->parent_kind != 'h' || f->parent <= 1 || atomic_load(&f->launcher_gone) ||
       !atomic_load(&f->host_lost) || atomic_exchange(&f->head_ended, 1))
     return;
-  signal(SIGTERM, SIG_IGN);
-  kill(f->parent, SIGTERM);
-  struct timespec ts = {0, 300000000};
-  nanosleep(&ts, NULL);
-  kill(f->parent, SIGTERM);
+  pid_t head = f->parent;
+  pid_t helper = fork();
+  if (helper == 0) {
+    setsid();
+    for (int i = 0; i < 40 && head_alive(head); i++) {
+      kill(head, SIGTERM);
+      struct timespec ts = {0, 250000000};
+      nanosleep(&ts, NULL);
+    }
+    _exit(0);
+  }
+  if (helper < 0) { /* no helper: two signals from here */
+    kill(head, SIGTERM);
+    struct timespec ts = {0, 300000000};
+    nanosleep(&ts, NULL);
+    kill(head, SIGTERM);
+  }
 }
 
 static void leave(zz_faults *f) {

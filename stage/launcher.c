@@ -37,6 +37,8 @@
 
 /* ================================================================ the job */
 
+double zz_launcher_startup_s(double peer_timeout) { return peer_timeout * 4 + 10; }
+
 static int env_int(const char *const *names, int fallback) {
   for (; *names; names++) {
     const char *v = getenv(*names);
@@ -131,6 +133,7 @@ typedef struct init_watch {
   pthread_cond_t cv;
   int done;
   double timeout, start;
+  double backstop; /* seconds after which it fires whatever it sees */
   int rank, size, local_size;
   char dir[512];
   char host[64];
@@ -151,8 +154,11 @@ static void list_add(char *list, size_t n, int r, long pid) {
   else snprintf(list + len, n - len, "%s%d", len ? ", " : "", r);
 }
 
-/* What this machine can tell about the ranks that did not finish starting. */
-static void describe_missing(const init_watch *w, char *out, size_t n) {
+/* What this machine can tell about the ranks that did not finish starting; 1 when that
+ * is evidence of a missing rank (one stopped or dead, one of this machine that never
+ * arrived, or ranks this machine cannot see), 0 when every rank is here and running
+ * (a slow start, not a missing rank). */
+static int describe_missing(const init_watch *w, char *out, size_t n) {
   char never[256] = "", stopped[256] = "", dead[256] = "";
   int nnever = 0, nstopped = 0, ndead = 0;
   for (int r = 0; r < w->size && *w->dir; r++) {
@@ -181,9 +187,11 @@ static void describe_missing(const init_watch *w, char *out, size_t n) {
   else if (nnever && k < n)
     k += (size_t)snprintf(out + k, n - k, "not seen on this host: ranks %s (ranks of other hosts are not "
                           "visible here); ", never);
-  if (k == 0) snprintf(out, n, "every rank arrived, one is stuck in MPI_Init_thread; ");
+  int evidence = k > 0;
+  if (k == 0) snprintf(out, n, "every rank arrived and runs, none got through; ");
   size_t len = strlen(out);
   if (len >= 2) out[len - 2] = '\0'; /* the last "; " */
+  return evidence;
 }
 
 static void arrival_leave(const init_watch *w) {
@@ -197,18 +205,23 @@ static void arrival_leave(const init_watch *w) {
 static void *init_watchdog(void *arg) {
   init_watch *w = arg;
   pthread_mutex_lock(&w->mu);
+  char why[800] = "";
+  double waited = w->timeout;
   for (;;) {
     if (w->done) break;
-    /* the clock restarts at each arrival on this machine: a slow start is not a missing rank */
-    double from = arrival_newest(w->dir);
+    /* the clock restarts at each arrival on this machine; after the peer timeout the
+     * watchdog fires on evidence of a missing rank, and on a machine where every rank
+     * is here and running (only slow: a loaded machine) at the start-up bound */
+    double from = arrival_newest(w->dir), now = zz_now();
     if (from < w->start) from = w->start;
-    double left = from + w->timeout - zz_now();
-    if (left <= 0) break;
+    if (now - from >= w->timeout && describe_missing(w, why, sizeof why)) break;
+    if (now - w->start >= w->backstop) {
+      waited = w->backstop;
+      break;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    double wait = left < 0.25 ? left : 0.25;
-    ts.tv_sec += (time_t)wait;
-    ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
+    ts.tv_nsec += 250000000L;
     if (ts.tv_nsec >= 1000000000L) {
       ts.tv_sec++;
       ts.tv_nsec -= 1000000000L;
@@ -218,9 +231,8 @@ static void *init_watchdog(void *arg) {
   int done = w->done;
   pthread_mutex_unlock(&w->mu);
   if (done) return NULL;
-  char why[800], text[1000];
-  describe_missing(w, why, sizeof why);
-  snprintf(text, sizeof text, "MPI_Init_thread did not complete within %.1f s: %s", w->timeout, why);
+  char text[1000];
+  snprintf(text, sizeof text, "MPI_Init_thread did not complete within %.1f s: %s", waited, why);
   say_line(w, text);
   /* this rank's arrival goes, and those of ranks that can no longer remove their own */
   for (int r = 0; r < w->size && *w->dir; r++) {
@@ -255,6 +267,7 @@ zz_status zz_stage_mpi_init(double timeout_s, int *provided_out) {
   pthread_mutex_init(&w.mu, NULL);
   pthread_cond_init(&w.cv, NULL);
   w.timeout = timeout_s > 0 ? timeout_s : 5.0;
+  w.backstop = zz_launcher_startup_s(w.timeout);
   w.start = zz_now();
   w.rank = zz_launcher_rank();
   w.size = launcher_size();

@@ -323,8 +323,8 @@ int zz_cmd_pipe(const zz_opts *opts) {
     fprintf(stderr, "zigzag generate: --prompts and --out are required (see zigzag --help)\n");
     return 2;
   }
-  if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
-    fprintf(stderr, "zigzag: MPI_Init_thread failed\n");
+  if (zz_stage_mpi_init(opts->peer_timeout, &provided) != ZZ_OK) {
+    fprintf(stderr, "zigzag: %s\n", zz_error_message());
     return 1;
   }
   zz_set_fatal_hook(zz_pipe_abort_hook);

@@ -9,6 +9,13 @@
  * busy in a long compute step keeps heartbeating from this thread, so it is never
  * taken for lost.
  *
+ * Heartbeats also go over a channel of their own, a UDP socket per rank (addresses
+ * exchanged at start): over MPI they share the TCP connection with the hidden states and
+ * queue behind them, so on a slow live link (256 kbit/s: a 64 kB state takes 2 s) a peer
+ * that is alive and sending would look silent. A datagram waits at most the link's queue
+ * (or is dropped, and the next one counts). Either channel proves a peer alive; without
+ * UDP (no socket, no address) the MPI heartbeats work as before.
+ *
  * Control messages (one fixed-size struct, one tag):
  *   HB     I am alive.
  *   ABORT  I hit `text`; stop. Sent by the first rank that sees a failure (its own
@@ -22,26 +29,56 @@
  * host is unreachable). If the main thread is stuck inside a long compute callback
  * and never reaches zz_stage_fail, this thread exits for it exit_grace + 1 s later.
  */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include "comm_impl.h"
 #include "faults_impl.h"
+#include "launcher_impl.h"
 
 #define ZZ_CTRL_TAG 1
 #define ZZ_CAUSE_LEN 400
 #define ZZ_ABORT_WAIT_S 1.0 /* how long MPI_Abort may take before the watchdog _exit()s */
 
+#define ZZ_HB_ADDRS 8      /* IPv4 addresses a rank offers for datagram heartbeats */
+#define ZZ_HB_MAGIC 0x7a7a6862u /* "zzhb" */
+
 enum { CT_HB = 0, CT_ABORT, CT_ACK, CT_BYE, CT_COUNT };
+
+/* Where a rank hears datagram heartbeats; exchanged with every rank at start. */
+typedef struct hb_card {
+  uint64_t nonce;              /* rank 0's: this job's, so strays from other jobs are ignored */
+  uint32_t addr[ZZ_HB_ADDRS];  /* network order */
+  uint16_t port;               /* network order; 0: no socket */
+  uint16_t naddr;
+} hb_card;
+
+/* One datagram heartbeat. */
+typedef struct hb_packet {
+  uint32_t magic;
+  int32_t from, to;
+  uint32_t pad;
+  uint64_t nonce;
+} hb_packet;
 
 typedef struct ctrl_msg {
   int32_t kind;
   int32_t origin; /* the rank that wrote text */
+  int32_t host_lost; /* ABORT: its sender lost a peer on another host (see end_head) */
   char text[ZZ_CAUSE_LEN];
 } ctrl_msg;
 
@@ -60,6 +97,9 @@ struct zz_faults {
   const char (*hosts)[ZZ_HOST_LEN];
   double timeout, heartbeat, grace;
   peer *peers;
+  int udp;          /* datagram heartbeat socket, -1 without */
+  uint64_t nonce;   /* the job's, from rank 0's card */
+  hb_card *cards;   /* [size] every rank's heartbeat addresses */
   pthread_t thread;
   int thread_started;
   atomic_int stopped;  /* a failure was seen (here or anywhere): waits return */
@@ -70,6 +110,13 @@ struct zz_faults {
   atomic_int quit;     /* the thread has ended its loop */
   atomic_int exiting;
   double stop_time;
+  pid_t parent;       /* the launcher's process that started this rank (mpirun, orted) */
+  char parent_kind;   /* 'h' mpirun (the job's head), 'd' a daemon (orted), 0 other */
+  /* written by the progress thread, read by whichever thread exits */
+  atomic_int launcher_gone; /* the parent ended: nobody will clean up after this rank */
+  atomic_int host_lost;     /* a peer on another host was lost (unreachable, perhaps) */
+  atomic_int nlost;         /* peers lost */
+  atomic_int head_ended;    /* end_head has run */
   int heard_from;           /* the rank whose ABORT stopped this one (-1: own cause) */
   char cause[ZZ_CAUSE_LEN]; /* what this rank tells its peers (written before notify) */
   char reason[ZZ_CAUSE_LEN + 160]; /* what waits return (written before stopped) */
@@ -83,8 +130,18 @@ static void say(zz_faults *f, const char *text) {
                    f->hosts[f->rank], text);
   if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
   /* one write: lines of different threads and ranks never interleave mid-line */
-  ssize_t w = write(2, line, (size_t)n);
-  (void)w;
+  if (write(2, line, (size_t)n) == n) return;
+  /* stderr is gone with the launcher (a pipe to a killed mpirun): the line goes to a
+   * file, so the reason survives somewhere */
+  char path[256];
+  const char *tmp = getenv("TMPDIR"), *job = getenv("OMPI_MCA_ess_base_jobid");
+  snprintf(path, sizeof path, "%s/zigzag-job%s-rank%d.log", tmp && *tmp ? tmp : "/tmp", job ? job : "0",
+           f->rank);
+  FILE *log = fopen(path, "a");
+  if (log) {
+    fwrite(line, 1, (size_t)n, log);
+    fclose(log);
+  }
 }
 
 /* The first failure this rank sees: print it once, make waits return. */
@@ -119,6 +176,64 @@ static void *watchdog(void *arg) {
   return NULL;
 }
 
+/* What a failing rank does last, so the job leaves nothing behind (issue #21 item 21):
+ * the job's shared-memory files on this machine go (the launcher removes them only when
+ * it ends cleanly); a rank cut off from every peer ends its daemon (orted), which
+ * otherwise waits forever for an mpirun it cannot reach; a rank under mpirun that lost
+ * a host ends mpirun, which otherwise waits for the unreachable host's daemon until TCP
+ * gives up (~15 min). The daemons and mpirun end the job's other processes on their
+ * way out. */
+/* mpirun's first signal starts its own abort, which waits for every daemon; a second
+ * makes it give up. Signals do not queue and mpirun may end this rank (SIGTERM, then
+ * SIGKILL 1 s later) before a busy mpirun has handled the first, so a small helper
+ * process in a session of its own (out of reach of mpirun's kill of this rank's
+ * process group) sends SIGTERM every 0.25 s until mpirun is gone, for at most 10 s.
+ * Once per process; only for a job that lost a host and has told every peer it could
+ * reach (the progress thread calls it as soon as that is so). */
+static int head_alive(pid_t pid) {
+  if (kill(pid, 0) != 0) return 0;
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY); /* plain syscalls: this runs in a forked child */
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char *paren = strrchr(buf, ')');
+  return !(paren && paren[1] && paren[2] == 'Z'); /* a zombie has ended */
+}
+
+static void end_head(zz_faults *f) {
+  if (f->parent_kind != 'h' || f->parent <= 1 || atomic_load(&f->launcher_gone) ||
+      !atomic_load(&f->host_lost) || atomic_exchange(&f->head_ended, 1))
+    return;
+  pid_t head = f->parent;
+  pid_t helper = fork();
+  if (helper == 0) {
+    setsid();
+    for (int i = 0; i < 40 && head_alive(head); i++) {
+      kill(head, SIGTERM);
+      struct timespec ts = {0, 250000000};
+      nanosleep(&ts, NULL);
+    }
+    _exit(0);
+  }
+  if (helper < 0) { /* no helper: two signals from here */
+    kill(head, SIGTERM);
+    struct timespec ts = {0, 300000000};
+    nanosleep(&ts, NULL);
+    kill(head, SIGTERM);
+  }
+}
+
+static void leave(zz_faults *f) {
+  zz_launcher_clean_shm();
+  if (atomic_load(&f->launcher_gone) || f->parent <= 1) return;
+  if (f->parent_kind == 'd' && f->size > 1 && atomic_load(&f->nlost) == f->size - 1) kill(f->parent, SIGTERM);
+  end_head(f);
+}
+
 static void die(zz_faults *f) __attribute__((noreturn));
 static void die(zz_faults *f) {
   int expected = 0;
@@ -139,8 +254,11 @@ static void die(zz_faults *f) {
       struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
       nanosleep(&ts, NULL);
     }
+    leave(f);
     _exit(1);
   }
+  leave(f);
+  if (atomic_load(&f->launcher_gone)) _exit(1); /* nobody left to abort the job through */
   static double wait_s = ZZ_ABORT_WAIT_S;
   pthread_t t;
   if (pthread_create(&t, NULL, watchdog, &wait_s) != 0) _exit(1);
@@ -178,6 +296,7 @@ static int send_ctrl(zz_faults *f, int p, int kind, const char *text) {
   ctrl_msg *m = &pe->out[kind];
   m->kind = kind;
   m->origin = f->rank;
+  m->host_lost = atomic_load(&f->host_lost);
   snprintf(m->text, sizeof m->text, "%s", text ? text : "");
   int bytes = (int)(offsetof(ctrl_msg, text) + strlen(m->text) + 1);
   if (MPI_Isend(m, bytes, MPI_BYTE, p, ZZ_CTRL_TAG, f->ctrl, &pe->send[kind]) != MPI_SUCCESS) {
@@ -190,6 +309,8 @@ static int send_ctrl(zz_faults *f, int p, int kind, const char *text) {
 static void lose(zz_faults *f, int p, const char *why) {
   if (f->peers[p].lost) return;
   f->peers[p].lost = 1;
+  atomic_fetch_add(&f->nlost, 1);
+  if (strcmp(f->hosts[p], f->hosts[f->rank]) != 0) atomic_store(&f->host_lost, 1);
   char text[ZZ_CAUSE_LEN];
   snprintf(text, sizeof text, "lost rank %d (host %s): %s", p, f->hosts[p], why);
   zz_faults_report(f, text);
@@ -203,6 +324,7 @@ static void handle(zz_faults *f, int p, const ctrl_msg *m) {
       snprintf(line, sizeof line, "stopping: rank %d (host %s) reported: %.*s", o, f->hosts[o],
                ZZ_CAUSE_LEN - 1, m->text);
       if (stop_once(f, line, line + 10)) f->heard_from = p;
+      if (m->host_lost) atomic_store(&f->host_lost, 1);
       send_ctrl(f, p, CT_ACK, NULL);
       break;
     }
@@ -210,6 +332,89 @@ static void handle(zz_faults *f, int p, const ctrl_msg *m) {
     case CT_BYE: f->peers[p].bye = 1; break;
     default: break;
   }
+}
+
+/* ================================================================ datagram heartbeats */
+
+static void hb_send_all(zz_faults *f) {
+  if (f->udp < 0) return;
+  for (int p = 0; p < f->size; p++) {
+    if (p == f->rank || f->peers[p].bye || f->peers[p].lost || !f->cards[p].port) continue;
+    hb_packet pk = {.magic = ZZ_HB_MAGIC, .from = f->rank, .to = p, .nonce = f->nonce};
+    for (int a = 0; a < f->cards[p].naddr && a < ZZ_HB_ADDRS; a++) {
+      struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = f->cards[p].port};
+      to.sin_addr.s_addr = f->cards[p].addr[a];
+      /* best effort: a full queue or an unreachable address is what heartbeats detect */
+      ssize_t n = sendto(f->udp, &pk, sizeof pk, MSG_DONTWAIT | MSG_NOSIGNAL,
+                         (struct sockaddr *)&to, sizeof to);
+      (void)n;
+    }
+  }
+}
+
+static void hb_receive(zz_faults *f, double now) {
+  if (f->udp < 0) return;
+  hb_packet pk;
+  for (;;) {
+    ssize_t n = recv(f->udp, &pk, sizeof pk, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return;
+    if (n != (ssize_t)sizeof pk || pk.magic != ZZ_HB_MAGIC || pk.nonce != f->nonce ||
+        pk.to != f->rank || pk.from < 0 || pk.from >= f->size || pk.from == f->rank)
+      continue; /* another job's or a stray datagram */
+    f->peers[pk.from].last_seen = now;
+  }
+}
+
+/* This rank's socket and card: every IPv4 address that is up (loopback included: ranks
+ * of one machine reach each other there); the peers send to each of them. */
+static void hb_open(zz_faults *f, hb_card *card) {
+  memset(card, 0, sizeof *card);
+  f->udp = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (f->udp < 0) return;
+  struct sockaddr_in me = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+  socklen_t len = sizeof me;
+  struct ifaddrs *ifs = NULL;
+  if (bind(f->udp, (struct sockaddr *)&me, sizeof me) != 0 ||
+      getsockname(f->udp, (struct sockaddr *)&me, &len) != 0 || getifaddrs(&ifs) != 0) {
+    close(f->udp);
+    f->udp = -1;
+    return;
+  }
+  for (struct ifaddrs *i = ifs; i && card->naddr < ZZ_HB_ADDRS; i = i->ifa_next)
+    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP))
+      card->addr[card->naddr++] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+  freeifaddrs(ifs);
+  card->port = me.sin_port;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  card->nonce = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
+}
+
+/* Every rank's card, bounded like the other start-up collectives. A failure here is
+ * not fatal: the MPI heartbeats still run. */
+static void hb_exchange(zz_faults *f, double deadline_s) {
+  hb_card mine;
+  hb_open(f, &mine);
+  f->cards = calloc((size_t)f->size, sizeof *f->cards);
+  MPI_Request req;
+  if (!f->cards || MPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, f->cards, (int)sizeof mine,
+                                  MPI_BYTE, f->ctrl, &req) != MPI_SUCCESS)
+    goto off;
+  double t0 = zz_now();
+  int spins = 0, done = 0;
+  while (!done) {
+    if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) goto off;
+    if (!done && zz_now() - t0 > deadline_s) goto off; /* stage start-up times out too */
+    if (!done) zz_comm_backoff(&spins);
+  }
+  f->nonce = f->cards[0].nonce;
+  return;
+off:
+  if (f->udp >= 0) close(f->udp);
+  f->udp = -1;
+  free(f->cards);
+  f->cards = NULL;
 }
 
 static void *progress(void *arg) {
@@ -222,6 +427,15 @@ static void *progress(void *arg) {
   }
   for (;;) {
     now = zz_now();
+    if (f->parent > 1 && !atomic_load(&f->launcher_gone) && getppid() != f->parent) {
+      /* the launcher died (kill -9 of mpirun, a daemon ended): this rank is an orphan */
+      atomic_store(&f->launcher_gone, 1);
+      char text[160];
+      snprintf(text, sizeof text, "the launcher is gone: its process %d (%s) ended; stopping", (int)f->parent,
+               f->parent_kind == 'h' ? "mpirun" : f->parent_kind == 'd' ? "orted" : "parent");
+      zz_faults_report(f, text);
+    }
+    hb_receive(f, now);
     for (int p = 0; p < f->size; p++) {
       peer *pe = &f->peers[p];
       if (p == f->rank || pe->lost) continue;
@@ -253,6 +467,7 @@ static void *progress(void *arg) {
     if (now >= next_hb) {
       for (int p = 0; p < f->size; p++)
         if (p != f->rank && !f->peers[p].bye && !f->peers[p].lost) send_ctrl(f, p, CT_HB, NULL);
+      hb_send_all(f);
       next_hb = now + f->heartbeat;
     }
     if (atomic_load(&f->notify) && !notify_sent) {
@@ -286,6 +501,8 @@ static void *progress(void *arg) {
         if (p != f->rank && !f->peers[p].bye && !f->peers[p].lost) all = 0;
       if (all && (!atomic_load(&f->stopped) || atomic_load(&f->notified))) break;
     }
+    /* a host is lost and every peer that can hear has: mpirun must not wait for it */
+    if (atomic_load(&f->stopped) && atomic_load(&f->notified)) end_head(f);
     /* backstop: the main thread did not exit after a failure (stuck in a callback) */
     if (atomic_load(&f->stopped) && atomic_load(&f->notified) &&
         now - f->stop_time > f->grace + 1.0 && !atomic_load(&f->want_bye))
@@ -299,8 +516,23 @@ static void *progress(void *arg) {
 
 /* ================================================================ start / stop */
 
+/* 'h' when pid is the job's head (mpirun and its other names), 'd' a launch daemon. */
+static char parent_kind(pid_t pid) {
+  char path[64], name[32] = {0};
+  snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+  FILE *c = fopen(path, "r");
+  if (!c) return 0;
+  if (!fgets(name, sizeof name, c)) name[0] = '\0';
+  fclose(c);
+  name[strcspn(name, "\n")] = '\0';
+  if (!strcmp(name, "mpirun") || !strcmp(name, "mpiexec") || !strcmp(name, "orterun") || !strcmp(name, "prterun"))
+    return 'h';
+  if (!strcmp(name, "orted") || !strcmp(name, "prted")) return 'd';
+  return 0;
+}
+
 zz_status zz_faults_start(MPI_Comm ctrl, MPI_Comm world, const char (*hosts)[ZZ_HOST_LEN],
-                          const zz_stage_config *cfg, zz_faults **out) {
+                          const zz_stage_config *cfg, double startup_s, zz_faults **out) {
   zz_faults *f = calloc(1, sizeof *f);
   if (!f) return zz_error(ZZ_ERR_NO_MEMORY, "stage: fault tracker");
   f->ctrl = ctrl;
@@ -322,7 +554,15 @@ zz_status zz_faults_start(MPI_Comm ctrl, MPI_Comm world, const char (*hosts)[ZZ_
     f->peers[p].recv = MPI_REQUEST_NULL;
     for (int k = 0; k < CT_COUNT; k++) f->peers[p].send[k] = MPI_REQUEST_NULL;
   }
+  f->parent = f->size > 1 ? getppid() : 0; /* alone: no launcher to lose */
+  f->parent_kind = parent_kind(f->parent);
+  /* a rank whose launcher died must live to say why, not die writing to its stderr */
+  struct sigaction old_pipe;
+  if (sigaction(SIGPIPE, NULL, &old_pipe) == 0 && old_pipe.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
+  hb_exchange(f, startup_s);
   if (pthread_create(&f->thread, NULL, progress, f) != 0) {
+    if (f->udp >= 0) close(f->udp);
+    free(f->cards);
     free(f->peers);
     free(f);
     return zz_error(ZZ_ERR_NO_MEMORY, "stage: cannot start the progress thread");
@@ -354,6 +594,8 @@ zz_status zz_faults_stop(zz_faults *f) {
 void zz_faults_free(zz_faults *f) {
   if (!f) return;
   if (f->thread_started) zz_faults_stop(f);
+  if (f->udp >= 0) close(f->udp);
+  free(f->cards);
   free(f->peers);
   free(f);
 }

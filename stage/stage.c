@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "comm_impl.h"
+#include "launcher_impl.h"
 #include "faults_impl.h"
 #include "xchg_impl.h"
 
@@ -99,7 +100,7 @@ zz_status zz_stage_create(MPI_Comm comm, const zz_stage_config *cfg, zz_stage **
   zz_status s = ZZ_OK;
   MPI_Comm_rank(comm, &st->rank);
   MPI_Comm_size(comm, &st->size);
-  double deadline = cfg->peer_timeout * 4 + 10; /* startup: every rank must turn up */
+  double deadline = zz_launcher_startup_s(cfg->peer_timeout); /* every rank must turn up */
   MPI_Request req;
   ZZ_CHECK_GOTO(mpi_check(MPI_Comm_idup(comm, &st->data, &req), "duplicating the communicator"),
                 s, fail);
@@ -130,7 +131,7 @@ zz_status zz_stage_create(MPI_Comm comm, const zz_stage_config *cfg, zz_stage **
   ZZ_CHECK_GOTO(wait_startup(&req, deadline, "exchanging host names"), s, fail);
   for (int r = 0; r < st->size; r++) st->hosts[r][ZZ_HOST_LEN - 1] = '\0';
   ZZ_CHECK_GOTO(zz_faults_start(st->ctrl, st->data, (const char(*)[ZZ_HOST_LEN])st->hosts, cfg,
-                                &st->faults),
+                                deadline, &st->faults),
                 s, fail);
   *out = st;
   return ZZ_OK;

@@ -181,6 +181,14 @@ typedef struct zz_stage_stats {
 
 typedef struct zz_stage zz_stage;
 
+/* MPI_Init_thread(MPI_THREAD_MULTIPLE) under a watchdog (stage/launcher.c): if it
+ * does not complete within timeout_s (the peer timeout; the clock restarts when a rank
+ * of this machine arrives), because a rank never arrived or is stopped, the rank
+ * prints `zigzag: rank R (host H): MPI_Init_thread did not complete within T s: rank X
+ * never arrived (...)` (naming what this machine can see) and exits 1, so the launcher
+ * ends the job. The rank comes from the launcher's environment. */
+zz_status zz_stage_mpi_init(double timeout_s, int *provided_out);
+
 /* Collective over comm: duplicates it (data and control), exchanges host names,
  * checks the thread level and starts the progress thread. */
 zz_status zz_stage_create(MPI_Comm comm, const zz_stage_config *cfg, zz_stage **out);

@@ -10,6 +10,8 @@
 #   netns_cluster.sh down        remove them, ending every process still inside
 #   netns_cluster.sh agent H CMD Open MPI's launch agent: runs CMD as host H (in its namespace)
 #   netns_cluster.sh cut H       take host H's link down (a lost machine); `heal H` brings it back
+#   netns_cluster.sh shape H RATE  a slow live link: H's traffic both ways through tc tbf at
+#                                RATE (e.g. 256kbit); `unshape H` removes it
 #
 # Launch from host 0 (Open MPI 4.1.4: ranks land in their namespaces, MPI over TCP):
 #   ZZ_NETNS_PREFIX=zt1 netns_cluster.sh up 2
@@ -60,5 +62,11 @@ agent)
   ;;
 cut)  ip netns exec "$P${2#h}" ip link set "${P}v${2#h}" down ;;
 heal) ip netns exec "$P${2#h}" ip link set "${P}v${2#h}" up ;;
-*) sed -n '2,21p' "$self"; exit 2 ;;
+shape) # egress of both ends of H's veth: what H sends and what the bridge sends to H
+  ip netns exec "$P${2#h}" tc qdisc replace dev "${P}v${2#h}" root tbf rate "$3" burst 4kb latency 200ms
+  ip netns exec "${P}hub" tc qdisc replace dev "${P}p${2#h}" root tbf rate "$3" burst 4kb latency 200ms ;;
+unshape)
+  ip netns exec "$P${2#h}" tc qdisc del dev "${P}v${2#h}" root 2>/dev/null || true
+  ip netns exec "${P}hub" tc qdisc del dev "${P}p${2#h}" root 2>/dev/null || true ;;
+*) sed -n '2,23p' "$self"; exit 2 ;;
 esac

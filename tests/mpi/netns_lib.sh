@@ -63,10 +63,22 @@ alive() {
   echo "$left"
 }
 
+# processes still running in the hosts' namespaces (zombies count as gone): "pid:name ..."
+netns_left() {
+  local i p st out=""
+  for ((i = 0; i < 3; i++)); do
+    for p in $(ip netns pids "$ZZ_NETNS_PREFIX$i" 2>/dev/null); do
+      st=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)
+      [ -n "$st" ] && [ "$st" != Z ] && out="$out $p:$(cat "/proc/$p/comm" 2>/dev/null)"
+    done
+  done
+  echo "$out"
+}
+
 # netns_cut_h1: with a 3-host launch running in the background ($mpipid), takes h1's
 # link down; every rank must be gone within 10 s, ranks 0 and 2 naming rank 1 (host h1)
-# and rank 1 naming a peer it lost. mpirun itself, whose daemon on h1 is cut off too,
-# may wait a long time: it is ended here, its status means nothing.
+# and rank 1 naming a peer it lost; then mpirun and every daemon gone within 10 s of the
+# cut too (mpirun's status means nothing: it was ended by rank 0).
 netns_cut_h1() {
   local i t_cut t_end took left r
   "$cluster" cut h1
@@ -75,11 +87,28 @@ netns_cut_h1() {
   t_end=$(date +%s.%N)
   took=$(echo "$t_end - $t_cut" | bc)
   left=$(alive)
-  kill -TERM "$mpipid" 2>/dev/null
-  wait "$mpipid"
-  mpipid=""
   echo "cut: every rank gone $took s after h1's link went down${left:+ (still running:$left)}"
   { [ -z "$left" ] && [ "$(echo "$took < 10" | bc)" = 1 ]; } || bad "cut: ranks still running after $took s:$left"
+  # nothing of the job may stay: mpirun (ended by rank 0, which lost a host; it would
+  # wait for h1's unreachable daemon until TCP gives up) and every orted (h1's ended by
+  # rank 1, cut off from every peer; the others by mpirun)
+  local stay=""
+  while :; do
+    stay=$(netns_left)
+    [ -z "$stay" ] && ! kill -0 "$mpipid" 2>/dev/null && break
+    [ "$(echo "$(date +%s.%N) - $t_cut > 10" | bc)" = 1 ] && break
+    sleep 0.05
+  done
+  took=$(echo "$(date +%s.%N) - $t_cut" | bc)
+  if kill -0 "$mpipid" 2>/dev/null; then
+    bad "cut: mpirun still up $took s after the cut"
+    kill -TERM "$mpipid" 2>/dev/null
+  else
+    echo "cut: mpirun and every daemon gone $took s after the cut"
+  fi
+  [ -z "$stay" ] || bad "cut: left running after $took s:$stay"
+  wait "$mpipid"
+  mpipid=""
   for r in 0 2; do
     rank_out $r | grep '^zigzag: rank [0-9] (host h[0-9]): [^b]' || true
     rank_out $r | grep -q "^zigzag: rank $r (host h$r): .*rank 1 (host h1)" || bad "cut: rank $r did not name rank 1 (host h1)"

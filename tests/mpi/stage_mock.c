@@ -14,7 +14,8 @@
  * Fault injection (--fault error|kill|stop|slow on --fault-rank at the first compute
  * with step >= --fault-step): error returns a zz_status from compute, kill and stop
  * raise SIGKILL / SIGSTOP, slow sleeps --slow-s seconds inside compute (a long step
- * that must not be taken for a lost rank).
+ * that must not be taken for a lost rank); init-stop raises SIGSTOP before MPI starts
+ * (a rank that never arrives).
  *
  *   mpirun -np 3 stage_mock --groups 4 --blocks 2 --seqs 7 --max-new 10
  */
@@ -199,14 +200,19 @@ static size_t m_hidden_bytes(void *ctx, const zz_stage_block *b, int32_t step, i
   return (size_t)rows_of(b, step, g) * (size_t)m->o->hidden * sizeof(uint32_t);
 }
 
+/* The line the tests time a fault from (wall clock, as `date +%s.%N`). */
+static void say_fault(int rank, const char *kind, int step) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  fprintf(stderr, "mock: rank %d: fault %s at step %d, time %.3f\n", rank, kind, step,
+          (double)now.tv_sec + 1e-9 * (double)now.tv_nsec);
+}
+
 static void inject(mock *m, int step) {
   const opts *o = m->o;
   if (m->faulted || !o->fault || m->rank != o->fault_rank || step < o->fault_step) return;
   m->faulted = 1;
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  fprintf(stderr, "mock: rank %d: fault %s at step %d, time %.3f\n", m->rank, o->fault, step,
-          (double)now.tv_sec + 1e-9 * (double)now.tv_nsec);
+  say_fault(m->rank, o->fault, step);
   if (!strcmp(o->fault, "kill")) raise(SIGKILL);
   if (!strcmp(o->fault, "stop")) raise(SIGSTOP);
   if (!strcmp(o->fault, "slow")) {
@@ -290,7 +296,7 @@ static zz_status m_tokens(void *ctx, const zz_stage_block *b, int32_t step, int3
 static void usage(void) {
   fprintf(stderr, "usage: stage_mock [--groups T] [--seqs N] [--blocks B] [--max-new M] "
                   "[--layers L] [--hidden H] [--peer-timeout S] [--step-ms D] [--no-bind] [--gpu N]\n"
-                  "                  [--fault error|kill|stop|slow --fault-rank R --fault-step S "
+                  "                  [--fault error|kill|stop|slow|init-stop --fault-rank R --fault-step S "
                   "[--slow-s X]] [--mark FILE] [--piddir DIR]\n");
 }
 
@@ -323,21 +329,33 @@ int main(int argc, char **argv) {
     usage();
     return 2;
   }
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  MPI_Comm comm = MPI_COMM_WORLD; /* the program plays launch/: it owns the world */
-  mock m = {.o = &o};
-  MPI_Comm_rank(comm, &m.rank);
-  MPI_Comm_size(comm, &m.size);
+  /* the pid file first (rank from the launcher), so the tests see a rank that never
+   * gets through MPI_Init_thread */
+  const char *env_rank = getenv("OMPI_COMM_WORLD_RANK");
+  int launch_rank = env_rank ? atoi(env_rank) : 0;
   if (o.piddir) {
     char path[512];
-    snprintf(path, sizeof path, "%s/rank%d.pid", o.piddir, m.rank);
+    snprintf(path, sizeof path, "%s/rank%d.pid", o.piddir, launch_rank);
     FILE *f = fopen(path, "w");
     if (f) {
       fprintf(f, "%d\n", (int)getpid());
       fclose(f);
     }
   }
+  /* a rank that never arrives (issue #21 item 6): stopped before MPI starts */
+  if (o.fault && !strcmp(o.fault, "init-stop") && launch_rank == o.fault_rank) {
+    say_fault(launch_rank, o.fault, 0);
+    raise(SIGSTOP);
+  }
+  int provided = 0;
+  if (zz_stage_mpi_init(o.peer_timeout, &provided) != ZZ_OK) {
+    fprintf(stderr, "mock: %s\n", zz_error_message());
+    return 1;
+  }
+  MPI_Comm comm = MPI_COMM_WORLD; /* the program plays launch/: it owns the world */
+  mock m = {.o = &o};
+  MPI_Comm_rank(comm, &m.rank);
+  MPI_Comm_size(comm, &m.size);
   m.l0 = m.rank * o.layers / m.size;
   m.l1 = (m.rank + 1) * o.layers / m.size;
   size_t ntok = (size_t)o.blocks * (size_t)o.seqs * (size_t)o.max_new;

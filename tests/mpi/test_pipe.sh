@@ -16,6 +16,8 @@
 #   error    the same with rank 2's step failing (ZZ_FAULT_KIND=error): rank 2 prints
 #            the cause once, ranks 0 and 1 `stopping: rank 2 (host H) reported: ...`;
 #            --resume with -np 3
+#   init-stop rank 2 of 3 SIGSTOPped as it starts, before MPI_Init_thread: a rank names
+#            it (the init watchdog), all gone within 10 s, non-zero, --out untouched
 #   refuse   one rank's slice does not fit (ZZ_GPU_MEM=64K on rank 1 alone, through
 #            mpirun's MPMD form): every rank exits non-zero within 10 s, each naming
 #            rank 1 and the tier, --out untouched; rank 0 cannot read --prompts: all
@@ -204,6 +206,28 @@ fault | stop | error)
     if [ "$rc" = 0 ] && cmp -s k.jsonl full.jsonl; then ok "rank 2 of 3 $kind (all gone ${gone}s after the start), --resume with $resume_np rank(s): same bytes"
     else bad "--resume with $resume_np rank(s) after the $kind: rc $rc or the output differs"; fi
   done
+  ;;
+init-stop)
+  # rank 2 of 3 SIGSTOPped as soon as it starts (a few ms after mpirun spawned it, well
+  # before MPI_Init_thread completes): a rank names it within the peer timeout, every
+  # rank is gone within 10 s of the start, non-zero, --out untouched
+  rm -rf pids; mkdir -p pids; echo untouched >s.jsonl
+  t0=$(date +%s.%N)
+  timeout -k 5 60 "$MPIEXEC" "${FLAGS[@]}" -np 3 \
+    sh -c 'echo $$ >pids/rank$OMPI_COMM_WORLD_RANK.pid; exec "$@"' zz "$ZZ" "${GEN[@]}" --model "$FX/tiny-opt" \
+    --peer-timeout 2 --out s.jsonl </dev/null >outp 2>err &
+  tp=$!
+  while [ ! -s pids/rank2.pid ] && kill -0 "$tp" 2>/dev/null; do sleep 0.005; done
+  kill -STOP "$(cat pids/rank2.pid)"
+  stopped=$(echo "$(date +%s.%N) - $t0" | bc)
+  wait "$tp"; rc=$?
+  all_gone 10 || bad "init-stop: some rank still running after ${secs}s"
+  grep "^zigzag: rank [0-9] (host [^)]*): [^b]" err | sed 's/^/#   /'
+  [ "$rc" != 0 ] || bad "init-stop: mpirun returned 0"
+  grep -Eq "^zigzag: rank [01] \(host [^)]*\): MPI_Init_thread did not complete within 2.0 s: rank 2 (never arrived|\(pid [0-9]*\) stopped)" err ||
+    bad "init-stop: no rank named rank 2"
+  [ "$(cat s.jsonl)" = untouched ] || bad "init-stop: --out was touched"
+  [ "$fail" = 0 ] && ok "rank 2 of 3 SIGSTOPped ${stopped}s after mpirun's start: named, every rank gone ${secs}s after the start"
   ;;
 refuse)
   args=("${GEN[@]}" --model "$FX/tiny-opt" --out keep.jsonl)

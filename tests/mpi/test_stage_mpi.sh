@@ -9,6 +9,10 @@
 #   kill-heartbeat  the same with orte_enable_recovery (the launcher leaves the survivors
 #                   alone, as srun does): the heartbeats find it, every survivor names rank 2
 #   stop            rank 2 is SIGSTOPped: every other rank names it within 10 s, non-zero
+#   init-stop       rank 2 is SIGSTOPped before MPI_Init_thread: every other rank says
+#                   rank 2 never arrived within the peer timeout, all end, non-zero
+#   launcher-kill   mpirun is SIGKILLed mid-run: every rank says its launcher is gone and
+#                   ends within 10 s, no vader segment of the job left in /dev/shm
 #   slow            rank 2 spends 5 s in one step with a 2.5 s peer timeout (margin for a loaded machine): not lost, tokens ok
 # The liveness bound is generous on purpose (10 s after the fault with a 2 s peer
 # timeout); it is not a speed claim.
@@ -78,7 +82,7 @@ alive_ranks() {
 check_fault() {
   local name=$1 want=$2 np=$3
   local ft since
-  ft=$(grep -o 'fault [a-z]* at step [0-9]*, time [0-9.]*' <<<"$out" | awk '{print $NF}')
+  ft=$(grep -o 'fault [a-z-]* at step [0-9]*, time [0-9.]*' <<<"$out" | awk '{print $NF}')
   [ -n "$ft" ] || { bad "$name: the fault was never injected"; echo "$out"; return; }
   since=$(echo "$end - $ft" | bc)
   echo "$name: mpirun rc $rc, every other rank ended $since s after the fault"
@@ -147,6 +151,51 @@ stop)
   run 4 --groups 4 --step-ms 20 --no-bind --fault stop --fault-rank 2 --peer-timeout 2
   [ "$rc" != 0 ] || bad "stop: mpirun returned 0"
   check_fault stop heartbeat 4
+  ;;
+init-stop)
+  # rank 2 stops before MPI_Init_thread: the others' init watchdogs name it within the
+  # peer timeout and exit non-zero, which ends the job
+  run 4 --groups 4 --no-bind --fault init-stop --fault-rank 2 --peer-timeout 2
+  [ "$rc" != 0 ] || bad "init-stop: mpirun returned 0"
+  # the first watchdog to fire ends the job: the launcher may cut the others off
+  grep -q "^zigzag: rank [013] (host [^)]*): MPI_Init_thread did not complete within 2.0 s: rank 2 never arrived" <<<"$out" ||
+    bad "init-stop: no rank named rank 2"
+  check_fault init-stop lines 4
+  # nothing left in /dev/shm: the arrival directory of this job (Open MPI's job id is
+  # family << 16 | 1, as mpirun's "Process name: [[family,1],rank]" shows it)
+  fam=$(grep -o 'Process name: \[\[[0-9]*,1\]' <<<"$out" | head -1 | grep -o '[0-9]*,' | tr -d ,)
+  if [ -n "$fam" ]; then
+    ls -d "/dev/shm/zigzag-init.$(id -u).$((fam * 65536 + 1))" 2>/dev/null && bad "init-stop: its arrival directory is left in /dev/shm"
+  fi
+  ;;
+launcher-kill)
+  # mpirun is SIGKILLed mid-run: every rank notices its launcher is gone, says so (on
+  # stderr if it still can, else in $TMPDIR/zigzag-job<id>-rank<R>.log) and ends; the
+  # job's shared-memory segments in /dev/shm go with them
+  rm -rf "$work/pids"; mkdir -p "$work/pids"
+  export TMPDIR="$work"
+  timeout -k 5 60 "$MPIEXEC" "${FLAGS[@]}" -np 3 "$MOCK" --piddir "$work/pids" --no-bind --groups 3 --seqs 6 \
+    --blocks 4 --max-new 40 --step-ms 20 --peer-timeout 2 --mark "$work/mark" >"$work/out" 2>&1 &
+  tp=$!
+  for ((i = 0; i < 400; i++)); do [ -f "$work/mark" ] && break; sleep 0.05; done
+  [ -f "$work/mark" ] || bad "launcher-kill: the run never reached step 2"
+  job=$(tr '\0' '\n' <"/proc/$(cat "$work/pids/rank0.pid")/environ" | sed -n 's/^OMPI_MCA_ess_base_jobid=//p')
+  kill -KILL "$(pgrep -P "$tp")"
+  t_kill=$(date +%s.%N)
+  for ((i = 0; i < 200; i++)); do [ -z "$(alive_ranks)" ] && break; sleep 0.05; done
+  took=$(echo "$(date +%s.%N) - $t_kill" | bc)
+  wait "$tp"
+  left=$(alive_ranks)
+  echo "launcher-kill: every rank gone $took s after mpirun was killed${left:+ (still running:$left)}"
+  [ -z "$left" ] || bad "launcher-kill: ranks still running:$left"
+  for r in 0 1 2; do
+    line=$(cat "$work/out" "$work/zigzag-job$job-rank$r.log" 2>/dev/null | grep "^zigzag: rank $r (host [^)]*): .*launcher is gone")
+    [ -n "$line" ] && echo "$line" || bad "launcher-kill: rank $r did not say why it stopped"
+  done
+  seg=$(ls /dev/shm | grep "^vader_segment\..*\.$(id -u)\.$(printf %x "${job:-0}")\.")
+  [ -z "$seg" ] || bad "launcher-kill: left in /dev/shm: $seg"
+  [ -n "$job" ] || bad "launcher-kill: no job id"
+  [ "$fail" = 0 ] || { cat "$work/out"; cat "$work"/zigzag-job*.log; }
   ;;
 slow)
   run 4 --groups 4 --step-ms 5 --no-bind --fault slow --slow-s 5 --fault-rank 2 --peer-timeout 2.5

@@ -163,7 +163,7 @@ static void test_xchg_mpi(void) {
   zz_stage_config cfg;
   zz_stage_config_default(&cfg);
   zz_faults *f = NULL;
-  CU_ASSERT_FATAL(zz_faults_start(ctrl, MPI_COMM_SELF, hosts, &cfg, &f) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_faults_start(ctrl, MPI_COMM_SELF, hosts, &cfg, 10.0, &f) == ZZ_OK);
   zz_device *cpu = NULL;
   CU_ASSERT_FATAL(zz_device_create_cpu(1 << 20, 1, 1, &cpu) == ZZ_OK);
   zz_xchg *x = NULL;

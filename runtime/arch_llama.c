@@ -199,9 +199,11 @@ static zz_status zz_llama_parse_config(json_t *root, const char *path, zz_config
   ZZ_CHECK(zz_json_bool(root, path, "mlp_bias", false, &mlp_bias));
   if (attn_bias || mlp_bias)
     return zz_error(ZZ_ERR_UNSUPPORTED, "%s: attention_bias / mlp_bias = true is not supported", path);
-  const char *act = json_string_value(json_object_get(root, "hidden_act"));
+  json_t *jact = json_object_get(root, "hidden_act");
+  const char *act = json_string_value(jact);
+  if (jact && !json_is_null(jact) && !act) return zz_error(ZZ_ERR_FORMAT, "%s: \"hidden_act\" must be a string", path);
   if (act && strcmp(act, "silu") != 0)
-    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: hidden_act \"%s\" is not supported (silu)", path, act);
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: hidden_act \"%.40s\" is not supported (silu)", path, act);
   ZZ_CHECK(zz_json_dtype(root, path, &c.dtype));
   if (c.n_heads % c.n_kv_heads != 0)
     return zz_error(ZZ_ERR_FORMAT, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld", path,

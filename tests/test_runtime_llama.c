@@ -309,6 +309,7 @@ static void test_config_ranges(void) {
       {"{" ZZ_LL_BASE ", \"dtype\": \"int8\"}", ZZ_ERR_UNSUPPORTED, "dtype \"int8\" is not supported"},
       {"{" ZZ_LL_BASE ", \"eos_token_id\": [2, 300]}", ZZ_ERR_FORMAT, "\"eos_token_id\" must be an id or a list"},
       {"{" ZZ_LL_BASE ", \"eos_token_id\": [1, 2, 3, 4, 5, 6, 7, 8, 9]}", ZZ_ERR_UNSUPPORTED, "lists 9 ids"},
+      {"{" ZZ_LL_BASE ", \"hidden_act\": 5}", ZZ_ERR_FORMAT, "\"hidden_act\" must be a string"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     zz_status st = zz_load_text(bad[i].json);

@@ -65,14 +65,34 @@ extern const zz_arch zz_arch_llama;
 /* The registry (model.c): every architecture, NULL terminated. */
 const zz_arch *const *zz_arch_all(void);
 
-/* config.json readers shared by the architectures: absent → default (def < 0:
- * required); wrong type or range → ZZ_ERR_FORMAT naming the key. */
+/* Hugging Face's JSON files (config.json, generation_config.json,
+ * tokenizer_config.json) at path into *out, an object; every number read as a
+ * double (integers past int64 appear in real directories). required false: a
+ * missing file gives ZZ_OK and *out NULL. */
+zz_status zz_json_load_hf(const char *path, bool required, json_t **out);
+
+/* Readers of those files' keys: absent or null → default (def < 0, or NaN for
+ * reals: required); wrong type or out of range → ZZ_ERR_FORMAT naming the key and
+ * the file. An integer may be written as a real without a fraction (4096.0). */
+zz_status zz_json_int_in(json_t *obj, const char *path, const char *key, int64_t def, int64_t lo, int64_t hi,
+                         int64_t *out);
+/* zz_json_int_in over [0, 2^40] */
 zz_status zz_json_int(json_t *obj, const char *path, const char *key, int64_t def, int64_t *out);
 zz_status zz_json_bool(json_t *obj, const char *path, const char *key, bool def, bool *out);
-/* torch_dtype ("float32" when absent) */
+/* a number in [lo, hi] */
+zz_status zz_json_real(json_t *obj, const char *path, const char *key, double def, double lo, double hi,
+                       double *out);
+/* torch_dtype or dtype ("float32" when both are absent; both written: equal) */
 zz_status zz_json_dtype(json_t *obj, const char *path, zz_dtype *out);
-/* A number (integer or real) that must be finite and > 0; absent → def (def <= 0: required). */
-zz_status zz_json_positive(json_t *obj, const char *path, const char *key, double def, double *out);
+/* The end ids under key (an id or a list of at most ZZ_MAX_EOS_IDS, each below
+ * vocab) into c->eos_ids / c->n_eos; absent or null leaves them. */
+zz_status zz_json_eos(json_t *obj, const char *path, const char *key, int64_t vocab, zz_config *c);
+
+/* Bounds on config.json's sizes: far beyond any published model, so a value past
+ * them is a lying file, not a big model. */
+#define ZZ_MAX_HIDDEN (1 << 20)
+#define ZZ_MAX_FFN (1 << 22)
+#define ZZ_MAX_LAYERS 4096
 
 /* Weight spec *w: absent (ndim 0) unless present; name from fmt with the layer
  * index; shape [d0] or [d0, d1]; init MATRIX for 2-D, BIAS for 1-D. */

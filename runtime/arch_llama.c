@@ -2,7 +2,7 @@
  * arch_llama.c — LLaMA (Touvron et al., 2023; Llama 2; Llama 3) as Hugging Face's
  * LlamaForCausalLM computes it (transformers 4.46): pre-norm layers with RMSNorm
  * (rms_norm_eps), rotary position embeddings (rope_theta; rope_scaling "linear" and
- * "llama3"), grouped-query attention (num_key_value_heads K/V heads, the KV cache
+ * "llama3"; or transformers 5's rope_parameters), grouped-query attention (num_key_value_heads K/V heads, the KV cache
  * sized by them), the SwiGLU MLP down(silu(gate(x)) * up(x)), no biases, a final
  * RMSNorm and an LM head of its own unless tie_word_embeddings.
  *
@@ -55,7 +55,8 @@ static void zz_llama_defaults(zz_config *c) {
   c->pre_ln = true;
   c->final_ln = true;
   c->bos = 1;
-  c->eos = 2;
+  c->eos_ids[0] = 2;
+  c->n_eos = 1;
   c->ln_eps = 1e-6f;
   c->dtype = ZZ_DTYPE_F16;
   c->rope = (zz_rope){.type = ZZ_ROPE_DEFAULT, .theta = 10000.0f, .factor = 1.0f};
@@ -80,112 +81,140 @@ static bool zz_llama_preset(const char *name, zz_config *out) {
     out->ln_eps = p->eps;
     out->rope.theta = p->theta;
     out->bos = p->bos;
-    out->eos = p->eos;
+    out->eos_ids[0] = p->eos;
     out->pad = p->eos;
     return true;
   }
   return false;
 }
 
-/* rope_scaling: null, or {"rope_type" (or the older "type"): "default" | "linear" |
- * "llama3", "factor", and for llama3 the frequency factors and the original
- * context length}. */
-static zz_status zz_llama_rope_scaling(json_t *root, const char *path, zz_rope *r) {
-  json_t *rs = json_object_get(root, "rope_scaling");
-  if (!rs || json_is_null(rs)) return ZZ_OK;
-  if (!json_is_object(rs)) return zz_error(ZZ_ERR_FORMAT, "%s: \"rope_scaling\" must be an object or null", path);
-  const char *type = json_string_value(json_object_get(rs, "rope_type"));
-  if (!type) type = json_string_value(json_object_get(rs, "type"));
-  if (!type) return zz_error(ZZ_ERR_FORMAT, "%s: rope_scaling has no \"rope_type\"", path);
+/* Ranges of the RoPE numbers: past them a config is lying (theta 1e-300 or a
+ * factor of 1e-40 turn every frequency into inf or NaN). transformers requires a
+ * factor >= 1. */
+#define ZZ_ROPE_THETA_MIN 1.0
+#define ZZ_ROPE_THETA_MAX 1e12
+#define ZZ_ROPE_FACTOR_MAX 65536.0
+
+/* One form's RoPE: theta, and sc, the object naming rope_type with that type's
+ * numbers (rope_scaling, or rope_parameters itself); where names sc in messages.
+ * Only the types arch_llama computes are accepted; any other is refused by name,
+ * never computed as the default. */
+static zz_status zz_llama_rope_form(json_t *sc, const char *where, double theta, zz_rope *r) {
+  *r = (zz_rope){.type = ZZ_ROPE_DEFAULT, .theta = (float)theta, .factor = 1.0f};
+  if (!sc) return ZZ_OK;
+  json_t *jt = json_object_get(sc, "rope_type");
+  if (!jt || json_is_null(jt)) jt = json_object_get(sc, "type"); /* transformers < 4.42 */
+  const char *type = json_string_value(jt);
+  if (!type) return zz_error(ZZ_ERR_FORMAT, "%s has no \"rope_type\" string", where);
+  double prf;
+  ZZ_CHECK(zz_json_real(sc, where, "partial_rotary_factor", 1.0, 0.0, 1.0, &prf));
+  if (prf != 1.0)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: partial_rotary_factor %g is not supported (1)", where, prf);
   if (strcmp(type, "default") == 0) return ZZ_OK;
-  char where[4200];
-  snprintf(where, sizeof where, "%s: rope_scaling", path);
-  double factor, low, high, orig;
+  double factor, low, high;
+  int64_t orig;
   if (strcmp(type, "linear") == 0) {
-    ZZ_CHECK(zz_json_positive(rs, where, "factor", 0, &factor));
+    ZZ_CHECK(zz_json_real(sc, where, "factor", NAN, 1.0, ZZ_ROPE_FACTOR_MAX, &factor));
     r->type = ZZ_ROPE_LINEAR;
     r->factor = (float)factor;
     return ZZ_OK;
   }
   if (strcmp(type, "llama3") == 0) {
-    ZZ_CHECK(zz_json_positive(rs, where, "factor", 0, &factor));
-    ZZ_CHECK(zz_json_positive(rs, where, "low_freq_factor", 0, &low));
-    ZZ_CHECK(zz_json_positive(rs, where, "high_freq_factor", 0, &high));
-    ZZ_CHECK(zz_json_positive(rs, where, "original_max_position_embeddings", 0, &orig));
+    ZZ_CHECK(zz_json_real(sc, where, "factor", NAN, 1.0, ZZ_ROPE_FACTOR_MAX, &factor));
+    ZZ_CHECK(zz_json_real(sc, where, "low_freq_factor", NAN, 1e-3, ZZ_ROPE_FACTOR_MAX, &low));
+    ZZ_CHECK(zz_json_real(sc, where, "high_freq_factor", NAN, 1e-3, ZZ_ROPE_FACTOR_MAX, &high));
+    ZZ_CHECK(zz_json_int_in(sc, where, "original_max_position_embeddings", -1, 1, ZZ_MAX_POSITIONS, &orig));
     if (!(high > low))
       return zz_error(ZZ_ERR_FORMAT, "%s: high_freq_factor %g must exceed low_freq_factor %g", where, high, low);
-    *r = (zz_rope){.type = ZZ_ROPE_LLAMA3, .theta = r->theta, .factor = (float)factor,
+    *r = (zz_rope){.type = ZZ_ROPE_LLAMA3, .theta = (float)theta, .factor = (float)factor,
                    .low_freq_factor = (float)low, .high_freq_factor = (float)high, .original_max_pos = (float)orig};
     return ZZ_OK;
   }
-  return zz_error(ZZ_ERR_UNSUPPORTED, "%s: rope_type \"%s\" is not supported (default, linear, llama3)", where, type);
+  return zz_error(ZZ_ERR_UNSUPPORTED, "%s: rope_type \"%.40s\" is not supported (default, linear, llama3)", where,
+                  type);
 }
 
-/* eos_token_id: an id, or a list of ids (Llama 3 instruct), of which the first is
- * taken: generation stops at that one. */
-static zz_status zz_llama_eos(json_t *root, const char *path, int64_t *out) {
-  json_t *v = json_object_get(root, "eos_token_id");
-  if (json_is_array(v)) {
-    if (json_array_size(v) == 0) return zz_error(ZZ_ERR_FORMAT, "%s: \"eos_token_id\" is an empty list", path);
-    json_t *wrap = json_pack("{sO}", "eos_token_id", json_array_get(v, 0));
-    zz_status st = wrap ? zz_json_int(wrap, path, "eos_token_id", 2, out) : zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory", path);
-    json_decref(wrap);
-    return st;
+/* RoPE in either form transformers writes: before 5, "rope_theta" beside
+ * "rope_scaling" (null or {rope_type, factor, …}); from 5 on, "rope_parameters"
+ * {rope_type, rope_theta, factor, …}. Both read to the same zz_rope; a file
+ * carrying both must give the same one. */
+static zz_status zz_llama_rope(json_t *root, const char *path, zz_rope *out) {
+  char where[4200];
+  json_t *params = json_object_get(root, "rope_parameters");
+  json_t *scaling = json_object_get(root, "rope_scaling");
+  if (params && json_is_null(params)) params = NULL;
+  if (scaling && json_is_null(scaling)) scaling = NULL;
+  if (params && !json_is_object(params))
+    return zz_error(ZZ_ERR_FORMAT, "%s: \"rope_parameters\" must be an object or null", path);
+  if (scaling && !json_is_object(scaling))
+    return zz_error(ZZ_ERR_FORMAT, "%s: \"rope_scaling\" must be an object or null", path);
+  bool old_form = scaling || json_object_get(root, "rope_theta");
+  zz_rope old_r, new_r;
+  double theta;
+  ZZ_CHECK(zz_json_real(root, path, "rope_theta", 10000.0, ZZ_ROPE_THETA_MIN, ZZ_ROPE_THETA_MAX, &theta));
+  snprintf(where, sizeof where, "%s: rope_scaling", path);
+  ZZ_CHECK(zz_llama_rope_form(scaling, where, theta, &old_r));
+  double pr;
+  ZZ_CHECK(zz_json_real(root, path, "partial_rotary_factor", 1.0, 0.0, 1.0, &pr));
+  if (pr != 1.0) return zz_error(ZZ_ERR_UNSUPPORTED, "%s: partial_rotary_factor %g is not supported (1)", path, pr);
+  if (!params) {
+    *out = old_r;
+    return ZZ_OK;
   }
-  return zz_json_int(root, path, "eos_token_id", 2, out);
+  snprintf(where, sizeof where, "%s: rope_parameters", path);
+  ZZ_CHECK(zz_json_real(params, where, "rope_theta", 10000.0, ZZ_ROPE_THETA_MIN, ZZ_ROPE_THETA_MAX, &theta));
+  ZZ_CHECK(zz_llama_rope_form(params, where, theta, &new_r));
+  bool same = old_r.type == new_r.type && old_r.theta == new_r.theta && old_r.factor == new_r.factor &&
+              old_r.low_freq_factor == new_r.low_freq_factor && old_r.high_freq_factor == new_r.high_freq_factor &&
+              old_r.original_max_pos == new_r.original_max_pos;
+  if (old_form && !same)
+    return zz_error(ZZ_ERR_FORMAT, "%s: \"rope_parameters\" and \"rope_theta\" / \"rope_scaling\" disagree", path);
+  *out = new_r;
+  return ZZ_OK;
 }
 
 static zz_status zz_llama_parse_config(json_t *root, const char *path, zz_config *out) {
   zz_config c;
   zz_llama_defaults(&c);
-  int64_t bos = 0, eos = 0, pad = -1;
-  double eps, theta;
-  ZZ_CHECK(zz_json_int(root, path, "vocab_size", -1, &c.vocab_size));
-  ZZ_CHECK(zz_json_int(root, path, "hidden_size", -1, &c.hidden));
-  ZZ_CHECK(zz_json_int(root, path, "intermediate_size", -1, &c.ffn));
-  ZZ_CHECK(zz_json_int(root, path, "num_hidden_layers", -1, &c.n_layers));
-  ZZ_CHECK(zz_json_int(root, path, "num_attention_heads", -1, &c.n_heads));
-  ZZ_CHECK(zz_json_int(root, path, "num_key_value_heads", c.n_heads, &c.n_kv_heads));
-  ZZ_CHECK(zz_json_int(root, path, "max_position_embeddings", 2048, &c.max_pos));
-  ZZ_CHECK(zz_json_int(root, path, "bos_token_id", 1, &bos));
-  ZZ_CHECK(zz_llama_eos(root, path, &eos));
-  if (json_is_integer(json_object_get(root, "pad_token_id")))
-    ZZ_CHECK(zz_json_int(root, path, "pad_token_id", 0, &pad));
-  ZZ_CHECK(zz_json_positive(root, path, "rms_norm_eps", 1e-6, &eps));
-  ZZ_CHECK(zz_json_positive(root, path, "rope_theta", 10000.0, &theta));
+  int64_t bos = 0, pad = -1;
+  double eps;
+  /* each size in its own range, before anything is sized by it */
+  ZZ_CHECK(zz_json_int_in(root, path, "vocab_size", -1, 4, ZZ_MAX_VOCAB, &c.vocab_size));
+  ZZ_CHECK(zz_json_int_in(root, path, "hidden_size", -1, 1, ZZ_MAX_HIDDEN, &c.hidden));
+  ZZ_CHECK(zz_json_int_in(root, path, "intermediate_size", -1, 1, ZZ_MAX_FFN, &c.ffn));
+  ZZ_CHECK(zz_json_int_in(root, path, "num_hidden_layers", -1, 1, ZZ_MAX_LAYERS, &c.n_layers));
+  ZZ_CHECK(zz_json_int_in(root, path, "num_attention_heads", -1, 1, c.hidden, &c.n_heads));
+  ZZ_CHECK(zz_json_int_in(root, path, "num_key_value_heads", c.n_heads, 1, c.n_heads, &c.n_kv_heads));
+  ZZ_CHECK(zz_json_int_in(root, path, "max_position_embeddings", 2048, 1, ZZ_MAX_POSITIONS, &c.max_pos));
+  ZZ_CHECK(zz_json_int_in(root, path, "bos_token_id", 1, 0, c.vocab_size - 1, &bos));
+  c.n_eos = 1;
+  c.eos_ids[0] = 2;
+  ZZ_CHECK(zz_json_eos(root, path, "eos_token_id", c.vocab_size, &c));
+  ZZ_CHECK(zz_json_int_in(root, path, "pad_token_id", INT64_MAX, 0, c.vocab_size - 1, &pad));
+  ZZ_CHECK(zz_json_real(root, path, "rms_norm_eps", 1e-6, 1e-12, 1.0, &eps));
+  ZZ_CHECK(zz_llama_rope(root, path, &c.rope));
   ZZ_CHECK(zz_json_bool(root, path, "tie_word_embeddings", false, &c.tied_head));
   bool attn_bias = false, mlp_bias = false;
   ZZ_CHECK(zz_json_bool(root, path, "attention_bias", false, &attn_bias));
   ZZ_CHECK(zz_json_bool(root, path, "mlp_bias", false, &mlp_bias));
   if (attn_bias || mlp_bias)
     return zz_error(ZZ_ERR_UNSUPPORTED, "%s: attention_bias / mlp_bias = true is not supported", path);
-  const char *act = json_string_value(json_object_get(root, "hidden_act"));
+  json_t *jact = json_object_get(root, "hidden_act");
+  const char *act = json_string_value(jact);
+  if (jact && !json_is_null(jact) && !act) return zz_error(ZZ_ERR_FORMAT, "%s: \"hidden_act\" must be a string", path);
   if (act && strcmp(act, "silu") != 0)
-    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: hidden_act \"%s\" is not supported (silu)", path, act);
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: hidden_act \"%.40s\" is not supported (silu)", path, act);
   ZZ_CHECK(zz_json_dtype(root, path, &c.dtype));
-  if (c.vocab_size < 4 || c.hidden < 1 || c.ffn < 1 || c.n_layers < 1 || c.n_heads < 1 || c.n_kv_heads < 1 ||
-      c.max_pos < 1)
-    return zz_error(ZZ_ERR_FORMAT, "%s: sizes must be positive", path);
-  if (c.vocab_size > ZZ_MAX_VOCAB || c.hidden > (1 << 20) || c.ffn > (1 << 22) || c.n_layers > 4096 ||
-      c.n_heads > c.hidden || c.max_pos > ZZ_MAX_POSITIONS)
-    return zz_error(ZZ_ERR_FORMAT, "%s: sizes out of range (vocab %lld, hidden %lld, ffn %lld, layers %lld, heads %lld)",
-                    path, (long long)c.vocab_size, (long long)c.hidden, (long long)c.ffn, (long long)c.n_layers,
-                    (long long)c.n_heads);
   if (c.n_heads % c.n_kv_heads != 0)
     return zz_error(ZZ_ERR_FORMAT, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld", path,
                     (long long)c.n_heads, (long long)c.n_kv_heads);
   ZZ_CHECK(zz_json_int(root, path, "head_dim", c.hidden / c.n_heads, &c.head_dim));
   if (c.head_dim < 2 || c.head_dim % 2 != 0 || c.head_dim > 1024)
     return zz_error(ZZ_ERR_FORMAT, "%s: head_dim %lld must be even, in [2, 1024]", path, (long long)c.head_dim);
-  if (bos >= c.vocab_size || eos >= c.vocab_size || pad >= c.vocab_size)
-    return zz_error(ZZ_ERR_FORMAT, "%s: special token ids must be below vocab_size", path);
   c.embed_dim = c.hidden;
   c.ln_eps = (float)eps;
-  c.rope.theta = (float)theta;
-  ZZ_CHECK(zz_llama_rope_scaling(root, path, &c.rope));
   c.bos = (int32_t)bos;
-  c.eos = (int32_t)eos;
-  c.pad = (int32_t)(pad >= 0 ? pad : eos); /* no pad token: pad with EOS, as generate does */
+  c.pad = (int32_t)(pad != INT64_MAX ? pad : c.eos_ids[0]); /* no pad token: pad with EOS, as generate does */
   *out = c;
   return ZZ_OK;
 }

@@ -58,7 +58,8 @@ static void zz_opt_defaults(zz_config *c) {
   c->final_ln = true;
   c->enable_bias = true;
   c->bos = 2;
-  c->eos = 2;
+  c->eos_ids[0] = 2;
+  c->n_eos = 1;
   c->pad = 1;
   c->ln_eps = 1e-5f;
   c->dtype = ZZ_DTYPE_F16;
@@ -94,17 +95,17 @@ static bool zz_opt_preset(const char *name, zz_config *out) {
 static zz_status zz_opt_parse_config(json_t *root, const char *path, zz_config *out) {
   zz_config c;
   zz_opt_defaults(&c);
-  int64_t bos = 0, eos = 0, pad = 0;
-  ZZ_CHECK(zz_json_int(root, path, "vocab_size", -1, &c.vocab_size));
-  ZZ_CHECK(zz_json_int(root, path, "hidden_size", -1, &c.hidden));
-  ZZ_CHECK(zz_json_int(root, path, "ffn_dim", -1, &c.ffn));
-  ZZ_CHECK(zz_json_int(root, path, "num_hidden_layers", -1, &c.n_layers));
-  ZZ_CHECK(zz_json_int(root, path, "num_attention_heads", -1, &c.n_heads));
-  ZZ_CHECK(zz_json_int(root, path, "max_position_embeddings", 2048, &c.max_pos));
-  ZZ_CHECK(zz_json_int(root, path, "word_embed_proj_dim", c.hidden, &c.embed_dim));
-  ZZ_CHECK(zz_json_int(root, path, "bos_token_id", 2, &bos));
-  ZZ_CHECK(zz_json_int(root, path, "eos_token_id", 2, &eos));
-  ZZ_CHECK(zz_json_int(root, path, "pad_token_id", 1, &pad));
+  int64_t bos = 0, pad = 0;
+  /* each size in its own range (far beyond any published model: a lying config) */
+  ZZ_CHECK(zz_json_int_in(root, path, "vocab_size", -1, 4, ZZ_MAX_VOCAB, &c.vocab_size));
+  ZZ_CHECK(zz_json_int_in(root, path, "hidden_size", -1, 1, ZZ_MAX_HIDDEN, &c.hidden));
+  ZZ_CHECK(zz_json_int_in(root, path, "ffn_dim", -1, 1, ZZ_MAX_FFN, &c.ffn));
+  ZZ_CHECK(zz_json_int_in(root, path, "num_hidden_layers", -1, 1, ZZ_MAX_LAYERS, &c.n_layers));
+  ZZ_CHECK(zz_json_int_in(root, path, "num_attention_heads", -1, 1, c.hidden, &c.n_heads));
+  ZZ_CHECK(zz_json_int_in(root, path, "max_position_embeddings", 2048, 1, ZZ_MAX_POSITIONS, &c.max_pos));
+  ZZ_CHECK(zz_json_int_in(root, path, "word_embed_proj_dim", c.hidden, 1, ZZ_MAX_HIDDEN, &c.embed_dim));
+  ZZ_CHECK(zz_json_int_in(root, path, "bos_token_id", 2, 0, c.vocab_size - 1, &bos));
+  ZZ_CHECK(zz_json_int_in(root, path, "pad_token_id", 1, 0, c.vocab_size - 1, &pad));
   ZZ_CHECK(zz_json_bool(root, path, "do_layer_norm_before", true, &c.pre_ln));
   bool remove_final = false, affine = true;
   ZZ_CHECK(zz_json_bool(root, path, "_remove_final_layer_norm", false, &remove_final));
@@ -117,22 +118,11 @@ static zz_status zz_opt_parse_config(json_t *root, const char *path, zz_config *
   if (act && strcmp(act, "relu") != 0)
     return zz_error(ZZ_ERR_UNSUPPORTED, "%s: activation_function \"%s\" is not supported", path, act);
   ZZ_CHECK(zz_json_dtype(root, path, &c.dtype));
-  if (c.vocab_size < 4 || c.hidden < 1 || c.ffn < 1 || c.n_layers < 1 || c.n_heads < 1 ||
-      c.embed_dim < 1 || c.max_pos < 1)
-    return zz_error(ZZ_ERR_FORMAT, "%s: sizes must be positive", path);
-  /* far beyond any published model: a lying config, not a big model */
-  if (c.vocab_size > ZZ_MAX_VOCAB || c.hidden > (1 << 20) || c.ffn > (1 << 22) || c.n_layers > 4096 ||
-      c.n_heads > c.hidden || c.embed_dim > (1 << 20) || c.max_pos > ZZ_MAX_POSITIONS)
-    return zz_error(ZZ_ERR_FORMAT, "%s: sizes out of range (vocab %lld, hidden %lld, ffn %lld, layers %lld, heads %lld)",
-                    path, (long long)c.vocab_size, (long long)c.hidden, (long long)c.ffn, (long long)c.n_layers,
-                    (long long)c.n_heads);
   if (c.hidden % c.n_heads != 0)
     return zz_error(ZZ_ERR_FORMAT, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld",
                     path, (long long)c.hidden, (long long)c.n_heads);
-  if (bos >= c.vocab_size || eos >= c.vocab_size || pad >= c.vocab_size)
-    return zz_error(ZZ_ERR_FORMAT, "%s: special token ids must be below vocab_size", path);
+  ZZ_CHECK(zz_json_eos(root, path, "eos_token_id", c.vocab_size, &c));
   c.bos = (int32_t)bos;
-  c.eos = (int32_t)eos;
   c.pad = (int32_t)pad;
   zz_opt_derived(&c);
   *out = c;

@@ -82,6 +82,7 @@ static zz_status zz_ck_add_file(zz_checkpoint *ck, const char *path) {
 
   struct stat sb;
   if (fstat(fd, &sb) != 0) return zz_error(ZZ_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+  if (!S_ISREG(sb.st_mode)) return zz_error(ZZ_ERR_IO, "%s: not a regular file", path);
   int64_t fsize = sb.st_size;
   unsigned char lenbuf[8];
   if (fsize < 8 || pread(fd, lenbuf, 8, 0) != 8)
@@ -206,8 +207,10 @@ static zz_status zz_ck_open_index(zz_checkpoint *ck, const char *dir, const char
   json_t *val;
   json_object_foreach(map, key, val) {
     const char *file = json_string_value(val);
-    if (!file || strchr(file, '/') || strcmp(file, "..") == 0) {
-      st = zz_error(ZZ_ERR_FORMAT, "%s: tensor %s: shard name must be a plain file name", index, key);
+    /* a file beside the index: "", "." and ".." would open a directory */
+    if (!file || !*file || strchr(file, '/') || strcmp(file, ".") == 0 || strcmp(file, "..") == 0) {
+      st = zz_error(ZZ_ERR_FORMAT, "%s: tensor %s: shard name \"%s\" must be a plain file name", index, key,
+                    file ? file : "(not a string)");
       break;
     }
     size_t k = 0;

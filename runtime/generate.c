@@ -73,7 +73,7 @@ static void zz_gen_sample(zz_gen *g, int group, int step) {
 int32_t zz_sample_sequence(const zz_config *c, const float *logits, const zz_sampling *s, bool ignore_eos,
                            zz_rng *rng, void *scratch, bool *ended_out) {
   int32_t tok = zz_sample(logits, c->vocab_size, s, rng, scratch);
-  *ended_out = tok == c->eos && !ignore_eos;
+  *ended_out = zz_config_is_eos(c, tok) && !ignore_eos;
   return tok;
 }
 

@@ -19,13 +19,15 @@
  *   truncation, padding: ignored (transformers turns them off unless asked)
  * tokenizer_config.json: for tokenizer_class LlamaTokenizer(Fast), add_bos_token
  * (default true) and add_eos_token (default false) replace the post-processor, as
- * LlamaTokenizerFast.update_post_processor does.
+ * LlamaTokenizerFast.update_post_processor does; added_tokens_decoder must agree
+ * with tokenizer.json; the other keys are ignored (zz_json_config says which).
  */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "arch_impl.h" /* zz_json_load_hf: the reading of Hugging Face's JSON files */
 #include "tokenizer_impl.h"
 
 /* The two split patterns the pre-tokenizer matches by hand (tokenizer.c). */
@@ -520,36 +522,69 @@ static const zz_tok_entry *zz_tok_find_any(const zz_tokenizer *tok, const char *
   return zz_tok_find(tok, s, strlen(s));
 }
 
-/* bos_token / eos_token: a string or {"content": ...}. */
+/* bos_token / eos_token: a string or {"content": ...}; absent: def; null: NULL
+ * (the tokenizer has none). */
 static const char *zz_config_token(const json_t *cfg, const char *key, const char *def) {
   json_t *v = json_object_get(cfg, key);
+  if (!v) return def;
   if (json_is_object(v)) v = json_object_get(v, "content");
-  return json_is_string(v) ? json_string_value(v) : def;
+  return json_string_value(v);
 }
 
+/* added_tokens_decoder {"id": {"content": …, "special": …, …}}: transformers adds
+ * an entry tokenizer.json lacks to the tokenizer it builds, so each one must be
+ * that id of tokenizer.json already, or the ids would differ from transformers'. */
+static zz_status zz_json_config_added(const zz_tokenizer *tok, const json_t *cfg, const char *path) {
+  json_t *dec = json_object_get(cfg, "added_tokens_decoder");
+  if (!dec || json_is_null(dec)) return ZZ_OK;
+  if (!json_is_object(dec)) return zz_error(ZZ_ERR_FORMAT, "%s: \"added_tokens_decoder\" must be an object", path);
+  const char *key;
+  json_t *v;
+  json_object_foreach((json_t *)dec, key, v) {
+    char *end = NULL;
+    long long id = strtoll(key, &end, 10);
+    const char *content = json_string_value(json_object_get(v, "content"));
+    if (!*key || *end || id < 0 || id > INT32_MAX || !content)
+      return zz_error(ZZ_ERR_FORMAT, "%s: added_tokens_decoder \"%.40s\" must map an id to {\"content\": ...}", path,
+                      key);
+    const zz_tok_entry *e = zz_tok_by_id(tok, (int32_t)id);
+    if (!e || strcmp(e->text, content) != 0)
+      return zz_error(ZZ_ERR_UNSUPPORTED, "%s: added_tokens_decoder %lld \"%.80s\" is not that id of tokenizer.json "
+                      "(transformers would add it; zigzag reads tokenizer.json's tokens only)", path, id, content);
+  }
+  return ZZ_OK;
+}
+
+/* What is read of tokenizer_config.json, and what is ignored on purpose:
+ *   tokenizer_class, add_bos_token, add_eos_token, bos_token, eos_token: read (above)
+ *   added_tokens_decoder: checked against tokenizer.json's tokens
+ *   model_max_length (often the sentinel 1e30: no bound), chat_template, padding /
+ *   truncation sides, clean_up_tokenization_spaces, legacy, unk / pad / mask tokens:
+ *   ignored; zigzag neither truncates, pads by text nor renders chat templates, and
+ *   tokenizer.json already fixes the encoding. */
 static zz_status zz_json_config(zz_tokenizer *tok, const char *dir) {
   char path[4200];
   snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-  if (access(path, F_OK) != 0) return ZZ_OK;
-  json_error_t jerr;
-  json_t *cfg = json_load_file(path, 0, &jerr);
-  if (!cfg) return zz_error(ZZ_ERR_FORMAT, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
-  zz_status st = ZZ_OK;
+  json_t *cfg;
+  ZZ_CHECK(zz_json_load_hf(path, false, &cfg));
+  if (!cfg) return ZZ_OK;
+  zz_status st = zz_json_config_added(tok, cfg, path);
   const char *cls = json_string_value(json_object_get(cfg, "tokenizer_class"));
-  if (!json_is_object(cfg)) {
-    st = zz_error(ZZ_ERR_FORMAT, "%s: expected a JSON object", path);
-  } else if (cls && (strcmp(cls, "LlamaTokenizer") == 0 || strcmp(cls, "LlamaTokenizerFast") == 0)) {
+  if (st == ZZ_OK && cls && (strcmp(cls, "LlamaTokenizer") == 0 || strcmp(cls, "LlamaTokenizerFast") == 0)) {
     /* LlamaTokenizerFast rebuilds the post-processor from these two */
     bool add[2] = {false, false};
     const char *keys[2] = {"add_bos_token", "add_eos_token"};
+    const char *tokens[2] = {"bos_token", "eos_token"};
     const char *names[2] = {zz_config_token(cfg, "bos_token", "<s>"), zz_config_token(cfg, "eos_token", "</s>")};
     int32_t *ids[2] = {&tok->bos_id, &tok->eos_id};
     for (int k = 0; k < 2 && st == ZZ_OK; k++) {
       st = zz_j_bool(cfg, keys[k], k == 0, &add[k], path, "tokenizer_config");
       *ids[k] = -1;
       if (st != ZZ_OK || !add[k]) continue;
-      const zz_tok_entry *e = zz_tok_find_any(tok, names[k]);
-      if (!e)
+      const zz_tok_entry *e = names[k] ? zz_tok_find_any(tok, names[k]) : NULL;
+      if (!names[k])
+        st = zz_error(ZZ_ERR_FORMAT, "%s: %s is true but %s is null", path, keys[k], tokens[k]);
+      else if (!e)
         st = zz_error(ZZ_ERR_FORMAT, "%s: %s is true but \"%.80s\" is not a token of tokenizer.json", path,
                       keys[k], names[k]);
       else

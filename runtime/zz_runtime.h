@@ -408,6 +408,8 @@ zz_status zz_device_silu_mul(zz_device *dev, const void *g, const void *u, int64
 
 /* ================================================================ model */
 
+#define ZZ_MAX_EOS_IDS 8 /* eos_token_id's list (Llama 3.1 lists three) */
+
 typedef struct zz_config {
   char model_type[32];  /* config.json's model_type: picks the architecture */
   char name[64];        /* preset name or directory */
@@ -423,9 +425,11 @@ typedef struct zz_config {
   bool pre_ln;          /* normalisation before each sublayer */
   bool final_ln;        /* a final norm before the LM head */
   bool enable_bias;
-  int32_t bos, eos, pad;
+  int32_t bos, pad;
+  int32_t eos_ids[ZZ_MAX_EOS_IDS]; /* every id that ends a sequence: eos_token_id of */
+  int n_eos;                        /* generation_config.json, else of config.json */
   float ln_eps;
-  zz_dtype dtype;       /* torch_dtype of the checkpoint */
+  zz_dtype dtype;       /* torch_dtype (dtype) of the checkpoint */
   zz_rope rope;         /* rotary embeddings (architectures with rotary positions) */
   bool tied_head;       /* the LM head is the token embedding (tie_word_embeddings) */
 } zz_config;
@@ -433,6 +437,9 @@ typedef struct zz_config {
 /* Bounds a configuration is checked against (config.json may lie). */
 #define ZZ_MAX_POSITIONS (1 << 20) /* max_position_embeddings */
 #define ZZ_MAX_VOCAB (1 << 24)     /* vocab_size */
+
+/* Whether tok is one of the configuration's end ids. */
+bool zz_config_is_eos(const zz_config *c, int32_t tok);
 
 /* Preset names of every architecture (opt-125m … opt-175b), or a Hugging Face
  * model directory's config.json (its model_type picks the architecture, which

@@ -187,13 +187,13 @@ static void test_config_errors(void) {
       {"{" ZZ_LL_BASE ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8}}", ZZ_ERR_FORMAT,
        "required key \"low_freq_factor\""},
       {"{" ZZ_LL_BASE ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": -1}}", ZZ_ERR_FORMAT,
-       "\"factor\" must be a positive number"},
-      {"{" ZZ_LL_BASE ", \"rms_norm_eps\": \"small\"}", ZZ_ERR_FORMAT, "\"rms_norm_eps\" must be a positive number"},
+       "rope_scaling: \"factor\" = -1 is out of range [1, 65536]"},
+      {"{" ZZ_LL_BASE ", \"rms_norm_eps\": \"small\"}", ZZ_ERR_FORMAT, "\"rms_norm_eps\" must be a number in"},
       {"{" ZZ_LL_BASE ", \"hidden_act\": \"gelu\"}", ZZ_ERR_UNSUPPORTED, "hidden_act \"gelu\""},
       {"{" ZZ_LL_BASE ", \"mlp_bias\": true}", ZZ_ERR_UNSUPPORTED, "mlp_bias"},
       {"{" ZZ_LL_BASE ", \"head_dim\": 7}", ZZ_ERR_FORMAT, "head_dim 7 must be even"},
       {"{" ZZ_LL_BASE ", \"eos_token_id\": []}", ZZ_ERR_FORMAT, "empty list"},
-      {"{" ZZ_LL_BASE ", \"bos_token_id\": 256}", ZZ_ERR_FORMAT, "below vocab_size"},
+      {"{" ZZ_LL_BASE ", \"bos_token_id\": 256}", ZZ_ERR_FORMAT, "\"bos_token_id\" = 256 must be an integer in [0, 255]"},
       {"{\"model_type\": \"llama\", \"vocab_size\": 256}", ZZ_ERR_FORMAT, "\"hidden_size\" is missing"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -202,6 +202,158 @@ static void test_config_errors(void) {
     if (!ok) fprintf(stderr, "\nconfig %s: got %s '%s'\n", bad[i].json, zz_status_str(st), zz_error_message());
     CU_ASSERT(ok);
   }
+}
+
+/* ================================================================ real directories (issue #21) */
+
+/* transformers 5 writes RoPE as "rope_parameters" {rope_type, rope_theta, factor,
+ * ...} and the dtype as "dtype": the same weights under that config.json
+ * (tests/fixtures/tiny-llama3-v5, tiny-llama-tied-v5) must give Hugging Face's
+ * tokens exactly, as the 4.46 form does, and read to the same configuration. */
+static void test_config_transformers5(void) {
+  zz_check_golden("tiny-llama3-v5", "gbs=4 num_gb=1");
+  zz_check_golden("tiny-llama-tied-v5", "gbs=2 num_gb=2");
+  static const char *const pairs[][2] = {{"tiny-llama3", "tiny-llama3-v5"}, {"tiny-llama-tied", "tiny-llama-tied-v5"}};
+  for (int i = 0; i < 2; i++) {
+    zz_config a, b;
+    char da[4096], db[4096];
+    snprintf(da, sizeof da, "%s/%s", ZZ_FIXTURES_DIR, pairs[i][0]);
+    snprintf(db, sizeof db, "%s/%s", ZZ_FIXTURES_DIR, pairs[i][1]);
+    CU_ASSERT_FATAL(zz_config_load(da, &a) == ZZ_OK);
+    CU_ASSERT_FATAL(zz_config_load(db, &b) == ZZ_OK);
+    CU_ASSERT(a.rope.type != ZZ_ROPE_DEFAULT);
+    CU_ASSERT_EQUAL(a.rope.type, b.rope.type);
+    CU_ASSERT_EQUAL(a.rope.theta, b.rope.theta);
+    CU_ASSERT_EQUAL(a.rope.factor, b.rope.factor);
+    CU_ASSERT_EQUAL(a.rope.low_freq_factor, b.rope.low_freq_factor);
+    CU_ASSERT_EQUAL(a.rope.high_freq_factor, b.rope.high_freq_factor);
+    CU_ASSERT_EQUAL(a.rope.original_max_pos, b.rope.original_max_pos);
+    CU_ASSERT_EQUAL(a.dtype, b.dtype);
+  }
+}
+
+/* Every listed end id stops a sequence. tiny-llama's greedy tokens for prompt 0 are
+ * 66 1 182 81 182 81 28 248 (prompts 1 and 3 end at 2, prompt 2 at none).
+ * tiny-llama-eos-gen: config.json lists [2, 66], generation_config.json [2, 182],
+ * which replaces it as transformers' generate does: prompt 0 stops at 182, the
+ * second listed id, not at 66. tiny-llama-eos-cfg: config.json alone lists [2, 81]. */
+static void test_eos_lists(void) {
+  static const struct {
+    const char *name;
+    int64_t n0;          /* prompt 0's new tokens */
+  } cases[] = {{"tiny-llama-eos-gen", 3}, {"tiny-llama-eos-cfg", 4}};
+  static const int32_t want0[] = {66, 1, 182, 81};
+  static const int64_t want_n[] = {-1, 3, 8, 7}; /* the other prompts: as without the lists */
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    zz_golden_report r;
+    zz_golden_tokens(cases[c].name, "gbs=2 num_gb=2", &r);
+    bool ok = r.n_tokens[0] == cases[c].n0 && memcmp(r.tokens[0], want0, (size_t)cases[c].n0 * sizeof(int32_t)) == 0;
+    for (int i = 1; i < 4; i++) ok = ok && r.n_tokens[i] == want_n[i];
+    if (!ok) fprintf(stderr, "\n%s: prompt 0 gave %lld new tokens\n", cases[c].name, (long long)r.n_tokens[0]);
+    CU_ASSERT(ok);
+  }
+}
+
+/* Every number of config.json is range-checked when the file is read, before any
+ * weight is: a message naming the key and the file. rope_type and the transformers
+ * 5 form are read alike; a RoPE zigzag does not compute is refused by name. */
+static void test_config_ranges(void) {
+  static const char *const good[] = {
+      "{" ZZ_LL_BASE ", \"max_position_embeddings\": 4096.0, \"rope_theta\": 500000}",
+      "{" ZZ_LL_BASE ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0}, \"dtype\": \"bfloat16\"}",
+      "{" ZZ_LL_BASE ", \"rope_parameters\": {\"rope_type\": \"linear\", \"rope_theta\": 10000.0, \"factor\": 2.0}, "
+      "\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2}, \"rope_theta\": 10000}",
+      "{" ZZ_LL_BASE ", \"torch_dtype\": \"float16\", \"dtype\": \"float16\", \"pad_token_id\": null}",
+      "{" ZZ_LL_BASE ", \"eos_token_id\": [2, 8, 9]}",
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    zz_status st = zz_load_text(good[i]);
+    if (st != ZZ_OK) fprintf(stderr, "\nconfig %s: %s\n", good[i], zz_error_message());
+    CU_ASSERT_EQUAL(st, ZZ_OK);
+  }
+  static const struct {
+    const char *json;
+    zz_status st;
+    const char *needle;
+  } bad[] = {
+      {"{" ZZ_LL_BASE ", \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 1e-40}}", ZZ_ERR_FORMAT,
+       "config.json: rope_scaling: \"factor\" = 1e-40 is out of range"},
+      {"{" ZZ_LL_BASE ", \"rope_theta\": 1e-300}", ZZ_ERR_FORMAT, "config.json: \"rope_theta\" = 1e-300 is out of range"},
+      {"{" ZZ_LL_BASE ", \"rms_norm_eps\": 1e-40}", ZZ_ERR_FORMAT, "config.json: \"rms_norm_eps\" = 1e-40 is out of range"},
+      {"{" ZZ_LL_BASE ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 1, "
+       "\"high_freq_factor\": 4, \"original_max_position_embeddings\": 0}}", ZZ_ERR_FORMAT,
+       "\"original_max_position_embeddings\" = 0 must be an integer in [1, "},
+      {"{" ZZ_LL_BASE ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 1e300, "
+       "\"high_freq_factor\": 4, \"original_max_position_embeddings\": 8}}", ZZ_ERR_FORMAT,
+       "\"low_freq_factor\" = 1e+300 is out of range"},
+      {"{" ZZ_LL_BASE ", \"max_position_embeddings\": 0}", ZZ_ERR_FORMAT, "\"max_position_embeddings\" = 0 must be"},
+      {"{\"model_type\": \"llama\", \"vocab_size\": 1e30}", ZZ_ERR_FORMAT, "\"vocab_size\" = 1e+30 must be an integer"},
+      {"{\"model_type\": \"llama\", \"vocab_size\": 256, \"hidden_size\": 64.5}", ZZ_ERR_FORMAT, "\"hidden_size\" = 64.5 must be an integer"},
+      {"{" ZZ_LL_BASE ", \"num_key_value_heads\": 8}", ZZ_ERR_FORMAT, "\"num_key_value_heads\" = 8 must be"},
+      {"{" ZZ_LL_BASE ", \"rope_parameters\": {\"rope_type\": \"yarn\", \"rope_theta\": 10000.0, \"factor\": 4.0}}",
+       ZZ_ERR_UNSUPPORTED, "rope_parameters: rope_type \"yarn\" is not supported"},
+      {"{" ZZ_LL_BASE ", \"rope_parameters\": {\"rope_type\": \"longrope\"}}", ZZ_ERR_UNSUPPORTED,
+       "rope_type \"longrope\" is not supported"},
+      {"{" ZZ_LL_BASE ", \"rope_parameters\": {\"rope_theta\": 10000.0}}", ZZ_ERR_FORMAT,
+       "rope_parameters has no \"rope_type\""},
+      {"{" ZZ_LL_BASE ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1e-300}}", ZZ_ERR_FORMAT,
+       "rope_parameters: \"rope_theta\" = 1e-300 is out of range"},
+      {"{" ZZ_LL_BASE ", \"rope_parameters\": {\"rope_type\": \"linear\", \"rope_theta\": 10000.0, \"factor\": 1e-40}}",
+       ZZ_ERR_FORMAT, "rope_parameters: \"factor\" = 1e-40 is out of range"},
+      {"{" ZZ_LL_BASE ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 500000.0}, \"rope_theta\": 10000}",
+       ZZ_ERR_FORMAT, "disagree"},
+      {"{" ZZ_LL_BASE ", \"rope_parameters\": 5}", ZZ_ERR_FORMAT, "\"rope_parameters\" must be an object"},
+      {"{" ZZ_LL_BASE ", \"partial_rotary_factor\": 0.5}", ZZ_ERR_UNSUPPORTED, "partial_rotary_factor 0.5"},
+      {"{" ZZ_LL_BASE ", \"torch_dtype\": \"float16\", \"dtype\": \"bfloat16\"}", ZZ_ERR_FORMAT,
+       "\"torch_dtype\" \"float16\" and \"dtype\" \"bfloat16\" disagree"},
+      {"{" ZZ_LL_BASE ", \"dtype\": \"int8\"}", ZZ_ERR_UNSUPPORTED, "dtype \"int8\" is not supported"},
+      {"{" ZZ_LL_BASE ", \"eos_token_id\": [2, 300]}", ZZ_ERR_FORMAT, "\"eos_token_id\" must be an id or a list"},
+      {"{" ZZ_LL_BASE ", \"eos_token_id\": [1, 2, 3, 4, 5, 6, 7, 8, 9]}", ZZ_ERR_UNSUPPORTED, "lists 9 ids"},
+      {"{" ZZ_LL_BASE ", \"hidden_act\": 5}", ZZ_ERR_FORMAT, "\"hidden_act\" must be a string"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    zz_status st = zz_load_text(bad[i].json);
+    bool ok = st == bad[i].st && strstr(zz_error_message(), bad[i].needle);
+    if (!ok) fprintf(stderr, "\nconfig %s: got %s '%s'\n", bad[i].json, zz_status_str(st), zz_error_message());
+    CU_ASSERT(ok);
+  }
+}
+
+/* generation_config.json beside config.json: huge or real numbers in keys zigzag
+ * does not read are fine; its end ids are range-checked against vocab_size. */
+static void test_generation_config_errors(void) {
+  char dir[4096], path[4200];
+  snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  const char *cfg = "{" ZZ_LL_BASE "}";
+  CU_ASSERT_EQUAL_FATAL(zz_test_write_file(path, cfg, strlen(cfg)), 0);
+  snprintf(path, sizeof path, "%s/generation_config.json", dir);
+  static const struct {
+    const char *json;
+    zz_status st;
+    const char *needle;
+  } cases[] = {
+      {"{\"eos_token_id\": [2, 7], \"max_length\": 1000000000000000019884624838656, \"temperature\": 0.6}", ZZ_OK, NULL},
+      {"{\"eos_token_id\": null}", ZZ_OK, NULL},
+      {"{\"eos_token_id\": [2, 256]}", ZZ_ERR_FORMAT, "generation_config.json: \"eos_token_id\" must be an id"},
+      {"{\"eos_token_id\": []}", ZZ_ERR_FORMAT, "generation_config.json: \"eos_token_id\" is an empty list"},
+      {"{\"eos_token_id\": \"</s>\"}", ZZ_ERR_FORMAT, "generation_config.json: \"eos_token_id\" must be"},
+      {"[2]", ZZ_ERR_FORMAT, "generation_config.json: not a JSON object"},
+      {"{\"eos_token_id\": 2,", ZZ_ERR_FORMAT, "generation_config.json:1:"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    CU_ASSERT_EQUAL_FATAL(zz_test_write_file(path, cases[i].json, strlen(cases[i].json)), 0);
+    zz_config c;
+    zz_status st = zz_config_load(dir, &c);
+    bool ok = st == cases[i].st && (!cases[i].needle || strstr(zz_error_message(), cases[i].needle));
+    if (!ok) fprintf(stderr, "\ngeneration_config %s: got %s '%s'\n", cases[i].json, zz_status_str(st),
+                     zz_error_message());
+    CU_ASSERT(ok);
+  }
+  unlink(path);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  unlink(path);
+  rmdir(dir);
 }
 
 void zz_test_llama_register(void) {
@@ -213,4 +365,8 @@ void zz_test_llama_register(void) {
   CU_add_test(s, "golden under 4-bit weights and cache: every policy = all in memory", test_golden_compressed);
   CU_add_test(s, "preset sizes equal transformers' parameter counts", test_presets_numel);
   CU_add_test(s, "config.json errors", test_config_errors);
+  CU_add_test(s, "transformers 5 config.json (rope_parameters, dtype) = the 4.46 form", test_config_transformers5);
+  CU_add_test(s, "every listed end id stops (generation_config.json, config.json)", test_eos_lists);
+  CU_add_test(s, "config numbers range-checked, unknown rope_type refused by name", test_config_ranges);
+  CU_add_test(s, "generation_config.json read and refused", test_generation_config_errors);
 }

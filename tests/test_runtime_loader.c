@@ -168,10 +168,72 @@ static void test_bad_configs(void) {
   rmdir(dir);
 }
 
+/* A shard name of "" or "." in model.safetensors.index.json is the directory
+ * itself (issue #21 item 20): refused naming the index and the tensor. */
+static void test_index_shard_names(void) {
+  char dir[4096], path[4200], shard[4200];
+  snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
+  snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+  snprintf(shard, sizeof shard, "%s/sub", dir);
+  CU_ASSERT_EQUAL_FATAL(mkdir(shard, 0700), 0);
+  static const char *const names[] = {"", ".", "..", "sub", "a/b"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char text[256];
+    snprintf(text, sizeof text, "{\"metadata\": {\"total_size\": 24}, \"weight_map\": {\"a.weight\": \"%s\"}}",
+             names[i]);
+    CU_ASSERT_EQUAL_FATAL(zz_test_write_file(path, text, strlen(text)), 0);
+    zz_checkpoint *ck = NULL;
+    zz_status st = zz_checkpoint_open(dir, &ck);
+    const char *msg = zz_error_message();
+    /* "sub" is a plain name of a directory: refused as not a regular file */
+    bool named = strstr(msg, i == 3 ? "sub: not a regular file" : "model.safetensors.index.json: tensor a.weight");
+    if (st == ZZ_OK || !named) fprintf(stderr, "\nshard \"%s\": %s '%s'\n", names[i], zz_status_str(st), msg);
+    CU_ASSERT(st != ZZ_OK && named);
+    zz_checkpoint_close(ck);
+  }
+  unlink(path);
+  rmdir(shard);
+  rmdir(dir);
+}
+
+/* OPT's config.json numbers: each out-of-range key refused by name (issue #21
+ * item 10), a real written for an integer accepted where it has no fraction. */
+static void test_opt_config_ranges(void) {
+  char dir[4096], path[4200];
+  snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
+  snprintf(path, sizeof path, "%s/config.json", dir);
+#define ZZ_OPT_BASE "\"model_type\": \"opt\", \"vocab_size\": 64, \"hidden_size\": 32, \"ffn_dim\": 64, " \
+                    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4"
+  static const struct {
+    const char *text, *needle; /* needle NULL: loads */
+  } cases[] = {
+      {"{" ZZ_OPT_BASE ", \"max_position_embeddings\": 128.0, \"eos_token_id\": [2, 3]}", NULL},
+      {"{" ZZ_OPT_BASE ", \"max_position_embeddings\": 1e30}", "\"max_position_embeddings\" = 1e+30 must be an integer"},
+      {"{" ZZ_OPT_BASE ", \"word_embed_proj_dim\": 0}", "\"word_embed_proj_dim\" = 0 must be an integer in [1,"},
+      {"{" ZZ_OPT_BASE ", \"pad_token_id\": 64}", "\"pad_token_id\" = 64 must be an integer in [0, 63]"},
+      {"{" ZZ_OPT_BASE ", \"eos_token_id\": 64}", "\"eos_token_id\" must be an id or a list of ids in [0, 63]"},
+      {"{\"model_type\": \"opt\", \"vocab_size\": 64, \"hidden_size\": 32, \"ffn_dim\": 64, \"num_hidden_layers\": 5000}",
+       "\"num_hidden_layers\" = 5000 must be an integer in [1, 4096]"},
+  };
+#undef ZZ_OPT_BASE
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    CU_ASSERT_EQUAL_FATAL(zz_test_write_file(path, cases[i].text, strlen(cases[i].text)), 0);
+    zz_config c;
+    zz_status st = zz_config_load(dir, &c);
+    bool ok = cases[i].needle ? st == ZZ_ERR_FORMAT && strstr(zz_error_message(), cases[i].needle) : st == ZZ_OK;
+    if (!ok) fprintf(stderr, "\nconfig %s: %s '%s'\n", cases[i].text, zz_status_str(st), zz_error_message());
+    CU_ASSERT(ok);
+  }
+  unlink(path);
+  rmdir(dir);
+}
+
 void zz_test_loader_register(void) {
   CU_pSuite s = CU_add_suite("loader", NULL, NULL);
   CU_add_test(s, "malformed safetensors refused", test_malformed_safetensors);
   CU_add_test(s, "shape mismatch and truncation named", test_shape_mismatch_named);
   CU_add_test(s, "sharded index, names without model. prefix", test_sharded_and_prefix);
   CU_add_test(s, "bad config.json refused", test_bad_configs);
+  CU_add_test(s, "index shard names that are the directory refused", test_index_shard_names);
+  CU_add_test(s, "OPT config.json numbers range-checked by key", test_opt_config_ranges);
 }

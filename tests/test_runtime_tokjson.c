@@ -328,6 +328,57 @@ static void test_tokjson_bad_files(void) {
   zz_tj_rm(dir);
 }
 
+/* tokenizer_config.json as real directories ship it (issue #21): Llama-2's file
+ * (tests/fixtures/tok-llama2-hub: model_max_length 1e30 written as an integer past
+ * int64, added_tokens_decoder, chat_template, "pad_token": null) beside the same
+ * tokenizer.json as tok-llama2-meta gives the same cases; then each key's rule. */
+static void test_tokjson_hub_config(void) {
+  int rt = 0;
+  zz_tj_cases("tok-llama2-hub", &rt);
+  CU_ASSERT(rt >= 55);
+  char dir[4096], p[4200];
+  snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
+  zz_tj_copy("tok-llama2", "tokenizer.json", dir);
+  snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
+  static const struct {
+    const char *json;
+    zz_status st;
+    const char *needle;
+    int32_t bos;
+  } cases[] = {
+      {"{\"tokenizer_class\": \"PreTrainedTokenizerFast\", \"model_max_length\": 1000000000000000019884624838656}",
+       ZZ_OK, NULL, -1},
+      {"{\"tokenizer_class\": \"LlamaTokenizer\", \"model_max_length\": 1e30, \"pad_token\": null, "
+       "\"chat_template\": \"{{ bos_token }}\", \"legacy\": false, \"sp_model_kwargs\": {}}", ZZ_OK, NULL, 1},
+      {"{\"tokenizer_class\": \"LlamaTokenizerFast\", \"add_bos_token\": false, \"bos_token\": null, "
+       "\"model_max_length\": 4096.0, \"chat_template\": [{\"name\": \"default\", \"template\": \"{{ x }}\"}], "
+       "\"added_tokens_decoder\": {\"2\": {\"content\": \"</s>\", \"special\": true}}}", ZZ_OK, NULL, -1},
+      {"{\"tokenizer_class\": \"LlamaTokenizer\", \"bos_token\": null}", ZZ_ERR_FORMAT,
+       "tokenizer_config.json: add_bos_token is true but bos_token is null", 0},
+      {"{\"added_tokens_decoder\": {\"1\": {\"content\": \"<bos>\"}}}", ZZ_ERR_UNSUPPORTED,
+       "tokenizer_config.json: added_tokens_decoder 1 \"<bos>\" is not that id of tokenizer.json", 0},
+      {"{\"added_tokens_decoder\": {\"50000\": {\"content\": \"<pad>\"}}}", ZZ_ERR_UNSUPPORTED,
+       "added_tokens_decoder 50000 \"<pad>\"", 0},
+      {"{\"added_tokens_decoder\": {\"x1\": {\"content\": \"<s>\"}}}", ZZ_ERR_FORMAT, "added_tokens_decoder \"x1\"", 0},
+      {"{\"added_tokens_decoder\": [1]}", ZZ_ERR_FORMAT, "\"added_tokens_decoder\" must be an object", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    CU_ASSERT_EQUAL_FATAL(zz_test_write_file(p, cases[i].json, strlen(cases[i].json)), 0);
+    zz_tokenizer *tok = NULL;
+    zz_status st = zz_tokenizer_load(dir, &tok);
+    bool ok = st == cases[i].st && (!cases[i].needle || strstr(zz_error_message(), cases[i].needle));
+    if (ok && st == ZZ_OK) {
+      int32_t bos = -2, eos = -2;
+      ok = zz_tokenizer_specials(tok, &bos, &eos) && bos == cases[i].bos;
+    }
+    if (!ok) fprintf(stderr, "\ntokenizer_config %s: got %s '%s'\n", cases[i].json, zz_status_str(st),
+                     zz_error_message());
+    CU_ASSERT(ok);
+    zz_tokenizer_free(tok);
+  }
+  zz_tj_rm(dir);
+}
+
 void zz_test_tokjson_register(void) {
   CU_pSuite s = CU_add_suite("tokenizer.json", NULL, NULL);
   CU_add_test(s, "LLaMA-3 byte-level: ids, BOS, decode", test_tokjson_llama3);
@@ -339,4 +390,5 @@ void zz_test_tokjson_register(void) {
   CU_add_test(s, "tokenizer.json preferred over vocab.json", test_tokjson_preferred);
   CU_add_test(s, "unsupported or broken tokenizer.json refused", test_tokjson_refused);
   CU_add_test(s, "broken JSON, tokenizer_config.json BOS/EOS", test_tokjson_bad_files);
+  CU_add_test(s, "tokenizer_config.json as real directories ship it", test_tokjson_hub_config);
 }

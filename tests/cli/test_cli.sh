@@ -572,5 +572,32 @@ else
   ok "--device auto found a GPU: the no-GPU messages are not checked here"
 fi
 
+# ------------------------------------------------------------ m. real Hugging Face directories (issue #21)
+
+# Llama-2's tokenizer_config.json as the hub ships it (model_max_length
+# 1000000000000000019884624838656, added_tokens_decoder, chat_template, a null pad_token)
+zz tokenize --model "$FX/tok-llama2-hub" "$TJ_TEXT"
+TJ_HUB=$(cat outp)
+zz tokenize --model "$FX/tok-llama2-meta" "$TJ_TEXT"
+check "tokenize with Llama-2's hub tokenizer_config.json (model_max_length 1e30): the ids of the same tokenizer.json" \
+  eval '[ "$RC" -eq 0 ] && [ -n "$TJ_HUB" ] && [ "$TJ_HUB" = "$(cat outp)" ]'
+mkdir llhub && cp "$FX/tok-llama2-hub/tokenizer_config.json" lltok/config.json lltok/model.safetensors lltok/tokenizer.json llhub/
+zz generate --model llhub --prompts lltext.jsonl --out llh.jsonl --max-new-tokens 4
+check "generate: a text prompt through the hub tokenizer_config.json = its input_ids" \
+  eval '[ "$RC" -eq 0 ] && [ -n "$(ids_of llh.jsonl)" ] && [ "$(ids_of llh.jsonl)" = "$(ids_of lli.jsonl)" ]'
+# generation_config.json's eos_token_id [2, 182] replaces config.json's [2, 66]: golden
+# prompt 0 (greedy 66 1 182 81 ...) stops at 182, the second listed id
+printf '{"id": 0, "input_ids": [1, 169, 178]}\n' >eos.jsonl
+zz generate --model "$FX/tiny-llama-eos-gen" --prompts eos.jsonl --out eos_out.jsonl --max-new-tokens 8
+check "generate stops at the second end id generation_config.json lists" \
+  eval '[ "$RC" -eq 0 ] && [ "$(ids_of eos_out.jsonl)" = "\"id\":0,\"output_ids\":[66,1,182]" ]'
+# a RoPE zigzag does not compute is refused by name from config.json alone (no weights here)
+mkdir yarn && sed 's/"rope_type": "llama3"/"rope_type": "yarn"/' "$FX/tiny-llama3-v5/config.json" >yarn/config.json
+refused "rope_parameters with rope_type yarn: refused by name before any weight is read" 'rope_type "yarn"' \
+  generate --model yarn --prompts eos.jsonl --out o.jsonl --max-new-tokens 2
+sed 's/"factor": 8.0/"factor": 1e-40/' "$FX/tiny-llama3-v5/config.json" >yarn/config.json
+refused "rope_parameters factor 1e-40: refused naming the key" '"factor" = 1e-40' \
+  generate --model yarn --prompts eos.jsonl --out o.jsonl --max-new-tokens 2
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -23,14 +23,15 @@
  * becomes symbols (its characters; unknown ones as <0xNN> byte tokens with
  * byte_fallback, else <unk>) that the merges join.
  *
- * Differences from Hugging Face, on purpose:
- *  - vocab.json kind: text that spells a special token ("</s>") is encoded as
- *    text. Hugging Face
- *    turns it into the special id when tokenizer_config.json registers it; we
- *    read no such file, and a prompt should not be able to inject an EOS.
- *  - decode returns the raw bytes, where Hugging Face replaces bytes that are not
- *    UTF-8 with U+FFFD; a caller printing tokens one by one needs the bytes of a
- *    character that is split across tokens.
+ * Special tokens in the text: both kinds find them as transformers does; the
+ * vocab.json kind takes them from tokenizer_config.json and special_tokens_map.json
+ * (tokenizer_json.c, zz_tok_gpt2_specials), so "</s>" in a prompt of an OPT
+ * directory is id 2, as AutoTokenizer gives it.
+ *
+ * decode gives the string Hugging Face's decode gives, always UTF-8: bytes that a
+ * ByteLevel decoder leaves ill-formed become U+FFFD per maximal subpart
+ * (from_utf8_lossy, Python's errors="replace"); a ByteFallback run of <0xNN>
+ * tokens that is not UTF-8 becomes U+FFFD per token.
  *
  * A loaded tokenizer is never written to again, so threads may share it.
  */

@@ -328,6 +328,27 @@ static void test_tokjson_bad_files(void) {
   zz_tj_rm(dir);
 }
 
+/* transformers writes model_max_length as int(1e30), past a 64-bit integer: the
+ * tokenizer_config.json of a LLaMA directory as published still loads. */
+static void test_tokjson_config_huge_int(void) {
+  char dir[4096], p[4200];
+  snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
+  zz_tj_copy("tok-llama2", "tokenizer.json", dir);
+  snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
+  const char *cfg = "{\"tokenizer_class\": \"LlamaTokenizer\", \"add_bos_token\": true, "
+                    "\"model_max_length\": 1000000000000000019884624838656}";
+  CU_ASSERT_EQUAL(zz_test_write_file(p, cfg, strlen(cfg)), 0);
+  zz_tokenizer *tok = NULL;
+  zz_status st = zz_tokenizer_load(dir, &tok);
+  if (st != ZZ_OK) fprintf(stderr, "\n  %s\n", zz_error_message());
+  CU_ASSERT_EQUAL_FATAL(st, ZZ_OK);
+  int32_t bos = -1;
+  CU_ASSERT(zz_tokenizer_specials(tok, &bos, NULL));
+  CU_ASSERT_EQUAL(bos, 1);
+  zz_tokenizer_free(tok);
+  zz_tj_rm(dir);
+}
+
 void zz_test_tokjson_register(void) {
   CU_pSuite s = CU_add_suite("tokenizer.json", NULL, NULL);
   CU_add_test(s, "LLaMA-3 byte-level: ids, BOS, decode", test_tokjson_llama3);
@@ -339,4 +360,5 @@ void zz_test_tokjson_register(void) {
   CU_add_test(s, "tokenizer.json preferred over vocab.json", test_tokjson_preferred);
   CU_add_test(s, "unsupported or broken tokenizer.json refused", test_tokjson_refused);
   CU_add_test(s, "broken JSON, tokenizer_config.json BOS/EOS", test_tokjson_bad_files);
+  CU_add_test(s, "tokenizer_config.json with model_max_length 1e30", test_tokjson_config_huge_int);
 }

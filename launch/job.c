@@ -78,52 +78,6 @@ static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const 
   return ZZ_OK;
 }
 
-/* Copy of `len` bytes with every ill-formed UTF-8 sequence replaced by U+FFFD
- * (one per maximal ill-formed subpart, as Python's errors="replace" that Hugging
- * Face's decode uses). Byte-level BPE tokens can split a character, and jansson
- * refuses strings that are not valid UTF-8. NULL when out of memory. */
-static char *zz_utf8_repair(const char *s, size_t len, size_t *len_out) {
-  const unsigned char *b = (const unsigned char *)s;
-  char *r = malloc(3 * len + 1), *w = r; /* each bad byte grows to 3 at most */
-  if (!r) return NULL;
-  size_t i = 0;
-  while (i < len) {
-    unsigned c = b[i];
-    size_t need = 0;
-    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-    if (c < 0x80) need = 0;
-    else if (c >= 0xC2 && c <= 0xDF) need = 1;
-    else if (c >= 0xE0 && c <= 0xEF) {
-      need = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F; /* no surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      need = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F; /* nothing above U+10FFFF */
-    } else {
-      need = SIZE_MAX; /* 0x80..0xC1, 0xF5..0xFF never start a character */
-    }
-    size_t k = 1;
-    if (need != SIZE_MAX)
-      for (; k <= need && i + k < len; k++) {
-        unsigned d = b[i + k];
-        if (k == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF)) break;
-      }
-    if (need != SIZE_MAX && k == need + 1) {
-      memcpy(w, b + i, k);
-      w += k;
-    } else {
-      memcpy(w, "\xEF\xBF\xBD", 3);
-      w += 3;
-    }
-    i += k;
-  }
-  *w = '\0';
-  *len_out = (size_t)(w - r);
-  return r;
-}
-
 /* One output line, newline included: {"id": ..., "output_ids": [...], "text": "..."}.
  * NULL when out of memory. */
 static char *zz_format_result(const zz_tokenizer *tok, const zz_prompt *p, const int32_t *toks, int64_t n) {
@@ -139,12 +93,12 @@ static char *zz_format_result(const zz_tokenizer *tok, const zz_prompt *p, const
     int64_t m = 0;
     for (int64_t i = 0; known && i < n; i++)
       if (toks[i] < zz_tokenizer_vocab_size(tok)) known[m++] = toks[i];
-    char *text = NULL, *good = NULL;
-    size_t len = 0, good_len = 0;
-    if (known && zz_tokenizer_decode(tok, known, m, &text, &len) == ZZ_OK &&
-        (good = zz_utf8_repair(text, len, &good_len)) != NULL)
-      json_object_set_new(o, "text", json_stringn(good, good_len));
-    free(good);
+    /* decode gives Hugging Face's text: UTF-8, with U+FFFD for the bytes of a
+     * character that the tokens split */
+    char *text = NULL;
+    size_t len = 0;
+    if (known && zz_tokenizer_decode(tok, known, m, &text, &len) == ZZ_OK)
+      json_object_set_new(o, "text", json_stringn(text, len));
     free(text);
     free(known);
   }

@@ -2,7 +2,7 @@
  * main.c — the zigzag command line: defaults, parse, init, run, free.
  *
  *   zigzag generate --model DIR|PRESET [--dummy] --prompts FILE|- --out FILE|- --max-new-tokens N
- *   zigzag tokenize --model DIR TEXT
+ *   zigzag tokenize --model DIR [--] TEXT
  *   zigzag bench    --model PRESET --dummy --prompt-len S --gen-len N [--json]
  *   zigzag plan     --model M --prompt-len S --gen-len N [--hw FILE] [--ranks m] [--json]
  *   zigzag profile  [--out FILE]

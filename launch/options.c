@@ -363,7 +363,7 @@ void zz_opts_help(FILE *f) {
           "zigzag — high-throughput batch generation with offloading\n\n"
           "usage:\n"
           "  zigzag generate --model DIR|PRESET [--dummy] --prompts FILE|- --out FILE|- [--max-new-tokens N]\n"
-          "  zigzag tokenize --model DIR TEXT\n"
+          "  zigzag tokenize --model DIR [--] TEXT   (after --, a TEXT that starts with - is text)\n"
           "  zigzag bench    --model PRESET --dummy [--prompt-len S] [--gen-len N] [--json]\n"
           "  zigzag plan     --model M [--prompt-len S] [--gen-len N] [--hw FILE] [--gpu-mem X --cpu-mem X --disk-mem X]\n"
           "                  [--ranks m] [--json]   (the policy the planner chooses, predicted throughput)\n"
@@ -403,13 +403,18 @@ void zz_opts_help(FILE *f) {
 
 int zz_opts_parse(int argc, char **argv, zz_opts *o) {
   bool given[ZZ_N_OPTS] = {0};
+  bool options = true; /* false after "--": the rest are the command and its text (POSIX) */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || strcmp(a, "help") == 0) {
+    if (options && strcmp(a, "--") == 0) {
+      options = false;
+      continue;
+    }
+    if (options && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || strcmp(a, "help") == 0)) {
       zz_opts_help(stdout);
       return -1;
     }
-    if (strncmp(a, "--", 2) != 0 || strcmp(a, "-") == 0) {
+    if (!options || strncmp(a, "--", 2) != 0 || strcmp(a, "-") == 0) {
       if (!*o->command)
         o->command = a;
       else if (!o->text)

@@ -23,14 +23,15 @@
  * becomes symbols (its characters; unknown ones as <0xNN> byte tokens with
  * byte_fallback, else <unk>) that the merges join.
  *
- * Differences from Hugging Face, on purpose:
- *  - vocab.json kind: text that spells a special token ("</s>") is encoded as
- *    text. Hugging Face
- *    turns it into the special id when tokenizer_config.json registers it; we
- *    read no such file, and a prompt should not be able to inject an EOS.
- *  - decode returns the raw bytes, where Hugging Face replaces bytes that are not
- *    UTF-8 with U+FFFD; a caller printing tokens one by one needs the bytes of a
- *    character that is split across tokens.
+ * Special tokens in the text: both kinds find them as transformers does; the
+ * vocab.json kind takes them from tokenizer_config.json and special_tokens_map.json
+ * (tokenizer_json.c, zz_tok_gpt2_specials), so "</s>" in a prompt of an OPT
+ * directory is id 2, as AutoTokenizer gives it.
+ *
+ * decode gives the string Hugging Face's decode gives, always UTF-8: bytes that a
+ * ByteLevel decoder leaves ill-formed become U+FFFD per maximal subpart
+ * (from_utf8_lossy, Python's errors="replace"); a ByteFallback run of <0xNN>
+ * tokens that is not UTF-8 becomes U+FFFD per token.
  *
  * A loaded tokenizer is never written to again, so threads may share it.
  */
@@ -70,13 +71,18 @@ static size_t zz_utf8_put_small(uint32_t cp, char *out) {
   return 2;
 }
 
-/* Length of the well-formed UTF-8 sequence at s[0..avail) (RFC 3629: no overlong
- * forms, no surrogates, nothing above U+10FFFF), its code point in *cp; 0 when
- * the bytes there are not one. */
-size_t zz_utf8_next(const uint8_t *s, size_t avail, uint32_t *cp) {
+/* The UTF-8 sequence at s[0..avail) (RFC 3629: no overlong forms, no surrogates,
+ * nothing above U+10FFFF): *ok true, its code point in *cp and its length
+ * returned; or *ok false and the length of its maximal ill-formed subpart (the
+ * longest start of a well-formed sequence there, at least one byte), which is what
+ * Unicode's "substitution of maximal subparts" replaces with one U+FFFD, as
+ * Python's bytes.decode(errors="replace") and Rust's from_utf8_lossy do. */
+static size_t zz_utf8_scan(const uint8_t *s, size_t avail, uint32_t *cp, bool *ok) {
   uint8_t b0 = s[0];
+  *ok = false;
   if (b0 < 0x80) {
     *cp = b0;
+    *ok = true;
     return 1;
   }
   size_t n;
@@ -92,15 +98,50 @@ size_t zz_utf8_next(const uint8_t *s, size_t avail, uint32_t *cp) {
     if (b0 == 0xF0) lo = 0x90;      /* overlong below U+10000 */
     else if (b0 == 0xF4) hi = 0x8F; /* above U+10FFFF */
   } else {
-    return 0; /* a continuation byte, C0/C1 (always overlong), or F5..FF */
+    return 1; /* a continuation byte, C0/C1 (always overlong), or F5..FF */
   }
-  if (avail < n || s[1] < lo || s[1] > hi) return 0;
   uint32_t v = b0 & (0x7F >> n);
   for (size_t k = 1; k < n; k++) {
-    if (k > 1 && (s[k] & 0xC0) != 0x80) return 0;
+    if (k >= avail || s[k] < (k == 1 ? lo : 0x80) || s[k] > (k == 1 ? hi : 0xBF)) return k;
     v = (v << 6) | (s[k] & 0x3F);
   }
   *cp = v;
+  *ok = true;
+  return n;
+}
+
+size_t zz_utf8_next(const uint8_t *s, size_t avail, uint32_t *cp) {
+  bool ok;
+  size_t n = zz_utf8_scan(s, avail, cp, &ok);
+  return ok ? n : 0;
+}
+
+static bool zz_utf8_valid(const char *s, size_t len) {
+  for (size_t i = 0, k; i < len; i += k) {
+    uint32_t cp;
+    if ((k = zz_utf8_next((const uint8_t *)s + i, len - i, &cp)) == 0) return false;
+  }
+  return true;
+}
+
+#define ZZ_UTF8_REPLACEMENT "\xEF\xBF\xBD" /* U+FFFD */
+
+/* s with each maximal ill-formed subpart replaced by U+FFFD, in out (room for 3 *
+ * len bytes); returns the length. */
+static size_t zz_utf8_lossy(const char *s, size_t len, char *out) {
+  size_t n = 0;
+  for (size_t i = 0, k; i < len; i += k) {
+    uint32_t cp;
+    bool ok;
+    k = zz_utf8_scan((const uint8_t *)s + i, len - i, &cp, &ok);
+    if (ok) {
+      memcpy(out + n, s + i, k);
+      n += k;
+    } else {
+      memcpy(out + n, ZZ_UTF8_REPLACEMENT, 3);
+      n += 3;
+    }
+  }
   return n;
 }
 
@@ -360,7 +401,8 @@ static size_t zz_tok_decoded_room(const zz_tokenizer *tok, const char *text, siz
 }
 
 static size_t zz_tok_decoded(const zz_tokenizer *tok, const int16_t *byte_of_cp, const char *text,
-                             size_t len, char *out) {
+                             size_t len, char *out, bool *byte_token) {
+  *byte_token = false;
   switch (tok->decoder) {
   case ZZ_DEC_BYTE_LEVEL: {
     /* code points mapped back to bytes; a token with a code point outside the
@@ -401,6 +443,7 @@ static size_t zz_tok_decoded(const zz_tokenizer *tok, const int16_t *byte_of_cp,
     if (b >= 0) {
       out[0] = (char)b;
       n = 1;
+      *byte_token = true;
     }
   }
   return n;
@@ -419,11 +462,13 @@ zz_status zz_tok_finish(zz_tokenizer *tok, const char *path) {
   char *p = tok->bytes_pool;
   for (int64_t i = 0; i < tok->n_entries; i++) {
     zz_tok_entry *e = &tok->entries[i];
-    size_t n = zz_tok_decoded(tok, byte_of_cp, e->text, e->text_len, p);
+    bool byte_token;
+    size_t n = zz_tok_decoded(tok, byte_of_cp, e->text, e->text_len, p, &byte_token);
     if (n == SIZE_MAX) return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory for decoded tokens", path);
     p[n] = '\0';
     e->bytes = p;
     e->bytes_len = (uint32_t)n;
+    e->byte_token = byte_token;
     p += n + 1;
   }
   return ZZ_OK;
@@ -455,7 +500,9 @@ static zz_status zz_tok_load_vocab(zz_tokenizer *tok, const char *path) {
   const char *key;
   json_t *val;
   json_object_foreach(root, key, val) pool_bytes += strlen(key) + 1;
-  ZZ_CHECK_GOTO(zz_tok_vocab_alloc(tok, json_object_size(root), pool_bytes, path), st, done);
+  for (int i = 0; i < tok->n_added; i++) pool_bytes += tok->added[i].len + 1; /* room for new ones */
+  ZZ_CHECK_GOTO(zz_tok_vocab_alloc(tok, json_object_size(root) + (size_t)tok->n_added, pool_bytes, path), st,
+                done);
   json_object_foreach(root, key, val) {
     if (!json_is_integer(val)) {
       st = zz_error(ZZ_ERR_FORMAT, "%s: token \"%.80s\": the id must be an integer in [0, 2^31)", path, key);
@@ -479,6 +526,7 @@ static zz_status zz_tok_load_vocab(zz_tokenizer *tok, const char *path) {
       goto done;
     }
   }
+  st = zz_tok_added_ids(tok, path);
 done:
   json_decref(root);
   return st;
@@ -588,6 +636,7 @@ zz_status zz_tokenizer_load(const char *dir, zz_tokenizer **out) {
     st = zz_error(ZZ_ERR_NO_MEMORY, "tokenizer %s: out of memory", dir);
     goto fail;
   }
+  ZZ_CHECK_GOTO(zz_tok_gpt2_specials(tok, dir), st, fail);
   ZZ_CHECK_GOTO(zz_tok_load_vocab(tok, vocab_path), st, fail);
   ZZ_CHECK_GOTO(zz_tok_load_merges(tok, merges_path), st, fail);
   ZZ_CHECK_GOTO(zz_tok_finish(tok, vocab_path), st, fail);
@@ -1098,11 +1147,23 @@ zz_status zz_tokenizer_decode(const zz_tokenizer *tok, const int32_t *ids, int64
     }
     total += i == 0 && tok->meta_dec_first ? e->text_len : e->bytes_len;
   }
-  char *text = malloc(total + 1);
+  /* room for U+FFFD (3 bytes) in place of every byte */
+  char *text = total <= SIZE_MAX / 3 - 1 ? malloc(3 * total + 1) : NULL;
   if (!text) return zz_error(ZZ_ERR_NO_MEMORY, "tokenizer decode: out of memory for %zu bytes", total);
-  size_t at = 0;
-  for (int64_t i = 0; i < n; i++) {
-    const zz_tok_entry *e = zz_tok_by_id(tok, ids[i]);
+  size_t at = 0, run = SIZE_MAX; /* run: where the current run of byte tokens starts */
+  for (int64_t i = 0; i <= n; i++) {
+    const zz_tok_entry *e = i < n ? zz_tok_by_id(tok, ids[i]) : NULL;
+    if (run != SIZE_MAX && (!e || !e->byte_token)) {
+      /* ByteFallback: a run of <0xNN> tokens is its bytes when they are UTF-8, else
+       * one U+FFFD per token (not per ill-formed subpart) */
+      if (!zz_utf8_valid(text + run, at - run)) {
+        size_t k = at - run;
+        for (at = run; k > 0; k--, at += 3) memcpy(text + at, ZZ_UTF8_REPLACEMENT, 3);
+      }
+      run = SIZE_MAX;
+    }
+    if (!e) break;
+    if (e->byte_token && run == SIZE_MAX) run = at;
     if (i == 0 && tok->meta_dec_first) {
       /* Metaspace's decoder drops every replacement character of the first token */
       zz_tok_replace drop = {(char *)tok->meta_rep, "", tok->meta_rep_len, 0};
@@ -1111,6 +1172,18 @@ zz_status zz_tokenizer_decode(const zz_tokenizer *tok, const int32_t *ids, int64
       memcpy(text + at, e->bytes, e->bytes_len);
       at += e->bytes_len;
     }
+  }
+  if (tok->decoder == ZZ_DEC_BYTE_LEVEL) {
+    /* ByteLevel: the bytes of all tokens as one String::from_utf8_lossy (GPT-2's
+     * slow tokenizer: bytes.decode(errors="replace"), the same) */
+    char *lossy = malloc(3 * at + 1);
+    if (!lossy) {
+      free(text);
+      return zz_error(ZZ_ERR_NO_MEMORY, "tokenizer decode: out of memory for %zu bytes", 3 * at);
+    }
+    at = zz_utf8_lossy(text, at, lossy);
+    free(text);
+    text = lossy;
   }
   /* Strip (after Fuse): up to strip_start copies of its character at the start,
    * up to strip_stop at the end */

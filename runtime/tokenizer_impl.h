@@ -38,6 +38,7 @@ typedef struct zz_tok_entry {
   uint32_t text_len;  /* bytes of text */
   uint32_t bytes_len; /* bytes of bytes */
   int32_t id;
+  bool byte_token;    /* a ByteFallback decoder's "<0xNN>": bytes is that one byte */
   uint64_t hash;      /* of text */
 } zz_tok_entry;
 
@@ -121,6 +122,9 @@ struct zz_tokenizer {
 };
 
 uint64_t zz_tok_hash(const char *s, size_t n);
+/* Length of the well-formed UTF-8 sequence at s[0..avail), its code point in *cp;
+ * 0 when the bytes there are not one. The tree's one UTF-8 decoder (tokenizer.c),
+ * which also replaces ill-formed bytes as Hugging Face's decoders do. */
 size_t zz_utf8_next(const uint8_t *s, size_t avail, uint32_t *cp);
 const zz_tok_entry *zz_tok_find(const zz_tokenizer *tok, const char *s, size_t len);
 const zz_tok_entry *zz_tok_by_id(const zz_tokenizer *tok, int32_t id);
@@ -143,6 +147,16 @@ zz_status zz_tok_finish(zz_tokenizer *tok, const char *path);
  * out (room for zz_tok_replace_size bytes); returns the length. */
 size_t zz_tok_replace_size(const zz_tok_replace *r, const char *s, size_t len);
 size_t zz_tok_replace_apply(const zz_tok_replace *r, const char *s, size_t len, char *out);
+
+/* vocab.json + merges.txt: the tokens transformers' GPT2Tokenizer registers from
+ * tokenizer_config.json (added_tokens_decoder, bos_token, ...) and
+ * special_tokens_map.json in dir (GPT-2's "<|endoftext|>" where neither names a
+ * bos, eos or unk token) into tok->added, id -1 where the files give none. Before
+ * the vocabulary, which needs room for them. */
+zz_status zz_tok_gpt2_specials(zz_tokenizer *tok, const char *dir);
+/* Then, the vocabulary read: each one's id (its vocabulary id, or the next after
+ * the largest, as transformers adds it), added to the vocabulary where not in it. */
+zz_status zz_tok_added_ids(zz_tokenizer *tok, const char *path);
 
 /* tokenizer.json (+ tokenizer_config.json beside it) in dir into a zeroed tok. */
 zz_status zz_tok_load_json(zz_tokenizer *tok, const char *dir);

@@ -595,6 +595,135 @@ static zz_status zz_json_config(zz_tokenizer *tok, const char *dir) {
   return st;
 }
 
+/* ================================================================ vocab.json's special tokens */
+
+/* GPT2Tokenizer's special token attributes in transformers' order
+ * (SPECIAL_TOKENS_ATTRIBUTES); the first three default to "<|endoftext|>". */
+static const char *const zz_special_keys[] = {"bos_token", "eos_token", "unk_token", "sep_token",
+                                              "pad_token", "cls_token", "mask_token"};
+#define ZZ_GPT2_DEFAULT_SPECIAL "<|endoftext|>"
+
+/* Appends the token v (a string or an AddedToken object {"content": ...}) to
+ * tok->added, id -1 when it is to be found by its text, unless a token with that
+ * text is there already (transformers keeps the first). */
+static zz_status zz_added_push(zz_tokenizer *tok, const json_t *v, int64_t id, const char *path,
+                               const char *where) {
+  if (json_is_object(v)) {
+    static const char *const unsupported[] = {"lstrip", "rstrip", "single_word"};
+    for (int k = 0; k < 3; k++) {
+      bool flag = false;
+      ZZ_CHECK(zz_j_bool(v, unsupported[k], false, &flag, path, where));
+      if (flag)
+        return zz_error(ZZ_ERR_UNSUPPORTED, "%s: %s: %s true is not supported", path, where, unsupported[k]);
+    }
+    v = json_object_get(v, "content");
+  }
+  const char *text = json_string_value(v);
+  size_t len = json_string_length(v);
+  if (!text || !len || strlen(text) != len)
+    return zz_error(ZZ_ERR_FORMAT, "%s: %s must be a token: a non-empty string or {\"content\": string}", path,
+                    where);
+  if (id > INT32_MAX) return zz_error(ZZ_ERR_FORMAT, "%s: %s: id %lld is over 2^31", path, where, (long long)id);
+  for (int i = 0; i < tok->n_added; i++)
+    if (tok->added[i].len == len && memcmp(tok->added[i].text, text, len) == 0) return ZZ_OK;
+  zz_tok_added *grown = realloc(tok->added, (size_t)(tok->n_added + 1) * sizeof *grown);
+  if (!grown) return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory", path);
+  tok->added = grown;
+  zz_tok_added *a = &tok->added[tok->n_added];
+  *a = (zz_tok_added){.text = strdup(text), .len = len, .id = (int32_t)id};
+  if (!a->text) return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory", path);
+  tok->n_added++;
+  return ZZ_OK;
+}
+
+zz_status zz_tok_gpt2_specials(zz_tokenizer *tok, const char *dir) {
+  static const char *const names[2] = {"tokenizer_config.json", "special_tokens_map.json"};
+  char path[2][4200];
+  json_t *file[2] = {NULL, NULL};
+  zz_status st = ZZ_OK;
+  for (int f = 0; f < 2 && st == ZZ_OK; f++) {
+    snprintf(path[f], sizeof path[f], "%s/%s", dir, names[f]);
+    st = zz_json_load_hf(path[f], false, &file[f]);
+  }
+  /* tokenizer_config.json's added_tokens_decoder: tokens with their ids */
+  json_t *fixed = file[0] ? json_object_get(file[0], "added_tokens_decoder") : NULL;
+  if (st == ZZ_OK && fixed && !json_is_null(fixed) && !json_is_object(fixed))
+    st = zz_error(ZZ_ERR_FORMAT, "%s: added_tokens_decoder must be an object of id: token", path[0]);
+  const char *key;
+  json_t *v;
+  json_object_foreach(fixed, key, v) {
+    if (st != ZZ_OK) break;
+    char where[96], *end = NULL;
+    snprintf(where, sizeof where, "added_tokens_decoder[\"%.40s\"]", key);
+    long long id = strtoll(key, &end, 10);
+    if (end == key || *end || id < 0)
+      st = zz_error(ZZ_ERR_FORMAT, "%s: %s: the key must be an id >= 0", path[0], where);
+    else
+      st = zz_added_push(tok, v, id, path[0], where);
+  }
+  /* the named special tokens: special_tokens_map.json's over tokenizer_config.json's
+   * (transformers' from_pretrained), GPT2Tokenizer's defaults where neither names
+   * one, none where one says null */
+  for (size_t k = 0; k <= sizeof zz_special_keys / sizeof zz_special_keys[0] && st == ZZ_OK; k++) {
+    const char *name = k < sizeof zz_special_keys / sizeof zz_special_keys[0] ? zz_special_keys[k]
+                                                                             : "additional_special_tokens";
+    int f = file[1] && json_object_get(file[1], name) ? 1 : 0;
+    v = file[f] ? json_object_get(file[f], name) : NULL;
+    if (!v) {
+      if (k < 3) {
+        json_t *def = json_string(ZZ_GPT2_DEFAULT_SPECIAL);
+        st = def ? zz_added_push(tok, def, -1, dir, name) : zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory", dir);
+        json_decref(def);
+      }
+      continue;
+    }
+    if (json_is_null(v)) continue;
+    if (strcmp(name, "additional_special_tokens") != 0) {
+      st = zz_added_push(tok, v, -1, path[f], name);
+      continue;
+    }
+    if (!json_is_array(v)) {
+      st = zz_error(ZZ_ERR_FORMAT, "%s: additional_special_tokens must be an array", path[f]);
+      continue;
+    }
+    size_t i;
+    json_t *t;
+    json_array_foreach(v, i, t) {
+      char where[64];
+      snprintf(where, sizeof where, "additional_special_tokens[%zu]", i);
+      if (st == ZZ_OK) st = zz_added_push(tok, t, -1, path[f], where);
+    }
+  }
+  json_decref(file[0]);
+  json_decref(file[1]);
+  return st;
+}
+
+zz_status zz_tok_added_ids(zz_tokenizer *tok, const char *path) {
+  /* tokens with ids first, which may lie past the vocabulary; then each new one
+   * takes the next id, as transformers' _add_tokens gives them */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < tok->n_added; i++) {
+      zz_tok_added *a = &tok->added[i];
+      if ((a->id >= 0) != (pass == 0)) continue;
+      const zz_tok_entry *e = zz_tok_find(tok, a->text, a->len);
+      if (e && a->id >= 0 && e->id != a->id)
+        return zz_error(ZZ_ERR_FORMAT, "%s: added token \"%.80s\" has id %d but the vocabulary gives it %d",
+                        path, a->text, (int)a->id, (int)e->id);
+      if (e) {
+        a->id = e->id;
+        continue;
+      }
+      if (a->id < 0) {
+        if (tok->vocab_size >= INT32_MAX) return zz_error(ZZ_ERR_FORMAT, "%s: too many tokens", path);
+        a->id = (int32_t)tok->vocab_size;
+      }
+      ZZ_CHECK(zz_tok_vocab_add(tok, a->text, a->len, a->id, false, path));
+    }
+  qsort(tok->added, (size_t)tok->n_added, sizeof *tok->added, zz_added_cmp);
+  return ZZ_OK;
+}
+
 /* ================================================================ loading */
 
 zz_status zz_tok_load_json(zz_tokenizer *tok, const char *dir) {

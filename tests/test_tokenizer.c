@@ -118,7 +118,10 @@ static void test_tokenizer_vocab_size(void) {
   json_object_foreach(vocab, key, v) {
     if (json_integer_value(v) > max_id) max_id = json_integer_value(v);
   }
-  CU_ASSERT_EQUAL(zz_tokenizer_vocab_size(tok), (int64_t)max_id + 1);
+  /* + "<|endoftext|>": with no tokenizer_config.json or special_tokens_map.json
+   * GPT2Tokenizer registers it as bos, eos and unk, and adds it after the vocabulary
+   * (AutoTokenizer gives 1004 tokens for tiny-opt) */
+  CU_ASSERT_EQUAL(zz_tokenizer_vocab_size(tok), (int64_t)max_id + 2);
   CU_ASSERT_EQUAL(zz_tokenizer_vocab_size(NULL), 0);
   json_decref(vocab);
 }
@@ -504,7 +507,7 @@ static void test_tokenizer_merge_order(void) {
   zz_tokenizer *tok = NULL;
   CU_ASSERT_EQUAL(zz_tokenizer_load(d.path, &tok), ZZ_OK);
   if (tok) {
-    CU_ASSERT_EQUAL(zz_tokenizer_vocab_size(tok), 256 + (int64_t)ZZ_TT_MINI_N_EXTRA);
+    CU_ASSERT_EQUAL(zz_tokenizer_vocab_size(tok), 256 + (int64_t)ZZ_TT_MINI_N_EXTRA + 1); /* + <|endoftext|> */
     zz_tt_check_mini(tok);
   }
   zz_tokenizer_free(tok);
@@ -636,6 +639,205 @@ static void test_tokenizer_long_text(void) {
   free(text);
 }
 
+/* ================================================================ Hugging Face's text (issue #21 item 5) */
+
+static zz_tokenizer *zz_tt_load_fixture(const char *name) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/%s", ZZ_FIXTURES_DIR, name);
+  zz_tokenizer *tok = NULL;
+  if (zz_tokenizer_load(dir, &tok) != ZZ_OK) fprintf(stderr, "\n  %s: %s\n", dir, zz_error_message());
+  return tok;
+}
+
+/* Id sequences whose bytes are not UTF-8 (decode_cases.json, made by
+ * make_hf_text_fixtures.py) decode to the string transformers' decode gives: a
+ * ByteFallback run of <0xNN> tokens that is not UTF-8 becomes one U+FFFD per
+ * token, ByteLevel bytes one U+FFFD per maximal ill-formed subpart. */
+static void test_tokenizer_decode_like_hf(void) {
+  json_error_t jerr;
+  json_t *all = json_load_file(ZZ_FIXTURES_DIR "/decode_cases.json", 0, &jerr);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(all);
+  CU_ASSERT_FATAL(json_object_size(all) >= 7);
+  int checked = 0, replaced = 0;
+  const char *name;
+  json_t *cases;
+  json_object_foreach(all, name, cases) {
+    zz_tokenizer *tok = zz_tt_load_fixture(name);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
+    int bad = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(cases, i, c) {
+      json_t *jids = json_object_get(c, "ids"), *want = json_object_get(c, "decoded");
+      CU_ASSERT_FATAL(json_is_array(jids) && json_is_string(want));
+      int32_t ids[64];
+      size_t n = json_array_size(jids);
+      CU_ASSERT_FATAL(n <= 64);
+      for (size_t k = 0; k < n; k++) ids[k] = (int32_t)json_integer_value(json_array_get(jids, k));
+      char *text = NULL;
+      size_t len = 0;
+      CU_ASSERT_EQUAL_FATAL(zz_tokenizer_decode(tok, ids, (int64_t)n, &text, &len), ZZ_OK);
+      bool same = len == json_string_length(want) && memcmp(text, json_string_value(want), len) == 0;
+      if (!same && bad++ < 5) {
+        fprintf(stderr, "\n  %s case %zu: decoded", name, i);
+        for (size_t k = 0; k < len; k++) fprintf(stderr, " %02X", (uint8_t)text[k]);
+        fprintf(stderr, ", Hugging Face \"%s\"\n", json_string_value(want));
+      }
+      CU_ASSERT(same);
+      checked++;
+      replaced += strstr(json_string_value(want), "\xEF\xBF\xBD") != NULL;
+      free(text);
+    }
+    zz_tokenizer_free(tok);
+  }
+  CU_ASSERT(checked >= 500);
+  CU_ASSERT(replaced >= 300);
+  json_decref(all);
+}
+
+/* The two rules side by side, on hand-picked ids of tok-llama2 (<0xNN> is id 3 +
+ * NN) and tiny-opt (byte-level singles): "\xE4\xB8" then "A" */
+static void test_tokenizer_decode_replacement_rules(void) {
+  static const struct {
+    const char *dir;
+    int n;
+    int32_t ids[4];
+    const char *want;
+  } cases[] = {
+      /* ByteFallback: the whole run of byte tokens is bad, so each token is U+FFFD,
+       * even the valid "A" inside it */
+      {"tok-llama2", 3, {3 + 0xE4, 3 + 0xB8, 3 + 0x41}, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},
+      {"tok-llama2", 3, {3 + 0xE4, 3 + 0xB8, 3 + 0xAD}, "\xE4\xB8\xAD"},
+      /* ByteLevel: "\xE4\xB8" is one maximal subpart, "A" stays */
+      {"tiny-opt", 3, {164, 120, 36}, "\xEF\xBF\xBD" "A"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    zz_tokenizer *tok = zz_tt_load_fixture(cases[i].dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
+    char *text = NULL;
+    size_t len = 0;
+    CU_ASSERT_EQUAL(zz_tokenizer_decode(tok, cases[i].ids, cases[i].n, &text, &len), ZZ_OK);
+    CU_ASSERT(text && len == strlen(cases[i].want) && memcmp(text, cases[i].want, len) == 0);
+    free(text);
+    zz_tokenizer_free(tok);
+  }
+}
+
+/* An OPT directory as facebook/opt-* publishes it (tokenizer_config.json and
+ * special_tokens_map.json register "</s>" and "<pad>"): those written in the text
+ * are their ids, as AutoTokenizer gives them (tok-opt/cases.json); "<s>" and
+ * "<unk>", which are not registered, stay text. */
+static void test_tokenizer_opt_special_text(void) {
+  zz_tokenizer *tok = zz_tt_load_fixture("tok-opt");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
+  json_error_t jerr;
+  json_t *cases = json_load_file(ZZ_FIXTURES_DIR "/tok-opt/cases.json", 0, &jerr);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(cases);
+  CU_ASSERT_FATAL(json_array_size(cases) >= 15);
+  size_t i;
+  json_t *c;
+  json_array_foreach(cases, i, c) {
+    const char *text = json_string_value(json_object_get(c, "text"));
+    CU_ASSERT_FATAL(text != NULL);
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(zz_tokenizer_encode(tok, text, strlen(text), &ids, &n), ZZ_OK);
+    bool same = zz_test_ids_equal(ids, n, json_object_get(c, "ids"));
+    if (!same) fprintf(stderr, "\n  tok-opt case %zu (\"%s\"): ids differ from Hugging Face\n", i, text);
+    CU_ASSERT(same);
+    free(ids);
+  }
+  int32_t *ids = NULL;
+  int64_t n = 0;
+  CU_ASSERT_EQUAL_FATAL(zz_tokenizer_encode(tok, "a</s>b", 6, &ids, &n), ZZ_OK);
+  CU_ASSERT(n == 3 && ids[1] == 2);
+  free(ids);
+  CU_ASSERT_EQUAL(zz_tokenizer_vocab_size(tok), 1003); /* every registered token is in vocab.json */
+  json_decref(cases);
+  zz_tokenizer_free(tok);
+}
+
+/* A vocab.json directory's special-token files: a token missing from the
+ * vocabulary takes the next id (as transformers adds it), a registered token must
+ * be a token, null names none, and a bad file is named. The ids of the cases that
+ * load are what GPT2TokenizerFast and GPT2Tokenizer (transformers 4.46.3) give on
+ * the same files. */
+static void test_tokenizer_opt_special_files(void) {
+  char *vocab = zz_tt_mini_vocab(zz_tt_mini_extra, ZZ_TT_MINI_N_EXTRA);
+  char *merges = zz_tt_mini_merges_text("#version: 0.2\n", "\n", "", true);
+  CU_ASSERT_FATAL(vocab && merges);
+  static const struct {
+    const char *config, *map;
+    const char *text;
+    int n;
+    int32_t ids[3];
+    const char *error; /* NULL: loads */
+  } cases[] = {
+      /* GPT2Tokenizer's defaults: "<|endoftext|>" added as id 256 + extra */
+      {NULL, NULL, "a<|endoftext|>", 2, {97, 256 + ZZ_TT_MINI_N_EXTRA}, NULL},
+      /* null: no token; "a" registered as pad is special (HF matches it in "aaa") */
+      {"{\"bos_token\": null, \"eos_token\": null, \"unk_token\": null, \"pad_token\": \"a\", "
+       "\"model_max_length\": 1000000000000000019884624838656}",
+       NULL, "aaa", 3, {97, 97, 97}, NULL},
+      /* the map wins over the config; additional_special_tokens; new ids in order */
+      {"{\"bos_token\": \"<x>\"}", "{\"bos_token\": {\"content\": \"<y>\"}, \"additional_special_tokens\": [\"<z>\"]}",
+       "<z><y>", 2, {256 + ZZ_TT_MINI_N_EXTRA + 2, 256 + ZZ_TT_MINI_N_EXTRA}, NULL},
+      {"{\"added_tokens_decoder\": {\"275\": {\"content\": \"<q>\", \"special\": true}}}", NULL, "b<q>", 2,
+       {98, 256 + ZZ_TT_MINI_N_EXTRA}, NULL},
+      {"{\"pad_token\": 5}", NULL, NULL, 0, {0}, "tokenizer_config.json: pad_token must be a token"},
+      {NULL, "{\"mask_token\": {\"content\": \"<m>\", \"lstrip\": true}}", NULL, 0, {0},
+       "special_tokens_map.json: mask_token: lstrip true is not supported"},
+      {"[1]", NULL, NULL, 0, {0}, "tokenizer_config.json: not a JSON object"},
+      {"{\"added_tokens_decoder\": {\"0\": {\"content\": \"b\"}}}", NULL, NULL, 0, {0},
+       "added token \"b\" has id 0 but the vocabulary gives it 98"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    zz_tt_dir d;
+    CU_ASSERT_FATAL(zz_tt_dir_make(&d, vocab, merges));
+    char path[4200];
+    const char *files[2] = {cases[i].config, cases[i].map};
+    const char *names[2] = {"tokenizer_config.json", "special_tokens_map.json"};
+    for (int f = 0; f < 2; f++) {
+      if (!files[f]) continue;
+      snprintf(path, sizeof path, "%s/%s", d.path, names[f]);
+      FILE *fp = fopen(path, "w");
+      CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+      fputs(files[f], fp);
+      fclose(fp);
+    }
+    zz_tokenizer *tok = NULL;
+    zz_status st = zz_tokenizer_load(d.path, &tok);
+    if (cases[i].error) {
+      CU_ASSERT_NOT_EQUAL(st, ZZ_OK);
+      bool named = st != ZZ_OK && zz_tt_contains(zz_error_message(), cases[i].error);
+      if (!named) fprintf(stderr, "\n  special files case %zu: \"%s\"\n", i, st ? zz_error_message() : "loaded");
+      CU_ASSERT(named);
+    } else {
+      CU_ASSERT_EQUAL_FATAL(st, ZZ_OK);
+      int32_t *ids = NULL;
+      int64_t n = 0;
+      CU_ASSERT_EQUAL_FATAL(zz_tokenizer_encode(tok, cases[i].text, strlen(cases[i].text), &ids, &n), ZZ_OK);
+      bool same = n == cases[i].n;
+      for (int k = 0; same && k < n; k++) same = ids[k] == cases[i].ids[k];
+      if (!same) {
+        fprintf(stderr, "\n  special files case %zu:", i);
+        for (int64_t k = 0; k < n; k++) fprintf(stderr, " %d", ids[k]);
+        fprintf(stderr, "\n");
+      }
+      CU_ASSERT(same);
+      free(ids);
+    }
+    zz_tokenizer_free(tok);
+    for (int f = 0; f < 2; f++) {
+      snprintf(path, sizeof path, "%s/%s", d.path, names[f]);
+      unlink(path);
+    }
+    zz_tt_dir_remove(&d);
+  }
+  free(vocab);
+  free(merges);
+}
+
 /* ================================================================ registration */
 
 void zz_test_tokenizer_register(void) {
@@ -654,4 +856,8 @@ void zz_test_tokenizer_register(void) {
   CU_add_test(s, "merges.txt layouts", test_tokenizer_merges_layout);
   CU_add_test(s, "load errors name the file", test_tokenizer_load_errors);
   CU_add_test(s, "256 KiB of text", test_tokenizer_long_text);
+  CU_add_test(s, "decode of ill-formed bytes as Hugging Face", test_tokenizer_decode_like_hf);
+  CU_add_test(s, "decode: ByteFallback and ByteLevel replacement", test_tokenizer_decode_replacement_rules);
+  CU_add_test(s, "OPT: </s> in the text is the special token", test_tokenizer_opt_special_text);
+  CU_add_test(s, "vocab.json: special-token files", test_tokenizer_opt_special_files);
 }

@@ -599,5 +599,27 @@ sed 's/"factor": 8.0/"factor": 1e-40/' "$FX/tiny-llama3-v5/config.json" >yarn/co
 refused "rope_parameters factor 1e-40: refused naming the key" '"factor" = 1e-40' \
   generate --model yarn --prompts eos.jsonl --out o.jsonl --max-new-tokens 2
 
+# ------------------------------------------------------------ n. text as Hugging Face gives it (issue #21 item 5)
+
+# "--" ends the options: what follows is text even when it starts with "-"
+# (ids from AutoTokenizer on tiny-opt)
+zz tokenize --model "$TINY" -- --help
+check "tokenize -- --help tokenizes the text \"--help\"" eval '[ "$RC" -eq 0 ] && [ "$(cat outp)" = "441 261 79 83" ]'
+zz tokenize --model "$TINY" -- -h
+check "tokenize -- -h tokenizes the text \"-h\"" eval '[ "$RC" -eq 0 ] && [ "$(cat outp)" = "16 75" ]'
+zz tokenize -- --model "$TINY"
+check "after --, --model is text, not an option (one text at most)" eval '[ "$RC" -eq 2 ] && has "unexpected argument" err'
+# an OPT directory as facebook/opt-* publishes it: "</s>" in a prompt is id 2
+zz tokenize --model "$FX/tok-opt" "a</s>b"
+check "tokenize: </s> written in the text of an OPT directory is id 2 (AutoTokenizer: 68 2 69)" \
+  eval '[ "$RC" -eq 0 ] && [ "$(cat outp)" = "68 2 69" ]'
+mkdir optspecial && cp "$TINY/config.json" "$TINY/model.safetensors" "$FX/tok-opt/"*.json "$FX/tok-opt/merges.txt" optspecial/
+printf '{"id": 0, "prompt": "Liberty</s>"}\n' >special_text.jsonl
+printf '{"id": 0, "input_ids": [2, 47, 915, 2]}\n' >special_ids.jsonl
+zz generate --model optspecial --max-new-tokens 4 --prompts special_text.jsonl --out special_text.out
+zz generate --model optspecial --max-new-tokens 4 --prompts special_ids.jsonl --out special_ids.out
+check "generate: a prompt ending in </s> is AutoTokenizer's [2, 47, 915, 2]" \
+  eval '[ "$RC" -eq 0 ] && [ -n "$(ids_of special_ids.out)" ] && [ "$(ids_of special_text.out)" = "$(ids_of special_ids.out)" ]'
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -136,7 +136,7 @@ check "--resume after the kill: exit 0, says how many prompts it skips" \
 check "--resume after the kill: output byte-identical to the uninterrupted run (no sorting needed)" \
   cmp -s killed.jsonl full.jsonl
 
-cp full.jsonl again.jsonl
+cp full.jsonl again.jsonl && cp full.jsonl.job.json again.jsonl.job.json # the job record goes with it
 zz "${GEN[@]}" --prompts job.jsonl --out again.jsonl --resume --progress
 check "--resume on a complete output: exit 0, no sequence generated, file unchanged" \
   eval '[ "$RC" -eq 0 ] && has "0/0 sequences, 0 tokens" err && cmp -s again.jsonl full.jsonl'

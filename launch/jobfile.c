@@ -223,6 +223,7 @@ static zz_status zz_output_write_record(const zz_output *o) {
 }
 
 zz_status zz_output_begin(zz_output *o, const char *record) {
+  o->begun = true;
   if (o->f == stdout || !o->regular) return ZZ_OK;
   if (record && !(o->record = strdup(record))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   if (o->f) { /* --resume or a new path: in place, the record first */
@@ -262,6 +263,7 @@ zz_status zz_output_commit(zz_output *o) {
 }
 
 void zz_output_close(zz_output *o) {
+  if (o->created && !o->begun) unlink(o->path); /* still locked by us: nobody else has it */
   if (o->f && o->f != stdout) fclose(o->f);
   if (o->nf.tmp[0]) unlink(o->nf.tmp); /* unpublished, named: removed */
   if (o->old) fclose(o->old);

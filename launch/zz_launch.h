@@ -108,7 +108,7 @@ typedef struct zz_output {
   FILE *old;        /* the file a new job replaces: kept whole and locked until then */
   zz_newfile nf;    /* that new file */
   mode_t mode;      /* the old file's mode, given to the new one */
-  bool regular, created, resume;
+  bool regular, created, resume, begun;
   long good_len;    /* --resume: bytes of the complete lines */
   char *record;     /* the job record written beside it, or NULL */
 } zz_output;
@@ -123,6 +123,8 @@ zz_status zz_output_begin(zz_output *o, const char *record);
 /* Flushes and syncs a finished block's lines; the first commit of a new job over
  * an existing file puts the new file in place. */
 zz_status zz_output_commit(zz_output *o);
+/* A file this job created but never began writing is removed: a refused job
+ * leaves no trace. */
 void zz_output_close(zz_output *o);
 /* PATH.job.json */
 void zz_output_record_path(const char *path, char *buf, size_t len);

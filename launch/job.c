@@ -417,7 +417,8 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   if (o->max_new_tokens >= j->cfg.max_pos)
     return zz_error(ZZ_ERR_INVALID_ARG, "--max-new-tokens %d leaves no position for a prompt: the model has %lld "
                     "positions", o->max_new_tokens, (long long)j->cfg.max_pos);
-  if (!o->max_prompt_len) o->max_prompt_len = (int)(j->cfg.max_pos - o->max_new_tokens);
+  bool len_given = o->max_prompt_len > 0; /* else the longest prompt sizes the plan */
+  if (!len_given) o->max_prompt_len = (int)(j->cfg.max_pos - o->max_new_tokens);
   if (o->max_prompt_len < 1 || o->max_prompt_len + o->max_new_tokens > j->cfg.max_pos)
     return zz_error(ZZ_ERR_INVALID_ARG, "--max-prompt-len %d + --max-new-tokens %d exceed the model's %lld positions",
                     o->max_prompt_len, o->max_new_tokens, (long long)j->cfg.max_pos);
@@ -452,9 +453,9 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
     st = zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   json_decref(prompts);
   json_decref(rec);
-  /* the memory plan is for the longest prompt the job runs, not the longest the
-   * model could take */
-  if (st == ZZ_OK) j->shape.prompt_len = j->longest > 0 ? j->longest : 1;
+  /* without --max-prompt-len the memory plan is for the longest prompt the job
+   * runs, not the longest the model could take */
+  if (st == ZZ_OK && !len_given) j->shape.prompt_len = j->longest > 0 ? j->longest : 1;
   return st;
 }
 

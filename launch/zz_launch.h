@@ -22,7 +22,7 @@ typedef struct zz_opts {
   bool dummy;
   const char *prompts, *out;
   int max_new_tokens;
-  int max_prompt_len; /* 0: the model's positions minus max_new_tokens */
+  int max_prompt_len; /* 0: the job's longest prompt (zz_job_open) */
   float temperature, top_p;
   int top_k;
   long long seed;

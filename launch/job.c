@@ -1,7 +1,9 @@
 /*
  * job.c — a generate job's prompt side and output side, shared by the one-process
  * loop (main.c) and rank 0 of a pipeline (pipe.c): the checks and files before the
- * engine (zz_job_open), gathering a block of prompts not yet in the output
+ * engine (zz_job_open: every prompt read and checked once, zz_job_scan; the job
+ * record beside --out, and with --resume the check that --out is this job's),
+ * gathering a block of prompts not yet in the output
  * (zz_job_gather: ids, tokenizing, --resume skipping, the sampling stream of each
  * prompt), writing a finished block's lines and committing them (zz_job_commit:
  * flushed and synced, so --resume works whatever ran them), and the one line an

@@ -2,7 +2,9 @@
  * jobfile.c — what makes a long job safe to kill: each finished block's lines are
  * flushed and synced before the next block starts, and --resume reads back the
  * ids already written (dropping a line torn by the kill) so those prompts are
- * skipped. Also the progress line.
+ * skipped. --out itself (zz_output): never written through a link, and an
+ * existing file replaced by a new one only at the new job's first commit, so no
+ * error or kill loses what it held. Also the progress line.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,9 @@
 /*
  * job.c — a generate job's prompt side and output side, shared by the one-process
  * loop (main.c) and rank 0 of a pipeline (pipe.c): the checks and files before the
- * engine (zz_job_open), gathering a block of prompts not yet in the output
+ * engine (zz_job_open: every prompt read and checked once, zz_job_scan; the job
+ * record beside --out, and with --resume the check that --out is this job's),
+ * gathering a block of prompts not yet in the output
  * (zz_job_gather: ids, tokenizing, --resume skipping, the sampling stream of each
  * prompt), writing a finished block's lines and committing them (zz_job_commit:
  * flushed and synced, so --resume works whatever ran them), and the one line an
@@ -133,11 +135,11 @@ static zz_status zz_write_result(FILE *out, const char *outpath, const zz_tokeni
  * mpirun ZZ_FAULT_KILL_RANK=R (default 0) names the rank that dies; a rank other
  * than 0 SIGKILLs itself in the middle of block N instead (pipe.c). Unset or empty:
  * off (-1). */
-static void zz_fault_kill_now(FILE *out, const zz_tokenizer *tok, const zz_prompt *p, const int32_t *toks,
+static void zz_fault_kill_now(zz_output *out, const zz_tokenizer *tok, const zz_prompt *p, const int32_t *toks,
                               int64_t n) {
   char *line = zz_format_result(tok, p, toks, n);
-  if (line) fwrite(line, 1, strlen(line) / 2, out);
-  fflush(out);
+  if (line) fwrite(line, 1, strlen(line) / 2, out->f);
+  fflush(out->f);
   fprintf(stderr, "zigzag: ZZ_FAULT_KILL_AFTER_BLOCKS: killing myself in the middle of a write\n");
   raise(SIGKILL);
   abort(); /* not reached */
@@ -173,6 +175,171 @@ static int zz_report_interrupt(const zz_opts *o, int64_t kept, int64_t added) {
 }
 
 
+/* ---------------------------------------------------------------- the job record */
+
+/* A prompt as the job runs it: its tokens and its place in the file (the sampling
+ * stream), FNV-1a. */
+static uint64_t zz_prompt_hash(uint64_t stream, const int32_t *ids, int64_t n) {
+  uint64_t h = 1469598103934665603ull;
+  const unsigned char *b = (const unsigned char *)&stream;
+  for (size_t i = 0; i < sizeof stream; i++) h = (h ^ b[i]) * 1099511628211ull;
+  b = (const unsigned char *)ids;
+  for (size_t i = 0; i < (size_t)n * sizeof *ids; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+/* What makes an output line what it is, apart from the prompt: the model (its
+ * directory and config.json, or the preset) and the settings that change tokens.
+ * The policy (placement, batch sizes, compression), the device and its dtype are
+ * not recorded: the planner may choose them differently from one run to the next,
+ * and a resumed job may move to other hardware. Sampling settings only when
+ * sampling: a greedy job's tokens do not depend on them. */
+static zz_status zz_job_record_head(const zz_job *j, json_t *rec) {
+  const zz_opts *o = &j->opts;
+  char real[4096] = "", cfgpath[4200];
+  struct stat sb;
+  json_t *cfg_hash = NULL;
+  if (stat(o->model, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    if (!realpath(o->model, real)) snprintf(real, sizeof real, "%s", o->model);
+    snprintf(cfgpath, sizeof cfgpath, "%s/config.json", o->model);
+    FILE *f = fopen(cfgpath, "rb");
+    if (!f) return zz_error(ZZ_ERR_IO, "%s: cannot read: %s", cfgpath, strerror(errno));
+    uint64_t h = 1469598103934665603ull;
+    int c;
+    while ((c = fgetc(f)) != EOF) h = (h ^ (unsigned char)c) * 1099511628211ull;
+    fclose(f);
+    char hex[24];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+    cfg_hash = json_string(hex);
+  } else {
+    snprintf(real, sizeof real, "%s", o->model);
+    cfg_hash = json_string("preset");
+  }
+  json_object_set_new(rec, "zigzag_job", json_integer(1));
+  json_object_set_new(rec, "model", json_string(real));
+  json_object_set_new(rec, "config", cfg_hash);
+  json_object_set_new(rec, "dummy", json_boolean(o->dummy));
+  json_object_set_new(rec, "max_new_tokens", json_integer(o->max_new_tokens));
+  zz_sampling sp = zz_opts_sampling(o);
+  json_object_set_new(rec, "temperature", json_real(sp.temperature));
+  if (sp.temperature > 0) {
+    json_object_set_new(rec, "top_k", json_integer(sp.top_k));
+    json_object_set_new(rec, "top_p", json_real(sp.top_p));
+    json_object_set_new(rec, "seed", json_integer((json_int_t)sp.seed));
+  }
+  return ZZ_OK;
+}
+
+static char *zz_json_text(const json_t *v) {
+  return v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : strdup("(none)");
+}
+
+/* --resume into an output with lines: its record must be this job's, and its
+ * lines this job's prompts. Says the first thing that differs. */
+static zz_status zz_job_record_check(const zz_job *j, const json_t *mine) {
+  const zz_opts *o = &j->opts;
+  char rp[4200];
+  zz_output_record_path(o->out, rp, sizeof rp);
+  json_error_t err;
+  json_t *old = json_load_file(rp, JSON_REJECT_DUPLICATES, &err);
+  if (!old && access(rp, F_OK) != 0)
+    return zz_error(ZZ_ERR_INVALID_ARG, "--resume: %s has %lld lines but no job record %s beside it (an older "
+                    "zigzag, or a new job killed before its record was written), so they cannot be checked "
+                    "against this job; run without --resume, or choose another --out",
+                    o->out, (long long)zz_resume_count(j->done_ids), rp);
+  json_t *op = old ? json_object_get(old, "prompts") : NULL;
+  if (!old || !json_is_object(op) || json_integer_value(json_object_get(old, "zigzag_job")) != 1) {
+    json_decref(old);
+    return zz_error(ZZ_ERR_FORMAT, "--resume: %s: not a zigzag job record%s%s", rp, old ? "" : ": ",
+                    old ? "" : err.text);
+  }
+  static const struct {
+    const char *key, *what;
+  } fields[] = {
+      {"model", "--model"}, {"config", "--model's config.json (hash)"}, {"dummy", "--dummy"},
+      {"max_new_tokens", "--max-new-tokens"}, {"temperature", "--temperature"}, {"top_k", "--top-k"},
+      {"top_p", "--top-p"}, {"seed", "--seed"},
+  };
+  zz_status st = ZZ_OK;
+  for (size_t i = 0; st == ZZ_OK && i < sizeof fields / sizeof fields[0]; i++) {
+    const json_t *a = json_object_get(old, fields[i].key), *b = json_object_get(mine, fields[i].key);
+    if ((!a && !b) || (a && b && json_equal((json_t *)a, (json_t *)b))) continue;
+    char *ta = zz_json_text(a), *tb = zz_json_text(b);
+    st = zz_error(ZZ_ERR_INVALID_ARG, "--resume: %s was made with %s %s, this run has %s: its lines would mix "
+                  "with another job's; rerun with the same settings, or without --resume (or another --out)",
+                  o->out, fields[i].what, ta ? ta : "?", tb ? tb : "?");
+    free(ta);
+    free(tb);
+  }
+  const json_t *np = json_object_get(mine, "prompts");
+  const char *id;
+  json_t *v;
+  json_object_foreach(op, id, v) {
+    if (st != ZZ_OK) break;
+    const json_t *w = json_object_get(np, id);
+    if (!w)
+      st = zz_error(ZZ_ERR_INVALID_ARG, "--resume: the job that made %s had prompt id %s, which %s does not "
+                    "have: these are other prompts; run without --resume, or choose another --out", o->out, id,
+                    o->prompts);
+    else if (!json_equal(v, (json_t *)w))
+      st = zz_error(ZZ_ERR_INVALID_ARG, "--resume: prompt id %s in %s is not the prompt %s was made for (its "
+                    "tokens or its place in the file changed); run without --resume, or choose another --out", id,
+                    o->prompts, o->out);
+  }
+  json_object_foreach((json_t *)np, id, v) {
+    if (st != ZZ_OK) break;
+    if (!json_object_get(op, id))
+      st = zz_error(ZZ_ERR_INVALID_ARG, "--resume: %s has prompt id %s, which the job that made %s did not have; "
+                    "run without --resume, or choose another --out", o->prompts, id, o->out);
+  }
+  /* the record and the prompts agree; every line of --out must be one of them */
+  for (size_t pos = 0; st == ZZ_OK && (id = zz_resume_next(j->done_ids, &pos)) != NULL;)
+    if (!zz_resume_has(j->hashes, id))
+      st = zz_error(ZZ_ERR_INVALID_ARG, "--resume: %s has a line with id %s, which is not a prompt of its job "
+                    "(%s); refusing to mix", o->out, id, rp);
+  json_decref(old);
+  return st;
+}
+
+/* One pass over every prompt before anything loads: each line's JSON, its id
+ * (once), its tokens (tokenizer, vocabulary, --max-prompt-len); the hashes for the
+ * job record, and the count and longest of the prompts still to run. Then back to
+ * the first line for zz_job_gather. */
+static zz_status zz_job_scan(zz_job *j, json_t *prompts) {
+  const zz_opts *o = &j->opts;
+  zz_status st = ZZ_OK;
+  uint64_t index = 0;
+  for (;;) {
+    zz_prompt p;
+    bool got = false;
+    ZZ_CHECK(zz_prompt_reader_next(j->rd, &p, &got));
+    if (!got) break;
+    uint64_t stream = index++;
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    bool fresh = false;
+    /* ids name prompts in the output and for --resume, so they must be unique */
+    if (zz_resume_has(j->hashes, p.id))
+      st = zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: id %s appears twice in the prompts (a line without \"id\" "
+                    "takes its line number as id)", o->prompts, (long long)p.line, p.id);
+    if (st == ZZ_OK) st = zz_prompt_ids(o, j->tok, &j->cfg, &p, &ids, &n);
+    uint64_t h = st == ZZ_OK ? zz_prompt_hash(stream, ids, n) : 0;
+    if (st == ZZ_OK) st = zz_resume_put(j->hashes, p.id, h, &fresh);
+    char hex[24];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+    if (st == ZZ_OK && json_object_set_new(prompts, p.id, json_string(hex)) != 0)
+      st = zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+    if (st == ZZ_OK && !zz_resume_has(j->done_ids, p.id)) {
+      j->todo++;
+      if (n > j->longest) j->longest = n;
+    }
+    free(ids);
+    zz_prompt_free(&p);
+    if (st != ZZ_OK) return st;
+  }
+  return zz_prompt_reader_rewind(j->rd);
+}
+
 /* ---------------------------------------------------------------- the job */
 
 zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
@@ -183,7 +350,7 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   zz_opts *o = &j->opts;
   if (files) {
     j->kill_after = o->fault_kill_after; /* ZZ_FAULT_KILL_AFTER_BLOCKS, checked by the options table */
-    if (!(j->seen = zz_resume_new())) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+    if (!(j->hashes = zz_resume_new())) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
     /* --out is opened (and truncated) before --prompts is read */
     struct stat in_sb, out_sb;
     if (stat(o->prompts, &in_sb) == 0 && stat(o->out, &out_sb) == 0 && in_sb.st_dev == out_sb.st_dev &&
@@ -192,7 +359,11 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   }
   ZZ_CHECK(zz_config_resolve(o->model, &j->cfg));
   ZZ_CHECK(zz_model_init(&j->cfg, &j->model));
-  if (!o->max_prompt_len) o->max_prompt_len = (int)(j->cfg.max_pos - o->max_new_tokens);
+  if (o->max_new_tokens >= j->cfg.max_pos)
+    return zz_error(ZZ_ERR_INVALID_ARG, "--max-new-tokens %d leaves no position for a prompt: the model has %lld "
+                    "positions", o->max_new_tokens, (long long)j->cfg.max_pos);
+  bool len_given = o->max_prompt_len > 0; /* else the longest prompt sizes the plan */
+  if (!len_given) o->max_prompt_len = (int)(j->cfg.max_pos - o->max_new_tokens);
   if (o->max_prompt_len < 1 || o->max_prompt_len + o->max_new_tokens > j->cfg.max_pos)
     return zz_error(ZZ_ERR_INVALID_ARG, "--max-prompt-len %d + --max-new-tokens %d exceed the model's %lld positions",
                     o->max_prompt_len, o->max_new_tokens, (long long)j->cfg.max_pos);
@@ -210,24 +381,39 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   j->shape = (zz_shape){.prompt_len = o->max_prompt_len, .gen_len = o->max_new_tokens};
   ZZ_CHECK(zz_opts_policy(o, &j->pol));
   if (!files) return ZZ_OK;
-  /* every path before the weights: a missing --prompts, an --out that cannot be
-   * written or is another job's, a bad --resume file are refused in a moment. The
-   * engine then refuses a plan that does not fit before it allocates or loads. */
+  /* every path and every prompt before the weights: a missing --prompts, a bad line
+   * anywhere in it, an --out that cannot be written, is another job's or is not
+   * this job's (--resume) are refused in a moment. The engine then refuses a plan
+   * that does not fit before it allocates or loads. */
   ZZ_CHECK(zz_prompt_reader_open(o->prompts, &j->rd));
-  ZZ_CHECK(zz_resume_open(o->out, o->resume, &j->done_ids, &j->out));
-  return ZZ_OK;
+  ZZ_CHECK(zz_output_open(&j->out, o->out, o->resume, &j->done_ids));
+  json_t *rec = json_object(), *prompts = json_object();
+  zz_status st = rec && prompts ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  if (st == ZZ_OK) st = zz_job_scan(j, prompts);
+  if (st == ZZ_OK) st = zz_job_record_head(j, rec);
+  if (st == ZZ_OK && json_object_set(rec, "prompts", prompts) != 0) st = zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  if (st == ZZ_OK && j->out.resume && j->out.regular && zz_resume_count(j->done_ids) > 0)
+    st = zz_job_record_check(j, rec);
+  if (st == ZZ_OK && !(j->record = json_dumps(rec, JSON_INDENT(1))))
+    st = zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  json_decref(prompts);
+  json_decref(rec);
+  /* without --max-prompt-len the memory plan is for the longest prompt the job
+   * runs, not the longest the model could take */
+  if (st == ZZ_OK && !len_given) j->shape.prompt_len = j->longest > 0 ? j->longest : 1;
+  return st;
 }
 
 zz_status zz_job_start(zz_job *j, int64_t cap) {
   const zz_opts *o = &j->opts;
-  ZZ_CHECK(zz_output_begin(j->out, o->out, o->resume));
+  ZZ_CHECK(zz_output_begin(&j->out, j->record));
   j->cap = cap;
   j->prompts = calloc((size_t)cap, sizeof *j->prompts);
   j->ids = calloc((size_t)cap, sizeof *j->ids);
   j->lens = calloc((size_t)cap, sizeof *j->lens);
   j->streams = calloc((size_t)cap, sizeof *j->streams);
   if (!j->prompts || !j->ids || !j->lens || !j->streams) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
-  zz_progress_start(&j->prog, o, zz_count_lines(o->prompts));
+  zz_progress_start(&j->prog, o, zz_resume_count(j->hashes));
   j->prog.skipped = 0;
   j->more = true;
   return ZZ_OK;
@@ -251,16 +437,6 @@ zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out) {
     ZZ_CHECK(zz_prompt_reader_next(j->rd, &p, &j->more));
     if (!j->more) break;
     uint64_t stream = (uint64_t)j->index++; /* prompt number in the file: the sampling stream */
-    /* ids name prompts in the output and for --resume, so they must be unique */
-    bool fresh = false;
-    zz_status st = zz_resume_insert(j->seen, p.id, &fresh);
-    if (st == ZZ_OK && !fresh)
-      st = zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: id %s appears twice in the prompts (a line without \"id\" "
-                    "takes its line number as id)", o->prompts, (long long)p.line, p.id);
-    if (st != ZZ_OK) {
-      zz_prompt_free(&p);
-      return st;
-    }
     if (zz_resume_has(j->done_ids, p.id)) {
       j->prog.skipped++;
       zz_prompt_free(&p);
@@ -271,7 +447,14 @@ zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out) {
     j->streams[k] = stream;
     j->ids[k] = NULL;
     ZZ_CHECK(zz_prompt_ids(o, j->tok, &j->cfg, &j->prompts[k], &j->ids[k], &j->lens[k]));
+    /* the file was checked whole before the job began; it must not change under it */
+    uint64_t h = 0;
+    if (!zz_resume_get(j->hashes, p.id, &h) || h != zz_prompt_hash(stream, j->ids[k], j->lens[k]))
+      return zz_error(ZZ_ERR_IO, "%s:%lld: the prompts file changed while the job ran (prompt id %s)", o->prompts,
+                      (long long)p.line, p.id);
   }
+  /* a job with nothing to write still replaces an old --out (with nothing) */
+  if (j->n == 0 && j->out.old) ZZ_CHECK(zz_output_commit(&j->out));
   *req_out = (zz_request){
       .n = j->n, .ids = (const int32_t *const *)j->ids, .lens = j->lens, .streams = j->streams,
       .max_new_tokens = o->max_new_tokens, .sampling = zz_opts_sampling(o),
@@ -282,14 +465,14 @@ zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out) {
 zz_status zz_job_commit(zz_job *j, const zz_result *res) {
   const zz_opts *o = &j->opts;
   if (j->kill_after >= 0 && j->committed == j->kill_after)
-    zz_fault_kill_now(j->out, j->tok, &j->prompts[0], res->tokens[0], res->n_tokens[0]);
+    zz_fault_kill_now(&j->out, j->tok, &j->prompts[0], res->tokens[0], res->n_tokens[0]);
   int64_t new_tokens = 0;
   for (int64_t i = 0; i < j->n; i++) {
-    ZZ_CHECK(zz_write_result(j->out, o->out, j->tok, &j->prompts[i], res->tokens[i], res->n_tokens[i]));
+    ZZ_CHECK(zz_write_result(j->out.f, o->out, j->tok, &j->prompts[i], res->tokens[i], res->n_tokens[i]));
     new_tokens += res->n_tokens[i];
   }
   /* a finished block is never lost: flushed and synced before the next starts */
-  ZZ_CHECK(zz_output_commit(j->out, o->out));
+  ZZ_CHECK(zz_output_commit(&j->out));
   j->committed++;
   j->written += j->n;
   zz_progress_update(&j->prog, j->n, new_tokens);
@@ -310,9 +493,10 @@ void zz_job_close(zz_job *j) {
   free(j->lens);
   free(j->streams);
   zz_prompt_reader_close(j->rd);
-  if (j->out && j->out != stdout) fclose(j->out);
+  zz_output_close(&j->out);
   zz_resume_free(j->done_ids);
-  zz_resume_free(j->seen);
+  zz_resume_free(j->hashes);
+  free(j->record);
   zz_tokenizer_free(j->tok);
   zz_checkpoint_close(j->ck);
   zz_model_free(&j->model);

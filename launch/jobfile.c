@@ -2,7 +2,9 @@
  * jobfile.c — what makes a long job safe to kill: each finished block's lines are
  * flushed and synced before the next block starts, and --resume reads back the
  * ids already written (dropping a line torn by the kill) so those prompts are
- * skipped. Also the progress line.
+ * skipped. --out itself (zz_output): never written through a link, and an
+ * existing file replaced by a new one only at the new job's first commit, so no
+ * error or kill loses what it held. Also the progress line.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +18,8 @@
 #include "zz_launch.h"
 
 struct zz_resume_set {
-  char **slots; /* open addressing on the id's compact JSON text */
+  char **slots;     /* open addressing on the id's compact JSON text */
+  uint64_t *values; /* [cap] beside each slot */
   size_t cap, count;
 };
 
@@ -28,55 +31,71 @@ static uint64_t zz_hash_str(const char *s) {
 
 zz_resume_set *zz_resume_new(void) { return calloc(1, sizeof(zz_resume_set)); }
 
-static zz_status zz_resume_add(zz_resume_set *s, const char *id) {
+/* The slot of id, or of the empty place where it would go. */
+static size_t zz_resume_slot(const zz_resume_set *s, const char *id) {
+  size_t j = zz_hash_str(id) & (s->cap - 1);
+  while (s->slots[j] && strcmp(s->slots[j], id) != 0) j = (j + 1) & (s->cap - 1);
+  return j;
+}
+
+zz_status zz_resume_put(zz_resume_set *s, const char *id, uint64_t value, bool *fresh) {
+  *fresh = !zz_resume_has(s, id);
+  if (!*fresh) return ZZ_OK;
   if (2 * (s->count + 1) > s->cap) {
     size_t ncap = s->cap ? 2 * s->cap : 1024;
-    char **ns = calloc(ncap, sizeof *ns);
-    if (!ns) return zz_error(ZZ_ERR_NO_MEMORY, "resume: out of memory");
+    zz_resume_set n = {.slots = calloc(ncap, sizeof(char *)), .values = calloc(ncap, sizeof(uint64_t)),
+                       .cap = ncap, .count = s->count};
+    if (!n.slots || !n.values) {
+      free(n.slots);
+      free(n.values);
+      return zz_error(ZZ_ERR_NO_MEMORY, "resume: out of memory");
+    }
     for (size_t i = 0; i < s->cap; i++)
       if (s->slots[i]) {
-        size_t j = zz_hash_str(s->slots[i]) & (ncap - 1);
-        while (ns[j]) j = (j + 1) & (ncap - 1);
-        ns[j] = s->slots[i];
+        size_t j = zz_resume_slot(&n, s->slots[i]);
+        n.slots[j] = s->slots[i];
+        n.values[j] = s->values[i];
       }
     free(s->slots);
-    s->slots = ns;
-    s->cap = ncap;
+    free(s->values);
+    *s = n;
   }
-  size_t j = zz_hash_str(id) & (s->cap - 1);
-  while (s->slots[j]) {
-    if (strcmp(s->slots[j], id) == 0) return ZZ_OK;
-    j = (j + 1) & (s->cap - 1);
-  }
+  size_t j = zz_resume_slot(s, id);
   if (!(s->slots[j] = strdup(id))) return zz_error(ZZ_ERR_NO_MEMORY, "resume: out of memory");
+  s->values[j] = value;
   s->count++;
   return ZZ_OK;
 }
 
-zz_status zz_resume_insert(zz_resume_set *s, const char *id, bool *fresh) {
-  *fresh = !zz_resume_has(s, id);
-  return *fresh ? zz_resume_add(s, id) : ZZ_OK;
+zz_status zz_resume_insert(zz_resume_set *s, const char *id, bool *fresh) { return zz_resume_put(s, id, 0, fresh); }
+
+bool zz_resume_get(const zz_resume_set *s, const char *id, uint64_t *value_out) {
+  if (!s || !s->cap) return false;
+  size_t j = zz_resume_slot(s, id);
+  if (!s->slots[j]) return false;
+  if (value_out) *value_out = s->values[j];
+  return true;
 }
 
-bool zz_resume_has(const zz_resume_set *s, const char *id) {
-  if (!s || !s->cap) return false;
-  size_t j = zz_hash_str(id) & (s->cap - 1);
-  while (s->slots[j]) {
-    if (strcmp(s->slots[j], id) == 0) return true;
-    j = (j + 1) & (s->cap - 1);
-  }
-  return false;
+bool zz_resume_has(const zz_resume_set *s, const char *id) { return zz_resume_get(s, id, NULL); }
+
+const char *zz_resume_next(const zz_resume_set *s, size_t *pos) {
+  for (; s && *pos < s->cap; (*pos)++)
+    if (s->slots[*pos]) return s->slots[(*pos)++];
+  return NULL;
 }
 
 void zz_resume_free(zz_resume_set *s) {
   if (!s) return;
   for (size_t i = 0; i < s->cap; i++) free(s->slots[i]);
   free(s->slots);
+  free(s->values);
   free(s);
 }
 
 /* Reads the ids of every complete line; returns the byte length of the complete
- * lines so a torn tail can be cut off. */
+ * lines so a torn tail can be cut off. An id twice is refused: the file was not
+ * written by one job. */
 static zz_status zz_resume_scan(const char *path, FILE *f, zz_resume_set *s, long *good_len) {
   char *line = NULL;
   size_t cap = 0;
@@ -103,7 +122,11 @@ static zz_status zz_resume_scan(const char *path, FILE *f, zz_resume_set *s, lon
       st = zz_error(ZZ_ERR_NO_MEMORY, "resume: out of memory");
       break;
     }
-    st = zz_resume_add(s, text);
+    bool fresh = false;
+    st = zz_resume_insert(s, text, &fresh);
+    if (st == ZZ_OK && !fresh)
+      st = zz_error(ZZ_ERR_FORMAT, "%s:%lld: id %s is there twice: this file was not written by one zigzag job; "
+                    "refusing to resume into it", path, (long long)lineno, text);
     free(text);
     if (st != ZZ_OK) break;
     pos += len;
@@ -113,77 +136,144 @@ static zz_status zz_resume_scan(const char *path, FILE *f, zz_resume_set *s, lon
   return st;
 }
 
-zz_status zz_resume_open(const char *path, bool resume, zz_resume_set **set_out, FILE **out) {
-  if (strcmp(path, "-") == 0) {
-    if (resume) return zz_error(ZZ_ERR_INVALID_ARG, "--resume needs --out to be a file, not stdout");
-    *set_out = NULL;
-    *out = stdout;
-    return ZZ_OK;
-  }
-  zz_resume_set *s = calloc(1, sizeof *s);
-  if (!s) return zz_error(ZZ_ERR_NO_MEMORY, "resume: out of memory");
-  /* opened without truncating: nothing is lost until zz_output_begin, after the
-   * whole job (model, plan, prompts) has been checked */
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    zz_resume_free(s);
-    return zz_error(ZZ_ERR_IO, "--out %s: cannot open for writing: %s", path, strerror(errno));
-  }
+/* ---------------------------------------------------------------- --out */
+
+static zz_status zz_output_lock(int fd, const char *path) {
   /* two jobs appending to one file interleave and tear each other's lines: the
    * lock (released when the job ends, however it ends) lets only one in */
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    int err = errno;
-    close(fd);
-    zz_resume_free(s);
-    if (err == EWOULDBLOCK)
-      return zz_error(ZZ_ERR_IO, "--out %s: another zigzag job holds this file (it is writing it); wait for that "
-                      "job to end or choose another --out", path);
-    return zz_error(ZZ_ERR_IO, "--out %s: cannot lock: %s", path, strerror(err));
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) return ZZ_OK;
+  if (errno == EWOULDBLOCK)
+    return zz_error(ZZ_ERR_IO, "--out %s: another zigzag job holds this file (it is writing it); wait for that "
+                    "job to end or choose another --out", path);
+  return zz_error(ZZ_ERR_IO, "--out %s: cannot lock: %s", path, strerror(errno));
+}
+
+static zz_status zz_output_symlink(const char *path) {
+  char target[4096];
+  ssize_t n = readlink(path, target, sizeof target - 1);
+  target[n > 0 ? n : 0] = '\0';
+  return zz_error(ZZ_ERR_INVALID_ARG, "--out %s is a symbolic link (to %s): zigzag never writes through a link; "
+                  "give the file's own path", path, n > 0 ? target : "?");
+}
+
+zz_status zz_output_open(zz_output *o, const char *path, bool resume, zz_resume_set **done_out) {
+  memset(o, 0, sizeof *o);
+  o->path = path;
+  o->nf.fd = -1;
+  o->resume = resume;
+  *done_out = NULL;
+  if (strcmp(path, "-") == 0) {
+    if (resume) return zz_error(ZZ_ERR_INVALID_ARG, "--resume needs --out to be a file, not stdout");
+    o->f = stdout;
+    return ZZ_OK;
   }
-  FILE *f = fdopen(fd, "r+");
+  /* nothing is cut or replaced here: that waits for zz_output_begin, after the
+   * whole job (model, plan, every prompt) has been checked */
+  int fd = -1;
+  struct stat sb;
+  for (int tries = 0; fd < 0 && tries < 2; tries++) {
+    if (lstat(path, &sb) != 0) {
+      if (errno != ENOENT) return zz_error(ZZ_ERR_IO, "--out %s: %s", path, strerror(errno));
+      /* a new file: O_EXCL, so two jobs racing for it do not share it */
+      fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+      if (fd >= 0) o->created = true;
+      else if (errno != EEXIST) return zz_error(ZZ_ERR_IO, "--out %s: cannot create: %s", path, strerror(errno));
+      continue;
+    }
+    if (S_ISLNK(sb.st_mode)) return zz_output_symlink(path);
+    if (S_ISDIR(sb.st_mode)) return zz_error(ZZ_ERR_INVALID_ARG, "--out %s is a directory", path);
+    fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ELOOP) return zz_output_symlink(path);
+    if (fd < 0) return zz_error(ZZ_ERR_IO, "--out %s: cannot open for writing: %s", path, strerror(errno));
+  }
+  if (fd < 0) return zz_error(ZZ_ERR_IO, "--out %s: appeared and vanished while opening it", path);
+  zz_status st = zz_output_lock(fd, path);
+  if (st == ZZ_OK && fstat(fd, &sb) != 0) st = zz_error(ZZ_ERR_IO, "--out %s: %s", path, strerror(errno));
+  o->regular = st == ZZ_OK && S_ISREG(sb.st_mode);
+  o->mode = sb.st_mode & 07777;
+  FILE *f = st == ZZ_OK ? fdopen(fd, "r+") : NULL;
+  if (st == ZZ_OK && !f) st = zz_error(ZZ_ERR_IO, "--out %s: cannot open for writing: %s", path, strerror(errno));
   if (!f) {
-    zz_status st = zz_error(ZZ_ERR_IO, "--out %s: cannot open for writing: %s", path, strerror(errno));
     close(fd);
+    return st;
+  }
+  zz_resume_set *s = calloc(1, sizeof *s);
+  if (!s) st = zz_error(ZZ_ERR_NO_MEMORY, "resume: out of memory");
+  if (st == ZZ_OK && resume && o->regular) st = zz_resume_scan(path, f, s, &o->good_len);
+  if (st != ZZ_OK) {
+    fclose(f);
     zz_resume_free(s);
     return st;
   }
-  struct stat sb;
-  bool regular = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
-  if (resume && regular) {
-    long good = 0;
-    zz_status st = zz_resume_scan(path, f, s, &good);
-    if (st == ZZ_OK && ftruncate(fd, good) != 0)
-      st = zz_error(ZZ_ERR_IO, "%s: cannot cut the torn last line: %s", path, strerror(errno));
-    if (st == ZZ_OK && fseek(f, good, SEEK_SET) != 0)
-      st = zz_error(ZZ_ERR_IO, "%s: seek failed: %s", path, strerror(errno));
-    if (st != ZZ_OK) {
-      fclose(f);
-      zz_resume_free(s);
-      return st;
-    }
-    if (s->count) fprintf(stderr, "zigzag: resuming: %zu prompts already in %s\n", s->count, path);
+  if (resume || !o->regular || o->created) {
+    o->f = f; /* written in place: appended to, a device or a pipe, or new */
+  } else {
+    o->old = f; /* kept whole and locked until the new file replaces it */
   }
-  *set_out = s;
-  *out = f;
+  if (s->count) fprintf(stderr, "zigzag: resuming: %zu prompts already in %s\n", s->count, path);
+  *done_out = s;
   return ZZ_OK;
 }
 
-zz_status zz_output_begin(FILE *out, const char *path, bool resume) {
-  struct stat sb;
-  if (resume || out == stdout || fstat(fileno(out), &sb) != 0 || !S_ISREG(sb.st_mode)) return ZZ_OK;
-  if (fflush(out) != 0 || ftruncate(fileno(out), 0) != 0 || fseek(out, 0, SEEK_SET) != 0)
-    return zz_error(ZZ_ERR_IO, "--out %s: cannot truncate: %s", path, strerror(errno));
+void zz_output_record_path(const char *path, char *buf, size_t len) { snprintf(buf, len, "%s.job.json", path); }
+
+static zz_status zz_output_write_record(const zz_output *o) {
+  if (!o->record) return ZZ_OK;
+  char rp[4200];
+  zz_output_record_path(o->path, rp, sizeof rp);
+  return zz_file_replace(rp, o->record, strlen(o->record));
+}
+
+zz_status zz_output_begin(zz_output *o, const char *record) {
+  o->begun = true;
+  if (o->f == stdout || !o->regular) return ZZ_OK;
+  if (record && !(o->record = strdup(record))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  if (o->f) { /* --resume or a new path: in place, the record first */
+    if (o->resume && (fflush(o->f) != 0 || ftruncate(fileno(o->f), o->good_len) != 0 ||
+                      fseek(o->f, o->good_len, SEEK_SET) != 0))
+      return zz_error(ZZ_ERR_IO, "%s: cannot cut the torn last line: %s", o->path, strerror(errno));
+    return o->good_len == 0 ? zz_output_write_record(o) : ZZ_OK;
+  }
+  /* an existing file a new job replaces: the lines go to a new file that takes its
+   * place at the first commit, so a job that fails or is killed before then leaves
+   * the old file as it was */
+  ZZ_CHECK(zz_newfile_create(o->path, &o->nf));
+  if (fchmod(o->nf.fd, o->mode) != 0 || zz_output_lock(o->nf.fd, o->path) != ZZ_OK ||
+      !(o->f = fdopen(o->nf.fd, "w"))) {
+    zz_status st = zz_error(ZZ_ERR_IO, "--out %s: cannot prepare the new file: %s", o->path, strerror(errno));
+    zz_newfile_discard(&o->nf);
+    return st;
+  }
   return ZZ_OK;
+}
+
+zz_status zz_output_commit(zz_output *o) {
+  if (fflush(o->f) != 0) return zz_error(ZZ_ERR_IO, "%s: write failed: %s", o->path, strerror(errno));
+  if (o->f != stdout && fdatasync(fileno(o->f)) != 0 && errno != EINVAL)
+    return zz_error(ZZ_ERR_IO, "%s: sync failed: %s", o->path, strerror(errno));
+  if (!o->old) return ZZ_OK;
+  /* the first commit of a new job over an old file. The old record goes first: an
+   * old file left without one is refused by --resume, never mixed with this job */
+  char rp[4200];
+  zz_output_record_path(o->path, rp, sizeof rp);
+  if (unlink(rp) != 0 && errno != ENOENT)
+    return zz_error(ZZ_ERR_IO, "%s: cannot remove the old job record: %s", rp, strerror(errno));
+  ZZ_CHECK(zz_newfile_publish(&o->nf));
+  fclose(o->old); /* its lock goes; the new file, now at the path, holds one */
+  o->old = NULL;
+  return zz_output_write_record(o);
+}
+
+void zz_output_close(zz_output *o) {
+  if (o->created && !o->begun) unlink(o->path); /* still locked by us: nobody else has it */
+  if (o->f && o->f != stdout) fclose(o->f);
+  if (o->nf.tmp[0]) unlink(o->nf.tmp); /* unpublished, named: removed */
+  if (o->old) fclose(o->old);
+  free(o->record);
+  memset(o, 0, sizeof *o);
 }
 
 int64_t zz_resume_count(const zz_resume_set *s) { return s ? (int64_t)s->count : 0; }
-
-zz_status zz_output_commit(FILE *out, const char *path) {
-  if (fflush(out) != 0) return zz_error(ZZ_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-  if (out != stdout && fdatasync(fileno(out)) != 0 && errno != EINVAL)
-    return zz_error(ZZ_ERR_IO, "%s: sync failed: %s", path, strerror(errno));
-  return ZZ_OK;
-}
 
 int64_t zz_count_lines(const char *path) {
   struct stat sb;

@@ -71,7 +71,7 @@ static const zz_opt_def zz_opt_table[] = {
     {"out", NULL, ZZ_OPT_STR, ZZ_O(out), NULL, "generate: JSON Lines output, one line per prompt; - is stdout", false, 0, 0, false, G | F, NULL},
     {"max-new-tokens", NULL, ZZ_OPT_INT, ZZ_O(max_new_tokens), "32", "generate: new tokens per prompt at most", false, 1, ZZ_MAX_POSITIONS, false, G, NULL},
     {"max-prompt-len", "ZZ_MAX_PROMPT_LEN", ZZ_OPT_INT, ZZ_O(max_prompt_len), "0",
-     "generate: longest prompt in tokens (sizes the KV cache); 0 = positions left after max-new-tokens", false, 0, ZZ_MAX_POSITIONS, false, G, NULL},
+     "generate: longest prompt in tokens (sizes the KV cache); 0 = the job's longest prompt", false, 0, ZZ_MAX_POSITIONS, false, G, NULL},
     {"temperature", NULL, ZZ_OPT_FLOAT, ZZ_O(temperature), "0", "sampling temperature; 0 = greedy", false, 0, 100, false, G, NULL},
     {"top-k", NULL, ZZ_OPT_INT, ZZ_O(top_k), "0", "sample among the k most likely tokens; 0 = all", false, 0, ZZ_MAX_VOCAB, false, G, NULL},
     {"top-p", NULL, ZZ_OPT_FLOAT, ZZ_O(top_p), "1", "nucleus sampling mass; 1 = off", false, 0, 1, true, G, NULL},

@@ -169,11 +169,18 @@ static zz_status zz_pipe_comm(zz_pipe *p) {
   return zz_stage_use_comm(p->st, p->comm, p->dev, max_hidden);
 }
 
-/* What each rank does before allocating: open the job (rank 0: the files), its
- * device, its slice, and the plan of that slice against its tiers. */
-static zz_status zz_pipe_plan(zz_pipe *p) {
+/* Every rank opens the job (rank 0: the files, every prompt checked); the shape
+ * is then rank 0's (the longest prompt to run), so every rank splits and plans
+ * for the same one. */
+static zz_status zz_pipe_open(zz_pipe *p) {
   ZZ_CHECK(zz_job_open(&p->job, &p->o, !p->bench && p->rank == 0));
   p->o = p->job.opts;
+  return ZZ_OK;
+}
+
+/* What each rank does before allocating: its device, its slice, and the plan of
+ * that slice against its tiers. */
+static zz_status zz_pipe_plan(zz_pipe *p) {
   if (p->bench && p->o.gen_len < 2)
     return zz_error(ZZ_ERR_INVALID_ARG, "bench: --gen-len must be at least 2 (decode throughput needs a decode step)");
   if (p->kill_rank != 0 || p->fault_kind != 'k') p->job.kill_after = -1; /* the step hook fails instead */
@@ -356,7 +363,9 @@ int zz_cmd_pipe(const zz_opts *opts) {
   }
   /* plan every slice before anything is allocated, then build, then start writing:
    * each step agreed on, so a rank that cannot go on stops every rank cleanly */
-  s = zz_stage_agree(p->st, zz_pipe_plan(p));
+  s = zz_stage_agree(p->st, zz_pipe_open(p));
+  if (s == ZZ_OK) s = zz_stage_bcast(p->st, &p->job.shape.prompt_len, (int)sizeof p->job.shape.prompt_len, 0);
+  if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_plan(p));
   if (s == ZZ_OK && p->comm != ZZ_STAGE_COMM_MPI) s = zz_stage_agree(p->st, zz_pipe_comm(p));
   if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_build(p));
   if (s == ZZ_OK && p->bench) {

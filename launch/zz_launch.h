@@ -11,6 +11,8 @@
 #ifndef ZZ_LAUNCH_H
 #define ZZ_LAUNCH_H
 
+#include <sys/types.h>
+
 #include "zz_runtime.h"
 
 
@@ -20,7 +22,7 @@ typedef struct zz_opts {
   bool dummy;
   const char *prompts, *out;
   int max_new_tokens;
-  int max_prompt_len; /* 0: the model's positions minus max_new_tokens */
+  int max_prompt_len; /* 0: the job's longest prompt (zz_job_open) */
   float temperature, top_p;
   int top_k;
   long long seed;
@@ -90,25 +92,53 @@ zz_status zz_opts_parse_layers(const char *text, int nlayers, int nranks, int *b
 /* --temperature, --top-k, --top-p, --seed. */
 zz_sampling zz_opts_sampling(const zz_opts *o);
 
-/* ids already present in an output file, for --resume */
+/* ids already present in an output file, for --resume; also a prompt's hash by id */
 typedef struct zz_resume_set zz_resume_set;
-/* Opens the output and takes an advisory lock (flock) on it for as long as it is
- * open, refusing a file another job holds. With resume, reads the ids it holds
- * (dropping a torn last line) and appends; without, leaves the file as it is
- * until zz_output_begin. "-" is stdout. */
-zz_status zz_resume_open(const char *path, bool resume, zz_resume_set **set_out, FILE **out);
-/* Starts writing: truncates a regular output file unless resume. Called once
- * everything that can refuse the job before generating has passed. */
-zz_status zz_output_begin(FILE *out, const char *path, bool resume);
 /* Ids in the set (0 for NULL). */
 int64_t zz_resume_count(const zz_resume_set *s);
 bool zz_resume_has(const zz_resume_set *s, const char *id_json);
 /* An empty set (NULL when out of memory); *fresh says whether id was new. */
 zz_resume_set *zz_resume_new(void);
 zz_status zz_resume_insert(zz_resume_set *s, const char *id_json, bool *fresh);
+/* The same with a value kept beside the id (a prompt's hash), and its lookup. */
+zz_status zz_resume_put(zz_resume_set *s, const char *id_json, uint64_t value, bool *fresh);
+bool zz_resume_get(const zz_resume_set *s, const char *id_json, uint64_t *value_out);
+/* Every id once, in no order: start with *pos = 0; NULL at the end. */
+const char *zz_resume_next(const zz_resume_set *s, size_t *pos);
 void zz_resume_free(zz_resume_set *s);
-/* Flushes and syncs a finished block's lines. */
-zz_status zz_output_commit(FILE *out, const char *path);
+
+/* --out of a generate job (launch/jobfile.c). Nothing that was in it is lost on
+ * any error or kill: --resume appends to it in place (a torn last line cut); a new
+ * job over an existing file writes a new file in its directory that replaces it by
+ * rename at the first commit; a path that does not exist is created with O_EXCL.
+ * A symbolic link at the path is refused. Locked (flock) for the whole job; beside
+ * a regular file, PATH.job.json records the job that wrote it (zz_job_record). */
+typedef struct zz_output {
+  const char *path; /* "-": stdout */
+  FILE *f;          /* where lines go (NULL until zz_output_begin for a file being replaced) */
+  FILE *old;        /* the file a new job replaces: kept whole and locked until then */
+  zz_newfile nf;    /* that new file */
+  mode_t mode;      /* the old file's mode, given to the new one */
+  bool regular, created, resume, begun;
+  long good_len;    /* --resume: bytes of the complete lines */
+  char *record;     /* the job record written beside it, or NULL */
+} zz_output;
+/* Opens and locks path, refusing a link, a directory, a file another job holds.
+ * With resume reads the ids it holds (done_out; refusing a file that is not one
+ * job's output); changes nothing. */
+zz_status zz_output_open(zz_output *o, const char *path, bool resume, zz_resume_set **done_out);
+/* Starts writing, once nothing else can refuse the job: --resume cuts a torn last
+ * line; a new job over an existing file starts its new file. record (or NULL): the
+ * job record, written beside the output before its first line is at the path. */
+zz_status zz_output_begin(zz_output *o, const char *record);
+/* Flushes and syncs a finished block's lines; the first commit of a new job over
+ * an existing file puts the new file in place. */
+zz_status zz_output_commit(zz_output *o);
+/* A file this job created but never began writing is removed: a refused job
+ * leaves no trace. */
+void zz_output_close(zz_output *o);
+/* PATH.job.json */
+void zz_output_record_path(const char *path, char *buf, size_t len);
 /* Non-empty lines of a regular file, or -1 (stdin, pipes). */
 int64_t zz_count_lines(const char *path);
 
@@ -134,8 +164,11 @@ typedef struct zz_job {
   zz_policy pol;
   zz_prompt_reader *rd;
   zz_resume_set *done_ids; /* ids already in --out (--resume) */
-  zz_resume_set *seen;     /* ids read so far */
-  FILE *out;
+  zz_resume_set *hashes;   /* every prompt's id and hash (zz_job_scan), each id once */
+  int64_t todo;            /* prompts not yet in --out */
+  int64_t longest;         /* tokens of the longest of those (0: none) */
+  char *record;            /* the job record (PATH.job.json), JSON text */
+  zz_output out;
   /* the block being gathered: [cap] each, n used */
   zz_prompt *prompts;
   int32_t **ids;

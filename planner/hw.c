@@ -346,10 +346,16 @@ zz_status zz_hw_save(const zz_hw *hw, const char *path) {
   }
   if (!root) st = zz_error(ZZ_ERR_NO_MEMORY, "hardware file: out of memory");
   if (st == ZZ_OK) {
-    int r = strcmp(path, "-") == 0 ? json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6))
-                                   : json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-    if (r != 0) st = zz_error(ZZ_ERR_IO, "hardware file %s: cannot write it", path);
-    if (r == 0 && strcmp(path, "-") == 0) printf("\n");
+    if (strcmp(path, "-") == 0) {
+      if (json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0)
+        st = zz_error(ZZ_ERR_IO, "hardware file: cannot write it to stdout");
+      else printf("\n");
+    } else { /* a new file renamed into place: an old file stays whole until then, a link is replaced, not followed */
+      char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+      st = text ? zz_file_replace(path, text, strlen(text)) : zz_error(ZZ_ERR_NO_MEMORY, "hardware file: out of memory");
+      if (st != ZZ_OK) st = zz_error(st, "hardware file %s: cannot write it: %s", path, zz_error_message());
+      free(text);
+    }
   }
   json_decref(root);
   return st;

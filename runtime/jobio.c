@@ -7,11 +7,13 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "zz_runtime.h"
 
 struct zz_prompt_reader {
   FILE *f;
+  FILE *spool; /* stdin or a pipe: every line read so far, so it can be read again */
   char path[4096];
   int64_t line;
   char *buf;
@@ -33,6 +35,13 @@ zz_status zz_prompt_reader_open(const char *path, zz_prompt_reader **out) {
     free(r);
     return st;
   }
+  struct stat sb;
+  if ((fstat(fileno(r->f), &sb) != 0 || !S_ISREG(sb.st_mode)) && !(r->spool = tmpfile())) {
+    zz_status st = zz_error(ZZ_ERR_IO, "%s: cannot make a temporary file to hold the prompts: %s", r->path,
+                            strerror(errno));
+    zz_prompt_reader_close(r);
+    return st;
+  }
   *out = r;
   return ZZ_OK;
 }
@@ -40,6 +49,7 @@ zz_status zz_prompt_reader_open(const char *path, zz_prompt_reader **out) {
 void zz_prompt_reader_close(zz_prompt_reader *r) {
   if (!r) return;
   if (r->f && r->f != stdin) fclose(r->f);
+  if (r->spool && r->spool != r->f) fclose(r->spool);
   free(r->buf);
   free(r);
 }
@@ -109,6 +119,9 @@ zz_status zz_prompt_reader_next(zz_prompt_reader *r, zz_prompt *p, bool *got) {
       return ZZ_OK;
     }
     r->line++;
+    if (r->spool && r->f != r->spool && fwrite(r->buf, 1, (size_t)len, r->spool) != (size_t)len)
+      return zz_error(ZZ_ERR_IO, "%s: cannot keep line %lld in a temporary file: %s", r->path, (long long)r->line,
+                      strerror(errno));
     size_t i = 0;
     while (i < (size_t)len && (r->buf[i] == ' ' || r->buf[i] == '\t' || r->buf[i] == '\n' || r->buf[i] == '\r')) i++;
     if (i == (size_t)len) continue; /* blank line */
@@ -121,4 +134,16 @@ zz_status zz_prompt_reader_next(zz_prompt_reader *r, zz_prompt *p, bool *got) {
     if (st == ZZ_OK) *got = true;
     return st;
   }
+}
+
+zz_status zz_prompt_reader_rewind(zz_prompt_reader *r) {
+  if (r->spool && r->f != r->spool) { /* from here on, what was kept of it */
+    if (r->f != stdin) fclose(r->f);
+    r->f = r->spool;
+  }
+  if (fflush(r->f) != 0 || fseek(r->f, 0, SEEK_SET) != 0)
+    return zz_error(ZZ_ERR_IO, "%s: cannot read it again from the start: %s", r->path, strerror(errno));
+  clearerr(r->f);
+  r->line = 0;
+  return ZZ_OK;
 }

@@ -688,3 +688,9 @@ zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_sta
                      "gathering stats"));
   return wait_collective(st, &req, "stage: gathering every rank's stats");
 }
+
+zz_status zz_stage_bcast(zz_stage *st, void *buf, int bytes, int root) {
+  MPI_Request req;
+  ZZ_CHECK(mpi_check(MPI_Ibcast(buf, bytes, MPI_BYTE, root, st->data, &req), "broadcasting"));
+  return wait_collective(st, &req, "stage: waiting for a broadcast");
+}

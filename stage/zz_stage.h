@@ -252,6 +252,9 @@ zz_status zz_stage_agree(zz_stage *st, zz_status mine);
  * on rank 0 into all_out [size] (other ranks may pass NULL). Bounded like
  * zz_stage_agree. */
 zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_stage_stats *all_out);
+/* Collective: root's `bytes` of buf to every rank (what only rank 0 knows, such as
+ * the longest prompt of the job). Bounded like zz_stage_agree. */
+zz_status zz_stage_bcast(zz_stage *st, void *buf, int bytes, int root);
 
 /* ================================================================ the layer split */
 

@@ -296,26 +296,29 @@ static void test_output_lock(void) {
   snprintf(path, sizeof path, "%s/out.jsonl", dir);
   zz_test_write_file(path, "keep\n", 5);
   zz_resume_set *s1 = NULL, *s2 = NULL;
-  FILE *f1 = NULL, *f2 = NULL;
-  CU_ASSERT_EQUAL_FATAL(zz_resume_open(path, false, &s1, &f1), ZZ_OK);
+  zz_output o1, o2;
+  CU_ASSERT_EQUAL_FATAL(zz_output_open(&o1, path, false, &s1), ZZ_OK);
   /* a second job (another open file description) is refused */
-  CU_ASSERT_EQUAL(zz_resume_open(path, false, &s2, &f2), ZZ_ERR_IO);
+  CU_ASSERT_EQUAL(zz_output_open(&o2, path, false, &s2), ZZ_ERR_IO);
   CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "another zigzag job"));
-  /* nothing is truncated until the job begins writing */
+  /* nothing is cut when the job begins: only its first commit replaces the file */
+  CU_ASSERT_EQUAL_FATAL(zz_output_begin(&o1, NULL), ZZ_OK);
   size_t len = 0;
   char *text = zz_test_read_file(path, &len);
   CU_ASSERT_EQUAL(len, 5);
   free(text);
-  CU_ASSERT_EQUAL(zz_output_begin(f1, path, false), ZZ_OK);
-  fputs("{}\n", f1);
-  fclose(f1);
-  zz_resume_free(s1);
+  fputs("{}\n", o1.f);
+  CU_ASSERT_EQUAL(zz_output_commit(&o1), ZZ_OK);
   text = zz_test_read_file(path, &len);
   CU_ASSERT_EQUAL(len, 3);
   free(text);
+  /* the lock went with the new file to the path */
+  CU_ASSERT_EQUAL(zz_output_open(&o2, path, false, &s2), ZZ_ERR_IO);
+  zz_output_close(&o1);
+  zz_resume_free(s1);
   /* the lock went with the first job */
-  CU_ASSERT_EQUAL_FATAL(zz_resume_open(path, false, &s2, &f2), ZZ_OK);
-  fclose(f2);
+  CU_ASSERT_EQUAL_FATAL(zz_output_open(&o2, path, false, &s2), ZZ_OK);
+  zz_output_close(&o2);
   zz_resume_free(s2);
   unlink(path);
   rmdir(dir);
@@ -332,5 +335,5 @@ void zz_test_harden_register(void) {
   CU_add_test(s, "safetensors: empty header, shape beyond 2^64", test_safetensors_lies);
   CU_add_test(s, "offload file padding is zeroed, not host garbage", test_offload_padding_zeroed);
   CU_add_test(s, "a stop request interrupts loading and generating", test_stop_request);
-  CU_add_test(s, "--out is locked for the whole job, truncated only at begin", test_output_lock);
+  CU_add_test(s, "--out is locked for the whole job, replaced only at the first commit", test_output_lock);
 }

@@ -1,12 +1,17 @@
 /*
  * test_runtime_jobs.c — the JSON Lines prompt reader: both prompt forms, ids,
- * blank lines, and malformed lines named by file:line.
+ * blank lines, and malformed lines named by file:line; reading it again from the
+ * start; a generate job's --out (never lost, never written through a link) and
+ * files replaced by rename.
  */
 #include <CUnit/CUnit.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "zz_launch.h"
 #include "zz_runtime.h"
 #include "zz_tests.h"
 
@@ -62,7 +67,151 @@ static void test_reader(void) {
   rmdir(dir);
 }
 
+/* Entries of dir other than . and .. */
+static int zz_dir_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
+  if (d) closedir(d);
+  return n;
+}
+
+static void test_reader_rewind(void) {
+  char dir[4096], path[4200];
+  snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
+  snprintf(path, sizeof path, "%s/p.jsonl", dir);
+  const char *text = "{\"id\": \"a\", \"prompt\": \"Hello\"}\n{\"input_ids\": [2, 5]}\n";
+  zz_test_write_file(path, text, strlen(text));
+  zz_prompt_reader *r;
+  zz_prompt p;
+  bool got = false;
+  CU_ASSERT_FATAL(zz_prompt_reader_open(path, &r) == ZZ_OK);
+  for (int pass = 0; pass < 2; pass++) {
+    CU_ASSERT_EQUAL(zz_prompt_reader_next(r, &p, &got), ZZ_OK);
+    CU_ASSERT(got && p.line == 1 && strcmp(p.id, "\"a\"") == 0);
+    zz_prompt_free(&p);
+    CU_ASSERT_EQUAL(zz_prompt_reader_next(r, &p, &got), ZZ_OK);
+    CU_ASSERT(got && p.line == 2 && p.n_ids == 2);
+    zz_prompt_free(&p);
+    CU_ASSERT_EQUAL(zz_prompt_reader_next(r, &p, &got), ZZ_OK);
+    CU_ASSERT_FALSE(got);
+    CU_ASSERT_EQUAL(zz_prompt_reader_rewind(r), ZZ_OK);
+  }
+  zz_prompt_reader_close(r);
+  unlink(path);
+  rmdir(dir);
+}
+
+static void test_file_replace(void) {
+  char dir[4096], target[4200], link[4200];
+  snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
+  snprintf(target, sizeof target, "%s/target", dir);
+  snprintf(link, sizeof link, "%s/link.json", dir);
+  zz_test_write_file(target, "target\n", 7);
+  CU_ASSERT_FATAL(symlink("target", link) == 0);
+  CU_ASSERT_EQUAL(zz_file_replace(link, "new\n", 4), ZZ_OK);
+  struct stat sb;
+  CU_ASSERT(lstat(link, &sb) == 0 && S_ISREG(sb.st_mode)); /* the link itself was replaced */
+  size_t len = 0;
+  char *t = zz_test_read_file(target, &len);
+  CU_ASSERT(t && len == 7 && memcmp(t, "target\n", 7) == 0); /* its target never written */
+  free(t);
+  t = zz_test_read_file(link, &len);
+  CU_ASSERT(t && len == 4 && memcmp(t, "new\n", 4) == 0);
+  free(t);
+  CU_ASSERT_EQUAL(zz_dir_entries(dir), 2); /* no temporary left */
+  unlink(link);
+  unlink(target);
+  rmdir(dir);
+}
+
+static void test_output_never_lost(void) {
+  char dir[4096], path[4200], link[4200];
+  snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
+  snprintf(path, sizeof path, "%s/out.jsonl", dir);
+  snprintf(link, sizeof link, "%s/link.jsonl", dir);
+  zz_test_write_file(path, "old\n", 4);
+  zz_output o;
+  zz_resume_set *done = NULL;
+  /* a link is refused, with or without --resume */
+  CU_ASSERT_FATAL(symlink("out.jsonl", link) == 0);
+  for (int resume = 0; resume < 2; resume++) {
+    CU_ASSERT_EQUAL(zz_output_open(&o, link, resume, &done), ZZ_ERR_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "symbolic link"));
+  }
+  unlink(link);
+  /* a new job that writes but never commits (an error, a kill) leaves the old file */
+  CU_ASSERT_EQUAL_FATAL(zz_output_open(&o, path, false, &done), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_output_begin(&o, "{\"zigzag_job\": 1}"), ZZ_OK);
+  fputs("{\"id\": 1, \"output_ids\": [5]}\n", o.f);
+  fflush(o.f);
+  zz_output_close(&o);
+  zz_resume_free(done);
+  size_t len = 0;
+  char *t = zz_test_read_file(path, &len);
+  CU_ASSERT(t && len == 4 && memcmp(t, "old\n", 4) == 0);
+  free(t);
+  CU_ASSERT_EQUAL(zz_dir_entries(dir), 1);
+  /* at its first commit the new file and its record take the old one's place */
+  CU_ASSERT_EQUAL_FATAL(zz_output_open(&o, path, false, &done), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_output_begin(&o, "{\"zigzag_job\": 1}"), ZZ_OK);
+  fputs("{\"id\": 1, \"output_ids\": [5]}\n", o.f);
+  CU_ASSERT_EQUAL(zz_output_commit(&o), ZZ_OK);
+  zz_output_close(&o);
+  zz_resume_free(done);
+  t = zz_test_read_file(path, &len);
+  CU_ASSERT(t && len == strlen("{\"id\": 1, \"output_ids\": [5]}\n"));
+  free(t);
+  char rec[4300];
+  zz_output_record_path(path, rec, sizeof rec);
+  t = zz_test_read_file(rec, &len);
+  CU_ASSERT(t && strstr(t, "zigzag_job"));
+  free(t);
+  CU_ASSERT_EQUAL(zz_dir_entries(dir), 2);
+  /* --resume reads its ids; a job refused before it began leaves a file it created no trace */
+  CU_ASSERT_EQUAL_FATAL(zz_output_open(&o, path, true, &done), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_resume_count(done), 1);
+  CU_ASSERT(zz_resume_has(done, "1"));
+  zz_output_close(&o);
+  zz_resume_free(done);
+  unlink(rec);
+  unlink(path);
+  CU_ASSERT_EQUAL_FATAL(zz_output_open(&o, path, false, &done), ZZ_OK);
+  CU_ASSERT_EQUAL(access(path, F_OK), 0);
+  zz_output_close(&o);
+  zz_resume_free(done);
+  CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0);
+  rmdir(dir);
+}
+
+static void test_resume_set_values(void) {
+  zz_resume_set *s = zz_resume_new();
+  CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+  char id[32];
+  bool fresh = false;
+  for (int i = 0; i < 3000; i++) { /* past the first growth */
+    snprintf(id, sizeof id, "%d", i);
+    CU_ASSERT_EQUAL(zz_resume_put(s, id, (uint64_t)i * 7, &fresh), ZZ_OK);
+    CU_ASSERT(fresh);
+  }
+  CU_ASSERT_EQUAL(zz_resume_put(s, "5", 1, &fresh), ZZ_OK);
+  CU_ASSERT_FALSE(fresh);
+  uint64_t v = 0;
+  CU_ASSERT(zz_resume_get(s, "5", &v) && v == 35); /* the first value stays */
+  CU_ASSERT(zz_resume_get(s, "2999", &v) && v == 2999 * 7);
+  CU_ASSERT_FALSE(zz_resume_get(s, "3000", &v));
+  size_t pos = 0, n = 0;
+  while (zz_resume_next(s, &pos)) n++;
+  CU_ASSERT_EQUAL(n, 3000);
+  zz_resume_free(s);
+}
+
 void zz_test_jobs_register(void) {
   CU_pSuite s = CU_add_suite("jobs", NULL, NULL);
   CU_add_test(s, "prompt reader", test_reader);
+  CU_add_test(s, "prompt reader: read again from the start", test_reader_rewind);
+  CU_add_test(s, "a file replaced by rename: a link at its path replaced, never written through", test_file_replace);
+  CU_add_test(s, "--out: a link refused, an old file whole until the new job's first commit", test_output_never_lost);
+  CU_add_test(s, "ids with values (the prompts' hashes)", test_resume_set_values);
 }

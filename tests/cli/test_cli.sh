@@ -138,7 +138,7 @@ check "--resume after the kill: exit 0, says how many prompts it skips" \
 check "--resume after the kill: output byte-identical to the uninterrupted run (no sorting needed)" \
   cmp -s killed.jsonl full.jsonl
 
-cp full.jsonl again.jsonl
+cp full.jsonl again.jsonl && cp full.jsonl.job.json again.jsonl.job.json # the job record goes with it
 zz "${GEN[@]}" --prompts job.jsonl --out again.jsonl --resume --progress
 check "--resume on a complete output: exit 0, no sequence generated, file unchanged" \
   eval '[ "$RC" -eq 0 ] && has "0/0 sequences, 0 tokens" err && cmp -s again.jsonl full.jsonl'
@@ -620,6 +620,98 @@ zz generate --model optspecial --max-new-tokens 4 --prompts special_text.jsonl -
 zz generate --model optspecial --max-new-tokens 4 --prompts special_ids.jsonl --out special_ids.out
 check "generate: a prompt ending in </s> is AutoTokenizer's [2, 47, 915, 2]" \
   eval '[ "$RC" -eq 0 ] && [ -n "$(ids_of special_ids.out)" ] && [ "$(ids_of special_text.out)" = "$(ids_of special_ids.out)" ]'
+
+# ------------------------------------------------------------ o. the job's files (issue #21 items 11, 12, 13, 18)
+
+{ cat golden_ids.jsonl; echo '{"id": 9, "input_ids": [2, 5'; cat golden_ids.jsonl; } >bad3.jsonl
+# 11. nothing that was in --out is lost on any error or kill
+printf 'precious\n' >keep.orig
+cp keep.orig keep.jsonl
+printf '{"id": 1, "input_ids": [2, 5000]}\n{"id": 2, "input_ids": [2, 5]}\n' >badfirst.jsonl
+zz "${GEN[@]}" --prompts badfirst.jsonl --out keep.jsonl
+check "an existing --out and a first prompt outside the vocabulary: exit 2, --out untouched" \
+  eval '[ "$RC" -eq 2 ] && has "outside the vocabulary" err && cmp -s keep.jsonl keep.orig'
+zz generate --model novocab --prompts golden_text.jsonl --out keep.jsonl --max-new-tokens 8
+check "an existing --out and a text prompt for a model without a tokenizer: exit 2, --out untouched" \
+  eval '[ "$RC" -eq 2 ] && has "tokenizer" err && cmp -s keep.jsonl keep.orig'
+{ ZZ_FAULT_KILL_AFTER_BLOCKS=0 zz "${GEN[@]}" "${SMALL[@]}" --prompts job.jsonl --out keep.jsonl; } 2>/dev/null
+check "a new job over an existing --out killed in its first block: the old file whole, nothing left beside it" \
+  eval '[ "$RC" -eq 137 ] && cmp -s keep.jsonl keep.orig && [ -z "$(ls -A | grep -F keep.jsonl. )" ]'
+{ ZZ_FAULT_KILL_AFTER_BLOCKS=1 zz "${GEN[@]}" "${SMALL[@]}" --prompts job.jsonl --out keep.jsonl; } 2>/dev/null
+check "... killed after its first block: that block is in --out (the new job replaced the old file at its first commit)" \
+  eval '[ "$RC" -eq 137 ] && cmp -s <(head -n 4 keep.jsonl) <(head -n 4 full.jsonl) && [ "$(wc -l <keep.jsonl)" -eq 4 ]'
+zz "${GEN[@]}" "${SMALL[@]}" --prompts job.jsonl --out keep.jsonl --resume
+check "... and --resume completes it to the uninterrupted bytes" eval '[ "$RC" -eq 0 ] && cmp -s keep.jsonl full.jsonl'
+zz "${GEN[@]}" --prompts bad3.jsonl --out never.jsonl
+check "a refused job leaves no --out it created" eval '[ "$RC" -ne 0 ] && [ ! -e never.jsonl ]'
+
+# 12. never through a link
+printf 'target\n' >target.txt
+ln -s target.txt link.jsonl
+zz "${GEN[@]}" --prompts golden_text.jsonl --out link.jsonl
+check "a symbolic link at --out: refused (exit 2), naming it, its target untouched" \
+  eval '[ "$RC" -eq 2 ] && has "symbolic link" err && [ "$(cat target.txt)" = target ] && [ -L link.jsonl ]'
+zz "${GEN[@]}" --prompts golden_text.jsonl --out link.jsonl --resume
+check "... with --resume too" eval '[ "$RC" -eq 2 ] && has "symbolic link" err && [ "$(cat target.txt)" = target ]'
+ln -s nowhere.jsonl dangling.jsonl
+zz "${GEN[@]}" --prompts golden_text.jsonl --out dangling.jsonl
+check "a dangling link at --out: refused, its target not created" eval '[ "$RC" -eq 2 ] && [ ! -e nowhere.jsonl ]'
+ln -s target.txt hwlink.json
+zz profile --profile-seconds 0.2 --out hwlink.json
+check "profile --out over a link replaces the link with the file, never writing its target" \
+  eval '[ "$RC" -eq 0 ] && [ ! -L hwlink.json ] && has "\"gemm_flops\"" hwlink.json && [ "$(cat target.txt)" = target ]'
+
+# 13. --resume only continues the job that wrote --out
+check "a job writes its record beside --out: model, settings, a hash per prompt" \
+  eval 'has "\"max_new_tokens\": 8" full.jsonl.job.json && has "\"config\"" full.jsonl.job.json && [ "$(grep -c "\"[0-9a-f]\{16\}\"" full.jsonl.job.json)" -eq 43 ]'
+mk_done() { cp full.jsonl "$1" && cp full.jsonl.job.json "$1.job.json" && head -n 8 full.jsonl >"$1"; }
+mk_done r1.jsonl && cp r1.jsonl r1.orig
+zz generate --model "$TINY" --max-new-tokens 4 --prompts job.jsonl --out r1.jsonl --resume
+check "--resume with another --max-new-tokens: refused, saying what differs, --out untouched" \
+  eval '[ "$RC" -eq 2 ] && has "--max-new-tokens 8, this run has 4" err && cmp -s r1.jsonl r1.orig'
+cp -r "$TINY" tiny2 && chmod -R u+w tiny2
+zz generate --model tiny2 --max-new-tokens 8 --prompts job.jsonl --out r1.jsonl --resume
+check "--resume with another model: refused, naming --model" eval '[ "$RC" -eq 2 ] && has "made with --model" err && cmp -s r1.jsonl r1.orig'
+zz "${GEN[@]}" --temperature 0.8 --prompts job.jsonl --out r1.jsonl --resume
+check "--resume of a greedy job with sampling: refused, naming --temperature" eval '[ "$RC" -eq 2 ] && has "--temperature" err'
+zz "${GEN[@]}" --seed 99 --prompts job.jsonl --out r1.jsonl --resume
+check "--resume of a greedy job with another --seed: accepted (the seed does not change greedy tokens)" \
+  eval '[ "$RC" -eq 0 ] && cmp -s r1.jsonl full.jsonl'
+mk_done r2.jsonl
+sed 's/"Liberty 0"/"Liberty zero"/' job.jsonl >job_changed.jsonl
+zz "${GEN[@]}" --prompts job_changed.jsonl --out r2.jsonl --resume
+check "--resume with a prompt changed: refused, naming its id" eval '[ "$RC" -eq 2 ] && has "prompt id 0 " err'
+head -n 30 job.jsonl >job_short.jsonl
+zz "${GEN[@]}" --prompts job_short.jsonl --out r2.jsonl --resume
+check "--resume with prompts missing: refused" eval '[ "$RC" -eq 2 ] && has "does not have" err'
+mk_done r3.jsonl
+printf '{"id":"stranger","output_ids":[5]}\n' >>r3.jsonl
+zz "${GEN[@]}" --prompts job.jsonl --out r3.jsonl --resume
+check "--resume into an --out with a foreign id: refused, naming it" eval '[ "$RC" -eq 2 ] && has "\"stranger\"" err'
+mk_done r4.jsonl
+head -n 1 full.jsonl >>r4.jsonl
+zz "${GEN[@]}" --prompts job.jsonl --out r4.jsonl --resume
+check "--resume into an --out with an id twice: refused" eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "twice" err'
+head -n 8 full.jsonl >r5.jsonl
+zz "${GEN[@]}" --prompts job.jsonl --out r5.jsonl --resume
+check "--resume into an --out without its job record: refused, saying so" eval '[ "$RC" -eq 2 ] && has "no job record" err'
+
+# 18. every prompt is checked before anything loads; the plan is for the longest prompt
+zz generate --model opt-1.3b --dummy --device cpu --prompts bad3.jsonl --out o18.jsonl --max-new-tokens 8
+check "a malformed line 5 is refused before the engine is built (no plan line)" \
+  eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "bad3.jsonl:5" err && ! has "plan:" err'
+{ cat golden_ids.jsonl; echo '{"id": 9, "input_ids": [2, 50000000]}'; } >bad4.jsonl
+zz generate --model opt-1.3b --dummy --device cpu --prompts bad4.jsonl --out o18.jsonl --max-new-tokens 8
+check "an id outside the vocabulary on the last line is refused before the engine is built" \
+  eval '[ "$RC" -eq 2 ] && has "bad4.jsonl:5" err && ! has "plan:" err'
+zz "${GEN[@]}" --prompts golden_ids.jsonl --out o18.jsonl --no-progress --hw tiny-hw.json
+check "the memory plan is for the longest prompt of the job (37 tokens), not the model's 56" \
+  eval '[ "$RC" -eq 0 ] && has "prompts of 37 tokens" err'
+zz generate --model "$TINY" --max-new-tokens 70 --prompts golden_ids.jsonl --out o18.jsonl
+check "--max-new-tokens beyond the positions: refused without a negative prompt length" \
+  eval '[ "$RC" -eq 2 ] && has "--max-new-tokens 70 leaves no position" err && ! grep -q -- " -[0-9]" err'
+zz "${GEN[@]}" --prompts - --out stdin.jsonl <job.jsonl
+check "prompts from stdin are checked whole, then run: the bytes of the file run" eval '[ "$RC" -eq 0 ] && cmp -s stdin.jsonl full.jsonl'
 
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -87,7 +87,9 @@ table() {
 gpu=yes why_no_gpu=""
 if [ -n "${ZZ_CHECK_NO_GPU:-}" ]; then
   gpu="" why_no_gpu="no GPU (ZZ_CHECK_NO_GPU)"
-elif ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >"$OUT/gpus.txt" 2>&1 || ! grep -q GPU "$OUT/gpus.txt"; then
+elif command -v nvidia-smi >/dev/null; then
+  nvidia-smi -L >"$OUT/gpus.txt" 2>&1 && grep -q GPU "$OUT/gpus.txt" || { gpu="" why_no_gpu="no GPU"; }
+elif ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
   gpu="" why_no_gpu="no GPU"
 fi
 nvcc=$(command -v nvcc || true)
@@ -106,8 +108,14 @@ fi
 zz_kit_env "$PREFIX"
 # zigzag's executables find the kit's libraries through their DT_RPATH (which, unlike
 # RUNPATH, also serves the libraries they load); mpirun and orted, Debian's, have
-# none and get LD_LIBRARY_PATH
-rpath="-Wl,--disable-new-dtags -Wl,-rpath,$ZZ_KIT_LIBPATH"
+# none and get LD_LIBRARY_PATH. Debian's libmpi carries its own RUNPATH
+# (/usr/lib/x86_64-linux-gnu/openmpi/lib), which overrides an executable's RPATH
+# for its own dependencies (so does libopen-rte): the executables need those
+# dependencies themselves (libopen-rte, libopen-pal, libevent_core), so that the
+# loader has them, by soname, before libmpi and libopen-rte ask.
+rpath="-Wl,--disable-new-dtags -Wl,-rpath,$ZZ_KIT_LIBPATH -Wl,--no-as-needed"
+evcore=$(cd "$ZZ_KIT_PREFIX/usr/lib/$ZZ_KIT_MULTIARCH" && ls libevent_core-*.so.[0-9] 2>/dev/null | head -n 1)
+rpath+=" -L$ZZ_KIT_PREFIX/usr/lib/$ZZ_KIT_MULTIARCH -lopen-rte -lopen-pal${evcore:+ -l:$evcore}"
 cuda_args=(-DZZ_CUDA=OFF)
 if [ -n "$nvcc" ]; then
   cuda_args=(-DZZ_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" "-DCMAKE_CUDA_ARCHITECTURES=$ARCHS")
@@ -194,8 +202,9 @@ if [ -z "$gpu" ]; then
 else
   step cuda_ops 60 ctest --test-dir "$BUILD" -R '^(cuda_ops|backend_ops)$' --output-on-failure
   step golden 60 "$BUILD/tests/test_cuda_golden"
-  if command -v compute-sanitizer >/dev/null; then
-    step memcheck 90 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/tests/test_cuda_ops"
+  san=$(command -v compute-sanitizer || ls "$(dirname "${nvcc:-/usr/local/cuda/bin/nvcc}")/compute-sanitizer" 2>/dev/null || true)
+  if [ -n "$san" ]; then
+    step memcheck 90 "$san" --tool memcheck --error-exitcode 1 "$BUILD/tests/test_cuda_ops"
   else
     skip memcheck "compute-sanitizer not on PATH"
   fi

@@ -20,6 +20,23 @@ zz_kit_is_base() {
 
 ZZ_KIT_MULTIARCH=x86_64-linux-gnu
 
+# A .deb's files into PREFIX: dpkg-deb where there is one, else the ar archive's
+# data member through tar (an image without dpkg).
+zz_kit_extract() {
+  if command -v dpkg-deb >/dev/null; then
+    dpkg-deb -x "$1" "$2"
+  else
+    local member
+    member=$(ar t "$1" | grep '^data\.tar') || return 1
+    case $member in
+      *.xz) ar p "$1" "$member" | tar -xJ -C "$2" ;;
+      *.zst) ar p "$1" "$member" | zstd -dc | tar -x -C "$2" ;;
+      *.gz) ar p "$1" "$member" | tar -xz -C "$2" ;;
+      *) ar p "$1" "$member" | tar -x -C "$2" ;;
+    esac
+  fi
+}
+
 # zz_kit_unpack KIT PREFIX: every .deb of KIT/debs into PREFIX (dpkg-deb -x, no
 # maintainer scripts run), then what those scripts would have done that the
 # build needs: Debian's update-alternatives links (OpenBLAS's library and .pc
@@ -33,7 +50,7 @@ zz_kit_unpack() {
   }
   rm -rf "$prefix"
   mkdir -p "$prefix"
-  for d in "$kit"/debs/*.deb; do dpkg-deb -x "$d" "$prefix" || { echo "gpu-kit: cannot unpack $d" >&2; return 1; }; done
+  for d in "$kit"/debs/*.deb; do zz_kit_extract "$d" "$prefix" || { echo "gpu-kit: cannot unpack $d" >&2; return 1; }; done
   # absolute links (/usr/lib/...) would point at the system's copy, or nowhere
   while IFS= read -r link; do
     target=$(readlink "$link")

@@ -44,6 +44,8 @@ static bool zz_weights_as_is(const zz_tensor *h) { return h->dtype == ZZ_DTYPE_Q
 zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
   zz_device *dev = e->dev;
   zz_dtype sdt = e->plan.spec.store_dtype;
+  /* --dummy values are made by every thread the device has on the host */
+  zz_pool *pool = dev->pool ? dev->pool : zz_device_attn_pool(dev);
   for (int jl = 0; jl < e->l1 - e->l0; jl++) {
     ZZ_CHECK(zz_check_stop()); /* Ctrl-C while a large model loads */
     const zz_layer *l = &e->m->layers[e->l0 + jl];
@@ -53,10 +55,14 @@ zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
       if (!w->ndim) continue;
       int64_t n = zz_weight_numel(w);
       size_t sbytes = zz_weight_bytes(w, sdt);
+      if (!ck && h->tier == ZZ_TIER_CPU && h->dtype == sdt) {
+        zz_weights_dummy(w, sdt, h->data, pool); /* straight into its home: no copy */
+        continue;
+      }
       if (ck)
         ZZ_CHECK(zz_checkpoint_read(ck, w->name, sdt, e->w.load, n));
       else
-        zz_weights_dummy(w, sdt, e->w.load);
+        zz_weights_dummy(w, sdt, e->w.load, pool);
       if (h->dtype == ZZ_DTYPE_Q4) {
         /* quantized once, here, into the home tier; every later transfer moves these bytes */
         ZZ_CHECK(zz_weights_quantize_load(e, w, sdt, h->q));

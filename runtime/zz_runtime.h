@@ -589,9 +589,11 @@ zz_status zz_checkpoint_read(const zz_checkpoint *ck, const char *name, zz_dtype
  * be absent). */
 zz_status zz_checkpoint_check_model(const zz_checkpoint *ck, const zz_model *m);
 
-/* Deterministic random values for weight `spec` (seeded by its name), scaled like
- * a real checkpoint: matrices N(0, 0.02²)-like, LN gains near 1, biases small. */
-void zz_weights_dummy(const zz_weight_spec *spec, zz_dtype dt, void *dst);
+/* Deterministic random values for weight `spec`, scaled like a real checkpoint:
+ * matrices with std 0.02 around 0, LN gains near 1, biases small. Element i is a
+ * function of (name, i) alone: the same values for any pool (NULL: the caller's
+ * thread), run and device; `pool` fills ranges in parallel. */
+void zz_weights_dummy(const zz_weight_spec *spec, zz_dtype dt, void *dst, zz_pool *pool);
 
 /* ================================================================ tokenizer */
 

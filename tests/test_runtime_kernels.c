@@ -64,6 +64,45 @@ static void test_f16_widen_paths(void) {
   free(h), free(f);
 }
 
+/* f32 -> f16 narrowing through every vector path this CPU has, equal in bits to
+ * the scalar zz_f32_to_f16: every half's exact value, the midpoints between
+ * neighbouring halves (ties to even), values around the subnormal range and
+ * past 65504, NaNs with payloads, and random bit patterns; odd offsets and
+ * lengths for the tails. */
+static void test_f16_narrow_paths(void) {
+  const int64_t n = 4 * 65536 + 13;
+  float *f = malloc((size_t)n * sizeof *f);
+  uint16_t *h = malloc((size_t)n * sizeof *h);
+  CU_ASSERT_FATAL(f && h);
+  zz_rng r;
+  zz_rng_seed(&r, 23, 0);
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t u = (uint32_t)zz_rng_next(&r);
+    uint16_t a = (uint16_t)(i * 40503u), b = (uint16_t)(a + 1);
+    switch (i % 4) {
+      case 0: f[i] = zz_f16_to_f32(a); break;
+      case 1: f[i] = 0.5f * (zz_f16_to_f32(a) + zz_f16_to_f32(b)); break; /* a tie, or a NaN/inf mix */
+      case 2: memcpy(&f[i], &u, sizeof u); break;
+      default: f[i] = ldexpf((float)(u & 0xffffff) / 0x1p24f, (int)(u >> 26) - 30) * ((u >> 25) & 1 ? -1 : 1); break;
+    }
+  }
+  zz_cpu_isa keep = zz_cpu_isa_get();
+  for (int isa = ZZ_CPU_ISA_PORTABLE; isa <= ZZ_CPU_ISA_AVX512; isa++) {
+    if (zz_cpu_isa_set((zz_cpu_isa)isa) != 0) continue;
+    for (int64_t off = 0; off < 3; off++) {
+      memset(h, 0xAB, (size_t)n * sizeof *h);
+      zz_convert(ZZ_DTYPE_F32, f + off, ZZ_DTYPE_F16, h + off, n - off - off % 2);
+      int64_t bad = 0;
+      for (int64_t i = off; i < n - off % 2; i++) bad += h[i] != zz_f32_to_f16(f[i]);
+      CU_ASSERT_EQUAL(bad, 0);
+      if (bad) fprintf(stderr, "f16 narrow: %s offset %lld: %lld values differ\n", zz_cpu_isa_name((zz_cpu_isa)isa),
+                       (long long)off, (long long)bad);
+    }
+  }
+  zz_cpu_isa_set(keep);
+  free(f), free(h);
+}
+
 static void test_f16_roundtrip(void) {
   int bad = 0;
   for (uint32_t h = 0; h < 65536; h++) {
@@ -400,6 +439,7 @@ void zz_test_kernels_register(void) {
   CU_pSuite s = CU_add_suite("kernels", zz_kernels_init, zz_kernels_clean);
   CU_add_test(s, "f16 round trip and rounding", test_f16_roundtrip);
   CU_add_test(s, "f16 widening: every vector path, every half", test_f16_widen_paths);
+  CU_add_test(s, "f16 narrowing: every vector path, ties, subnormals, NaNs", test_f16_narrow_paths);
   CU_add_test(s, "bf16 and q4 sizes", test_bf16);
   CU_add_test(s, "linear vs naive", test_linear);
   CU_add_test(s, "linear on a pool: column and row tiles vs linear", test_linear_pool);

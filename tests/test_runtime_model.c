@@ -14,6 +14,12 @@
 #include "zz_runtime.h"
 #include "zz_tests.h"
 
+/* the first, second, 65537th and last f32 of the counter test's weight (bit patterns) */
+#define ZZ_DUMMY_PIN0 0xbd09227au
+#define ZZ_DUMMY_PIN1 0x3c03994du
+#define ZZ_DUMMY_PIN2 0xbc0bb1c4u
+#define ZZ_DUMMY_PIN3 0xbd017babu
+
 void zz_check_golden(const char *name, const char *policy) {
   zz_device *dev = NULL;
   CU_ASSERT_FATAL(zz_device_create_cpu(0, 2, 2, &dev) == ZZ_OK);
@@ -69,8 +75,8 @@ static void test_presets(void) {
 static void test_dummy_weights(void) {
   zz_weight_spec w = {.name = "model.decoder.layers.3.fc1.weight", .ndim = 2, .shape = {64, 100}};
   float a[6400], b[6400];
-  zz_weights_dummy(&w, ZZ_DTYPE_F32, a);
-  zz_weights_dummy(&w, ZZ_DTYPE_F32, b);
+  zz_weights_dummy(&w, ZZ_DTYPE_F32, a, NULL);
+  zz_weights_dummy(&w, ZZ_DTYPE_F32, b, NULL);
   CU_ASSERT_EQUAL(memcmp(a, b, sizeof a), 0);
   double m = 0, v = 0;
   for (int i = 0; i < 6400; i++) m += a[i];
@@ -81,8 +87,54 @@ static void test_dummy_weights(void) {
   CU_ASSERT(v > 0.015 && v < 0.025);
   zz_weight_spec ln = {.name = "model.decoder.layers.0.final_layer_norm.weight", .ndim = 1, .shape = {64},
                        .init = ZZ_INIT_NORM_GAIN};
-  zz_weights_dummy(&ln, ZZ_DTYPE_F32, a);
+  zz_weights_dummy(&ln, ZZ_DTYPE_F32, a, NULL);
   CU_ASSERT(a[0] > 0.8f && a[0] < 1.2f && a[0] != a[1]);
+}
+
+/* Dummy weights are a function of (name, index) alone: any pool gives the same
+ * bytes (ranges cross several tasks and end mid-task), f16 is the f32 values
+ * rounded, a weight is not a shifted copy of another, and the stream is pinned:
+ * the values the FlexGen-style comparisons and any run on another device use. */
+static void test_dummy_weights_counter(void) {
+  enum { N = 3 * 65536 + 123 };
+  zz_weight_spec w = {.name = "model.decoder.layers.7.self_attn.q_proj.weight", .ndim = 2, .shape = {3, 65536 + 41}};
+  zz_weight_spec w2 = w;
+  snprintf(w2.name, sizeof w2.name, "model.decoder.layers.7.self_attn.k_proj.weight");
+  float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *c = malloc(N * sizeof *c);
+  uint16_t *h = malloc(N * sizeof *h), *h3 = malloc(N * sizeof *h3);
+  CU_ASSERT_FATAL(a && b && c && h && h3);
+  zz_pool *p2 = NULL, *p3 = NULL;
+  CU_ASSERT_FATAL(zz_pool_create(2, &p2) == 0 && zz_pool_create(3, &p3) == 0);
+  zz_weights_dummy(&w, ZZ_DTYPE_F32, a, NULL);
+  zz_weights_dummy(&w, ZZ_DTYPE_F32, b, p2);
+  zz_weights_dummy(&w, ZZ_DTYPE_F32, c, p3);
+  CU_ASSERT_EQUAL(memcmp(a, b, N * sizeof *a), 0);
+  CU_ASSERT_EQUAL(memcmp(a, c, N * sizeof *a), 0);
+  zz_weights_dummy(&w, ZZ_DTYPE_F16, h, NULL);
+  zz_weights_dummy(&w, ZZ_DTYPE_F16, h3, p3);
+  CU_ASSERT_EQUAL(memcmp(h, h3, N * sizeof *h), 0);
+  zz_convert(ZZ_DTYPE_F32, a, ZZ_DTYPE_F16, h3, N);
+  CU_ASSERT_EQUAL(memcmp(h, h3, N * sizeof *h), 0);
+  /* another name: no run of 64 equal values anywhere within the first 2^16 offsets */
+  zz_weights_dummy(&w2, ZZ_DTYPE_F32, b, p2);
+  int shifted = 0;
+  for (int off = -65536; off <= 65536 && !shifted; off++) {
+    int i = off < 0 ? -off : 0, j = off < 0 ? 0 : off;
+    shifted = i + 64 <= N && j + 64 <= N && memcmp(a + i, b + j, 64 * sizeof *a) == 0;
+  }
+  CU_ASSERT_FALSE(shifted);
+  /* pinned: a change of the stream changes every --dummy result; say so when it does */
+  static const uint32_t pinned[4] = {ZZ_DUMMY_PIN0, ZZ_DUMMY_PIN1, ZZ_DUMMY_PIN2, ZZ_DUMMY_PIN3};
+  const int64_t at[4] = {0, 1, 65536, N - 1};
+  for (int k = 0; k < 4; k++) {
+    uint32_t bits;
+    memcpy(&bits, &a[at[k]], sizeof bits);
+    if (bits != pinned[k]) printf("\ndummy element %lld: 0x%08xu, pinned 0x%08xu\n", (long long)at[k], bits, pinned[k]);
+    CU_ASSERT_EQUAL(bits, pinned[k]);
+  }
+  zz_pool_destroy(p2);
+  zz_pool_destroy(p3);
+  free(a), free(b), free(c), free(h), free(h3);
 }
 
 /* An impossible device capacity is refused before anything is allocated. */
@@ -108,6 +160,7 @@ void zz_test_model_register(void) {
   CU_pSuite s = CU_add_suite("model", NULL, NULL);
   CU_add_test(s, "presets and layer list", test_presets);
   CU_add_test(s, "dummy weights", test_dummy_weights);
+  CU_add_test(s, "dummy weights: counter-based, any pool, pinned", test_dummy_weights_counter);
   CU_add_test(s, "golden pre-LN, one batch of 4", test_golden_preln_one_batch);
   CU_add_test(s, "golden pre-LN, 4 batches of 1 (zig-zag)", test_golden_preln_zigzag);
   CU_add_test(s, "golden pre-LN, batches of 3 + 1", test_golden_preln_uneven);

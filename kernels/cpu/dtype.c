@@ -108,6 +108,23 @@ __attribute__((target("avx512f"))) static void zz_f16_f32_avx512(const uint16_t 
   for (; i < n; i++) d[i] = zz_f16_to_f32(s[i]);
 }
 
+/* Floats narrowed to halves (--dummy weights, activations stored as f16): F16C's
+ * vcvtps2ph rounds to nearest even like zz_f32_to_f16, subnormals and overflow
+ * included; only a NaN's payload differs, so a group of 8 holding a NaN takes
+ * the scalar path. */
+__attribute__((target("avx2,f16c"))) static void zz_f32_f16_f16c(const float *s, uint16_t *d, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 x = _mm256_loadu_ps(s + i);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q))) {
+      for (int k = 0; k < 8; k++) d[i + k] = zz_f32_to_f16(s[i + k]);
+      continue;
+    }
+    _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  for (; i < n; i++) d[i] = zz_f32_to_f16(s[i]);
+}
+
 __attribute__((target("avx2,f16c"))) static void zz_f16_f32_f16c(const uint16_t *s, float *d, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
@@ -139,6 +156,16 @@ static void zz_f16_f32(const uint16_t *s, float *d, int64_t n) {
   for (int64_t i = 0; i < n; i++) d[i] = zz_f16_to_f32(s[i]);
 }
 
+static void zz_f32_f16(const float *s, uint16_t *d, int64_t n) {
+#if defined(__x86_64__)
+  if (zz_cpu_isa_get() != ZZ_CPU_ISA_PORTABLE) { /* AVX2 and AVX-512 machines have F16C */
+    zz_f32_f16_f16c(s, d, n);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < n; i++) d[i] = zz_f32_to_f16(s[i]);
+}
+
 void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, int64_t n) {
   if (src_dt == dst_dt) {
     memmove(dst, src, zz_dtype_nbytes(src_dt, n));
@@ -146,6 +173,10 @@ void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, in
   }
   if (src_dt == ZZ_DTYPE_F16 && dst_dt == ZZ_DTYPE_F32) {
     zz_f16_f32(src, dst, n);
+    return;
+  }
+  if (src_dt == ZZ_DTYPE_F32 && dst_dt == ZZ_DTYPE_F16) {
+    zz_f32_f16(src, dst, n);
     return;
   }
   switch (dst_dt) {

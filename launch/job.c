@@ -180,12 +180,7 @@ static int zz_report_interrupt(const zz_opts *o, int64_t kept, int64_t added) {
 /* A prompt as the job runs it: its tokens and its place in the file (the sampling
  * stream), FNV-1a. */
 static uint64_t zz_prompt_hash(uint64_t stream, const int32_t *ids, int64_t n) {
-  uint64_t h = 1469598103934665603ull;
-  const unsigned char *b = (const unsigned char *)&stream;
-  for (size_t i = 0; i < sizeof stream; i++) h = (h ^ b[i]) * 1099511628211ull;
-  b = (const unsigned char *)ids;
-  for (size_t i = 0; i < (size_t)n * sizeof *ids; i++) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
+  return zz_fnv1a(zz_fnv1a(ZZ_FNV_BASIS, &stream, sizeof stream), ids, (size_t)n * sizeof *ids);
 }
 
 /* What makes an output line what it is, apart from the prompt: the model (its
@@ -204,10 +199,13 @@ static zz_status zz_job_record_head(const zz_job *j, json_t *rec) {
     snprintf(cfgpath, sizeof cfgpath, "%s/config.json", o->model);
     FILE *f = fopen(cfgpath, "rb");
     if (!f) return zz_error(ZZ_ERR_IO, "%s: cannot read: %s", cfgpath, strerror(errno));
-    uint64_t h = 1469598103934665603ull;
-    int c;
-    while ((c = fgetc(f)) != EOF) h = (h ^ (unsigned char)c) * 1099511628211ull;
+    uint64_t h = ZZ_FNV_BASIS;
+    unsigned char buf[4096];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) h = zz_fnv1a(h, buf, got);
+    bool bad = ferror(f);
     fclose(f);
+    if (bad) return zz_error(ZZ_ERR_IO, "%s: read failed", cfgpath);
     char hex[24];
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
     cfg_hash = json_string(hex);

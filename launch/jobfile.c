@@ -23,17 +23,12 @@ struct zz_resume_set {
   size_t cap, count;
 };
 
-static uint64_t zz_hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
 
 zz_resume_set *zz_resume_new(void) { return calloc(1, sizeof(zz_resume_set)); }
 
 /* The slot of id, or of the empty place where it would go. */
 static size_t zz_resume_slot(const zz_resume_set *s, const char *id) {
-  size_t j = zz_hash_str(id) & (s->cap - 1);
+  size_t j = zz_fnv1a(ZZ_FNV_BASIS, id, strlen(id)) & (s->cap - 1);
   while (s->slots[j] && strcmp(s->slots[j], id) != 0) j = (j + 1) & (s->cap - 1);
   return j;
 }

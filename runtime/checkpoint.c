@@ -360,11 +360,6 @@ zz_status zz_checkpoint_check_model(const zz_checkpoint *ck, const zz_model *m) 
  * device gets the same values, at the speed of a few integer operations per
  * element (OPT-30B's 30 billion in seconds, not minutes). */
 
-static uint64_t zz_fnv1a(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
 
 /* A 32-bit integer hash with full avalanche (Wellons' "lowbias32" constants):
  * 32-bit multiplies, so the element loop vectorises (8 lanes with AVX2). */
@@ -435,7 +430,7 @@ static void zz_dummy_task(void *arg, int64_t t) {
 void zz_weights_dummy(const zz_weight_spec *spec, zz_dtype dt, void *dst, zz_pool *pool) {
   static const float std_of[] = {[ZZ_INIT_MATRIX] = 0.02f, [ZZ_INIT_BIAS] = 0.01f, [ZZ_INIT_NORM_GAIN] = 0.05f,
                                  [ZZ_INIT_NORM_BIAS] = 0.05f};
-  uint64_t seed = zz_fnv1a(spec->name);
+  uint64_t seed = zz_fnv1a(ZZ_FNV_BASIS, spec->name, strlen(spec->name));
   zz_dummy_job j = {.seed = seed,
                     .stride = zz_hash32((uint32_t)(seed >> 32) + 0x9e3779b9U) | 1U,
                     .n = zz_weight_numel(spec),

@@ -35,6 +35,12 @@ uint64_t zz_rng_next(zz_rng *r) {
   return result;
 }
 
+uint64_t zz_fnv1a(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001B3ull;
+  return h;
+}
+
 double zz_rng_uniform(zz_rng *r) { return (double)(zz_rng_next(r) >> 11) * 0x1.0p-53; }
 
 int32_t zz_argmax(const float *x, int64_t n) {

@@ -147,13 +147,7 @@ static size_t zz_utf8_lossy(const char *s, size_t len, char *out) {
 
 /* ================================================================ hash tables */
 
-static uint64_t zz_hash_bytes(uint64_t h, const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001B3ull; /* FNV-1a */
-  return h;
-}
-#define ZZ_HASH_SEED 0xCBF29CE484222325ull
-
-uint64_t zz_tok_hash(const char *s, size_t n) { return zz_hash_bytes(ZZ_HASH_SEED, s, n); }
+uint64_t zz_tok_hash(const char *s, size_t n) { return zz_fnv1a(ZZ_FNV_BASIS, s, n); }
 
 /* Ids and id pairs are dense small integers; mix them so that linear probing does
  * not meet long runs. */
@@ -206,7 +200,7 @@ static uint64_t zz_pair_key(int32_t left, int32_t right) {
  * can be looked up without joining them. */
 static const zz_tok_entry *zz_tok_find2(const zz_tokenizer *tok, const char *a, size_t a_len,
                                         const char *b, size_t b_len) {
-  uint64_t h = zz_hash_bytes(zz_hash_bytes(ZZ_HASH_SEED, a, a_len), b, b_len);
+  uint64_t h = zz_fnv1a(zz_fnv1a(ZZ_FNV_BASIS, a, a_len), b, b_len);
   for (size_t i = (size_t)h & tok->text_mask; tok->by_text[i]; i = (i + 1) & tok->text_mask) {
     const zz_tok_entry *e = &tok->entries[tok->by_text[i] - 1];
     if (e->hash == h && e->text_len == a_len + b_len && memcmp(e->text, a, a_len) == 0 &&
@@ -287,7 +281,7 @@ zz_status zz_tok_vocab_add(zz_tokenizer *tok, const char *text, size_t len, int6
   memcpy(p, text, len);
   p[len] = '\0';
   e->text = p;
-  e->hash = zz_hash_bytes(ZZ_HASH_SEED, e->text, e->text_len);
+  e->hash = zz_fnv1a(ZZ_FNV_BASIS, e->text, e->text_len);
 
   zz_u64_slot *s = zz_u64_map_slot(&tok->by_id, (uint64_t)e->id);
   if (s->key != ZZ_U64_EMPTY)

@@ -648,6 +648,12 @@ void zz_rng_seed(zz_rng *r, uint64_t seed, uint64_t stream);
 uint64_t zz_rng_next(zz_rng *r);
 double zz_rng_uniform(zz_rng *r); /* [0, 1) */
 
+/* FNV-1a over n bytes, going on from h (ZZ_FNV_BASIS to start): the tree's one
+ * byte hash (tokenizer tables, the job record's prompt and config hashes, the
+ * resume id set, dummy weights' per-name streams). */
+#define ZZ_FNV_BASIS 0xCBF29CE484222325ull
+uint64_t zz_fnv1a(uint64_t h, const void *p, size_t n);
+
 /* Picks a token from logits[vocab]. scratch: 2 * vocab floats + vocab int32. */
 int32_t zz_sample(const float *logits, int64_t vocab, const zz_sampling *s, zz_rng *rng,
                   void *scratch);

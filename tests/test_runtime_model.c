@@ -15,10 +15,10 @@
 #include "zz_tests.h"
 
 /* the first, second, 65537th and last f32 of the counter test's weight (bit patterns) */
-#define ZZ_DUMMY_PIN0 0xbd09227au
-#define ZZ_DUMMY_PIN1 0x3c03994du
-#define ZZ_DUMMY_PIN2 0xbc0bb1c4u
-#define ZZ_DUMMY_PIN3 0xbd017babu
+#define ZZ_DUMMY_PIN0 0xbc09cbc9u
+#define ZZ_DUMMY_PIN1 0xbc5dc3b9u
+#define ZZ_DUMMY_PIN2 0x3c60d6b2u
+#define ZZ_DUMMY_PIN3 0x3c30f6a0u
 
 void zz_check_golden(const char *name, const char *policy) {
   zz_device *dev = NULL;

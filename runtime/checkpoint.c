@@ -16,6 +16,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "zz_runtime.h"
 
@@ -408,6 +411,21 @@ __attribute__((target("avx2"))) static void zz_dummy_fill_avx2(float *out, int m
                                                                float center, float scale) {
   zz_dummy_fill(out, m, c, stride, center, scale);
 }
+
+/* f16 weights (the common store dtype) in one pass: 64 values into registers and
+ * straight out as halves, instead of a second pass over a float buffer (that pass
+ * was 37% of OPT-6.7B's fill). The values are finite, so the F16C rounding equals
+ * zz_f32_to_f16's (kernels/cpu/dtype.c, tested bit-equal). m % 64 == 0. */
+__attribute__((target("avx2,f16c"))) static void zz_dummy_fill_f16_avx2(uint16_t *out, int m, uint32_t c,
+                                                                       uint32_t stride, float center, float scale) {
+  for (int k0 = 0; k0 < m; k0 += 64) {
+    float t[64];
+    zz_dummy_fill(t, 64, c + (uint32_t)k0 * stride, stride, center, scale);
+    for (int k = 0; k < 64; k += 8)
+      _mm_storeu_si128((__m128i *)(out + k0 + k),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(t + k), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+}
 #endif
 
 static void zz_dummy_task(void *arg, int64_t t) {
@@ -421,6 +439,13 @@ static void zz_dummy_task(void *arg, int64_t t) {
   float tmp[4096];
   for (int64_t i = i0; i < end; i += 4096) {
     int m = (int)(end - i < 4096 ? end - i : 4096);
+#if defined(__x86_64__)
+    if (j->dt == ZZ_DTYPE_F16 && fill == zz_dummy_fill_avx2 && m % 64 == 0) {
+      zz_dummy_fill_f16_avx2((uint16_t *)j->dst + i, m, (uint32_t)i * j->stride + key, j->stride, j->center,
+                             j->scale);
+      continue;
+    }
+#endif
     float *out = j->dt == ZZ_DTYPE_F32 ? (float *)(j->dst + (size_t)i * sizeof(float)) : tmp;
     fill(out, m, (uint32_t)i * j->stride + key, j->stride, j->center, j->scale);
     if (out == tmp) zz_convert(ZZ_DTYPE_F32, tmp, j->dt, j->dst + zz_dtype_nbytes(j->dt, i), m);

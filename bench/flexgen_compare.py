@@ -69,8 +69,13 @@ def run_zigzag(a):
            "--gpu-mem", a.gpu_mem, "--offload-dir", a.offload_dir, "--device", "cuda", "--json"]
     if a.cpu_cache_compute:
         cmd.append("--cpu-cache-compute")
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    j = json.loads(out.strip().splitlines()[-1])
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"flexgen_compare: zigzag bench failed (exit {run.returncode}): {' '.join(cmd)}\n{run.stderr}")
+    line = run.stdout.strip().splitlines()[-1]
+    # the whole record (lane busy fractions, peak bytes per tier) on stderr, for the log
+    print(f"zigzag bench --json: {line}", file=sys.stderr)
+    j = json.loads(line)
     return {"prefill": j["prefill_tok_s"], "decode": j["decode_tok_s"], "total": j["total_tok_s"]}
 
 
@@ -90,12 +95,14 @@ def main():
     a = p.parse_args()
     policy = f"gbs={a.gpu_batch_size} num_gb={a.num_gpu_batches} percent={'-'.join(map(str, a.percent))}" + \
              (" cpu_attn" if a.cpu_cache_compute else "")
-    with tempfile.TemporaryDirectory() as tmp:
-        fg = run_flexgen(a, os.path.join(tmp, "flexgen.log"))
+    # zigzag first: its figures are kept even when FlexGen then fails in this
+    # environment (it is an external package on whatever torch the machine has)
     zz = run_zigzag(a)
     print("system,model,policy,prefill_tok_s,decode_tok_s,total_tok_s")
-    for name, r in (("flexgen", fg), ("zigzag", zz)):
-        print(f"{name},{a.model},{policy},{r['prefill']:.3f},{r['decode']:.3f},{r['total']:.3f}")
+    print(f"zigzag,{a.model},{policy},{zz['prefill']:.3f},{zz['decode']:.3f},{zz['total']:.3f}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        fg = run_flexgen(a, os.path.join(tmp, "flexgen.log"))
+    print(f"flexgen,{a.model},{policy},{fg['prefill']:.3f},{fg['decode']:.3f},{fg['total']:.3f}")
     print(f"ratio,{a.model},{policy},{zz['prefill'] / fg['prefill']:.3f},{zz['decode'] / fg['decode']:.3f},"
           f"{zz['total'] / fg['total']:.3f}")
 

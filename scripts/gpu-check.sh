@@ -7,10 +7,12 @@
 #   1. unpacks gpu-kit/ into a prefix (no root, no network) and builds zigzag
 #      with CUDA (sm_75 for a T4, sm_90 for an H100/H200) against it alone;
 #   2. runs, each timed, in this order: the CUDA op tests, the golden test under
-#      its four policies, compute-sanitizer memcheck on the op test, 2 ranks
-#      sharing the GPU over --comm mpi against one process, the copy-lane bench
-#      against a plain pinned cudaMemcpyAsync, zigzag beside FlexGen (OPT-6.7B and
-#      OPT-30B shapes); then the CPU test suite if time is left;
+#      its four policies, 2 ranks sharing the GPU over --comm mpi against one
+#      process, the pipeline over --comm nccl, the copy-lane bench against a plain
+#      pinned cudaMemcpyAsync, zigzag beside FlexGen (OPT-6.7B), compute-sanitizer
+#      memcheck on the op test, where one OPT-30B decode step spends its time
+#      (nsys), zigzag beside FlexGen (OPT-30B); then the CPU test suite if time is
+#      left;
 #   3. skips a step that would overrun BUDGET_SECONDS (default 540: a device call
 #      is at most 600 s), and ends with a table: step, result, seconds, reason.
 #
@@ -21,7 +23,7 @@
 # Environment: ZZ_KIT_DIR (gpu-kit), ZZ_KIT_PREFIX_DIR (where the kit is unpacked,
 # /tmp/zz-kit-prefix), ZZ_BUILD_DIR (build-kit), ZZ_CUDA_ARCHS ("75;90"),
 # ZZ_CHECK_CTEST_ARGS (extra ctest arguments of the CPU tests, e.g. "-E pipe_tokens"),
-# ZZ_CHECK_NO_GPU=1 (behave as if there were no GPU), ZZ_CHECK_CUDA=0 (build
+# ZZ_CHECK_ONLY="step ..." (run only those steps), ZZ_CHECK_NO_GPU=1 (behave as if there were no GPU), ZZ_CHECK_CUDA=0 (build
 # without CUDA even where nvcc exists: a quicker check of the kit alone).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,15 +53,22 @@ record() { # NAME RESULT SECONDS REASON
 skip() { record "$1" skipped 0 "$2"; }
 
 # step NAME ESTIMATE_S CMD...: runs CMD (its output in $OUT/NAME.log) when the
-# budget holds ESTIMATE_S more seconds, under a timeout of what is left
+# budget holds ESTIMATE_S more seconds, under a timeout of what is left or three
+# times the estimate, whichever is less (a hung step must not eat the steps after
+# it). ZZ_CHECK_ONLY="name ..." runs only the steps named (a rerun after a fix).
 step() {
   local name=$1 est=$2 l rc t
   shift 2
+  if [ -n "${ZZ_CHECK_ONLY:-}" ] && [[ " $ZZ_CHECK_ONLY " != *" $name "* ]]; then
+    skip "$name" "not in ZZ_CHECK_ONLY"
+    return 0
+  fi
   l=$(left)
   if [ "$l" -lt "$est" ]; then
     skip "$name" "budget: needs about ${est}s, ${l}s left"
     return 0
   fi
+  [ "$l" -gt $((3 * est)) ] && l=$((3 * est))
   echo "gpu-check: $name: $*" >"$OUT/$name.log"
   t=$(date +%s)
   # a step may be one of this script's functions (exported below): bash runs it
@@ -194,24 +203,47 @@ flexgen() {
     --prompt-len 512 --gen-len 32 --gpu-mem 16G --offload-dir "${TMPDIR:-/tmp}" "$@" | tee "$OUT/flexgen_$model.csv"
 }
 
+# where one decode step of OPT-30B (the paper's policy) spends its time: the
+# engine's lane busy fractions (bench --json), and per CUDA kernel and API call
+# under nsys where it is installed
+decode_profile() {
+  local args=(bench --model opt-30b --dummy --device cuda --gpu-mem 16G --percent 20 80 0 100 100 0
+    --cpu-cache-compute --gpu-batch-size 8 --num-gpu-batches 4 --prompt-len 512 --gen-len 4
+    --offload-dir "${TMPDIR:-/tmp}")
+  local nsys
+  nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -n 1 || true)
+  if [ -n "$nsys" ]; then
+    "$nsys" profile -t cuda,osrt --stats=false -o "$OUT/decode_30b" --force-overwrite true "$ZZ" "${args[@]}" --json || return 1
+    "$nsys" stats -r cuda_gpu_kern_sum,cuda_api_sum,cuda_gpu_mem_time_sum,osrt_sum -f csv -o "$OUT/decode_30b" \
+      "$OUT/decode_30b.nsys-rep" >/dev/null 2>&1
+    rm -f "$OUT/decode_30b.nsys-rep" "$OUT/decode_30b.sqlite"
+    ls "$OUT"/decode_30b*
+  else
+    echo "nsys not found: the engine's lane busy fractions only"
+    "$ZZ" "${args[@]}" --json
+  fi
+}
+
 export ROOT OUT KIT BUILD ZZ
-export -f cpu_tests mpi2 copy_bench flexgen_env flexgen
+export -f cpu_tests mpi2 copy_bench flexgen_env flexgen decode_profile
 if [ -z "$gpu" ]; then
   step cpu_tests 60 cpu_tests
-  for s in cuda_ops golden memcheck mpi_2ranks copy_bench flexgen_6.7b flexgen_30b; do skip $s "$why_no_gpu"; done
+  for s in cuda_ops golden mpi_2ranks nccl copy_bench flexgen_6.7b memcheck decode_30b flexgen_30b; do skip $s "$why_no_gpu"; done
 else
-  step cuda_ops 60 ctest --test-dir "$BUILD" -R '^(cuda_ops|backend_ops)$' --output-on-failure
-  step golden 60 "$BUILD/tests/test_cuda_golden"
+  step cuda_ops 40 ctest --test-dir "$BUILD" -R '^(cuda_ops|backend_ops)$' --output-on-failure
+  step golden 40 "$BUILD/tests/test_cuda_golden"
+  step mpi_2ranks 30 mpi2
+  step nccl 40 ctest --test-dir "$BUILD" -R '^pipe_nccl$' --output-on-failure
+  step copy_bench 20 copy_bench
+  step flexgen_6.7b 120 flexgen opt-6.7b --percent 100 0 100 0 100 0 --gpu-batch-size 4 --num-gpu-batches 1
   san=$(command -v compute-sanitizer || ls "$(dirname "${nvcc:-/usr/local/cuda/bin/nvcc}")/compute-sanitizer" 2>/dev/null || true)
   if [ -n "$san" ]; then
-    step memcheck 90 "$san" --tool memcheck --error-exitcode 1 "$BUILD/tests/test_cuda_ops"
+    step memcheck 60 "$san" --tool memcheck --error-exitcode 1 "$BUILD/tests/test_cuda_ops"
   else
     skip memcheck "compute-sanitizer not on PATH"
   fi
-  step mpi_2ranks 40 mpi2
-  step copy_bench 30 copy_bench
-  step flexgen_6.7b 120 flexgen opt-6.7b --percent 100 0 100 0 100 0 --gpu-batch-size 4 --num-gpu-batches 1
-  step flexgen_30b 240 flexgen opt-30b --percent 20 80 0 100 100 0 --cpu-cache-compute --gpu-batch-size 8 \
+  step decode_30b 90 decode_profile
+  step flexgen_30b 300 flexgen opt-30b --percent 20 80 0 100 100 0 --cpu-cache-compute --gpu-batch-size 8 \
     --num-gpu-batches 4
   step cpu_tests 120 cpu_tests
 fi

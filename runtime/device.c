@@ -365,11 +365,13 @@ static zz_status zz_check_copy(zz_site s, zz_lane lane, const char *dev_arg, con
 
 zz_status zz_device_write(zz_device *dev, zz_lane lane, void *dst, const void *host_src, size_t bytes) {
   ZZ_CHECK(zz_check_copy((zz_site){dev, "write"}, lane, "dst", dst, "host_src", host_src, bytes));
+  __atomic_fetch_add(&dev->bytes_to_device, (uint64_t)bytes, __ATOMIC_RELAXED);
   return bytes ? dev->ops->write(dev, lane, dst, host_src, bytes) : ZZ_OK;
 }
 
 zz_status zz_device_read(zz_device *dev, zz_lane lane, void *host_dst, const void *src, size_t bytes) {
   ZZ_CHECK(zz_check_copy((zz_site){dev, "read"}, lane, "src", src, "host_dst", host_dst, bytes));
+  __atomic_fetch_add(&dev->bytes_from_device, (uint64_t)bytes, __ATOMIC_RELAXED);
   return bytes ? dev->ops->read(dev, lane, host_dst, src, bytes) : ZZ_OK;
 }
 
@@ -405,12 +407,14 @@ static zz_status zz_check_convert(zz_site s, zz_op op, zz_lane lane, const void 
 zz_status zz_device_upload(zz_device *dev, zz_lane lane, void *dst, const void *host_src, zz_dtype src_dt,
                            int64_t n) {
   ZZ_CHECK(zz_check_convert((zz_site){dev, "upload"}, ZZ_OP_UPLOAD, lane, dst, host_src, src_dt, n));
+  __atomic_fetch_add(&dev->bytes_to_device, (uint64_t)zz_dtype_nbytes(src_dt, n), __ATOMIC_RELAXED);
   return n ? dev->ops->upload(dev, lane, dst, host_src, src_dt, n) : ZZ_OK;
 }
 
 zz_status zz_device_download(zz_device *dev, zz_lane lane, void *host_dst, zz_dtype dst_dt, const void *src,
                              int64_t n) {
   ZZ_CHECK(zz_check_convert((zz_site){dev, "download"}, ZZ_OP_DOWNLOAD, lane, src, host_dst, dst_dt, n));
+  __atomic_fetch_add(&dev->bytes_from_device, (uint64_t)zz_dtype_nbytes(dst_dt, n), __ATOMIC_RELAXED);
   return n ? dev->ops->download(dev, lane, host_dst, dst_dt, src, n) : ZZ_OK;
 }
 

@@ -230,26 +230,35 @@ static void zz_cuda_free(zz_device *dev, void *ptr) {
   zz_cuda_unreserve(dev, bytes);
 }
 
+/* Host arenas must start on a disk block (ZZ_DISK_ALIGN: the disk tier's O_DIRECT
+ * transfers read into them), which cudaHostAlloc does not promise: on an H100 with
+ * CUDA 13 small requests came back on smaller boundaries. So one block more is
+ * asked, the arena starts at the first block boundary past a pointer's room, and
+ * the pointer cudaHostAlloc gave sits just below it for the free. */
 static zz_status zz_cuda_host_alloc(zz_device *dev, size_t bytes, void **out) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
   ZZ_CHECK(zz_cuda_enter(d));
   void *p = NULL;
   /* Portable: pinned for every CUDA context in the process, not only this one. */
-  cudaError_t e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
+  cudaError_t e = cudaHostAlloc(&p, bytes + ZZ_DISK_ALIGN, cudaHostAllocPortable);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     char a[32];
     return zz_error(ZZ_ERR_NO_MEMORY, "cuda device %d: pinned host memory: cudaHostAlloc(%s): %s",
                     d->ordinal, zz_format_bytes(bytes, a, sizeof a), cudaGetErrorString(e));
   }
-  *out = p;
+  char *start = (char *)zz_align_up((size_t)((uintptr_t)p + sizeof p), ZZ_DISK_ALIGN);
+  memcpy(start - sizeof p, &p, sizeof p);
+  *out = start;
   return ZZ_OK;
 }
 
 static void zz_cuda_host_free(zz_device *dev, void *ptr) {
   (void)dev;
   if (!ptr) return;
-  (void)cudaFreeHost(ptr);
+  void *p;
+  memcpy(&p, (char *)ptr - sizeof p, sizeof p);
+  (void)cudaFreeHost(p);
   (void)cudaGetLastError();
 }
 

@@ -376,4 +376,8 @@ void zz_engine_get_stats(const zz_engine *e, zz_engine_stats *out) {
   out->disk_read_bytes = e->disk.read_bytes;
   out->disk_write_bytes = e->disk.write_bytes;
   out->disk_read_s = (double)e->disk.read_ns * 1e-9;
+  out->attn_wait_s = e->attn_wait_s;
+  out->attn_cpu_s = e->attn_cpu_s;
+  out->bytes_to_device = __atomic_load_n(&e->dev->bytes_to_device, __ATOMIC_RELAXED);
+  out->bytes_from_device = __atomic_load_n(&e->dev->bytes_from_device, __ATOMIC_RELAXED);
 }

@@ -78,6 +78,7 @@ struct zz_engine {
   float *logits;                     /* host [gbs * num_gb, vocab] */
   zz_lanes *lanes;
   double compute_s, wall_s;
+  double attn_wait_s, attn_cpu_s; /* parts of compute_s: zz_engine_stats */
 };
 
 /* weights.c */

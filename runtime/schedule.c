@@ -152,10 +152,13 @@ static zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const vo
   zz_device *dev = e->dev;
   const zz_config *c = &e->m->cfg;
   int64_t nq = a->cnt * c->n_heads * c->head_dim, kvw = c->n_kv_heads * c->head_dim;
+  double t0 = zz_now();
   ZZ_CHECK(zz_device_download(dev, ZZ_LANE_COMPUTE, e->ca[0], ZZ_DTYPE_F32, q, nq));
   ZZ_CHECK(zz_device_download(dev, ZZ_LANE_COMPUTE, e->ca[1], ZZ_DTYPE_F32, k, a->cnt * kvw));
   ZZ_CHECK(zz_device_download(dev, ZZ_LANE_COMPUTE, e->ca[2], ZZ_DTYPE_F32, v, a->cnt * kvw));
   ZZ_CHECK(zz_device_sync(dev, ZZ_LANE_COMPUTE));
+  double t1 = zz_now();
+  e->attn_wait_s += t1 - t0;
   /* the cache keeps the device's dtype (f16 beside a GPU) or Q4, so the new rows
    * are narrowed or quantized as they are appended and widened as attention reads them */
   zz_dtype kv_dt = a->kv.dt;
@@ -177,6 +180,7 @@ static zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const vo
     return zz_error(ZZ_ERR_UNSUPPORTED, "CPU attention: head dim %lld is above %d", (long long)c->head_dim,
                     ZZ_ATTN_MAX_HEAD_DIM);
   zz_cpu_attention_ex(zz_device_attn_pool(dev), &args);
+  e->attn_cpu_s += zz_now() - t1;
   return zz_device_upload(dev, ZZ_LANE_COMPUTE, out, e->ca[3], ZZ_DTYPE_F32, nq);
 }
 

@@ -291,6 +291,9 @@ struct zz_device {
                          on its own (LM-Offload's thread control) */
   zz_device_ranges *ranges; /* live zz_device_alloc blocks (device.c) */
   bool bf16_weights; /* CPU device, --cpu-dtype bf16: 2-D weights in bf16 (zz_device_set_bf16_weights) */
+  /* host bytes moved by write/upload (to the device) and read/download (from it),
+   * every lane: the PCIe traffic of a GPU; added atomically (lanes are threads) */
+  uint64_t bytes_to_device, bytes_from_device;
 };
 
 /* Device creation and destruction (runtime/device.c). Thread counts <= 0 mean all
@@ -887,6 +890,11 @@ typedef struct zz_engine_stats {
   double wall_s;                /* wall time inside zz_generate */
   uint64_t disk_read_bytes, disk_write_bytes;
   double disk_read_s;           /* time inside disk reads */
+  /* of busy_s[compute], with CPU attention beside a host cache: waiting for the
+   * device's q, k, v (its queued kernels and their download), and the CPU's
+   * attention with its cache append */
+  double attn_wait_s, attn_cpu_s;
+  uint64_t bytes_to_device, bytes_from_device; /* the device's counters (struct zz_device) */
 } zz_engine_stats;
 void zz_engine_get_stats(const zz_engine *eng, zz_engine_stats *out);
 

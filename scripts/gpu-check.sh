@@ -224,8 +224,15 @@ decode_profile() {
   fi
 }
 
+# compute-sanitizer memcheck over both CUDA test programs: the op table (every op,
+# every shape, the refusals and copies) and the conversion and argmax tests
+memcheck() {
+  "$1" --tool memcheck --error-exitcode 1 "$BUILD/tests/test_cuda_ops" &&
+    "$1" --tool memcheck --error-exitcode 1 "$BUILD/tests/test_backend_ops"
+}
+
 export ROOT OUT KIT BUILD ZZ
-export -f cpu_tests mpi2 copy_bench flexgen_env flexgen decode_profile
+export -f cpu_tests mpi2 copy_bench flexgen_env flexgen decode_profile memcheck
 if [ -z "$gpu" ]; then
   step cpu_tests 60 cpu_tests
   for s in cuda_ops golden mpi_2ranks nccl copy_bench flexgen_6.7b memcheck decode_30b flexgen_30b; do skip $s "$why_no_gpu"; done
@@ -233,12 +240,12 @@ else
   step cuda_ops 40 ctest --test-dir "$BUILD" -R '^(cuda_ops|backend_ops)$' --output-on-failure
   step golden 40 "$BUILD/tests/test_cuda_golden"
   step mpi_2ranks 30 mpi2
-  step nccl 40 ctest --test-dir "$BUILD" -R '^pipe_nccl$' --output-on-failure
+  step nccl 40 ctest --test-dir "$BUILD" -R '^pipe_nccl$' -V
   step copy_bench 20 copy_bench
   step flexgen_6.7b 120 flexgen opt-6.7b --percent 100 0 100 0 100 0 --gpu-batch-size 4 --num-gpu-batches 1
   san=$(command -v compute-sanitizer || ls "$(dirname "${nvcc:-/usr/local/cuda/bin/nvcc}")/compute-sanitizer" 2>/dev/null || true)
   if [ -n "$san" ]; then
-    step memcheck 60 "$san" --tool memcheck --error-exitcode 1 "$BUILD/tests/test_cuda_ops"
+    step memcheck 90 memcheck "$san"
   else
     skip memcheck "compute-sanitizer not on PATH"
   fi

@@ -578,7 +578,7 @@ zz_status zz_opts_device_at(const zz_opts *o, int ordinal, zz_device **out) {
   else if (strcmp(o->device, "cuda") == 0)
     st = zz_device_create_cuda(ordinal, cap, o->attn_threads, out);
   else if (strcmp(o->device, "auto") == 0)
-    st = zz_device_create_best(cap, o->threads, o->attn_threads, out);
+    st = zz_device_create_best(ordinal, cap, o->threads, o->attn_threads, out);
   else
     return zz_error(ZZ_ERR_INVALID_ARG, "--device %s: want auto, cpu or cuda", o->device);
   if (st == ZZ_OK && (st = zz_device_set_weight_dtype(*out, wdt)) != ZZ_OK) {

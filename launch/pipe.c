@@ -178,13 +178,18 @@ static zz_status zz_pipe_open(zz_pipe *p) {
   return ZZ_OK;
 }
 
+/* This rank's GPU: its local rank on its node, round-robin over the GPUs there. */
+static int zz_pipe_gpu(void) {
+  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  return zz_device_cuda_ordinal_of(local ? atoi(local) : 0);
+}
+
 /* What each rank does before allocating: its device, its slice, and the plan of
  * that slice against its tiers. */
 static zz_status zz_pipe_plan(zz_pipe *p) {
   if (p->bench && p->o.gen_len < 2)
     return zz_error(ZZ_ERR_INVALID_ARG, "bench: --gen-len must be at least 2 (decode throughput needs a decode step)");
   if (p->kill_rank != 0 || p->fault_kind != 'k') p->job.kill_after = -1; /* the step hook fails instead */
-  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   ZZ_CHECK(zz_stage_comm_parse(p->o.comm ? p->o.comm : "mpi", &p->comm));
   const zz_model *m = &p->job.model;
   if (!(p->bounds = calloc((size_t)p->size + 1, sizeof *p->bounds))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
@@ -192,7 +197,7 @@ static zz_status zz_pipe_plan(zz_pipe *p) {
   bool planned = !p->o.layers && p->o.hw && !given;
   if (planned) /* the planner's split, each rank's policy and threads: before the device exists */
     ZZ_CHECK(zz_pipe_plan_hw(p));
-  ZZ_CHECK(zz_opts_device_at(&p->o, local ? atoi(local) : 0, &p->dev));
+  ZZ_CHECK(zz_opts_device_at(&p->o, strcmp(p->o.device, "cpu") == 0 ? 0 : zz_pipe_gpu(), &p->dev));
   ZZ_CHECK(zz_stage_comm_check(p->comm, p->dev));
   if (p->o.layers) ZZ_CHECK(zz_opts_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds));
   else if (p->o.hw && given) /* the planner's per-layer times on that machine, under the given policy */
@@ -347,8 +352,7 @@ int zz_cmd_pipe(const zz_opts *opts) {
   p->kill_after = p->o.fault_kill_after; /* the options table checked them */
   p->kill_rank = p->o.fault_kill_rank;
   p->fault_kind = p->o.fault_kind ? p->o.fault_kind[0] : 'k';
-  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  int gpu = strcmp(p->o.device, "cuda") == 0 ? (local ? atoi(local) : 0) : -1;
+  int gpu = strcmp(p->o.device, "cuda") == 0 ? zz_pipe_gpu() : -1;
   if (s == ZZ_OK) s = zz_binding_init(MPI_COMM_WORLD, gpu, &p->bind);
   p->bound = s == ZZ_OK;
   zz_stage_config cfg;

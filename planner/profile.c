@@ -384,7 +384,7 @@ zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
   zz_prof p = {.slice_s = budget / 24, .verbose = o->verbose};
   zz_hw hw;
   memset(&hw, 0, sizeof hw);
-  ZZ_CHECK(zz_device_create_best(0, o->threads, 0, &p.dev));
+  ZZ_CHECK(zz_device_create_best(0, 0, o->threads, 0, &p.dev));
   const char *dir = o->offload_dir ? o->offload_dir : getenv("TMPDIR");
   if (!dir || !*dir) dir = "/tmp";
   char host[64] = "";

@@ -142,9 +142,9 @@ zz_status zz_device_create_cuda(int ordinal, size_t capacity, int attn_threads, 
   return zz_device_finish(dev, zz_device_cuda_open(dev, ordinal, capacity), out);
 }
 
-zz_status zz_device_create_best(size_t capacity, int threads, int attn_threads, zz_device **out) {
+zz_status zz_device_create_best(int ordinal, size_t capacity, int threads, int attn_threads, zz_device **out) {
   static int said;
-  zz_status st = zz_device_create_cuda(0, capacity, attn_threads, out);
+  zz_status st = zz_device_create_cuda(ordinal, capacity, attn_threads, out);
   if (st == ZZ_OK || st == ZZ_ERR_INVALID_ARG) return st; /* a bad thread count stays an error */
   /* UNSUPPORTED: no GPU, no driver, or no CUDA in this build; a machine without a
    * GPU is the ordinary case of auto, not a failure to explain (the CUDA runtime's

@@ -670,6 +670,15 @@ static zz_status zz_cuda_setup(zz_device *dev, size_t capacity) {
   return ZZ_OK;
 }
 
+int zz_device_cuda_ordinal_of(int local_rank) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    count = 0;
+  }
+  return count > 0 && local_rank > 0 ? local_rank % count : 0;
+}
+
 zz_status zz_device_cuda_open(zz_device *dev, int ordinal, size_t capacity) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
@@ -716,6 +725,11 @@ zz_status zz_device_cuda_open(zz_device *dev, int ordinal, size_t capacity) {
 }
 
 #else /* !ZZ_HAVE_CUDA */
+
+int zz_device_cuda_ordinal_of(int local_rank) {
+  (void)local_rank;
+  return 0;
+}
 
 zz_status zz_device_cuda_open(zz_device *dev, int ordinal, size_t capacity) {
   (void)dev, (void)ordinal, (void)capacity;

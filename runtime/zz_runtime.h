@@ -307,9 +307,13 @@ zz_status zz_device_create_cpu(size_t capacity, int threads, int attn_threads, z
  * visible); its kernels run on the GPU, `attn_threads` CPU threads attend beside a
  * cache on the host. */
 zz_status zz_device_create_cuda(int ordinal, size_t capacity, int attn_threads, zz_device **out);
-/* CUDA when a GPU is present, else the CPU device (saying so once on stderr);
- * `threads` is used by the CPU device only. */
-zz_status zz_device_create_best(size_t capacity, int threads, int attn_threads, zz_device **out);
+/* The GPU a process of a node computes on: its local rank over the GPUs visible,
+ * round-robin, so ranks beyond the GPU count share them (--comm mpi; NCCL refuses
+ * two ranks on one GPU on its own). 0 without CUDA or a GPU. */
+int zz_device_cuda_ordinal_of(int local_rank);
+/* CUDA on GPU `ordinal` when a GPU is present, else the CPU device (saying so
+ * once on stderr); `threads` is used by the CPU device only. */
+zz_status zz_device_create_best(int ordinal, size_t capacity, int threads, int attn_threads, zz_device **out);
 /* Gives back what the device still holds, joins its threads. Accepts NULL. */
 void zz_device_destroy(zz_device *dev);
 /* --cpu-dtype: the dtype weight matrices (2-D weights) are held in on the CPU

@@ -87,5 +87,9 @@ zz_kit_env() {
   # Open MPI finds its help files, wrapper data and components from OPAL_PREFIX
   export OPAL_PREFIX=$prefix/usr
   export OPAL_LIBDIR=$lib/openmpi/lib
+  # PMIx looks for its plugins at the path it was built with (/usr/lib/...); an image
+  # with another PMIx there (the H100 machine's) made it load a foreign plugin and
+  # print a page of warnings on every mpirun, which broke the tests reading stderr
+  export PMIX_MCA_mca_base_component_path=$lib/pmix2/lib/pmix
   export ZZ_KIT_LIBPATH=$lib:$lib/openmpi/lib:$lib/openblas-pthread:$lib/pmix2/lib:$lib/libfabric:$lib/ucx
 }

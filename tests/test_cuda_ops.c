@@ -105,15 +105,23 @@ static void *zz_t_dev(size_t bytes) {
 
 static void *zz_t_dev_copy(const void *host, size_t bytes) {
   void *p = zz_t_dev(bytes);
-  ZZ_T_CUDA(cudaMemcpy(p, host, bytes, cudaMemcpyHostToDevice));
+  ZZ_T_CUDA(cudaMemcpyAsync(p, host, bytes, cudaMemcpyHostToDevice, g_stream));
+  ZZ_T_CUDA(cudaStreamSynchronize(g_stream));
   return p;
 }
 
-/* All-ones bytes: NaN as f16, bf16 and f32 alike. */
-static void zz_t_poison(void *dev, size_t bytes) { ZZ_T_CUDA(cudaMemset(dev, 0xff, bytes)); }
+/* All-ones bytes: NaN as f16, bf16 and f32 alike. On the kernels' own stream and
+ * waited for: g_stream does not wait for the legacy stream that a plain cudaMemset
+ * uses, so on an H100 under load the poison landed after the kernel (every
+ * convert case "failed" with NaN outputs when ctest ran eight tests at once). */
+static void zz_t_poison(void *dev, size_t bytes) {
+  ZZ_T_CUDA(cudaMemsetAsync(dev, 0xff, bytes, g_stream));
+  ZZ_T_CUDA(cudaStreamSynchronize(g_stream));
+}
 
 static void zz_t_fetch(void *host, const void *dev, size_t bytes) {
-  ZZ_T_CUDA(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost));
+  ZZ_T_CUDA(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, g_stream));
+  ZZ_T_CUDA(cudaStreamSynchronize(g_stream));
 }
 
 /* A kernel's return code, then whatever its execution reports. */

@@ -8,6 +8,7 @@
 #                        write its pid to $work/pids/rankR.pid (alive lists those running)
 # Expects MPIEXEC; sets cluster, work, fail, mpipid (a background launch the exit trap
 # ends); defines bad.
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/calc.sh"
 cluster="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/netns_cluster.sh"
 # leak checking off for the ranks under AddressSanitizer: see test_stage_mpi.sh
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
@@ -28,7 +29,7 @@ netns_setup() {
   trap netns_cleanup EXIT
   trap 'exit 1' INT TERM
   if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root for network namespaces"; exit 77; fi
-  for t in ip unshare bc; do
+  for t in ip unshare; do
     command -v "$t" >/dev/null || { echo "SKIP: $t not found"; exit 77; }
   done
   if ! "$cluster" up 3 >"$work/up.log" 2>&1; then
@@ -85,10 +86,10 @@ netns_cut_h1() {
   t_cut=$(date +%s.%N)
   for ((i = 0; i < 300; i++)); do [ -z "$(alive)" ] && break; sleep 0.05; done
   t_end=$(date +%s.%N)
-  took=$(echo "$t_end - $t_cut" | bc)
+  took=$(calc "$t_end - $t_cut")
   left=$(alive)
   echo "cut: every rank gone $took s after h1's link went down${left:+ (still running:$left)}"
-  { [ -z "$left" ] && [ "$(echo "$took < 10" | bc)" = 1 ]; } || bad "cut: ranks still running after $took s:$left"
+  { [ -z "$left" ] && [ "$(calc "$took < 10")" = 1 ]; } || bad "cut: ranks still running after $took s:$left"
   # nothing of the job may stay: mpirun (ended by rank 0, which lost a host; it would
   # wait for h1's unreachable daemon until TCP gives up) and every orted (h1's ended by
   # rank 1, cut off from every peer; the others by mpirun)
@@ -96,10 +97,10 @@ netns_cut_h1() {
   while :; do
     stay=$(netns_left)
     [ -z "$stay" ] && ! kill -0 "$mpipid" 2>/dev/null && break
-    [ "$(echo "$(date +%s.%N) - $t_cut > 10" | bc)" = 1 ] && break
+    [ "$(calc "$(date +%s.%N) - $t_cut > 10")" = 1 ] && break
     sleep 0.05
   done
-  took=$(echo "$(date +%s.%N) - $t_cut" | bc)
+  took=$(calc "$(date +%s.%N) - $t_cut")
   if kill -0 "$mpipid" 2>/dev/null; then
     bad "cut: mpirun still up $took s after the cut"
     kill -TERM "$mpipid" 2>/dev/null

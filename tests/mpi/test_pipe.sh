@@ -37,6 +37,7 @@
 #            SIGSTOPped in block 2 under NCCL: rank 0 names it, all gone within 10 s
 # Each zigzag is wrapped in timeout; ranks write their pid so the fault checks can
 # see that none outlives the job.
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/calc.sh"
 set -u
 ZZ=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 MPIEXEC=$2
@@ -86,7 +87,7 @@ mpi() {
   timeout -k 5 60 "$MPIEXEC" "${FLAGS[@]}" -np "$np" \
     sh -c 'echo $$ >pids/rank$OMPI_COMM_WORLD_RANK.pid; exec "$@"' zz "$ZZ" "$@" </dev/null >outp 2>err
   rc=$?
-  secs=$(echo "$(date +%s.%N) - $t0" | bc)
+  secs=$(calc "$(date +%s.%N) - $t0")
 }
 # every rank that wrote a pid has ended (a zombie counts once its last thread has
 # ended: until then the other threads still hold its files, the --out lock among them)
@@ -99,13 +100,13 @@ none_alive() {
   done
   return 0
 }
-within() { [ "$(echo "$secs < $1" | bc)" = 1 ]; }
+within() { [ "$(calc "$secs < $1")" = 1 ]; }
 # all_gone LIMIT: true when every rank has ended by LIMIT seconds after the job started;
 # sets secs to when that was seen. mpirun may return while the ranks it is killing are
 # still exiting, so this waits for them instead of sampling /proc once.
 all_gone() {
   while :; do
-    secs=$(echo "$(date +%s.%N) - $t0" | bc)
+    secs=$(calc "$(date +%s.%N) - $t0")
     none_alive && return 0
     within "$1" || return 1
     sleep 0.1
@@ -219,7 +220,7 @@ init-stop)
   tp=$!
   while [ ! -s pids/rank2.pid ] && kill -0 "$tp" 2>/dev/null; do sleep 0.005; done
   kill -STOP "$(cat pids/rank2.pid)"
-  stopped=$(echo "$(date +%s.%N) - $t0" | bc)
+  stopped=$(calc "$(date +%s.%N) - $t0")
   wait "$tp"; rc=$?
   all_gone 10 || bad "init-stop: some rank still running after ${secs}s"
   grep "^zigzag: rank [0-9] (host [^)]*): [^b]" err | sed 's/^/#   /'
@@ -240,7 +241,7 @@ refuse)
     : -np 1 env ZZ_GPU_MEM=64K sh -c "$run_rank" zz "$ZZ" "${args[@]}" \
     : -np 1 sh -c "$run_rank" zz "$ZZ" "${args[@]}" </dev/null >outp 2>err
   rc=$?
-  secs=$(echo "$(date +%s.%N) - $t0" | bc)
+  secs=$(calc "$(date +%s.%N) - $t0")
   named=$(grep -c "reported: layers .* does not fit the gpu tier" err)
   if [ "$rc" != 0 ] && all_gone 10 && grep -q "^zigzag: rank 1 (host [^)]*): layers .* does not fit" err &&
      [ "$named" = 2 ] && grep -q "rank 0 (host [^)]*): stopping: rank 1" err && cmp -s keep.jsonl keep.orig; then

@@ -16,6 +16,7 @@
 #   slow            rank 2 spends 5 s in one step with a 2.5 s peer timeout (margin for a loaded machine): not lost, tokens ok
 # The liveness bound is generous on purpose (10 s after the fault with a 2 s peer
 # timeout); it is not a speed claim.
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/calc.sh"
 set -u
 MOCK=$1
 MPIEXEC=$2
@@ -84,9 +85,9 @@ check_fault() {
   local ft since
   ft=$(grep -o 'fault [a-z-]* at step [0-9]*, time [0-9.]*' <<<"$out" | awk '{print $NF}')
   [ -n "$ft" ] || { bad "$name: the fault was never injected"; echo "$out"; return; }
-  since=$(echo "$end - $ft" | bc)
+  since=$(calc "$end - $ft")
   echo "$name: mpirun rc $rc, every other rank ended $since s after the fault"
-  [ "$(echo "$since < 10" | bc)" = 1 ] || bad "$name: took $since s after the fault (bound 10 s)"
+  [ "$(calc "$since < 10")" = 1 ] || bad "$name: took $since s after the fault (bound 10 s)"
   local r
   for ((r = 0; r < np; r++)); do
     [ "$r" = 2 ] && continue
@@ -183,7 +184,7 @@ launcher-kill)
   kill -KILL "$(pgrep -P "$tp")"
   t_kill=$(date +%s.%N)
   for ((i = 0; i < 200; i++)); do [ -z "$(alive_ranks)" ] && break; sleep 0.05; done
-  took=$(echo "$(date +%s.%N) - $t_kill" | bc)
+  took=$(calc "$(date +%s.%N) - $t_kill")
   wait "$tp"
   left=$(alive_ranks)
   echo "launcher-kill: every rank gone $took s after mpirun was killed${left:+ (still running:$left)}"

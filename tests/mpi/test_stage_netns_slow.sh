@@ -20,7 +20,7 @@ t0=$(date +%s.%N)
 netns_launch 2 "$MOCK" --no-bind --piddir "$work/pids" --groups 2 --seqs 2 --blocks 1 \
   --max-new 2 --hidden 8192 --peer-timeout 1 >"$work/run.log" 2>&1
 rc=$?
-took=$(echo "$(date +%s.%N) - $t0" | bc)
+took=$(calc "$(date +%s.%N) - $t0")
 echo "slow link: 2 ranks over 256 kbit/s, peer timeout 1 s: rc $rc after $took s"
 rank_out 0 | grep '^mock: tokens' || bad "slow link: tokens not equal (rc $rc)"
 if rank_out 0 | grep -q '^zigzag: ' || rank_out 1 | grep -q '^zigzag: '; then
@@ -28,7 +28,7 @@ if rank_out 0 | grep -q '^zigzag: ' || rank_out 1 | grep -q '^zigzag: '; then
   rank_out 0 | grep '^zigzag: '; rank_out 1 | grep '^zigzag: '
 fi
 # the link must really have been slower than the peer timeout, or this proves nothing
-[ "$(echo "$took > 3" | bc)" = 1 ] || bad "slow link: the run took only $took s: the shaping did not bite"
+[ "$(calc "$took > 3")" = 1 ] || bad "slow link: the run took only $took s: the shaping did not bite"
 [ "$fail" = 0 ] || { cat "$work/run.log"; rank_out 0; rank_out 1; }
 [ "$fail" = 0 ] && echo "PASS: slow link"
 exit "$fail"

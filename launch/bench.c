@@ -79,6 +79,7 @@ int zz_cmd_bench(const zz_opts *o) {
   bool have_pred = false;
   if (o->hw) {
     ZZ_CHECK_GOTO(zz_opts_plan_policy(o, &model, &shape, &planned, pline, sizeof pline, &pred), st, fail);
+    zz_run_bind(&pred.bind); /* before the device starts its threads */
     have_pred = true;
   }
   o = &planned;

@@ -149,6 +149,9 @@ static const zz_opt_def zz_opt_table[] = {
     {NULL, "ZZ_FAULT_KIND", ZZ_OPT_CHOICE, ZZ_O(fault_kind), "kill",
      "testing, mpirun: how rank R fails in block N: kill (SIGKILL), stop (SIGSTOP) or error", false, 0, 0, false,
      ZZ_PIPE, "kill stop error"},
+    {NULL, "ZZ_PLAN_TRACE", ZZ_OPT_INT, ZZ_O(plan_trace), "0",
+     "testing, mpirun: 1 = each rank says how many policy searches it ran (rank 0 plans, the others get its plan)",
+     false, 0, 1, false, ZZ_PIPE, NULL},
 };
 #undef G
 #undef B

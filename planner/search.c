@@ -608,7 +608,17 @@ const int zz_plan_num_gb_default[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
 const int zz_plan_n_gbs_default = sizeof zz_plan_gbs_default / sizeof *zz_plan_gbs_default;
 const int zz_plan_n_num_gb_default = sizeof zz_plan_num_gb_default / sizeof *zz_plan_num_gb_default;
 
+/* Searches this process ran (zz_planner_searches): one per zz_plan_search or
+ * zz_pipe_plan_search called from outside (a pipeline search's inner
+ * per-rank searches are its own). */
+static int zz_searches;
+
+int zz_planner_searches(void) { return zz_searches; }
+
+void zz_planner_count_search(void) { zz_searches++; }
+
 zz_status zz_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, zz_plan *out) {
+  zz_planner_count_search();
   double t0 = zz_now();
   const int *gl = o->gbs_list ? o->gbs_list : zz_plan_gbs_default;
   int ng = o->gbs_list ? o->n_gbs : zz_plan_n_gbs_default;

@@ -256,36 +256,6 @@ zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_sta
  * the longest prompt of the job). Bounded like zz_stage_agree. */
 zz_status zz_stage_bcast(zz_stage *st, void *buf, int bytes, int root);
 
-/* ================================================================ the layer split */
-
-/*
- * Cost of layer `l` of the model's layer list for one block of bls = gbs x num_gb
- * sequences generating shape->gen_len tokens after shape->prompt_len: the predicted
- * seconds it adds to its stage. The one rule the default split uses without a
- * hardware file (with `--hw FILE`, launch/pipe.c feeds the planner's per-layer
- * times, zz_plan_layer_costs, to the same split instead):
- *   flops = 2 * weight elements * bls * positions it runs on
- *           (s + n - 1 for the input embedding's adds, attention and MLP; n for the
- *           output embedding, which projects only the last position), plus for
- *           attention 4 * bls * hidden * (s^2 / 2 + sum over decode steps of the keys)
- *   load  = n * (1 - w_gpu%) * weight bytes in `dt`, weight matrices in bf16 when
- *           bf16 (--cpu-dtype bf16; sizes.c's zz_layer_weight_layout_b) (the share
- *           of the weights kept off the device is loaded again at every token step)
- *   cost  = max(load / ZZ_SPLIT_LINK_BW, flops / ZZ_SPLIT_FLOPS) with overlap, their
- *           sum without.
- */
-#define ZZ_SPLIT_LINK_BW 12e9 /* bytes/s host -> device (PCIe 3 x16 as measured by FlexGen) */
-#define ZZ_SPLIT_FLOPS 20e12  /* flop/s a device sustains on these layers */
-double zz_stage_layer_cost(const zz_model *m, int l, const zz_policy *pol, const zz_shape *shape, zz_dtype dt,
-                           bool bf16);
-/* The default split of the layer list over nranks stages: contiguous, every stage
- * at least one layer, minimising the largest stage's summed zz_stage_layer_cost
- * (exact, by dynamic programming: zz_split_costs in planner/pipe.c). bounds_out[nranks + 1]: stage r runs layers
- * [bounds_out[r], bounds_out[r + 1]); bounds_out[0] = 0 (rank 0 embeds) and
- * bounds_out[nranks] = m->n_layers (the last rank holds the LM head). */
-zz_status zz_stage_split_layers(const zz_model *m, const zz_policy *pol, const zz_shape *shape, zz_dtype dt,
-                                bool bf16, int nranks, int *bounds_out);
-
 /* ================================================================ the engine adapter */
 
 /*

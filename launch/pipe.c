@@ -165,7 +165,7 @@ static zz_status zz_pipe_take_plan(zz_pipe *p) {
 static zz_status zz_pipe_comm(zz_pipe *p) {
   if (p->comm == ZZ_STAGE_COMM_MPI) return ZZ_OK;
   int64_t bls = (int64_t)p->job.pol.gpu_batch_size * p->job.pol.num_gpu_batches;
-  size_t max_hidden = zz_hidden_bytes(p->job.model.cfg.hidden, p->dev->ops->compute_dtype, bls, p->job.shape.prompt_len);
+  size_t max_hidden = zz_hidden_bytes(p->job.model.cfg.hidden, zz_device_describe(p->dev)->compute_dtype, bls, p->job.shape.prompt_len);
   return zz_stage_use_comm(p->st, p->comm, p->dev, max_hidden);
 }
 
@@ -191,8 +191,8 @@ static zz_status zz_pipe_device(zz_pipe *p) {
   if (p->o.layers) return zz_opts_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds);
   if (p->planned || p->rank != 0) return ZZ_OK;
   zz_hw nominal;
-  if (!p->o.hw) zz_hw_nominal(p->dev->ops->name, &nominal);
-  return zz_plan_split(m, p->o.hw ? &p->hw : &nominal, &p->job.shape, &p->job.pol, p->dev->bf16_weights, p->size,
+  if (!p->o.hw) zz_hw_nominal(zz_device_describe(p->dev)->name, &nominal);
+  return zz_plan_split(m, p->o.hw ? &p->hw : &nominal, &p->job.shape, &p->job.pol, zz_device_describe(p->dev)->bf16_weights, p->size,
                        p->bounds);
 }
 
@@ -202,7 +202,7 @@ static zz_status zz_pipe_check(zz_pipe *p) {
   zz_engine_opts eo;
   ZZ_CHECK(zz_opts_engine_opts(&p->o, &p->job.shape, p->bounds[p->rank], p->bounds[p->rank + 1], p->groups, &eo));
   zz_memplan plan;
-  zz_status s = zz_engine_plan_check(p->dev, m, &eo, &plan);
+  zz_status s = zz_engine_plan_check(zz_device_describe(p->dev), m, &eo, &plan);
   if (s != ZZ_OK)
     return zz_error(s, "layers [%d, %d) of %d, %d groups: %s", eo.layer_begin, eo.layer_end, m->n_layers, p->groups,
                     zz_error_message());
@@ -288,7 +288,7 @@ static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
              "\"gen_len\": %d, \"batch\": %lld, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, "
              "\"total_tok_s\": %.3f, \"prefill_s\": %.4f, \"decode_s\": %.4f, \"policy\": \"%s\", \"predicted\": %.3f, "
              "\"stages\": [",
-             p->job.cfg.name, p->dev->ops->name, p->size, p->groups, o->prompt_len, o->gen_len, (long long)b, rate[0],
+             p->job.cfg.name, zz_device_describe(p->dev)->name, p->size, p->groups, o->prompt_len, o->gen_len, (long long)b, rate[0],
              rate[1], rate[2], p->bres.prefill_s, p->bres.decode_s, pbuf, p->predicted);
       for (int r = 0; r < p->size; r++)
         printf("%s{\"rank\": %d, \"layers\": [%d, %d], \"busy_s\": %.4f, \"bubble_s\": %.4f, \"total_s\": %.4f, "
@@ -299,7 +299,7 @@ static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
       printf("], \"warmup\": \"excluded\"}\n");
     } else {
       printf("zigzag bench: %s on %s, %d ranks, %d groups, %lld prompts x %d tokens, %d new tokens each "
-             "(warm-up excluded)\n", p->job.cfg.name, p->dev->ops->name, p->size, p->groups, (long long)b,
+             "(warm-up excluded)\n", p->job.cfg.name, zz_device_describe(p->dev)->name, p->size, p->groups, (long long)b,
              o->prompt_len, o->gen_len);
       printf("  policy     %s (%s)\n", pbuf, p->predicted > 0 ? "rank 0's; each rank's planned for its slice" : "per rank");
       printf("  prefill    %10.1f tok/s  (%.3f s)\n", rate[0], p->bres.prefill_s);

@@ -79,8 +79,19 @@ bool zz_hw_has_q4(const zz_hw *hw) {
          hw->quant_bw > 0;
 }
 
+void zz_hw_device_desc(const zz_hw *hw, size_t capacity, bool bf16_weights, zz_device_desc *out) {
+  zz_device_desc_init(strcmp(hw->device, "cpu") == 0 ? ZZ_DEVICE_CPU : ZZ_DEVICE_CUDA, capacity, out);
+  out->bf16_weights = bf16_weights;
+  out->host_memory = hw->cpu_mem; /* the file's machine: a CPU device's memory and the cpu tier share its RAM */
+  /* 4-bit weights and caches where the file has their rates (zigzag profile
+   * writes them only for a device with those ops): without, none is priced */
+  if (!zz_hw_has_q4(hw)) zz_device_desc_drop_q4(out);
+}
+
 zz_dtype zz_hw_compute_dtype(const zz_hw *hw) {
-  return strcmp(hw->device, "cpu") == 0 ? ZZ_DTYPE_F32 : ZZ_DTYPE_F16;
+  zz_device_desc d;
+  zz_hw_device_desc(hw, 0, false, &d);
+  return d.compute_dtype;
 }
 
 /* ---------------------------------------------------------------- checks */

@@ -176,6 +176,10 @@ typedef struct zz_cost_in {
   bool bf16_weights;                    /* --cpu-dtype bf16: 2-D weights in bf16 (sizes.c), gemm_bf16 rates */
 } zz_cost_in;
 
+/* hw's device as the engine's plans see it (zz_plan_check): its kind's
+ * description with capacity bytes, bf16 weights (--cpu-dtype bf16), and 4-bit ops
+ * only where the file prices them. Nothing is opened. */
+void zz_hw_device_desc(const zz_hw *hw, size_t capacity, bool bf16_weights, zz_device_desc *out);
 /* The compute dtype of hw's device and the dtype weights are stored in off it. */
 zz_dtype zz_hw_compute_dtype(const zz_hw *hw);
 

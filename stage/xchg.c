@@ -34,9 +34,9 @@ zz_status zz_stage_comm_check(zz_stage_comm comm, const zz_device *dev) {
   return zz_error(ZZ_ERR_UNSUPPORTED, "--comm nccl: this zigzag was built without NCCL (nccl.h and libnccl were "
                   "not found at configure time, or CUDA was off); use --comm mpi");
 #else
-  if (!dev || dev->ops->memory_is_host || !dev->ops->identity)
+  if (!dev || zz_device_describe(dev)->kind != ZZ_DEVICE_CUDA) /* a GPU, with an identity to compare */
     return zz_error(ZZ_ERR_UNSUPPORTED, "--comm nccl: this rank computes on the %s device; NCCL moves GPU memory "
-                    "(use --device cuda with one GPU per rank, or --comm mpi)", dev ? dev->ops->name : "no");
+                    "(use --device cuda with one GPU per rank, or --comm mpi)", dev ? zz_device_describe(dev)->name : "no");
   return ZZ_OK;
 #endif
 }

@@ -226,7 +226,7 @@ zz_status zz_stage_comm_check(zz_stage_comm comm, const zz_device *dev);
  *   CUDA, so the engine's copies to and from the GPU are DMA and MPI reads them in
  *   place), or malloc when dev is NULL; grown as blocks need.
  *   NCCL: through buffers of max_hidden_bytes each in dev's memory (the largest
- *   hidden state a step hands over; dev->reserved grows by what they take, so
+ *   hidden state a step hands over; the device's reserved bytes grow by what they take, so
  *   memory plans made afterwards leave room for them); every rank's GPU is compared
  *   first (two ranks on one GPU: refused on every rank), then the communicator is
  *   bootstrapped over the stage's communicator, bounded by a deadline.

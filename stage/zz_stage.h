@@ -49,6 +49,14 @@
 extern "C" {
 #endif
 
+/* ================================================================ MPI errors */
+
+/* An MPI return code on the status trail: ZZ_OK for MPI_SUCCESS, else
+ * ZZ_ERR_MPI with the message "<what, printf-formatted>: <MPI's error string>".
+ * Every MPI error of stage/ is reported through it (ZZ_MPI_CHECK). */
+zz_status zz_mpi_status(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define ZZ_MPI_CHECK(call, ...) ZZ_CHECK(zz_mpi_status((call), __VA_ARGS__))
+
 /* ================================================================ binding */
 
 /* Where hwloc bound this rank. */

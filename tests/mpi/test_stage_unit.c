@@ -81,6 +81,25 @@ static void test_block_message(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "more than a block message carries"));
 }
 
+/* An MPI return code on the status trail (ZZ_MPI_CHECK): success passes, an
+ * error names what failed and MPI's own reason. */
+static zz_status zz_mpi_check_twice(int rc) {
+  ZZ_MPI_CHECK(rc, "test: %s %d", "step", 7);
+  return ZZ_OK;
+}
+
+static void test_mpi_status(void) {
+  CU_ASSERT_EQUAL(zz_mpi_status(MPI_SUCCESS, "nothing"), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_mpi_check_twice(MPI_SUCCESS), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_mpi_check_twice(MPI_ERR_TRUNCATE), ZZ_ERR_MPI);
+  char want[MPI_MAX_ERROR_STRING + 32], reason[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(MPI_ERR_TRUNCATE, reason, &len);
+  snprintf(want, sizeof want, "test: step 7: %s", reason);
+  CU_ASSERT_STRING_EQUAL(zz_error_message(), want);
+  zz_error_clear();
+}
+
 /* --comm: the names, and the refusal NCCL gets on the CPU device (or without NCCL). */
 static void test_comm_choice(void) {
   zz_stage_comm c = ZZ_STAGE_COMM_COUNT;
@@ -173,6 +192,7 @@ int main(void) {
   CU_add_test(s, "tag limits", test_tag_limits);
   CU_add_test(s, "block message", test_block_message);
   CU_add_test(s, "--comm names and refusals", test_comm_choice);
+  CU_add_test(s, "MPI errors on the status trail", test_mpi_status);
   CU_add_test(s, "two ranks on one GPU refused", test_same_gpu);
   if (level >= MPI_THREAD_MULTIPLE) CU_add_test(s, "the MPI exchange through the interface", test_xchg_mpi);
   CU_basic_set_mode(CU_BRM_VERBOSE);

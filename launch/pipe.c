@@ -12,9 +12,10 @@
  * all); otherwise the split rule for the given policy (zz_plan_split, on the
  * file's machine or without --hw the nominal one) unless --layers gives the cuts.
  * Each rank applies its part: its binding (first: the thread rule splits the cores
- * it was bound to), its policy and threads, its slice. Rank 0 alone reads --prompts, writes --out (one block of T x gbs x
- * num_gb prompts at a time, committed as one process commits, so --resume works
- * with any m) and prints progress; the last rank samples.
+ * it was bound to), its policy and threads, its slice. Rank 0 alone reads
+ * --prompts, writes --out (one block of T x gbs x num_gb prompts at a time,
+ * committed as one process commits, so --resume works with any m) and prints
+ * progress; the last rank samples.
  */
 #include <mpi.h>
 #include <signal.h>
@@ -99,9 +100,11 @@ static zz_status zz_pipe_step_hook(void *ctx, int64_t block, int step, int group
   return zz_check_stop();
 }
 
-/* --hw with no policy given and no --layers: every rank reads and checks the file
- * (it must describe the machine the rank runs on) and rank 0 alone plans the
- * pipeline, as `zigzag plan --ranks m --hw FILE` does, for every rank. */
+/* The first agreed step: the options every rank checks, then the plan. With --hw,
+ * no policy given and no --layers, every rank reads and checks the file (it must
+ * describe the machine the rank runs on) and rank 0 alone plans the pipeline, as
+ * `zigzag plan --ranks m --hw FILE` does, for every rank; with --hw and a policy,
+ * rank 0 reads the file for its split (zz_pipe_device). */
 static zz_status zz_pipe_plan_root(zz_pipe *p) {
   if (p->bench && p->o.gen_len < 2)
     return zz_error(ZZ_ERR_INVALID_ARG, "bench: --gen-len must be at least 2 (decode throughput needs a decode step)");
@@ -128,8 +131,7 @@ static zz_status zz_pipe_take_plan(zz_pipe *p) {
   p->predicted = pp->total_tps;
   ZZ_CHECK(zz_opts_policy(&p->o, &p->job.pol));
   zz_threads th = zz_plan_threads(&p->hw, p->bound ? p->bind.ncores : 0);
-  zz_opts given = p->o;
-  if (zz_opts_take_threads(&p->o, &given, &th))
+  if (zz_opts_take_threads(&p->o, &p->o, &th))
     fprintf(stderr, "zigzag: rank %d: threads from the plan for its %d cores: GEMM %d, CPU attention %d, I/O lanes "
                     "%d x 1 (--threads, --attn-threads override)\n", p->rank,
             p->bound && p->bind.ncores > 0 ? p->bind.ncores : p->hw.cpu_cores, th.gemm, th.attn, th.io);
@@ -165,7 +167,8 @@ static zz_status zz_pipe_take_plan(zz_pipe *p) {
 static zz_status zz_pipe_comm(zz_pipe *p) {
   if (p->comm == ZZ_STAGE_COMM_MPI) return ZZ_OK;
   int64_t bls = (int64_t)p->job.pol.gpu_batch_size * p->job.pol.num_gpu_batches;
-  size_t max_hidden = zz_hidden_bytes(p->job.model.cfg.hidden, zz_device_describe(p->dev)->compute_dtype, bls, p->job.shape.prompt_len);
+  size_t max_hidden =
+      zz_hidden_bytes(p->job.model.cfg.hidden, zz_device_describe(p->dev)->compute_dtype, bls, p->job.shape.prompt_len);
   return zz_stage_use_comm(p->st, p->comm, p->dev, max_hidden);
 }
 
@@ -190,10 +193,10 @@ static zz_status zz_pipe_device(zz_pipe *p) {
   ZZ_CHECK(zz_stage_comm_check(p->comm, p->dev));
   if (p->o.layers) return zz_opts_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds);
   if (p->planned || p->rank != 0) return ZZ_OK;
+  const zz_device_desc *d = zz_device_describe(p->dev);
   zz_hw nominal;
-  if (!p->o.hw) zz_hw_nominal(zz_device_describe(p->dev)->name, &nominal);
-  return zz_plan_split(m, p->o.hw ? &p->hw : &nominal, &p->job.shape, &p->job.pol, zz_device_describe(p->dev)->bf16_weights, p->size,
-                       p->bounds);
+  if (!p->o.hw) zz_hw_nominal(d->name, &nominal);
+  return zz_plan_split(m, p->o.hw ? &p->hw : &nominal, &p->job.shape, &p->job.pol, d->bf16_weights, p->size, p->bounds);
 }
 
 /* Each rank's slice planned against its own tiers before anything is allocated. */

@@ -220,7 +220,8 @@ zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_sh
                                 struct zz_pipeline_plan *out, struct zz_hw *hw_out);
 struct zz_threads;
 /* The plan's thread split th into out: each of --threads (th.gemm, 0 beside a GPU)
- * and --attn-threads that given does not set takes the plan's; whether any did. */
+ * and --attn-threads that given does not set takes the plan's; whether any did.
+ * out may be given. */
 bool zz_opts_take_threads(zz_opts *out, const zz_opts *given, const struct zz_threads *th);
 /* Applies a plan's binding (stage/bind.c, hwloc) to this process, before its
  * device starts its threads; says on stderr where, or why it is not bound (never

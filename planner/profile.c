@@ -265,7 +265,8 @@ static zz_status zz_prof_bmm(const zz_prof *p, bool q4, int64_t b, int64_t sq, i
     if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * t * h, &a.k);
     if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * t * h, &a.v);
   }
-  if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(zz_device_describe(p->dev)->compute_dtype, b * sq * h), &a.out);
+  zz_dtype cdt = zz_device_describe(p->dev)->compute_dtype;
+  if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(cdt, b * sq * h), &a.out);
   if (st == ZZ_OK && sb) st = zz_device_alloc(p->dev, sb, &a.scratch);
   if (st == ZZ_OK) st = zz_device_alloc(p->dev, (size_t)b * sizeof(int32_t), (void **)&a.pad);
   if (st == ZZ_OK) st = zz_device_write(p->dev, ZZ_LANE_COMPUTE, a.pad, pad0, (size_t)b * sizeof(int32_t));
@@ -362,8 +363,9 @@ static zz_status zz_prof_q4(const zz_prof *p, zz_hw *hw) {
   const zz_op ops[] = {ZZ_OP_LINEAR, ZZ_OP_ATTENTION, ZZ_OP_KV_APPEND};
   for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
     if (!zz_device_supports(p->dev, ops[i], ZZ_DTYPE_Q4)) {
-      if (p->verbose) fprintf(stderr, "profile: the %s device has no 4-bit %s: no compression rates\n", zz_device_describe(p->dev)->name,
-                              zz_op_name(ops[i]));
+      if (p->verbose)
+        fprintf(stderr, "profile: the %s device has no 4-bit %s: no compression rates\n", zz_device_describe(p->dev)->name,
+                zz_op_name(ops[i]));
       return ZZ_OK;
     }
   ZZ_CHECK(zz_prof_gemm(p, ZZ_DTYPE_Q4, hw->gemm_q4, &hw->n_gemm_q4));
@@ -411,7 +413,7 @@ zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
             hw.disk_write_bw / 1e9);
   if (st == ZZ_OK) st = zz_prof_gemm(&p, zz_device_describe(p.dev)->compute_dtype, hw.gemm, &hw.n_gemm);
   /* bf16 weight matrices (--cpu-dtype bf16): the CPU device's linear over them */
-  if (st == ZZ_OK && strcmp(zz_device_describe(p.dev)->name, "cpu") == 0 && zz_device_supports(p.dev, ZZ_OP_LINEAR, ZZ_DTYPE_BF16))
+  if (st == ZZ_OK && zz_device_describe(p.dev)->kind == ZZ_DEVICE_CPU && zz_device_supports(p.dev, ZZ_OP_LINEAR, ZZ_DTYPE_BF16))
     st = zz_prof_gemm(&p, ZZ_DTYPE_BF16, hw.gemm_bf16, &hw.n_gemm_bf16);
   if (st == ZZ_OK) st = zz_prof_bmm(&p, false, 4, 256, 256, &hw.bmm_prefill_flops);
   if (st == ZZ_OK) st = zz_prof_bmm(&p, false, 32, 1, 512, &hw.bmm_decode_flops);

@@ -274,7 +274,8 @@ static zz_status zz_load_hidden(zz_run *r, int64_t q) {
   if (jl == 0 || !zz_act_off(r, k)) return ZZ_OK;
   uint64_t stored = r->store_ticket[q - r->nbt];
   if (stored) ZZ_CHECK(zz_lanes_wait(r->e->lanes, ZZ_IO_STORE, stored));
-  size_t bytes = zz_hidden_bytes(r->e->m->cfg.hidden, zz_device_describe(r->e->dev)->compute_dtype, zz_group_batch_count(r->e, r->g, k), r->sq);
+  size_t bytes = zz_hidden_bytes(r->e->m->cfg.hidden, zz_device_describe(r->e->dev)->compute_dtype,
+                                 zz_group_batch_count(r->e, r->g, k), r->sq);
   zz_submit(r->e, ZZ_IO_LOAD, (zz_io){.kind = ZZ_IO_LOAD_ACT, .group = r->group, .index = (int)k, .slot = (int)(q % 3),
                                       .p1 = (int64_t)bytes});
   return zz_lanes_wait(r->e->lanes, ZZ_IO_LOAD, 0);
@@ -364,7 +365,8 @@ static zz_status zz_store_hidden(zz_run *r, int64_t q, uint64_t *ticket) {
   *ticket = 0;
   if (jl + 1 < r->nl) {
     if (!zz_act_off(r, k)) return ZZ_OK;
-    size_t bytes = zz_hidden_bytes(e->m->cfg.hidden, zz_device_describe(e->dev)->compute_dtype, zz_group_batch_count(e, r->g, k), r->sq);
+    size_t bytes = zz_hidden_bytes(e->m->cfg.hidden, zz_device_describe(e->dev)->compute_dtype,
+                                   zz_group_batch_count(e, r->g, k), r->sq);
     *ticket = zz_submit(e, ZZ_IO_STORE, (zz_io){.kind = ZZ_IO_STORE_ACT, .group = r->group, .index = (int)k,
                                                 .slot = slot, .p1 = (int64_t)bytes});
     return ZZ_OK;

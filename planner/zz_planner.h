@@ -290,7 +290,7 @@ typedef struct zz_pipeline_plan {
 } zz_pipeline_plan;
 
 /* Plans an m-rank pipeline on hw (one machine per rank): the layer split balanced
- * by predicted per-layer time (stage/split.c's algorithm, fed by the cost model),
+ * by predicted per-layer time (zz_split_costs, fed by the cost model),
  * each rank's own policy for its slice, and the pipeline's throughput. All ranks
  * share one gbs x num_gb (the hidden states that cross ranks have one shape). */
 zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int ranks,

@@ -79,6 +79,7 @@ int zz_cmd_bench(const zz_opts *o) {
   bool have_pred = false;
   if (o->hw) {
     ZZ_CHECK_GOTO(zz_opts_plan_policy(o, &model, &shape, &planned, pline, sizeof pline, &pred), st, fail);
+    zz_run_bind(&pred.bind); /* before the device starts its threads */
     have_pred = true;
   }
   o = &planned;
@@ -133,7 +134,7 @@ int zz_cmd_bench(const zz_opts *o) {
            "\"compute_parts\": {\"attn_wait\": %.3f, \"attn_cpu\": %.3f}, \"bytes_to_device\": %llu, "
            "\"bytes_from_device\": %llu, \"transfer_bytes_per_token\": %.0f, "
            "\"disk_read_bytes\": %llu, \"disk_read_bw\": %.0f, \"warmup\": \"excluded\"",
-           cfg.name, dev->ops->name, o->prompt_len, o->gen_len, (long long)b, prefill, decode, total, res.prefill_s,
+           cfg.name, zz_device_describe(dev)->name, o->prompt_len, o->gen_len, (long long)b, prefill, decode, total, res.prefill_s,
            res.decode_s, t_load, tier[ZZ_TIER_GPU], tier[ZZ_TIER_CPU], tier[ZZ_TIER_DISK], pbuf,
            busy[ZZ_LANE_COMPUTE], busy[ZZ_LANE_LOAD_WEIGHT], busy[ZZ_LANE_LOAD_CACHE], busy[ZZ_LANE_STORE_CACHE],
            attn_wait, attn_cpu, (unsigned long long)to_dev, (unsigned long long)from_dev, per_tok,
@@ -144,7 +145,7 @@ int zz_cmd_bench(const zz_opts *o) {
     printf("}\n");
   } else {
     printf("zigzag bench: %s on %s, %lld prompts x %d tokens, %d new tokens each (warm-up excluded, weights loaded in %.1f s)\n",
-           cfg.name, dev->ops->name, (long long)b, o->prompt_len, o->gen_len, t_load);
+           cfg.name, zz_device_describe(dev)->name, (long long)b, o->prompt_len, o->gen_len, t_load);
     printf("  policy     %s\n", pbuf);
     printf("  prefill    %10.1f tok/s  (%.3f s)\n", prefill, res.prefill_s);
     printf("  decode     %10.1f tok/s  (%.3f s)\n", decode, res.decode_s);

@@ -15,15 +15,6 @@
 #include "zz_launch.h"
 #include "zz_planner.h"
 #include "zz_runtime.h"
-#include "zz_stage.h"
-
-/* The planner's thread placement for a process alone on its machine. */
-static zz_status zz_bind_local(int gpu_ordinal) {
-  zz_binding b;
-  ZZ_CHECK(zz_binding_init_local(gpu_ordinal, &b));
-  zz_binding_free(&b); /* the process stays bound; only the handles go */
-  return ZZ_OK;
-}
 
 /* ---------------------------------------------------------------- generate */
 
@@ -45,6 +36,7 @@ static int zz_cmd_generate(const zz_opts *o) {
     zz_plan pred;
     ZZ_CHECK_GOTO(zz_opts_plan_policy(&job.opts, &job.model, &job.shape, &planned, pline, sizeof pline, &pred), st, fail);
     job.opts = planned;
+    zz_run_bind(&pred.bind); /* before the device starts its threads */
     ZZ_CHECK_GOTO(zz_opts_policy(&job.opts, &job.pol), st, fail);
     fprintf(stderr, "zigzag: predicted for full blocks: %.4g tokens/s total (prompts of %lld tokens, %lld new)\n",
             pred.cost.total_tps, (long long)job.shape.prompt_len, (long long)job.shape.gen_len);
@@ -114,7 +106,6 @@ int main(int argc, char **argv) {
   if (zz_opts_cpu_isa(&o, &isa) == ZZ_OK) zz_cpu_isa_set(isa);
   bool pipelined = strcmp(o.command, "generate") == 0 || strcmp(o.command, "bench") == 0;
   if (pipelined && zz_pipe_ranks() > 1) return zz_cmd_pipe(&o); /* mpirun -np m, m > 1; else no MPI at all */
-  zz_launch_bind = zz_bind_local;
   if (strcmp(o.command, "generate") == 0) return zz_cmd_generate(&o);
   if (strcmp(o.command, "tokenize") == 0) return zz_cmd_tokenize(&o);
   if (strcmp(o.command, "bench") == 0) return zz_cmd_bench(&o);

@@ -149,6 +149,9 @@ static const zz_opt_def zz_opt_table[] = {
     {NULL, "ZZ_FAULT_KIND", ZZ_OPT_CHOICE, ZZ_O(fault_kind), "kill",
      "testing, mpirun: how rank R fails in block N: kill (SIGKILL), stop (SIGSTOP) or error", false, 0, 0, false,
      ZZ_PIPE, "kill stop error"},
+    {NULL, "ZZ_PLAN_TRACE", ZZ_OPT_INT, ZZ_O(plan_trace), "0",
+     "testing, mpirun: 1 = each rank says how many policy searches it ran (rank 0 plans, the others get its plan)",
+     false, 0, 1, false, ZZ_PIPE, NULL},
 };
 #undef G
 #undef B
@@ -547,7 +550,7 @@ zz_status zz_opts_engine_slice(zz_device *dev, const zz_model *m, const zz_check
   char pb[256], g[32], c[32], d[32];
   const zz_memplan *p = zz_engine_plan(*out);
   fprintf(stderr, "zigzag: %spolicy %s; plan: device (%s) %s, cpu %s, disk %s\n", who,
-          zz_policy_str(&eo->policy, pb, sizeof pb), dev->ops->name,
+          zz_policy_str(&eo->policy, pb, sizeof pb), zz_device_describe(dev)->name,
           zz_format_bytes(zz_memplan_tier_total(p, ZZ_TIER_GPU), g, sizeof g),
           zz_format_bytes(zz_memplan_tier_total(p, ZZ_TIER_CPU), c, sizeof c),
           zz_format_bytes(zz_memplan_tier_total(p, ZZ_TIER_DISK), d, sizeof d));

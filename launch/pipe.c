@@ -6,11 +6,16 @@
  * predicted cost), its own device and memory plan, checked before anything is
  * allocated and agreed on by every rank (a slice that does not fit stops all of them
  * with that rank's message), then the engine on that slice behind the stage's
- * callbacks. With --hw and no policy given, the split and each rank's policy are
- * the planner's (zz_pipe_plan_search, what `zigzag plan --ranks m` prints), rank 0
- * printing them all. Rank 0 alone reads --prompts, writes --out (one block of T x gbs x
- * num_gb prompts at a time, committed as one process commits, so --resume works
- * with any m) and prints progress; the last rank samples.
+ * callbacks. Every decision is the planner's, made once on rank 0 and broadcast:
+ * with --hw and no policy given, the split and each rank's policy
+ * (zz_pipe_plan_search, what `zigzag plan --ranks m` prints, rank 0 printing them
+ * all); otherwise the split rule for the given policy (zz_plan_split, on the
+ * file's machine or without --hw the nominal one) unless --layers gives the cuts.
+ * Each rank applies its part: its binding (first: the thread rule splits the cores
+ * it was bound to), its policy and threads, its slice. Rank 0 alone reads
+ * --prompts, writes --out (one block of T x gbs x num_gb prompts at a time,
+ * committed as one process commits, so --resume works with any m) and prints
+ * progress; the last rank samples.
  */
 #include <mpi.h>
 #include <signal.h>
@@ -36,6 +41,9 @@ typedef struct zz_pipe {
   int *bounds;           /* [size + 1] layers of rank r: [bounds[r], bounds[r + 1]) */
   char pline[256];       /* --hw, no policy given: this rank's planned policy (o.policy points here) */
   double predicted;      /* --hw, no policy given: the planner's pipeline total tokens/s (0: not planned) */
+  bool planned;          /* --hw, no policy given, no --layers: the planner's pipeline runs */
+  zz_pipeline_plan *pp;  /* planned: rank 0's plan, broadcast to every rank */
+  zz_hw hw;              /* --hw: the file, as this rank read and checked it */
   int64_t kill_rank, kill_after;
   char fault_kind;       /* ZZ_FAULT_KIND: 'k' kill (default), 's' stop, 'e' error */
   /* bench, rank 0: the request of the current run (0: none left) and its result */
@@ -92,47 +100,42 @@ static zz_status zz_pipe_step_hook(void *ctx, int64_t block, int step, int group
   return zz_check_stop();
 }
 
-/* The split by the cost model's per-layer seconds on the machine of a hardware file. */
-static zz_status zz_pipe_split_hw(const char *path, const zz_model *m, const zz_policy *pol, const zz_shape *shape,
-                                  bool bf16, int ranks, int *bounds) {
-  zz_hw hw;
-  ZZ_CHECK(zz_hw_load(path, &hw));
-  double *cost = malloc((size_t)m->n_layers * sizeof *cost);
-  if (!cost) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
-  zz_status st = zz_plan_layer_costs(m, &hw, shape, pol, bf16, cost);
-  if (st == ZZ_OK) st = zz_split_costs(cost, m->n_layers, ranks, bounds);
-  free(cost);
-  return st;
+/* The first agreed step: the options every rank checks, then the plan. With --hw,
+ * no policy given and no --layers, every rank reads and checks the file (it must
+ * describe the machine the rank runs on) and rank 0 alone plans the pipeline, as
+ * `zigzag plan --ranks m --hw FILE` does, for every rank; with --hw and a policy,
+ * rank 0 reads the file for its split (zz_pipe_device). */
+static zz_status zz_pipe_plan_root(zz_pipe *p) {
+  if (p->bench && p->o.gen_len < 2)
+    return zz_error(ZZ_ERR_INVALID_ARG, "bench: --gen-len must be at least 2 (decode throughput needs a decode step)");
+  if (p->kill_rank != 0 || p->fault_kind != 'k') p->job.kill_after = -1; /* the step hook fails instead */
+  ZZ_CHECK(zz_stage_comm_parse(p->o.comm ? p->o.comm : "mpi", &p->comm));
+  if (!(p->bounds = calloc((size_t)p->size + 1, sizeof *p->bounds))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  bool given = p->o.policy || p->o.policy_flags_given;
+  p->planned = !p->o.layers && p->o.hw && !given;
+  if (!p->planned) /* rank 0's split for the given policy prices it on the file's machine */
+    return p->o.hw && !p->o.layers && p->rank == 0 ? zz_hw_load(p->o.hw, &p->hw) : ZZ_OK;
+  if (!(p->pp = calloc(1, sizeof *p->pp))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  return zz_opts_plan_pipeline(&p->o, &p->job.model, &p->job.shape, p->size, p->groups, p->rank == 0 ? p->pp : NULL,
+                               &p->hw);
 }
 
-/* --hw and no policy given: every rank plans the pipeline as `zigzag plan --ranks
- * m --hw FILE` does (the same inputs give every rank the same answer, with no
- * message to wait for, so a rank that fails stops the others through the stage's
- * agreement) and runs its own rank's policy on the planner's split. */
-static zz_status zz_pipe_plan_hw(zz_pipe *p) {
-  zz_pipeline_plan *pp = malloc(sizeof *pp);
-  if (!pp) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
-  zz_hw hw;
-  zz_status st = zz_opts_plan_pipeline(&p->o, &p->job.model, &p->job.shape, p->size, p->groups, pp, &hw);
-  if (st == ZZ_OK) {
-    memcpy(p->bounds, pp->bounds, (size_t)(p->size + 1) * sizeof *p->bounds);
-    zz_policy_str(&pp->rank[p->rank].policy, p->pline, sizeof p->pline);
-    p->o.policy = p->pline;
-    p->o.device = zz_hw_run_device(&hw, p->o.device); /* --device auto: the device the plan was made for */
-    p->predicted = pp->total_tps;
-    st = zz_opts_policy(&p->o, &p->job.pol);
-  }
-  /* LM-Offload's thread control for this rank (before its device starts its
-   * pool): the split of the cores its binding gave it, where none is given */
-  if (st == ZZ_OK && !p->o.threads && !p->o.attn_threads) {
-    if (p->bound && p->bind.ncores > 0) hw.cpu_cores = p->bind.ncores;
-    zz_threads th = zz_hw_threads(&hw);
-    p->o.threads = th.gemm; /* 0 beside a GPU: the device's default */
-    p->o.attn_threads = th.attn;
+/* Planned: this rank takes its part of rank 0's plan (broadcast), and the thread
+ * rule over the cores its binding gave it, where no thread counts are given. */
+static zz_status zz_pipe_take_plan(zz_pipe *p) {
+  zz_pipeline_plan *pp = p->pp;
+  memcpy(p->bounds, pp->bounds, (size_t)(p->size + 1) * sizeof *p->bounds);
+  zz_policy_str(&pp->rank[p->rank].policy, p->pline, sizeof p->pline);
+  p->o.policy = p->pline;
+  p->o.device = zz_hw_run_device(&p->hw, p->o.device); /* --device auto: the device the plan was made for */
+  p->predicted = pp->total_tps;
+  ZZ_CHECK(zz_opts_policy(&p->o, &p->job.pol));
+  zz_threads th = zz_plan_threads(&p->hw, p->bound ? p->bind.ncores : 0);
+  if (zz_opts_take_threads(&p->o, &p->o, &th))
     fprintf(stderr, "zigzag: rank %d: threads from the plan for its %d cores: GEMM %d, CPU attention %d, I/O lanes "
-                    "%d x 1 (--threads, --attn-threads override)\n", p->rank, hw.cpu_cores, th.gemm, th.attn, th.io);
-  }
-  if (st == ZZ_OK && p->rank == 0) { /* one write: the ranks' own lines do not mix into it */
+                    "%d x 1 (--threads, --attn-threads override)\n", p->rank,
+            p->bound && p->bind.ncores > 0 ? p->bind.ncores : p->hw.cpu_cores, th.gemm, th.attn, th.io);
+  if (p->rank == 0) { /* one write: the ranks' own lines do not mix into it */
     char *buf = NULL, pb[256];
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -151,8 +154,7 @@ static zz_status zz_pipe_plan_hw(zz_pipe *p) {
     }
     free(buf);
   }
-  free(pp);
-  return st;
+  return ZZ_OK;
 }
 
 /* ---------------------------------------------------------------- set-up */
@@ -165,7 +167,8 @@ static zz_status zz_pipe_plan_hw(zz_pipe *p) {
 static zz_status zz_pipe_comm(zz_pipe *p) {
   if (p->comm == ZZ_STAGE_COMM_MPI) return ZZ_OK;
   int64_t bls = (int64_t)p->job.pol.gpu_batch_size * p->job.pol.num_gpu_batches;
-  size_t max_hidden = zz_hidden_bytes(p->job.model.cfg.hidden, p->dev->ops->compute_dtype, bls, p->job.shape.prompt_len);
+  size_t max_hidden =
+      zz_hidden_bytes(p->job.model.cfg.hidden, zz_device_describe(p->dev)->compute_dtype, bls, p->job.shape.prompt_len);
   return zz_stage_use_comm(p->st, p->comm, p->dev, max_hidden);
 }
 
@@ -184,31 +187,30 @@ static int zz_pipe_gpu(void) {
   return zz_device_cuda_ordinal_of(local ? atoi(local) : 0);
 }
 
-/* What each rank does before allocating: its device, its slice, and the plan of
- * that slice against its tiers. */
-static zz_status zz_pipe_plan(zz_pipe *p) {
-  if (p->bench && p->o.gen_len < 2)
-    return zz_error(ZZ_ERR_INVALID_ARG, "bench: --gen-len must be at least 2 (decode throughput needs a decode step)");
-  if (p->kill_rank != 0 || p->fault_kind != 'k') p->job.kill_after = -1; /* the step hook fails instead */
-  ZZ_CHECK(zz_stage_comm_parse(p->o.comm ? p->o.comm : "mpi", &p->comm));
+/* Each rank, once the plan is here: its device (after its threads are known: the
+ * device starts its pools), and on rank 0 the split when it is not the planned
+ * pipeline's nor --layers' (every rank parses those cuts itself): the split rule
+ * for the given policy, on the --hw file's machine or the nominal one. */
+static zz_status zz_pipe_device(zz_pipe *p) {
   const zz_model *m = &p->job.model;
-  if (!(p->bounds = calloc((size_t)p->size + 1, sizeof *p->bounds))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
-  bool given = p->o.policy || p->o.policy_flags_given;
-  bool planned = !p->o.layers && p->o.hw && !given;
-  if (planned) /* the planner's split, each rank's policy and threads: before the device exists */
-    ZZ_CHECK(zz_pipe_plan_hw(p));
+  if (p->planned) ZZ_CHECK(zz_pipe_take_plan(p));
   ZZ_CHECK(zz_opts_device_at(&p->o, strcmp(p->o.device, "cpu") == 0 ? 0 : zz_pipe_gpu(), &p->dev));
   ZZ_CHECK(zz_stage_comm_check(p->comm, p->dev));
-  if (p->o.layers) ZZ_CHECK(zz_opts_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds));
-  else if (p->o.hw && given) /* the planner's per-layer times on that machine, under the given policy */
-    ZZ_CHECK(zz_pipe_split_hw(p->o.hw, m, &p->job.pol, &p->job.shape, p->dev->bf16_weights, p->size, p->bounds));
-  else if (!planned)
-    ZZ_CHECK(zz_stage_split_layers(m, &p->job.pol, &p->job.shape, p->dev->ops->compute_dtype, p->dev->bf16_weights,
-                                   p->size, p->bounds));
+  if (p->o.layers) return zz_opts_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds);
+  if (p->planned || p->rank != 0) return ZZ_OK;
+  const zz_device_desc *d = zz_device_describe(p->dev);
+  zz_hw nominal;
+  if (!p->o.hw) zz_hw_nominal(d->name, &nominal);
+  return zz_plan_split(m, p->o.hw ? &p->hw : &nominal, &p->job.shape, &p->job.pol, d->bf16_weights, p->size, p->bounds);
+}
+
+/* Each rank's slice planned against its own tiers before anything is allocated. */
+static zz_status zz_pipe_check(zz_pipe *p) {
+  const zz_model *m = &p->job.model;
   zz_engine_opts eo;
   ZZ_CHECK(zz_opts_engine_opts(&p->o, &p->job.shape, p->bounds[p->rank], p->bounds[p->rank + 1], p->groups, &eo));
   zz_memplan plan;
-  zz_status s = zz_engine_plan_check(p->dev, m, &eo, &plan);
+  zz_status s = zz_engine_plan_check(zz_device_describe(p->dev), m, &eo, &plan);
   if (s != ZZ_OK)
     return zz_error(s, "layers [%d, %d) of %d, %d groups: %s", eo.layer_begin, eo.layer_end, m->n_layers, p->groups,
                     zz_error_message());
@@ -294,7 +296,7 @@ static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
              "\"gen_len\": %d, \"batch\": %lld, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, "
              "\"total_tok_s\": %.3f, \"prefill_s\": %.4f, \"decode_s\": %.4f, \"policy\": \"%s\", \"predicted\": %.3f, "
              "\"stages\": [",
-             p->job.cfg.name, p->dev->ops->name, p->size, p->groups, o->prompt_len, o->gen_len, (long long)b, rate[0],
+             p->job.cfg.name, zz_device_describe(p->dev)->name, p->size, p->groups, o->prompt_len, o->gen_len, (long long)b, rate[0],
              rate[1], rate[2], p->bres.prefill_s, p->bres.decode_s, pbuf, p->predicted);
       for (int r = 0; r < p->size; r++)
         printf("%s{\"rank\": %d, \"layers\": [%d, %d], \"busy_s\": %.4f, \"bubble_s\": %.4f, \"total_s\": %.4f, "
@@ -305,7 +307,7 @@ static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
       printf("], \"warmup\": \"excluded\"}\n");
     } else {
       printf("zigzag bench: %s on %s, %d ranks, %d groups, %lld prompts x %d tokens, %d new tokens each "
-             "(warm-up excluded)\n", p->job.cfg.name, p->dev->ops->name, p->size, p->groups, (long long)b,
+             "(warm-up excluded)\n", p->job.cfg.name, zz_device_describe(p->dev)->name, p->size, p->groups, (long long)b,
              o->prompt_len, o->gen_len);
       printf("  policy     %s (%s)\n", pbuf, p->predicted > 0 ? "rank 0's; each rank's planned for its slice" : "per rank");
       printf("  prefill    %10.1f tok/s  (%.3f s)\n", rate[0], p->bres.prefill_s);
@@ -369,7 +371,15 @@ int zz_cmd_pipe(const zz_opts *opts) {
    * each step agreed on, so a rank that cannot go on stops every rank cleanly */
   s = zz_stage_agree(p->st, zz_pipe_open(p));
   if (s == ZZ_OK) s = zz_stage_bcast(p->st, &p->job.shape.prompt_len, (int)sizeof p->job.shape.prompt_len, 0);
-  if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_plan(p));
+  /* rank 0 plans, every rank takes its part: the plan (planned), then the cuts */
+  if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_plan_root(p));
+  if (s == ZZ_OK && p->planned) s = zz_stage_bcast(p->st, p->pp, (int)sizeof *p->pp, 0);
+  if (s == ZZ_OK && p->o.plan_trace)
+    fprintf(stderr, "zigzag: rank %d: planner searches run here: %d\n", p->rank, zz_planner_searches());
+  if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_device(p));
+  if (s == ZZ_OK && !p->planned && !p->o.layers)
+    s = zz_stage_bcast(p->st, p->bounds, (int)((size_t)(p->size + 1) * sizeof *p->bounds), 0);
+  if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_check(p));
   if (s == ZZ_OK && p->comm != ZZ_STAGE_COMM_MPI) s = zz_stage_agree(p->st, zz_pipe_comm(p));
   if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_build(p));
   if (s == ZZ_OK && p->bench) {
@@ -388,6 +398,7 @@ int zz_cmd_pipe(const zz_opts *opts) {
   zz_device_destroy(p->dev);
   zz_job_close(&p->job);
   free(p->bounds);
+  free(p->pp);
   MPI_Finalize();
   return s == ZZ_OK ? rc : (s == ZZ_ERR_INVALID_ARG ? 2 : 1);
 }

@@ -63,10 +63,15 @@ zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_sh
   po.shape = *shape;
   po.n_groups = groups;
   if (hw_out) *hw_out = hw;
-  return zz_pipe_plan_search(m, &hw, &po, ranks, out);
+  return out ? zz_pipe_plan_search(m, &hw, &po, ranks, out) : ZZ_OK;
 }
 
-zz_status (*zz_launch_bind)(int gpu_ordinal);
+bool zz_opts_take_threads(zz_opts *out, const zz_opts *given, const zz_threads *th) {
+  bool gemm = !given->threads && th->gemm, attn = !given->attn_threads; /* th->gemm is 0 beside a GPU */
+  if (gemm) out->threads = th->gemm;
+  if (attn) out->attn_threads = th->attn;
+  return gemm || attn;
+}
 
 zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shape *shape, zz_opts *out, char *line,
                               size_t len, zz_plan *pred) {
@@ -89,21 +94,14 @@ zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shap
     out->policy = line;
     fprintf(stderr, "zigzag: no policy given: the planner's for %s (--hw %s): %s\n", m->cfg.name, o->hw, line);
   }
-  /* LM-Offload's thread control: the split the plan assumed, where none is given,
-   * inside the NUMA node of the compute device (stage/bind.c, the one binding) */
+  /* LM-Offload's thread control: the split the plan assumed, where none is given;
+   * the binding the caller applies before its device starts (zz_run_bind) */
   zz_threads th = pred->cost.threads;
-  bool set_gemm = !o->threads && th.gemm && strcmp(hw.device, "cpu") == 0;
-  bool set_attn = !o->attn_threads;
-  if (set_gemm) out->threads = th.gemm;
-  if (set_attn) out->attn_threads = th.attn;
-  if (set_gemm || set_attn)
+  if (zz_opts_take_threads(out, o, &th))
     fprintf(stderr, "zigzag: threads from the plan: GEMM %d, CPU attention %d, I/O lanes %d x 1 (--threads, "
                     "--attn-threads override)\n",
             out->threads, out->attn_threads, th.io);
-  if (!o->threads && !o->attn_threads) {
-    zz_status bs = zz_launch_bind ? zz_launch_bind(strcmp(hw.device, "cuda") == 0 ? 0 : -1) : ZZ_OK;
-    if (bs != ZZ_OK) fprintf(stderr, "zigzag: not bound: %s\n", zz_error_message()), zz_error_clear();
-  }
+  pred->bind = zz_plan_binding(&hw, o->threads || o->attn_threads);
   return ZZ_OK;
 }
 

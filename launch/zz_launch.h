@@ -61,6 +61,7 @@ typedef struct zz_opts {
   long long fault_kill_after; /* ZZ_FAULT_KILL_AFTER_BLOCKS: blocks committed before the kill; -1 = off */
   int fault_kill_rank;        /* ZZ_FAULT_KILL_RANK: the rank that fails (mpirun) */
   const char *fault_kind;     /* ZZ_FAULT_KIND: kill, stop or error */
+  int plan_trace;             /* ZZ_PLAN_TRACE (1): each rank says how many policy searches it ran */
   int env_error;              /* a ZZ_* variable held a bad value: the exit code zz_opts_parse returns */
 } zz_opts;
 
@@ -200,13 +201,12 @@ void zz_catch_stop_signals(void);
 
 int zz_cmd_bench(const zz_opts *o);
 struct zz_plan;
+struct zz_plan_bind;
 /* With --hw: the options a run uses (out), the planner's policy as out->policy
- * (line, len) when none was given (saying so on stderr), and the prediction for
- * the policy that runs (pred). */
-/* Binds this process inside the NUMA node of the compute device (GPU ordinal,
- * or -1 for the CPU device); set by main.c to stage/bind.c's binding, which
- * needs hwloc and lives with the pipeline's (tests leave it NULL: no binding). */
-extern zz_status (*zz_launch_bind)(int gpu_ordinal);
+ * (line, len) when none was given (saying so on stderr), its threads where none
+ * are given, and the plan of the policy that runs (pred: prediction and
+ * pred->bind, which the caller applies with zz_run_bind before its device starts;
+ * nothing is bound here). */
 zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shape *shape, zz_opts *out, char *line,
                               size_t len, struct zz_plan *pred);
 struct zz_pipeline_plan;
@@ -214,9 +214,19 @@ struct zz_hw;
 /* `mpirun ... --hw FILE` with no policy given: the planner's split and each
  * rank's policy for its slice (zz_pipe_plan_search, as `zigzag plan --ranks
  * ranks --hw FILE` plans them) for `groups` micro-batch groups; hw_out (or
- * NULL): the hardware file it read. */
+ * NULL): the hardware file it read and checked. out NULL: read and check only
+ * (the ranks that receive rank 0's plan). */
 zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_shape *shape, int ranks, int groups,
                                 struct zz_pipeline_plan *out, struct zz_hw *hw_out);
+struct zz_threads;
+/* The plan's thread split th into out: each of --threads (th.gemm, 0 beside a GPU)
+ * and --attn-threads that given does not set takes the plan's; whether any did.
+ * out may be given. */
+bool zz_opts_take_threads(zz_opts *out, const zz_opts *given, const struct zz_threads *th);
+/* Applies a plan's binding (stage/bind.c, hwloc) to this process, before its
+ * device starts its threads; says on stderr where, or why it is not bound (never
+ * fails the run). Does nothing when b->on is false. */
+void zz_run_bind(const struct zz_plan_bind *b);
 /* zigzag plan / zigzag profile (launch/plan.c). */
 int zz_cmd_plan(const zz_opts *o);
 int zz_cmd_profile(const zz_opts *o);

@@ -46,13 +46,52 @@ zz_threads zz_hw_threads(const zz_hw *hw) {
   return (zz_threads){.gemm = cpu ? cores : 0, .attn = zz_hw_attn_threads(hw, attn_max < 1 ? 1 : attn_max), .io = io};
 }
 
+zz_threads zz_plan_threads(const zz_hw *hw, int cores) {
+  zz_hw h = *hw;
+  if (cores > 0) h.cpu_cores = cores;
+  return zz_hw_threads(&h);
+}
+
+zz_plan_bind zz_plan_binding(const zz_hw *hw, bool threads_given) {
+  /* given thread counts are the user's placement: the process is left where it is */
+  return (zz_plan_bind){.on = !threads_given, .gpu_ordinal = strcmp(hw->device, "cuda") == 0 ? 0 : -1};
+}
+
+void zz_hw_nominal(const char *device, zz_hw *out) {
+  /* FlexGen's measured PCIe 3 x16 link and a sustained 20 TFLOPS, flat over every
+   * shape, thread count and lane: what a split without a hardware file assumed
+   * before the planner's model priced it too */
+  const double link = 12e9, flops = 20e12;
+  zz_hw h = {.gpu_mem = (size_t)1 << 40, .cpu_mem = (size_t)1 << 40, .disk_mem = (size_t)1 << 44, .cpu_cores = 1,
+             .ctog_bw = link, .gtoc_bw = link, .disk_read_bw = link, .disk_write_bw = link, .n_gemm = 1,
+             .bmm_prefill_flops = flops, .bmm_decode_flops = flops, .n_cpu_attn = 1, .cpu_flops = flops,
+             .n_gemm_q4 = 1, .bmm_prefill_q4_flops = flops, .bmm_decode_q4_flops = flops, .n_cpu_attn_q4 = 1,
+             .quant_bw = link, .machines = 1};
+  snprintf(h.name, sizeof h.name, "nominal %s machine (no --hw: a 12 GB/s link, 20 TFLOPS)", device);
+  snprintf(h.device, sizeof h.device, "%s", strcmp(device, "cpu") == 0 ? "cpu" : "cuda");
+  h.gemm[0] = h.cpu_attn[0] = h.gemm_q4[0] = h.cpu_attn_q4[0] = h.gemm_bf16[0] = (zz_hw_point){1, flops};
+  h.n_gemm_bf16 = strcmp(h.device, "cpu") == 0; /* bf16 weights are the CPU device's */
+  *out = h;
+}
+
 bool zz_hw_has_q4(const zz_hw *hw) {
   return hw->n_gemm_q4 > 0 && hw->n_cpu_attn_q4 > 0 && hw->bmm_prefill_q4_flops > 0 && hw->bmm_decode_q4_flops > 0 &&
          hw->quant_bw > 0;
 }
 
+void zz_hw_device_desc(const zz_hw *hw, size_t capacity, bool bf16_weights, zz_device_desc *out) {
+  zz_device_desc_init(strcmp(hw->device, "cpu") == 0 ? ZZ_DEVICE_CPU : ZZ_DEVICE_CUDA, capacity, out);
+  out->bf16_weights = bf16_weights;
+  out->host_memory = hw->cpu_mem; /* the file's machine: a CPU device's memory and the cpu tier share its RAM */
+  /* 4-bit weights and caches where the file has their rates (zigzag profile
+   * writes them only for a device with those ops): without, none is priced */
+  if (!zz_hw_has_q4(hw)) zz_device_desc_drop_q4(out);
+}
+
 zz_dtype zz_hw_compute_dtype(const zz_hw *hw) {
-  return strcmp(hw->device, "cpu") == 0 ? ZZ_DTYPE_F32 : ZZ_DTYPE_F16;
+  zz_device_desc d;
+  zz_hw_device_desc(hw, 0, false, &d);
+  return d.compute_dtype;
 }
 
 /* ---------------------------------------------------------------- checks */

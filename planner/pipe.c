@@ -1,7 +1,7 @@
 /*
  * pipe.c — planning an m-rank pipeline (FlexGen §4.4, design.md's wavefront):
  * the contiguous layer split that minimises the slowest stage (the one split
- * algorithm; stage/split.c calls it with its own per-layer costs), each rank's
+ * algorithm, also behind zz_plan_split for a given policy), each rank's
  * policy for its slice (one gbs x num_gb for all ranks: the hidden states that
  * cross ranks have one shape), and the pipeline's predicted throughput.
  *
@@ -49,8 +49,9 @@ zz_status zz_split_costs(const double *cost, int L, int nranks, int *bounds_out)
   return ZZ_OK;
 }
 
-zz_status zz_plan_layer_costs(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
-                              bool bf16_weights, double *cost_out) {
+/* Per-layer predicted seconds of one block under pol, for every layer. */
+static zz_status zz_plan_layer_costs(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
+                                     bool bf16_weights, double *cost_out) {
   zz_planner_opts o;
   zz_planner_opts_default(&o);
   o.shape = *shape;
@@ -62,6 +63,16 @@ zz_status zz_plan_layer_costs(const zz_model *m, const zz_hw *hw, const zz_shape
   zz_cost_plan(&in, &plan, &c, cost_out);
   zz_memplan_free(&plan);
   return ZZ_OK;
+}
+
+zz_status zz_plan_split(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
+                        bool bf16_weights, int ranks, int *bounds_out) {
+  double *cost = malloc((size_t)m->n_layers * sizeof *cost);
+  if (!cost) return zz_error(ZZ_ERR_NO_MEMORY, "pipeline: layer split of %d layers", m->n_layers);
+  zz_status st = zz_plan_layer_costs(m, hw, shape, pol, bf16_weights, cost);
+  if (st == ZZ_OK) st = zz_split_costs(cost, m->n_layers, ranks, bounds_out);
+  free(cost);
+  return st;
 }
 
 /* Hidden state bytes crossing one hop per group: prefill and a decode step. */
@@ -101,7 +112,7 @@ static void zz_pipe_times(const zz_model *m, const zz_hw *hw, const zz_shape *sh
 }
 
 /* Every rank's best policy for one (gbs, num_gb) over the split in p->bounds. */
-static zz_status zz_pipe_ranks(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int nb,
+static zz_status zz_pipe_plan_ranks(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int nb,
                                zz_pipeline_plan *p) {
   for (int r = 0; r < p->ranks; r++) {
     zz_planner_opts ro = *o;
@@ -143,7 +154,7 @@ static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_plann
       if (o->max_block && gl[b] * nl[a] > o->max_block) break;
       memcpy(cur, p, sizeof *cur);
       zz_pipe_progress(o, g, p->ranks, a * ng + b + 1, nn * ng);
-      zz_status st = zz_pipe_ranks(m, hw, o, gl[b], nl[a], cur);
+      zz_status st = zz_pipe_plan_ranks(m, hw, o, gl[b], nl[a], cur);
       if (st == ZZ_ERR_INFEASIBLE) {
         zz_error_clear();
         break;
@@ -160,6 +171,7 @@ static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_plann
 
 zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int ranks,
                               zz_pipeline_plan *out) {
+  zz_planner_count_search();
   if (ranks < 1 || ranks > ZZ_PLAN_MAX_RANKS || ranks > m->n_layers)
     return zz_error(ZZ_ERR_INVALID_ARG, "planner: --ranks %d: want 1 to %d (and at most the model's %d layers)", ranks,
                     ZZ_PLAN_MAX_RANKS, m->n_layers);

@@ -61,14 +61,14 @@ static zz_status zz_copy_once(void *a_) {
     ZZ_CHECK(zz_device_upload(a->dev, ZZ_LANE_LOAD_WEIGHT, a->d, a->h, ZZ_DTYPE_F16, a->n));
     return zz_device_sync(a->dev, ZZ_LANE_LOAD_WEIGHT);
   }
-  size_t bytes = zz_dtype_nbytes(a->dev->ops->compute_dtype, a->n);
+  size_t bytes = zz_dtype_nbytes(zz_device_describe(a->dev)->compute_dtype, a->n);
   ZZ_CHECK(zz_device_read(a->dev, ZZ_LANE_STORE_CACHE, a->h, a->d, bytes));
   return zz_device_sync(a->dev, ZZ_LANE_STORE_CACHE);
 }
 
 static zz_status zz_prof_copies(const zz_prof *p, zz_hw *hw) {
   int64_t n = (int64_t)64 << 20; /* 128 MiB of f16: more than any cache holds, as a model's weights */
-  size_t db = zz_dtype_nbytes(p->dev->ops->compute_dtype, n);
+  size_t db = zz_dtype_nbytes(zz_device_describe(p->dev)->compute_dtype, n);
   zz_copy_arg a = {.dev = p->dev, .n = n};
   zz_status st = zz_device_alloc(p->dev, db, &a.d);
   if (st == ZZ_OK) st = zz_device_host_alloc(p->dev, db, &a.h);
@@ -130,7 +130,7 @@ static float *zz_host_fill(int64_t n) {
 
 /* A device block of n compute-dtype values, filled with small numbers. */
 static zz_status zz_dev_fill(zz_device *dev, int64_t n, void **out) {
-  size_t b = zz_dtype_nbytes(dev->ops->compute_dtype, n);
+  size_t b = zz_dtype_nbytes(zz_device_describe(dev)->compute_dtype, n);
   ZZ_CHECK(zz_device_alloc(dev, b, out));
   float *h = zz_host_fill(n);
   if (!h) return zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
@@ -190,7 +190,7 @@ static zz_status zz_prof_gemm(const zz_prof *p, zz_dtype wdt, zz_hw_point *pts, 
   }
   if (st == ZZ_OK) st = zz_device_sync(p->dev, ZZ_LANE_COMPUTE);
   if (st == ZZ_OK) st = zz_dev_fill(p->dev, max_m * K, &a.x);
-  if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(p->dev->ops->compute_dtype, max_m * N), &a.y);
+  if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(zz_device_describe(p->dev)->compute_dtype, max_m * N), &a.y);
   *n_pts = 0;
   for (int64_t m = 1; st == ZZ_OK && m <= max_m && *n_pts < ZZ_HW_MAX_POINTS; m *= 2) {
     a.m = m;
@@ -253,7 +253,7 @@ static zz_kv_layout zz_prof_kv(zz_dtype cdt, bool q4, int64_t t, int64_t heads, 
 static zz_status zz_prof_bmm(const zz_prof *p, bool q4, int64_t b, int64_t sq, int64_t t, double *rate) {
   zz_attn_arg a = {.dev = p->dev, .b = b, .sq = sq, .t = t, .heads = 16, .hd = 64};
   int64_t h = a.heads * a.hd;
-  a.kv = zz_prof_kv(p->dev->ops->compute_dtype, q4, t, a.heads, a.hd);
+  a.kv = zz_prof_kv(zz_device_describe(p->dev)->compute_dtype, q4, t, a.heads, a.hd);
   int32_t *pad0 = calloc((size_t)b, sizeof *pad0);
   size_t sb = zz_device_attention_scratch(p->dev, b, sq, t, a.heads, zz_attention_general(a.kv.dt, 1));
   zz_status st = pad0 ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "profile: out of memory");
@@ -265,7 +265,8 @@ static zz_status zz_prof_bmm(const zz_prof *p, bool q4, int64_t b, int64_t sq, i
     if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * t * h, &a.k);
     if (st == ZZ_OK) st = zz_dev_fill(p->dev, b * t * h, &a.v);
   }
-  if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(p->dev->ops->compute_dtype, b * sq * h), &a.out);
+  zz_dtype cdt = zz_device_describe(p->dev)->compute_dtype;
+  if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(cdt, b * sq * h), &a.out);
   if (st == ZZ_OK && sb) st = zz_device_alloc(p->dev, sb, &a.scratch);
   if (st == ZZ_OK) st = zz_device_alloc(p->dev, (size_t)b * sizeof(int32_t), (void **)&a.pad);
   if (st == ZZ_OK) st = zz_device_write(p->dev, ZZ_LANE_COMPUTE, a.pad, pad0, (size_t)b * sizeof(int32_t));
@@ -344,7 +345,7 @@ static zz_status zz_quant_once(void *a_) {
  * quantizes them): 4-bit bytes written per second. 32 sequences x 64 rows. */
 static zz_status zz_prof_quant(const zz_prof *p, double *bw) {
   zz_quant_arg a = {.dev = p->dev, .b = 32, .sq = 64, .heads = 16, .hd = 64};
-  a.kv = zz_prof_kv(p->dev->ops->compute_dtype, true, a.sq, a.heads, a.hd);
+  a.kv = zz_prof_kv(zz_device_describe(p->dev)->compute_dtype, true, a.sq, a.heads, a.hd);
   zz_status st = zz_dev_fill(p->dev, a.b * a.sq * a.heads * a.hd, &a.x);
   if (st == ZZ_OK) st = zz_device_alloc(p->dev, (size_t)(a.b * a.kv.seq_bytes), &a.cache);
   double s = 0;
@@ -362,8 +363,9 @@ static zz_status zz_prof_q4(const zz_prof *p, zz_hw *hw) {
   const zz_op ops[] = {ZZ_OP_LINEAR, ZZ_OP_ATTENTION, ZZ_OP_KV_APPEND};
   for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
     if (!zz_device_supports(p->dev, ops[i], ZZ_DTYPE_Q4)) {
-      if (p->verbose) fprintf(stderr, "profile: the %s device has no 4-bit %s: no compression rates\n", p->dev->ops->name,
-                              zz_op_name(ops[i]));
+      if (p->verbose)
+        fprintf(stderr, "profile: the %s device has no 4-bit %s: no compression rates\n", zz_device_describe(p->dev)->name,
+                zz_op_name(ops[i]));
       return ZZ_OK;
     }
   ZZ_CHECK(zz_prof_gemm(p, ZZ_DTYPE_Q4, hw->gemm_q4, &hw->n_gemm_q4));
@@ -389,10 +391,10 @@ zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
   if (!dir || !*dir) dir = "/tmp";
   char host[64] = "";
   gethostname(host, sizeof host - 1);
-  snprintf(hw.name, sizeof hw.name, "%s (measured by zigzag profile, %s device)", host, p.dev->ops->name);
-  snprintf(hw.device, sizeof hw.device, "%s", p.dev->ops->name);
-  hw.gpu_mem = p.dev->capacity - p.dev->reserved;
-  hw.gpu_reserved = p.dev->reserved;
+  snprintf(hw.name, sizeof hw.name, "%s (measured by zigzag profile, %s device)", host, zz_device_describe(p.dev)->name);
+  snprintf(hw.device, sizeof hw.device, "%s", zz_device_describe(p.dev)->name);
+  hw.gpu_mem = zz_device_describe(p.dev)->capacity - zz_device_describe(p.dev)->reserved;
+  hw.gpu_reserved = zz_device_describe(p.dev)->reserved;
   hw.cpu_mem = zz_host_memory_bytes();
   hw.disk_mem = zz_disk_free_bytes(dir);
   hw.cpu_cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -409,9 +411,9 @@ zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
   if (st == ZZ_OK && o->verbose)
     fprintf(stderr, "profile: disk (%s) read %.3g GB/s, write %.3g GB/s\n", dir, hw.disk_read_bw / 1e9,
             hw.disk_write_bw / 1e9);
-  if (st == ZZ_OK) st = zz_prof_gemm(&p, p.dev->ops->compute_dtype, hw.gemm, &hw.n_gemm);
+  if (st == ZZ_OK) st = zz_prof_gemm(&p, zz_device_describe(p.dev)->compute_dtype, hw.gemm, &hw.n_gemm);
   /* bf16 weight matrices (--cpu-dtype bf16): the CPU device's linear over them */
-  if (st == ZZ_OK && strcmp(p.dev->ops->name, "cpu") == 0 && zz_device_supports(p.dev, ZZ_OP_LINEAR, ZZ_DTYPE_BF16))
+  if (st == ZZ_OK && zz_device_describe(p.dev)->kind == ZZ_DEVICE_CPU && zz_device_supports(p.dev, ZZ_OP_LINEAR, ZZ_DTYPE_BF16))
     st = zz_prof_gemm(&p, ZZ_DTYPE_BF16, hw.gemm_bf16, &hw.n_gemm_bf16);
   if (st == ZZ_OK) st = zz_prof_bmm(&p, false, 4, 256, 256, &hw.bmm_prefill_flops);
   if (st == ZZ_OK) st = zz_prof_bmm(&p, false, 32, 1, 512, &hw.bmm_decode_flops);

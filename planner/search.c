@@ -30,30 +30,6 @@
 
 #include "planner_impl.h"
 
-/* ---------------------------------------------------------------- the engine's plan on hw */
-
-static size_t zz_hw_scratch_cuda(const zz_device *d, int64_t b, int64_t sq, int64_t t, int64_t heads,
-                                 bool general) {
-  (void)d;
-  return zz_gpu_attention_scratch_bytes(b, sq, t, heads, general);
-}
-
-static size_t zz_hw_scratch_cpu(const zz_device *d, int64_t b, int64_t sq, int64_t t, int64_t heads, bool general) {
-  (void)d, (void)sq, (void)general;
-  return zz_cpu_attention_scratch(b, heads, t) * sizeof(float);
-}
-
-/* What the file's device can run: every op in its compute dtype, and 4-bit
- * weights and caches where the file has their rates (zigzag profile writes them
- * only for a device with those ops). */
-static bool zz_hw_supports_all(const zz_device *d, zz_op op, zz_dtype dt) {
-  (void)d, (void)op, (void)dt;
-  return true;
-}
-static bool zz_hw_supports_dense(const zz_device *d, zz_op op, zz_dtype dt) {
-  (void)d, (void)op;
-  return dt != ZZ_DTYPE_Q4;
-}
 
 void zz_planner_opts_default(zz_planner_opts *o) {
   memset(o, 0, sizeof *o);
@@ -95,30 +71,20 @@ void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TI
 
 zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
                         zz_memplan *out) {
-  /* the device as the engine's planning sees it: compute dtype, attention scratch,
-   * capacity; nothing is opened or allocated */
-  zz_device_ops ops = {.name = hw->device, .compute_dtype = zz_hw_compute_dtype(hw)};
-  ops.attention_scratch = strcmp(hw->device, "cpu") == 0 ? zz_hw_scratch_cpu : zz_hw_scratch_cuda;
-  ops.supports = zz_hw_has_q4(hw) ? zz_hw_supports_all : zz_hw_supports_dense;
+  /* the file's device as the engine's planning sees it: a description, nothing
+   * opened or allocated */
   size_t cap[ZZ_TIER_COUNT];
   zz_planner_caps(hw, o, cap);
-  zz_device dev = {.ops = &ops, .capacity = cap[ZZ_TIER_GPU], .bf16_weights = o->bf16_weights};
+  zz_device_desc dev;
+  zz_hw_device_desc(hw, cap[ZZ_TIER_GPU], o->bf16_weights, &dev);
   zz_engine_opts eo = {.policy = *pol, .shape = o->shape, .layer_begin = o->layer_begin, .layer_end = o->layer_end,
                        .n_groups = o->n_groups};
   eo.tiers.cap[ZZ_TIER_GPU] = cap[ZZ_TIER_GPU];
   eo.tiers.cap[ZZ_TIER_CPU] = cap[ZZ_TIER_CPU];
   eo.tiers.cap[ZZ_TIER_DISK] = cap[ZZ_TIER_DISK] ? cap[ZZ_TIER_DISK] : 1; /* 0: no disk at all */
-  zz_memplan plan;
-  ZZ_CHECK(zz_engine_plan_check(&dev, m, &eo, &plan));
-  if (strcmp(hw->device, "cpu") == 0) {
-    zz_status st = zz_memplan_check_shared(&plan, hw->cpu_mem); /* the RAM both draw on */
-    if (st != ZZ_OK) {
-      zz_memplan_free(&plan);
-      return st;
-    }
-  }
-  *out = plan;
-  return ZZ_OK;
+  /* on a cpu file the engine's check includes the RAM both tiers draw on (the
+   * description's host_memory: the file's cpu_mem) */
+  return zz_engine_plan_check(&dev, m, &eo, out);
 }
 
 /* ---------------------------------------------------------------- cost inputs */
@@ -608,7 +574,17 @@ const int zz_plan_num_gb_default[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
 const int zz_plan_n_gbs_default = sizeof zz_plan_gbs_default / sizeof *zz_plan_gbs_default;
 const int zz_plan_n_num_gb_default = sizeof zz_plan_num_gb_default / sizeof *zz_plan_num_gb_default;
 
+/* Searches this process ran (zz_planner_searches): one per zz_plan_search or
+ * zz_pipe_plan_search called from outside (a pipeline search's inner
+ * per-rank searches are its own). */
+static int zz_searches;
+
+int zz_planner_searches(void) { return zz_searches; }
+
+void zz_planner_count_search(void) { zz_searches++; }
+
 zz_status zz_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, zz_plan *out) {
+  zz_planner_count_search();
   double t0 = zz_now();
   const int *gl = o->gbs_list ? o->gbs_list : zz_plan_gbs_default;
   int ng = o->gbs_list ? o->n_gbs : zz_plan_n_gbs_default;

@@ -105,6 +105,26 @@ typedef struct zz_threads {
  * each and CPU attention takes the fastest count within the rest. */
 zz_threads zz_hw_threads(const zz_hw *hw);
 
+/* The thread rule for a process given `cores` cores of hw's machine (<= 0: the
+ * file's cpu_cores), as zz_hw_threads splits them. Everything that applies the
+ * plan's threads (generate, bench, each mpirun rank over its binding's cores) asks
+ * this. */
+zz_threads zz_plan_threads(const zz_hw *hw, int cores);
+
+/* How the runtime binds the process that runs a plan (stage/bind.c applies it,
+ * before the device starts its threads; the planner only decides). */
+typedef struct zz_plan_bind {
+  bool on;         /* bind: the plan's thread split runs (no --threads / --attn-threads given) */
+  int gpu_ordinal; /* inside the NUMA node nearest this GPU; -1: the CPU device's (first node with cores) */
+} zz_plan_bind;
+/* The binding rule for one process alone on hw's machine. */
+zz_plan_bind zz_plan_binding(const zz_hw *hw, bool threads_given);
+
+/* A nominal machine of a device ("cpu" or "cuda") for a layer split without a
+ * hardware file: a 12 GB/s link and 20 TFLOPS for every rate (4-bit, and bf16 on the cpu),
+ * memories unbounded. */
+void zz_hw_nominal(const char *device, zz_hw *out);
+
 /* Whether hw has every 4-bit rate the cost model needs to price compression. */
 bool zz_hw_has_q4(const zz_hw *hw);
 
@@ -156,6 +176,10 @@ typedef struct zz_cost_in {
   bool bf16_weights;                    /* --cpu-dtype bf16: 2-D weights in bf16 (sizes.c), gemm_bf16 rates */
 } zz_cost_in;
 
+/* hw's device as the engine's plans see it (zz_plan_check): its kind's
+ * description with capacity bytes, bf16 weights (--cpu-dtype bf16), and 4-bit ops
+ * only where the file prices them. Nothing is opened. */
+void zz_hw_device_desc(const zz_hw *hw, size_t capacity, bool bf16_weights, zz_device_desc *out);
 /* The compute dtype of hw's device and the dtype weights are stored in off it. */
 zz_dtype zz_hw_compute_dtype(const zz_hw *hw);
 
@@ -209,10 +233,15 @@ void zz_planner_opts_default(zz_planner_opts *o);
 /* The capacity of each tier a plan gets: o's overrides, else the file's. */
 void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TIER_COUNT]);
 
-/* The planner's answer. */
+/* The planner's answer for one process or one rank's slice: the policy, its
+ * prediction (cost.threads: the thread split it assumed, zz_plan_threads), and
+ * for a run the binding (zz_opts_plan_policy fills it; the runtime applies it).
+ * A pipeline's plan adds the layer cuts (zz_pipeline_plan). Plain data: a
+ * pipeline broadcasts it from rank 0. */
 typedef struct zz_plan {
   zz_policy policy;
   zz_cost cost;
+  zz_plan_bind bind;      /* how the process that runs it binds (zeros: not bound) */
   double lp_objective;    /* the relaxed LP's seconds per sequence of this (gbs, num_gb) */
   double x[ZZ_X_COUNT];   /* the LP's fractions before rounding */
   int candidates;         /* (gbs, num_gb, cpu attention, ...) tried */
@@ -236,6 +265,10 @@ zz_status zz_plan_lp(const zz_model *m, const zz_hw *hw, const zz_planner_opts *
  * tier that is short and by how much for the smallest block. */
 zz_status zz_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, zz_plan *out);
 
+/* Policy searches (zz_plan_search, zz_pipe_plan_search) this process has run: a
+ * pipeline plans once, on rank 0 (ZZ_PLAN_TRACE makes each rank say its count). */
+int zz_planner_searches(void);
+
 /* Evaluates a given policy (cost and peaks) the same way. */
 zz_status zz_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
                        zz_plan *out);
@@ -244,6 +277,8 @@ zz_status zz_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts
 
 #define ZZ_PLAN_MAX_RANKS 64
 
+/* A pipeline's plan: the layer cuts and each rank's zz_plan. Computed once, on
+ * rank 0, and broadcast as bytes (it holds no pointers). */
 typedef struct zz_pipeline_plan {
   int ranks, groups;                 /* m ranks, T micro-batch groups */
   int bounds[ZZ_PLAN_MAX_RANKS + 1]; /* rank r holds layers [bounds[r], bounds[r+1]) */
@@ -255,21 +290,23 @@ typedef struct zz_pipeline_plan {
 } zz_pipeline_plan;
 
 /* Plans an m-rank pipeline on hw (one machine per rank): the layer split balanced
- * by predicted per-layer time (stage/split.c's algorithm, fed by the cost model),
+ * by predicted per-layer time (zz_split_costs, fed by the cost model),
  * each rank's own policy for its slice, and the pipeline's throughput. All ranks
  * share one gbs x num_gb (the hidden states that cross ranks have one shape). */
 zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int ranks,
                               zz_pipeline_plan *out);
 
 /* The contiguous split of n layers of costs cost[] into k stages minimising the
- * slowest stage: bounds_out[0..k] (stage/split.c calls this too). */
+ * slowest stage: bounds_out[0..k] (the one split algorithm). */
 zz_status zz_split_costs(const double *cost, int n, int k, int *bounds_out);
 
-/* Per-layer predicted seconds of one block (prefill + all decode steps) under a
- * policy, for layers [0, n_layers) (layers outside a plan's slice are costed as
- * if the policy applied to them); bf16_weights: --cpu-dtype bf16. */
-zz_status zz_plan_layer_costs(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
-                              bool bf16_weights, double *cost_out);
+/* The split rule for a given policy: each layer's predicted seconds of one block
+ * (prefill + all decode steps; the cost model, every layer costed as if the
+ * policy applied to it) on hw, split by zz_split_costs into ranks slices:
+ * bounds_out[ranks + 1]. Without a hardware file hw is zz_hw_nominal's machine.
+ * bf16_weights: --cpu-dtype bf16. */
+zz_status zz_plan_split(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
+                        bool bf16_weights, int ranks, int *bounds_out);
 
 /* ================================================================ profile */
 

@@ -48,9 +48,10 @@ typedef struct zz_arch {
   zz_status (*build)(struct zz_model *m);
   /* position ids of rows [from, from + n) of a sequence with `pad` left padding slots */
   void (*positions)(const zz_config *c, int64_t pad, int64_t from, int64_t n, int32_t *out);
-  /* bytes of workspace `forward` needs for b sequences of sq new tokens, t keys;
+  /* bytes of workspace `forward` needs for b sequences of sq new tokens, t keys, on
+   * a device so described (a plan may be for a device not opened here);
    * general_attn: attention takes the Q4 / top-k path (zz_attention_general) */
-  size_t (*workspace_bytes)(const struct zz_model *m, const zz_device *dev, int64_t b,
+  size_t (*workspace_bytes)(const struct zz_model *m, const zz_device_desc *dev, int64_t b,
                             int64_t sq, int64_t t, bool general_attn);
   /* w[i]: the device-resident tensor of layer->weights[i] (tier GPU, data a device
    * pointer, shape from the spec, dtype what the device computes with; ndim 0 where

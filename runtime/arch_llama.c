@@ -288,13 +288,13 @@ static zz_status zz_llama_build(zz_model *m) {
  *   attn:   xn [n, h], q [n, qw], k, v [n, kvw], att [n, qw], then attention scratch
  *   mlp:    xn [n, h], gate [n, ffn], up [n, ffn]
  *   output: x [b, h] */
-static size_t zz_llama_workspace(const zz_model *m, const zz_device *dev, int64_t b, int64_t sq, int64_t t,
+static size_t zz_llama_workspace(const zz_model *m, const zz_device_desc *dev, int64_t b, int64_t sq, int64_t t,
                                  bool general_attn) {
   const zz_config *c = &m->cfg;
-  size_t es = zz_dtype_nbytes(dev->ops->compute_dtype, 1);
+  size_t es = zz_dtype_nbytes(dev->compute_dtype, 1);
   int64_t n = b * sq, h = c->hidden, qw = c->n_heads * c->head_dim, kvw = c->n_kv_heads * c->head_dim;
   size_t attn = zz_align_up((size_t)(n * (h + 2 * qw + 2 * kvw)) * es, 256) +
-                zz_device_attention_scratch(dev, b, sq, t, c->n_heads, general_attn);
+                zz_device_desc_attention_scratch(dev, b, sq, t, c->n_heads, general_attn);
   size_t mlp = (size_t)(n * (h + 2 * c->ffn)) * es;
   size_t out = (size_t)(b * h) * es;
   size_t mx = attn;
@@ -306,7 +306,7 @@ static size_t zz_llama_workspace(const zz_model *m, const zz_device *dev, int64_
 static zz_status zz_llama_forward(zz_device *dev, const zz_model *m, const zz_layer *layer, const zz_tensor *w,
                                   const zz_step *st) {
   const zz_config *c = &m->cfg;
-  size_t es = zz_dtype_nbytes(dev->ops->compute_dtype, 1);
+  size_t es = zz_dtype_nbytes(zz_device_describe(dev)->compute_dtype, 1);
   int64_t n = st->b * st->sq, h = c->hidden, hd = c->head_dim;
   int64_t qw = c->n_heads * hd, kvw = c->n_kv_heads * hd;
   char *work = st->work;

@@ -219,14 +219,14 @@ static zz_status zz_opt_build(zz_model *m) {
  *   attn:   xn, q, k, v, att: 5 × [n, h], then attention scratch
  *   mlp:    xn [n, h], f [n, ffn], o [n, h]
  *   output: x [b, h], y [b, max(h, embed_dim)]     (n = b * sq) */
-static size_t zz_opt_workspace(const zz_model *m, const zz_device *dev, int64_t b, int64_t sq,
+static size_t zz_opt_workspace(const zz_model *m, const zz_device_desc *dev, int64_t b, int64_t sq,
                                int64_t t, bool general_attn) {
   const zz_config *c = &m->cfg;
-  size_t es = zz_dtype_nbytes(dev->ops->compute_dtype, 1);
+  size_t es = zz_dtype_nbytes(dev->compute_dtype, 1);
   int64_t n = b * sq, h = c->hidden;
   size_t in = (size_t)(n * c->embed_dim) * es;
   size_t attn = (size_t)(5 * n * h) * es +
-                zz_device_attention_scratch(dev, b, sq, t, c->n_heads, general_attn) + 256;
+                zz_device_desc_attention_scratch(dev, b, sq, t, c->n_heads, general_attn) + 256;
   size_t mlp = (size_t)(n * (2 * h + c->ffn)) * es;
   size_t out = (size_t)(b * (h + (h > c->embed_dim ? h : c->embed_dim))) * es;
   size_t mx = in;
@@ -239,7 +239,7 @@ static size_t zz_opt_workspace(const zz_model *m, const zz_device *dev, int64_t 
 static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_layer *layer,
                                 const zz_tensor *w, const zz_step *st) {
   const zz_config *c = &m->cfg;
-  size_t es = zz_dtype_nbytes(dev->ops->compute_dtype, 1);
+  size_t es = zz_dtype_nbytes(zz_device_describe(dev)->compute_dtype, 1);
   int64_t n = st->b * st->sq, h = c->hidden;
   char *work = st->work;
   switch (layer->kind) {

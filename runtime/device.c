@@ -131,6 +131,7 @@ static zz_status zz_device_new(int attn_threads, zz_device **out) {
 zz_status zz_device_create_cpu(size_t capacity, int threads, int attn_threads, zz_device **out) {
   zz_device *dev = NULL;
   ZZ_CHECK(zz_device_new(attn_threads, &dev));
+  zz_device_desc_init(ZZ_DEVICE_CPU, 0, &dev->desc); /* the backend sets its memory */
   zz_status st = zz_device_pool(threads, "cpu compute", &dev->pool);
   if (st == ZZ_OK) st = zz_device_cpu_open(dev, capacity);
   return zz_device_finish(dev, st, out);
@@ -139,6 +140,7 @@ zz_status zz_device_create_cpu(size_t capacity, int threads, int attn_threads, z
 zz_status zz_device_create_cuda(int ordinal, size_t capacity, int attn_threads, zz_device **out) {
   zz_device *dev = NULL;
   ZZ_CHECK(zz_device_new(attn_threads, &dev));
+  zz_device_desc_init(ZZ_DEVICE_CUDA, 0, &dev->desc); /* the backend sets its memory */
   return zz_device_finish(dev, zz_device_cuda_open(dev, ordinal, capacity), out);
 }
 
@@ -169,12 +171,12 @@ zz_status zz_device_create_best(int ordinal, size_t capacity, int threads, int a
 zz_status zz_device_set_weight_dtype(zz_device *dev, zz_dtype dt) {
   if (dt != ZZ_DTYPE_F32 && dt != ZZ_DTYPE_BF16)
     return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-dtype %s: want f32 or bf16", zz_dtype_name(dt));
-  if (dt == ZZ_DTYPE_BF16 && strcmp(dev->ops->name, "cpu") != 0)
+  if (dt == ZZ_DTYPE_BF16 && dev->desc.kind != ZZ_DEVICE_CPU)
     return zz_error(ZZ_ERR_INVALID_ARG,
                     "--cpu-dtype bf16: weights in bf16 are an option of the cpu device, and this run's device is %s "
                     "(--device cpu)",
-                    dev->ops->name);
-  dev->bf16_weights = dt == ZZ_DTYPE_BF16;
+                    dev->desc.name);
+  dev->desc.bf16_weights = dt == ZZ_DTYPE_BF16;
   return ZZ_OK;
 }
 
@@ -197,10 +199,79 @@ void zz_device_destroy(zz_device *dev) {
 
 zz_pool *zz_device_attn_pool(zz_device *dev) { return dev->attn_pool; }
 
-bool zz_device_supports_compute_dtype(const zz_device *dev, zz_op op, zz_dtype dt) {
-  if (op == ZZ_OP_UPLOAD || op == ZZ_OP_DOWNLOAD)
-    return dt == ZZ_DTYPE_F32 || dt == ZZ_DTYPE_F16 || dt == ZZ_DTYPE_BF16;
-  return dt == dev->ops->compute_dtype;
+zz_pool *zz_device_compute_pool(zz_device *dev) { return dev->pool; }
+
+/* ================================================================ the description */
+
+/* What each kind is. The ops each runs are its backend's kernels: every op in
+ * the compute dtype; f32, f16 and bf16 converted on upload and download; 4-bit
+ * weights (kernels/cpu/quant.c, kernels/cuda) for the linear and the row
+ * gathers, and 4-bit caches for append and attention (top-k included); on the
+ * CPU, bf16 weight matrices (kernels/cpu/gemm.c). */
+static const struct {
+  const char *name;
+  zz_dtype compute_dtype;
+  bool memory_is_host;
+} zz_kinds[ZZ_DEVICE_KIND_COUNT] = {
+    [ZZ_DEVICE_CPU] = {"cpu", ZZ_DTYPE_F32, true},
+    [ZZ_DEVICE_CUDA] = {"cuda", ZZ_DTYPE_F16, false},
+};
+
+static bool zz_kind_runs(zz_device_kind k, zz_op op, zz_dtype dt) {
+  if (op == ZZ_OP_UPLOAD || op == ZZ_OP_DOWNLOAD) return dt == ZZ_DTYPE_F32 || dt == ZZ_DTYPE_F16 || dt == ZZ_DTYPE_BF16;
+  bool rows = op == ZZ_OP_LINEAR || op == ZZ_OP_EMBED_ROWS || op == ZZ_OP_ADD_ROWS;
+  if (dt == ZZ_DTYPE_BF16 && k == ZZ_DEVICE_CPU && rows) return true;
+  if (dt == ZZ_DTYPE_Q4)
+    return rows || op == ZZ_OP_KV_APPEND || op == ZZ_OP_ATTENTION || op == ZZ_OP_ATTENTION_SPARSE;
+  return dt == zz_kinds[k].compute_dtype;
+}
+
+void zz_device_desc_init(zz_device_kind kind, size_t capacity, zz_device_desc *out) {
+  ZZ_ASSERT((unsigned)kind < ZZ_DEVICE_KIND_COUNT);
+  zz_device_desc d = {.kind = kind, .name = zz_kinds[kind].name, .compute_dtype = zz_kinds[kind].compute_dtype,
+                      .memory_is_host = zz_kinds[kind].memory_is_host, .capacity = capacity, .align = ZZ_ALIGN,
+                      .isa = zz_cpu_isa_get()};
+  for (int op = 0; op < ZZ_OP_COUNT; op++)
+    for (int dt = 0; dt < ZZ_DTYPE_COUNT; dt++)
+      if (zz_kind_runs(kind, (zz_op)op, (zz_dtype)dt)) d.supports[op] |= 1u << dt;
+  *out = d;
+}
+
+zz_status zz_device_kind_parse(const char *name, zz_device_kind *out) {
+  for (int k = 0; k < ZZ_DEVICE_KIND_COUNT; k++)
+    if (name && strcmp(name, zz_kinds[k].name) == 0) {
+      *out = (zz_device_kind)k;
+      return ZZ_OK;
+    }
+  return zz_error(ZZ_ERR_INVALID_ARG, "device '%s': want cpu or cuda", name ? name : "(none)");
+}
+
+bool zz_device_desc_supports(const zz_device_desc *d, zz_op op, zz_dtype dt) {
+  return (unsigned)op < ZZ_OP_COUNT && (unsigned)dt < ZZ_DTYPE_COUNT && (d->supports[op] >> dt & 1u);
+}
+
+void zz_device_desc_drop_q4(zz_device_desc *d) {
+  for (int op = 0; op < ZZ_OP_COUNT; op++) d->supports[op] &= ~(1u << ZZ_DTYPE_Q4);
+}
+
+size_t zz_device_desc_attention_scratch(const zz_device_desc *d, int64_t b, int64_t sq, int64_t t, int64_t heads,
+                                        bool general) {
+  /* the CPU kernel's per-thread score rows (f32) whatever the path; the GPU's
+   * score matrix, and more for the general path (sizes.c) */
+  if (d->kind == ZZ_DEVICE_CPU) return zz_cpu_attention_scratch(b, heads, t) * sizeof(float);
+  return zz_gpu_attention_scratch_bytes(b, sq, t, heads, general);
+}
+
+size_t zz_device_desc_usable(const zz_device_desc *d) {
+  return d->capacity > d->reserved ? d->capacity - d->reserved : 0;
+}
+
+const zz_device_desc *zz_device_describe(const zz_device *dev) { return &dev->desc; }
+
+void zz_device_reserve(zz_device *dev, size_t bytes) { dev->desc.reserved += bytes; }
+
+void zz_device_unreserve(zz_device *dev, size_t bytes) {
+  dev->desc.reserved -= bytes < dev->desc.reserved ? bytes : dev->desc.reserved;
 }
 
 /* ================================================================ argument checks */
@@ -216,7 +287,7 @@ static const char *const zz_op_names[ZZ_OP_COUNT] = {
 const char *zz_op_name(zz_op op) { return (unsigned)op < ZZ_OP_COUNT ? zz_op_names[op] : "?"; }
 
 bool zz_device_supports(const zz_device *dev, zz_op op, zz_dtype dt) {
-  return (unsigned)op < ZZ_OP_COUNT && (unsigned)dt < ZZ_DTYPE_COUNT && dev->ops->supports(dev, op, dt);
+  return zz_device_desc_supports(&dev->desc, op, dt);
 }
 
 /* Where a check happens: the device and the op (or copy) being called. */
@@ -232,10 +303,10 @@ static zz_status zz_bad(zz_site s, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  return zz_error(ZZ_ERR_INVALID_ARG, "%s device: %s: %s", s.dev->ops->name, s.op, what);
+  return zz_error(ZZ_ERR_INVALID_ARG, "%s device: %s: %s", s.dev->desc.name, s.op, what);
 }
 
-static size_t zz_es(const zz_device *dev) { return zz_dtype_nbytes(dev->ops->compute_dtype, 1); }
+static size_t zz_es(const zz_device *dev) { return zz_dtype_nbytes(dev->desc.compute_dtype, 1); }
 
 static zz_status zz_arg_pos(zz_site s, const char *arg, int64_t v) {
   return v > 0 ? ZZ_OK : zz_bad(s, "%s = %lld, must be positive", arg, (long long)v);
@@ -274,8 +345,8 @@ static zz_status zz_arg_lane(zz_site s, zz_lane lane) {
 
 /* The device runs this op on activations of its compute dtype (it implements it). */
 static zz_status zz_arg_op(zz_site s, zz_op op) {
-  if (!zz_device_supports(s.dev, op, s.dev->ops->compute_dtype))
-    return zz_bad(s, "not implemented by this device for %s", zz_dtype_name(s.dev->ops->compute_dtype));
+  if (!zz_device_supports(s.dev, op, s.dev->desc.compute_dtype))
+    return zz_bad(s, "not implemented by this device for %s", zz_dtype_name(s.dev->desc.compute_dtype));
   return ZZ_OK;
 }
 
@@ -386,9 +457,9 @@ zz_status zz_device_copy(zz_device *dev, zz_lane lane, void *dst, const void *sr
 
 zz_status zz_device_identity(const zz_device *dev, int *ordinal_out, char *id_out, size_t len) {
   if (!dev->ops->identity)
-    return zz_error(ZZ_ERR_UNSUPPORTED, "%s device: not a GPU (no ordinal or GPU id)", dev->ops->name);
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s device: not a GPU (no ordinal or GPU id)", dev->desc.name);
   if (!ordinal_out || !id_out || len < 2)
-    return zz_error(ZZ_ERR_INVALID_ARG, "%s device: identity: no room for the answer", dev->ops->name);
+    return zz_error(ZZ_ERR_INVALID_ARG, "%s device: identity: no room for the answer", dev->desc.name);
   return dev->ops->identity(dev, ordinal_out, id_out, len);
 }
 
@@ -452,7 +523,7 @@ zz_status zz_device_gather_rows(zz_device *dev, const void *x, int64_t rows, int
   ZZ_CHECK(zz_arg_mul(s, "x", rows, dim, &nx));
   ZZ_CHECK(zz_arg_dev(s, "x", x, nx, zz_es(dev)));
   ZZ_CHECK(zz_check_rows(s, ids, n, dim, out));
-  return dev->ops->embed_rows(dev, x, dev->ops->compute_dtype, dim, ids, n, out);
+  return dev->ops->embed_rows(dev, x, dev->desc.compute_dtype, dim, ids, n, out);
 }
 
 zz_status zz_device_add_rows(zz_device *dev, void *x, const zz_tensor *table, const int32_t *ids, int64_t n) {
@@ -587,7 +658,7 @@ zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, cons
   ZZ_CHECK(zz_check_cache(s, "k", k, b, t, kvw, kv_stride));
   ZZ_CHECK(zz_check_cache(s, "v", v, b, t, kvw, kv_stride));
   ZZ_CHECK(zz_arg_dev(s, "pad", pad, b, sizeof(int32_t)));
-  size_t need = dev->ops->attention_scratch(dev, b, sq, t, heads, false);
+  size_t need = zz_device_desc_attention_scratch(&dev->desc, b, sq, t, heads, false);
   if (need) ZZ_CHECK(zz_arg_dev(s, "scratch", scratch, (int64_t)need, 1));
   return dev->ops->attention(dev, q, k, v, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad, out, scratch);
 }
@@ -596,7 +667,7 @@ bool zz_attention_general(zz_dtype dt, double keep) { return dt == ZZ_DTYPE_Q4 |
 
 size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads,
                                    bool general) {
-  return dev->ops->attention_scratch(dev, b, sq, t, heads, general);
+  return zz_device_desc_attention_scratch(&dev->desc, b, sq, t, heads, general);
 }
 
 /* ================================================================ caches of any layout */
@@ -611,9 +682,9 @@ static zz_status zz_check_cache_ex(zz_site s, zz_op op, const char *arg, const v
     return zz_bad(s, "a %s cache is not supported by this device", zz_dtype_name(l->dt));
   if (l->dt == ZZ_DTYPE_Q4 && !zz_qfmt_valid(l->q))
     return zz_bad(s, "q4 cache format %d bits / groups of %d is not valid", l->q.bits, l->q.group);
-  if (l->dt != ZZ_DTYPE_Q4 && l->dt != s.dev->ops->compute_dtype)
+  if (l->dt != ZZ_DTYPE_Q4 && l->dt != s.dev->desc.compute_dtype)
     return zz_bad(s, "a %s cache on a device computing in %s", zz_dtype_name(l->dt),
-                  zz_dtype_name(s.dev->ops->compute_dtype));
+                  zz_dtype_name(s.dev->desc.compute_dtype));
   int64_t used, span;
   size_t row = zz_kv_row_bytes(l->dt, l->q, heads, hd);
   ZZ_CHECK(zz_arg_mul(s, arg, rows, (int64_t)row, &used));
@@ -663,7 +734,7 @@ zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, c
   if (keep < 1 && !zz_device_supports(dev, ZZ_OP_ATTENTION_SPARSE, l->dt))
     return zz_bad(s, "top-k sparse attention over a %s cache is not implemented by this device", zz_dtype_name(l->dt));
   ZZ_CHECK(zz_arg_dev(s, "pad", pad, b, sizeof(int32_t)));
-  size_t need = dev->ops->attention_scratch(dev, b, sq, t, heads, zz_attention_general(l->dt, keep));
+  size_t need = zz_device_desc_attention_scratch(&dev->desc, b, sq, t, heads, zz_attention_general(l->dt, keep));
   if (need) ZZ_CHECK(zz_arg_dev(s, "scratch", scratch, (int64_t)need, 1));
   return dev->ops->attention_ex(dev, q, k, v, l, b, sq, t, q_start, heads, kv_heads, hd, pad, keep, out, scratch);
 }

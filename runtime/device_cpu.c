@@ -10,7 +10,7 @@
  * bf16 weights (kernels/cpu/gemm.c); larger f32 ones run as single-threaded
  * OpenBLAS tiles on the same pool (kernels/cpu/gemm_pool.c), so no second set of
  * threads competes. With --cpu-dtype bf16 weight matrices arrive in bf16 and are
- * computed on as they are (zz_device.bf16_weights); everything else stays f32.
+ * computed on as they are (zz_device_desc.bf16_weights); everything else stays f32.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -31,11 +31,11 @@ typedef struct zz_cpu_dev {
 
 static zz_status zz_cpu_alloc(zz_device *dev, size_t bytes, void **out) {
   zz_cpu_dev *c = dev->impl;
-  if (bytes > dev->capacity - c->used) {
+  if (bytes > dev->desc.capacity - c->used) {
     char a[32], b[32];
     return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: %s wanted, %s of its capacity left",
                     zz_format_bytes(bytes, a, sizeof a),
-                    zz_format_bytes(dev->capacity - c->used, b, sizeof b));
+                    zz_format_bytes(dev->desc.capacity - c->used, b, sizeof b));
   }
   char *p = NULL;
   if (posix_memalign((void **)&p, ZZ_CPU_HDR, bytes + ZZ_CPU_HDR) != 0) {
@@ -198,12 +198,6 @@ static zz_status zz_cpu_silu(zz_device *dev, const void *g, const void *u, int64
   return ZZ_OK;
 }
 
-static size_t zz_cpu_attn_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads,
-                                  bool general) {
-  (void)dev, (void)sq, (void)general; /* one kernel, one scratch */
-  return zz_cpu_attention_scratch(b, heads, t) * sizeof(float);
-}
-
 /* ---------------------------------------------------------------- compression, caches of any layout */
 
 static zz_status zz_cpu_lin_q(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_qfmt q,
@@ -240,16 +234,6 @@ static zz_status zz_cpu_attn_ex(zz_device *dev, const void *q, const void *k, co
   return ZZ_OK;
 }
 
-/* The compute dtype everywhere, Q4 weights and caches (kernels/cpu/quant.c), and
- * bf16 weight matrices (kernels/cpu/gemm.c). */
-static bool zz_cpu_supports(const zz_device *dev, zz_op op, zz_dtype dt) {
-  if (dt == ZZ_DTYPE_BF16 && (op == ZZ_OP_LINEAR || op == ZZ_OP_EMBED_ROWS || op == ZZ_OP_ADD_ROWS)) return true;
-  if (dt == ZZ_DTYPE_Q4)
-    return op == ZZ_OP_LINEAR || op == ZZ_OP_EMBED_ROWS || op == ZZ_OP_ADD_ROWS || op == ZZ_OP_KV_APPEND ||
-           op == ZZ_OP_ATTENTION || op == ZZ_OP_ATTENTION_SPARSE;
-  return zz_device_supports_compute_dtype(dev, op, dt);
-}
-
 static void zz_cpu_destroy(zz_device *dev) {
   zz_cpu_dev *c = dev->impl;
   pthread_mutex_destroy(&c->xb_mu);
@@ -259,9 +243,7 @@ static void zz_cpu_destroy(zz_device *dev) {
 }
 
 static const zz_device_ops zz_cpu_ops = {
-    .name = "cpu",
-    .memory_is_host = true,
-    .compute_dtype = ZZ_DTYPE_F32,
+    .kind = ZZ_DEVICE_CPU, /* f32, memory in host RAM; what it runs: device.c's zz_kinds */
     .destroy = zz_cpu_destroy,
     .alloc = zz_cpu_alloc,
     .free = zz_cpu_free,
@@ -273,7 +255,6 @@ static const zz_device_ops zz_cpu_ops = {
     .upload = zz_cpu_upload,
     .download = zz_cpu_download,
     .sync = zz_cpu_sync,
-    .supports = zz_cpu_supports,
     .embed_rows = zz_cpu_embed,
     .add_rows = zz_cpu_addrows,
     .layernorm = zz_cpu_ln,
@@ -281,7 +262,6 @@ static const zz_device_ops zz_cpu_ops = {
     .add = zz_cpu_addv,
     .kv_append = zz_cpu_append,
     .attention = zz_cpu_attn,
-    .attention_scratch = zz_cpu_attn_scratch,
     .linear_q = zz_cpu_lin_q,
     .rows_q = zz_cpu_rows_q,
     .kv_append_ex = zz_cpu_append_ex,
@@ -297,7 +277,7 @@ zz_status zz_device_cpu_open(zz_device *dev, size_t capacity) {
   pthread_mutex_init(&c->xb_mu, NULL);
   dev->ops = &zz_cpu_ops;
   dev->impl = c;
-  dev->capacity = capacity ? capacity : zz_host_memory_bytes();
+  dev->desc.capacity = capacity ? capacity : zz_host_memory_bytes();
   zz_cpu_blas_single(); /* GEMMs run on dev->pool's threads (gemm_pool.c) */
   return ZZ_OK;
 }

@@ -3,7 +3,7 @@
  *
  * Memory: device arenas come from cudaMalloc (never managed memory, whose page
  * migration would hide the very transfers the zig-zag schedule plans), counted
- * against dev->capacity; host memory for the CPU tier is pinned (cudaHostAlloc) so
+ * against dev->desc.capacity; host memory for the CPU tier is pinned (cudaHostAlloc) so
  * the copy lanes run as DMA, concurrently with compute.
  *
  * Lanes: one non-blocking cudaStream_t per zz_lane. write/read/upload/download are
@@ -22,8 +22,8 @@
  * Staging is ZZ_CUDA_STAGING_MAX bytes per lane, allocated at creation (larger
  * transfers go in chunks) and counted against the capacity.
  *
- * Accounting: dev->capacity (0 at creation: the GPU's free memory then) bounds the
- * sum of alloc() blocks, staging buffers and the cuBLAS workspace; dev->reserved
+ * Accounting: dev->desc.capacity (0 at creation: the GPU's free memory then) bounds the
+ * sum of alloc() blocks, staging buffers and the cuBLAS workspace; dev->desc.reserved
  * says how much of it the device keeps for itself (workspace: 4 MiB, 32 MiB on
  * sm_90+; set explicitly so that it is counted). cuBLAS's handle and the CUDA
  * context themselves live outside that sum.
@@ -76,7 +76,7 @@ typedef struct zz_cuda_dev {
   void *staging[ZZ_LANE_COUNT];            /* conversion buffer of each lane */
   size_t staging_bytes[ZZ_LANE_COUNT];
   pthread_mutex_t mu;                      /* guards used, blocks */
-  size_t used;                             /* bytes counted against dev->capacity */
+  size_t used;                             /* bytes counted against dev->desc.capacity */
   zz_cuda_block *blocks;                   /* live alloc() blocks [n_blocks] */
   size_t n_blocks, cap_blocks;
 } zz_cuda_dev;
@@ -135,7 +135,7 @@ static zz_status zz_cuda_lane(zz_cuda_dev *d, zz_lane lane, cudaStream_t *out) {
 static zz_status zz_cuda_reserve(zz_device *dev, size_t bytes, const char *what) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
   pthread_mutex_lock(&d->mu);
-  const size_t left = dev->capacity > d->used ? dev->capacity - d->used : 0;
+  const size_t left = dev->desc.capacity > d->used ? dev->desc.capacity - d->used : 0;
   if (bytes > left) {
     pthread_mutex_unlock(&d->mu);
     char a[32], b[32], c[32];
@@ -144,7 +144,7 @@ static zz_status zz_cuda_reserve(zz_device *dev, size_t bytes, const char *what)
                     "capacity %s left",
                     d->ordinal, d->gpu, what, zz_format_bytes(bytes, a, sizeof a), bytes,
                     zz_format_bytes(left, b, sizeof b), left,
-                    zz_format_bytes(dev->capacity, c, sizeof c));
+                    zz_format_bytes(dev->desc.capacity, c, sizeof c));
   }
   d->used += bytes;
   pthread_mutex_unlock(&d->mu);
@@ -263,7 +263,7 @@ static void zz_cuda_host_free(zz_device *dev, void *ptr) {
 }
 
 /* The lane's conversion buffer: ZZ_CUDA_STAGING_MAX bytes allocated at creation,
- * so it is counted in dev->reserved before any memory plan is checked and never
+ * so it is counted in dev->desc.reserved before any memory plan is checked and never
  * freed (a cudaFree would synchronise the whole device) while a run goes on.
  * Callers cut larger transfers into chunks of at most that size. */
 static zz_status zz_cuda_staging(zz_device *dev, zz_lane lane, size_t bytes, void **out) {
@@ -508,12 +508,6 @@ static zz_status zz_cuda_silu(zz_device *dev, const void *g, const void *u, int6
   return ZZ_OK;
 }
 
-static size_t zz_cuda_attn_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads,
-                                   bool general) {
-  (void)dev;
-  return zz_gpu_attention_scratch_bytes(b, sq, t, heads, general);
-}
-
 /* ---------------------------------------------------------------- compression (kernels/cuda/quant.cu) */
 
 static zz_status zz_cuda_lin_q(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_qfmt q,
@@ -571,14 +565,6 @@ static zz_status zz_cuda_attn_ex(zz_device *dev, const void *q, const void *k, c
   return ZZ_OK;
 }
 
-/* The compute dtype (f16) everywhere, Q4 weights and caches, top-k attention. */
-static bool zz_cuda_supports(const zz_device *dev, zz_op op, zz_dtype dt) {
-  if (dt == ZZ_DTYPE_Q4)
-    return op == ZZ_OP_LINEAR || op == ZZ_OP_EMBED_ROWS || op == ZZ_OP_ADD_ROWS || op == ZZ_OP_KV_APPEND ||
-           op == ZZ_OP_ATTENTION || op == ZZ_OP_ATTENTION_SPARSE;
-  return zz_device_supports_compute_dtype(dev, op, dt);
-}
-
 /* ================================================================ create / destroy */
 
 static void zz_cuda_destroy(zz_device *dev) {
@@ -604,8 +590,7 @@ static void zz_cuda_destroy(zz_device *dev) {
 }
 
 static const zz_device_ops zz_cuda_ops = {
-    .name = "cuda",
-    .compute_dtype = ZZ_DTYPE_F16,
+    .kind = ZZ_DEVICE_CUDA, /* f16; what it runs: device.c's zz_kinds */
     .destroy = zz_cuda_destroy,
     .alloc = zz_cuda_alloc,
     .free = zz_cuda_free,
@@ -618,7 +603,6 @@ static const zz_device_ops zz_cuda_ops = {
     .upload = zz_cuda_upload,
     .download = zz_cuda_download,
     .sync = zz_cuda_sync,
-    .supports = zz_cuda_supports,
     .embed_rows = zz_cuda_embed,
     .add_rows = zz_cuda_addrows,
     .layernorm = zz_cuda_ln,
@@ -626,7 +610,6 @@ static const zz_device_ops zz_cuda_ops = {
     .add = zz_cuda_addv,
     .kv_append = zz_cuda_append,
     .attention = zz_cuda_attn,
-    .attention_scratch = zz_cuda_attn_scratch,
     .linear_q = zz_cuda_lin_q,
     .rows_q = zz_cuda_rows_qv,
     .kv_append_ex = zz_cuda_append_ex,
@@ -644,7 +627,7 @@ static zz_status zz_cuda_setup(zz_device *dev, size_t capacity) {
   snprintf(d->gpu, sizeof d->gpu, "%s", prop.name);
   size_t free_b = 0, total_b = 0;
   ZZ_CUDA_OK(d, cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
-  dev->capacity = capacity ? capacity : free_b;
+  dev->desc.capacity = capacity ? capacity : free_b;
 
   for (int l = 0; l < ZZ_LANE_COUNT; l++) {
     ZZ_CUDA_OK(d, cudaStreamCreateWithFlags(&d->lane[l], cudaStreamNonBlocking),
@@ -666,7 +649,7 @@ static zz_status zz_cuda_setup(zz_device *dev, size_t capacity) {
     d->staging_bytes[l] = ZZ_CUDA_STAGING_MAX;
   }
   /* what the device keeps for itself; memory plans get the rest */
-  dev->reserved = d->used;
+  dev->desc.reserved = d->used;
   return ZZ_OK;
 }
 

@@ -13,7 +13,7 @@
 
 /* ---------------------------------------------------------------- plan */
 
-static zz_status zz_engine_spec(const zz_device *dev, const zz_model *m, const zz_engine_opts *o,
+static zz_status zz_engine_spec(const zz_device_desc *dev, const zz_model *m, const zz_engine_opts *o,
                                 zz_plan_spec *out) {
   const zz_config *c = &m->cfg;
   ZZ_CHECK(zz_policy_check(&o->policy));
@@ -22,29 +22,29 @@ static zz_status zz_engine_spec(const zz_device *dev, const zz_model *m, const z
     return zz_error(ZZ_ERR_INVALID_ARG, "prompt length %lld + generation length %lld exceed the model's %lld positions",
                     (long long)o->shape.prompt_len, (long long)o->shape.gen_len, (long long)c->max_pos);
   /* compression and sparsity need the device's kernels for them */
-  zz_dtype cdt = dev->ops->compute_dtype, kdt = o->policy.compress_cache ? ZZ_DTYPE_Q4 : cdt;
+  zz_dtype cdt = dev->compute_dtype, kdt = o->policy.compress_cache ? ZZ_DTYPE_Q4 : cdt;
   if (o->policy.compress_weight &&
-      !(zz_device_supports(dev, ZZ_OP_LINEAR, ZZ_DTYPE_Q4) && zz_device_supports(dev, ZZ_OP_EMBED_ROWS, ZZ_DTYPE_Q4) &&
-        zz_device_supports(dev, ZZ_OP_ADD_ROWS, ZZ_DTYPE_Q4)))
+      !(zz_device_desc_supports(dev, ZZ_OP_LINEAR, ZZ_DTYPE_Q4) && zz_device_desc_supports(dev, ZZ_OP_EMBED_ROWS, ZZ_DTYPE_Q4) &&
+        zz_device_desc_supports(dev, ZZ_OP_ADD_ROWS, ZZ_DTYPE_Q4)))
     return zz_error(ZZ_ERR_UNSUPPORTED, "policy: --compress-weight: the %s device has no kernels for 4-bit weights",
-                    dev->ops->name);
+                    dev->name);
   if (o->policy.compress_weight && dev->bf16_weights)
     return zz_error(ZZ_ERR_INVALID_ARG,
                     "--cpu-dtype bf16 with --compress-weight: weights are either 4-bit or bf16; give one of them");
   if (o->policy.compress_cache &&
-      !(zz_device_supports(dev, ZZ_OP_KV_APPEND, ZZ_DTYPE_Q4) && zz_device_supports(dev, ZZ_OP_ATTENTION, ZZ_DTYPE_Q4)))
+      !(zz_device_desc_supports(dev, ZZ_OP_KV_APPEND, ZZ_DTYPE_Q4) && zz_device_desc_supports(dev, ZZ_OP_ATTENTION, ZZ_DTYPE_Q4)))
     return zz_error(ZZ_ERR_UNSUPPORTED, "policy: --compress-cache: the %s device has no kernels for a 4-bit cache",
-                    dev->ops->name);
-  if (o->policy.attn_sparsity < 1 && !zz_device_supports(dev, ZZ_OP_ATTENTION_SPARSE, kdt))
+                    dev->name);
+  if (o->policy.attn_sparsity < 1 && !zz_device_desc_supports(dev, ZZ_OP_ATTENTION_SPARSE, kdt))
     return zz_error(ZZ_ERR_UNSUPPORTED, "policy: --attn-sparsity %g: the %s device has no top-k attention over a %s cache",
-                    o->policy.attn_sparsity, dev->ops->name, zz_dtype_name(kdt));
+                    o->policy.attn_sparsity, dev->name, zz_dtype_name(kdt));
   int64_t gbs = o->policy.gpu_batch_size, s = o->shape.prompt_len, t_max = s + o->shape.gen_len;
   bool general = zz_attention_general(kdt, o->policy.attn_sparsity);
   size_t wp = m->arch->workspace_bytes(m, dev, gbs, s, s, general),
          wd = m->arch->workspace_bytes(m, dev, gbs, 1, t_max, general);
   *out = (zz_plan_spec){
       .policy = o->policy, .shape = o->shape, .layer_begin = o->layer_begin, .layer_end = o->layer_end,
-      .n_groups = o->n_groups < 1 ? 1 : o->n_groups, .compute_dtype = dev->ops->compute_dtype,
+      .n_groups = o->n_groups < 1 ? 1 : o->n_groups, .compute_dtype = dev->compute_dtype,
       .store_dtype = c->dtype, .bf16_weights = dev->bf16_weights, .workspace = wp > wd ? wp : wd};
   if (out->layer_begin == 0 && out->layer_end == 0) out->layer_end = m->n_layers;
   return ZZ_OK;
@@ -55,13 +55,13 @@ static const char *zz_offload_dir(const zz_engine_opts *o) {
   return dir && *dir ? dir : "/tmp";
 }
 
-zz_status zz_engine_plan_check(const zz_device *dev, const zz_model *m, const zz_engine_opts *o, zz_memplan *out) {
+zz_status zz_engine_plan_check(const zz_device_desc *dev, const zz_model *m, const zz_engine_opts *o, zz_memplan *out) {
   zz_plan_spec spec;
   ZZ_CHECK(zz_engine_spec(dev, m, o, &spec));
   zz_memplan plan;
   ZZ_CHECK(zz_memplan_build_spec(m, &spec, &plan));
   const char *dir = zz_offload_dir(o);
-  size_t cap[ZZ_TIER_COUNT] = {dev->capacity > dev->reserved ? dev->capacity - dev->reserved : 0,
+  size_t cap[ZZ_TIER_COUNT] = {zz_device_desc_usable(dev),
                                zz_host_memory_bytes(), 0};
   if (o->tiers.cap[ZZ_TIER_GPU] && o->tiers.cap[ZZ_TIER_GPU] < cap[ZZ_TIER_GPU]) cap[ZZ_TIER_GPU] = o->tiers.cap[ZZ_TIER_GPU];
   if (o->tiers.cap[ZZ_TIER_CPU]) cap[ZZ_TIER_CPU] = o->tiers.cap[ZZ_TIER_CPU];
@@ -76,7 +76,8 @@ zz_status zz_engine_plan_check(const zz_device *dev, const zz_model *m, const zz
     cap[ZZ_TIER_DISK] = zz_disk_free_bytes(dir);
   if (st == ZZ_OK) st = zz_memplan_check(&plan, cap);
   /* a device whose memory is host RAM shares it with the CPU tier */
-  if (st == ZZ_OK && dev->ops->memory_is_host) st = zz_memplan_check_shared(&plan, zz_host_memory_bytes());
+  if (st == ZZ_OK && dev->memory_is_host)
+    st = zz_memplan_check_shared(&plan, dev->host_memory ? dev->host_memory : zz_host_memory_bytes());
   if (st != ZZ_OK) {
     zz_memplan_free(&plan);
     return st;
@@ -200,26 +201,26 @@ static zz_status zz_engine_alloc_parts(zz_engine *e) {
  * device's own arena, which is host memory too. Refused rather than warned: a
  * plan sized for memory that is not there swaps or is killed mid-run. The
  * planner's zz_engine_plan_check may describe another machine; this is for runs. */
-static zz_status zz_engine_caps_check(const zz_device *dev, const zz_engine_opts *o) {
+static zz_status zz_engine_caps_check(const zz_device_desc *dev, const zz_engine_opts *o) {
   size_t ram = zz_host_memory_bytes();
   char a[32], b[32];
   if (o->tiers.cap[ZZ_TIER_CPU] > ram)
     return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-mem %s is more than this machine's %s of RAM (MemTotal): give at most "
                     "that, or 0 for all of it", zz_format_bytes(o->tiers.cap[ZZ_TIER_CPU], a, sizeof a),
                     zz_format_bytes(ram, b, sizeof b));
-  if (dev->ops->memory_is_host && dev->capacity > ram)
+  if (dev->memory_is_host && dev->capacity > ram)
     return zz_error(ZZ_ERR_INVALID_ARG, "--gpu-mem %s: the %s device's memory is host RAM, and this machine has %s "
                     "(MemTotal): give at most that, or 0 for all of it", zz_format_bytes(dev->capacity, a, sizeof a),
-                    dev->ops->name, zz_format_bytes(ram, b, sizeof b));
+                    dev->name, zz_format_bytes(ram, b, sizeof b));
   return ZZ_OK;
 }
 
 zz_status zz_engine_create_opts(zz_device *dev, const zz_model *m, const zz_checkpoint *ck, const zz_engine_opts *o,
                                 zz_engine **out) {
   if (ck) ZZ_CHECK(zz_checkpoint_check_model(ck, m));
-  ZZ_CHECK(zz_engine_caps_check(dev, o));
+  ZZ_CHECK(zz_engine_caps_check(zz_device_describe(dev), o));
   zz_memplan plan;
-  ZZ_CHECK(zz_engine_plan_check(dev, m, o, &plan));
+  ZZ_CHECK(zz_engine_plan_check(zz_device_describe(dev), m, o, &plan));
   zz_engine *e = calloc(1, sizeof *e);
   if (!e) {
     zz_memplan_free(&plan);
@@ -298,7 +299,7 @@ int64_t zz_group_batch_count(const zz_engine *e, const zz_group *g, int64_t k) {
 }
 
 zz_cache_spec zz_engine_cache_spec(const zz_engine *e, int jl) {
-  return zz_cache_spec_for(&e->m->layers[e->l0 + jl], &e->pol, e->dev->ops->compute_dtype);
+  return zz_cache_spec_for(&e->m->layers[e->l0 + jl], &e->pol, zz_device_describe(e->dev)->compute_dtype);
 }
 
 zz_status zz_engine_begin_block(zz_engine *e, int group, int64_t n, const int64_t *lens) {
@@ -342,7 +343,7 @@ const float *zz_engine_logits(const zz_engine *e) { return e->logits; }
 
 size_t zz_engine_hidden_bytes(const zz_engine *e, int group, int step) {
   const zz_group *g = &e->groups[group];
-  return zz_hidden_bytes(e->m->cfg.hidden, e->dev->ops->compute_dtype, g->n, step ? 1 : g->s);
+  return zz_hidden_bytes(e->m->cfg.hidden, zz_device_describe(e->dev)->compute_dtype, g->n, step ? 1 : g->s);
 }
 
 int64_t zz_engine_block_len(const zz_engine *e, int group) { return e->groups[group].s; }

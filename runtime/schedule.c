@@ -278,7 +278,8 @@ static zz_status zz_load_hidden(zz_run *r, int64_t q) {
   if (jl == 0 || !zz_act_off(r, k)) return ZZ_OK;
   uint64_t stored = r->store_ticket[q - r->nbt];
   if (stored) ZZ_CHECK(zz_lanes_wait(r->e->lanes, ZZ_IO_STORE, stored));
-  size_t bytes = zz_hidden_bytes(r->e->m->cfg.hidden, r->e->dev->ops->compute_dtype, zz_group_batch_count(r->e, r->g, k), r->sq);
+  size_t bytes = zz_hidden_bytes(r->e->m->cfg.hidden, zz_device_describe(r->e->dev)->compute_dtype,
+                                 zz_group_batch_count(r->e, r->g, k), r->sq);
   zz_submit(r->e, ZZ_IO_LOAD, (zz_io){.kind = ZZ_IO_LOAD_ACT, .group = r->group, .index = (int)k, .slot = (int)(q % 3),
                                       .p1 = (int64_t)bytes});
   return zz_lanes_wait(r->e->lanes, ZZ_IO_LOAD, 0);
@@ -288,8 +289,8 @@ static zz_status zz_load_hidden(zz_run *r, int64_t q) {
 static void zz_caller_rows(const zz_run *r, int64_t k, size_t *off, size_t *bytes) {
   const zz_engine *e = r->e;
   int64_t h = e->m->cfg.hidden;
-  *off = zz_hidden_bytes(h, e->dev->ops->compute_dtype, k * e->pol.gpu_batch_size, r->sq);
-  *bytes = zz_hidden_bytes(h, e->dev->ops->compute_dtype, zz_group_batch_count(e, r->g, k), r->sq);
+  *off = zz_hidden_bytes(h, zz_device_describe(e->dev)->compute_dtype, k * e->pol.gpu_batch_size, r->sq);
+  *bytes = zz_hidden_bytes(h, zz_device_describe(e->dev)->compute_dtype, zz_group_batch_count(e, r->g, k), r->sq);
 }
 
 /* compute: layer jl on batch k; the hidden state comes in from the caller at the
@@ -368,7 +369,8 @@ static zz_status zz_store_hidden(zz_run *r, int64_t q, uint64_t *ticket) {
   *ticket = 0;
   if (jl + 1 < r->nl) {
     if (!zz_act_off(r, k)) return ZZ_OK;
-    size_t bytes = zz_hidden_bytes(e->m->cfg.hidden, e->dev->ops->compute_dtype, zz_group_batch_count(e, r->g, k), r->sq);
+    size_t bytes = zz_hidden_bytes(e->m->cfg.hidden, zz_device_describe(e->dev)->compute_dtype,
+                                   zz_group_batch_count(e, r->g, k), r->sq);
     *ticket = zz_submit(e, ZZ_IO_STORE, (zz_io){.kind = ZZ_IO_STORE_ACT, .group = r->group, .index = (int)k,
                                                 .slot = slot, .p1 = (int64_t)bytes});
     return ZZ_OK;

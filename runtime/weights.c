@@ -45,7 +45,7 @@ zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
   zz_device *dev = e->dev;
   zz_dtype sdt = e->plan.spec.store_dtype;
   /* --dummy values are made by every thread the device has on the host */
-  zz_pool *pool = dev->pool ? dev->pool : zz_device_attn_pool(dev);
+  zz_pool *pool = zz_device_compute_pool(dev) ? zz_device_compute_pool(dev) : zz_device_attn_pool(dev);
   for (int jl = 0; jl < e->l1 - e->l0; jl++) {
     ZZ_CHECK(zz_check_stop()); /* Ctrl-C while a large model loads */
     const zz_layer *l = &e->m->layers[e->l0 + jl];
@@ -90,7 +90,7 @@ zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
 }
 
 void zz_weights_bind_device(zz_engine *e) {
-  zz_dtype cdt = e->dev->ops->compute_dtype;
+  zz_dtype cdt = zz_device_describe(e->dev)->compute_dtype;
   for (int jl = 0; jl < e->l1 - e->l0; jl++) {
     const zz_layer *l = &e->m->layers[e->l0 + jl];
     /* an offloaded layer is always loaded into slot jl % 2 (zz_load_weight) */

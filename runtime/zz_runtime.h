@@ -191,6 +191,8 @@ typedef enum zz_op {
 } zz_op;
 const char *zz_op_name(zz_op op); /* "embed_rows", ..., "?" when out of range */
 
+#include "zz_device_desc.h" /* what a device is (plain data), apart from the live zz_device */
+
 /*
  * A device backend's ops table. Nothing but runtime/device.c calls these: the
  * zz_device_* wrappers below check every argument first (sizes, ranges inside the
@@ -209,9 +211,7 @@ typedef struct zz_kv_layout {
 } zz_kv_layout;
 
 typedef struct zz_device_ops {
-  const char *name;      /* "cpu", "cuda" */
-  zz_dtype compute_dtype;
-  bool memory_is_host;   /* its memory is host RAM, shared with the CPU tier (the CPU device) */
+  zz_device_kind kind;   /* what it is (name, dtype, what it runs): zz_device_desc_init */
   void (*destroy)(zz_device *dev);
   zz_status (*alloc)(zz_device *dev, size_t bytes, void **out);
   void (*free)(zz_device *dev, void *ptr);
@@ -233,8 +233,6 @@ typedef struct zz_device_ops {
   zz_status (*download)(zz_device *dev, zz_lane lane, void *host_dst, zz_dtype dst_dt,
                         const void *src, int64_t n);
   zz_status (*sync)(zz_device *dev, zz_lane lane);
-  /* whether this device runs `op` with a weight (or host side) of dtype dt */
-  bool (*supports)(const zz_device *dev, zz_op op, zz_dtype dt);
   /* compute; see zz_kernels.h for each contract */
   zz_status (*embed_rows)(zz_device *dev, const void *table, zz_dtype table_dt, int64_t dim,
                           const int32_t *ids, int64_t n, void *out);
@@ -253,9 +251,6 @@ typedef struct zz_device_ops {
                          int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
                          int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, void *out,
                          void *scratch);
-  /* scratch bytes attention needs for these sizes (0: none); general: the Q4 / top-k
-   * path of attention_ex (zz_attention_general) rather than a dense cache at keep 1 */
-  size_t (*attention_scratch)(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads, bool general);
   /* compression (kernels/cpu/quant.c): a Q4 weight of format q; rows_q gathers
    * (add = 0) or adds (add = 1) table rows */
   zz_status (*linear_q)(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_qfmt q,
@@ -282,15 +277,12 @@ typedef struct zz_device_ranges zz_device_ranges;
 
 struct zz_device {
   const zz_device_ops *ops;
+  zz_device_desc desc; /* what it is: kind, dtype, capacity and reserved bytes, bf16 weights, ops it runs */
   void *impl;
-  size_t capacity; /* bytes of device memory this run may use (ZZ_TIER_GPU) */
-  size_t reserved; /* of which the device keeps this much for itself (cuBLAS
-                      workspace, conversion staging); memory plans get the rest */
   zz_pool *pool;      /* compute threads of the CPU device's kernels (NULL on CUDA) */
   zz_pool *attn_pool; /* CPU attention beside a host cache: on every device, sized
                          on its own (LM-Offload's thread control) */
   zz_device_ranges *ranges; /* live zz_device_alloc blocks (device.c) */
-  bool bf16_weights; /* CPU device, --cpu-dtype bf16: 2-D weights in bf16 (zz_device_set_bf16_weights) */
   /* host bytes moved by write/upload (to the device) and read/download (from it),
    * every lane: the PCIe traffic of a GPU; added atomically (lanes are threads) */
   uint64_t bytes_to_device, bytes_from_device;
@@ -322,6 +314,8 @@ void zz_device_destroy(zz_device *dev);
 zz_status zz_device_set_weight_dtype(zz_device *dev, zz_dtype dt);
 /* The CPU-attention pool (never NULL on a created device). */
 zz_pool *zz_device_attn_pool(zz_device *dev);
+/* The CPU device's compute pool (NULL on a GPU). */
+zz_pool *zz_device_compute_pool(zz_device *dev);
 
 /*
  * The checked entry points (runtime/device.c): every call into a device goes
@@ -783,7 +777,7 @@ typedef struct zz_plan_spec {
   int n_groups;               /* micro-batch groups, each a block of its own (>= 1) */
   zz_dtype compute_dtype;     /* the device's */
   zz_dtype store_dtype;       /* weights on the CPU and disk tiers */
-  bool bf16_weights;          /* 2-D weights in bf16 on every tier (zz_device.bf16_weights) */
+  bool bf16_weights;          /* 2-D weights in bf16 on every tier (zz_device_desc.bf16_weights) */
   size_t workspace;           /* the largest layer's device scratch (arch workspace) */
 } zz_plan_spec;
 
@@ -848,7 +842,7 @@ void zz_engine_destroy(zz_engine *eng);
 
 /* Plans without building: the plan the engine would use for these options on dev,
  * checked against the tiers' capacities (ZZ_ERR_INFEASIBLE with the numbers). */
-zz_status zz_engine_plan_check(const zz_device *dev, const zz_model *m, const zz_engine_opts *opts,
+zz_status zz_engine_plan_check(const zz_device_desc *dev, const zz_model *m, const zz_engine_opts *opts,
                                zz_memplan *out);
 
 /* Starts a block on group g: n sequences (<= gbs * num_gb) with the given prompt

@@ -141,9 +141,8 @@ zz_status zz_binding_init(MPI_Comm comm, int gpu_ordinal, zz_binding *out) {
   /* The ranks of this machine. MPI_Comm_split_type has no non-blocking form (MPI
    * 3.1); it runs once at start, before anything can have failed. */
   MPI_Comm local = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local) !=
-      MPI_SUCCESS)
-    return zz_error(ZZ_ERR_MPI, "bind: rank %d: MPI_Comm_split_type failed", rank);
+  ZZ_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local),
+               "bind: rank %d: MPI_Comm_split_type", rank);
   MPI_Comm_rank(local, &b.local_rank);
   MPI_Comm_size(local, &b.local_size);
   int *nodes = calloc((size_t)b.local_size, sizeof *nodes);
@@ -158,10 +157,9 @@ zz_status zz_binding_init(MPI_Comm comm, int gpu_ordinal, zz_binding *out) {
 
   /* who else on this machine goes to the same node */
   MPI_Request req;
-  if (MPI_Iallgather(&node, 1, MPI_INT, nodes, 1, MPI_INT, local, &req) != MPI_SUCCESS) {
-    s = zz_error(ZZ_ERR_MPI, "bind: rank %d: exchanging NUMA nodes failed", rank);
-    goto done;
-  }
+  s = zz_mpi_status(MPI_Iallgather(&node, 1, MPI_INT, nodes, 1, MPI_INT, local, &req),
+                    "bind: rank %d: exchanging NUMA nodes", rank);
+  if (s != ZZ_OK) goto done;
   double t0 = zz_now();
   int spins = 0, fin = 0;
   while (!fin) {

@@ -4,6 +4,7 @@
  * block-composition message rank 0 sends to everyone.
  */
 #include <stdint.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -48,11 +49,16 @@ void zz_comm_backoff(int *spins) {
   nanosleep(&ts, NULL);
 }
 
-static zz_status mpi_fail(int rc, const char *what, int peer) {
-  char msg[MPI_MAX_ERROR_STRING];
+zz_status zz_mpi_status(int rc, const char *fmt, ...) {
+  if (rc == MPI_SUCCESS) return ZZ_OK;
+  char what[512], msg[MPI_MAX_ERROR_STRING];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
   int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  return zz_error(ZZ_ERR_MPI, "%s (rank %d): %s", what, peer, msg);
+  if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "MPI error %d", rc);
+  return zz_error(ZZ_ERR_MPI, "%s: %s", what, msg);
 }
 
 zz_status zz_comm_wait(zz_faults *f, MPI_Request *req, MPI_Status *status, double deadline_s,
@@ -64,7 +70,7 @@ zz_status zz_comm_wait(zz_faults *f, MPI_Request *req, MPI_Status *status, doubl
     int done = 0;
     int rc = MPI_Test(req, &done, status ? status : MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) {
-      st = mpi_fail(rc, what, peer);
+      st = zz_mpi_status(rc, "%s (rank %d)", what, peer);
       break;
     }
     if (done) break;
@@ -90,7 +96,7 @@ zz_status zz_comm_recv_any_size(zz_faults *f, MPI_Comm comm, int source, int tag
   for (;;) {
     int found = 0;
     int rc = MPI_Improbe(source, tag, comm, &found, &msg, &status);
-    if (rc != MPI_SUCCESS) return mpi_fail(rc, what, source);
+    ZZ_MPI_CHECK(rc, "%s (rank %d)", what, source);
     if (found) break;
     ZZ_CHECK(zz_faults_check(f));
     if (zz_now() - t0 > deadline_s)
@@ -104,7 +110,7 @@ zz_status zz_comm_recv_any_size(zz_faults *f, MPI_Comm comm, int source, int tag
   if (!buf) return zz_error(ZZ_ERR_NO_MEMORY, "%s: %d bytes", what, bytes);
   MPI_Request req;
   int rc = MPI_Imrecv(buf, bytes, MPI_BYTE, &msg, &req);
-  zz_status st = rc == MPI_SUCCESS ? ZZ_OK : mpi_fail(rc, what, source);
+  zz_status st = zz_mpi_status(rc, "%s (rank %d)", what, source);
   if (st == ZZ_OK) st = zz_comm_wait(f, &req, NULL, deadline_s, what, source, NULL);
   if (waited_out) *waited_out += zz_now() - t0;
   if (st != ZZ_OK) {

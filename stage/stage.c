@@ -59,21 +59,13 @@ void zz_stage_get_stats(const zz_stage *st, zz_stage_stats *out) {
 
 /* ================================================================ create / destroy */
 
-static zz_status mpi_check(int rc, const char *what) {
-  if (rc == MPI_SUCCESS) return ZZ_OK;
-  char msg[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  return zz_error(ZZ_ERR_MPI, "stage: %s: %s", what, msg);
-}
-
 /* A collective that cannot hang forever: started non-blocking, polled to a deadline. */
 static zz_status wait_startup(MPI_Request *req, double deadline_s, const char *what) {
   double t0 = zz_now();
   int spins = 0;
   for (;;) {
     int done = 0;
-    ZZ_CHECK(mpi_check(MPI_Test(req, &done, MPI_STATUS_IGNORE), what));
+    ZZ_MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE), "stage: %s", what);
     if (done) return ZZ_OK;
     if (zz_now() - t0 > deadline_s)
       return zz_error(ZZ_ERR_MPI, "stage: %s: not every rank joined within %.0f s", what,
@@ -102,10 +94,10 @@ zz_status zz_stage_create(MPI_Comm comm, const zz_stage_config *cfg, zz_stage **
   MPI_Comm_size(comm, &st->size);
   double deadline = zz_launcher_startup_s(cfg->peer_timeout); /* every rank must turn up */
   MPI_Request req;
-  ZZ_CHECK_GOTO(mpi_check(MPI_Comm_idup(comm, &st->data, &req), "duplicating the communicator"),
+  ZZ_CHECK_GOTO(zz_mpi_status(MPI_Comm_idup(comm, &st->data, &req), "stage: duplicating the communicator"),
                 s, fail);
   ZZ_CHECK_GOTO(wait_startup(&req, deadline, "duplicating the communicator"), s, fail);
-  ZZ_CHECK_GOTO(mpi_check(MPI_Comm_idup(comm, &st->ctrl, &req), "duplicating the communicator"),
+  ZZ_CHECK_GOTO(zz_mpi_status(MPI_Comm_idup(comm, &st->ctrl, &req), "stage: duplicating the communicator"),
                 s, fail);
   ZZ_CHECK_GOTO(wait_startup(&req, deadline, "duplicating the communicator"), s, fail);
   MPI_Comm_set_errhandler(st->data, MPI_ERRORS_RETURN);
@@ -124,9 +116,8 @@ zz_status zz_stage_create(MPI_Comm comm, const zz_stage_config *cfg, zz_stage **
   }
   char me[ZZ_HOST_LEN] = {0};
   if (gethostname(me, sizeof me - 1) != 0) snprintf(me, sizeof me, "unknown");
-  ZZ_CHECK_GOTO(mpi_check(MPI_Iallgather(me, ZZ_HOST_LEN, MPI_CHAR, st->hosts, ZZ_HOST_LEN,
-                                         MPI_CHAR, st->data, &req),
-                          "exchanging host names"),
+  ZZ_CHECK_GOTO(zz_mpi_status(MPI_Iallgather(me, ZZ_HOST_LEN, MPI_CHAR, st->hosts, ZZ_HOST_LEN,
+                                         MPI_CHAR, st->data, &req), "stage: exchanging host names"),
                 s, fail);
   ZZ_CHECK_GOTO(wait_startup(&req, deadline, "exchanging host names"), s, fail);
   for (int r = 0; r < st->size; r++) st->hosts[r][ZZ_HOST_LEN - 1] = '\0';
@@ -656,8 +647,8 @@ zz_status zz_stage_agree(zz_stage *st, zz_status mine) {
   agree_msg *all = calloc((size_t)st->size, sizeof *all);
   if (!all) return zz_error(ZZ_ERR_NO_MEMORY, "stage: agreement");
   MPI_Request req;
-  zz_status s = mpi_check(MPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, st->data, &req),
-                          "agreeing on the start");
+  zz_status s = zz_mpi_status(MPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, st->data, &req),
+                              "stage: agreeing on the start");
   if (s == ZZ_OK) s = wait_collective(st, &req, "stage: waiting for every rank's start");
   if (s != ZZ_OK) return s; /* all stays: MPI may still write into it; the process is ending */
   int bad = -1;
@@ -684,13 +675,13 @@ zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_sta
   zz_stage_stats *all = st->rank == 0 ? all_out : NULL;
   if (st->rank == 0 && !all) return zz_error(ZZ_ERR_INVALID_ARG, "stage: gather_stats needs an array on rank 0");
   MPI_Request req;
-  ZZ_CHECK(mpi_check(MPI_Igather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, 0, st->data, &req),
-                     "gathering stats"));
+  ZZ_MPI_CHECK(MPI_Igather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, 0, st->data, &req),
+               "stage: gathering stats");
   return wait_collective(st, &req, "stage: gathering every rank's stats");
 }
 
 zz_status zz_stage_bcast(zz_stage *st, void *buf, int bytes, int root) {
   MPI_Request req;
-  ZZ_CHECK(mpi_check(MPI_Ibcast(buf, bytes, MPI_BYTE, root, st->data, &req), "broadcasting"));
+  ZZ_MPI_CHECK(MPI_Ibcast(buf, bytes, MPI_BYTE, root, st->data, &req), "stage: broadcasting");
   return wait_collective(st, &req, "stage: waiting for a broadcast");
 }

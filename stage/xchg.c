@@ -34,9 +34,9 @@ zz_status zz_stage_comm_check(zz_stage_comm comm, const zz_device *dev) {
   return zz_error(ZZ_ERR_UNSUPPORTED, "--comm nccl: this zigzag was built without NCCL (nccl.h and libnccl were "
                   "not found at configure time, or CUDA was off); use --comm mpi");
 #else
-  if (!dev || dev->ops->memory_is_host || !dev->ops->identity)
+  if (!dev || zz_device_describe(dev)->kind != ZZ_DEVICE_CUDA) /* a GPU, with an identity to compare */
     return zz_error(ZZ_ERR_UNSUPPORTED, "--comm nccl: this rank computes on the %s device; NCCL moves GPU memory "
-                    "(use --device cuda with one GPU per rank, or --comm mpi)", dev ? dev->ops->name : "no");
+                    "(use --device cuda with one GPU per rank, or --comm mpi)", dev ? zz_device_describe(dev)->name : "no");
   return ZZ_OK;
 #endif
 }
@@ -170,13 +170,6 @@ void zz_xchg_destroy(zz_xchg *x) {
 
 /* ================================================================ mpi */
 
-static zz_status zz_mpi_fail(int rc, const char *what, int slot, int peer) {
-  char msg[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  return zz_error(ZZ_ERR_MPI, "stage: %s of exchange slot %d (rank %d): %s", what, slot, peer, msg);
-}
-
 static zz_status zz_mpi_alloc(zz_xchg *x, size_t bytes) {
   for (int k = 0; k < ZZ_XCHG_SLOTS; k++) {
     if (x->dev) ZZ_CHECK(zz_device_host_alloc(x->dev, bytes, &x->slot[k].buf));
@@ -197,13 +190,13 @@ static void zz_mpi_release(zz_xchg *x) {
 static zz_status zz_mpi_irecv(zz_xchg *x, int slot, int src, int tag) {
   zz_xchg_slot *s = &x->slot[slot];
   int rc = MPI_Irecv(s->buf, (int)x->cap, MPI_BYTE, src, tag, x->comm, &s->req);
-  return rc == MPI_SUCCESS ? ZZ_OK : zz_mpi_fail(rc, "posting the receive", slot, src);
+  return zz_mpi_status(rc, "stage: posting the receive of exchange slot %d (rank %d)", slot, src);
 }
 
 static zz_status zz_mpi_isend(zz_xchg *x, int slot, int dst, int tag) {
   zz_xchg_slot *s = &x->slot[slot];
   int rc = MPI_Isend(s->buf, (int)s->bytes, MPI_BYTE, dst, tag, x->comm, &s->req);
-  return rc == MPI_SUCCESS ? ZZ_OK : zz_mpi_fail(rc, "sending", slot, dst);
+  return zz_mpi_status(rc, "stage: sending of exchange slot %d (rank %d)", slot, dst);
 }
 
 static zz_status zz_mpi_test(zz_xchg *x, int slot) {
@@ -211,7 +204,7 @@ static zz_status zz_mpi_test(zz_xchg *x, int slot) {
   MPI_Status status;
   int done = 0;
   int rc = MPI_Test(&s->req, &done, &status);
-  if (rc != MPI_SUCCESS) return zz_mpi_fail(rc, "waiting", slot, s->peer);
+  ZZ_MPI_CHECK(rc, "stage: waiting of exchange slot %d (rank %d)", slot, s->peer);
   if (!done) return ZZ_OK;
   if (slot < ZZ_XCHG_RECV) {
     int got = 0;

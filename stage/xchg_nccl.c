@@ -1,11 +1,12 @@
 /*
  * xchg_nccl.c — the NCCL exchange (--comm nccl): hidden states stay in GPU memory.
  *
- * Slot buffers are the engine's device memory (zz_device_alloc, counted in
- * dev->reserved so memory plans leave room for them). Each message: an 8-byte header
- * over MPI on the stage's data communicator (the payload's bytes; 0 = the group
- * stopped, which sends no payload), and the payload by ncclSend / ncclRecv, each in
- * its own group, on the exchange's own non-blocking stream; a CUDA event recorded
+ * Slot buffers are the engine's device memory (zz_device_alloc, counted in the
+ * device's reserved bytes by zz_device_reserve, so memory plans leave room for
+ * them). Each message: an 8-byte header over MPI on the stage's data communicator
+ * (the payload's bytes; 0 = the group stopped, which sends no payload), and the
+ * payload by ncclSend / ncclRecv, each in its own group, on the exchange's own
+ * non-blocking stream; a CUDA event recorded
  * after it tells when it is complete. The receiver enqueues ncclRecv only when the
  * header has arrived (so a stopped group leaves no NCCL receive waiting), and the
  * stage pokes the next item's slot before computing, so its payload moves while
@@ -76,7 +77,7 @@ static zz_status zz_nccl_enter(zz_nccl *n) {
 
 static zz_status zz_nccl_alloc(zz_xchg *x, size_t bytes) {
   for (int k = 0; k < ZZ_XCHG_SLOTS; k++) ZZ_CHECK(zz_device_alloc(x->dev, bytes, &x->slot[k].buf));
-  x->dev->reserved += (size_t)ZZ_XCHG_SLOTS * bytes;
+  zz_device_reserve(x->dev, (size_t)ZZ_XCHG_SLOTS * bytes);
   return ZZ_OK;
 }
 
@@ -87,7 +88,7 @@ static void zz_nccl_release(zz_xchg *x) {
     zz_device_free(x->dev, x->slot[k].buf);
     x->slot[k].buf = NULL;
   }
-  x->dev->reserved -= held < x->dev->reserved ? held : x->dev->reserved;
+  zz_device_unreserve(x->dev, held);
 }
 
 /* ================================================================ transfers */

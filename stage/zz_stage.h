@@ -49,6 +49,14 @@
 extern "C" {
 #endif
 
+/* ================================================================ MPI errors */
+
+/* An MPI return code on the status trail: ZZ_OK for MPI_SUCCESS, else
+ * ZZ_ERR_MPI with the message "<what, printf-formatted>: <MPI's error string>".
+ * Every MPI error of stage/ is reported through it (ZZ_MPI_CHECK). */
+zz_status zz_mpi_status(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define ZZ_MPI_CHECK(call, ...) ZZ_CHECK(zz_mpi_status((call), __VA_ARGS__))
+
 /* ================================================================ binding */
 
 /* Where hwloc bound this rank. */
@@ -226,7 +234,7 @@ zz_status zz_stage_comm_check(zz_stage_comm comm, const zz_device *dev);
  *   CUDA, so the engine's copies to and from the GPU are DMA and MPI reads them in
  *   place), or malloc when dev is NULL; grown as blocks need.
  *   NCCL: through buffers of max_hidden_bytes each in dev's memory (the largest
- *   hidden state a step hands over; dev->reserved grows by what they take, so
+ *   hidden state a step hands over; the device's reserved bytes grow by what they take, so
  *   memory plans made afterwards leave room for them); every rank's GPU is compared
  *   first (two ranks on one GPU: refused on every rank), then the communicator is
  *   bootstrapped over the stage's communicator, bounded by a deadline.
@@ -255,36 +263,6 @@ zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_sta
 /* Collective: root's `bytes` of buf to every rank (what only rank 0 knows, such as
  * the longest prompt of the job). Bounded like zz_stage_agree. */
 zz_status zz_stage_bcast(zz_stage *st, void *buf, int bytes, int root);
-
-/* ================================================================ the layer split */
-
-/*
- * Cost of layer `l` of the model's layer list for one block of bls = gbs x num_gb
- * sequences generating shape->gen_len tokens after shape->prompt_len: the predicted
- * seconds it adds to its stage. The one rule the default split uses without a
- * hardware file (with `--hw FILE`, launch/pipe.c feeds the planner's per-layer
- * times, zz_plan_layer_costs, to the same split instead):
- *   flops = 2 * weight elements * bls * positions it runs on
- *           (s + n - 1 for the input embedding's adds, attention and MLP; n for the
- *           output embedding, which projects only the last position), plus for
- *           attention 4 * bls * hidden * (s^2 / 2 + sum over decode steps of the keys)
- *   load  = n * (1 - w_gpu%) * weight bytes in `dt`, weight matrices in bf16 when
- *           bf16 (--cpu-dtype bf16; sizes.c's zz_layer_weight_layout_b) (the share
- *           of the weights kept off the device is loaded again at every token step)
- *   cost  = max(load / ZZ_SPLIT_LINK_BW, flops / ZZ_SPLIT_FLOPS) with overlap, their
- *           sum without.
- */
-#define ZZ_SPLIT_LINK_BW 12e9 /* bytes/s host -> device (PCIe 3 x16 as measured by FlexGen) */
-#define ZZ_SPLIT_FLOPS 20e12  /* flop/s a device sustains on these layers */
-double zz_stage_layer_cost(const zz_model *m, int l, const zz_policy *pol, const zz_shape *shape, zz_dtype dt,
-                           bool bf16);
-/* The default split of the layer list over nranks stages: contiguous, every stage
- * at least one layer, minimising the largest stage's summed zz_stage_layer_cost
- * (exact, by dynamic programming: zz_split_costs in planner/pipe.c). bounds_out[nranks + 1]: stage r runs layers
- * [bounds_out[r], bounds_out[r + 1]); bounds_out[0] = 0 (rank 0 embeds) and
- * bounds_out[nranks] = m->n_layers (the last rank holds the LM head). */
-zz_status zz_stage_split_layers(const zz_model *m, const zz_policy *pol, const zz_shape *shape, zz_dtype dt,
-                                bool bf16, int nranks, int *bounds_out);
 
 /* ================================================================ the engine adapter */
 

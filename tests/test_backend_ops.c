@@ -59,7 +59,7 @@ typedef struct zz_bo_out {
   int64_t n;
 } zz_bo_out;
 
-static size_t bo_es(const zz_bo *r) { return zz_dtype_nbytes(r->dev->ops->compute_dtype, 1); }
+static size_t bo_es(const zz_bo *r) { return zz_dtype_nbytes(zz_device_describe(r->dev)->compute_dtype, 1); }
 
 static void bo_note(zz_bo *r, zz_status st, const char *what) {
   if (st == ZZ_OK || r->helper_st != ZZ_OK) return;
@@ -142,7 +142,7 @@ static int32_t *bo_ids(zz_bo *r, int64_t n, int64_t below) {
 
 /* A device-resident weight [d0] or [d0, d1] of random values. */
 static zz_tensor bo_weight(zz_bo *r, const char *name, int ndim, int64_t d0, int64_t d1, float lo, float hi) {
-  zz_tensor t = {.dtype = r->dev->ops->compute_dtype, .ndim = ndim, .shape = {d0, ndim > 1 ? d1 : 0},
+  zz_tensor t = {.dtype = zz_device_describe(r->dev)->compute_dtype, .ndim = ndim, .shape = {d0, ndim > 1 ? d1 : 0},
                  .tier = ZZ_TIER_GPU};
   snprintf(t.name, sizeof t.name, "%s", name);
   int64_t n = d0 * (ndim > 1 ? d1 : 1);
@@ -391,7 +391,7 @@ static zz_status op_attention_ex(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   int32_t pad[4];
   for (int64_t i = 0; i < b; i++) pad[i] = (int32_t)z[11 + i];
   void *q = bo_rand(r, b * sq * h, -3, 3);
-  zz_kv_layout l = {.dt = r->dev->ops->compute_dtype, .q = bo_fmt(z[8], z[9]),
+  zz_kv_layout l = {.dt = zz_device_describe(r->dev)->compute_dtype, .q = bo_fmt(z[8], z[9]),
                     .seq_bytes = t_max * kvw * (int64_t)bo_es(r)};
   void *k, *v;
   if (z[8]) {
@@ -674,7 +674,7 @@ static void bo_compare(zz_device *dev) {
     tol_of = row->tol;
     zz_dtype wdt = bo_weights_of(row);
     if (wdt != ZZ_DTYPE_COUNT && !zz_device_supports(dev, row->op, wdt)) {
-      printf("    %s-%-11s %s weights: not supported by this device, skipped\n", dev->ops->name, row->name,
+      printf("    %s-%-11s %s weights: not supported by this device, skipped\n", zz_device_describe(dev)->name, row->name,
              zz_dtype_name(wdt));
       skipped++;
       continue;
@@ -687,15 +687,15 @@ static void bo_compare(zz_device *dev) {
       zz_status sr = bo_case(g_ref, row, z, seed, &ref, why_ref, sizeof why_ref);
       zz_status sg = bo_case(dev, row, z, seed, &got, why_got, sizeof why_got);
       bo_shape_str(row, z, shape, sizeof shape);
-      double tol = tol_of[dev->ops->compute_dtype];
+      double tol = tol_of[zz_device_describe(dev)->compute_dtype];
       double err = sr == ZZ_OK && sg == ZZ_OK && ref.n == got.n ? bo_err(got.v, ref.v, ref.n) : NAN;
       bool ok = err <= tol; /* false for NaN */
       if (sr != ZZ_OK)
-        snprintf(line, sizeof line, "%s-%-11s %-60s reference failed: %s", dev->ops->name, row->name, shape, why_ref);
+        snprintf(line, sizeof line, "%s-%-11s %-60s reference failed: %s", zz_device_describe(dev)->name, row->name, shape, why_ref);
       else if (sg != ZZ_OK)
-        snprintf(line, sizeof line, "%s-%-11s %-60s failed: %s", dev->ops->name, row->name, shape, why_got);
+        snprintf(line, sizeof line, "%s-%-11s %-60s failed: %s", zz_device_describe(dev)->name, row->name, shape, why_got);
       else
-        snprintf(line, sizeof line, "%s-%-11s %-60s err=%.3e tol=%.0e %s", dev->ops->name, row->name, shape, err, tol,
+        snprintf(line, sizeof line, "%s-%-11s %-60s err=%.3e tol=%.0e %s", zz_device_describe(dev)->name, row->name, shape, err, tol,
                  ok ? "PASS" : "FAIL");
       printf("    %s\n", line);
       CU_assertImplementation(ok, __LINE__, line, __FILE__, "", CU_FALSE);
@@ -704,7 +704,7 @@ static void bo_compare(zz_device *dev) {
       free(got.v);
     }
   }
-  printf("    %s vs cpu: %d passed, %d failed, %d rows skipped\n", dev->ops->name, pass, fail, skipped);
+  printf("    %s vs cpu: %d passed, %d failed, %d rows skipped\n", zz_device_describe(dev)->name, pass, fail, skipped);
 }
 
 static void test_cpu_vs_cpu(void) { bo_compare(g_cpu); }
@@ -1012,9 +1012,9 @@ static void bo_refusals(zz_device *dev) {
     const char *msg = zz_error_message();
     bool ok = r.helper_st == ZZ_OK && st == ZZ_ERR_INVALID_ARG && strstr(msg, b->needle) != NULL;
     if (r.helper_st != ZZ_OK)
-      snprintf(line, sizeof line, "%s refuses %-36s setup failed: %s", dev->ops->name, b->name, r.why);
+      snprintf(line, sizeof line, "%s refuses %-36s setup failed: %s", zz_device_describe(dev)->name, b->name, r.why);
     else
-      snprintf(line, sizeof line, "%s refuses %-36s %s (%s: %s)", dev->ops->name, b->name, ok ? "PASS" : "FAIL",
+      snprintf(line, sizeof line, "%s refuses %-36s %s (%s: %s)", zz_device_describe(dev)->name, b->name, ok ? "PASS" : "FAIL",
                zz_status_str(st), msg);
     printf("    %s\n", line);
     CU_assertImplementation(ok, __LINE__, line, __FILE__, "", CU_FALSE);
@@ -1037,7 +1037,7 @@ static void bo_copy(zz_device *dev) {
   if (b) bo_note(&r, zz_device_copy(dev, ZZ_LANE_COMPUTE, b, b + 8, 8), "copy inside a block");
   if (b) bo_note(&r, zz_device_read(dev, ZZ_LANE_COMPUTE, back, b + 8, N), "read");
   bo_note(&r, zz_device_sync(dev, ZZ_LANE_COMPUTE), "sync");
-  if (r.helper_st != ZZ_OK) fprintf(stderr, "\n%s copy: %s\n", dev->ops->name, r.why);
+  if (r.helper_st != ZZ_OK) fprintf(stderr, "\n%s copy: %s\n", zz_device_describe(dev)->name, r.why);
   CU_ASSERT_EQUAL(r.helper_st, ZZ_OK);
   CU_ASSERT(r.helper_st == ZZ_OK && memcmp(back, h, N) == 0);
   if (b) bo_note(&r, zz_device_read(dev, ZZ_LANE_COMPUTE, back, b, 8), "read");
@@ -1056,7 +1056,7 @@ static void bo_copy(zz_device *dev) {
   int ordinal = -7;
   char id[160] = "";
   zz_status st = zz_device_identity(dev, &ordinal, id, sizeof id);
-  if (dev->ops->memory_is_host) {
+  if (zz_device_describe(dev)->memory_is_host) {
     CU_ASSERT(st == ZZ_ERR_UNSUPPORTED && strstr(zz_error_message(), "not a GPU") != NULL);
   } else {
     CU_ASSERT(st == ZZ_OK && ordinal >= 0 && strncmp(id, "GPU-", 4) == 0 && strstr(id, " at PCI ") != NULL);
@@ -1079,7 +1079,7 @@ static void test_supports(void) {
                            ZZ_OP_ADD,        ZZ_OP_KV_APPEND, ZZ_OP_ATTENTION};
   zz_device *devs[2] = {g_cpu, g_cuda};
   for (int d = 0; d < 2 && devs[d]; d++) {
-    zz_dtype cdt = devs[d]->ops->compute_dtype;
+    zz_dtype cdt = zz_device_describe(devs[d])->compute_dtype;
     for (size_t i = 0; i < sizeof compute / sizeof compute[0]; i++) {
       CU_ASSERT(zz_device_supports(devs[d], compute[i], cdt));
       /* 4-bit weights and caches: the ops that read them (kernels/cpu/quant.c and its CUDA twin) */
@@ -1119,7 +1119,7 @@ static void test_pools(void) {
   CU_ASSERT_PTR_NULL(dev);
   /* 0: all cores, for both pools */
   CU_ASSERT_FATAL(zz_device_create_cpu(1 << 20, 0, 0, &dev) == ZZ_OK);
-  CU_ASSERT(zz_pool_threads(dev->pool) >= 1);
+  CU_ASSERT(zz_pool_threads(zz_device_compute_pool(dev)) >= 1);
   CU_ASSERT_EQUAL(zz_pool_threads(dev->pool), zz_pool_threads(zz_device_attn_pool(dev)));
   /* a block left allocated is given back by destroy (no leak under ASan) */
   void *p = NULL;

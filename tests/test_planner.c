@@ -720,6 +720,108 @@ static void test_hw_check_here(void) {
   zz_error_clear();
 }
 
+/* The split rule for a given policy (zz_plan_split, the cost model's per-layer
+ * times): contiguous, non-empty, every layer once; by cost, not count; without a
+ * hardware file on the nominal machine (zz_hw_nominal), which the hardware checks
+ * accept. */
+static void test_plan_split(void) {
+  zz_hw nom;
+  zz_hw_nominal("cuda", &nom);
+  CU_ASSERT_EQUAL(zz_hw_check(&nom, "nominal"), ZZ_OK);
+  CU_ASSERT_STRING_EQUAL(nom.device, "cuda");
+  zz_policy pol;
+  zz_policy_default(&pol);
+  zz_shape shape = {.prompt_len = 512, .gen_len = 32};
+  int b[ZZ_PLAN_MAX_RANKS + 1];
+  for (int n = 1; n <= 8; n++) {
+    CU_ASSERT_FATAL(zz_plan_split(&g_model, &nom, &shape, &pol, false, n, b) == ZZ_OK);
+    CU_ASSERT(b[0] == 0 && b[n] == g_model.n_layers);
+    for (int r = 0; r < n; r++) CU_ASSERT(b[r] < b[r + 1]);
+  }
+  CU_ASSERT_EQUAL(zz_plan_split(&g_model, &nom, &shape, &pol, false, g_model.n_layers + 1, b), ZZ_ERR_INVALID_ARG);
+  zz_error_clear();
+  /* short prompts, long answers: the LM head (50272 x 768, the last position of each
+   * of 32 steps) costs as much as several MLPs, so the last rank gets fewer entries
+   * of the layer list than the first */
+  zz_shape chat = {.prompt_len = 16, .gen_len = 32};
+  CU_ASSERT_FATAL(zz_plan_split(&g_model, &nom, &chat, &pol, false, 2, b) == ZZ_OK);
+  CU_ASSERT(b[1] - b[0] > b[2] - b[1] + 2);
+  /* the same rule as a pipeline search's rounds: on a hardware file, cuts by that
+   * machine's rates */
+  zz_hw hw = test_hw();
+  CU_ASSERT_FATAL(zz_plan_split(&g_model, &hw, &chat, &pol, false, 2, b) == ZZ_OK);
+  CU_ASSERT(b[0] == 0 && b[1] > 0 && b[1] < g_model.n_layers && b[2] == g_model.n_layers);
+  /* the CPU device's nominal machine, and bf16 weights on it, split too */
+  zz_hw_nominal("cpu", &nom);
+  CU_ASSERT_STRING_EQUAL(nom.device, "cpu");
+  CU_ASSERT_EQUAL(zz_plan_split(&g_model, &nom, &shape, &pol, true, 3, b), ZZ_OK);
+}
+
+/* The thread and binding rules: the cores a process is given, else the file's;
+ * bound only where the plan's threads run. */
+static void test_plan_threads_binding(void) {
+  zz_hw hw = test_hw();
+  zz_threads all = zz_plan_threads(&hw, 0), five = zz_plan_threads(&hw, 5);
+  CU_ASSERT_EQUAL(all.attn, zz_hw_threads(&hw).attn);
+  CU_ASSERT(five.attn >= 1 && five.attn <= 5 - five.io);
+  CU_ASSERT_EQUAL(five.gemm, 0); /* a GPU's GEMMs are not the host's */
+  zz_plan_bind bd = zz_plan_binding(&hw, false);
+  CU_ASSERT(bd.on && bd.gpu_ordinal == 0);
+  CU_ASSERT_FALSE(zz_plan_binding(&hw, true).on);
+  snprintf(hw.device, sizeof hw.device, "cpu");
+  CU_ASSERT_EQUAL(zz_plan_binding(&hw, false).gpu_ordinal, -1);
+  CU_ASSERT_EQUAL(zz_plan_threads(&hw, 3).gemm, 3);
+}
+
+/* A device described without opening one (zz_device_desc): the planner's
+ * description of a hardware file's device, and the live CPU device's own, which
+ * agree on everything a memory plan asks (issue 23 item 2). */
+static void test_device_desc(void) {
+  zz_hw hw = test_hw(); /* cuda, no 4-bit rates */
+  zz_device_desc d;
+  zz_hw_device_desc(&hw, (size_t)16 << 30, false, &d);
+  CU_ASSERT_EQUAL(d.kind, ZZ_DEVICE_CUDA);
+  CU_ASSERT_STRING_EQUAL(d.name, "cuda");
+  CU_ASSERT_EQUAL(d.compute_dtype, ZZ_DTYPE_F16);
+  CU_ASSERT_FALSE(d.memory_is_host);
+  CU_ASSERT_EQUAL(d.capacity, (size_t)16 << 30);
+  CU_ASSERT_EQUAL(d.host_memory, hw.cpu_mem);
+  CU_ASSERT_EQUAL(d.align, ZZ_ALIGN);
+  CU_ASSERT(zz_device_desc_supports(&d, ZZ_OP_LINEAR, ZZ_DTYPE_F16));
+  CU_ASSERT_FALSE(zz_device_desc_supports(&d, ZZ_OP_LINEAR, ZZ_DTYPE_Q4)); /* the file prices no 4-bit op */
+  CU_ASSERT_FALSE(zz_device_desc_supports(&d, ZZ_OP_LINEAR, ZZ_DTYPE_BF16)); /* bf16 weights: the cpu's */
+  CU_ASSERT_EQUAL(zz_device_desc_attention_scratch(&d, 4, 16, 32, 12, false),
+                  zz_gpu_attention_scratch_bytes(4, 16, 32, 12, false));
+  hw = test_hw_q4(0.5, 1e9);
+  zz_hw_device_desc(&hw, 0, false, &d);
+  CU_ASSERT(zz_device_desc_supports(&d, ZZ_OP_LINEAR, ZZ_DTYPE_Q4) && zz_device_desc_supports(&d, ZZ_OP_ATTENTION, ZZ_DTYPE_Q4));
+  CU_ASSERT_FALSE(zz_device_desc_supports(&d, ZZ_OP_LAYERNORM, ZZ_DTYPE_Q4));
+  CU_ASSERT_FALSE(zz_device_desc_supports(&d, ZZ_OP_COUNT, ZZ_DTYPE_F16)); /* out of range: no */
+  zz_device_kind k;
+  CU_ASSERT(zz_device_kind_parse("cpu", &k) == ZZ_OK && k == ZZ_DEVICE_CPU);
+  CU_ASSERT_EQUAL(zz_device_kind_parse("tpu", &k), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "tpu"));
+  zz_error_clear();
+  /* the live CPU device describes itself as its kind's description does */
+  zz_device *dev = NULL;
+  CU_ASSERT_EQUAL_FATAL(zz_device_create_cpu((size_t)64 << 20, 1, 1, &dev), ZZ_OK);
+  const zz_device_desc *live = zz_device_describe(dev);
+  zz_device_desc_init(ZZ_DEVICE_CPU, (size_t)64 << 20, &d);
+  CU_ASSERT(live->kind == d.kind && live->compute_dtype == d.compute_dtype && live->memory_is_host);
+  CU_ASSERT_EQUAL(live->capacity, (size_t)64 << 20);
+  CU_ASSERT_EQUAL(memcmp(live->supports, d.supports, sizeof d.supports), 0);
+  CU_ASSERT(zz_device_supports(dev, ZZ_OP_LINEAR, ZZ_DTYPE_BF16) && zz_device_supports(dev, ZZ_OP_KV_APPEND, ZZ_DTYPE_Q4));
+  CU_ASSERT_EQUAL(zz_device_attention_scratch(dev, 4, 16, 32, 12, true),
+                  zz_device_desc_attention_scratch(&d, 4, 16, 32, 12, true));
+  zz_device_reserve(dev, 100);
+  CU_ASSERT_EQUAL(zz_device_desc_usable(live), ((size_t)64 << 20) - 100);
+  zz_device_unreserve(dev, 1000); /* never below nothing */
+  CU_ASSERT_EQUAL(live->reserved, 0);
+  CU_ASSERT_EQUAL(zz_device_set_weight_dtype(dev, ZZ_DTYPE_BF16), ZZ_OK);
+  CU_ASSERT(live->bf16_weights);
+  zz_device_destroy(dev);
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(void) {
@@ -746,6 +848,9 @@ int main(void) {
   CU_add_test(s, "LP: rates far out of range answer or say no plan", test_lp_extreme_rates);
   CU_add_test(s, "search: the CPU device's shared RAM in the rounding", test_search_shared_ram);
   CU_add_test(s, "hardware file: a run is on the machine the file describes", test_hw_check_here);
+  CU_add_test(s, "pipeline: the split rule for a given policy", test_plan_split);
+  CU_add_test(s, "plan: the thread and binding rules", test_plan_threads_binding);
+  CU_add_test(s, "device description: the planner's and the live device's", test_device_desc);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failures = CU_get_number_of_failures();

@@ -332,6 +332,19 @@ EOF
   check_plan "bench -np 2 --hw"
   if grep -q "^  predicted  *[0-9.]* tok/s total" outp; then ok "bench -np 2 --hw: predicted beside measured"
   else bad "bench -np 2 --hw: no prediction beside the measurement"; cat outp; fi
+  # the plan is made once, on rank 0, and broadcast: -np 4 runs the policy search
+  # once (ZZ_PLAN_TRACE: each rank's count of searches), and every rank still runs
+  # the split and the policy `plan --ranks 4` prints
+  timeout 60 "$ZZ" plan "${M[@]}" --ranks 4 --prompt-len 8 --gen-len 4 >plan.out 2>err || bad "plan --ranks 4 failed"
+  expect plan.out >want
+  ZZ_PLAN_TRACE=1 mpi 4 bench "${M[@]}" --prompt-len 8 --gen-len 4
+  [ "$rc" = 0 ] || bad "bench -np 4 --hw: rc $rc"
+  ran=$(sed -n 's/^zigzag: rank [0-9]*: planner searches run here: \([0-9]*\)$/\1/p' err | sort | tr '\n' ' ')
+  if [ "$ran" = "0 0 0 1 " ] && grep -q "^zigzag: rank 0: planner searches run here: 1$" err; then
+    ok "bench -np 4 --hw: one policy search, on rank 0"
+  else bad "bench -np 4 --hw: searches per rank '$ran', want rank 0 alone once"; fi
+  if printed | cmp -s - want; then ok "bench -np 4 --hw: every rank runs plan's split and its policy"
+  else bad "bench -np 4 --hw: the printed split or policies are not plan's"; diff want <(printed) | head; fi
   ;;
 nccl)
   args=("${GEN[@]}" --model "$FX/tiny-opt" --max-new-tokens 8)

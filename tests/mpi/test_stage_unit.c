@@ -81,41 +81,23 @@ static void test_block_message(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "more than a block message carries"));
 }
 
-/* The default split: contiguous, non-empty, every layer once; by cost, not count. */
-static void test_layer_split(void) {
-  zz_config cfg;
-  zz_model m;
-  CU_ASSERT_FATAL(zz_config_preset("opt-125m", &cfg) == ZZ_OK);
-  CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
-  zz_policy pol;
-  zz_policy_default(&pol);
-  zz_shape shape = {.prompt_len = 512, .gen_len = 32};
-  int b[32];
-  for (int n = 1; n <= 8; n++) {
-    CU_ASSERT_FATAL(zz_stage_split_layers(&m, &pol, &shape, ZZ_DTYPE_F16, false, n, b) == ZZ_OK);
-    CU_ASSERT(b[0] == 0 && b[n] == m.n_layers);
-    for (int r = 0; r < n; r++) CU_ASSERT(b[r] < b[r + 1]);
-  }
-  CU_ASSERT(zz_stage_split_layers(&m, &pol, &shape, ZZ_DTYPE_F16, false, m.n_layers + 1, b) == ZZ_ERR_INVALID_ARG);
-  /* short prompts, long answers: the LM head (50272 x 768, the last position of each
-   * of 32 steps) costs as much as several MLPs (768 x 3072 x 2 over 47 positions), so
-   * the last rank gets fewer entries of the layer list than the first */
-  zz_shape chat = {.prompt_len = 16, .gen_len = 32};
-  CU_ASSERT_FATAL(zz_stage_split_layers(&m, &pol, &chat, ZZ_DTYPE_F16, false, 2, b) == ZZ_OK);
-  CU_ASSERT(b[1] - b[0] > b[2] - b[1] + 2);
-  /* weights off the device: loading them dominates, and the input embedding (as many
-   * bytes as the LM head, no flops on the device) now weighs on rank 0 too */
-  zz_policy off = pol;
-  off.w_gpu = 0;
-  off.w_cpu = 100;
-  CU_ASSERT(zz_stage_layer_cost(&m, 0, &off, &shape, ZZ_DTYPE_F16, false) >
-            zz_stage_layer_cost(&m, 0, &pol, &shape, ZZ_DTYPE_F16, false));
-  /* --cpu-dtype bf16 on the f32 CPU device: the embedding's matrix loads in half
-   * the bytes (its adds are ~1e4 times cheaper than the load), so half the cost */
-  double f32c = zz_stage_layer_cost(&m, 0, &off, &shape, ZZ_DTYPE_F32, false);
-  double bf16c = zz_stage_layer_cost(&m, 0, &off, &shape, ZZ_DTYPE_F32, true);
-  CU_ASSERT(bf16c > 0.49 * f32c && bf16c < 0.51 * f32c);
-  zz_model_free(&m);
+/* An MPI return code on the status trail (ZZ_MPI_CHECK): success passes, an
+ * error names what failed and MPI's own reason. */
+static zz_status zz_mpi_check_twice(int rc) {
+  ZZ_MPI_CHECK(rc, "test: %s %d", "step", 7);
+  return ZZ_OK;
+}
+
+static void test_mpi_status(void) {
+  CU_ASSERT_EQUAL(zz_mpi_status(MPI_SUCCESS, "nothing"), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_mpi_check_twice(MPI_SUCCESS), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_mpi_check_twice(MPI_ERR_TRUNCATE), ZZ_ERR_MPI);
+  char want[MPI_MAX_ERROR_STRING + 32], reason[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(MPI_ERR_TRUNCATE, reason, &len);
+  snprintf(want, sizeof want, "test: step 7: %s", reason);
+  CU_ASSERT_STRING_EQUAL(zz_error_message(), want);
+  zz_error_clear();
 }
 
 /* --comm: the names, and the refusal NCCL gets on the CPU device (or without NCCL). */
@@ -209,8 +191,8 @@ int main(void) {
   CU_add_test(s, "tags round-trip", test_tags_roundtrip);
   CU_add_test(s, "tag limits", test_tag_limits);
   CU_add_test(s, "block message", test_block_message);
-  CU_add_test(s, "layer split by cost", test_layer_split);
   CU_add_test(s, "--comm names and refusals", test_comm_choice);
+  CU_add_test(s, "MPI errors on the status trail", test_mpi_status);
   CU_add_test(s, "two ranks on one GPU refused", test_same_gpu);
   if (level >= MPI_THREAD_MULTIPLE) CU_add_test(s, "the MPI exchange through the interface", test_xchg_mpi);
   CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
+#include "zz_generate.h"
 
 zz_status zz_request_check(const zz_engine *e, const zz_request *req) {
   const zz_config *c = &e->m->cfg;

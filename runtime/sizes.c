@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "zz_runtime.h"
+#include "zz_policy.h"
 
 size_t zz_align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 size_t zz_align_down(size_t x, size_t a) { return x / a * a; }

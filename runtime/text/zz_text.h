@@ -1,7 +1,7 @@
 /*
  * zz_text.h — text to token ids and back: byte-pair encoding read from a model
  * directory's tokenizer.json, or GPT-2's vocab.json + merges.txt, with the special
- * tokens Hugging Face adds (runtime/tokenizer.c, runtime/tokenizer_json.c).
+ * tokens Hugging Face adds (runtime/text/tokenizer.c, runtime/text/tokenizer_json.c).
  *
  * Usage:
  *     zz_tokenizer *tok;  int32_t *ids;  int64_t n;  char *text;  size_t len;

@@ -106,6 +106,10 @@ const zz_model *zz_engine_model(const zz_engine *eng);
 const zz_policy *zz_engine_policy(const zz_engine *eng);
 const zz_shape *zz_engine_shape(const zz_engine *eng);
 int zz_engine_groups(const zz_engine *eng);
+/* The slice [*begin_out, *end_out) of the model's layers the engine holds. */
+void zz_engine_slice(const zz_engine *eng, int *begin_out, int *end_out);
+/* The token loop's own wall time, counted into zz_engine_stats.wall_s. */
+void zz_engine_add_wall(zz_engine *eng, double seconds);
 
 /* Peak bytes per tier and purpose measured so far; never above the plan. */
 void zz_engine_peaks(const zz_engine *eng, size_t peak[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT]);

@@ -345,7 +345,6 @@ size_t zz_engine_hidden_bytes(const zz_engine *e, int group, int step) {
   return zz_hidden_bytes(e->m->cfg.hidden, e->dev->ops->compute_dtype, g->n, step ? 1 : g->s);
 }
 
-int64_t zz_engine_block_len(const zz_engine *e, int group) { return e->groups[group].s; }
 const zz_model *zz_engine_model(const zz_engine *e) { return e->m; }
 const zz_policy *zz_engine_policy(const zz_engine *e) { return &e->pol; }
 const zz_shape *zz_engine_shape(const zz_engine *e) { return &e->shape; }

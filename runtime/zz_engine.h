@@ -99,8 +99,6 @@ zz_status zz_engine_step(zz_engine *eng, int group, int step, const zz_step_io *
 const float *zz_engine_logits(const zz_engine *eng);
 /* Bytes of the hidden state handed in or out for group g at this step. */
 size_t zz_engine_hidden_bytes(const zz_engine *eng, int group, int step);
-/* The padded prompt length of group g's block (after begin_block). */
-int64_t zz_engine_block_len(const zz_engine *eng, int group);
 
 const zz_model *zz_engine_model(const zz_engine *eng);
 const zz_policy *zz_engine_policy(const zz_engine *eng);

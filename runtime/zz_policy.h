@@ -85,14 +85,11 @@ zz_dtype zz_weight_dtype(const zz_weight_spec *w, zz_dtype dt, const zz_qfmt *q)
  * in Q4 when compressed (q), else in bf16 when bf16 (--cpu-dtype bf16), else dt;
  * vectors in dt. zz_weight_dtype is this with bf16 false. */
 zz_dtype zz_weight_dtype_b(const zz_weight_spec *w, zz_dtype dt, const zz_qfmt *q, bool bf16);
-/* A layer's weights back to back in dt, each aligned to `align`: offsets of each
- * weight in off_out (may be NULL; absent weights get SIZE_MAX), total returned. */
-size_t zz_layer_weight_layout(const zz_layer *l, zz_dtype dt, size_t align,
-                              size_t off_out[ZZ_MAX_LAYER_WEIGHTS]);
-/* The same with matrices in Q4 of format *q (q NULL: uncompressed). */
+/* A layer's weights back to back, each aligned to `align`, each in the dtype
+ * zz_weight_dtype_b gives (dt; matrices in Q4 of format *q when q is non-NULL, else
+ * in bf16 when bf16): offsets of each weight in off_out (may be NULL; absent
+ * weights get SIZE_MAX), total returned. */
 size_t zz_layer_weight_layout_b(const zz_layer *l, zz_dtype dt, const zz_qfmt *q, bool bf16, size_t align,
-                                size_t off_out[ZZ_MAX_LAYER_WEIGHTS]);
-size_t zz_layer_weight_layout_q(const zz_layer *l, zz_dtype dt, const zz_qfmt *q, size_t align,
                                 size_t off_out[ZZ_MAX_LAYER_WEIGHTS]);
 /* Layer l's cache as a policy stores it: the compute dtype, or Q4 in the
  * policy's cache format when the cache is compressed. */
@@ -118,8 +115,6 @@ size_t zz_gpu_attention_scratch_bytes(int64_t b, int64_t sq, int64_t t, int64_t 
 /* A batch's index arrays in one buffer: token ids [gbs, s], positions [gbs, s],
  * padding [gbs], last rows [gbs], int32 each; offsets in off_out, total returned. */
 size_t zz_index_layout(int64_t gbs, int64_t s, size_t off_out[4]);
-/* Sizes overflowing size_t are refused: a * b, or ZZ_ERR_INVALID_ARG naming what. */
-zz_status zz_mul_size(size_t a, size_t b, const char *what, size_t *out);
 
 
 /*

@@ -48,7 +48,7 @@ typedef enum zz_op {
   ZZ_OP_ATTENTION,
   ZZ_OP_UPLOAD,
   ZZ_OP_DOWNLOAD,
-  ZZ_OP_ATTENTION_SPARSE, /* zz_device_attention_ex with keep < 1 (dt: the cache's) */
+  ZZ_OP_ATTENTION_SPARSE, /* zz_device_attention with keep < 1 (dt: the cache's) */
   ZZ_OP_RMSNORM,
   ZZ_OP_ROPE,
   ZZ_OP_SILU_MUL,
@@ -72,6 +72,21 @@ typedef struct zz_kv_layout {
   zz_qfmt q;
   int64_t seq_bytes;
 } zz_kv_layout;
+
+/* One attention call (zz_cpu_attention_ex's contract at the device's compute
+ * dtype): queries of b sequences × sq positions, the first at position q_start,
+ * against t positions of a K and a V cache laid out as kv. */
+typedef struct zz_attn_call {
+  const void *q;          /* [b, sq, heads * hd] compute dtype */
+  const void *k, *v;      /* caches of kv_heads × hd rows, laid out as kv */
+  zz_kv_layout kv;
+  int64_t b, sq, t, q_start;
+  int64_t heads, kv_heads, hd; /* kv_heads divides heads (grouped-query attention) */
+  const int32_t *pad;     /* [b] device int32: left padding of each sequence */
+  double keep;            /* fraction of the visible keys each query keeps, (0, 1]; 1: dense */
+  void *out;              /* [b, sq, heads * hd] compute dtype */
+  void *scratch;          /* zz_device_attention_scratch bytes (NULL when that is 0) */
+} zz_attn_call;
 
 typedef struct zz_device_ops {
   const char *name;      /* "cpu", "cuda" */
@@ -100,40 +115,27 @@ typedef struct zz_device_ops {
   zz_status (*sync)(zz_device *dev, zz_lane lane);
   /* whether this device runs `op` with a weight (or host side) of dtype dt */
   bool (*supports)(const zz_device *dev, zz_op op, zz_dtype dt);
-  /* compute; see zz_kernels.h for each contract */
-  zz_status (*embed_rows)(zz_device *dev, const void *table, zz_dtype table_dt, int64_t dim,
+  /* compute; see zz_kernels.h for each contract. A weight comes as its bytes, its
+   * dtype and its Q4 format (read only when the dtype is Q4: kernels/cpu/quant.c) */
+  zz_status (*embed_rows)(zz_device *dev, const void *table, zz_dtype table_dt, zz_qfmt table_q, int64_t dim,
                           const int32_t *ids, int64_t n, void *out);
-  zz_status (*add_rows)(zz_device *dev, void *x, int64_t dim, const void *table,
-                        zz_dtype table_dt, const int32_t *ids, int64_t n);
+  zz_status (*add_rows)(zz_device *dev, void *x, int64_t dim, const void *table, zz_dtype table_dt,
+                        zz_qfmt table_q, const int32_t *ids, int64_t n);
   /* gamma and beta share w_dt */
   zz_status (*layernorm)(zz_device *dev, const void *x, int64_t n, int64_t dim,
                          const void *gamma, const void *beta, zz_dtype w_dt, float eps, void *y);
   /* b may be NULL (b_dt then unused) */
-  zz_status (*linear)(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w,
-                      zz_dtype w_dt, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu);
+  zz_status (*linear)(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt,
+                      zz_qfmt w_q, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu);
   zz_status (*add)(zz_device *dev, const void *a, const void *b, int64_t n, void *y);
-  zz_status (*kv_append)(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t h,
-                         void *cache, int64_t kv_stride, int64_t pos);
-  zz_status (*attention)(zz_device *dev, const void *q, const void *k, const void *v,
-                         int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
-                         int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, void *out,
-                         void *scratch);
+  /* a cache in any layout (the compute dtype or Q4, byte strides) */
+  zz_status (*kv_append)(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
+                         void *cache, const zz_kv_layout *l, int64_t pos);
+  /* over a cache in any layout; top-k when a->keep < 1 */
+  zz_status (*attention)(zz_device *dev, const zz_attn_call *a);
   /* scratch bytes attention needs for these sizes (0: none); general: the Q4 / top-k
-   * path of attention_ex (zz_attention_general) rather than a dense cache at keep 1 */
+   * path (zz_attention_general) rather than a dense cache at keep 1 */
   size_t (*attention_scratch)(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads, bool general);
-  /* compression (kernels/cpu/quant.c): a Q4 weight of format q; rows_q gathers
-   * (add = 0) or adds (add = 1) table rows */
-  zz_status (*linear_q)(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_qfmt q,
-                        const void *b, zz_dtype b_dt, int64_t out, void *y, int relu);
-  zz_status (*rows_q)(zz_device *dev, const void *table, zz_qfmt q, int64_t dim, const int32_t *ids, int64_t n,
-                      void *out, int add);
-  /* a cache in any layout (compute dtype or Q4, byte strides), attention with top-k */
-  zz_status (*kv_append_ex)(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
-                            void *cache, const zz_kv_layout *l, int64_t pos);
-  zz_status (*attention_ex)(zz_device *dev, const void *q, const void *k, const void *v,
-                            const zz_kv_layout *l, int64_t b, int64_t sq, int64_t t, int64_t q_start,
-                            int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, double keep, void *out,
-                            void *scratch);
   zz_status (*rmsnorm)(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma, zz_dtype w_dt,
                        float eps, void *y);
   zz_status (*rope)(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
@@ -221,7 +223,7 @@ zz_status zz_device_download(zz_device *dev, zz_lane lane, void *host_dst, zz_dt
                              int64_t n);
 zz_status zz_device_sync(zz_device *dev, zz_lane lane);
 
-/* out[n, dim] = table[ids[i], :]; table is a weight [rows, dim]. */
+/* out[n, dim] = table[ids[i], :]; table is a weight [rows, dim] (Q4 too). */
 zz_status zz_device_embed_rows(zz_device *dev, const zz_tensor *table, const int32_t *ids, int64_t n, void *out);
 /* The same gather from an activation x [rows, dim] in the compute dtype (e.g. the
  * last position of each sequence of the hidden state). */
@@ -237,30 +239,21 @@ zz_status zz_device_linear(zz_device *dev, const void *x, int64_t n, int64_t in,
                            const zz_tensor *b, int64_t out, void *y, int relu);
 /* y[n] = a[n] + b[n]; y may alias a or b. */
 zz_status zz_device_add(zz_device *dev, const void *a, const void *b, int64_t n, void *y);
-/* cache[i, pos + r, :] = x[i, r, :]: x [b, sq, h], cache rows of h with batch stride kv_stride. */
-zz_status zz_device_kv_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t h, void *cache,
-                              int64_t kv_stride, int64_t pos);
-/* zz_cpu_attention's contract; pad [b] int32; scratch of zz_device_attention_scratch
- * bytes (may be NULL when that is 0). */
-zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, const void *v, int64_t kv_stride,
-                              int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
-                              int64_t hd, const int32_t *pad, void *out, void *scratch);
+/* The KV cache in any layout: the compute dtype, or Q4 (quantized as rows are
+ * appended, dequantized as attention reads them); supports(ZZ_OP_KV_APPEND /
+ * ZZ_OP_ATTENTION, l->dt).
+ * cache[i, pos + r, :] = x[i, r, :]: x [b, sq, heads * hd], cache laid out as l. */
+zz_status zz_device_kv_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
+                              void *cache, const zz_kv_layout *l, int64_t pos);
+/* Attention as zz_attn_call says; with a->keep < 1, top-k sparse attention
+ * (zz_cpu_attention_ex), which needs supports(ZZ_OP_ATTENTION_SPARSE, a->kv.dt). */
+zz_status zz_device_attention(zz_device *dev, const zz_attn_call *a);
 size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads,
                                    bool general);
-/* The same two over a cache of any layout (a Q4 cache is quantized as rows are
- * appended and dequantized as attention reads them), and top-k sparse attention:
- * keep in (0, 1] is the fraction of visible keys each query keeps
- * (zz_cpu_attention_ex). supports(ZZ_OP_KV_APPEND / ZZ_OP_ATTENTION, l->dt) and,
- * for keep < 1, supports(ZZ_OP_ATTENTION_SPARSE, l->dt). */
-zz_status zz_device_kv_append_ex(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
-                                 void *cache, const zz_kv_layout *l, int64_t pos);
 /* Whether attention over a cache stored in dt with fraction keep takes the general
  * path (a Q4 cache or top-k: keep < 1) rather than the dense kernel; it decides the
  * scratch (attention_scratch's `general`) and the CUDA device's kernel. */
 bool zz_attention_general(zz_dtype dt, double keep);
-zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, const void *v, const zz_kv_layout *l,
-                                 int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
-                                 int64_t hd, const int32_t *pad, double keep, void *out, void *scratch);
 /* y[n, dim] = x / sqrt(mean(x²) + eps) * gamma[dim] (RMSNorm); y may be x. */
 zz_status zz_device_rmsnorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma, float eps,
                             void *y);

@@ -6,9 +6,13 @@
  * and the memory tiers they live on (GPU, CPU, disk) with exact byte accounting,
  * the device interface (CPU reference, CUDA) behind checked zz_device_* wrappers,
  * worker pools (compute, CPU attention), model configurations and the
- * architecture table (OPT), checkpoint loading (safetensors) and dummy weights,
- * the GPT-2 byte-level BPE tokenizer, sampling, the generation engine that runs
- * the zig-zag block schedule, and the JSON Lines job files.
+ * architecture table (OPT, LLaMA), checkpoint loading (safetensors) and dummy
+ * weights, the byte-pair tokenizer (a Hugging Face tokenizer.json, or GPT-2's
+ * vocab.json + merges.txt), sampling, the generation engine that runs the zig-zag
+ * block schedule, and the JSON Lines job files.
+ *
+ * This header only gathers the module's headers, one per concern (listed below);
+ * a file that needs one concern includes that header alone.
  *
  * Usage:
  *     zz_config cfg;  zz_model model;  zz_device *dev;  zz_engine *eng;

@@ -364,8 +364,6 @@ int zz_cuda_rmsnorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *g
 int zz_cuda_rope(uint16_t *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos, const zz_rope *rope,
                  void *stream);
 int zz_cuda_silu_mul(const uint16_t *g, const uint16_t *u, int64_t n, uint16_t *y, void *stream);
-/* ids[i] = argmax of logits row i ([n, vocab] f16); ids is a device array. */
-int zz_cuda_argmax(const uint16_t *logits, int64_t n, int64_t vocab, int32_t *ids, void *stream);
 
 #ifdef __cplusplus
 }

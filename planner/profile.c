@@ -213,7 +213,7 @@ static zz_status zz_prof_gemm(const zz_prof *p, zz_dtype wdt, zz_hw_point *pts, 
 
 /* ---------------------------------------------------------------- attention */
 
-/* Attention as the engine's layers call it (zz_device_attention_ex), or the CPU
+/* Attention as the engine's layers call it (zz_device_attention), or the CPU
  * kernel beside a host cache (zz_cpu_attention_ex, as schedule.c's CPU attention
  * calls it), over a cache in the compute dtype or in 4 bits. */
 typedef struct {
@@ -235,8 +235,10 @@ static zz_status zz_attn_once(void *a_) {
     zz_cpu_attention_ex(a->pool, &args);
     return ZZ_OK;
   }
-  ZZ_CHECK(zz_device_attention_ex(a->dev, a->q, a->k, a->v, &a->kv, a->b, a->sq, a->t, a->t - a->sq, a->heads,
-                                  a->heads, a->hd, a->pad, 1, a->out, a->scratch));
+  zz_attn_call call = {.q = a->q, .k = a->k, .v = a->v, .kv = a->kv, .b = a->b, .sq = a->sq, .t = a->t,
+                       .q_start = a->t - a->sq, .heads = a->heads, .kv_heads = a->heads, .hd = a->hd, .pad = a->pad,
+                       .keep = 1, .out = a->out, .scratch = a->scratch};
+  ZZ_CHECK(zz_device_attention(a->dev, &call));
   return zz_device_sync(a->dev, ZZ_LANE_COMPUTE);
 }
 
@@ -337,11 +339,11 @@ typedef struct {
 
 static zz_status zz_quant_once(void *a_) {
   zz_quant_arg *a = a_;
-  ZZ_CHECK(zz_device_kv_append_ex(a->dev, a->x, a->b, a->sq, a->heads, a->hd, a->cache, &a->kv, 0));
+  ZZ_CHECK(zz_device_kv_append(a->dev, a->x, a->b, a->sq, a->heads, a->hd, a->cache, &a->kv, 0));
   return zz_device_sync(a->dev, ZZ_LANE_COMPUTE);
 }
 
-/* New cache rows appended to a 4-bit cache (the device's kv_append_ex, which
+/* New cache rows appended to a 4-bit cache (the device's kv_append, which
  * quantizes them): 4-bit bytes written per second. 32 sequences x 64 rows. */
 static zz_status zz_prof_quant(const zz_prof *p, double *bw) {
   zz_quant_arg a = {.dev = p->dev, .b = 32, .sq = 64, .heads = 16, .hd = 64};

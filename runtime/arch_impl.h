@@ -12,7 +12,8 @@
 #define ZZ_ARCH_IMPL_H
 #include <jansson.h>
 
-#include "zz_runtime.h"
+#include "zz_device.h"
+#include "zz_policy.h"
 
 /* What one layer computes for one GPU batch at one step. Pointers are device
  * pointers of the compute dtype unless typed otherwise. */

@@ -327,10 +327,12 @@ static zz_status zz_llama_forward(zz_device *dev, const zz_model *m, const zz_la
       if (st->attend) {
         ZZ_CHECK(st->attend(st->attend_ctx, q, k, v, att));
       } else {
-        ZZ_CHECK(zz_device_kv_append_ex(dev, k, st->b, st->sq, c->n_kv_heads, hd, st->k, &st->kv, st->pos));
-        ZZ_CHECK(zz_device_kv_append_ex(dev, v, st->b, st->sq, c->n_kv_heads, hd, st->v, &st->kv, st->pos));
-        ZZ_CHECK(zz_device_attention_ex(dev, q, st->k, st->v, &st->kv, st->b, st->sq, st->pos + st->sq, st->pos,
-                                        c->n_heads, c->n_kv_heads, hd, st->pad, st->keep, att, scratch));
+        ZZ_CHECK(zz_device_kv_append(dev, k, st->b, st->sq, c->n_kv_heads, hd, st->k, &st->kv, st->pos));
+        ZZ_CHECK(zz_device_kv_append(dev, v, st->b, st->sq, c->n_kv_heads, hd, st->v, &st->kv, st->pos));
+        zz_attn_call a = {.q = q, .k = st->k, .v = st->v, .kv = st->kv, .b = st->b, .sq = st->sq,
+                          .t = st->pos + st->sq, .q_start = st->pos, .heads = c->n_heads, .kv_heads = c->n_kv_heads,
+                          .hd = hd, .pad = st->pad, .keep = st->keep, .out = att, .scratch = scratch};
+        ZZ_CHECK(zz_device_attention(dev, &a));
       }
       ZZ_CHECK(zz_device_linear(dev, att, n, qw, &w[ZZ_LL_AT_O], NULL, h, xn, 0));
       return zz_device_add(dev, st->hidden, xn, n * h, st->hidden);

@@ -20,7 +20,8 @@
 #include <immintrin.h>
 #endif
 
-#include "zz_runtime.h"
+#include "zz_policy.h" /* sizes */
+#include "zz_weights.h"
 
 #define ZZ_ST_MAX_HEADER (256u << 20) /* larger headers are lies, not checkpoints */
 

@@ -509,8 +509,7 @@ zz_status zz_device_embed_rows(zz_device *dev, const zz_tensor *table, const int
   zz_site s = {dev, "embed_rows"};
   ZZ_CHECK(zz_arg_weight(s, ZZ_OP_EMBED_ROWS, "table", table, 2, -1, -1));
   ZZ_CHECK(zz_check_rows(s, ids, n, table->shape[1], out));
-  if (table->dtype == ZZ_DTYPE_Q4) return dev->ops->rows_q(dev, table->data, table->q, table->shape[1], ids, n, out, 0);
-  return dev->ops->embed_rows(dev, table->data, table->dtype, table->shape[1], ids, n, out);
+  return dev->ops->embed_rows(dev, table->data, table->dtype, table->q, table->shape[1], ids, n, out);
 }
 
 zz_status zz_device_gather_rows(zz_device *dev, const void *x, int64_t rows, int64_t dim, const int32_t *ids,
@@ -523,15 +522,14 @@ zz_status zz_device_gather_rows(zz_device *dev, const void *x, int64_t rows, int
   ZZ_CHECK(zz_arg_mul(s, "x", rows, dim, &nx));
   ZZ_CHECK(zz_arg_dev(s, "x", x, nx, zz_es(dev)));
   ZZ_CHECK(zz_check_rows(s, ids, n, dim, out));
-  return dev->ops->embed_rows(dev, x, dev->desc.compute_dtype, dim, ids, n, out);
+  return dev->ops->embed_rows(dev, x, dev->desc.compute_dtype, ZZ_QFMT_DEFAULT, dim, ids, n, out);
 }
 
 zz_status zz_device_add_rows(zz_device *dev, void *x, const zz_tensor *table, const int32_t *ids, int64_t n) {
   zz_site s = {dev, "add_rows"};
   ZZ_CHECK(zz_arg_weight(s, ZZ_OP_ADD_ROWS, "table", table, 2, -1, -1));
   ZZ_CHECK(zz_check_rows(s, ids, n, table->shape[1], x));
-  if (table->dtype == ZZ_DTYPE_Q4) return dev->ops->rows_q(dev, table->data, table->q, table->shape[1], ids, n, x, 1);
-  return dev->ops->add_rows(dev, x, table->shape[1], table->data, table->dtype, ids, n);
+  return dev->ops->add_rows(dev, x, table->shape[1], table->data, table->dtype, table->q, ids, n);
 }
 
 /* A norm over rows: x and y [n, dim] in device memory, gain gamma [dim], eps. */
@@ -573,11 +571,8 @@ zz_status zz_device_linear(zz_device *dev, const void *x, int64_t n, int64_t in,
   ZZ_CHECK(zz_arg_weight(s, ZZ_OP_LINEAR, "w", w, 2, out, in));
   bool has_b = b && b->ndim;
   if (has_b) ZZ_CHECK(zz_arg_weight(s, ZZ_OP_LINEAR, "b", b, 1, out, 0));
-  if (w->dtype == ZZ_DTYPE_Q4)
-    return dev->ops->linear_q(dev, x, n, in, w->data, w->q, has_b ? b->data : NULL, has_b ? b->dtype : ZZ_DTYPE_F32,
-                              out, y, relu);
-  return dev->ops->linear(dev, x, n, in, w->data, w->dtype, has_b ? b->data : NULL, has_b ? b->dtype : w->dtype, out,
-                          y, relu);
+  return dev->ops->linear(dev, x, n, in, w->data, w->dtype, w->q, has_b ? b->data : NULL,
+                          has_b ? b->dtype : w->dtype, out, y, relu);
 }
 
 /* An elementwise op of two inputs a, b and an output y of n compute-dtype elements. */
@@ -595,39 +590,12 @@ zz_status zz_device_add(zz_device *dev, const void *a, const void *b, int64_t n,
   return dev->ops->add(dev, a, b, n, y);
 }
 
-/* A cache of b sequences, batch stride kv_stride, whose first `rows` rows of h
- * elements are used: checks the stride holds them and the bytes are the device's. */
-static zz_status zz_check_cache(zz_site s, const char *arg, const void *cache, int64_t b, int64_t rows, int64_t h,
-                                int64_t kv_stride) {
-  int64_t used, span;
-  ZZ_CHECK(zz_arg_mul(s, arg, rows, h, &used));
-  if (kv_stride < used)
-    return zz_bad(s, "kv_stride = %lld elements, but %lld rows of %lld need %lld", (long long)kv_stride,
-                  (long long)rows, (long long)h, (long long)used);
-  ZZ_CHECK(zz_arg_mul(s, arg, b - 1, kv_stride, &span));
-  if (__builtin_add_overflow(span, used, &span)) return zz_bad(s, "%s: size overflows", arg);
-  return zz_arg_dev(s, arg, cache, span, zz_es(s.dev));
-}
-
 /* [b, sq, cols] elements of an activation, overflow-checked. */
 static zz_status zz_arg_act3(zz_site s, const char *arg, const void *p, int64_t b, int64_t sq, int64_t cols) {
   int64_t rows, n;
   ZZ_CHECK(zz_arg_mul(s, arg, b, sq, &rows));
   ZZ_CHECK(zz_arg_mul(s, arg, rows, cols, &n));
   return zz_arg_dev(s, arg, p, n, zz_es(s.dev));
-}
-
-zz_status zz_device_kv_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t h, void *cache,
-                              int64_t kv_stride, int64_t pos) {
-  zz_site s = {dev, "kv_append"};
-  ZZ_CHECK(zz_arg_op(s, ZZ_OP_KV_APPEND));
-  ZZ_CHECK(zz_arg_pos(s, "b", b));
-  ZZ_CHECK(zz_arg_pos(s, "sq", sq));
-  ZZ_CHECK(zz_arg_pos(s, "h", h));
-  if (pos < 0 || pos > INT64_MAX - sq) return zz_bad(s, "pos = %lld is out of range", (long long)pos);
-  ZZ_CHECK(zz_arg_act3(s, "x", x, b, sq, h));
-  ZZ_CHECK(zz_check_cache(s, "cache", cache, b, pos + sq, h, kv_stride));
-  return dev->ops->kv_append(dev, x, b, sq, h, cache, kv_stride, pos);
 }
 
 /* kv_heads positive and dividing heads (grouped-query attention). */
@@ -638,31 +606,6 @@ static zz_status zz_check_kv_heads(zz_site s, int64_t heads, int64_t kv_heads) {
   return ZZ_OK;
 }
 
-zz_status zz_device_attention(zz_device *dev, const void *q, const void *k, const void *v, int64_t kv_stride,
-                              int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
-                              int64_t hd, const int32_t *pad, void *out, void *scratch) {
-  zz_site s = {dev, "attention"};
-  int64_t h, kvw;
-  ZZ_CHECK(zz_arg_op(s, ZZ_OP_ATTENTION));
-  ZZ_CHECK(zz_arg_pos(s, "b", b));
-  ZZ_CHECK(zz_arg_pos(s, "sq", sq));
-  ZZ_CHECK(zz_arg_pos(s, "t", t));
-  ZZ_CHECK(zz_arg_pos(s, "heads", heads));
-  ZZ_CHECK(zz_arg_pos(s, "hd", hd));
-  ZZ_CHECK(zz_check_kv_heads(s, heads, kv_heads));
-  if (q_start < 0) return zz_bad(s, "q_start = %lld, must not be negative", (long long)q_start);
-  ZZ_CHECK(zz_arg_mul(s, "q", heads, hd, &h));
-  ZZ_CHECK(zz_arg_mul(s, "k", kv_heads, hd, &kvw));
-  ZZ_CHECK(zz_arg_act3(s, "q", q, b, sq, h));
-  ZZ_CHECK(zz_arg_act3(s, "out", out, b, sq, h));
-  ZZ_CHECK(zz_check_cache(s, "k", k, b, t, kvw, kv_stride));
-  ZZ_CHECK(zz_check_cache(s, "v", v, b, t, kvw, kv_stride));
-  ZZ_CHECK(zz_arg_dev(s, "pad", pad, b, sizeof(int32_t)));
-  size_t need = zz_device_desc_attention_scratch(&dev->desc, b, sq, t, heads, false);
-  if (need) ZZ_CHECK(zz_arg_dev(s, "scratch", scratch, (int64_t)need, 1));
-  return dev->ops->attention(dev, q, k, v, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad, out, scratch);
-}
-
 bool zz_attention_general(zz_dtype dt, double keep) { return dt == ZZ_DTYPE_Q4 || keep < 1; }
 
 size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads,
@@ -670,12 +613,12 @@ size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, 
   return zz_device_desc_attention_scratch(&dev->desc, b, sq, t, heads, general);
 }
 
-/* ================================================================ caches of any layout */
+/* ================================================================ KV caches (any layout) and attention */
 
 /* A cache of b sequences laid out as l, whose first `rows` rows are used: the
  * layout is one the device stores, the sequence stride holds the rows, and the
  * bytes are the device's. */
-static zz_status zz_check_cache_ex(zz_site s, zz_op op, const char *arg, const void *cache, const zz_kv_layout *l,
+static zz_status zz_check_cache(zz_site s, zz_op op, const char *arg, const void *cache, const zz_kv_layout *l,
                                    int64_t b, int64_t rows, int64_t heads, int64_t hd) {
   if (!l) return zz_bad(s, "layout is NULL");
   if ((unsigned)l->dt >= ZZ_DTYPE_COUNT || !zz_device_supports(s.dev, op, l->dt))
@@ -705,38 +648,39 @@ static zz_status zz_check_heads(zz_site s, int64_t b, int64_t sq, int64_t heads,
   return zz_arg_mul(s, "heads x hd", heads, hd, h);
 }
 
-zz_status zz_device_kv_append_ex(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
-                                 void *cache, const zz_kv_layout *l, int64_t pos) {
+zz_status zz_device_kv_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
+                              void *cache, const zz_kv_layout *l, int64_t pos) {
   zz_site s = {dev, "kv_append"};
   int64_t h;
   ZZ_CHECK(zz_check_heads(s, b, sq, heads, hd, &h));
   if (pos < 0 || pos > INT64_MAX - sq) return zz_bad(s, "pos = %lld is out of range", (long long)pos);
   ZZ_CHECK(zz_arg_act3(s, "x", x, b, sq, h));
-  ZZ_CHECK(zz_check_cache_ex(s, ZZ_OP_KV_APPEND, "cache", cache, l, b, pos + sq, heads, hd));
-  return dev->ops->kv_append_ex(dev, x, b, sq, heads, hd, cache, l, pos);
+  ZZ_CHECK(zz_check_cache(s, ZZ_OP_KV_APPEND, "cache", cache, l, b, pos + sq, heads, hd));
+  return dev->ops->kv_append(dev, x, b, sq, heads, hd, cache, l, pos);
 }
 
-zz_status zz_device_attention_ex(zz_device *dev, const void *q, const void *k, const void *v, const zz_kv_layout *l,
-                                 int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
-                                 int64_t hd, const int32_t *pad, double keep, void *out, void *scratch) {
+zz_status zz_device_attention(zz_device *dev, const zz_attn_call *a) {
   zz_site s = {dev, "attention"};
   int64_t h;
-  ZZ_CHECK(zz_check_heads(s, b, sq, heads, hd, &h));
-  ZZ_CHECK(zz_check_kv_heads(s, heads, kv_heads));
-  ZZ_CHECK(zz_arg_pos(s, "t", t));
-  if (q_start < 0) return zz_bad(s, "q_start = %lld, must not be negative", (long long)q_start);
-  if (!(keep > 0 && keep <= 1)) return zz_bad(s, "keep = %g, must be in (0, 1]", keep);
-  if (hd > ZZ_ATTN_MAX_HEAD_DIM) return zz_bad(s, "hd = %lld is above the %d a head may have", (long long)hd, ZZ_ATTN_MAX_HEAD_DIM);
-  ZZ_CHECK(zz_arg_act3(s, "q", q, b, sq, h));
-  ZZ_CHECK(zz_arg_act3(s, "out", out, b, sq, h));
-  ZZ_CHECK(zz_check_cache_ex(s, ZZ_OP_ATTENTION, "k", k, l, b, t, kv_heads, hd));
-  ZZ_CHECK(zz_check_cache_ex(s, ZZ_OP_ATTENTION, "v", v, l, b, t, kv_heads, hd));
-  if (keep < 1 && !zz_device_supports(dev, ZZ_OP_ATTENTION_SPARSE, l->dt))
-    return zz_bad(s, "top-k sparse attention over a %s cache is not implemented by this device", zz_dtype_name(l->dt));
-  ZZ_CHECK(zz_arg_dev(s, "pad", pad, b, sizeof(int32_t)));
-  size_t need = zz_device_desc_attention_scratch(&dev->desc, b, sq, t, heads, zz_attention_general(l->dt, keep));
-  if (need) ZZ_CHECK(zz_arg_dev(s, "scratch", scratch, (int64_t)need, 1));
-  return dev->ops->attention_ex(dev, q, k, v, l, b, sq, t, q_start, heads, kv_heads, hd, pad, keep, out, scratch);
+  if (!a) return zz_bad(s, "the call is NULL");
+  ZZ_CHECK(zz_check_heads(s, a->b, a->sq, a->heads, a->hd, &h));
+  ZZ_CHECK(zz_check_kv_heads(s, a->heads, a->kv_heads));
+  ZZ_CHECK(zz_arg_pos(s, "t", a->t));
+  if (a->q_start < 0) return zz_bad(s, "q_start = %lld, must not be negative", (long long)a->q_start);
+  if (!(a->keep > 0 && a->keep <= 1)) return zz_bad(s, "keep = %g, must be in (0, 1]", a->keep);
+  if (a->hd > ZZ_ATTN_MAX_HEAD_DIM)
+    return zz_bad(s, "hd = %lld is above the %d a head may have", (long long)a->hd, ZZ_ATTN_MAX_HEAD_DIM);
+  ZZ_CHECK(zz_arg_act3(s, "q", a->q, a->b, a->sq, h));
+  ZZ_CHECK(zz_arg_act3(s, "out", a->out, a->b, a->sq, h));
+  ZZ_CHECK(zz_check_cache(s, ZZ_OP_ATTENTION, "k", a->k, &a->kv, a->b, a->t, a->kv_heads, a->hd));
+  ZZ_CHECK(zz_check_cache(s, ZZ_OP_ATTENTION, "v", a->v, &a->kv, a->b, a->t, a->kv_heads, a->hd));
+  if (a->keep < 1 && !zz_device_supports(dev, ZZ_OP_ATTENTION_SPARSE, a->kv.dt))
+    return zz_bad(s, "top-k sparse attention over a %s cache is not implemented by this device",
+                  zz_dtype_name(a->kv.dt));
+  ZZ_CHECK(zz_arg_dev(s, "pad", a->pad, a->b, sizeof(int32_t)));
+  size_t need = zz_device_desc_attention_scratch(&dev->desc, a->b, a->sq, a->t, a->heads, zz_attention_general(a->kv.dt, a->keep));
+  if (need) ZZ_CHECK(zz_arg_dev(s, "scratch", a->scratch, (int64_t)need, 1));
+  return dev->ops->attention(dev, a);
 }
 
 zz_status zz_device_rmsnorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma, float eps,

@@ -105,9 +105,13 @@ static zz_status zz_cpu_sync(zz_device *dev, zz_lane lane) {
 /* device.c checked supports(): every weight reaching an op here is f32. */
 #define ZZ_CPU_F32(dt) ZZ_ASSERT((dt) == ZZ_DTYPE_F32)
 
-static zz_status zz_cpu_embed(zz_device *dev, const void *table, zz_dtype table_dt, int64_t dim,
+static zz_status zz_cpu_embed(zz_device *dev, const void *table, zz_dtype table_dt, zz_qfmt table_q, int64_t dim,
                               const int32_t *ids, int64_t n, void *out) {
   (void)dev;
+  if (table_dt == ZZ_DTYPE_Q4) {
+    zz_cpu_embed_rows_q(table, table_q, dim, ids, n, out, 0);
+    return ZZ_OK;
+  }
   if (table_dt == ZZ_DTYPE_BF16) {
     zz_cpu_rows_bf16(table, dim, ids, n, out, 0);
     return ZZ_OK;
@@ -117,9 +121,13 @@ static zz_status zz_cpu_embed(zz_device *dev, const void *table, zz_dtype table_
   return ZZ_OK;
 }
 
-static zz_status zz_cpu_addrows(zz_device *dev, void *x, int64_t dim, const void *table,
-                                zz_dtype table_dt, const int32_t *ids, int64_t n) {
+static zz_status zz_cpu_addrows(zz_device *dev, void *x, int64_t dim, const void *table, zz_dtype table_dt,
+                                zz_qfmt table_q, const int32_t *ids, int64_t n) {
   (void)dev;
+  if (table_dt == ZZ_DTYPE_Q4) {
+    zz_cpu_embed_rows_q(table, table_q, dim, ids, n, x, 1);
+    return ZZ_OK;
+  }
   if (table_dt == ZZ_DTYPE_BF16) {
     zz_cpu_rows_bf16(table, dim, ids, n, x, 1);
     return ZZ_OK;
@@ -136,11 +144,15 @@ static zz_status zz_cpu_ln(zz_device *dev, const void *x, int64_t n, int64_t dim
   return ZZ_OK;
 }
 
-static zz_status zz_cpu_lin(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w,
-                            zz_dtype w_dt, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu) {
+static zz_status zz_cpu_lin(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt,
+                            zz_qfmt w_q, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu) {
   zz_cpu_dev *c = dev->impl;
-  ZZ_ASSERT(w_dt == ZZ_DTYPE_F32 || w_dt == ZZ_DTYPE_BF16);
   if (b) ZZ_CPU_F32(b_dt);
+  if (w_dt == ZZ_DTYPE_Q4) { /* kernels/cpu/quant.c: dequantized panel by panel */
+    zz_cpu_linear_q(dev->pool, x, n, in, w, w_q, b, out, y, relu);
+    return ZZ_OK;
+  }
+  ZZ_ASSERT(w_dt == ZZ_DTYPE_F32 || w_dt == ZZ_DTYPE_BF16);
   size_t need = zz_cpu_gemm_scratch(n, in, w_dt);
   pthread_mutex_lock(&c->xb_mu);
   if (need > c->xb_bytes) {
@@ -160,21 +172,6 @@ static zz_status zz_cpu_lin(zz_device *dev, const void *x, int64_t n, int64_t in
 static zz_status zz_cpu_addv(zz_device *dev, const void *a, const void *b, int64_t n, void *y) {
   (void)dev;
   zz_cpu_add(a, b, n, y);
-  return ZZ_OK;
-}
-
-static zz_status zz_cpu_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t h,
-                               void *cache, int64_t kv_stride, int64_t pos) {
-  (void)dev;
-  zz_cpu_kv_append(x, b, sq, h, cache, kv_stride, pos);
-  return ZZ_OK;
-}
-
-static zz_status zz_cpu_attn(zz_device *dev, const void *q, const void *k, const void *v,
-                             int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
-                             int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, void *out,
-                             void *scratch) {
-  zz_cpu_attention(dev->pool, q, k, v, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad, out, scratch);
   return ZZ_OK;
 }
 
@@ -198,24 +195,10 @@ static zz_status zz_cpu_silu(zz_device *dev, const void *g, const void *u, int64
   return ZZ_OK;
 }
 
-/* ---------------------------------------------------------------- compression, caches of any layout */
+/* ---------------------------------------------------------------- caches of any layout */
 
-static zz_status zz_cpu_lin_q(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_qfmt q,
-                              const void *b, zz_dtype b_dt, int64_t out, void *y, int relu) {
-  if (b) ZZ_CPU_F32(b_dt);
-  zz_cpu_linear_q(dev->pool, x, n, in, w, q, b, out, y, relu);
-  return ZZ_OK;
-}
-
-static zz_status zz_cpu_rows_q(zz_device *dev, const void *table, zz_qfmt q, int64_t dim, const int32_t *ids,
-                               int64_t n, void *out, int add) {
-  (void)dev;
-  zz_cpu_embed_rows_q(table, q, dim, ids, n, out, add);
-  return ZZ_OK;
-}
-
-static zz_status zz_cpu_append_ex(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
-                                  void *cache, const zz_kv_layout *l, int64_t pos) {
+static zz_status zz_cpu_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
+                               void *cache, const zz_kv_layout *l, int64_t pos) {
   (void)dev;
   if (l->dt == ZZ_DTYPE_Q4)
     zz_cpu_kv_append_q(x, b, sq, heads, hd, cache, l->q, l->seq_bytes, pos);
@@ -224,12 +207,11 @@ static zz_status zz_cpu_append_ex(zz_device *dev, const void *x, int64_t b, int6
   return ZZ_OK;
 }
 
-static zz_status zz_cpu_attn_ex(zz_device *dev, const void *q, const void *k, const void *v, const zz_kv_layout *l,
-                                int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
-                                int64_t hd, const int32_t *pad, double keep, void *out, void *scratch) {
-  zz_attn_args a = {.q = q, .k = k, .v = v, .kv_dt = l->dt, .kv_q = l->q, .seq_bytes = l->seq_bytes, .b = b,
-                    .sq = sq, .t = t, .q_start = q_start, .heads = heads, .kv_heads = kv_heads, .hd = hd,
-                    .pad = pad, .keep = keep, .out = out, .scratch = scratch};
+static zz_status zz_cpu_attn(zz_device *dev, const zz_attn_call *c) {
+  zz_attn_args a = {.q = c->q, .k = c->k, .v = c->v, .kv_dt = c->kv.dt, .kv_q = c->kv.q,
+                    .seq_bytes = c->kv.seq_bytes, .b = c->b, .sq = c->sq, .t = c->t, .q_start = c->q_start,
+                    .heads = c->heads, .kv_heads = c->kv_heads, .hd = c->hd, .pad = c->pad, .keep = c->keep,
+                    .out = c->out, .scratch = c->scratch};
   zz_cpu_attention_ex(dev->pool, &a);
   return ZZ_OK;
 }
@@ -262,10 +244,6 @@ static const zz_device_ops zz_cpu_ops = {
     .add = zz_cpu_addv,
     .kv_append = zz_cpu_append,
     .attention = zz_cpu_attn,
-    .linear_q = zz_cpu_lin_q,
-    .rows_q = zz_cpu_rows_q,
-    .kv_append_ex = zz_cpu_append_ex,
-    .attention_ex = zz_cpu_attn_ex,
     .rmsnorm = zz_cpu_rms,
     .rope = zz_cpu_rot,
     .silu_mul = zz_cpu_silu,

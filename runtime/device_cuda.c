@@ -400,8 +400,20 @@ static zz_status zz_cuda_compute(zz_cuda_dev *d, cudaStream_t *s) {
 /* device.c checked supports(): every weight reaching an op here is f16. */
 #define ZZ_CUDA_F16(dt) ZZ_ASSERT((dt) == ZZ_DTYPE_F16)
 
-static zz_status zz_cuda_embed(zz_device *dev, const void *table, zz_dtype table_dt, int64_t dim,
+/* A Q4 table's rows (kernels/cuda/quant.cu): gathered (add = 0) or added (add = 1). */
+static zz_status zz_cuda_rows_qv(zz_device *dev, const void *table, zz_qfmt q, int64_t dim, const int32_t *ids,
+                                 int64_t n, void *out, int add) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_rows_q(table, q, dim, ids, n, out, add, s), "%s q%d/%d [%lld, %lld]",
+             add ? "add_rows" : "embed_rows", q.bits, q.group, (long long)n, (long long)dim);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_embed(zz_device *dev, const void *table, zz_dtype table_dt, zz_qfmt table_q, int64_t dim,
                                const int32_t *ids, int64_t n, void *out) {
+  if (table_dt == ZZ_DTYPE_Q4) return zz_cuda_rows_qv(dev, table, table_q, dim, ids, n, out, 0);
   zz_cuda_dev *d = zz_cuda_impl(dev);
   ZZ_CUDA_F16(table_dt);
   cudaStream_t s = NULL;
@@ -411,8 +423,9 @@ static zz_status zz_cuda_embed(zz_device *dev, const void *table, zz_dtype table
   return ZZ_OK;
 }
 
-static zz_status zz_cuda_addrows(zz_device *dev, void *x, int64_t dim, const void *table,
-                                 zz_dtype table_dt, const int32_t *ids, int64_t n) {
+static zz_status zz_cuda_addrows(zz_device *dev, void *x, int64_t dim, const void *table, zz_dtype table_dt,
+                                 zz_qfmt table_q, const int32_t *ids, int64_t n) {
+  if (table_dt == ZZ_DTYPE_Q4) return zz_cuda_rows_qv(dev, table, table_q, dim, ids, n, x, 1);
   zz_cuda_dev *d = zz_cuda_impl(dev);
   ZZ_CUDA_F16(table_dt);
   cudaStream_t s = NULL;
@@ -433,13 +446,19 @@ static zz_status zz_cuda_ln(zz_device *dev, const void *x, int64_t n, int64_t di
   return ZZ_OK;
 }
 
-static zz_status zz_cuda_lin(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w,
-                             zz_dtype w_dt, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu) {
+static zz_status zz_cuda_lin(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt,
+                             zz_qfmt w_q, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
-  ZZ_CUDA_F16(w_dt);
   if (b) ZZ_CUDA_F16(b_dt);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
+  if (w_dt == ZZ_DTYPE_Q4) { /* kernels/cuda/quant.cu */
+    ZZ_CUDA_OK(d, zz_cuda_linear_q(x, n, in, w, w_q, b, out, y, relu, s),
+               "linear q%d/%d [%lld, %lld] x [%lld, %lld]^T", w_q.bits, w_q.group, (long long)n, (long long)in,
+               (long long)out, (long long)in);
+    return ZZ_OK;
+  }
+  ZZ_CUDA_F16(w_dt);
   ZZ_CUDA_OK(d, zz_cuda_linear(d->blas, x, n, in, w, b, out, y, relu, s),
              "linear [%lld, %lld] x [%lld, %lld]^T%s%s", (long long)n, (long long)in,
              (long long)out, (long long)in, b ? " + bias" : "", relu ? ", relu" : "");
@@ -451,32 +470,6 @@ static zz_status zz_cuda_addv(zz_device *dev, const void *a, const void *b, int6
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
   ZZ_CUDA_OK(d, zz_cuda_add(a, b, n, y, s), "add [%lld]", (long long)n);
-  return ZZ_OK;
-}
-
-static zz_status zz_cuda_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t h,
-                                void *cache, int64_t kv_stride, int64_t pos) {
-  zz_cuda_dev *d = zz_cuda_impl(dev);
-  cudaStream_t s = NULL;
-  ZZ_CHECK(zz_cuda_compute(d, &s));
-  ZZ_CUDA_OK(d, zz_cuda_kv_append(x, b, sq, h, cache, kv_stride, pos, s),
-             "kv_append [%lld, %lld, %lld] at %lld (stride %lld)", (long long)b, (long long)sq,
-             (long long)h, (long long)pos, (long long)kv_stride);
-  return ZZ_OK;
-}
-
-static zz_status zz_cuda_attn(zz_device *dev, const void *q, const void *k, const void *v,
-                              int64_t kv_stride, int64_t b, int64_t sq, int64_t t,
-                              int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad,
-                              void *out, void *scratch) {
-  zz_cuda_dev *d = zz_cuda_impl(dev);
-  cudaStream_t s = NULL;
-  ZZ_CHECK(zz_cuda_compute(d, &s));
-  ZZ_CUDA_OK(d,
-             zz_cuda_attention(d->blas, q, k, v, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad,
-                               out, scratch, s),
-             "attention b=%lld sq=%lld t=%lld q_start=%lld heads=%lld kv_heads=%lld hd=%lld", (long long)b,
-             (long long)sq, (long long)t, (long long)q_start, (long long)heads, (long long)kv_heads, (long long)hd);
   return ZZ_OK;
 }
 
@@ -508,31 +501,10 @@ static zz_status zz_cuda_silu(zz_device *dev, const void *g, const void *u, int6
   return ZZ_OK;
 }
 
-/* ---------------------------------------------------------------- compression (kernels/cuda/quant.cu) */
+/* ---------------------------------------------------------------- KV caches of any layout (Q4: kernels/cuda/quant.cu) */
 
-static zz_status zz_cuda_lin_q(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_qfmt q,
-                               const void *b, zz_dtype b_dt, int64_t out, void *y, int relu) {
-  zz_cuda_dev *d = zz_cuda_impl(dev);
-  if (b) ZZ_CUDA_F16(b_dt);
-  cudaStream_t s = NULL;
-  ZZ_CHECK(zz_cuda_compute(d, &s));
-  ZZ_CUDA_OK(d, zz_cuda_linear_q(x, n, in, w, q, b, out, y, relu, s), "linear q%d/%d [%lld, %lld] x [%lld, %lld]^T",
-             q.bits, q.group, (long long)n, (long long)in, (long long)out, (long long)in);
-  return ZZ_OK;
-}
-
-static zz_status zz_cuda_rows_qv(zz_device *dev, const void *table, zz_qfmt q, int64_t dim, const int32_t *ids,
-                                 int64_t n, void *out, int add) {
-  zz_cuda_dev *d = zz_cuda_impl(dev);
-  cudaStream_t s = NULL;
-  ZZ_CHECK(zz_cuda_compute(d, &s));
-  ZZ_CUDA_OK(d, zz_cuda_rows_q(table, q, dim, ids, n, out, add, s), "%s q%d/%d [%lld, %lld]",
-             add ? "add_rows" : "embed_rows", q.bits, q.group, (long long)n, (long long)dim);
-  return ZZ_OK;
-}
-
-static zz_status zz_cuda_append_ex(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
-                                   void *cache, const zz_kv_layout *l, int64_t pos) {
+static zz_status zz_cuda_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
+                                void *cache, const zz_kv_layout *l, int64_t pos) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
@@ -547,21 +519,27 @@ static zz_status zz_cuda_append_ex(zz_device *dev, const void *x, int64_t b, int
   return ZZ_OK;
 }
 
-static zz_status zz_cuda_attn_ex(zz_device *dev, const void *q, const void *k, const void *v, const zz_kv_layout *l,
-                                 int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
-                                 int64_t hd, const int32_t *pad, double keep, void *out, void *scratch) {
-  /* a dense f16 cache keeps the cuBLAS path; Q4 and top-k take quant.cu's kernel */
-  if (!zz_attention_general(l->dt, keep))
-    return zz_cuda_attn(dev, q, k, v, l->seq_bytes / 2, b, sq, t, q_start, heads, kv_heads, hd, pad, out, scratch);
+static zz_status zz_cuda_attn(zz_device *dev, const zz_attn_call *a) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
+  /* a dense f16 cache keeps the cuBLAS path; Q4 and top-k take quant.cu's kernel */
+  if (!zz_attention_general(a->kv.dt, a->keep)) {
+    ZZ_CUDA_OK(d,
+               zz_cuda_attention(d->blas, a->q, a->k, a->v, a->kv.seq_bytes / 2, a->b, a->sq, a->t, a->q_start,
+                                 a->heads, a->kv_heads, a->hd, a->pad, a->out, a->scratch, s),
+               "attention b=%lld sq=%lld t=%lld q_start=%lld heads=%lld kv_heads=%lld hd=%lld", (long long)a->b,
+               (long long)a->sq, (long long)a->t, (long long)a->q_start, (long long)a->heads, (long long)a->kv_heads,
+               (long long)a->hd);
+    return ZZ_OK;
+  }
   ZZ_CUDA_OK(d,
-             zz_cuda_attention_ex(q, k, v, l->dt == ZZ_DTYPE_Q4, l->q, l->seq_bytes, b, sq, t, q_start, heads, kv_heads,
-                                  hd, pad, keep, out, scratch, s),
+             zz_cuda_attention_ex(a->q, a->k, a->v, a->kv.dt == ZZ_DTYPE_Q4, a->kv.q, a->kv.seq_bytes, a->b, a->sq,
+                                  a->t, a->q_start, a->heads, a->kv_heads, a->hd, a->pad, a->keep, a->out, a->scratch,
+                                  s),
              "attention (%s cache, keep %g) b=%lld sq=%lld t=%lld heads=%lld kv_heads=%lld hd=%lld",
-             zz_dtype_name(l->dt), keep, (long long)b, (long long)sq, (long long)t, (long long)heads,
-             (long long)kv_heads, (long long)hd);
+             zz_dtype_name(a->kv.dt), a->keep, (long long)a->b, (long long)a->sq, (long long)a->t,
+             (long long)a->heads, (long long)a->kv_heads, (long long)a->hd);
   return ZZ_OK;
 }
 
@@ -610,10 +588,6 @@ static const zz_device_ops zz_cuda_ops = {
     .add = zz_cuda_addv,
     .kv_append = zz_cuda_append,
     .attention = zz_cuda_attn,
-    .linear_q = zz_cuda_lin_q,
-    .rows_q = zz_cuda_rows_qv,
-    .kv_append_ex = zz_cuda_append_ex,
-    .attention_ex = zz_cuda_attn_ex,
     .rmsnorm = zz_cuda_rms,
     .rope = zz_cuda_rot,
     .silu_mul = zz_cuda_silu,

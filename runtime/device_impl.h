@@ -7,7 +7,8 @@
  * device (ops->destroy must cope with a half-built impl). */
 #ifndef ZZ_DEVICE_IMPL_H
 #define ZZ_DEVICE_IMPL_H
-#include "zz_runtime.h"
+#include "zz_device.h"
+#include "zz_policy.h" /* sizes */
 
 zz_status zz_device_cpu_open(zz_device *dev, size_t capacity);
 /* ZZ_ERR_UNSUPPORTED when built without CUDA or no GPU is visible. */

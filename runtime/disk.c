@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "disk_impl.h"
+#include "zz_engine.h" /* zz_disk_measure, zz_disk_free_bytes */
 
 size_t zz_disk_free_bytes(const char *dir) {
   struct statvfs v;

@@ -1,7 +1,7 @@
 /* disk_impl.h — the disk tier's file (internal to runtime/). */
 #ifndef ZZ_DISK_IMPL_H
 #define ZZ_DISK_IMPL_H
-#include "zz_runtime.h"
+#include "zz_base.h"
 
 
 typedef struct zz_disk {

@@ -346,11 +346,15 @@ size_t zz_engine_hidden_bytes(const zz_engine *e, int group, int step) {
   return zz_hidden_bytes(e->m->cfg.hidden, zz_device_describe(e->dev)->compute_dtype, g->n, step ? 1 : g->s);
 }
 
-int64_t zz_engine_block_len(const zz_engine *e, int group) { return e->groups[group].s; }
 const zz_model *zz_engine_model(const zz_engine *e) { return e->m; }
 const zz_policy *zz_engine_policy(const zz_engine *e) { return &e->pol; }
 const zz_shape *zz_engine_shape(const zz_engine *e) { return &e->shape; }
 int zz_engine_groups(const zz_engine *e) { return e->n_groups; }
+void zz_engine_slice(const zz_engine *e, int *begin_out, int *end_out) {
+  *begin_out = e->l0;
+  *end_out = e->l1;
+}
+void zz_engine_add_wall(zz_engine *e, double seconds) { e->wall_s += seconds; }
 
 void zz_engine_peaks(const zz_engine *e, size_t peak[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT]) {
   for (int t = 0; t < ZZ_TIER_COUNT; t++)

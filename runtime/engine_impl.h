@@ -18,7 +18,7 @@
 #include "arch_impl.h"
 #include "disk_impl.h"
 #include "lanes_impl.h"
-#include "zz_runtime.h"
+#include "zz_engine.h"
 
 #define ZZ_MAXW ZZ_MAX_LAYER_WEIGHTS
 

@@ -8,21 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_impl.h"
+#include "zz_generate.h" /* and the engine's public API, zz_engine.h: nothing of its inside */
 
 zz_status zz_request_check(const zz_engine *e, const zz_request *req) {
-  const zz_config *c = &e->m->cfg;
-  int64_t cap = (int64_t)e->n_groups * e->pol.gpu_batch_size * e->pol.num_gpu_batches;
+  const zz_config *c = &zz_engine_model(e)->cfg;
+  const zz_policy *pol = zz_engine_policy(e);
+  const zz_shape *shape = zz_engine_shape(e);
+  int64_t cap = (int64_t)zz_engine_groups(e) * pol->gpu_batch_size * pol->num_gpu_batches;
   if (req->n < 1 || req->n > cap)
     return zz_error(ZZ_ERR_INVALID_ARG, "block of %lld prompts; this engine takes 1 to %lld", (long long)req->n,
                     (long long)cap);
-  if (req->max_new_tokens < 1 || req->max_new_tokens > e->shape.gen_len)
+  if (req->max_new_tokens < 1 || req->max_new_tokens > shape->gen_len)
     return zz_error(ZZ_ERR_INVALID_ARG, "max new tokens %d outside 1..%lld", req->max_new_tokens,
-                    (long long)e->shape.gen_len);
+                    (long long)shape->gen_len);
   for (int64_t i = 0; i < req->n; i++) {
-    if (req->lens[i] < 1 || req->lens[i] > e->shape.prompt_len)
+    if (req->lens[i] < 1 || req->lens[i] > shape->prompt_len)
       return zz_error(ZZ_ERR_INVALID_ARG, "prompt %lld has %lld tokens; this engine takes 1 to %lld", (long long)i,
-                      (long long)req->lens[i], (long long)e->shape.prompt_len);
+                      (long long)req->lens[i], (long long)shape->prompt_len);
     for (int64_t r = 0; r < req->lens[i]; r++)
       if (req->ids[i][r] < 0 || req->ids[i][r] >= c->vocab_size)
         return zz_error(ZZ_ERR_INVALID_ARG, "prompt %lld: token id %d at %lld is outside the vocabulary (%lld)",
@@ -51,7 +53,7 @@ static int64_t zz_gen_count(const zz_gen *g, int group) {
 
 /* Samples the next token of every live sequence of a group from its logits. */
 static void zz_gen_sample(zz_gen *g, int group, int step) {
-  const zz_config *c = &g->e->m->cfg;
+  const zz_config *c = &zz_engine_model(g->e)->cfg;
   const float *logits = zz_engine_logits(g->e);
   int64_t first = zz_gen_first(g, group), cnt = zz_gen_count(g, group);
   for (int64_t i = 0; i < cnt; i++) {
@@ -89,11 +91,12 @@ static bool zz_gen_group_live(const zz_gen *g, int group) {
 static zz_status zz_gen_loop(zz_gen *g, double *t_prefill) {
   zz_engine *e = g->e;
   const zz_request *req = g->req;
-  for (int gr = 0; gr < e->n_groups && zz_gen_count(g, gr); gr++)
+  int n_groups = zz_engine_groups(e);
+  for (int gr = 0; gr < n_groups && zz_gen_count(g, gr); gr++)
     ZZ_CHECK(zz_engine_begin_block(e, gr, zz_gen_count(g, gr), req->lens + zz_gen_first(g, gr)));
   for (int step = 0; step < req->max_new_tokens && g->live > 0; step++) {
     ZZ_CHECK(zz_check_stop());
-    for (int gr = 0; gr < e->n_groups && zz_gen_count(g, gr); gr++) {
+    for (int gr = 0; gr < n_groups && zz_gen_count(g, gr); gr++) {
       if (!zz_gen_group_live(g, gr)) continue;
       int64_t first = zz_gen_first(g, gr);
       zz_step_io io = {.prompts = req->ids + first, .tokens = g->newest + first};
@@ -106,20 +109,24 @@ static zz_status zz_gen_loop(zz_gen *g, double *t_prefill) {
 }
 
 zz_status zz_generate(zz_engine *e, const zz_request *req, zz_result *res) {
-  if (e->l0 != 0 || e->l1 != e->m->n_layers)
+  const zz_model *m = zz_engine_model(e);
+  const zz_policy *pol = zz_engine_policy(e);
+  int l0, l1;
+  zz_engine_slice(e, &l0, &l1);
+  if (l0 != 0 || l1 != m->n_layers)
     return zz_error(ZZ_ERR_INVALID_ARG, "generate: the engine holds layers [%d, %d) of %d; the token loop needs them all",
-                    e->l0, e->l1, e->m->n_layers);
+                    l0, l1, m->n_layers);
   ZZ_CHECK(zz_request_check(e, req));
   int64_t n = req->n;
   zz_result r = {0};
-  zz_gen g = {.e = e, .req = req, .r = &r, .n = n, .bls = (int64_t)e->pol.gpu_batch_size * e->pol.num_gpu_batches,
+  zz_gen g = {.e = e, .req = req, .r = &r, .n = n, .bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches,
               .live = n};
   r.tokens = calloc((size_t)n, sizeof *r.tokens);
   r.n_tokens = calloc((size_t)n, sizeof *r.n_tokens);
   g.done = calloc((size_t)n, sizeof *g.done);
   g.rng = calloc((size_t)n, sizeof *g.rng);
   g.newest = calloc((size_t)n, sizeof *g.newest);
-  g.scratch = malloc(zz_sample_scratch_bytes(e->m->cfg.vocab_size));
+  g.scratch = malloc(zz_sample_scratch_bytes(m->cfg.vocab_size));
   zz_status st = ZZ_OK;
   if (!r.tokens || !r.n_tokens || !g.done || !g.rng || !g.newest || !g.scratch)
     st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
@@ -132,7 +139,7 @@ zz_status zz_generate(zz_engine *e, const zz_request *req, zz_result *res) {
   if (st == ZZ_OK) st = zz_gen_loop(&g, &t_prefill);
   r.prefill_s = t_prefill - t0;
   r.decode_s = zz_now() - t_prefill;
-  e->wall_s += zz_now() - t0;
+  zz_engine_add_wall(e, zz_now() - t0);
   free(g.done);
   free(g.rng);
   free(g.newest);

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "zz_runtime.h"
+#include "zz_jobs.h"
 
 struct zz_prompt_reader {
   FILE *f;

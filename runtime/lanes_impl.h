@@ -1,7 +1,7 @@
 /* lanes_impl.h — I/O lanes of the schedule (internal to runtime/). */
 #ifndef ZZ_LANES_IMPL_H
 #define ZZ_LANES_IMPL_H
-#include "zz_runtime.h"
+#include "zz_device.h"
 
 /* A lane runs submitted tasks in order on its own thread (or inline when the
  * schedule runs without overlap). Each submission returns a ticket; waiting for a

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zz_runtime.h"
+#include "zz_policy.h"
 
 static zz_tier zz_place(double mid_pct, double gpu, double cpu) {
   if (mid_pct < gpu) return ZZ_TIER_GPU;

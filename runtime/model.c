@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zz_runtime.h"
+#include "zz_model.h"
 #include "arch_impl.h"
 
 /* The registry: one line per architecture. */

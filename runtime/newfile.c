@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "zz_runtime.h"
+#include "zz_jobs.h"
 
 static void zz_newfile_dir(const char *path, char *dir, size_t len) {
   char tmp[4096];

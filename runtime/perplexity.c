@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zz_runtime.h"
+#include "zz_generate.h"
 
 /* -log softmax(l)[y] and the argmax of l. */
 static double zz_nll(const float *l, int64_t vocab, int32_t y, int32_t *arg) {

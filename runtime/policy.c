@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zz_runtime.h"
+#include "zz_policy.h"
 
 void zz_policy_default(zz_policy *p) {
   *p = (zz_policy){

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zz_runtime.h"
+#include "zz_generate.h"
 
 static uint64_t zz_splitmix(uint64_t *x) {
   uint64_t z = (*x += 0x9e3779b97f4a7c15ull);

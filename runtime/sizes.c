@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "zz_runtime.h"
+#include "zz_policy.h"
 
 size_t zz_align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 size_t zz_align_down(size_t x, size_t a) { return x / a * a; }
@@ -35,11 +35,6 @@ zz_dtype zz_weight_dtype(const zz_weight_spec *w, zz_dtype dt, const zz_qfmt *q)
   return zz_weight_dtype_b(w, dt, q, false);
 }
 
-size_t zz_layer_weight_layout_q(const zz_layer *l, zz_dtype dt, const zz_qfmt *q, size_t align,
-                                size_t off_out[ZZ_MAX_LAYER_WEIGHTS]) {
-  return zz_layer_weight_layout_b(l, dt, q, false, align, off_out);
-}
-
 size_t zz_layer_weight_layout_b(const zz_layer *l, zz_dtype dt, const zz_qfmt *q, bool bf16, size_t align,
                                 size_t off_out[ZZ_MAX_LAYER_WEIGHTS]) {
   size_t off = 0;
@@ -50,10 +45,6 @@ size_t zz_layer_weight_layout_b(const zz_layer *l, zz_dtype dt, const zz_qfmt *q
     if (present) off += zz_align_up(zz_weight_bytes_q(w, zz_weight_dtype_b(w, dt, q, bf16), q ? *q : ZZ_QFMT_DEFAULT), align);
   }
   return off;
-}
-
-size_t zz_layer_weight_layout(const zz_layer *l, zz_dtype dt, size_t align, size_t off_out[ZZ_MAX_LAYER_WEIGHTS]) {
-  return zz_layer_weight_layout_q(l, dt, NULL, align, off_out);
 }
 
 zz_cache_spec zz_cache_spec_for(const zz_layer *l, const zz_policy *p, zz_dtype compute_dt) {
@@ -103,10 +94,4 @@ size_t zz_index_layout(int64_t gbs, int64_t s, size_t off_out[4]) {
     off += zz_align_up(n[q] * sizeof(int32_t), ZZ_ALIGN);
   }
   return off;
-}
-
-zz_status zz_mul_size(size_t a, size_t b, const char *what, size_t *out) {
-  if (a && b > SIZE_MAX / a) return zz_error(ZZ_ERR_INVALID_ARG, "%s: %zu × %zu bytes overflow", what, a, b);
-  *out = a * b;
-  return ZZ_OK;
 }

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "zz_runtime.h"
+#include "zz_base.h"
 
 static _Thread_local char zz_error_buf[1024];
 static void (*zz_fatal_hook)(void);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write runtime/unicode_tables.c: the Unicode classes the GPT-2 pre-tokenizer needs.
+"""Write runtime/text/unicode_tables.c: the Unicode classes the GPT-2 pre-tokenizer needs.
 
 The GPT-2 pattern uses \\p{L}, \\p{N} and \\s. This script turns Python's unicodedata
 into sorted, inclusive code point ranges for
@@ -12,7 +12,7 @@ into sorted, inclusive code point ranges for
 and a binary search over each. CI runs no Python: commit the output, and run this
 again (from the repository root) only to move to another Unicode version:
 
-    python3 scripts/gen_unicode_tables.py            # writes runtime/unicode_tables.c
+    python3 scripts/gen_unicode_tables.py            # writes runtime/text/unicode_tables.c
     python3 scripts/gen_unicode_tables.py --check    # fails if the file is stale
 
 The Unicode version should match the one the reference tokenizer was built with:
@@ -120,7 +120,7 @@ def render():
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.join(root, "runtime", "unicode_tables.c"))
+    ap.add_argument("--out", default=os.path.join(root, "runtime", "text", "unicode_tables.c"))
     ap.add_argument("--check", action="store_true", help="compare with --out instead of writing")
     args = ap.parse_args()
     text = render()

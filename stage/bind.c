@@ -197,14 +197,6 @@ zz_status zz_binding_init_local(int gpu_ordinal, zz_binding *out) {
   return ZZ_OK;
 }
 
-zz_status zz_binding_bind_thread(const zz_binding *b) {
-  if (!b || !b->topology || !b->cpuset) return ZZ_OK;
-  if (hwloc_set_cpubind((hwloc_topology_t)b->topology, (hwloc_const_cpuset_t)b->cpuset,
-                        HWLOC_CPUBIND_THREAD) != 0)
-    return zz_error(ZZ_ERR_UNSUPPORTED, "bind: cannot bind a thread to cores %s", b->cpus);
-  return ZZ_OK;
-}
-
 void zz_binding_free(zz_binding *b) {
   if (!b) return;
   if (b->cpuset) hwloc_bitmap_free((hwloc_bitmap_t)b->cpuset);

@@ -265,8 +265,6 @@ static const zz_stage_callbacks es_callbacks = {
     .end_block = es_end_block,
 };
 
-const zz_stage_callbacks *zz_engine_stage_callbacks(void) { return &es_callbacks; }
-
 zz_status zz_engine_stage_run(zz_engine_stage *es, zz_stage *st) {
   int rank = zz_stage_rank(st), size = zz_stage_size(st);
   const zz_plan_spec *spec = &zz_engine_plan(es->cfg.engine)->spec;

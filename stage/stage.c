@@ -48,9 +48,6 @@ void zz_stage_config_default(zz_stage_config *cfg) {
 int zz_stage_rank(const zz_stage *st) { return st->rank; }
 int zz_stage_size(const zz_stage *st) { return st->size; }
 int zz_stage_groups(const zz_stage *st) { return st->cfg.groups; }
-const char *zz_stage_host(const zz_stage *st, int rank) {
-  return rank >= 0 && rank < st->size ? st->hosts[rank] : "?";
-}
 
 void zz_stage_get_stats(const zz_stage *st, zz_stage_stats *out) {
   *out = st->stats;

@@ -68,7 +68,7 @@ typedef struct zz_binding {
   int local_size;     /* ranks on this machine */
   char cpus[128];     /* the cpuset as a list of PUs, "0-3,8-11" */
   char note[160];     /* why it bound there ("nearest GPU 0000:3b:00.0", "spread: ...") */
-  void *cpuset;       /* hwloc_bitmap_t, owned; for zz_binding_bind_thread */
+  void *cpuset;       /* hwloc_bitmap_t, owned: the cores bound to */
   void *topology;     /* hwloc_topology_t, owned */
 } zz_binding;
 
@@ -82,8 +82,6 @@ zz_status zz_binding_init(MPI_Comm comm, int gpu_ordinal, zz_binding *out);
 /* The same for a process alone on its machine (no MPI): the whole NUMA node
  * nearest the GPU (or the first node with cores); prints the same line. */
 zz_status zz_binding_init_local(int gpu_ordinal, zz_binding *out);
-/* Keeps the calling thread inside the binding's cpuset (CPU-attention, I/O threads). */
-zz_status zz_binding_bind_thread(const zz_binding *b);
 void zz_binding_free(zz_binding *b);
 
 /* ================================================================ the stage */
@@ -213,8 +211,6 @@ int zz_stage_rank(const zz_stage *st);
 int zz_stage_size(const zz_stage *st);
 /* The configured number of groups (the most a block may use). */
 int zz_stage_groups(const zz_stage *st);
-/* Host name of a rank as exchanged at start. */
-const char *zz_stage_host(const zz_stage *st, int rank);
 /* How hidden states travel between ranks (--comm). Token ids, block messages and
  * control messages always go over MPI. */
 typedef enum zz_stage_comm {
@@ -308,8 +304,6 @@ typedef struct zz_engine_stage_config {
 typedef struct zz_engine_stage zz_engine_stage;
 
 zz_status zz_engine_stage_create(const zz_engine_stage_config *cfg, zz_engine_stage **out);
-/* The callbacks (ctx: the zz_engine_stage). */
-const zz_stage_callbacks *zz_engine_stage_callbacks(void);
 /* Checks that this rank's slice fits its place (rank 0 from layer 0, the last rank
  * to the LM head, groups within the stage's), then zz_stage_run. */
 zz_status zz_engine_stage_run(zz_engine_stage *es, zz_stage *st);

@@ -246,7 +246,8 @@ static zz_status op_kv_append(zz_bo *r, const int64_t *z, zz_bo_out *out) {
    * touch have to survive it */
   void *cache = bo_rand(r, b * stride, -1, 1);
   void *x = bo_rand(r, b * sq * h, -1, 1);
-  zz_status st = zz_device_kv_append(r->dev, x, b, sq, h, cache, stride, pos);
+  zz_kv_layout l = {.dt = zz_device_describe(r->dev)->compute_dtype, .seq_bytes = stride * (int64_t)bo_es(r)};
+  zz_status st = zz_device_kv_append(r->dev, x, b, sq, 1, h, cache, &l, pos); /* rows of one head of h */
   return bo_result(r, st, cache, b * stride, out);
 }
 
@@ -262,7 +263,10 @@ static zz_status bo_attention(zz_bo *r, const int64_t *z, int64_t kv_heads, int 
   void *o = bo_poisoned(r, b * sq * h);
   size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads, false);
   void *scratch = sb ? bo_poison(r, sb) : NULL; /* masked scores must never be read */
-  zz_status st = zz_device_attention(r->dev, q, k, v, stride, b, sq, t, q0, heads, kv_heads, hd, d_pad, o, scratch);
+  zz_attn_call a = {.q = q, .k = k, .v = v, .kv = {.dt = zz_device_describe(r->dev)->compute_dtype, .seq_bytes = stride * (int64_t)bo_es(r)},
+                    .b = b, .sq = sq, .t = t, .q_start = q0, .heads = heads, .kv_heads = kv_heads, .hd = hd,
+                    .pad = d_pad, .keep = 1, .out = o, .scratch = scratch};
+  zz_status st = zz_device_attention(r->dev, &a);
   return bo_result(r, st, o, b * sq * h, out);
 }
 
@@ -365,7 +369,7 @@ static zz_status op_kv_append_q(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   zz_kv_layout l = {.q = bo_fmt(z[6], z[7])};
   void *cache = bo_qcache(r, b, t_max, heads, hd, &l);
   void *x = bo_rand(r, b * sq * heads * hd, -1, 1);
-  zz_status st = zz_device_kv_append_ex(r->dev, x, b, sq, heads, hd, cache, &l, pos);
+  zz_status st = zz_device_kv_append(r->dev, x, b, sq, heads, hd, cache, &l, pos);
   size_t bytes = (size_t)(b * l.seq_bytes);
   if (st == ZZ_OK) {
     void *h = bo_host(bytes);
@@ -384,7 +388,7 @@ static zz_status op_kv_append_q(zz_bo *r, const int64_t *z, zz_bo_out *out) {
 /* Attention of z[4] query heads over a cache of z[7] K/V heads (grouped-query
  * when fewer) stored as z[8] (0: the compute dtype, else Q4 of z[8] bits, groups
  * of z[9]), keeping z[10] per mille of the keys (1000: dense); pads from z[11]. */
-static zz_status op_attention_ex(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+static zz_status op_attention_any(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   int64_t b = z[0], sq = z[1], t = z[2], q0 = z[3], heads = z[4], hd = z[5], t_max = z[6], h = heads * hd;
   int64_t kv_heads = z[7], kvw = kv_heads * hd;
   double keep = (double)z[10] / 1000.0;
@@ -405,8 +409,9 @@ static zz_status op_attention_ex(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   void *o = bo_poisoned(r, b * sq * h);
   size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads, zz_attention_general(l.dt, keep));
   void *scratch = sb ? bo_poison(r, sb) : NULL;
-  zz_status st =
-      zz_device_attention_ex(r->dev, q, k, v, &l, b, sq, t, q0, heads, kv_heads, hd, d_pad, keep, o, scratch);
+  zz_attn_call a = {.q = q, .k = k, .v = v, .kv = l, .b = b, .sq = sq, .t = t, .q_start = q0, .heads = heads,
+                    .kv_heads = kv_heads, .hd = hd, .pad = d_pad, .keep = keep, .out = o, .scratch = scratch};
+  zz_status st = zz_device_attention(r->dev, &a);
   return bo_result(r, st, o, b * sq * h, out);
 }
 
@@ -562,7 +567,7 @@ static const zz_bo_op zz_bo_ops[] = {
      {{1, 1, 12, 64, 16, 5, 4, 64}, {3, 7, 4, 16, 20, 0, 4, 64}, {2, 5, 2, 100, 11, 6, 8, 32}, {4, 1, 2, 128, 33, 32, 4, 64}}},
     {ZZ_OP_ATTENTION,
      "attention_q4",
-     op_attention_ex,
+     op_attention_any,
      {"b", "sq", "t", "q0", "heads", "hd", "t_max", "kv_heads", "bits", "group", "keep_pm", "pad0", "pad1", "pad2",
       "pad3"},
      ZZ_BO_TOL,
@@ -579,7 +584,7 @@ static const zz_bo_op zz_bo_ops[] = {
       {2, 7, 7, 0, 4, 16, 7, 2, 4, 64, 1000, 0, 3}}},
     {ZZ_OP_ATTENTION_SPARSE,
      "attention_topk",
-     op_attention_ex,
+     op_attention_any,
      {"b", "sq", "t", "q0", "heads", "hd", "t_max", "kv_heads", "bits", "group", "keep_pm", "pad0", "pad1", "pad2",
       "pad3"},
      ZZ_BO_TOL,
@@ -853,15 +858,22 @@ static zz_status bad_add_b_host(zz_bo *r) {
   return zz_device_add(r->dev, a, host, 9, a);
 }
 
+/* A dense cache in the compute dtype whose sequences lie kv_stride elements apart. */
+static zz_kv_layout bo_dense(zz_bo *r, int64_t kv_stride) {
+  return (zz_kv_layout){.dt = zz_device_describe(r->dev)->compute_dtype, .seq_bytes = kv_stride * (int64_t)bo_es(r)};
+}
+
 static zz_status bad_kv_append_stride(zz_bo *r) {
   /* pos 3 + sq 2 rows of h 4 need a stride of 20; 16 given */
   void *cache = bo_rand(r, 2 * 16, -1, 1), *x = bo_rand(r, 2 * 2 * 4, -1, 1);
-  return zz_device_kv_append(r->dev, x, 2, 2, 4, cache, 16, 3);
+  zz_kv_layout l = bo_dense(r, 16);
+  return zz_device_kv_append(r->dev, x, 2, 2, 1, 4, cache, &l, 3);
 }
 
 static zz_status bad_kv_append_cache_short(zz_bo *r) {
   void *cache = bo_rand(r, 2 * 20 - 1, -1, 1), *x = bo_rand(r, 2 * 2 * 4, -1, 1);
-  return zz_device_kv_append(r->dev, x, 2, 2, 4, cache, 20, 3);
+  zz_kv_layout l = bo_dense(r, 20);
+  return zz_device_kv_append(r->dev, x, 2, 2, 1, 4, cache, &l, 3);
 }
 
 /* attention of b 2, sq 1, t 4, heads 2, hd 3 over a cache of t_max 5 */
@@ -870,11 +882,14 @@ static zz_status bo_attn(zz_bo *r, int64_t kv_stride, bool scratch, bool pad_on_
   void *q = bo_rand(r, 2 * 6, -1, 1), *k = bo_rand(r, 2 * 30, -1, 1), *v = bo_rand(r, 2 * 30, -1, 1);
   const int32_t *pad = pad_on_device ? bo_i32(r, host_pad, 2) : host_pad;
   size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, 2, false);
-  void *s = scratch && sb ? bo_poison(r, sb) : NULL;
-  return zz_device_attention(r->dev, q, k, v, kv_stride, 2, 1, 4, 3, 2, 2, 3, pad, bo_poisoned(r, 2 * 6), s);
+  zz_attn_call a = {.q = q, .k = k, .v = v, .kv = bo_dense(r, kv_stride), .b = 2, .sq = 1, .t = 4, .q_start = 3,
+                    .heads = 2, .kv_heads = 2, .hd = 3, .pad = pad, .keep = 1, .out = bo_poisoned(r, 2 * 6),
+                    .scratch = scratch && sb ? bo_poison(r, sb) : NULL};
+  return zz_device_attention(r->dev, &a);
 }
 
 static zz_status bad_attention_stride(zz_bo *r) { return bo_attn(r, 20, true, true); }
+static zz_status bad_attention_null(zz_bo *r) { return zz_device_attention(r->dev, NULL); }
 static zz_status bad_attention_pad_host(zz_bo *r) { return bo_attn(r, 30, true, false); }
 
 static zz_status bad_attention_no_scratch(zz_bo *r) {
@@ -887,8 +902,10 @@ static zz_status bad_attention_kv_heads(zz_bo *r) {
   void *q = bo_rand(r, 2 * 6, -1, 1), *k = bo_rand(r, 2 * 30, -1, 1), *v = bo_rand(r, 2 * 30, -1, 1);
   static const int32_t host_pad[2] = {0, 1};
   size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, 3, false);
-  return zz_device_attention(r->dev, q, k, v, 30, 2, 1, 4, 3, 3, 2, 2, bo_i32(r, host_pad, 2), bo_poisoned(r, 2 * 6),
-                             sb ? bo_poison(r, sb) : NULL);
+  zz_attn_call a = {.q = q, .k = k, .v = v, .kv = bo_dense(r, 30), .b = 2, .sq = 1, .t = 4, .q_start = 3,
+                    .heads = 3, .kv_heads = 2, .hd = 2, .pad = bo_i32(r, host_pad, 2), .keep = 1,
+                    .out = bo_poisoned(r, 2 * 6), .scratch = sb ? bo_poison(r, sb) : NULL};
+  return zz_device_attention(r->dev, &a);
 }
 
 static zz_status bad_rmsnorm_gamma(zz_bo *r) {
@@ -979,10 +996,11 @@ static const zz_bo_bad zz_bo_bads[] = {
     {"gather_rows: x shorter than rows", bad_gather_x_short, "gather_rows: x ["},
     {"add_rows: x shorter than n rows", bad_add_rows_x_short, "add_rows: out ["},
     {"add: b in host memory", bad_add_b_host, "add: b ["},
-    {"kv_append: stride too small", bad_kv_append_stride, "kv_stride = 16 elements, but 5 rows of 4 need 20"},
+    {"kv_append: stride too small", bad_kv_append_stride, "kv_append: seq_bytes = "},
     {"kv_append: cache block short", bad_kv_append_cache_short, "kv_append: cache ["},
-    {"attention: stride too small", bad_attention_stride, "kv_stride = 20 elements, but 4 rows of 6 need 24"},
+    {"attention: stride too small", bad_attention_stride, "attention: seq_bytes = "},
     {"attention: pad in host memory", bad_attention_pad_host, "attention: pad ["},
+    {"attention: no call", bad_attention_null, "attention: the call is NULL"},
     {"attention: scratch missing", bad_attention_no_scratch, "attention: "},
     {"attention: heads 3, kv_heads 2", bad_attention_kv_heads, "heads = 3 is not a multiple of kv_heads = 2"},
     {"rmsnorm: gamma [dim-1]", bad_rmsnorm_gamma, "rmsnorm: weight gamma (gamma) is [5], want [6]"},

@@ -1,7 +1,7 @@
 /*
  * test_cuda_ops.c — the CUDA kernels that no device op reaches, against host
  * references: zz_cuda_convert between every pair of f32, f16 and bf16 (the device
- * only ever converts to and from f16), and zz_cuda_argmax (not in the ops table).
+ * only ever converts to and from f16).
  * Every op of the ops table is checked against the CPU device, through the
  * wrappers, by test_backend_ops.
  *
@@ -65,8 +65,6 @@ static float zz_t_uniform(float lo, float hi) {
   return lo + (hi - lo) * (float)((double)(zz_t_next() >> 11) * 0x1.0p-53);
 }
 
-static int64_t zz_t_below(int64_t n) { return (int64_t)(zz_t_next() % (uint64_t)n); }
-
 static void *zz_t_malloc(size_t bytes) {
   void *p = malloc(bytes ? bytes : 1);
   if (!p) {
@@ -74,27 +72,6 @@ static void *zz_t_malloc(size_t bytes) {
     exit(1);
   }
   return p;
-}
-
-/* A host tensor of n f16 values (h) and their exact f32 images (f). */
-typedef struct zz_t_half {
-  uint16_t *h;
-  float *f;
-  int64_t n;
-} zz_t_half;
-
-static zz_t_half zz_t_half_rand(int64_t n, float lo, float hi) {
-  zz_t_half t = {zz_t_malloc((size_t)n * 2), zz_t_malloc((size_t)n * 4), n};
-  for (int64_t i = 0; i < n; i++) {
-    t.h[i] = zz_f32_to_f16(zz_t_uniform(lo, hi));
-    t.f[i] = zz_f16_to_f32(t.h[i]);
-  }
-  return t;
-}
-
-static void zz_t_half_free(zz_t_half *t) {
-  free(t->h);
-  free(t->f);
 }
 
 static void *zz_t_dev(size_t bytes) {
@@ -203,39 +180,6 @@ static void zz_t_convert(zz_dtype s_dt, zz_dtype d_dt, int64_t n) {
   free(vals), free(src), free(ref), free(got), free(gf), free(rf);
 }
 
-/* ================================================================ argmax */
-
-static void zz_t_argmax(int64_t n, int64_t vocab, int ties) {
-  zz_t_half x = zz_t_half_rand(n * vocab, -8, 8);
-  if (ties && vocab > 1) /* the same maximum twice per row: the first must win */
-    for (int64_t i = 0; i < n; i++) {
-      const int64_t a = zz_t_below(vocab), c = zz_t_below(vocab);
-      x.h[i * vocab + a] = x.h[i * vocab + c] = zz_f32_to_f16(100.0f);
-      x.f[i * vocab + a] = x.f[i * vocab + c] = 100.0f;
-    }
-  int32_t *ref = zz_t_malloc((size_t)n * 4), *got = zz_t_malloc((size_t)n * 4);
-  for (int64_t i = 0; i < n; i++) { /* first maximal index, like zz_argmax */
-    int64_t best = 0;
-    for (int64_t j = 1; j < vocab; j++)
-      if (x.f[i * vocab + j] > x.f[i * vocab + best]) best = j;
-    ref[i] = (int32_t)best;
-  }
-  void *d_x = zz_t_dev_copy(x.h, (size_t)(n * vocab) * 2);
-  void *d_ids = zz_t_dev((size_t)n * 4);
-  zz_t_poison(d_ids, (size_t)n * 4);
-  const int rc = zz_t_finish(zz_cuda_argmax(d_x, n, vocab, d_ids, g_stream));
-  zz_t_fetch(got, d_ids, (size_t)n * 4);
-  int64_t wrong = 0;
-  for (int64_t i = 0; i < n; i++) wrong += got[i] != ref[i];
-  char shape[96];
-  snprintf(shape, sizeof shape, "[%lld, %lld]%s (%lld rows wrong)", (long long)n,
-           (long long)vocab, ties ? " ties" : "", (long long)wrong);
-  zz_t_report("argmax", shape, rc, wrong ? 1.0 : 0.0);
-  cudaFree(d_x), cudaFree(d_ids);
-  zz_t_half_free(&x);
-  free(ref), free(got);
-}
-
 /* ================================================================ main */
 
 int main(void) {
@@ -254,12 +198,6 @@ int main(void) {
   for (int s = 0; s < 3; s++)
     for (int d = 0; d < 3; d++)
       for (int c = 0; c < 2; c++) zz_t_convert(dts[s], dts[d], conv_n[c]);
-
-  zz_t_argmax(1, 50272, 0);
-  zz_t_argmax(3, 7, 0);
-  zz_t_argmax(4, 1000, 1);
-  zz_t_argmax(16, 50272, 1);
-  zz_t_argmax(2, 1, 0);
 
   printf("%d passed, %d failed\n", g_pass, g_fail);
   cudaStreamDestroy(g_stream);

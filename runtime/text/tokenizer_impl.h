@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "zz_runtime.h"
+#include "zz_text.h"
 
 #ifdef __cplusplus
 extern "C" {

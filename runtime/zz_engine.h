@@ -1,0 +1,136 @@
+/*
+ * zz_engine.h — the offloading engine of one rank: the tiers' capacities, the disk
+ * tier's measurement, and the engine that binds a memory plan, loads a slice of
+ * the model's weights and runs one token step of one micro-batch group in the
+ * zig-zag order (runtime/engine.c, runtime/weights.c, runtime/schedule.c).
+ *
+ * Usage:
+ *     zz_engine *eng;
+ *     ZZ_CHECK(zz_engine_create(dev, &model, ck, &pol, &shape, &eng));  // ck NULL: dummy
+ *     ZZ_CHECK(zz_engine_begin_block(eng, 0, n, lens));
+ *     for (int step = 0; step < shape.gen_len; step++) {
+ *       ZZ_CHECK(zz_engine_step(eng, 0, step, &io));
+ *       use(zz_engine_logits(eng));
+ *     }
+ *     zz_engine_destroy(eng);
+ */
+#ifndef ZZ_ENGINE_H
+#define ZZ_ENGINE_H
+
+#include "zz_device.h"
+#include "zz_policy.h"
+#include "zz_weights.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The disk tier's bandwidths as the engine gets them (runtime/disk.c): a file
+ * under dir opened like the offload file (page cache bypassed), `bytes` written
+ * in `chunk`-sized transfers and synced, then read back twice (the second
+ * pass counts); bytes per second. */
+zz_status zz_disk_measure(const char *dir, size_t bytes, size_t chunk, double *read_bw, double *write_bw);
+/* Free bytes under dir. */
+size_t zz_disk_free_bytes(const char *dir);
+
+/* Capacities of the three tiers and where the disk tier lives. */
+typedef struct zz_tiers {
+  size_t cap[ZZ_TIER_COUNT]; /* GPU: 0 = the device's capacity; CPU: 0 = physical RAM;
+                                DISK: 0 = free space under offload_dir */
+  const char *offload_dir;   /* NULL: $TMPDIR or /tmp */
+} zz_tiers;
+
+/*
+ * The engine of one rank: the weights of a slice of layers, built once, serving
+ * n_groups micro-batch groups, each with its own KV cache and activations; the
+ * schedule runs one token step of one group over the slice in the zig-zag order
+ * (runtime/schedule.c). A slice that starts at layer 0 embeds token ids, else its
+ * hidden state comes from the caller; a slice that ends at the last layer gives
+ * logits, else it hands its hidden state out. The token loop, EOS and sampling
+ * live in the generate module (zz_generate), which launch/ and stage/ call.
+ */
+typedef struct zz_engine zz_engine;
+
+typedef struct zz_engine_opts {
+  zz_policy policy;
+  zz_shape shape;
+  zz_tiers tiers;
+  int layer_begin, layer_end; /* 0, 0: the whole model */
+  int n_groups;               /* 0 or 1: one group */
+} zz_engine_opts;
+
+/* Builds the engine: plans every buffer (refusing a plan that does not fit before
+ * anything is allocated), binds them, loads the slice's weights from ck (NULL:
+ * dummy weights) to their tiers. */
+zz_status zz_engine_create_opts(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
+                                const zz_engine_opts *opts, zz_engine **out);
+/* The whole model, one group; tiers may be NULL (defaults). */
+zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
+                                 const zz_policy *pol, const zz_shape *shape,
+                                 const zz_tiers *tiers, zz_engine **out);
+zz_status zz_engine_create(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
+                           const zz_policy *pol, const zz_shape *shape, zz_engine **out);
+void zz_engine_destroy(zz_engine *eng);
+
+/* Plans without building: the plan the engine would use for these options on dev,
+ * checked against the tiers' capacities (ZZ_ERR_INFEASIBLE with the numbers). */
+zz_status zz_engine_plan_check(const zz_device_desc *dev, const zz_model *m, const zz_engine_opts *opts,
+                               zz_memplan *out);
+
+/* Starts a block on group g: n sequences (<= gbs * num_gb) with the given prompt
+ * lengths (each <= shape.prompt_len); the block is left padded to the longest. */
+zz_status zz_engine_begin_block(zz_engine *eng, int group, int64_t n, const int64_t *lens);
+
+/* What one token step of a group takes and gives (host memory). */
+typedef struct zz_step_io {
+  const int32_t *const *prompts; /* step 0, slice from layer 0: prompt i's ids (lens of begin_block) */
+  const int32_t *tokens;         /* step > 0, slice from layer 0: [n] each sequence's newest token */
+  const void *hidden_in;         /* slice not from layer 0: [n, sq, hidden] compute dtype */
+  void *hidden_out;              /* slice not to the last layer: [n, sq, hidden] compute dtype */
+  /* false: hidden_in / hidden_out are host memory (copied to and from the device);
+   * true: they are the engine's device memory (zz_device_alloc), copied on the device
+   * (NCCL exchanges). Either way the step has finished with both when it returns. */
+  bool hidden_on_device;
+} zz_step_io;
+/* One token step (0: the prompt) of group g over the slice. A slice that ends at
+ * the last layer leaves the last position's logits in zz_engine_logits(). */
+zz_status zz_engine_step(zz_engine *eng, int group, int step, const zz_step_io *io);
+/* [n, vocab] f32 logits of the group just stepped (slices ending at the last layer). */
+const float *zz_engine_logits(const zz_engine *eng);
+/* Bytes of the hidden state handed in or out for group g at this step. */
+size_t zz_engine_hidden_bytes(const zz_engine *eng, int group, int step);
+
+const zz_model *zz_engine_model(const zz_engine *eng);
+const zz_policy *zz_engine_policy(const zz_engine *eng);
+const zz_shape *zz_engine_shape(const zz_engine *eng);
+int zz_engine_groups(const zz_engine *eng);
+/* The slice [*begin_out, *end_out) of the model's layers the engine holds. */
+void zz_engine_slice(const zz_engine *eng, int *begin_out, int *end_out);
+/* The token loop's own wall time, counted into zz_engine_stats.wall_s. */
+void zz_engine_add_wall(zz_engine *eng, double seconds);
+
+/* Peak bytes per tier and purpose measured so far; never above the plan. */
+void zz_engine_peaks(const zz_engine *eng, size_t peak[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT]);
+const zz_memplan *zz_engine_plan(const zz_engine *eng);
+/* Where buffer i of the plan was bound: host or device pointer (NULL on disk) and
+ * the byte offset in its arena, as the engine took it from its arena. */
+void zz_engine_binding(const zz_engine *eng, int i, void **ptr_out, size_t *offset_out, size_t *bytes_out);
+
+/* Time each lane of the schedule spent busy, and disk traffic, since create. */
+typedef struct zz_engine_stats {
+  double busy_s[ZZ_LANE_COUNT]; /* compute, weight load, cache load, cache store */
+  double wall_s;                /* wall time inside zz_generate */
+  uint64_t disk_read_bytes, disk_write_bytes;
+  double disk_read_s;           /* time inside disk reads */
+  /* of busy_s[compute], with CPU attention beside a host cache: waiting for the
+   * device's q, k, v (its queued kernels and their download), and the CPU's
+   * attention with its cache append */
+  double attn_wait_s, attn_cpu_s;
+  uint64_t bytes_to_device, bytes_from_device; /* the device's counters (struct zz_device) */
+} zz_engine_stats;
+void zz_engine_get_stats(const zz_engine *eng, zz_engine_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZZ_ENGINE_H */

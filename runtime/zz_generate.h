@@ -1,0 +1,114 @@
+/*
+ * zz_generate.h — generation over an engine: sampling (runtime/sampler.c), the
+ * token loop with EOS (runtime/generate.c; a pipeline's last rank samples with
+ * the same zz_sample_sequence), and held-out perplexity (runtime/perplexity.c).
+ *
+ * Usage:
+ *     zz_request req = {.n = n, .ids = ids, .lens = lens, .max_new_tokens = 16,
+ *                       .sampling = {.temperature = 0, .top_p = 1}};
+ *     zz_result res;
+ *     ZZ_CHECK(zz_generate(eng, &req, &res));
+ *     use(res.tokens[0], res.n_tokens[0]);
+ *     zz_result_free(&res, n);
+ */
+#ifndef ZZ_GENERATE_H
+#define ZZ_GENERATE_H
+
+#include "zz_engine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ================================================================ sampling */
+
+typedef struct zz_sampling {
+  float temperature; /* 0: greedy */
+  int top_k;         /* 0: off */
+  float top_p;       /* 1: off */
+  uint64_t seed;
+} zz_sampling;
+
+typedef struct zz_rng {
+  uint64_t s[4];
+} zz_rng;
+
+/* Seeds a generator for one sequence: the same (seed, stream) gives the same
+ * draws whatever batch the sequence runs in. */
+void zz_rng_seed(zz_rng *r, uint64_t seed, uint64_t stream);
+uint64_t zz_rng_next(zz_rng *r);
+double zz_rng_uniform(zz_rng *r); /* [0, 1) */
+
+
+/* Picks a token from logits[vocab]. scratch: 2 * vocab floats + vocab int32. */
+int32_t zz_sample(const float *logits, int64_t vocab, const zz_sampling *s, zz_rng *rng,
+                  void *scratch);
+size_t zz_sample_scratch_bytes(int64_t vocab);
+int32_t zz_argmax(const float *x, int64_t n);
+
+/* ================================================================ generate */
+/*
+ * The token loop (runtime/generate.c): prompts of up to n_groups × gbs × num_gb
+ * sequences are cut into the engine's groups; each token step runs every group
+ * through the engine, samples each live sequence's next token and tracks EOS.
+ */
+
+/* One block of prompts to generate for. */
+typedef struct zz_request {
+  int64_t n;                   /* prompts, at most n_groups * gbs * num_gb */
+  const int32_t *const *ids;   /* ids[i]: prompt i (BOS included by the caller) */
+  const int64_t *lens;         /* lens[i] >= 1, <= shape.prompt_len */
+  const uint64_t *streams;     /* rng stream per prompt (NULL: its index) */
+  int max_new_tokens;          /* <= shape.gen_len */
+  bool ignore_eos;             /* benchmarks: always generate max_new_tokens */
+  zz_sampling sampling;
+  /* optional: called with each step's logits of each sequence (f32, vocab) */
+  void (*on_logits)(void *ctx, int64_t seq, int step, const float *logits, int64_t vocab);
+  void *ctx;
+} zz_request;
+
+typedef struct zz_result {
+  int32_t **tokens;  /* tokens[i]: new tokens of prompt i (ends at EOS, included) */
+  int64_t *n_tokens;
+  double prefill_s, decode_s; /* wall time of the two phases */
+} zz_result;
+
+/* One sequence's next token at one step of the token loop: zz_sample from its
+ * logits [vocab] with its own generator, then the EOS rule: *ended_out is true when
+ * the token is EOS and ignore_eos is off. The token is kept in the output (EOS
+ * included); zz_sequence_input gives what the sequence feeds into the next step.
+ * zz_generate and the pipeline's last rank (stage/) both sample with this. */
+int32_t zz_sample_sequence(const zz_config *c, const float *logits, const zz_sampling *s, bool ignore_eos,
+                           zz_rng *rng, void *scratch, bool *ended_out);
+/* The next step's input of a sequence whose newest token is `token`: the token
+ * itself, or the pad token once the sequence has ended. */
+int32_t zz_sequence_input(const zz_config *c, int32_t token, bool ended);
+
+/* Checks a request against an engine's shape and vocabulary. */
+zz_status zz_request_check(const zz_engine *eng, const zz_request *req);
+/* Generates for req on an engine holding the whole model. */
+zz_status zz_generate(zz_engine *eng, const zz_request *req, zz_result *res);
+void zz_result_free(zz_result *res, int64_t n);
+
+/* Held-out perplexity (runtime/perplexity.c), teacher forced: ids[0..n) (no BOS)
+ * are cut into windows of the engine's gen_len tokens, each a sequence that starts
+ * at BOS (the engine is built with prompt_len 1) and is fed its own next token at
+ * every decoding step, so every prediction after a window's first reads the KV
+ * cache as the policy stores it. */
+typedef struct zz_ppl {
+  double nll;      /* sum over predicted tokens of -log p(token) */
+  int64_t tokens;  /* predictions made (n) */
+  int64_t windows;
+  double ppl;      /* exp(nll / tokens) */
+  int32_t *argmax; /* [n] the top-1 prediction for each token (agreement between policies) */
+} zz_ppl;
+zz_status zz_perplexity(zz_engine *eng, const int32_t *ids, int64_t n, zz_ppl *out);
+void zz_ppl_free(zz_ppl *r);
+/* The share of positions i < n where a[i] == b[i] (0 when n is 0): top-1 or greedy
+ * agreement between two runs. */
+double zz_token_agreement(const int32_t *a, const int32_t *b, int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZZ_GENERATE_H */

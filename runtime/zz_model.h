@@ -1,0 +1,128 @@
+/*
+ * zz_model.h — what a model is: its configuration (a preset, or a Hugging Face
+ * directory's config.json read by its architecture in runtime/arch_*.c) and its
+ * list of layers (input embedding, attention and MLP per transformer layer,
+ * output embedding), each with the weights it holds and the KV cache it keeps.
+ *
+ * Usage:
+ *     zz_config cfg;  zz_model m;
+ *     ZZ_CHECK(zz_config_resolve("opt-125m", &cfg));  // or a model directory
+ *     ZZ_CHECK(zz_model_init(&cfg, &m));
+ *     for (int i = 0; i < m.n_layers; i++) use(&m.layers[i]);
+ *     zz_model_free(&m);
+ */
+#ifndef ZZ_MODEL_H
+#define ZZ_MODEL_H
+
+#include "zz_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ================================================================ model */
+
+#define ZZ_MAX_EOS_IDS 8 /* eos_token_id's list (Llama 3.1 lists three) */
+
+typedef struct zz_config {
+  char model_type[32];  /* config.json's model_type: picks the architecture */
+  char name[64];        /* preset name or directory */
+  int64_t vocab_size;
+  int64_t hidden;       /* hidden_size */
+  int64_t ffn;          /* intermediate (MLP) width */
+  int64_t n_layers;     /* transformer layers */
+  int64_t n_heads;      /* query heads */
+  int64_t n_kv_heads;   /* key/value heads (== n_heads without grouped-query attention) */
+  int64_t head_dim;     /* hidden / n_heads */
+  int64_t max_pos;      /* max_position_embeddings */
+  int64_t embed_dim;    /* token embedding width (== hidden unless projected) */
+  bool pre_ln;          /* normalisation before each sublayer */
+  bool final_ln;        /* a final norm before the LM head */
+  bool enable_bias;
+  int32_t bos, pad;
+  int32_t eos_ids[ZZ_MAX_EOS_IDS]; /* every id that ends a sequence: eos_token_id of */
+  int n_eos;                        /* generation_config.json, else of config.json */
+  float ln_eps;
+  zz_dtype dtype;       /* torch_dtype (dtype) of the checkpoint */
+  zz_rope rope;         /* rotary embeddings (architectures with rotary positions) */
+  bool tied_head;       /* the LM head is the token embedding (tie_word_embeddings) */
+} zz_config;
+
+/* Bounds a configuration is checked against (config.json may lie). */
+#define ZZ_MAX_POSITIONS (1 << 20) /* max_position_embeddings */
+#define ZZ_MAX_VOCAB (1 << 24)     /* vocab_size */
+
+/* Whether tok is one of the configuration's end ids. */
+bool zz_config_is_eos(const zz_config *c, int32_t tok);
+
+/* Preset names of every architecture (opt-125m … opt-175b), or a Hugging Face
+ * model directory's config.json (its model_type picks the architecture, which
+ * reads its own fields). */
+zz_status zz_config_preset(const char *name, zz_config *out);
+zz_status zz_config_load(const char *dir, zz_config *out);
+/* A preset name, or a directory holding config.json. */
+zz_status zz_config_resolve(const char *model, zz_config *out);
+/* Preset names of every architecture, NULL terminated. */
+const char *const *zz_config_preset_names(void);
+
+typedef enum zz_layer_kind {
+  ZZ_LAYER_INPUT_EMBED = 0, /* token (+ position) embedding */
+  ZZ_LAYER_ATTENTION,       /* self attention of one transformer layer, with its norm and residual */
+  ZZ_LAYER_MLP,             /* the MLP of one transformer layer, with its norm and residual */
+  ZZ_LAYER_OUTPUT_EMBED,    /* final norm, LM head */
+} zz_layer_kind;
+
+#define ZZ_MAX_LAYER_WEIGHTS 12
+
+/* How --dummy fills a weight: values scaled like a trained checkpoint's. */
+typedef enum zz_init_kind {
+  ZZ_INIT_MATRIX = 0, /* N(0, 0.02²)-like */
+  ZZ_INIT_BIAS,       /* small around 0 */
+  ZZ_INIT_NORM_GAIN,  /* near 1 */
+  ZZ_INIT_NORM_BIAS,  /* near 0, a norm's spread */
+} zz_init_kind;
+
+typedef struct zz_weight_spec {
+  char name[ZZ_NAME_LEN]; /* canonical checkpoint name */
+  int ndim;               /* 0: absent in this configuration (e.g. no bias) */
+  int64_t shape[2];
+  zz_init_kind init;      /* for --dummy */
+} zz_weight_spec;
+
+/* What an attention layer keeps per position: K and V rows of kv_heads × head_dim
+ * elements of dtype each. */
+typedef struct zz_cache_spec {
+  int64_t kv_heads, head_dim;
+  zz_dtype dtype;
+  zz_qfmt q; /* dtype Q4: groups along head_dim */
+} zz_cache_spec;
+
+/* One unit of the schedule: loaded once per block, used by every GPU batch. */
+typedef struct zz_layer {
+  zz_layer_kind kind;
+  int index; /* transformer layer for ATTENTION/MLP, -1 otherwise */
+  int n_weights;
+  zz_weight_spec weights[ZZ_MAX_LAYER_WEIGHTS];
+  int64_t weight_numel; /* sum over weights */
+  bool has_cache;       /* ATTENTION layers own a KV cache */
+  zz_cache_spec cache;  /* when has_cache (dtype: set by the memory plan) */
+} zz_layer;
+
+struct zz_arch; /* an architecture's table: runtime/arch_impl.h */
+
+typedef struct zz_model {
+  zz_config cfg;
+  const struct zz_arch *arch;
+  int n_layers; /* entries of layers: embed, attention/MLP per transformer layer, output */
+  zz_layer *layers;
+} zz_model;
+
+zz_status zz_model_init(const zz_config *cfg, zz_model *out);
+void zz_model_free(zz_model *m);
+/* Total weight elements of the model. */
+int64_t zz_model_numel(const zz_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZZ_MODEL_H */

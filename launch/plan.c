@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "zz_launch.h"
+#include "zz_limits.h"
 #include "zz_planner.h"
 
 /* ---------------------------------------------------------------- inputs */
@@ -94,12 +95,16 @@ zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shap
   zz_threads th = pred->cost.threads;
   bool set_gemm = !o->threads && th.gemm && strcmp(hw.device, "cpu") == 0;
   bool set_attn = !o->attn_threads;
-  if (set_gemm) out->threads = th.gemm;
-  if (set_attn) out->attn_threads = th.attn;
+  /* a file measured elsewhere may give more cores than this process's cgroup
+   * allows: more threads than that only take turns */
+  int here = zz_limits_here()->cores;
+  bool fewer = (set_gemm && th.gemm > here) || (set_attn && th.attn > here);
+  if (set_gemm) out->threads = th.gemm < here ? th.gemm : here;
+  if (set_attn) out->attn_threads = th.attn < here ? th.attn : here;
   if (set_gemm || set_attn)
-    fprintf(stderr, "zigzag: threads from the plan: GEMM %d, CPU attention %d, I/O lanes %d x 1 (--threads, "
+    fprintf(stderr, "zigzag: threads from the plan: GEMM %d, CPU attention %d, I/O lanes %d x 1%s (--threads, "
                     "--attn-threads override)\n",
-            out->threads, out->attn_threads, th.io);
+            out->threads, out->attn_threads, th.io, fewer ? " (at most the cores this process may use)" : "");
   if (!o->threads && !o->attn_threads) {
     zz_status bs = zz_launch_bind ? zz_launch_bind(strcmp(hw.device, "cuda") == 0 ? 0 : -1) : ZZ_OK;
     if (bs != ZZ_OK) fprintf(stderr, "zigzag: not bound: %s\n", zz_error_message()), zz_error_clear();

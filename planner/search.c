@@ -93,6 +93,11 @@ void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TI
   for (int t = 0; t < ZZ_TIER_COUNT; t++) cap[t] = o->cap[t] ? o->cap[t] : h[t];
 }
 
+/* The RAM the CPU device's gpu and cpu tiers share: the cpu tier's capacity
+ * (--cpu-mem, else the file's cpu_mem_bytes). The file's figure alone let a plan
+ * under --cpu-mem 1600M fill 3.1 GiB of a 2 GiB machine (issue #24). */
+static double zz_shared_ram(const size_t cap[ZZ_TIER_COUNT]) { return (double)cap[ZZ_TIER_CPU]; }
+
 zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
                         zz_memplan *out) {
   /* the device as the engine's planning sees it: compute dtype, attention scratch,
@@ -111,7 +116,7 @@ zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opt
   zz_memplan plan;
   ZZ_CHECK(zz_engine_plan_check(&dev, m, &eo, &plan));
   if (strcmp(hw->device, "cpu") == 0) {
-    zz_status st = zz_memplan_check_shared(&plan, hw->cpu_mem); /* the RAM both draw on */
+    zz_status st = zz_memplan_check_shared(&plan, (size_t)zz_shared_ram(cap)); /* the RAM both draw on */
     if (st != ZZ_OK) {
       zz_memplan_free(&plan);
       return st;
@@ -424,7 +429,7 @@ zz_status zz_plan_lp(const zz_model *m, const zz_hw *hw, const zz_planner_opts *
   ZZ_CHECK(zz_lp_memory(m, hw, o, in, &mem));
   double c[ZZ_LP_CAPS];
   for (int t = 0; t < ZZ_TIER_COUNT; t++) c[t] = (double)cap[t];
-  c[ZZ_LP_RAM] = (double)hw->cpu_mem;
+  c[ZZ_LP_RAM] = zz_shared_ram(cap);
   return zz_plan_lp_mem(m, hw, o, in, &mem, c, x_out, obj_out);
 }
 
@@ -461,7 +466,7 @@ static void zz_overshoot(const zz_memplan *p, const zz_hw *hw, const size_t cap[
   over[ZZ_LP_RAM] = 0;
   if (strcmp(hw->device, "cpu") == 0) {
     double both = (double)zz_memplan_tier_total(p, ZZ_TIER_GPU) + (double)zz_memplan_tier_total(p, ZZ_TIER_CPU);
-    if (both > (double)hw->cpu_mem) over[ZZ_LP_RAM] = both - (double)hw->cpu_mem;
+    if (both > zz_shared_ram(cap)) over[ZZ_LP_RAM] = both - zz_shared_ram(cap);
   }
 }
 
@@ -474,7 +479,7 @@ static zz_status zz_candidate(const zz_model *m, const zz_hw *hw, const zz_plann
   zz_planner_caps(hw, o, cap);
   double lpcap[ZZ_LP_CAPS], full[ZZ_LP_CAPS];
   for (int t = 0; t < ZZ_TIER_COUNT; t++) full[t] = lpcap[t] = (double)cap[t];
-  full[ZZ_LP_RAM] = lpcap[ZZ_LP_RAM] = (double)hw->cpu_mem;
+  full[ZZ_LP_RAM] = lpcap[ZZ_LP_RAM] = zz_shared_ram(cap);
   for (int round_ = 0; round_ < 8; round_++) {
     double x[ZZ_X_COUNT], obj;
     ZZ_CHECK(zz_plan_lp_mem(m, hw, o, in, &mem, lpcap, x, &obj));
@@ -534,14 +539,15 @@ static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner
                       zz_tier_name((zz_tier)t), ZZ_B(need[t] - (double)cap[t], a), gbs, how, ZZ_B(need[t], b),
                       ZZ_B((double)cap[t], d), zz_tier_name((zz_tier)t), ZZ_B(need[t], e), flag[t]);
   bool shared = strcmp(hw->device, "cpu") == 0; /* the gpu and cpu tiers are both the host's RAM */
-  double ram = (double)hw->cpu_mem;
+  double ram = zz_shared_ram(cap);
   if (shared && need[0] + need[1] > ram)
     return zz_error(ZZ_ERR_INFEASIBLE,
                     "no policy fits: the host's RAM is short by %s — on the cpu device the gpu and cpu tiers are both "
                     "RAM, and even gbs=%d num_gb=1 with everything%s on disk needs %s of it (buffers the schedule cannot "
-                    "move) and the hardware file gives %s; cpu_mem_bytes of %s or more would fit",
-                    ZZ_B(need[0] + need[1] - ram, a), gbs, how, ZZ_B(need[0] + need[1], b), ZZ_B(ram, d),
-                    ZZ_B(need[0] + need[1], e));
+                    "move) and %s gives %s; %s of %s or more would fit",
+                    ZZ_B(need[0] + need[1] - ram, a), gbs, how, ZZ_B(need[0] + need[1], b),
+                    o->cap[ZZ_TIER_CPU] ? "--cpu-mem" : "the hardware file", ZZ_B(ram, d),
+                    o->cap[ZZ_TIER_CPU] ? "--cpu-mem" : "cpu_mem_bytes", ZZ_B(need[0] + need[1], e));
   /* homes the disk cannot hold could go to the room the gpu and cpu tiers have left */
   double spare = (double)cap[ZZ_TIER_GPU] - need[0] + (double)cap[ZZ_TIER_CPU] - need[1];
   if (shared && ram - need[0] - need[1] < spare) spare = ram - need[0] - need[1];

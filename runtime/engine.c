@@ -75,8 +75,11 @@ zz_status zz_engine_plan_check(const zz_device *dev, const zz_model *m, const zz
   else if (disk_need)
     cap[ZZ_TIER_DISK] = zz_disk_free_bytes(dir);
   if (st == ZZ_OK) st = zz_memplan_check(&plan, cap);
-  /* a device whose memory is host RAM shares it with the CPU tier */
-  if (st == ZZ_OK && dev->ops->memory_is_host) st = zz_memplan_check_shared(&plan, zz_host_memory_bytes());
+  /* a device whose memory is host RAM shares it with the CPU tier: the RAM
+   * there is, or --cpu-mem's when lower (the planner's bound, search.c) */
+  size_t ram = zz_host_memory_bytes();
+  if (o->tiers.cap[ZZ_TIER_CPU] && o->tiers.cap[ZZ_TIER_CPU] < ram) ram = o->tiers.cap[ZZ_TIER_CPU];
+  if (st == ZZ_OK && dev->ops->memory_is_host) st = zz_memplan_check_shared(&plan, ram);
   if (st != ZZ_OK) {
     zz_memplan_free(&plan);
     return st;

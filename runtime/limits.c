@@ -346,21 +346,19 @@ const zz_limits *zz_limits_here(void) {
 }
 
 const char *zz_limits_str(const zz_limits *l, char *buf, size_t len) {
-  char m[32];
-  if (l->cores == l->host_cpus && l->mem == l->host_mem && l->quota_cores == 0) {
+  char m[32], h[32];
+  bool narrow = l->cpuset_cpus > 0 && l->cpuset_cpus < l->host_cpus; /* a cpuset of every CPU limits nothing */
+  if (!narrow && l->quota_cores == 0 && l->mem == l->host_mem) {
     snprintf(buf, len, "no cgroup limits (%d CPU%s, %s)", l->host_cpus, l->host_cpus == 1 ? "" : "s",
              zz_format_bytes(l->host_mem, m, sizeof m));
     return buf;
   }
-  int off = snprintf(buf, len, "cgroup v%d:", l->version ? l->version : 1);
-  if (l->cpuset_cpus > 0 && off >= 0 && (size_t)off < len)
-    off += snprintf(buf + off, len - (size_t)off, " cpuset %s (%d CPU%s of %d)", *l->cpuset ? l->cpuset : "?",
-                    l->cpuset_cpus, l->cpuset_cpus == 1 ? "" : "s", l->host_cpus);
-  if (l->quota_cores > 0 && off >= 0 && (size_t)off < len)
-    off += snprintf(buf + off, len - (size_t)off, "%s quota %.2f CPU per %.0f ms", l->cpuset_cpus > 0 ? "," : "",
-                    l->quota_cores, l->period_s * 1e3);
-  if (off >= 0 && (size_t)off < len)
-    snprintf(buf + off, len - (size_t)off, ", memory %s of %s", zz_format_bytes(l->mem, m, sizeof m),
-             zz_format_bytes(l->host_mem, (char[32]){0}, 32));
+  char cs[192] = "", q[64] = "";
+  if (narrow)
+    snprintf(cs, sizeof cs, " cpuset %s (%d CPU%s of %d),", *l->cpuset ? l->cpuset : "?", l->cpuset_cpus,
+             l->cpuset_cpus == 1 ? "" : "s", l->host_cpus);
+  if (l->quota_cores > 0) snprintf(q, sizeof q, " quota %.2f CPU per %.0f ms,", l->quota_cores, l->period_s * 1e3);
+  snprintf(buf, len, "cgroup v%d:%s%s memory %s of %s", l->version ? l->version : 1, cs, q,
+           zz_format_bytes(l->mem, m, sizeof m), zz_format_bytes(l->host_mem, h, sizeof h));
   return buf;
 }

@@ -553,7 +553,7 @@ static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner
   if (shared && ram - need[0] - need[1] < spare) spare = ram - need[0] - need[1];
   if (spare < 0) spare = 0;
   double short_ = need[2] - (double)cap[ZZ_TIER_DISK] - spare;
-  if (short_ > 0)
+  if (short_ >= 1048576) /* "short by about 0 B" said nothing: under a MiB is rounding, the check below decides */
     return zz_error(ZZ_ERR_INFEASIBLE,
                     "no policy fits: the disk tier is short by about %s — even gbs=%d num_gb=1 needs %s for weights, "
                     "cache and activations%s, the disk has %s and the gpu and cpu tiers can take only about %s of it; "

@@ -266,6 +266,16 @@ static void zz_lim_host(const char *root, bool live, zz_limits *l) {
 
 /* ---------------------------------------------------------------- all */
 
+/* Of a memory limit, what plans may fill: the memory plan counts the engine's
+ * buffers, not the program, its libraries, MPI's buffers or the allocator's
+ * slack, and the kernel kills the group at the limit, so an eighth of it (at
+ * least 64 MiB) is left for those. A plan sized to the whole limit was killed. */
+#define ZZ_LIM_SLACK_MIN ((size_t)64 << 20)
+static size_t zz_lim_usable(size_t limit) {
+  size_t slack = limit / 8 > ZZ_LIM_SLACK_MIN ? limit / 8 : ZZ_LIM_SLACK_MIN;
+  return limit > 2 * slack ? limit - slack : limit / 2;
+}
+
 /* set as a CPU list ("0-1,4"). */
 static void zz_lim_list(const cpu_set_t *set, char *buf, size_t len) {
   size_t off = 0;
@@ -320,7 +330,8 @@ zz_status zz_limits_read(const char *root, zz_limits *out) {
     if (q < l.cores) l.cores = q < 1 ? 1 : q;
     if (l.quota_cores < l.cpu) l.cpu = l.quota_cores;
   }
-  l.mem = l.mem_limit && l.mem_limit < l.host_mem ? l.mem_limit : l.host_mem;
+  size_t usable = zz_lim_usable(l.mem_limit);
+  l.mem = l.mem_limit && usable < l.host_mem ? usable : l.host_mem;
   *out = l;
   return ZZ_OK;
 }
@@ -358,7 +369,10 @@ const char *zz_limits_str(const zz_limits *l, char *buf, size_t len) {
     snprintf(cs, sizeof cs, " cpuset %s (%d CPU%s of %d),", *l->cpuset ? l->cpuset : "?", l->cpuset_cpus,
              l->cpuset_cpus == 1 ? "" : "s", l->host_cpus);
   if (l->quota_cores > 0) snprintf(q, sizeof q, " quota %.2f CPU per %.0f ms,", l->quota_cores, l->period_s * 1e3);
-  snprintf(buf, len, "cgroup v%d:%s%s memory %s of %s", l->version ? l->version : 1, cs, q,
-           zz_format_bytes(l->mem, m, sizeof m), zz_format_bytes(l->host_mem, h, sizeof h));
+  char lim[96] = "";
+  if (l->mem_limit && l->mem < l->host_mem)
+    snprintf(lim, sizeof lim, " (limit %s)", zz_format_bytes(l->mem_limit, (char[32]){0}, 32));
+  snprintf(buf, len, "cgroup v%d:%s%s memory %s%s of %s", l->version ? l->version : 1, cs, q,
+           zz_format_bytes(l->mem, m, sizeof m), lim, zz_format_bytes(l->host_mem, h, sizeof h));
   return buf;
 }

@@ -35,7 +35,8 @@ typedef struct zz_limits {
   /* the effective figures everything else uses */
   int cores;  /* CPUs the process can keep busy at once: the cpuset's (else the host's), at most the quota rounded up */
   double cpu; /* CPU-seconds per second it may sustain: cores, or the quota when lower */
-  size_t mem; /* bytes: MemTotal, or the memory limit when lower */
+  size_t mem; /* bytes plans may fill: MemTotal, or when lower the memory limit less an eighth (at least 64 MiB)
+                 for what a plan does not count (code, MPI's buffers, allocator slack) */
 } zz_limits;
 
 /* Reads the limits of the calling process under root: root/proc/self/cgroup,
@@ -53,8 +54,9 @@ zz_status zz_limits_read(const char *root, zz_limits *out);
 /* This process's limits, read once (the host's figures alone if reading failed). */
 const zz_limits *zz_limits_here(void);
 
-/* One line for messages: "cgroup v1: cpuset 3 (1 CPU), quota 0.40 CPU per 100 ms,
- * memory 2.00 GiB" or "no cgroup limits (2 CPUs, 23.5 GiB)". */
+/* One line for messages: "cgroup v1: cpuset 3 (1 CPU of 8), quota 0.40 CPU per 100
+ * ms, memory 1.75 GiB (limit 2.00 GiB) of 16.00 GiB" or "no cgroup limits (2 CPUs,
+ * 23.54 GiB)". */
 const char *zz_limits_str(const zz_limits *l, char *buf, size_t len);
 
 #ifdef __cplusplus

@@ -758,10 +758,10 @@ if [ "$(id -u)" = 0 ] && [ -w "$CG/memory" ] && [ -w "$CG/cpu" ] && [ -w "$CG/cp
   check "bench under --cpu-mem 600M --gpu-mem 600M in an 800 MiB memory cgroup: planned within 600 MiB of RAM, not killed" \
     eval '[ "$RC" -eq 0 ] && has "decode" outp'
   check "in a group of 0.5 CPU on one CPU: the plan's threads are cut to 1 and the binding line names quota, cpuset, memory" \
-    eval 'has "threads from the plan: GEMM 1, CPU attention 1" err && grep -q "bound to cores .*1 core to use, cgroup v1: cpuset [0-9]* (1 CPU of [0-9]*), quota 0.50 CPU per 100 ms, memory 800.00 MiB" err'
-  zzg bench --model "$TINY" --prompt-len 8 --gen-len 2 --gpu-batch-size 1 --cpu-mem 900M
-  check "--cpu-mem 0 means the group's memory: 900M is refused as more than its 800 MiB" \
-    eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "more than this machine" err && has "800.00 MiB" err'
+    eval 'has "threads from the plan: GEMM 1, CPU attention 1" err && grep -q "bound to cores .*1 core to use, cgroup v1: cpuset [0-9]* (1 CPU of [0-9]*), quota 0.50 CPU per 100 ms, memory 700.00 MiB (limit 800.00 MiB)" err'
+  zzg bench --model "$TINY" --prompt-len 8 --gen-len 2 --gpu-batch-size 1 --cpu-mem 750M
+  check "--cpu-mem 0 means the group's memory less an eighth: 750M is refused as more than the 700 MiB of an 800 MiB limit" \
+    eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "more than this machine" err && has "700.00 MiB" err'
   for c in memory cpu cpuset; do rmdir "$CG/$c/$G" 2>/dev/null; done
 else
   ok "# skip cgroup checks: not root or no writable cgroup v1 memory/cpu/cpuset"

@@ -31,7 +31,7 @@ static zz_status zz_plan_hw(const zz_opts *o, zz_hw *hw) {
   char a[32], b[32];
   if (cpu > ram)
     return zz_error(ZZ_ERR_INVALID_ARG, "plan without --hw plans for this machine, and --cpu-mem %s is more than its %s "
-                    "of RAM (MemTotal); give --hw FILE to plan for another machine", zz_format_bytes(cpu, a, sizeof a),
+                    "of RAM (MemTotal, or its cgroup's memory limit less room for the program); give --hw FILE to plan for another machine", zz_format_bytes(cpu, a, sizeof a),
                     zz_format_bytes(ram, b, sizeof b));
   fprintf(stderr, "zigzag: no --hw file: measuring this machine first (zigzag profile --out FILE saves it)\n");
   zz_profile_opts po = {.offload_dir = o->offload_dir, .threads = o->threads, .budget_s = o->profile_seconds};

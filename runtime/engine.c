@@ -207,12 +207,12 @@ static zz_status zz_engine_caps_check(const zz_device *dev, const zz_engine_opts
   size_t ram = zz_host_memory_bytes();
   char a[32], b[32];
   if (o->tiers.cap[ZZ_TIER_CPU] > ram)
-    return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-mem %s is more than this machine's %s of RAM (MemTotal): give at most "
+    return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-mem %s is more than this machine's %s of RAM (MemTotal, or its cgroup's memory limit less room for the program): give at most "
                     "that, or 0 for all of it", zz_format_bytes(o->tiers.cap[ZZ_TIER_CPU], a, sizeof a),
                     zz_format_bytes(ram, b, sizeof b));
   if (dev->ops->memory_is_host && dev->capacity > ram)
     return zz_error(ZZ_ERR_INVALID_ARG, "--gpu-mem %s: the %s device's memory is host RAM, and this machine has %s "
-                    "(MemTotal): give at most that, or 0 for all of it", zz_format_bytes(dev->capacity, a, sizeof a),
+                    "(MemTotal, or its cgroup's memory limit less room for the program): give at most that, or 0 for all of it", zz_format_bytes(dev->capacity, a, sizeof a),
                     dev->ops->name, zz_format_bytes(ram, b, sizeof b));
   return ZZ_OK;
 }

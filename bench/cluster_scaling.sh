@@ -92,12 +92,16 @@ for m in machines:
     p, b = last_json(f"{W}/plan{m}.json"), last_json(f"{W}/bench{m}.json")
     if m == 1:
         pol, block = p["policy"], b["batch"]
-        stages = [{"busy_frac": b["busy"]["compute"], "bubble_frac": 0.0}]
-        disk = b["disk_read_bw"]
+        stages = [{"busy_frac": b["busy"]["compute"], "bubble_frac": 0.0, "bytes_per_token": 0.0}]
+        disk, lanes, pbub, hop = b["disk_read_bw"], [p["decode_lanes_s"]], 0.0, 0.0
     else:
         pol, block = " | ".join(r["policy"] for r in p["rank"]), p["block"]
-        stages, disk = b["stages"], 0
-    rows.append(dict(machines=m, block=block, policy=pol,
+        stages, disk, lanes, pbub, hop = b["stages"], 0, [r["decode_lanes_s"] for r in p["rank"]], p["bubble"], p["net_s"]
+    # the slowest rank's predicted decode seconds by term, and the link: what sets the pace
+    slow = max(lanes, key=lambda l: max(l.values()))
+    rows.append(dict(machines=m, block=block, policy=pol, pred_bubble=pbub, pred_compute_s=slow["compute"],
+                     pred_disk_s=slow["disk"], pred_hop_ms=1e3 * hop,
+                     link_bytes_per_token=max(st.get("bytes_per_token", 0.0) for st in stages),
                      pred_prefill=p["prefill_tps"], pred_decode=p["decode_tps"], pred_total=p["total_tps"],
                      meas_prefill=b["prefill_tok_s"], meas_decode=b["decode_tok_s"], meas_total=b["total_tok_s"],
                      busy=max(st["busy_frac"] for st in stages), bubble=max(st["bubble_frac"] for st in stages),
@@ -105,7 +109,8 @@ for m in machines:
 one = rows[0]
 cols = ["machines", "block", "meas_prefill", "meas_decode", "meas_total", "pred_prefill", "pred_decode", "pred_total",
         "decode_meas_over_pred", "total_meas_over_pred", "decode_x1_meas", "decode_x1_pred", "total_x1_meas",
-        "total_x1_pred", "max_rank_busy", "max_rank_bubble", "policy"]
+        "total_x1_pred", "max_rank_busy", "max_rank_bubble", "pred_bubble", "pred_decode_compute_s",
+        "pred_decode_disk_s", "pred_hop_ms", "disk_read_bw", "link_bytes_per_token", "policy"]
 with open(out + ".csv", "w") as f:
     f.write(f"# {model} --dummy, {prompts} prompts x {s} tokens, {n} new; machines of {cpus} CPU, {mem}, "
             f"--cpu-mem {cpu_mem} {extra}, link {link}; bench/cluster_scaling.sh\n")
@@ -114,7 +119,9 @@ with open(out + ".csv", "w") as f:
         v = [r["machines"], r["block"], r["meas_prefill"], r["meas_decode"], r["meas_total"], r["pred_prefill"],
              r["pred_decode"], r["pred_total"], r["meas_decode"] / r["pred_decode"], r["meas_total"] / r["pred_total"],
              r["meas_decode"] / one["meas_decode"], r["pred_decode"] / one["pred_decode"],
-             r["meas_total"] / one["meas_total"], r["pred_total"] / one["pred_total"], r["busy"], r["bubble"]]
+             r["meas_total"] / one["meas_total"], r["pred_total"] / one["pred_total"], r["busy"], r["bubble"],
+             r["pred_bubble"], r["pred_compute_s"], r["pred_disk_s"], r["pred_hop_ms"], float(r["disk_read_bw"]),
+             r["link_bytes_per_token"]]
         f.write(",".join(f"{x:.4g}" if isinstance(x, float) else str(x) for x in v) + ',"' + r["policy"] + '"\n')
 # the chart: tokens/s against machines, log-free, measured solid, predicted dashed, linear dotted
 Wd, Hd, L, R, T, B = 640, 420, 70, 160, 40, 50

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "zz_launch.h"
+#include "zz_limits.h"
 #include "zz_planner.h"
 
 /* ---------------------------------------------------------------- inputs */
@@ -30,7 +31,7 @@ static zz_status zz_plan_hw(const zz_opts *o, zz_hw *hw) {
   char a[32], b[32];
   if (cpu > ram)
     return zz_error(ZZ_ERR_INVALID_ARG, "plan without --hw plans for this machine, and --cpu-mem %s is more than its %s "
-                    "of RAM (MemTotal); give --hw FILE to plan for another machine", zz_format_bytes(cpu, a, sizeof a),
+                    "of RAM (MemTotal, or its cgroup's memory limit less room for the program); give --hw FILE to plan for another machine", zz_format_bytes(cpu, a, sizeof a),
                     zz_format_bytes(ram, b, sizeof b));
   fprintf(stderr, "zigzag: no --hw file: measuring this machine first (zigzag profile --out FILE saves it)\n");
   zz_profile_opts po = {.offload_dir = o->offload_dir, .threads = o->threads, .budget_s = o->profile_seconds};
@@ -68,8 +69,11 @@ zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_sh
 
 bool zz_opts_take_threads(zz_opts *out, const zz_opts *given, const zz_threads *th) {
   bool gemm = !given->threads && th->gemm, attn = !given->attn_threads; /* th->gemm is 0 beside a GPU */
-  if (gemm) out->threads = th->gemm;
-  if (attn) out->attn_threads = th->attn;
+  /* a file measured elsewhere may give more cores than this process's cgroup
+   * allows: more threads than that only take turns */
+  int here = zz_limits_here()->cores;
+  if (gemm) out->threads = th->gemm < here ? th->gemm : here;
+  if (attn) out->attn_threads = th->attn < here ? th->attn : here;
   return gemm || attn;
 }
 
@@ -143,33 +147,67 @@ static void zz_json_cost(FILE *f, const zz_cost *c) {
 
 /* ---------------------------------------------------------------- plan */
 
+/* Prompts per block of a pipeline plan: T groups of gbs x num_gb. */
+static int zz_pipe_block(const zz_pipeline_plan *p) {
+  return p->groups * p->rank[0].policy.gpu_batch_size * p->rank[0].policy.num_gpu_batches;
+}
+
+/* The m-rank plan beside the best one-machine plan for the same machine file
+ * and prompts (the same --max-block): what a user renting m machines asks. */
+static void zz_print_vs_one(const zz_pipeline_plan *p, const zz_pipeline_plan *one) {
+  char pb[256];
+  int M = p->ranks;
+  double sd = p->decode_tps / one->decode_tps, st = p->total_tps / one->total_tps;
+  printf("one machine: policy %s (block %d sequences); predicted: prefill %.4g tokens/s, decode %.4g tokens/s, total "
+         "%.4g tokens/s\n", zz_policy_str(&one->rank[0].policy, pb, sizeof pb), zz_pipe_block(one), one->prefill_tps,
+         one->decode_tps, one->total_tps);
+  printf("speed-up of %d machines over one: decode x%.2f (%s), total x%.2f (%s)\n", M, sd,
+         sd > M ? "super-linear" : sd > 1 ? "sub-linear" : "no gain", st,
+         st > M ? "super-linear" : st > 1 ? "sub-linear" : "no gain");
+}
+
 static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, const zz_planner_opts *po_in) {
   int M = o->ranks;
   zz_planner_opts pq = *po_in; /* a long search says how far it is (stderr) */
   pq.progress = true;
   const zz_planner_opts *po = &pq;
-  zz_pipeline_plan *p = malloc(sizeof *p), *more = malloc(sizeof *more), *fewer = malloc(sizeof *fewer);
-  zz_status st = p && more && fewer ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "plan: out of memory");
+  /* a given policy (--policy or its flags) is planned around: every rank runs it
+   * on the split it implies, or the plan is refused naming the rank */
+  bool given = o->policy || o->policy_flags_given;
+  zz_policy pol;
+  zz_pipeline_plan *p = malloc(sizeof *p), *more = malloc(sizeof *more), *fewer = malloc(sizeof *fewer),
+                   *one = malloc(sizeof *one);
+  zz_status st = p && more && fewer && one ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "plan: out of memory");
+  if (st == ZZ_OK && given) st = zz_opts_policy(o, &pol);
+#define ZZ_PIPE_PLAN(k, out) (given ? zz_pipe_plan_eval(m, hw, po, (k), &pol, (out)) : zz_pipe_plan_search(m, hw, po, (k), (out)))
   double t0 = zz_now();
-  if (st == ZZ_OK) st = zz_pipe_plan_search(m, hw, po, M, p);
+  if (st == ZZ_OK) st = ZZ_PIPE_PLAN(M, p);
   double dt = zz_now() - t0;
   /* would one rank more (or fewer) change the answer? */
-  bool have_more = false, have_fewer = false;
+  bool have_more = false, have_fewer = false, have_one = false;
   if (st == ZZ_OK && dt > 5)
     fprintf(stderr, "plan: %d ranks planned in %.0f s; planning %d and %d ranks too, to compare\n", M, dt, M - 1, M + 1);
   if (st == ZZ_OK && M + 1 <= m->n_layers && M + 1 <= ZZ_PLAN_MAX_RANKS) {
-    have_more = zz_pipe_plan_search(m, hw, po, M + 1, more) == ZZ_OK;
+    have_more = ZZ_PIPE_PLAN(M + 1, more) == ZZ_OK;
     zz_error_clear();
   }
   if (st == ZZ_OK && M > 1) {
-    have_fewer = zz_pipe_plan_search(m, hw, po, M - 1, fewer) == ZZ_OK;
+    have_fewer = ZZ_PIPE_PLAN(M - 1, fewer) == ZZ_OK;
     zz_error_clear();
   }
+  /* the best one-machine plan (searched, also beside a given policy) */
+  if (st == ZZ_OK && M > 1) {
+    if (M == 2 && have_fewer && !given) memcpy(one, fewer, sizeof *one), have_one = true;
+    else have_one = zz_pipe_plan_search(m, hw, po, 1, one) == ZZ_OK;
+    zz_error_clear();
+  }
+#undef ZZ_PIPE_PLAN
   int rc = 0;
   if (st != ZZ_OK) {
     rc = zz_report_failure(st);
   } else if (o->json) {
     char pb[256];
+    const zz_policy *rp = &p->rank[0].policy;
     printf("{\"model\": \"%s\", \"hw\": \"%s\", \"prompt_len\": %d, \"gen_len\": %d, \"ranks\": %d, \"groups\": %d, "
            "\"prefill_tps\": %.6g, \"decode_tps\": %.6g, \"total_tps\": %.6g, \"bubble\": %.4f, \"net_s\": %.6g, "
            "\"search_s\": %.4g, \"bounds\": [", m->cfg.name, hw->name, o->prompt_len, o->gen_len, M, p->groups,
@@ -177,11 +215,23 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
     for (int r = 0; r <= M; r++) printf("%s%d", r ? ", " : "", p->bounds[r]);
     printf("], \"rank\": [");
     for (int r = 0; r < M; r++) {
-      printf("%s{\"policy\": \"%s\", ", r ? ", " : "", zz_policy_str(&p->rank[r].policy, pb, sizeof pb));
+      printf("%s{\"policy\": \"%s\", \"block\": %d, ", r ? ", " : "", zz_policy_str(&p->rank[r].policy, pb, sizeof pb),
+             zz_pipe_block(p));
       zz_json_cost(stdout, &p->rank[r].cost);
       printf("}");
     }
-    printf("], \"more_ranks_total_tps\": %.6g}\n", have_more ? more->total_tps : 0);
+    printf("], \"more_ranks_total_tps\": %.6g, \"policy_given\": %s, \"block\": %d, \"gbs\": %d, \"num_gb\": %d",
+           have_more ? more->total_tps : 0, given ? "true" : "false", zz_pipe_block(p), rp->gpu_batch_size,
+           rp->num_gpu_batches);
+    if (have_one) {
+      double sd = p->decode_tps / one->decode_tps, sx = p->total_tps / one->total_tps;
+      printf(", \"one_rank\": {\"policy\": \"%s\", \"block\": %d, \"prefill_tps\": %.6g, \"decode_tps\": %.6g, "
+             "\"total_tps\": %.6g}, \"speedup\": {\"decode\": %.4f, \"total\": %.4f, \"super_linear_decode\": %s, "
+             "\"super_linear_total\": %s}", zz_policy_str(&one->rank[0].policy, pb, sizeof pb), zz_pipe_block(one),
+             one->prefill_tps, one->decode_tps, one->total_tps, sd, sx, sd > M ? "true" : "false",
+             sx > M ? "true" : "false");
+    }
+    printf("}\n");
   } else {
     size_t cap[ZZ_TIER_COUNT];
     zz_planner_caps(hw, po, cap);
@@ -190,6 +240,7 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
     if (M > hw->machines)
       printf("note: %d ranks on a file of %d machine%s: each rank is planned as one such machine\n", M, hw->machines,
              hw->machines == 1 ? "" : "s");
+    if (given) printf("note: the given policy on every rank (predicted, not searched)\n");
     printf("layers:");
     for (int r = 0; r < M; r++) printf(" rank %d [%d, %d)", r, p->bounds[r], p->bounds[r + 1]);
     printf("  (--layers");
@@ -199,11 +250,15 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
       char pb[256], who[32];
       snprintf(who, sizeof who, "rank %d: ", r);
       printf("%spolicy %s\n", who, zz_policy_str(&p->rank[r].policy, pb, sizeof pb));
+      printf("%sblock %d sequences (%d groups of gbs %d x num_gb %d)\n", who, zz_pipe_block(p), p->groups,
+             p->rank[r].policy.gpu_batch_size, p->rank[r].policy.num_gpu_batches);
       zz_print_cost(stdout, who, &p->rank[r].cost, cap);
     }
     printf("pipeline predicted: prefill %.4g tokens/s, decode %.4g tokens/s, total %.4g tokens/s; bubble %.1f%%; "
            "hidden state hop %.3g ms per decode step\n", p->prefill_tps, p->decode_tps, p->total_tps, 100 * p->bubble,
            1e3 * p->net_s);
+    if (have_one) zz_print_vs_one(p, one);
+    else if (M > 1) printf("one machine: no plan fits one machine (nothing to compare with)\n");
     if (have_fewer)
       printf("with %d rank%s: total %.4g tokens/s (x%.2f from %d to %d)\n", M - 1, M - 1 == 1 ? "" : "s",
              fewer->total_tps, p->total_tps / fewer->total_tps, M - 1, M);
@@ -216,7 +271,7 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
       printf("%d ranks are no faster than %d: %.4g tokens/s against %.4g.\n", M, M - 1, p->total_tps, fewer->total_tps);
     printf("search: %.3g s\n", dt);
   }
-  free(p), free(more), free(fewer);
+  free(p), free(more), free(fewer), free(one);
   return rc;
 }
 

@@ -217,14 +217,14 @@ zz_status zz_hw_check_here(const zz_hw *hw, const char *where, const char *devic
   size_t cpu = cpu_cap ? cpu_cap : hw->cpu_mem;
   if (cpu > ram)
     return zz_error(ZZ_ERR_INVALID_ARG,
-                    "--hw %s: its cpu tier of %s (%s) is more than this machine's %s of RAM (MemTotal): the plan "
+                    "--hw %s: its cpu tier of %s (%s) is more than this machine's %s of RAM (MemTotal, or its cgroup's memory limit less room for the program): the plan "
                     "would place in RAM what is not there; measure this machine (zigzag profile --out FILE) or give "
                     "--cpu-mem of at most %s", where, zz_format_bytes(cpu, a, sizeof a),
                     cpu_cap ? "--cpu-mem" : "cpu_mem_bytes", zz_format_bytes(ram, b, sizeof b), b);
   size_t gpu = gpu_cap ? gpu_cap : hw->gpu_mem;
   if (strcmp(hw->device, "cpu") == 0 && gpu > ram)
     return zz_error(ZZ_ERR_INVALID_ARG,
-                    "--hw %s: its cpu device's memory of %s (%s) is host RAM, and this machine has %s (MemTotal); "
+                    "--hw %s: its cpu device's memory of %s (%s) is host RAM, and this machine has %s (MemTotal, or its cgroup's memory limit less room for the program); "
                     "measure this machine (zigzag profile --out FILE) or give --gpu-mem of at most %s", where,
                     zz_format_bytes(gpu, a, sizeof a), gpu_cap ? "--gpu-mem" : "gpu_mem_bytes",
                     zz_format_bytes(ram, b, sizeof b), b);

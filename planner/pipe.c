@@ -151,7 +151,8 @@ static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_plann
   for (int a = 0; a < nn; a++)
     for (int b = 0; b < ng; b++) {
       if (o->max_gbs && gl[b] > o->max_gbs) break;
-      if (o->max_block && gl[b] * nl[a] > o->max_block) break;
+      /* the prompts there are fill all T groups of a block, not one */
+      if (o->max_block && (long long)gl[b] * nl[a] * p->groups > o->max_block) break;
       memcpy(cur, p, sizeof *cur);
       zz_pipe_progress(o, g, p->ranks, a * ng + b + 1, nn * ng);
       zz_status st = zz_pipe_plan_ranks(m, hw, o, gl[b], nl[a], cur);
@@ -222,6 +223,43 @@ zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_plann
   }
   if (st == ZZ_OK) *out = *best;
   free(best);
+  free(p);
+  free(cost);
+  return st;
+}
+
+zz_status zz_pipe_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int ranks,
+                            const zz_policy *pol, zz_pipeline_plan *out) {
+  if (ranks < 1 || ranks > ZZ_PLAN_MAX_RANKS || ranks > m->n_layers)
+    return zz_error(ZZ_ERR_INVALID_ARG, "planner: --ranks %d: want 1 to %d (and at most the model's %d layers)", ranks,
+                    ZZ_PLAN_MAX_RANKS, m->n_layers);
+  zz_pipeline_plan *p = calloc(1, sizeof *p);
+  double *cost = calloc((size_t)m->n_layers, sizeof *cost);
+  zz_status st = p && cost ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
+  if (st == ZZ_OK) {
+    p->ranks = ranks;
+    p->groups = o->n_groups > 0 ? o->n_groups : ranks;
+    /* the split mpirun --hw FILE --policy P runs (launch/pipe.c): per-layer
+     * seconds under P, balanced */
+    st = zz_plan_layer_costs(m, hw, &o->shape, pol, o->bf16_weights, cost);
+  }
+  if (st == ZZ_OK) st = zz_split_costs(cost, m->n_layers, ranks, p->bounds);
+  for (int r = 0; st == ZZ_OK && r < ranks; r++) {
+    zz_planner_opts ro = *o;
+    ro.layer_begin = p->bounds[r], ro.layer_end = p->bounds[r + 1], ro.n_groups = p->groups;
+    st = zz_plan_eval(m, hw, &ro, pol, &p->rank[r]);
+    if (st != ZZ_OK) {
+      char msg[1024], pb[256];
+      snprintf(msg, sizeof msg, "%s", zz_error_message());
+      st = zz_error(st, "planner: --ranks %d with the policy \"%s\": rank %d (layers [%d, %d), %d groups) cannot run "
+                    "it: %s; leave the policy out to plan each rank's own", ranks, zz_policy_str(pol, pb, sizeof pb), r,
+                    p->bounds[r], p->bounds[r + 1], p->groups, msg);
+    }
+  }
+  if (st == ZZ_OK) {
+    zz_pipe_times(m, hw, &o->shape, p);
+    *out = *p;
+  }
   free(p);
   free(cost);
   return st;

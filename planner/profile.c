@@ -8,19 +8,33 @@
  * the CPU attention kernel per thread count (its own pool each time), and the
  * same ops over 4-bit weights and caches plus the cache append that quantizes
  * (where the device has 4-bit ops). Each
- * measurement repeats for ~budget/24 seconds and keeps the median time: what a
- * long run sustains, also on a machine shared with other jobs (the best time
- * would describe the quiet moments only).
+ * measurement runs for ~budget/24 seconds in windows and keeps the median
+ * window's time per call: what a long run sustains, also on a machine shared
+ * with other jobs (the best time would describe the quiet moments only).
+ *
+ * Inside a cgroup with a CPU quota (a container, a machine of bench/cluster.sh)
+ * a short burst runs at full speed until the period's quota is spent, then
+ * waits: timing calls one by one described the burst, several times faster than
+ * what a run sustains, and differed from one profile to the next. So each window
+ * spans several quota periods and is charged at least the CPU time it used
+ * divided by the quota (the kernel grants no more per second of wall time), and
+ * windows repeat until three agree within 10%. The file records the cores and
+ * memory the cgroup gives (zz_limits.h), not the host's.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "zz_limits.h"
 #include "zz_planner.h"
 
 typedef struct zz_prof {
   zz_device *dev;
-  double slice_s; /* seconds per measurement */
+  double slice_s;  /* seconds per measurement (without a quota) */
+  double window_s; /* seconds per window */
+  double quota;    /* CPU-seconds per second the cgroup grants (0: no quota) */
+  int cores;       /* CPUs this process may keep busy (zz_limits.h) */
   bool verbose;
 } zz_prof;
 
@@ -29,21 +43,46 @@ static int zz_cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Median seconds per call of fn over repetitions filling slice_s (at least 3). */
+/* CPU seconds used by every thread of this process. */
+static double zz_cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The sustained seconds per call of fn: windows of window_s (at least one call
+ * each), each charged max(wall, CPU / quota) over its calls, repeated until the
+ * last three agree within 10% (at most ZZ_PROF_MAX_WINDOWS); their median. */
 #define ZZ_PROF_MAX_REPS 1024
+#define ZZ_PROF_MAX_WINDOWS 9
+#define ZZ_PROF_AGREE 1.10
 typedef zz_status (*zz_prof_fn)(void *arg);
 static zz_status zz_median_s(const zz_prof *p, zz_prof_fn fn, void *arg, double *out) {
   ZZ_CHECK(fn(arg)); /* warm-up */
-  double t[ZZ_PROF_MAX_REPS], start = zz_now();
-  int n = 0;
-  while (n < ZZ_PROF_MAX_REPS && (n < 3 || zz_now() - start < p->slice_s)) {
-    double t0 = zz_now();
-    ZZ_CHECK(fn(arg));
-    t[n++] = zz_now() - t0;
+  double w[ZZ_PROF_MAX_WINDOWS];
+  int nw = 0;
+  for (;;) {
+    double t0 = zz_now(), c0 = zz_cpu_now(), wall = 0;
+    int n = 0;
+    while (n < ZZ_PROF_MAX_REPS && (n < 1 || wall < p->window_s)) {
+      ZZ_CHECK(fn(arg));
+      n++;
+      wall = zz_now() - t0;
+    }
+    double cpu = zz_cpu_now() - c0, charged = p->quota > 0 && cpu / p->quota > wall ? cpu / p->quota : wall;
+    w[nw++] = charged / n;
+    if (nw >= 3) {
+      double last[3] = {w[nw - 3], w[nw - 2], w[nw - 1]};
+      qsort(last, 3, sizeof *last, zz_cmp_double);
+      if (last[2] <= ZZ_PROF_AGREE * last[0] || nw == ZZ_PROF_MAX_WINDOWS) {
+        *out = last[1];
+        if (p->verbose && last[2] > ZZ_PROF_AGREE * last[0])
+          fprintf(stderr, "profile: note: %d windows still spread %.0f%% (a busy machine?); kept the median of the last 3\n",
+                  nw, 100 * (last[2] / last[0] - 1));
+        return ZZ_OK;
+      }
+    }
   }
-  qsort(t, (size_t)n, sizeof *t, zz_cmp_double);
-  *out = t[n / 2];
-  return ZZ_OK;
 }
 
 /* ---------------------------------------------------------------- copies */
@@ -202,7 +241,11 @@ static zz_status zz_prof_gemm(const zz_prof *p, zz_dtype wdt, zz_hw_point *pts, 
       fprintf(stderr, "profile: GEMM%s M=%lld: %.3g GFLOP/s\n",
               q4 ? " (4-bit weights)" : wdt == ZZ_DTYPE_BF16 ? " (bf16 weights)" : "", (long long)m,
               pts[*n_pts - 1].y / 1e9);
-    if (t > p->slice_s / 2.5) break; /* larger M only takes longer; the curve is flat by now */
+    /* larger M only takes longer: stop once the calls are long and the curve
+     * has flattened (a rate still climbing, as a slow kernel's at small M, would
+     * be extrapolated flat from too low a point), or the calls are very long */
+    bool flat = *n_pts >= 2 && pts[*n_pts - 1].y < 1.15 * pts[*n_pts - 2].y;
+    if ((t > p->slice_s / 2.5 && flat) || t > 2 * p->slice_s) break;
   }
   if (a.y) zz_device_free(p->dev, a.y);
   if (a.x) zz_device_free(p->dev, a.x);
@@ -304,8 +347,7 @@ static zz_status zz_prof_cpu_attn(const zz_prof *p, bool q4, zz_hw_point *pts, i
     for (int64_t i = 0; i < a.b * h; i++) q[i] = (float)(i % 5) * 0.1f;
   }
   a.q = q, a.k = k, a.v = v, a.out = o, a.scratch = sc, a.pad = pad;
-  int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores < 1) cores = 1;
+  int cores = p->cores;
   *n_pts = 0;
   for (int t = 1; st == ZZ_OK && *n_pts < ZZ_HW_MAX_POINTS; t = t * 2 > cores && t < cores ? cores : t * 2) {
     if (t > cores) break;
@@ -385,7 +427,16 @@ static zz_status zz_prof_q4(const zz_prof *p, zz_hw *hw) {
 
 zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
   double budget = o->budget_s > 0 ? o->budget_s : 15;
-  zz_prof p = {.slice_s = budget / 24, .verbose = o->verbose};
+  const zz_limits *lim = zz_limits_here();
+  zz_prof p = {.slice_s = budget / 24, .verbose = o->verbose, .cores = lim->cores};
+  p.window_s = p.slice_s / 3;
+  if (lim->quota_cores > 0) { /* windows of several periods: a quota throttles at each period's end */
+    p.quota = lim->quota_cores;
+    if (p.window_s < 3 * lim->period_s) p.window_s = 3 * lim->period_s;
+  }
+  char ls[256];
+  zz_limits_str(lim, ls, sizeof ls);
+  if (o->verbose) fprintf(stderr, "profile: this process may use: %s\n", ls);
   zz_hw hw;
   memset(&hw, 0, sizeof hw);
   ZZ_CHECK(zz_device_create_best(0, 0, o->threads, 0, &p.dev));
@@ -393,13 +444,18 @@ zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
   if (!dir || !*dir) dir = "/tmp";
   char host[64] = "";
   gethostname(host, sizeof host - 1);
-  snprintf(hw.name, sizeof hw.name, "%s (measured by zigzag profile, %s device)", host, zz_device_describe(p.dev)->name);
-  snprintf(hw.device, sizeof hw.device, "%s", zz_device_describe(p.dev)->name);
-  hw.gpu_mem = zz_device_describe(p.dev)->capacity - zz_device_describe(p.dev)->reserved;
-  hw.gpu_reserved = zz_device_describe(p.dev)->reserved;
+  const zz_device_desc *d = zz_device_describe(p.dev);
+  if (lim->cores < lim->host_cpus || lim->mem < lim->host_mem || lim->quota_cores > 0) /* the machine it describes */
+    snprintf(hw.name, sizeof hw.name, "%s (zigzag profile, %s device, cgroup: %.2g CPU, %d core%s, %.3g GiB)", host,
+             d->name, lim->cpu, lim->cores, lim->cores == 1 ? "" : "s", (double)lim->mem / (1 << 30));
+  else
+    snprintf(hw.name, sizeof hw.name, "%s (measured by zigzag profile, %s device)", host, d->name);
+  snprintf(hw.device, sizeof hw.device, "%s", d->name);
+  hw.gpu_mem = d->capacity - d->reserved;
+  hw.gpu_reserved = d->reserved;
   hw.cpu_mem = zz_host_memory_bytes();
   hw.disk_mem = zz_disk_free_bytes(dir);
-  hw.cpu_cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  hw.cpu_cores = lim->cores; /* the cgroup's cpuset and quota, not the host's */
   hw.machines = 1;
   zz_status st = zz_prof_copies(&p, &hw);
   if (st == ZZ_OK && o->verbose)

@@ -296,6 +296,13 @@ typedef struct zz_pipeline_plan {
 zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int ranks,
                               zz_pipeline_plan *out);
 
+/* The pipeline of m ranks all running the given policy pol (plan --ranks m
+ * --policy P): the split by per-layer seconds under pol (as mpirun --hw FILE
+ * --policy P splits), each rank's cost of pol on its slice, the throughput.
+ * ZZ_ERR_INFEASIBLE naming the rank whose slice cannot hold pol. */
+zz_status zz_pipe_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int ranks,
+                            const zz_policy *pol, zz_pipeline_plan *out);
+
 /* The contiguous split of n layers of costs cost[] into k stages minimising the
  * slowest stage: bounds_out[0..k] (the one split algorithm). */
 zz_status zz_split_costs(const double *cost, int n, int k, int *bounds_out);

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "device_impl.h"
+#include "zz_limits.h"
 
 /* ================================================================ allocations */
 
@@ -90,7 +91,11 @@ static size_t zz_ranges_count(zz_device_ranges *rs) {
 
 /* ================================================================ creation */
 
+/* threads 0: one per CPU this process may keep busy (its cgroup's cpuset and
+ * quota, zz_limits.h), not the host's: more threads than a quota allows only
+ * take turns, and are throttled together at the end of each period. */
 static zz_status zz_device_pool(int threads, const char *what, zz_pool **out) {
+  if (threads <= 0) threads = zz_limits_here()->cores < ZZ_POOL_MAX_THREADS ? zz_limits_here()->cores : ZZ_POOL_MAX_THREADS;
   int rc = zz_pool_create(threads, out);
   if (rc == EINVAL)
     return zz_error(ZZ_ERR_INVALID_ARG, "device: %d %s threads asked, at most %d", threads, what,

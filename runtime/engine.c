@@ -75,9 +75,12 @@ zz_status zz_engine_plan_check(const zz_device_desc *dev, const zz_model *m, con
   else if (disk_need)
     cap[ZZ_TIER_DISK] = zz_disk_free_bytes(dir);
   if (st == ZZ_OK) st = zz_memplan_check(&plan, cap);
-  /* a device whose memory is host RAM shares it with the CPU tier */
-  if (st == ZZ_OK && dev->memory_is_host)
-    st = zz_memplan_check_shared(&plan, dev->host_memory ? dev->host_memory : zz_host_memory_bytes());
+  /* a device whose memory is host RAM shares it with the CPU tier: the RAM
+   * there is (the description's, else this machine's), or --cpu-mem's when lower
+   * (the planner's bound, search.c) */
+  size_t ram = dev->host_memory ? dev->host_memory : zz_host_memory_bytes();
+  if (o->tiers.cap[ZZ_TIER_CPU] && o->tiers.cap[ZZ_TIER_CPU] < ram) ram = o->tiers.cap[ZZ_TIER_CPU];
+  if (st == ZZ_OK && dev->memory_is_host) st = zz_memplan_check_shared(&plan, ram);
   if (st != ZZ_OK) {
     zz_memplan_free(&plan);
     return st;
@@ -205,12 +208,12 @@ static zz_status zz_engine_caps_check(const zz_device_desc *dev, const zz_engine
   size_t ram = zz_host_memory_bytes();
   char a[32], b[32];
   if (o->tiers.cap[ZZ_TIER_CPU] > ram)
-    return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-mem %s is more than this machine's %s of RAM (MemTotal): give at most "
+    return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-mem %s is more than this machine's %s of RAM (MemTotal, or its cgroup's memory limit less room for the program): give at most "
                     "that, or 0 for all of it", zz_format_bytes(o->tiers.cap[ZZ_TIER_CPU], a, sizeof a),
                     zz_format_bytes(ram, b, sizeof b));
   if (dev->memory_is_host && dev->capacity > ram)
     return zz_error(ZZ_ERR_INVALID_ARG, "--gpu-mem %s: the %s device's memory is host RAM, and this machine has %s "
-                    "(MemTotal): give at most that, or 0 for all of it", zz_format_bytes(dev->capacity, a, sizeof a),
+                    "(MemTotal, or its cgroup's memory limit less room for the program): give at most that, or 0 for all of it", zz_format_bytes(dev->capacity, a, sizeof a),
                     dev->name, zz_format_bytes(ram, b, sizeof b));
   return ZZ_OK;
 }

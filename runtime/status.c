@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "zz_base.h"
+#include "zz_limits.h"
 
 static _Thread_local char zz_error_buf[1024];
 static void (*zz_fatal_hook)(void);
@@ -111,10 +112,7 @@ const char *zz_format_bytes(size_t bytes, char *buf, size_t len) {
   return buf;
 }
 
-size_t zz_host_memory_bytes(void) {
-  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && size > 0 ? (size_t)pages * (size_t)size : (size_t)1 << 34;
-}
+size_t zz_host_memory_bytes(void) { return zz_limits_here()->mem; }
 
 double zz_now(void) {
   struct timespec ts;

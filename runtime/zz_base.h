@@ -86,7 +86,8 @@ zz_status zz_parse_bytes(const char *text, size_t *out);
 /* Formats bytes as "1.50 GiB" into buf. */
 const char *zz_format_bytes(size_t bytes, char *buf, size_t len);
 double zz_now(void); /* monotonic seconds */
-/* Physical memory of this machine in bytes (16 GiB when it cannot be read). */
+/* Memory this process may use in bytes: MemTotal, or its cgroup's memory limit
+ * when lower (zz_limits.h); 16 GiB when neither can be read. */
 size_t zz_host_memory_bytes(void);
 
 /* FNV-1a over n bytes, going on from h (ZZ_FNV_BASIS to start): the tree's one

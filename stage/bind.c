@@ -13,6 +13,7 @@
 #endif
 
 #include "comm_impl.h"
+#include "zz_limits.h"
 #include "zz_stage.h"
 
 /* The NUMA node (logical index) nearest CUDA device `ordinal`, or -1 with why. */
@@ -118,9 +119,20 @@ static zz_status zz_bind_cores(hwloc_topology_t topo, int node, int k, int n, in
   b->ncores = hi - lo;
   b->numa_node = node;
   hwloc_bitmap_list_snprintf(b->cpus, sizeof b->cpus, set);
-  char extra[96] = "";
+  char extra[288] = "";
   if (b->shared)
     snprintf(extra, sizeof extra, "; cores shared: %d ranks on %d cores", n, c);
+  /* a cgroup's quota allows fewer busy threads than the cores seen (a container,
+   * a machine of bench/cluster.sh): the threads follow the quota, and the line says
+   * what the process really has */
+  const zz_limits *lim = zz_limits_here();
+  if (lim->quota_cores > 0 || lim->cores < lim->host_cpus || lim->mem < lim->host_mem) {
+    char ls[200];
+    zz_limits_str(lim, ls, sizeof ls);
+    if (lim->cores < b->ncores) b->ncores = lim->cores;
+    snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "; %d core%s to use, %s", b->ncores,
+             b->ncores == 1 ? "" : "s", ls);
+  }
   if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0) {
     snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "; binding refused, not bound");
   }

@@ -62,12 +62,12 @@ zz_status zz_mpi_status(int rc, const char *fmt, ...) __attribute__((format(prin
 /* Where hwloc bound this rank. */
 typedef struct zz_binding {
   int numa_node;      /* logical index of the NUMA node bound to, -1 when unknown */
-  int ncores;         /* cores in the cpuset (threads for CPU attention and I/O) */
+  int ncores;         /* cores in the cpuset, at most the cgroup's quota rounded up (threads for GEMM, CPU attention) */
   int shared;         /* 1 when this rank's cores are shared with other local ranks */
   int local_rank;     /* rank among the ranks of this machine */
   int local_size;     /* ranks on this machine */
   char cpus[128];     /* the cpuset as a list of PUs, "0-3,8-11" */
-  char note[160];     /* why it bound there ("nearest GPU 0000:3b:00.0", "spread: ...") */
+  char note[384];     /* why it bound there ("nearest GPU 0000:3b:00.0", "spread: ...") */
   void *cpuset;       /* hwloc_bitmap_t, owned: the cores bound to */
   void *topology;     /* hwloc_topology_t, owned */
 } zz_binding;

@@ -689,6 +689,87 @@ static void test_search_shared_ram(void) {
   zz_model_free(&m);
 }
 
+/* --cpu-mem on the CPU device bounds the RAM its gpu and cpu tiers share, not
+ * only the cpu tier (issue #24: under --cpu-mem 1600M a plan needed 3.1 GiB of a
+ * 2 GiB machine and was killed); weights that do not fit go partly to disk, in
+ * f32, bf16 and 4 bits alike. */
+static void test_search_cpu_mem_cap(void) {
+  zz_config cfg;
+  zz_model m = {0};
+  CU_ASSERT_EQUAL_FATAL(zz_config_preset("opt-1.3b", &cfg), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_model_init(&cfg, &m), ZZ_OK);
+  zz_hw hw = test_hw_q4(0.5, 1e9);
+  snprintf(hw.device, sizeof hw.device, "cpu");
+  hw.gpu_mem = hw.cpu_mem = 25276063744, hw.disk_mem = 85247959040; /* a host's, as profile wrote before #24 */
+  hw.cpu_cores = 1;
+  hw.n_gemm_bf16 = hw.n_gemm;
+  for (int i = 0; i < hw.n_gemm; i++) hw.gemm_bf16[i] = (zz_hw_point){hw.gemm[i].x, 0.8 * hw.gemm[i].y};
+  static const struct {
+    bool bf16, q4;
+    size_t cap;
+  } cases[] = {{false, false, (size_t)1600 << 20}, {true, false, (size_t)1600 << 20}, {false, true, (size_t)600 << 20},
+               {true, false, (size_t)1000 << 20}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    zz_planner_opts o;
+    zz_planner_opts_default(&o);
+    o.shape = (zz_shape){32, 8};
+    o.max_block = 16;
+    o.cap[ZZ_TIER_CPU] = cases[i].cap;
+    o.bf16_weights = cases[i].bf16;
+    o.force_compress_weight = cases[i].q4;
+    o.allow_compression = cases[i].q4;
+    zz_plan plan;
+    zz_status st = zz_plan_search(&m, &hw, &o, &plan);
+    if (st != ZZ_OK) fprintf(stderr, "\n  case %zu: %s\n", i, zz_error_message());
+    CU_ASSERT_EQUAL(st, ZZ_OK);
+    if (st != ZZ_OK) continue;
+    size_t ram = plan.cost.peak[ZZ_TIER_GPU] + plan.cost.peak[ZZ_TIER_CPU];
+    if (ram > cases[i].cap) fprintf(stderr, "\n  case %zu: %zu bytes of RAM under a cap of %zu\n", i, ram, cases[i].cap);
+    CU_ASSERT(ram <= cases[i].cap);
+    CU_ASSERT(plan.policy.w_gpu + plan.policy.w_cpu < 100); /* the rest of the weights on disk */
+    CU_ASSERT(plan.cost.peak[ZZ_TIER_DISK] > 0);
+    /* the engine's own check of that policy agrees */
+    zz_memplan mp;
+    zz_status cs = zz_plan_check(&m, &hw, &o, &plan.policy, &mp);
+    CU_ASSERT_EQUAL(cs, ZZ_OK);
+    if (cs == ZZ_OK) zz_memplan_free(&mp);
+    zz_error_clear();
+  }
+  /* a policy over the shared cap is refused when evaluated */
+  zz_planner_opts o;
+  zz_planner_opts_default(&o);
+  o.shape = (zz_shape){32, 8};
+  o.cap[ZZ_TIER_CPU] = (size_t)1600 << 20;
+  zz_policy all_gpu;
+  zz_policy_default(&all_gpu);
+  all_gpu.gpu_batch_size = 4, all_gpu.w_gpu = 100, all_gpu.w_cpu = 0;
+  zz_plan plan;
+  CU_ASSERT_EQUAL(zz_plan_eval(&m, &hw, &o, &all_gpu, &plan), ZZ_ERR_INFEASIBLE);
+  zz_error_clear();
+  zz_model_free(&m);
+}
+
+/* The rounding places whole layers: a rounded plan 1 MiB over the CPU device's
+ * shared RAM came back unchanged while the LP's row shrank by 0.2% a round, and
+ * after 8 rounds "no policy fits ... a planner defect" (opt-125m on a machine of
+ * 700 MiB: tests/fixtures/cluster-m0-hw.json, the profile bench/cluster_scaling.sh
+ * wrote inside one machine; issue #24). */
+static void test_search_layer_rounding(void) {
+  zz_hw hw;
+  CU_ASSERT_EQUAL_FATAL(zz_hw_load(ZZ_PLANNER_HW_DIR "/../../tests/fixtures/cluster-m0-hw.json", &hw), ZZ_OK);
+  zz_planner_opts o;
+  zz_planner_opts_default(&o);
+  o.shape = (zz_shape){32, 4};
+  o.max_block = 64;
+  o.allow_compression = false;
+  zz_plan plan;
+  zz_status st = zz_plan_search(&g_model, &hw, &o, &plan);
+  if (st != ZZ_OK) fprintf(stderr, "\n  %s\n", zz_error_message());
+  CU_ASSERT_EQUAL(st, ZZ_OK);
+  if (st == ZZ_OK) CU_ASSERT(plan.cost.peak[ZZ_TIER_GPU] + plan.cost.peak[ZZ_TIER_CPU] <= hw.cpu_mem);
+  zz_error_clear();
+}
+
 /* A run with a hardware file runs on the machine the file describes: the same
  * device kind, no more RAM than this machine has (issue #21 item 15). */
 static void test_hw_check_here(void) {
@@ -851,6 +932,8 @@ int main(void) {
   CU_add_test(s, "pipeline: the split rule for a given policy", test_plan_split);
   CU_add_test(s, "plan: the thread and binding rules", test_plan_threads_binding);
   CU_add_test(s, "device description: the planner's and the live device's", test_device_desc);
+  CU_add_test(s, "search: a rounded plan over the shared RAM by less than a layer", test_search_layer_rounding);
+  CU_add_test(s, "search: --cpu-mem bounds the CPU device's shared RAM; partial disk in f32, bf16, 4 bits", test_search_cpu_mem_cap);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failures = CU_get_number_of_failures();

@@ -22,6 +22,7 @@ void zz_test_tokjson_register(void);
 void zz_test_gemm_register(void);
 void zz_test_attn_register(void);
 void zz_test_cli_register(void);
+void zz_test_limits_register(void);
 /* A fixture's golden prompts on a CPU device under `policy`: tokens exact, logits
  * within 1e-4 relative (test_runtime_model.c). */
 void zz_check_golden(const char *name, const char *policy);

@@ -716,5 +716,57 @@ check "--max-new-tokens beyond the positions: refused without a negative prompt 
 zz "${GEN[@]}" --prompts - --out stdin.jsonl <job.jsonl
 check "prompts from stdin are checked whole, then run: the bytes of the file run" eval '[ "$RC" -eq 0 ] && cmp -s stdin.jsonl full.jsonl'
 
+# ------------------------------------------------------------ issue #24: scaling, caps, cgroups
+
+# plan --ranks m answers "will m machines beat one?": the best 1-rank plan for the same file and prompts,
+# the speed-up and whether it is super-linear, each rank's block; --json carries the same
+zz plan --model opt-1.3b --hw "$HW/t4-gcp-x4.json" --prompt-len 32 --gen-len 8 --max-block 64 --ranks 4
+check "plan --ranks 4 prints the best one-machine plan, the speed-up and whether it is super-linear, each rank's block" \
+  eval '[ "$RC" -eq 0 ] && has "one machine: policy gbs=" outp && grep -qE "^speed-up of 4 machines over one: decode x[0-9.]+ \((super|sub)-linear|no gain" outp && has "rank 3: block " outp'
+BLOCKS=$(sed -n 's/^rank [0-9]: block \([0-9]*\) sequences.*/\1/p' outp | sort -u)
+check "plan --ranks 4 --max-block 64: the whole block (every group) is at most the 64 prompts there are" \
+  eval '[ -n "$BLOCKS" ] && [ "$(echo "$BLOCKS" | wc -l)" -eq 1 ] && [ "$BLOCKS" -le 64 ]'
+zz plan --model opt-1.3b --hw "$HW/t4-gcp-x4.json" --prompt-len 32 --gen-len 8 --max-block 64 --ranks 4 --json
+check "plan --ranks 4 --json carries one_rank, speedup (super_linear_decode/total) and the block" \
+  eval '[ "$RC" -eq 0 ] && has "\"one_rank\": {\"policy\": \"gbs=" outp && has "\"super_linear_decode\": " outp && has "\"block\": " outp && has "\"policy_given\": false" outp'
+# --ranks with --policy: planned around it, or refused naming the rank; never silently replaced
+PIPEPOL="gbs=4 num_gb=2 w=100,0 c=100,0 a=100,0 overlap=1 cpu_attn=0 cw=0 cc=0 sparsity=1"
+zz plan --model opt-1.3b --hw "$HW/t4-gcp-x4.json" --prompt-len 32 --gen-len 8 --ranks 2 --policy "$PIPEPOL"
+check "plan --ranks 2 --policy P plans every rank around P (not a searched policy)" \
+  eval '[ "$RC" -eq 0 ] && has "the given policy on every rank" outp && [ "$(grep -c "^rank [01]: policy $PIPEPOL" outp)" -eq 2 ]'
+zz plan --model opt-1.3b --hw tiny-hw.json --prompt-len 32 --gen-len 8 --ranks 2 --policy "$PIPEPOL" --gpu-mem 300M --cpu-mem 300M
+check "plan --ranks 2 --policy P that a rank cannot hold is refused naming the rank" \
+  eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && grep -q "rank [01] (layers \[" err && has "cannot run it" err'
+
+# cgroups (root, cgroup v1 memory/cpu/cpuset mounted): the defaults follow the group's limits, and a plan
+# under --cpu-mem runs inside a memory limit the planner's RAM bound respects (before #24, --cpu-mem 600M
+# --gpu-mem 600M gave a plan of 837 MiB, killed by an 800 MiB limit)
+CG=/sys/fs/cgroup
+if [ "$(id -u)" = 0 ] && [ -w "$CG/memory" ] && [ -w "$CG/cpu" ] && [ -w "$CG/cpuset" ] && [ -e "$CG/cpu/cpu.cfs_quota_us" ]; then
+  G=zzcli$$
+  for c in memory cpu cpuset; do mkdir -p "$CG/$c/$G"; done
+  echo 800M >"$CG/memory/$G/memory.limit_in_bytes"
+  echo 50000 >"$CG/cpu/$G/cpu.cfs_quota_us"
+  cat "$CG/cpuset/cpuset.mems" >"$CG/cpuset/$G/cpuset.mems"
+  cut -d, -f1 "$CG/cpuset/cpuset.effective_cpus" | cut -d- -f1 >"$CG/cpuset/$G/cpuset.cpus"
+  # zzg ARGS...: zz inside the group
+  zzg() {
+    timeout "${CLI_HANG:-120}" sh -c 'for c in memory cpu cpuset; do echo $$ >"$0/$c/$1/tasks"; done; shift; exec "$@"' \
+      "$CG" "$G" "$ZZ" "$@" >"$W/outp" 2>"$W/err"
+    RC=$?
+  }
+  zzg bench --model opt-125m --dummy --hw tiny-hw.json --cpu-mem 600M --gpu-mem 600M --prompt-len 16 --gen-len 2 --max-block 4
+  check "bench under --cpu-mem 600M --gpu-mem 600M in an 800 MiB memory cgroup: planned within 600 MiB of RAM, not killed" \
+    eval '[ "$RC" -eq 0 ] && has "decode" outp'
+  check "in a group of 0.5 CPU on one CPU: the plan's threads are cut to 1 and the binding line names quota, cpuset, memory" \
+    eval 'has "threads from the plan: GEMM 1, CPU attention 1" err && grep -q "bound to cores .*1 core to use, cgroup v1: cpuset [0-9]* (1 CPU of [0-9]*), quota 0.50 CPU per 100 ms, memory 700.00 MiB (limit 800.00 MiB)" err'
+  zzg bench --model "$TINY" --prompt-len 8 --gen-len 2 --gpu-batch-size 1 --cpu-mem 750M
+  check "--cpu-mem 0 means the group's memory less an eighth: 750M is refused as more than the 700 MiB of an 800 MiB limit" \
+    eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "more than this machine" err && has "700.00 MiB" err'
+  for c in memory cpu cpuset; do rmdir "$CG/$c/$G" 2>/dev/null; done
+else
+  ok "# skip cgroup checks: not root or no writable cgroup v1 memory/cpu/cpuset"
+fi
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

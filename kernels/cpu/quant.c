@@ -1,12 +1,9 @@
 /*
  * quant.c — group-wise min/max quantization (FlexGen §5): the format's sizes, the
  * quantizer and dequantizer, and the CPU kernels that read quantized tensors
- * (dequantize-and-multiply linear over panels of output rows, embedding rows,
- * cache appends). The layout is drawn in zz_kernels.h and docs/compression.md.
+ * (embedding rows, cache appends; the linear is kernels/cpu/linear.c's driver). The layout is drawn in zz_kernels.h and docs/compression.md.
  */
-#include <cblas.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,95 +132,6 @@ float zz_q_half_step(zz_qfmt f, const void *row, int64_t len, int64_t e) {
 }
 
 /* ---------------------------------------------------------------- kernels */
-
-/* Output rows per panel: a panel of a 4096-wide matrix is 256 KiB of f32, about
- * what one core's L2 keeps while the GEMM reads it. */
-#define ZZ_Q_PANEL 16
-
-/* Each thread widens its panels into its own buffer, grown once to the largest
- * panel it has seen (the hot loop allocates only on growth) and freed when the
- * thread ends (a pool's workers when the pool is destroyed). */
-typedef struct zz_q_buf {
-  float *p;
-  size_t cap;
-} zz_q_buf;
-
-static pthread_key_t zz_q_key;
-static pthread_once_t zz_q_once = PTHREAD_ONCE_INIT;
-
-static void zz_q_buf_free(void *arg) {
-  zz_q_buf *b = arg;
-  free(b->p);
-  free(b);
-}
-
-static void zz_q_key_init(void) { pthread_key_create(&zz_q_key, zz_q_buf_free); }
-
-static float *zz_q_panel(size_t floats) {
-  pthread_once(&zz_q_once, zz_q_key_init);
-  zz_q_buf *b = pthread_getspecific(zz_q_key);
-  if (!b) {
-    if (!(b = calloc(1, sizeof *b))) return NULL;
-    if (pthread_setspecific(zz_q_key, b) != 0) {
-      free(b);
-      return NULL;
-    }
-  }
-  if (floats > b->cap) {
-    float *p = realloc(b->p, floats * sizeof *p);
-    if (!p) return NULL;
-    b->p = p;
-    b->cap = floats;
-  }
-  return b->p;
-}
-
-/* Rows of x up to which the linear uses its own dot products instead of a GEMM. */
-#define ZZ_Q_SMALL_N 16
-
-typedef struct zz_qlin_job {
-  const float *x, *b;
-  const unsigned char *w;
-  zz_qfmt f;
-  int64_t n, in, out, panel;
-  size_t row_bytes;
-  float *y;
-  int relu;
-} zz_qlin_job;
-
-static void zz_qlin_panel(void *arg, int64_t p) {
-  const zz_qlin_job *j = arg;
-  int64_t o0 = p * j->panel, rows = j->out - o0 < j->panel ? j->out - o0 : j->panel;
-  float *wp = zz_q_panel((size_t)(j->panel * j->in));
-  if (!wp) {
-    /* a kernel has no error path: a panel is at most 64 rows, so this is the machine out of memory */
-    fprintf(stderr, "zz_cpu_linear_q: out of memory for a %lld-float panel\n", (long long)(j->panel * j->in));
-    abort();
-  }
-  zz_q_dequantize(j->f, j->w + (size_t)o0 * j->row_bytes, rows, j->in, wp);
-  if (j->n <= ZZ_Q_SMALL_N) {
-    /* decoding: a few rows of x, dot products on this thread (a small sgemm would
-     * pay OpenBLAS's call and threading overhead per panel) */
-    for (int64_t i = 0; i < j->n; i++)
-      for (int64_t o = 0; o < rows; o++) j->y[i * j->out + o0 + o] = zz_dot(j->x + i * j->in, wp + o * j->in, j->in);
-  } else {
-    /* y[:, o0 .. o0+rows) = x · panelᵀ */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)j->n, (blasint)rows, (blasint)j->in, 1.0f, j->x,
-                (blasint)j->in, wp, (blasint)j->in, 0.0f, j->y + o0, (blasint)j->out);
-  }
-  zz_bias_relu_cols(j->y, j->n, j->out, o0, rows, j->b, j->relu);
-}
-
-void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f,
-                     const float *b, int64_t out, float *y, int relu) {
-  /* decoding: panels of 16 rows over the pool's threads, dot products; prefill:
-   * panels of 64 rows over the pool's threads too, each a GEMM, single-threaded
-   * on the CPU device (zz_cpu_blas_single); a threaded OpenBLAS serialises them */
-  bool small = n <= ZZ_Q_SMALL_N;
-  int64_t panel = small ? ZZ_Q_PANEL : 4 * ZZ_Q_PANEL;
-  zz_qlin_job job = {x, b, w, f, n, in, out, panel, zz_q_row_bytes(f, in), y, relu};
-  zz_pool_run(pool, zz_qlin_panel, &job, (out + panel - 1) / panel);
-}
 
 void zz_cpu_embed_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, float *out,
                          int add) {

@@ -294,6 +294,36 @@ static void test_linear_threads_bits(void) {
   free(x), free(w), free(wb), free(q), free(xb);
 }
 
+/* zz_q_dequantize (the panels' widening, embedding rows) under AVX2 gives the
+ * portable bits, for every 4-bit group size kind (power of 2, multiple of 8, only
+ * even) and ragged row lengths. */
+static void test_q4_dequant_bits(void) {
+  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
+  zz_rng r;
+  zz_rng_seed(&r, 37, 0);
+  const int groups[] = {32, 34, 40, 64, 256};
+  const int64_t lens[] = {1, 9, 63, 64, 65, 1000};
+  int bad = 0;
+  for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+    for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+      zz_qfmt f = {4, groups[g]};
+      int64_t rows = 3, len = lens[l];
+      float *x = malloc((size_t)(rows * len) * sizeof *x), *y0 = malloc((size_t)(rows * len) * sizeof *y0);
+      float *y1 = malloc((size_t)(rows * len) * sizeof *y1);
+      void *q = malloc(zz_q_row_bytes(f, len) * (size_t)rows);
+      for (int64_t i = 0; i < rows * len; i++) x[i] = (float)(zz_rng_uniform(&r) * 20 - 10);
+      zz_q_quantize(f, x, rows, len, q);
+      zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
+      zz_q_dequantize(f, q, rows, len, y0);
+      zz_cpu_isa_set(ZZ_CPU_ISA_AVX2);
+      zz_q_dequantize(f, q, rows, len, y1);
+      if (memcmp(y0, y1, (size_t)(rows * len) * sizeof *y0) != 0) bad++;
+      free(x), free(y0), free(y1), free(q);
+    }
+  zz_cpu_isa_set(zz_cpu_isa_best());
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
 static int zz_gemm_init(void) { return zz_pool_create(2, &g_pool); }
 static int zz_gemm_clean(void) {
   zz_pool_destroy(g_pool);
@@ -313,4 +343,5 @@ void zz_test_gemm_register(void) {
               test_q4_fused);
   CU_add_test(s, "bf16 avx2 micro-kernel: the portable one's bits", test_bf16_avx2_bits);
   CU_add_test(s, "every dtype: the same bits on 1, 2 and 3 threads", test_linear_threads_bits);
+  CU_add_test(s, "q4 dequantize: avx2 = portable bits", test_q4_dequant_bits);
 }

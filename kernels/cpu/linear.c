@@ -261,21 +261,23 @@ ZZ_AVX2 static inline __m256 zz_q4x8(__m128i bytes, __m256 lo, __m256 step) {
   return _mm256_add_ps(lo, _mm256_mul_ps(v, step));
 }
 
-/* rows (1 or 2) rows of x (f32) against 4 Q4 W rows of kc elements in groups of
- * group (a multiple of 8); out[r][c] in zz_dot's order over the widened row. */
+/* ROWS rows of x (f32) against COLS Q4 W rows (ROWS × COLS <= 8 accumulators,
+ * constants after inlining) of kc elements in groups of group (a multiple of
+ * 8); out[r][c] in zz_dot's order over the widened row. */
 ZZ_AVX2 static inline __attribute__((always_inline)) void
-zz_q4_avx2_rows(const float *const x[2], const void *const wr[ZZ_NR], int64_t kc, int group, const int rows,
-                float out[2][ZZ_NR]) {
+zz_q4_avx2_tile(const float *const *x, const void *const *wr, int64_t kc, int group, const int ROWS, const int COLS,
+                float out[ZZ_MR][ZZ_NR]) {
   const float *tab = zz_f16_table();
   const int64_t kmain = kc - kc % 8; /* zz_dot's lanes; the rest is its tail */
   const size_t gb = zz_q4_group_bytes(group);
-  __m256 acc[2][ZZ_NR];
-  for (int r = 0; r < 2; r++)
-    for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm256_setzero_ps();
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  __m256 acc[ZZ_MR][ZZ_NR];
+  for (int r = 0; r < ROWS; r++)
+    for (int c = 0; c < COLS; c++) acc[r][c] = _mm256_setzero_ps();
   for (int64_t g0 = 0; g0 < kmain; g0 += group) {
     const int64_t m = kmain - g0 < group ? kmain - g0 : group; /* a multiple of 8 */
     const size_t goff = (size_t)(g0 / group) * gb;
-    for (int c = 0; c < ZZ_NR; c++) {
+    for (int c = 0; c < COLS; c++) {
       const unsigned char *g = (const unsigned char *)wr[c] + goff;
       uint16_t hmin, hstep;
       memcpy(&hmin, g, 2);
@@ -285,7 +287,6 @@ zz_q4_avx2_rows(const float *const x[2], const void *const wr[ZZ_NR], int64_t kc
       int64_t e = 0;
       for (; e + 32 <= m; e += 32) {
         __m128i v = _mm_loadu_si128((const __m128i *)(d + e / 2));
-        const __m128i m4 = _mm_set1_epi8(0x0f);
         __m128i l4 = _mm_and_si128(v, m4), h4 = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
         __m128i q0 = _mm_unpacklo_epi8(l4, h4), q1 = _mm_unpackhi_epi8(l4, h4);
         __m256 w[4] = {_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q0)),
@@ -294,7 +295,7 @@ zz_q4_avx2_rows(const float *const x[2], const void *const wr[ZZ_NR], int64_t kc
                        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(q1, 8)))};
         for (int u = 0; u < 4; u++) {
           w[u] = _mm256_add_ps(lo, _mm256_mul_ps(w[u], step));
-          for (int r = 0; r < rows; r++)
+          for (int r = 0; r < ROWS; r++)
             acc[r][c] = _mm256_add_ps(acc[r][c], _mm256_mul_ps(_mm256_loadu_ps(x[r] + g0 + e + 8 * u), w[u]));
         }
       }
@@ -302,13 +303,13 @@ zz_q4_avx2_rows(const float *const x[2], const void *const wr[ZZ_NR], int64_t kc
         uint32_t b4;
         memcpy(&b4, d + e / 2, 4);
         __m256 w = zz_q4x8(_mm_cvtsi32_si128((int)b4), lo, step);
-        for (int r = 0; r < rows; r++)
+        for (int r = 0; r < ROWS; r++)
           acc[r][c] = _mm256_add_ps(acc[r][c], _mm256_mul_ps(_mm256_loadu_ps(x[r] + g0 + e), w));
       }
     }
   }
-  for (int r = 0; r < rows; r++)
-    for (int c = 0; c < ZZ_NR; c++) {
+  for (int r = 0; r < ROWS; r++)
+    for (int c = 0; c < COLS; c++) {
       float l[8];
       _mm256_storeu_ps(l, acc[r][c]);
       float s = zz_tree8(l);
@@ -326,18 +327,26 @@ zz_q4_avx2_rows(const float *const x[2], const void *const wr[ZZ_NR], int64_t kc
     }
 }
 
+/* Tiles by rows of x: 1 or 2 rows against all 4 W rows (enough independent sums
+ * for the adders), 3 or 4 rows against 2 W rows at a time (each widened W value
+ * serves 4 rows). */
 ZZ_AVX2 static void zz_micro_q4_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
                                      int group, float tile[ZZ_MR][ZZ_NR]) {
-  for (int r0 = 0; r0 < mr; r0 += 2) {
-    const float *x[2] = {xr[r0], xr[r0 + 1 < mr ? r0 + 1 : r0]};
-    float out[2][ZZ_NR];
-    if (mr - r0 >= 2)
-      zz_q4_avx2_rows(x, wr, kc, group, 2, out);
-    else
-      zz_q4_avx2_rows(x, wr, kc, group, 1, out);
-    for (int r = 0; r < 2 && r0 + r < mr; r++)
-      for (int c = 0; c < ZZ_NR; c++) tile[r0 + r][c] = out[r][c];
-  }
+  const float *x[ZZ_MR] = {xr[0], xr[1], xr[2], xr[3]};
+  float out[ZZ_MR][ZZ_NR];
+  if (mr == 1) zz_q4_avx2_tile(x, wr, kc, group, 1, 4, out);
+  if (mr == 2) zz_q4_avx2_tile(x, wr, kc, group, 2, 4, out);
+  if (mr >= 3)
+    for (int c0 = 0; c0 < ZZ_NR; c0 += 2) {
+      float part[ZZ_MR][ZZ_NR];
+      if (mr == 3)
+        zz_q4_avx2_tile(x, wr + c0, kc, group, 3, 2, part);
+      else
+        zz_q4_avx2_tile(x, wr + c0, kc, group, 4, 2, part);
+      for (int r = 0; r < mr; r++) out[r][c0] = part[r][0], out[r][c0 + 1] = part[r][1];
+    }
+  for (int r = 0; r < mr; r++)
+    for (int c = 0; c < ZZ_NR; c++) tile[r][c] = out[r][c];
 }
 
 /* ---- Q4 on AVX-512: two W rows per zmm (lanes 0-7 row c, 8-15 row c+1), so each

@@ -77,7 +77,31 @@ static void zz_q_put_group(zz_qfmt f, const float *x, int64_t m, unsigned char *
   }
 }
 
-static void zz_q_get_group(zz_qfmt f, const unsigned char *g, int64_t m, float *y) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+/* The 4-bit body of zz_q_get_group, 8 values a step: the same multiply, then add
+ * (no "fma" target: nothing may contract them), so the same bits. Returns the
+ * elements done (a multiple of 8); the caller widens the rest. */
+__attribute__((target("avx2"))) static int64_t zz_q4_get_avx2(const unsigned char *d, int64_t m, float lo,
+                                                                float step, float *y) {
+  const __m256 vlo = _mm256_set1_ps(lo), vstep = _mm256_set1_ps(step);
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  int64_t e = 0;
+  for (; e + 8 <= m; e += 8) {
+    uint32_t b4;
+    memcpy(&b4, d + e / 2, 4);
+    __m128i v = _mm_cvtsi32_si128((int)b4);
+    __m128i q = _mm_unpacklo_epi8(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+    __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q));
+    _mm256_storeu_ps(y + e, _mm256_add_ps(vlo, _mm256_mul_ps(f, vstep)));
+  }
+  return e;
+}
+#define ZZ_Q_X86 1
+#endif
+
+/* vec: the process's ISA has AVX2 (zz_cpu_isa_get, asked once per call by the caller) */
+static void zz_q_get_group(zz_qfmt f, const unsigned char *g, int64_t m, float *y, bool vec) {
   uint16_t hmin, hstep;
   memcpy(&hmin, g, 2);
   memcpy(&hstep, g + 2, 2);
@@ -86,6 +110,11 @@ static void zz_q_get_group(zz_qfmt f, const unsigned char *g, int64_t m, float *
   const unsigned char *d = g + 4;
   if (f.bits == 4) {
     int64_t e = 0;
+#ifdef ZZ_Q_X86
+    if (vec) e = zz_q4_get_avx2(d, m, lo, step, y);
+#else
+    (void)vec;
+#endif
     for (; e + 2 <= m; e += 2) {
       unsigned char b = d[e / 2];
       y[e] = lo + (float)(b & 15) * step;
@@ -115,10 +144,11 @@ void zz_q_quantize(zz_qfmt f, const float *x, int64_t rows, int64_t len, void *d
 
 void zz_q_dequantize(zz_qfmt f, const void *src, int64_t rows, int64_t len, float *y) {
   const unsigned char *p = src;
+  const bool vec = zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2;
   for (int64_t r = 0; r < rows; r++)
     for (int64_t at = 0; at < len; at += f.group) {
       int64_t m = len - at < f.group ? len - at : f.group;
-      zz_q_get_group(f, p, m, y + r * len + at);
+      zz_q_get_group(f, p, m, y + r * len + at, vec);
       p += zz_q_group_bytes(f, m);
     }
 }
@@ -136,13 +166,14 @@ float zz_q_half_step(zz_qfmt f, const void *row, int64_t len, int64_t e) {
 void zz_cpu_embed_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, float *out,
                          int add) {
   size_t rb = zz_q_row_bytes(f, dim);
+  const bool vec = zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2;
   float row[ZZ_QGROUP_MAX];
   for (int64_t i = 0; i < n; i++) {
     const unsigned char *src = (const unsigned char *)table + (size_t)ids[i] * rb;
     float *o = out + i * dim;
     for (int64_t at = 0; at < dim; at += f.group) {
       int64_t m = dim - at < f.group ? dim - at : f.group;
-      zz_q_get_group(f, src, m, add ? row : o + at);
+      zz_q_get_group(f, src, m, add ? row : o + at, vec);
       if (add)
         for (int64_t e = 0; e < m; e++) o[at + e] += row[e];
       src += zz_q_group_bytes(f, m);

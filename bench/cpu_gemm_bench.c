@@ -15,6 +15,8 @@
  * CSV on stdout, the peaks on stderr. Not a test: never part of ctest.
  *
  *   cpu_gemm_bench [threads=2] [Ms=1,16,64] [shapes=llama7b|opt1.3b] [kernels=all|list]
+ * kernels: a list of sgemm, f32, bf16, q4 and portable (the portable rows of bf16
+ * and q4); all: every one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,7 +101,8 @@ int main(int argc, char **argv) {
         if (strcmp(kinds, "all") != 0 && !strstr(kinds, zz_kind_names[kind])) continue;
         zz_gemm_call c = {pool, (zz_kind)kind, x, b, wk[kind], m, in, out, y, xb};
         double t[2] = {0, 0}; /* best ISA, portable */
-        for (int p = 0; p < (kind >= K_BF16 ? 2 : 1); p++) {
+        int np = kind >= K_BF16 && (!strcmp(kinds, "all") || strstr(kinds, "portable")) ? 2 : 1;
+        for (int p = 0; p < np; p++) {
           zz_cpu_isa_set(p ? ZZ_CPU_ISA_PORTABLE : best);
           t[p] = zz_bench_best(zz_gemm_run, &c, 3, flop > 2e10 ? 0 : 0.1);
         }

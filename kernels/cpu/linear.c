@@ -350,7 +350,11 @@ ZZ_AVX2 static void zz_micro_q4_avx2(const void *const xr[ZZ_MR], const void *co
 }
 
 /* ---- Q4 on AVX-512: two W rows per zmm (lanes 0-7 row c, 8-15 row c+1), so each
- * half keeps zz_dot's 8 lanes and the bits equal the AVX2 and portable paths. */
+ * half keeps zz_dot's 8 lanes and the bits equal the AVX2 and portable paths.
+ * avx512f brings FMA, and GCC contracts a multiply and an add of intrinsics
+ * into one (-ffp-contract=fast): an empty asm on each product keeps them two
+ * roundings, as zz_q_dequantize and zz_dot round them. */
+#define ZZ_KEEP(v) __asm__("" : "+v"(v))
 
 /* a in lanes 0-7, b in 8-15 (avx512f alone: no f32x8 inserts) */
 ZZ_AVX512 static inline __m512 zz_halves(float a, float b) {
@@ -365,8 +369,9 @@ ZZ_AVX512 static inline __m512 zz_q4x8x2(const unsigned char *d0, const unsigned
   __m128i v = _mm_set_epi32(0, 0, (int)b1, (int)b0);
   __m128i l4 = _mm_and_si128(v, m4), h4 = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
   __m128i q = _mm_unpacklo_epi8(l4, h4); /* row c's 8 values, then row c+1's */
-  __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q));
-  return _mm512_add_ps(lo, _mm512_mul_ps(f, step));
+  __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q)), step);
+  ZZ_KEEP(p);
+  return _mm512_add_ps(lo, p);
 }
 
 ZZ_AVX512 static void zz_micro_q4_avx512(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
@@ -391,7 +396,9 @@ ZZ_AVX512 static void zz_micro_q4_avx512(const void *const xr[ZZ_MR], const void
         __m512 w = zz_q4x8x2(ga + 4 + e / 2, gc + 4 + e / 2, lo, step);
         for (int r = 0; r < mr; r++) {
           __m512 a = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps((const float *)xr[r] + g0 + e))));
-          acc[r][p] = _mm512_add_ps(acc[r][p], _mm512_mul_ps(a, w));
+          __m512 prod = _mm512_mul_ps(a, w);
+          ZZ_KEEP(prod);
+          acc[r][p] = _mm512_add_ps(acc[r][p], prod);
         }
       }
     }
@@ -409,8 +416,11 @@ ZZ_AVX512 static void zz_micro_q4_avx512(const void *const xr[ZZ_MR], const void
         memcpy(&hstep, g + 2, 2);
         int64_t e = k % group;
         float q = (float)((g[4 + e / 2] >> (4 * (e & 1))) & 15);
-        float wv = tab[hmin] + q * tab[hstep];
-        s += x[k] * wv;
+        float qs = q * tab[hstep];
+        ZZ_KEEP(qs);
+        float wv = tab[hmin] + qs, xw = x[k] * wv;
+        ZZ_KEEP(xw);
+        s += xw;
       }
       tile[r][c] = s;
     }

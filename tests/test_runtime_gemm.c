@@ -163,18 +163,18 @@ static const int64_t g_qshapes[][3] = {
 
 /* The fused Q4 micro-kernels (AVX2, AVX-512 where present) against the exact
  * path, dequantize-then-multiply (the portable ISA: zz_q_dequantize into a
- * panel, zz_dot): the same bits, since both widen min + q·step with a rounded
+ * panel, zz_dot), 4 and 8 bits: the same bits, since both widen min + q·step with a rounded
  * product and sum and add each output's products in zz_dot's order. Both also
  * against f64 within the bound of any f32 summation order, γ_K Σ|x_k w_k| with
- * γ_K = K u / (1 - K u), u = 2^-24 (Higham, 3.1). Formats: groups 32..256 and
- * 40 (a multiple of 8 that is no power of 2); group 34 and 8 bits take the
- * panels on every ISA and must still meet the f64 bound. */
+ * γ_K = K u / (1 - K u), u = 2^-24 (Higham, 3.1). Formats: 4 and 8 bits in
+ * groups 32..256 and 40 (a multiple of 8 that is no power of 2); group 34 and 2
+ * bits take the panels on every ISA and must still meet the f64 bound. */
 static void test_q4_fused(void) {
   zz_cpu_isa isas[2];
   int nisa = zz_isas_here(isas);
   zz_rng r;
   zz_rng_seed(&r, 23, 0);
-  const zz_qfmt fmts[] = {{4, 64}, {4, 32}, {4, 128}, {4, 256}, {4, 40}, {4, 34}, {8, 64}};
+  const zz_qfmt fmts[] = {{4, 64}, {4, 32}, {4, 128}, {4, 256}, {4, 40}, {4, 34}, {8, 64}, {8, 40}, {8, 34}, {2, 64}};
   int bad_bits = 0, bad_f64 = 0, cases = 0;
   for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++)
     for (size_t s = 0; s < sizeof g_qshapes / sizeof g_qshapes[0]; s++) {

@@ -13,8 +13,8 @@
  *         (avx512_bf16), or bf16 widened to f32 by a shift in registers and FMA
  *         (AVX2; the product of two bf16 is exact in f32, so FMA and the portable
  *         multiply-then-add give the same bits);
- *   Q4    for n <= ZZ_Q_SMALL_N (decoding) the fused micro-kernel: each 4-bit
- *         value widened in registers as min + q · step (multiply, then add,
+ *   Q4    (4 or 8 bits) for n <= ZZ_Q_SMALL_N (decoding) the fused
+ *         micro-kernel: each value widened in registers as min + q · step (multiply, then add,
  *         as zz_q_dequantize rounds it) and multiplied by x there, the dot
  *         summed in the order of zz_dot (8 lanes over k mod 8, the same tree,
  *         the tail last), so it gives the bits of dequantize-then-zz_dot;
@@ -111,9 +111,10 @@ static inline float zz_tree8(const float a[8]) {
   return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
-/* Bytes of the Q4 group holding m elements (header, nibbles padded to even bytes),
- * as kernels/cpu/quant.c lays it out. */
-static inline size_t zz_q4_group_bytes(int64_t m) { return 4 + (size_t)((m + 1) / 2 + 1) / 2 * 2; }
+/* Bytes of the group holding m elements of `bits` (header, values padded to even
+ * bytes), as kernels/cpu/quant.c lays it out. */
+static inline size_t zz_qg_bytes(int bits, int64_t m) { return 4 + (size_t)((m * bits + 7) / 8 + 1) / 2 * 2; }
+static inline size_t zz_q4_group_bytes(int64_t m) { return zz_qg_bytes(4, m); }
 
 /* ---------------------------------------------------------------- x86 micro-kernels */
 
@@ -261,15 +262,16 @@ ZZ_AVX2 static inline __m256 zz_q4x8(__m128i bytes, __m256 lo, __m256 step) {
   return _mm256_add_ps(lo, _mm256_mul_ps(v, step));
 }
 
-/* ROWS rows of x (f32) against COLS Q4 W rows (ROWS × COLS <= 8 accumulators,
- * constants after inlining) of kc elements in groups of group (a multiple of
- * 8); out[r][c] in zz_dot's order over the widened row. */
+/* ROWS rows of x (f32) against COLS W rows of BITS (4 or 8) values (ROWS × COLS
+ * <= 8 accumulators; all three constants after inlining) of kc elements in
+ * groups of group (a multiple of 8); out[r][c] in zz_dot's order over the
+ * widened row. */
 ZZ_AVX2 static inline __attribute__((always_inline)) void
-zz_q4_avx2_tile(const float *const *x, const void *const *wr, int64_t kc, int group, const int ROWS, const int COLS,
-                float out[ZZ_MR][ZZ_NR]) {
+zz_q_avx2_tile(const float *const *x, const void *const *wr, int64_t kc, int group, const int BITS, const int ROWS,
+               const int COLS, float out[ZZ_MR][ZZ_NR]) {
   const float *tab = zz_f16_table();
   const int64_t kmain = kc - kc % 8; /* zz_dot's lanes; the rest is its tail */
-  const size_t gb = zz_q4_group_bytes(group);
+  const size_t gb = zz_qg_bytes(BITS, group);
   const __m128i m4 = _mm_set1_epi8(0x0f);
   __m256 acc[ZZ_MR][ZZ_NR];
   for (int r = 0; r < ROWS; r++)
@@ -285,7 +287,7 @@ zz_q4_avx2_tile(const float *const *x, const void *const *wr, int64_t kc, int gr
       const __m256 lo = _mm256_set1_ps(tab[hmin]), step = _mm256_set1_ps(tab[hstep]);
       const unsigned char *d = g + 4;
       int64_t e = 0;
-      for (; e + 32 <= m; e += 32) {
+      for (; BITS == 4 && e + 32 <= m; e += 32) {
         __m128i v = _mm_loadu_si128((const __m128i *)(d + e / 2));
         __m128i l4 = _mm_and_si128(v, m4), h4 = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
         __m128i q0 = _mm_unpacklo_epi8(l4, h4), q1 = _mm_unpackhi_epi8(l4, h4);
@@ -300,9 +302,15 @@ zz_q4_avx2_tile(const float *const *x, const void *const *wr, int64_t kc, int gr
         }
       }
       for (; e < m; e += 8) {
-        uint32_t b4;
-        memcpy(&b4, d + e / 2, 4);
-        __m256 w = zz_q4x8(_mm_cvtsi32_si128((int)b4), lo, step);
+        __m256 w;
+        if (BITS == 4) {
+          uint32_t b4;
+          memcpy(&b4, d + e / 2, 4);
+          w = zz_q4x8(_mm_cvtsi32_si128((int)b4), lo, step);
+        } else {
+          __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(d + e))));
+          w = _mm256_add_ps(lo, _mm256_mul_ps(v, step));
+        }
         for (int r = 0; r < ROWS; r++)
           acc[r][c] = _mm256_add_ps(acc[r][c], _mm256_mul_ps(_mm256_loadu_ps(x[r] + g0 + e), w));
       }
@@ -319,7 +327,7 @@ zz_q4_avx2_tile(const float *const *x, const void *const *wr, int64_t kc, int gr
         memcpy(&hmin, g, 2);
         memcpy(&hstep, g + 2, 2);
         int64_t e = k % group;
-        float q = (float)((g[4 + e / 2] >> (4 * (e & 1))) & 15);
+        float q = BITS == 4 ? (float)((g[4 + e / 2] >> (4 * (e & 1))) & 15) : (float)g[4 + e];
         float wv = tab[hmin] + q * tab[hstep];
         s += x[r][k] * wv;
       }
@@ -330,23 +338,37 @@ zz_q4_avx2_tile(const float *const *x, const void *const *wr, int64_t kc, int gr
 /* Tiles by rows of x: 1 or 2 rows against all 4 W rows (enough independent sums
  * for the adders), 3 or 4 rows against 2 W rows at a time (each widened W value
  * serves 4 rows). */
-ZZ_AVX2 static void zz_micro_q4_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
-                                     int group, float tile[ZZ_MR][ZZ_NR]) {
+ZZ_AVX2 static inline __attribute__((always_inline)) void zz_micro_q_avx2(const void *const xr[ZZ_MR],
+                                                                           const void *const wr[ZZ_NR], int64_t kc,
+                                                                           int mr, int group, const int BITS,
+                                                                           float tile[ZZ_MR][ZZ_NR]) {
   const float *x[ZZ_MR] = {xr[0], xr[1], xr[2], xr[3]};
   float out[ZZ_MR][ZZ_NR];
-  if (mr == 1) zz_q4_avx2_tile(x, wr, kc, group, 1, 4, out);
-  if (mr == 2) zz_q4_avx2_tile(x, wr, kc, group, 2, 4, out);
+  if (mr == 1) zz_q_avx2_tile(x, wr, kc, group, BITS, 1, 4, out);
+  if (mr == 2) zz_q_avx2_tile(x, wr, kc, group, BITS, 2, 4, out);
   if (mr >= 3)
     for (int c0 = 0; c0 < ZZ_NR; c0 += 2) {
       float part[ZZ_MR][ZZ_NR];
       if (mr == 3)
-        zz_q4_avx2_tile(x, wr + c0, kc, group, 3, 2, part);
+        zz_q_avx2_tile(x, wr + c0, kc, group, BITS, 3, 2, part);
       else
-        zz_q4_avx2_tile(x, wr + c0, kc, group, 4, 2, part);
+        zz_q_avx2_tile(x, wr + c0, kc, group, BITS, 4, 2, part);
       for (int r = 0; r < mr; r++) out[r][c0] = part[r][0], out[r][c0 + 1] = part[r][1];
     }
   for (int r = 0; r < mr; r++)
     for (int c = 0; c < ZZ_NR; c++) tile[r][c] = out[r][c];
+}
+
+ZZ_AVX2 static void zz_micro_q4_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
+                                     int group, float tile[ZZ_MR][ZZ_NR]) {
+  zz_micro_q_avx2(xr, wr, kc, mr, group, 4, tile);
+}
+
+/* 8 bits: one byte a value, 8 widened from one 8-byte load (FlexGen's format at
+ * 8 bits, beside llama.cpp's Q8_0) */
+ZZ_AVX2 static void zz_micro_q8_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
+                                     int group, float tile[ZZ_MR][ZZ_NR]) {
+  zz_micro_q_avx2(xr, wr, kc, mr, group, 8, tile);
 }
 
 /* ---- Q4 on AVX-512: two W rows per zmm (lanes 0-7 row c, 8-15 row c+1), so each
@@ -433,6 +455,7 @@ typedef struct zz_gemm_isa {
   zz_gemm_micro f32;  /* NULL: sgemm tiles at every size */
   zz_gemm_micro bf16;
   zz_gemm_micro q4;   /* 4 bits, groups of a multiple of 8; NULL: dequantized panels */
+  zz_gemm_micro q8;   /* 8 bits, the same */
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
 } zz_gemm_isa;
 
@@ -444,12 +467,13 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
  * one exists under AVX-512 only: on AVX2 f32 keeps sgemm, the reference the
  * golden tests were taken with. */
 static zz_gemm_isa zz_gemm_isa_get(void) {
-  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, zz_round_bf16_c};
+  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, zz_round_bf16_c};
 #ifdef ZZ_GEMM_X86
   zz_cpu_isa isa = zz_cpu_isa_get();
   if (isa >= ZZ_CPU_ISA_AVX2) {
     s.bf16 = zz_micro_bf16_avx2;
     s.q4 = zz_micro_q4_avx2;
+    s.q8 = zz_micro_q8_avx2; /* also under avx512: no zmm variant yet */
   }
   if (isa == ZZ_CPU_ISA_AVX512) {
     s.f32 = zz_micro_f32_avx512;
@@ -686,11 +710,12 @@ void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const
 void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f,
                      const float *b, int64_t out, float *y, int relu) {
   const zz_gemm_isa isa = zz_gemm_isa_get();
-  if (n <= ZZ_Q_SMALL_N && isa.q4 && f.bits == 4 && f.group % 8 == 0) {
+  zz_gemm_micro fused = f.bits == 4 ? isa.q4 : f.bits == 8 ? isa.q8 : NULL;
+  if (n <= ZZ_Q_SMALL_N && fused && f.group % 8 == 0) {
     /* the fused micro-kernel, one K block: its order is zz_dot's over the whole row */
     zz_gemm_job job = {.x = (const char *)x, .w = w, .b = b, .y = y, .n = n, .in = in, .out = out, .relu = relu,
                        .group = f.group, .xsz = sizeof(float), .wsz = 0, .x_row = (size_t)in * sizeof(float),
-                       .w_row = zz_q_row_bytes(f, in), .kc = in, .micro = isa.q4};
+                       .w_row = zz_q_row_bytes(f, in), .kc = in, .micro = fused};
     zz_gemm_own(pool, &job);
     return;
   }

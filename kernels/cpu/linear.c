@@ -49,6 +49,9 @@
  * up to it), OpenBLAS's sgemm above (prefill), where packing is paid once for
  * many rows. Measured with bench/cpu_gemm_bench.c (docs/cpu.md, "GEMM"). */
 #define ZZ_GEMM_SMALL_M 64
+/* bf16 on AVX2: above this many rows of x, each K block of a W panel is widened
+ * to f32 once for all of them (the same values and sums: the same bits). */
+#define ZZ_BF16_WIDEN_N 8
 /* Q4: the fused micro-kernel up to this many rows of x; dequantized panels above. */
 #define ZZ_Q_SMALL_N 16
 /* Q4 panels: output rows per panel (a panel of a 4096-wide matrix is 256 KiB of
@@ -79,6 +82,9 @@ typedef struct zz_gemm_job {
   size_t x_row, w_row; /* bytes of one row of x, of w */
   int64_t kc;          /* K block in elements */
   zz_gemm_micro micro;
+  /* NULL, or: widens each ZZ_NR-row K block of W into f32 (row stride ld) once,
+   * for all rows of x; micro then reads W as f32 */
+  void (*widen_w)(const void *const wr[ZZ_NR], int64_t kc, float *dst, int64_t ld);
 } zz_gemm_job;
 
 /* ---------------------------------------------------------------- portable micro-kernels */
@@ -210,11 +216,12 @@ ZZ_AVX2FMA static inline __m256 zz_bf16x8(const uint16_t *p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
 }
 
-/* rows (1 or 2, a constant after inlining) rows of x against the tile's 4 W rows */
+/* rows (1 or 2) rows of x against the tile's 4 W rows, W in bf16 (WF 0) or
+ * already widened to f32 by the driver (WF 1, the same values); both constants
+ * after inlining. */
 ZZ_AVX2FMA static inline __attribute__((always_inline)) void
-zz_bf16_avx2_rows(const uint16_t *const x[2], const void *const wr[ZZ_NR], int64_t kc, const int rows,
+zz_bf16_avx2_rows(const uint16_t *const x[2], const void *const wr[ZZ_NR], int64_t kc, const int rows, const int WF,
                   float out[2][ZZ_NR]) {
-  const uint16_t *w[ZZ_NR] = {wr[0], wr[1], wr[2], wr[3]};
   __m256 acc[2][ZZ_NR];
   for (int r = 0; r < 2; r++)
     for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm256_setzero_ps();
@@ -223,7 +230,7 @@ zz_bf16_avx2_rows(const uint16_t *const x[2], const void *const wr[ZZ_NR], int64
     __m256 a[2];
     for (int r = 0; r < rows; r++) a[r] = zz_bf16x8(x[r] + k);
     for (int c = 0; c < ZZ_NR; c++) {
-      __m256 b = zz_bf16x8(w[c] + k);
+      __m256 b = WF ? _mm256_loadu_ps((const float *)wr[c] + k) : zz_bf16x8((const uint16_t *)wr[c] + k);
       for (int r = 0; r < rows; r++) acc[r][c] = _mm256_fmadd_ps(a[r], b, acc[r][c]);
     }
   }
@@ -232,23 +239,51 @@ zz_bf16_avx2_rows(const uint16_t *const x[2], const void *const wr[ZZ_NR], int64
       float l[8];
       _mm256_storeu_ps(l, acc[r][c]);
       float s = zz_tree8(l);
-      for (int64_t t = k; t < kc; t++) s += zz_bf16_to_f32(x[r][t]) * zz_bf16_to_f32(w[c][t]);
+      for (int64_t t = k; t < kc; t++)
+        s += zz_bf16_to_f32(x[r][t]) * (WF ? ((const float *)wr[c])[t] : zz_bf16_to_f32(((const uint16_t *)wr[c])[t]));
       out[r][c] = s;
     }
+}
+
+ZZ_AVX2FMA static inline __attribute__((always_inline)) void
+zz_bf16_avx2_tile(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr, const int WF,
+                  float tile[ZZ_MR][ZZ_NR]) {
+  for (int r0 = 0; r0 < mr; r0 += 2) {
+    const uint16_t *x[2] = {xr[r0], xr[r0 + 1 < mr ? r0 + 1 : r0]};
+    float out[2][ZZ_NR];
+    if (mr - r0 >= 2)
+      zz_bf16_avx2_rows(x, wr, kc, 2, WF, out);
+    else
+      zz_bf16_avx2_rows(x, wr, kc, 1, WF, out);
+    for (int r = 0; r < 2 && r0 + r < mr; r++)
+      for (int c = 0; c < ZZ_NR; c++) tile[r0 + r][c] = out[r][c];
+  }
 }
 
 ZZ_AVX2FMA static void zz_micro_bf16_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc,
                                           int mr, int group, float tile[ZZ_MR][ZZ_NR]) {
   (void)group;
-  for (int r0 = 0; r0 < mr; r0 += 2) {
-    const uint16_t *x[2] = {xr[r0], xr[r0 + 1 < mr ? r0 + 1 : r0]};
-    float out[2][ZZ_NR];
-    if (mr - r0 >= 2)
-      zz_bf16_avx2_rows(x, wr, kc, 2, out);
-    else
-      zz_bf16_avx2_rows(x, wr, kc, 1, out);
-    for (int r = 0; r < 2 && r0 + r < mr; r++)
-      for (int c = 0; c < ZZ_NR; c++) tile[r0 + r][c] = out[r][c];
+  zz_bf16_avx2_tile(xr, wr, kc, mr, 0, tile);
+}
+
+/* W rows the driver widened once per K block into f32 (many rows of x: each
+ * widened W value then serves them all instead of being widened per 2 rows). */
+ZZ_AVX2FMA static void zz_micro_bf16w_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc,
+                                           int mr, int group, float tile[ZZ_MR][ZZ_NR]) {
+  (void)group;
+  zz_bf16_avx2_tile(xr, wr, kc, mr, 1, tile);
+}
+
+/* dst[c][0..kc) = the bf16 K block of W row c widened (a shift) */
+ZZ_AVX2 static void zz_widen_bf16_avx2(const void *const wr[ZZ_NR], int64_t kc, float *dst, int64_t ld) {
+  for (int c = 0; c < ZZ_NR; c++) {
+    const uint16_t *w = wr[c];
+    float *d = dst + c * ld;
+    int64_t k = 0;
+    for (; k + 8 <= kc; k += 8)
+      _mm256_storeu_ps(d + k, _mm256_castsi256_ps(_mm256_slli_epi32(
+                                  _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(w + k))), 16)));
+    for (; k < kc; k++) d[k] = zz_bf16_to_f32(w[k]);
   }
 }
 
@@ -454,6 +489,8 @@ ZZ_AVX512 static void zz_micro_q4_avx512(const void *const xr[ZZ_MR], const void
 typedef struct zz_gemm_isa {
   zz_gemm_micro f32;  /* NULL: sgemm tiles at every size */
   zz_gemm_micro bf16;
+  zz_gemm_micro bf16w; /* bf16 x against W widened by widen_bf16 (many rows); NULL: none */
+  void (*widen_bf16)(const void *const wr[ZZ_NR], int64_t kc, float *dst, int64_t ld);
   zz_gemm_micro q4;   /* 4 bits, groups of a multiple of 8; NULL: dequantized panels */
   zz_gemm_micro q8;   /* 8 bits, the same */
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
@@ -467,11 +504,13 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
  * one exists under AVX-512 only: on AVX2 f32 keeps sgemm, the reference the
  * golden tests were taken with. */
 static zz_gemm_isa zz_gemm_isa_get(void) {
-  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, zz_round_bf16_c};
+  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c};
 #ifdef ZZ_GEMM_X86
   zz_cpu_isa isa = zz_cpu_isa_get();
   if (isa >= ZZ_CPU_ISA_AVX2) {
     s.bf16 = zz_micro_bf16_avx2;
+    s.bf16w = zz_micro_bf16w_avx2;
+    s.widen_bf16 = zz_widen_bf16_avx2;
     s.q4 = zz_micro_q4_avx2;
     s.q8 = zz_micro_q8_avx2; /* also under avx512: no zmm variant yet */
   }
@@ -479,6 +518,7 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
     s.f32 = zz_micro_f32_avx512;
     s.q4 = zz_micro_q4_avx512;
     if (zz_cpu_has_bf16()) {
+      s.bf16w = NULL, s.widen_bf16 = NULL; /* vdpbf16ps reads bf16 W as it is */
       s.bf16 = zz_micro_bf16_avx512;
       s.round_bf16 = zz_round_bf16_avx512;
     }
@@ -498,9 +538,14 @@ static void zz_gemm_store(const zz_gemm_job *j, float tile[ZZ_MR][ZZ_NR], int64_
   }
 }
 
+/* The widened W panel: ZZ_NR rows of a K block of 2-byte elements (32 KiB, on
+ * the pool thread's stack). */
+#define ZZ_WPANEL_LD (ZZ_GEMM_KC_BYTES / 2)
+
 /* One chunk of ZZ_GEMM_CHUNK output columns (rows of W), all rows of x. */
 static void zz_gemm_chunk(void *arg, int64_t t) {
   const zz_gemm_job *j = arg;
+  _Alignas(64) float wpanel[j->widen_w ? ZZ_NR * ZZ_WPANEL_LD : 1];
   int64_t c_lo = t * ZZ_GEMM_CHUNK, c_hi = c_lo + ZZ_GEMM_CHUNK < j->out ? c_lo + ZZ_GEMM_CHUNK : j->out;
   for (int64_t m0 = 0; m0 < j->n; m0 += ZZ_GEMM_MC) {
     int64_t m1 = j->n - m0 < ZZ_GEMM_MC ? j->n : m0 + ZZ_GEMM_MC;
@@ -512,6 +557,10 @@ static void zz_gemm_chunk(void *arg, int64_t t) {
         const void *wr[ZZ_NR];
         for (int c = 0; c < ZZ_NR; c++)
           wr[c] = j->w + (size_t)(c0 + (c < nr ? c : nr - 1)) * j->w_row + (size_t)k0 * j->wsz;
+        if (j->widen_w) {
+          j->widen_w(wr, kc, wpanel, ZZ_WPANEL_LD);
+          for (int c = 0; c < ZZ_NR; c++) wr[c] = wpanel + c * ZZ_WPANEL_LD;
+        }
         for (int64_t i0 = m0; i0 < m1; i0 += ZZ_MR) {
           int mr = m1 - i0 < ZZ_MR ? (int)(m1 - i0) : ZZ_MR;
           const void *xr[ZZ_MR];
@@ -684,6 +733,7 @@ static zz_gemm_job zz_gemm_dense(zz_pool *pool, const zz_gemm_isa *isa, const fl
     job.x = xb;
     job.xsz = job.wsz = sizeof(uint16_t);
     job.micro = isa->bf16;
+    if (isa->bf16w && n > ZZ_BF16_WIDEN_N) job.micro = isa->bf16w, job.widen_w = isa->widen_bf16;
   }
   job.x_row = job.w_row = (size_t)in * job.xsz;
   job.kc = (int64_t)(ZZ_GEMM_KC_BYTES / job.xsz);

@@ -51,7 +51,9 @@
 #define ZZ_GEMM_SMALL_M 64
 /* bf16 on AVX2: above this many rows of x, each K block of a W panel is widened
  * to f32 once for all of them (the same values and sums: the same bits). */
+#ifndef ZZ_BF16_WIDEN_N
 #define ZZ_BF16_WIDEN_N 8
+#endif
 /* Q4: the fused micro-kernel up to this many rows of x; dequantized panels above. */
 #define ZZ_Q_SMALL_N 16
 /* Q4 panels: output rows per panel (a panel of a 4096-wide matrix is 256 KiB of

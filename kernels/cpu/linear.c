@@ -60,6 +60,13 @@
  * f32, about what one core's L2 keeps while the GEMM reads it); 4 × that for
  * sgemm panels. */
 #define ZZ_Q_PANEL 16
+/* From this many rows of x on, sgemm panels as wide as ZZ_Q_WIDE_BYTES of
+ * widened weights allow (a multiple of 64 outputs, at most 512): each sgemm
+ * packs all of x again, which at prefill (x of thousands of rows) cost more
+ * than the multiplication with 64-output panels. The width follows the shape
+ * alone; the buffer is each pool thread's, kept for its life. */
+#define ZZ_Q_WIDE_N 256
+#define ZZ_Q_WIDE_BYTES ((int64_t)8 << 20)
 /* sgemm column tiles of this many outputs for fewer than ZZ_GEMM_BY_ROWS rows
  * (a 512-wide w tile of a 2048-wide layer is 4 MiB, so the copy of x each tile
  * packs stays a few percent of its work); from ZZ_GEMM_BY_ROWS rows on, tiles of
@@ -688,7 +695,7 @@ static void zz_qlin_panel(void *arg, int64_t p) {
   int64_t o0 = p * j->panel, rows = j->out - o0 < j->panel ? j->out - o0 : j->panel;
   float *wp = zz_q_panel((size_t)(j->panel * j->in));
   if (!wp) {
-    /* a kernel has no error path: a panel is at most 64 rows, so this is the machine out of memory */
+    /* a kernel has no error path: a panel is at most 8 MiB, so this is the machine out of memory */
     fprintf(stderr, "zz_cpu_linear_q: out of memory for a %lld-float panel\n", (long long)(j->panel * j->in));
     abort();
   }
@@ -775,6 +782,10 @@ void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const
    * single-threaded GEMM (a threaded OpenBLAS would serialise them) */
   bool small = n <= ZZ_Q_SMALL_N;
   int64_t panel = small ? ZZ_Q_PANEL : 4 * ZZ_Q_PANEL;
+  if (n >= ZZ_Q_WIDE_N) {
+    int64_t wide = ZZ_Q_WIDE_BYTES / ((int64_t)sizeof(float) * in) / (4 * ZZ_Q_PANEL) * (4 * ZZ_Q_PANEL);
+    panel = wide > 512 ? 512 : wide > panel ? wide : panel;
+  }
   zz_qlin_job job = {x, b, w, f, n, in, out, panel, zz_q_row_bytes(f, in), y, relu};
   zz_pool_run(pool, zz_qlin_panel, &job, (out + panel - 1) / panel);
 }

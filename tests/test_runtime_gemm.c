@@ -259,26 +259,26 @@ static void test_bf16_avx2_bits(void) {
 
 /* The one driver's tiles follow the shape alone: pools of 1, 2 and 3 threads give
  * the same bits for every dtype (f32: own kernel or sgemm tiles; bf16; Q4 fused
- * and panels), at decode and prefill row counts. */
+ * and panels, wide panels from 256 rows), at decode and prefill row counts. */
 static void test_linear_threads_bits(void) {
   zz_pool *pools[3] = {NULL, NULL, NULL};
   for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
   zz_rng r;
   zz_rng_seed(&r, 31, 0);
-  const int64_t in = 300, out = 200, ns[4] = {1, 5, 16, 70};
+  const int64_t in = 300, out = 200, ns[5] = {1, 5, 16, 70, 300}, nmax = 300;
   zz_qfmt f = ZZ_QFMT_DEFAULT;
-  float *x = malloc((size_t)(70 * in) * sizeof *x), *w = malloc((size_t)(out * in) * sizeof *w);
+  float *x = malloc((size_t)(nmax * in) * sizeof *x), *w = malloc((size_t)(out * in) * sizeof *w);
   float *y[3];
   uint16_t *wb = malloc((size_t)(out * in) * sizeof *wb);
-  void *q = malloc(zz_q_row_bytes(f, in) * (size_t)out), *xb = malloc(zz_cpu_gemm_scratch(70, in, ZZ_DTYPE_BF16));
-  for (int t = 0; t < 3; t++) y[t] = malloc((size_t)(70 * out) * sizeof(float));
-  for (int64_t i = 0; i < 70 * in; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+  void *q = malloc(zz_q_row_bytes(f, in) * (size_t)out), *xb = malloc(zz_cpu_gemm_scratch(nmax, in, ZZ_DTYPE_BF16));
+  for (int t = 0; t < 3; t++) y[t] = malloc((size_t)(nmax * out) * sizeof(float));
+  for (int64_t i = 0; i < nmax * in; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
   for (int64_t i = 0; i < out * in; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
   zz_convert(ZZ_DTYPE_F32, w, ZZ_DTYPE_BF16, wb, out * in);
   zz_q_quantize(f, w, out, in, q);
   int bad = 0;
   for (int d = 0; d < 3; d++)
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
       for (int t = 0; t < 3; t++) {
         if (d == 0) zz_cpu_linear_w(pools[t], x, ns[k], in, w, ZZ_DTYPE_F32, NULL, out, y[t], 0, NULL);
         if (d == 1) zz_cpu_linear_w(pools[t], x, ns[k], in, wb, ZZ_DTYPE_BF16, NULL, out, y[t], 0, xb);

@@ -1,27 +1,38 @@
 /*
- * cpu_gemm_bench.c — the CPU device's linear kernels on OPT-1.3B's shapes, in one
- * run, against OpenBLAS sgemm's large-M peak measured the same way:
- *   sgemm   zz_cpu_linear (OpenBLAS, its own threads; packs W on every call)
- *   f32     zz_cpu_gemm, f32 weights (kernels/cpu/gemm.c, the pool's threads)
- *   bf16    zz_cpu_gemm, bf16 weights (x rounded to bf16 once per call)
- * at decode M = 1, 4, 16, 64 (the GPU batch) and prefill M = 64 × 128 rows.
- * Output: CSV on stdout, the peak on stderr. Not a test: never part of ctest.
- * Where zz_cpu_linear_w switches from the f32 kernel to sgemm (ZZ_GEMM_SMALL_M
- * in kernels/cpu/gemm.c) comes from these numbers (docs/cpu.md, "GEMM").
+ * cpu_gemm_bench.c — the CPU device's linear (kernels/cpu/linear.c) on a model's
+ * layer shapes, every weight dtype, against the machine's own ceilings measured
+ * in the same run (bench/peak.c) and against the portable path (what an AVX2 CPU
+ * ran before the vector bf16 and fused 4-bit micro-kernels):
+ *   sgemm       zz_cpu_linear (OpenBLAS, its own threads; packs W on every call)
+ *   f32         zz_cpu_linear_w, f32 weights (own kernel or sgemm tiles on the pool)
+ *   bf16        zz_cpu_linear_w, bf16 weights (x rounded to bf16 once per call)
+ *   q4          zz_cpu_linear_q, 4-bit groups of 64 (fused at n <= 16, panels above)
+ *   ..._portable the same under ZZ_CPU_ISA=portable
+ * Each row: GFLOP/s and its fraction of the compute peak of the instructions the
+ * kernel can use (f32 FMA; vdpbf16ps for bf16 where the CPU has avx512_bf16),
+ * and the weight bytes per second and their fraction of the streaming read
+ * bandwidth (the bound at small n, where a linear reads each weight once).
+ * CSV on stdout, the peaks on stderr. Not a test: never part of ctest.
  *
- *   cpu_gemm_bench [threads=2] [decode Ms=1,4,16,64] [prefill M=8192 (0: none)]
+ *   cpu_gemm_bench [threads=2] [Ms=1,16,64] [shapes=llama7b|opt1.3b] [kernels=all|list]
+ * kernels: a list of sgemm, f32, bf16, q4 and portable (the portable rows of bf16
+ * and q4); all: every one.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench_util.h"
+#include "peak.h"
+
+typedef enum { K_SGEMM, K_F32, K_BF16, K_Q4, K_COUNT } zz_kind;
+static const char *const zz_kind_names[K_COUNT] = {"sgemm", "f32", "bf16", "q4"};
 
 typedef struct zz_gemm_call {
-  zz_pool *pool; /* NULL: sgemm */
+  zz_pool *pool;
+  zz_kind kind;
   const float *x, *b;
   const void *w;
-  zz_dtype w_dt;
   int64_t n, in, out;
   float *y;
   void *xb;
@@ -29,74 +40,90 @@ typedef struct zz_gemm_call {
 
 static void zz_gemm_run(void *arg) {
   const zz_gemm_call *c = arg;
-  if (!c->pool)
-    zz_cpu_linear(c->x, c->n, c->in, c->w, c->b, c->out, c->y, 0);
-  else
-    zz_cpu_gemm(c->pool, c->x, c->n, c->in, c->w, c->w_dt, c->b, c->out, c->y, 0, c->xb);
-}
-
-/* GFLOP/s of one kernel on one shape; prefill-sized calls are timed once. */
-static double zz_gflops(zz_gemm_call c) {
-  double flop = 2.0 * (double)c.n * (double)c.in * (double)c.out;
-  bool big = flop > 2e10;
-  double t = zz_bench_best(zz_gemm_run, &c, big ? 1 : 3, big ? 0 : 0.15);
-  return flop / t / 1e9;
+  switch (c->kind) {
+    case K_SGEMM: zz_cpu_linear(c->x, c->n, c->in, c->w, c->b, c->out, c->y, 0); break;
+    case K_F32: zz_cpu_linear_w(c->pool, c->x, c->n, c->in, c->w, ZZ_DTYPE_F32, c->b, c->out, c->y, 0, NULL); break;
+    case K_BF16: zz_cpu_linear_w(c->pool, c->x, c->n, c->in, c->w, ZZ_DTYPE_BF16, c->b, c->out, c->y, 0, c->xb); break;
+    default: zz_cpu_linear_q(c->pool, c->x, c->n, c->in, c->w, ZZ_QFMT_DEFAULT, c->b, c->out, c->y, 0); break;
+  }
 }
 
 int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 2;
-  const char *ms = argc > 2 ? argv[2] : "1,4,16,64";
-  int64_t prefill = argc > 3 ? atoll(argv[3]) : 64 * 128;
+  const char *ms = argc > 2 ? argv[2] : "1,16,64";
+  const char *shapes = argc > 3 ? argv[3] : "llama7b";
+  const char *kinds = argc > 4 ? argv[4] : "all";
   zz_pool *pool = NULL;
   if (threads < 1 || zz_pool_create(threads, &pool) != 0) {
     fprintf(stderr, "cpu_gemm_bench: cannot make a pool of %d threads\n", threads);
     return 1;
   }
-  fprintf(stderr, "cpu_gemm_bench: bf16 micro-kernel %s; pool %d threads (OpenBLAS: OPENBLAS_NUM_THREADS or all)\n",
-          zz_cpu_has_bf16() ? "avx512_bf16" : "portable", threads);
+  zz_cpu_blas_single(); /* as the CPU device does: sgemm tiles on the pool */
+  zz_peak pk;
+  char model[256];
+  zz_peak_cpu_model(model, sizeof model);
+  zz_peak_measure(threads, 0.05, &pk);
+  zz_cpu_isa best = zz_cpu_isa_get();
+  fprintf(stderr,
+          "cpu_gemm_bench: %s, %d threads, ISA %s; peaks: f32 %.1f GFLOP/s (%s), bf16 %.1f (%s), read %.1f GB/s\n",
+          model, threads, zz_cpu_isa_name(best), pk.f32, pk.f32_isa, pk.bf16, pk.bf16_isa, pk.read_gbs);
 
-  /* sgemm's large-M peak: a square 2048³ problem */
-  int64_t sq = 2048;
-  float *A = zz_bench_fill(sq * sq, 2), *B = zz_bench_fill(sq * sq, 3), *C = zz_bench_fill(sq * sq, 4);
-  double peak = zz_gflops((zz_gemm_call){.x = A, .w = B, .n = sq, .in = sq, .out = sq, .y = C});
-  free(A), free(B), free(C);
-  fprintf(stderr, "sgemm peak (2048^3): %.1f GFLOP/s\n", peak);
-
-  const struct {
-    const char *name;
+  static const struct {
+    const char *model, *name;
     int64_t in, out;
-  } ops[] = {{"out_proj", 2048, 2048}, {"qkv", 2048, 6144}, {"fc1", 2048, 8192}, {"fc2", 8192, 2048},
-             {"lm_head", 2048, 50272}};
+  } ops[] = {{"llama7b", "qkv_o", 4096, 4096},     {"llama7b", "gate_up", 4096, 11008},
+             {"llama7b", "down", 11008, 4096},     {"opt1.3b", "out_proj", 2048, 2048},
+             {"opt1.3b", "fc1", 2048, 8192},       {"opt1.3b", "fc2", 8192, 2048}};
   int64_t mlist[16], nm = 0;
   char *list = strdup(ms);
-  for (char *tok = strtok(list, ","); tok && nm < 15; tok = strtok(NULL, ","))
+  for (char *tok = strtok(list, ","); tok && nm < 16; tok = strtok(NULL, ","))
     if (atoll(tok) > 0) mlist[nm++] = atoll(tok);
   free(list);
-  if (prefill > 0) mlist[nm++] = prefill;
 
-  printf("op,m,in,out,sgemm_gflops,sgemm_frac_peak,f32_gflops,f32_vs_sgemm,bf16_gflops,bf16_frac_peak,bf16_vs_sgemm\n");
+  printf("cpu,op,m,in,out,kernel,isa,gflops,frac_compute_peak,weight_gbs,frac_read_bw,vs_portable\n");
   for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+    if (strcmp(ops[k].model, shapes) != 0) continue;
     int64_t in = ops[k].in, out = ops[k].out;
     float *w = zz_bench_fill(in * out, 6), *b = zz_bench_fill(out, 7);
     uint16_t *wb = malloc((size_t)(in * out) * sizeof *wb);
+    void *wq = malloc(zz_q_row_bytes(ZZ_QFMT_DEFAULT, in) * (size_t)out);
     zz_convert(ZZ_DTYPE_F32, w, ZZ_DTYPE_BF16, wb, in * out);
+    zz_q_quantize(ZZ_QFMT_DEFAULT, w, out, in, wq);
+    const void *wk[K_COUNT] = {w, w, wb, wq};
+    const double wbytes[K_COUNT] = {4.0 * in * out, 4.0 * in * out, 2.0 * in * out,
+                                    (double)zz_q_row_bytes(ZZ_QFMT_DEFAULT, in) * out};
     for (int64_t i = 0; i < nm; i++) {
       int64_t m = mlist[i];
-      if (m == prefill && out > 8192) continue; /* the LM head runs on decode rows only */
       float *x = zz_bench_fill(m * in, 5), *y = zz_bench_fill(m * out, 8);
       void *xb = malloc(zz_cpu_gemm_scratch(m, in, ZZ_DTYPE_BF16));
-      zz_gemm_call c = {.x = x, .b = b, .w = w, .w_dt = ZZ_DTYPE_F32, .n = m, .in = in, .out = out, .y = y};
-      double s = zz_gflops(c);
-      c.pool = pool;
-      double f = zz_gflops(c);
-      c.w = wb, c.w_dt = ZZ_DTYPE_BF16, c.xb = xb;
-      double h = zz_gflops(c);
-      printf("%s,%lld,%lld,%lld,%.1f,%.3f,%.1f,%.2f,%.1f,%.3f,%.2f\n", ops[k].name, (long long)m, (long long)in,
-             (long long)out, s, s / peak, f, f / s, h, h / peak, h / s);
-      fflush(stdout);
+      double flop = 2.0 * (double)m * (double)in * (double)out;
+      for (int kind = 0; kind < K_COUNT; kind++) {
+        if (strcmp(kinds, "all") != 0 && !strstr(kinds, zz_kind_names[kind])) continue;
+        zz_gemm_call c = {pool, (zz_kind)kind, x, b, wk[kind], m, in, out, y, xb};
+        double t[2] = {0, 0}; /* best ISA, portable */
+        int np = kind >= K_BF16 && (!strcmp(kinds, "all") || strstr(kinds, "portable")) ? 2 : 1;
+        for (int p = 0; p < np; p++) {
+          zz_cpu_isa_set(p ? ZZ_CPU_ISA_PORTABLE : best);
+          t[p] = zz_bench_best(zz_gemm_run, &c, 3, flop > 2e10 ? 0 : 0.1);
+        }
+        zz_cpu_isa_set(best);
+        for (int p = 0; p < 2; p++) {
+          if (t[p] <= 0) continue;
+          double peak = kind == K_BF16 && pk.bf16 > 0 && zz_cpu_has_bf16() && p == 0 ? pk.bf16 : pk.f32;
+          double gf = flop / t[p] / 1e9, gbs = wbytes[kind] / t[p] / 1e9;
+          printf("%s,%s,%lld,%lld,%lld,%s%s,%s,%.1f,%.3f,%.2f,%.3f,", model, ops[k].name, (long long)m,
+                 (long long)in, (long long)out, zz_kind_names[kind], p ? "_portable" : "",
+                 p ? "portable" : zz_cpu_isa_name(best), gf, gf / peak, gbs, gbs / pk.read_gbs);
+          if (p == 0 && t[1] > 0)
+            printf("%.2f\n", t[1] / t[0]);
+          else
+            printf("\n");
+        }
+        fflush(stdout);
+      }
       free(x), free(y), free(xb);
     }
-    free(w), free(b), free(wb);
+    free(w), free(b), free(wb), free(wq);
   }
   zz_pool_destroy(pool);
   return 0;

@@ -6,10 +6,12 @@ One LLaMA-7B-shaped model truncated to a few layers (hidden 4096, 32 heads,
 32), random weights, the same shapes for both engines:
 
   zigzag     a directory with only config.json, run with `zigzag bench --dummy`
-             (deterministic random weights, f32 on the CPU device);
+             (deterministic random weights on the CPU device): f32, bf16
+             (--cpu-dtype bf16), 4-bit (--compress-weight: groups of 64) and
+             8-bit (--policy ... cw=8/64);
   llama.cpp  a GGUF written here with the `gguf` package (random f32 weights, a
              synthetic SentencePiece-style vocabulary: <unk> <s> </s>, 256 byte
-             tokens, then "▁tN"), converted to f16 and Q4_0 by llama.cpp's own
+             tokens, then "▁tN"), converted to f16, Q4_0 and Q8_0 by llama.cpp's own
              llama_model_quantize; run through llama-cpp-python's low-level API
              as llama-batched-bench does it: B sequences of the same prompt
              length prefilled in n_batch chunks (logits for the last token of
@@ -20,9 +22,10 @@ B * prompt / prefill time, decode tok/s = B * (gen - 1) / decode time, warm-up
 excluded. Threads: --threads for both (zigzag --threads and
 OPENBLAS_NUM_THREADS, llama.cpp n_threads and n_threads_batch).
 
-zigzag's CPU device computes in f32 only (f16 is the GPU device's dtype) and
-4-bit weights come with compression (#12): a zigzag configuration the binary
-refuses is reported as such and the run goes on.
+The rows compared (issue #27): f32 / f32, bf16 / f16 (zigzag's CPU device holds
+bf16, not f16, weights), 4-bit / Q4_0, 8-bit / Q8_0, each at every batch; the
+CPU model heads the output. A zigzag configuration the binary refuses is
+reported as such and the run goes on.
 
   /work/venv-lcpp/bin/python bench/llamacpp_compare.py --zigzag build/zigzag
 
@@ -47,7 +50,8 @@ def parse():
     p.add_argument("--gen-len", type=int, default=16)
     p.add_argument("--batches", default="1,16,64")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--dtypes", default="f32,f16,q4_0", help="llama.cpp weight types (zigzag: f32, and 4-bit beside q4_0)")
+    p.add_argument("--dtypes", default="f32,f16,q4_0,q8_0",
+                   help="llama.cpp weight types; zigzag runs f32, bf16 beside f16, 4bit beside q4_0, 8bit beside q8_0")
     p.add_argument("--one", nargs=3, metavar=("GGUF", "KVTYPE", "BATCH"), help=argparse.SUPPRESS)
     return p.parse_args()
 
@@ -131,7 +135,9 @@ def lcpp_fn(lc, *names):
     raise RuntimeError("llama_cpp has none of %s" % (names,))
 
 
-FTYPES = {"f16": 1, "q4_0": 2}  # LLAMA_FTYPE_MOSTLY_F16, LLAMA_FTYPE_MOSTLY_Q4_0
+FTYPES = {"f16": 1, "q4_0": 2, "q8_0": 7}  # LLAMA_FTYPE_MOSTLY_F16, _Q4_0, _Q8_0
+# zigzag's configuration beside each llama.cpp weight type
+ZZ_PEER = {"f32": "f32", "f16": "bf16", "q4_0": "4bit", "q8_0": "8bit"}
 GGML_TYPE = {"f32": 0, "f16": 1}
 
 
@@ -211,12 +217,17 @@ def lcpp_one(a, gguf_path, kv_type, B):
                       "prefill_tok_s": B * P / (t1 - t0), "decode_tok_s": B * (G - 1) / (t2 - t1)}))
 
 
-def zigzag_one(a, mdir, B, compress):
+def zigzag_one(a, mdir, B, dtype):
     cmd = [a.zigzag, "bench", "--model", mdir, "--dummy", "--prompt-len", str(a.prompt_len), "--gen-len",
-           str(a.gen_len), "--gpu-batch-size", str(B), "--num-gpu-batches", "1", "--threads", str(a.threads),
-           "--attn-threads", str(a.threads), "--device", "cpu", "--json"]
-    if compress:
+           str(a.gen_len), "--threads", str(a.threads), "--attn-threads", str(a.threads), "--device", "cpu", "--json"]
+    if dtype == "8bit":  # another group format: the policy line names it
+        cmd += ["--policy", "gbs=%d num_gb=1 w=100,0 c=100,0 a=100,0 cw=8/64" % B]
+    else:
+        cmd += ["--gpu-batch-size", str(B), "--num-gpu-batches", "1"]
+    if dtype == "4bit":
         cmd.append("--compress-weight")
+    if dtype == "bf16":
+        cmd += ["--cpu-dtype", "bf16"]
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(a.threads))
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
@@ -255,18 +266,25 @@ def main():
                 quantize(paths["f32"], paths[d] + ".part", d, a.threads)
                 os.rename(paths[d] + ".part", paths[d])
     import llama_cpp
-    print("# llama-cpp-python %s; shapes %s; prompt %d, gen %d, threads %d" %
-          (getattr(llama_cpp, "__version__", "?"), json.dumps(s), a.prompt_len, a.gen_len, a.threads))
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    print("# cpu: %s (%d online); llama-cpp-python %s; shapes %s; prompt %d, gen %d, threads %d" %
+          (model, os.cpu_count() or 0, getattr(llama_cpp, "__version__", "?"), json.dumps(s), a.prompt_len,
+           a.gen_len, a.threads))
     print("engine,dtype,batch,prefill_tok_s,decode_tok_s,prefill_s,decode_s")
     rows = {}
     for B in [int(x) for x in a.batches.split(",")]:
-        # zigzag f32 and 4-bit, llama.cpp in each dtype, alternated within the batch size
-        plan = [("zigzag", "f32")] + [("llama.cpp", d) for d in dtypes]
-        if "q4_0" in dtypes:
-            plan.append(("zigzag", "4bit"))
+        # each llama.cpp dtype, then zigzag's peer configuration, within the batch size
+        plan = []
+        for d in dtypes:
+            plan += [("llama.cpp", d), ("zigzag", ZZ_PEER[d])]
         for eng, d in plan:
             if eng == "zigzag":
-                got, info = zigzag_one(a, mdir, B, d == "4bit")
+                got, info = zigzag_one(a, mdir, B, d)
                 if got is None:
                     print("# zigzag %s batch %d refused: %s" % (d, B, info))
                     continue
@@ -286,8 +304,7 @@ def main():
     for (eng, d, B), z in sorted(rows.items(), key=lambda kv: (kv[0][2], kv[0][1])):
         if eng != "zigzag":
             continue
-        peers = ["f32", "f16"] if d == "f32" else ["q4_0"]
-        for p in peers:
+        for p in [k for k, v in ZZ_PEER.items() if v == d]:
             l = rows.get(("llama.cpp", p, B))
             if l:
                 print("ratio,%s/%s,%d,%.3f,%.3f" % (d, p, B, z["prefill_tok_s"] / l["prefill_tok_s"],

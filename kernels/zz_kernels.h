@@ -170,10 +170,11 @@ void zz_cpu_layernorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, con
 /* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b[out] when b) (then ReLU when relu). */
 void zz_cpu_linear(const float *x, int64_t n, int64_t in, const float *w, const float *b,
                    int64_t out, float *y, int relu);
-/* The CPU device's linear (kernels/cpu/gemm.c): w [out, in] in f32 or bf16 in its
- * natural row-major layout, register-blocked dot products along in on the pool's
- * threads, split over output columns (AVX-512 / AVX-512 BF16 micro-kernels chosen
- * at run time, portable C otherwise). bf16: x is rounded to bf16 once into xb
+/* The CPU device's linear, one driver for every weight dtype (kernels/cpu/linear.c):
+ * w [out, in] in f32, bf16 or Q4 in its natural row-major layout, register-blocked
+ * dot products along in on the pool's threads, split over output columns in tiles
+ * that follow the shape alone (per-dtype micro-kernels for AVX-512, AVX-512 BF16
+ * or AVX2 chosen at run time, portable C otherwise). bf16: x is rounded to bf16 once into xb
  * (zz_cpu_gemm_scratch bytes; NULL when that is 0), products accumulate in f32.
  * zz_cpu_linear_w picks: bf16 always here; f32 here for small n
  * (zz_cpu_gemm_small: decode), OpenBLAS sgemm tiles on the pool (zz_cpu_linear_pool) otherwise. */
@@ -188,7 +189,7 @@ void zz_cpu_rows_bf16(const uint16_t *table, int64_t dim, const int32_t *ids, in
 /* The CPU runs vdpbf16ps (avx512_bf16 with avx512f/bw/vl): bf16 weights at speed. */
 bool zz_cpu_has_bf16(void);
 /* zz_cpu_linear cut into tiles over pool's threads, each a single-threaded sgemm
- * (kernels/cpu/gemm_pool.c); call zz_cpu_blas_single() first (OpenBLAS then runs
+ * (kernels/cpu/linear.c); call zz_cpu_blas_single() first (OpenBLAS then runs
  * every call on its caller's thread, process-wide). */
 void zz_cpu_linear_pool(zz_pool *pool, const float *x, int64_t n, int64_t in, const float *w, const float *b,
                         int64_t out, float *y, int relu);
@@ -231,9 +232,10 @@ void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const voi
                          int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
                          int64_t hd, const int32_t *pad, float *out, float *scratch);
 /* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b) (then ReLU) with w stored in format f
- * (rows grouped along in): dequantized in panels of output rows on the pool's
- * threads, each panel multiplied as soon as it is widened; the whole f32 matrix
- * never exists. */
+ * (rows grouped along in), the same driver: for few rows (decoding) 4-bit values
+ * widened in registers and multiplied there (AVX2/AVX-512; the bits of
+ * dequantize-then-multiply), else panels of output rows dequantized and
+ * multiplied on the pool's threads; the whole f32 matrix never exists. */
 void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f,
                      const float *b, int64_t out, float *y, int relu);
 /* out[i, :] = row ids[i] of a table [rows, dim] stored in format f; add: += instead. */

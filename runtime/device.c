@@ -212,7 +212,7 @@ zz_pool *zz_device_compute_pool(zz_device *dev) { return dev->pool; }
  * the compute dtype; f32, f16 and bf16 converted on upload and download; 4-bit
  * weights (kernels/cpu/quant.c, kernels/cuda) for the linear and the row
  * gathers, and 4-bit caches for append and attention (top-k included); on the
- * CPU, bf16 weight matrices (kernels/cpu/gemm.c). */
+ * CPU, bf16 weight matrices (kernels/cpu/linear.c). */
 static const struct {
   const char *name;
   zz_dtype compute_dtype;

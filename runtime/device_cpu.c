@@ -7,8 +7,8 @@
  * from the storage dtype. Copies complete before returning, so sync has nothing
  * to wait for. Layernorm and attention run on dev->pool (device.c creates it
  * with the device's thread count); so do linears on decode-sized inputs and on
- * bf16 weights (kernels/cpu/gemm.c); larger f32 ones run as single-threaded
- * OpenBLAS tiles on the same pool (kernels/cpu/gemm_pool.c), so no second set of
+ * bf16 weights (kernels/cpu/linear.c); larger f32 ones run as single-threaded
+ * OpenBLAS tiles on the same pool (kernels/cpu/linear.c), so no second set of
  * threads competes. With --cpu-dtype bf16 weight matrices arrive in bf16 and are
  * computed on as they are (zz_device_desc.bf16_weights); everything else stays f32.
  */
@@ -256,6 +256,6 @@ zz_status zz_device_cpu_open(zz_device *dev, size_t capacity) {
   dev->ops = &zz_cpu_ops;
   dev->impl = c;
   dev->desc.capacity = capacity ? capacity : zz_host_memory_bytes();
-  zz_cpu_blas_single(); /* GEMMs run on dev->pool's threads (gemm_pool.c) */
+  zz_cpu_blas_single(); /* GEMMs run on dev->pool's threads (kernels/cpu/linear.c) */
   return ZZ_OK;
 }

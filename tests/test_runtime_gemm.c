@@ -1,5 +1,5 @@
 /*
- * test_runtime_gemm.c — the CPU device's own linear kernel (kernels/cpu/gemm.c)
+ * test_runtime_gemm.c — the CPU device's linear driver (kernels/cpu/linear.c)
  * for f32 and bf16 weights, on its AVX-512 micro-kernels (where the CPU has
  * them) and on the portable ones: against an f64 reference of the same inputs
  * (bf16: of the bf16-rounded x and W), and f32 against OpenBLAS's sgemm, over
@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "zz_runtime.h"
 #include "zz_tests.h"
@@ -141,6 +142,189 @@ static void test_bf16_golden(void) {
   }
 }
 
+/* ---------------------------------------------------------------- one driver: fused Q4, bf16 on AVX2, threads */
+
+/* The vector ISAs this CPU has besides portable (avx2, avx512), for tests that
+ * compare each against the portable reference. */
+static int zz_isas_here(zz_cpu_isa out[2]) {
+  int k = 0;
+  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) out[k++] = ZZ_CPU_ISA_AVX2;
+  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512)) out[k++] = ZZ_CPU_ISA_AVX512;
+  return k;
+}
+
+/* Shapes for the Q4 linear at decode sizes (the fused micro-kernel: n <= 16):
+ * in with tails past the last whole 8 and past the last whole group, out with
+ * tails past the 4-row panel and the 64-row chunk. */
+static const int64_t g_qshapes[][3] = {
+    {1, 64, 4},   {1, 4096, 67}, {2, 100, 9},  {3, 131, 5},  {4, 256, 64},
+    {5, 1000, 13}, {7, 72, 130},  {13, 520, 7}, {16, 333, 21}, {16, 2048, 66},
+};
+
+/* The fused Q4 micro-kernels (AVX2, AVX-512 where present) against the exact
+ * path, dequantize-then-multiply (the portable ISA: zz_q_dequantize into a
+ * panel, zz_dot), 4 and 8 bits: the same bits, since both widen min + q·step with a rounded
+ * product and sum and add each output's products in zz_dot's order. Both also
+ * against f64 within the bound of any f32 summation order, γ_K Σ|x_k w_k| with
+ * γ_K = K u / (1 - K u), u = 2^-24 (Higham, 3.1). Formats: 4 and 8 bits in
+ * groups 32..256 and 40 (a multiple of 8 that is no power of 2); group 34 and 2
+ * bits take the panels on every ISA and must still meet the f64 bound. */
+static void test_q4_fused(void) {
+  zz_cpu_isa isas[2];
+  int nisa = zz_isas_here(isas);
+  zz_rng r;
+  zz_rng_seed(&r, 23, 0);
+  const zz_qfmt fmts[] = {{4, 64}, {4, 32}, {4, 128}, {4, 256}, {4, 40}, {4, 34}, {8, 64}, {8, 40}, {8, 34}, {2, 64}};
+  int bad_bits = 0, bad_f64 = 0, cases = 0;
+  for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++)
+    for (size_t s = 0; s < sizeof g_qshapes / sizeof g_qshapes[0]; s++) {
+      zz_qfmt f = fmts[fi];
+      int64_t n = g_qshapes[s][0], in = g_qshapes[s][1], out = g_qshapes[s][2];
+      float *x = malloc((size_t)(n * in) * sizeof *x), *w = malloc((size_t)(out * in) * sizeof *w);
+      float *wd = malloc((size_t)(out * in) * sizeof *wd), *b = malloc((size_t)out * sizeof *b);
+      float *y0 = malloc((size_t)(n * out) * sizeof *y0), *y1 = malloc((size_t)(n * out) * sizeof *y1);
+      void *q = malloc(zz_q_row_bytes(f, in) * (size_t)out);
+      for (int64_t i = 0; i < n * in; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+      for (int64_t i = 0; i < out * in; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1) * (i % 7 == 0 ? 8 : 1);
+      for (int64_t i = 0; i < out; i++) b[i] = (float)(zz_rng_uniform(&r) - 0.5);
+      zz_q_quantize(f, w, out, in, q);
+      zz_q_dequantize(f, q, out, in, wd);
+      for (int relu = 0; relu < 2; relu++) {
+        const float *bb = relu ? NULL : b;
+        zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
+        zz_cpu_linear_q(g_pool, x, n, in, q, f, bb, out, y0, relu);
+        const double u = 0x1p-24, gam = (double)(in + 1) * u / (1 - (double)(in + 1) * u);
+        for (int64_t i = 0; i < n; i++)
+          for (int64_t o = 0; o < out; o++) {
+            double acc = bb ? bb[o] : 0, mag = bb ? fabs(bb[o]) : 0;
+            for (int64_t k = 0; k < in; k++) {
+              acc += (double)x[i * in + k] * wd[o * in + k];
+              mag += fabs((double)x[i * in + k] * wd[o * in + k]);
+            }
+            if (relu && acc < 0) acc = 0;
+            if (fabs(acc - y0[i * out + o]) > gam * mag + 1e-30) bad_f64++;
+          }
+        for (int a = 0; a < nisa; a++) {
+          zz_cpu_isa_set(isas[a]);
+          zz_cpu_linear_q(g_pool, x, n, in, q, f, bb, out, y1, relu);
+          cases++;
+          if (memcmp(y0, y1, (size_t)(n * out) * sizeof *y0) != 0) {
+            bad_bits++;
+            printf("\n  q4 %s bits=%d group=%d n=%lld in=%lld out=%lld relu=%d: bits differ from dequantize-then-dot",
+                   zz_cpu_isa_name(isas[a]), f.bits, f.group, (long long)n, (long long)in, (long long)out, relu);
+          }
+        }
+      }
+      free(x), free(w), free(wd), free(b), free(y0), free(y1), free(q);
+    }
+  zz_cpu_isa_set(zz_cpu_isa_best());
+  CU_ASSERT_EQUAL(bad_bits, 0);
+  CU_ASSERT_EQUAL(bad_f64, 0);
+  CU_ASSERT(nisa == 0 || cases > 0);
+}
+
+/* bf16 weights: the AVX2 micro-kernel (bf16 widened by a shift, FMA; above 8
+ * rows of x with W's K blocks widened once by the driver) gives the portable
+ * one's bits, since a product of two bf16 is exact in f32. (AVX-512
+ * BF16's vdpbf16ps sums in another order: checked against f64 by
+ * test_gemm_bf16 instead.) */
+static void test_bf16_avx2_bits(void) {
+  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
+  zz_rng r;
+  zz_rng_seed(&r, 29, 0);
+  int bad = 0;
+  for (size_t s = 0; s < sizeof g_shapes / sizeof g_shapes[0]; s++) {
+    int64_t n = g_shapes[s][0], in = g_shapes[s][1], out = g_shapes[s][2];
+    float *x = malloc((size_t)(n * in) * sizeof *x), *w = malloc((size_t)(out * in) * sizeof *w);
+    float *y0 = malloc((size_t)(n * out) * sizeof *y0), *y1 = malloc((size_t)(n * out) * sizeof *y1);
+    uint16_t *wb = malloc((size_t)(out * in) * sizeof *wb);
+    void *xb = malloc(zz_cpu_gemm_scratch(n, in, ZZ_DTYPE_BF16) + 1);
+    for (int64_t i = 0; i < n * in; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+    for (int64_t i = 0; i < out * in; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+    zz_convert(ZZ_DTYPE_F32, w, ZZ_DTYPE_BF16, wb, out * in);
+    zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
+    zz_cpu_linear_w(g_pool, x, n, in, wb, ZZ_DTYPE_BF16, NULL, out, y0, 0, xb);
+    zz_cpu_isa_set(ZZ_CPU_ISA_AVX2);
+    zz_cpu_linear_w(g_pool, x, n, in, wb, ZZ_DTYPE_BF16, NULL, out, y1, 0, xb);
+    if (memcmp(y0, y1, (size_t)(n * out) * sizeof *y0) != 0) {
+      bad++;
+      printf("\n  bf16 avx2 n=%lld in=%lld out=%lld: bits differ from portable", (long long)n, (long long)in,
+             (long long)out);
+    }
+    free(x), free(w), free(y0), free(y1), free(wb), free(xb);
+  }
+  zz_cpu_isa_set(zz_cpu_isa_best());
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* The one driver's tiles follow the shape alone: pools of 1, 2 and 3 threads give
+ * the same bits for every dtype (f32: own kernel or sgemm tiles; bf16; Q4 fused
+ * and panels, wide panels from 256 rows), at decode and prefill row counts. */
+static void test_linear_threads_bits(void) {
+  zz_pool *pools[3] = {NULL, NULL, NULL};
+  for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
+  zz_rng r;
+  zz_rng_seed(&r, 31, 0);
+  const int64_t in = 300, out = 200, ns[5] = {1, 5, 16, 70, 300}, nmax = 300;
+  zz_qfmt f = ZZ_QFMT_DEFAULT;
+  float *x = malloc((size_t)(nmax * in) * sizeof *x), *w = malloc((size_t)(out * in) * sizeof *w);
+  float *y[3];
+  uint16_t *wb = malloc((size_t)(out * in) * sizeof *wb);
+  void *q = malloc(zz_q_row_bytes(f, in) * (size_t)out), *xb = malloc(zz_cpu_gemm_scratch(nmax, in, ZZ_DTYPE_BF16));
+  for (int t = 0; t < 3; t++) y[t] = malloc((size_t)(nmax * out) * sizeof(float));
+  for (int64_t i = 0; i < nmax * in; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+  for (int64_t i = 0; i < out * in; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+  zz_convert(ZZ_DTYPE_F32, w, ZZ_DTYPE_BF16, wb, out * in);
+  zz_q_quantize(f, w, out, in, q);
+  int bad = 0;
+  for (int d = 0; d < 3; d++)
+    for (int k = 0; k < 5; k++) {
+      for (int t = 0; t < 3; t++) {
+        if (d == 0) zz_cpu_linear_w(pools[t], x, ns[k], in, w, ZZ_DTYPE_F32, NULL, out, y[t], 0, NULL);
+        if (d == 1) zz_cpu_linear_w(pools[t], x, ns[k], in, wb, ZZ_DTYPE_BF16, NULL, out, y[t], 0, xb);
+        if (d == 2) zz_cpu_linear_q(pools[t], x, ns[k], in, q, f, NULL, out, y[t], 0);
+      }
+      size_t bytes = (size_t)(ns[k] * out) * sizeof(float);
+      if (memcmp(y[0], y[1], bytes) != 0 || memcmp(y[0], y[2], bytes) != 0) {
+        bad++;
+        printf("\n  dtype %d n=%lld: bits depend on the thread count", d, (long long)ns[k]);
+      }
+    }
+  CU_ASSERT_EQUAL(bad, 0);
+  for (int t = 0; t < 3; t++) zz_pool_destroy(pools[t]), free(y[t]);
+  free(x), free(w), free(wb), free(q), free(xb);
+}
+
+/* zz_q_dequantize (the panels' widening, embedding rows) under AVX2 gives the
+ * portable bits, for every 4-bit group size kind (power of 2, multiple of 8, only
+ * even) and ragged row lengths. */
+static void test_q4_dequant_bits(void) {
+  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
+  zz_rng r;
+  zz_rng_seed(&r, 37, 0);
+  const int groups[] = {32, 34, 40, 64, 256};
+  const int64_t lens[] = {1, 9, 63, 64, 65, 1000};
+  int bad = 0;
+  for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+    for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+      zz_qfmt f = {4, groups[g]};
+      int64_t rows = 3, len = lens[l];
+      float *x = malloc((size_t)(rows * len) * sizeof *x), *y0 = malloc((size_t)(rows * len) * sizeof *y0);
+      float *y1 = malloc((size_t)(rows * len) * sizeof *y1);
+      void *q = malloc(zz_q_row_bytes(f, len) * (size_t)rows);
+      for (int64_t i = 0; i < rows * len; i++) x[i] = (float)(zz_rng_uniform(&r) * 20 - 10);
+      zz_q_quantize(f, x, rows, len, q);
+      zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
+      zz_q_dequantize(f, q, rows, len, y0);
+      zz_cpu_isa_set(ZZ_CPU_ISA_AVX2);
+      zz_q_dequantize(f, q, rows, len, y1);
+      if (memcmp(y0, y1, (size_t)(rows * len) * sizeof *y0) != 0) bad++;
+      free(x), free(y0), free(y1), free(q);
+    }
+  zz_cpu_isa_set(zz_cpu_isa_best());
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
 static int zz_gemm_init(void) { return zz_pool_create(2, &g_pool); }
 static int zz_gemm_clean(void) {
   zz_pool_destroy(g_pool);
@@ -156,4 +340,9 @@ void zz_test_gemm_register(void) {
   CU_add_test(s, "bf16 portable micro-kernel", test_gemm_bf16_portable);
   CU_add_test(s, "f32 linear at every n 1..130", test_linear_w_every_n);
   CU_add_test(s, "bf16 weights on the golden fixtures", test_bf16_golden);
+  CU_add_test(s, "q4 fused micro-kernels: the bits of dequantize-then-multiply, f64 within the order bound",
+              test_q4_fused);
+  CU_add_test(s, "bf16 avx2 micro-kernel: the portable one's bits", test_bf16_avx2_bits);
+  CU_add_test(s, "every dtype: the same bits on 1, 2 and 3 threads", test_linear_threads_bits);
+  CU_add_test(s, "q4 dequantize: avx2 = portable bits", test_q4_dequant_bits);
 }

@@ -1,6 +1,6 @@
 /*
  * isa.c — which vector code paths the CPU kernels take, chosen once at run time
- * for the whole process (attention in attn.c, the linear in gemm.c): the best
+ * for the whole process (attention in attn.c, the linear in linear.c): the best
  * this CPU has, or the environment's ZZ_CPU_ISA (auto, portable, avx2, avx512),
  * or zz_cpu_isa_set (tests and benches; zigzag itself reads ZZ_CPU_ISA and
  * --cpu-isa through its options table, refusing a bad name or an ISA this CPU

@@ -1,12 +1,9 @@
 /*
  * quant.c — group-wise min/max quantization (FlexGen §5): the format's sizes, the
  * quantizer and dequantizer, and the CPU kernels that read quantized tensors
- * (dequantize-and-multiply linear over panels of output rows, embedding rows,
- * cache appends). The layout is drawn in zz_kernels.h and docs/compression.md.
+ * (embedding rows, cache appends; the linear is kernels/cpu/linear.c's driver). The layout is drawn in zz_kernels.h and docs/compression.md.
  */
-#include <cblas.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,7 +77,31 @@ static void zz_q_put_group(zz_qfmt f, const float *x, int64_t m, unsigned char *
   }
 }
 
-static void zz_q_get_group(zz_qfmt f, const unsigned char *g, int64_t m, float *y) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+/* The 4-bit body of zz_q_get_group, 8 values a step: the same multiply, then add
+ * (no "fma" target: nothing may contract them), so the same bits. Returns the
+ * elements done (a multiple of 8); the caller widens the rest. */
+__attribute__((target("avx2"))) static int64_t zz_q4_get_avx2(const unsigned char *d, int64_t m, float lo,
+                                                                float step, float *y) {
+  const __m256 vlo = _mm256_set1_ps(lo), vstep = _mm256_set1_ps(step);
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  int64_t e = 0;
+  for (; e + 8 <= m; e += 8) {
+    uint32_t b4;
+    memcpy(&b4, d + e / 2, 4);
+    __m128i v = _mm_cvtsi32_si128((int)b4);
+    __m128i q = _mm_unpacklo_epi8(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+    __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q));
+    _mm256_storeu_ps(y + e, _mm256_add_ps(vlo, _mm256_mul_ps(f, vstep)));
+  }
+  return e;
+}
+#define ZZ_Q_X86 1
+#endif
+
+/* vec: the process's ISA has AVX2 (zz_cpu_isa_get, asked once per call by the caller) */
+static void zz_q_get_group(zz_qfmt f, const unsigned char *g, int64_t m, float *y, bool vec) {
   uint16_t hmin, hstep;
   memcpy(&hmin, g, 2);
   memcpy(&hstep, g + 2, 2);
@@ -89,6 +110,11 @@ static void zz_q_get_group(zz_qfmt f, const unsigned char *g, int64_t m, float *
   const unsigned char *d = g + 4;
   if (f.bits == 4) {
     int64_t e = 0;
+#ifdef ZZ_Q_X86
+    if (vec) e = zz_q4_get_avx2(d, m, lo, step, y);
+#else
+    (void)vec;
+#endif
     for (; e + 2 <= m; e += 2) {
       unsigned char b = d[e / 2];
       y[e] = lo + (float)(b & 15) * step;
@@ -118,10 +144,11 @@ void zz_q_quantize(zz_qfmt f, const float *x, int64_t rows, int64_t len, void *d
 
 void zz_q_dequantize(zz_qfmt f, const void *src, int64_t rows, int64_t len, float *y) {
   const unsigned char *p = src;
+  const bool vec = zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2;
   for (int64_t r = 0; r < rows; r++)
     for (int64_t at = 0; at < len; at += f.group) {
       int64_t m = len - at < f.group ? len - at : f.group;
-      zz_q_get_group(f, p, m, y + r * len + at);
+      zz_q_get_group(f, p, m, y + r * len + at, vec);
       p += zz_q_group_bytes(f, m);
     }
 }
@@ -136,105 +163,17 @@ float zz_q_half_step(zz_qfmt f, const void *row, int64_t len, int64_t e) {
 
 /* ---------------------------------------------------------------- kernels */
 
-/* Output rows per panel: a panel of a 4096-wide matrix is 256 KiB of f32, about
- * what one core's L2 keeps while the GEMM reads it. */
-#define ZZ_Q_PANEL 16
-
-/* Each thread widens its panels into its own buffer, grown once to the largest
- * panel it has seen (the hot loop allocates only on growth) and freed when the
- * thread ends (a pool's workers when the pool is destroyed). */
-typedef struct zz_q_buf {
-  float *p;
-  size_t cap;
-} zz_q_buf;
-
-static pthread_key_t zz_q_key;
-static pthread_once_t zz_q_once = PTHREAD_ONCE_INIT;
-
-static void zz_q_buf_free(void *arg) {
-  zz_q_buf *b = arg;
-  free(b->p);
-  free(b);
-}
-
-static void zz_q_key_init(void) { pthread_key_create(&zz_q_key, zz_q_buf_free); }
-
-static float *zz_q_panel(size_t floats) {
-  pthread_once(&zz_q_once, zz_q_key_init);
-  zz_q_buf *b = pthread_getspecific(zz_q_key);
-  if (!b) {
-    if (!(b = calloc(1, sizeof *b))) return NULL;
-    if (pthread_setspecific(zz_q_key, b) != 0) {
-      free(b);
-      return NULL;
-    }
-  }
-  if (floats > b->cap) {
-    float *p = realloc(b->p, floats * sizeof *p);
-    if (!p) return NULL;
-    b->p = p;
-    b->cap = floats;
-  }
-  return b->p;
-}
-
-/* Rows of x up to which the linear uses its own dot products instead of a GEMM. */
-#define ZZ_Q_SMALL_N 16
-
-typedef struct zz_qlin_job {
-  const float *x, *b;
-  const unsigned char *w;
-  zz_qfmt f;
-  int64_t n, in, out, panel;
-  size_t row_bytes;
-  float *y;
-  int relu;
-} zz_qlin_job;
-
-static void zz_qlin_panel(void *arg, int64_t p) {
-  const zz_qlin_job *j = arg;
-  int64_t o0 = p * j->panel, rows = j->out - o0 < j->panel ? j->out - o0 : j->panel;
-  float *wp = zz_q_panel((size_t)(j->panel * j->in));
-  if (!wp) {
-    /* a kernel has no error path: a panel is at most 64 rows, so this is the machine out of memory */
-    fprintf(stderr, "zz_cpu_linear_q: out of memory for a %lld-float panel\n", (long long)(j->panel * j->in));
-    abort();
-  }
-  zz_q_dequantize(j->f, j->w + (size_t)o0 * j->row_bytes, rows, j->in, wp);
-  if (j->n <= ZZ_Q_SMALL_N) {
-    /* decoding: a few rows of x, dot products on this thread (a small sgemm would
-     * pay OpenBLAS's call and threading overhead per panel) */
-    for (int64_t i = 0; i < j->n; i++)
-      for (int64_t o = 0; o < rows; o++) j->y[i * j->out + o0 + o] = zz_dot(j->x + i * j->in, wp + o * j->in, j->in);
-  } else {
-    /* y[:, o0 .. o0+rows) = x · panelᵀ */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)j->n, (blasint)rows, (blasint)j->in, 1.0f, j->x,
-                (blasint)j->in, wp, (blasint)j->in, 0.0f, j->y + o0, (blasint)j->out);
-  }
-  zz_bias_relu_cols(j->y, j->n, j->out, o0, rows, j->b, j->relu);
-}
-
-void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f,
-                     const float *b, int64_t out, float *y, int relu) {
-  /* decoding: panels of 16 rows over the pool's threads, dot products; prefill:
-   * panels of 64 rows over the pool's threads too, each a GEMM, single-threaded
-   * on the CPU device (zz_cpu_blas_single); a threaded OpenBLAS serialises them */
-  bool small = n <= ZZ_Q_SMALL_N;
-  int64_t panel = small ? ZZ_Q_PANEL : 4 * ZZ_Q_PANEL;
-  zz_qlin_job job = {x, b, w, f, n, in, out, panel, zz_q_row_bytes(f, in), y, relu};
-  zz_pool_run(pool, zz_qlin_panel, &job, (out + panel - 1) / panel);
-}
-
 void zz_cpu_embed_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, float *out,
                          int add) {
   size_t rb = zz_q_row_bytes(f, dim);
+  const bool vec = zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2;
   float row[ZZ_QGROUP_MAX];
   for (int64_t i = 0; i < n; i++) {
     const unsigned char *src = (const unsigned char *)table + (size_t)ids[i] * rb;
     float *o = out + i * dim;
     for (int64_t at = 0; at < dim; at += f.group) {
       int64_t m = dim - at < f.group ? dim - at : f.group;
-      zz_q_get_group(f, src, m, add ? row : o + at);
+      zz_q_get_group(f, src, m, add ? row : o + at, vec);
       if (add)
         for (int64_t e = 0; e < m; e++) o[at + e] += row[e];
       src += zz_q_group_bytes(f, m);

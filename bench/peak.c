@@ -1,0 +1,433 @@
+/*
+ * peak.c — the machine's compute peaks and read bandwidth, measured by small
+ * probes (bench/peak.h). Each compute probe is a loop of independent chains of
+ * one instruction (enough chains to cover its latency on every core we know:
+ * 12), so it runs at the issue rate of the units behind it; an empty asm on the
+ * inputs keeps the compiler from hoisting a product out of the loop. Each
+ * probe is compiled with target attributes and run only where the CPU (and for
+ * AMX, the kernel) allows it, so the one binary measures any x86-64 CPU.
+ */
+#define _GNU_SOURCE
+#include "peak.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "zz_kernels.h"
+
+static double zz_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A probe runs n iterations and returns the operations it did (2 per FMA lane). */
+typedef double (*zz_probe_fn)(long n);
+static volatile float zz_sink_f;
+static volatile int zz_sink_i;
+
+#define ZZ_CHAINS 12
+#define ZZ_REP12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+/* ---------------------------------------------------------------- portable */
+
+static double zz_probe_f32_c(long n) {
+  float a[ZZ_CHAINS];
+  for (int i = 0; i < ZZ_CHAINS; i++) a[i] = (float)i;
+  float b = 0.999999f, c = 1e-6f;
+  for (long it = 0; it < n; it++) {
+    __asm__ volatile("" : "+r"(b));
+    for (int i = 0; i < ZZ_CHAINS; i++) a[i] = a[i] * b + c;
+  }
+  float s = 0;
+  for (int i = 0; i < ZZ_CHAINS; i++) s += a[i];
+  zz_sink_f = s;
+  return 2.0 * ZZ_CHAINS * (double)n;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ZZ_PEAK_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- AVX2 / AVX-512 */
+
+__attribute__((target("avx2,fma"))) static double zz_probe_f32_avx2(long n) {
+#define D(i) __m256 a##i = _mm256_set1_ps((float)(i));
+  ZZ_REP12(D)
+#undef D
+  __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+  for (long it = 0; it < n; it++) {
+    __asm__ volatile("" : "+x"(b));
+#define F(i) a##i = _mm256_fmadd_ps(a##i, b, c);
+    ZZ_REP12(F)
+#undef F
+  }
+  __m256 s = _mm256_setzero_ps();
+#define S(i) s = _mm256_add_ps(s, a##i);
+  ZZ_REP12(S)
+#undef S
+  zz_sink_f = _mm256_cvtss_f32(s);
+  return 2.0 * 8 * ZZ_CHAINS * (double)n;
+}
+
+__attribute__((target("avx512f"))) static double zz_probe_f32_avx512(long n) {
+#define D(i) __m512 a##i = _mm512_set1_ps((float)(i));
+  ZZ_REP12(D)
+#undef D
+  __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+  for (long it = 0; it < n; it++) {
+    __asm__ volatile("" : "+v"(b));
+#define F(i) a##i = _mm512_fmadd_ps(a##i, b, c);
+    ZZ_REP12(F)
+#undef F
+  }
+  __m512 s = _mm512_setzero_ps();
+#define S(i) s = _mm512_add_ps(s, a##i);
+  ZZ_REP12(S)
+#undef S
+  zz_sink_f = _mm512_reduce_add_ps(s);
+  return 2.0 * 16 * ZZ_CHAINS * (double)n;
+}
+
+__attribute__((target("avx512f,avx512bf16,avx512bw,avx512vl"))) static double zz_probe_bf16_avx512(long n) {
+#define D(i) __m512 a##i = _mm512_set1_ps((float)(i));
+  ZZ_REP12(D)
+#undef D
+  __m512i x = _mm512_set1_epi16(0x3f80), w = _mm512_set1_epi16(0x3c00); /* 1.0, 2^-7 */
+  for (long it = 0; it < n; it++) {
+    __asm__ volatile("" : "+v"(x));
+#define F(i) a##i = _mm512_dpbf16_ps(a##i, (__m512bh)x, (__m512bh)w);
+    ZZ_REP12(F)
+#undef F
+  }
+  __m512 s = _mm512_setzero_ps();
+#define S(i) s = _mm512_add_ps(s, a##i);
+  ZZ_REP12(S)
+#undef S
+  zz_sink_f = _mm512_reduce_add_ps(s);
+  return 2.0 * 32 * ZZ_CHAINS * (double)n;
+}
+
+__attribute__((target("avx512f,avx512vnni"))) static double zz_probe_int8_avx512(long n) {
+#define D(i) __m512i a##i = _mm512_set1_epi32(i);
+  ZZ_REP12(D)
+#undef D
+  __m512i x = _mm512_set1_epi8(3), w = _mm512_set1_epi8(-2);
+  for (long it = 0; it < n; it++) {
+    __asm__ volatile("" : "+v"(x));
+#define F(i) a##i = _mm512_dpbusd_epi32(a##i, x, w);
+    ZZ_REP12(F)
+#undef F
+  }
+  __m512i s = _mm512_setzero_si512();
+#define S(i) s = _mm512_add_epi32(s, a##i);
+  ZZ_REP12(S)
+#undef S
+  zz_sink_i = _mm512_reduce_add_epi32(s);
+  return 2.0 * 64 * ZZ_CHAINS * (double)n;
+}
+
+__attribute__((target("avx2,avxvnni"))) static double zz_probe_int8_avxvnni(long n) {
+#define D(i) __m256i a##i = _mm256_set1_epi32(i);
+  ZZ_REP12(D)
+#undef D
+  __m256i x = _mm256_set1_epi8(3), w = _mm256_set1_epi8(-2);
+  for (long it = 0; it < n; it++) {
+    __asm__ volatile("" : "+x"(x));
+#define F(i) a##i = _mm256_dpbusd_avx_epi32(a##i, x, w);
+    ZZ_REP12(F)
+#undef F
+  }
+  __m256i s = _mm256_setzero_si256();
+#define S(i) s = _mm256_add_epi32(s, a##i);
+  ZZ_REP12(S)
+#undef S
+  zz_sink_i = _mm256_extract_epi32(s, 0);
+  return 2.0 * 32 * ZZ_CHAINS * (double)n;
+}
+
+/* AVX2 has no u8·s8 dot into i32: vpmaddubsw (pairs into i16), vpmaddwd by ones
+ * (pairs into i32), vpaddd: three instructions per 32 products, as llama.cpp's
+ * AVX2 Q4_0/Q8_0 kernels do. Each chain multiplies its own accumulator's bytes,
+ * so no two chains share a product the compiler could compute once. */
+__attribute__((target("avx2"))) static double zz_probe_int8_avx2(long n) {
+#define D(i) __m256i a##i = _mm256_set1_epi32(i);
+  ZZ_REP12(D)
+#undef D
+  __m256i w = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
+  for (long it = 0; it < n; it++) {
+#define F(i) a##i = _mm256_add_epi32(a##i, _mm256_madd_epi16(_mm256_maddubs_epi16(a##i, w), one));
+    ZZ_REP12(F)
+#undef F
+  }
+  __m256i s = _mm256_setzero_si256();
+#define S(i) s = _mm256_add_epi32(s, a##i);
+  ZZ_REP12(S)
+#undef S
+  zz_sink_i = _mm256_extract_epi32(s, 0);
+  return 2.0 * 32 * ZZ_CHAINS * (double)n;
+}
+
+/* ---------------------------------------------------------------- AMX */
+
+/* CPUID leaf 7 subleaf sub, register EDX (reg 3) or EAX (reg 0), bit. */
+static int zz_cpuid7(unsigned sub, int reg, int bit) {
+  unsigned r[4];
+  if (!__get_cpuid_count(7, sub, &r[0], &r[1], &r[2], &r[3])) return 0;
+  return (int)(r[reg] >> bit & 1);
+}
+
+#define ZZ_ARCH_REQ_XCOMP_PERM 0x1023
+#define ZZ_XFEATURE_XTILEDATA 18
+
+/* 0 when the kernel lets this process use AMX tiles, else why not. Without the
+ * request the first tile instruction raises SIGILL. */
+static const char *zz_amx_permit(void) {
+  if (!zz_cpuid7(0, 3, 24) || !zz_cpuid7(0, 3, 22) || !zz_cpuid7(0, 3, 25)) return "none (no amx-tile/bf16/int8)";
+  if (syscall(SYS_arch_prctl, ZZ_ARCH_REQ_XCOMP_PERM, ZZ_XFEATURE_XTILEDATA) != 0) return "refused by the kernel";
+  return NULL;
+}
+
+typedef struct __attribute__((packed, aligned(64))) zz_tilecfg {
+  uint8_t palette, start_row, pad[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} zz_tilecfg;
+
+/* Tiles 0-3 accumulate 16 × 16 i32/f32, tiles 4-5 hold A (16 rows × 64 bytes),
+ * 6-7 B: four independent products per iteration. */
+static void zz_amx_config(zz_tilecfg *c) {
+  memset(c, 0, sizeof *c);
+  c->palette = 1;
+  for (int t = 0; t < 8; t++) c->colsb[t] = 64, c->rows[t] = 16;
+}
+
+/* read by every thread's tile loads; each thread stores its result to its own stack */
+static _Alignas(64) const char zz_amx_zero[1024];
+
+__attribute__((target("amx-tile,amx-bf16"))) static double zz_probe_amx_bf16(long n) {
+  zz_tilecfg c;
+  zz_amx_config(&c);
+  _tile_loadconfig(&c);
+  _tile_loadd(0, zz_amx_zero, 64);
+  _tile_loadd(1, zz_amx_zero, 64);
+  _tile_loadd(2, zz_amx_zero, 64);
+  _tile_loadd(3, zz_amx_zero, 64);
+  _tile_loadd(4, zz_amx_zero, 64);
+  _tile_loadd(5, zz_amx_zero, 64);
+  _tile_loadd(6, zz_amx_zero, 64);
+  _tile_loadd(7, zz_amx_zero, 64);
+  for (long it = 0; it < n; it++) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _Alignas(64) char c0[1024];
+  _tile_stored(0, c0, 64);
+  _tile_release();
+  zz_sink_i = c0[0];
+  return 4.0 * 2 * 16 * 16 * 32 * (double)n;
+}
+
+__attribute__((target("amx-tile,amx-int8"))) static double zz_probe_amx_int8(long n) {
+  zz_tilecfg c;
+  zz_amx_config(&c);
+  _tile_loadconfig(&c);
+  _tile_loadd(0, zz_amx_zero, 64);
+  _tile_loadd(1, zz_amx_zero, 64);
+  _tile_loadd(2, zz_amx_zero, 64);
+  _tile_loadd(3, zz_amx_zero, 64);
+  _tile_loadd(4, zz_amx_zero, 64);
+  _tile_loadd(5, zz_amx_zero, 64);
+  _tile_loadd(6, zz_amx_zero, 64);
+  _tile_loadd(7, zz_amx_zero, 64);
+  for (long it = 0; it < n; it++) {
+    _tile_dpbusd(0, 4, 6);
+    _tile_dpbusd(1, 4, 7);
+    _tile_dpbusd(2, 5, 6);
+    _tile_dpbusd(3, 5, 7);
+  }
+  _Alignas(64) char c0[1024];
+  _tile_stored(0, c0, 64);
+  _tile_release();
+  zz_sink_i = c0[0];
+  return 4.0 * 2 * 16 * 16 * 64 * (double)n;
+}
+
+/* Streaming read of [p, p + n) floats: four vector sums, 32 floats a step. */
+__attribute__((target("avx2"))) static double zz_read_avx2(const float *p, int64_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  for (int64_t i = 0; i + 32 <= n; i += 32) {
+    s0 = _mm256_add_ps(s0, _mm256_load_ps(p + i));
+    s1 = _mm256_add_ps(s1, _mm256_load_ps(p + i + 8));
+    s2 = _mm256_add_ps(s2, _mm256_load_ps(p + i + 16));
+    s3 = _mm256_add_ps(s3, _mm256_load_ps(p + i + 24));
+  }
+  s0 = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+  return _mm256_cvtss_f32(s0);
+}
+#endif
+
+static double zz_read_c(const float *p, int64_t n) {
+  float s[8] = {0};
+  for (int64_t i = 0; i + 8 <= n; i += 8)
+    for (int u = 0; u < 8; u++) s[u] += p[i + u];
+  return s[0] + s[7];
+}
+
+/* ---------------------------------------------------------------- threads */
+
+typedef struct zz_peak_run {
+  zz_probe_fn fn;
+  long n;
+  pthread_barrier_t *bar;
+  double ops;
+  /* read bandwidth: this thread's slice */
+  const float *p;
+  int64_t len;
+  double (*read)(const float *p, int64_t n);
+} zz_peak_run;
+
+static void *zz_peak_thread(void *arg) {
+  zz_peak_run *r = arg;
+  pthread_barrier_wait(r->bar);
+  if (r->fn)
+    r->ops = r->fn(r->n);
+  else
+    zz_sink_f = (float)r->read(r->p, r->len);
+  pthread_barrier_wait(r->bar);
+  return NULL;
+}
+
+/* Seconds of one run of every thread's work started together (the caller is
+ * thread 0); ops_out: the operations of all threads. */
+static double zz_peak_together(zz_peak_run *runs, int threads, double *ops_out) {
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, (unsigned)threads);
+  pthread_t tid[ZZ_POOL_MAX_THREADS];
+  for (int t = 0; t < threads; t++) runs[t].bar = &bar;
+  for (int t = 1; t < threads; t++) pthread_create(&tid[t], NULL, zz_peak_thread, &runs[t]);
+  pthread_barrier_wait(&bar);
+  double t0 = zz_now();
+  if (runs[0].fn)
+    runs[0].ops = runs[0].fn(runs[0].n);
+  else
+    zz_sink_f = (float)runs[0].read(runs[0].p, runs[0].len);
+  pthread_barrier_wait(&bar);
+  double dt = zz_now() - t0;
+  for (int t = 1; t < threads; t++) pthread_join(tid[t], NULL);
+  pthread_barrier_destroy(&bar);
+  double ops = 0;
+  for (int t = 0; t < threads; t++) ops += runs[t].ops;
+  if (ops_out) *ops_out = ops;
+  return dt;
+}
+
+/* G(FL)OP/s of fn on `threads` threads, iterations sized to about secs seconds,
+ * the best of 3. */
+static double zz_peak_rate(zz_probe_fn fn, int threads, double secs) {
+  long n = 1000;
+  double t0 = zz_now(), ops1 = fn(n), dt = zz_now() - t0;
+  while (dt < 0.01) {
+    n *= 4;
+    t0 = zz_now(), ops1 = fn(n), dt = zz_now() - t0;
+  }
+  (void)ops1;
+  n = (long)((double)n * secs / dt) + 1;
+  zz_peak_run runs[ZZ_POOL_MAX_THREADS];
+  double best = 0;
+  for (int rep = 0; rep < 3; rep++) {
+    for (int t = 0; t < threads; t++) runs[t] = (zz_peak_run){.fn = fn, .n = n};
+    double ops, s = zz_peak_together(runs, threads, &ops);
+    if (ops / s > best) best = ops / s;
+  }
+  return best / 1e9;
+}
+
+/* GB/s reading 256 MiB (1 GiB past 4 threads), far past every cache, each
+ * thread its own slice, all at once; the best of 4 passes. */
+static double zz_peak_read(int threads) {
+  int64_t total = (int64_t)256 << 20;
+  if (threads > 4) total = (int64_t)1 << 30;
+  int64_t len = total / (int64_t)sizeof(float) / threads / 32 * 32;
+  float *p = aligned_alloc(64, (size_t)(len * threads) * sizeof *p);
+  if (!p) return 0;
+  for (int64_t i = 0; i < len * threads; i++) p[i] = (float)(i & 255);
+  double (*read)(const float *, int64_t) = zz_read_c;
+#ifdef ZZ_PEAK_X86
+  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) read = zz_read_avx2;
+#endif
+  zz_peak_run runs[ZZ_POOL_MAX_THREADS];
+  double best = 0;
+  for (int rep = 0; rep < 4; rep++) {
+    for (int t = 0; t < threads; t++) runs[t] = (zz_peak_run){.p = p + t * len, .len = len, .read = read};
+    double s = zz_peak_together(runs, threads, NULL);
+    double gbs = (double)(len * threads) * sizeof *p / s / 1e9;
+    if (gbs > best) best = gbs;
+  }
+  free(p);
+  return best;
+}
+
+void zz_peak_measure(int threads, double secs, zz_peak *out) {
+  if (threads < 1) threads = 1;
+  if (threads > ZZ_POOL_MAX_THREADS) threads = ZZ_POOL_MAX_THREADS;
+  memset(out, 0, sizeof *out);
+  out->threads = threads;
+  zz_probe_fn f32 = zz_probe_f32_c, bf16 = NULL, int8 = NULL;
+  out->f32_isa = "scalar C";
+  out->bf16_isa = "none (bf16 widened to f32: the f32 peak)";
+  out->int8_isa = "none";
+  out->amx = "none";
+#ifdef ZZ_PEAK_X86
+  __builtin_cpu_init();
+  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) {
+    f32 = zz_probe_f32_avx2, out->f32_isa = "avx2 vfmadd231ps ymm";
+    int8 = zz_probe_int8_avx2, out->int8_isa = "avx2 vpmaddubsw+vpmaddwd+vpaddd";
+  }
+  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512)) f32 = zz_probe_f32_avx512, out->f32_isa = "avx512 vfmadd231ps zmm";
+  if (zz_cpu_has_bf16()) bf16 = zz_probe_bf16_avx512, out->bf16_isa = "avx512_bf16 vdpbf16ps zmm";
+  if (zz_cpuid7(1, 0, 4) && zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2))
+    int8 = zz_probe_int8_avxvnni, out->int8_isa = "avx_vnni vpdpbusd ymm";
+  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512) && __builtin_cpu_supports("avx512vnni"))
+    int8 = zz_probe_int8_avx512, out->int8_isa = "avx512_vnni vpdpbusd zmm";
+  const char *why = zz_amx_permit();
+  if (!why) {
+    out->amx = "amx tdpbf16ps / tdpbusd";
+    out->amx_bf16 = zz_peak_rate(zz_probe_amx_bf16, threads, secs);
+    out->amx_int8 = zz_peak_rate(zz_probe_amx_int8, threads, secs);
+  } else {
+    out->amx = why;
+  }
+#endif
+  out->f32 = zz_peak_rate(f32, threads, secs);
+  out->bf16 = bf16 ? zz_peak_rate(bf16, threads, secs) : 0;
+  out->int8 = int8 ? zz_peak_rate(int8, threads, secs) : 0;
+  out->read_gbs = zz_peak_read(threads);
+}
+
+void zz_peak_cpu_model(char *buf, size_t len) {
+  snprintf(buf, len, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "model name", 10) == 0) {
+      char *v = strchr(line, ':');
+      if (v) {
+        v += v[1] == ' ' ? 2 : 1;
+        v[strcspn(v, "\n")] = 0;
+        snprintf(buf, len, "%s", v);
+      }
+      break;
+    }
+  fclose(f);
+}

@@ -1,0 +1,791 @@
+/*
+ * linear.c — the CPU device's one linear driver: y[n, out] = x[n, in] · W[out, in]ᵀ
+ * (+ b) (then ReLU) for W in f32, bf16 or group-wise 4-bit (Q4), W in its
+ * natural row-major layout, never repacked and never widened whole.
+ *
+ * Why one driver: the walk over W (chunks of output rows over the pool, K
+ * blocks, MR × NR register tiles) is the same for every element type; only the
+ * micro-kernel that turns a tile of rows into dot products differs (ggml's
+ * vec_dot per type). Per dtype:
+ *   f32   own micro-kernel for n <= ZZ_GEMM_SMALL_M where the ISA has one
+ *         (AVX-512), else OpenBLAS sgemm in shape-only tiles on the pool;
+ *   bf16  x rounded to bf16 once per call, then the own micro-kernel: vdpbf16ps
+ *         (avx512_bf16), or bf16 widened to f32 by a shift in registers and FMA
+ *         (AVX2; the product of two bf16 is exact in f32, so FMA and the portable
+ *         multiply-then-add give the same bits);
+ *   Q4    (4 or 8 bits) for n <= ZZ_Q_SMALL_N (decoding) the fused
+ *         micro-kernel: each value widened in registers as min + q · step (multiply, then add,
+ *         as zz_q_dequantize rounds it) and multiplied by x there, the dot
+ *         summed in the order of zz_dot (8 lanes over k mod 8, the same tree,
+ *         the tail last), so it gives the bits of dequantize-then-zz_dot;
+ *         above, or without a vector ISA, panels of output rows dequantized
+ *         into a thread's buffer and multiplied (dots, or a single-threaded
+ *         sgemm for many rows).
+ * Every path's tiles are a function of the shape alone, never of the thread
+ * count: each output's sum is formed by one task in one order, so --threads
+ * and an mpirun rank's smaller share never change a bit (docs/cpu.md).
+ *
+ * The AVX-512 micro-kernels are compiled with target attributes and taken when
+ * the process's ISA choice (kernels/cpu/isa.c, ZZ_CPU_ISA) allows; AVX2 ones
+ * likewise; portable C everywhere else and as the reference.
+ */
+#include <cblas.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_impl.h"
+#include "zz_kernels.h"
+
+#define ZZ_MR 4              /* rows of x per micro-tile */
+#define ZZ_NR 4              /* rows of W per micro-tile */
+#define ZZ_GEMM_KC_BYTES 4096 /* K block: bytes of one f32/bf16 W row (a 4-row panel is 16 KiB of L1) */
+#define ZZ_GEMM_CHUNK 64     /* W rows per pool task */
+#define ZZ_GEMM_MC 128       /* rows of x per block: its K block (128 × 4 KiB) stays in L2 */
+/* f32: the own kernel up to n = ZZ_GEMM_SMALL_M rows of x (decode at GPU batches
+ * up to it), OpenBLAS's sgemm above (prefill), where packing is paid once for
+ * many rows. Measured with bench/cpu_gemm_bench.c (docs/cpu.md, "GEMM"). */
+#define ZZ_GEMM_SMALL_M 64
+/* bf16 on AVX2: above this many rows of x, each K block of a W panel is widened
+ * to f32 once for all of them (the same values and sums: the same bits). */
+#ifndef ZZ_BF16_WIDEN_N
+#define ZZ_BF16_WIDEN_N 8
+#endif
+/* Q4: the fused micro-kernel up to this many rows of x; dequantized panels above. */
+#define ZZ_Q_SMALL_N 16
+/* Q4 panels: output rows per panel (a panel of a 4096-wide matrix is 256 KiB of
+ * f32, about what one core's L2 keeps while the GEMM reads it); 4 × that for
+ * sgemm panels. */
+#define ZZ_Q_PANEL 16
+/* From this many rows of x on, sgemm panels as wide as ZZ_Q_WIDE_BYTES of
+ * widened weights allow (a multiple of 64 outputs, at most 512): each sgemm
+ * packs all of x again, which at prefill (x of thousands of rows) cost more
+ * than the multiplication with 64-output panels. The width follows the shape
+ * alone; the buffer is each pool thread's, kept for its life. */
+#define ZZ_Q_WIDE_N 256
+#define ZZ_Q_WIDE_BYTES ((int64_t)8 << 20)
+/* sgemm column tiles of this many outputs for fewer than ZZ_GEMM_BY_ROWS rows
+ * (a 512-wide w tile of a 2048-wide layer is 4 MiB, so the copy of x each tile
+ * packs stays a few percent of its work); from ZZ_GEMM_BY_ROWS rows on, tiles of
+ * ZZ_GEMM_ROW_TILE rows, each zz_cpu_linear (the reference) packing all of w. */
+#define ZZ_GEMM_COL_TILE 512
+#define ZZ_GEMM_BY_ROWS 1024
+#define ZZ_GEMM_ROW_TILE 512
+
+/* tile[r][c] = Σ_{k<kc} x_r[k] · w_c[k] for r < mr (rows past mr may be
+ * computed on repeated pointers or skipped); group: Q4's group size (else 0). */
+typedef void (*zz_gemm_micro)(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr, int group,
+                              float tile[ZZ_MR][ZZ_NR]);
+
+typedef struct zz_gemm_job {
+  const char *x;  /* [n, in]: f32, or bf16 (the rounded copy) */
+  const char *w;  /* [out, in]: f32, bf16 or Q4 rows */
+  const float *b; /* [out] or NULL */
+  float *y;       /* [n, out] */
+  int64_t n, in, out;
+  int relu, group;
+  size_t xsz, wsz;     /* bytes of one element along K of x, of w (Q4: 0, one K block) */
+  size_t x_row, w_row; /* bytes of one row of x, of w */
+  int64_t kc;          /* K block in elements */
+  zz_gemm_micro micro;
+  /* NULL, or: widens each ZZ_NR-row K block of W into f32 (row stride ld) once,
+   * for all rows of x; micro then reads W as f32 */
+  void (*widen_w)(const void *const wr[ZZ_NR], int64_t kc, float *dst, int64_t ld);
+} zz_gemm_job;
+
+/* ---------------------------------------------------------------- portable micro-kernels */
+
+static void zz_micro_f32_c(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr, int group,
+                           float tile[ZZ_MR][ZZ_NR]) {
+  (void)group;
+  for (int r = 0; r < mr; r++)
+    for (int c = 0; c < ZZ_NR; c++) tile[r][c] = zz_dot(xr[r], wr[c], kc);
+}
+
+static void zz_micro_bf16_c(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr, int group,
+                            float tile[ZZ_MR][ZZ_NR]) {
+  (void)group;
+  for (int r = 0; r < mr; r++)
+    for (int c = 0; c < ZZ_NR; c++) {
+      const uint16_t *a = xr[r], *b = wr[c];
+      float acc[8] = {0};
+      int64_t k = 0;
+      for (; k + 8 <= kc; k += 8)
+        for (int u = 0; u < 8; u++) acc[u] += zz_bf16_to_f32(a[k + u]) * zz_bf16_to_f32(b[k + u]);
+      float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+      for (; k < kc; k++) s += zz_bf16_to_f32(a[k]) * zz_bf16_to_f32(b[k]);
+      tile[r][c] = s;
+    }
+}
+
+/* The tree zz_dot reduces its 8 partial sums with. */
+static inline float zz_tree8(const float a[8]) {
+  return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+/* Bytes of the group holding m elements of `bits` (header, values padded to even
+ * bytes), as kernels/cpu/quant.c lays it out. */
+static inline size_t zz_qg_bytes(int bits, int64_t m) { return 4 + (size_t)((m * bits + 7) / 8 + 1) / 2 * 2; }
+static inline size_t zz_q4_group_bytes(int64_t m) { return zz_qg_bytes(4, m); }
+
+/* ---------------------------------------------------------------- x86 micro-kernels */
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ZZ_GEMM_X86 1
+#include <immintrin.h>
+
+#define ZZ_AVX512 __attribute__((target("avx512f")))
+#define ZZ_AVX512BF16 __attribute__((target("avx512f,avx512bf16,avx512bw,avx512vl")))
+/* no "fma": the Q4 kernels must round the widening's product and sum apart (as
+ * zz_q_dequantize and zz_dot do), so the compiler may not contract them */
+#define ZZ_AVX2 __attribute__((target("avx2")))
+#define ZZ_AVX2FMA __attribute__((target("avx2,fma")))
+
+/* The 16 sums of acc, one per accumulator, in tile order. */
+ZZ_AVX512 static inline void zz_tile_reduce(__m512 acc[ZZ_MR][ZZ_NR], float tile[ZZ_MR][ZZ_NR]) {
+  for (int r = 0; r < ZZ_MR; r++)
+    for (int c = 0; c < ZZ_NR; c++) tile[r][c] = _mm512_reduce_add_ps(acc[r][c]);
+}
+
+ZZ_AVX512 static void zz_micro_f32_avx512(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc,
+                                          int mr, int group, float tile[ZZ_MR][ZZ_NR]) {
+  (void)mr, (void)group;
+  const float *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3];
+  const float *w0 = wr[0], *w1 = wr[1], *w2 = wr[2], *w3 = wr[3];
+  __m512 acc[ZZ_MR][ZZ_NR];
+  for (int r = 0; r < ZZ_MR; r++)
+    for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm512_setzero_ps();
+  int64_t k = 0;
+#define ZZ_F32_STEP(LOADX, LOADW)                                                          \
+  do {                                                                                     \
+    __m512 a[ZZ_MR] = {LOADX(x0), LOADX(x1), LOADX(x2), LOADX(x3)};                        \
+    __m512 b[ZZ_NR] = {LOADW(w0), LOADW(w1), LOADW(w2), LOADW(w3)};                        \
+    for (int r = 0; r < ZZ_MR; r++)                                                        \
+      for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm512_fmadd_ps(a[r], b[c], acc[r][c]); \
+  } while (0)
+#define ZZ_LD(p) _mm512_loadu_ps((p) + k)
+#define ZZ_LDM(p) _mm512_maskz_loadu_ps(m, (p) + k)
+  for (; k + 16 <= kc; k += 16) ZZ_F32_STEP(ZZ_LD, ZZ_LD);
+  if (k < kc) {
+    __mmask16 m = (__mmask16)((1u << (kc - k)) - 1);
+    ZZ_F32_STEP(ZZ_LDM, ZZ_LDM);
+  }
+#undef ZZ_LD
+#undef ZZ_LDM
+#undef ZZ_F32_STEP
+  zz_tile_reduce(acc, tile);
+}
+
+ZZ_AVX512BF16 static void zz_micro_bf16_avx512(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc,
+                                               int mr, int group, float tile[ZZ_MR][ZZ_NR]) {
+  (void)mr, (void)group;
+  const uint16_t *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3];
+  const uint16_t *w0 = wr[0], *w1 = wr[1], *w2 = wr[2], *w3 = wr[3];
+  __m512 acc[ZZ_MR][ZZ_NR];
+  for (int r = 0; r < ZZ_MR; r++)
+    for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm512_setzero_ps();
+  int64_t k = 0;
+  /* 32 bf16 per vector: vdpbf16ps adds the two products of each lane's pair */
+#define ZZ_BF16_STEP(LOAD)                                                                                     \
+  do {                                                                                                         \
+    __m512bh a[ZZ_MR] = {(__m512bh)LOAD(x0), (__m512bh)LOAD(x1), (__m512bh)LOAD(x2), (__m512bh)LOAD(x3)};      \
+    __m512bh b[ZZ_NR] = {(__m512bh)LOAD(w0), (__m512bh)LOAD(w1), (__m512bh)LOAD(w2), (__m512bh)LOAD(w3)};      \
+    for (int r = 0; r < ZZ_MR; r++)                                                                            \
+      for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], a[r], b[c]);                    \
+  } while (0)
+#define ZZ_LD(p) _mm512_loadu_si512((const void *)((p) + k))
+#define ZZ_LDM(p) _mm512_maskz_loadu_epi16(m, (p) + k)
+  for (; k + 32 <= kc; k += 32) ZZ_BF16_STEP(ZZ_LD);
+  if (k < kc) {
+    __mmask32 m = (__mmask32)((1ull << (kc - k)) - 1);
+    ZZ_BF16_STEP(ZZ_LDM);
+  }
+#undef ZZ_LD
+#undef ZZ_LDM
+#undef ZZ_BF16_STEP
+  zz_tile_reduce(acc, tile);
+}
+
+/* dst[i] = bf16(src[i]), round to nearest even (vcvtneps2bf16), as zz_f32_to_bf16 */
+ZZ_AVX512BF16 static void zz_round_bf16_avx512(const float *src, int64_t n, uint16_t *dst) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + i));
+    _mm256_storeu_si256((__m256i *)(dst + i), (__m256i)h);
+  }
+  for (; i < n; i++) dst[i] = zz_f32_to_bf16(src[i]);
+}
+
+/* ---- bf16 on AVX2: widened by a shift in registers, FMA in the portable order */
+
+ZZ_AVX2FMA static inline __m256 zz_bf16x8(const uint16_t *p) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+
+/* rows (1 or 2) rows of x against the tile's 4 W rows, W in bf16 (WF 0) or
+ * already widened to f32 by the driver (WF 1, the same values); both constants
+ * after inlining. */
+ZZ_AVX2FMA static inline __attribute__((always_inline)) void
+zz_bf16_avx2_rows(const uint16_t *const x[2], const void *const wr[ZZ_NR], int64_t kc, const int rows, const int WF,
+                  float out[2][ZZ_NR]) {
+  __m256 acc[2][ZZ_NR];
+  for (int r = 0; r < 2; r++)
+    for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= kc; k += 8) {
+    __m256 a[2];
+    for (int r = 0; r < rows; r++) a[r] = zz_bf16x8(x[r] + k);
+    for (int c = 0; c < ZZ_NR; c++) {
+      __m256 b = WF ? _mm256_loadu_ps((const float *)wr[c] + k) : zz_bf16x8((const uint16_t *)wr[c] + k);
+      for (int r = 0; r < rows; r++) acc[r][c] = _mm256_fmadd_ps(a[r], b, acc[r][c]);
+    }
+  }
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < ZZ_NR; c++) {
+      float l[8];
+      _mm256_storeu_ps(l, acc[r][c]);
+      float s = zz_tree8(l);
+      for (int64_t t = k; t < kc; t++)
+        s += zz_bf16_to_f32(x[r][t]) * (WF ? ((const float *)wr[c])[t] : zz_bf16_to_f32(((const uint16_t *)wr[c])[t]));
+      out[r][c] = s;
+    }
+}
+
+ZZ_AVX2FMA static inline __attribute__((always_inline)) void
+zz_bf16_avx2_tile(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr, const int WF,
+                  float tile[ZZ_MR][ZZ_NR]) {
+  for (int r0 = 0; r0 < mr; r0 += 2) {
+    const uint16_t *x[2] = {xr[r0], xr[r0 + 1 < mr ? r0 + 1 : r0]};
+    float out[2][ZZ_NR];
+    if (mr - r0 >= 2)
+      zz_bf16_avx2_rows(x, wr, kc, 2, WF, out);
+    else
+      zz_bf16_avx2_rows(x, wr, kc, 1, WF, out);
+    for (int r = 0; r < 2 && r0 + r < mr; r++)
+      for (int c = 0; c < ZZ_NR; c++) tile[r0 + r][c] = out[r][c];
+  }
+}
+
+ZZ_AVX2FMA static void zz_micro_bf16_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc,
+                                          int mr, int group, float tile[ZZ_MR][ZZ_NR]) {
+  (void)group;
+  zz_bf16_avx2_tile(xr, wr, kc, mr, 0, tile);
+}
+
+/* W rows the driver widened once per K block into f32 (many rows of x: each
+ * widened W value then serves them all instead of being widened per 2 rows). */
+ZZ_AVX2FMA static void zz_micro_bf16w_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc,
+                                           int mr, int group, float tile[ZZ_MR][ZZ_NR]) {
+  (void)group;
+  zz_bf16_avx2_tile(xr, wr, kc, mr, 1, tile);
+}
+
+/* dst[c][0..kc) = the bf16 K block of W row c widened (a shift) */
+ZZ_AVX2 static void zz_widen_bf16_avx2(const void *const wr[ZZ_NR], int64_t kc, float *dst, int64_t ld) {
+  for (int c = 0; c < ZZ_NR; c++) {
+    const uint16_t *w = wr[c];
+    float *d = dst + c * ld;
+    int64_t k = 0;
+    for (; k + 8 <= kc; k += 8)
+      _mm256_storeu_ps(d + k, _mm256_castsi256_ps(_mm256_slli_epi32(
+                                  _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(w + k))), 16)));
+    for (; k < kc; k++) d[k] = zz_bf16_to_f32(w[k]);
+  }
+}
+
+/* ---- Q4 on AVX2: nibbles widened to min + q · step in registers */
+
+/* The 8 values of 4 packed bytes (element 2i in byte i's low nibble, 2i+1 in its high). */
+ZZ_AVX2 static inline __m256 zz_q4x8(__m128i bytes, __m256 lo, __m256 step) {
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  __m128i q = _mm_unpacklo_epi8(_mm_and_si128(bytes, m4), _mm_and_si128(_mm_srli_epi16(bytes, 4), m4));
+  __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q));
+  return _mm256_add_ps(lo, _mm256_mul_ps(v, step));
+}
+
+/* ROWS rows of x (f32) against COLS W rows of BITS (4 or 8) values (ROWS × COLS
+ * <= 8 accumulators; all three constants after inlining) of kc elements in
+ * groups of group (a multiple of 8); out[r][c] in zz_dot's order over the
+ * widened row. */
+ZZ_AVX2 static inline __attribute__((always_inline)) void
+zz_q_avx2_tile(const float *const *x, const void *const *wr, int64_t kc, int group, const int BITS, const int ROWS,
+               const int COLS, float out[ZZ_MR][ZZ_NR]) {
+  const float *tab = zz_f16_table();
+  const int64_t kmain = kc - kc % 8; /* zz_dot's lanes; the rest is its tail */
+  const size_t gb = zz_qg_bytes(BITS, group);
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  __m256 acc[ZZ_MR][ZZ_NR];
+  for (int r = 0; r < ROWS; r++)
+    for (int c = 0; c < COLS; c++) acc[r][c] = _mm256_setzero_ps();
+  for (int64_t g0 = 0; g0 < kmain; g0 += group) {
+    const int64_t m = kmain - g0 < group ? kmain - g0 : group; /* a multiple of 8 */
+    const size_t goff = (size_t)(g0 / group) * gb;
+    for (int c = 0; c < COLS; c++) {
+      const unsigned char *g = (const unsigned char *)wr[c] + goff;
+      uint16_t hmin, hstep;
+      memcpy(&hmin, g, 2);
+      memcpy(&hstep, g + 2, 2);
+      const __m256 lo = _mm256_set1_ps(tab[hmin]), step = _mm256_set1_ps(tab[hstep]);
+      const unsigned char *d = g + 4;
+      int64_t e = 0;
+      for (; BITS == 4 && e + 32 <= m; e += 32) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(d + e / 2));
+        __m128i l4 = _mm_and_si128(v, m4), h4 = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
+        __m128i q0 = _mm_unpacklo_epi8(l4, h4), q1 = _mm_unpackhi_epi8(l4, h4);
+        __m256 w[4] = {_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q0)),
+                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(q0, 8))),
+                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q1)),
+                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(q1, 8)))};
+        for (int u = 0; u < 4; u++) {
+          w[u] = _mm256_add_ps(lo, _mm256_mul_ps(w[u], step));
+          for (int r = 0; r < ROWS; r++)
+            acc[r][c] = _mm256_add_ps(acc[r][c], _mm256_mul_ps(_mm256_loadu_ps(x[r] + g0 + e + 8 * u), w[u]));
+        }
+      }
+      for (; e < m; e += 8) {
+        __m256 w;
+        if (BITS == 4) {
+          uint32_t b4;
+          memcpy(&b4, d + e / 2, 4);
+          w = zz_q4x8(_mm_cvtsi32_si128((int)b4), lo, step);
+        } else {
+          __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(d + e))));
+          w = _mm256_add_ps(lo, _mm256_mul_ps(v, step));
+        }
+        for (int r = 0; r < ROWS; r++)
+          acc[r][c] = _mm256_add_ps(acc[r][c], _mm256_mul_ps(_mm256_loadu_ps(x[r] + g0 + e), w));
+      }
+    }
+  }
+  for (int r = 0; r < ROWS; r++)
+    for (int c = 0; c < COLS; c++) {
+      float l[8];
+      _mm256_storeu_ps(l, acc[r][c]);
+      float s = zz_tree8(l);
+      for (int64_t k = kmain; k < kc; k++) { /* the tail, in the last group */
+        const unsigned char *g = (const unsigned char *)wr[c] + (size_t)(k / group) * gb;
+        uint16_t hmin, hstep;
+        memcpy(&hmin, g, 2);
+        memcpy(&hstep, g + 2, 2);
+        int64_t e = k % group;
+        float q = BITS == 4 ? (float)((g[4 + e / 2] >> (4 * (e & 1))) & 15) : (float)g[4 + e];
+        float wv = tab[hmin] + q * tab[hstep];
+        s += x[r][k] * wv;
+      }
+      out[r][c] = s;
+    }
+}
+
+/* Tiles by rows of x: 1 or 2 rows against all 4 W rows (enough independent sums
+ * for the adders), 3 or 4 rows against 2 W rows at a time (each widened W value
+ * serves 4 rows). */
+ZZ_AVX2 static inline __attribute__((always_inline)) void zz_micro_q_avx2(const void *const xr[ZZ_MR],
+                                                                           const void *const wr[ZZ_NR], int64_t kc,
+                                                                           int mr, int group, const int BITS,
+                                                                           float tile[ZZ_MR][ZZ_NR]) {
+  const float *x[ZZ_MR] = {xr[0], xr[1], xr[2], xr[3]};
+  float out[ZZ_MR][ZZ_NR];
+  if (mr == 1) zz_q_avx2_tile(x, wr, kc, group, BITS, 1, 4, out);
+  if (mr == 2) zz_q_avx2_tile(x, wr, kc, group, BITS, 2, 4, out);
+  if (mr >= 3)
+    for (int c0 = 0; c0 < ZZ_NR; c0 += 2) {
+      float part[ZZ_MR][ZZ_NR];
+      if (mr == 3)
+        zz_q_avx2_tile(x, wr + c0, kc, group, BITS, 3, 2, part);
+      else
+        zz_q_avx2_tile(x, wr + c0, kc, group, BITS, 4, 2, part);
+      for (int r = 0; r < mr; r++) out[r][c0] = part[r][0], out[r][c0 + 1] = part[r][1];
+    }
+  for (int r = 0; r < mr; r++)
+    for (int c = 0; c < ZZ_NR; c++) tile[r][c] = out[r][c];
+}
+
+ZZ_AVX2 static void zz_micro_q4_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
+                                     int group, float tile[ZZ_MR][ZZ_NR]) {
+  zz_micro_q_avx2(xr, wr, kc, mr, group, 4, tile);
+}
+
+/* 8 bits: one byte a value, 8 widened from one 8-byte load (FlexGen's format at
+ * 8 bits, beside llama.cpp's Q8_0) */
+ZZ_AVX2 static void zz_micro_q8_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
+                                     int group, float tile[ZZ_MR][ZZ_NR]) {
+  zz_micro_q_avx2(xr, wr, kc, mr, group, 8, tile);
+}
+
+/* ---- Q4 on AVX-512: two W rows per zmm (lanes 0-7 row c, 8-15 row c+1), so each
+ * half keeps zz_dot's 8 lanes and the bits equal the AVX2 and portable paths.
+ * avx512f brings FMA, and GCC contracts a multiply and an add of intrinsics
+ * into one (-ffp-contract=fast): an empty asm on each product keeps them two
+ * roundings, as zz_q_dequantize and zz_dot round them. */
+#define ZZ_KEEP(v) __asm__("" : "+v"(v))
+
+/* a in lanes 0-7, b in 8-15 (avx512f alone: no f32x8 inserts) */
+ZZ_AVX512 static inline __m512 zz_halves(float a, float b) {
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a)), _mm256_castps_pd(_mm256_set1_ps(b)), 1));
+}
+
+ZZ_AVX512 static inline __m512 zz_q4x8x2(const unsigned char *d0, const unsigned char *d1, __m512 lo, __m512 step) {
+  uint32_t b0, b1;
+  memcpy(&b0, d0, 4);
+  memcpy(&b1, d1, 4);
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  __m128i v = _mm_set_epi32(0, 0, (int)b1, (int)b0);
+  __m128i l4 = _mm_and_si128(v, m4), h4 = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
+  __m128i q = _mm_unpacklo_epi8(l4, h4); /* row c's 8 values, then row c+1's */
+  __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q)), step);
+  ZZ_KEEP(p);
+  return _mm512_add_ps(lo, p);
+}
+
+ZZ_AVX512 static void zz_micro_q4_avx512(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
+                                         int group, float tile[ZZ_MR][ZZ_NR]) {
+  const float *tab = zz_f16_table();
+  const int64_t kmain = kc - kc % 8;
+  const size_t gb = zz_q4_group_bytes(group);
+  __m512 acc[ZZ_MR][ZZ_NR / 2];
+  for (int r = 0; r < ZZ_MR; r++)
+    for (int p = 0; p < ZZ_NR / 2; p++) acc[r][p] = _mm512_setzero_ps();
+  for (int64_t g0 = 0; g0 < kmain; g0 += group) {
+    const int64_t m = kmain - g0 < group ? kmain - g0 : group;
+    const size_t goff = (size_t)(g0 / group) * gb;
+    for (int p = 0; p < ZZ_NR / 2; p++) {
+      const unsigned char *ga = (const unsigned char *)wr[2 * p] + goff, *gc = (const unsigned char *)wr[2 * p + 1] + goff;
+      uint16_t h[4];
+      memcpy(h, ga, 4);
+      memcpy(h + 2, gc, 4);
+      const __m512 lo = zz_halves(tab[h[0]], tab[h[2]]);
+      const __m512 step = zz_halves(tab[h[1]], tab[h[3]]);
+      for (int64_t e = 0; e < m; e += 8) {
+        __m512 w = zz_q4x8x2(ga + 4 + e / 2, gc + 4 + e / 2, lo, step);
+        for (int r = 0; r < mr; r++) {
+          __m512 a = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps((const float *)xr[r] + g0 + e))));
+          __m512 prod = _mm512_mul_ps(a, w);
+          ZZ_KEEP(prod);
+          acc[r][p] = _mm512_add_ps(acc[r][p], prod);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < mr; r++)
+    for (int c = 0; c < ZZ_NR; c++) {
+      float l[16];
+      _mm512_storeu_ps(l, acc[r][c / 2]);
+      float s = zz_tree8(l + 8 * (c & 1));
+      const float *x = xr[r];
+      for (int64_t k = kmain; k < kc; k++) {
+        const unsigned char *g = (const unsigned char *)wr[c] + (size_t)(k / group) * gb;
+        uint16_t hmin, hstep;
+        memcpy(&hmin, g, 2);
+        memcpy(&hstep, g + 2, 2);
+        int64_t e = k % group;
+        float q = (float)((g[4 + e / 2] >> (4 * (e & 1))) & 15);
+        float qs = q * tab[hstep];
+        ZZ_KEEP(qs);
+        float wv = tab[hmin] + qs, xw = x[k] * wv;
+        ZZ_KEEP(xw);
+        s += xw;
+      }
+      tile[r][c] = s;
+    }
+}
+#endif
+
+/* ---------------------------------------------------------------- run-time choice */
+
+typedef struct zz_gemm_isa {
+  zz_gemm_micro f32;  /* NULL: sgemm tiles at every size */
+  zz_gemm_micro bf16;
+  zz_gemm_micro bf16w; /* bf16 x against W widened by widen_bf16 (many rows); NULL: none */
+  void (*widen_bf16)(const void *const wr[ZZ_NR], int64_t kc, float *dst, int64_t ld);
+  zz_gemm_micro q4;   /* 4 bits, groups of a multiple of 8; NULL: dequantized panels */
+  zz_gemm_micro q8;   /* 8 bits, the same */
+  void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
+} zz_gemm_isa;
+
+static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
+  for (int64_t i = 0; i < n; i++) dst[i] = zz_f32_to_bf16(src[i]);
+}
+
+/* The micro-kernels for the process's ISA choice (kernels/cpu/isa.c). The f32
+ * one exists under AVX-512 only: on AVX2 f32 keeps sgemm, the reference the
+ * golden tests were taken with. */
+static zz_gemm_isa zz_gemm_isa_get(void) {
+  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c};
+#ifdef ZZ_GEMM_X86
+  zz_cpu_isa isa = zz_cpu_isa_get();
+  if (isa >= ZZ_CPU_ISA_AVX2) {
+    s.bf16 = zz_micro_bf16_avx2;
+    s.bf16w = zz_micro_bf16w_avx2;
+    s.widen_bf16 = zz_widen_bf16_avx2;
+    s.q4 = zz_micro_q4_avx2;
+    s.q8 = zz_micro_q8_avx2; /* also under avx512: no zmm variant yet */
+  }
+  if (isa == ZZ_CPU_ISA_AVX512) {
+    s.f32 = zz_micro_f32_avx512;
+    s.q4 = zz_micro_q4_avx512;
+    if (zz_cpu_has_bf16()) {
+      s.bf16w = NULL, s.widen_bf16 = NULL; /* vdpbf16ps reads bf16 W as it is */
+      s.bf16 = zz_micro_bf16_avx512;
+      s.round_bf16 = zz_round_bf16_avx512;
+    }
+  }
+#endif
+  return s;
+}
+
+/* ---------------------------------------------------------------- the own-kernel driver */
+
+/* y[i0.., c0..] (mr × nr valid) = tile, += when not the first K block */
+static void zz_gemm_store(const zz_gemm_job *j, float tile[ZZ_MR][ZZ_NR], int64_t i0, int mr, int64_t c0, int nr,
+                          bool first) {
+  for (int r = 0; r < mr; r++) {
+    float *yr = j->y + (i0 + r) * j->out + c0;
+    for (int c = 0; c < nr; c++) yr[c] = tile[r][c] + (first ? 0.0f : yr[c]);
+  }
+}
+
+/* The widened W panel: ZZ_NR rows of a K block of 2-byte elements (32 KiB, on
+ * the pool thread's stack). */
+#define ZZ_WPANEL_LD (ZZ_GEMM_KC_BYTES / 2)
+
+/* One chunk of ZZ_GEMM_CHUNK output columns (rows of W), all rows of x. */
+static void zz_gemm_chunk(void *arg, int64_t t) {
+  const zz_gemm_job *j = arg;
+  _Alignas(64) float wpanel[j->widen_w ? ZZ_NR * ZZ_WPANEL_LD : 1];
+  int64_t c_lo = t * ZZ_GEMM_CHUNK, c_hi = c_lo + ZZ_GEMM_CHUNK < j->out ? c_lo + ZZ_GEMM_CHUNK : j->out;
+  for (int64_t m0 = 0; m0 < j->n; m0 += ZZ_GEMM_MC) {
+    int64_t m1 = j->n - m0 < ZZ_GEMM_MC ? j->n : m0 + ZZ_GEMM_MC;
+    for (int64_t k0 = 0; k0 < j->in; k0 += j->kc) {
+      int64_t kc = j->in - k0 < j->kc ? j->in - k0 : j->kc;
+      bool first = k0 == 0;
+      for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_NR) {
+        int nr = c_hi - c0 < ZZ_NR ? (int)(c_hi - c0) : ZZ_NR;
+        const void *wr[ZZ_NR];
+        for (int c = 0; c < ZZ_NR; c++)
+          wr[c] = j->w + (size_t)(c0 + (c < nr ? c : nr - 1)) * j->w_row + (size_t)k0 * j->wsz;
+        if (j->widen_w) {
+          j->widen_w(wr, kc, wpanel, ZZ_WPANEL_LD);
+          for (int c = 0; c < ZZ_NR; c++) wr[c] = wpanel + c * ZZ_WPANEL_LD;
+        }
+        for (int64_t i0 = m0; i0 < m1; i0 += ZZ_MR) {
+          int mr = m1 - i0 < ZZ_MR ? (int)(m1 - i0) : ZZ_MR;
+          const void *xr[ZZ_MR];
+          for (int r = 0; r < ZZ_MR; r++)
+            xr[r] = j->x + (size_t)(i0 + (r < mr ? r : mr - 1)) * j->x_row + (size_t)k0 * j->xsz;
+          float tile[ZZ_MR][ZZ_NR];
+          j->micro(xr, wr, kc, mr, j->group, tile);
+          zz_gemm_store(j, tile, i0, mr, c0, nr, first);
+        }
+      }
+    }
+    zz_bias_relu_cols(j->y + m0 * j->out, m1 - m0, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
+  }
+}
+
+static void zz_gemm_own(zz_pool *pool, zz_gemm_job *job) {
+  zz_pool_run(pool, zz_gemm_chunk, job, (job->out + ZZ_GEMM_CHUNK - 1) / ZZ_GEMM_CHUNK);
+}
+
+/* ---------------------------------------------------------------- sgemm tiles (f32, many rows) */
+/*
+ * With OpenBLAS threaded, its workers spin (sched_yield) after every GEMM just
+ * when the pool's workers start layernorm or attention; zz_cpu_blas_single()
+ * makes OpenBLAS run every call on its caller's thread and these tiles spread a
+ * GEMM over the pool instead:
+ *  - few rows (decoding): tiles of output columns, so every column of w is
+ *    packed once in all, as OpenBLAS's own threading does;
+ *  - many rows (prefill): tiles of rows, each zz_cpu_linear (the reference).
+ * The tiles follow the shape alone: the rounding of an sgemm element depends on
+ * the call's whole (M, N, K) — on an AVX2 Zen 3 the same element differed
+ * between one 37 x 3072 call and its 1024-column tiles, and between one 600-row
+ * call and its 64-row tiles — so tiles that followed the thread count gave
+ * other bits with other --threads (and an mpirun rank other tokens than one
+ * process).
+ */
+
+typedef struct zz_sgemm_job {
+  const float *x, *w, *b; /* x [n, in], w [out, in], b [out] or NULL */
+  float *y;               /* [n, out] */
+  int64_t n, in, out, tile;
+  int relu, by_rows;
+} zz_sgemm_job;
+
+static void zz_sgemm_tile(void *arg, int64_t t) {
+  const zz_sgemm_job *j = arg;
+  int64_t lim = j->by_rows ? j->n : j->out, a = t * j->tile, m = lim - a < j->tile ? lim - a : j->tile;
+  if (j->by_rows) {
+    zz_cpu_linear(j->x + a * j->in, m, j->in, j->w, j->b, j->out, j->y + a * j->out, j->relu);
+    return;
+  }
+  /* y[:, a .. a+m) = x · w[a .. a+m, :]ᵀ */
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)j->n, (blasint)m, (blasint)j->in, 1.0f, j->x,
+              (blasint)j->in, j->w + a * j->in, (blasint)j->in, 0.0f, j->y + a, (blasint)j->out);
+  zz_bias_relu_cols(j->y, j->n, j->out, a, m, j->b, j->relu);
+}
+
+void zz_cpu_blas_single(void) { openblas_set_num_threads(1); }
+
+void zz_cpu_linear_pool(zz_pool *pool, const float *x, int64_t n, int64_t in, const float *w, const float *b,
+                        int64_t out, float *y, int relu) {
+  zz_sgemm_job j = {x, w, b, y, n, in, out, ZZ_GEMM_COL_TILE, relu, n >= ZZ_GEMM_BY_ROWS};
+  if (n * out < 2 * ZZ_GEMM_COL_TILE) {
+    zz_cpu_linear(x, n, in, w, b, out, y, relu);
+    return;
+  }
+  if (j.by_rows) j.tile = ZZ_GEMM_ROW_TILE;
+  int64_t lim = j.by_rows ? n : out;
+  zz_pool_run(pool, zz_sgemm_tile, &j, (lim + j.tile - 1) / j.tile);
+}
+
+/* ---------------------------------------------------------------- Q4 panels (prefill, other formats) */
+
+/* Each thread widens its panels into its own buffer, grown once to the largest
+ * panel it has seen (the hot loop allocates only on growth) and freed when the
+ * thread ends (a pool's workers when the pool is destroyed). */
+typedef struct zz_q_buf {
+  float *p;
+  size_t cap;
+} zz_q_buf;
+
+static pthread_key_t zz_q_key;
+static pthread_once_t zz_q_once = PTHREAD_ONCE_INIT;
+
+static void zz_q_buf_free(void *arg) {
+  zz_q_buf *b = arg;
+  free(b->p);
+  free(b);
+}
+
+static void zz_q_key_init(void) { pthread_key_create(&zz_q_key, zz_q_buf_free); }
+
+static float *zz_q_panel(size_t floats) {
+  pthread_once(&zz_q_once, zz_q_key_init);
+  zz_q_buf *b = pthread_getspecific(zz_q_key);
+  if (!b) {
+    if (!(b = calloc(1, sizeof *b))) return NULL;
+    if (pthread_setspecific(zz_q_key, b) != 0) {
+      free(b);
+      return NULL;
+    }
+  }
+  if (floats > b->cap) {
+    float *p = realloc(b->p, floats * sizeof *p);
+    if (!p) return NULL;
+    b->p = p;
+    b->cap = floats;
+  }
+  return b->p;
+}
+
+typedef struct zz_qlin_job {
+  const float *x, *b;
+  const unsigned char *w;
+  zz_qfmt f;
+  int64_t n, in, out, panel;
+  size_t row_bytes;
+  float *y;
+  int relu;
+} zz_qlin_job;
+
+static void zz_qlin_panel(void *arg, int64_t p) {
+  const zz_qlin_job *j = arg;
+  int64_t o0 = p * j->panel, rows = j->out - o0 < j->panel ? j->out - o0 : j->panel;
+  float *wp = zz_q_panel((size_t)(j->panel * j->in));
+  if (!wp) {
+    /* a kernel has no error path: a panel is at most 8 MiB, so this is the machine out of memory */
+    fprintf(stderr, "zz_cpu_linear_q: out of memory for a %lld-float panel\n", (long long)(j->panel * j->in));
+    abort();
+  }
+  zz_q_dequantize(j->f, j->w + (size_t)o0 * j->row_bytes, rows, j->in, wp);
+  if (j->n <= ZZ_Q_SMALL_N) {
+    /* decoding without a fused micro-kernel: dot products on this thread */
+    for (int64_t i = 0; i < j->n; i++)
+      for (int64_t o = 0; o < rows; o++) j->y[i * j->out + o0 + o] = zz_dot(j->x + i * j->in, wp + o * j->in, j->in);
+  } else {
+    /* y[:, o0 .. o0+rows) = x · panelᵀ, single-threaded on the CPU device (zz_cpu_blas_single) */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)j->n, (blasint)rows, (blasint)j->in, 1.0f, j->x,
+                (blasint)j->in, wp, (blasint)j->in, 0.0f, j->y + o0, (blasint)j->out);
+  }
+  zz_bias_relu_cols(j->y, j->n, j->out, o0, rows, j->b, j->relu);
+}
+
+/* ---------------------------------------------------------------- entry points */
+
+typedef struct zz_round_job {
+  const float *x;
+  uint16_t *xb;
+  int64_t in;
+  void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
+} zz_round_job;
+
+static void zz_round_row(void *arg, int64_t i) {
+  const zz_round_job *j = arg;
+  j->round_bf16(j->x + i * j->in, j->in, j->xb + i * j->in);
+}
+
+size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt) {
+  return w_dt == ZZ_DTYPE_BF16 ? zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in) : 0;
+}
+
+/* The own-kernel job for an f32 or bf16 weight (bf16: x rounded into xb first). */
+static zz_gemm_job zz_gemm_dense(zz_pool *pool, const zz_gemm_isa *isa, const float *x, int64_t n, int64_t in,
+                                 const void *w, zz_dtype w_dt, const float *b, int64_t out, float *y, int relu,
+                                 void *xb) {
+  zz_gemm_job job = {.x = (const char *)x, .w = w, .b = b, .y = y, .n = n, .in = in, .out = out, .relu = relu,
+                     .xsz = sizeof(float), .wsz = sizeof(float), .micro = isa->f32 ? isa->f32 : zz_micro_f32_c};
+  if (w_dt == ZZ_DTYPE_BF16) {
+    zz_round_job r = {x, xb, in, isa->round_bf16};
+    zz_pool_run(pool, zz_round_row, &r, n);
+    job.x = xb;
+    job.xsz = job.wsz = sizeof(uint16_t);
+    job.micro = isa->bf16;
+    if (isa->bf16w && n > ZZ_BF16_WIDEN_N) job.micro = isa->bf16w, job.widen_w = isa->widen_bf16;
+  }
+  job.x_row = job.w_row = (size_t)in * job.xsz;
+  job.kc = (int64_t)(ZZ_GEMM_KC_BYTES / job.xsz);
+  return job;
+}
+
+void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
+                 int64_t out, float *y, int relu, void *xb) {
+  const zz_gemm_isa isa = zz_gemm_isa_get();
+  zz_gemm_job job = zz_gemm_dense(pool, &isa, x, n, in, w, w_dt, b, out, y, relu, xb);
+  zz_gemm_own(pool, &job);
+}
+
+bool zz_cpu_gemm_small(int64_t n) { return n <= ZZ_GEMM_SMALL_M && zz_gemm_isa_get().f32; }
+
+void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt,
+                     const float *b, int64_t out, float *y, int relu, void *xb) {
+  if (w_dt == ZZ_DTYPE_BF16 || zz_cpu_gemm_small(n))
+    zz_cpu_gemm(pool, x, n, in, w, w_dt, b, out, y, relu, xb);
+  else
+    zz_cpu_linear_pool(pool, x, n, in, w, b, out, y, relu);
+}
+
+void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f,
+                     const float *b, int64_t out, float *y, int relu) {
+  const zz_gemm_isa isa = zz_gemm_isa_get();
+  zz_gemm_micro fused = f.bits == 4 ? isa.q4 : f.bits == 8 ? isa.q8 : NULL;
+  if (n <= ZZ_Q_SMALL_N && fused && f.group % 8 == 0) {
+    /* the fused micro-kernel, one K block: its order is zz_dot's over the whole row */
+    zz_gemm_job job = {.x = (const char *)x, .w = w, .b = b, .y = y, .n = n, .in = in, .out = out, .relu = relu,
+                       .group = f.group, .xsz = sizeof(float), .wsz = 0, .x_row = (size_t)in * sizeof(float),
+                       .w_row = zz_q_row_bytes(f, in), .kc = in, .micro = fused};
+    zz_gemm_own(pool, &job);
+    return;
+  }
+  /* panels: decoding 16 rows a task, dot products; prefill 64 rows a task, each a
+   * single-threaded GEMM (a threaded OpenBLAS would serialise them) */
+  bool small = n <= ZZ_Q_SMALL_N;
+  int64_t panel = small ? ZZ_Q_PANEL : 4 * ZZ_Q_PANEL;
+  if (n >= ZZ_Q_WIDE_N) {
+    int64_t wide = ZZ_Q_WIDE_BYTES / ((int64_t)sizeof(float) * in) / (4 * ZZ_Q_PANEL) * (4 * ZZ_Q_PANEL);
+    panel = wide > 512 ? 512 : wide > panel ? wide : panel;
+  }
+  zz_qlin_job job = {x, b, w, f, n, in, out, panel, zz_q_row_bytes(f, in), y, relu};
+  zz_pool_run(pool, zz_qlin_panel, &job, (out + panel - 1) / panel);
+}

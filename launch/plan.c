@@ -225,8 +225,7 @@ int zz_cmd_plan(const zz_opts *o) {
   zz_model m = {0};
   zz_hw hw;
   zz_planner_opts po;
-  zz_status st = zz_config_resolve(o->model, &cfg);
-  if (st == ZZ_OK) st = zz_model_init(&cfg, &m);
+  zz_status st = zz_setup_model(o, 0, &cfg, &m, NULL, NULL);
   if (st == ZZ_OK) st = zz_plan_hw(o, &hw);
   if (st == ZZ_OK) st = zz_opts_planner(o, &hw, &po);
   if (st == ZZ_OK && (int64_t)o->prompt_len + o->gen_len > cfg.max_pos)

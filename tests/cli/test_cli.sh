@@ -716,5 +716,10 @@ check "--max-new-tokens beyond the positions: refused without a negative prompt 
 zz "${GEN[@]}" --prompts - --out stdin.jsonl <job.jsonl
 check "prompts from stdin are checked whole, then run: the bytes of the file run" eval '[ "$RC" -eq 0 ] && cmp -s stdin.jsonl full.jsonl'
 
+# one setup sequence (launch/setup.c): bench and generate refuse a preset without --dummy in the same words
+zz bench --model opt-125m --device cpu --prompt-len 4 --gen-len 2
+check "bench: a preset without --dummy is refused as generate refuses it" \
+  eval '[ "$RC" -ne 0 ] && has "--model opt-125m is a preset: add --dummy" err'
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

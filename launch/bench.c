@@ -7,7 +7,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "zz_launch.h"
 #include "zz_planner.h"
@@ -53,48 +52,30 @@ int zz_cmd_bench(const zz_opts *o) {
   zz_config cfg;
   zz_model model = {0};
   zz_checkpoint *ck = NULL;
-  zz_device *dev = NULL;
-  zz_engine *eng = NULL;
+  zz_setup su = {0};
   int32_t **ids = NULL;
   int64_t *lens = NULL, b = 0;
   zz_result res = {0}, warm = {0};
   zz_status st;
   int rc = 1;
-  ZZ_CHECK_GOTO(zz_config_resolve(o->model, &cfg), st, fail);
-  ZZ_CHECK_GOTO(zz_model_init(&cfg, &model), st, fail);
-  struct stat sb;
-  bool is_dir = stat(o->model, &sb) == 0 && S_ISDIR(sb.st_mode);
-  if (!o->dummy) {
-    if (!is_dir) {
-      st = zz_error(ZZ_ERR_INVALID_ARG, "bench --model %s: a preset needs --dummy", o->model);
-      goto fail;
-    }
-    ZZ_CHECK_GOTO(zz_checkpoint_open(o->model, &ck), st, fail);
-  }
+  ZZ_CHECK_GOTO(zz_setup_model(o, ZZ_SETUP_WEIGHTS, &cfg, &model, &ck, NULL), st, fail);
   zz_shape shape = {.prompt_len = o->prompt_len, .gen_len = o->gen_len};
   /* --hw: plan when no policy is given, and predict the run's throughput */
-  zz_opts planned = *o;
-  char pline[256];
-  zz_plan pred;
-  bool have_pred = false;
-  if (o->hw) {
-    ZZ_CHECK_GOTO(zz_opts_plan_policy(o, &model, &shape, &planned, pline, sizeof pline, &pred), st, fail);
-    zz_run_bind(&pred.bind); /* before the device starts its threads */
-    have_pred = true;
-  }
-  o = &planned;
-  zz_policy pol;
-  ZZ_CHECK_GOTO(zz_opts_policy(o, &pol), st, fail);
+  ZZ_CHECK_GOTO(zz_setup_policy(&su, o, true, &model, &shape), st, fail);
+  o = &su.opts;
+  const zz_policy *pol = &su.pol;
+  const zz_plan *pred = &su.pred;
+  bool have_pred = su.predicted;
   if (o->gen_len < 2) {
     st = zz_error(ZZ_ERR_INVALID_ARG, "bench: --gen-len must be at least 2 (decode throughput needs a decode step)");
     goto fail;
   }
-  ZZ_CHECK_GOTO(zz_opts_device(o, &dev), st, fail);
-  double t_load = zz_now();
-  ZZ_CHECK_GOTO(zz_opts_engine(o, dev, &model, ck, &shape, &eng), st, fail);
-  t_load = zz_now() - t_load;
+  ZZ_CHECK_GOTO(zz_setup_engine(&su, &model, ck, &shape), st, fail);
+  zz_device *dev = su.dev;
+  zz_engine *eng = su.eng;
+  double t_load = su.load_s;
 
-  b = (int64_t)pol.gpu_batch_size * pol.num_gpu_batches;
+  b = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches;
   ZZ_CHECK_GOTO(zz_bench_prompts(&cfg, b, o->prompt_len, &ids, &lens), st, fail);
   zz_request req = {.n = b, .ids = (const int32_t *const *)ids, .lens = lens, .max_new_tokens = o->gen_len, .ignore_eos = true};
   int64_t warm_len = 1;
@@ -124,7 +105,7 @@ int zz_cmd_bench(const zz_opts *o) {
   for (int t = 0; t < ZZ_TIER_COUNT; t++)
     for (int p = 0; p < ZZ_PURPOSE_COUNT; p++) tier[t] += peak[t][p];
   char pbuf[256];
-  zz_policy_str(&pol, pbuf, sizeof pbuf);
+  zz_policy_str(pol, pbuf, sizeof pbuf);
   if (o->json) {
     printf("{\"model\": \"%s\", \"device\": \"%s\", \"prompt_len\": %d, \"gen_len\": %d, \"batch\": %lld, "
            "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"total_tok_s\": %.3f, "
@@ -140,8 +121,8 @@ int zz_cmd_bench(const zz_opts *o) {
            attn_wait, attn_cpu, (unsigned long long)to_dev, (unsigned long long)from_dev, per_tok,
            (unsigned long long)rd, rd_bw);
     if (have_pred)
-      printf(", \"predicted\": {\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"total_tok_s\": %.3f}", pred.cost.prefill_tps,
-             pred.cost.decode_tps, pred.cost.total_tps);
+      printf(", \"predicted\": {\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"total_tok_s\": %.3f}", pred->cost.prefill_tps,
+             pred->cost.decode_tps, pred->cost.total_tps);
     printf("}\n");
   } else {
     printf("zigzag bench: %s on %s, %lld prompts x %d tokens, %d new tokens each (warm-up excluded, weights loaded in %.1f s)\n",
@@ -152,8 +133,8 @@ int zz_cmd_bench(const zz_opts *o) {
     printf("  total      %10.1f tok/s\n", total);
     if (have_pred)
       printf("  predicted  prefill %.1f, decode %.1f, total %.1f tok/s (cost model, --hw %s): measured / predicted "
-             "%.2f total\n", pred.cost.prefill_tps, pred.cost.decode_tps, pred.cost.total_tps, planned.hw,
-             total / pred.cost.total_tps);
+             "%.2f total\n", pred->cost.prefill_tps, pred->cost.decode_tps, pred->cost.total_tps, o->hw,
+             total / pred->cost.total_tps);
     printf("  busy       compute %.0f%%, weight load %.0f%%, cache load %.0f%%, cache store %.0f%% of %.2f s\n",
            100 * busy[ZZ_LANE_COMPUTE], 100 * busy[ZZ_LANE_LOAD_WEIGHT], 100 * busy[ZZ_LANE_LOAD_CACHE],
            100 * busy[ZZ_LANE_STORE_CACHE], wall);
@@ -172,8 +153,7 @@ fail:
 done:
   zz_result_free(&res, b);
   zz_bench_prompts_free(ids, lens, b);
-  zz_engine_destroy(eng);
-  zz_device_destroy(dev);
+  zz_setup_free(&su);
   zz_checkpoint_close(ck);
   zz_model_free(&model);
   return rc;

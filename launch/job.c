@@ -355,8 +355,8 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
         in_sb.st_ino == out_sb.st_ino && S_ISREG(in_sb.st_mode))
       return zz_error(ZZ_ERR_INVALID_ARG, "--out %s is the same file as --prompts %s", o->out, o->prompts);
   }
-  ZZ_CHECK(zz_config_resolve(o->model, &j->cfg));
-  ZZ_CHECK(zz_model_init(&j->cfg, &j->model));
+  ZZ_CHECK(zz_setup_model(o, files ? ZZ_SETUP_WEIGHTS | ZZ_SETUP_TOKENIZER_IF_ANY : ZZ_SETUP_WEIGHTS, &j->cfg, &j->model,
+                          &j->ck, &j->tok));
   if (o->max_new_tokens >= j->cfg.max_pos)
     return zz_error(ZZ_ERR_INVALID_ARG, "--max-new-tokens %d leaves no position for a prompt: the model has %lld "
                     "positions", o->max_new_tokens, (long long)j->cfg.max_pos);
@@ -365,17 +365,6 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   if (o->max_prompt_len < 1 || o->max_prompt_len + o->max_new_tokens > j->cfg.max_pos)
     return zz_error(ZZ_ERR_INVALID_ARG, "--max-prompt-len %d + --max-new-tokens %d exceed the model's %lld positions",
                     o->max_prompt_len, o->max_new_tokens, (long long)j->cfg.max_pos);
-  struct stat sb;
-  bool is_dir = stat(o->model, &sb) == 0 && S_ISDIR(sb.st_mode);
-  if (is_dir && !o->dummy) ZZ_CHECK(zz_checkpoint_open(o->model, &j->ck));
-  if (!is_dir && !o->dummy)
-    return zz_error(ZZ_ERR_INVALID_ARG, "--model %s is a preset: add --dummy for random weights, or give a directory",
-                    o->model);
-  if (is_dir && files) {
-    char vocab[4096];
-    snprintf(vocab, sizeof vocab, "%s/vocab.json", o->model);
-    if (access(vocab, R_OK) == 0 || zz_tokenizer_has_json(o->model)) ZZ_CHECK(zz_tokenizer_load(o->model, &j->tok));
-  }
   j->shape = (zz_shape){.prompt_len = o->max_prompt_len, .gen_len = o->max_new_tokens};
   ZZ_CHECK(zz_opts_policy(o, &j->pol));
   if (!files) return ZZ_OK;

@@ -20,29 +20,24 @@
 
 static int zz_cmd_generate(const zz_opts *o) {
   zz_job job;
-  zz_device *dev = NULL;
-  zz_engine *eng = NULL;
+  zz_setup su = {0};
   zz_status st;
   int rc = 1;
-  char pline[256];
   if (!o->prompts || !o->out) {
     fprintf(stderr, "zigzag generate: --prompts and --out are required (see zigzag --help)\n");
     return 2;
   }
   zz_catch_stop_signals();
   ZZ_CHECK_GOTO(zz_job_open(&job, o, true), st, fail);
-  if (o->hw) { /* --hw: the planner's policy when none is given, for the engine's shape */
-    zz_opts planned;
-    zz_plan pred;
-    ZZ_CHECK_GOTO(zz_opts_plan_policy(&job.opts, &job.model, &job.shape, &planned, pline, sizeof pline, &pred), st, fail);
-    job.opts = planned;
-    zz_run_bind(&pred.bind); /* before the device starts its threads */
-    ZZ_CHECK_GOTO(zz_opts_policy(&job.opts, &job.pol), st, fail);
+  /* --hw: the planner's policy when none is given, for the engine's shape */
+  ZZ_CHECK_GOTO(zz_setup_policy(&su, &job.opts, true, &job.model, &job.shape), st, fail);
+  job.opts = su.opts;
+  job.pol = su.pol;
+  if (su.predicted)
     fprintf(stderr, "zigzag: predicted for full blocks: %.4g tokens/s total (prompts of %lld tokens, %lld new)\n",
-            pred.cost.total_tps, (long long)job.shape.prompt_len, (long long)job.shape.gen_len);
-  }
-  ZZ_CHECK_GOTO(zz_opts_device(&job.opts, &dev), st, fail);
-  ZZ_CHECK_GOTO(zz_opts_engine(&job.opts, dev, &job.model, job.ck, &job.shape, &eng), st, fail);
+            su.pred.cost.total_tps, (long long)job.shape.prompt_len, (long long)job.shape.gen_len);
+  ZZ_CHECK_GOTO(zz_setup_engine(&su, &job.model, job.ck, &job.shape), st, fail);
+  zz_engine *eng = su.eng;
   int64_t bls = (int64_t)job.pol.gpu_batch_size * job.pol.num_gpu_batches;
   ZZ_CHECK_GOTO(zz_job_start(&job, bls), st, fail);
   for (;;) {
@@ -63,8 +58,7 @@ fail:
   rc = zz_job_fail(&job, st);
 done:
   zz_job_close(&job);
-  zz_engine_destroy(eng);
-  zz_device_destroy(dev);
+  zz_setup_free(&su);
   return rc;
 }
 

@@ -15,8 +15,7 @@ int zz_cmd_perplexity(const zz_opts *o) {
   zz_model model = {0};
   zz_checkpoint *ck = NULL;
   zz_tokenizer *tok = NULL;
-  zz_device *dev = NULL;
-  zz_engine *eng = NULL;
+  zz_setup su = {0};
   int32_t *ids = NULL;
   zz_ppl r = {0};
   zz_status st = ZZ_OK;
@@ -29,10 +28,7 @@ int zz_cmd_perplexity(const zz_opts *o) {
     fprintf(stderr, "zigzag perplexity: --model %s must be a model directory (weights and tokenizer)\n", o->model);
     return 2;
   }
-  ZZ_CHECK_GOTO(zz_config_resolve(o->model, &cfg), st, done);
-  ZZ_CHECK_GOTO(zz_model_init(&cfg, &model), st, done);
-  ZZ_CHECK_GOTO(zz_checkpoint_open(o->model, &ck), st, done);
-  ZZ_CHECK_GOTO(zz_tokenizer_load(o->model, &tok), st, done);
+  ZZ_CHECK_GOTO(zz_setup_model(o, ZZ_SETUP_WEIGHTS | ZZ_SETUP_TOKENIZER, &cfg, &model, &ck, &tok), st, done);
   int64_t n = 0;
   ZZ_CHECK_GOTO(zz_tokenizer_encode_file(tok, o->text_file, &ids, &n), st, done);
   if (n < 1) {
@@ -46,18 +42,17 @@ int zz_cmd_perplexity(const zz_opts *o) {
     goto done;
   }
   zz_shape shape = {.prompt_len = 1, .gen_len = w};
-  ZZ_CHECK_GOTO(zz_opts_device(o, &dev), st, done);
-  ZZ_CHECK_GOTO(zz_opts_engine(o, dev, &model, ck, &shape, &eng), st, done);
-  ZZ_CHECK_GOTO(zz_perplexity(eng, ids, n, &r), st, done);
+  ZZ_CHECK_GOTO(zz_setup_policy(&su, o, false, &model, &shape), st, done); /* no --hw for perplexity */
+  ZZ_CHECK_GOTO(zz_setup_engine(&su, &model, ck, &shape), st, done);
+  ZZ_CHECK_GOTO(zz_perplexity(su.eng, ids, n, &r), st, done);
   char pol[256];
   printf("perplexity %.4f over %lld tokens (%lld windows of up to %lld) policy: %s\n", r.ppl, (long long)r.tokens,
-         (long long)r.windows, (long long)w, zz_policy_str(zz_engine_policy(eng), pol, sizeof pol));
+         (long long)r.windows, (long long)w, zz_policy_str(zz_engine_policy(su.eng), pol, sizeof pol));
 done:
   if (st != ZZ_OK) fprintf(stderr, "zigzag perplexity: %s\n", zz_error_message());
   zz_ppl_free(&r);
   free(ids);
-  zz_engine_destroy(eng);
-  zz_device_destroy(dev);
+  zz_setup_free(&su);
   zz_tokenizer_free(tok);
   zz_checkpoint_close(ck);
   zz_model_free(&model);

@@ -54,14 +54,21 @@ static zz_status zz_opts_planner(const zz_opts *o, const zz_hw *hw, zz_planner_o
   return ZZ_OK;
 }
 
+/* A run's --hw file, read and checked against the machine the run is on (it
+ * runs here, unlike `zigzag plan`'s), and the planner's options for shape. */
+static zz_status zz_opts_plan_here(const zz_opts *o, const zz_shape *shape, zz_hw *hw, zz_planner_opts *po) {
+  ZZ_CHECK(zz_hw_load(o->hw, hw));
+  ZZ_CHECK(zz_opts_planner(o, hw, po));
+  ZZ_CHECK(zz_hw_check_here(hw, o->hw, o->device, po->cap[ZZ_TIER_CPU], po->cap[ZZ_TIER_GPU]));
+  po->shape = *shape;
+  return ZZ_OK;
+}
+
 zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_shape *shape, int ranks, int groups,
                                 zz_pipeline_plan *out, zz_hw *hw_out) {
   zz_hw hw;
   zz_planner_opts po;
-  ZZ_CHECK(zz_hw_load(o->hw, &hw));
-  ZZ_CHECK(zz_opts_planner(o, &hw, &po));
-  ZZ_CHECK(zz_hw_check_here(&hw, o->hw, o->device, po.cap[ZZ_TIER_CPU], po.cap[ZZ_TIER_GPU])); /* runs here */
-  po.shape = *shape;
+  ZZ_CHECK(zz_opts_plan_here(o, shape, &hw, &po));
   po.n_groups = groups;
   if (hw_out) *hw_out = hw;
   return out ? zz_pipe_plan_search(m, &hw, &po, ranks, out) : ZZ_OK;
@@ -81,10 +88,7 @@ zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shap
                               size_t len, zz_plan *pred) {
   zz_hw hw;
   zz_planner_opts po;
-  ZZ_CHECK(zz_hw_load(o->hw, &hw));
-  ZZ_CHECK(zz_opts_planner(o, &hw, &po));
-  ZZ_CHECK(zz_hw_check_here(&hw, o->hw, o->device, po.cap[ZZ_TIER_CPU], po.cap[ZZ_TIER_GPU])); /* runs here */
-  po.shape = *shape;
+  ZZ_CHECK(zz_opts_plan_here(o, shape, &hw, &po));
   *out = *o;
   out->device = zz_hw_run_device(&hw, o->device); /* --device auto: the device the plan was made for */
   bool given = o->policy || o->policy_flags_given;
@@ -280,8 +284,7 @@ int zz_cmd_plan(const zz_opts *o) {
   zz_model m = {0};
   zz_hw hw;
   zz_planner_opts po;
-  zz_status st = zz_config_resolve(o->model, &cfg);
-  if (st == ZZ_OK) st = zz_model_init(&cfg, &m);
+  zz_status st = zz_setup_model(o, 0, &cfg, &m, NULL, NULL);
   if (st == ZZ_OK) st = zz_plan_hw(o, &hw);
   if (st == ZZ_OK) st = zz_opts_planner(o, &hw, &po);
   if (st == ZZ_OK && (int64_t)o->prompt_len + o->gen_len > cfg.max_pos)

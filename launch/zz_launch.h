@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 
+#include "zz_planner.h" /* zz_plan, which a setup keeps */
 #include "zz_runtime.h"
 
 
@@ -92,6 +93,41 @@ zz_status zz_opts_engine_slice(zz_device *dev, const zz_model *m, const zz_check
 zz_status zz_opts_parse_layers(const char *text, int nlayers, int nranks, int *bounds);
 /* --temperature, --top-k, --top-p, --seed. */
 zz_sampling zz_opts_sampling(const zz_opts *o);
+
+/* The setup sequence every command runs (launch/setup.c): options → model →
+ * policy → device → engine, in steps a command checks its own arguments between.
+ *   zz_setup s = {0};
+ *   zz_setup_model(o, ZZ_SETUP_WEIGHTS, &cfg, &model, &ck, NULL);
+ *   zz_setup_policy(&s, o, true, &model, &shape);  zz_setup_engine(&s, &model, ck, &shape);
+ *   ... s.eng ...  zz_setup_free(&s); */
+enum {
+  ZZ_SETUP_WEIGHTS = 1,          /* a directory's checkpoint (none with --dummy); a preset needs --dummy */
+  ZZ_SETUP_TOKENIZER = 2,        /* the directory's tokenizer, required */
+  ZZ_SETUP_TOKENIZER_IF_ANY = 4, /* the tokenizer when the directory has one (vocab.json or tokenizer.json) */
+};
+/* config.json or the preset, the model, and what `what` asks for (ck, tok may be
+ * NULL when not asked). On failure what was opened stays in the outputs for the
+ * caller to free. */
+zz_status zz_setup_model(const zz_opts *o, unsigned what, zz_config *cfg, zz_model *model, zz_checkpoint **ck,
+                         zz_tokenizer **tok);
+typedef struct zz_setup {
+  zz_opts opts;    /* as the run uses them: with --hw the planner's policy, device and threads */
+  char pline[256]; /* the planner's policy line (opts.policy points here when it chose) */
+  zz_policy pol;   /* the policy that runs */
+  zz_plan pred;    /* predicted: the plan of that policy on the --hw machine */
+  bool predicted;
+  zz_device *dev;
+  zz_engine *eng;
+  double load_s;   /* seconds zz_setup_engine took to build the engine (weights loaded) */
+} zz_setup;
+/* s->opts from o; with plan and --hw the planner's policy when none is given
+ * (zz_opts_plan_policy) and its binding applied, before any device starts; then
+ * the policy. */
+zz_status zz_setup_policy(zz_setup *s, const zz_opts *o, bool plan, const zz_model *m, const zz_shape *shape);
+/* The device, then the engine for shape (printing the policy and the plan). */
+zz_status zz_setup_engine(zz_setup *s, const zz_model *m, const zz_checkpoint *ck, const zz_shape *shape);
+/* The engine and the device (NULL after). */
+void zz_setup_free(zz_setup *s);
 
 /* ids already present in an output file, for --resume; also a prompt's hash by id */
 typedef struct zz_resume_set zz_resume_set;

@@ -105,35 +105,34 @@ static zz_status zz_cpu_sync(zz_device *dev, zz_lane lane) {
 /* device.c checked supports(): every weight reaching an op here is f32. */
 #define ZZ_CPU_F32(dt) ZZ_ASSERT((dt) == ZZ_DTYPE_F32)
 
+/* Rows ids[n] of table [rows, dim] in any weight dtype, written to out [n, dim] or
+ * (add) added to it: the embedding and the position table share it. */
+static void zz_cpu_table_rows(const void *table, zz_dtype table_dt, zz_qfmt table_q, int64_t dim, const int32_t *ids,
+                              int64_t n, float *out, int add) {
+  if (table_dt == ZZ_DTYPE_Q4) {
+    zz_cpu_embed_rows_q(table, table_q, dim, ids, n, out, add);
+  } else if (table_dt == ZZ_DTYPE_BF16) {
+    zz_cpu_rows_bf16(table, dim, ids, n, out, add);
+  } else {
+    ZZ_CPU_F32(table_dt);
+    if (add)
+      zz_cpu_add_rows(out, dim, table, ids, n);
+    else
+      zz_cpu_embed_rows(table, dim, ids, n, out);
+  }
+}
+
 static zz_status zz_cpu_embed(zz_device *dev, const void *table, zz_dtype table_dt, zz_qfmt table_q, int64_t dim,
                               const int32_t *ids, int64_t n, void *out) {
   (void)dev;
-  if (table_dt == ZZ_DTYPE_Q4) {
-    zz_cpu_embed_rows_q(table, table_q, dim, ids, n, out, 0);
-    return ZZ_OK;
-  }
-  if (table_dt == ZZ_DTYPE_BF16) {
-    zz_cpu_rows_bf16(table, dim, ids, n, out, 0);
-    return ZZ_OK;
-  }
-  ZZ_CPU_F32(table_dt);
-  zz_cpu_embed_rows(table, dim, ids, n, out);
+  zz_cpu_table_rows(table, table_dt, table_q, dim, ids, n, out, 0);
   return ZZ_OK;
 }
 
 static zz_status zz_cpu_addrows(zz_device *dev, void *x, int64_t dim, const void *table, zz_dtype table_dt,
                                 zz_qfmt table_q, const int32_t *ids, int64_t n) {
   (void)dev;
-  if (table_dt == ZZ_DTYPE_Q4) {
-    zz_cpu_embed_rows_q(table, table_q, dim, ids, n, x, 1);
-    return ZZ_OK;
-  }
-  if (table_dt == ZZ_DTYPE_BF16) {
-    zz_cpu_rows_bf16(table, dim, ids, n, x, 1);
-    return ZZ_OK;
-  }
-  ZZ_CPU_F32(table_dt);
-  zz_cpu_add_rows(x, dim, table, ids, n);
+  zz_cpu_table_rows(table, table_dt, table_q, dim, ids, n, x, 1);
   return ZZ_OK;
 }
 

@@ -326,60 +326,52 @@ static int zz_cuda_plain_dtype(zz_dtype dt) {
   return dt == ZZ_DTYPE_F32 || dt == ZZ_DTYPE_F16 || dt == ZZ_DTYPE_BF16;
 }
 
-static zz_status zz_cuda_upload(zz_device *dev, zz_lane lane, void *dst, const void *src,
-                                zz_dtype src_dt, int64_t n) {
+/* n elements between the host, in host_dt, and the device's f16 (up: to the
+ * device): f16 is copied as is; f32 and bf16 pass through the lane's staging
+ * buffer in chunks and are converted on the device. */
+static zz_status zz_cuda_transfer(zz_device *dev, zz_lane lane, bool up, void *dst, const void *src, zz_dtype host_dt,
+                                  int64_t n) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
+  const char *what = up ? "upload" : "download";
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_lane(d, lane, &s));
-  if (!zz_cuda_plain_dtype(src_dt))
-    return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: upload from %s is not implemented",
-                    zz_dtype_name(src_dt));
-  if (n <= 0) return n == 0 ? ZZ_OK : zz_error(ZZ_ERR_INVALID_ARG, "upload of %lld elements",
-                                                (long long)n);
-  if (src_dt == ZZ_DTYPE_F16) return zz_cuda_write(dev, lane, dst, src, (size_t)n * 2);
-  const size_t esz = zz_cuda_elem_bytes(src_dt);
+  if (!zz_cuda_plain_dtype(host_dt))
+    return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: %s %s %s is not implemented", what, up ? "from" : "to",
+                    zz_dtype_name(host_dt));
+  if (n <= 0) return n == 0 ? ZZ_OK : zz_error(ZZ_ERR_INVALID_ARG, "%s of %lld elements", what, (long long)n);
+  if (host_dt == ZZ_DTYPE_F16)
+    return up ? zz_cuda_write(dev, lane, dst, src, (size_t)n * 2) : zz_cuda_read(dev, lane, dst, src, (size_t)n * 2);
+  const size_t esz = zz_cuda_elem_bytes(host_dt);
   const int64_t chunk = (int64_t)(ZZ_CUDA_STAGING_MAX / esz);
   void *stage = NULL;
   ZZ_CHECK(zz_cuda_staging(dev, lane, (size_t)(n < chunk ? n : chunk) * esz, &stage));
   for (int64_t off = 0; off < n; off += chunk) {
     const int64_t c = n - off < chunk ? n - off : chunk;
-    ZZ_CUDA_OK(d, cudaMemcpyAsync(stage, (const char *)src + off * esz, (size_t)c * esz,
-                                  cudaMemcpyHostToDevice, s),
-               "upload %s: copying %lld elements on lane %d", zz_dtype_name(src_dt),
-               (long long)c, (int)lane);
-    ZZ_CUDA_OK(d, zz_cuda_convert(src_dt, stage, ZZ_DTYPE_F16, (uint16_t *)dst + off, c, s),
-               "upload %s: converting %lld elements to f16", zz_dtype_name(src_dt),
-               (long long)c);
+    if (up) {
+      ZZ_CUDA_OK(d, cudaMemcpyAsync(stage, (const char *)src + off * esz, (size_t)c * esz,
+                                    cudaMemcpyHostToDevice, s),
+                 "upload %s: copying %lld elements on lane %d", zz_dtype_name(host_dt), (long long)c, (int)lane);
+      ZZ_CUDA_OK(d, zz_cuda_convert(host_dt, stage, ZZ_DTYPE_F16, (uint16_t *)dst + off, c, s),
+                 "upload %s: converting %lld elements to f16", zz_dtype_name(host_dt), (long long)c);
+    } else {
+      ZZ_CUDA_OK(d, zz_cuda_convert(ZZ_DTYPE_F16, (const uint16_t *)src + off, host_dt, stage, c, s),
+                 "download %s: converting %lld elements from f16", zz_dtype_name(host_dt), (long long)c);
+      ZZ_CUDA_OK(d, cudaMemcpyAsync((char *)dst + off * esz, stage, (size_t)c * esz,
+                                    cudaMemcpyDeviceToHost, s),
+                 "download %s: copying %lld elements on lane %d", zz_dtype_name(host_dt), (long long)c, (int)lane);
+    }
   }
   return ZZ_OK;
 }
 
+static zz_status zz_cuda_upload(zz_device *dev, zz_lane lane, void *dst, const void *src,
+                                zz_dtype src_dt, int64_t n) {
+  return zz_cuda_transfer(dev, lane, true, dst, src, src_dt, n);
+}
+
 static zz_status zz_cuda_download(zz_device *dev, zz_lane lane, void *dst, zz_dtype dst_dt,
                                   const void *src, int64_t n) {
-  zz_cuda_dev *d = zz_cuda_impl(dev);
-  cudaStream_t s = NULL;
-  ZZ_CHECK(zz_cuda_lane(d, lane, &s));
-  if (!zz_cuda_plain_dtype(dst_dt))
-    return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: download to %s is not implemented",
-                    zz_dtype_name(dst_dt));
-  if (n <= 0) return n == 0 ? ZZ_OK : zz_error(ZZ_ERR_INVALID_ARG, "download of %lld elements",
-                                                (long long)n);
-  if (dst_dt == ZZ_DTYPE_F16) return zz_cuda_read(dev, lane, dst, src, (size_t)n * 2);
-  const size_t esz = zz_cuda_elem_bytes(dst_dt);
-  const int64_t chunk = (int64_t)(ZZ_CUDA_STAGING_MAX / esz);
-  void *stage = NULL;
-  ZZ_CHECK(zz_cuda_staging(dev, lane, (size_t)(n < chunk ? n : chunk) * esz, &stage));
-  for (int64_t off = 0; off < n; off += chunk) {
-    const int64_t c = n - off < chunk ? n - off : chunk;
-    ZZ_CUDA_OK(d, zz_cuda_convert(ZZ_DTYPE_F16, (const uint16_t *)src + off, dst_dt, stage, c, s),
-               "download %s: converting %lld elements from f16", zz_dtype_name(dst_dt),
-               (long long)c);
-    ZZ_CUDA_OK(d, cudaMemcpyAsync((char *)dst + off * esz, stage, (size_t)c * esz,
-                                  cudaMemcpyDeviceToHost, s),
-               "download %s: copying %lld elements on lane %d", zz_dtype_name(dst_dt),
-               (long long)c, (int)lane);
-  }
-  return ZZ_OK;
+  return zz_cuda_transfer(dev, lane, false, dst, src, dst_dt, n);
 }
 
 static zz_status zz_cuda_sync(zz_device *dev, zz_lane lane) {

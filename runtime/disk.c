@@ -70,34 +70,34 @@ void zz_disk_close(zz_disk *d) {
   if (d) d->fd = -1;
 }
 
-zz_status zz_disk_read(zz_disk *d, void *buf, size_t len, size_t off) {
-  double t0 = zz_now();
+/* The whole of len bytes at off, read (buf) or written (wbuf), retried over
+ * short transfers and EINTR; then the page cache is told to drop them (a
+ * buffered file would otherwise keep offloaded bytes in RAM twice). */
+static zz_status zz_disk_io(zz_disk *d, void *buf, const void *wbuf, size_t len, size_t off) {
   size_t done = 0;
   while (done < len) {
-    ssize_t r = pread(d->fd, (char *)buf + done, len - done, (off_t)(off + done));
+    ssize_t r = wbuf ? pwrite(d->fd, (const char *)wbuf + done, len - done, (off_t)(off + done))
+                     : pread(d->fd, (char *)buf + done, len - done, (off_t)(off + done));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0)
-      return zz_error(ZZ_ERR_IO, "offload file: read of %zu bytes at %zu failed: %s", len, off + done,
-                      r < 0 ? strerror(errno) : "end of file");
+      return zz_error(ZZ_ERR_IO, "offload file: %s of %zu bytes at %zu failed: %s", wbuf ? "write" : "read", len,
+                      off + done, r < 0 ? strerror(errno) : wbuf ? "no progress" : "end of file");
     done += (size_t)r;
   }
   if (!d->direct) posix_fadvise(d->fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
+  return ZZ_OK;
+}
+
+zz_status zz_disk_read(zz_disk *d, void *buf, size_t len, size_t off) {
+  double t0 = zz_now();
+  ZZ_CHECK(zz_disk_io(d, buf, NULL, len, off));
   __atomic_add_fetch(&d->read_bytes, len, __ATOMIC_RELAXED);
   __atomic_add_fetch(&d->read_ns, (uint64_t)((zz_now() - t0) * 1e9), __ATOMIC_RELAXED);
   return ZZ_OK;
 }
 
 zz_status zz_disk_write(zz_disk *d, const void *buf, size_t len, size_t off) {
-  size_t done = 0;
-  while (done < len) {
-    ssize_t r = pwrite(d->fd, (const char *)buf + done, len - done, (off_t)(off + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0)
-      return zz_error(ZZ_ERR_IO, "offload file: write of %zu bytes at %zu failed: %s", len, off + done,
-                      r < 0 ? strerror(errno) : "no progress");
-    done += (size_t)r;
-  }
-  if (!d->direct) posix_fadvise(d->fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
+  ZZ_CHECK(zz_disk_io(d, NULL, buf, len, off));
   __atomic_add_fetch(&d->write_bytes, len, __ATOMIC_RELAXED);
   return ZZ_OK;
 }

@@ -55,40 +55,46 @@ static inline bool zz_cu_fits_int(int64_t v) { return v >= 0 && v <= 2147483647;
 
 /* ---------------------------------------------------------------- reductions */
 
-__device__ __forceinline__ float zz_warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+/* Sum and maximum share one shuffle tree and one block step; only the operation
+ * and its identity differ. */
+struct zz_sum_op {
+  __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+};
+struct zz_max_op {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+template <typename Op>
+__device__ __forceinline__ float zz_warp_reduce(float v, Op op) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 
-__device__ __forceinline__ float zz_warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
+__device__ __forceinline__ float zz_warp_sum(float v) { return zz_warp_reduce(v, zz_sum_op()); }
+__device__ __forceinline__ float zz_warp_max(float v) { return zz_warp_reduce(v, zz_max_op()); }
 
-/* Sum over the block, returned to every thread. shm: 32 floats of shared memory.
- * blockDim.x must be a multiple of 32. Ends with a barrier, so shm may be reused
- * (and global memory the block read may be overwritten) right after. */
-__device__ __forceinline__ float zz_block_sum(float v, float *shm) {
+/* op over the block, returned to every thread; identity fills the lanes past the
+ * last warp. shm: 32 floats of shared memory. blockDim.x must be a multiple of 32.
+ * Ends with a barrier, so shm may be reused (and global memory the block read may
+ * be overwritten) right after. */
+template <typename Op>
+__device__ __forceinline__ float zz_block_reduce(float v, float *shm, float identity, Op op) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-  v = zz_warp_sum(v);
+  v = zz_warp_reduce(v, op);
   if (lane == 0) shm[warp] = v;
   __syncthreads();
-  v = lane < nwarps ? shm[lane] : 0.0f;
-  v = zz_warp_sum(v);
+  v = lane < nwarps ? shm[lane] : identity;
+  v = zz_warp_reduce(v, op);
   __syncthreads();
   return v;
 }
 
-/* Maximum over the block, returned to every thread; same rules as zz_block_sum. */
+/* Sum over the block (zz_block_reduce's rules). */
+__device__ __forceinline__ float zz_block_sum(float v, float *shm) { return zz_block_reduce(v, shm, 0.0f, zz_sum_op()); }
+
+/* Maximum over the block (zz_block_reduce's rules). */
 __device__ __forceinline__ float zz_block_max(float v, float *shm) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-  v = zz_warp_max(v);
-  if (lane == 0) shm[warp] = v;
-  __syncthreads();
-  v = lane < nwarps ? shm[lane] : -INFINITY;
-  v = zz_warp_max(v);
-  __syncthreads();
-  return v;
+  return zz_block_reduce(v, shm, -INFINITY, zz_max_op());
 }
 
 #endif /* ZZ_CUDA_IMPL_H */

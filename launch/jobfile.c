@@ -298,11 +298,12 @@ void zz_progress_start(zz_progress *p, const zz_opts *o, int64_t total) {
   p->on = !o->no_progress && (o->progress || isatty(STDERR_FILENO));
   p->total = total;
   p->t0 = p->last = zz_now();
+  p->out = o->out && strcmp(o->out, "-") ? o->out : "stdout";
 }
 
 static void zz_progress_print(zz_progress *p, const char *end) {
   double el = zz_now() - p->t0;
-  double tps = el > 0 ? (double)p->tokens / el : 0;
+  double tps = el > 0 ? (double)(p->tokens + p->live) / el : 0;
   char eta[32] = "?";
   int64_t todo = p->total >= 0 ? p->total - p->skipped : -1;
   if (todo > 0 && p->done > 0) {
@@ -311,7 +312,7 @@ static void zz_progress_print(zz_progress *p, const char *end) {
   }
   if (todo >= 0)
     fprintf(stderr, "\rzigzag: %lld/%lld sequences, %lld tokens, %.1f tok/s, ETA %s%s", (long long)p->done,
-            (long long)todo, (long long)p->tokens, tps, eta, end);
+            (long long)todo, (long long)(p->tokens + p->live), tps, eta, end);
   else
     fprintf(stderr, "\rzigzag: %lld sequences, %lld tokens, %.1f tok/s%s", (long long)p->done,
             (long long)p->tokens, tps, end);
@@ -321,6 +322,8 @@ static void zz_progress_print(zz_progress *p, const char *end) {
 void zz_progress_update(zz_progress *p, int64_t seqs, int64_t tokens) {
   p->done += seqs;
   p->tokens += tokens;
+  p->live = 0;
+  p->last = zz_now();
   if (p->on) zz_progress_print(p, isatty(STDERR_FILENO) ? "" : "\n");
 }
 
@@ -328,4 +331,19 @@ void zz_progress_finish(zz_progress *p) {
   /* a terminal's line is rewritten in place and needs its end; elsewhere each
    * block already printed a whole line, so only a job with no block prints here */
   if (p->on && (isatty(STDERR_FILENO) || p->done == 0)) zz_progress_print(p, "\n");
+  double el = zz_now() - p->t0;
+  char errs[64] = "";
+  if (p->errors) snprintf(errs, sizeof errs, " (%lld answered with an error)", (long long)p->errors);
+  fprintf(stderr, "zigzag: done: %lld prompts%s, %lld new tokens, %.1f tokens/s, %.1f s elapsed; output in %s\n",
+          (long long)p->done, errs, (long long)p->tokens, el > 0 ? (double)p->tokens / el : 0.0, el, p->out);
+}
+
+void zz_progress_token(zz_progress *p) {
+  p->live++;
+  /* within a block only a terminal's line is redrawn: a log gets a line per block */
+  if (!p->on || !isatty(STDERR_FILENO)) return;
+  double now = zz_now();
+  if (now - p->last < 0.5) return;
+  p->last = now;
+  zz_progress_print(p, "");
 }

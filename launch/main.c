@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lines_impl.h"
 #include "zz_launch.h"
 #include "zz_planner.h"
 #include "zz_runtime.h"
@@ -112,6 +113,9 @@ int main(int argc, char **argv) {
   if (r != 0) return r < 0 ? 0 : r; /* -1: --help was printed */
   zz_cpu_isa isa; /* --cpu-isa / ZZ_CPU_ISA, checked by the parse */
   if (zz_opts_cpu_isa(&o, &isa) == ZZ_OK) zz_cpu_isa_set(isa);
+  /* generation_config.json's settings under the command line's, for every rank */
+  if (strcmp(o.command, "generate") == 0 && zz_opts_generation_defaults(&o) != ZZ_OK)
+    return zz_report_failure(ZZ_ERR_FORMAT);
   bool pipelined = strcmp(o.command, "generate") == 0 || strcmp(o.command, "bench") == 0;
   if (pipelined && zz_pipe_ranks() > 1) return zz_cmd_pipe(&o); /* mpirun -np m, m > 1; else no MPI at all */
   zz_launch_bind = zz_bind_local;

@@ -76,6 +76,10 @@ static const zz_opt_def zz_opt_table[] = {
     {"top-k", NULL, ZZ_OPT_INT, ZZ_O(top_k), "0", "sample among the k most likely tokens; 0 = all", false, 0, ZZ_MAX_VOCAB, false, G, NULL},
     {"top-p", NULL, ZZ_OPT_FLOAT, ZZ_O(top_p), "1", "nucleus sampling mass; 1 = off", false, 0, 1, true, G, NULL},
     {"seed", "ZZ_SEED", ZZ_OPT_LL, ZZ_O(seed), "0", "sampling seed (each prompt draws from its own stream)", false, 0, 1e18, false, G, NULL},
+    {"repetition-penalty", NULL, ZZ_OPT_FLOAT, ZZ_O(repetition_penalty), "1",
+     "Hugging Face's repetition penalty over prompt and output tokens; 1 = off", false, 0, 100, true, G, NULL},
+    {"logprobs", NULL, ZZ_OPT_INT, ZZ_O(logprobs), "-1",
+     "every output line carries each token's log-probability and the K most likely; -1 = off", false, -1, 20, false, G, NULL},
     {"resume", NULL, ZZ_OPT_FLAG, ZZ_O(resume), NULL,
      "generate: keep the lines already in --out and skip their prompts (by id)", false, 0, 0, false, G, NULL},
     {"progress", NULL, ZZ_OPT_FLAG, ZZ_O(progress), NULL, "print the progress line even when stderr is not a terminal", false, 0, 0, false, G, NULL},
@@ -438,6 +442,12 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o) {
     }
     given[d - zz_opt_table] = true;
     if (d->policy) o->policy_flags_given = true;
+    o->gen_given |= d->offset == ZZ_O(temperature)          ? ZZ_GIVEN_TEMPERATURE
+                    : d->offset == ZZ_O(top_k)              ? ZZ_GIVEN_TOP_K
+                    : d->offset == ZZ_O(top_p)              ? ZZ_GIVEN_TOP_P
+                    : d->offset == ZZ_O(max_new_tokens)     ? ZZ_GIVEN_MAX_NEW
+                    : d->offset == ZZ_O(repetition_penalty) ? ZZ_GIVEN_REP_PENALTY
+                                                            : 0u;
     if (d->type == ZZ_OPT_PERCENT && !eq) {
       /* --percent 20 80 0 100 100 0: up to six separate arguments, joined with
        * spaces into a buffer sized for them (any length is refused cleanly) */

@@ -62,7 +62,20 @@ typedef struct zz_opts {
   int fault_kill_rank;        /* ZZ_FAULT_KILL_RANK: the rank that fails (mpirun) */
   const char *fault_kind;     /* ZZ_FAULT_KIND: kill, stop or error */
   int env_error;              /* a ZZ_* variable held a bad value: the exit code zz_opts_parse returns */
+  /* generation settings every line takes unless it gives its own (launch/lines.c) */
+  float repetition_penalty;   /* 1: off */
+  int logprobs;               /* -1: off; k: each token's log-probability and the k most likely */
+  unsigned gen_given;         /* ZZ_GIVEN_* bits: set on the command line, so generation_config.json's yield */
 } zz_opts;
+
+/* zz_opts.gen_given */
+enum {
+  ZZ_GIVEN_TEMPERATURE = 1 << 0,
+  ZZ_GIVEN_TOP_K = 1 << 1,
+  ZZ_GIVEN_TOP_P = 1 << 2,
+  ZZ_GIVEN_MAX_NEW = 1 << 3,
+  ZZ_GIVEN_REP_PENALTY = 1 << 4,
+};
 
 /* Defaults, then the ZZ_* environment variables (a bad value is named on stderr and
  * makes zz_opts_parse fail). */
@@ -146,9 +159,16 @@ typedef struct zz_progress {
   bool on;
   int64_t total, done, skipped, tokens;
   double t0, last;
+  int64_t live;       /* tokens of the block still running (zz_progress_token) */
+  int64_t errors;     /* lines answered with an error */
+  const char *out;    /* where the lines go, for the summary */
 } zz_progress;
 void zz_progress_start(zz_progress *p, const zz_opts *o, int64_t total);
 void zz_progress_update(zz_progress *p, int64_t seqs, int64_t tokens);
+/* One token of a running block: a terminal's line is redrawn at most twice a second. */
+void zz_progress_token(zz_progress *p);
+/* The progress line's end, then the one-line summary (prompts, tokens, tokens/s,
+ * elapsed, the output), printed on stderr whatever it is. */
 void zz_progress_finish(zz_progress *p);
 
 /* A generate job's files and prompts (launch/job.c): the one process, or rank 0 of
@@ -179,6 +199,7 @@ typedef struct zz_job {
   int64_t index;           /* prompts read, skipped ones included */
   zz_progress prog;
   int64_t kill_after, committed, written; /* blocks (ZZ_FAULT_KILL_AFTER_BLOCKS), blocks, prompts */
+  struct zz_job_lines *lx; /* each line's own settings, its completions, its error (launch/job.c) */
 } zz_job;
 
 /* Resolves the model, checkpoint, shape and policy; with files also the tokenizer,

@@ -105,7 +105,18 @@ static zz_status zz_resume_scan(const char *path, FILE *f, zz_resume_set *s, lon
     /* "id" alone is not enough: the prompts file has ids too, and resuming into it
      * by mistake must not eat it */
     json_t *id = o ? json_object_get(o, "id") : NULL;
-    if (!o || !id || !json_is_array(json_object_get(o, "output_ids"))) {
+    /* the OpenAI batch output form names its prompt by custom_id (null: a line
+     * without one, answered with an error, kept but not matched) */
+    bool openai = o && json_object_get(o, "custom_id") && json_object_get(o, "response") && json_object_get(o, "error");
+    if (openai) id = json_object_get(o, "custom_id");
+    bool native = o && id && (json_is_array(json_object_get(o, "output_ids")) ||
+                              json_is_array(json_object_get(o, "choices")) || json_is_object(json_object_get(o, "error")));
+    if (openai && !json_is_string(id)) {
+      json_decref(o);
+      pos += len;
+      continue;
+    }
+    if (!openai && !native) {
       json_decref(o);
       st = zz_error(ZZ_ERR_FORMAT, "%s:%lld: not a zigzag output line; refusing to resume into it", path,
                     (long long)lineno);

@@ -255,7 +255,7 @@ char *zz_line_answer(const zz_prompt *p, const zz_line *l, const zz_tokenizer *t
       json_object_set_new(o, "choices", choices);
     }
   }
-  char *body = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+  char *body = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(9)) : NULL; /* float round trip */
   json_decref(o);
   if (!body) return NULL;
   size_t len = strlen(body);

@@ -38,6 +38,7 @@ typedef struct zz_opts {
   bool resume, progress, no_progress;
   const char *text; /* tokenize's argument */
   const char *text_file; /* perplexity: --text FILE */
+  const char *messages;  /* chat-template: --messages FILE */
   int window;            /* perplexity: tokens per window (0: the model's positions - 1) */
   /* the policy flags (FlexGen's names) and the tiers */
   double percent[6]; /* --percent WG WC CG CC HG HC */
@@ -83,6 +84,24 @@ void zz_opts_defaults(zz_opts *o);
 /* 0: parsed; -1: --help printed; >0: exit code after an error message. */
 int zz_opts_parse(int argc, char **argv, zz_opts *o);
 void zz_opts_help(FILE *f);
+/* One row of the options table, as launch/help.c formats it. */
+typedef struct zz_opt_info {
+  const char *flag, *env, *def, *help, *choices;
+  unsigned cmds;      /* bit c: applies to zz_opt_commands()[c] */
+  bool mpirun;        /* only under mpirun */
+  bool takes_value;
+  char range[96];     /* "an integer in [1, 4096]", or "" */
+} zz_opt_info;
+bool zz_opt_row(size_t i, zz_opt_info *out);
+/* The commands, NULL terminated, in the order of zz_opt_info.cmds's bits. */
+const char *const *zz_opt_commands(void);
+/* launch/help.c: command's usage and its options only (NULL or unknown: the whole
+ * page; false when cmd names no command), `zigzag --version`, the man page
+ * (roff) and the bash completion script, all made from the table. */
+bool zz_opts_help_command(FILE *f, const char *cmd);
+void zz_print_version(FILE *f);
+void zz_print_man(FILE *f);
+void zz_print_bash_completion(FILE *f);
 zz_status zz_opts_policy(const zz_opts *o, zz_policy *out);
 zz_status zz_opts_device(const zz_opts *o, zz_device **out);
 /* The same with CUDA device `ordinal` for --device cuda (a pipeline's local rank). */

@@ -201,5 +201,34 @@ zz generate --model gc --no-progress --prompts gc.jsonl --out gc5.out
 check "a bad generation_config.json value is refused naming the key and the file" \
   eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "do_sample" err && has "generation_config.json" err'
 
+# ------------------------------------------------------------ 6. the command line explains and installs itself
+
+zz --version
+check "--version prints the version" eval '[ "$RC" -eq 0 ] && grep -q "^zigzag [0-9][0-9.]* (with" outp'
+zz generate --help
+check "generate --help: generate's usage and options only (--prompts, --logprobs; not plan's --ranks)" \
+  eval '[ "$RC" -eq 0 ] && has "usage: zigzag generate" outp && has "--prompts" outp && has "--logprobs" outp && ! has "--ranks" outp && ! has "--prompt-len" outp'
+zz help plan
+check "help plan: plan's options (--ranks), not generate's (--prompts)" \
+  eval '[ "$RC" -eq 0 ] && has "usage: zigzag plan" outp && has "--ranks" outp && ! has "--prompts" outp'
+zz --help chat-template
+check "--help chat-template: its --messages" eval '[ "$RC" -eq 0 ] && has "--messages" outp && ! has "--gpu-batch-size" outp'
+zz help nosuch
+check "help for a command that does not exist: the whole page and a non-zero exit" eval '[ "$RC" -eq 2 ] && has "no command" err'
+BUILD=$(dirname "$ZZ")
+if [ -f "$BUILD/cmake_install.cmake" ]; then
+  timeout 120 cmake --install "$BUILD" --prefix "$W/inst" >inst.log 2>&1
+  IRC=$?
+  check "cmake --install: bin/zigzag, share/man/man1/zigzag.1, the bash completion" \
+    eval '[ "$IRC" -eq 0 ] && [ -x inst/bin/zigzag ] && grep -q "^.TH ZIGZAG 1" inst/share/man/man1/zigzag.1 && grep -q "complete -o default -F _zigzag zigzag" inst/share/bash-completion/completions/zigzag'
+  COMP=$(bash -c 'source inst/share/bash-completion/completions/zigzag; COMP_WORDS=(zigzag generate --max-n); COMP_CWORD=2; _zigzag; echo "${COMPREPLY[@]}"')
+  check "the completion completes generate's options (--max-n -> --max-new-tokens)" eval '[ "$COMP" = "--max-new-tokens" ]'
+  check "the man page lists every option (--logprobs, --messages, ZZ_FAULT_KIND)" \
+    eval 'grep -q "logprobs" inst/share/man/man1/zigzag.1 && grep -q "messages" inst/share/man/man1/zigzag.1 && grep -q "ZZ_FAULT_KIND" inst/share/man/man1/zigzag.1'
+fi
+zz "${GEN[@]}" --prompts nat.jsonl --out sum.out --max-new-tokens 2 --no-progress
+check "the summary at the end when stderr is a file: prompts, tokens, tokens/s, elapsed, output" \
+  eval '[ "$RC" -eq 0 ] && grep -q "^zigzag: done: 8 prompts (1 answered with an error), [0-9]* new tokens, [0-9.]* tokens/s, [0-9.]* s elapsed; output in sum.out$" err'
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

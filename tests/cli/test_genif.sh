@@ -201,6 +201,53 @@ zz generate --model gc --no-progress --prompts gc.jsonl --out gc5.out
 check "a bad generation_config.json value is refused naming the key and the file" \
   eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "do_sample" err && has "generation_config.json" err'
 
+# ------------------------------------------------------------ 5. chat templates
+
+# tiny-opt with Meta-Llama-3-8B-Instruct's chat template, then Mistral-7B-Instruct-v0.2's
+# (its short prompts fit tiny-opt's 64 positions)
+mkdir chat && cp "$TINY/config.json" "$TINY/model.safetensors" "$TINY/vocab.json" "$TINY/merges.txt" chat/
+# (the fixture's JSON string of the template: one line of chat_templates.json)
+L3=$(grep -m 1 '"chat_template": "{% set loop_messages' "$FX/chat_templates.json" | sed 's/^ *"chat_template": //; s/,$//')
+printf '{"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>", "chat_template": %s}\n' "$L3" >chat/tokenizer_config.json
+printf '[{"role": "system", "content": "You are terse."}, {"role": "user", "content": "  What is 2+2?\\n"}]\n' >msgs.json
+zz chat-template --model chat --messages msgs.json
+printf '<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are terse.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n' >want.txt
+check "chat-template prints transformers' apply_chat_template(add_generation_prompt=True) text (Llama-3)" \
+  eval '[ "$RC" -eq 0 ] && cmp -s outp want.txt'
+MI=$(grep -m 1 '"chat_template": "{{ bos_token }}.*eos_token}}{% else' "$FX/chat_templates.json" | sed 's/^ *"chat_template": //; s/,$//')
+mkdir mistral && cp chat/config.json chat/model.safetensors chat/vocab.json chat/merges.txt mistral/
+printf '{"bos_token": "<s>", "eos_token": "</s>", "chat_template": %s}\n' "$MI" >mistral/tokenizer_config.json
+cat >chat.jsonl <<'J'
+{"custom_id": "ok", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "tiny", "messages": [{"role": "user", "content": "Hi"}], "max_completion_tokens": 3, "logprobs": true, "top_logprobs": 2}}
+{"custom_id": "nomsg", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "tiny", "prompt": "x"}}
+{"custom_id": "sys", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "tiny", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]}}
+J
+zz generate --model mistral --no-progress --prompts chat.jsonl --out chat.out --max-new-tokens 4
+"$CHK" chat.out >chat.txt 2>chat.err
+CS=$?
+# the rendered text, tokenized without a BOS added (the template wrote "<s>" itself)
+zz tokenize --model mistral "<s>[INST] Hi [/INST]"
+NTOK=$(wc -w <outp)
+check "a /v1/chat/completions line: a chat.completion answer, its prompt the rendered text and no BOS added" \
+  eval '[ "$CS" -eq 0 ] && has "ok ok 1" chat.txt && line 1 chat.out | grep -q "\"object\":\"chat.completion\"" && line 1 chat.out | grep -q "\"prompt_tokens\":$NTOK,"'
+check "chat logprobs: content entries with bytes, token, logprob and 2 top_logprobs" \
+  eval 'line 1 chat.out | grep -q "\"logprobs\":{\"content\":\[{\"bytes\":\[" && line 1 chat.out | grep -q "\"top_logprobs\":\[{\"bytes\":\[[0-9,]*\],\"token\":\"[^\"]*\",\"logprob\":-[0-9.e-]*},{"'
+check "a chat line without messages (prompt is not a chat key): its error names both" \
+  eval 'has "nomsg error" chat.txt && line 2 chat.out | grep -q "body.prompt is not supported"'
+check "a template that refuses the messages (Mistral: a system role) is that line's error, with its message" \
+  eval 'line 3 chat.out | grep -q "\"code\":\"chat_template_error\",\"message\":\"chat template: the template refused the messages: Conversation roles must alternate"'
+printf '{"chat_template": "{%% for m in messages %%}{{ m.content | tojson }}{%% endfor %%}"}\n' >mistral/tokenizer_config.json
+zz chat-template --model mistral --messages msgs.json
+check "a template outside the subset: refused naming the construct and its line, never a guess" \
+  eval '[ "$RC" -eq 1 ] && has "line 1 of the template: the filter '"'"'tojson'"'"' is not supported" err && [ ! -s outp ]'
+zz generate --model mistral --no-progress --prompts chat.jsonl --out mis2.out --max-new-tokens 2
+check "... and in a job, the line's error (the job goes on)" \
+  eval '[ "$RC" -eq 0 ] && line 1 mis2.out | grep -q "tojson" && [ "$(wc -l <mis2.out)" -eq 3 ]'
+rm -f mistral/tokenizer_config.json
+zz generate --model mistral --no-progress --prompts chat.jsonl --out mis3.out --max-new-tokens 2
+check "a model without a chat template: a chat line's error says so" \
+  eval '[ "$RC" -eq 0 ] && line 1 mis3.out | grep -q "no chat_template in tokenizer_config.json"'
+
 # ------------------------------------------------------------ 6. the command line explains and installs itself
 
 zz --version

@@ -202,7 +202,10 @@ static bool lnext(lex *L) {
   }
   if (isdigit((unsigned char)ch)) {
     long long v = 0;
-    while (L->p < L->end && isdigit((unsigned char)*L->p)) v = v * 10 + (*L->p++ - '0');
+    while (L->p < L->end && isdigit((unsigned char)*L->p)) {
+      if (v > (INT64_MAX - 9) / 10) return jfail(L->c, L->ts, "an integer too large");
+      v = v * 10 + (*L->p++ - '0');
+    }
     if (L->p < L->end && *L->p == '.') return jfail(L->c, L->ts, "floating-point numbers are not supported");
     L->k = T_INT, L->tn = (size_t)(L->p - L->ts), L->sv = vint(v);
     return true;
@@ -651,8 +654,16 @@ static bool eval_bin(jctx *c, const expr *e, const val *a, const val *b, val *ou
   if (!an || !bn)
     return jfail(c, e->at, "'%c' between a %s and a %s is not supported", op, vkind_name(a->k), vkind_name(b->k));
   if (op == '%' && b->i == 0) return jfail(c, e->at, "modulo by zero");
-  long long r = op == '+' ? a->i + b->i : op == '-' ? a->i - b->i : op == '*' ? a->i * b->i
-                                                    : ((a->i % b->i) + b->i) % b->i; /* Python's sign */
+  long long r = 0;
+  bool over = false;
+  if (op == '+') over = __builtin_add_overflow(a->i, b->i, &r);
+  else if (op == '-') over = __builtin_sub_overflow(a->i, b->i, &r);
+  else if (op == '*') over = __builtin_mul_overflow(a->i, b->i, &r);
+  else if (b->i != -1) { /* Python's sign: the divisor's (r and b of opposite signs: no overflow) */
+    r = a->i % b->i;
+    if (r != 0 && (r < 0) != (b->i < 0)) r += b->i;
+  }
+  if (over) return jfail(c, e->at, "an integer overflow in '%c'", op);
   *out = vint(r);
   return true;
 }
@@ -745,7 +756,8 @@ static bool eval(jctx *c, scope *s, const expr *e, val *out) {
       return true;
     case E_NEG:
       if (!eval(c, s, e->a, &a)) return false;
-      if (a.k != V_INT) return jfail(c, e->at, "'-' of a %s", vkind_name(a.k));
+      if (a.k != V_INT && a.k != V_BOOL) return jfail(c, e->at, "'-' of a %s", vkind_name(a.k));
+      if (a.i == INT64_MIN) return jfail(c, e->at, "an integer overflow in '-'");
       *out = vint(-a.i);
       return true;
     case E_AND: /* Python returns the deciding operand */

@@ -72,6 +72,8 @@ static void test_chat_refusals(void) {
       {"{{ 'a' if true else 'b' }}", "inline 'x if c else y' is not supported"},
       {"{{ bos_token + 'x' }}", "an undefined value"},
       {"{{ 1.5 }}", "floating-point numbers are not supported"},
+      {"{{ 99999999999999999999 }}", "an integer too large"}, /* fuzz_chat_template found the overflow */
+      {"{{ 9000000000000000000 * 2 }}", "an integer overflow in '*'"},
   };
   zz_chat_msg m = {"user", "hi"};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

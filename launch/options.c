@@ -72,7 +72,8 @@ static const zz_opt_def zz_opt_table[] = {
      ZZ_CMD_CHAT_TEMPLATE, NULL},
     {"dummy", NULL, ZZ_OPT_FLAG, ZZ_O(dummy), NULL, "use deterministic random weights (presets need it)", false, 0, 0, false, G | B, NULL},
     {"prompts", NULL, ZZ_OPT_STR, ZZ_O(prompts), NULL,
-     "generate: JSON Lines input, one {\"prompt\": text} or {\"input_ids\": [...]} (+ \"id\") per line; - is stdin", false, 0, 0, false, G, NULL},
+     "generate: JSON Lines input, one {\"prompt\": text} or {\"input_ids\": [...]} (+ \"id\", settings) or an OpenAI batch "
+     "request per line; - is stdin", false, 0, 0, false, G, NULL},
     {"out", NULL, ZZ_OPT_STR, ZZ_O(out), NULL, "generate: JSON Lines output, one line per prompt; - is stdout", false, 0, 0, false, G | F, NULL},
     {"max-new-tokens", NULL, ZZ_OPT_INT, ZZ_O(max_new_tokens), "32", "generate: new tokens per prompt at most", false, 1, ZZ_MAX_POSITIONS, false, G, NULL},
     {"max-prompt-len", "ZZ_MAX_PROMPT_LEN", ZZ_OPT_INT, ZZ_O(max_prompt_len), "0",

@@ -470,6 +470,7 @@ zz_status zz_job_start(zz_job *j, int64_t cap) {
     return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   zz_progress_start(&j->prog, o, zz_resume_count(j->hashes));
   j->prog.skipped = 0;
+  j->prog.max_tokens = j->todo * j->shape.gen_len;
   j->more = true;
   return ZZ_OK;
 }

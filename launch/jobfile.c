@@ -317,10 +317,14 @@ static void zz_progress_print(zz_progress *p, const char *end) {
   double tps = el > 0 ? (double)(p->tokens + p->live) / el : 0;
   char eta[32] = "?";
   int64_t todo = p->total >= 0 ? p->total - p->skipped : -1;
-  if (todo > 0 && p->done > 0) {
-    double left = el * (double)(todo - p->done) / (double)p->done;
-    snprintf(eta, sizeof eta, "%d:%02d:%02d", (int)(left / 3600), (int)(left / 60) % 60, (int)left % 60);
-  }
+  double left = -1;
+  if (todo > 0 && p->done > 0)
+    left = el * (double)(todo - p->done) / (double)p->done;
+  else if (p->max_tokens > p->live && p->live > 0) /* within the first block: by tokens, at most */
+    left = el * (double)(p->max_tokens - p->live) / (double)p->live;
+  if (left >= 0)
+    snprintf(eta, sizeof eta, "%s%d:%02d:%02d", p->done > 0 ? "" : "<", (int)(left / 3600), (int)(left / 60) % 60,
+             (int)left % 60);
   if (todo >= 0)
     fprintf(stderr, "\rzigzag: %lld/%lld sequences, %lld tokens, %.1f tok/s, ETA %s%s", (long long)p->done,
             (long long)todo, (long long)(p->tokens + p->live), tps, eta, end);

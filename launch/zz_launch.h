@@ -179,6 +179,8 @@ typedef struct zz_progress {
   int64_t total, done, skipped, tokens;
   double t0, last;
   int64_t live;       /* tokens of the block still running (zz_progress_token) */
+  int64_t max_tokens; /* prompts to run x the most new tokens a line asks: the ETA's bound before a
+                         first block ends (0: unknown) */
   int64_t errors;     /* lines answered with an error */
   const char *out;    /* where the lines go, for the summary */
 } zz_progress;

@@ -384,6 +384,11 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   zz_opts *o = &j->opts;
   if (!(j->lx = calloc(1, sizeof *j->lx))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   zz_line_defaults_init(o, &j->lx->defs);
+  /* a pipeline's last rank samples with the job's temperature, top-k/p and seed only */
+  if (j->lx->defs.pipeline && (j->lx->defs.sp.repetition_penalty != 1.0f || j->lx->defs.sp.logprobs >= 0))
+    return zz_error(ZZ_ERR_INVALID_ARG, "under mpirun a repetition penalty (%g: --repetition-penalty or the model's "
+                    "generation_config.json) and --logprobs are not applied yet; run in one process, or give "
+                    "--repetition-penalty 1 and no --logprobs", (double)j->lx->defs.sp.repetition_penalty);
   if (files) {
     j->kill_after = o->fault_kill_after; /* ZZ_FAULT_KILL_AFTER_BLOCKS, checked by the options table */
     if (!(j->hashes = zz_resume_new())) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");

@@ -277,5 +277,24 @@ zz "${GEN[@]}" --prompts nat.jsonl --out sum.out --max-new-tokens 2 --no-progres
 check "the summary at the end when stderr is a file: prompts, tokens, tokens/s, elapsed, output" \
   eval '[ "$RC" -eq 0 ] && grep -q "^zigzag: done: 8 prompts (1 answered with an error), [0-9]* new tokens, [0-9.]* tokens/s, [0-9.]* s elapsed; output in sum.out$" err'
 
+# ------------------------------------------------------------ 7. under mpirun (a pipeline of 2 ranks)
+
+# the last rank samples with the job's settings: a line's own, the batch form, a
+# repetition penalty or --logprobs are refused, never dropped
+if command -v mpirun >/dev/null 2>&1; then
+  MPI=(mpirun --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl self,vader,tcp --mca btl_tcp_if_include lo
+       -x ASAN_OPTIONS -np 2)
+  printf '{"id": 0, "prompt": "Liberty"}\n{"id": 1, "prompt": "Liberty", "temperature": 0.5}\n{"custom_id": "c", "url": "/v1/completions", "body": {"prompt": "Liberty"}}\n' >pp.jsonl
+  OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "${MPI[@]}" "$ZZ" generate --model "$TINY" --device cpu --no-progress \
+    --prompts pp.jsonl --out pp.out --max-new-tokens 4 >outp 2>err
+  RC=$?
+  check "mpirun: a plain line runs; a line with its own settings and a batch line are answered with an error saying so" \
+    eval '[ "$RC" -eq 0 ] && line 1 pp.out | grep -q "\"finish_reason\":\"length\"" && line 2 pp.out | grep -q "under mpirun a line takes the job" && line 3 pp.out | grep -q "under mpirun"'
+  OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "${MPI[@]}" "$ZZ" generate --model "$TINY" --device cpu --no-progress \
+    --prompts pp.jsonl --out pp2.out --max-new-tokens 4 --repetition-penalty 1.3 >outp 2>err
+  RC=$?
+  check "mpirun: a repetition penalty is refused, not dropped" eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 124 ] && has "not applied yet" err'
+fi
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -306,7 +306,8 @@ int64_t zz_count_lines(const char *path) {
 
 void zz_progress_start(zz_progress *p, const zz_opts *o, int64_t total) {
   memset(p, 0, sizeof *p);
-  p->on = !o->no_progress && (o->progress || isatty(STDERR_FILENO));
+  p->tty = isatty(STDERR_FILENO);
+  p->on = !o->no_progress && (o->progress || p->tty);
   p->total = total;
   p->t0 = p->last = zz_now();
   p->out = o->out && strcmp(o->out, "-") ? o->out : "stdout";
@@ -356,7 +357,7 @@ void zz_progress_finish(zz_progress *p) {
 void zz_progress_token(zz_progress *p) {
   p->live++;
   /* within a block only a terminal's line is redrawn: a log gets a line per block */
-  if (!p->on || !isatty(STDERR_FILENO)) return;
+  if (!p->on || !p->tty) return;
   double now = zz_now();
   if (now - p->last < 0.5) return;
   p->last = now;

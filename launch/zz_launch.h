@@ -176,6 +176,7 @@ int64_t zz_count_lines(const char *path);
 
 typedef struct zz_progress {
   bool on;
+  bool tty;           /* stderr is a terminal (asked once) */
   int64_t total, done, skipped, tokens;
   double t0, last;
   int64_t live;       /* tokens of the block still running (zz_progress_token) */

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lines_impl.h"
 #include "zz_launch.h"
 
 /* ---------------------------------------------------------------- prompts and lines */
@@ -27,7 +28,7 @@
  * BOS first for vocab.json + merges.txt, as OPT's tokenizer does); input_ids are
  * taken as given. Sets the outputs only on success. */
 static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const zz_config *cfg,
-                               const zz_prompt *p, int32_t **ids_out, int64_t *n_out) {
+                               const zz_prompt *p, bool specials, int32_t **ids_out, int64_t *n_out) {
   int32_t *ids = NULL;
   int64_t n = 0;
   if (p->ids) {
@@ -48,6 +49,7 @@ static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const 
       return zz_error(st, "%s:%lld: %s", o->prompts, (long long)p->line, zz_error_message());
     int32_t bos = -1, eos = -1;
     if (!zz_tokenizer_specials(tok, &bos, &eos)) bos = (int32_t)cfg->bos;
+    if (!specials) bos = eos = -1; /* a chat template writes its own */
     ids = malloc((size_t)(m + 2) * sizeof *ids);
     if (!ids) {
       free(raw);
@@ -80,54 +82,6 @@ static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const 
   return ZZ_OK;
 }
 
-/* One output line, newline included: {"id": ..., "output_ids": [...], "text": "..."}.
- * NULL when out of memory. */
-static char *zz_format_result(const zz_tokenizer *tok, const zz_prompt *p, const int32_t *toks, int64_t n) {
-  json_t *o = json_object();
-  json_t *id = json_loads(p->id, JSON_DECODE_ANY, NULL);
-  json_object_set_new(o, "id", id ? id : json_string(p->id));
-  json_t *arr = json_array();
-  for (int64_t i = 0; i < n; i++) json_array_append_new(arr, json_integer(toks[i]));
-  json_object_set_new(o, "output_ids", arr);
-  if (tok) {
-    /* ids past the tokenizer (padding rows of the embedding) have no text */
-    int32_t *known = malloc((size_t)(n ? n : 1) * sizeof *known);
-    int64_t m = 0;
-    for (int64_t i = 0; known && i < n; i++)
-      if (toks[i] < zz_tokenizer_vocab_size(tok)) known[m++] = toks[i];
-    /* decode gives Hugging Face's text: UTF-8, with U+FFFD for the bytes of a
-     * character that the tokens split */
-    char *text = NULL;
-    size_t len = 0;
-    if (known && zz_tokenizer_decode(tok, known, m, &text, &len) == ZZ_OK)
-      json_object_set_new(o, "text", json_stringn(text, len));
-    free(text);
-    free(known);
-  }
-  char *body = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-  json_decref(o);
-  if (!body) return NULL;
-  size_t len = strlen(body);
-  char *line = realloc(body, len + 2);
-  if (!line) {
-    free(body);
-    return NULL;
-  }
-  line[len] = '\n';
-  line[len + 1] = '\0';
-  return line;
-}
-
-static zz_status zz_write_result(FILE *out, const char *outpath, const zz_tokenizer *tok,
-                                 const zz_prompt *p, const int32_t *toks, int64_t n) {
-  char *line = zz_format_result(tok, p, toks, n);
-  if (!line) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
-  int bad = fputs(line, out) < 0;
-  free(line);
-  if (bad) return zz_error(ZZ_ERR_IO, "%s: write failed: %s", outpath, strerror(errno));
-  return ZZ_OK;
-}
-
 /* Fault injection for the kill/resume tests (tests/cli/test_cli.sh,
  * tests/mpi/test_pipe.sh): ZZ_FAULT_KILL_AFTER_BLOCKS=N lets N blocks commit, then
  * writes the first half of the next block's first output line, flushes it and
@@ -135,9 +89,7 @@ static zz_status zz_write_result(FILE *out, const char *outpath, const zz_tokeni
  * mpirun ZZ_FAULT_KILL_RANK=R (default 0) names the rank that dies; a rank other
  * than 0 SIGKILLs itself in the middle of block N instead (pipe.c). Unset or empty:
  * off (-1). */
-static void zz_fault_kill_now(zz_output *out, const zz_tokenizer *tok, const zz_prompt *p, const int32_t *toks,
-                              int64_t n) {
-  char *line = zz_format_result(tok, p, toks, n);
+static void zz_fault_kill_now(zz_output *out, const char *line) {
   if (line) fwrite(line, 1, strlen(line) / 2, out->f);
   fflush(out->f);
   fprintf(stderr, "zigzag: ZZ_FAULT_KILL_AFTER_BLOCKS: killing myself in the middle of a write\n");
@@ -178,9 +130,90 @@ static int zz_report_interrupt(const zz_opts *o, int64_t kept, int64_t added) {
 /* ---------------------------------------------------------------- the job record */
 
 /* A prompt as the job runs it: its tokens and its place in the file (the sampling
- * stream), FNV-1a. */
-static uint64_t zz_prompt_hash(uint64_t stream, const int32_t *ids, int64_t n) {
-  return zz_fnv1a(zz_fnv1a(ZZ_FNV_BASIS, &stream, sizeof stream), ids, (size_t)n * sizeof *ids);
+ * stream), FNV-1a; a line with its own settings (raw) adds the line's text, so a
+ * changed setting is another prompt to --resume. */
+static uint64_t zz_prompt_hash(uint64_t stream, const int32_t *ids, int64_t n, const char *raw) {
+  uint64_t h = zz_fnv1a(zz_fnv1a(ZZ_FNV_BASIS, &stream, sizeof stream), ids, (size_t)n * sizeof *ids);
+  return raw ? zz_fnv1a(h, raw, strlen(raw)) : h;
+}
+
+/* ---------------------------------------------------------------- each line's settings */
+
+/* The job's per-line state: the settings lines start from, the chat template, and
+ * the block being gathered — per prompt its line and tokens, per sequence (a prompt
+ * of n completions has n) its settings and its prompt. */
+struct zz_job_lines {
+  zz_line_defaults defs;
+  zz_chat_ctx chat;
+  int max_new;              /* the largest max_new_tokens of a line still to run */
+  zz_line *lines;           /* [cap] per prompt */
+  int32_t **pids;           /* [cap] per prompt: its tokens */
+  int64_t *plen, *first;    /* [cap] per prompt: tokens, its first sequence */
+  zz_seq_params *params;    /* [cap] per sequence */
+  int64_t *seq_prompt;      /* [cap] per sequence: its prompt in the block */
+  int64_t nseq;
+  zz_prompt pend;           /* read but left for the next block (its completions did not fit) */
+  uint64_t pend_stream;
+  bool has_pend;
+};
+
+/* The sampling stream of completion c of the prompt at place `index` in the file:
+ * the place itself for the first (as before completions existed), then apart by
+ * 2^40; a line with its own seed draws streams 0..n-1 of that seed, so it gives the
+ * same text wherever it stands. */
+static uint64_t zz_line_stream(const zz_line *l, uint64_t index, int c) {
+  return l->own_seed ? (uint64_t)c : index + ((uint64_t)c << 40);
+}
+
+/* Reads prompt p's line into *l and its tokens: a native line's bad prompt stops the
+ * job (as it always has); anything else wrong is the line's error (l->err). */
+static zz_status zz_job_line(zz_job *j, const zz_prompt *p, zz_line *l, int32_t **ids_out, int64_t *n_out) {
+  const zz_opts *o = &j->opts;
+  *ids_out = NULL;
+  *n_out = 0;
+  ZZ_CHECK(zz_line_parse(p, &j->lx->defs, l));
+  if (l->err) return ZZ_OK;
+  if (l->n_stop && !j->tok)
+    zz_line_fail(l, "invalid_value", "stop strings need the model's tokenizer (tokenizer.json or vocab.json)");
+  zz_status st = ZZ_OK;
+  if (l->kind == ZZ_LINE_NATIVE) {
+    ZZ_CHECK(zz_prompt_ids(o, j->tok, &j->cfg, p, true, ids_out, n_out));
+  } else if (!l->err) {
+    zz_prompt q = {.id = p->id, .line = p->line};
+    char *rendered = NULL;
+    json_t *v = json_object_get(l->body, l->kind == ZZ_LINE_CHAT ? "messages" : "prompt");
+    char err[512];
+    if (l->kind == ZZ_LINE_CHAT) {
+      if (!zz_chat_render_messages(&j->lx->chat, v, &rendered, err, sizeof err))
+        zz_line_fail(l, "chat_template_error", "%s", err);
+      q.text = rendered;
+    } else if (json_is_string(v)) {
+      q.text = (char *)json_string_value(v);
+    } else {
+      q.n_ids = (int64_t)json_array_size(v);
+      q.ids = malloc((size_t)q.n_ids * sizeof *q.ids);
+      for (int64_t i = 0; q.ids && i < q.n_ids; i++) {
+        json_int_t x = json_integer_value(json_array_get(v, (size_t)i));
+        q.ids[i] = x < 0 || x > INT32_MAX ? INT32_MAX : (int32_t)x;
+      }
+      if (!q.ids) st = zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+    }
+    if (st == ZZ_OK && !l->err && zz_prompt_ids(o, j->tok, &j->cfg, &q, l->kind != ZZ_LINE_CHAT, ids_out, n_out) != ZZ_OK) {
+      zz_line_fail(l, "invalid_value", "%s", zz_error_message());
+      zz_error_clear();
+    }
+    free(rendered);
+    free(q.ids);
+  }
+  if (st == ZZ_OK && !l->err && *n_out + l->sp.max_new_tokens > j->cfg.max_pos)
+    zz_line_fail(l, "invalid_value", "a prompt of %lld tokens and %d new tokens exceed the model's %lld positions",
+                 (long long)*n_out, l->sp.max_new_tokens, (long long)j->cfg.max_pos);
+  if (l->err) {
+    free(*ids_out);
+    *ids_out = NULL;
+    *n_out = 0;
+  }
+  return st;
 }
 
 /* What makes an output line what it is, apart from the prompt: the model (its
@@ -320,8 +353,9 @@ static zz_status zz_job_scan(zz_job *j, json_t *prompts) {
     if (zz_resume_has(j->hashes, p.id))
       st = zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: id %s appears twice in the prompts (a line without \"id\" "
                     "takes its line number as id)", o->prompts, (long long)p.line, p.id);
-    if (st == ZZ_OK) st = zz_prompt_ids(o, j->tok, &j->cfg, &p, &ids, &n);
-    uint64_t h = st == ZZ_OK ? zz_prompt_hash(stream, ids, n) : 0;
+    zz_line l = {0};
+    if (st == ZZ_OK) st = zz_job_line(j, &p, &l, &ids, &n);
+    uint64_t h = st == ZZ_OK ? zz_prompt_hash(stream, ids, n, p.raw) : 0;
     if (st == ZZ_OK) st = zz_resume_put(j->hashes, p.id, h, &fresh);
     char hex[24];
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
@@ -330,7 +364,9 @@ static zz_status zz_job_scan(zz_job *j, json_t *prompts) {
     if (st == ZZ_OK && !zz_resume_has(j->done_ids, p.id)) {
       j->todo++;
       if (n > j->longest) j->longest = n;
+      if (!l.err && l.sp.max_new_tokens > j->lx->max_new) j->lx->max_new = l.sp.max_new_tokens;
     }
+    zz_line_free(&l);
     free(ids);
     zz_prompt_free(&p);
     if (st != ZZ_OK) return st;
@@ -346,6 +382,13 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   j->files = files;
   j->kill_after = -1;
   zz_opts *o = &j->opts;
+  if (!(j->lx = calloc(1, sizeof *j->lx))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  zz_line_defaults_init(o, &j->lx->defs);
+  /* a pipeline's last rank samples with the job's temperature, top-k/p and seed only */
+  if (j->lx->defs.pipeline && (j->lx->defs.sp.repetition_penalty != 1.0f || j->lx->defs.sp.logprobs >= 0))
+    return zz_error(ZZ_ERR_INVALID_ARG, "under mpirun a repetition penalty (%g: --repetition-penalty or the model's "
+                    "generation_config.json) and --logprobs are not applied yet; run in one process, or give "
+                    "--repetition-penalty 1 and no --logprobs", (double)j->lx->defs.sp.repetition_penalty);
   if (files) {
     j->kill_after = o->fault_kill_after; /* ZZ_FAULT_KILL_AFTER_BLOCKS, checked by the options table */
     if (!(j->hashes = zz_resume_new())) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
@@ -365,6 +408,9 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   if (o->max_prompt_len < 1 || o->max_prompt_len + o->max_new_tokens > j->cfg.max_pos)
     return zz_error(ZZ_ERR_INVALID_ARG, "--max-prompt-len %d + --max-new-tokens %d exceed the model's %lld positions",
                     o->max_prompt_len, o->max_new_tokens, (long long)j->cfg.max_pos);
+  /* the model's chat template, for /v1/chat/completions lines and `messages` */
+  struct stat sb;
+  if (files && stat(o->model, &sb) == 0 && S_ISDIR(sb.st_mode)) ZZ_CHECK(zz_chat_ctx_load(o->model, &j->lx->chat));
   j->shape = (zz_shape){.prompt_len = o->max_prompt_len, .gen_len = o->max_new_tokens};
   ZZ_CHECK(zz_opts_policy(o, &j->pol));
   if (!files) return ZZ_OK;
@@ -388,75 +434,198 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   /* without --max-prompt-len the memory plan is for the longest prompt the job
    * runs, not the longest the model could take */
   if (st == ZZ_OK && !len_given) j->shape.prompt_len = j->longest > 0 ? j->longest : 1;
+  /* a line may ask for more new tokens than the command line: the cache is sized
+   * for the most any line asks */
+  if (st == ZZ_OK && j->lx->max_new > j->shape.gen_len) {
+    j->shape.gen_len = j->lx->max_new;
+    if (j->shape.prompt_len + j->shape.gen_len > j->cfg.max_pos)
+      st = zz_error(ZZ_ERR_INVALID_ARG, "%s: the longest prompt (%lld tokens) and the most new tokens a line asks "
+                    "(%lld) together exceed the model's %lld positions; split the lines into two jobs", o->prompts,
+                    (long long)j->shape.prompt_len, (long long)j->shape.gen_len, (long long)j->cfg.max_pos);
+  }
   return st;
 }
 
 zz_status zz_job_start(zz_job *j, int64_t cap) {
   const zz_opts *o = &j->opts;
+  struct zz_job_lines *lx = j->lx;
   ZZ_CHECK(zz_output_begin(&j->out, j->record));
   j->cap = cap;
   j->prompts = calloc((size_t)cap, sizeof *j->prompts);
   j->ids = calloc((size_t)cap, sizeof *j->ids);
   j->lens = calloc((size_t)cap, sizeof *j->lens);
   j->streams = calloc((size_t)cap, sizeof *j->streams);
-  if (!j->prompts || !j->ids || !j->lens || !j->streams) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  lx->lines = calloc((size_t)cap, sizeof *lx->lines);
+  lx->pids = calloc((size_t)cap, sizeof *lx->pids);
+  lx->plen = calloc((size_t)cap, sizeof *lx->plen);
+  lx->first = calloc((size_t)cap, sizeof *lx->first);
+  lx->params = calloc((size_t)cap, sizeof *lx->params);
+  lx->seq_prompt = calloc((size_t)cap, sizeof *lx->seq_prompt);
+  if (!j->prompts || !j->ids || !j->lens || !j->streams || !lx->lines || !lx->pids || !lx->plen || !lx->first ||
+      !lx->params || !lx->seq_prompt)
+    return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   zz_progress_start(&j->prog, o, zz_resume_count(j->hashes));
   j->prog.skipped = 0;
+  j->prog.max_tokens = j->todo * j->shape.gen_len;
   j->more = true;
   return ZZ_OK;
 }
 
+/* j->n prompts of the block, j->lx->nseq sequences; j->ids[s] points into the
+ * prompt's tokens (lx->pids), which own them. */
 static void zz_job_clear(zz_job *j) {
+  struct zz_job_lines *lx = j->lx;
   for (int64_t i = 0; i < j->n; i++) {
     zz_prompt_free(&j->prompts[i]);
-    free(j->ids[i]);
+    zz_line_free(&lx->lines[i]);
+    free(lx->pids[i]);
+    lx->pids[i] = NULL;
   }
   j->n = 0;
+  if (lx) lx->nseq = 0;
 }
+
+/* Sequence q's tokens so far: true ends it, when its line's stop string is in their
+ * text. Also the progress line within a block. */
+static bool zz_job_on_token(void *ctx, int64_t q, const int32_t *tokens, int64_t n) {
+  zz_job *j = ctx;
+  zz_progress_token(&j->prog);
+  const zz_line *l = &j->lx->lines[j->lx->seq_prompt[q]];
+  if (!l->n_stop || !j->tok) return false;
+  char *text = NULL;
+  size_t len = 0, at;
+  if (zz_tokenizer_decode(j->tok, tokens, n, &text, &len) != ZZ_OK) {
+    zz_error_clear();
+    return false;
+  }
+  bool hit = zz_line_find_stop(l, text, len, &at) >= 0;
+  free(text);
+  return hit;
+}
+
+static zz_status zz_job_write_block(zz_job *j, const zz_result *res);
 
 zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out) {
   const zz_opts *o = &j->opts;
-  zz_job_clear(j);
+  struct zz_job_lines *lx = j->lx;
   if (max_n > j->cap) max_n = j->cap;
-  ZZ_CHECK(zz_check_stop()); /* between blocks: everything so far is committed */
-  while (j->more && j->n < max_n) {
-    zz_prompt p;
-    ZZ_CHECK(zz_prompt_reader_next(j->rd, &p, &j->more));
-    if (!j->more) break;
-    uint64_t stream = (uint64_t)j->index++; /* prompt number in the file: the sampling stream */
-    if (zz_resume_has(j->done_ids, p.id)) {
-      j->prog.skipped++;
-      zz_prompt_free(&p);
-      continue;
-    }
-    int64_t k = j->n++;
-    j->prompts[k] = p;
-    j->streams[k] = stream;
-    j->ids[k] = NULL;
-    ZZ_CHECK(zz_prompt_ids(o, j->tok, &j->cfg, &j->prompts[k], &j->ids[k], &j->lens[k]));
-    /* the file was checked whole before the job began; it must not change under it */
-    uint64_t h = 0;
-    if (!zz_resume_get(j->hashes, p.id, &h) || h != zz_prompt_hash(stream, j->ids[k], j->lens[k]))
-      return zz_error(ZZ_ERR_IO, "%s:%lld: the prompts file changed while the job ran (prompt id %s)", o->prompts,
+  for (;;) {
+    zz_job_clear(j);
+    ZZ_CHECK(zz_check_stop()); /* between blocks: everything so far is committed */
+    while ((j->more || lx->has_pend) && j->n < max_n && lx->nseq < max_n) {
+      zz_prompt p;
+      uint64_t stream;
+      if (lx->has_pend) {
+        p = lx->pend;
+        stream = lx->pend_stream;
+        lx->has_pend = false;
+      } else {
+        ZZ_CHECK(zz_prompt_reader_next(j->rd, &p, &j->more));
+        if (!j->more) break;
+        stream = (uint64_t)j->index++; /* prompt number in the file: the sampling stream */
+      }
+      if (zz_resume_has(j->done_ids, p.id)) {
+        j->prog.skipped++;
+        zz_prompt_free(&p);
+        continue;
+      }
+      zz_line l;
+      int32_t *ids = NULL;
+      int64_t n = 0;
+      zz_status st = zz_job_line(j, &p, &l, &ids, &n);
+      if (st != ZZ_OK) {
+        zz_prompt_free(&p);
+        return st;
+      }
+      /* the file was checked whole before the job began; it must not change under it */
+      uint64_t h = 0;
+      if (!zz_resume_get(j->hashes, p.id, &h) || h != zz_prompt_hash(stream, ids, n, p.raw)) {
+        st = zz_error(ZZ_ERR_IO, "%s:%lld: the prompts file changed while the job ran (prompt id %s)", o->prompts,
                       (long long)p.line, p.id);
+        zz_line_free(&l);
+        free(ids);
+        zz_prompt_free(&p);
+        return st;
+      }
+      int need = l.err ? 0 : l.n;
+      if (need > max_n) {
+        zz_line_fail(&l, "invalid_value", "n = %d completions are more than a block's %lld sequences (--gpu-batch-size "
+                     "x --num-gpu-batches)", l.n, (long long)max_n);
+        need = 0;
+      }
+      if (lx->nseq + need > max_n) { /* its completions stay together: the next block */
+        lx->pend = p;
+        lx->pend_stream = stream;
+        lx->has_pend = true;
+        zz_line_free(&l);
+        free(ids);
+        break;
+      }
+      int64_t k = j->n++;
+      j->prompts[k] = p;
+      lx->lines[k] = l;
+      lx->pids[k] = ids;
+      lx->plen[k] = n;
+      lx->first[k] = lx->nseq;
+      for (int c = 0; c < need; c++) {
+        int64_t q = lx->nseq++;
+        j->ids[q] = ids;
+        j->lens[q] = n;
+        j->streams[q] = zz_line_stream(&l, stream, c);
+        lx->params[q] = l.sp;
+        lx->seq_prompt[q] = k;
+      }
+    }
+    if (j->n == 0 || lx->nseq > 0) break;
+    /* a block of lines that are all errors: answered now, and on to the next */
+    ZZ_CHECK(zz_job_write_block(j, NULL));
   }
   /* a job with nothing to write still replaces an old --out (with nothing) */
   if (j->n == 0 && j->out.old) ZZ_CHECK(zz_output_commit(&j->out));
+  int max_new = o->max_new_tokens > lx->max_new ? o->max_new_tokens : lx->max_new;
   *req_out = (zz_request){
-      .n = j->n, .ids = (const int32_t *const *)j->ids, .lens = j->lens, .streams = j->streams,
-      .max_new_tokens = o->max_new_tokens, .sampling = zz_opts_sampling(o),
+      .n = lx->nseq, .ids = (const int32_t *const *)j->ids, .lens = j->lens, .streams = j->streams,
+      .max_new_tokens = lx->defs.pipeline ? o->max_new_tokens : max_new, .sampling = zz_opts_sampling(o),
   };
+  /* one process runs each line's own settings; a pipeline's last rank samples with
+   * the job's (lines with their own were answered with an error) */
+  if (!lx->defs.pipeline) {
+    req_out->params = lx->params;
+    req_out->on_token = zz_job_on_token;
+    req_out->ctx = j;
+  }
   return ZZ_OK;
 }
 
-zz_status zz_job_commit(zz_job *j, const zz_result *res) {
+/* Why sequence q ended, where the loop did not say (a pipeline): an end id last. */
+static zz_finish zz_job_finish(const zz_job *j, const zz_result *res, int64_t q) {
+  if (res->out) return res->out[q].finish;
+  int64_t n = res->n_tokens[q];
+  return n > 0 && zz_config_is_eos(&j->cfg, res->tokens[q][n - 1]) ? ZZ_FINISH_EOS : ZZ_FINISH_LENGTH;
+}
+
+/* The block's lines in order, flushed and synced (res NULL: every line an error). */
+static zz_status zz_job_write_block(zz_job *j, const zz_result *res) {
   const zz_opts *o = &j->opts;
-  if (j->kill_after >= 0 && j->committed == j->kill_after)
-    zz_fault_kill_now(&j->out, j->tok, &j->prompts[0], res->tokens[0], res->n_tokens[0]);
+  struct zz_job_lines *lx = j->lx;
   int64_t new_tokens = 0;
   for (int64_t i = 0; i < j->n; i++) {
-    ZZ_CHECK(zz_write_result(j->out.f, o->out, j->tok, &j->prompts[i], res->tokens[i], res->n_tokens[i]));
-    new_tokens += res->n_tokens[i];
+    const zz_line *l = &lx->lines[i];
+    zz_completion c[ZZ_MAX_COMPLETIONS];
+    int nc = l->err ? 0 : l->n;
+    for (int k = 0; k < nc; k++) {
+      int64_t q = lx->first[i] + k;
+      c[k] = (zz_completion){.tokens = res->tokens[q], .n_tokens = res->n_tokens[q],
+                             .finish = zz_job_finish(j, res, q), .out = res->out ? &res->out[q] : NULL};
+      new_tokens += res->n_tokens[q];
+    }
+    char *line = zz_line_answer(&j->prompts[i], l, j->tok, &j->cfg, c, lx->plen[i], &lx->defs);
+    if (!line) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+    if (i == 0 && j->kill_after >= 0 && j->committed == j->kill_after) zz_fault_kill_now(&j->out, line);
+    int bad = fputs(line, j->out.f) < 0;
+    free(line);
+    if (bad) return zz_error(ZZ_ERR_IO, "%s: write failed: %s", o->out, strerror(errno));
+    if (l->err) j->prog.errors++;
   }
   /* a finished block is never lost: flushed and synced before the next starts */
   ZZ_CHECK(zz_output_commit(&j->out));
@@ -467,6 +636,8 @@ zz_status zz_job_commit(zz_job *j, const zz_result *res) {
   return ZZ_OK;
 }
 
+zz_status zz_job_commit(zz_job *j, const zz_result *res) { return zz_job_write_block(j, res); }
+
 int zz_job_fail(const zz_job *j, zz_status st) {
   if (st == ZZ_ERR_INTERRUPTED || zz_stop_requested())
     return zz_report_interrupt(&j->opts, zz_resume_count(j->done_ids) + j->written, j->written);
@@ -474,7 +645,19 @@ int zz_job_fail(const zz_job *j, zz_status st) {
 }
 
 void zz_job_close(zz_job *j) {
-  zz_job_clear(j);
+  struct zz_job_lines *lx = j->lx;
+  if (lx) {
+    zz_job_clear(j);
+    if (lx->has_pend) zz_prompt_free(&lx->pend);
+    free(lx->lines);
+    free(lx->pids);
+    free(lx->plen);
+    free(lx->first);
+    free(lx->params);
+    free(lx->seq_prompt);
+    zz_chat_ctx_free(&lx->chat);
+    free(lx);
+  }
   free(j->prompts);
   free(j->ids);
   free(j->lens);

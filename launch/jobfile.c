@@ -105,7 +105,18 @@ static zz_status zz_resume_scan(const char *path, FILE *f, zz_resume_set *s, lon
     /* "id" alone is not enough: the prompts file has ids too, and resuming into it
      * by mistake must not eat it */
     json_t *id = o ? json_object_get(o, "id") : NULL;
-    if (!o || !id || !json_is_array(json_object_get(o, "output_ids"))) {
+    /* the OpenAI batch output form names its prompt by custom_id (null: a line
+     * without one, answered with an error, kept but not matched) */
+    bool openai = o && json_object_get(o, "custom_id") && json_object_get(o, "response") && json_object_get(o, "error");
+    if (openai) id = json_object_get(o, "custom_id");
+    bool native = o && id && (json_is_array(json_object_get(o, "output_ids")) ||
+                              json_is_array(json_object_get(o, "choices")) || json_is_object(json_object_get(o, "error")));
+    if (openai && !json_is_string(id)) {
+      json_decref(o);
+      pos += len;
+      continue;
+    }
+    if (!openai && !native) {
       json_decref(o);
       st = zz_error(ZZ_ERR_FORMAT, "%s:%lld: not a zigzag output line; refusing to resume into it", path,
                     (long long)lineno);
@@ -295,23 +306,29 @@ int64_t zz_count_lines(const char *path) {
 
 void zz_progress_start(zz_progress *p, const zz_opts *o, int64_t total) {
   memset(p, 0, sizeof *p);
-  p->on = !o->no_progress && (o->progress || isatty(STDERR_FILENO));
+  p->tty = isatty(STDERR_FILENO);
+  p->on = !o->no_progress && (o->progress || p->tty);
   p->total = total;
   p->t0 = p->last = zz_now();
+  p->out = o->out && strcmp(o->out, "-") ? o->out : "stdout";
 }
 
 static void zz_progress_print(zz_progress *p, const char *end) {
   double el = zz_now() - p->t0;
-  double tps = el > 0 ? (double)p->tokens / el : 0;
+  double tps = el > 0 ? (double)(p->tokens + p->live) / el : 0;
   char eta[32] = "?";
   int64_t todo = p->total >= 0 ? p->total - p->skipped : -1;
-  if (todo > 0 && p->done > 0) {
-    double left = el * (double)(todo - p->done) / (double)p->done;
-    snprintf(eta, sizeof eta, "%d:%02d:%02d", (int)(left / 3600), (int)(left / 60) % 60, (int)left % 60);
-  }
+  double left = -1;
+  if (todo > 0 && p->done > 0)
+    left = el * (double)(todo - p->done) / (double)p->done;
+  else if (p->max_tokens > p->live && p->live > 0) /* within the first block: by tokens, at most */
+    left = el * (double)(p->max_tokens - p->live) / (double)p->live;
+  if (left >= 0)
+    snprintf(eta, sizeof eta, "%s%d:%02d:%02d", p->done > 0 ? "" : "<", (int)(left / 3600), (int)(left / 60) % 60,
+             (int)left % 60);
   if (todo >= 0)
     fprintf(stderr, "\rzigzag: %lld/%lld sequences, %lld tokens, %.1f tok/s, ETA %s%s", (long long)p->done,
-            (long long)todo, (long long)p->tokens, tps, eta, end);
+            (long long)todo, (long long)(p->tokens + p->live), tps, eta, end);
   else
     fprintf(stderr, "\rzigzag: %lld sequences, %lld tokens, %.1f tok/s%s", (long long)p->done,
             (long long)p->tokens, tps, end);
@@ -321,6 +338,8 @@ static void zz_progress_print(zz_progress *p, const char *end) {
 void zz_progress_update(zz_progress *p, int64_t seqs, int64_t tokens) {
   p->done += seqs;
   p->tokens += tokens;
+  p->live = 0;
+  p->last = zz_now();
   if (p->on) zz_progress_print(p, isatty(STDERR_FILENO) ? "" : "\n");
 }
 
@@ -328,4 +347,19 @@ void zz_progress_finish(zz_progress *p) {
   /* a terminal's line is rewritten in place and needs its end; elsewhere each
    * block already printed a whole line, so only a job with no block prints here */
   if (p->on && (isatty(STDERR_FILENO) || p->done == 0)) zz_progress_print(p, "\n");
+  double el = zz_now() - p->t0;
+  char errs[64] = "";
+  if (p->errors) snprintf(errs, sizeof errs, " (%lld answered with an error)", (long long)p->errors);
+  fprintf(stderr, "zigzag: done: %lld prompts%s, %lld new tokens, %.1f tokens/s, %.1f s elapsed; output in %s\n",
+          (long long)p->done, errs, (long long)p->tokens, el > 0 ? (double)p->tokens / el : 0.0, el, p->out);
+}
+
+void zz_progress_token(zz_progress *p) {
+  p->live++;
+  /* within a block only a terminal's line is redrawn: a log gets a line per block */
+  if (!p->on || !p->tty) return;
+  double now = zz_now();
+  if (now - p->last < 0.5) return;
+  p->last = now;
+  zz_progress_print(p, "");
 }

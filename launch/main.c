@@ -7,11 +7,13 @@
  *   zigzag plan     --model M --prompt-len S --gen-len N [--hw FILE] [--ranks m] [--json]
  *   zigzag profile  [--out FILE]
  *   zigzag perplexity --model DIR --text FILE [--window N] [--compress-weight] [--compress-cache] ...
- *   zigzag --help
+ *   zigzag chat-template --model DIR --messages FILE
+ *   zigzag CMD --help | zigzag --version | zigzag man | zigzag completion
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "lines_impl.h"
 #include "zz_launch.h"
 #include "zz_planner.h"
 #include "zz_runtime.h"
@@ -89,6 +91,48 @@ static int zz_cmd_tokenize(const zz_opts *o) {
   return st == ZZ_OK ? 0 : 1;
 }
 
+/* ---------------------------------------------------------------- chat-template */
+
+/* The text the model's chat template renders for --messages (a JSON list of
+ * {"role", "content"}), with the generation prompt: what a "messages" line runs. */
+static int zz_cmd_chat_template(const zz_opts *o) {
+  if (!o->messages) {
+    fprintf(stderr, "zigzag chat-template: give --messages FILE (a JSON list of {\"role\", \"content\"})\n");
+    return 2;
+  }
+  json_error_t e;
+  json_t *msgs = json_load_file(o->messages, 0, &e);
+  if (!msgs) {
+    fprintf(stderr, "zigzag: %s:%d: %s\n", o->messages, e.line, e.text);
+    return 2;
+  }
+  int rc = 0;
+  bool good = json_is_array(msgs) && json_array_size(msgs) > 0;
+  for (size_t i = 0; good && i < json_array_size(msgs); i++) {
+    json_t *m = json_array_get(msgs, i);
+    good = json_is_string(json_object_get(m, "role")) && json_is_string(json_object_get(m, "content"));
+  }
+  zz_chat_ctx chat;
+  char err[600], *text = NULL;
+  if (!good) {
+    fprintf(stderr, "zigzag: %s: want a non-empty JSON list of {\"role\": text, \"content\": text}\n", o->messages);
+    rc = 2;
+  } else if (zz_chat_ctx_load(o->model, &chat) != ZZ_OK) {
+    rc = zz_report_failure(ZZ_ERR_FORMAT);
+  } else {
+    if (!zz_chat_render_messages(&chat, msgs, &text, err, sizeof err)) {
+      fprintf(stderr, "zigzag: --model %s: %s\n", o->model, err);
+      rc = 1;
+    } else {
+      fputs(text, stdout);
+    }
+    zz_chat_ctx_free(&chat);
+  }
+  free(text);
+  json_decref(msgs);
+  return rc;
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(int argc, char **argv) {
@@ -98,6 +142,9 @@ int main(int argc, char **argv) {
   if (r != 0) return r < 0 ? 0 : r; /* -1: --help was printed */
   zz_cpu_isa isa; /* --cpu-isa / ZZ_CPU_ISA, checked by the parse */
   if (zz_opts_cpu_isa(&o, &isa) == ZZ_OK) zz_cpu_isa_set(isa);
+  /* generation_config.json's settings under the command line's, for every rank */
+  if (strcmp(o.command, "generate") == 0 && zz_opts_generation_defaults(&o) != ZZ_OK)
+    return zz_report_failure(ZZ_ERR_FORMAT);
   bool pipelined = strcmp(o.command, "generate") == 0 || strcmp(o.command, "bench") == 0;
   if (pipelined && zz_pipe_ranks() > 1) return zz_cmd_pipe(&o); /* mpirun -np m, m > 1; else no MPI at all */
   if (strcmp(o.command, "generate") == 0) return zz_cmd_generate(&o);
@@ -106,6 +153,10 @@ int main(int argc, char **argv) {
   if (strcmp(o.command, "plan") == 0) return zz_cmd_plan(&o);
   if (strcmp(o.command, "profile") == 0) return zz_cmd_profile(&o);
   if (strcmp(o.command, "perplexity") == 0) return zz_cmd_perplexity(&o);
-  fprintf(stderr, "zigzag: unknown command '%s' (generate, tokenize, bench, plan, profile, perplexity; see zigzag --help)\n", o.command);
+  if (strcmp(o.command, "chat-template") == 0) return zz_cmd_chat_template(&o);
+  if (strcmp(o.command, "man") == 0) return zz_print_man(stdout), 0;
+  if (strcmp(o.command, "completion") == 0) return zz_print_bash_completion(stdout), 0;
+  fprintf(stderr, "zigzag: unknown command '%s' (generate, tokenize, bench, plan, profile, perplexity, chat-template; "
+          "see zigzag --help)\n", o.command);
   return 2;
 }

@@ -26,10 +26,12 @@ enum {
   ZZ_CMD_PROFILE = 1 << 3,
   ZZ_CMD_PERPLEXITY = 1 << 4,
   ZZ_CMD_TOKENIZE = 1 << 5,
-  ZZ_CMD_MPIRUN = 1 << 6,
+  ZZ_CMD_CHAT_TEMPLATE = 1 << 6,
+  ZZ_CMD_MPIRUN = 1 << 7,
 };
-static const char *const zz_cmd_names[] = {"generate", "bench", "plan", "profile", "perplexity", "tokenize"};
-#define ZZ_N_CMDS (sizeof zz_cmd_names / sizeof zz_cmd_names[0])
+static const char *const zz_cmd_names[] = {"generate", "bench", "plan", "profile", "perplexity", "tokenize",
+                                           "chat-template", NULL};
+#define ZZ_N_CMDS (sizeof zz_cmd_names / sizeof zz_cmd_names[0] - 1)
 
 typedef struct zz_opt_def {
   const char *flag;   /* without the leading "--"; NULL: an environment variable only (testing hooks) */
@@ -64,10 +66,14 @@ typedef struct zz_opt_def {
 
 static const zz_opt_def zz_opt_table[] = {
     {"model", "ZZ_MODEL", ZZ_OPT_STR, ZZ_O(model), "opt-125m",
-     "model directory (config.json, *.safetensors, vocab.json, merges.txt) or preset name", false, 0, 0, false, G | B | P | X | T, NULL},
+     "model directory (config.json, *.safetensors, vocab.json, merges.txt) or preset name", false, 0, 0, false, G | B | P | X | T | ZZ_CMD_CHAT_TEMPLATE, NULL},
+    {"messages", NULL, ZZ_OPT_STR, ZZ_O(messages), NULL,
+     "chat-template: a JSON file holding the messages, [{\"role\": ..., \"content\": ...}, ...]", false, 0, 0, false,
+     ZZ_CMD_CHAT_TEMPLATE, NULL},
     {"dummy", NULL, ZZ_OPT_FLAG, ZZ_O(dummy), NULL, "use deterministic random weights (presets need it)", false, 0, 0, false, G | B, NULL},
     {"prompts", NULL, ZZ_OPT_STR, ZZ_O(prompts), NULL,
-     "generate: JSON Lines input, one {\"prompt\": text} or {\"input_ids\": [...]} (+ \"id\") per line; - is stdin", false, 0, 0, false, G, NULL},
+     "generate: JSON Lines input, one {\"prompt\": text} or {\"input_ids\": [...]} (+ \"id\", settings) or an OpenAI batch "
+     "request per line; - is stdin", false, 0, 0, false, G, NULL},
     {"out", NULL, ZZ_OPT_STR, ZZ_O(out), NULL, "generate: JSON Lines output, one line per prompt; - is stdout", false, 0, 0, false, G | F, NULL},
     {"max-new-tokens", NULL, ZZ_OPT_INT, ZZ_O(max_new_tokens), "32", "generate: new tokens per prompt at most", false, 1, ZZ_MAX_POSITIONS, false, G, NULL},
     {"max-prompt-len", "ZZ_MAX_PROMPT_LEN", ZZ_OPT_INT, ZZ_O(max_prompt_len), "0",
@@ -76,6 +82,10 @@ static const zz_opt_def zz_opt_table[] = {
     {"top-k", NULL, ZZ_OPT_INT, ZZ_O(top_k), "0", "sample among the k most likely tokens; 0 = all", false, 0, ZZ_MAX_VOCAB, false, G, NULL},
     {"top-p", NULL, ZZ_OPT_FLOAT, ZZ_O(top_p), "1", "nucleus sampling mass; 1 = off", false, 0, 1, true, G, NULL},
     {"seed", "ZZ_SEED", ZZ_OPT_LL, ZZ_O(seed), "0", "sampling seed (each prompt draws from its own stream)", false, 0, 1e18, false, G, NULL},
+    {"repetition-penalty", NULL, ZZ_OPT_FLOAT, ZZ_O(repetition_penalty), "1",
+     "Hugging Face's repetition penalty over prompt and output tokens; 1 = off", false, 0, 100, true, G, NULL},
+    {"logprobs", NULL, ZZ_OPT_INT, ZZ_O(logprobs), "-1",
+     "every output line carries each token's log-probability and the K most likely; -1 = off", false, -1, 20, false, G, NULL},
     {"resume", NULL, ZZ_OPT_FLAG, ZZ_O(resume), NULL,
      "generate: keep the lines already in --out and skip their prompts (by id)", false, 0, 0, false, G, NULL},
     {"progress", NULL, ZZ_OPT_FLAG, ZZ_O(progress), NULL, "print the progress line even when stderr is not a terminal", false, 0, 0, false, G, NULL},
@@ -372,6 +382,8 @@ void zz_opts_help(FILE *f) {
           "                  [--ranks m] [--json]   (the policy the planner chooses, predicted throughput)\n"
           "  zigzag profile  [--out FILE]   (measure this machine: a hardware file for plan --hw)\n"
           "  zigzag perplexity --model DIR --text FILE [--window N] [policy flags]\n"
+          "  zigzag chat-template --model DIR --messages FILE   (the text the model's chat template renders)\n"
+          "  zigzag CMD --help   (that command's options only);  zigzag --version\n"
           "  mpirun -np M zigzag generate|bench ...   (a pipeline of M ranks, each a slice of the layers)\n\n"
           "options (environment variable in brackets sets the default; a bad value there is an error; an\n"
           "option given to a command it does not apply to, in braces, is refused):\n");
@@ -404,6 +416,20 @@ void zz_opts_help(FILE *f) {
   fprintf(f, "\n");
 }
 
+/* One row of the table for launch/help.c (per-command help, the man page, the
+ * bash completion), which formats what this table holds. */
+bool zz_opt_row(size_t i, zz_opt_info *out) {
+  if (i >= ZZ_N_OPTS) return false;
+  const zz_opt_def *d = &zz_opt_table[i];
+  *out = (zz_opt_info){.flag = d->flag, .env = d->env, .def = d->def, .help = d->help, .cmds = d->cmds,
+                       .mpirun = (d->cmds & ZZ_CMD_MPIRUN) != 0, .takes_value = d->type != ZZ_OPT_FLAG,
+                       .choices = d->choices};
+  if (d->type != ZZ_OPT_STR && d->type != ZZ_OPT_FLAG) zz_opt_range(d, out->range, sizeof out->range);
+  return true;
+}
+
+const char *const *zz_opt_commands(void) { return zz_cmd_names; }
+
 int zz_opts_parse(int argc, char **argv, zz_opts *o) {
   bool given[ZZ_N_OPTS] = {0};
   bool options = true; /* false after "--": the rest are the command and its text (POSIX) */
@@ -413,8 +439,15 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o) {
       options = false;
       continue;
     }
-    if (options && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || strcmp(a, "help") == 0)) {
-      zz_opts_help(stdout);
+    if (options && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || (strcmp(a, "help") == 0 && !*o->command))) {
+      /* "zigzag CMD --help", "zigzag help CMD", "zigzag --help CMD": that command's page */
+      const char *cmd = *o->command ? o->command : NULL;
+      for (int k = i + 1; !cmd && k < argc; k++)
+        if (strncmp(argv[k], "-", 1) != 0) cmd = argv[k];
+      return zz_opts_help_command(stdout, cmd) ? -1 : 2;
+    }
+    if (options && (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0 || (strcmp(a, "version") == 0 && !*o->command))) {
+      zz_print_version(stdout);
       return -1;
     }
     if (!options || strncmp(a, "--", 2) != 0 || strcmp(a, "-") == 0) {
@@ -441,6 +474,12 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o) {
     }
     given[d - zz_opt_table] = true;
     if (d->policy) o->policy_flags_given = true;
+    o->gen_given |= d->offset == ZZ_O(temperature)          ? ZZ_GIVEN_TEMPERATURE
+                    : d->offset == ZZ_O(top_k)              ? ZZ_GIVEN_TOP_K
+                    : d->offset == ZZ_O(top_p)              ? ZZ_GIVEN_TOP_P
+                    : d->offset == ZZ_O(max_new_tokens)     ? ZZ_GIVEN_MAX_NEW
+                    : d->offset == ZZ_O(repetition_penalty) ? ZZ_GIVEN_REP_PENALTY
+                                                            : 0u;
     if (d->type == ZZ_OPT_PERCENT && !eq) {
       /* --percent 20 80 0 100 100 0: up to six separate arguments, joined with
        * spaces into a buffer sized for them (any length is refused cleanly) */

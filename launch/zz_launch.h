@@ -39,6 +39,7 @@ typedef struct zz_opts {
   bool resume, progress, no_progress;
   const char *text; /* tokenize's argument */
   const char *text_file; /* perplexity: --text FILE */
+  const char *messages;  /* chat-template: --messages FILE */
   int window;            /* perplexity: tokens per window (0: the model's positions - 1) */
   /* the policy flags (FlexGen's names) and the tiers */
   double percent[6]; /* --percent WG WC CG CC HG HC */
@@ -64,7 +65,20 @@ typedef struct zz_opts {
   const char *fault_kind;     /* ZZ_FAULT_KIND: kill, stop or error */
   int plan_trace;             /* ZZ_PLAN_TRACE (1): each rank says how many policy searches it ran */
   int env_error;              /* a ZZ_* variable held a bad value: the exit code zz_opts_parse returns */
+  /* generation settings every line takes unless it gives its own (launch/lines.c) */
+  float repetition_penalty;   /* 1: off */
+  int logprobs;               /* -1: off; k: each token's log-probability and the k most likely */
+  unsigned gen_given;         /* ZZ_GIVEN_* bits: set on the command line, so generation_config.json's yield */
 } zz_opts;
+
+/* zz_opts.gen_given */
+enum {
+  ZZ_GIVEN_TEMPERATURE = 1 << 0,
+  ZZ_GIVEN_TOP_K = 1 << 1,
+  ZZ_GIVEN_TOP_P = 1 << 2,
+  ZZ_GIVEN_MAX_NEW = 1 << 3,
+  ZZ_GIVEN_REP_PENALTY = 1 << 4,
+};
 
 /* Defaults, then the ZZ_* environment variables (a bad value is named on stderr and
  * makes zz_opts_parse fail). */
@@ -72,6 +86,24 @@ void zz_opts_defaults(zz_opts *o);
 /* 0: parsed; -1: --help printed; >0: exit code after an error message. */
 int zz_opts_parse(int argc, char **argv, zz_opts *o);
 void zz_opts_help(FILE *f);
+/* One row of the options table, as launch/help.c formats it. */
+typedef struct zz_opt_info {
+  const char *flag, *env, *def, *help, *choices;
+  unsigned cmds;      /* bit c: applies to zz_opt_commands()[c] */
+  bool mpirun;        /* only under mpirun */
+  bool takes_value;
+  char range[96];     /* "an integer in [1, 4096]", or "" */
+} zz_opt_info;
+bool zz_opt_row(size_t i, zz_opt_info *out);
+/* The commands, NULL terminated, in the order of zz_opt_info.cmds's bits. */
+const char *const *zz_opt_commands(void);
+/* launch/help.c: command's usage and its options only (NULL or unknown: the whole
+ * page; false when cmd names no command), `zigzag --version`, the man page
+ * (roff) and the bash completion script, all made from the table. */
+bool zz_opts_help_command(FILE *f, const char *cmd);
+void zz_print_version(FILE *f);
+void zz_print_man(FILE *f);
+void zz_print_bash_completion(FILE *f);
 zz_status zz_opts_policy(const zz_opts *o, zz_policy *out);
 zz_status zz_opts_device(const zz_opts *o, zz_device **out);
 /* The same with CUDA device `ordinal` for --device cuda (a pipeline's local rank). */
@@ -181,11 +213,21 @@ int64_t zz_count_lines(const char *path);
 
 typedef struct zz_progress {
   bool on;
+  bool tty;           /* stderr is a terminal (asked once) */
   int64_t total, done, skipped, tokens;
   double t0, last;
+  int64_t live;       /* tokens of the block still running (zz_progress_token) */
+  int64_t max_tokens; /* prompts to run x the most new tokens a line asks: the ETA's bound before a
+                         first block ends (0: unknown) */
+  int64_t errors;     /* lines answered with an error */
+  const char *out;    /* where the lines go, for the summary */
 } zz_progress;
 void zz_progress_start(zz_progress *p, const zz_opts *o, int64_t total);
 void zz_progress_update(zz_progress *p, int64_t seqs, int64_t tokens);
+/* One token of a running block: a terminal's line is redrawn at most twice a second. */
+void zz_progress_token(zz_progress *p);
+/* The progress line's end, then the one-line summary (prompts, tokens, tokens/s,
+ * elapsed, the output), printed on stderr whatever it is. */
 void zz_progress_finish(zz_progress *p);
 
 /* A generate job's files and prompts (launch/job.c): the one process, or rank 0 of
@@ -216,6 +258,7 @@ typedef struct zz_job {
   int64_t index;           /* prompts read, skipped ones included */
   zz_progress prog;
   int64_t kill_after, committed, written; /* blocks (ZZ_FAULT_KILL_AFTER_BLOCKS), blocks, prompts */
+  struct zz_job_lines *lx; /* each line's own settings, its completions, its error (launch/job.c) */
 } zz_job;
 
 /* Resolves the model, checkpoint, shape and policy; with files also the tokenizer,

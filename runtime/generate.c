@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "zz_generate.h" /* and the engine's public API, zz_engine.h: nothing of its inside */
+#include "zz_seq.h"
 
 zz_status zz_request_check(const zz_engine *e, const zz_request *req) {
   const zz_config *c = &zz_engine_model(e)->cfg;
@@ -29,6 +30,8 @@ zz_status zz_request_check(const zz_engine *e, const zz_request *req) {
       if (req->ids[i][r] < 0 || req->ids[i][r] >= c->vocab_size)
         return zz_error(ZZ_ERR_INVALID_ARG, "prompt %lld: token id %d at %lld is outside the vocabulary (%lld)",
                         (long long)i, req->ids[i][r], (long long)r, (long long)c->vocab_size);
+    if (req->params && zz_seq_params_check(&req->params[i], req->max_new_tokens) != ZZ_OK)
+      return zz_error(ZZ_ERR_INVALID_ARG, "prompt %lld: %s", (long long)i, zz_error_message());
   }
   return ZZ_OK;
 }
@@ -42,6 +45,8 @@ typedef struct zz_gen {
   zz_rng *rng;     /* [n] */
   int32_t *newest; /* [n] each sequence's newest token (the pad token once done) */
   void *scratch;   /* the sampler's */
+  float *pen;      /* [vocab] a sequence's logits after its penalties (params only) */
+  int32_t *counts; /* [vocab] zeros between uses (zz_seq_penalize) */
   int64_t n, bls, live;
 } zz_gen;
 
@@ -49,6 +54,29 @@ static int64_t zz_gen_first(const zz_gen *g, int group) { return group * g->bls;
 static int64_t zz_gen_count(const zz_gen *g, int group) {
   int64_t first = zz_gen_first(g, group);
   return first >= g->n ? 0 : (g->n - first < g->bls ? g->n - first : g->bls);
+}
+
+/* Ends sequence q (why: ZZ_FINISH_*). */
+static void zz_gen_end(zz_gen *g, int64_t q, zz_finish why) {
+  g->done[q] = true;
+  g->live--;
+  if (g->r->out) g->r->out[q].finish = why;
+}
+
+/* The token of sequence q with its own settings: penalties on a copy of its
+ * logits, its sampling, the log-probabilities of the model's own logits. */
+static int32_t zz_gen_pick(zz_gen *g, int64_t q, const float *lg, bool *eos) {
+  const zz_config *c = &zz_engine_model(g->e)->cfg;
+  const zz_seq_params *sp = &g->req->params[q];
+  int64_t nt = g->r->n_tokens[q];
+  const float *use = lg;
+  if (zz_seq_penalize(sp, lg, c->vocab_size, g->req->ids[q], g->req->lens[q], g->r->tokens[q], nt, g->counts, g->pen))
+    use = g->pen;
+  int32_t tok = zz_sample_sequence(c, use, &sp->sampling, g->req->ignore_eos, &g->rng[q], g->scratch, eos);
+  zz_seq_out *o = &g->r->out[q];
+  if (o->logprobs)
+    o->logprobs[nt] = zz_logprob_of(lg, c->vocab_size, tok, o->top_k, o->top ? o->top + nt * o->top_k : NULL);
+  return tok;
 }
 
 /* Samples the next token of every live sequence of a group from its logits. */
@@ -62,12 +90,18 @@ static void zz_gen_sample(zz_gen *g, int group, int step) {
     const float *lg = logits + i * c->vocab_size;
     if (g->req->on_logits) g->req->on_logits(g->req->ctx, q, step, lg, c->vocab_size);
     bool ended = false;
-    int32_t tok = zz_sample_sequence(c, lg, &g->req->sampling, g->req->ignore_eos, &g->rng[q], g->scratch, &ended);
+    int32_t tok = g->req->params ? zz_gen_pick(g, q, lg, &ended)
+                                 : zz_sample_sequence(c, lg, &g->req->sampling, g->req->ignore_eos, &g->rng[q],
+                                                      g->scratch, &ended);
     g->r->tokens[q][g->r->n_tokens[q]++] = tok;
     g->newest[q] = zz_sequence_input(c, tok, ended);
     if (ended) {
-      g->done[q] = true;
-      g->live--;
+      zz_gen_end(g, q, ZZ_FINISH_EOS);
+    } else if (g->req->on_token && g->req->on_token(g->req->ctx, q, g->r->tokens[q], g->r->n_tokens[q])) {
+      g->newest[q] = zz_sequence_input(c, tok, true);
+      zz_gen_end(g, q, ZZ_FINISH_STOP);
+    } else if (g->req->params && g->r->n_tokens[q] >= g->req->params[q].max_new_tokens) {
+      zz_gen_end(g, q, ZZ_FINISH_LENGTH);
     }
   }
 }
@@ -127,13 +161,29 @@ zz_status zz_generate(zz_engine *e, const zz_request *req, zz_result *res) {
   g.rng = calloc((size_t)n, sizeof *g.rng);
   g.newest = calloc((size_t)n, sizeof *g.newest);
   g.scratch = malloc(zz_sample_scratch_bytes(m->cfg.vocab_size));
+  bool own = req->params || req->on_token; /* per-sequence outcomes are reported */
+  if (own) r.out = calloc((size_t)n, sizeof *r.out);
+  if (req->params) {
+    g.pen = malloc((size_t)m->cfg.vocab_size * sizeof *g.pen);
+    g.counts = calloc((size_t)m->cfg.vocab_size, sizeof *g.counts);
+  }
   zz_status st = ZZ_OK;
-  if (!r.tokens || !r.n_tokens || !g.done || !g.rng || !g.newest || !g.scratch)
+  if (!r.tokens || !r.n_tokens || !g.done || !g.rng || !g.newest || !g.scratch || (own && !r.out) ||
+      (req->params && (!g.pen || !g.counts)))
     st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
   for (int64_t i = 0; st == ZZ_OK && i < n; i++) {
-    if (!(r.tokens[i] = malloc((size_t)req->max_new_tokens * sizeof **r.tokens)))
+    int max_i = req->params ? req->params[i].max_new_tokens : req->max_new_tokens;
+    if (!(r.tokens[i] = malloc((size_t)max_i * sizeof **r.tokens)))
       st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
-    zz_rng_seed(&g.rng[i], req->sampling.seed, req->streams ? req->streams[i] : (uint64_t)i);
+    const zz_sampling *smp = req->params ? &req->params[i].sampling : &req->sampling;
+    zz_rng_seed(&g.rng[i], smp->seed, req->streams ? req->streams[i] : (uint64_t)i);
+    int k = req->params ? req->params[i].logprobs : -1;
+    if (st == ZZ_OK && k >= 0) {
+      r.out[i].top_k = k;
+      r.out[i].logprobs = malloc((size_t)max_i * sizeof *r.out[i].logprobs);
+      if (k > 0) r.out[i].top = malloc((size_t)max_i * (size_t)k * sizeof *r.out[i].top);
+      if (!r.out[i].logprobs || (k > 0 && !r.out[i].top)) st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
+    }
   }
   double t0 = zz_now(), t_prefill = t0;
   if (st == ZZ_OK) st = zz_gen_loop(&g, &t_prefill);
@@ -144,6 +194,8 @@ zz_status zz_generate(zz_engine *e, const zz_request *req, zz_result *res) {
   free(g.rng);
   free(g.newest);
   free(g.scratch);
+  free(g.pen);
+  free(g.counts);
   if (st != ZZ_OK) {
     zz_result_free(&r, n);
     return st;
@@ -156,6 +208,13 @@ void zz_result_free(zz_result *res, int64_t n) {
   if (!res) return;
   if (res->tokens)
     for (int64_t i = 0; i < n; i++) free(res->tokens[i]);
+  if (res->out)
+    for (int64_t i = 0; i < n; i++) {
+      free(res->out[i].logprobs);
+      free(res->out[i].top);
+    }
+  free(res->out);
+  res->out = NULL;
   free(res->tokens);
   free(res->n_tokens);
   res->tokens = NULL;

@@ -59,11 +59,32 @@ void zz_prompt_free(zz_prompt *p) {
   free(p->id);
   free(p->text);
   free(p->ids);
+  free(p->raw);
   memset(p, 0, sizeof *p);
 }
 
-static zz_status zz_prompt_from_json(zz_prompt_reader *r, json_t *o, zz_prompt *p) {
+/* An OpenAI batch request line: its checks (and a bad one's error line) are the
+ * launcher's, so only its custom_id is read here (the line number when it has none
+ * that is a string: the launcher answers it with an error). */
+static zz_status zz_prompt_openai(zz_prompt_reader *r, json_t *o, const char *text, size_t len, zz_prompt *p) {
+  json_t *cid = json_object_get(o, "custom_id");
+  zz_prompt q = {.line = r->line, .openai = true};
+  char tmp[32];
+  snprintf(tmp, sizeof tmp, "%lld", (long long)r->line);
+  q.id = json_is_string(cid) ? json_dumps(cid, JSON_ENCODE_ANY | JSON_COMPACT) : strdup(tmp);
+  q.raw = strndup(text, len);
+  if (!q.id || !q.raw) {
+    zz_prompt_free(&q);
+    return zz_error(ZZ_ERR_NO_MEMORY, "prompts: out of memory");
+  }
+  *p = q;
+  return ZZ_OK;
+}
+
+static zz_status zz_prompt_from_json(zz_prompt_reader *r, json_t *o, const char *line, size_t len, zz_prompt *p) {
   if (!json_is_object(o)) return zz_error(ZZ_ERR_FORMAT, "%s:%lld: not a JSON object", r->path, (long long)r->line);
+  if (json_object_get(o, "custom_id") || json_object_get(o, "body") || json_object_get(o, "url"))
+    return zz_prompt_openai(r, o, line, len, p);
   json_t *id = json_object_get(o, "id"), *text = json_object_get(o, "prompt"),
          *ids = json_object_get(o, "input_ids");
   if ((text != NULL) == (ids != NULL))
@@ -76,13 +97,20 @@ static zz_status zz_prompt_from_json(zz_prompt_reader *r, json_t *o, zz_prompt *
   if (id && !(json_is_string(id) || json_is_integer(id)))
     return zz_error(ZZ_ERR_FORMAT, "%s:%lld: \"id\" must be a string or an integer", r->path, (long long)r->line);
   zz_prompt q = {.line = r->line};
+  /* settings beside the prompt: kept whole for the launcher, which names any it
+   * does not know (a key is never dropped silently) */
+  if ((size_t)(id != NULL) + 1 < json_object_size(o) && !(q.raw = strndup(line, len)))
+    return zz_error(ZZ_ERR_NO_MEMORY, "prompts: out of memory");
   q.id = id ? json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
   if (!id) {
     char tmp[32];
     snprintf(tmp, sizeof tmp, "%lld", (long long)r->line);
     q.id = strdup(tmp);
   }
-  if (!q.id) return zz_error(ZZ_ERR_NO_MEMORY, "prompts: out of memory");
+  if (!q.id) {
+    zz_prompt_free(&q);
+    return zz_error(ZZ_ERR_NO_MEMORY, "prompts: out of memory");
+  }
   if (text) {
     q.text = strdup(json_string_value(text));
     if (!q.text) {
@@ -129,7 +157,7 @@ zz_status zz_prompt_reader_next(zz_prompt_reader *r, zz_prompt *p, bool *got) {
     json_t *o = json_loadb(r->buf, (size_t)len, JSON_REJECT_DUPLICATES, &err);
     if (!o)
       return zz_error(ZZ_ERR_FORMAT, "%s:%lld:%d: bad JSON: %s", r->path, (long long)r->line, err.column, err.text);
-    zz_status st = zz_prompt_from_json(r, o, p);
+    zz_status st = zz_prompt_from_json(r, o, r->buf, (size_t)len, p);
     json_decref(o);
     if (st == ZZ_OK) *got = true;
     return st;

@@ -54,6 +54,9 @@ int32_t zz_argmax(const float *x, int64_t n);
  */
 
 /* One block of prompts to generate for. */
+struct zz_seq_params; /* runtime/zz_seq.h: one sequence's own settings */
+struct zz_seq_out;
+
 typedef struct zz_request {
   int64_t n;                   /* prompts, at most n_groups * gbs * num_gb */
   const int32_t *const *ids;   /* ids[i]: prompt i (BOS included by the caller) */
@@ -65,12 +68,19 @@ typedef struct zz_request {
   /* optional: called with each step's logits of each sequence (f32, vocab) */
   void (*on_logits)(void *ctx, int64_t seq, int step, const float *logits, int64_t vocab);
   void *ctx;
+  /* optional: [n] each sequence's own settings (zz_seq.h); NULL: the ones above */
+  const struct zz_seq_params *params;
+  /* optional: after each token of a live sequence (tokens[0..n) so far); true ends
+   * it there (a stop string); called with ctx */
+  bool (*on_token)(void *ctx, int64_t seq, const int32_t *tokens, int64_t n);
 } zz_request;
 
 typedef struct zz_result {
   int32_t **tokens;  /* tokens[i]: new tokens of prompt i (ends at EOS, included) */
   int64_t *n_tokens;
   double prefill_s, decode_s; /* wall time of the two phases */
+  struct zz_seq_out *out;     /* [n] why each ended, its log-probabilities (zz_seq.h); NULL unless
+                                 the request had params or on_token */
 } zz_result;
 
 /* One sequence's next token at one step of the token loop: zz_sample from its

@@ -589,9 +589,10 @@ zz generate --model llhub --prompts lltext.jsonl --out llh.jsonl --max-new-token
 check "generate: a text prompt through the hub tokenizer_config.json = its input_ids" \
   eval '[ "$RC" -eq 0 ] && [ -n "$(ids_of llh.jsonl)" ] && [ "$(ids_of llh.jsonl)" = "$(ids_of lli.jsonl)" ]'
 # generation_config.json's eos_token_id [2, 182] replaces config.json's [2, 66]: golden
-# prompt 0 (greedy 66 1 182 81 ...) stops at 182, the second listed id
+# prompt 0 (greedy 66 1 182 81 ...) stops at 182, the second listed id (--temperature 0:
+# the file's do_sample true would sample, issue #25 item 4)
 printf '{"id": 0, "input_ids": [1, 169, 178]}\n' >eos.jsonl
-zz generate --model "$FX/tiny-llama-eos-gen" --prompts eos.jsonl --out eos_out.jsonl --max-new-tokens 8
+zz generate --model "$FX/tiny-llama-eos-gen" --prompts eos.jsonl --out eos_out.jsonl --max-new-tokens 8 --temperature 0
 check "generate stops at the second end id generation_config.json lists" \
   eval '[ "$RC" -eq 0 ] && [ "$(ids_of eos_out.jsonl)" = "\"id\":0,\"output_ids\":[66,1,182]" ]'
 # a RoPE zigzag does not compute is refused by name from config.json alone (no weights here)

@@ -1,0 +1,225 @@
+/*
+ * test_runtime_genif.c — issue #25's pieces below the command line: chat templates
+ * rendered as transformers renders them (tests/fixtures/chat_templates.json, made by
+ * make_chat_template_fixtures.py with transformers itself), a template outside the
+ * subset refused naming the construct and its line; one sequence's penalties and
+ * log-probabilities (zz_seq.h) against values worked by hand; a line's settings
+ * read and refused by key (launch/lines.c); the generation_config.json rule.
+ */
+#include <CUnit/CUnit.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lines_impl.h"
+#include "zz_chat.h"
+#include "zz_runtime.h"
+#include "zz_seq.h"
+#include "zz_tests.h"
+
+/* ---------------------------------------------------------------- chat templates */
+
+static void test_chat_fixtures(void) {
+  json_error_t e;
+  json_t *root = json_load_file(ZZ_FIXTURES_DIR "/chat_templates.json", 0, &e);
+  CU_ASSERT_FATAL(root != NULL);
+  json_t *cases = json_object_get(root, "cases"), *c;
+  size_t i, rendered = 0, refused = 0;
+  CU_ASSERT(json_array_size(cases) >= 30);
+  json_array_foreach(cases, i, c) {
+    json_t *msgs = json_object_get(c, "messages");
+    size_t n = json_array_size(msgs);
+    zz_chat_msg m[8];
+    CU_ASSERT_FATAL(n <= 8);
+    for (size_t k = 0; k < n; k++) {
+      m[k].role = json_string_value(json_object_get(json_array_get(msgs, k), "role"));
+      m[k].content = json_string_value(json_object_get(json_array_get(msgs, k), "content"));
+    }
+    char *out = NULL;
+    zz_status st = zz_chat_template_render(json_string_value(json_object_get(c, "chat_template")), m, (int)n,
+                                           json_string_value(json_object_get(c, "bos_token")),
+                                           json_string_value(json_object_get(c, "eos_token")), true, &out);
+    const char *want = json_string_value(json_object_get(c, "expected"));
+    if (want) {
+      bool same = st == ZZ_OK && strcmp(out, want) == 0;
+      if (!same)
+        fprintf(stderr, "\n%s case %zu: %s\n got: [%s]\nwant: [%s]\n", json_string_value(json_object_get(c, "template")),
+                i, st == ZZ_OK ? "differs" : zz_error_message(), out ? out : "", want);
+      CU_ASSERT(same);
+      rendered += same;
+    } else { /* the template's raise_exception: a refusal carrying its message */
+      const char *err = json_string_value(json_object_get(c, "error"));
+      CU_ASSERT(st == ZZ_ERR_INVALID_ARG);
+      CU_ASSERT(st != ZZ_OK && err && strstr(zz_error_message(), err) != NULL);
+      refused += st == ZZ_ERR_INVALID_ARG;
+    }
+    free(out);
+  }
+  CU_ASSERT(rendered >= 20 && refused >= 5);
+  json_decref(root);
+}
+
+static void test_chat_refusals(void) {
+  static const struct {
+    const char *tmpl, *want;
+  } cases[] = {
+      {"{% macro f() %}x{% endmacro %}", "line 1 of the template: the statement {% macro %} is not supported"},
+      {"a\n{{ messages | tojson }}", "line 2 of the template: the filter 'tojson' is not supported"},
+      {"{{ messages[0]['content'] ", "a tag that does not end"},
+      {"{% if true %}x", "{% if %} without {% endif %}"},
+      {"{% set ns = namespace(a=1) %}{% set ns.a = 2 %}", "keyword arguments (a=...) are not supported"},
+      {"{{ 'a' if true else 'b' }}", "inline 'x if c else y' is not supported"},
+      {"{{ bos_token + 'x' }}", "an undefined value"},
+      {"{{ 1.5 }}", "floating-point numbers are not supported"},
+      {"{{ 99999999999999999999 }}", "an integer too large"}, /* fuzz_chat_template found the overflow */
+      {"{{ 9000000000000000000 * 2 }}", "an integer overflow in '*'"},
+  };
+  zz_chat_msg m = {"user", "hi"};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *out = NULL;
+    zz_status st = zz_chat_template_render(cases[i].tmpl, &m, 1, NULL, NULL, true, &out);
+    CU_ASSERT(st == ZZ_ERR_FORMAT);
+    if (st == ZZ_OK || !strstr(zz_error_message(), cases[i].want))
+      fprintf(stderr, "\ncase %zu: %s\n", i, st == ZZ_OK ? out : zz_error_message());
+    CU_ASSERT(st != ZZ_OK && strstr(zz_error_message(), cases[i].want) != NULL);
+    free(out);
+  }
+}
+
+/* Jinja's scoping, whitespace control and Python's operators: each expected string
+ * is what jinja2 (trim_blocks, lstrip_blocks, as transformers sets it) renders */
+static void test_chat_semantics(void) {
+  static const struct {
+    const char *tmpl, *want;
+  } cases[] = {
+      {"{% set x = 1 %}{% for m in messages %}{% set x = 2 %}{% endfor %}{{ x }}", "1"},
+      {"  {%- if true -%}  a  {%- endif %}\n", "a"},
+      {"{% for m in messages %}\n  {{ loop.index }}/{{ loop.length }}{{ ',' if false }}\n{% endfor %}", ""},
+      {"{{ -7 % 3 }} {{ 'ab' ~ 3 }} {{ 'b' in 'abc' }} {{ 'z' not in 'abc' }} {{ messages[-1].role|upper }}",
+       "2 ab3 True True ASSISTANT"},
+      {"{{ messages[5] is defined }}{{ (messages|length) * 2 }}{{ none is none }}{{ messages[1:][0]['content'][:2] }}",
+       "False4TrueHe"},
+      {"{% for m in messages %}{% if not loop.last %}{{ m.content.strip() }}|{% endif %}{% endfor %}", "hi|"},
+      {"x\n  {% if true %}\n  y\n  {% endif %}\n  z {# c #}\nw", "x\n  y\n  z w"},
+  };
+  zz_chat_msg m[2] = {{"user", " hi "}, {"assistant", "Hello"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *out = NULL;
+    zz_status st = zz_chat_template_render(cases[i].tmpl, m, 2, NULL, NULL, true, &out);
+    if (i == 2) { /* the inline if is refused */
+      CU_ASSERT(st == ZZ_ERR_FORMAT);
+      continue;
+    }
+    if (st != ZZ_OK || strcmp(out, cases[i].want))
+      fprintf(stderr, "\ncase %zu: [%s] want [%s]\n", i, st == ZZ_OK ? out : zz_error_message(), cases[i].want);
+    CU_ASSERT(st == ZZ_OK && strcmp(out, cases[i].want) == 0);
+    free(out);
+  }
+}
+
+/* ---------------------------------------------------------------- one sequence's settings */
+
+static void test_seq_penalties(void) {
+  float logits[6] = {2.0f, -1.0f, 0.5f, 3.0f, -2.0f, 1.0f}, out[6];
+  int32_t counts[6] = {0};
+  int32_t prompt[] = {0, 1}, gen[] = {3, 3, 5};
+  zz_sampling s = {.temperature = 0, .top_p = 1};
+  zz_seq_params p;
+  zz_seq_params_default(&p, &s, 8);
+  CU_ASSERT(!zz_seq_penalize(&p, logits, 6, prompt, 2, gen, 3, counts, out)); /* nothing to do */
+  p.repetition_penalty = 2.0f; /* HF: positive / 2, negative * 2, each seen token once */
+  CU_ASSERT(zz_seq_penalize(&p, logits, 6, prompt, 2, gen, 3, counts, out));
+  float want_rep[6] = {1.0f, -2.0f, 0.5f, 1.5f, -2.0f, 0.5f};
+  for (int i = 0; i < 6; i++) CU_ASSERT(out[i] == want_rep[i]);
+  p.repetition_penalty = 1.0f;
+  p.presence_penalty = 0.5f; /* OpenAI: output tokens only, frequency * count + presence */
+  p.frequency_penalty = 0.25f;
+  CU_ASSERT(zz_seq_penalize(&p, logits, 6, prompt, 2, gen, 3, counts, out));
+  float want_pf[6] = {2.0f, -1.0f, 0.5f, 3.0f - 0.5f - 0.5f, -2.0f, 1.0f - 0.25f - 0.5f};
+  for (int i = 0; i < 6; i++) CU_ASSERT(fabsf(out[i] - want_pf[i]) < 1e-6f);
+  for (int i = 0; i < 6; i++) CU_ASSERT(counts[i] == 0); /* left zero for the next call */
+  zz_seq_params bad = p;
+  bad.repetition_penalty = 0;
+  CU_ASSERT(zz_seq_params_check(&bad, 8) == ZZ_ERR_INVALID_ARG);
+  bad = p;
+  bad.max_new_tokens = 9;
+  CU_ASSERT(zz_seq_params_check(&bad, 8) == ZZ_ERR_INVALID_ARG);
+  CU_ASSERT(zz_seq_params_check(&p, 8) == ZZ_OK);
+}
+
+static void test_seq_logprobs(void) {
+  float logits[4] = {0.0f, 1.0f, 2.0f, 1.0f};
+  double lse = log(exp(0.0) + 2 * exp(1.0) + exp(2.0));
+  zz_top_logprob top[3];
+  float lp = zz_logprob_of(logits, 4, 1, 3, top);
+  CU_ASSERT(fabs(lp - (1.0 - lse)) < 1e-6);
+  CU_ASSERT(top[0].token == 2 && fabs(top[0].logprob - (2.0 - lse)) < 1e-6);
+  CU_ASSERT(top[1].token == 1 && top[2].token == 3); /* a tie: the lower id first */
+}
+
+/* ---------------------------------------------------------------- a line's settings */
+
+static void test_line_keys(void) {
+  zz_opts o;
+  zz_opts_defaults(&o);
+  zz_line_defaults d;
+  zz_line_defaults_init(&o, &d);
+  d.pipeline = false;
+  static const struct {
+    const char *raw;
+    bool openai;
+    const char *err; /* NULL: accepted */
+  } cases[] = {
+      {"{\"prompt\": \"a\", \"temperature\": 0.5, \"top_k\": 3, \"n\": 2, \"stop\": [\"x\", \"y\"], \"logprobs\": 2}", false, NULL},
+      {"{\"prompt\": \"a\", \"max_tokens\": 3}", false, "\"max_tokens\" is not a key"},
+      {"{\"prompt\": \"a\", \"top_p\": 0}", false, "top_p = 0 is outside (0, 1]"},
+      {"{\"prompt\": \"a\", \"n\": 0}", false, "n = 0 is outside [1, 128]"},
+      {"{\"prompt\": \"a\", \"stop\": [\"a\", \"b\", \"c\", \"d\", \"e\"]}", false, "stop has 5 strings; at most 4"},
+      {"{\"prompt\": \"a\", \"logprobs\": 21}", false, "logprobs = 21 is outside [0, 20]"},
+      {"{\"custom_id\": \"x\", \"method\": \"POST\", \"url\": \"/v1/chat/completions\", \"body\": {\"messages\": "
+       "[{\"role\": \"user\", \"content\": \"hi\"}], \"max_completion_tokens\": 4, \"logprobs\": true, \"top_logprobs\": 2}}",
+       true, NULL},
+      {"{\"custom_id\": \"x\", \"url\": \"/v1/chat/completions\", \"body\": {\"messages\": [{\"role\": \"user\", "
+       "\"content\": \"hi\"}], \"top_logprobs\": 2}}", true, "body.top_logprobs needs body.logprobs true"},
+      {"{\"custom_id\": \"x\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"hi\", \"stream\": true}}", true,
+       "body.stream other than false is not supported"},
+      {"{\"custom_id\": \"x\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": [\"a\", \"b\"]}}", true,
+       "a list of prompts is several lines"},
+      {"{\"custom_id\": 7, \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"hi\"}}", true,
+       "custom_id must be a string"},
+      {"{\"custom_id\": \"x\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"hi\"}, \"extra\": 1}", true,
+       "\"extra\" is not a key of a batch request line"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    zz_prompt p = {.id = "1", .raw = (char *)cases[i].raw, .openai = cases[i].openai, .line = 1};
+    zz_line l;
+    CU_ASSERT_FATAL(zz_line_parse(&p, &d, &l) == ZZ_OK);
+    if (cases[i].err) {
+      if (!l.err || !strstr(l.err, cases[i].err)) fprintf(stderr, "\ncase %zu: %s\n", i, l.err ? l.err : "(accepted)");
+      CU_ASSERT(l.err && strstr(l.err, cases[i].err));
+    } else {
+      if (l.err) fprintf(stderr, "\ncase %zu: %s\n", i, l.err);
+      CU_ASSERT(l.err == NULL);
+    }
+    zz_line_free(&l);
+  }
+  zz_prompt p = {.id = "1", .raw = (char *)cases[0].raw, .line = 1};
+  zz_line l;
+  CU_ASSERT_FATAL(zz_line_parse(&p, &d, &l) == ZZ_OK);
+  CU_ASSERT(l.sp.sampling.temperature == 0.5f && l.sp.sampling.top_k == 3 && l.n == 2 && l.n_stop == 2 &&
+            l.sp.logprobs == 2 && !l.own_seed && l.sp.max_new_tokens == o.max_new_tokens);
+  size_t at = 0;
+  CU_ASSERT(zz_line_find_stop(&l, "abyzx", 5, &at) == 1 && at == 2); /* the earliest of the two */
+  zz_line_free(&l);
+}
+
+void zz_test_genif_register(void) {
+  CU_pSuite s = CU_add_suite("generation interface (issue #25)", NULL, NULL);
+  CU_add_test(s, "chat templates: transformers' text for Llama-2, Llama-3, Mistral, ChatML", test_chat_fixtures);
+  CU_add_test(s, "chat templates: a construct outside the subset is refused naming it", test_chat_refusals);
+  CU_add_test(s, "chat templates: Jinja's scoping, whitespace and operators", test_chat_semantics);
+  CU_add_test(s, "a sequence's penalties (Hugging Face's repetition, OpenAI's presence/frequency)", test_seq_penalties);
+  CU_add_test(s, "log-probabilities and the most likely tokens", test_seq_logprobs);
+  CU_add_test(s, "a line's settings: accepted, or refused naming the key", test_line_keys);
+}

@@ -21,8 +21,8 @@ zz_status zz_bench_block(zz_engine *eng, int64_t b, int64_t s, int64_t n, zz_ben
   zz_result res;
   int64_t one = 1;
   zz_request warm = {.n = 1, .ids = (const int32_t *const *)ids, .lens = &one, .max_new_tokens = 2, .ignore_eos = true};
-  zz_request req = {.n = b, .ids = (const int32_t *const *)ids, .lens = lens, .max_new_tokens = (int)n,
-                    .ignore_eos = true};
+  zz_request req = {
+      .n = b, .ids = (const int32_t *const *)ids, .lens = lens, .max_new_tokens = (int)n, .ignore_eos = true};
   if (st == ZZ_OK && (st = zz_generate(eng, &warm, &res)) == ZZ_OK) {
     zz_result_free(&res, 1);
     zz_engine_get_stats(eng, &out->before);

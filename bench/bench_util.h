@@ -5,7 +5,7 @@
 #include "zz_runtime.h"
 
 typedef struct zz_bench_timing {
-  double prefill_s, decode_s;  /* of the timed block */
+  double prefill_s, decode_s;    /* of the timed block */
   zz_engine_stats before, after; /* engine stats around it */
 } zz_bench_timing;
 

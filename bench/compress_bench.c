@@ -52,8 +52,9 @@ static int zz_cb_run(const zz_model *m, zz_device *dev, const char *policy, cons
     const zz_engine_stats *s0 = &tm.before, *s1 = &tm.after;
     double n = (double)shape->gen_len, wall = s1->wall_s - s0->wall_s, toks = (double)b * n;
     out->total = toks / (tm.prefill_s + tm.decode_s);
-    out->disk_bytes_per_tok =
-        (double)(s1->disk_read_bytes - s0->disk_read_bytes + s1->disk_write_bytes - s0->disk_write_bytes) / toks;
+    out->disk_bytes_per_tok = (double)(s1->disk_read_bytes - s0->disk_read_bytes + s1->disk_write_bytes -
+                                       s0->disk_write_bytes) /
+                              toks;
     out->wlane_bytes_per_tok = (double)wbytes * n / toks; /* n token steps, each moving wbytes */
     for (int l = 0; l < ZZ_LANE_COUNT; l++) out->busy[l] = (s1->busy_s[l] - s0->busy_s[l]) / wall;
     rc = 0;
@@ -65,8 +66,9 @@ static int zz_cb_run(const zz_model *m, zz_device *dev, const char *policy, cons
 
 int main(int argc, char **argv) {
   if (argc != 9 && argc != 10) {
-    fprintf(stderr,
-            "usage: compress_bench MODEL PROMPT_LEN GEN_LEN GBS NUM_GB \"WG WC CG CC HG HC\" CPU_ATTN OFFLOAD_DIR [RUNS]\n");
+    fprintf(
+        stderr,
+        "usage: compress_bench MODEL PROMPT_LEN GEN_LEN GBS NUM_GB \"WG WC CG CC HG HC\" CPU_ATTN OFFLOAD_DIR [RUNS]\n");
     return 2;
   }
   zz_config cfg;
@@ -96,8 +98,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "compress_bench: %s: %s\n", runs[i].name, policy);
     if (zz_cb_run(&m, dev, policy, &shape, argv[8], &runs[i]) != 0) continue;
     printf("%s,%s,\"%s\",%.3f,%.3f,%.0f,%.0f,%.3f,%.3f,%.3f,%.3f,%.1f\n", cfg.name, runs[i].name, policy, runs[i].total,
-           runs[0].total > 0 ? runs[i].total / runs[0].total : 0, runs[i].disk_bytes_per_tok, runs[i].wlane_bytes_per_tok,
-           runs[i].busy[0], runs[i].busy[1], runs[i].busy[2], runs[i].busy[3], runs[i].load_s);
+           runs[0].total > 0 ? runs[i].total / runs[0].total : 0, runs[i].disk_bytes_per_tok,
+           runs[i].wlane_bytes_per_tok, runs[i].busy[0], runs[i].busy[1], runs[i].busy[2], runs[i].busy[3],
+           runs[i].load_s);
     fflush(stdout);
   }
   zz_device_destroy(dev);

@@ -118,7 +118,8 @@ static void *zz_make_cache(zz_dtype dt, zz_qfmt f, int64_t n, int64_t hd, uint64
   for (int64_t at = 0; at < n; at += hd) {
     for (int64_t d = 0; d < hd; d++) row[d] = zz_pat(seed + (uint64_t)(at + d));
     if (dt == ZZ_DTYPE_Q4) zz_q_quantize(f, row, 1, hd, (char *)p + (size_t)(at / hd) * zz_q_row_bytes(f, hd));
-    else zz_convert(ZZ_DTYPE_F32, row, dt, (char *)p + zz_dtype_nbytes(dt, at), hd);
+    else
+      zz_convert(ZZ_DTYPE_F32, row, dt, (char *)p + zz_dtype_nbytes(dt, at), hd);
   }
   *bytes_out = bytes;
   return p;
@@ -135,8 +136,10 @@ int main(int argc, char **argv) {
   int64_t kv_heads = argc > 7 ? atoll(argv[7]) : heads;
   int with_ref = argc > 8 ? atoi(argv[8]) : 1;
   if (threads < 1 || threads > 64 || heads < 1 || hd < 1 || hd > 1024 || kv_heads < 1 || heads % kv_heads) {
-    fprintf(stderr, "cpu_attn_bench: bad arguments (threads %d (1..64), heads %lld, hd %lld (1..1024), kv_heads %lld dividing heads)\n",
-            threads, (long long)heads, (long long)hd, (long long)kv_heads);
+    fprintf(
+        stderr,
+        "cpu_attn_bench: bad arguments (threads %d (1..64), heads %lld, hd %lld (1..1024), kv_heads %lld dividing heads)\n",
+        threads, (long long)heads, (long long)hd, (long long)kv_heads);
     return 2;
   }
   zz_pool *pool;
@@ -150,8 +153,10 @@ int main(int argc, char **argv) {
   const zz_qfmt f = ZZ_QFMT_DEFAULT;
   char *dl = strdup(dtypes), *dsave = NULL;
   for (char *dn = strtok_r(dl, ",", &dsave); dn; dn = strtok_r(NULL, ",", &dsave)) {
-    zz_dtype dt = strcmp(dn, "f32") == 0 ? ZZ_DTYPE_F32 : strcmp(dn, "f16") == 0 ? ZZ_DTYPE_F16
-                : strcmp(dn, "q4") == 0  ? ZZ_DTYPE_Q4 : (zz_dtype)-1;
+    zz_dtype dt = strcmp(dn, "f32") == 0   ? ZZ_DTYPE_F32
+                  : strcmp(dn, "f16") == 0 ? ZZ_DTYPE_F16
+                  : strcmp(dn, "q4") == 0  ? ZZ_DTYPE_Q4
+                                           : (zz_dtype)-1;
     if ((int)dt < 0) {
       fprintf(stderr, "cpu_attn_bench: dtype '%s' is not f32, f16 or q4\n", dn);
       return 2;
@@ -174,9 +179,23 @@ int main(int argc, char **argv) {
           return 1;
         }
         for (int64_t x = 0; x < b * heads * hd; x++) q[x] = zz_pat((uint64_t)x + 7);
-        zz_attn_args a = {.q = q, .k = k, .v = v, .kv_dt = dt, .kv_q = f, .seq_bytes = (int64_t)(kbytes / (size_t)b),
-                          .b = b, .sq = 1, .t = t, .q_start = t - 1, .heads = heads, .kv_heads = kv_heads, .hd = hd,
-                          .pad = pad, .keep = 1, .out = out, .scratch = scratch};
+        zz_attn_args a = {.q = q,
+                          .k = k,
+                          .v = v,
+                          .kv_dt = dt,
+                          .kv_q = f,
+                          .seq_bytes = (int64_t)(kbytes / (size_t)b),
+                          .b = b,
+                          .sq = 1,
+                          .t = t,
+                          .q_start = t - 1,
+                          .heads = heads,
+                          .kv_heads = kv_heads,
+                          .hd = hd,
+                          .pad = pad,
+                          .keep = 1,
+                          .out = out,
+                          .scratch = scratch};
         zz_sum_job sj = {.buf = {k, v}, .bytes = kbytes, .chunks = threads * 4};
         double best_c = 1e30, best_a = 1e30, best_r = 1e30, spent = 0;
         zz_cpu_attention_ex(pool, &a); /* warm: the pool, the pages */
@@ -200,10 +219,11 @@ int main(int argc, char **argv) {
         for (int64_t x = 0; x < 2 * sj.chunks; x++) keep += sj.part[x];
         double total = (double)(kbytes + vbytes);
         printf("%s,%lld,%lld,%lld,%lld,%lld,%.1f,%.3f,%.2f,%.2f,%.3f,", dn, (long long)b, (long long)t,
-               (long long)heads, (long long)kv_heads, (long long)hd, total / (1 << 20), best_a * 1e3, total / best_a / 1e9,
-               total / best_c / 1e9, best_c / best_a);
+               (long long)heads, (long long)kv_heads, (long long)hd, total / (1 << 20), best_a * 1e3,
+               total / best_a / 1e9, total / best_c / 1e9, best_c / best_a);
         if (with_ref) printf("%.3f,%.2f\n", best_r * 1e3, best_r / best_a);
-        else printf(",\n");
+        else
+          printf(",\n");
         fflush(stdout);
         if (keep == 42) fprintf(stderr, " "); /* the sums are used */
         free(k), free(v), free(q), free(out), free(scratch), free(pad);

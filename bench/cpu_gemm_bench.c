@@ -71,9 +71,8 @@ int main(int argc, char **argv) {
   static const struct {
     const char *model, *name;
     int64_t in, out;
-  } ops[] = {{"llama7b", "qkv_o", 4096, 4096},     {"llama7b", "gate_up", 4096, 11008},
-             {"llama7b", "down", 11008, 4096},     {"opt1.3b", "out_proj", 2048, 2048},
-             {"opt1.3b", "fc1", 2048, 8192},       {"opt1.3b", "fc2", 8192, 2048}};
+  } ops[] = {{"llama7b", "qkv_o", 4096, 4096},    {"llama7b", "gate_up", 4096, 11008}, {"llama7b", "down", 11008, 4096},
+             {"opt1.3b", "out_proj", 2048, 2048}, {"opt1.3b", "fc1", 2048, 8192},      {"opt1.3b", "fc2", 8192, 2048}};
   int64_t mlist[16], nm = 0;
   char *list = strdup(ms);
   for (char *tok = strtok(list, ","); tok && nm < 16; tok = strtok(NULL, ","))
@@ -111,11 +110,10 @@ int main(int argc, char **argv) {
           if (t[p] <= 0) continue;
           double peak = kind == K_BF16 && pk.bf16 > 0 && zz_cpu_has_bf16() && p == 0 ? pk.bf16 : pk.f32;
           double gf = flop / t[p] / 1e9, gbs = wbytes[kind] / t[p] / 1e9;
-          printf("%s,%s,%lld,%lld,%lld,%s%s,%s,%.1f,%.3f,%.2f,%.3f,", model, ops[k].name, (long long)m,
-                 (long long)in, (long long)out, zz_kind_names[kind], p ? "_portable" : "",
-                 p ? "portable" : zz_cpu_isa_name(best), gf, gf / peak, gbs, gbs / pk.read_gbs);
-          if (p == 0 && t[1] > 0)
-            printf("%.2f\n", t[1] / t[0]);
+          printf("%s,%s,%lld,%lld,%lld,%s%s,%s,%.1f,%.3f,%.2f,%.3f,", model, ops[k].name, (long long)m, (long long)in,
+                 (long long)out, zz_kind_names[kind], p ? "_portable" : "", p ? "portable" : zz_cpu_isa_name(best), gf,
+                 gf / peak, gbs, gbs / pk.read_gbs);
+          if (p == 0 && t[1] > 0) printf("%.2f\n", t[1] / t[0]);
           else
             printf("\n");
         }

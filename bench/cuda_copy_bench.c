@@ -29,8 +29,8 @@ static double zz_plain(void *dst, const void *src, size_t bytes, enum cudaMemcpy
 }
 
 /* Engine lanes: write (H2D) on LOAD_WEIGHT and/or read (D2H) on STORE_CACHE. */
-static zz_status zz_lanes_bw(zz_device *dev, void *d_in, void *h_in, void *d_out, void *h_out, size_t bytes,
-                             int reps, bool h2d, bool d2h, double *bw_out) {
+static zz_status zz_lanes_bw(zz_device *dev, void *d_in, void *h_in, void *d_out, void *h_out, size_t bytes, int reps,
+                             bool h2d, bool d2h, double *bw_out) {
   double best = 0;
   for (int r = 0; r < reps; r++) {
     double t0 = zz_now();

@@ -83,7 +83,8 @@ int main(int argc, char **argv) {
     if (n < 1) continue;
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
       int64_t in = ops[k].in, out = ops[k].out;
-      float *x = zz_bench_fill(n * in, 5), *w = zz_bench_fill(in * out, 6), *b = zz_bench_fill(out, 7), *y = zz_bench_fill(n * out, 8);
+      float *x = zz_bench_fill(n * in, 5), *w = zz_bench_fill(in * out, 6), *b = zz_bench_fill(out, 7),
+            *y = zz_bench_fill(n * out, 8);
       double t = zz_time_linear(x, n, in, w, b, out, y);
       double flops = 2.0 * n * in * out / t;
       double bytes = ((double)in * out + (double)n * (in + out)) * 4 / t;

@@ -59,8 +59,8 @@ typedef struct zz_run {
   double disk_bw;
 } zz_run;
 
-static int zz_bench_one(const zz_model *m, zz_device *dev, const zz_policy *pol, const zz_shape *shape,
-                        const char *dir, zz_run *out) {
+static int zz_bench_one(const zz_model *m, zz_device *dev, const zz_policy *pol, const zz_shape *shape, const char *dir,
+                        zz_run *out) {
   zz_tiers tiers = {.offload_dir = dir};
   zz_engine *eng = NULL;
   if (zz_engine_create_tiers(dev, m, NULL, pol, shape, &tiers, &eng) != ZZ_OK) {
@@ -102,8 +102,8 @@ int main(int argc, char **argv) {
   char text[256];
   double pc[6];
   if (sscanf(argv[6], "%lf %lf %lf %lf %lf %lf", &pc[0], &pc[1], &pc[2], &pc[3], &pc[4], &pc[5]) != 6) return 2;
-  snprintf(text, sizeof text, "gbs=%s num_gb=%s w=%g,%g c=%g,%g a=%g,%g overlap=1 cpu_attn=1", argv[4], argv[5], pc[0], pc[1],
-           pc[2], pc[3], pc[4], pc[5]);
+  snprintf(text, sizeof text, "gbs=%s num_gb=%s w=%g,%g c=%g,%g a=%g,%g overlap=1 cpu_attn=1", argv[4], argv[5], pc[0],
+           pc[1], pc[2], pc[3], pc[4], pc[5]);
   zz_policy full;
   if (zz_policy_parse(text, &full) != ZZ_OK) {
     fprintf(stderr, "offload_bench: %s\n", zz_error_message());
@@ -114,7 +114,8 @@ int main(int argc, char **argv) {
   fprintf(stderr, "offload_bench: %s, s=%lld n=%lld, disk sequential read ceiling %.0f MiB/s\n", cfg.name,
           (long long)shape.prompt_len, (long long)shape.gen_len, ceiling / (1 << 20));
 
-  zz_run runs[4] = {{.name = "full"}, {.name = "no_overlap"}, {.name = "one_batch_per_block"}, {.name = "no_cpu_attention"}};
+  zz_run runs[4] = {
+      {.name = "full"}, {.name = "no_overlap"}, {.name = "one_batch_per_block"}, {.name = "no_cpu_attention"}};
   zz_policy pols[4] = {full, full, full, full};
   pols[1].overlap = false;
   pols[2].num_gpu_batches = 1;
@@ -126,9 +127,10 @@ int main(int argc, char **argv) {
     zz_policy_str(&pols[i], pb, sizeof pb);
     fprintf(stderr, "offload_bench: running %s (%s)\n", runs[i].name, pb);
     if (zz_bench_one(&m, dev, &pols[i], &shape, dir, &runs[i]) != 0) continue;
-    printf("%s,%s,\"%s\",%.2f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.3f\n", cfg.name, runs[i].name, pb, runs[i].prefill,
-           runs[i].decode, runs[i].total, runs[i].total / runs[0].total, runs[i].busy[0], runs[i].busy[1], runs[i].busy[2],
-           runs[i].busy[3], runs[i].disk_bw / (1 << 20), ceiling > 0 ? runs[i].disk_bw / ceiling : 0);
+    printf("%s,%s,\"%s\",%.2f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.3f\n", cfg.name, runs[i].name, pb,
+           runs[i].prefill, runs[i].decode, runs[i].total, runs[i].total / runs[0].total, runs[i].busy[0],
+           runs[i].busy[1], runs[i].busy[2], runs[i].busy[3], runs[i].disk_bw / (1 << 20),
+           ceiling > 0 ? runs[i].disk_bw / ceiling : 0);
     fflush(stdout);
   }
   zz_device_destroy(dev);

@@ -299,8 +299,7 @@ typedef struct zz_peak_run {
 static void *zz_peak_thread(void *arg) {
   zz_peak_run *r = arg;
   pthread_barrier_wait(r->bar);
-  if (r->fn)
-    r->ops = r->fn(r->n);
+  if (r->fn) r->ops = r->fn(r->n);
   else
     zz_sink_f = (float)r->read(r->p, r->len);
   pthread_barrier_wait(r->bar);
@@ -317,8 +316,7 @@ static double zz_peak_together(zz_peak_run *runs, int threads, double *ops_out) 
   for (int t = 1; t < threads; t++) pthread_create(&tid[t], NULL, zz_peak_thread, &runs[t]);
   pthread_barrier_wait(&bar);
   double t0 = zz_now();
-  if (runs[0].fn)
-    runs[0].ops = runs[0].fn(runs[0].n);
+  if (runs[0].fn) runs[0].ops = runs[0].fn(runs[0].n);
   else
     zz_sink_f = (float)runs[0].read(runs[0].p, runs[0].len);
   pthread_barrier_wait(&bar);

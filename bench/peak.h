@@ -15,12 +15,12 @@
 
 typedef struct zz_peak {
   int threads;
-  double f32;       /* GFLOP/s of vector FMA (2 per lane) */
-  double bf16;      /* GFLOP/s of the bf16 dot (vdpbf16ps, 2 products per f32 lane); 0: none */
-  double int8;      /* GOP/s of the u8·s8 dot into i32 (2 per product) */
-  double amx_bf16;  /* GFLOP/s of AMX tdpbf16ps; 0: no AMX or refused */
-  double amx_int8;  /* GOP/s of AMX tdpbusd; 0: no AMX or refused */
-  double read_gbs;  /* GB/s streaming read of a buffer far past the caches */
+  double f32;      /* GFLOP/s of vector FMA (2 per lane) */
+  double bf16;     /* GFLOP/s of the bf16 dot (vdpbf16ps, 2 products per f32 lane); 0: none */
+  double int8;     /* GOP/s of the u8·s8 dot into i32 (2 per product) */
+  double amx_bf16; /* GFLOP/s of AMX tdpbf16ps; 0: no AMX or refused */
+  double amx_int8; /* GOP/s of AMX tdpbusd; 0: no AMX or refused */
+  double read_gbs; /* GB/s streaming read of a buffer far past the caches */
   const char *f32_isa, *bf16_isa, *int8_isa, *amx; /* which instructions gave each */
 } zz_peak;
 

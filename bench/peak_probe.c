@@ -27,7 +27,8 @@ int main(int argc, char **argv) {
   if (rows == 2) zz_peak_measure(all, secs, &p[1]);
   printf("CPU: %s\n", model);
   printf("f32: %s | bf16: %s | int8: %s | AMX: %s\n\n", p[0].f32_isa, p[0].bf16_isa, p[0].int8_isa, p[0].amx);
-  printf("| threads | f32 FMA GFLOP/s | bf16 dot GFLOP/s | int8 dot GOP/s | AMX bf16 GFLOP/s | AMX int8 GOP/s | read GB/s |\n");
+  printf(
+      "| threads | f32 FMA GFLOP/s | bf16 dot GFLOP/s | int8 dot GOP/s | AMX bf16 GFLOP/s | AMX int8 GOP/s | read GB/s |\n");
   printf("|---|---|---|---|---|---|---|\n");
   for (int r = 0; r < rows; r++)
     printf("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", p[r].threads, p[r].f32, p[r].bf16, p[r].int8,

@@ -61,8 +61,8 @@ static zz_status zz_qb_run(zz_device *dev, const zz_model *m, const zz_checkpoin
   }
   for (int64_t first = 0; first < np && st == ZZ_OK; first += bls) {
     int64_t cnt = np - first < bls ? np - first : bls;
-    zz_request req = {.n = cnt, .ids = pp + first, .lens = lens + first, .max_new_tokens = ZZ_QB_GEN,
-                      .ignore_eos = true};
+    zz_request req = {
+        .n = cnt, .ids = pp + first, .lens = lens + first, .max_new_tokens = ZZ_QB_GEN, .ignore_eos = true};
     zz_result res;
     if ((st = zz_generate(e, &req, &res)) != ZZ_OK) break;
     for (int64_t i = 0; i < cnt; i++)
@@ -102,7 +102,8 @@ int main(int argc, char **argv) {
   const char *base_policy = "gbs=8 num_gb=1 w=100,0 c=100,0 a=100,0";
   int rows = argc - 3; /* the uncompressed run, then each suffix */
   zz_qb_row *r = calloc((size_t)rows, sizeof *r);
-  printf("| policy | held-out ppl | other ppl | top-1 = uncompressed (held-out, teacher forced) | greedy 64 steps = uncompressed |\n");
+  printf(
+      "| policy | held-out ppl | other ppl | top-1 = uncompressed (held-out, teacher forced) | greedy 64 steps = uncompressed |\n");
   printf("|---|---|---|---|---|\n");
   for (int i = 0; i < rows; i++) {
     char policy[512];

@@ -165,11 +165,11 @@ void zz_cpu_embed_rows(const float *table, int64_t dim, const int32_t *ids, int6
 /* x[i, :] += table[ids[i], :] (learned positions). */
 void zz_cpu_add_rows(float *x, int64_t dim, const float *table, const int32_t *ids, int64_t n);
 /* y[n, dim] = layernorm(x) * gamma + beta, eps inside the sqrt. In place allowed. */
-void zz_cpu_layernorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, const float *gamma,
-                      const float *beta, float eps, float *y);
+void zz_cpu_layernorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, const float *gamma, const float *beta,
+                      float eps, float *y);
 /* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b[out] when b) (then ReLU when relu). */
-void zz_cpu_linear(const float *x, int64_t n, int64_t in, const float *w, const float *b,
-                   int64_t out, float *y, int relu);
+void zz_cpu_linear(const float *x, int64_t n, int64_t in, const float *w, const float *b, int64_t out, float *y,
+                   int relu);
 /* The CPU device's linear, one driver for every weight dtype (kernels/cpu/linear.c):
  * w [out, in] in f32, bf16 or Q4 in its natural row-major layout, register-blocked
  * dot products along in on the pool's threads, split over output columns in tiles
@@ -180,8 +180,8 @@ void zz_cpu_linear(const float *x, int64_t n, int64_t in, const float *w, const 
  * (zz_cpu_gemm_small: decode), OpenBLAS sgemm tiles on the pool (zz_cpu_linear_pool) otherwise. */
 void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
                  int64_t out, float *y, int relu, void *xb);
-void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt,
-                     const float *b, int64_t out, float *y, int relu, void *xb);
+void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
+                     int64_t out, float *y, int relu, void *xb);
 size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt);
 bool zz_cpu_gemm_small(int64_t n);
 /* out[i, :] = row ids[i] of a bf16 table [rows, dim] widened to f32; add: += instead. */
@@ -198,12 +198,10 @@ void zz_cpu_blas_single(void);
 void zz_cpu_add(const float *a, const float *b, int64_t n, float *y);
 /* cache[i, pos + r, :] = x[i, r, :] for i < b, r < sq; the cache has batch stride
  * kv_stride elements and rows of h elements. */
-void zz_cpu_kv_append(const float *x, int64_t b, int64_t sq, int64_t h, float *cache,
-                      int64_t kv_stride, int64_t pos);
+void zz_cpu_kv_append(const float *x, int64_t b, int64_t sq, int64_t h, float *cache, int64_t kv_stride, int64_t pos);
 
 /* y[n, dim] = x / sqrt(mean(x²) + eps) * gamma (RMSNorm, LLaMA). In place allowed. */
-void zz_cpu_rmsnorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, const float *gamma, float eps,
-                    float *y);
+void zz_cpu_rmsnorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, const float *gamma, float eps, float *y);
 /* Rotary embedding in place: x [n, heads*hd], row i at position pos[i]; pair
  * (d, d + hd/2) of each head turns by pos · zz_rope_inv_freq(d) (HF's rotate_half). */
 void zz_cpu_rope(float *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos, const zz_rope *rope);
@@ -222,25 +220,24 @@ void zz_cpu_silu_mul(const float *g, const float *u, int64_t n, float *y);
  * pad[i] <= j <= q_start + r (causal). A query that sees no key gets zeros.
  * scratch: zz_cpu_attention_scratch(b, heads, t) floats.
  */
-void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride,
-                      int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
-                      int64_t hd, const int32_t *pad, float *out, float *scratch);
+void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride, int64_t b,
+                      int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
+                      const int32_t *pad, float *out, float *scratch);
 size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t);
 /* The same over a cache stored in kv_dt (f32 or f16): CPU attention beside the
  * f16 cache a GPU run keeps on the host. */
 void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
-                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
-                         int64_t hd, const int32_t *pad, float *out, float *scratch);
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
+                         const int32_t *pad, float *out, float *scratch);
 /* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b) (then ReLU) with w stored in format f
  * (rows grouped along in), the same driver: for few rows (decoding) 4-bit values
  * widened in registers and multiplied there (AVX2/AVX-512; the bits of
  * dequantize-then-multiply), else panels of output rows dequantized and
  * multiplied on the pool's threads; the whole f32 matrix never exists. */
-void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f,
-                     const float *b, int64_t out, float *y, int relu);
+void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f, const float *b,
+                     int64_t out, float *y, int relu);
 /* out[i, :] = row ids[i] of a table [rows, dim] stored in format f; add: += instead. */
-void zz_cpu_embed_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, float *out,
-                         int add);
+void zz_cpu_embed_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, float *out, int add);
 /* cache rows pos.. of each sequence = x [b, sq, heads*hd] quantized per head (format f);
  * sequence i starts at byte i * seq_bytes of cache. */
 void zz_cpu_kv_append_q(const float *x, int64_t b, int64_t sq, int64_t heads, int64_t hd, void *cache, zz_qfmt f,
@@ -254,16 +251,16 @@ void zz_cpu_kv_append_q(const float *x, int64_t b, int64_t sq, int64_t heads, in
  * contract; hd <= ZZ_ATTN_MAX_HEAD_DIM. scratch: zz_cpu_attention_scratch(b, heads, t) floats. */
 #define ZZ_ATTN_MAX_HEAD_DIM 1024 /* widest head zz_cpu_attention_ex widens on its stack */
 typedef struct zz_attn_args {
-  const float *q;         /* [b, sq, heads*hd] */
-  const void *k, *v;      /* row j of sequence i at byte i*seq_bytes + j*zz_kv_row_bytes(..) */
-  zz_dtype kv_dt;         /* f32, f16 or Q4 */
-  zz_qfmt kv_q;           /* Q4: groups along the head dimension */
+  const float *q;    /* [b, sq, heads*hd] */
+  const void *k, *v; /* row j of sequence i at byte i*seq_bytes + j*zz_kv_row_bytes(..) */
+  zz_dtype kv_dt;    /* f32, f16 or Q4 */
+  zz_qfmt kv_q;      /* Q4: groups along the head dimension */
   int64_t seq_bytes;
   int64_t b, sq, t, q_start, heads, hd;
-  int64_t kv_heads;       /* heads of the cache, dividing heads (grouped-query) */
-  const int32_t *pad;     /* [b] */
-  double keep;            /* fraction of the visible keys kept, (0, 1] */
-  float *out;             /* [b, sq, heads*hd] */
+  int64_t kv_heads;   /* heads of the cache, dividing heads (grouped-query) */
+  const int32_t *pad; /* [b] */
+  double keep;        /* fraction of the visible keys kept, (0, 1] */
+  float *out;         /* [b, sq, heads*hd] */
   float *scratch;
 } zz_attn_args;
 void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a);
@@ -324,42 +321,38 @@ const float *zz_f16_table(void);
  * cublasStatus_t as int. Pointers are device pointers unless said otherwise.
  * Compiled only when the CUDA toolkit is found (ZZ_HAVE_CUDA).
  */
-int zz_cuda_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, int64_t n,
-                    void *stream);
-int zz_cuda_embed_rows(const uint16_t *table, int64_t dim, const int32_t *ids, int64_t n,
-                       uint16_t *out, void *stream);
-int zz_cuda_add_rows(uint16_t *x, int64_t dim, const uint16_t *table, const int32_t *ids,
-                     int64_t n, void *stream);
-int zz_cuda_layernorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *gamma,
-                      const uint16_t *beta, float eps, uint16_t *y, void *stream);
+int zz_cuda_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, int64_t n, void *stream);
+int zz_cuda_embed_rows(const uint16_t *table, int64_t dim, const int32_t *ids, int64_t n, uint16_t *out, void *stream);
+int zz_cuda_add_rows(uint16_t *x, int64_t dim, const uint16_t *table, const int32_t *ids, int64_t n, void *stream);
+int zz_cuda_layernorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *gamma, const uint16_t *beta, float eps,
+                      uint16_t *y, void *stream);
 /* Bias + ReLU are fused after the cuBLAS GEMM. */
-int zz_cuda_linear(void *cublas, const uint16_t *x, int64_t n, int64_t in, const uint16_t *w,
-                   const uint16_t *b, int64_t out, uint16_t *y, int relu, void *stream);
+int zz_cuda_linear(void *cublas, const uint16_t *x, int64_t n, int64_t in, const uint16_t *w, const uint16_t *b,
+                   int64_t out, uint16_t *y, int relu, void *stream);
 int zz_cuda_add(const uint16_t *a, const uint16_t *b, int64_t n, uint16_t *y, void *stream);
-int zz_cuda_kv_append(const uint16_t *x, int64_t b, int64_t sq, int64_t h, uint16_t *cache,
-                      int64_t kv_stride, int64_t pos, void *stream);
+int zz_cuda_kv_append(const uint16_t *x, int64_t b, int64_t sq, int64_t h, uint16_t *cache, int64_t kv_stride,
+                      int64_t pos, void *stream);
 /* Same contract as zz_cpu_attention; pad is a device array. scratch: device
  * memory of zz_attention_scores_bytes(b, sq, t, heads) bytes (runtime/sizes.c: f32
  * scores [b, heads, sq, t] when sq > 1, none for a decode step). */
-int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                      int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
-                      int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, uint16_t *out,
-                      void *scratch, void *stream);
+int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k, const uint16_t *v, int64_t kv_stride,
+                      int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
+                      const int32_t *pad, uint16_t *out, void *scratch, void *stream);
 /* Compression (kernels/cuda/quant.cu): the CPU's Q4 layout byte for byte. y = x · wᵀ
  * (+ b) (ReLU) with w [out, in] Q4 in format f; rows of a Q4 table gathered (add 0)
  * or added (add 1); x [b, sq, heads*hd] quantized into rows pos.. of a Q4 cache
  * (sequence stride seq_bytes); attention over an f16 (q4 = 0) or Q4 cache with top-k
  * sparsity (keep < 1), scratch of zz_gpu_attention_scratch_bytes bytes (runtime/sizes.c:
  * 2 x f32 [b, heads, sq, t]). */
-int zz_cuda_linear_q(const uint16_t *x, int64_t n, int64_t in, const void *w, zz_qfmt f, const uint16_t *b,
-                     int64_t out, uint16_t *y, int relu, void *stream);
+int zz_cuda_linear_q(const uint16_t *x, int64_t n, int64_t in, const void *w, zz_qfmt f, const uint16_t *b, int64_t out,
+                     uint16_t *y, int relu, void *stream);
 int zz_cuda_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, uint16_t *out, int add,
                    void *stream);
 int zz_cuda_kv_append_q(const uint16_t *x, int64_t b, int64_t sq, int64_t heads, int64_t hd, void *cache, zz_qfmt f,
                         int64_t seq_bytes, int64_t pos, void *stream);
 int zz_cuda_attention_ex(const uint16_t *q, const void *k, const void *v, int q4, zz_qfmt f, int64_t seq_bytes,
-                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
-                         int64_t hd, const int32_t *pad, double keep, uint16_t *out, void *scratch, void *stream);
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
+                         const int32_t *pad, double keep, uint16_t *out, void *scratch, void *stream);
 int zz_cuda_rmsnorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *gamma, float eps, uint16_t *y,
                     void *stream);
 /* pos is a device array [n]. */

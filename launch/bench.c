@@ -77,9 +77,11 @@ int zz_cmd_bench(const zz_opts *o) {
 
   b = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches;
   ZZ_CHECK_GOTO(zz_bench_prompts(&cfg, b, o->prompt_len, &ids, &lens), st, fail);
-  zz_request req = {.n = b, .ids = (const int32_t *const *)ids, .lens = lens, .max_new_tokens = o->gen_len, .ignore_eos = true};
+  zz_request req = {
+      .n = b, .ids = (const int32_t *const *)ids, .lens = lens, .max_new_tokens = o->gen_len, .ignore_eos = true};
   int64_t warm_len = 1;
-  zz_request wreq = {.n = 1, .ids = (const int32_t *const *)ids, .lens = &warm_len, .max_new_tokens = 2, .ignore_eos = true};
+  zz_request wreq = {
+      .n = 1, .ids = (const int32_t *const *)ids, .lens = &warm_len, .max_new_tokens = 2, .ignore_eos = true};
   ZZ_CHECK_GOTO(zz_generate(eng, &wreq, &warm), st, fail);
   zz_result_free(&warm, 1);
   zz_engine_stats s0, s1;
@@ -115,26 +117,27 @@ int zz_cmd_bench(const zz_opts *o) {
            "\"compute_parts\": {\"attn_wait\": %.3f, \"attn_cpu\": %.3f}, \"bytes_to_device\": %llu, "
            "\"bytes_from_device\": %llu, \"transfer_bytes_per_token\": %.0f, "
            "\"disk_read_bytes\": %llu, \"disk_read_bw\": %.0f, \"warmup\": \"excluded\"",
-           cfg.name, zz_device_describe(dev)->name, o->prompt_len, o->gen_len, (long long)b, prefill, decode, total, res.prefill_s,
-           res.decode_s, t_load, tier[ZZ_TIER_GPU], tier[ZZ_TIER_CPU], tier[ZZ_TIER_DISK], pbuf,
+           cfg.name, zz_device_describe(dev)->name, o->prompt_len, o->gen_len, (long long)b, prefill, decode, total,
+           res.prefill_s, res.decode_s, t_load, tier[ZZ_TIER_GPU], tier[ZZ_TIER_CPU], tier[ZZ_TIER_DISK], pbuf,
            busy[ZZ_LANE_COMPUTE], busy[ZZ_LANE_LOAD_WEIGHT], busy[ZZ_LANE_LOAD_CACHE], busy[ZZ_LANE_STORE_CACHE],
            attn_wait, attn_cpu, (unsigned long long)to_dev, (unsigned long long)from_dev, per_tok,
            (unsigned long long)rd, rd_bw);
     if (have_pred)
-      printf(", \"predicted\": {\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"total_tok_s\": %.3f}", pred->cost.prefill_tps,
-             pred->cost.decode_tps, pred->cost.total_tps);
+      printf(", \"predicted\": {\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"total_tok_s\": %.3f}",
+             pred->cost.prefill_tps, pred->cost.decode_tps, pred->cost.total_tps);
     printf("}\n");
   } else {
-    printf("zigzag bench: %s on %s, %lld prompts x %d tokens, %d new tokens each (warm-up excluded, weights loaded in %.1f s)\n",
-           cfg.name, zz_device_describe(dev)->name, (long long)b, o->prompt_len, o->gen_len, t_load);
+    printf(
+        "zigzag bench: %s on %s, %lld prompts x %d tokens, %d new tokens each (warm-up excluded, weights loaded in %.1f s)\n",
+        cfg.name, zz_device_describe(dev)->name, (long long)b, o->prompt_len, o->gen_len, t_load);
     printf("  policy     %s\n", pbuf);
     printf("  prefill    %10.1f tok/s  (%.3f s)\n", prefill, res.prefill_s);
     printf("  decode     %10.1f tok/s  (%.3f s)\n", decode, res.decode_s);
     printf("  total      %10.1f tok/s\n", total);
     if (have_pred)
       printf("  predicted  prefill %.1f, decode %.1f, total %.1f tok/s (cost model, --hw %s): measured / predicted "
-             "%.2f total\n", pred->cost.prefill_tps, pred->cost.decode_tps, pred->cost.total_tps, o->hw,
-             total / pred->cost.total_tps);
+             "%.2f total\n",
+             pred->cost.prefill_tps, pred->cost.decode_tps, pred->cost.total_tps, o->hw, total / pred->cost.total_tps);
     printf("  busy       compute %.0f%%, weight load %.0f%%, cache load %.0f%%, cache store %.0f%% of %.2f s\n",
            100 * busy[ZZ_LANE_COMPUTE], 100 * busy[ZZ_LANE_LOAD_WEIGHT], 100 * busy[ZZ_LANE_LOAD_CACHE],
            100 * busy[ZZ_LANE_STORE_CACHE], wall);

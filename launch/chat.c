@@ -52,7 +52,8 @@ void zz_chat_ctx_free(zz_chat_ctx *c) {
 
 bool zz_chat_render_messages(const zz_chat_ctx *c, json_t *messages, char **text_out, char *err, size_t errlen) {
   if (!c->tmpl) {
-    snprintf(err, errlen, "the model has no chat_template in tokenizer_config.json; give \"prompt\" (/v1/completions) "
+    snprintf(err, errlen,
+             "the model has no chat_template in tokenizer_config.json; give \"prompt\" (/v1/completions) "
              "with the text rendered");
     return false;
   }

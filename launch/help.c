@@ -54,8 +54,7 @@ static int zz_cmd_bit(const char *cmd) {
 
 static void zz_print_option(FILE *f, const zz_opt_info *r) {
   char left[64];
-  if (r->flag)
-    snprintf(left, sizeof left, "--%s%s", r->flag, r->takes_value ? " X" : "");
+  if (r->flag) snprintf(left, sizeof left, "--%s%s", r->flag, r->takes_value ? " X" : "");
   else
     snprintf(left, sizeof left, "%s=X", r->env);
   fprintf(f, "  %-24s %s", left, r->help);
@@ -86,8 +85,7 @@ bool zz_opts_help_command(FILE *f, const char *cmd) {
 /* roff: a backslash is \e, a line starting with . or ' is escaped with \& */
 static void zz_roff(FILE *f, const char *s) {
   for (; *s; s++) {
-    if (*s == '\\')
-      fputs("\\e", f);
+    if (*s == '\\') fputs("\\e", f);
     else if (*s == '-')
       fputs("\\-", f);
     else
@@ -96,22 +94,26 @@ static void zz_roff(FILE *f, const char *s) {
 }
 
 void zz_print_man(FILE *f) {
-  fprintf(f, ".TH ZIGZAG 1 \"\" \"zigzag %s\" \"User Commands\"\n.SH NAME\nzigzag \\- high-throughput batch generation "
-             "with offloading\n.SH SYNOPSIS\n", ZZ_VERSION);
+  fprintf(f,
+          ".TH ZIGZAG 1 \"\" \"zigzag %s\" \"User Commands\"\n.SH NAME\nzigzag \\- high-throughput batch generation "
+          "with offloading\n.SH SYNOPSIS\n",
+          ZZ_VERSION);
   for (size_t u = 0; u < ZZ_N_USAGE; u++) {
     fputs(".PP\n\\fB", f);
     zz_roff(f, zz_cmd_usage[u].usage);
     fputs("\\fR\n", f);
   }
   fputs(".PP\n\\fBmpirun \\-np\\fR M \\fBzigzag generate\\fR|\\fBbench\\fR ... (a pipeline of M ranks)\n"
-        ".SH COMMANDS\n", f);
+        ".SH COMMANDS\n",
+        f);
   for (size_t u = 0; u < ZZ_N_USAGE; u++) {
     fprintf(f, ".TP\n\\fB%s\\fR\n", zz_cmd_usage[u].cmd);
     zz_roff(f, zz_cmd_usage[u].what);
     fputs("\n", f);
   }
   fputs(".SH OPTIONS\nAn environment variable in brackets sets the default; an option given to a command it does "
-        "not apply to is refused.\n", f);
+        "not apply to is refused.\n",
+        f);
   const char *const *names = zz_opt_commands();
   zz_opt_info r;
   for (size_t i = 0; zz_opt_row(i, &r); i++) {
@@ -140,7 +142,8 @@ void zz_print_man(FILE *f) {
     fputs(r.mpirun ? " (under mpirun)\n" : "\n", f);
   }
   fputs(".SH SEE ALSO\nThe docs/ folder of the source tree: docs/from-vllm-transformers.md maps vLLM's and "
-        "transformers' options to zigzag's.\n", f);
+        "transformers' options to zigzag's.\n",
+        f);
 }
 
 void zz_print_bash_completion(FILE *f) {
@@ -148,12 +151,15 @@ void zz_print_bash_completion(FILE *f) {
   fputs("# bash completion for zigzag, made by `zigzag completion` from its options table\n"
         "_zigzag() {\n  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd= w\n"
         "  for w in \"${COMP_WORDS[@]:1:COMP_CWORD-1}\"; do case $w in -*) ;; *) cmd=$w; break ;; esac; done\n"
-        "  case $prev in\n", f);
+        "  case $prev in\n",
+        f);
   zz_opt_info r;
   for (size_t i = 0; zz_opt_row(i, &r); i++)
-    if (r.flag && r.choices) fprintf(f, "    --%s) COMPREPLY=($(compgen -W \"%s\" -- \"$cur\")); return ;;\n", r.flag, r.choices);
+    if (r.flag && r.choices)
+      fprintf(f, "    --%s) COMPREPLY=($(compgen -W \"%s\" -- \"$cur\")); return ;;\n", r.flag, r.choices);
   fputs("    --model|--prompts|--out|--text|--hw|--offload-dir|--messages) COMPREPLY=($(compgen -f -- \"$cur\")); "
-        "return ;;\n  esac\n  case $cmd in\n    '') COMPREPLY=($(compgen -W \"", f);
+        "return ;;\n  esac\n  case $cmd in\n    '') COMPREPLY=($(compgen -W \"",
+        f);
   for (int c = 0; names[c]; c++) fprintf(f, "%s ", names[c]);
   fputs("--help --version\" -- \"$cur\")); return ;;\n", f);
   for (int c = 0; names[c]; c++) {

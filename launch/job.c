@@ -27,8 +27,8 @@
  * Face adds (tokenizer.json's post-processor or tokenizer_config.json; config.json's
  * BOS first for vocab.json + merges.txt, as OPT's tokenizer does); input_ids are
  * taken as given. Sets the outputs only on success. */
-static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const zz_config *cfg,
-                               const zz_prompt *p, bool specials, int32_t **ids_out, int64_t *n_out) {
+static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const zz_config *cfg, const zz_prompt *p,
+                               bool specials, int32_t **ids_out, int64_t *n_out) {
   int32_t *ids = NULL;
   int64_t n = 0;
   if (p->ids) {
@@ -41,12 +41,12 @@ static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const 
       return zz_error(ZZ_ERR_INVALID_ARG,
                       "%s:%lld: a text prompt needs a tokenizer (tokenizer.json or vocab.json + merges.txt "
                       "in --model), "
-                      "or give \"input_ids\"", o->prompts, (long long)p->line);
+                      "or give \"input_ids\"",
+                      o->prompts, (long long)p->line);
     int32_t *raw = NULL;
     int64_t m = 0;
     zz_status st = zz_tokenizer_encode(tok, p->text, strlen(p->text), &raw, &m);
-    if (st != ZZ_OK)
-      return zz_error(st, "%s:%lld: %s", o->prompts, (long long)p->line, zz_error_message());
+    if (st != ZZ_OK) return zz_error(st, "%s:%lld: %s", o->prompts, (long long)p->line, zz_error_message());
     int32_t bos = -1, eos = -1;
     if (!zz_tokenizer_specials(tok, &bos, &eos)) bos = (int32_t)cfg->bos;
     if (!specials) bos = eos = -1; /* a chat template writes its own */
@@ -67,15 +67,15 @@ static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const 
   }
   for (int64_t i = 0; i < n; i++)
     if (ids[i] >= cfg->vocab_size) {
-      zz_status st = zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: token id %d is outside the vocabulary (%lld)",
-                              o->prompts, (long long)p->line, ids[i], (long long)cfg->vocab_size);
+      zz_status st = zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: token id %d is outside the vocabulary (%lld)", o->prompts,
+                              (long long)p->line, ids[i], (long long)cfg->vocab_size);
       free(ids);
       return st;
     }
   if (n > o->max_prompt_len) {
     free(ids);
-    return zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: prompt has %lld tokens, more than --max-prompt-len %d",
-                    o->prompts, (long long)p->line, (long long)n, o->max_prompt_len);
+    return zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: prompt has %lld tokens, more than --max-prompt-len %d", o->prompts,
+                    (long long)p->line, (long long)n, o->max_prompt_len);
   }
   *ids_out = ids;
   *n_out = n;
@@ -121,8 +121,10 @@ static int zz_report_interrupt(const zz_opts *o, int64_t kept, int64_t added) {
     fprintf(stderr, "zigzag: stopped by %s: %lld prompts were written to stdout, each line complete\n", name,
             (long long)added);
   else
-    fprintf(stderr, "zigzag: stopped by %s: %lld prompts are committed to %s (%lld by this run); run the same "
-            "command with --resume to finish the rest\n", name, (long long)kept, o->out, (long long)added);
+    fprintf(stderr,
+            "zigzag: stopped by %s: %lld prompts are committed to %s (%lld by this run); run the same "
+            "command with --resume to finish the rest\n",
+            name, (long long)kept, o->out, (long long)added);
   return 128 + (sig == SIGTERM ? SIGTERM : SIGINT);
 }
 
@@ -145,14 +147,14 @@ static uint64_t zz_prompt_hash(uint64_t stream, const int32_t *ids, int64_t n, c
 struct zz_job_lines {
   zz_line_defaults defs;
   zz_chat_ctx chat;
-  int max_new;              /* the largest max_new_tokens of a line still to run */
-  zz_line *lines;           /* [cap] per prompt */
-  int32_t **pids;           /* [cap] per prompt: its tokens */
-  int64_t *plen, *first;    /* [cap] per prompt: tokens, its first sequence */
-  zz_seq_params *params;    /* [cap] per sequence */
-  int64_t *seq_prompt;      /* [cap] per sequence: its prompt in the block */
+  int max_new;           /* the largest max_new_tokens of a line still to run */
+  zz_line *lines;        /* [cap] per prompt */
+  int32_t **pids;        /* [cap] per prompt: its tokens */
+  int64_t *plen, *first; /* [cap] per prompt: tokens, its first sequence */
+  zz_seq_params *params; /* [cap] per sequence */
+  int64_t *seq_prompt;   /* [cap] per sequence: its prompt in the block */
   int64_t nseq;
-  zz_prompt pend;           /* read but left for the next block (its completions did not fit) */
+  zz_prompt pend; /* read but left for the next block (its completions did not fit) */
   uint64_t pend_stream;
   bool has_pend;
 };
@@ -198,7 +200,8 @@ static zz_status zz_job_line(zz_job *j, const zz_prompt *p, zz_line *l, int32_t 
       }
       if (!q.ids) st = zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
     }
-    if (st == ZZ_OK && !l->err && zz_prompt_ids(o, j->tok, &j->cfg, &q, l->kind != ZZ_LINE_CHAT, ids_out, n_out) != ZZ_OK) {
+    if (st == ZZ_OK && !l->err &&
+        zz_prompt_ids(o, j->tok, &j->cfg, &q, l->kind != ZZ_LINE_CHAT, ids_out, n_out) != ZZ_OK) {
       zz_line_fail(l, "invalid_value", "%s", zz_error_message());
       zz_error_clear();
     }
@@ -274,7 +277,8 @@ static zz_status zz_job_record_check(const zz_job *j, const json_t *mine) {
   json_error_t err;
   json_t *old = json_load_file(rp, JSON_REJECT_DUPLICATES, &err);
   if (!old && access(rp, F_OK) != 0)
-    return zz_error(ZZ_ERR_INVALID_ARG, "--resume: %s has %lld lines but no job record %s beside it (an older "
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "--resume: %s has %lld lines but no job record %s beside it (an older "
                     "zigzag, or a new job killed before its record was written), so they cannot be checked "
                     "against this job; run without --resume, or choose another --out",
                     o->out, (long long)zz_resume_count(j->done_ids), rp);
@@ -287,16 +291,22 @@ static zz_status zz_job_record_check(const zz_job *j, const json_t *mine) {
   static const struct {
     const char *key, *what;
   } fields[] = {
-      {"model", "--model"}, {"config", "--model's config.json (hash)"}, {"dummy", "--dummy"},
-      {"max_new_tokens", "--max-new-tokens"}, {"temperature", "--temperature"}, {"top_k", "--top-k"},
-      {"top_p", "--top-p"}, {"seed", "--seed"},
+      {"model", "--model"},
+      {"config", "--model's config.json (hash)"},
+      {"dummy", "--dummy"},
+      {"max_new_tokens", "--max-new-tokens"},
+      {"temperature", "--temperature"},
+      {"top_k", "--top-k"},
+      {"top_p", "--top-p"},
+      {"seed", "--seed"},
   };
   zz_status st = ZZ_OK;
   for (size_t i = 0; st == ZZ_OK && i < sizeof fields / sizeof fields[0]; i++) {
     const json_t *a = json_object_get(old, fields[i].key), *b = json_object_get(mine, fields[i].key);
     if ((!a && !b) || (a && b && json_equal((json_t *)a, (json_t *)b))) continue;
     char *ta = zz_json_text(a), *tb = zz_json_text(b);
-    st = zz_error(ZZ_ERR_INVALID_ARG, "--resume: %s was made with %s %s, this run has %s: its lines would mix "
+    st = zz_error(ZZ_ERR_INVALID_ARG,
+                  "--resume: %s was made with %s %s, this run has %s: its lines would mix "
                   "with another job's; rerun with the same settings, or without --resume (or another --out)",
                   o->out, fields[i].what, ta ? ta : "?", tb ? tb : "?");
     free(ta);
@@ -309,25 +319,31 @@ static zz_status zz_job_record_check(const zz_job *j, const json_t *mine) {
     if (st != ZZ_OK) break;
     const json_t *w = json_object_get(np, id);
     if (!w)
-      st = zz_error(ZZ_ERR_INVALID_ARG, "--resume: the job that made %s had prompt id %s, which %s does not "
-                    "have: these are other prompts; run without --resume, or choose another --out", o->out, id,
-                    o->prompts);
+      st = zz_error(ZZ_ERR_INVALID_ARG,
+                    "--resume: the job that made %s had prompt id %s, which %s does not "
+                    "have: these are other prompts; run without --resume, or choose another --out",
+                    o->out, id, o->prompts);
     else if (!json_equal(v, (json_t *)w))
-      st = zz_error(ZZ_ERR_INVALID_ARG, "--resume: prompt id %s in %s is not the prompt %s was made for (its "
-                    "tokens or its place in the file changed); run without --resume, or choose another --out", id,
-                    o->prompts, o->out);
+      st = zz_error(ZZ_ERR_INVALID_ARG,
+                    "--resume: prompt id %s in %s is not the prompt %s was made for (its "
+                    "tokens or its place in the file changed); run without --resume, or choose another --out",
+                    id, o->prompts, o->out);
   }
   json_object_foreach((json_t *)np, id, v) {
     if (st != ZZ_OK) break;
     if (!json_object_get(op, id))
-      st = zz_error(ZZ_ERR_INVALID_ARG, "--resume: %s has prompt id %s, which the job that made %s did not have; "
-                    "run without --resume, or choose another --out", o->prompts, id, o->out);
+      st = zz_error(ZZ_ERR_INVALID_ARG,
+                    "--resume: %s has prompt id %s, which the job that made %s did not have; "
+                    "run without --resume, or choose another --out",
+                    o->prompts, id, o->out);
   }
   /* the record and the prompts agree; every line of --out must be one of them */
   for (size_t pos = 0; st == ZZ_OK && (id = zz_resume_next(j->done_ids, &pos)) != NULL;)
     if (!zz_resume_has(j->hashes, id))
-      st = zz_error(ZZ_ERR_INVALID_ARG, "--resume: %s has a line with id %s, which is not a prompt of its job "
-                    "(%s); refusing to mix", o->out, id, rp);
+      st = zz_error(ZZ_ERR_INVALID_ARG,
+                    "--resume: %s has a line with id %s, which is not a prompt of its job "
+                    "(%s); refusing to mix",
+                    o->out, id, rp);
   json_decref(old);
   return st;
 }
@@ -351,8 +367,10 @@ static zz_status zz_job_scan(zz_job *j, json_t *prompts) {
     bool fresh = false;
     /* ids name prompts in the output and for --resume, so they must be unique */
     if (zz_resume_has(j->hashes, p.id))
-      st = zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: id %s appears twice in the prompts (a line without \"id\" "
-                    "takes its line number as id)", o->prompts, (long long)p.line, p.id);
+      st = zz_error(ZZ_ERR_INVALID_ARG,
+                    "%s:%lld: id %s appears twice in the prompts (a line without \"id\" "
+                    "takes its line number as id)",
+                    o->prompts, (long long)p.line, p.id);
     zz_line l = {0};
     if (st == ZZ_OK) st = zz_job_line(j, &p, &l, &ids, &n);
     uint64_t h = st == ZZ_OK ? zz_prompt_hash(stream, ids, n, p.raw) : 0;
@@ -386,9 +404,11 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   zz_line_defaults_init(o, &j->lx->defs);
   /* a pipeline's last rank samples with the job's temperature, top-k/p and seed only */
   if (j->lx->defs.pipeline && (j->lx->defs.sp.repetition_penalty != 1.0f || j->lx->defs.sp.logprobs >= 0))
-    return zz_error(ZZ_ERR_INVALID_ARG, "under mpirun a repetition penalty (%g: --repetition-penalty or the model's "
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "under mpirun a repetition penalty (%g: --repetition-penalty or the model's "
                     "generation_config.json) and --logprobs are not applied yet; run in one process, or give "
-                    "--repetition-penalty 1 and no --logprobs", (double)j->lx->defs.sp.repetition_penalty);
+                    "--repetition-penalty 1 and no --logprobs",
+                    (double)j->lx->defs.sp.repetition_penalty);
   if (files) {
     j->kill_after = o->fault_kill_after; /* ZZ_FAULT_KILL_AFTER_BLOCKS, checked by the options table */
     if (!(j->hashes = zz_resume_new())) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
@@ -398,11 +418,13 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
         in_sb.st_ino == out_sb.st_ino && S_ISREG(in_sb.st_mode))
       return zz_error(ZZ_ERR_INVALID_ARG, "--out %s is the same file as --prompts %s", o->out, o->prompts);
   }
-  ZZ_CHECK(zz_setup_model(o, files ? ZZ_SETUP_WEIGHTS | ZZ_SETUP_TOKENIZER_IF_ANY : ZZ_SETUP_WEIGHTS, &j->cfg, &j->model,
-                          &j->ck, &j->tok));
+  ZZ_CHECK(zz_setup_model(o, files ? ZZ_SETUP_WEIGHTS | ZZ_SETUP_TOKENIZER_IF_ANY : ZZ_SETUP_WEIGHTS, &j->cfg,
+                          &j->model, &j->ck, &j->tok));
   if (o->max_new_tokens >= j->cfg.max_pos)
-    return zz_error(ZZ_ERR_INVALID_ARG, "--max-new-tokens %d leaves no position for a prompt: the model has %lld "
-                    "positions", o->max_new_tokens, (long long)j->cfg.max_pos);
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "--max-new-tokens %d leaves no position for a prompt: the model has %lld "
+                    "positions",
+                    o->max_new_tokens, (long long)j->cfg.max_pos);
   bool len_given = o->max_prompt_len > 0; /* else the longest prompt sizes the plan */
   if (!len_given) o->max_prompt_len = (int)(j->cfg.max_pos - o->max_new_tokens);
   if (o->max_prompt_len < 1 || o->max_prompt_len + o->max_new_tokens > j->cfg.max_pos)
@@ -427,8 +449,7 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   if (st == ZZ_OK && json_object_set(rec, "prompts", prompts) != 0) st = zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   if (st == ZZ_OK && j->out.resume && j->out.regular && zz_resume_count(j->done_ids) > 0)
     st = zz_job_record_check(j, rec);
-  if (st == ZZ_OK && !(j->record = json_dumps(rec, JSON_INDENT(1))))
-    st = zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  if (st == ZZ_OK && !(j->record = json_dumps(rec, JSON_INDENT(1)))) st = zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   json_decref(prompts);
   json_decref(rec);
   /* without --max-prompt-len the memory plan is for the longest prompt the job
@@ -439,9 +460,10 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   if (st == ZZ_OK && j->lx->max_new > j->shape.gen_len) {
     j->shape.gen_len = j->lx->max_new;
     if (j->shape.prompt_len + j->shape.gen_len > j->cfg.max_pos)
-      st = zz_error(ZZ_ERR_INVALID_ARG, "%s: the longest prompt (%lld tokens) and the most new tokens a line asks "
-                    "(%lld) together exceed the model's %lld positions; split the lines into two jobs", o->prompts,
-                    (long long)j->shape.prompt_len, (long long)j->shape.gen_len, (long long)j->cfg.max_pos);
+      st = zz_error(ZZ_ERR_INVALID_ARG,
+                    "%s: the longest prompt (%lld tokens) and the most new tokens a line asks "
+                    "(%lld) together exceed the model's %lld positions; split the lines into two jobs",
+                    o->prompts, (long long)j->shape.prompt_len, (long long)j->shape.gen_len, (long long)j->cfg.max_pos);
   }
   return st;
 }
@@ -549,8 +571,10 @@ zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out) {
       }
       int need = l.err ? 0 : l.n;
       if (need > max_n) {
-        zz_line_fail(&l, "invalid_value", "n = %d completions are more than a block's %lld sequences (--gpu-batch-size "
-                     "x --num-gpu-batches)", l.n, (long long)max_n);
+        zz_line_fail(&l, "invalid_value",
+                     "n = %d completions are more than a block's %lld sequences (--gpu-batch-size "
+                     "x --num-gpu-batches)",
+                     l.n, (long long)max_n);
         need = 0;
       }
       if (lx->nseq + need > max_n) { /* its completions stay together: the next block */
@@ -584,8 +608,12 @@ zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out) {
   if (j->n == 0 && j->out.old) ZZ_CHECK(zz_output_commit(&j->out));
   int max_new = o->max_new_tokens > lx->max_new ? o->max_new_tokens : lx->max_new;
   *req_out = (zz_request){
-      .n = lx->nseq, .ids = (const int32_t *const *)j->ids, .lens = j->lens, .streams = j->streams,
-      .max_new_tokens = lx->defs.pipeline ? o->max_new_tokens : max_new, .sampling = zz_opts_sampling(o),
+      .n = lx->nseq,
+      .ids = (const int32_t *const *)j->ids,
+      .lens = j->lens,
+      .streams = j->streams,
+      .max_new_tokens = lx->defs.pipeline ? o->max_new_tokens : max_new,
+      .sampling = zz_opts_sampling(o),
   };
   /* one process runs each line's own settings; a pipeline's last rank samples with
    * the job's (lines with their own were answered with an error) */
@@ -615,8 +643,10 @@ static zz_status zz_job_write_block(zz_job *j, const zz_result *res) {
     int nc = l->err ? 0 : l->n;
     for (int k = 0; k < nc; k++) {
       int64_t q = lx->first[i] + k;
-      c[k] = (zz_completion){.tokens = res->tokens[q], .n_tokens = res->n_tokens[q],
-                             .finish = zz_job_finish(j, res, q), .out = res->out ? &res->out[q] : NULL};
+      c[k] = (zz_completion){.tokens = res->tokens[q],
+                             .n_tokens = res->n_tokens[q],
+                             .finish = zz_job_finish(j, res, q),
+                             .out = res->out ? &res->out[q] : NULL};
       new_tokens += res->n_tokens[q];
     }
     char *line = zz_line_answer(&j->prompts[i], l, j->tok, &j->cfg, c, lx->plen[i], &lx->defs);

@@ -38,8 +38,10 @@ zz_status zz_resume_put(zz_resume_set *s, const char *id, uint64_t value, bool *
   if (!*fresh) return ZZ_OK;
   if (2 * (s->count + 1) > s->cap) {
     size_t ncap = s->cap ? 2 * s->cap : 1024;
-    zz_resume_set n = {.slots = calloc(ncap, sizeof(char *)), .values = calloc(ncap, sizeof(uint64_t)),
-                       .cap = ncap, .count = s->count};
+    zz_resume_set n = {.slots = calloc(ncap, sizeof(char *)),
+                       .values = calloc(ncap, sizeof(uint64_t)),
+                       .cap = ncap,
+                       .count = s->count};
     if (!n.slots || !n.values) {
       free(n.slots);
       free(n.values);
@@ -109,8 +111,9 @@ static zz_status zz_resume_scan(const char *path, FILE *f, zz_resume_set *s, lon
      * without one, answered with an error, kept but not matched) */
     bool openai = o && json_object_get(o, "custom_id") && json_object_get(o, "response") && json_object_get(o, "error");
     if (openai) id = json_object_get(o, "custom_id");
-    bool native = o && id && (json_is_array(json_object_get(o, "output_ids")) ||
-                              json_is_array(json_object_get(o, "choices")) || json_is_object(json_object_get(o, "error")));
+    bool native = o && id &&
+                  (json_is_array(json_object_get(o, "output_ids")) || json_is_array(json_object_get(o, "choices")) ||
+                   json_is_object(json_object_get(o, "error")));
     if (openai && !json_is_string(id)) {
       json_decref(o);
       pos += len;
@@ -131,8 +134,10 @@ static zz_status zz_resume_scan(const char *path, FILE *f, zz_resume_set *s, lon
     bool fresh = false;
     st = zz_resume_insert(s, text, &fresh);
     if (st == ZZ_OK && !fresh)
-      st = zz_error(ZZ_ERR_FORMAT, "%s:%lld: id %s is there twice: this file was not written by one zigzag job; "
-                    "refusing to resume into it", path, (long long)lineno, text);
+      st = zz_error(ZZ_ERR_FORMAT,
+                    "%s:%lld: id %s is there twice: this file was not written by one zigzag job; "
+                    "refusing to resume into it",
+                    path, (long long)lineno, text);
     free(text);
     if (st != ZZ_OK) break;
     pos += len;
@@ -149,8 +154,10 @@ static zz_status zz_output_lock(int fd, const char *path) {
    * lock (released when the job ends, however it ends) lets only one in */
   if (flock(fd, LOCK_EX | LOCK_NB) == 0) return ZZ_OK;
   if (errno == EWOULDBLOCK)
-    return zz_error(ZZ_ERR_IO, "--out %s: another zigzag job holds this file (it is writing it); wait for that "
-                    "job to end or choose another --out", path);
+    return zz_error(ZZ_ERR_IO,
+                    "--out %s: another zigzag job holds this file (it is writing it); wait for that "
+                    "job to end or choose another --out",
+                    path);
   return zz_error(ZZ_ERR_IO, "--out %s: cannot lock: %s", path, strerror(errno));
 }
 
@@ -158,8 +165,10 @@ static zz_status zz_output_symlink(const char *path) {
   char target[4096];
   ssize_t n = readlink(path, target, sizeof target - 1);
   target[n > 0 ? n : 0] = '\0';
-  return zz_error(ZZ_ERR_INVALID_ARG, "--out %s is a symbolic link (to %s): zigzag never writes through a link; "
-                  "give the file's own path", path, n > 0 ? target : "?");
+  return zz_error(ZZ_ERR_INVALID_ARG,
+                  "--out %s is a symbolic link (to %s): zigzag never writes through a link; "
+                  "give the file's own path",
+                  path, n > 0 ? target : "?");
 }
 
 zz_status zz_output_open(zz_output *o, const char *path, bool resume, zz_resume_set **done_out) {
@@ -183,7 +192,8 @@ zz_status zz_output_open(zz_output *o, const char *path, bool resume, zz_resume_
       /* a new file: O_EXCL, so two jobs racing for it do not share it */
       fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
       if (fd >= 0) o->created = true;
-      else if (errno != EEXIST) return zz_error(ZZ_ERR_IO, "--out %s: cannot create: %s", path, strerror(errno));
+      else if (errno != EEXIST)
+        return zz_error(ZZ_ERR_IO, "--out %s: cannot create: %s", path, strerror(errno));
       continue;
     }
     if (S_ISLNK(sb.st_mode)) return zz_output_symlink(path);
@@ -235,8 +245,8 @@ zz_status zz_output_begin(zz_output *o, const char *record) {
   if (o->f == stdout || !o->regular) return ZZ_OK;
   if (record && !(o->record = strdup(record))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   if (o->f) { /* --resume or a new path: in place, the record first */
-    if (o->resume && (fflush(o->f) != 0 || ftruncate(fileno(o->f), o->good_len) != 0 ||
-                      fseek(o->f, o->good_len, SEEK_SET) != 0))
+    if (o->resume &&
+        (fflush(o->f) != 0 || ftruncate(fileno(o->f), o->good_len) != 0 || fseek(o->f, o->good_len, SEEK_SET) != 0))
       return zz_error(ZZ_ERR_IO, "%s: cannot cut the torn last line: %s", o->path, strerror(errno));
     return o->good_len == 0 ? zz_output_write_record(o) : ZZ_OK;
   }
@@ -244,8 +254,7 @@ zz_status zz_output_begin(zz_output *o, const char *record) {
    * place at the first commit, so a job that fails or is killed before then leaves
    * the old file as it was */
   ZZ_CHECK(zz_newfile_create(o->path, &o->nf));
-  if (fchmod(o->nf.fd, o->mode) != 0 || zz_output_lock(o->nf.fd, o->path) != ZZ_OK ||
-      !(o->f = fdopen(o->nf.fd, "w"))) {
+  if (fchmod(o->nf.fd, o->mode) != 0 || zz_output_lock(o->nf.fd, o->path) != ZZ_OK || !(o->f = fdopen(o->nf.fd, "w"))) {
     zz_status st = zz_error(ZZ_ERR_IO, "--out %s: cannot prepare the new file: %s", o->path, strerror(errno));
     zz_newfile_discard(&o->nf);
     return st;
@@ -319,8 +328,7 @@ static void zz_progress_print(zz_progress *p, const char *end) {
   char eta[32] = "?";
   int64_t todo = p->total >= 0 ? p->total - p->skipped : -1;
   double left = -1;
-  if (todo > 0 && p->done > 0)
-    left = el * (double)(todo - p->done) / (double)p->done;
+  if (todo > 0 && p->done > 0) left = el * (double)(todo - p->done) / (double)p->done;
   else if (p->max_tokens > p->live && p->live > 0) /* within the first block: by tokens, at most */
     left = el * (double)(p->max_tokens - p->live) / (double)p->live;
   if (left >= 0)
@@ -330,8 +338,8 @@ static void zz_progress_print(zz_progress *p, const char *end) {
     fprintf(stderr, "\rzigzag: %lld/%lld sequences, %lld tokens, %.1f tok/s, ETA %s%s", (long long)p->done,
             (long long)todo, (long long)(p->tokens + p->live), tps, eta, end);
   else
-    fprintf(stderr, "\rzigzag: %lld sequences, %lld tokens, %.1f tok/s%s", (long long)p->done,
-            (long long)p->tokens, tps, end);
+    fprintf(stderr, "\rzigzag: %lld sequences, %lld tokens, %.1f tok/s%s", (long long)p->done, (long long)p->tokens,
+            tps, end);
   fflush(stderr);
 }
 

@@ -160,15 +160,13 @@ static bool zz_setting(zz_line *l, const char *key, json_t *v, const char *where
   } else if (!strcmp(key, "n")) {
     if (zz_int(l, v, where, 1, ZZ_MAX_COMPLETIONS, &k)) l->n = (int)k;
   } else if (!strcmp(key, "logprobs") && chat) { /* chat: true / false, the count is top_logprobs */
-    if (!json_is_boolean(v) && !json_is_null(v))
-      zz_line_fail(l, "invalid_type", "%s must be true or false", where);
+    if (!json_is_boolean(v) && !json_is_null(v)) zz_line_fail(l, "invalid_type", "%s must be true or false", where);
     else if (json_is_true(v)) {
       l->top_logprobs_chat = true;
       if (sp->logprobs < 0) sp->logprobs = 0;
     }
   } else if (!strcmp(key, "logprobs")) { /* completions and native: an integer, or true (0) */
-    if (json_is_boolean(v))
-      sp->logprobs = json_is_true(v) ? 0 : -1;
+    if (json_is_boolean(v)) sp->logprobs = json_is_true(v) ? 0 : -1;
     else if (!json_is_null(v) && zz_int(l, v, where, 0, ZZ_MAX_TOP_LOGPROBS, &k))
       sp->logprobs = (int)k;
   } else {
@@ -203,16 +201,17 @@ static void zz_line_openai(zz_line *l, json_t *o, const zz_line_defaults *d) {
          *url = json_object_get(o, "url"), *body = json_object_get(o, "body");
   const char *key;
   json_t *v;
-  json_object_foreach(o, key, v) if (strcmp(key, "custom_id") && strcmp(key, "method") && strcmp(key, "url") &&
-                                     strcmp(key, "body"))
-      zz_line_fail(l, "unsupported_parameter", "\"%s\" is not a key of a batch request line (custom_id, method, url, "
-                   "body)", key);
+  json_object_foreach(
+      o, key, v) if (strcmp(key, "custom_id") && strcmp(key, "method") && strcmp(key, "url") && strcmp(key, "body"))
+      zz_line_fail(l, "unsupported_parameter",
+                   "\"%s\" is not a key of a batch request line (custom_id, method, url, "
+                   "body)",
+                   key);
   if (!json_is_string(cid)) zz_line_fail(l, "invalid_value", "custom_id must be a string");
   if (method && !(json_is_string(method) && !strcmp(json_string_value(method), "POST")))
     zz_line_fail(l, "invalid_value", "method must be \"POST\"");
   const char *u = json_string_value(url);
-  if (u && !strcmp(u, "/v1/completions"))
-    l->kind = ZZ_LINE_COMPLETION;
+  if (u && !strcmp(u, "/v1/completions")) l->kind = ZZ_LINE_COMPLETION;
   else if (u && !strcmp(u, "/v1/chat/completions"))
     l->kind = ZZ_LINE_CHAT;
   else {
@@ -233,12 +232,14 @@ static void zz_line_openai(zz_line *l, json_t *o, const zz_line_defaults *d) {
     long long k;
     if (!strcmp(key, "model")) {
       if (!json_is_string(v)) zz_line_fail(l, "invalid_type", "body.model must be a string");
-      else l->model = strdup(json_string_value(v));
+      else
+        l->model = strdup(json_string_value(v));
     } else if (!strcmp(key, "prompt") && !chat) {
       bool ids = json_is_array(v) && json_array_size(v) > 0;
       for (size_t i = 0; ids && i < json_array_size(v); i++) ids = json_is_integer(json_array_get(v, i));
       if (!json_is_string(v) && !ids)
-        zz_line_fail(l, "invalid_type", "body.prompt must be a string or a non-empty list of token ids (one prompt "
+        zz_line_fail(l, "invalid_type",
+                     "body.prompt must be a string or a non-empty list of token ids (one prompt "
                      "per line: a list of prompts is several lines)");
     } else if (!strcmp(key, "messages") && chat) {
       if (!json_is_array(v) || json_array_size(v) == 0)
@@ -247,8 +248,10 @@ static void zz_line_openai(zz_line *l, json_t *o, const zz_line_defaults *d) {
         json_t *m = json_array_get(v, i);
         if (!json_is_object(m) || !json_is_string(json_object_get(m, "role")) ||
             !json_is_string(json_object_get(m, "content")))
-          zz_line_fail(l, "invalid_value", "body.messages[%zu] must be {\"role\": text, \"content\": text} (content "
-                       "as a list of parts is not supported)", i);
+          zz_line_fail(l, "invalid_value",
+                       "body.messages[%zu] must be {\"role\": text, \"content\": text} (content "
+                       "as a list of parts is not supported)",
+                       i);
       }
     } else if (!strcmp(key, "max_tokens") || (chat && !strcmp(key, "max_completion_tokens"))) {
       if (zz_int(l, v, where, 1, ZZ_MAX_POSITIONS, &k)) l->sp.max_new_tokens = (int)k;
@@ -267,8 +270,7 @@ static void zz_line_openai(zz_line *l, json_t *o, const zz_line_defaults *d) {
     zz_line_fail(l, "missing_required_parameter", "body.%s is required", chat ? "messages" : "prompt");
   long long k;
   if (topk && !json_is_null(topk) && zz_int(l, topk, "body.top_logprobs", 0, ZZ_MAX_TOP_LOGPROBS, &k)) {
-    if (!l->top_logprobs_chat)
-      zz_line_fail(l, "invalid_value", "body.top_logprobs needs body.logprobs true");
+    if (!l->top_logprobs_chat) zz_line_fail(l, "invalid_value", "body.top_logprobs needs body.logprobs true");
     else
       l->sp.logprobs = (int)k;
   }
@@ -283,8 +285,7 @@ zz_status zz_line_parse(const zz_prompt *p, const zz_line_defaults *d, zz_line *
     json_error_t e;
     json_t *o = json_loads(p->raw, JSON_REJECT_DUPLICATES, &e);
     if (!o) return zz_error(ZZ_ERR_FORMAT, "line %lld: %s", (long long)p->line, e.text); /* read once already */
-    if (p->openai)
-      zz_line_openai(&l, o, d);
+    if (p->openai) zz_line_openai(&l, o, d);
     else
       zz_line_native(&l, o);
     json_decref(o);
@@ -294,7 +295,8 @@ zz_status zz_line_parse(const zz_prompt *p, const zz_line_defaults *d, zz_line *
     zz_error_clear();
   }
   if (!l.err && d->pipeline && !zz_line_is_plain(&l, d))
-    zz_line_fail(&l, "unsupported_parameter", "under mpirun a line takes the job's settings (a line's own max tokens, "
+    zz_line_fail(&l, "unsupported_parameter",
+                 "under mpirun a line takes the job's settings (a line's own max tokens, "
                  "sampling, penalties, stop, n, logprobs and the OpenAI batch form run in one process for now)");
   for (int i = 0; i < l.n_stop; i++)
     if (!l.stop[i]) zz_line_fail(&l, "internal_error", "out of memory");

@@ -20,30 +20,30 @@
 #include "zz_launch.h"
 #include "zz_seq.h"
 
-#define ZZ_MAX_STOPS 4          /* OpenAI's limit on stop sequences */
-#define ZZ_MAX_COMPLETIONS 128  /* n per line */
+#define ZZ_MAX_STOPS 4         /* OpenAI's limit on stop sequences */
+#define ZZ_MAX_COMPLETIONS 128 /* n per line */
 
 typedef enum { ZZ_LINE_NATIVE, ZZ_LINE_COMPLETION, ZZ_LINE_CHAT } zz_line_kind;
 
 /* The job's settings every line starts from. */
 typedef struct zz_line_defaults {
-  zz_seq_params sp; /* sampling, max_new_tokens, penalties, logprobs (--logprobs) */
+  zz_seq_params sp;       /* sampling, max_new_tokens, penalties, logprobs (--logprobs) */
   const char *model_name; /* what an OpenAI body without "model" is answered with */
-  bool pipeline;    /* mpirun: the last rank samples with the job's settings, so a line's own are refused */
+  bool pipeline;          /* mpirun: the last rank samples with the job's settings, so a line's own are refused */
 } zz_line_defaults;
 
 typedef struct zz_line {
   zz_line_kind kind;
-  zz_seq_params sp;        /* its settings, resolved */
-  bool own_seed;           /* it gave "seed": its completions draw streams 0..n-1 of that seed */
-  int n;                   /* completions */
+  zz_seq_params sp; /* its settings, resolved */
+  bool own_seed;    /* it gave "seed": its completions draw streams 0..n-1 of that seed */
+  int n;            /* completions */
   char *stop[ZZ_MAX_STOPS];
   int n_stop;
-  bool top_logprobs_chat;  /* chat: logprobs true (top_logprobs in sp.logprobs) */
-  char *model;             /* OpenAI: the body's "model", echoed in the answer */
-  json_t *body;            /* OpenAI: the request body (owned) */
-  char *err_code;          /* a per-line error: NULL, or its code ("unsupported_parameter", ...) */
-  char *err;               /* and its message naming the key */
+  bool top_logprobs_chat; /* chat: logprobs true (top_logprobs in sp.logprobs) */
+  char *model;            /* OpenAI: the body's "model", echoed in the answer */
+  json_t *body;           /* OpenAI: the request body (owned) */
+  char *err_code;         /* a per-line error: NULL, or its code ("unsupported_parameter", ...) */
+  char *err;              /* and its message naming the key */
 } zz_line;
 
 /* Reads p's line (p->raw, or its prompt alone) into *out with d's settings as the
@@ -71,7 +71,7 @@ typedef struct zz_completion {
   const int32_t *tokens;
   int64_t n_tokens;
   zz_finish finish;
-  const zz_seq_out *out;   /* its log-probabilities, or NULL */
+  const zz_seq_out *out; /* its log-probabilities, or NULL */
 } zz_completion;
 
 /* The output line of p (newline included; NULL when out of memory): an error line,
@@ -85,8 +85,8 @@ char *zz_line_answer(const zz_prompt *p, const zz_line *l, const zz_tokenizer *t
 /* The rendering context of a model directory: its chat_template and special tokens.
  * An absent template is not an error here: a line with "messages" is. */
 typedef struct zz_chat_ctx {
-  char *tmpl;           /* NULL: none */
-  char *bos, *eos;      /* the tokens' text, or NULL */
+  char *tmpl;      /* NULL: none */
+  char *bos, *eos; /* the tokens' text, or NULL */
 } zz_chat_ctx;
 zz_status zz_chat_ctx_load(const char *model_dir, zz_chat_ctx *out);
 void zz_chat_ctx_free(zz_chat_ctx *c);

@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
   zz_opts_defaults(&o);
   int r = zz_opts_parse(argc, argv, &o);
   if (r != 0) return r < 0 ? 0 : r; /* -1: --help was printed */
-  zz_cpu_isa isa; /* --cpu-isa / ZZ_CPU_ISA, checked by the parse */
+  zz_cpu_isa isa;                   /* --cpu-isa / ZZ_CPU_ISA, checked by the parse */
   if (zz_opts_cpu_isa(&o, &isa) == ZZ_OK) zz_cpu_isa_set(isa);
   /* generation_config.json's settings under the command line's, for every rank */
   if (strcmp(o.command, "generate") == 0 && zz_opts_generation_defaults(&o) != ZZ_OK)
@@ -156,7 +156,9 @@ int main(int argc, char **argv) {
   if (strcmp(o.command, "chat-template") == 0) return zz_cmd_chat_template(&o);
   if (strcmp(o.command, "man") == 0) return zz_print_man(stdout), 0;
   if (strcmp(o.command, "completion") == 0) return zz_print_bash_completion(stdout), 0;
-  fprintf(stderr, "zigzag: unknown command '%s' (generate, tokenize, bench, plan, profile, perplexity, chat-template; "
-          "see zigzag --help)\n", o.command);
+  fprintf(stderr,
+          "zigzag: unknown command '%s' (generate, tokenize, bench, plan, profile, perplexity, chat-template; "
+          "see zigzag --help)\n",
+          o.command);
   return 2;
 }

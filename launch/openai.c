@@ -170,8 +170,7 @@ static json_t *zz_openai_line(const zz_prompt *p, const zz_line *l, const zz_tok
   json_object_set_new(o, "id", json_string(buf));
   json_t *cid = json_loads(p->id, JSON_DECODE_ANY, NULL);
   /* a line without a custom_id that is a string has its line number as id: null here */
-  if (json_is_string(cid))
-    json_object_set_new(o, "custom_id", cid);
+  if (json_is_string(cid)) json_object_set_new(o, "custom_id", cid);
   else {
     json_decref(cid);
     json_object_set_new(o, "custom_id", json_null());
@@ -207,8 +206,10 @@ static json_t *zz_openai_line(const zz_prompt *p, const zz_line *l, const zz_tok
       json_object_set_new(ch, "text", zz_completion_text(l, tok, cfg, ci));
     }
     bool lp = ci->out && ci->out->logprobs;
-    json_object_set_new(ch, "logprobs", !lp ? json_null() : chat ? zz_chat_logprobs(tok, ci, shown)
-                                                                 : zz_completion_logprobs(tok, ci, shown));
+    json_object_set_new(ch, "logprobs",
+                        !lp    ? json_null()
+                        : chat ? zz_chat_logprobs(tok, ci, shown)
+                               : zz_completion_logprobs(tok, ci, shown));
     json_object_set_new(ch, "finish_reason", json_string(zz_finish_name(ci->finish)));
     json_array_append_new(choices, ch);
   }
@@ -255,7 +256,8 @@ char *zz_line_answer(const zz_prompt *p, const zz_line *l, const zz_tokenizer *t
       json_object_set_new(o, "choices", choices);
     }
   }
-  char *body = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(9)) : NULL; /* float round trip */
+  char *body = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(9))
+                 : NULL; /* float round trip */
   json_decref(o);
   if (!body) return NULL;
   size_t len = strlen(body);

@@ -14,8 +14,17 @@
 /* SIZE: text kept as given ("16G"), checked by zz_parse_bytes at parse time */
 /* SPARSITY: a decimal of at most 9 places read exactly (zz_sparsity_parse) into a double;
  * CHOICE: one of the row's words, kept as text */
-typedef enum { ZZ_OPT_STR, ZZ_OPT_INT, ZZ_OPT_LL, ZZ_OPT_FLOAT, ZZ_OPT_FLAG, ZZ_OPT_PERCENT, ZZ_OPT_SIZE,
-               ZZ_OPT_SPARSITY, ZZ_OPT_CHOICE } zz_opt_type;
+typedef enum {
+  ZZ_OPT_STR,
+  ZZ_OPT_INT,
+  ZZ_OPT_LL,
+  ZZ_OPT_FLOAT,
+  ZZ_OPT_FLAG,
+  ZZ_OPT_PERCENT,
+  ZZ_OPT_SIZE,
+  ZZ_OPT_SPARSITY,
+  ZZ_OPT_CHOICE
+} zz_opt_type;
 
 /* The commands an option applies to (bits): given to another, it is refused, naming
  * the option and the command. MPIRUN: only in a pipeline started by mpirun. */
@@ -29,16 +38,16 @@ enum {
   ZZ_CMD_CHAT_TEMPLATE = 1 << 6,
   ZZ_CMD_MPIRUN = 1 << 7,
 };
-static const char *const zz_cmd_names[] = {"generate", "bench", "plan", "profile", "perplexity", "tokenize",
-                                           "chat-template", NULL};
+static const char *const zz_cmd_names[] = {"generate",   "bench",    "plan",          "profile",
+                                           "perplexity", "tokenize", "chat-template", NULL};
 #define ZZ_N_CMDS (sizeof zz_cmd_names / sizeof zz_cmd_names[0] - 1)
 
 typedef struct zz_opt_def {
-  const char *flag;   /* without the leading "--"; NULL: an environment variable only (testing hooks) */
-  const char *env;    /* environment variable that sets the default */
+  const char *flag; /* without the leading "--"; NULL: an environment variable only (testing hooks) */
+  const char *env;  /* environment variable that sets the default */
   zz_opt_type type;
-  size_t offset;      /* into zz_opts */
-  const char *def;    /* default, as text (NULL: none) */
+  size_t offset;   /* into zz_opts */
+  const char *def; /* default, as text (NULL: none) */
   const char *help;
   bool policy; /* part of the policy: conflicts with --policy */
   /* numbers: the accepted range [lo, hi] ((lo, hi] when lo_open), checked at
@@ -60,69 +69,101 @@ typedef struct zz_opt_def {
 #define F ZZ_CMD_PROFILE
 #define X ZZ_CMD_PERPLEXITY
 #define T ZZ_CMD_TOKENIZE
-#define ZZ_RUN (G | B | X)      /* the commands that run the model */
-#define ZZ_POL (G | B | P | X)  /* the commands that take a policy (plan predicts it) */
+#define ZZ_RUN (G | B | X)     /* the commands that run the model */
+#define ZZ_POL (G | B | P | X) /* the commands that take a policy (plan predicts it) */
 #define ZZ_PIPE (G | B | ZZ_CMD_MPIRUN)
 
 static const zz_opt_def zz_opt_table[] = {
     {"model", "ZZ_MODEL", ZZ_OPT_STR, ZZ_O(model), "opt-125m",
-     "model directory (config.json, *.safetensors, vocab.json, merges.txt) or preset name", false, 0, 0, false, G | B | P | X | T | ZZ_CMD_CHAT_TEMPLATE, NULL},
+     "model directory (config.json, *.safetensors, vocab.json, merges.txt) or preset name", false, 0, 0, false,
+     G | B | P | X | T | ZZ_CMD_CHAT_TEMPLATE, NULL},
     {"messages", NULL, ZZ_OPT_STR, ZZ_O(messages), NULL,
      "chat-template: a JSON file holding the messages, [{\"role\": ..., \"content\": ...}, ...]", false, 0, 0, false,
      ZZ_CMD_CHAT_TEMPLATE, NULL},
-    {"dummy", NULL, ZZ_OPT_FLAG, ZZ_O(dummy), NULL, "use deterministic random weights (presets need it)", false, 0, 0, false, G | B, NULL},
+    {"dummy", NULL, ZZ_OPT_FLAG, ZZ_O(dummy), NULL, "use deterministic random weights (presets need it)", false, 0, 0,
+     false, G | B, NULL},
     {"prompts", NULL, ZZ_OPT_STR, ZZ_O(prompts), NULL,
      "generate: JSON Lines input, one {\"prompt\": text} or {\"input_ids\": [...]} (+ \"id\", settings) or an OpenAI batch "
-     "request per line; - is stdin", false, 0, 0, false, G, NULL},
-    {"out", NULL, ZZ_OPT_STR, ZZ_O(out), NULL, "generate: JSON Lines output, one line per prompt; - is stdout", false, 0, 0, false, G | F, NULL},
-    {"max-new-tokens", NULL, ZZ_OPT_INT, ZZ_O(max_new_tokens), "32", "generate: new tokens per prompt at most", false, 1, ZZ_MAX_POSITIONS, false, G, NULL},
+     "request per line; - is stdin",
+     false, 0, 0, false, G, NULL},
+    {"out", NULL, ZZ_OPT_STR, ZZ_O(out), NULL, "generate: JSON Lines output, one line per prompt; - is stdout", false,
+     0, 0, false, G | F, NULL},
+    {"max-new-tokens", NULL, ZZ_OPT_INT, ZZ_O(max_new_tokens), "32", "generate: new tokens per prompt at most", false,
+     1, ZZ_MAX_POSITIONS, false, G, NULL},
     {"max-prompt-len", "ZZ_MAX_PROMPT_LEN", ZZ_OPT_INT, ZZ_O(max_prompt_len), "0",
-     "generate: longest prompt in tokens (sizes the KV cache); 0 = the job's longest prompt", false, 0, ZZ_MAX_POSITIONS, false, G, NULL},
-    {"temperature", NULL, ZZ_OPT_FLOAT, ZZ_O(temperature), "0", "sampling temperature; 0 = greedy", false, 0, 100, false, G, NULL},
-    {"top-k", NULL, ZZ_OPT_INT, ZZ_O(top_k), "0", "sample among the k most likely tokens; 0 = all", false, 0, ZZ_MAX_VOCAB, false, G, NULL},
+     "generate: longest prompt in tokens (sizes the KV cache); 0 = the job's longest prompt", false, 0,
+     ZZ_MAX_POSITIONS, false, G, NULL},
+    {"temperature", NULL, ZZ_OPT_FLOAT, ZZ_O(temperature), "0", "sampling temperature; 0 = greedy", false, 0, 100,
+     false, G, NULL},
+    {"top-k", NULL, ZZ_OPT_INT, ZZ_O(top_k), "0", "sample among the k most likely tokens; 0 = all", false, 0,
+     ZZ_MAX_VOCAB, false, G, NULL},
     {"top-p", NULL, ZZ_OPT_FLOAT, ZZ_O(top_p), "1", "nucleus sampling mass; 1 = off", false, 0, 1, true, G, NULL},
-    {"seed", "ZZ_SEED", ZZ_OPT_LL, ZZ_O(seed), "0", "sampling seed (each prompt draws from its own stream)", false, 0, 1e18, false, G, NULL},
+    {"seed", "ZZ_SEED", ZZ_OPT_LL, ZZ_O(seed), "0", "sampling seed (each prompt draws from its own stream)", false, 0,
+     1e18, false, G, NULL},
     {"repetition-penalty", NULL, ZZ_OPT_FLOAT, ZZ_O(repetition_penalty), "1",
      "Hugging Face's repetition penalty over prompt and output tokens; 1 = off", false, 0, 100, true, G, NULL},
     {"logprobs", NULL, ZZ_OPT_INT, ZZ_O(logprobs), "-1",
-     "every output line carries each token's log-probability and the K most likely; -1 = off", false, -1, 20, false, G, NULL},
+     "every output line carries each token's log-probability and the K most likely; -1 = off", false, -1, 20, false, G,
+     NULL},
     {"resume", NULL, ZZ_OPT_FLAG, ZZ_O(resume), NULL,
      "generate: keep the lines already in --out and skip their prompts (by id)", false, 0, 0, false, G, NULL},
-    {"progress", NULL, ZZ_OPT_FLAG, ZZ_O(progress), NULL, "print the progress line even when stderr is not a terminal", false, 0, 0, false, G, NULL},
-    {"no-progress", NULL, ZZ_OPT_FLAG, ZZ_O(no_progress), NULL, "never print the progress line", false, 0, 0, false, G, NULL},
-    {"prompt-len", NULL, ZZ_OPT_INT, ZZ_O(prompt_len), "512", "bench: prompt length s", false, 1, ZZ_MAX_POSITIONS, false, B | P, NULL},
-    {"gen-len", NULL, ZZ_OPT_INT, ZZ_O(gen_len), "32", "bench: generated tokens n", false, 1, ZZ_MAX_POSITIONS, false, B | P, NULL},
+    {"progress", NULL, ZZ_OPT_FLAG, ZZ_O(progress), NULL, "print the progress line even when stderr is not a terminal",
+     false, 0, 0, false, G, NULL},
+    {"no-progress", NULL, ZZ_OPT_FLAG, ZZ_O(no_progress), NULL, "never print the progress line", false, 0, 0, false, G,
+     NULL},
+    {"prompt-len", NULL, ZZ_OPT_INT, ZZ_O(prompt_len), "512", "bench: prompt length s", false, 1, ZZ_MAX_POSITIONS,
+     false, B | P, NULL},
+    {"gen-len", NULL, ZZ_OPT_INT, ZZ_O(gen_len), "32", "bench: generated tokens n", false, 1, ZZ_MAX_POSITIONS, false,
+     B | P, NULL},
     {"json", NULL, ZZ_OPT_FLAG, ZZ_O(json), NULL, "bench: print one JSON object", false, 0, 0, false, B | P, NULL},
-    {"text", NULL, ZZ_OPT_STR, ZZ_O(text_file), NULL, "perplexity: the text file to score", false, 0, 0, false, X, NULL},
+    {"text", NULL, ZZ_OPT_STR, ZZ_O(text_file), NULL, "perplexity: the text file to score", false, 0, 0, false, X,
+     NULL},
     {"window", NULL, ZZ_OPT_INT, ZZ_O(window), "0",
-     "perplexity: tokens per window, each scored from BOS; 0 = the model's positions - 1", false, 0, ZZ_MAX_POSITIONS, false, X, NULL},
-    {"gpu-batch-size", "ZZ_GPU_BATCH_SIZE", ZZ_OPT_INT, ZZ_O(gpu_batch_size), "8", "sequences per GPU batch (gbs)", true, 1, ZZ_POLICY_MAX_GBS, false, ZZ_POL, NULL},
+     "perplexity: tokens per window, each scored from BOS; 0 = the model's positions - 1", false, 0, ZZ_MAX_POSITIONS,
+     false, X, NULL},
+    {"gpu-batch-size", "ZZ_GPU_BATCH_SIZE", ZZ_OPT_INT, ZZ_O(gpu_batch_size), "8", "sequences per GPU batch (gbs)",
+     true, 1, ZZ_POLICY_MAX_GBS, false, ZZ_POL, NULL},
     {"num-gpu-batches", "ZZ_NUM_GPU_BATCHES", ZZ_OPT_INT, ZZ_O(num_gpu_batches), "1",
-     "GPU batches per block (a block is gbs x num-gpu-batches sequences)", true, 1, ZZ_POLICY_MAX_NUM_GB, false, ZZ_POL, NULL},
+     "GPU batches per block (a block is gbs x num-gpu-batches sequences)", true, 1, ZZ_POLICY_MAX_NUM_GB, false, ZZ_POL,
+     NULL},
     {"percent", "ZZ_PERCENT", ZZ_OPT_PERCENT, ZZ_O(percent), "100 0 100 0 100 0",
-     "percent of weights, KV cache and activations on GPU and CPU; disk takes the rest", true, 0, 100, false, ZZ_POL, NULL},
+     "percent of weights, KV cache and activations on GPU and CPU; disk takes the rest", true, 0, 100, false, ZZ_POL,
+     NULL},
     {"cpu-cache-compute", NULL, ZZ_OPT_FLAG, ZZ_O(cpu_cache_compute), NULL,
      "run decode attention on the CPU beside a KV cache that is not on the GPU", true, 0, 0, false, ZZ_POL, NULL},
-    {"compress-weight", NULL, ZZ_OPT_FLAG, ZZ_O(compress_weight), NULL, "store weights in 4 bits (group 64); --policy cw=BITS/GROUP for another format", true, 0, 0, false, ZZ_POL, NULL},
-    {"compress-cache", NULL, ZZ_OPT_FLAG, ZZ_O(compress_cache), NULL, "store the KV cache in 4 bits (group 64 along the head dim); --policy cc=BITS/GROUP for another", true, 0, 0, false, ZZ_POL, NULL},
-    {"attn-sparsity", NULL, ZZ_OPT_SPARSITY, ZZ_O(attn_sparsity), "1", "decoding keeps the top ceil(s * len) keys per query and reads only their V rows; 1 = dense", true, 0, 1, true, ZZ_POL, NULL},
-    {"no-overlap", NULL, ZZ_OPT_FLAG, ZZ_O(no_overlap), NULL, "run loads, stores and compute one after another", true, 0, 0, false, ZZ_POL, NULL},
+    {"compress-weight", NULL, ZZ_OPT_FLAG, ZZ_O(compress_weight), NULL,
+     "store weights in 4 bits (group 64); --policy cw=BITS/GROUP for another format", true, 0, 0, false, ZZ_POL, NULL},
+    {"compress-cache", NULL, ZZ_OPT_FLAG, ZZ_O(compress_cache), NULL,
+     "store the KV cache in 4 bits (group 64 along the head dim); --policy cc=BITS/GROUP for another", true, 0, 0,
+     false, ZZ_POL, NULL},
+    {"attn-sparsity", NULL, ZZ_OPT_SPARSITY, ZZ_O(attn_sparsity), "1",
+     "decoding keeps the top ceil(s * len) keys per query and reads only their V rows; 1 = dense", true, 0, 1, true,
+     ZZ_POL, NULL},
+    {"no-overlap", NULL, ZZ_OPT_FLAG, ZZ_O(no_overlap), NULL, "run loads, stores and compute one after another", true,
+     0, 0, false, ZZ_POL, NULL},
     {"policy", "ZZ_POLICY", ZZ_OPT_STR, ZZ_O(policy), NULL,
      "the whole policy as the one line zigzag prints (instead of the policy flags)", false, 0, 0, false, ZZ_POL, NULL},
     {"offload-dir", "ZZ_OFFLOAD_DIR", ZZ_OPT_STR, ZZ_O(offload_dir), NULL,
      "directory of the disk tier's file (default $TMPDIR or /tmp)", false, 0, 0, false, ZZ_RUN | P | F, NULL},
-    {"device", "ZZ_DEVICE", ZZ_OPT_CHOICE, ZZ_O(device), "auto", "compute device: auto (CUDA if present), cpu, cuda", false, 0, 0, false, ZZ_RUN,
-     "auto cpu cuda"},
+    {"device", "ZZ_DEVICE", ZZ_OPT_CHOICE, ZZ_O(device), "auto", "compute device: auto (CUDA if present), cpu, cuda",
+     false, 0, 0, false, ZZ_RUN, "auto cpu cuda"},
     {"gpu-mem", "ZZ_GPU_MEM", ZZ_OPT_SIZE, ZZ_O(gpu_mem), "0",
      "device memory this run may use, e.g. 16G; 0 = all the device has", false, 0, 0, false, ZZ_POL, NULL},
-    {"cpu-mem", "ZZ_CPU_MEM", ZZ_OPT_SIZE, ZZ_O(cpu_mem), "0", "host memory for the CPU tier; 0 = the RAM this process may use (MemTotal, or its cgroup's memory limit)", false, 0, 0, false, ZZ_POL, NULL},
-    {"disk-mem", "ZZ_DISK_MEM", ZZ_OPT_SIZE, ZZ_O(disk_mem), "0", "disk tier capacity; 0 = free space of --offload-dir", false, 0, 0, false, ZZ_POL, NULL},
-    {"threads", "ZZ_THREADS", ZZ_OPT_INT, ZZ_O(threads), "0", "CPU compute threads; 0 = the CPUs this process may use (its cgroup's cpuset and quota)", false, 0, ZZ_POOL_MAX_THREADS, false, ZZ_RUN | P | F, NULL},
+    {"cpu-mem", "ZZ_CPU_MEM", ZZ_OPT_SIZE, ZZ_O(cpu_mem), "0",
+     "host memory for the CPU tier; 0 = the RAM this process may use (MemTotal, or its cgroup's memory limit)", false,
+     0, 0, false, ZZ_POL, NULL},
+    {"disk-mem", "ZZ_DISK_MEM", ZZ_OPT_SIZE, ZZ_O(disk_mem), "0", "disk tier capacity; 0 = free space of --offload-dir",
+     false, 0, 0, false, ZZ_POL, NULL},
+    {"threads", "ZZ_THREADS", ZZ_OPT_INT, ZZ_O(threads), "0",
+     "CPU compute threads; 0 = the CPUs this process may use (its cgroup's cpuset and quota)", false, 0,
+     ZZ_POOL_MAX_THREADS, false, ZZ_RUN | P | F, NULL},
     {"attn-threads", "ZZ_ATTN_THREADS", ZZ_OPT_INT, ZZ_O(attn_threads), "0",
-     "CPU attention threads (beside a cache off the device; any device); 0 = all cores", false, 0, ZZ_POOL_MAX_THREADS, false, ZZ_RUN, NULL},
+     "CPU attention threads (beside a cache off the device; any device); 0 = all cores", false, 0, ZZ_POOL_MAX_THREADS,
+     false, ZZ_RUN, NULL},
     {"cpu-dtype", "ZZ_CPU_DTYPE", ZZ_OPT_CHOICE, ZZ_O(cpu_dtype), "f32",
      "cpu device: dtype of weight matrices, f32 (the reference) or bf16 (half the bytes; avx512_bf16 kernels where the "
-     "CPU has them); vectors, activations and the KV cache stay f32", false, 0, 0, false, ZZ_POL, "f32 bf16"},
+     "CPU has them); vectors, activations and the KV cache stay f32",
+     false, 0, 0, false, ZZ_POL, "f32 bf16"},
     {"num-inner-iterations", "ZZ_NUM_INNER_ITERATIONS", ZZ_OPT_INT, ZZ_O(num_inner_iterations), "0",
      "mpirun: micro-batch groups T per block (FlexGen's name), each gbs x num-gpu-batches prompts; 0 = the number of ranks",
      false, 0, 1024, false, ZZ_PIPE, NULL},
@@ -134,12 +175,13 @@ static const zz_opt_def zz_opt_table[] = {
      false, 0, 0, false, ZZ_PIPE, NULL},
     {"comm", "ZZ_COMM", ZZ_OPT_CHOICE, ZZ_O(comm), "mpi",
      "mpirun: how hidden states travel between ranks: mpi (pinned host buffers, MPI_Isend/Irecv overlapped with "
-     "compute) or nccl (GPU buffers, ncclSend/Recv on their own stream; an NCCL build and one GPU per rank)", false, 0, 0, false, ZZ_PIPE,
-     "mpi nccl"},
+     "compute) or nccl (GPU buffers, ncclSend/Recv on their own stream; an NCCL build and one GPU per rank)",
+     false, 0, 0, false, ZZ_PIPE, "mpi nccl"},
     {"hw", "ZZ_HW", ZZ_OPT_STR, ZZ_O(hw), NULL,
-     "plan: hardware file (planner/hw/*.json, or zigzag profile's); default: measure this machine", false, 0, 0, false, G | B | P, NULL},
-    {"ranks", NULL, ZZ_OPT_INT, ZZ_O(ranks), "0", "plan: pipeline ranks to plan for (one machine each); 0 = no pipeline",
-     false, 0, 64, false, P, NULL},
+     "plan: hardware file (planner/hw/*.json, or zigzag profile's); default: measure this machine", false, 0, 0, false,
+     G | B | P, NULL},
+    {"ranks", NULL, ZZ_OPT_INT, ZZ_O(ranks), "0",
+     "plan: pipeline ranks to plan for (one machine each); 0 = no pipeline", false, 0, 64, false, P, NULL},
     {"profile-seconds", "ZZ_PROFILE_SECONDS", ZZ_OPT_FLOAT, ZZ_O(profile_seconds), "15",
      "profile: rough seconds all measurements take together", false, 0, 3600, true, P | F, NULL},
     {"max-block", NULL, ZZ_OPT_INT, ZZ_O(max_block), "0",
@@ -149,10 +191,11 @@ static const zz_opt_def zz_opt_table[] = {
      "plan: leave 4-bit weights and cache out of the search (tried by default where the hardware file has 4-bit rates)",
      false, 0, 0, false, G | B | P, NULL},
     {"cpu-isa", "ZZ_CPU_ISA", ZZ_OPT_CHOICE, ZZ_O(cpu_isa), "auto",
-     "vector code of the CPU kernels (attention, linear): auto (the best this CPU has), portable, avx2, avx512",
-     false, 0, 0, false, ZZ_RUN | P | F, "auto portable avx2 avx512"},
+     "vector code of the CPU kernels (attention, linear): auto (the best this CPU has), portable, avx2, avx512", false,
+     0, 0, false, ZZ_RUN | P | F, "auto portable avx2 avx512"},
     {NULL, "ZZ_FAULT_KILL_AFTER_BLOCKS", ZZ_OPT_LL, ZZ_O(fault_kill_after), "-1",
-     "testing: generate commits N blocks, half-writes a line, SIGKILLs itself; -1 = off", false, -1, 1e18, false, G | B, NULL},
+     "testing: generate commits N blocks, half-writes a line, SIGKILLs itself; -1 = off", false, -1, 1e18, false, G | B,
+     NULL},
     {NULL, "ZZ_FAULT_KILL_RANK", ZZ_OPT_INT, ZZ_O(fault_kill_rank), "0",
      "testing, mpirun: the rank ZZ_FAULT_KILL_AFTER_BLOCKS fails (R > 0 dies in block N)", false, 0, 1 << 20, false,
      ZZ_PIPE, NULL},
@@ -214,8 +257,7 @@ static bool zz_opt_choice(const char *choices, const char *v) {
  * "ZZ_FAULT_KIND=boom". */
 static const char *zz_opt_name(const zz_opt_def *d, const char *origin, const char *v, char *buf, size_t len) {
   bool env = d->env && strcmp(origin, d->env) == 0;
-  if (env && d->flag)
-    snprintf(buf, len, "%s=%.200s (--%s)", d->env, v, d->flag);
+  if (env && d->flag) snprintf(buf, len, "%s=%.200s (--%s)", d->env, v, d->flag);
   else if (env || !d->flag)
     snprintf(buf, len, "%s=%.200s", d->env, v);
   else
@@ -357,14 +399,17 @@ static int zz_opts_check_command(const zz_opts *o, const bool *given) {
       size_t n = 0;
       list[0] = '\0';
       for (size_t c = 0; c < ZZ_N_CMDS && n < sizeof list; c++)
-        if (d->cmds & (1u << c)) n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", zz_cmd_names[c]);
+        if (d->cmds & (1u << c))
+          n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", zz_cmd_names[c]);
       fprintf(stderr, "zigzag %s: --%s does not apply to %s (it is an option of %s%s; see zigzag --help)\n", o->command,
               d->flag, o->command, list, d->cmds & ZZ_CMD_MPIRUN ? " under mpirun" : "");
       return 2;
     }
     if ((d->cmds & ZZ_CMD_MPIRUN) && !zz_under_mpirun()) {
-      fprintf(stderr, "zigzag %s: --%s applies to a pipeline started by mpirun (mpirun -np M zigzag %s ...); this "
-                      "process was not\n", o->command, d->flag, o->command);
+      fprintf(stderr,
+              "zigzag %s: --%s applies to a pipeline started by mpirun (mpirun -np M zigzag %s ...); this "
+              "process was not\n",
+              o->command, d->flag, o->command);
       return 2;
     }
   }
@@ -372,27 +417,27 @@ static int zz_opts_check_command(const zz_opts *o, const bool *given) {
 }
 
 void zz_opts_help(FILE *f) {
-  fprintf(f,
-          "zigzag — high-throughput batch generation with offloading\n\n"
-          "usage:\n"
-          "  zigzag generate --model DIR|PRESET [--dummy] --prompts FILE|- --out FILE|- [--max-new-tokens N]\n"
-          "  zigzag tokenize --model DIR [--] TEXT   (after --, a TEXT that starts with - is text)\n"
-          "  zigzag bench    --model PRESET --dummy [--prompt-len S] [--gen-len N] [--json]\n"
-          "  zigzag plan     --model M [--prompt-len S] [--gen-len N] [--hw FILE] [--gpu-mem X --cpu-mem X --disk-mem X]\n"
-          "                  [--ranks m] [--json]   (the policy the planner chooses, predicted throughput)\n"
-          "  zigzag profile  [--out FILE]   (measure this machine: a hardware file for plan --hw)\n"
-          "  zigzag perplexity --model DIR --text FILE [--window N] [policy flags]\n"
-          "  zigzag chat-template --model DIR --messages FILE   (the text the model's chat template renders)\n"
-          "  zigzag CMD --help   (that command's options only);  zigzag --version\n"
-          "  mpirun -np M zigzag generate|bench ...   (a pipeline of M ranks, each a slice of the layers)\n\n"
-          "options (environment variable in brackets sets the default; a bad value there is an error; an\n"
-          "option given to a command it does not apply to, in braces, is refused):\n");
+  fprintf(
+      f,
+      "zigzag — high-throughput batch generation with offloading\n\n"
+      "usage:\n"
+      "  zigzag generate --model DIR|PRESET [--dummy] --prompts FILE|- --out FILE|- [--max-new-tokens N]\n"
+      "  zigzag tokenize --model DIR [--] TEXT   (after --, a TEXT that starts with - is text)\n"
+      "  zigzag bench    --model PRESET --dummy [--prompt-len S] [--gen-len N] [--json]\n"
+      "  zigzag plan     --model M [--prompt-len S] [--gen-len N] [--hw FILE] [--gpu-mem X --cpu-mem X --disk-mem X]\n"
+      "                  [--ranks m] [--json]   (the policy the planner chooses, predicted throughput)\n"
+      "  zigzag profile  [--out FILE]   (measure this machine: a hardware file for plan --hw)\n"
+      "  zigzag perplexity --model DIR --text FILE [--window N] [policy flags]\n"
+      "  zigzag chat-template --model DIR --messages FILE   (the text the model's chat template renders)\n"
+      "  zigzag CMD --help   (that command's options only);  zigzag --version\n"
+      "  mpirun -np M zigzag generate|bench ...   (a pipeline of M ranks, each a slice of the layers)\n\n"
+      "options (environment variable in brackets sets the default; a bad value there is an error; an\n"
+      "option given to a command it does not apply to, in braces, is refused):\n");
   for (size_t i = 0; i < ZZ_N_OPTS; i++) {
     const zz_opt_def *d = &zz_opt_table[i];
     char left[64];
     const char *arg = d->type == ZZ_OPT_FLAG ? "" : d->type == ZZ_OPT_PERCENT ? " WG WC CG CC HG HC" : " X";
-    if (d->flag)
-      snprintf(left, sizeof left, "--%s%s", d->flag, arg);
+    if (d->flag) snprintf(left, sizeof left, "--%s%s", d->flag, arg);
     else
       snprintf(left, sizeof left, "%s=%s", d->env, arg + 1);
     fprintf(f, "  %-24s %s", left, d->help);
@@ -410,8 +455,10 @@ void zz_opts_help(FILE *f) {
     }
     fprintf(f, "\n");
   }
-  fprintf(f, "\nother tunables: OPENBLAS_NUM_THREADS (OpenBLAS threads outside the CPU device, whose GEMMs run single-threaded on --threads)\n"
-             "presets:");
+  fprintf(
+      f,
+      "\nother tunables: OPENBLAS_NUM_THREADS (OpenBLAS threads outside the CPU device, whose GEMMs run single-threaded on --threads)\n"
+      "presets:");
   for (const char *const *p = zz_config_preset_names(); *p; p++) fprintf(f, " %s", *p);
   fprintf(f, "\n");
 }
@@ -421,8 +468,13 @@ void zz_opts_help(FILE *f) {
 bool zz_opt_row(size_t i, zz_opt_info *out) {
   if (i >= ZZ_N_OPTS) return false;
   const zz_opt_def *d = &zz_opt_table[i];
-  *out = (zz_opt_info){.flag = d->flag, .env = d->env, .def = d->def, .help = d->help, .cmds = d->cmds,
-                       .mpirun = (d->cmds & ZZ_CMD_MPIRUN) != 0, .takes_value = d->type != ZZ_OPT_FLAG,
+  *out = (zz_opt_info){.flag = d->flag,
+                       .env = d->env,
+                       .def = d->def,
+                       .help = d->help,
+                       .cmds = d->cmds,
+                       .mpirun = (d->cmds & ZZ_CMD_MPIRUN) != 0,
+                       .takes_value = d->type != ZZ_OPT_FLAG,
                        .choices = d->choices};
   if (d->type != ZZ_OPT_STR && d->type != ZZ_OPT_FLAG) zz_opt_range(d, out->range, sizeof out->range);
   return true;
@@ -446,13 +498,13 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o) {
         if (strncmp(argv[k], "-", 1) != 0) cmd = argv[k];
       return zz_opts_help_command(stdout, cmd) ? -1 : 2;
     }
-    if (options && (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0 || (strcmp(a, "version") == 0 && !*o->command))) {
+    if (options &&
+        (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0 || (strcmp(a, "version") == 0 && !*o->command))) {
       zz_print_version(stdout);
       return -1;
     }
     if (!options || strncmp(a, "--", 2) != 0 || strcmp(a, "-") == 0) {
-      if (!*o->command)
-        o->command = a;
+      if (!*o->command) o->command = a;
       else if (!o->text)
         o->text = a;
       else {
@@ -485,7 +537,8 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o) {
        * spaces into a buffer sized for them (any length is refused cleanly) */
       size_t need = 1;
       int k = 0;
-      for (; k < 6 && i + 1 + k < argc && strncmp(argv[i + 1 + k], "--", 2) != 0; k++) need += strlen(argv[i + 1 + k]) + 1;
+      for (; k < 6 && i + 1 + k < argc && strncmp(argv[i + 1 + k], "--", 2) != 0; k++)
+        need += strlen(argv[i + 1 + k]) + 1;
       char *joined = malloc(need);
       if (!joined) {
         fprintf(stderr, "zigzag: out of memory\n");
@@ -539,7 +592,8 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o) {
 zz_status zz_opts_policy(const zz_opts *o, zz_policy *out) {
   if (o->policy) {
     if (o->policy_flags_given)
-      return zz_error(ZZ_ERR_INVALID_ARG, "give either --policy or the policy flags (--percent, --gpu-batch-size, ...), not both");
+      return zz_error(ZZ_ERR_INVALID_ARG,
+                      "give either --policy or the policy flags (--percent, --gpu-batch-size, ...), not both");
     return zz_policy_parse(o->policy, out);
   }
   zz_policy p;
@@ -583,8 +637,8 @@ zz_status zz_opts_engine_opts(const zz_opts *o, const zz_shape *shape, int layer
   return ZZ_OK;
 }
 
-zz_status zz_opts_engine_slice(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
-                               const zz_engine_opts *eo, const char *who, zz_engine **out) {
+zz_status zz_opts_engine_slice(zz_device *dev, const zz_model *m, const zz_checkpoint *ck, const zz_engine_opts *eo,
+                               const char *who, zz_engine **out) {
   ZZ_CHECK(zz_engine_create_opts(dev, m, ck, eo, out));
   char pb[256], g[32], c[32], d[32];
   const zz_memplan *p = zz_engine_plan(*out);
@@ -610,13 +664,11 @@ zz_status zz_opts_device_at(const zz_opts *o, int ordinal, zz_device **out) {
   ZZ_CHECK(zz_parse_bytes(o->gpu_mem, &cap));
   zz_dtype wdt = ZZ_DTYPE_F32;
   const char *cd = o->cpu_dtype ? o->cpu_dtype : "f32";
-  if (strcmp(cd, "bf16") == 0)
-    wdt = ZZ_DTYPE_BF16;
+  if (strcmp(cd, "bf16") == 0) wdt = ZZ_DTYPE_BF16;
   else if (strcmp(cd, "f32") != 0)
     return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-dtype %s: want f32 or bf16", cd);
   zz_status st;
-  if (strcmp(o->device, "cpu") == 0)
-    st = zz_device_create_cpu(cap, o->threads, o->attn_threads, out);
+  if (strcmp(o->device, "cpu") == 0) st = zz_device_create_cpu(cap, o->threads, o->attn_threads, out);
   else if (strcmp(o->device, "cuda") == 0)
     st = zz_device_create_cuda(ordinal, cap, o->attn_threads, out);
   else if (strcmp(o->device, "auto") == 0)
@@ -639,24 +691,31 @@ zz_status zz_opts_parse_layers(const char *text, int nlayers, int nranks, int *b
   bounds[nranks] = nlayers;
   for (int r = 1; r < nranks; r++) {
     if (r > 1 && *c++ != ',')
-      return zz_error(ZZ_ERR_INVALID_ARG, "--layers %.200s: want %d cut points for %d ranks, separated by commas; "
-                      "found %d", text, nranks - 1, nranks, r - 1);
+      return zz_error(ZZ_ERR_INVALID_ARG,
+                      "--layers %.200s: want %d cut points for %d ranks, separated by commas; "
+                      "found %d",
+                      text, nranks - 1, nranks, r - 1);
     if (*c < '0' || *c > '9')
-      return zz_error(ZZ_ERR_INVALID_ARG, "--layers %.200s: cut point %d is not a number (want %d comma-separated "
-                      "integers for %d ranks)", text, r, nranks - 1, nranks);
+      return zz_error(ZZ_ERR_INVALID_ARG,
+                      "--layers %.200s: cut point %d is not a number (want %d comma-separated "
+                      "integers for %d ranks)",
+                      text, r, nranks - 1, nranks);
     char *end = NULL;
     errno = 0;
     long v = strtol(c, &end, 10);
     if (errno || v <= bounds[r - 1] || v >= nlayers)
-      return zz_error(ZZ_ERR_INVALID_ARG, "--layers %.200s: want %d increasing cut points in 1..%d (the layer list: 0 "
+      return zz_error(ZZ_ERR_INVALID_ARG,
+                      "--layers %.200s: want %d increasing cut points in 1..%d (the layer list: 0 "
                       "input embedding, 2i+1 and 2i+2 attention and MLP of transformer layer i, %d output "
-                      "embedding)", text, nranks - 1, nlayers - 1, nlayers - 1);
+                      "embedding)",
+                      text, nranks - 1, nlayers - 1, nlayers - 1);
     bounds[r] = (int)v;
     c = end;
   }
   if (*c)
-    return zz_error(ZZ_ERR_INVALID_ARG, "--layers %.200s: want exactly %d cut point%s for %d rank%s; '%.40s' is left over",
-                    text, nranks - 1, nranks == 2 ? "" : "s", nranks, nranks == 1 ? "" : "s", c);
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "--layers %.200s: want exactly %d cut point%s for %d rank%s; '%.40s' is left over", text,
+                    nranks - 1, nranks == 2 ? "" : "s", nranks, nranks == 1 ? "" : "s", c);
   return ZZ_OK;
 }
 

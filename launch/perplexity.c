@@ -37,8 +37,8 @@ int zz_cmd_perplexity(const zz_opts *o) {
   }
   int64_t w = o->window ? o->window : cfg.max_pos - 1;
   if (w < 1 || w + 1 > cfg.max_pos) {
-    st = zz_error(ZZ_ERR_INVALID_ARG, "--window %lld: BOS + the window must fit the model's %lld positions", (long long)w,
-                  (long long)cfg.max_pos);
+    st = zz_error(ZZ_ERR_INVALID_ARG, "--window %lld: BOS + the window must fit the model's %lld positions",
+                  (long long)w, (long long)cfg.max_pos);
     goto done;
   }
   zz_shape shape = {.prompt_len = 1, .gen_len = w};

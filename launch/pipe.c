@@ -27,25 +27,25 @@
 #include "zz_stage.h"
 
 typedef struct zz_pipe {
-  zz_opts o;             /* as the job resolved them */
+  zz_opts o; /* as the job resolved them */
   bool bench;
   int rank, size, groups;
-  zz_job job;            /* rank 0: the files; every rank: model, checkpoint, shape, policy */
+  zz_job job; /* rank 0: the files; every rank: model, checkpoint, shape, policy */
   zz_binding bind;
   bool bound;
   zz_stage *st;
-  zz_stage_comm comm;    /* --comm */
+  zz_stage_comm comm; /* --comm */
   zz_device *dev;
   zz_engine *eng;
   zz_engine_stage *es;
-  int *bounds;           /* [size + 1] layers of rank r: [bounds[r], bounds[r + 1]) */
-  char pline[256];       /* --hw, no policy given: this rank's planned policy (o.policy points here) */
-  double predicted;      /* --hw, no policy given: the planner's pipeline total tokens/s (0: not planned) */
-  bool planned;          /* --hw, no policy given, no --layers: the planner's pipeline runs */
-  zz_pipeline_plan *pp;  /* planned: rank 0's plan, broadcast to every rank */
-  zz_hw hw;              /* --hw: the file, as this rank read and checked it */
+  int *bounds;          /* [size + 1] layers of rank r: [bounds[r], bounds[r + 1]) */
+  char pline[256];      /* --hw, no policy given: this rank's planned policy (o.policy points here) */
+  double predicted;     /* --hw, no policy given: the planner's pipeline total tokens/s (0: not planned) */
+  bool planned;         /* --hw, no policy given, no --layers: the planner's pipeline runs */
+  zz_pipeline_plan *pp; /* planned: rank 0's plan, broadcast to every rank */
+  zz_hw hw;             /* --hw: the file, as this rank read and checked it */
   int64_t kill_rank, kill_after;
-  char fault_kind;       /* ZZ_FAULT_KIND: 'k' kill (default), 's' stop, 'e' error */
+  char fault_kind; /* ZZ_FAULT_KIND: 'k' kill (default), 's' stop, 'e' error */
   /* bench, rank 0: the request of the current run (0: none left) and its result */
   zz_request breq;
   bool bgiven;
@@ -132,9 +132,10 @@ static zz_status zz_pipe_take_plan(zz_pipe *p) {
   ZZ_CHECK(zz_opts_policy(&p->o, &p->job.pol));
   zz_threads th = zz_plan_threads(&p->hw, p->bound ? p->bind.ncores : 0);
   if (zz_opts_take_threads(&p->o, &p->o, &th))
-    fprintf(stderr, "zigzag: rank %d: threads from the plan for its %d cores: GEMM %d, CPU attention %d, I/O lanes "
-                    "%d x 1 (--threads, --attn-threads override)\n", p->rank,
-            p->bound && p->bind.ncores > 0 ? p->bind.ncores : p->hw.cpu_cores, th.gemm, th.attn, th.io);
+    fprintf(stderr,
+            "zigzag: rank %d: threads from the plan for its %d cores: GEMM %d, CPU attention %d, I/O lanes "
+            "%d x 1 (--threads, --attn-threads override)\n",
+            p->rank, p->bound && p->bind.ncores > 0 ? p->bind.ncores : p->hw.cpu_cores, th.gemm, th.attn, th.io);
   if (p->rank == 0) { /* one write: the ranks' own lines do not mix into it */
     char *buf = NULL, pb[256];
     size_t len = 0;
@@ -147,8 +148,10 @@ static zz_status zz_pipe_take_plan(zz_pipe *p) {
       fprintf(f, "\n");
       for (int r = 0; r < p->size; r++)
         fprintf(f, "zigzag: rank %d: policy %s\n", r, zz_policy_str(&pp->rank[r].policy, pb, sizeof pb));
-      fprintf(f, "zigzag: pipeline predicted: prefill %.4g tokens/s, decode %.4g tokens/s, total %.4g tokens/s; "
-                 "bubble %.1f%%\n", pp->prefill_tps, pp->decode_tps, pp->total_tps, 100 * pp->bubble);
+      fprintf(f,
+              "zigzag: pipeline predicted: prefill %.4g tokens/s, decode %.4g tokens/s, total %.4g tokens/s; "
+              "bubble %.1f%%\n",
+              pp->prefill_tps, pp->decode_tps, pp->total_tps, 100 * pp->bubble);
       fclose(f);
       if (buf) fputs(buf, stderr);
     }
@@ -167,8 +170,8 @@ static zz_status zz_pipe_take_plan(zz_pipe *p) {
 static zz_status zz_pipe_comm(zz_pipe *p) {
   if (p->comm == ZZ_STAGE_COMM_MPI) return ZZ_OK;
   int64_t bls = (int64_t)p->job.pol.gpu_batch_size * p->job.pol.num_gpu_batches;
-  size_t max_hidden =
-      zz_hidden_bytes(p->job.model.cfg.hidden, zz_device_describe(p->dev)->compute_dtype, bls, p->job.shape.prompt_len);
+  size_t max_hidden = zz_hidden_bytes(p->job.model.cfg.hidden, zz_device_describe(p->dev)->compute_dtype, bls,
+                                      p->job.shape.prompt_len);
   return zz_stage_use_comm(p->st, p->comm, p->dev, max_hidden);
 }
 
@@ -225,10 +228,15 @@ static zz_status zz_pipe_build(zz_pipe *p) {
   snprintf(who, sizeof who, "rank %d: layers [%d, %d) of %d, %d groups; ", p->rank, eo.layer_begin, eo.layer_end,
            p->job.model.n_layers, p->groups);
   ZZ_CHECK(zz_opts_engine_slice(p->dev, &p->job.model, p->job.ck, &eo, who, &p->eng));
-  zz_engine_stage_config ec = {
-      .engine = p->eng, .device = p->dev, .max_new_tokens = p->bench ? p->o.gen_len : p->o.max_new_tokens, .ignore_eos = p->bench,
-      .sampling = zz_opts_sampling(&p->o), .next = zz_pipe_next, .finished = zz_pipe_finished,
-      .step_hook = zz_pipe_step_hook, .ctx = p};
+  zz_engine_stage_config ec = {.engine = p->eng,
+                               .device = p->dev,
+                               .max_new_tokens = p->bench ? p->o.gen_len : p->o.max_new_tokens,
+                               .ignore_eos = p->bench,
+                               .sampling = zz_opts_sampling(&p->o),
+                               .next = zz_pipe_next,
+                               .finished = zz_pipe_finished,
+                               .step_hook = zz_pipe_step_hook,
+                               .ctx = p};
   ZZ_CHECK(zz_engine_stage_create(&ec, &p->es));
   if (p->rank != 0) return ZZ_OK;
   int64_t cap = (int64_t)p->groups * p->job.pol.gpu_batch_size * p->job.pol.num_gpu_batches;
@@ -278,7 +286,8 @@ static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
   zz_stage_get_stats(p->st, &s0);
   if ((s = zz_pipe_bench_run(p, req)) != ZZ_OK) zz_stage_fail(p->st, s);
   zz_stage_get_stats(p->st, &s1);
-  if (p->rank == 0 && !(all = calloc((size_t)p->size, sizeof *all))) zz_stage_fail(p->st, zz_error(ZZ_ERR_NO_MEMORY, "out of memory"));
+  if (p->rank == 0 && !(all = calloc((size_t)p->size, sizeof *all)))
+    zz_stage_fail(p->st, zz_error(ZZ_ERR_NO_MEMORY, "out of memory"));
   /* what each rank did in the measured block: its counters then minus before */
   zz_stage_stats d = s1;
   d.total_s -= s0.total_s, d.busy_s -= s0.busy_s, d.bubble_s -= s0.bubble_s, d.send_wait_s -= s0.send_wait_s;
@@ -296,29 +305,31 @@ static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
              "\"gen_len\": %d, \"batch\": %lld, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, "
              "\"total_tok_s\": %.3f, \"prefill_s\": %.4f, \"decode_s\": %.4f, \"policy\": \"%s\", \"predicted\": %.3f, "
              "\"stages\": [",
-             p->job.cfg.name, zz_device_describe(p->dev)->name, p->size, p->groups, o->prompt_len, o->gen_len, (long long)b, rate[0],
-             rate[1], rate[2], p->bres.prefill_s, p->bres.decode_s, pbuf, p->predicted);
+             p->job.cfg.name, zz_device_describe(p->dev)->name, p->size, p->groups, o->prompt_len, o->gen_len,
+             (long long)b, rate[0], rate[1], rate[2], p->bres.prefill_s, p->bres.decode_s, pbuf, p->predicted);
       for (int r = 0; r < p->size; r++)
         printf("%s{\"rank\": %d, \"layers\": [%d, %d], \"busy_s\": %.4f, \"bubble_s\": %.4f, \"total_s\": %.4f, "
-               "\"busy_frac\": %.4f, \"bubble_frac\": %.4f, \"bytes_per_token\": %.1f}", r ? ", " : "", r,
-               p->bounds[r], p->bounds[r + 1], all[r].busy_s, all[r].bubble_s, all[r].total_s,
+               "\"busy_frac\": %.4f, \"bubble_frac\": %.4f, \"bytes_per_token\": %.1f}",
+               r ? ", " : "", r, p->bounds[r], p->bounds[r + 1], all[r].busy_s, all[r].bubble_s, all[r].total_s,
                all[r].total_s > 0 ? all[r].busy_s / all[r].total_s : 0,
                all[r].total_s > 0 ? all[r].bubble_s / all[r].total_s : 0, all[r].bytes_per_token);
       printf("], \"warmup\": \"excluded\"}\n");
     } else {
       printf("zigzag bench: %s on %s, %d ranks, %d groups, %lld prompts x %d tokens, %d new tokens each "
-             "(warm-up excluded)\n", p->job.cfg.name, zz_device_describe(p->dev)->name, p->size, p->groups, (long long)b,
-             o->prompt_len, o->gen_len);
-      printf("  policy     %s (%s)\n", pbuf, p->predicted > 0 ? "rank 0's; each rank's planned for its slice" : "per rank");
+             "(warm-up excluded)\n",
+             p->job.cfg.name, zz_device_describe(p->dev)->name, p->size, p->groups, (long long)b, o->prompt_len,
+             o->gen_len);
+      printf("  policy     %s (%s)\n", pbuf,
+             p->predicted > 0 ? "rank 0's; each rank's planned for its slice" : "per rank");
       printf("  prefill    %10.1f tok/s  (%.3f s)\n", rate[0], p->bres.prefill_s);
       printf("  decode     %10.1f tok/s  (%.3f s)\n", rate[1], p->bres.decode_s);
       printf("  total      %10.1f tok/s\n", rate[2]);
-      if (p->predicted > 0) printf("  predicted  %10.1f tok/s total (the planner's pipeline, --hw %s)\n", p->predicted, o->hw);
+      if (p->predicted > 0)
+        printf("  predicted  %10.1f tok/s total (the planner's pipeline, --hw %s)\n", p->predicted, o->hw);
       for (int r = 0; r < p->size; r++)
         printf("  rank %-3d   layers [%d, %d): busy %.0f%%, bubble %.0f%% of %.3f s, %.0f bytes sent per token\n", r,
                p->bounds[r], p->bounds[r + 1], all[r].total_s > 0 ? 100 * all[r].busy_s / all[r].total_s : 0,
-               all[r].total_s > 0 ? 100 * all[r].bubble_s / all[r].total_s : 0, all[r].total_s,
-               all[r].bytes_per_token);
+               all[r].total_s > 0 ? 100 * all[r].bubble_s / all[r].total_s : 0, all[r].total_s, all[r].bytes_per_token);
     }
     fflush(stdout);
   }

@@ -30,9 +30,11 @@ static zz_status zz_plan_hw(const zz_opts *o, zz_hw *hw) {
   ZZ_CHECK(zz_parse_bytes(o->cpu_mem, &cpu));
   char a[32], b[32];
   if (cpu > ram)
-    return zz_error(ZZ_ERR_INVALID_ARG, "plan without --hw plans for this machine, and --cpu-mem %s is more than its %s "
-                    "of RAM (MemTotal, or its cgroup's memory limit less room for the program); give --hw FILE to plan for another machine", zz_format_bytes(cpu, a, sizeof a),
-                    zz_format_bytes(ram, b, sizeof b));
+    return zz_error(
+        ZZ_ERR_INVALID_ARG,
+        "plan without --hw plans for this machine, and --cpu-mem %s is more than its %s "
+        "of RAM (MemTotal, or its cgroup's memory limit less room for the program); give --hw FILE to plan for another machine",
+        zz_format_bytes(cpu, a, sizeof a), zz_format_bytes(ram, b, sizeof b));
   fprintf(stderr, "zigzag: no --hw file: measuring this machine first (zigzag profile --out FILE saves it)\n");
   zz_profile_opts po = {.offload_dir = o->offload_dir, .threads = o->threads, .budget_s = o->profile_seconds};
   return zz_profile_run(&po, hw);
@@ -106,8 +108,9 @@ zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shap
    * the binding the caller applies before its device starts (zz_run_bind) */
   zz_threads th = pred->cost.threads;
   if (zz_opts_take_threads(out, o, &th))
-    fprintf(stderr, "zigzag: threads from the plan: GEMM %d, CPU attention %d, I/O lanes %d x 1 (--threads, "
-                    "--attn-threads override)\n",
+    fprintf(stderr,
+            "zigzag: threads from the plan: GEMM %d, CPU attention %d, I/O lanes %d x 1 (--threads, "
+            "--attn-threads override)\n",
             out->threads, out->attn_threads, th.io);
   pred->bind = zz_plan_binding(&hw, o->threads || o->attn_threads);
   return ZZ_OK;
@@ -116,8 +119,10 @@ zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shap
 /* ---------------------------------------------------------------- printing */
 
 static void zz_print_cost(FILE *f, const char *who, const zz_cost *c, const size_t cap[ZZ_TIER_COUNT]) {
-  fprintf(f, "%spredicted: prefill %.4g tokens/s, decode %.4g tokens/s, total %.4g tokens/s (one block: prefill %.4g s, "
-             "decode %.4g s)\n", who, c->prefill_tps, c->decode_tps, c->total_tps, c->prefill_s, c->decode_s);
+  fprintf(f,
+          "%spredicted: prefill %.4g tokens/s, decode %.4g tokens/s, total %.4g tokens/s (one block: prefill %.4g s, "
+          "decode %.4g s)\n",
+          who, c->prefill_tps, c->decode_tps, c->total_tps, c->prefill_s, c->decode_s);
   for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++) {
     fprintf(f, "%s%s lanes, seconds summed over layers%s:", who, ph == ZZ_PHASE_PREFILL ? "prefill" : "decode",
             ph == ZZ_PHASE_PREFILL ? "" : " and steps");
@@ -137,16 +142,19 @@ static void zz_print_cost(FILE *f, const char *who, const zz_cost *c, const size
 }
 
 static void zz_json_cost(FILE *f, const zz_cost *c) {
-  fprintf(f, "\"prefill_tps\": %.6g, \"decode_tps\": %.6g, \"total_tps\": %.6g, \"prefill_s\": %.6g, \"decode_s\": %.6g",
+  fprintf(f,
+          "\"prefill_tps\": %.6g, \"decode_tps\": %.6g, \"total_tps\": %.6g, \"prefill_s\": %.6g, \"decode_s\": %.6g",
           c->prefill_tps, c->decode_tps, c->total_tps, c->prefill_s, c->decode_s);
   for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++) {
     fprintf(f, ", \"%s_lanes_s\": {", ph == ZZ_PHASE_PREFILL ? "prefill" : "decode");
-    for (int q = 0; q < ZZ_TERM_COUNT; q++) fprintf(f, "%s\"%s\": %.6g", q ? ", " : "", zz_term_name((zz_term)q), c->term_s[ph][q]);
+    for (int q = 0; q < ZZ_TERM_COUNT; q++)
+      fprintf(f, "%s\"%s\": %.6g", q ? ", " : "", zz_term_name((zz_term)q), c->term_s[ph][q]);
     fprintf(f, "}");
   }
-  fprintf(f, ", \"peak_bytes\": {\"gpu\": %zu, \"cpu\": %zu, \"disk\": %zu}, \"attn_threads\": %d", c->peak[0], c->peak[1],
-          c->peak[2], c->attn_threads);
-  fprintf(f, ", \"threads\": {\"gemm\": %d, \"attn\": %d, \"io\": %d}", c->threads.gemm, c->threads.attn, c->threads.io);
+  fprintf(f, ", \"peak_bytes\": {\"gpu\": %zu, \"cpu\": %zu, \"disk\": %zu}, \"attn_threads\": %d", c->peak[0],
+          c->peak[1], c->peak[2], c->attn_threads);
+  fprintf(f, ", \"threads\": {\"gemm\": %d, \"attn\": %d, \"io\": %d}", c->threads.gemm, c->threads.attn,
+          c->threads.io);
 }
 
 /* ---------------------------------------------------------------- plan */
@@ -163,11 +171,17 @@ static void zz_print_vs_one(const zz_pipeline_plan *p, const zz_pipeline_plan *o
   int M = p->ranks;
   double sd = p->decode_tps / one->decode_tps, st = p->total_tps / one->total_tps;
   printf("one machine: policy %s (block %d sequences); predicted: prefill %.4g tokens/s, decode %.4g tokens/s, total "
-         "%.4g tokens/s\n", zz_policy_str(&one->rank[0].policy, pb, sizeof pb), zz_pipe_block(one), one->prefill_tps,
-         one->decode_tps, one->total_tps);
+         "%.4g tokens/s\n",
+         zz_policy_str(&one->rank[0].policy, pb, sizeof pb), zz_pipe_block(one), one->prefill_tps, one->decode_tps,
+         one->total_tps);
   printf("speed-up of %d machines over one: decode x%.2f (%s), total x%.2f (%s)\n", M, sd,
-         sd > M ? "super-linear" : sd > 1 ? "sub-linear" : "no gain", st,
-         st > M ? "super-linear" : st > 1 ? "sub-linear" : "no gain");
+         sd > M   ? "super-linear"
+         : sd > 1 ? "sub-linear"
+                  : "no gain",
+         st,
+         st > M   ? "super-linear"
+         : st > 1 ? "sub-linear"
+                  : "no gain");
 }
 
 static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, const zz_planner_opts *po_in) {
@@ -183,14 +197,16 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
                    *one = malloc(sizeof *one);
   zz_status st = p && more && fewer && one ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "plan: out of memory");
   if (st == ZZ_OK && given) st = zz_opts_policy(o, &pol);
-#define ZZ_PIPE_PLAN(k, out) (given ? zz_pipe_plan_eval(m, hw, po, (k), &pol, (out)) : zz_pipe_plan_search(m, hw, po, (k), (out)))
+#define ZZ_PIPE_PLAN(k, out)                                                                                           \
+  (given ? zz_pipe_plan_eval(m, hw, po, (k), &pol, (out)) : zz_pipe_plan_search(m, hw, po, (k), (out)))
   double t0 = zz_now();
   if (st == ZZ_OK) st = ZZ_PIPE_PLAN(M, p);
   double dt = zz_now() - t0;
   /* would one rank more (or fewer) change the answer? */
   bool have_more = false, have_fewer = false, have_one = false;
   if (st == ZZ_OK && dt > 5)
-    fprintf(stderr, "plan: %d ranks planned in %.0f s; planning %d and %d ranks too, to compare\n", M, dt, M - 1, M + 1);
+    fprintf(stderr, "plan: %d ranks planned in %.0f s; planning %d and %d ranks too, to compare\n", M, dt, M - 1,
+            M + 1);
   if (st == ZZ_OK && M + 1 <= m->n_layers && M + 1 <= ZZ_PLAN_MAX_RANKS) {
     have_more = ZZ_PIPE_PLAN(M + 1, more) == ZZ_OK;
     zz_error_clear();
@@ -202,7 +218,8 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
   /* the best one-machine plan (searched, also beside a given policy) */
   if (st == ZZ_OK && M > 1) {
     if (M == 2 && have_fewer && !given) memcpy(one, fewer, sizeof *one), have_one = true;
-    else have_one = zz_pipe_plan_search(m, hw, po, 1, one) == ZZ_OK;
+    else
+      have_one = zz_pipe_plan_search(m, hw, po, 1, one) == ZZ_OK;
     zz_error_clear();
   }
 #undef ZZ_PIPE_PLAN
@@ -214,8 +231,9 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
     const zz_policy *rp = &p->rank[0].policy;
     printf("{\"model\": \"%s\", \"hw\": \"%s\", \"prompt_len\": %d, \"gen_len\": %d, \"ranks\": %d, \"groups\": %d, "
            "\"prefill_tps\": %.6g, \"decode_tps\": %.6g, \"total_tps\": %.6g, \"bubble\": %.4f, \"net_s\": %.6g, "
-           "\"search_s\": %.4g, \"bounds\": [", m->cfg.name, hw->name, o->prompt_len, o->gen_len, M, p->groups,
-           p->prefill_tps, p->decode_tps, p->total_tps, p->bubble, p->net_s, dt);
+           "\"search_s\": %.4g, \"bounds\": [",
+           m->cfg.name, hw->name, o->prompt_len, o->gen_len, M, p->groups, p->prefill_tps, p->decode_tps, p->total_tps,
+           p->bubble, p->net_s, dt);
     for (int r = 0; r <= M; r++) printf("%s%d", r ? ", " : "", p->bounds[r]);
     printf("], \"rank\": [");
     for (int r = 0; r < M; r++) {
@@ -231,16 +249,16 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
       double sd = p->decode_tps / one->decode_tps, sx = p->total_tps / one->total_tps;
       printf(", \"one_rank\": {\"policy\": \"%s\", \"block\": %d, \"prefill_tps\": %.6g, \"decode_tps\": %.6g, "
              "\"total_tps\": %.6g}, \"speedup\": {\"decode\": %.4f, \"total\": %.4f, \"super_linear_decode\": %s, "
-             "\"super_linear_total\": %s}", zz_policy_str(&one->rank[0].policy, pb, sizeof pb), zz_pipe_block(one),
-             one->prefill_tps, one->decode_tps, one->total_tps, sd, sx, sd > M ? "true" : "false",
-             sx > M ? "true" : "false");
+             "\"super_linear_total\": %s}",
+             zz_policy_str(&one->rank[0].policy, pb, sizeof pb), zz_pipe_block(one), one->prefill_tps, one->decode_tps,
+             one->total_tps, sd, sx, sd > M ? "true" : "false", sx > M ? "true" : "false");
     }
     printf("}\n");
   } else {
     size_t cap[ZZ_TIER_COUNT];
     zz_planner_caps(hw, po, cap);
-    printf("plan: %s on %s (%d machine%s in the file), prompt %d, gen %d, %d ranks, %d micro-batch groups\n", m->cfg.name,
-           hw->name, hw->machines, hw->machines == 1 ? "" : "s", o->prompt_len, o->gen_len, M, p->groups);
+    printf("plan: %s on %s (%d machine%s in the file), prompt %d, gen %d, %d ranks, %d micro-batch groups\n",
+           m->cfg.name, hw->name, hw->machines, hw->machines == 1 ? "" : "s", o->prompt_len, o->gen_len, M, p->groups);
     if (M > hw->machines)
       printf("note: %d ranks on a file of %d machine%s: each rank is planned as one such machine\n", M, hw->machines,
              hw->machines == 1 ? "" : "s");
@@ -259,10 +277,11 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
       zz_print_cost(stdout, who, &p->rank[r].cost, cap);
     }
     printf("pipeline predicted: prefill %.4g tokens/s, decode %.4g tokens/s, total %.4g tokens/s; bubble %.1f%%; "
-           "hidden state hop %.3g ms per decode step\n", p->prefill_tps, p->decode_tps, p->total_tps, 100 * p->bubble,
-           1e3 * p->net_s);
+           "hidden state hop %.3g ms per decode step\n",
+           p->prefill_tps, p->decode_tps, p->total_tps, 100 * p->bubble, 1e3 * p->net_s);
     if (have_one) zz_print_vs_one(p, one);
-    else if (M > 1) printf("one machine: no plan fits one machine (nothing to compare with)\n");
+    else if (M > 1)
+      printf("one machine: no plan fits one machine (nothing to compare with)\n");
     if (have_fewer)
       printf("with %d rank%s: total %.4g tokens/s (x%.2f from %d to %d)\n", M - 1, M - 1 == 1 ? "" : "s",
              fewer->total_tps, p->total_tps / fewer->total_tps, M - 1, M);
@@ -325,7 +344,8 @@ int zz_cmd_plan(const zz_opts *o) {
            plan.search_s);
   } else {
     printf("plan: %s on %s, prompt %d, gen %d\n", cfg.name, hw.name, o->prompt_len, o->gen_len);
-    printf("policy %s%s\n", zz_policy_str(&plan.policy, pb, sizeof pb), given ? " (given: predicted, not searched)" : "");
+    printf("policy %s%s\n", zz_policy_str(&plan.policy, pb, sizeof pb),
+           given ? " (given: predicted, not searched)" : "");
     zz_print_cost(stdout, "", &plan.cost, cap);
     if (given) {
       zz_model_free(&m);
@@ -351,8 +371,10 @@ static zz_status zz_profile_out_check(const char *out) {
     return zz_error(ZZ_ERR_INVALID_ARG, "profile --out %s: the path is too long", out);
   char *slash = strrchr(dir, '/');
   if (!slash) snprintf(dir, sizeof dir, ".");
-  else if (slash == dir) dir[1] = '\0'; /* "/x": the root */
-  else *slash = '\0';
+  else if (slash == dir)
+    dir[1] = '\0'; /* "/x": the root */
+  else
+    *slash = '\0';
   if (access(dir, W_OK | X_OK) != 0)
     return zz_error(ZZ_ERR_IO, "profile --out %s: the directory %s %s (checked before measuring)", out, dir,
                     access(dir, F_OK) != 0 ? "does not exist" : "is not writable");
@@ -362,8 +384,8 @@ static zz_status zz_profile_out_check(const char *out) {
 }
 
 int zz_cmd_profile(const zz_opts *o) {
-  zz_profile_opts po = {.offload_dir = o->offload_dir, .threads = o->threads, .budget_s = o->profile_seconds,
-                        .verbose = true};
+  zz_profile_opts po = {
+      .offload_dir = o->offload_dir, .threads = o->threads, .budget_s = o->profile_seconds, .verbose = true};
   zz_hw hw;
   zz_status st = zz_profile_out_check(o->out);
   if (st == ZZ_OK) st = zz_profile_run(&po, &hw);

@@ -33,11 +33,11 @@ typedef struct zz_opts {
   const char *policy;
   const char *device; /* auto, cpu, cuda */
   const char *gpu_mem;
-  int threads;      /* CPU device compute threads (0: all cores) */
-  int attn_threads; /* CPU attention threads, any device (0: all cores) */
+  int threads;           /* CPU device compute threads (0: all cores) */
+  int attn_threads;      /* CPU attention threads, any device (0: all cores) */
   const char *cpu_dtype; /* CPU device: dtype of weight matrices, f32 or bf16 */
   bool resume, progress, no_progress;
-  const char *text; /* tokenize's argument */
+  const char *text;      /* tokenize's argument */
   const char *text_file; /* perplexity: --text FILE */
   const char *messages;  /* chat-template: --messages FILE */
   int window;            /* perplexity: tokens per window (0: the model's positions - 1) */
@@ -53,10 +53,10 @@ typedef struct zz_opts {
   const char *layers;       /* cut points over the layer list, "3,5"; NULL = by cost */
   const char *comm;         /* how hidden states travel: "mpi" or "nccl" */
   /* the planner */
-  const char *hw; /* hardware file (plan); NULL: measure this machine */
-  int ranks;      /* plan: pipeline ranks (0: one machine, no pipeline) */
-  int max_block;  /* plan: largest block gbs x num_gb considered (0: any) */
-  bool no_compression; /* plan: do not search 4-bit weights / cache */
+  const char *hw;        /* hardware file (plan); NULL: measure this machine */
+  int ranks;             /* plan: pipeline ranks (0: one machine, no pipeline) */
+  int max_block;         /* plan: largest block gbs x num_gb considered (0: any) */
+  bool no_compression;   /* plan: do not search 4-bit weights / cache */
   float profile_seconds; /* profile: rough total seconds */
   const char *cpu_isa;   /* vector code of the CPU kernels: auto, portable, avx2, avx512 */
   /* fault injection for the tests (environment only) */
@@ -66,9 +66,9 @@ typedef struct zz_opts {
   int plan_trace;             /* ZZ_PLAN_TRACE (1): each rank says how many policy searches it ran */
   int env_error;              /* a ZZ_* variable held a bad value: the exit code zz_opts_parse returns */
   /* generation settings every line takes unless it gives its own (launch/lines.c) */
-  float repetition_penalty;   /* 1: off */
-  int logprobs;               /* -1: off; k: each token's log-probability and the k most likely */
-  unsigned gen_given;         /* ZZ_GIVEN_* bits: set on the command line, so generation_config.json's yield */
+  float repetition_penalty; /* 1: off */
+  int logprobs;             /* -1: off; k: each token's log-probability and the k most likely */
+  unsigned gen_given;       /* ZZ_GIVEN_* bits: set on the command line, so generation_config.json's yield */
 } zz_opts;
 
 /* zz_opts.gen_given */
@@ -89,10 +89,10 @@ void zz_opts_help(FILE *f);
 /* One row of the options table, as launch/help.c formats it. */
 typedef struct zz_opt_info {
   const char *flag, *env, *def, *help, *choices;
-  unsigned cmds;      /* bit c: applies to zz_opt_commands()[c] */
-  bool mpirun;        /* only under mpirun */
+  unsigned cmds; /* bit c: applies to zz_opt_commands()[c] */
+  bool mpirun;   /* only under mpirun */
   bool takes_value;
-  char range[96];     /* "an integer in [1, 4096]", or "" */
+  char range[96]; /* "an integer in [1, 4096]", or "" */
 } zz_opt_info;
 bool zz_opt_row(size_t i, zz_opt_info *out);
 /* The commands, NULL terminated, in the order of zz_opt_info.cmds's bits. */
@@ -118,8 +118,8 @@ zz_status zz_opts_engine(const zz_opts *o, zz_device *dev, const zz_model *m, co
 zz_status zz_opts_engine_opts(const zz_opts *o, const zz_shape *shape, int layer_begin, int layer_end, int groups,
                               zz_engine_opts *out);
 /* Builds an engine from eo, printing the same line, prefixed by who ("" or "rank 1: "). */
-zz_status zz_opts_engine_slice(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
-                               const zz_engine_opts *eo, const char *who, zz_engine **out);
+zz_status zz_opts_engine_slice(zz_device *dev, const zz_model *m, const zz_checkpoint *ck, const zz_engine_opts *eo,
+                               const char *who, zz_engine **out);
 /* --layers "a,b,c": bounds[nranks + 1] of the slices of nlayers layers over nranks
  * ranks (bounds[0] = 0, bounds[nranks] = nlayers). */
 zz_status zz_opts_parse_layers(const char *text, int nlayers, int nranks, int *bounds);
@@ -150,7 +150,7 @@ typedef struct zz_setup {
   bool predicted;
   zz_device *dev;
   zz_engine *eng;
-  double load_s;   /* seconds zz_setup_engine took to build the engine (weights loaded) */
+  double load_s; /* seconds zz_setup_engine took to build the engine (weights loaded) */
 } zz_setup;
 /* s->opts from o; with plan and --hw the planner's policy when none is given
  * (zz_opts_plan_policy) and its binding applied, before any device starts; then
@@ -189,8 +189,8 @@ typedef struct zz_output {
   zz_newfile nf;    /* that new file */
   mode_t mode;      /* the old file's mode, given to the new one */
   bool regular, created, resume, begun;
-  long good_len;    /* --resume: bytes of the complete lines */
-  char *record;     /* the job record written beside it, or NULL */
+  long good_len; /* --resume: bytes of the complete lines */
+  char *record;  /* the job record written beside it, or NULL */
 } zz_output;
 /* Opens and locks path, refusing a link, a directory, a file another job holds.
  * With resume reads the ids it holds (done_out; refusing a file that is not one
@@ -213,7 +213,7 @@ int64_t zz_count_lines(const char *path);
 
 typedef struct zz_progress {
   bool on;
-  bool tty;           /* stderr is a terminal (asked once) */
+  bool tty; /* stderr is a terminal (asked once) */
   int64_t total, done, skipped, tokens;
   double t0, last;
   int64_t live;       /* tokens of the block still running (zz_progress_token) */
@@ -233,13 +233,13 @@ void zz_progress_finish(zz_progress *p);
 /* A generate job's files and prompts (launch/job.c): the one process, or rank 0 of
  * a pipeline. The other ranks open only the model side (files = false). */
 typedef struct zz_job {
-  zz_opts opts;            /* the options, max_prompt_len resolved */
-  bool files;              /* holds the prompts, the output and the tokenizer */
+  zz_opts opts; /* the options, max_prompt_len resolved */
+  bool files;   /* holds the prompts, the output and the tokenizer */
   zz_config cfg;
   zz_model model;
-  zz_checkpoint *ck;       /* NULL with --dummy */
-  zz_tokenizer *tok;       /* NULL without vocab.json */
-  zz_shape shape;          /* max_prompt_len, max_new_tokens */
+  zz_checkpoint *ck; /* NULL with --dummy */
+  zz_tokenizer *tok; /* NULL without vocab.json */
+  zz_shape shape;    /* max_prompt_len, max_new_tokens */
   zz_policy pol;
   zz_prompt_reader *rd;
   zz_resume_set *done_ids; /* ids already in --out (--resume) */
@@ -252,13 +252,13 @@ typedef struct zz_job {
   zz_prompt *prompts;
   int32_t **ids;
   int64_t *lens;
-  uint64_t *streams;       /* prompt number in the file: the sampling stream */
+  uint64_t *streams; /* prompt number in the file: the sampling stream */
   int64_t n, cap;
-  bool more;               /* prompts may be left */
-  int64_t index;           /* prompts read, skipped ones included */
+  bool more;     /* prompts may be left */
+  int64_t index; /* prompts read, skipped ones included */
   zz_progress prog;
   int64_t kill_after, committed, written; /* blocks (ZZ_FAULT_KILL_AFTER_BLOCKS), blocks, prompts */
-  struct zz_job_lines *lx; /* each line's own settings, its completions, its error (launch/job.c) */
+  struct zz_job_lines *lx;                /* each line's own settings, its completions, its error (launch/job.c) */
 } zz_job;
 
 /* Resolves the model, checkpoint, shape and policy; with files also the tokenizer,

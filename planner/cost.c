@@ -94,8 +94,8 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   const zz_config *c = &m->cfg;
   zz_dtype cdt = zz_hw_compute_dtype(hw);
   /* the formats as a policy carries them, so sizes.c answers as for the engine */
-  zz_policy fmt = {.compress_weight = in->compress_weight, .compress_cache = in->compress_cache, .wq = in->wq,
-                   .cq = in->cq};
+  zz_policy fmt = {
+      .compress_weight = in->compress_weight, .compress_cache = in->compress_cache, .wq = in->wq, .cq = in->cq};
   zz_qfmt wbuf;
   const zz_qfmt *wq = zz_policy_wfmt(&fmt, &wbuf);
   /* 4-bit rates where the file has them (zz_plan_eval refuses a compressed
@@ -128,9 +128,9 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   /* GEMMs: the input embedding gathers rows, the LM head sees the last position */
   if (L->kind != ZZ_LAYER_INPUT_EMBED) {
     double rows = L->kind == ZZ_LAYER_OUTPUT_EMBED ? gbs : gbs * sq;
-    double rate = q4w                                         ? zz_hw_rate(hw->gemm_q4, hw->n_gemm_q4, rows)
+    double rate = q4w                                       ? zz_hw_rate(hw->gemm_q4, hw->n_gemm_q4, rows)
                   : in->bf16_weights && hw->n_gemm_bf16 > 0 ? zz_hw_rate(hw->gemm_bf16, hw->n_gemm_bf16, rows)
-                                                              : zz_hw_rate(hw->gemm, hw->n_gemm, rows);
+                                                            : zz_hw_rate(hw->gemm, hw->n_gemm, rows);
     comp->c += 2 * mat * rows * in->num_gb / rate;
   }
 
@@ -215,7 +215,8 @@ void zz_cost_plan(const zz_cost_in *in, const zz_memplan *plan, zz_cost *out, do
       double step = k * zz_cost_step(term, x, in->overlap);
       if (layer_s) layer_s[j - lb] = (ph == ZZ_PHASE_PREFILL ? 0 : layer_s[j - lb]) + step;
       if (ph == ZZ_PHASE_PREFILL) out->prefill_s += step;
-      else out->decode_s += step;
+      else
+        out->decode_s += step;
       for (int q = 0; q < ZZ_TERM_COUNT; q++) out->term_s[ph][q] += k * zz_lin_eval(&term[q], x);
     }
   }

@@ -62,11 +62,25 @@ void zz_hw_nominal(const char *device, zz_hw *out) {
    * shape, thread count and lane: what a split without a hardware file assumed
    * before the planner's model priced it too */
   const double link = 12e9, flops = 20e12;
-  zz_hw h = {.gpu_mem = (size_t)1 << 40, .cpu_mem = (size_t)1 << 40, .disk_mem = (size_t)1 << 44, .cpu_cores = 1,
-             .ctog_bw = link, .gtoc_bw = link, .disk_read_bw = link, .disk_write_bw = link, .n_gemm = 1,
-             .bmm_prefill_flops = flops, .bmm_decode_flops = flops, .n_cpu_attn = 1, .cpu_flops = flops,
-             .n_gemm_q4 = 1, .bmm_prefill_q4_flops = flops, .bmm_decode_q4_flops = flops, .n_cpu_attn_q4 = 1,
-             .quant_bw = link, .machines = 1};
+  zz_hw h = {.gpu_mem = (size_t)1 << 40,
+             .cpu_mem = (size_t)1 << 40,
+             .disk_mem = (size_t)1 << 44,
+             .cpu_cores = 1,
+             .ctog_bw = link,
+             .gtoc_bw = link,
+             .disk_read_bw = link,
+             .disk_write_bw = link,
+             .n_gemm = 1,
+             .bmm_prefill_flops = flops,
+             .bmm_decode_flops = flops,
+             .n_cpu_attn = 1,
+             .cpu_flops = flops,
+             .n_gemm_q4 = 1,
+             .bmm_prefill_q4_flops = flops,
+             .bmm_decode_q4_flops = flops,
+             .n_cpu_attn_q4 = 1,
+             .quant_bw = link,
+             .machines = 1};
   snprintf(h.name, sizeof h.name, "nominal %s machine (no --hw: a 12 GB/s link, 20 TFLOPS)", device);
   snprintf(h.device, sizeof h.device, "%s", strcmp(device, "cpu") == 0 ? "cpu" : "cuda");
   h.gemm[0] = h.cpu_attn[0] = h.gemm_q4[0] = h.cpu_attn_q4[0] = h.gemm_bf16[0] = (zz_hw_point){1, flops};
@@ -99,14 +113,14 @@ zz_dtype zz_hw_compute_dtype(const zz_hw *hw) {
 /* The physical range of every number in the file: generous, but finite, so a
  * typo (1e-300, 1000x a bus) is refused naming the field instead of reaching the
  * LP, where GLPK aborts or spins on coefficients 300 decades apart. */
-#define ZZ_HW_BW_LO 1e6        /* 1 MB/s: slower than any disk or bus in use */
-#define ZZ_HW_BW_HI 1e13       /* 10 TB/s: above any memory or link today */
-#define ZZ_HW_FLOPS_LO 1e6     /* 1 MFLOP/s */
-#define ZZ_HW_FLOPS_HI 1e17    /* 100 PFLOP/s: above any one device */
-#define ZZ_HW_MEM_HI 1e15      /* 1 PB */
-#define ZZ_HW_THREADS_HI 4096  /* cores, threads and machines */
+#define ZZ_HW_BW_LO 1e6            /* 1 MB/s: slower than any disk or bus in use */
+#define ZZ_HW_BW_HI 1e13           /* 10 TB/s: above any memory or link today */
+#define ZZ_HW_FLOPS_LO 1e6         /* 1 MFLOP/s */
+#define ZZ_HW_FLOPS_HI 1e17        /* 100 PFLOP/s: above any one device */
+#define ZZ_HW_MEM_HI 1e15          /* 1 PB */
+#define ZZ_HW_THREADS_HI 4096      /* cores, threads and machines */
 #define ZZ_HW_ROWS_HI 1073741824.0 /* GEMM rows M of a rate point: 2^30 */
-#define ZZ_HW_LATENCY_HI 10.0  /* seconds per message */
+#define ZZ_HW_LATENCY_HI 10.0      /* seconds per message */
 
 typedef struct zz_hw_range {
   const char *name, *unit;
@@ -132,11 +146,11 @@ static zz_status zz_hw_points_check(const zz_hw_point *p, int n, const char *whe
   for (int i = 0; i < n; i++) {
     char name[64];
     snprintf(name, sizeof name, "%s[%d][0] (%s)", field, i, threads ? "threads" : "rows M");
-    ZZ_CHECK(zz_hw_range_check(&(zz_hw_range){name, threads ? "threads" : "rows", p[i].x, 1, xhi, false, threads},
-                               where));
+    ZZ_CHECK(
+        zz_hw_range_check(&(zz_hw_range){name, threads ? "threads" : "rows", p[i].x, 1, xhi, false, threads}, where));
     snprintf(name, sizeof name, "%s[%d][1] (rate)", field, i);
-    ZZ_CHECK(zz_hw_range_check(&(zz_hw_range){name, "flop/s", p[i].y, ZZ_HW_FLOPS_LO, ZZ_HW_FLOPS_HI, false, false},
-                               where));
+    ZZ_CHECK(
+        zz_hw_range_check(&(zz_hw_range){name, "flop/s", p[i].y, ZZ_HW_FLOPS_LO, ZZ_HW_FLOPS_HI, false, false}, where));
     if (i && p[i].x <= p[i - 1].x)
       return zz_error(ZZ_ERR_FORMAT, "%s: %s[%d]: points must be sorted by their first number, strictly increasing",
                       where, field, i);
@@ -185,8 +199,10 @@ zz_status zz_hw_check(const zz_hw *hw, const char *where) {
   }
   if (hw->n_gemm_bf16 > 0) { /* one field: all or none by itself */
     if (strcmp(hw->device, "cpu") != 0)
-      return zz_error(ZZ_ERR_FORMAT, "%s: gemm_bf16_flops: bf16 weights are an option of the cpu device, and this "
-                      "file's device is \"%s\"", where, hw->device);
+      return zz_error(ZZ_ERR_FORMAT,
+                      "%s: gemm_bf16_flops: bf16 weights are an option of the cpu device, and this "
+                      "file's device is \"%s\"",
+                      where, hw->device);
     ZZ_CHECK(zz_hw_points_check(hw->gemm_bf16, hw->n_gemm_bf16, where, "gemm_bf16_flops", ZZ_HW_ROWS_HI, false));
   }
   if (hw->machines > 1 && hw->net_bw <= 0)
@@ -206,28 +222,32 @@ const char *zz_hw_run_device(const zz_hw *hw, const char *device) {
 zz_status zz_hw_check_here(const zz_hw *hw, const char *where, const char *device, size_t cpu_cap, size_t gpu_cap) {
   const char *run = zz_hw_run_device(hw, device);
   if (strcmp(run, hw->device) != 0)
-    return zz_error(ZZ_ERR_INVALID_ARG,
-                    "--hw %s describes a %s machine (\"device\": \"%s\", %s) and this run computes on %s (--device %s): "
-                    "a plan is made for the machine it runs on; measure this one (zigzag profile --out FILE) and "
-                    "give that file, or run with --device %s", where, hw->device, hw->device, hw->name, run,
-                    device ? device : "auto", hw->device);
+    return zz_error(
+        ZZ_ERR_INVALID_ARG,
+        "--hw %s describes a %s machine (\"device\": \"%s\", %s) and this run computes on %s (--device %s): "
+        "a plan is made for the machine it runs on; measure this one (zigzag profile --out FILE) and "
+        "give that file, or run with --device %s",
+        where, hw->device, hw->device, hw->name, run, device ? device : "auto", hw->device);
   /* the RAM the plan may fill: the cpu tier, and on the cpu device its arena too */
   size_t ram = zz_host_memory_bytes();
   char a[32], b[32];
   size_t cpu = cpu_cap ? cpu_cap : hw->cpu_mem;
   if (cpu > ram)
-    return zz_error(ZZ_ERR_INVALID_ARG,
-                    "--hw %s: its cpu tier of %s (%s) is more than this machine's %s of RAM (MemTotal, or its cgroup's memory limit less room for the program): the plan "
-                    "would place in RAM what is not there; measure this machine (zigzag profile --out FILE) or give "
-                    "--cpu-mem of at most %s", where, zz_format_bytes(cpu, a, sizeof a),
-                    cpu_cap ? "--cpu-mem" : "cpu_mem_bytes", zz_format_bytes(ram, b, sizeof b), b);
+    return zz_error(
+        ZZ_ERR_INVALID_ARG,
+        "--hw %s: its cpu tier of %s (%s) is more than this machine's %s of RAM (MemTotal, or its cgroup's memory limit less room for the program): the plan "
+        "would place in RAM what is not there; measure this machine (zigzag profile --out FILE) or give "
+        "--cpu-mem of at most %s",
+        where, zz_format_bytes(cpu, a, sizeof a), cpu_cap ? "--cpu-mem" : "cpu_mem_bytes",
+        zz_format_bytes(ram, b, sizeof b), b);
   size_t gpu = gpu_cap ? gpu_cap : hw->gpu_mem;
   if (strcmp(hw->device, "cpu") == 0 && gpu > ram)
-    return zz_error(ZZ_ERR_INVALID_ARG,
-                    "--hw %s: its cpu device's memory of %s (%s) is host RAM, and this machine has %s (MemTotal, or its cgroup's memory limit less room for the program); "
-                    "measure this machine (zigzag profile --out FILE) or give --gpu-mem of at most %s", where,
-                    zz_format_bytes(gpu, a, sizeof a), gpu_cap ? "--gpu-mem" : "gpu_mem_bytes",
-                    zz_format_bytes(ram, b, sizeof b), b);
+    return zz_error(
+        ZZ_ERR_INVALID_ARG,
+        "--hw %s: its cpu device's memory of %s (%s) is host RAM, and this machine has %s (MemTotal, or its cgroup's memory limit less room for the program); "
+        "measure this machine (zigzag profile --out FILE) or give --gpu-mem of at most %s",
+        where, zz_format_bytes(gpu, a, sizeof a), gpu_cap ? "--gpu-mem" : "gpu_mem_bytes",
+        zz_format_bytes(ram, b, sizeof b), b);
   return ZZ_OK;
 }
 
@@ -238,8 +258,8 @@ typedef enum { ZZ_F_NUM, ZZ_F_BYTES, ZZ_F_INT, ZZ_F_STR, ZZ_F_POINTS } zz_field_
 typedef struct zz_field {
   const char *key;
   zz_field_kind kind;
-  size_t off;      /* into zz_hw */
-  size_t cap;      /* strings: buffer size; points: offset of the count */
+  size_t off; /* into zz_hw */
+  size_t cap; /* strings: buffer size; points: offset of the count */
   bool required;
 } zz_field;
 
@@ -278,7 +298,8 @@ static zz_status zz_field_read(const zz_field *f, json_t *v, const char *where, 
   switch (f->kind) {
     case ZZ_F_STR: {
       const char *s = json_string_value(v);
-      if (!s || strlen(s) >= f->cap) return zz_error(ZZ_ERR_FORMAT, "%s: %s: want a string of fewer than %zu bytes", where, f->key, f->cap);
+      if (!s || strlen(s) >= f->cap)
+        return zz_error(ZZ_ERR_FORMAT, "%s: %s: want a string of fewer than %zu bytes", where, f->key, f->cap);
       memcpy(base, s, strlen(s) + 1);
       return ZZ_OK;
     }
@@ -287,7 +308,8 @@ static zz_status zz_field_read(const zz_field *f, json_t *v, const char *where, 
     case ZZ_F_INT: {
       if (!json_is_number(v)) return zz_error(ZZ_ERR_FORMAT, "%s: %s: want a number", where, f->key);
       double d = json_number_value(v);
-      if (!isfinite(d) || d < 0) return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g: want a finite number >= 0", where, f->key, d);
+      if (!isfinite(d) || d < 0)
+        return zz_error(ZZ_ERR_FORMAT, "%s: %s = %g: want a finite number >= 0", where, f->key, d);
       if (f->kind == ZZ_F_NUM) *(double *)base = d;
       else if (f->kind == ZZ_F_BYTES) {
         if (d > ZZ_HW_MEM_HI) /* before the conversion to size_t; the range is zz_hw_check's */
@@ -306,7 +328,8 @@ static zz_status zz_field_read(const zz_field *f, json_t *v, const char *where, 
       zz_hw_point *p = (zz_hw_point *)base;
       int *n = (int *)((char *)hw + f->cap);
       if (!json_is_array(v) || json_array_size(v) > ZZ_HW_MAX_POINTS)
-        return zz_error(ZZ_ERR_FORMAT, "%s: %s: want an array of at most %d [x, rate] pairs", where, f->key, ZZ_HW_MAX_POINTS);
+        return zz_error(ZZ_ERR_FORMAT, "%s: %s: want an array of at most %d [x, rate] pairs", where, f->key,
+                        ZZ_HW_MAX_POINTS);
       *n = (int)json_array_size(v);
       for (int i = 0; i < *n; i++) {
         json_t *e = json_array_get(v, (size_t)i);
@@ -377,8 +400,8 @@ zz_status zz_hw_save(const zz_hw *hw, const char *path) {
       }
     }
     /* an optional rate this machine lacks (4-bit ops on a device without them) is left out */
-    bool absent = !f->required && v && ((json_is_array(v) && json_array_size(v) == 0) ||
-                                        (json_is_number(v) && json_number_value(v) == 0));
+    bool absent = !f->required && v &&
+                  ((json_is_array(v) && json_array_size(v) == 0) || (json_is_number(v) && json_number_value(v) == 0));
     if (absent) json_decref(v);
     else if (!v || json_object_set_new(root, f->key, v) != 0)
       st = zz_error(ZZ_ERR_NO_MEMORY, "hardware file: out of memory");
@@ -388,10 +411,12 @@ zz_status zz_hw_save(const zz_hw *hw, const char *path) {
     if (strcmp(path, "-") == 0) {
       if (json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0)
         st = zz_error(ZZ_ERR_IO, "hardware file: cannot write it to stdout");
-      else printf("\n");
+      else
+        printf("\n");
     } else { /* a new file renamed into place: an old file stays whole until then, a link is replaced, not followed */
       char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-      st = text ? zz_file_replace(path, text, strlen(text)) : zz_error(ZZ_ERR_NO_MEMORY, "hardware file: out of memory");
+      st = text ? zz_file_replace(path, text, strlen(text))
+                : zz_error(ZZ_ERR_NO_MEMORY, "hardware file: out of memory");
       if (st != ZZ_OK) st = zz_error(st, "hardware file %s: cannot write it: %s", path, zz_error_message());
       free(text);
     }

@@ -19,8 +19,10 @@
 
 zz_status zz_split_costs(const double *cost, int L, int nranks, int *bounds_out) {
   if (nranks < 1 || nranks > L)
-    return zz_error(ZZ_ERR_INVALID_ARG, "pipeline: %d ranks for a model of %d layers (input embedding, attention "
-                    "and MLP of each transformer layer, output embedding): every rank needs one", nranks, L);
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "pipeline: %d ranks for a model of %d layers (input embedding, attention "
+                    "and MLP of each transformer layer, output embedding): every rank needs one",
+                    nranks, L);
   double *pre = calloc((size_t)L + 1, sizeof *pre);
   double *best = malloc((size_t)(nranks + 1) * (size_t)(L + 1) * sizeof *best);
   int *arg = malloc((size_t)(nranks + 1) * (size_t)(L + 1) * sizeof *arg);
@@ -29,7 +31,7 @@ zz_status zz_split_costs(const double *cost, int L, int nranks, int *bounds_out)
     return zz_error(ZZ_ERR_NO_MEMORY, "pipeline: layer split");
   }
   for (int l = 0; l < L; l++) pre[l + 1] = pre[l] + cost[l];
-  /* best[k][j]: the smallest possible slowest stage when k stages hold layers [0, j) */
+    /* best[k][j]: the smallest possible slowest stage when k stages hold layers [0, j) */
 #define B(k, j) best[(size_t)(k) * (size_t)(L + 1) + (size_t)(j)]
 #define A(k, j) arg[(size_t)(k) * (size_t)(L + 1) + (size_t)(j)]
   for (int j = 1; j <= L; j++) B(1, j) = pre[j], A(1, j) = 0;
@@ -113,7 +115,7 @@ static void zz_pipe_times(const zz_model *m, const zz_hw *hw, const zz_shape *sh
 
 /* Every rank's best policy for one (gbs, num_gb) over the split in p->bounds. */
 static zz_status zz_pipe_plan_ranks(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int nb,
-                               zz_pipeline_plan *p) {
+                                    zz_pipeline_plan *p) {
   for (int r = 0; r < p->ranks; r++) {
     zz_planner_opts ro = *o;
     ro.layer_begin = p->bounds[r], ro.layer_end = p->bounds[r + 1], ro.n_groups = p->groups;
@@ -167,7 +169,8 @@ static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_plann
       if (!have || cur->total_tps > p->total_tps) memcpy(p, cur, sizeof *p), have = true;
     }
   free(cur);
-  return have ? ZZ_OK : zz_error(ZZ_ERR_INFEASIBLE, "planner: no policy fits every rank of the %d-rank split", p->ranks);
+  return have ? ZZ_OK
+              : zz_error(ZZ_ERR_INFEASIBLE, "planner: no policy fits every rank of the %d-rank split", p->ranks);
 }
 
 zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int ranks,
@@ -251,9 +254,10 @@ zz_status zz_pipe_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner
     if (st != ZZ_OK) {
       char msg[1024], pb[256];
       snprintf(msg, sizeof msg, "%s", zz_error_message());
-      st = zz_error(st, "planner: --ranks %d with the policy \"%s\": rank %d (layers [%d, %d), %d groups) cannot run "
-                    "it: %s; leave the policy out to plan each rank's own", ranks, zz_policy_str(pol, pb, sizeof pb), r,
-                    p->bounds[r], p->bounds[r + 1], p->groups, msg);
+      st = zz_error(st,
+                    "planner: --ranks %d with the policy \"%s\": rank %d (layers [%d, %d), %d groups) cannot run "
+                    "it: %s; leave the policy out to plan each rank's own",
+                    ranks, zz_policy_str(pol, pb, sizeof pb), r, p->bounds[r], p->bounds[r + 1], p->groups, msg);
     }
   }
   if (st == ZZ_OK) {

@@ -10,8 +10,7 @@ zz_status zz_plan_build(const zz_model *m, const zz_hw *hw, const zz_planner_opt
 zz_cost_in zz_cost_in_of(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *p);
 /* Best confirmed policy for one (gbs, num_gb) over the CPU-attention choice (and
  * compression when allowed); ZZ_ERR_INFEASIBLE when none fits. */
-zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int num_gb,
-                      zz_plan *out);
+zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int num_gb, zz_plan *out);
 /* One more search for zz_planner_searches. */
 void zz_planner_count_search(void);
 /* The (gbs, num_gb) lists searched by default. */

@@ -77,7 +77,8 @@ static zz_status zz_median_s(const zz_prof *p, zz_prof_fn fn, void *arg, double 
       if (last[2] <= ZZ_PROF_AGREE * last[0] || nw == ZZ_PROF_MAX_WINDOWS) {
         *out = last[1];
         if (p->verbose && last[2] > ZZ_PROF_AGREE * last[0])
-          fprintf(stderr, "profile: note: %d windows still spread %.0f%% (a busy machine?); kept the median of the last 3\n",
+          fprintf(stderr,
+                  "profile: note: %d windows still spread %.0f%% (a busy machine?); kept the median of the last 3\n",
                   nw, 100 * (last[2] / last[0] - 1));
         return ZZ_OK;
       }
@@ -114,7 +115,8 @@ static zz_status zz_prof_copies(const zz_prof *p, zz_hw *hw) {
   if (st == ZZ_OK) { /* weight-like halves, all different: a converter's speed can depend on the values */
     memset(a.h, 0, db);
     uint16_t *h = a.h;
-    for (int64_t i = 0; i < n; i++) h[i] = zz_f32_to_f16(((float)((uint32_t)i * 2654435761u >> 16) / 65536.0f - 0.5f) * 0.1f);
+    for (int64_t i = 0; i < n; i++)
+      h[i] = zz_f32_to_f16(((float)((uint32_t)i * 2654435761u >> 16) / 65536.0f - 0.5f) * 0.1f);
   }
   double t = 0;
   if (st == ZZ_OK) {
@@ -229,7 +231,8 @@ static zz_status zz_prof_gemm(const zz_prof *p, zz_dtype wdt, zz_hw_point *pts, 
   }
   if (st == ZZ_OK) st = zz_device_sync(p->dev, ZZ_LANE_COMPUTE);
   if (st == ZZ_OK) st = zz_dev_fill(p->dev, max_m * K, &a.x);
-  if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(zz_device_describe(p->dev)->compute_dtype, max_m * N), &a.y);
+  if (st == ZZ_OK)
+    st = zz_device_alloc(p->dev, zz_dtype_nbytes(zz_device_describe(p->dev)->compute_dtype, max_m * N), &a.y);
   *n_pts = 0;
   for (int64_t m = 1; st == ZZ_OK && m <= max_m && *n_pts < ZZ_HW_MAX_POINTS; m *= 2) {
     a.m = m;
@@ -239,8 +242,10 @@ static zz_status zz_prof_gemm(const zz_prof *p, zz_dtype wdt, zz_hw_point *pts, 
     pts[(*n_pts)++] = (zz_hw_point){(double)m, 2.0 * (double)m * K * N / t};
     if (p->verbose)
       fprintf(stderr, "profile: GEMM%s M=%lld: %.3g GFLOP/s\n",
-              q4 ? " (4-bit weights)" : wdt == ZZ_DTYPE_BF16 ? " (bf16 weights)" : "", (long long)m,
-              pts[*n_pts - 1].y / 1e9);
+              q4                     ? " (4-bit weights)"
+              : wdt == ZZ_DTYPE_BF16 ? " (bf16 weights)"
+                                     : "",
+              (long long)m, pts[*n_pts - 1].y / 1e9);
     /* larger M only takes longer: stop once the calls are long and the curve
      * has flattened (a rate still climbing, as a slow kernel's at small M, would
      * be extrapolated flat from too low a point), or the calls are very long */
@@ -271,16 +276,41 @@ typedef struct {
 static zz_status zz_attn_once(void *a_) {
   zz_attn_arg *a = a_;
   if (a->pool) {
-    zz_attn_args args = {.q = a->q, .k = a->k, .v = a->v, .kv_dt = a->kv.dt, .kv_q = a->kv.q,
-                         .seq_bytes = a->kv.seq_bytes, .b = a->b, .sq = a->sq, .t = a->t, .q_start = a->t - a->sq,
-                         .heads = a->heads, .hd = a->hd, .kv_heads = a->heads, .pad = a->pad, .keep = 1,
-                         .out = a->out, .scratch = a->scratch};
+    zz_attn_args args = {.q = a->q,
+                         .k = a->k,
+                         .v = a->v,
+                         .kv_dt = a->kv.dt,
+                         .kv_q = a->kv.q,
+                         .seq_bytes = a->kv.seq_bytes,
+                         .b = a->b,
+                         .sq = a->sq,
+                         .t = a->t,
+                         .q_start = a->t - a->sq,
+                         .heads = a->heads,
+                         .hd = a->hd,
+                         .kv_heads = a->heads,
+                         .pad = a->pad,
+                         .keep = 1,
+                         .out = a->out,
+                         .scratch = a->scratch};
     zz_cpu_attention_ex(a->pool, &args);
     return ZZ_OK;
   }
-  zz_attn_call call = {.q = a->q, .k = a->k, .v = a->v, .kv = a->kv, .b = a->b, .sq = a->sq, .t = a->t,
-                       .q_start = a->t - a->sq, .heads = a->heads, .kv_heads = a->heads, .hd = a->hd, .pad = a->pad,
-                       .keep = 1, .out = a->out, .scratch = a->scratch};
+  zz_attn_call call = {.q = a->q,
+                       .k = a->k,
+                       .v = a->v,
+                       .kv = a->kv,
+                       .b = a->b,
+                       .sq = a->sq,
+                       .t = a->t,
+                       .q_start = a->t - a->sq,
+                       .heads = a->heads,
+                       .kv_heads = a->heads,
+                       .hd = a->hd,
+                       .pad = a->pad,
+                       .keep = 1,
+                       .out = a->out,
+                       .scratch = a->scratch};
   ZZ_CHECK(zz_device_attention(a->dev, &call));
   return zz_device_sync(a->dev, ZZ_LANE_COMPUTE);
 }
@@ -349,7 +379,7 @@ static zz_status zz_prof_cpu_attn(const zz_prof *p, bool q4, zz_hw_point *pts, i
   a.q = q, a.k = k, a.v = v, a.out = o, a.scratch = sc, a.pad = pad;
   int cores = p->cores;
   *n_pts = 0;
-  for (int t = 1; st == ZZ_OK && *n_pts < ZZ_HW_MAX_POINTS; t = t * 2 > cores && t < cores ? cores : t * 2) {
+  for (int t = 1; st == ZZ_OK && *n_pts<ZZ_HW_MAX_POINTS; t = t * 2> cores && t < cores ? cores : t * 2) {
     if (t > cores) break;
     if (zz_pool_create(t, &a.pool) != 0) {
       st = zz_error(ZZ_ERR_NO_MEMORY, "profile: cannot start %d threads", t);
@@ -408,8 +438,8 @@ static zz_status zz_prof_q4(const zz_prof *p, zz_hw *hw) {
   for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
     if (!zz_device_supports(p->dev, ops[i], ZZ_DTYPE_Q4)) {
       if (p->verbose)
-        fprintf(stderr, "profile: the %s device has no 4-bit %s: no compression rates\n", zz_device_describe(p->dev)->name,
-                zz_op_name(ops[i]));
+        fprintf(stderr, "profile: the %s device has no 4-bit %s: no compression rates\n",
+                zz_device_describe(p->dev)->name, zz_op_name(ops[i]));
       return ZZ_OK;
     }
   ZZ_CHECK(zz_prof_gemm(p, ZZ_DTYPE_Q4, hw->gemm_q4, &hw->n_gemm_q4));
@@ -418,8 +448,10 @@ static zz_status zz_prof_q4(const zz_prof *p, zz_hw *hw) {
   ZZ_CHECK(zz_prof_cpu_attn(p, true, hw->cpu_attn_q4, &hw->n_cpu_attn_q4));
   ZZ_CHECK(zz_prof_quant(p, &hw->quant_bw));
   if (p->verbose)
-    fprintf(stderr, "profile: 4-bit cache: device attention prefill %.3g GFLOP/s, decode %.3g GFLOP/s; quantize at "
-                    "store %.3g GB/s\n", hw->bmm_prefill_q4_flops / 1e9, hw->bmm_decode_q4_flops / 1e9, hw->quant_bw / 1e9);
+    fprintf(stderr,
+            "profile: 4-bit cache: device attention prefill %.3g GFLOP/s, decode %.3g GFLOP/s; quantize at "
+            "store %.3g GB/s\n",
+            hw->bmm_prefill_q4_flops / 1e9, hw->bmm_decode_q4_flops / 1e9, hw->quant_bw / 1e9);
   return ZZ_OK;
 }
 
@@ -459,7 +491,8 @@ zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
   hw.machines = 1;
   zz_status st = zz_prof_copies(&p, &hw);
   if (st == ZZ_OK && o->verbose)
-    fprintf(stderr, "profile: host to device %.3g GB/s, device to host %.3g GB/s\n", hw.ctog_bw / 1e9, hw.gtoc_bw / 1e9);
+    fprintf(stderr, "profile: host to device %.3g GB/s, device to host %.3g GB/s\n", hw.ctog_bw / 1e9,
+            hw.gtoc_bw / 1e9);
   /* 1 GiB with the default budget, at least 64 MiB, in 32 MiB transfers (a
    * layer's matrix); a virtual disk's rate swings by tens of percent over a
    * quarter of a second, so less says little */
@@ -471,7 +504,8 @@ zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
             hw.disk_write_bw / 1e9);
   if (st == ZZ_OK) st = zz_prof_gemm(&p, zz_device_describe(p.dev)->compute_dtype, hw.gemm, &hw.n_gemm);
   /* bf16 weight matrices (--cpu-dtype bf16): the CPU device's linear over them */
-  if (st == ZZ_OK && zz_device_describe(p.dev)->kind == ZZ_DEVICE_CPU && zz_device_supports(p.dev, ZZ_OP_LINEAR, ZZ_DTYPE_BF16))
+  if (st == ZZ_OK && zz_device_describe(p.dev)->kind == ZZ_DEVICE_CPU &&
+      zz_device_supports(p.dev, ZZ_OP_LINEAR, ZZ_DTYPE_BF16))
     st = zz_prof_gemm(&p, ZZ_DTYPE_BF16, hw.gemm_bf16, &hw.n_gemm_bf16);
   if (st == ZZ_OK) st = zz_prof_bmm(&p, false, 4, 256, 256, &hw.bmm_prefill_flops);
   if (st == ZZ_OK) st = zz_prof_bmm(&p, false, 32, 1, 512, &hw.bmm_decode_flops);

@@ -44,7 +44,10 @@ static zz_status zz_q4_rates_check(const zz_hw *hw, bool cw, bool cc) {
                     "planner: compressed %s asked for, but the hardware file \"%s\" has no 4-bit rates "
                     "(gemm_q4_flops, bmm_*_q4_flops, cpu_attention_q4_flops, quant_bytes_per_s; zigzag profile "
                     "measures them where the device has 4-bit ops)",
-                    cw && cc ? "weights and cache" : cw ? "weights" : "cache", hw->name);
+                    cw && cc ? "weights and cache"
+                    : cw     ? "weights"
+                             : "cache",
+                    hw->name);
   return ZZ_OK;
 }
 
@@ -53,14 +56,18 @@ static zz_status zz_q4_rates_check(const zz_hw *hw, bool cw, bool cc) {
 static zz_status zz_bf16_rates_check(const zz_hw *hw, const zz_planner_opts *o) {
   if (!o->bf16_weights) return ZZ_OK;
   if (strcmp(hw->device, "cpu") != 0)
-    return zz_error(ZZ_ERR_INVALID_ARG, "planner: --cpu-dtype bf16: bf16 weights are an option of the cpu device, and "
-                    "the hardware file \"%s\" describes a %s device", hw->name, hw->device);
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "planner: --cpu-dtype bf16: bf16 weights are an option of the cpu device, and "
+                    "the hardware file \"%s\" describes a %s device",
+                    hw->name, hw->device);
   if (hw->n_gemm_bf16 <= 0)
-    return zz_error(ZZ_ERR_INVALID_ARG, "planner: --cpu-dtype bf16 asked for, but the hardware file \"%s\" has no "
-                    "gemm_bf16_flops (zigzag profile measures it where the cpu device has bf16 linear)", hw->name);
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "planner: --cpu-dtype bf16 asked for, but the hardware file \"%s\" has no "
+                    "gemm_bf16_flops (zigzag profile measures it where the cpu device has bf16 linear)",
+                    hw->name);
   if (o->force_compress_weight)
     return zz_error(ZZ_ERR_INVALID_ARG, "planner: --cpu-dtype bf16 with --compress-weight: weights are either 4-bit "
-                    "or bf16; give one of them");
+                                        "or bf16; give one of them");
   return ZZ_OK;
 }
 
@@ -82,7 +89,10 @@ zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opt
   zz_planner_caps(hw, o, cap);
   zz_device_desc dev;
   zz_hw_device_desc(hw, cap[ZZ_TIER_GPU], o->bf16_weights, &dev);
-  zz_engine_opts eo = {.policy = *pol, .shape = o->shape, .layer_begin = o->layer_begin, .layer_end = o->layer_end,
+  zz_engine_opts eo = {.policy = *pol,
+                       .shape = o->shape,
+                       .layer_begin = o->layer_begin,
+                       .layer_end = o->layer_end,
                        .n_groups = o->n_groups};
   eo.tiers.cap[ZZ_TIER_GPU] = cap[ZZ_TIER_GPU];
   eo.tiers.cap[ZZ_TIER_CPU] = cap[ZZ_TIER_CPU];
@@ -95,9 +105,17 @@ zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opt
 /* ---------------------------------------------------------------- cost inputs */
 
 zz_cost_in zz_cost_in_of(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *p) {
-  return (zz_cost_in){.m = m, .hw = hw, .shape = o->shape, .gbs = p->gpu_batch_size, .num_gb = p->num_gpu_batches,
-                      .overlap = p->overlap, .cpu_attention = p->cpu_attention, .compress_weight = p->compress_weight,
-                      .compress_cache = p->compress_cache, .wq = p->wq, .cq = p->cq,
+  return (zz_cost_in){.m = m,
+                      .hw = hw,
+                      .shape = o->shape,
+                      .gbs = p->gpu_batch_size,
+                      .num_gb = p->num_gpu_batches,
+                      .overlap = p->overlap,
+                      .cpu_attention = p->cpu_attention,
+                      .compress_weight = p->compress_weight,
+                      .compress_cache = p->compress_cache,
+                      .wq = p->wq,
+                      .cq = p->cq,
                       .bf16_weights = o->bf16_weights};
 }
 
@@ -215,8 +233,8 @@ static void zz_glp_fatal(void *info) {
 }
 
 static zz_status zz_plan_lp_mem(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_cost_in *in,
-                         const zz_lp_mem *mem, const double cap[ZZ_LP_CAPS], double x_out[ZZ_X_COUNT],
-                         double *obj_out) {
+                                const zz_lp_mem *mem, const double cap[ZZ_LP_CAPS], double x_out[ZZ_X_COUNT],
+                                double *obj_out) {
   (void)hw;
   int lb, le;
   zz_slice(m, o, &lb, &le);
@@ -253,8 +271,10 @@ static zz_status zz_plan_lp_mem(const zz_model *m, const zz_hw *hw, const zz_pla
         double sum = fabs(l->c);
         for (int v = 0; v < ZZ_X_COUNT; v++) sum += fabs(l->a[v]);
         if (!isfinite(sum)) {
-          st = zz_error(ZZ_ERR_INVALID_ARG, "planner: no plan: the %s term of layer class %d is not finite "
-                        "(hardware \"%s\": a rate of about 0?)", zz_term_name((zz_term)q), c, in->hw->name);
+          st = zz_error(ZZ_ERR_INVALID_ARG,
+                        "planner: no plan: the %s term of layer class %d is not finite "
+                        "(hardware \"%s\": a rate of about 0?)",
+                        zz_term_name((zz_term)q), c, in->hw->name);
           goto done;
         }
         if (sum > unit) unit = sum;
@@ -273,7 +293,8 @@ static zz_status zz_plan_lp_mem(const zz_model *m, const zz_hw *hw, const zz_pla
   const volatile int rows_per = in->overlap ? ZZ_TERM_COUNT : 1;
   int nrows = 3 + 2 * nc * rows_per + ZZ_TIER_COUNT + (shared ? 1 : 0);
   size_t nz_cap = (size_t)nrows * (size_t)(ZZ_X_COUNT + 1) + 16;
-  ia = malloc((nz_cap + 1) * sizeof *ia), ja = malloc((nz_cap + 1) * sizeof *ja), ar = malloc((nz_cap + 1) * sizeof *ar);
+  ia = malloc((nz_cap + 1) * sizeof *ia), ja = malloc((nz_cap + 1) * sizeof *ja),
+  ar = malloc((nz_cap + 1) * sizeof *ar);
   if (!ia || !ja || !ar) {
     st = zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
     goto done;
@@ -286,9 +307,10 @@ static zz_status zz_plan_lp_mem(const zz_model *m, const zz_hw *hw, const zz_pla
     glp_term_hook(NULL, NULL);
     glp_free_env();
     lp = NULL;
-    st = zz_error(ZZ_ERR_UNSUPPORTED, "planner: no plan: GLPK failed on the LP of gbs=%d num_gb=%d (%s); the hardware "
-                  "file \"%s\" has rates too far apart to solve", in->gbs, in->num_gb,
-                  zz_glp_trap.msg[0] ? zz_glp_trap.msg : "no message", in->hw->name);
+    st = zz_error(ZZ_ERR_UNSUPPORTED,
+                  "planner: no plan: GLPK failed on the LP of gbs=%d num_gb=%d (%s); the hardware "
+                  "file \"%s\" has rates too far apart to solve",
+                  in->gbs, in->num_gb, zz_glp_trap.msg[0] ? zz_glp_trap.msg : "no message", in->hw->name);
     goto done;
   }
   glp_term_out(GLP_OFF);
@@ -370,12 +392,15 @@ static zz_status zz_plan_lp_mem(const zz_model *m, const zz_hw *hw, const zz_pla
   if (rc == GLP_ENOPFS || status == GLP_NOFEAS || status == GLP_INFEAS) {
     st = zz_error(ZZ_ERR_INFEASIBLE, "planner: gbs=%d num_gb=%d: no placement fits the tiers", in->gbs, in->num_gb);
   } else if (rc == GLP_EITLIM || rc == GLP_ETMLIM) { /* not "does not fit": the search must not go on quietly */
-    st = zz_error(ZZ_ERR_UNSUPPORTED, "planner: no plan: GLPK stopped on the LP of gbs=%d num_gb=%d after %s without "
-                  "an optimum; the hardware file \"%s\" has rates too far apart to solve", in->gbs, in->num_gb,
-                  rc == GLP_EITLIM ? "20000 iterations" : "10 s", in->hw->name);
+    st = zz_error(ZZ_ERR_UNSUPPORTED,
+                  "planner: no plan: GLPK stopped on the LP of gbs=%d num_gb=%d after %s without "
+                  "an optimum; the hardware file \"%s\" has rates too far apart to solve",
+                  in->gbs, in->num_gb, rc == GLP_EITLIM ? "20000 iterations" : "10 s", in->hw->name);
   } else if (rc != 0 || status != GLP_OPT) {
-    st = zz_error(ZZ_ERR_UNSUPPORTED, "planner: no plan: GLPK's simplex failed on the LP of gbs=%d num_gb=%d (rc %d, "
-                  "status %d%s%s)", in->gbs, in->num_gb, rc, status, zz_glp_trap.msg[0] ? ": " : "", zz_glp_trap.msg);
+    st = zz_error(ZZ_ERR_UNSUPPORTED,
+                  "planner: no plan: GLPK's simplex failed on the LP of gbs=%d num_gb=%d (rc %d, "
+                  "status %d%s%s)",
+                  in->gbs, in->num_gb, rc, status, zz_glp_trap.msg[0] ? ": " : "", zz_glp_trap.msg);
   } else {
     for (int v = 0; v < ZZ_X_COUNT; v++) x_out[v] = glp_get_col_prim(lp, 1 + v);
     *obj_out = glp_get_obj_val(lp) * unit;
@@ -424,7 +449,8 @@ static zz_policy zz_policy_of(const zz_cost_in *in, const double x[ZZ_X_COUNT]) 
 /* How far each tier of a plan is over cap (0 where it fits), and on the CPU
  * device how far its gpu and cpu tiers together are over the RAM they share
  * (the LP's own row: shrinking the cpu tier for it never moved the answer). */
-static void zz_overshoot(const zz_memplan *p, const zz_hw *hw, const size_t cap[ZZ_TIER_COUNT], double over[ZZ_LP_CAPS]) {
+static void zz_overshoot(const zz_memplan *p, const zz_hw *hw, const size_t cap[ZZ_TIER_COUNT],
+                         double over[ZZ_LP_CAPS]) {
   for (int t = 0; t < ZZ_TIER_COUNT; t++) {
     double need = (double)zz_memplan_tier_total(p, (zz_tier)t);
     over[t] = need > (double)cap[t] ? need - (double)cap[t] : 0;
@@ -487,10 +513,18 @@ static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner
   zz_planner_caps(hw, o, cap);
   /* the smallest footprint the search could have chosen: 4-bit where it may */
   bool q4 = o->allow_compression && zz_hw_has_q4(hw);
-  zz_cost_in in = {.m = m, .hw = hw, .shape = o->shape, .gbs = gbs, .num_gb = 1, .overlap = true,
+  zz_cost_in in = {.m = m,
+                   .hw = hw,
+                   .shape = o->shape,
+                   .gbs = gbs,
+                   .num_gb = 1,
+                   .overlap = true,
                    .compress_weight = (q4 || o->force_compress_weight) && !o->bf16_weights,
-                   .compress_cache = q4 || o->force_compress_cache, .bf16_weights = o->bf16_weights};
-  const char *how = in.compress_weight && in.compress_cache ? " in 4 bits" : o->bf16_weights ? " (weights in bf16)" : "";
+                   .compress_cache = q4 || o->force_compress_cache,
+                   .bf16_weights = o->bf16_weights};
+  const char *how = in.compress_weight && in.compress_cache ? " in 4 bits"
+                    : o->bf16_weights                       ? " (weights in bf16)"
+                                                            : "";
   zz_policy p = zz_corner(&in, true, ZZ_TIER_DISK);
   zz_memplan plan;
   ZZ_CHECK(zz_plan_build(m, hw, o, &p, &plan));
@@ -511,13 +545,14 @@ static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner
   bool shared = strcmp(hw->device, "cpu") == 0; /* the gpu and cpu tiers are both the host's RAM */
   double ram = zz_shared_ram(cap);
   if (shared && need[0] + need[1] > ram)
-    return zz_error(ZZ_ERR_INFEASIBLE,
-                    "no policy fits: the host's RAM is short by %s — on the cpu device the gpu and cpu tiers are both "
-                    "RAM, and even gbs=%d num_gb=1 with everything%s on disk needs %s of it (buffers the schedule cannot "
-                    "move) and %s gives %s; %s of %s or more would fit",
-                    ZZ_B(need[0] + need[1] - ram, a), gbs, how, ZZ_B(need[0] + need[1], b),
-                    o->cap[ZZ_TIER_CPU] ? "--cpu-mem" : "the hardware file", ZZ_B(ram, d),
-                    o->cap[ZZ_TIER_CPU] ? "--cpu-mem" : "cpu_mem_bytes", ZZ_B(need[0] + need[1], e));
+    return zz_error(
+        ZZ_ERR_INFEASIBLE,
+        "no policy fits: the host's RAM is short by %s — on the cpu device the gpu and cpu tiers are both "
+        "RAM, and even gbs=%d num_gb=1 with everything%s on disk needs %s of it (buffers the schedule cannot "
+        "move) and %s gives %s; %s of %s or more would fit",
+        ZZ_B(need[0] + need[1] - ram, a), gbs, how, ZZ_B(need[0] + need[1], b),
+        o->cap[ZZ_TIER_CPU] ? "--cpu-mem" : "the hardware file", ZZ_B(ram, d),
+        o->cap[ZZ_TIER_CPU] ? "--cpu-mem" : "cpu_mem_bytes", ZZ_B(need[0] + need[1], e));
   /* homes the disk cannot hold could go to the room the gpu and cpu tiers have left */
   double spare = (double)cap[ZZ_TIER_GPU] - need[0] + (double)cap[ZZ_TIER_CPU] - need[1];
   if (shared && ram - need[0] - need[1] < spare) spare = ram - need[0] - need[1];
@@ -546,8 +581,7 @@ static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner
                   gbs, how, pb);
 }
 
-zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int num_gb,
-                      zz_plan *out) {
+zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int num_gb, zz_plan *out) {
   ZZ_CHECK(zz_q4_rates_check(hw, o->force_compress_weight, o->force_compress_cache));
   ZZ_CHECK(zz_bf16_rates_check(hw, o));
   /* compression is a choice only where the file can price it (4-bit weights
@@ -559,9 +593,15 @@ zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts 
   for (int attn = 0; attn < 2; attn++)
     for (int cw = 0; cw < ncw; cw++)
       for (int cc = 0; cc < ncc; cc++) {
-        zz_cost_in in = {.m = m, .hw = hw, .shape = o->shape, .gbs = gbs, .num_gb = num_gb,
-                         .overlap = !o->no_overlap, .cpu_attention = attn != 0,
-                         .compress_weight = o->force_compress_weight || cw, .compress_cache = o->force_compress_cache || cc,
+        zz_cost_in in = {.m = m,
+                         .hw = hw,
+                         .shape = o->shape,
+                         .gbs = gbs,
+                         .num_gb = num_gb,
+                         .overlap = !o->no_overlap,
+                         .cpu_attention = attn != 0,
+                         .compress_weight = o->force_compress_weight || cw,
+                         .compress_cache = o->force_compress_cache || cc,
                          .bf16_weights = o->bf16_weights};
         zz_plan p;
         zz_status st = zz_candidate(m, hw, o, &in, &p);
@@ -572,7 +612,8 @@ zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts 
         if (st != ZZ_OK) return st;
         if (o->verbose) {
           char buf[256];
-          fprintf(stderr, "planner: %s -> %.3f tokens/s\n", zz_policy_str(&p.policy, buf, sizeof buf), p.cost.total_tps);
+          fprintf(stderr, "planner: %s -> %.3f tokens/s\n", zz_policy_str(&p.policy, buf, sizeof buf),
+                  p.cost.total_tps);
         }
         if (!have || p.cost.total_tps > out->cost.total_tps) *out = p, have = true;
       }

@@ -41,36 +41,36 @@ typedef struct zz_hw_point {
  * memories in bytes. Every field is documented in docs/planner.md. */
 typedef struct zz_hw {
   char name[96];
-  char device[8];          /* compute device: "cuda" (f16) or "cpu" (f32, memory is host RAM) */
-  size_t gpu_mem;          /* device memory for the memory plan (after what the device keeps) */
-  size_t gpu_reserved;     /* device memory the device keeps for itself (cuBLAS workspace, staging) */
+  char device[8];      /* compute device: "cuda" (f16) or "cpu" (f32, memory is host RAM) */
+  size_t gpu_mem;      /* device memory for the memory plan (after what the device keeps) */
+  size_t gpu_reserved; /* device memory the device keeps for itself (cuBLAS workspace, staging) */
   size_t cpu_mem, disk_mem;
-  int cpu_cores;           /* cores the host gives this rank */
-  double ctog_bw, gtoc_bw; /* host → device and device → host copies */
+  int cpu_cores;                      /* cores the host gives this rank */
+  double ctog_bw, gtoc_bw;            /* host → device and device → host copies */
   double disk_read_bw, disk_write_bw; /* the disk tier, page cache bypassed */
-  int n_gemm;              /* GEMM [M, K] x [K, N] on the compute device by rows M */
+  int n_gemm;                         /* GEMM [M, K] x [K, N] on the compute device by rows M */
   zz_hw_point gemm[ZZ_HW_MAX_POINTS];
   double bmm_prefill_flops; /* attention (batched GEMM) on the device, prefill-shaped */
   double bmm_decode_flops;  /* attention on the device, one query per sequence */
   int n_cpu_attn;           /* CPU attention beside a host cache, by thread count */
   zz_hw_point cpu_attn[ZZ_HW_MAX_POINTS];
-  double cpu_flops;         /* host GEMM peak (information; the CPU device's rates are in gemm) */
+  double cpu_flops; /* host GEMM peak (information; the CPU device's rates are in gemm) */
   /* 4-bit compression, measured through the kernels the engine runs (all zero:
    * the device has no 4-bit ops or the file no rates, and the search leaves
    * compression out; see zz_hw_has_q4) */
-  int n_gemm_q4;            /* linear with 4-bit weights (dequantize and multiply) by rows M */
+  int n_gemm_q4; /* linear with 4-bit weights (dequantize and multiply) by rows M */
   zz_hw_point gemm_q4[ZZ_HW_MAX_POINTS];
   double bmm_prefill_q4_flops, bmm_decode_q4_flops; /* the device's attention over a 4-bit cache */
-  int n_cpu_attn_q4;        /* CPU attention over a 4-bit host cache, by thread count */
+  int n_cpu_attn_q4;                                /* CPU attention over a 4-bit host cache, by thread count */
   zz_hw_point cpu_attn_q4[ZZ_HW_MAX_POINTS];
-  double quant_bw;          /* cache rows quantized at store: 4-bit bytes written per second */
+  double quant_bw; /* cache rows quantized at store: 4-bit bytes written per second */
   /* bf16 weight matrices (--cpu-dtype bf16, CPU device only; 0 points: the file
    * cannot price them and a bf16 plan is refused naming the field) */
-  int n_gemm_bf16;          /* linear with bf16 weights by rows M */
+  int n_gemm_bf16; /* linear with bf16 weights by rows M */
   zz_hw_point gemm_bf16[ZZ_HW_MAX_POINTS];
-  int machines;             /* machines of a cluster (ranks at most), 1 for one box */
-  double net_bw;            /* between machines, bytes/s (0: none) */
-  double net_latency;       /* seconds per message */
+  int machines;       /* machines of a cluster (ranks at most), 1 for one box */
+  double net_bw;      /* between machines, bytes/s (0: none) */
+  double net_latency; /* seconds per message */
 } zz_hw;
 
 /* Reads and checks a hardware file: every required field present, numbers finite
@@ -133,9 +133,15 @@ bool zz_hw_has_q4(const zz_hw *hw);
 /* The nine placement fractions (FlexGen's p): weights, cache, activations on
  * GPU, CPU, disk. */
 typedef enum zz_x {
-  ZZ_X_WG = 0, ZZ_X_WC, ZZ_X_WD,
-  ZZ_X_CG, ZZ_X_CC, ZZ_X_CD,
-  ZZ_X_HG, ZZ_X_HC, ZZ_X_HD,
+  ZZ_X_WG = 0,
+  ZZ_X_WC,
+  ZZ_X_WD,
+  ZZ_X_CG,
+  ZZ_X_CC,
+  ZZ_X_CD,
+  ZZ_X_HG,
+  ZZ_X_HC,
+  ZZ_X_HD,
   ZZ_X_COUNT
 } zz_x;
 
@@ -193,12 +199,12 @@ double zz_cost_step(const zz_lin term[ZZ_TERM_COUNT], const double x[ZZ_X_COUNT]
 
 /* The prediction for one block of gbs x num_gb sequences over a slice. */
 typedef struct zz_cost {
-  double prefill_s, decode_s;                      /* one block, one group */
-  double term_s[ZZ_PHASE_COUNT][ZZ_TERM_COUNT];    /* each term summed over layers (and decode steps) */
-  double prefill_tps, decode_tps, total_tps;       /* FlexGen's definitions */
-  size_t peak[ZZ_TIER_COUNT];                      /* the memory plan's bytes per tier */
-  int attn_threads;                                /* CPU attention threads used */
-  zz_threads threads;                              /* the host's split this prediction assumed */
+  double prefill_s, decode_s;                   /* one block, one group */
+  double term_s[ZZ_PHASE_COUNT][ZZ_TERM_COUNT]; /* each term summed over layers (and decode steps) */
+  double prefill_tps, decode_tps, total_tps;    /* FlexGen's definitions */
+  size_t peak[ZZ_TIER_COUNT];                   /* the memory plan's bytes per tier */
+  int attn_threads;                             /* CPU attention threads used */
+  zz_threads threads;                           /* the host's split this prediction assumed */
 } zz_cost;
 
 /* Predicts a realised policy on layers [plan's slice): each layer's placement is
@@ -211,22 +217,22 @@ void zz_cost_plan(const zz_cost_in *in, const zz_memplan *plan, zz_cost *out, do
 
 typedef struct zz_planner_opts {
   zz_shape shape;
-  int layer_begin, layer_end;   /* the slice to plan (0, 0: all) */
-  int n_groups;                 /* micro-batch groups (pipeline); 0/1: one */
-  size_t cap[ZZ_TIER_COUNT];    /* 0: the hardware file's */
-  bool allow_compression;       /* search cw/cc too where hw has 4-bit rates (default on; --no-compression) */
+  int layer_begin, layer_end; /* the slice to plan (0, 0: all) */
+  int n_groups;               /* micro-batch groups (pipeline); 0/1: one */
+  size_t cap[ZZ_TIER_COUNT];  /* 0: the hardware file's */
+  bool allow_compression;     /* search cw/cc too where hw has 4-bit rates (default on; --no-compression) */
   bool force_compress_weight, force_compress_cache;
   bool no_overlap;
-  bool bf16_weights;            /* --cpu-dtype bf16: plan the CPU device with bf16 weight matrices (never chosen
+  bool bf16_weights;   /* --cpu-dtype bf16: plan the CPU device with bf16 weight matrices (never chosen
                                    by the planner on its own; needs the file's gemm_bf16_flops) */
-  const int *gbs_list;          /* NULL: the default list */
+  const int *gbs_list; /* NULL: the default list */
   int n_gbs;
-  const int *num_gb_list;       /* NULL: the default list */
+  const int *num_gb_list; /* NULL: the default list */
   int n_num_gb;
-  int max_gbs;                  /* 0: no bound besides memory */
-  int max_block;                /* largest gbs x num_gb (the prompts there are); 0: no bound */
+  int max_gbs;   /* 0: no bound besides memory */
+  int max_block; /* largest gbs x num_gb (the prompts there are); 0: no bound */
   bool verbose;
-  bool progress;                /* a pipeline search says on stderr, every few seconds, how far it is */
+  bool progress; /* a pipeline search says on stderr, every few seconds, how far it is */
 } zz_planner_opts;
 
 void zz_planner_opts_default(zz_planner_opts *o);
@@ -241,12 +247,12 @@ void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TI
 typedef struct zz_plan {
   zz_policy policy;
   zz_cost cost;
-  zz_plan_bind bind;      /* how the process that runs it binds (zeros: not bound) */
-  double lp_objective;    /* the relaxed LP's seconds per sequence of this (gbs, num_gb) */
-  double x[ZZ_X_COUNT];   /* the LP's fractions before rounding */
-  int candidates;         /* (gbs, num_gb, cpu attention, ...) tried */
-  int feasible;           /* of which confirmed by the memory plan */
-  double search_s;        /* wall time of the search */
+  zz_plan_bind bind;    /* how the process that runs it binds (zeros: not bound) */
+  double lp_objective;  /* the relaxed LP's seconds per sequence of this (gbs, num_gb) */
+  double x[ZZ_X_COUNT]; /* the LP's fractions before rounding */
+  int candidates;       /* (gbs, num_gb, cpu attention, ...) tried */
+  int feasible;         /* of which confirmed by the memory plan */
+  double search_s;      /* wall time of the search */
 } zz_plan;
 
 /* The engine's memory plan for a policy on hw (the engine's own check: the same
@@ -285,8 +291,8 @@ typedef struct zz_pipeline_plan {
   zz_plan rank[ZZ_PLAN_MAX_RANKS];   /* each rank's policy and cost for its slice */
   double prefill_s, decode_s;        /* one block of T groups through the pipeline */
   double prefill_tps, decode_tps, total_tps;
-  double bubble;                     /* fraction of rank-time idle */
-  double net_s;                      /* per token step, the slowest hop's transfer */
+  double bubble; /* fraction of rank-time idle */
+  double net_s;  /* per token step, the slowest hop's transfer */
 } zz_pipeline_plan;
 
 /* Plans an m-rank pipeline on hw (one machine per rank): the layer split balanced

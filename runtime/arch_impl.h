@@ -18,19 +18,19 @@
 /* What one layer computes for one GPU batch at one step. Pointers are device
  * pointers of the compute dtype unless typed otherwise. */
 typedef struct zz_step {
-  int64_t b;                 /* sequences in the GPU batch */
-  int64_t sq;                /* new tokens per sequence (prompt length in prefill, 1 after) */
-  int64_t pos;               /* key position of the first new token */
-  const int32_t *ids;        /* [b, sq] token ids (INPUT_EMBED) */
-  const int32_t *positions;  /* [b, sq] position ids of the architecture's scheme */
-  const int32_t *pad;        /* [b] left padding slots */
-  const int32_t *last;       /* [b] row of each sequence's last token in hidden: i*sq + sq-1 */
-  void *hidden;              /* [b, sq, hidden] in and out */
-  void *k, *v;               /* this layer's cache [b, t_max, kv row] (ATTENTION) */
-  zz_kv_layout kv;           /* how k, v are stored (dtype, Q4 format, bytes between sequences) */
-  double keep;               /* fraction of keys each query keeps (top-k sparse attention; 1 = dense) */
-  void *logits;              /* [b, vocab] of the last position (OUTPUT_EMBED) */
-  void *work;                /* workspace of arch->workspace_bytes */
+  int64_t b;                /* sequences in the GPU batch */
+  int64_t sq;               /* new tokens per sequence (prompt length in prefill, 1 after) */
+  int64_t pos;              /* key position of the first new token */
+  const int32_t *ids;       /* [b, sq] token ids (INPUT_EMBED) */
+  const int32_t *positions; /* [b, sq] position ids of the architecture's scheme */
+  const int32_t *pad;       /* [b] left padding slots */
+  const int32_t *last;      /* [b] row of each sequence's last token in hidden: i*sq + sq-1 */
+  void *hidden;             /* [b, sq, hidden] in and out */
+  void *k, *v;              /* this layer's cache [b, t_max, kv row] (ATTENTION) */
+  zz_kv_layout kv;          /* how k, v are stored (dtype, Q4 format, bytes between sequences) */
+  double keep;              /* fraction of keys each query keeps (top-k sparse attention; 1 = dense) */
+  void *logits;             /* [b, vocab] of the last position (OUTPUT_EMBED) */
+  void *work;               /* workspace of arch->workspace_bytes */
   /* CPU attention: when set, an ATTENTION layer hands its new q ([b, sq, heads *
    * head_dim]) and k, v ([b, sq, kv row]) to attend(), which appends k, v to a
    * cache living on the host and writes the attention output ([b, sq, heads *
@@ -52,13 +52,13 @@ typedef struct zz_arch {
   /* bytes of workspace `forward` needs for b sequences of sq new tokens, t keys, on
    * a device so described (a plan may be for a device not opened here);
    * general_attn: attention takes the Q4 / top-k path (zz_attention_general) */
-  size_t (*workspace_bytes)(const struct zz_model *m, const zz_device_desc *dev, int64_t b,
-                            int64_t sq, int64_t t, bool general_attn);
+  size_t (*workspace_bytes)(const struct zz_model *m, const zz_device_desc *dev, int64_t b, int64_t sq, int64_t t,
+                            bool general_attn);
   /* w[i]: the device-resident tensor of layer->weights[i] (tier GPU, data a device
    * pointer, shape from the spec, dtype what the device computes with; ndim 0 where
    * the spec is absent). forward calls the zz_device_* wrappers, which check them. */
-  zz_status (*forward)(zz_device *dev, const struct zz_model *m, const zz_layer *layer,
-                       const zz_tensor *w, const zz_step *step);
+  zz_status (*forward)(zz_device *dev, const struct zz_model *m, const zz_layer *layer, const zz_tensor *w,
+                       const zz_step *step);
 } zz_arch;
 
 extern const zz_arch zz_arch_opt;
@@ -82,8 +82,7 @@ zz_status zz_json_int_in(json_t *obj, const char *path, const char *key, int64_t
 zz_status zz_json_int(json_t *obj, const char *path, const char *key, int64_t def, int64_t *out);
 zz_status zz_json_bool(json_t *obj, const char *path, const char *key, bool def, bool *out);
 /* a number in [lo, hi] */
-zz_status zz_json_real(json_t *obj, const char *path, const char *key, double def, double lo, double hi,
-                       double *out);
+zz_status zz_json_real(json_t *obj, const char *path, const char *key, double def, double lo, double hi, double *out);
 /* torch_dtype or dtype ("float32" when both are absent; both written: equal) */
 zz_status zz_json_dtype(json_t *obj, const char *path, zz_dtype *out);
 /* The end ids under key (an id or a list of at most ZZ_MAX_EOS_IDS, each below

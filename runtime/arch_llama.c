@@ -108,8 +108,7 @@ static zz_status zz_llama_rope_form(json_t *sc, const char *where, double theta,
   if (!type) return zz_error(ZZ_ERR_FORMAT, "%s has no \"rope_type\" string", where);
   double prf;
   ZZ_CHECK(zz_json_real(sc, where, "partial_rotary_factor", 1.0, 0.0, 1.0, &prf));
-  if (prf != 1.0)
-    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: partial_rotary_factor %g is not supported (1)", where, prf);
+  if (prf != 1.0) return zz_error(ZZ_ERR_UNSUPPORTED, "%s: partial_rotary_factor %g is not supported (1)", where, prf);
   if (strcmp(type, "default") == 0) return ZZ_OK;
   double factor, low, high;
   int64_t orig;
@@ -126,8 +125,12 @@ static zz_status zz_llama_rope_form(json_t *sc, const char *where, double theta,
     ZZ_CHECK(zz_json_int_in(sc, where, "original_max_position_embeddings", -1, 1, ZZ_MAX_POSITIONS, &orig));
     if (!(high > low))
       return zz_error(ZZ_ERR_FORMAT, "%s: high_freq_factor %g must exceed low_freq_factor %g", where, high, low);
-    *r = (zz_rope){.type = ZZ_ROPE_LLAMA3, .theta = (float)theta, .factor = (float)factor,
-                   .low_freq_factor = (float)low, .high_freq_factor = (float)high, .original_max_pos = (float)orig};
+    *r = (zz_rope){.type = ZZ_ROPE_LLAMA3,
+                   .theta = (float)theta,
+                   .factor = (float)factor,
+                   .low_freq_factor = (float)low,
+                   .high_freq_factor = (float)high,
+                   .original_max_pos = (float)orig};
     return ZZ_OK;
   }
   return zz_error(ZZ_ERR_UNSUPPORTED, "%s: rope_type \"%.40s\" is not supported (default, linear, llama3)", where,
@@ -311,8 +314,7 @@ static zz_status zz_llama_forward(zz_device *dev, const zz_model *m, const zz_la
   int64_t qw = c->n_heads * hd, kvw = c->n_kv_heads * hd;
   char *work = st->work;
   switch (layer->kind) {
-    case ZZ_LAYER_INPUT_EMBED:
-      return zz_device_embed_rows(dev, &w[ZZ_LL_IN_TOKENS], st->ids, n, st->hidden);
+    case ZZ_LAYER_INPUT_EMBED: return zz_device_embed_rows(dev, &w[ZZ_LL_IN_TOKENS], st->ids, n, st->hidden);
 
     case ZZ_LAYER_ATTENTION: {
       char *xn = work, *q = xn + (size_t)(n * h) * es, *k = q + (size_t)(n * qw) * es;
@@ -329,9 +331,21 @@ static zz_status zz_llama_forward(zz_device *dev, const zz_model *m, const zz_la
       } else {
         ZZ_CHECK(zz_device_kv_append(dev, k, st->b, st->sq, c->n_kv_heads, hd, st->k, &st->kv, st->pos));
         ZZ_CHECK(zz_device_kv_append(dev, v, st->b, st->sq, c->n_kv_heads, hd, st->v, &st->kv, st->pos));
-        zz_attn_call a = {.q = q, .k = st->k, .v = st->v, .kv = st->kv, .b = st->b, .sq = st->sq,
-                          .t = st->pos + st->sq, .q_start = st->pos, .heads = c->n_heads, .kv_heads = c->n_kv_heads,
-                          .hd = hd, .pad = st->pad, .keep = st->keep, .out = att, .scratch = scratch};
+        zz_attn_call a = {.q = q,
+                          .k = st->k,
+                          .v = st->v,
+                          .kv = st->kv,
+                          .b = st->b,
+                          .sq = st->sq,
+                          .t = st->pos + st->sq,
+                          .q_start = st->pos,
+                          .heads = c->n_heads,
+                          .kv_heads = c->n_kv_heads,
+                          .hd = hd,
+                          .pad = st->pad,
+                          .keep = st->keep,
+                          .out = att,
+                          .scratch = scratch};
         ZZ_CHECK(zz_device_attention(dev, &a));
       }
       ZZ_CHECK(zz_device_linear(dev, att, n, qw, &w[ZZ_LL_AT_O], NULL, h, xn, 0));

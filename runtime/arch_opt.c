@@ -16,8 +16,19 @@
 
 /* Slots of each layer's weight list; absent ones have ndim 0. */
 enum { ZZ_IN_TOKENS, ZZ_IN_POSITIONS, ZZ_IN_PROJECT };
-enum { ZZ_AT_Q_W, ZZ_AT_Q_B, ZZ_AT_K_W, ZZ_AT_K_B, ZZ_AT_V_W, ZZ_AT_V_B, ZZ_AT_O_W, ZZ_AT_O_B,
-       ZZ_AT_LN_W, ZZ_AT_LN_B, ZZ_AT_N };
+enum {
+  ZZ_AT_Q_W,
+  ZZ_AT_Q_B,
+  ZZ_AT_K_W,
+  ZZ_AT_K_B,
+  ZZ_AT_V_W,
+  ZZ_AT_V_B,
+  ZZ_AT_O_W,
+  ZZ_AT_O_B,
+  ZZ_AT_LN_W,
+  ZZ_AT_LN_B,
+  ZZ_AT_N
+};
 enum { ZZ_MLP_FC1_W, ZZ_MLP_FC1_B, ZZ_MLP_FC2_W, ZZ_MLP_FC2_B, ZZ_MLP_LN_W, ZZ_MLP_LN_B, ZZ_MLP_N };
 enum { ZZ_OUT_LN_W, ZZ_OUT_LN_B, ZZ_OUT_PROJECT, ZZ_OUT_HEAD, ZZ_OUT_N };
 
@@ -33,14 +44,10 @@ typedef struct zz_opt_size {
 
 /* Sizes from the published OPT configs (Zhang et al., 2022). */
 static const zz_opt_size zz_opt_presets[] = {
-    {"opt-125m", 768, 12, 12, 3072, 768, true},
-    {"opt-350m", 1024, 24, 16, 4096, 512, false},
-    {"opt-1.3b", 2048, 24, 32, 8192, 2048, true},
-    {"opt-2.7b", 2560, 32, 32, 10240, 2560, true},
-    {"opt-6.7b", 4096, 32, 32, 16384, 4096, true},
-    {"opt-13b", 5120, 40, 40, 20480, 5120, true},
-    {"opt-30b", 7168, 48, 56, 28672, 7168, true},
-    {"opt-66b", 9216, 64, 72, 36864, 9216, true},
+    {"opt-125m", 768, 12, 12, 3072, 768, true},      {"opt-350m", 1024, 24, 16, 4096, 512, false},
+    {"opt-1.3b", 2048, 24, 32, 8192, 2048, true},    {"opt-2.7b", 2560, 32, 32, 10240, 2560, true},
+    {"opt-6.7b", 4096, 32, 32, 16384, 4096, true},   {"opt-13b", 5120, 40, 40, 20480, 5120, true},
+    {"opt-30b", 7168, 48, 56, 28672, 7168, true},    {"opt-66b", 9216, 64, 72, 36864, 9216, true},
     {"opt-175b", 12288, 96, 96, 49152, 12288, true},
 };
 #define ZZ_OPT_N_PRESETS (sizeof zz_opt_presets / sizeof zz_opt_presets[0])
@@ -75,7 +82,8 @@ static void zz_opt_derived(zz_config *c) {
 static bool zz_opt_preset(const char *name, zz_config *out) {
   for (size_t i = 0; i < ZZ_OPT_N_PRESETS; i++) {
     const zz_opt_size *p = &zz_opt_presets[i];
-    if (strcasecmp(name, p->name) != 0 && !(strncasecmp(name, "facebook/", 9) == 0 && strcasecmp(name + 9, p->name) == 0))
+    if (strcasecmp(name, p->name) != 0 &&
+        !(strncasecmp(name, "facebook/", 9) == 0 && strcasecmp(name + 9, p->name) == 0))
       continue;
     zz_opt_defaults(out);
     snprintf(out->name, sizeof out->name, "%s", p->name);
@@ -111,16 +119,15 @@ static zz_status zz_opt_parse_config(json_t *root, const char *path, zz_config *
   ZZ_CHECK(zz_json_bool(root, path, "_remove_final_layer_norm", false, &remove_final));
   ZZ_CHECK(zz_json_bool(root, path, "enable_bias", true, &c.enable_bias));
   ZZ_CHECK(zz_json_bool(root, path, "layer_norm_elementwise_affine", true, &affine));
-  if (!affine)
-    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: layer_norm_elementwise_affine=false is not supported", path);
+  if (!affine) return zz_error(ZZ_ERR_UNSUPPORTED, "%s: layer_norm_elementwise_affine=false is not supported", path);
   c.final_ln = c.pre_ln && !remove_final;
   const char *act = json_string_value(json_object_get(root, "activation_function"));
   if (act && strcmp(act, "relu") != 0)
     return zz_error(ZZ_ERR_UNSUPPORTED, "%s: activation_function \"%s\" is not supported", path, act);
   ZZ_CHECK(zz_json_dtype(root, path, &c.dtype));
   if (c.hidden % c.n_heads != 0)
-    return zz_error(ZZ_ERR_FORMAT, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld",
-                    path, (long long)c.hidden, (long long)c.n_heads);
+    return zz_error(ZZ_ERR_FORMAT, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld", path,
+                    (long long)c.hidden, (long long)c.n_heads);
   ZZ_CHECK(zz_json_eos(root, path, "eos_token_id", c.vocab_size, &c));
   c.bos = (int32_t)bos;
   c.pad = (int32_t)pad;
@@ -158,10 +165,10 @@ static zz_status zz_opt_build(zz_model *m) {
   L[0].kind = ZZ_LAYER_INPUT_EMBED;
   L[0].index = -1;
   L[0].n_weights = 3;
-  zz_arch_spec(&L[0].weights[ZZ_IN_TOKENS], true, 2, c->vocab_size, c->embed_dim,
-          "model.decoder.embed_tokens.weight", 0);
+  zz_arch_spec(&L[0].weights[ZZ_IN_TOKENS], true, 2, c->vocab_size, c->embed_dim, "model.decoder.embed_tokens.weight",
+               0);
   zz_arch_spec(&L[0].weights[ZZ_IN_POSITIONS], true, 2, c->max_pos + ZZ_OPT_POS_OFFSET, h,
-          "model.decoder.embed_positions.weight", 0);
+               "model.decoder.embed_positions.weight", 0);
   zz_arch_spec(&L[0].weights[ZZ_IN_PROJECT], proj, 2, h, c->embed_dim, "model.decoder.project_in.weight", 0);
 
   for (int i = 0; i < c->n_layers; i++) {
@@ -206,8 +213,7 @@ static zz_status zz_opt_build(zz_model *m) {
   zz_arch_spec(&o->weights[ZZ_OUT_PROJECT], proj, 2, c->embed_dim, h, "model.decoder.project_out.weight", 0);
   /* the LM head is tied to the token embedding; the output layer holds its own copy
    * so that each layer's weights can live on a different tier */
-  zz_arch_spec(&o->weights[ZZ_OUT_HEAD], true, 2, c->vocab_size, c->embed_dim,
-          "model.decoder.embed_tokens.weight", 0);
+  zz_arch_spec(&o->weights[ZZ_OUT_HEAD], true, 2, c->vocab_size, c->embed_dim, "model.decoder.embed_tokens.weight", 0);
 
   m->layers = L;
   m->n_layers = n;
@@ -219,14 +225,14 @@ static zz_status zz_opt_build(zz_model *m) {
  *   attn:   xn, q, k, v, att: 5 × [n, h], then attention scratch
  *   mlp:    xn [n, h], f [n, ffn], o [n, h]
  *   output: x [b, h], y [b, max(h, embed_dim)]     (n = b * sq) */
-static size_t zz_opt_workspace(const zz_model *m, const zz_device_desc *dev, int64_t b, int64_t sq,
-                               int64_t t, bool general_attn) {
+static size_t zz_opt_workspace(const zz_model *m, const zz_device_desc *dev, int64_t b, int64_t sq, int64_t t,
+                               bool general_attn) {
   const zz_config *c = &m->cfg;
   size_t es = zz_dtype_nbytes(dev->compute_dtype, 1);
   int64_t n = b * sq, h = c->hidden;
   size_t in = (size_t)(n * c->embed_dim) * es;
-  size_t attn = (size_t)(5 * n * h) * es +
-                zz_device_desc_attention_scratch(dev, b, sq, t, c->n_heads, general_attn) + 256;
+  size_t attn = (size_t)(5 * n * h) * es + zz_device_desc_attention_scratch(dev, b, sq, t, c->n_heads, general_attn) +
+                256;
   size_t mlp = (size_t)(n * (2 * h + c->ffn)) * es;
   size_t out = (size_t)(b * (h + (h > c->embed_dim ? h : c->embed_dim))) * es;
   size_t mx = in;
@@ -236,8 +242,8 @@ static size_t zz_opt_workspace(const zz_model *m, const zz_device_desc *dev, int
   return mx;
 }
 
-static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_layer *layer,
-                                const zz_tensor *w, const zz_step *st) {
+static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_layer *layer, const zz_tensor *w,
+                                const zz_step *st) {
   const zz_config *c = &m->cfg;
   size_t es = zz_dtype_nbytes(zz_device_describe(dev)->compute_dtype, 1);
   int64_t n = st->b * st->sq, h = c->hidden;
@@ -269,9 +275,21 @@ static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_laye
       } else {
         ZZ_CHECK(zz_device_kv_append(dev, k, st->b, st->sq, c->n_kv_heads, c->head_dim, st->k, &st->kv, st->pos));
         ZZ_CHECK(zz_device_kv_append(dev, v, st->b, st->sq, c->n_kv_heads, c->head_dim, st->v, &st->kv, st->pos));
-        zz_attn_call a = {.q = q, .k = st->k, .v = st->v, .kv = st->kv, .b = st->b, .sq = st->sq,
-                          .t = st->pos + st->sq, .q_start = st->pos, .heads = c->n_heads, .kv_heads = c->n_kv_heads,
-                          .hd = c->head_dim, .pad = st->pad, .keep = st->keep, .out = att, .scratch = scratch};
+        zz_attn_call a = {.q = q,
+                          .k = st->k,
+                          .v = st->v,
+                          .kv = st->kv,
+                          .b = st->b,
+                          .sq = st->sq,
+                          .t = st->pos + st->sq,
+                          .q_start = st->pos,
+                          .heads = c->n_heads,
+                          .kv_heads = c->n_kv_heads,
+                          .hd = c->head_dim,
+                          .pad = st->pad,
+                          .keep = st->keep,
+                          .out = att,
+                          .scratch = scratch};
         ZZ_CHECK(zz_device_attention(dev, &a));
       }
       ZZ_CHECK(zz_device_linear(dev, att, n, h, &w[ZZ_AT_O_W], &w[ZZ_AT_O_B], h, q, 0));

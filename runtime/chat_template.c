@@ -70,8 +70,7 @@ static bool jfail(jctx *c, const char *at, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  if (at)
-    snprintf(c->err, sizeof c->err, "line %d of the template: %s", jline(c, at), msg);
+  if (at) snprintf(c->err, sizeof c->err, "line %d of the template: %s", jline(c, at), msg);
   else
     snprintf(c->err, sizeof c->err, "%s", msg);
   return false;
@@ -89,7 +88,7 @@ typedef struct val {
   const struct val *items; /* list */
   size_t len;
   const zz_chat_msg *msg;
-  long long idx, count;    /* loop: index0 and length */
+  long long idx, count; /* loop: index0 and length */
 } val;
 
 static const val VUNDEF = {.k = V_UNDEF};
@@ -159,16 +158,28 @@ static val vconcat(jctx *c, const char *s1, size_t n1, const char *s2, size_t n2
 /* ================================================================ expressions */
 
 typedef enum {
-  E_LIT, E_NAME, E_ATTR, E_INDEX, E_SLICE, E_CALL, E_FILTER, E_TEST, E_NOT, E_NEG, E_BIN, E_AND, E_OR
+  E_LIT,
+  E_NAME,
+  E_ATTR,
+  E_INDEX,
+  E_SLICE,
+  E_CALL,
+  E_FILTER,
+  E_TEST,
+  E_NOT,
+  E_NEG,
+  E_BIN,
+  E_AND,
+  E_OR
 } ekind;
 
 typedef struct expr {
   ekind k;
-  const char *at;      /* where in the template */
-  val lit;             /* E_LIT */
-  const char *name;    /* E_NAME, E_ATTR, E_FILTER, E_TEST, E_CALL (method name or NULL) */
-  int op;              /* E_BIN: '+', '-', '*', '%', '~', 'e' ==, 'n' !=, '<', '>', 'l' <=, 'g' >=, 'i' in, 'o' not in */
-  bool negate;         /* E_TEST: is not */
+  const char *at;   /* where in the template */
+  val lit;          /* E_LIT */
+  const char *name; /* E_NAME, E_ATTR, E_FILTER, E_TEST, E_CALL (method name or NULL) */
+  int op;           /* E_BIN: '+', '-', '*', '%', '~', 'e' ==, 'n' !=, '<', '>', 'l' <=, 'g' >=, 'i' in, 'o' not in */
+  bool negate;      /* E_TEST: is not */
   struct expr *a, *b, *c; /* operands; E_SLICE: a[b:c] (NULL: open) */
   struct expr *args[4];
   int nargs;
@@ -184,7 +195,7 @@ typedef struct lex {
   tkind k;
   const char *ts; /* token text */
   size_t tn;
-  val sv;         /* T_STR / T_INT value */
+  val sv; /* T_STR / T_INT value */
 } lex;
 
 static bool lnext(lex *L) {
@@ -257,7 +268,8 @@ static bool lis(const lex *L, const char *s) {
 }
 
 static bool lexpect(lex *L, const char *s) {
-  if (!lis(L, s)) return jfail(L->c, L->ts, "expected '%s' here, found '%.*s'", s, (int)(L->tn ? L->tn : 3), L->tn ? L->ts : "end");
+  if (!lis(L, s))
+    return jfail(L->c, L->ts, "expected '%s' here, found '%.*s'", s, (int)(L->tn ? L->tn : 3), L->tn ? L->ts : "end");
   return lnext(L);
 }
 
@@ -305,8 +317,7 @@ static expr *parse_primary(lex *L) {
     if (!lnext(L) || !(e = parse_expr(L)) || !lexpect(L, ")")) return NULL;
     return e;
   }
-  if (lis(L, "[") || lis(L, "{"))
-    jfail(L->c, L->ts, "list and dict literals are not supported");
+  if (lis(L, "[") || lis(L, "{")) jfail(L->c, L->ts, "list and dict literals are not supported");
   else
     jfail(L->c, L->ts, "expected a value, found '%.*s'", (int)(L->tn ? L->tn : 3), L->tn ? L->ts : "end");
   return NULL;
@@ -323,7 +334,8 @@ static bool parse_args(lex *L, expr *e) {
     }
     if (!(e->args[e->nargs++] = parse_expr(L))) return false;
     if (lis(L, ",") && !lnext(L)) return false;
-    else if (!lis(L, ",") && !lis(L, ")")) return jfail(L->c, L->ts, "expected ',' or ')' in a call");
+    else if (!lis(L, ",") && !lis(L, ")"))
+      return jfail(L->c, L->ts, "expected ',' or ')' in a call");
   }
   return lnext(L);
 }
@@ -432,8 +444,14 @@ static expr *parse_compare(lex *L) {
   expr *e = parse_add(L);
   for (;;) {
     if (!e) return NULL;
-    int op = lis(L, "==") ? 'e' : lis(L, "!=") ? 'n' : lis(L, "<=") ? 'l' : lis(L, ">=") ? 'g' : lis(L, "<") ? '<'
-             : lis(L, ">") ? '>' : lis(L, "in") ? 'i' : 0;
+    int op = lis(L, "==")   ? 'e'
+             : lis(L, "!=") ? 'n'
+             : lis(L, "<=") ? 'l'
+             : lis(L, ">=") ? 'g'
+             : lis(L, "<")  ? '<'
+             : lis(L, ">")  ? '>'
+             : lis(L, "in") ? 'i'
+                            : 0;
     if (!op && lis(L, "not")) { /* "not in" */
       lex save = *L;
       if (!lnext(L)) return NULL;
@@ -540,7 +558,8 @@ static bool str_case(jctx *c, const val *v, const char *at, bool up, val *out) {
   if (!need_str(c, v, at, up ? "upper" : "lower")) return false;
   char *p = jalloc(c, v->n + 1);
   if (!p) return jfail(c, at, "out of memory");
-  for (size_t i = 0; i < v->n; i++) p[i] = (char)(up ? toupper((unsigned char)v->s[i]) : tolower((unsigned char)v->s[i]));
+  for (size_t i = 0; i < v->n; i++)
+    p[i] = (char)(up ? toupper((unsigned char)v->s[i]) : tolower((unsigned char)v->s[i]));
   *out = vstr(p, v->n);
   return true;
 }
@@ -553,13 +572,20 @@ static bool get_attr(jctx *c, const val *a, const char *name, const char *at, va
     if (!strcmp(name, "content")) *out = vstr(a->msg->content, strlen(a->msg->content));
   } else if (a->k == V_LOOP) {
     if (!strcmp(name, "index0")) *out = vint(a->idx);
-    else if (!strcmp(name, "index")) *out = vint(a->idx + 1);
-    else if (!strcmp(name, "first")) *out = vbool(a->idx == 0);
-    else if (!strcmp(name, "last")) *out = vbool(a->idx == a->count - 1);
-    else if (!strcmp(name, "length")) *out = vint(a->count);
-    else if (!strcmp(name, "revindex")) *out = vint(a->count - a->idx);
-    else if (!strcmp(name, "revindex0")) *out = vint(a->count - a->idx - 1);
-    else return jfail(c, at, "loop.%s is not supported", name);
+    else if (!strcmp(name, "index"))
+      *out = vint(a->idx + 1);
+    else if (!strcmp(name, "first"))
+      *out = vbool(a->idx == 0);
+    else if (!strcmp(name, "last"))
+      *out = vbool(a->idx == a->count - 1);
+    else if (!strcmp(name, "length"))
+      *out = vint(a->count);
+    else if (!strcmp(name, "revindex"))
+      *out = vint(a->count - a->idx);
+    else if (!strcmp(name, "revindex0"))
+      *out = vint(a->count - a->idx - 1);
+    else
+      return jfail(c, at, "loop.%s is not supported", name);
   } else if (a->k == V_UNDEF) {
     return jfail(c, at, "'%s' of an undefined value", name);
   }
@@ -641,8 +667,7 @@ static bool eval_bin(jctx *c, const expr *e, const val *a, const val *b, val *ou
   bool an = a->k == V_INT || a->k == V_BOOL, bn = b->k == V_INT || b->k == V_BOOL;
   if (op == '<' || op == '>' || op == 'l' || op == 'g') {
     int cmp;
-    if (an && bn)
-      cmp = (a->i > b->i) - (a->i < b->i);
+    if (an && bn) cmp = (a->i > b->i) - (a->i < b->i);
     else if (a->k == V_STR && b->k == V_STR) {
       int r = memcmp(a->s, b->s, a->n < b->n ? a->n : b->n);
       cmp = r ? r : (a->n > b->n) - (a->n < b->n);
@@ -657,8 +682,10 @@ static bool eval_bin(jctx *c, const expr *e, const val *a, const val *b, val *ou
   long long r = 0;
   bool over = false;
   if (op == '+') over = __builtin_add_overflow(a->i, b->i, &r);
-  else if (op == '-') over = __builtin_sub_overflow(a->i, b->i, &r);
-  else if (op == '*') over = __builtin_mul_overflow(a->i, b->i, &r);
+  else if (op == '-')
+    over = __builtin_sub_overflow(a->i, b->i, &r);
+  else if (op == '*')
+    over = __builtin_mul_overflow(a->i, b->i, &r);
   else if (b->i != -1) { /* Python's sign: the divisor's (r and b of opposite signs: no overflow) */
     r = a->i % b->i;
     if (r != 0 && (r < 0) != (b->i < 0)) r += b->i;
@@ -711,8 +738,7 @@ static bool eval(jctx *c, scope *s, const expr *e, val *out) {
       }
       lo = lo < 0 ? 0 : lo > n ? n : lo;
       hi = hi < lo ? lo : hi > n ? n : hi;
-      if (a.k == V_LIST)
-        *out = (val){.k = V_LIST, .items = a.items + lo, .len = (size_t)(hi - lo)};
+      if (a.k == V_LIST) *out = (val){.k = V_LIST, .items = a.items + lo, .len = (size_t)(hi - lo)};
       else
         *out = vstr(a.s + lo, (size_t)(hi - lo));
       return true;
@@ -743,10 +769,14 @@ static bool eval(jctx *c, scope *s, const expr *e, val *out) {
       const char *t = e->name;
       bool r;
       if (!strcmp(t, "defined")) r = a.k != V_UNDEF;
-      else if (!strcmp(t, "undefined")) r = a.k == V_UNDEF;
-      else if (!strcmp(t, "none")) r = a.k == V_NONE;
-      else if (!strcmp(t, "string")) r = a.k == V_STR;
-      else return jfail(c, e->at, "the test '%s' is not supported", t);
+      else if (!strcmp(t, "undefined"))
+        r = a.k == V_UNDEF;
+      else if (!strcmp(t, "none"))
+        r = a.k == V_NONE;
+      else if (!strcmp(t, "string"))
+        r = a.k == V_STR;
+      else
+        return jfail(c, e->at, "the test '%s' is not supported", t);
       *out = vbool(r != e->negate);
       return true;
     }
@@ -784,7 +814,7 @@ typedef enum { N_TEXT, N_OUT, N_IF, N_FOR, N_SET } nkind;
 typedef struct node {
   nkind k;
   const char *at;
-  const char *text;          /* N_TEXT */
+  const char *text; /* N_TEXT */
   size_t n;
   expr *e;                   /* N_OUT, N_IF (condition), N_FOR (iterable), N_SET */
   const char *name;          /* N_FOR, N_SET */

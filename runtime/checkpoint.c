@@ -90,13 +90,12 @@ static zz_status zz_ck_add_file(zz_checkpoint *ck, const char *path) {
   int64_t fsize = sb.st_size;
   unsigned char lenbuf[8];
   if (fsize < 8 || pread(fd, lenbuf, 8, 0) != 8)
-    return zz_error(ZZ_ERR_FORMAT, "%s: truncated: %lld bytes, not even a header length", path,
-                    (long long)fsize);
+    return zz_error(ZZ_ERR_FORMAT, "%s: truncated: %lld bytes, not even a header length", path, (long long)fsize);
   uint64_t hlen = 0;
   for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | lenbuf[i];
   if (hlen > ZZ_ST_MAX_HEADER || hlen > (uint64_t)(fsize - 8))
-    return zz_error(ZZ_ERR_FORMAT, "%s: header length %llu does not fit in a file of %lld bytes",
-                    path, (unsigned long long)hlen, (long long)fsize);
+    return zz_error(ZZ_ERR_FORMAT, "%s: header length %llu does not fit in a file of %lld bytes", path,
+                    (unsigned long long)hlen, (long long)fsize);
   char *hdr = malloc(hlen + 1);
   if (!hdr) return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory for the header", path);
   if (pread(fd, hdr, hlen, 8) != (ssize_t)hlen) {
@@ -133,10 +132,9 @@ static zz_status zz_ck_add_file(zz_checkpoint *ck, const char *path) {
     strcpy(e.name, key);
     json_t *jdt = json_object_get(val, "dtype"), *jshape = json_object_get(val, "shape"),
            *joff = json_object_get(val, "data_offsets");
-    if (!json_is_object(val) || !json_is_string(jdt) || !json_is_array(jshape) ||
-        !json_is_array(joff) || json_array_size(joff) != 2) {
-      st = zz_error(ZZ_ERR_FORMAT, "%s: tensor %s: entry needs dtype, shape and data_offsets [begin, end]",
-                    path, key);
+    if (!json_is_object(val) || !json_is_string(jdt) || !json_is_array(jshape) || !json_is_array(joff) ||
+        json_array_size(joff) != 2) {
+      st = zz_error(ZZ_ERR_FORMAT, "%s: tensor %s: entry needs dtype, shape and data_offsets [begin, end]", path, key);
       goto done;
     }
     int64_t esize;
@@ -173,15 +171,14 @@ static zz_status zz_ck_add_file(zz_checkpoint *ck, const char *path) {
     }
     int64_t b = json_integer_value(jb), en = json_integer_value(je);
     if (b < 0 || en < b || en > data_size) {
-      st = zz_error(ZZ_ERR_FORMAT,
-                    "%s: tensor %s: data_offsets [%lld, %lld] outside the %lld data bytes of the file",
+      st = zz_error(ZZ_ERR_FORMAT, "%s: tensor %s: data_offsets [%lld, %lld] outside the %lld data bytes of the file",
                     path, key, (long long)b, (long long)en, (long long)data_size);
       goto done;
     }
     if (en - b != numel * esize) {
       char sh[96];
-      st = zz_error(ZZ_ERR_FORMAT, "%s: tensor %s: %lld bytes for shape %s of %s (expected %lld)", path,
-                    key, (long long)(en - b), zz_shape_str(e.ndim, e.shape, sh, sizeof sh), e.st_dtype,
+      st = zz_error(ZZ_ERR_FORMAT, "%s: tensor %s: %lld bytes for shape %s of %s (expected %lld)", path, key,
+                    (long long)(en - b), zz_shape_str(e.ndim, e.shape, sh, sizeof sh), e.st_dtype,
                     (long long)(numel * esize));
       goto done;
     }
@@ -232,7 +229,8 @@ static zz_status zz_ck_open_index(zz_checkpoint *ck, const char *dir, const char
     json_object_foreach(map, key, val) {
       zz_ck_entry probe;
       snprintf(probe.name, sizeof probe.name, "%s", key);
-      zz_ck_entry *e = ck->n_entries ? bsearch(&probe, ck->entries, (size_t)ck->n_entries, sizeof probe, zz_entry_cmp) : NULL;
+      zz_ck_entry *e = ck->n_entries ? bsearch(&probe, ck->entries, (size_t)ck->n_entries, sizeof probe, zz_entry_cmp)
+                                     : NULL;
       const char *file = json_string_value(val);
       const char *base = e ? strrchr(ck->files[e->file].path, '/') + 1 : NULL;
       if (!e || strcmp(base, file) != 0) {
@@ -254,8 +252,7 @@ zz_status zz_checkpoint_open(const char *dir, zz_checkpoint **out) {
   snprintf(index, sizeof index, "%s/model.safetensors.index.json", dir);
   struct stat sb;
   zz_status st;
-  if (stat(single, &sb) == 0)
-    st = zz_ck_add_file(ck, single);
+  if (stat(single, &sb) == 0) st = zz_ck_add_file(ck, single);
   else if (stat(index, &sb) == 0)
     st = zz_ck_open_index(ck, dir, index);
   else
@@ -297,13 +294,12 @@ static const zz_ck_entry *zz_ck_find(const zz_checkpoint *ck, const char *name) 
     e = bsearch(&probe, ck->entries, (size_t)ck->n_entries, sizeof probe, zz_entry_cmp);
   }
   if (!e && strcmp(name, "model.decoder.embed_tokens.weight") == 0)
-    e = bsearch(&(zz_ck_entry){.name = "lm_head.weight"}, ck->entries, (size_t)ck->n_entries,
-                sizeof probe, zz_entry_cmp);
+    e = bsearch(&(zz_ck_entry){.name = "lm_head.weight"}, ck->entries, (size_t)ck->n_entries, sizeof probe,
+                zz_entry_cmp);
   return e;
 }
 
-zz_status zz_checkpoint_check(const zz_checkpoint *ck, const char *name, int ndim,
-                              const int64_t *shape) {
+zz_status zz_checkpoint_check(const zz_checkpoint *ck, const char *name, int ndim, const int64_t *shape) {
   const zz_ck_entry *e = zz_ck_find(ck, name);
   if (!e) return zz_error(ZZ_ERR_FORMAT, "checkpoint: tensor %s is missing", name);
   const char *path = ck->files[e->file].path;
@@ -319,16 +315,15 @@ zz_status zz_checkpoint_check(const zz_checkpoint *ck, const char *name, int ndi
   return ZZ_OK;
 }
 
-zz_status zz_checkpoint_read(const zz_checkpoint *ck, const char *name, zz_dtype dst_dt, void *dst,
-                             int64_t numel) {
+zz_status zz_checkpoint_read(const zz_checkpoint *ck, const char *name, zz_dtype dst_dt, void *dst, int64_t numel) {
   const zz_ck_entry *e = zz_ck_find(ck, name);
   if (!e) return zz_error(ZZ_ERR_FORMAT, "checkpoint: tensor %s is missing", name);
   const char *path = ck->files[e->file].path;
   if (e->dtype == ZZ_DTYPE_COUNT)
     return zz_error(ZZ_ERR_FORMAT, "%s: tensor %s: dtype %s is not a float type", path, e->name, e->st_dtype);
   if ((int64_t)zz_dtype_nbytes(e->dtype, numel) != e->nbytes)
-    return zz_error(ZZ_ERR_FORMAT, "%s: tensor %s holds %lld bytes, %lld elements wanted", path,
-                    e->name, (long long)e->nbytes, (long long)numel);
+    return zz_error(ZZ_ERR_FORMAT, "%s: tensor %s holds %lld bytes, %lld elements wanted", path, e->name,
+                    (long long)e->nbytes, (long long)numel);
   void *buf = e->dtype == dst_dt ? dst : malloc((size_t)e->nbytes);
   if (!buf) return zz_error(ZZ_ERR_NO_MEMORY, "%s: tensor %s: out of memory", path, e->name);
   int64_t done = 0;
@@ -394,7 +389,7 @@ typedef struct zz_dummy_job {
  * one multiply and add: exact in every instruction set (no FMA is enabled, so
  * nothing is contracted), so each clone below gives the same bits. */
 static inline __attribute__((always_inline)) void zz_dummy_fill(float *out, int m, uint32_t c, uint32_t stride,
-                                                               float center, float scale) {
+                                                                float center, float scale) {
   for (int k = 0; k < m; k++) {
     uint32_t r = zz_hash32(c + (uint32_t)k * stride);
     /* two 16-bit uniforms summed: a triangle on [-2^16+1, 2^16-1], std 2^16/sqrt(6) */
@@ -418,7 +413,7 @@ __attribute__((target("avx2"))) static void zz_dummy_fill_avx2(float *out, int m
  * was 37% of OPT-6.7B's fill). The values are finite, so the F16C rounding equals
  * zz_f32_to_f16's (kernels/cpu/dtype.c, tested bit-equal). m % 64 == 0. */
 __attribute__((target("avx2,f16c"))) static void zz_dummy_fill_f16_avx2(uint16_t *out, int m, uint32_t c,
-                                                                       uint32_t stride, float center, float scale) {
+                                                                        uint32_t stride, float center, float scale) {
   for (int k0 = 0; k0 < m; k0 += 64) {
     float t[64];
     zz_dummy_fill(t, 64, c + (uint32_t)k0 * stride, stride, center, scale);
@@ -442,8 +437,7 @@ static void zz_dummy_task(void *arg, int64_t t) {
     int m = (int)(end - i < 4096 ? end - i : 4096);
 #if defined(__x86_64__)
     if (j->dt == ZZ_DTYPE_F16 && fill == zz_dummy_fill_avx2 && m % 64 == 0) {
-      zz_dummy_fill_f16_avx2((uint16_t *)j->dst + i, m, (uint32_t)i * j->stride + key, j->stride, j->center,
-                             j->scale);
+      zz_dummy_fill_f16_avx2((uint16_t *)j->dst + i, m, (uint32_t)i * j->stride + key, j->stride, j->center, j->scale);
       continue;
     }
 #endif
@@ -454,8 +448,8 @@ static void zz_dummy_task(void *arg, int64_t t) {
 }
 
 void zz_weights_dummy(const zz_weight_spec *spec, zz_dtype dt, void *dst, zz_pool *pool) {
-  static const float std_of[] = {[ZZ_INIT_MATRIX] = 0.02f, [ZZ_INIT_BIAS] = 0.01f, [ZZ_INIT_NORM_GAIN] = 0.05f,
-                                 [ZZ_INIT_NORM_BIAS] = 0.05f};
+  static const float std_of[] = {
+      [ZZ_INIT_MATRIX] = 0.02f, [ZZ_INIT_BIAS] = 0.01f, [ZZ_INIT_NORM_GAIN] = 0.05f, [ZZ_INIT_NORM_BIAS] = 0.05f};
   uint64_t seed = zz_fnv1a(ZZ_FNV_BASIS, spec->name, strlen(spec->name));
   zz_dummy_job j = {.seed = seed,
                     .stride = zz_hash32((uint32_t)(seed >> 32) + 0x9e3779b9U) | 1U,

@@ -94,8 +94,7 @@ zz_status zz_json_int(json_t *obj, const char *path, const char *key, int64_t de
   return zz_json_int_in(obj, path, key, def, 0, 1ll << 40, out);
 }
 
-zz_status zz_json_bool(json_t *obj, const char *path, const char *key, bool def,
-                              bool *out) {
+zz_status zz_json_bool(json_t *obj, const char *path, const char *key, bool def, bool *out) {
   json_t *v = json_object_get(obj, key);
   if (!v || json_is_null(v)) {
     *out = def;
@@ -120,8 +119,7 @@ zz_status zz_json_dtype(json_t *obj, const char *path, zz_dtype *out) {
   if (dt[0] && dt[1] && strcmp(dt[0], dt[1]) != 0)
     return zz_error(ZZ_ERR_FORMAT, "%s: \"torch_dtype\" \"%s\" and \"dtype\" \"%s\" disagree", path, dt[0], dt[1]);
   const char *d = dt[0] ? dt[0] : dt[1];
-  if (!d || strcmp(d, "float32") == 0)
-    *out = ZZ_DTYPE_F32;
+  if (!d || strcmp(d, "float32") == 0) *out = ZZ_DTYPE_F32;
   else if (strcmp(d, "float16") == 0)
     *out = ZZ_DTYPE_F16;
   else if (strcmp(d, "bfloat16") == 0)
@@ -132,8 +130,7 @@ zz_status zz_json_dtype(json_t *obj, const char *path, zz_dtype *out) {
   return ZZ_OK;
 }
 
-zz_status zz_json_real(json_t *obj, const char *path, const char *key, double def, double lo, double hi,
-                       double *out) {
+zz_status zz_json_real(json_t *obj, const char *path, const char *key, double def, double lo, double hi, double *out) {
   json_t *v = json_object_get(obj, key);
   if (!v || json_is_null(v)) {
     if (isnan(def)) return zz_error(ZZ_ERR_FORMAT, "%s: required key \"%s\" is missing", path, key);
@@ -166,8 +163,8 @@ zz_status zz_json_eos(json_t *obj, const char *path, const char *key, int64_t vo
   for (size_t i = 0; i < n; i++) {
     int64_t id;
     if (!zz_json_int_value(json_is_array(v) ? json_array_get(v, i) : v, 0, vocab - 1, &id))
-      return zz_error(ZZ_ERR_FORMAT, "%s: \"%s\" must be an id or a list of ids in [0, %lld] (vocab_size %lld)",
-                      path, key, (long long)vocab - 1, (long long)vocab);
+      return zz_error(ZZ_ERR_FORMAT, "%s: \"%s\" must be an id or a list of ids in [0, %lld] (vocab_size %lld)", path,
+                      key, (long long)vocab - 1, (long long)vocab);
     ids[i] = (int32_t)id;
   }
   memcpy(c->eos_ids, ids, n * sizeof *ids);

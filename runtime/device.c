@@ -32,7 +32,7 @@ struct zz_device_ranges {
   struct zz_range {
     uintptr_t base;
     size_t bytes;
-  } *r; /* [n], unordered */
+  } * r; /* [n], unordered */
   size_t n, cap;
 };
 
@@ -73,8 +73,7 @@ static bool zz_ranges_find(zz_device_ranges *rs, const void *p, size_t bytes, bo
   pthread_rwlock_rdlock(&rs->lock);
   for (size_t i = 0; i < rs->n && !hit; i++) {
     const struct zz_range *r = &rs->r[i];
-    if (inside)
-      hit = a >= r->base && a - r->base <= r->bytes && bytes <= r->bytes - (a - r->base);
+    if (inside) hit = a >= r->base && a - r->base <= r->bytes && bytes <= r->bytes - (a - r->base);
     else
       hit = a < r->base + r->bytes && (bytes > UINTPTR_MAX - a || a + bytes > r->base);
   }
@@ -95,14 +94,12 @@ static size_t zz_ranges_count(zz_device_ranges *rs) {
  * quota, zz_limits.h), not the host's: more threads than a quota allows only
  * take turns, and are throttled together at the end of each period. */
 static zz_status zz_device_pool(int threads, const char *what, zz_pool **out) {
-  if (threads <= 0) threads = zz_limits_here()->cores < ZZ_POOL_MAX_THREADS ? zz_limits_here()->cores : ZZ_POOL_MAX_THREADS;
+  if (threads <= 0)
+    threads = zz_limits_here()->cores < ZZ_POOL_MAX_THREADS ? zz_limits_here()->cores : ZZ_POOL_MAX_THREADS;
   int rc = zz_pool_create(threads, out);
   if (rc == EINVAL)
-    return zz_error(ZZ_ERR_INVALID_ARG, "device: %d %s threads asked, at most %d", threads, what,
-                    ZZ_POOL_MAX_THREADS);
-  if (rc != 0)
-    return zz_error(ZZ_ERR_NO_MEMORY, "device: cannot start %d %s threads: %s", threads, what,
-                    strerror(rc));
+    return zz_error(ZZ_ERR_INVALID_ARG, "device: %d %s threads asked, at most %d", threads, what, ZZ_POOL_MAX_THREADS);
+  if (rc != 0) return zz_error(ZZ_ERR_NO_MEMORY, "device: cannot start %d %s threads: %s", threads, what, strerror(rc));
   return ZZ_OK;
 }
 
@@ -159,11 +156,9 @@ zz_status zz_device_create_best(int ordinal, size_t capacity, int threads, int a
    * Anything else is a GPU that is there and failed: say why. */
   if (!said) {
 #ifdef ZZ_HAVE_CUDA
-    if (st == ZZ_ERR_UNSUPPORTED)
-      fprintf(stderr, "zigzag: no GPU found, using the CPU device\n");
+    if (st == ZZ_ERR_UNSUPPORTED) fprintf(stderr, "zigzag: no GPU found, using the CPU device\n");
 #else
-    if (st == ZZ_ERR_UNSUPPORTED)
-      fprintf(stderr, "zigzag: built without CUDA, using the CPU device\n");
+    if (st == ZZ_ERR_UNSUPPORTED) fprintf(stderr, "zigzag: built without CUDA, using the CPU device\n");
 #endif
     else
       fprintf(stderr, "zigzag: the GPU could not be used (%s); using the CPU device\n", zz_error_message());
@@ -223,18 +218,22 @@ static const struct {
 };
 
 static bool zz_kind_runs(zz_device_kind k, zz_op op, zz_dtype dt) {
-  if (op == ZZ_OP_UPLOAD || op == ZZ_OP_DOWNLOAD) return dt == ZZ_DTYPE_F32 || dt == ZZ_DTYPE_F16 || dt == ZZ_DTYPE_BF16;
+  if (op == ZZ_OP_UPLOAD || op == ZZ_OP_DOWNLOAD)
+    return dt == ZZ_DTYPE_F32 || dt == ZZ_DTYPE_F16 || dt == ZZ_DTYPE_BF16;
   bool rows = op == ZZ_OP_LINEAR || op == ZZ_OP_EMBED_ROWS || op == ZZ_OP_ADD_ROWS;
   if (dt == ZZ_DTYPE_BF16 && k == ZZ_DEVICE_CPU && rows) return true;
-  if (dt == ZZ_DTYPE_Q4)
-    return rows || op == ZZ_OP_KV_APPEND || op == ZZ_OP_ATTENTION || op == ZZ_OP_ATTENTION_SPARSE;
+  if (dt == ZZ_DTYPE_Q4) return rows || op == ZZ_OP_KV_APPEND || op == ZZ_OP_ATTENTION || op == ZZ_OP_ATTENTION_SPARSE;
   return dt == zz_kinds[k].compute_dtype;
 }
 
 void zz_device_desc_init(zz_device_kind kind, size_t capacity, zz_device_desc *out) {
   ZZ_ASSERT((unsigned)kind < ZZ_DEVICE_KIND_COUNT);
-  zz_device_desc d = {.kind = kind, .name = zz_kinds[kind].name, .compute_dtype = zz_kinds[kind].compute_dtype,
-                      .memory_is_host = zz_kinds[kind].memory_is_host, .capacity = capacity, .align = ZZ_ALIGN,
+  zz_device_desc d = {.kind = kind,
+                      .name = zz_kinds[kind].name,
+                      .compute_dtype = zz_kinds[kind].compute_dtype,
+                      .memory_is_host = zz_kinds[kind].memory_is_host,
+                      .capacity = capacity,
+                      .align = ZZ_ALIGN,
                       .isa = zz_cpu_isa_get()};
   for (int op = 0; op < ZZ_OP_COUNT; op++)
     for (int dt = 0; dt < ZZ_DTYPE_COUNT; dt++)
@@ -282,11 +281,19 @@ void zz_device_unreserve(zz_device *dev, size_t bytes) {
 /* ================================================================ argument checks */
 
 static const char *const zz_op_names[ZZ_OP_COUNT] = {
-    [ZZ_OP_EMBED_ROWS] = "embed_rows", [ZZ_OP_ADD_ROWS] = "add_rows", [ZZ_OP_LAYERNORM] = "layernorm",
-    [ZZ_OP_LINEAR] = "linear",         [ZZ_OP_ADD] = "add",           [ZZ_OP_KV_APPEND] = "kv_append",
-    [ZZ_OP_ATTENTION] = "attention",   [ZZ_OP_UPLOAD] = "upload",     [ZZ_OP_DOWNLOAD] = "download",
+    [ZZ_OP_EMBED_ROWS] = "embed_rows",
+    [ZZ_OP_ADD_ROWS] = "add_rows",
+    [ZZ_OP_LAYERNORM] = "layernorm",
+    [ZZ_OP_LINEAR] = "linear",
+    [ZZ_OP_ADD] = "add",
+    [ZZ_OP_KV_APPEND] = "kv_append",
+    [ZZ_OP_ATTENTION] = "attention",
+    [ZZ_OP_UPLOAD] = "upload",
+    [ZZ_OP_DOWNLOAD] = "download",
     [ZZ_OP_ATTENTION_SPARSE] = "attention_sparse",
-    [ZZ_OP_RMSNORM] = "rmsnorm",       [ZZ_OP_ROPE] = "rope",         [ZZ_OP_SILU_MUL] = "silu_mul",
+    [ZZ_OP_RMSNORM] = "rmsnorm",
+    [ZZ_OP_ROPE] = "rope",
+    [ZZ_OP_SILU_MUL] = "silu_mul",
 };
 
 const char *zz_op_name(zz_op op) { return (unsigned)op < ZZ_OP_COUNT ? zz_op_names[op] : "?"; }
@@ -319,7 +326,8 @@ static zz_status zz_arg_pos(zz_site s, const char *arg, int64_t v) {
 
 /* elems = a * b, refusing an overflow (sizes come from callers we do not trust). */
 static zz_status zz_arg_mul(zz_site s, const char *arg, int64_t a, int64_t b, int64_t *elems) {
-  if (__builtin_mul_overflow(a, b, elems)) return zz_bad(s, "%s: %lld x %lld elements overflow", arg, (long long)a, (long long)b);
+  if (__builtin_mul_overflow(a, b, elems))
+    return zz_bad(s, "%s: %lld x %lld elements overflow", arg, (long long)a, (long long)b);
   return ZZ_OK;
 }
 
@@ -344,7 +352,8 @@ static zz_status zz_arg_host(zz_site s, const char *arg, const void *p, size_t b
 }
 
 static zz_status zz_arg_lane(zz_site s, zz_lane lane) {
-  if ((unsigned)lane >= ZZ_LANE_COUNT) return zz_bad(s, "lane %d does not exist (0 to %d)", (int)lane, ZZ_LANE_COUNT - 1);
+  if ((unsigned)lane >= ZZ_LANE_COUNT)
+    return zz_bad(s, "lane %d does not exist (0 to %d)", (int)lane, ZZ_LANE_COUNT - 1);
   return ZZ_OK;
 }
 
@@ -366,15 +375,15 @@ static zz_status zz_arg_weight(zz_site s, zz_op op, const char *arg, const zz_te
   if (!ok) {
     char got[64], exp[64];
     zz_shape_str(t->ndim, t->shape, got, sizeof got);
-    if (ndim == 1)
-      snprintf(exp, sizeof exp, "[%lld]", (long long)d0);
+    if (ndim == 1) snprintf(exp, sizeof exp, "[%lld]", (long long)d0);
     else if (d0 < 0)
       snprintf(exp, sizeof exp, "[rows, %lld]", (long long)d1);
     else
       snprintf(exp, sizeof exp, "[%lld, %lld]", (long long)d0, (long long)d1);
     return zz_bad(s, "weight %s (%s) is %s, want %s", arg, t->name, got, exp);
   }
-  if ((unsigned)t->dtype >= ZZ_DTYPE_COUNT) return zz_bad(s, "weight %s (%s): dtype %d unknown", arg, t->name, (int)t->dtype);
+  if ((unsigned)t->dtype >= ZZ_DTYPE_COUNT)
+    return zz_bad(s, "weight %s (%s): dtype %d unknown", arg, t->name, (int)t->dtype);
   if (!zz_device_supports(s.dev, op, t->dtype))
     return zz_bad(s, "weight %s (%s) is %s, which this device does not support for %s", arg, t->name,
                   zz_dtype_name(t->dtype), zz_op_name(op));
@@ -480,8 +489,7 @@ static zz_status zz_check_convert(zz_site s, zz_op op, zz_lane lane, const void 
   return zz_arg_host(s, op == ZZ_OP_UPLOAD ? "host_src" : "host_dst", host_p, zz_dtype_nbytes(host_dt, n));
 }
 
-zz_status zz_device_upload(zz_device *dev, zz_lane lane, void *dst, const void *host_src, zz_dtype src_dt,
-                           int64_t n) {
+zz_status zz_device_upload(zz_device *dev, zz_lane lane, void *dst, const void *host_src, zz_dtype src_dt, int64_t n) {
   ZZ_CHECK(zz_check_convert((zz_site){dev, "upload"}, ZZ_OP_UPLOAD, lane, dst, host_src, src_dt, n));
   __atomic_fetch_add(&dev->bytes_to_device, (uint64_t)zz_dtype_nbytes(src_dt, n), __ATOMIC_RELAXED);
   return n ? dev->ops->upload(dev, lane, dst, host_src, src_dt, n) : ZZ_OK;
@@ -517,8 +525,8 @@ zz_status zz_device_embed_rows(zz_device *dev, const zz_tensor *table, const int
   return dev->ops->embed_rows(dev, table->data, table->dtype, table->q, table->shape[1], ids, n, out);
 }
 
-zz_status zz_device_gather_rows(zz_device *dev, const void *x, int64_t rows, int64_t dim, const int32_t *ids,
-                                int64_t n, void *out) {
+zz_status zz_device_gather_rows(zz_device *dev, const void *x, int64_t rows, int64_t dim, const int32_t *ids, int64_t n,
+                                void *out) {
   zz_site s = {dev, "gather_rows"};
   int64_t nx;
   ZZ_CHECK(zz_arg_op(s, ZZ_OP_EMBED_ROWS));
@@ -562,8 +570,8 @@ zz_status zz_device_layernorm(zz_device *dev, const void *x, int64_t n, int64_t 
   return dev->ops->layernorm(dev, x, n, dim, gamma->data, beta->data, gamma->dtype, eps, y);
 }
 
-zz_status zz_device_linear(zz_device *dev, const void *x, int64_t n, int64_t in, const zz_tensor *w,
-                           const zz_tensor *b, int64_t out, void *y, int relu) {
+zz_status zz_device_linear(zz_device *dev, const void *x, int64_t n, int64_t in, const zz_tensor *w, const zz_tensor *b,
+                           int64_t out, void *y, int relu) {
   zz_site s = {dev, "linear"};
   int64_t nx, ny;
   ZZ_CHECK(zz_arg_pos(s, "n", n));
@@ -576,8 +584,8 @@ zz_status zz_device_linear(zz_device *dev, const void *x, int64_t n, int64_t in,
   ZZ_CHECK(zz_arg_weight(s, ZZ_OP_LINEAR, "w", w, 2, out, in));
   bool has_b = b && b->ndim;
   if (has_b) ZZ_CHECK(zz_arg_weight(s, ZZ_OP_LINEAR, "b", b, 1, out, 0));
-  return dev->ops->linear(dev, x, n, in, w->data, w->dtype, w->q, has_b ? b->data : NULL,
-                          has_b ? b->dtype : w->dtype, out, y, relu);
+  return dev->ops->linear(dev, x, n, in, w->data, w->dtype, w->q, has_b ? b->data : NULL, has_b ? b->dtype : w->dtype,
+                          out, y, relu);
 }
 
 /* An elementwise op of two inputs a, b and an output y of n compute-dtype elements. */
@@ -624,7 +632,7 @@ size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, 
  * layout is one the device stores, the sequence stride holds the rows, and the
  * bytes are the device's. */
 static zz_status zz_check_cache(zz_site s, zz_op op, const char *arg, const void *cache, const zz_kv_layout *l,
-                                   int64_t b, int64_t rows, int64_t heads, int64_t hd) {
+                                int64_t b, int64_t rows, int64_t heads, int64_t hd) {
   if (!l) return zz_bad(s, "layout is NULL");
   if ((unsigned)l->dt >= ZZ_DTYPE_COUNT || !zz_device_supports(s.dev, op, l->dt))
     return zz_bad(s, "a %s cache is not supported by this device", zz_dtype_name(l->dt));
@@ -637,8 +645,8 @@ static zz_status zz_check_cache(zz_site s, zz_op op, const char *arg, const void
   size_t row = zz_kv_row_bytes(l->dt, l->q, heads, hd);
   ZZ_CHECK(zz_arg_mul(s, arg, rows, (int64_t)row, &used));
   if (l->seq_bytes < used)
-    return zz_bad(s, "seq_bytes = %lld, but %lld rows of %zu bytes need %lld", (long long)l->seq_bytes,
-                  (long long)rows, row, (long long)used);
+    return zz_bad(s, "seq_bytes = %lld, but %lld rows of %zu bytes need %lld", (long long)l->seq_bytes, (long long)rows,
+                  row, (long long)used);
   ZZ_CHECK(zz_arg_mul(s, arg, b - 1, l->seq_bytes, &span));
   if (__builtin_add_overflow(span, used, &span)) return zz_bad(s, "%s: size overflows", arg);
   return zz_arg_dev(s, arg, cache, span, 1);
@@ -683,7 +691,8 @@ zz_status zz_device_attention(zz_device *dev, const zz_attn_call *a) {
     return zz_bad(s, "top-k sparse attention over a %s cache is not implemented by this device",
                   zz_dtype_name(a->kv.dt));
   ZZ_CHECK(zz_arg_dev(s, "pad", a->pad, a->b, sizeof(int32_t)));
-  size_t need = zz_device_desc_attention_scratch(&dev->desc, a->b, a->sq, a->t, a->heads, zz_attention_general(a->kv.dt, a->keep));
+  size_t need = zz_device_desc_attention_scratch(&dev->desc, a->b, a->sq, a->t, a->heads,
+                                                 zz_attention_general(a->kv.dt, a->keep));
   if (need) ZZ_CHECK(zz_arg_dev(s, "scratch", a->scratch, (int64_t)need, 1));
   return dev->ops->attention(dev, a);
 }
@@ -705,7 +714,8 @@ zz_status zz_device_rope(zz_device *dev, void *x, int64_t n, int64_t heads, int6
   if (hd % 2) return zz_bad(s, "hd = %lld, must be even", (long long)hd);
   if (!rope) return zz_bad(s, "rope is NULL");
   if ((unsigned)rope->type > ZZ_ROPE_LLAMA3) return zz_bad(s, "rope type %d unknown", (int)rope->type);
-  if (!(rope->theta > 0 && isfinite(rope->theta))) return zz_bad(s, "theta = %g, must be positive", (double)rope->theta);
+  if (!(rope->theta > 0 && isfinite(rope->theta)))
+    return zz_bad(s, "theta = %g, must be positive", (double)rope->theta);
   ZZ_CHECK(zz_arg_mul(s, "x", heads, hd, &w));
   ZZ_CHECK(zz_arg_act3(s, "x", x, n, 1, w));
   ZZ_CHECK(zz_arg_dev(s, "pos", pos, n, sizeof(int32_t)));

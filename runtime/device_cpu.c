@@ -20,7 +20,7 @@
 #include "device_impl.h"
 
 typedef struct zz_cpu_dev {
-  size_t used; /* bytes allocated through alloc() */
+  size_t used;           /* bytes allocated through alloc() */
   pthread_mutex_t xb_mu; /* guards xb while a linear uses it */
   void *xb;              /* x rounded to bf16 for a bf16 linear; grows, never shrinks */
   size_t xb_bytes;
@@ -34,14 +34,12 @@ static zz_status zz_cpu_alloc(zz_device *dev, size_t bytes, void **out) {
   if (bytes > dev->desc.capacity - c->used) {
     char a[32], b[32];
     return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: %s wanted, %s of its capacity left",
-                    zz_format_bytes(bytes, a, sizeof a),
-                    zz_format_bytes(dev->desc.capacity - c->used, b, sizeof b));
+                    zz_format_bytes(bytes, a, sizeof a), zz_format_bytes(dev->desc.capacity - c->used, b, sizeof b));
   }
   char *p = NULL;
   if (posix_memalign((void **)&p, ZZ_CPU_HDR, bytes + ZZ_CPU_HDR) != 0) {
     char a[32];
-    return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: allocating %s failed",
-                    zz_format_bytes(bytes, a, sizeof a));
+    return zz_error(ZZ_ERR_NO_MEMORY, "cpu device: allocating %s failed", zz_format_bytes(bytes, a, sizeof a));
   }
   memcpy(p, &bytes, sizeof bytes);
   c->used += bytes;
@@ -64,8 +62,7 @@ static zz_status zz_cpu_host_alloc(zz_device *dev, size_t bytes, void **out) {
   void *p = NULL;
   if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0) {
     char a[32];
-    return zz_error(ZZ_ERR_NO_MEMORY, "host memory: allocating %s failed",
-                    zz_format_bytes(bytes, a, sizeof a));
+    return zz_error(ZZ_ERR_NO_MEMORY, "host memory: allocating %s failed", zz_format_bytes(bytes, a, sizeof a));
   }
   *out = p;
   return ZZ_OK;
@@ -76,22 +73,19 @@ static void zz_cpu_host_free(zz_device *dev, void *ptr) {
   free(ptr);
 }
 
-static zz_status zz_cpu_write(zz_device *dev, zz_lane lane, void *dst, const void *src,
-                              size_t bytes) {
+static zz_status zz_cpu_write(zz_device *dev, zz_lane lane, void *dst, const void *src, size_t bytes) {
   (void)dev, (void)lane;
   memcpy(dst, src, bytes);
   return ZZ_OK;
 }
 
-static zz_status zz_cpu_upload(zz_device *dev, zz_lane lane, void *dst, const void *src,
-                               zz_dtype src_dt, int64_t n) {
+static zz_status zz_cpu_upload(zz_device *dev, zz_lane lane, void *dst, const void *src, zz_dtype src_dt, int64_t n) {
   (void)dev, (void)lane;
   zz_convert(src_dt, src, ZZ_DTYPE_F32, dst, n);
   return ZZ_OK;
 }
 
-static zz_status zz_cpu_download(zz_device *dev, zz_lane lane, void *dst, zz_dtype dst_dt,
-                                 const void *src, int64_t n) {
+static zz_status zz_cpu_download(zz_device *dev, zz_lane lane, void *dst, zz_dtype dst_dt, const void *src, int64_t n) {
   (void)dev, (void)lane;
   zz_convert(ZZ_DTYPE_F32, src, dst_dt, dst, n);
   return ZZ_OK;
@@ -115,8 +109,7 @@ static void zz_cpu_table_rows(const void *table, zz_dtype table_dt, zz_qfmt tabl
     zz_cpu_rows_bf16(table, dim, ids, n, out, add);
   } else {
     ZZ_CPU_F32(table_dt);
-    if (add)
-      zz_cpu_add_rows(out, dim, table, ids, n);
+    if (add) zz_cpu_add_rows(out, dim, table, ids, n);
     else
       zz_cpu_embed_rows(table, dim, ids, n, out);
   }
@@ -136,8 +129,8 @@ static zz_status zz_cpu_addrows(zz_device *dev, void *x, int64_t dim, const void
   return ZZ_OK;
 }
 
-static zz_status zz_cpu_ln(zz_device *dev, const void *x, int64_t n, int64_t dim,
-                           const void *gamma, const void *beta, zz_dtype w_dt, float eps, void *y) {
+static zz_status zz_cpu_ln(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma, const void *beta,
+                           zz_dtype w_dt, float eps, void *y) {
   ZZ_CPU_F32(w_dt);
   zz_cpu_layernorm(dev->pool, x, n, dim, gamma, beta, eps, y);
   return ZZ_OK;
@@ -199,18 +192,30 @@ static zz_status zz_cpu_silu(zz_device *dev, const void *g, const void *u, int64
 static zz_status zz_cpu_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
                                void *cache, const zz_kv_layout *l, int64_t pos) {
   (void)dev;
-  if (l->dt == ZZ_DTYPE_Q4)
-    zz_cpu_kv_append_q(x, b, sq, heads, hd, cache, l->q, l->seq_bytes, pos);
+  if (l->dt == ZZ_DTYPE_Q4) zz_cpu_kv_append_q(x, b, sq, heads, hd, cache, l->q, l->seq_bytes, pos);
   else /* f32: device.c checked the stride holds whole rows */
     zz_cpu_kv_append(x, b, sq, heads * hd, cache, l->seq_bytes / (int64_t)sizeof(float), pos);
   return ZZ_OK;
 }
 
 static zz_status zz_cpu_attn(zz_device *dev, const zz_attn_call *c) {
-  zz_attn_args a = {.q = c->q, .k = c->k, .v = c->v, .kv_dt = c->kv.dt, .kv_q = c->kv.q,
-                    .seq_bytes = c->kv.seq_bytes, .b = c->b, .sq = c->sq, .t = c->t, .q_start = c->q_start,
-                    .heads = c->heads, .kv_heads = c->kv_heads, .hd = c->hd, .pad = c->pad, .keep = c->keep,
-                    .out = c->out, .scratch = c->scratch};
+  zz_attn_args a = {.q = c->q,
+                    .k = c->k,
+                    .v = c->v,
+                    .kv_dt = c->kv.dt,
+                    .kv_q = c->kv.q,
+                    .seq_bytes = c->kv.seq_bytes,
+                    .b = c->b,
+                    .sq = c->sq,
+                    .t = c->t,
+                    .q_start = c->q_start,
+                    .heads = c->heads,
+                    .kv_heads = c->kv_heads,
+                    .hd = c->hd,
+                    .pad = c->pad,
+                    .keep = c->keep,
+                    .out = c->out,
+                    .scratch = c->scratch};
   zz_cpu_attention_ex(dev->pool, &a);
   return ZZ_OK;
 }

@@ -68,16 +68,16 @@ typedef struct zz_cuda_block {
 
 typedef struct zz_cuda_dev {
   int ordinal;
-  char gpu[256];                           /* device name (cudaDeviceProp.name), for messages */
-  cudaStream_t lane[ZZ_LANE_COUNT];        /* non-blocking, one per zz_lane */
-  cublasHandle_t blas;                     /* bound to lane[ZZ_LANE_COMPUTE] */
-  void *blas_ws;                           /* cuBLAS workspace, blas_ws_bytes */
+  char gpu[256];                    /* device name (cudaDeviceProp.name), for messages */
+  cudaStream_t lane[ZZ_LANE_COUNT]; /* non-blocking, one per zz_lane */
+  cublasHandle_t blas;              /* bound to lane[ZZ_LANE_COMPUTE] */
+  void *blas_ws;                    /* cuBLAS workspace, blas_ws_bytes */
   size_t blas_ws_bytes;
-  void *staging[ZZ_LANE_COUNT];            /* conversion buffer of each lane */
+  void *staging[ZZ_LANE_COUNT]; /* conversion buffer of each lane */
   size_t staging_bytes[ZZ_LANE_COUNT];
-  pthread_mutex_t mu;                      /* guards used, blocks */
-  size_t used;                             /* bytes counted against dev->desc.capacity */
-  zz_cuda_block *blocks;                   /* live alloc() blocks [n_blocks] */
+  pthread_mutex_t mu;    /* guards used, blocks */
+  size_t used;           /* bytes counted against dev->desc.capacity */
+  zz_cuda_block *blocks; /* live alloc() blocks [n_blocks] */
   size_t n_blocks, cap_blocks;
 } zz_cuda_dev;
 
@@ -97,18 +97,18 @@ static zz_status zz_cuda_fail(const zz_cuda_dev *d, int rc, const char *what, ..
   (void)cudaGetLastError();
   if (rc < 0) {
     cublasStatus_t st = (cublasStatus_t)(-rc);
-    return zz_error(ZZ_ERR_DEVICE, "cuda device %d (%s): %s: cuBLAS %s: %s", d->ordinal, d->gpu,
-                    op, cublasGetStatusName(st), cublasGetStatusString(st));
+    return zz_error(ZZ_ERR_DEVICE, "cuda device %d (%s): %s: cuBLAS %s: %s", d->ordinal, d->gpu, op,
+                    cublasGetStatusName(st), cublasGetStatusString(st));
   }
   cudaError_t e = (cudaError_t)rc;
-  return zz_error(ZZ_ERR_DEVICE, "cuda device %d (%s): %s: %s: %s", d->ordinal, d->gpu, op,
-                  cudaGetErrorName(e), cudaGetErrorString(e));
+  return zz_error(ZZ_ERR_DEVICE, "cuda device %d (%s): %s: %s: %s", d->ordinal, d->gpu, op, cudaGetErrorName(e),
+                  cudaGetErrorString(e));
 }
 
-#define ZZ_CUDA_OK(d, call, ...)                                                            \
-  do {                                                                                     \
-    int zz_rc_ = (int)(call);                                                              \
-    if (zz_rc_ != 0) return zz_cuda_fail((d), zz_rc_, __VA_ARGS__);                        \
+#define ZZ_CUDA_OK(d, call, ...)                                                                                       \
+  do {                                                                                                                 \
+    int zz_rc_ = (int)(call);                                                                                          \
+    if (zz_rc_ != 0) return zz_cuda_fail((d), zz_rc_, __VA_ARGS__);                                                    \
   } while (0)
 
 static zz_cuda_dev *zz_cuda_impl(zz_device *dev) { return (zz_cuda_dev *)dev->impl; }
@@ -122,8 +122,7 @@ static zz_status zz_cuda_enter(zz_cuda_dev *d) {
 
 static zz_status zz_cuda_lane(zz_cuda_dev *d, zz_lane lane, cudaStream_t *out) {
   if ((int)lane < 0 || lane >= ZZ_LANE_COUNT)
-    return zz_error(ZZ_ERR_INVALID_ARG, "cuda device %d: lane %d does not exist", d->ordinal,
-                    (int)lane);
+    return zz_error(ZZ_ERR_INVALID_ARG, "cuda device %d: lane %d does not exist", d->ordinal, (int)lane);
   ZZ_CHECK(zz_cuda_enter(d));
   *out = d->lane[lane];
   return ZZ_OK;
@@ -143,8 +142,7 @@ static zz_status zz_cuda_reserve(zz_device *dev, size_t bytes, const char *what)
                     "cuda device %d (%s): %s: %s (%zu bytes) asked, %s (%zu bytes) of the "
                     "capacity %s left",
                     d->ordinal, d->gpu, what, zz_format_bytes(bytes, a, sizeof a), bytes,
-                    zz_format_bytes(left, b, sizeof b), left,
-                    zz_format_bytes(dev->desc.capacity, c, sizeof c));
+                    zz_format_bytes(left, b, sizeof b), left, zz_format_bytes(dev->desc.capacity, c, sizeof c));
   }
   d->used += bytes;
   pthread_mutex_unlock(&d->mu);
@@ -159,8 +157,7 @@ static void zz_cuda_unreserve(zz_device *dev, size_t bytes) {
 }
 
 /* cudaMalloc of `bytes` already reserved; on failure the reservation is undone. */
-static zz_status zz_cuda_malloc_reserved(zz_device *dev, size_t bytes, const char *what,
-                                         void **out) {
+static zz_status zz_cuda_malloc_reserved(zz_device *dev, size_t bytes, const char *what, void **out) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
   void *p = NULL;
   cudaError_t e = cudaMalloc(&p, bytes);
@@ -169,8 +166,8 @@ static zz_status zz_cuda_malloc_reserved(zz_device *dev, size_t bytes, const cha
     zz_cuda_unreserve(dev, bytes);
     char a[32];
     return zz_error(e == cudaErrorMemoryAllocation ? ZZ_ERR_NO_MEMORY : ZZ_ERR_DEVICE,
-                    "cuda device %d (%s): %s: cudaMalloc(%s) failed: %s", d->ordinal, d->gpu,
-                    what, zz_format_bytes(bytes, a, sizeof a), cudaGetErrorString(e));
+                    "cuda device %d (%s): %s: cudaMalloc(%s) failed: %s", d->ordinal, d->gpu, what,
+                    zz_format_bytes(bytes, a, sizeof a), cudaGetErrorString(e));
   }
   *out = p;
   return ZZ_OK;
@@ -194,8 +191,7 @@ static zz_status zz_cuda_alloc(zz_device *dev, size_t bytes, void **out) {
       pthread_mutex_unlock(&d->mu);
       (void)cudaFree(p);
       zz_cuda_unreserve(dev, bytes);
-      return zz_error(ZZ_ERR_NO_MEMORY, "cuda device %d: out of host memory for bookkeeping",
-                      d->ordinal);
+      return zz_error(ZZ_ERR_NO_MEMORY, "cuda device %d: out of host memory for bookkeeping", d->ordinal);
     }
     d->blocks = nb;
     d->cap_blocks = cap;
@@ -244,8 +240,8 @@ static zz_status zz_cuda_host_alloc(zz_device *dev, size_t bytes, void **out) {
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     char a[32];
-    return zz_error(ZZ_ERR_NO_MEMORY, "cuda device %d: pinned host memory: cudaHostAlloc(%s): %s",
-                    d->ordinal, zz_format_bytes(bytes, a, sizeof a), cudaGetErrorString(e));
+    return zz_error(ZZ_ERR_NO_MEMORY, "cuda device %d: pinned host memory: cudaHostAlloc(%s): %s", d->ordinal,
+                    zz_format_bytes(bytes, a, sizeof a), cudaGetErrorString(e));
   }
   char *start = (char *)zz_align_up((size_t)((uintptr_t)p + sizeof p), ZZ_DISK_ALIGN);
   memcpy(start - sizeof p, &p, sizeof p);
@@ -278,29 +274,25 @@ static zz_status zz_cuda_staging(zz_device *dev, zz_lane lane, size_t bytes, voi
 /* ================================================================ copies */
 
 /* A raw copy of `kind` on the lane's stream; `what` names it in errors. */
-static zz_status zz_cuda_bytes(zz_device *dev, zz_lane lane, void *dst, const void *src,
-                               size_t bytes, enum cudaMemcpyKind kind, const char *what) {
+static zz_status zz_cuda_bytes(zz_device *dev, zz_lane lane, void *dst, const void *src, size_t bytes,
+                               enum cudaMemcpyKind kind, const char *what) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_lane(d, lane, &s));
   if (bytes == 0) return ZZ_OK;
-  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, kind, s), "%s %zu bytes on lane %d", what, bytes,
-             (int)lane);
+  ZZ_CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, kind, s), "%s %zu bytes on lane %d", what, bytes, (int)lane);
   return ZZ_OK;
 }
 
-static zz_status zz_cuda_write(zz_device *dev, zz_lane lane, void *dst, const void *src,
-                               size_t bytes) {
+static zz_status zz_cuda_write(zz_device *dev, zz_lane lane, void *dst, const void *src, size_t bytes) {
   return zz_cuda_bytes(dev, lane, dst, src, bytes, cudaMemcpyHostToDevice, "write");
 }
 
-static zz_status zz_cuda_read(zz_device *dev, zz_lane lane, void *dst, const void *src,
-                              size_t bytes) {
+static zz_status zz_cuda_read(zz_device *dev, zz_lane lane, void *dst, const void *src, size_t bytes) {
   return zz_cuda_bytes(dev, lane, dst, src, bytes, cudaMemcpyDeviceToHost, "read");
 }
 
-static zz_status zz_cuda_copy(zz_device *dev, zz_lane lane, void *dst, const void *src,
-                              size_t bytes) {
+static zz_status zz_cuda_copy(zz_device *dev, zz_lane lane, void *dst, const void *src, size_t bytes) {
   return zz_cuda_bytes(dev, lane, dst, src, bytes, cudaMemcpyDeviceToDevice, "copy on the device");
 }
 
@@ -313,18 +305,15 @@ static zz_status zz_cuda_identity(const zz_device *dev, int *ordinal_out, char *
   char bus[32] = "?";
   ZZ_CUDA_OK(d, cudaDeviceGetPCIBusId(bus, (int)sizeof bus, d->ordinal), "cudaDeviceGetPCIBusId");
   const unsigned char *u = (const unsigned char *)prop.uuid.bytes;
-  snprintf(id_out, len,
-           "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x at PCI %s", u[0], u[1],
-           u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15], bus);
+  snprintf(id_out, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x at PCI %s", u[0],
+           u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15], bus);
   *ordinal_out = d->ordinal;
   return ZZ_OK;
 }
 
 static size_t zz_cuda_elem_bytes(zz_dtype dt) { return dt == ZZ_DTYPE_F32 ? 4 : 2; }
 
-static int zz_cuda_plain_dtype(zz_dtype dt) {
-  return dt == ZZ_DTYPE_F32 || dt == ZZ_DTYPE_F16 || dt == ZZ_DTYPE_BF16;
-}
+static int zz_cuda_plain_dtype(zz_dtype dt) { return dt == ZZ_DTYPE_F32 || dt == ZZ_DTYPE_F16 || dt == ZZ_DTYPE_BF16; }
 
 /* n elements between the host, in host_dt, and the device's f16 (up: to the
  * device): f16 is copied as is; f32 and bf16 pass through the lane's staging
@@ -348,29 +337,26 @@ static zz_status zz_cuda_transfer(zz_device *dev, zz_lane lane, bool up, void *d
   for (int64_t off = 0; off < n; off += chunk) {
     const int64_t c = n - off < chunk ? n - off : chunk;
     if (up) {
-      ZZ_CUDA_OK(d, cudaMemcpyAsync(stage, (const char *)src + off * esz, (size_t)c * esz,
-                                    cudaMemcpyHostToDevice, s),
+      ZZ_CUDA_OK(d, cudaMemcpyAsync(stage, (const char *)src + off * esz, (size_t)c * esz, cudaMemcpyHostToDevice, s),
                  "upload %s: copying %lld elements on lane %d", zz_dtype_name(host_dt), (long long)c, (int)lane);
       ZZ_CUDA_OK(d, zz_cuda_convert(host_dt, stage, ZZ_DTYPE_F16, (uint16_t *)dst + off, c, s),
                  "upload %s: converting %lld elements to f16", zz_dtype_name(host_dt), (long long)c);
     } else {
       ZZ_CUDA_OK(d, zz_cuda_convert(ZZ_DTYPE_F16, (const uint16_t *)src + off, host_dt, stage, c, s),
                  "download %s: converting %lld elements from f16", zz_dtype_name(host_dt), (long long)c);
-      ZZ_CUDA_OK(d, cudaMemcpyAsync((char *)dst + off * esz, stage, (size_t)c * esz,
-                                    cudaMemcpyDeviceToHost, s),
+      ZZ_CUDA_OK(d, cudaMemcpyAsync((char *)dst + off * esz, stage, (size_t)c * esz, cudaMemcpyDeviceToHost, s),
                  "download %s: copying %lld elements on lane %d", zz_dtype_name(host_dt), (long long)c, (int)lane);
     }
   }
   return ZZ_OK;
 }
 
-static zz_status zz_cuda_upload(zz_device *dev, zz_lane lane, void *dst, const void *src,
-                                zz_dtype src_dt, int64_t n) {
+static zz_status zz_cuda_upload(zz_device *dev, zz_lane lane, void *dst, const void *src, zz_dtype src_dt, int64_t n) {
   return zz_cuda_transfer(dev, lane, true, dst, src, src_dt, n);
 }
 
-static zz_status zz_cuda_download(zz_device *dev, zz_lane lane, void *dst, zz_dtype dst_dt,
-                                  const void *src, int64_t n) {
+static zz_status zz_cuda_download(zz_device *dev, zz_lane lane, void *dst, zz_dtype dst_dt, const void *src,
+                                  int64_t n) {
   return zz_cuda_transfer(dev, lane, false, dst, src, dst_dt, n);
 }
 
@@ -385,9 +371,7 @@ static zz_status zz_cuda_sync(zz_device *dev, zz_lane lane) {
 /* ================================================================ compute */
 
 /* Every op runs on the compute lane; the kernels check their own launches. */
-static zz_status zz_cuda_compute(zz_cuda_dev *d, cudaStream_t *s) {
-  return zz_cuda_lane(d, ZZ_LANE_COMPUTE, s);
-}
+static zz_status zz_cuda_compute(zz_cuda_dev *d, cudaStream_t *s) { return zz_cuda_lane(d, ZZ_LANE_COMPUTE, s); }
 
 /* device.c checked supports(): every weight reaching an op here is f16. */
 #define ZZ_CUDA_F16(dt) ZZ_ASSERT((dt) == ZZ_DTYPE_F16)
@@ -410,8 +394,8 @@ static zz_status zz_cuda_embed(zz_device *dev, const void *table, zz_dtype table
   ZZ_CUDA_F16(table_dt);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
-  ZZ_CUDA_OK(d, zz_cuda_embed_rows(table, dim, ids, n, out, s), "embed_rows [%lld, %lld]",
-             (long long)n, (long long)dim);
+  ZZ_CUDA_OK(d, zz_cuda_embed_rows(table, dim, ids, n, out, s), "embed_rows [%lld, %lld]", (long long)n,
+             (long long)dim);
   return ZZ_OK;
 }
 
@@ -422,19 +406,18 @@ static zz_status zz_cuda_addrows(zz_device *dev, void *x, int64_t dim, const voi
   ZZ_CUDA_F16(table_dt);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
-  ZZ_CUDA_OK(d, zz_cuda_add_rows(x, dim, table, ids, n, s), "add_rows [%lld, %lld]",
-             (long long)n, (long long)dim);
+  ZZ_CUDA_OK(d, zz_cuda_add_rows(x, dim, table, ids, n, s), "add_rows [%lld, %lld]", (long long)n, (long long)dim);
   return ZZ_OK;
 }
 
-static zz_status zz_cuda_ln(zz_device *dev, const void *x, int64_t n, int64_t dim,
-                            const void *gamma, const void *beta, zz_dtype w_dt, float eps, void *y) {
+static zz_status zz_cuda_ln(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma, const void *beta,
+                            zz_dtype w_dt, float eps, void *y) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
   ZZ_CUDA_F16(w_dt);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
-  ZZ_CUDA_OK(d, zz_cuda_layernorm(x, n, dim, gamma, beta, eps, y, s), "layernorm [%lld, %lld]",
-             (long long)n, (long long)dim);
+  ZZ_CUDA_OK(d, zz_cuda_layernorm(x, n, dim, gamma, beta, eps, y, s), "layernorm [%lld, %lld]", (long long)n,
+             (long long)dim);
   return ZZ_OK;
 }
 
@@ -445,15 +428,13 @@ static zz_status zz_cuda_lin(zz_device *dev, const void *x, int64_t n, int64_t i
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
   if (w_dt == ZZ_DTYPE_Q4) { /* kernels/cuda/quant.cu */
-    ZZ_CUDA_OK(d, zz_cuda_linear_q(x, n, in, w, w_q, b, out, y, relu, s),
-               "linear q%d/%d [%lld, %lld] x [%lld, %lld]^T", w_q.bits, w_q.group, (long long)n, (long long)in,
-               (long long)out, (long long)in);
+    ZZ_CUDA_OK(d, zz_cuda_linear_q(x, n, in, w, w_q, b, out, y, relu, s), "linear q%d/%d [%lld, %lld] x [%lld, %lld]^T",
+               w_q.bits, w_q.group, (long long)n, (long long)in, (long long)out, (long long)in);
     return ZZ_OK;
   }
   ZZ_CUDA_F16(w_dt);
-  ZZ_CUDA_OK(d, zz_cuda_linear(d->blas, x, n, in, w, b, out, y, relu, s),
-             "linear [%lld, %lld] x [%lld, %lld]^T%s%s", (long long)n, (long long)in,
-             (long long)out, (long long)in, b ? " + bias" : "", relu ? ", relu" : "");
+  ZZ_CUDA_OK(d, zz_cuda_linear(d->blas, x, n, in, w, b, out, y, relu, s), "linear [%lld, %lld] x [%lld, %lld]^T%s%s",
+             (long long)n, (long long)in, (long long)out, (long long)in, b ? " + bias" : "", relu ? ", relu" : "");
   return ZZ_OK;
 }
 
@@ -465,8 +446,8 @@ static zz_status zz_cuda_addv(zz_device *dev, const void *a, const void *b, int6
   return ZZ_OK;
 }
 
-static zz_status zz_cuda_rms(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma,
-                             zz_dtype w_dt, float eps, void *y) {
+static zz_status zz_cuda_rms(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma, zz_dtype w_dt,
+                             float eps, void *y) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
   ZZ_CUDA_F16(w_dt);
   cudaStream_t s = NULL;
@@ -480,8 +461,8 @@ static zz_status zz_cuda_rot(zz_device *dev, void *x, int64_t n, int64_t heads, 
   zz_cuda_dev *d = zz_cuda_impl(dev);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
-  ZZ_CUDA_OK(d, zz_cuda_rope(x, n, heads, hd, pos, rope, s), "rope [%lld, %lld x %lld]", (long long)n,
-             (long long)heads, (long long)hd);
+  ZZ_CUDA_OK(d, zz_cuda_rope(x, n, heads, hd, pos, rope, s), "rope [%lld, %lld x %lld]", (long long)n, (long long)heads,
+             (long long)hd);
   return ZZ_OK;
 }
 
@@ -502,8 +483,8 @@ static zz_status zz_cuda_append(zz_device *dev, const void *x, int64_t b, int64_
   ZZ_CHECK(zz_cuda_compute(d, &s));
   if (l->dt == ZZ_DTYPE_Q4)
     ZZ_CUDA_OK(d, zz_cuda_kv_append_q(x, b, sq, heads, hd, cache, l->q, l->seq_bytes, pos, s),
-               "kv_append q%d/%d [%lld, %lld, %lld x %lld] at %lld", l->q.bits, l->q.group, (long long)b,
-               (long long)sq, (long long)heads, (long long)hd, (long long)pos);
+               "kv_append q%d/%d [%lld, %lld, %lld x %lld] at %lld", l->q.bits, l->q.group, (long long)b, (long long)sq,
+               (long long)heads, (long long)hd, (long long)pos);
   else /* f16: device.c checked the stride holds whole rows */
     ZZ_CUDA_OK(d, zz_cuda_kv_append(x, b, sq, heads * hd, cache, l->seq_bytes / 2, pos, s),
                "kv_append [%lld, %lld, %lld] at %lld", (long long)b, (long long)sq, (long long)(heads * hd),
@@ -525,13 +506,13 @@ static zz_status zz_cuda_attn(zz_device *dev, const zz_attn_call *a) {
                (long long)a->hd);
     return ZZ_OK;
   }
-  ZZ_CUDA_OK(d,
-             zz_cuda_attention_ex(a->q, a->k, a->v, a->kv.dt == ZZ_DTYPE_Q4, a->kv.q, a->kv.seq_bytes, a->b, a->sq,
-                                  a->t, a->q_start, a->heads, a->kv_heads, a->hd, a->pad, a->keep, a->out, a->scratch,
-                                  s),
-             "attention (%s cache, keep %g) b=%lld sq=%lld t=%lld heads=%lld kv_heads=%lld hd=%lld",
-             zz_dtype_name(a->kv.dt), a->keep, (long long)a->b, (long long)a->sq, (long long)a->t,
-             (long long)a->heads, (long long)a->kv_heads, (long long)a->hd);
+  ZZ_CUDA_OK(
+      d,
+      zz_cuda_attention_ex(a->q, a->k, a->v, a->kv.dt == ZZ_DTYPE_Q4, a->kv.q, a->kv.seq_bytes, a->b, a->sq, a->t,
+                           a->q_start, a->heads, a->kv_heads, a->hd, a->pad, a->keep, a->out, a->scratch, s),
+      "attention (%s cache, keep %g) b=%lld sq=%lld t=%lld heads=%lld kv_heads=%lld hd=%lld", zz_dtype_name(a->kv.dt),
+      a->keep, (long long)a->b, (long long)a->sq, (long long)a->t, (long long)a->heads, (long long)a->kv_heads,
+      (long long)a->hd);
   return ZZ_OK;
 }
 
@@ -596,8 +577,7 @@ static zz_status zz_cuda_setup(zz_device *dev, size_t capacity) {
   dev->desc.capacity = capacity ? capacity : free_b;
 
   for (int l = 0; l < ZZ_LANE_COUNT; l++) {
-    ZZ_CUDA_OK(d, cudaStreamCreateWithFlags(&d->lane[l], cudaStreamNonBlocking),
-               "creating the stream of lane %d", l);
+    ZZ_CUDA_OK(d, cudaStreamCreateWithFlags(&d->lane[l], cudaStreamNonBlocking), "creating the stream of lane %d", l);
   }
   ZZ_CUDA_OK(d, -(int)cublasCreate(&d->blas), "cublasCreate");
   ZZ_CUDA_OK(d, -(int)cublasSetStream(d->blas, d->lane[ZZ_LANE_COMPUTE]), "cublasSetStream");
@@ -607,8 +587,7 @@ static zz_status zz_cuda_setup(zz_device *dev, size_t capacity) {
   d->blas_ws_bytes = (size_t)(prop.major >= 9 ? 32 : 4) << 20;
   ZZ_CHECK(zz_cuda_reserve(dev, d->blas_ws_bytes, "cuBLAS workspace"));
   ZZ_CHECK(zz_cuda_malloc_reserved(dev, d->blas_ws_bytes, "cuBLAS workspace", &d->blas_ws));
-  ZZ_CUDA_OK(d, -(int)cublasSetWorkspace(d->blas, d->blas_ws, d->blas_ws_bytes),
-             "cublasSetWorkspace");
+  ZZ_CUDA_OK(d, -(int)cublasSetWorkspace(d->blas, d->blas_ws, d->blas_ws_bytes), "cublasSetWorkspace");
   for (int l = 0; l < ZZ_LANE_COUNT; l++) {
     ZZ_CHECK(zz_cuda_reserve(dev, ZZ_CUDA_STAGING_MAX, "conversion staging"));
     ZZ_CHECK(zz_cuda_malloc_reserved(dev, ZZ_CUDA_STAGING_MAX, "conversion staging", &d->staging[l]));
@@ -639,28 +618,30 @@ zz_status zz_device_cuda_open(zz_device *dev, int ordinal, size_t capacity) {
     if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
     if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
     if (e == cudaErrorInsufficientDriver && driver > 0)
-      return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: the NVIDIA driver supports CUDA %d.%d, older than this "
-                      "build's CUDA runtime %d.%d (update the driver, or --device cpu)", driver / 1000,
-                      driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+      return zz_error(ZZ_ERR_UNSUPPORTED,
+                      "cuda device: the NVIDIA driver supports CUDA %d.%d, older than this "
+                      "build's CUDA runtime %d.%d (update the driver, or --device cpu)",
+                      driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
     if (e == cudaErrorInsufficientDriver)
-      return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no GPU found: no NVIDIA driver is loaded (the CUDA runtime "
-                      "says: %s); --device cpu computes on the CPU", cudaGetErrorString(e));
+      return zz_error(ZZ_ERR_UNSUPPORTED,
+                      "cuda device: no GPU found: no NVIDIA driver is loaded (the CUDA runtime "
+                      "says: %s); --device cpu computes on the CPU",
+                      cudaGetErrorString(e));
     if (e == cudaErrorNoDevice)
       return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no GPU found: the NVIDIA driver sees no device; --device "
-                      "cpu computes on the CPU");
-    return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no usable GPU: cudaGetDeviceCount: %s",
-                    cudaGetErrorString(e));
+                                          "cpu computes on the CPU");
+    return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no usable GPU: cudaGetDeviceCount: %s", cudaGetErrorString(e));
   }
-  if (count == 0) return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no GPU found (none is visible); --device cpu "
-                                  "computes on the CPU");
+  if (count == 0)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "cuda device: no GPU found (none is visible); --device cpu "
+                                        "computes on the CPU");
   if (ordinal < 0 || ordinal >= count)
-    return zz_error(ZZ_ERR_INVALID_ARG, "cuda device: ordinal %d, but %d GPU%s visible", ordinal,
-                    count, count == 1 ? " is" : "s are");
+    return zz_error(ZZ_ERR_INVALID_ARG, "cuda device: ordinal %d, but %d GPU%s visible", ordinal, count,
+                    count == 1 ? " is" : "s are");
   e = cudaSetDevice(ordinal);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return zz_error(ZZ_ERR_DEVICE, "cuda device %d: cudaSetDevice: %s", ordinal,
-                    cudaGetErrorString(e));
+    return zz_error(ZZ_ERR_DEVICE, "cuda device %d: cudaSetDevice: %s", ordinal, cudaGetErrorString(e));
   }
   zz_cuda_dev *d = calloc(1, sizeof *d);
   if (!d) return zz_error(ZZ_ERR_NO_MEMORY, "cuda device %d: out of host memory", ordinal);
@@ -682,9 +663,8 @@ int zz_device_cuda_ordinal_of(int local_rank) {
 
 zz_status zz_device_cuda_open(zz_device *dev, int ordinal, size_t capacity) {
   (void)dev, (void)ordinal, (void)capacity;
-  return zz_error(ZZ_ERR_UNSUPPORTED,
-                  "built without CUDA: no cuda device (reconfigure with nvcc on the PATH or at "
-                  "/usr/local/cuda and -DZZ_CUDA=ON)");
+  return zz_error(ZZ_ERR_UNSUPPORTED, "built without CUDA: no cuda device (reconfigure with nvcc on the PATH or at "
+                                      "/usr/local/cuda and -DZZ_CUDA=ON)");
 }
 
 #endif /* ZZ_HAVE_CUDA */

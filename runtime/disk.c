@@ -41,7 +41,8 @@ zz_status zz_disk_open(const char *dir, size_t size, zz_disk *out) {
   d.direct = fl >= 0 && fcntl(fd, F_SETFL, fl | O_DIRECT) == 0;
   if (!d.direct) {
     static int said;
-    if (!said++) fprintf(stderr, "zigzag: %s does not support O_DIRECT; disk tier uses the page cache with DONTNEED\n", dir);
+    if (!said++)
+      fprintf(stderr, "zigzag: %s does not support O_DIRECT; disk tier uses the page cache with DONTNEED\n", dir);
   }
   d.fd = fd;
   /* reserve the blocks now: a sparse file would pass the capacity check and then
@@ -49,8 +50,8 @@ zz_status zz_disk_open(const char *dir, size_t size, zz_disk *out) {
   /* fallocate, not posix_fallocate: glibc's emulation would write every byte */
   int fa = size && fallocate(d.fd, 0, 0, (off_t)size) != 0 ? errno : 0;
   if (fa != 0 && fa != EOPNOTSUPP && fa != EINVAL) {
-    zz_status st = zz_error(ZZ_ERR_IO, "--offload-dir %s: cannot reserve %zu bytes for the offload file: %s", dir,
-                            size, strerror(fa));
+    zz_status st = zz_error(ZZ_ERR_IO, "--offload-dir %s: cannot reserve %zu bytes for the offload file: %s", dir, size,
+                            strerror(fa));
     close(d.fd);
     return st;
   }
@@ -81,7 +82,10 @@ static zz_status zz_disk_io(zz_disk *d, void *buf, const void *wbuf, size_t len,
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0)
       return zz_error(ZZ_ERR_IO, "offload file: %s of %zu bytes at %zu failed: %s", wbuf ? "write" : "read", len,
-                      off + done, r < 0 ? strerror(errno) : wbuf ? "no progress" : "end of file");
+                      off + done,
+                      r < 0  ? strerror(errno)
+                      : wbuf ? "no progress"
+                             : "end of file");
     done += (size_t)r;
   }
   if (!d->direct) posix_fadvise(d->fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);

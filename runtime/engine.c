@@ -23,29 +23,35 @@ static zz_status zz_engine_spec(const zz_device_desc *dev, const zz_model *m, co
                     (long long)o->shape.prompt_len, (long long)o->shape.gen_len, (long long)c->max_pos);
   /* compression and sparsity need the device's kernels for them */
   zz_dtype cdt = dev->compute_dtype, kdt = o->policy.compress_cache ? ZZ_DTYPE_Q4 : cdt;
-  if (o->policy.compress_weight &&
-      !(zz_device_desc_supports(dev, ZZ_OP_LINEAR, ZZ_DTYPE_Q4) && zz_device_desc_supports(dev, ZZ_OP_EMBED_ROWS, ZZ_DTYPE_Q4) &&
-        zz_device_desc_supports(dev, ZZ_OP_ADD_ROWS, ZZ_DTYPE_Q4)))
+  if (o->policy.compress_weight && !(zz_device_desc_supports(dev, ZZ_OP_LINEAR, ZZ_DTYPE_Q4) &&
+                                     zz_device_desc_supports(dev, ZZ_OP_EMBED_ROWS, ZZ_DTYPE_Q4) &&
+                                     zz_device_desc_supports(dev, ZZ_OP_ADD_ROWS, ZZ_DTYPE_Q4)))
     return zz_error(ZZ_ERR_UNSUPPORTED, "policy: --compress-weight: the %s device has no kernels for 4-bit weights",
                     dev->name);
   if (o->policy.compress_weight && dev->bf16_weights)
     return zz_error(ZZ_ERR_INVALID_ARG,
                     "--cpu-dtype bf16 with --compress-weight: weights are either 4-bit or bf16; give one of them");
-  if (o->policy.compress_cache &&
-      !(zz_device_desc_supports(dev, ZZ_OP_KV_APPEND, ZZ_DTYPE_Q4) && zz_device_desc_supports(dev, ZZ_OP_ATTENTION, ZZ_DTYPE_Q4)))
+  if (o->policy.compress_cache && !(zz_device_desc_supports(dev, ZZ_OP_KV_APPEND, ZZ_DTYPE_Q4) &&
+                                    zz_device_desc_supports(dev, ZZ_OP_ATTENTION, ZZ_DTYPE_Q4)))
     return zz_error(ZZ_ERR_UNSUPPORTED, "policy: --compress-cache: the %s device has no kernels for a 4-bit cache",
                     dev->name);
   if (o->policy.attn_sparsity < 1 && !zz_device_desc_supports(dev, ZZ_OP_ATTENTION_SPARSE, kdt))
-    return zz_error(ZZ_ERR_UNSUPPORTED, "policy: --attn-sparsity %g: the %s device has no top-k attention over a %s cache",
+    return zz_error(ZZ_ERR_UNSUPPORTED,
+                    "policy: --attn-sparsity %g: the %s device has no top-k attention over a %s cache",
                     o->policy.attn_sparsity, dev->name, zz_dtype_name(kdt));
   int64_t gbs = o->policy.gpu_batch_size, s = o->shape.prompt_len, t_max = s + o->shape.gen_len;
   bool general = zz_attention_general(kdt, o->policy.attn_sparsity);
   size_t wp = m->arch->workspace_bytes(m, dev, gbs, s, s, general),
          wd = m->arch->workspace_bytes(m, dev, gbs, 1, t_max, general);
-  *out = (zz_plan_spec){
-      .policy = o->policy, .shape = o->shape, .layer_begin = o->layer_begin, .layer_end = o->layer_end,
-      .n_groups = o->n_groups < 1 ? 1 : o->n_groups, .compute_dtype = dev->compute_dtype,
-      .store_dtype = c->dtype, .bf16_weights = dev->bf16_weights, .workspace = wp > wd ? wp : wd};
+  *out = (zz_plan_spec){.policy = o->policy,
+                        .shape = o->shape,
+                        .layer_begin = o->layer_begin,
+                        .layer_end = o->layer_end,
+                        .n_groups = o->n_groups < 1 ? 1 : o->n_groups,
+                        .compute_dtype = dev->compute_dtype,
+                        .store_dtype = c->dtype,
+                        .bf16_weights = dev->bf16_weights,
+                        .workspace = wp > wd ? wp : wd};
   if (out->layer_begin == 0 && out->layer_end == 0) out->layer_end = m->n_layers;
   return ZZ_OK;
 }
@@ -61,17 +67,16 @@ zz_status zz_engine_plan_check(const zz_device_desc *dev, const zz_model *m, con
   zz_memplan plan;
   ZZ_CHECK(zz_memplan_build_spec(m, &spec, &plan));
   const char *dir = zz_offload_dir(o);
-  size_t cap[ZZ_TIER_COUNT] = {zz_device_desc_usable(dev),
-                               zz_host_memory_bytes(), 0};
-  if (o->tiers.cap[ZZ_TIER_GPU] && o->tiers.cap[ZZ_TIER_GPU] < cap[ZZ_TIER_GPU]) cap[ZZ_TIER_GPU] = o->tiers.cap[ZZ_TIER_GPU];
+  size_t cap[ZZ_TIER_COUNT] = {zz_device_desc_usable(dev), zz_host_memory_bytes(), 0};
+  if (o->tiers.cap[ZZ_TIER_GPU] && o->tiers.cap[ZZ_TIER_GPU] < cap[ZZ_TIER_GPU])
+    cap[ZZ_TIER_GPU] = o->tiers.cap[ZZ_TIER_GPU];
   if (o->tiers.cap[ZZ_TIER_CPU]) cap[ZZ_TIER_CPU] = o->tiers.cap[ZZ_TIER_CPU];
   size_t disk_need = zz_memplan_tier_total(&plan, ZZ_TIER_DISK);
   zz_status st = ZZ_OK;
   if (disk_need && access(dir, W_OK | X_OK) != 0)
     st = zz_error(ZZ_ERR_IO, "--offload-dir %s: not a writable directory (the policy puts %zu bytes on disk)", dir,
                   disk_need);
-  if (o->tiers.cap[ZZ_TIER_DISK])
-    cap[ZZ_TIER_DISK] = o->tiers.cap[ZZ_TIER_DISK];
+  if (o->tiers.cap[ZZ_TIER_DISK]) cap[ZZ_TIER_DISK] = o->tiers.cap[ZZ_TIER_DISK];
   else if (disk_need)
     cap[ZZ_TIER_DISK] = zz_disk_free_bytes(dir);
   if (st == ZZ_OK) st = zz_memplan_check(&plan, cap);
@@ -153,8 +158,7 @@ static zz_status zz_engine_bind(zz_engine *e) {
       zz_arena *a = &e->arenas[t][p];
       *a = (zz_arena){.tier = (zz_tier)t, .purpose = (zz_purpose)p, .cap = plan->bytes[t][p]};
       if (!a->cap || t == ZZ_TIER_DISK) continue;
-      if (t == ZZ_TIER_GPU)
-        ZZ_CHECK(zz_device_alloc(dev, a->cap, &e->arena_mem[t][p]));
+      if (t == ZZ_TIER_GPU) ZZ_CHECK(zz_device_alloc(dev, a->cap, &e->arena_mem[t][p]));
       else
         ZZ_CHECK(zz_device_host_alloc(dev, a->cap, &e->arena_mem[t][p]));
       a->base = e->arena_mem[t][p];
@@ -185,7 +189,8 @@ static zz_status zz_engine_alloc_parts(zz_engine *e) {
   e->groups = calloc((size_t)e->n_groups, sizeof *e->groups);
   e->bound = calloc((size_t)p->n_buf + 1, sizeof *e->bound);
   e->tickets = calloc((size_t)nl * (size_t)nb, sizeof *e->tickets);
-  if (!e->cache_of || !e->w.home || !e->w.dev || !e->groups || !e->bound || !e->tickets) return zz_error(ZZ_ERR_NO_MEMORY, "engine: out of memory");
+  if (!e->cache_of || !e->w.home || !e->w.dev || !e->groups || !e->bound || !e->tickets)
+    return zz_error(ZZ_ERR_NO_MEMORY, "engine: out of memory");
   for (int j = 0; j < nl; j++) e->cache_of[j] = e->m->layers[e->l0 + j].has_cache ? lc++ : -1;
   e->lc = lc;
   for (int g = 0; g < e->n_groups; g++) {
@@ -194,7 +199,8 @@ static zz_status zz_engine_alloc_parts(zz_engine *e) {
     gr->v_home = calloc((size_t)(lc * nb) + 1, sizeof *gr->v_home);
     gr->a_home = calloc((size_t)nb, sizeof *gr->a_home);
     gr->idx = calloc((size_t)nb, sizeof *gr->idx);
-    if (!gr->k_home || !gr->v_home || !gr->a_home || !gr->idx) return zz_error(ZZ_ERR_NO_MEMORY, "engine: out of memory");
+    if (!gr->k_home || !gr->v_home || !gr->a_home || !gr->idx)
+      return zz_error(ZZ_ERR_NO_MEMORY, "engine: out of memory");
   }
   return ZZ_OK;
 }
@@ -208,13 +214,17 @@ static zz_status zz_engine_caps_check(const zz_device_desc *dev, const zz_engine
   size_t ram = zz_host_memory_bytes();
   char a[32], b[32];
   if (o->tiers.cap[ZZ_TIER_CPU] > ram)
-    return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-mem %s is more than this machine's %s of RAM (MemTotal, or its cgroup's memory limit less room for the program): give at most "
-                    "that, or 0 for all of it", zz_format_bytes(o->tiers.cap[ZZ_TIER_CPU], a, sizeof a),
-                    zz_format_bytes(ram, b, sizeof b));
+    return zz_error(
+        ZZ_ERR_INVALID_ARG,
+        "--cpu-mem %s is more than this machine's %s of RAM (MemTotal, or its cgroup's memory limit less room for the program): give at most "
+        "that, or 0 for all of it",
+        zz_format_bytes(o->tiers.cap[ZZ_TIER_CPU], a, sizeof a), zz_format_bytes(ram, b, sizeof b));
   if (dev->memory_is_host && dev->capacity > ram)
-    return zz_error(ZZ_ERR_INVALID_ARG, "--gpu-mem %s: the %s device's memory is host RAM, and this machine has %s "
-                    "(MemTotal, or its cgroup's memory limit less room for the program): give at most that, or 0 for all of it", zz_format_bytes(dev->capacity, a, sizeof a),
-                    dev->name, zz_format_bytes(ram, b, sizeof b));
+    return zz_error(
+        ZZ_ERR_INVALID_ARG,
+        "--gpu-mem %s: the %s device's memory is host RAM, and this machine has %s "
+        "(MemTotal, or its cgroup's memory limit less room for the program): give at most that, or 0 for all of it",
+        zz_format_bytes(dev->capacity, a, sizeof a), dev->name, zz_format_bytes(ram, b, sizeof b));
   return ZZ_OK;
 }
 

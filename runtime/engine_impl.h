@@ -55,12 +55,12 @@ struct zz_engine {
   const zz_model *m;
   zz_policy pol;
   zz_shape shape;
-  int l0, l1;     /* the slice [l0, l1) of m->layers */
+  int l0, l1; /* the slice [l0, l1) of m->layers */
   int n_groups;
-  int *cache_of;  /* [l1 - l0] cache layer of the slice, -1 for layers without cache */
-  int lc;         /* cache layers in the slice */
+  int *cache_of;     /* [l1 - l0] cache layer of the slice, -1 for layers without cache */
+  int lc;            /* cache layers in the slice */
   uint64_t *tickets; /* [(l1 - l0) * num_gb] the schedule's store tickets */
-  int64_t t_max;  /* prompt_len + gen_len */
+  int64_t t_max;     /* prompt_len + gen_len */
   zz_memplan plan;
   zz_arena arenas[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT];
   void *arena_mem[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT];
@@ -70,12 +70,12 @@ struct zz_engine {
   void **bound; /* [plan.n_buf] pointer each buffer was bound to (NULL on disk) */
 
   zz_weights w;
-  zz_group *groups;                  /* [n_groups] */
+  zz_group *groups;                     /* [n_groups] */
   char *kv_slot[3][2], *kv_stage[3][2]; /* device slots / host disk stages: [slot][K, V] */
-  char *a_slot[3], *a_stage[3];      /* device slots / host disk stages of hidden states */
-  float *ca[5];                      /* CPU attention: q, k, v, out, scratch (host f32) */
-  void *work, *d_logits;             /* device */
-  float *logits;                     /* host [gbs * num_gb, vocab] */
+  char *a_slot[3], *a_stage[3];         /* device slots / host disk stages of hidden states */
+  float *ca[5];                         /* CPU attention: q, k, v, out, scratch (host f32) */
+  void *work, *d_logits;                /* device */
+  float *logits;                        /* host [gbs * num_gb, vocab] */
   zz_lanes *lanes;
   double compute_s, wall_s;
   double attn_wait_s, attn_cpu_s; /* parts of compute_s: zz_engine_stats */

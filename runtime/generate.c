@@ -106,8 +106,8 @@ static void zz_gen_sample(zz_gen *g, int group, int step) {
   }
 }
 
-int32_t zz_sample_sequence(const zz_config *c, const float *logits, const zz_sampling *s, bool ignore_eos,
-                           zz_rng *rng, void *scratch, bool *ended_out) {
+int32_t zz_sample_sequence(const zz_config *c, const float *logits, const zz_sampling *s, bool ignore_eos, zz_rng *rng,
+                           void *scratch, bool *ended_out) {
   int32_t tok = zz_sample(logits, c->vocab_size, s, rng, scratch);
   *ended_out = zz_config_is_eos(c, tok) && !ignore_eos;
   return tok;
@@ -148,13 +148,14 @@ zz_status zz_generate(zz_engine *e, const zz_request *req, zz_result *res) {
   int l0, l1;
   zz_engine_slice(e, &l0, &l1);
   if (l0 != 0 || l1 != m->n_layers)
-    return zz_error(ZZ_ERR_INVALID_ARG, "generate: the engine holds layers [%d, %d) of %d; the token loop needs them all",
-                    l0, l1, m->n_layers);
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "generate: the engine holds layers [%d, %d) of %d; the token loop needs them all", l0, l1,
+                    m->n_layers);
   ZZ_CHECK(zz_request_check(e, req));
   int64_t n = req->n;
   zz_result r = {0};
-  zz_gen g = {.e = e, .req = req, .r = &r, .n = n, .bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches,
-              .live = n};
+  zz_gen g = {
+      .e = e, .req = req, .r = &r, .n = n, .bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches, .live = n};
   r.tokens = calloc((size_t)n, sizeof *r.tokens);
   r.n_tokens = calloc((size_t)n, sizeof *r.n_tokens);
   g.done = calloc((size_t)n, sizeof *g.done);

@@ -85,11 +85,10 @@ static zz_status zz_prompt_from_json(zz_prompt_reader *r, json_t *o, const char 
   if (!json_is_object(o)) return zz_error(ZZ_ERR_FORMAT, "%s:%lld: not a JSON object", r->path, (long long)r->line);
   if (json_object_get(o, "custom_id") || json_object_get(o, "body") || json_object_get(o, "url"))
     return zz_prompt_openai(r, o, line, len, p);
-  json_t *id = json_object_get(o, "id"), *text = json_object_get(o, "prompt"),
-         *ids = json_object_get(o, "input_ids");
+  json_t *id = json_object_get(o, "id"), *text = json_object_get(o, "prompt"), *ids = json_object_get(o, "input_ids");
   if ((text != NULL) == (ids != NULL))
-    return zz_error(ZZ_ERR_FORMAT, "%s:%lld: a line needs exactly one of \"prompt\" and \"input_ids\"",
-                    r->path, (long long)r->line);
+    return zz_error(ZZ_ERR_FORMAT, "%s:%lld: a line needs exactly one of \"prompt\" and \"input_ids\"", r->path,
+                    (long long)r->line);
   if (text && !json_is_string(text))
     return zz_error(ZZ_ERR_FORMAT, "%s:%lld: \"prompt\" must be a string", r->path, (long long)r->line);
   if (ids && (!json_is_array(ids) || json_array_size(ids) == 0))

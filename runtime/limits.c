@@ -53,7 +53,8 @@ static int zz_lim_cpu_count(const char *s) {
     if (b - a + 1 > 1 << 20) return -1;
     n += (int)(b - a + 1);
     if (*e == ',') e++;
-    else if (*e) return -1;
+    else if (*e)
+      return -1;
     s = e;
   }
   return n;

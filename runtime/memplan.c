@@ -56,23 +56,32 @@ static zz_status zz_add(zz_builder *b, zz_buf_role role, int i, int j, int k, zz
   }
   if (tier == ZZ_TIER_DISK) align = ZZ_DISK_ALIGN;
   zz_buffer *x = &p->buf[p->n_buf];
-  *x = (zz_buffer){.role = role, .a = i, .b = j, .c = k, .tier = tier, .purpose = purpose, .dtype = dt,
-                   .ndim = ndim, .bytes = zz_align_up(bytes, align), .align = align};
+  *x = (zz_buffer){.role = role,
+                   .a = i,
+                   .b = j,
+                   .c = k,
+                   .tier = tier,
+                   .purpose = purpose,
+                   .dtype = dt,
+                   .ndim = ndim,
+                   .bytes = zz_align_up(bytes, align),
+                   .align = align};
   for (int d = 0; d < ndim; d++) x->shape[d] = shape[d];
   if (zz_arena_take(&b->arena[tier][purpose], x->bytes, align, NULL, &x->offset) != ZZ_OK) {
     char w[32];
-    return zz_error(ZZ_ERR_INFEASIBLE, "policy gbs=%d num_gb=%d with %lld + %lld tokens needs more than an exbibyte "
-                    "of %s memory for %s: refused", p->spec.policy.gpu_batch_size, p->spec.policy.num_gpu_batches,
-                    (long long)p->spec.shape.prompt_len, (long long)p->spec.shape.gen_len, zz_tier_name(tier),
-                    zz_format_bytes(x->bytes, w, sizeof w));
+    return zz_error(ZZ_ERR_INFEASIBLE,
+                    "policy gbs=%d num_gb=%d with %lld + %lld tokens needs more than an exbibyte "
+                    "of %s memory for %s: refused",
+                    p->spec.policy.gpu_batch_size, p->spec.policy.num_gpu_batches, (long long)p->spec.shape.prompt_len,
+                    (long long)p->spec.shape.gen_len, zz_tier_name(tier), zz_format_bytes(x->bytes, w, sizeof w));
   }
   p->n_buf++;
   return ZZ_OK;
 }
 
 /* A buffer with a flat shape of `bytes` (staging and scratch). */
-static zz_status zz_add_raw(zz_builder *b, zz_buf_role role, int i, int j, int k, zz_tier tier,
-                            zz_purpose purpose, size_t bytes, size_t align) {
+static zz_status zz_add_raw(zz_builder *b, zz_buf_role role, int i, int j, int k, zz_tier tier, zz_purpose purpose,
+                            size_t bytes, size_t align) {
   const int64_t shape[1] = {(int64_t)bytes};
   return zz_add(b, role, i, j, k, tier, purpose, ZZ_DTYPE_COUNT, 1, shape, bytes, align);
 }
@@ -253,10 +262,10 @@ zz_status zz_memplan_build_spec(const zz_model *m, const zz_plan_spec *spec, zz_
   return ZZ_OK;
 }
 
-zz_status zz_memplan_build(const zz_model *m, const zz_policy *pol, const zz_shape *shape, zz_dtype cdt,
-                           zz_dtype sdt, size_t workspace, zz_memplan *out) {
-  zz_plan_spec s = {.policy = *pol, .shape = *shape, .n_groups = 1, .compute_dtype = cdt, .store_dtype = sdt,
-                    .workspace = workspace};
+zz_status zz_memplan_build(const zz_model *m, const zz_policy *pol, const zz_shape *shape, zz_dtype cdt, zz_dtype sdt,
+                           size_t workspace, zz_memplan *out) {
+  zz_plan_spec s = {
+      .policy = *pol, .shape = *shape, .n_groups = 1, .compute_dtype = cdt, .store_dtype = sdt, .workspace = workspace};
   return zz_memplan_build_spec(m, &s, out);
 }
 
@@ -283,25 +292,35 @@ zz_status zz_memplan_check(const zz_memplan *p, const size_t cap[ZZ_TIER_COUNT])
     if (need <= cap[t]) continue;
     char a[32], b[32], w[32], kv[32], ac[32], sg[32], ws[32], sh[32];
     const size_t *x = p->bytes[t];
-    return zz_error(ZZ_ERR_INFEASIBLE,
-                    "policy does not fit the %s tier, short by %s: it needs %s (weights %s, cache %s, activations %s, "
-                    "staging %s, workspace %s) and the capacity is %s",
-                    zz_tier_name((zz_tier)t), zz_format_bytes(need - cap[t], sh, sizeof sh), zz_format_bytes(need, a, sizeof a),
-                    zz_format_bytes(x[ZZ_PURPOSE_WEIGHTS], w, sizeof w), zz_format_bytes(x[ZZ_PURPOSE_CACHE], kv, sizeof kv),
-                    zz_format_bytes(x[ZZ_PURPOSE_ACT], ac, sizeof ac), zz_format_bytes(x[ZZ_PURPOSE_STAGING], sg, sizeof sg),
-                    zz_format_bytes(x[ZZ_PURPOSE_WORKSPACE], ws, sizeof ws), zz_format_bytes(cap[t], b, sizeof b));
+    return zz_error(
+        ZZ_ERR_INFEASIBLE,
+        "policy does not fit the %s tier, short by %s: it needs %s (weights %s, cache %s, activations %s, "
+        "staging %s, workspace %s) and the capacity is %s",
+        zz_tier_name((zz_tier)t), zz_format_bytes(need - cap[t], sh, sizeof sh), zz_format_bytes(need, a, sizeof a),
+        zz_format_bytes(x[ZZ_PURPOSE_WEIGHTS], w, sizeof w), zz_format_bytes(x[ZZ_PURPOSE_CACHE], kv, sizeof kv),
+        zz_format_bytes(x[ZZ_PURPOSE_ACT], ac, sizeof ac), zz_format_bytes(x[ZZ_PURPOSE_STAGING], sg, sizeof sg),
+        zz_format_bytes(x[ZZ_PURPOSE_WORKSPACE], ws, sizeof ws), zz_format_bytes(cap[t], b, sizeof b));
   }
   return ZZ_OK;
 }
 
 const char *zz_buffer_str(const zz_buffer *x, char *buf, size_t len) {
-  static const char *const role[ZZ_BUF_ROLE_COUNT] = {
-      [ZZ_BUF_WEIGHT] = "weight", [ZZ_BUF_CACHE_K] = "cache.k", [ZZ_BUF_CACHE_V] = "cache.v",
-      [ZZ_BUF_ACT] = "hidden", [ZZ_BUF_INDEX] = "index", [ZZ_BUF_W_SLOT] = "weight.slot",
-      [ZZ_BUF_W_STAGE] = "weight.stage", [ZZ_BUF_LOAD] = "load", [ZZ_BUF_KV_SLOT] = "cache.slot",
-      [ZZ_BUF_KV_STAGE] = "cache.stage", [ZZ_BUF_ACT_SLOT] = "hidden.slot", [ZZ_BUF_ACT_STAGE] = "hidden.stage",
-      [ZZ_BUF_CPU_ATTN] = "cpu_attn", [ZZ_BUF_WORK] = "work", [ZZ_BUF_DEV_LOGITS] = "logits.device",
-      [ZZ_BUF_LOGITS] = "logits"};
+  static const char *const role[ZZ_BUF_ROLE_COUNT] = {[ZZ_BUF_WEIGHT] = "weight",
+                                                      [ZZ_BUF_CACHE_K] = "cache.k",
+                                                      [ZZ_BUF_CACHE_V] = "cache.v",
+                                                      [ZZ_BUF_ACT] = "hidden",
+                                                      [ZZ_BUF_INDEX] = "index",
+                                                      [ZZ_BUF_W_SLOT] = "weight.slot",
+                                                      [ZZ_BUF_W_STAGE] = "weight.stage",
+                                                      [ZZ_BUF_LOAD] = "load",
+                                                      [ZZ_BUF_KV_SLOT] = "cache.slot",
+                                                      [ZZ_BUF_KV_STAGE] = "cache.stage",
+                                                      [ZZ_BUF_ACT_SLOT] = "hidden.slot",
+                                                      [ZZ_BUF_ACT_STAGE] = "hidden.stage",
+                                                      [ZZ_BUF_CPU_ATTN] = "cpu_attn",
+                                                      [ZZ_BUF_WORK] = "work",
+                                                      [ZZ_BUF_DEV_LOGITS] = "logits.device",
+                                                      [ZZ_BUF_LOGITS] = "logits"};
   char shape[96], bytes[32];
   snprintf(buf, len, "%s.%d.%d.%d %s %s %s %s %s @ %zu", role[x->role], x->a, x->b, x->c, zz_tier_name(x->tier),
            zz_purpose_name(x->purpose), x->dtype < ZZ_DTYPE_COUNT ? zz_dtype_name(x->dtype) : "bytes",

@@ -27,8 +27,7 @@ zz_status zz_model_init(const zz_config *cfg, zz_model *out) {
   const zz_arch *arch = NULL;
   for (const zz_arch *const *a = zz_archs; *a; a++)
     if (strcmp((*a)->model_type, cfg->model_type) == 0) arch = *a;
-  if (!arch)
-    return zz_error(ZZ_ERR_UNSUPPORTED, "model type \"%s\" has no architecture", cfg->model_type);
+  if (!arch) return zz_error(ZZ_ERR_UNSUPPORTED, "model type \"%s\" has no architecture", cfg->model_type);
   zz_model m = {.cfg = *cfg, .arch = arch};
   ZZ_CHECK(arch->build(&m));
   for (int i = 0; i < m.n_layers; i++) {

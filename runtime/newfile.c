@@ -39,8 +39,7 @@ static mode_t zz_umask(void) {
 zz_status zz_newfile_create(const char *path, zz_newfile *nf) {
   memset(nf, 0, sizeof *nf);
   nf->fd = -1;
-  if (strlen(path) + 32 >= sizeof nf->path)
-    return zz_error(ZZ_ERR_INVALID_ARG, "%.64s...: path too long", path);
+  if (strlen(path) + 32 >= sizeof nf->path) return zz_error(ZZ_ERR_INVALID_ARG, "%.64s...: path too long", path);
   snprintf(nf->path, sizeof nf->path, "%s", path);
   char dir[4096];
   zz_newfile_dir(path, dir, sizeof dir);

@@ -36,8 +36,8 @@ zz_status zz_perplexity(zz_engine *e, const int32_t *ids, int64_t n, zz_ppl *out
   if (n < 1) return zz_error(ZZ_ERR_INVALID_ARG, "perplexity: the text has no tokens");
   for (int64_t i = 0; i < n; i++)
     if (ids[i] < 0 || ids[i] >= c->vocab_size)
-      return zz_error(ZZ_ERR_INVALID_ARG, "perplexity: token %lld is id %d, outside the vocabulary of %lld", (long long)i,
-                      ids[i], (long long)c->vocab_size);
+      return zz_error(ZZ_ERR_INVALID_ARG, "perplexity: token %lld is id %d, outside the vocabulary of %lld",
+                      (long long)i, ids[i], (long long)c->vocab_size);
   int64_t windows = (n + w - 1) / w;
   zz_ppl r = {.windows = windows};
   int32_t *argmax = malloc((size_t)n * sizeof *argmax), *feed = malloc((size_t)bls * sizeof *feed);

@@ -15,7 +15,9 @@ void zz_policy_default(zz_policy *p) {
   *p = (zz_policy){
       .gpu_batch_size = 8,
       .num_gpu_batches = 1,
-      .w_gpu = 100, .c_gpu = 100, .a_gpu = 100,
+      .w_gpu = 100,
+      .c_gpu = 100,
+      .a_gpu = 100,
       .overlap = true,
       .attn_sparsity = 1.0,
   };
@@ -27,13 +29,14 @@ static const zz_qfmt *zz_policy_fmt(bool on, zz_qfmt f, zz_qfmt *buf) {
   return buf;
 }
 
-const zz_qfmt *zz_policy_wfmt(const zz_policy *p, zz_qfmt *buf) { return zz_policy_fmt(p->compress_weight, p->wq, buf); }
+const zz_qfmt *zz_policy_wfmt(const zz_policy *p, zz_qfmt *buf) {
+  return zz_policy_fmt(p->compress_weight, p->wq, buf);
+}
 const zz_qfmt *zz_policy_cfmt(const zz_policy *p, zz_qfmt *buf) { return zz_policy_fmt(p->compress_cache, p->cq, buf); }
 
 /* "0", "1" (FlexGen's format) or "bits/group" for a format of one's own. */
 static const char *zz_fmt_str(bool on, zz_qfmt f, char *buf, size_t len) {
-  if (on && f.bits && (f.bits != 4 || f.group != 64))
-    snprintf(buf, len, "%d/%d", f.bits, f.group);
+  if (on && f.bits && (f.bits != 4 || f.group != 64)) snprintf(buf, len, "%d/%d", f.bits, f.group);
   else
     snprintf(buf, len, "%d", on);
   return buf;
@@ -54,7 +57,7 @@ static const char *zz_sparsity_str(double keep, char *buf, size_t len) {
 
 zz_status zz_sparsity_parse(const char *text, const char *what, double *out) {
   const char *c = text;
-  uint64_t digits = 0; /* the significant digits, at most 18 of them */
+  uint64_t digits = 0;   /* the significant digits, at most 18 of them */
   int nd = 0, exp10 = 0; /* value = digits * 10^exp10 */
   bool any = false, dot = false;
   for (;; c++) {
@@ -95,8 +98,10 @@ zz_status zz_sparsity_parse(const char *text, const char *what, double *out) {
   for (uint64_t d = digits; d; d /= 10) width++;
   bool above_one = width + exp10 > 1 || (width + exp10 == 1 && !(digits == 1 && exp10 == 0));
   if (digits && !above_one && exp10 + 9 < 0)
-    return zz_error(ZZ_ERR_INVALID_ARG, "%s%.40s: at most 9 decimal places (the kept count is computed exactly "
-                    "from them)", what, text);
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "%s%.40s: at most 9 decimal places (the kept count is computed exactly "
+                    "from them)",
+                    what, text);
   uint64_t units = digits;
   for (int i = 0; units && i < exp10 + 9 && units <= (uint64_t)ZZ_KEEP_UNITS; i++) units *= 10;
   if (units == 0 || units > (uint64_t)ZZ_KEEP_UNITS)
@@ -107,10 +112,9 @@ zz_status zz_sparsity_parse(const char *text, const char *what, double *out) {
 
 const char *zz_policy_str(const zz_policy *p, char *buf, size_t len) {
   char cw[24], cc[24], sp[24];
-  snprintf(buf, len,
-           "gbs=%d num_gb=%d w=%g,%g c=%g,%g a=%g,%g overlap=%d cpu_attn=%d cw=%s cc=%s sparsity=%s",
-           p->gpu_batch_size, p->num_gpu_batches, p->w_gpu, p->w_cpu, p->c_gpu, p->c_cpu, p->a_gpu,
-           p->a_cpu, p->overlap, p->cpu_attention, zz_fmt_str(p->compress_weight, p->wq, cw, sizeof cw),
+  snprintf(buf, len, "gbs=%d num_gb=%d w=%g,%g c=%g,%g a=%g,%g overlap=%d cpu_attn=%d cw=%s cc=%s sparsity=%s",
+           p->gpu_batch_size, p->num_gpu_batches, p->w_gpu, p->w_cpu, p->c_gpu, p->c_cpu, p->a_gpu, p->a_cpu,
+           p->overlap, p->cpu_attention, zz_fmt_str(p->compress_weight, p->wq, cw, sizeof cw),
            zz_fmt_str(p->compress_cache, p->cq, cc, sizeof cc), zz_sparsity_str(p->attn_sparsity, sp, sizeof sp));
   return buf;
 }
@@ -120,7 +124,8 @@ zz_status zz_policy_check(const zz_policy *p) {
     return zz_error(ZZ_ERR_INVALID_ARG, "policy: gpu batch size (gbs, --gpu-batch-size) %d is outside [1, %d]",
                     p->gpu_batch_size, ZZ_POLICY_MAX_GBS);
   if (p->num_gpu_batches < 1 || p->num_gpu_batches > ZZ_POLICY_MAX_NUM_GB)
-    return zz_error(ZZ_ERR_INVALID_ARG, "policy: number of gpu batches (num_gb, --num-gpu-batches) %d is outside [1, %d]",
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "policy: number of gpu batches (num_gb, --num-gpu-batches) %d is outside [1, %d]",
                     p->num_gpu_batches, ZZ_POLICY_MAX_NUM_GB);
   const double pairs[3][2] = {{p->w_gpu, p->w_cpu}, {p->c_gpu, p->c_cpu}, {p->a_gpu, p->a_cpu}};
   static const char *const what[3] = {"weights", "cache", "activations"};
@@ -129,14 +134,15 @@ zz_status zz_policy_check(const zz_policy *p) {
     if (!(pairs[i][0] >= 0 && pairs[i][0] <= 100 && pairs[i][1] >= 0 && pairs[i][1] <= 100 &&
           pairs[i][0] + pairs[i][1] <= 100 + 1e-9))
       return zz_error(ZZ_ERR_INVALID_ARG,
-                      "policy: %s percentages %g (gpu) + %g (cpu) must be in [0, 100] and sum to at most 100",
-                      what[i], pairs[i][0], pairs[i][1]);
+                      "policy: %s percentages %g (gpu) + %g (cpu) must be in [0, 100] and sum to at most 100", what[i],
+                      pairs[i][0], pairs[i][1]);
   const zz_qfmt *f[2] = {&p->wq, &p->cq};
   for (int i = 0; i < 2; i++)
     if (f[i]->bits && !zz_qfmt_valid(*f[i]))
-      return zz_error(ZZ_ERR_INVALID_ARG, "policy: %s compression format %d bits, groups of %d: want 2, 4 or 8 bits "
-                      "and an even group of %d to %d", i ? "cache" : "weight", f[i]->bits, f[i]->group, ZZ_QGROUP_MIN,
-                      ZZ_QGROUP_MAX);
+      return zz_error(ZZ_ERR_INVALID_ARG,
+                      "policy: %s compression format %d bits, groups of %d: want 2, 4 or 8 bits "
+                      "and an even group of %d to %d",
+                      i ? "cache" : "weight", f[i]->bits, f[i]->group, ZZ_QGROUP_MIN, ZZ_QGROUP_MAX);
   if (!(p->attn_sparsity > 0 && p->attn_sparsity <= 1))
     return zz_error(ZZ_ERR_INVALID_ARG, "policy: attention sparsity %g must be in (0, 1]", p->attn_sparsity);
   /* the line zz_policy_str prints must stand for exactly this policy */
@@ -149,7 +155,8 @@ zz_status zz_policy_check(const zz_policy *p) {
 static zz_status zz_policy_pair(const char *key, const char *v, double *a, double *b) {
   char *end;
   *a = strtod(v, &end);
-  if (end == v || *end != ',' || !isfinite(*a)) return zz_error(ZZ_ERR_INVALID_ARG, "policy: %s=%.40s: want GPU,CPU percentages, each in [0, 100]", key, v);
+  if (end == v || *end != ',' || !isfinite(*a))
+    return zz_error(ZZ_ERR_INVALID_ARG, "policy: %s=%.40s: want GPU,CPU percentages, each in [0, 100]", key, v);
   const char *w = end + 1;
   *b = strtod(w, &end);
   if (end == w || (*end && *end != ' ') || !isfinite(*b))
@@ -198,19 +205,24 @@ zz_status zz_policy_parse(const char *text, zz_policy *out) {
       long bits = 0, group = 0;
       char *slash = strchr(v, '/');
       *slash = '\0';
-      if ((st = zz_policy_int(k, v, 1, 64, &bits)) == ZZ_OK && (st = zz_policy_int(k, slash + 1, 1, 4096, &group)) == ZZ_OK) {
+      if ((st = zz_policy_int(k, v, 1, 64, &bits)) == ZZ_OK &&
+          (st = zz_policy_int(k, slash + 1, 1, 4096, &group)) == ZZ_OK) {
         zz_qfmt f = {(int)bits, (int)group};
         if (k[1] == 'w') p.compress_weight = true, p.wq = f;
-        else p.compress_cache = true, p.cq = f;
+        else
+          p.compress_cache = true, p.cq = f;
       }
     } else if (strcmp(k, "overlap") == 0 || strcmp(k, "cpu_attn") == 0 || strcmp(k, "cw") == 0 ||
                strcmp(k, "cc") == 0) {
       if ((st = zz_policy_int(k, v, 0, 1, &x)) == ZZ_OK) {
         bool b = x != 0;
         if (strcmp(k, "overlap") == 0) p.overlap = b;
-        else if (strcmp(k, "cpu_attn") == 0) p.cpu_attention = b;
-        else if (strcmp(k, "cw") == 0) p.compress_weight = b;
-        else p.compress_cache = b;
+        else if (strcmp(k, "cpu_attn") == 0)
+          p.cpu_attention = b;
+        else if (strcmp(k, "cw") == 0)
+          p.compress_weight = b;
+        else
+          p.compress_cache = b;
       }
     } else if (strcmp(k, "sparsity") == 0) {
       st = zz_sparsity_parse(v, "policy: sparsity=", &p.attn_sparsity);

@@ -37,7 +37,7 @@ typedef enum zz_io_kind {
 
 typedef struct zz_io {
   zz_io_kind kind;
-  int lane;  /* zz_lane of the device copies */
+  int lane; /* zz_lane of the device copies */
   int group;
   int jl;    /* slice layer (weights, cache) */
   int index; /* cache home index l * num_gb + k, or batch k */
@@ -66,12 +66,11 @@ static zz_status zz_io_cache(zz_engine *e, const zz_io *t, const zz_tensor *home
           ZZ_CHECK(zz_device_write(dev, (zz_lane)t->lane, dslot, hstage, p1));
         }
         break;
-      case ZZ_IO_LOAD_CACHE_HOST:
-        ZZ_CHECK(zz_disk_read(&e->disk, hstage, zz_align_up(p1, ZZ_DISK_ALIGN), doff));
-        break;
+      case ZZ_IO_LOAD_CACHE_HOST: ZZ_CHECK(zz_disk_read(&e->disk, hstage, zz_align_up(p1, ZZ_DISK_ALIGN), doff)); break;
       case ZZ_IO_STORE_CACHE:
         if (home->tier == ZZ_TIER_CPU) {
-          ZZ_CHECK(zz_device_read(dev, (zz_lane)t->lane, (char *)home->data + (size_t)i * tmh + p0, dslot + p0, p1 - p0));
+          ZZ_CHECK(
+              zz_device_read(dev, (zz_lane)t->lane, (char *)home->data + (size_t)i * tmh + p0, dslot + p0, p1 - p0));
         } else {
           /* the older rows of the first block are in the slot too */
           ZZ_CHECK(zz_device_read(dev, (zz_lane)t->lane, hstage + a, dslot + a, p1 - a));
@@ -139,9 +138,9 @@ static uint64_t zz_submit(zz_engine *e, int io_lane, zz_io t) {
  * only q and the new k, v come down and the output goes up (FlexGen §4.2). */
 typedef struct zz_attend_ctx {
   zz_engine *e;
-  char *k, *v;        /* host cache of this (layer, batch) */
-  zz_kv_layout kv;    /* its layout: the device's compute dtype or Q4, bytes between two sequences */
-  double keep;        /* top-k sparsity */
+  char *k, *v;     /* host cache of this (layer, batch) */
+  zz_kv_layout kv; /* its layout: the device's compute dtype or Q4, bytes between two sequences */
+  double keep;     /* top-k sparsity */
   int64_t cnt, pos;
   const int32_t *pad; /* host */
 } zz_attend_ctx;
@@ -172,9 +171,22 @@ static zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const vo
       zz_convert(ZZ_DTYPE_F32, e->ca[2] + i * kvw, kv_dt, a->v + at, kvw);
     }
   }
-  zz_attn_args args = {.q = e->ca[0], .k = a->k, .v = a->v, .kv_dt = kv_dt, .kv_q = a->kv.q,
-                       .seq_bytes = a->kv.seq_bytes, .b = a->cnt, .sq = 1, .t = a->pos + 1, .q_start = a->pos,
-                       .heads = c->n_heads, .kv_heads = c->n_kv_heads, .hd = c->head_dim, .pad = a->pad, .keep = a->keep, .out = e->ca[3],
+  zz_attn_args args = {.q = e->ca[0],
+                       .k = a->k,
+                       .v = a->v,
+                       .kv_dt = kv_dt,
+                       .kv_q = a->kv.q,
+                       .seq_bytes = a->kv.seq_bytes,
+                       .b = a->cnt,
+                       .sq = 1,
+                       .t = a->pos + 1,
+                       .q_start = a->pos,
+                       .heads = c->n_heads,
+                       .kv_heads = c->n_kv_heads,
+                       .hd = c->head_dim,
+                       .pad = a->pad,
+                       .keep = a->keep,
+                       .out = e->ca[3],
                        .scratch = e->ca[4]};
   if (c->head_dim > ZZ_ATTN_MAX_HEAD_DIM)
     return zz_error(ZZ_ERR_UNSUPPORTED, "CPU attention: head dim %lld is above %d", (long long)c->head_dim,
@@ -191,7 +203,7 @@ typedef struct zz_run {
   zz_engine *e;
   zz_group *g;
   int group, step, nl;
-  int64_t nbt, sq, pos;  /* batches; new tokens per sequence; key position of the first */
+  int64_t nbt, sq, pos; /* batches; new tokens per sequence; key position of the first */
   const zz_step_io *io;
   uint64_t *store_ticket; /* [nl * nbt] last store ticket at or before each step */
 } zz_run;
@@ -266,9 +278,15 @@ static void zz_load_cache(zz_run *r, int64_t q) {
   if (t == ZZ_TIER_GPU) return;
   bool host = zz_on_host_path(r, t);
   if (host && t == ZZ_TIER_CPU) return; /* attention reads the home itself */
-  zz_submit(r->e, ZZ_IO_LOAD, (zz_io){.kind = host ? ZZ_IO_LOAD_CACHE_HOST : ZZ_IO_LOAD_CACHE, .group = r->group,
-                                      .jl = jl, .index = ci, .slot = (int)(q % 3),
-                                      .cnt = zz_group_batch_count(r->e, r->g, k), .p0 = 0, .p1 = r->pos});
+  zz_submit(r->e, ZZ_IO_LOAD,
+            (zz_io){.kind = host ? ZZ_IO_LOAD_CACHE_HOST : ZZ_IO_LOAD_CACHE,
+                    .group = r->group,
+                    .jl = jl,
+                    .index = ci,
+                    .slot = (int)(q % 3),
+                    .cnt = zz_group_batch_count(r->e, r->g, k),
+                    .p0 = 0,
+                    .p1 = r->pos});
 }
 
 /* load hidden (from its home): batch k's state for step q, stored nbt steps ago. */
@@ -280,8 +298,9 @@ static zz_status zz_load_hidden(zz_run *r, int64_t q) {
   if (stored) ZZ_CHECK(zz_lanes_wait(r->e->lanes, ZZ_IO_STORE, stored));
   size_t bytes = zz_hidden_bytes(r->e->m->cfg.hidden, zz_device_describe(r->e->dev)->compute_dtype,
                                  zz_group_batch_count(r->e, r->g, k), r->sq);
-  zz_submit(r->e, ZZ_IO_LOAD, (zz_io){.kind = ZZ_IO_LOAD_ACT, .group = r->group, .index = (int)k, .slot = (int)(q % 3),
-                                      .p1 = (int64_t)bytes});
+  zz_submit(
+      r->e, ZZ_IO_LOAD,
+      (zz_io){.kind = ZZ_IO_LOAD_ACT, .group = r->group, .index = (int)k, .slot = (int)(q % 3), .p1 = (int64_t)bytes});
   return zz_lanes_wait(r->e->lanes, ZZ_IO_LOAD, 0);
 }
 
@@ -308,15 +327,24 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
     zz_caller_rows(r, k, &off, &bytes);
     const char *src = (const char *)r->io->hidden_in + off;
     if (r->io->hidden_on_device) ZZ_CHECK(zz_device_copy(dev, ZZ_LANE_COMPUTE, hidden, src, bytes));
-    else ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, hidden, src, bytes));
+    else
+      ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, hidden, src, bytes));
   }
   const zz_tensor *wt = &e->w.dev[jl * ZZ_MAXW];
   zz_batch_idx *b = &r->g->idx[k];
   zz_cache_spec spec = layer->has_cache ? zz_engine_cache_spec(e, jl) : (zz_cache_spec){0};
   /* top-k sparsity is for decoding; the prompt attends densely */
-  zz_step st = {.b = cnt, .sq = r->sq, .pos = r->pos, .ids = b->d_ids, .positions = b->d_pos, .pad = b->d_pad,
-                .last = b->d_last, .hidden = hidden, .logits = e->d_logits,
-                .work = e->work, .keep = r->step > 0 ? e->pol.attn_sparsity : 1.0,
+  zz_step st = {.b = cnt,
+                .sq = r->sq,
+                .pos = r->pos,
+                .ids = b->d_ids,
+                .positions = b->d_pos,
+                .pad = b->d_pad,
+                .last = b->d_last,
+                .hidden = hidden,
+                .logits = e->d_logits,
+                .work = e->work,
+                .keep = r->step > 0 ? e->pol.attn_sparsity : 1.0,
                 .kv = {.dt = spec.dtype, .q = spec.q, .seq_bytes = e->t_max * (int64_t)zz_cache_row_bytes(&spec)}};
   zz_attend_ctx actx;
   int ci = zz_cache_index(r, jl, k);
@@ -327,11 +355,16 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
   } else if (ci >= 0 && zz_on_host_path(r, ct)) {
     bool on_cpu = ct == ZZ_TIER_CPU;
     actx = (zz_attend_ctx){
-        .e = e, .k = on_cpu ? r->g->k_home[ci].data : e->kv_stage[slot][0],
+        .e = e,
+        .k = on_cpu ? r->g->k_home[ci].data : e->kv_stage[slot][0],
         .v = on_cpu ? r->g->v_home[ci].data : e->kv_stage[slot][1],
-        .kv = {.dt = spec.dtype, .q = spec.q,
+        .kv = {.dt = spec.dtype,
+               .q = spec.q,
                .seq_bytes = on_cpu ? st.kv.seq_bytes : (int64_t)zz_cache_region_bytes(&spec, e->t_max)},
-        .keep = st.keep, .cnt = cnt, .pos = r->pos, .pad = b->pad};
+        .keep = st.keep,
+        .cnt = cnt,
+        .pos = r->pos,
+        .pad = b->pad};
     st.attend = zz_cpu_attend;
     st.attend_ctx = &actx;
   } else if (ci >= 0) {
@@ -354,10 +387,15 @@ static uint64_t zz_store_cache(zz_run *r, int64_t q) {
   zz_tier t = zz_cache_tier(r, ci);
   bool host = zz_on_host_path(r, t);
   if (t == ZZ_TIER_GPU || (host && t == ZZ_TIER_CPU)) return 0;
-  return zz_submit(r->e, ZZ_IO_STORE, (zz_io){.kind = host ? ZZ_IO_STORE_CACHE_HOST : ZZ_IO_STORE_CACHE,
-                                              .group = r->group, .jl = jl, .index = ci, .slot = (int)(q % 3),
-                                              .cnt = zz_group_batch_count(r->e, r->g, k), .p0 = r->pos,
-                                              .p1 = r->pos + r->sq});
+  return zz_submit(r->e, ZZ_IO_STORE,
+                   (zz_io){.kind = host ? ZZ_IO_STORE_CACHE_HOST : ZZ_IO_STORE_CACHE,
+                           .group = r->group,
+                           .jl = jl,
+                           .index = ci,
+                           .slot = (int)(q % 3),
+                           .cnt = zz_group_batch_count(r->e, r->g, k),
+                           .p0 = r->pos,
+                           .p1 = r->pos + r->sq});
 }
 
 /* store hidden: to the caller after the slice's last layer (unless it ends the
@@ -371,8 +409,9 @@ static zz_status zz_store_hidden(zz_run *r, int64_t q, uint64_t *ticket) {
     if (!zz_act_off(r, k)) return ZZ_OK;
     size_t bytes = zz_hidden_bytes(e->m->cfg.hidden, zz_device_describe(e->dev)->compute_dtype,
                                    zz_group_batch_count(e, r->g, k), r->sq);
-    *ticket = zz_submit(e, ZZ_IO_STORE, (zz_io){.kind = ZZ_IO_STORE_ACT, .group = r->group, .index = (int)k,
-                                                .slot = slot, .p1 = (int64_t)bytes});
+    *ticket = zz_submit(
+        e, ZZ_IO_STORE,
+        (zz_io){.kind = ZZ_IO_STORE_ACT, .group = r->group, .index = (int)k, .slot = slot, .p1 = (int64_t)bytes});
     return ZZ_OK;
   }
   if (e->l1 == e->m->n_layers) return ZZ_OK; /* logits, not a hidden state */
@@ -380,7 +419,8 @@ static zz_status zz_store_hidden(zz_run *r, int64_t q, uint64_t *ticket) {
   zz_caller_rows(r, k, &off, &bytes);
   char *dst = (char *)r->io->hidden_out + off;
   if (r->io->hidden_on_device) ZZ_CHECK(zz_device_copy(e->dev, ZZ_LANE_COMPUTE, dst, zz_hidden_ptr(r, k, slot), bytes));
-  else ZZ_CHECK(zz_device_read(e->dev, ZZ_LANE_COMPUTE, dst, zz_hidden_ptr(r, k, slot), bytes));
+  else
+    ZZ_CHECK(zz_device_read(e->dev, ZZ_LANE_COMPUTE, dst, zz_hidden_ptr(r, k, slot), bytes));
   return zz_device_sync(e->dev, ZZ_LANE_COMPUTE);
 }
 
@@ -425,8 +465,15 @@ static zz_status zz_run_steps(zz_run *r) {
 zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *io) {
   zz_group *g = &e->groups[group];
   int64_t gbs = e->pol.gpu_batch_size;
-  zz_run r = {.e = e, .g = g, .group = group, .step = step, .nl = e->l1 - e->l0, .nbt = (g->n + gbs - 1) / gbs,
-              .sq = step == 0 ? g->s : 1, .pos = step == 0 ? 0 : g->s + step - 1, .io = io,
+  zz_run r = {.e = e,
+              .g = g,
+              .group = group,
+              .step = step,
+              .nl = e->l1 - e->l0,
+              .nbt = (g->n + gbs - 1) / gbs,
+              .sq = step == 0 ? g->s : 1,
+              .pos = step == 0 ? 0 : g->s + step - 1,
+              .io = io,
               .store_ticket = e->tickets};
   zz_status st = zz_run_steps(&r);
   if (st != ZZ_OK) {

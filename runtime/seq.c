@@ -18,7 +18,8 @@ zz_status zz_seq_params_check(const zz_seq_params *p, int request_max) {
     return zz_error(ZZ_ERR_INVALID_ARG, "max new tokens %d outside 1..%d", p->max_new_tokens, request_max);
   if (!isfinite(s->temperature) || s->temperature < 0)
     return zz_error(ZZ_ERR_INVALID_ARG, "temperature %g is not a number >= 0", (double)s->temperature);
-  if (!(s->top_p > 0 && s->top_p <= 1)) return zz_error(ZZ_ERR_INVALID_ARG, "top_p %g outside (0, 1]", (double)s->top_p);
+  if (!(s->top_p > 0 && s->top_p <= 1))
+    return zz_error(ZZ_ERR_INVALID_ARG, "top_p %g outside (0, 1]", (double)s->top_p);
   if (s->top_k < 0) return zz_error(ZZ_ERR_INVALID_ARG, "top_k %d is negative", s->top_k);
   if (!isfinite(p->repetition_penalty) || p->repetition_penalty <= 0)
     return zz_error(ZZ_ERR_INVALID_ARG, "repetition_penalty %g is not a number > 0", (double)p->repetition_penalty);

@@ -42,7 +42,8 @@ size_t zz_layer_weight_layout_b(const zz_layer *l, zz_dtype dt, const zz_qfmt *q
     const zz_weight_spec *w = &l->weights[k];
     bool present = k < l->n_weights && w->ndim;
     if (off_out) off_out[k] = present ? off : SIZE_MAX;
-    if (present) off += zz_align_up(zz_weight_bytes_q(w, zz_weight_dtype_b(w, dt, q, bf16), q ? *q : ZZ_QFMT_DEFAULT), align);
+    if (present)
+      off += zz_align_up(zz_weight_bytes_q(w, zz_weight_dtype_b(w, dt, q, bf16), q ? *q : ZZ_QFMT_DEFAULT), align);
   }
   return off;
 }
@@ -56,9 +57,7 @@ zz_cache_spec zz_cache_spec_for(const zz_layer *l, const zz_policy *p, zz_dtype 
   return c;
 }
 
-size_t zz_cache_row_bytes(const zz_cache_spec *c) {
-  return zz_kv_row_bytes(c->dtype, c->q, c->kv_heads, c->head_dim);
-}
+size_t zz_cache_row_bytes(const zz_cache_spec *c) { return zz_kv_row_bytes(c->dtype, c->q, c->kv_heads, c->head_dim); }
 
 size_t zz_cache_bytes(const zz_cache_spec *c, int64_t gbs, int64_t t_max) {
   return zz_align_up((size_t)(gbs * t_max) * zz_cache_row_bytes(c), ZZ_ALIGN);

@@ -55,7 +55,10 @@ int zz_stop_requested(void) { return zz_stop_sig; }
 zz_status zz_check_stop(void) {
   int sig = zz_stop_sig;
   if (!sig) return ZZ_OK;
-  return zz_error(ZZ_ERR_INTERRUPTED, "stopped by %s", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "request");
+  return zz_error(ZZ_ERR_INTERRUPTED, "stopped by %s",
+                  sig == SIGINT    ? "SIGINT"
+                  : sig == SIGTERM ? "SIGTERM"
+                                   : "request");
 }
 void zz_error_clear(void) { zz_error_buf[0] = '\0'; }
 
@@ -105,8 +108,7 @@ const char *zz_format_bytes(size_t bytes, char *buf, size_t len) {
     v /= 1024;
     u++;
   }
-  if (u == 0)
-    snprintf(buf, len, "%zu B", bytes);
+  if (u == 0) snprintf(buf, len, "%zu B", bytes);
   else
     snprintf(buf, len, "%.2f %s", v, units[u]);
   return buf;
@@ -126,8 +128,7 @@ const char *zz_tier_name(zz_tier t) {
 }
 
 const char *zz_purpose_name(zz_purpose p) {
-  static const char *const n[ZZ_PURPOSE_COUNT] = {"weights", "cache", "activations", "staging",
-                                                  "workspace"};
+  static const char *const n[ZZ_PURPOSE_COUNT] = {"weights", "cache", "activations", "staging", "workspace"};
   return (int)p >= 0 && p < ZZ_PURPOSE_COUNT ? n[p] : "?";
 }
 
@@ -144,9 +145,9 @@ zz_status zz_arena_take(zz_arena *a, size_t bytes, size_t align, void **ptr_out,
   size_t start = zz_align_up(a->used, align);
   if (start > a->cap || bytes > a->cap - start) {
     char need[32], cap[32];
-    return zz_error(ZZ_ERR_NO_MEMORY, "%s arena for %s is full: %s more wanted, %s reserved",
-                    zz_tier_name(a->tier), zz_purpose_name(a->purpose),
-                    zz_format_bytes(bytes, need, sizeof need), zz_format_bytes(a->cap, cap, sizeof cap));
+    return zz_error(ZZ_ERR_NO_MEMORY, "%s arena for %s is full: %s more wanted, %s reserved", zz_tier_name(a->tier),
+                    zz_purpose_name(a->purpose), zz_format_bytes(bytes, need, sizeof need),
+                    zz_format_bytes(a->cap, cap, sizeof cap));
   }
   a->used = start + bytes;
   if (a->used > a->peak) a->peak = a->used;
@@ -154,4 +155,3 @@ zz_status zz_arena_take(zz_arena *a, size_t bytes, size_t align, void **ptr_out,
   if (offset_out) *offset_out = start;
   return ZZ_OK;
 }
-

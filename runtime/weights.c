@@ -59,8 +59,7 @@ zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
         zz_weights_dummy(w, sdt, h->data, pool); /* straight into its home: no copy */
         continue;
       }
-      if (ck)
-        ZZ_CHECK(zz_checkpoint_read(ck, w->name, sdt, e->w.load, n));
+      if (ck) ZZ_CHECK(zz_checkpoint_read(ck, w->name, sdt, e->w.load, n));
       else
         zz_weights_dummy(w, sdt, e->w.load, pool);
       if (h->dtype == ZZ_DTYPE_Q4) {
@@ -72,8 +71,7 @@ zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
         sbytes = zz_weight_bytes(w, ZZ_DTYPE_BF16);
       }
       if (h->tier == ZZ_TIER_GPU) {
-        if (zz_weights_as_is(h))
-          ZZ_CHECK(zz_device_write(dev, ZZ_LANE_LOAD_WEIGHT, h->data, e->w.load, sbytes));
+        if (zz_weights_as_is(h)) ZZ_CHECK(zz_device_write(dev, ZZ_LANE_LOAD_WEIGHT, h->data, e->w.load, sbytes));
         else
           ZZ_CHECK(zz_device_upload(dev, ZZ_LANE_LOAD_WEIGHT, h->data, e->w.load, sdt, n));
         ZZ_CHECK(zz_device_sync(dev, ZZ_LANE_LOAD_WEIGHT));

@@ -53,15 +53,15 @@ zz_status zz_error(zz_status st, const char *fmt, ...) __attribute__((format(pri
 const char *zz_error_message(void);
 void zz_error_clear(void);
 
-#define ZZ_CHECK(call)                                                                      \
-  do {                                                                                     \
-    zz_status zz_check_st_ = (call);                                                       \
-    if (zz_check_st_ != ZZ_OK) return zz_check_st_;                                        \
+#define ZZ_CHECK(call)                                                                                                 \
+  do {                                                                                                                 \
+    zz_status zz_check_st_ = (call);                                                                                   \
+    if (zz_check_st_ != ZZ_OK) return zz_check_st_;                                                                    \
   } while (0)
-#define ZZ_CHECK_GOTO(call, st, label)                                                     \
-  do {                                                                                     \
-    (st) = (call);                                                                         \
-    if ((st) != ZZ_OK) goto label;                                                         \
+#define ZZ_CHECK_GOTO(call, st, label)                                                                                 \
+  do {                                                                                                                 \
+    (st) = (call);                                                                                                     \
+    if ((st) != ZZ_OK) goto label;                                                                                     \
   } while (0)
 
 /* Asks long operations (loading weights, generating) to stop at their next safe
@@ -76,9 +76,9 @@ zz_status zz_check_stop(void);
  * MPI run, abort() otherwise). */
 void zz_fatal(const char *file, int line, const char *what) __attribute__((noreturn));
 void zz_set_fatal_hook(void (*hook)(void));
-#define ZZ_ASSERT(cond)                                                                     \
-  do {                                                                                     \
-    if (!(cond)) zz_fatal(__FILE__, __LINE__, #cond);                                      \
+#define ZZ_ASSERT(cond)                                                                                                \
+  do {                                                                                                                 \
+    if (!(cond)) zz_fatal(__FILE__, __LINE__, #cond);                                                                  \
   } while (0)
 
 /* Parses "16G", "512M", "1.5GiB", "1000" (bytes) into bytes. */
@@ -136,7 +136,7 @@ typedef struct zz_tensor {
 const char *zz_shape_str(int ndim, const int64_t *shape, char *buf, size_t len);
 
 /* Alignment (sizes in runtime/sizes.c). */
-#define ZZ_ALIGN 256      /* every device and host buffer starts on a multiple of this */
+#define ZZ_ALIGN 256       /* every device and host buffer starts on a multiple of this */
 #define ZZ_DISK_ALIGN 4096 /* disk transfers bypass the page cache: offsets, lengths, buffers */
 
 size_t zz_align_up(size_t x, size_t a);
@@ -150,10 +150,10 @@ size_t zz_align_down(size_t x, size_t a);
 typedef struct zz_arena {
   zz_tier tier;
   zz_purpose purpose;
-  char *base;    /* NULL for DISK arenas (offsets only) */
-  size_t cap;    /* bytes reserved */
-  size_t used;   /* bytes handed out */
-  size_t peak;   /* high-water mark of used */
+  char *base;  /* NULL for DISK arenas (offsets only) */
+  size_t cap;  /* bytes reserved */
+  size_t used; /* bytes handed out */
+  size_t peak; /* high-water mark of used */
 } zz_arena;
 
 /* Hands out `bytes` starting on a multiple of `align` (a power of two); the offset

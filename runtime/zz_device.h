@@ -79,19 +79,19 @@ typedef struct zz_kv_layout {
  * dtype): queries of b sequences × sq positions, the first at position q_start,
  * against t positions of a K and a V cache laid out as kv. */
 typedef struct zz_attn_call {
-  const void *q;          /* [b, sq, heads * hd] compute dtype */
-  const void *k, *v;      /* caches of kv_heads × hd rows, laid out as kv */
+  const void *q;     /* [b, sq, heads * hd] compute dtype */
+  const void *k, *v; /* caches of kv_heads × hd rows, laid out as kv */
   zz_kv_layout kv;
   int64_t b, sq, t, q_start;
   int64_t heads, kv_heads, hd; /* kv_heads divides heads (grouped-query attention) */
-  const int32_t *pad;     /* [b] device int32: left padding of each sequence */
-  double keep;            /* fraction of the visible keys each query keeps, (0, 1]; 1: dense */
-  void *out;              /* [b, sq, heads * hd] compute dtype */
-  void *scratch;          /* zz_device_attention_scratch bytes (NULL when that is 0) */
+  const int32_t *pad;          /* [b] device int32: left padding of each sequence */
+  double keep;                 /* fraction of the visible keys each query keeps, (0, 1]; 1: dense */
+  void *out;                   /* [b, sq, heads * hd] compute dtype */
+  void *scratch;               /* zz_device_attention_scratch bytes (NULL when that is 0) */
 } zz_attn_call;
 
 typedef struct zz_device_ops {
-  zz_device_kind kind;   /* what it is (name, dtype, what it runs): zz_device_desc_init */
+  zz_device_kind kind; /* what it is (name, dtype, what it runs): zz_device_desc_init */
   void (*destroy)(zz_device *dev);
   zz_status (*alloc)(zz_device *dev, size_t bytes, void **out);
   void (*free)(zz_device *dev, void *ptr);
@@ -107,28 +107,26 @@ typedef struct zz_device_ops {
    * physical GPU ("GPU-<uuid> at PCI <bus id>"), so ranks can tell they share one */
   zz_status (*identity)(const zz_device *dev, int *ordinal_out, char *id_out, size_t len);
   /* host src (src_dt) → device (compute dtype), n elements, converting */
-  zz_status (*upload)(zz_device *dev, zz_lane lane, void *dst, const void *host_src,
-                      zz_dtype src_dt, int64_t n);
+  zz_status (*upload)(zz_device *dev, zz_lane lane, void *dst, const void *host_src, zz_dtype src_dt, int64_t n);
   /* device (compute dtype) → host dst (dst_dt), n elements, converting */
-  zz_status (*download)(zz_device *dev, zz_lane lane, void *host_dst, zz_dtype dst_dt,
-                        const void *src, int64_t n);
+  zz_status (*download)(zz_device *dev, zz_lane lane, void *host_dst, zz_dtype dst_dt, const void *src, int64_t n);
   zz_status (*sync)(zz_device *dev, zz_lane lane);
   /* compute; see zz_kernels.h for each contract. A weight comes as its bytes, its
    * dtype and its Q4 format (read only when the dtype is Q4: kernels/cpu/quant.c) */
   zz_status (*embed_rows)(zz_device *dev, const void *table, zz_dtype table_dt, zz_qfmt table_q, int64_t dim,
                           const int32_t *ids, int64_t n, void *out);
-  zz_status (*add_rows)(zz_device *dev, void *x, int64_t dim, const void *table, zz_dtype table_dt,
-                        zz_qfmt table_q, const int32_t *ids, int64_t n);
+  zz_status (*add_rows)(zz_device *dev, void *x, int64_t dim, const void *table, zz_dtype table_dt, zz_qfmt table_q,
+                        const int32_t *ids, int64_t n);
   /* gamma and beta share w_dt */
-  zz_status (*layernorm)(zz_device *dev, const void *x, int64_t n, int64_t dim,
-                         const void *gamma, const void *beta, zz_dtype w_dt, float eps, void *y);
+  zz_status (*layernorm)(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma, const void *beta,
+                         zz_dtype w_dt, float eps, void *y);
   /* b may be NULL (b_dt then unused) */
-  zz_status (*linear)(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt,
-                      zz_qfmt w_q, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu);
+  zz_status (*linear)(zz_device *dev, const void *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, zz_qfmt w_q,
+                      const void *b, zz_dtype b_dt, int64_t out, void *y, int relu);
   zz_status (*add)(zz_device *dev, const void *a, const void *b, int64_t n, void *y);
   /* a cache in any layout (the compute dtype or Q4, byte strides) */
-  zz_status (*kv_append)(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
-                         void *cache, const zz_kv_layout *l, int64_t pos);
+  zz_status (*kv_append)(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd, void *cache,
+                         const zz_kv_layout *l, int64_t pos);
   /* over a cache in any layout; top-k when a->keep < 1 */
   zz_status (*attention)(zz_device *dev, const zz_attn_call *a);
   zz_status (*rmsnorm)(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma, zz_dtype w_dt,
@@ -146,8 +144,8 @@ struct zz_device {
   const zz_device_ops *ops;
   zz_device_desc desc; /* what it is: kind, dtype, capacity and reserved bytes, bf16 weights, ops it runs */
   void *impl;
-  zz_pool *pool;      /* compute threads of the CPU device's kernels (NULL on CUDA) */
-  zz_pool *attn_pool; /* CPU attention beside a host cache: on every device, sized
+  zz_pool *pool;            /* compute threads of the CPU device's kernels (NULL on CUDA) */
+  zz_pool *attn_pool;       /* CPU attention beside a host cache: on every device, sized
                          on its own (LM-Offload's thread control) */
   zz_device_ranges *ranges; /* live zz_device_alloc blocks (device.c) */
   /* host bytes moved by write/upload (to the device) and read/download (from it),
@@ -218,26 +216,24 @@ zz_status zz_device_copy(zz_device *dev, zz_lane lane, void *dst, const void *sr
  * bus id); ZZ_ERR_UNSUPPORTED, naming the device, when it is not a GPU. */
 zz_status zz_device_identity(const zz_device *dev, int *ordinal_out, char *id_out, size_t len);
 /* n elements host (src_dt) → device (compute dtype), and back to dst_dt. */
-zz_status zz_device_upload(zz_device *dev, zz_lane lane, void *dst, const void *host_src, zz_dtype src_dt,
-                           int64_t n);
-zz_status zz_device_download(zz_device *dev, zz_lane lane, void *host_dst, zz_dtype dst_dt, const void *src,
-                             int64_t n);
+zz_status zz_device_upload(zz_device *dev, zz_lane lane, void *dst, const void *host_src, zz_dtype src_dt, int64_t n);
+zz_status zz_device_download(zz_device *dev, zz_lane lane, void *host_dst, zz_dtype dst_dt, const void *src, int64_t n);
 zz_status zz_device_sync(zz_device *dev, zz_lane lane);
 
 /* out[n, dim] = table[ids[i], :]; table is a weight [rows, dim] (Q4 too). */
 zz_status zz_device_embed_rows(zz_device *dev, const zz_tensor *table, const int32_t *ids, int64_t n, void *out);
 /* The same gather from an activation x [rows, dim] in the compute dtype (e.g. the
  * last position of each sequence of the hidden state). */
-zz_status zz_device_gather_rows(zz_device *dev, const void *x, int64_t rows, int64_t dim, const int32_t *ids,
-                                int64_t n, void *out);
+zz_status zz_device_gather_rows(zz_device *dev, const void *x, int64_t rows, int64_t dim, const int32_t *ids, int64_t n,
+                                void *out);
 /* x[n, dim] += table[ids[i], :]; table is a weight [rows, dim] (learned positions). */
 zz_status zz_device_add_rows(zz_device *dev, void *x, const zz_tensor *table, const int32_t *ids, int64_t n);
 /* y[n, dim] = layernorm(x[n, dim]) * gamma[dim] + beta[dim]; y may be x. */
 zz_status zz_device_layernorm(zz_device *dev, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma,
                               const zz_tensor *beta, float eps, void *y);
 /* y[n, out] = x[n, in] · w[out, in]ᵀ + b[out] (b NULL or ndim 0: none), ReLU when relu. */
-zz_status zz_device_linear(zz_device *dev, const void *x, int64_t n, int64_t in, const zz_tensor *w,
-                           const zz_tensor *b, int64_t out, void *y, int relu);
+zz_status zz_device_linear(zz_device *dev, const void *x, int64_t n, int64_t in, const zz_tensor *w, const zz_tensor *b,
+                           int64_t out, void *y, int relu);
 /* y[n] = a[n] + b[n]; y may alias a or b. */
 zz_status zz_device_add(zz_device *dev, const void *a, const void *b, int64_t n, void *y);
 /* The KV cache in any layout: the compute dtype, or Q4 (quantized as rows are
@@ -249,8 +245,7 @@ zz_status zz_device_kv_append(zz_device *dev, const void *x, int64_t b, int64_t 
 /* Attention as zz_attn_call says; with a->keep < 1, top-k sparse attention
  * (zz_cpu_attention_ex), which needs supports(ZZ_OP_ATTENTION_SPARSE, a->kv.dt). */
 zz_status zz_device_attention(zz_device *dev, const zz_attn_call *a);
-size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads,
-                                   bool general);
+size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads, bool general);
 /* Whether attention over a cache stored in dt with fraction keep takes the general
  * path (a Q4 cache or top-k: keep < 1) rather than the dense kernel; it decides the
  * scratch (attention_scratch's `general`) and the CUDA device's kernel. */

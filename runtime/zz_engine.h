@@ -62,14 +62,13 @@ typedef struct zz_engine_opts {
 /* Builds the engine: plans every buffer (refusing a plan that does not fit before
  * anything is allocated), binds them, loads the slice's weights from ck (NULL:
  * dummy weights) to their tiers. */
-zz_status zz_engine_create_opts(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
-                                const zz_engine_opts *opts, zz_engine **out);
+zz_status zz_engine_create_opts(zz_device *dev, const zz_model *m, const zz_checkpoint *ck, const zz_engine_opts *opts,
+                                zz_engine **out);
 /* The whole model, one group; tiers may be NULL (defaults). */
-zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
-                                 const zz_policy *pol, const zz_shape *shape,
-                                 const zz_tiers *tiers, zz_engine **out);
-zz_status zz_engine_create(zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
-                           const zz_policy *pol, const zz_shape *shape, zz_engine **out);
+zz_status zz_engine_create_tiers(zz_device *dev, const zz_model *m, const zz_checkpoint *ck, const zz_policy *pol,
+                                 const zz_shape *shape, const zz_tiers *tiers, zz_engine **out);
+zz_status zz_engine_create(zz_device *dev, const zz_model *m, const zz_checkpoint *ck, const zz_policy *pol,
+                           const zz_shape *shape, zz_engine **out);
 void zz_engine_destroy(zz_engine *eng);
 
 /* Plans without building: the plan the engine would use for these options on dev,
@@ -121,7 +120,7 @@ typedef struct zz_engine_stats {
   double busy_s[ZZ_LANE_COUNT]; /* compute, weight load, cache load, cache store */
   double wall_s;                /* wall time inside zz_generate */
   uint64_t disk_read_bytes, disk_write_bytes;
-  double disk_read_s;           /* time inside disk reads */
+  double disk_read_s; /* time inside disk reads */
   /* of busy_s[compute], with CPU attention beside a host cache: waiting for the
    * device's q, k, v (its queued kernels and their download), and the CPU's
    * attention with its cache append */

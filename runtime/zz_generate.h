@@ -41,8 +41,7 @@ double zz_rng_uniform(zz_rng *r); /* [0, 1) */
 
 
 /* Picks a token from logits[vocab]. scratch: 2 * vocab floats + vocab int32. */
-int32_t zz_sample(const float *logits, int64_t vocab, const zz_sampling *s, zz_rng *rng,
-                  void *scratch);
+int32_t zz_sample(const float *logits, int64_t vocab, const zz_sampling *s, zz_rng *rng, void *scratch);
 size_t zz_sample_scratch_bytes(int64_t vocab);
 int32_t zz_argmax(const float *x, int64_t n);
 
@@ -58,12 +57,12 @@ struct zz_seq_params; /* runtime/zz_seq.h: one sequence's own settings */
 struct zz_seq_out;
 
 typedef struct zz_request {
-  int64_t n;                   /* prompts, at most n_groups * gbs * num_gb */
-  const int32_t *const *ids;   /* ids[i]: prompt i (BOS included by the caller) */
-  const int64_t *lens;         /* lens[i] >= 1, <= shape.prompt_len */
-  const uint64_t *streams;     /* rng stream per prompt (NULL: its index) */
-  int max_new_tokens;          /* <= shape.gen_len */
-  bool ignore_eos;             /* benchmarks: always generate max_new_tokens */
+  int64_t n;                 /* prompts, at most n_groups * gbs * num_gb */
+  const int32_t *const *ids; /* ids[i]: prompt i (BOS included by the caller) */
+  const int64_t *lens;       /* lens[i] >= 1, <= shape.prompt_len */
+  const uint64_t *streams;   /* rng stream per prompt (NULL: its index) */
+  int max_new_tokens;        /* <= shape.gen_len */
+  bool ignore_eos;           /* benchmarks: always generate max_new_tokens */
   zz_sampling sampling;
   /* optional: called with each step's logits of each sequence (f32, vocab) */
   void (*on_logits)(void *ctx, int64_t seq, int step, const float *logits, int64_t vocab);
@@ -76,7 +75,7 @@ typedef struct zz_request {
 } zz_request;
 
 typedef struct zz_result {
-  int32_t **tokens;  /* tokens[i]: new tokens of prompt i (ends at EOS, included) */
+  int32_t **tokens; /* tokens[i]: new tokens of prompt i (ends at EOS, included) */
   int64_t *n_tokens;
   double prefill_s, decode_s; /* wall time of the two phases */
   struct zz_seq_out *out;     /* [n] why each ended, its log-probabilities (zz_seq.h); NULL unless
@@ -88,8 +87,8 @@ typedef struct zz_result {
  * the token is EOS and ignore_eos is off. The token is kept in the output (EOS
  * included); zz_sequence_input gives what the sequence feeds into the next step.
  * zz_generate and the pipeline's last rank (stage/) both sample with this. */
-int32_t zz_sample_sequence(const zz_config *c, const float *logits, const zz_sampling *s, bool ignore_eos,
-                           zz_rng *rng, void *scratch, bool *ended_out);
+int32_t zz_sample_sequence(const zz_config *c, const float *logits, const zz_sampling *s, bool ignore_eos, zz_rng *rng,
+                           void *scratch, bool *ended_out);
 /* The next step's input of a sequence whose newest token is `token`: the token
  * itself, or the pad token once the sequence has ended. */
 int32_t zz_sequence_input(const zz_config *c, int32_t token, bool ended);
@@ -106,8 +105,8 @@ void zz_result_free(zz_result *res, int64_t n);
  * every decoding step, so every prediction after a window's first reads the KV
  * cache as the policy stores it. */
 typedef struct zz_ppl {
-  double nll;      /* sum over predicted tokens of -log p(token) */
-  int64_t tokens;  /* predictions made (n) */
+  double nll;     /* sum over predicted tokens of -log p(token) */
+  int64_t tokens; /* predictions made (n) */
   int64_t windows;
   double ppl;      /* exp(nll / tokens) */
   int32_t *argmax; /* [n] the top-1 prediction for each token (agreement between policies) */

@@ -23,14 +23,14 @@ extern "C" {
 
 /* One prompt of a job file: {"id": …, "prompt": "text"} or {"input_ids": [..]}. */
 typedef struct zz_prompt {
-  char *id;        /* the id as JSON text ("7", "\"abc\""), or the line number */
-  char *text;      /* NULL when input_ids was given */
-  int32_t *ids;    /* NULL when prompt was given */
+  char *id;     /* the id as JSON text ("7", "\"abc\""), or the line number */
+  char *text;   /* NULL when input_ids was given */
+  int32_t *ids; /* NULL when prompt was given */
   int64_t n_ids;
-  int64_t line;    /* 1-based line in the file */
-  char *raw;       /* the line's JSON when it has keys beyond id, prompt, input_ids (its settings,
+  int64_t line; /* 1-based line in the file */
+  char *raw;    /* the line's JSON when it has keys beyond id, prompt, input_ids (its settings,
                       or an OpenAI batch request: launch/lines.c reads it), else NULL */
-  bool openai;     /* an OpenAI batch request line ("custom_id", "body"...): id is its custom_id */
+  bool openai;  /* an OpenAI batch request line ("custom_id", "body"...): id is its custom_id */
 } zz_prompt;
 
 typedef struct zz_prompt_reader zz_prompt_reader;

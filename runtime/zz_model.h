@@ -25,27 +25,27 @@ extern "C" {
 #define ZZ_MAX_EOS_IDS 8 /* eos_token_id's list (Llama 3.1 lists three) */
 
 typedef struct zz_config {
-  char model_type[32];  /* config.json's model_type: picks the architecture */
-  char name[64];        /* preset name or directory */
+  char model_type[32]; /* config.json's model_type: picks the architecture */
+  char name[64];       /* preset name or directory */
   int64_t vocab_size;
-  int64_t hidden;       /* hidden_size */
-  int64_t ffn;          /* intermediate (MLP) width */
-  int64_t n_layers;     /* transformer layers */
-  int64_t n_heads;      /* query heads */
-  int64_t n_kv_heads;   /* key/value heads (== n_heads without grouped-query attention) */
-  int64_t head_dim;     /* hidden / n_heads */
-  int64_t max_pos;      /* max_position_embeddings */
-  int64_t embed_dim;    /* token embedding width (== hidden unless projected) */
-  bool pre_ln;          /* normalisation before each sublayer */
-  bool final_ln;        /* a final norm before the LM head */
+  int64_t hidden;     /* hidden_size */
+  int64_t ffn;        /* intermediate (MLP) width */
+  int64_t n_layers;   /* transformer layers */
+  int64_t n_heads;    /* query heads */
+  int64_t n_kv_heads; /* key/value heads (== n_heads without grouped-query attention) */
+  int64_t head_dim;   /* hidden / n_heads */
+  int64_t max_pos;    /* max_position_embeddings */
+  int64_t embed_dim;  /* token embedding width (== hidden unless projected) */
+  bool pre_ln;        /* normalisation before each sublayer */
+  bool final_ln;      /* a final norm before the LM head */
   bool enable_bias;
   int32_t bos, pad;
   int32_t eos_ids[ZZ_MAX_EOS_IDS]; /* every id that ends a sequence: eos_token_id of */
-  int n_eos;                        /* generation_config.json, else of config.json */
+  int n_eos;                       /* generation_config.json, else of config.json */
   float ln_eps;
-  zz_dtype dtype;       /* torch_dtype (dtype) of the checkpoint */
-  zz_rope rope;         /* rotary embeddings (architectures with rotary positions) */
-  bool tied_head;       /* the LM head is the token embedding (tie_word_embeddings) */
+  zz_dtype dtype; /* torch_dtype (dtype) of the checkpoint */
+  zz_rope rope;   /* rotary embeddings (architectures with rotary positions) */
+  bool tied_head; /* the LM head is the token embedding (tie_word_embeddings) */
 } zz_config;
 
 /* Bounds a configuration is checked against (config.json may lie). */
@@ -86,7 +86,7 @@ typedef struct zz_weight_spec {
   char name[ZZ_NAME_LEN]; /* canonical checkpoint name */
   int ndim;               /* 0: absent in this configuration (e.g. no bias) */
   int64_t shape[2];
-  zz_init_kind init;      /* for --dummy */
+  zz_init_kind init; /* for --dummy */
 } zz_weight_spec;
 
 /* What an attention layer keeps per position: K and V rows of kv_heads × head_dim

@@ -25,17 +25,17 @@ extern "C" {
 
 /* FlexGen's policy: where each kind of tensor lives and how the block is cut. */
 typedef struct zz_policy {
-  int gpu_batch_size;    /* gbs */
-  int num_gpu_batches;   /* num_gb; a block is gbs * num_gb sequences */
-  double w_gpu, w_cpu;   /* percent of weights on GPU / CPU; disk takes the rest */
-  double c_gpu, c_cpu;   /* percent of the KV cache */
-  double a_gpu, a_cpu;   /* percent of activations */
-  bool overlap;          /* run loads/stores concurrently with compute */
-  bool cpu_attention;    /* decode attention on the CPU beside an offloaded cache */
-  bool compress_weight;  /* 4-bit group-wise */
+  int gpu_batch_size;   /* gbs */
+  int num_gpu_batches;  /* num_gb; a block is gbs * num_gb sequences */
+  double w_gpu, w_cpu;  /* percent of weights on GPU / CPU; disk takes the rest */
+  double c_gpu, c_cpu;  /* percent of the KV cache */
+  double a_gpu, a_cpu;  /* percent of activations */
+  bool overlap;         /* run loads/stores concurrently with compute */
+  bool cpu_attention;   /* decode attention on the CPU beside an offloaded cache */
+  bool compress_weight; /* 4-bit group-wise */
   bool compress_cache;
-  zz_qfmt wq, cq;        /* their formats; bits 0: FlexGen's (4 bits, groups of 64) */
-  double attn_sparsity;  /* fraction of keys kept, a whole number of billionths in
+  zz_qfmt wq, cq;       /* their formats; bits 0: FlexGen's (4 bits, groups of 64) */
+  double attn_sparsity; /* fraction of keys kept, a whole number of billionths in
                             (0, 1] (zz_attn_keep_units); 1.0 = dense */
 } zz_policy;
 
@@ -130,36 +130,36 @@ size_t zz_index_layout(int64_t gbs, int64_t s, size_t off_out[4]);
  * layout; the planner uses the same numbers as its memory constraints.
  */
 typedef enum zz_buf_role {
-  ZZ_BUF_WEIGHT = 0,  /* home of weight (a = slice layer, b = weight) */
-  ZZ_BUF_CACHE_K,     /* home of K of (a = group, b = cache layer of the slice, c = batch) */
+  ZZ_BUF_WEIGHT = 0, /* home of weight (a = slice layer, b = weight) */
+  ZZ_BUF_CACHE_K,    /* home of K of (a = group, b = cache layer of the slice, c = batch) */
   ZZ_BUF_CACHE_V,
-  ZZ_BUF_ACT,         /* home of the hidden state of (a = group, c = batch) */
-  ZZ_BUF_INDEX,       /* index arrays of (a = group, c = batch): b = 0 device, 1 host */
-  ZZ_BUF_W_SLOT,      /* device slot a (0, 1) for an offloaded layer's weights */
-  ZZ_BUF_W_STAGE,     /* host: one weight read from disk */
-  ZZ_BUF_LOAD,        /* host: one weight read from the checkpoint */
-  ZZ_BUF_KV_SLOT,     /* device slot a (0..2): b = 0 K, 1 V */
-  ZZ_BUF_KV_STAGE,    /* host slot a (0..2) for disk cache: b = 0 K, 1 V */
-  ZZ_BUF_ACT_SLOT,    /* device slot a (0..2) for offloaded activations */
-  ZZ_BUF_ACT_STAGE,   /* host slot a (0..2) for disk activations */
-  ZZ_BUF_CPU_ATTN,    /* host f32 buffers of CPU attention: a = 0 q, 1 k, 2 v, 3 out, 4 scratch */
-  ZZ_BUF_WORK,        /* device workspace of the largest layer */
-  ZZ_BUF_DEV_LOGITS,  /* device [gbs, vocab] */
-  ZZ_BUF_LOGITS,      /* host f32 [gbs * num_gb, vocab] of the group just stepped */
+  ZZ_BUF_ACT,        /* home of the hidden state of (a = group, c = batch) */
+  ZZ_BUF_INDEX,      /* index arrays of (a = group, c = batch): b = 0 device, 1 host */
+  ZZ_BUF_W_SLOT,     /* device slot a (0, 1) for an offloaded layer's weights */
+  ZZ_BUF_W_STAGE,    /* host: one weight read from disk */
+  ZZ_BUF_LOAD,       /* host: one weight read from the checkpoint */
+  ZZ_BUF_KV_SLOT,    /* device slot a (0..2): b = 0 K, 1 V */
+  ZZ_BUF_KV_STAGE,   /* host slot a (0..2) for disk cache: b = 0 K, 1 V */
+  ZZ_BUF_ACT_SLOT,   /* device slot a (0..2) for offloaded activations */
+  ZZ_BUF_ACT_STAGE,  /* host slot a (0..2) for disk activations */
+  ZZ_BUF_CPU_ATTN,   /* host f32 buffers of CPU attention: a = 0 q, 1 k, 2 v, 3 out, 4 scratch */
+  ZZ_BUF_WORK,       /* device workspace of the largest layer */
+  ZZ_BUF_DEV_LOGITS, /* device [gbs, vocab] */
+  ZZ_BUF_LOGITS,     /* host f32 [gbs * num_gb, vocab] of the group just stepped */
   ZZ_BUF_ROLE_COUNT
 } zz_buf_role;
 
 typedef struct zz_buffer {
   zz_buf_role role;
-  int a, b, c;            /* indices, see zz_buf_role */
+  int a, b, c; /* indices, see zz_buf_role */
   zz_tier tier;
   zz_purpose purpose;
   zz_dtype dtype;
   int ndim;
   int64_t shape[ZZ_MAX_DIMS];
-  size_t bytes;           /* reserved, alignment padding included */
+  size_t bytes; /* reserved, alignment padding included */
   size_t align;
-  size_t offset;          /* in its (tier, purpose) arena; DISK: the arenas lie back to
+  size_t offset; /* in its (tier, purpose) arena; DISK: the arenas lie back to
                              back in the offload file in purpose order */
 } zz_buffer;
 
@@ -178,19 +178,19 @@ typedef struct zz_plan_spec {
 typedef struct zz_memplan {
   zz_plan_spec spec;
   size_t bytes[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT];
-  zz_buffer *buf;       /* [n_buf], in binding order */
+  zz_buffer *buf; /* [n_buf], in binding order */
   int n_buf;
-  zz_tier *weight_tier; /* [slice layers] */
-  zz_tier *cache_tier;  /* [n_groups * cache layers * num_gb]: (g * Lc + l) * num_gb + k */
-  zz_tier *act_tier;    /* [n_groups * num_gb]: g * num_gb + k */
+  zz_tier *weight_tier;               /* [slice layers] */
+  zz_tier *cache_tier;                /* [n_groups * cache layers * num_gb]: (g * Lc + l) * num_gb + k */
+  zz_tier *act_tier;                  /* [n_groups * num_gb]: g * num_gb + k */
   bool any_offload[ZZ_PURPOSE_COUNT]; /* some weights / cache / act not on the GPU */
   bool any_disk[ZZ_PURPOSE_COUNT];
 } zz_memplan;
 
 zz_status zz_memplan_build_spec(const zz_model *m, const zz_plan_spec *spec, zz_memplan *out);
 /* The whole model, one group. */
-zz_status zz_memplan_build(const zz_model *m, const zz_policy *pol, const zz_shape *shape,
-                           zz_dtype compute_dt, zz_dtype store_dt, size_t workspace, zz_memplan *out);
+zz_status zz_memplan_build(const zz_model *m, const zz_policy *pol, const zz_shape *shape, zz_dtype compute_dt,
+                           zz_dtype store_dt, size_t workspace, zz_memplan *out);
 void zz_memplan_free(zz_memplan *p);
 size_t zz_memplan_tier_total(const zz_memplan *p, zz_tier t);
 /* ZZ_ERR_INFEASIBLE naming the first tier whose plan exceeds cap, with numbers. */

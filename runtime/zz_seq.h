@@ -24,12 +24,12 @@ extern "C" {
 #define ZZ_MAX_TOP_LOGPROBS 20
 
 typedef struct zz_seq_params {
-  zz_sampling sampling;       /* temperature (0: greedy), top-k, top-p, seed */
-  int max_new_tokens;         /* 1 .. the request's max_new_tokens */
-  float repetition_penalty;   /* Hugging Face's, over prompt and output tokens; 1: off */
-  float presence_penalty;     /* OpenAI's, over output tokens: minus this once a token appeared; 0: off */
-  float frequency_penalty;    /* OpenAI's: minus this times the token's count in the output; 0: off */
-  int logprobs;               /* -1: none; k in [0, ZZ_MAX_TOP_LOGPROBS]: each chosen token's and the k most likely */
+  zz_sampling sampling;     /* temperature (0: greedy), top-k, top-p, seed */
+  int max_new_tokens;       /* 1 .. the request's max_new_tokens */
+  float repetition_penalty; /* Hugging Face's, over prompt and output tokens; 1: off */
+  float presence_penalty;   /* OpenAI's, over output tokens: minus this once a token appeared; 0: off */
+  float frequency_penalty;  /* OpenAI's: minus this times the token's count in the output; 0: off */
+  int logprobs;             /* -1: none; k in [0, ZZ_MAX_TOP_LOGPROBS]: each chosen token's and the k most likely */
 } zz_seq_params;
 
 /* Why a sequence ended. */
@@ -71,7 +71,7 @@ float zz_logprob_of(const float *logits, int64_t vocab, int32_t token, int k, zz
  * 0 and 1); do_sample true takes temperature, top_k, top_p with Hugging Face's
  * defaults 1.0, 50, 1.0 where the file has none. The end ids are read with config.json (zz_config.eos_ids). */
 typedef struct zz_gen_config {
-  bool present;             /* the directory has the file */
+  bool present; /* the directory has the file */
   bool do_sample;
   float temperature, top_p; /* as zigzag takes them: temperature 0 when not sampling */
   int top_k;

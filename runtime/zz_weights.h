@@ -32,11 +32,9 @@ void zz_checkpoint_close(zz_checkpoint *ck);
 int64_t zz_checkpoint_count(const zz_checkpoint *ck);
 /* Looks a tensor up by canonical name, accepting the file's name with or without
  * the "model." prefix; checks dtype is known and shape equals ndim/shape. */
-zz_status zz_checkpoint_check(const zz_checkpoint *ck, const char *name, int ndim,
-                              const int64_t *shape);
+zz_status zz_checkpoint_check(const zz_checkpoint *ck, const char *name, int ndim, const int64_t *shape);
 /* Reads a tensor converted to dst_dt into dst (numel elements). */
-zz_status zz_checkpoint_read(const zz_checkpoint *ck, const char *name, zz_dtype dst_dt,
-                             void *dst, int64_t numel);
+zz_status zz_checkpoint_read(const zz_checkpoint *ck, const char *name, zz_dtype dst_dt, void *dst, int64_t numel);
 /* Checks every weight of the model exists with the right shape (tied lm_head may
  * be absent). */
 zz_status zz_checkpoint_check_model(const zz_checkpoint *ck, const zz_model *m);

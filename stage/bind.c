@@ -120,8 +120,7 @@ static zz_status zz_bind_cores(hwloc_topology_t topo, int node, int k, int n, in
   b->numa_node = node;
   hwloc_bitmap_list_snprintf(b->cpus, sizeof b->cpus, set);
   char extra[288] = "";
-  if (b->shared)
-    snprintf(extra, sizeof extra, "; cores shared: %d ranks on %d cores", n, c);
+  if (b->shared) snprintf(extra, sizeof extra, "; cores shared: %d ranks on %d cores", n, c);
   /* a cgroup's quota allows fewer busy threads than the cores seen (a container,
    * a machine of bench/cluster.sh): the threads follow the quota, and the line says
    * what the process really has */
@@ -137,8 +136,8 @@ static zz_status zz_bind_cores(hwloc_topology_t topo, int node, int k, int n, in
     snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "; binding refused, not bound");
   }
   snprintf(b->note, sizeof b->note, "%s%s", why, extra);
-  fprintf(stderr, "zigzag: rank %d (host %s): bound to cores %s, NUMA node %d (%s)\n", rank, host,
-          b->cpus, node, b->note);
+  fprintf(stderr, "zigzag: rank %d (host %s): bound to cores %s, NUMA node %d (%s)\n", rank, host, b->cpus, node,
+          b->note);
   b->cpuset = set;
   b->topology = topo;
   return ZZ_OK;

@@ -15,8 +15,8 @@
 
 zz_status zz_tag_check(int groups_max, int max_new_tokens, int tag_ub) {
   if (groups_max < 1 || max_new_tokens < 1)
-    return zz_error(ZZ_ERR_INVALID_ARG, "stage: groups (%d) and max new tokens (%d) must be >= 1",
-                    groups_max, max_new_tokens);
+    return zz_error(ZZ_ERR_INVALID_ARG, "stage: groups (%d) and max new tokens (%d) must be >= 1", groups_max,
+                    max_new_tokens);
   int64_t top = ((int64_t)max_new_tokens + 1) * groups_max * ZZ_KIND_COUNT - 1;
   if (top > tag_ub)
     return zz_error(ZZ_ERR_INVALID_ARG,
@@ -61,8 +61,8 @@ zz_status zz_mpi_status(int rc, const char *fmt, ...) {
   return zz_error(ZZ_ERR_MPI, "%s: %s", what, msg);
 }
 
-zz_status zz_comm_wait(zz_faults *f, MPI_Request *req, MPI_Status *status, double deadline_s,
-                       const char *what, int peer, double *waited_out) {
+zz_status zz_comm_wait(zz_faults *f, MPI_Request *req, MPI_Status *status, double deadline_s, const char *what,
+                       int peer, double *waited_out) {
   double t0 = zz_now();
   int spins = 0;
   zz_status st = ZZ_OK;
@@ -76,8 +76,7 @@ zz_status zz_comm_wait(zz_faults *f, MPI_Request *req, MPI_Status *status, doubl
     if (done) break;
     if ((st = zz_faults_check(f)) != ZZ_OK) break;
     if (zz_now() - t0 > deadline_s) {
-      st = zz_error(ZZ_ERR_MPI, "%s (rank %d): nothing after %.0f s (step timeout)", what, peer,
-                    deadline_s);
+      st = zz_error(ZZ_ERR_MPI, "%s (rank %d): nothing after %.0f s (step timeout)", what, peer, deadline_s);
       break;
     }
     zz_comm_backoff(&spins);
@@ -86,9 +85,8 @@ zz_status zz_comm_wait(zz_faults *f, MPI_Request *req, MPI_Status *status, doubl
   return st;
 }
 
-zz_status zz_comm_recv_any_size(zz_faults *f, MPI_Comm comm, int source, int tag,
-                                double deadline_s, const char *what, void **buf_out,
-                                int *bytes_out, double *waited_out) {
+zz_status zz_comm_recv_any_size(zz_faults *f, MPI_Comm comm, int source, int tag, double deadline_s, const char *what,
+                                void **buf_out, int *bytes_out, double *waited_out) {
   double t0 = zz_now();
   int spins = 0;
   MPI_Message msg;
@@ -100,8 +98,7 @@ zz_status zz_comm_recv_any_size(zz_faults *f, MPI_Comm comm, int source, int tag
     if (found) break;
     ZZ_CHECK(zz_faults_check(f));
     if (zz_now() - t0 > deadline_s)
-      return zz_error(ZZ_ERR_MPI, "%s (rank %d): nothing after %.0f s (step timeout)", what,
-                      source, deadline_s);
+      return zz_error(ZZ_ERR_MPI, "%s (rank %d): nothing after %.0f s (step timeout)", what, source, deadline_s);
     zz_comm_backoff(&spins);
   }
   int bytes = 0;
@@ -124,9 +121,7 @@ zz_status zz_comm_recv_any_size(zz_faults *f, MPI_Comm comm, int source, int tag
 
 /* ================================================================ block message */
 
-size_t zz_block_words(const zz_stage_block *b) {
-  return 5 + (size_t)b->ngroups + 1 + 2 * (size_t)b->nseq;
-}
+size_t zz_block_words(const zz_stage_block *b) { return 5 + (size_t)b->ngroups + 1 + 2 * (size_t)b->nseq; }
 
 void zz_block_pack(const zz_stage_block *b, uint64_t *w) {
   size_t k = 0;
@@ -140,15 +135,13 @@ void zz_block_pack(const zz_stage_block *b, uint64_t *w) {
   for (int i = 0; i < b->nseq; i++) w[k++] = b->rng[i];
 }
 
-zz_status zz_block_unpack(const uint64_t *w, size_t nwords, zz_stage_block *b,
-                          void **storage_out) {
+zz_status zz_block_unpack(const uint64_t *w, size_t nwords, zz_stage_block *b, void **storage_out) {
   if (nwords < 5 || w[0] != ZZ_BLOCK_MAGIC)
     return zz_error(ZZ_ERR_FORMAT, "stage: block message: bad header (%zu words)", nwords);
   uint64_t nseq = w[2], ngroups = w[3];
   if (nseq > ZZ_BLOCK_MAX_SEQ || ngroups > ZZ_BLOCK_MAX_GROUPS || w[4] > ZZ_BLOCK_MAX_NEW ||
       nwords != 5 + ngroups + 1 + 2 * nseq)
-    return zz_error(ZZ_ERR_FORMAT,
-                    "stage: block message: %zu words for %llu sequences in %llu groups", nwords,
+    return zz_error(ZZ_ERR_FORMAT, "stage: block message: %zu words for %llu sequences in %llu groups", nwords,
                     (unsigned long long)nseq, (unsigned long long)ngroups);
   /* group starts and prompt lengths are int32: a larger word is a broken message */
   for (uint64_t k = 5; k < 5 + ngroups + 1 + nseq; k++)
@@ -156,13 +149,12 @@ zz_status zz_block_unpack(const uint64_t *w, size_t nwords, zz_stage_block *b,
       return zz_error(ZZ_ERR_FORMAT, "stage: block message: %s %llu is %llu, beyond 2^31 - 1",
                       k < 6 + ngroups ? "the first sequence of group" : "the prompt length of sequence",
                       (unsigned long long)(k < 6 + ngroups ? k - 5 : k - 6 - ngroups), (unsigned long long)w[k]);
-  zz_stage_block blk = {.index = (int64_t)w[1], .nseq = (int32_t)nseq,
-                        .ngroups = (int32_t)ngroups, .max_new_tokens = (int32_t)w[4]};
+  zz_stage_block blk = {
+      .index = (int64_t)w[1], .nseq = (int32_t)nseq, .ngroups = (int32_t)ngroups, .max_new_tokens = (int32_t)w[4]};
   size_t bytes = (ngroups + 1 + nseq) * sizeof(int32_t) + nseq * sizeof(uint64_t);
   /* rng first: uint64 alignment */
   uint8_t *mem = malloc(bytes ? bytes : 1);
-  if (!mem) return zz_error(ZZ_ERR_NO_MEMORY, "stage: block of %llu sequences",
-                            (unsigned long long)nseq);
+  if (!mem) return zz_error(ZZ_ERR_NO_MEMORY, "stage: block of %llu sequences", (unsigned long long)nseq);
   uint64_t *rng = (uint64_t *)mem;
   int32_t *first = (int32_t *)(mem + nseq * sizeof(uint64_t));
   int32_t *len = first + ngroups + 1;
@@ -188,21 +180,18 @@ zz_status zz_block_check(const zz_stage_block *b, int groups_max, int max_new_to
                     "groups <= %d configured)",
                     (long long)b->index, b->nseq, b->ngroups, groups_max);
   if (b->max_new_tokens < 1 || b->max_new_tokens > max_new_tokens)
-    return zz_error(ZZ_ERR_INVALID_ARG,
-                    "stage: block %lld: max new tokens %d outside 1..%d (configured limit)",
+    return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: max new tokens %d outside 1..%d (configured limit)",
                     (long long)b->index, b->max_new_tokens, max_new_tokens);
   if (!b->group_first || !b->prompt_len || !b->rng)
     return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: missing arrays", (long long)b->index);
   if (b->group_first[0] != 0 || b->group_first[b->ngroups] != b->nseq)
-    return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: groups must cover sequences 0..%d",
-                    (long long)b->index, b->nseq);
+    return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: groups must cover sequences 0..%d", (long long)b->index,
+                    b->nseq);
   for (int g = 0; g < b->ngroups; g++)
     if (b->group_first[g + 1] <= b->group_first[g])
-      return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: group %d is empty",
-                      (long long)b->index, g);
+      return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: group %d is empty", (long long)b->index, g);
   for (int i = 0; i < b->nseq; i++)
     if (b->prompt_len[i] < 1)
-      return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: sequence %d has an empty prompt",
-                      (long long)b->index, i);
+      return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: sequence %d has an empty prompt", (long long)b->index, i);
   return ZZ_OK;
 }

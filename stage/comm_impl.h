@@ -31,13 +31,12 @@ void zz_tag_split(int tag, int groups_max, zz_kind *kind, int *step, int *group)
 
 /* A wait: polls MPI_Test with short sleeps until done, a fault is seen anywhere
  * (zz_faults_check), or the deadline passes. what/peer name it in the error. */
-zz_status zz_comm_wait(zz_faults *f, MPI_Request *req, MPI_Status *status, double deadline_s,
-                       const char *what, int peer, double *waited_out);
+zz_status zz_comm_wait(zz_faults *f, MPI_Request *req, MPI_Status *status, double deadline_s, const char *what,
+                       int peer, double *waited_out);
 /* Receives a message of unknown size (MPI_Improbe + MPI_Imrecv) into a malloc'd
  * buffer, same rules. */
-zz_status zz_comm_recv_any_size(zz_faults *f, MPI_Comm comm, int source, int tag,
-                                double deadline_s, const char *what, void **buf_out,
-                                int *bytes_out, double *waited_out);
+zz_status zz_comm_recv_any_size(zz_faults *f, MPI_Comm comm, int source, int tag, double deadline_s, const char *what,
+                                void **buf_out, int *bytes_out, double *waited_out);
 /* Short sleep between polls, growing from a few microseconds to 1 ms. */
 void zz_comm_backoff(int *spins);
 
@@ -54,8 +53,7 @@ void zz_comm_backoff(int *spins);
 size_t zz_block_words(const zz_stage_block *b);
 void zz_block_pack(const zz_stage_block *b, uint64_t *words);
 /* Checks and unpacks; the arrays point into storage (malloc'd, owned by the caller). */
-zz_status zz_block_unpack(const uint64_t *words, size_t nwords, zz_stage_block *b,
-                          void **storage_out);
+zz_status zz_block_unpack(const uint64_t *words, size_t nwords, zz_stage_block *b, void **storage_out);
 /* A block's shape is sane (groups, lengths, limits). */
 zz_status zz_block_check(const zz_stage_block *b, int groups_max, int max_new_tokens);
 

@@ -21,27 +21,27 @@
 struct zz_engine_stage {
   zz_engine_stage_config cfg;
   const zz_config *mc;
-  bool first, last;   /* the slice starts at layer 0 / ends at the LM head */
-  int64_t bls;        /* sequences per group */
-  int64_t cap;        /* sequences per block: groups x bls */
-  int64_t *lens;      /* [cap] the block's prompt lengths, for begin_block */
+  bool first, last; /* the slice starts at layer 0 / ends at the LM head */
+  int64_t bls;      /* sequences per group */
+  int64_t cap;      /* sequences per block: groups x bls */
+  int64_t *lens;    /* [cap] the block's prompt lengths, for begin_block */
   /* rank 0 */
-  zz_request req;           /* the request being run */
-  int32_t *ids;             /* its prompts one after another (malloc'd per block) */
-  int32_t *plen;            /* [cap] */
-  uint64_t *streams;        /* [cap] */
-  int32_t *group_first;     /* [groups + 1] */
-  const int32_t **prompts;  /* [bls] the computed group's prompt pointers (step 0) */
-  int32_t *inputs;          /* [bls] the computed group's newest tokens (step > 0) */
-  int32_t *tok;             /* [cap * max_new_tokens] tokens of the block */
-  int32_t **tokens;         /* [cap] rows of tok */
-  int64_t *n_tokens;        /* [cap] */
-  uint8_t *ended;           /* [cap] as rank 0 has heard */
+  zz_request req;          /* the request being run */
+  int32_t *ids;            /* its prompts one after another (malloc'd per block) */
+  int32_t *plen;           /* [cap] */
+  uint64_t *streams;       /* [cap] */
+  int32_t *group_first;    /* [groups + 1] */
+  const int32_t **prompts; /* [bls] the computed group's prompt pointers (step 0) */
+  int32_t *inputs;         /* [bls] the computed group's newest tokens (step > 0) */
+  int32_t *tok;            /* [cap * max_new_tokens] tokens of the block */
+  int32_t **tokens;        /* [cap] rows of tok */
+  int64_t *n_tokens;       /* [cap] */
+  uint8_t *ended;          /* [cap] as rank 0 has heard */
   double t0, t_prefill;
-  int prefilled;            /* groups whose first token is back */
+  int prefilled; /* groups whose first token is back */
   /* last rank */
-  zz_rng *rng;              /* [cap] */
-  void *scratch;            /* the sampler's */
+  zz_rng *rng;   /* [cap] */
+  void *scratch; /* the sampler's */
 };
 
 static zz_status es_alloc(zz_engine_stage *es) {
@@ -60,15 +60,13 @@ static zz_status es_alloc(zz_engine_stage *es) {
   es->scratch = malloc(zz_sample_scratch_bytes(es->mc->vocab_size));
   if (!es->lens || !es->plen || !es->streams || !es->group_first || !es->prompts || !es->inputs || !es->tok ||
       !es->tokens || !es->n_tokens || !es->ended || !es->rng || !es->scratch)
-    return zz_error(ZZ_ERR_NO_MEMORY, "engine stage: out of memory for blocks of %lld sequences",
-                    (long long)es->cap);
+    return zz_error(ZZ_ERR_NO_MEMORY, "engine stage: out of memory for blocks of %lld sequences", (long long)es->cap);
   for (size_t i = 0; i < cap; i++) es->tokens[i] = es->tok + i * (size_t)es->cfg.max_new_tokens;
   return ZZ_OK;
 }
 
 zz_status zz_engine_stage_create(const zz_engine_stage_config *cfg, zz_engine_stage **out) {
-  if (!cfg || !cfg->engine)
-    return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: no engine");
+  if (!cfg || !cfg->engine) return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: no engine");
   const zz_shape *shape = zz_engine_shape(cfg->engine);
   if (cfg->max_new_tokens < 1 || cfg->max_new_tokens > shape->gen_len)
     return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: max new tokens %d outside 1..%lld", cfg->max_new_tokens,
@@ -152,8 +150,12 @@ static zz_status es_next_block(void *ctx, zz_stage_block *out, int *more_out) {
   int ngroups = (int)((r.n + es->bls - 1) / es->bls);
   for (int g = 0; g <= ngroups; g++) es->group_first[g] = (int32_t)(g < ngroups ? g * es->bls : r.n);
   es->req = r;
-  *out = (zz_stage_block){.nseq = (int32_t)r.n, .ngroups = ngroups, .max_new_tokens = r.max_new_tokens,
-                          .group_first = es->group_first, .prompt_len = es->plen, .rng = es->streams,
+  *out = (zz_stage_block){.nseq = (int32_t)r.n,
+                          .ngroups = ngroups,
+                          .max_new_tokens = r.max_new_tokens,
+                          .group_first = es->group_first,
+                          .prompt_len = es->plen,
+                          .rng = es->streams,
                           .prompt_ids = es->ids};
   *more_out = 1;
   return ZZ_OK;
@@ -161,11 +163,12 @@ static zz_status es_next_block(void *ctx, zz_stage_block *out, int *more_out) {
 
 static zz_status es_begin_block(void *ctx, const zz_stage_block *b) {
   zz_engine_stage *es = ctx;
-  if (b->nseq > es->cap || b->ngroups > zz_engine_groups(es->cfg.engine) ||
-      b->max_new_tokens > es->cfg.max_new_tokens)
-    return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: block of %d sequences in %d groups, %d new tokens; this "
-                    "rank takes %lld sequences in %d groups, %d new tokens", b->nseq, b->ngroups, b->max_new_tokens,
-                    (long long)es->cap, zz_engine_groups(es->cfg.engine), es->cfg.max_new_tokens);
+  if (b->nseq > es->cap || b->ngroups > zz_engine_groups(es->cfg.engine) || b->max_new_tokens > es->cfg.max_new_tokens)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "engine stage: block of %d sequences in %d groups, %d new tokens; this "
+                    "rank takes %lld sequences in %d groups, %d new tokens",
+                    b->nseq, b->ngroups, b->max_new_tokens, (long long)es->cap, zz_engine_groups(es->cfg.engine),
+                    es->cfg.max_new_tokens);
   for (int32_t i = 0; i < b->nseq; i++) es->lens[i] = b->prompt_len[i];
   for (int g = 0; g < b->ngroups; g++)
     ZZ_CHECK(zz_engine_begin_block(es->cfg.engine, g, es_gsize(b, g), es->lens + b->group_first[g]));
@@ -250,7 +253,9 @@ static zz_status es_end_block(void *ctx, const zz_stage_block *b) {
   (void)b;
   zz_engine_stage *es = ctx;
   if (!es->first) return ZZ_OK;
-  zz_result res = {.tokens = es->tokens, .n_tokens = es->n_tokens, .prefill_s = es->t_prefill - es->t0,
+  zz_result res = {.tokens = es->tokens,
+                   .n_tokens = es->n_tokens,
+                   .prefill_s = es->t_prefill - es->t0,
                    .decode_s = zz_now() - es->t_prefill};
   return es->cfg.finished ? es->cfg.finished(es->cfg.ctx, &es->req, &res) : ZZ_OK;
 }
@@ -269,9 +274,10 @@ zz_status zz_engine_stage_run(zz_engine_stage *es, zz_stage *st) {
   int rank = zz_stage_rank(st), size = zz_stage_size(st);
   const zz_plan_spec *spec = &zz_engine_plan(es->cfg.engine)->spec;
   if (es->first != (rank == 0) || es->last != (rank == size - 1))
-    return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: rank %d of %d holds layers [%d, %d) of %d: rank 0 must "
-                    "start at layer 0 and only the last rank may end at the LM head", rank, size,
-                    spec->layer_begin, spec->layer_end, zz_engine_model(es->cfg.engine)->n_layers);
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "engine stage: rank %d of %d holds layers [%d, %d) of %d: rank 0 must "
+                    "start at layer 0 and only the last rank may end at the LM head",
+                    rank, size, spec->layer_begin, spec->layer_end, zz_engine_model(es->cfg.engine)->n_layers);
   if (zz_stage_groups(st) > zz_engine_groups(es->cfg.engine))
     return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: the stage runs %d groups, the engine holds %d",
                     zz_stage_groups(st), zz_engine_groups(es->cfg.engine));

@@ -54,16 +54,16 @@
 #define ZZ_CAUSE_LEN 400
 #define ZZ_ABORT_WAIT_S 1.0 /* how long MPI_Abort may take before the watchdog _exit()s */
 
-#define ZZ_HB_ADDRS 8      /* IPv4 addresses a rank offers for datagram heartbeats */
+#define ZZ_HB_ADDRS 8           /* IPv4 addresses a rank offers for datagram heartbeats */
 #define ZZ_HB_MAGIC 0x7a7a6862u /* "zzhb" */
 
 enum { CT_HB = 0, CT_ABORT, CT_ACK, CT_BYE, CT_COUNT };
 
 /* Where a rank hears datagram heartbeats; exchanged with every rank at start. */
 typedef struct hb_card {
-  uint64_t nonce;              /* rank 0's: this job's, so strays from other jobs are ignored */
-  uint32_t addr[ZZ_HB_ADDRS];  /* network order */
-  uint16_t port;               /* network order; 0: no socket */
+  uint64_t nonce;             /* rank 0's: this job's, so strays from other jobs are ignored */
+  uint32_t addr[ZZ_HB_ADDRS]; /* network order */
+  uint16_t port;              /* network order; 0: no socket */
   uint16_t naddr;
 } hb_card;
 
@@ -77,7 +77,7 @@ typedef struct hb_packet {
 
 typedef struct ctrl_msg {
   int32_t kind;
-  int32_t origin; /* the rank that wrote text */
+  int32_t origin;    /* the rank that wrote text */
   int32_t host_lost; /* ABORT: its sender lost a peer on another host (see end_head) */
   char text[ZZ_CAUSE_LEN];
 } ctrl_msg;
@@ -97,9 +97,9 @@ struct zz_faults {
   const char (*hosts)[ZZ_HOST_LEN];
   double timeout, heartbeat, grace;
   peer *peers;
-  int udp;          /* datagram heartbeat socket, -1 without */
-  uint64_t nonce;   /* the job's, from rank 0's card */
-  hb_card *cards;   /* [size] every rank's heartbeat addresses */
+  int udp;        /* datagram heartbeat socket, -1 without */
+  uint64_t nonce; /* the job's, from rank 0's card */
+  hb_card *cards; /* [size] every rank's heartbeat addresses */
   pthread_t thread;
   int thread_started;
   atomic_int stopped;  /* a failure was seen (here or anywhere): waits return */
@@ -110,15 +110,15 @@ struct zz_faults {
   atomic_int quit;     /* the thread has ended its loop */
   atomic_int exiting;
   double stop_time;
-  pid_t parent;       /* the launcher's process that started this rank (mpirun, orted) */
-  char parent_kind;   /* 'h' mpirun (the job's head), 'd' a daemon (orted), 0 other */
+  pid_t parent;     /* the launcher's process that started this rank (mpirun, orted) */
+  char parent_kind; /* 'h' mpirun (the job's head), 'd' a daemon (orted), 0 other */
   /* written by the progress thread, read by whichever thread exits */
-  atomic_int launcher_gone; /* the parent ended: nobody will clean up after this rank */
-  atomic_int host_lost;     /* a peer on another host was lost (unreachable, perhaps) */
-  atomic_int nlost;         /* peers lost */
-  atomic_int head_ended;    /* end_head has run */
-  int heard_from;           /* the rank whose ABORT stopped this one (-1: own cause) */
-  char cause[ZZ_CAUSE_LEN]; /* what this rank tells its peers (written before notify) */
+  atomic_int launcher_gone;        /* the parent ended: nobody will clean up after this rank */
+  atomic_int host_lost;            /* a peer on another host was lost (unreachable, perhaps) */
+  atomic_int nlost;                /* peers lost */
+  atomic_int head_ended;           /* end_head has run */
+  int heard_from;                  /* the rank whose ABORT stopped this one (-1: own cause) */
+  char cause[ZZ_CAUSE_LEN];        /* what this rank tells its peers (written before notify) */
   char reason[ZZ_CAUSE_LEN + 160]; /* what waits return (written before stopped) */
 };
 
@@ -126,8 +126,7 @@ struct zz_faults {
 
 static void say(zz_faults *f, const char *text) {
   char line[640];
-  int n = snprintf(line, sizeof line, "zigzag: rank %d (host %s): %s\n", f->rank,
-                   f->hosts[f->rank], text);
+  int n = snprintf(line, sizeof line, "zigzag: rank %d (host %s): %s\n", f->rank, f->hosts[f->rank], text);
   if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
   /* one write: lines of different threads and ranks never interleave mid-line */
   if (write(2, line, (size_t)n) == n) return;
@@ -135,8 +134,7 @@ static void say(zz_faults *f, const char *text) {
    * file, so the reason survives somewhere */
   char path[256];
   const char *tmp = getenv("TMPDIR"), *job = getenv("OMPI_MCA_ess_base_jobid");
-  snprintf(path, sizeof path, "%s/zigzag-job%s-rank%d.log", tmp && *tmp ? tmp : "/tmp", job ? job : "0",
-           f->rank);
+  snprintf(path, sizeof path, "%s/zigzag-job%s-rank%d.log", tmp && *tmp ? tmp : "/tmp", job ? job : "0", f->rank);
   FILE *log = fopen(path, "a");
   if (log) {
     fwrite(line, 1, (size_t)n, log);
@@ -205,8 +203,8 @@ static int head_alive(pid_t pid) {
 }
 
 static void end_head(zz_faults *f) {
-  if (f->parent_kind != 'h' || f->parent <= 1 || atomic_load(&f->launcher_gone) ||
-      !atomic_load(&f->host_lost) || atomic_exchange(&f->head_ended, 1))
+  if (f->parent_kind != 'h' || f->parent <= 1 || atomic_load(&f->launcher_gone) || !atomic_load(&f->host_lost) ||
+      atomic_exchange(&f->head_ended, 1))
     return;
   pid_t head = f->parent;
   pid_t helper = fork();
@@ -270,8 +268,7 @@ void zz_faults_exit(zz_faults *f, const char *cause) {
   zz_faults_report(f, cause && *cause ? cause : "failed (no message)");
   /* wait until the peers heard (the thread gives up after exit_grace) */
   double t0 = zz_now();
-  while (f->thread_started && !atomic_load(&f->notified) && !atomic_load(&f->quit) &&
-         zz_now() - t0 < f->grace + 1.0) {
+  while (f->thread_started && !atomic_load(&f->notified) && !atomic_load(&f->quit) && zz_now() - t0 < f->grace + 1.0) {
     struct timespec ts = {0, 2000000};
     nanosleep(&ts, NULL);
   }
@@ -281,8 +278,8 @@ void zz_faults_exit(zz_faults *f, const char *cause) {
 /* ================================================================ the progress thread */
 
 static void post_recv(zz_faults *f, int p) {
-  if (MPI_Irecv(&f->peers[p].in, (int)sizeof(ctrl_msg), MPI_BYTE, p, ZZ_CTRL_TAG, f->ctrl,
-                &f->peers[p].recv) != MPI_SUCCESS)
+  if (MPI_Irecv(&f->peers[p].in, (int)sizeof(ctrl_msg), MPI_BYTE, p, ZZ_CTRL_TAG, f->ctrl, &f->peers[p].recv) !=
+      MPI_SUCCESS)
     f->peers[p].recv = MPI_REQUEST_NULL;
 }
 
@@ -321,8 +318,8 @@ static void handle(zz_faults *f, int p, const ctrl_msg *m) {
     case CT_ABORT: {
       int o = m->origin >= 0 && m->origin < f->size ? m->origin : p;
       char line[ZZ_CAUSE_LEN + 128];
-      snprintf(line, sizeof line, "stopping: rank %d (host %s) reported: %.*s", o, f->hosts[o],
-               ZZ_CAUSE_LEN - 1, m->text);
+      snprintf(line, sizeof line, "stopping: rank %d (host %s) reported: %.*s", o, f->hosts[o], ZZ_CAUSE_LEN - 1,
+               m->text);
       if (stop_once(f, line, line + 10)) f->heard_from = p;
       if (m->host_lost) atomic_store(&f->host_lost, 1);
       send_ctrl(f, p, CT_ACK, NULL);
@@ -345,8 +342,7 @@ static void hb_send_all(zz_faults *f) {
       struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = f->cards[p].port};
       to.sin_addr.s_addr = f->cards[p].addr[a];
       /* best effort: a full queue or an unreachable address is what heartbeats detect */
-      ssize_t n = sendto(f->udp, &pk, sizeof pk, MSG_DONTWAIT | MSG_NOSIGNAL,
-                         (struct sockaddr *)&to, sizeof to);
+      ssize_t n = sendto(f->udp, &pk, sizeof pk, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&to, sizeof to);
       (void)n;
     }
   }
@@ -359,8 +355,8 @@ static void hb_receive(zz_faults *f, double now) {
     ssize_t n = recv(f->udp, &pk, sizeof pk, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return;
-    if (n != (ssize_t)sizeof pk || pk.magic != ZZ_HB_MAGIC || pk.nonce != f->nonce ||
-        pk.to != f->rank || pk.from < 0 || pk.from >= f->size || pk.from == f->rank)
+    if (n != (ssize_t)sizeof pk || pk.magic != ZZ_HB_MAGIC || pk.nonce != f->nonce || pk.to != f->rank || pk.from < 0 ||
+        pk.from >= f->size || pk.from == f->rank)
       continue; /* another job's or a stray datagram */
     f->peers[pk.from].last_seen = now;
   }
@@ -375,8 +371,8 @@ static void hb_open(zz_faults *f, hb_card *card) {
   struct sockaddr_in me = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
   socklen_t len = sizeof me;
   struct ifaddrs *ifs = NULL;
-  if (bind(f->udp, (struct sockaddr *)&me, sizeof me) != 0 ||
-      getsockname(f->udp, (struct sockaddr *)&me, &len) != 0 || getifaddrs(&ifs) != 0) {
+  if (bind(f->udp, (struct sockaddr *)&me, sizeof me) != 0 || getsockname(f->udp, (struct sockaddr *)&me, &len) != 0 ||
+      getifaddrs(&ifs) != 0) {
     close(f->udp);
     f->udp = -1;
     return;
@@ -398,8 +394,8 @@ static void hb_exchange(zz_faults *f, double deadline_s) {
   hb_open(f, &mine);
   f->cards = calloc((size_t)f->size, sizeof *f->cards);
   MPI_Request req;
-  if (!f->cards || MPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, f->cards, (int)sizeof mine,
-                                  MPI_BYTE, f->ctrl, &req) != MPI_SUCCESS)
+  if (!f->cards || MPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, f->cards, (int)sizeof mine, MPI_BYTE, f->ctrl,
+                                  &req) != MPI_SUCCESS)
     goto off;
   double t0 = zz_now();
   int spins = 0, done = 0;
@@ -432,7 +428,9 @@ static void *progress(void *arg) {
       atomic_store(&f->launcher_gone, 1);
       char text[160];
       snprintf(text, sizeof text, "the launcher is gone: its process %d (%s) ended; stopping", (int)f->parent,
-               f->parent_kind == 'h' ? "mpirun" : f->parent_kind == 'd' ? "orted" : "parent");
+               f->parent_kind == 'h'   ? "mpirun"
+               : f->parent_kind == 'd' ? "orted"
+                                       : "parent");
       zz_faults_report(f, text);
     }
     hb_receive(f, now);
@@ -459,8 +457,7 @@ static void *progress(void *arg) {
       }
       if (!pe->bye && !pe->lost && now - pe->last_seen > f->timeout) {
         char why[96];
-        snprintf(why, sizeof why, "silent for %.1f s (killed, stopped or unreachable)",
-                 now - pe->last_seen);
+        snprintf(why, sizeof why, "silent for %.1f s (killed, stopped or unreachable)", now - pe->last_seen);
         lose(f, p, why);
       }
     }
@@ -504,8 +501,8 @@ static void *progress(void *arg) {
     /* a host is lost and every peer that can hear has: mpirun must not wait for it */
     if (atomic_load(&f->stopped) && atomic_load(&f->notified)) end_head(f);
     /* backstop: the main thread did not exit after a failure (stuck in a callback) */
-    if (atomic_load(&f->stopped) && atomic_load(&f->notified) &&
-        now - f->stop_time > f->grace + 1.0 && !atomic_load(&f->want_bye))
+    if (atomic_load(&f->stopped) && atomic_load(&f->notified) && now - f->stop_time > f->grace + 1.0 &&
+        !atomic_load(&f->want_bye))
       die(f);
     struct timespec ts = {0, 2000000};
     nanosleep(&ts, NULL);
@@ -531,8 +528,8 @@ static char parent_kind(pid_t pid) {
   return 0;
 }
 
-zz_status zz_faults_start(MPI_Comm ctrl, MPI_Comm world, const char (*hosts)[ZZ_HOST_LEN],
-                          const zz_stage_config *cfg, double startup_s, zz_faults **out) {
+zz_status zz_faults_start(MPI_Comm ctrl, MPI_Comm world, const char (*hosts)[ZZ_HOST_LEN], const zz_stage_config *cfg,
+                          double startup_s, zz_faults **out) {
   zz_faults *f = calloc(1, sizeof *f);
   if (!f) return zz_error(ZZ_ERR_NO_MEMORY, "stage: fault tracker");
   f->ctrl = ctrl;
@@ -583,7 +580,8 @@ zz_status zz_faults_stop(zz_faults *f) {
     if (pe->recv != MPI_REQUEST_NULL) {
       MPI_Cancel(&pe->recv);
       if (!pe->lost) MPI_Wait(&pe->recv, MPI_STATUS_IGNORE); /* local once cancelled */
-      else MPI_Request_free(&pe->recv);
+      else
+        MPI_Request_free(&pe->recv);
     }
     for (int k = 0; k < CT_COUNT; k++)
       if (pe->send[k] != MPI_REQUEST_NULL) MPI_Request_free(&pe->send[k]);

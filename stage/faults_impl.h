@@ -13,8 +13,8 @@ typedef struct zz_faults zz_faults;
 /* Starts the progress thread on ctrl (a communicator of its own), after exchanging
  * every rank's datagram heartbeat address over it (collective, at most startup_s).
  * hosts: [size] names, kept by pointer. world: the communicator MPI_Abort is called on. */
-zz_status zz_faults_start(MPI_Comm ctrl, MPI_Comm world, const char (*hosts)[ZZ_HOST_LEN],
-                          const zz_stage_config *cfg, double startup_s, zz_faults **out);
+zz_status zz_faults_start(MPI_Comm ctrl, MPI_Comm world, const char (*hosts)[ZZ_HOST_LEN], const zz_stage_config *cfg,
+                          double startup_s, zz_faults **out);
 /* ZZ_OK while nothing went wrong anywhere; else ZZ_ERR_MPI with the reason set. Cheap
  * (one atomic load): called on every poll of every wait. */
 zz_status zz_faults_check(zz_faults *f);

@@ -86,9 +86,7 @@ static void arrival_dir(char *out, size_t n) {
   snprintf(out, n, "%s/zigzag-init.%u.%s", base, (unsigned)getuid(), safe);
 }
 
-static void arrival_path(const char *dir, int rank, char *out, size_t n) {
-  snprintf(out, n, "%s/rank%d", dir, rank);
-}
+static void arrival_path(const char *dir, int rank, char *out, size_t n) { snprintf(out, n, "%s/rank%d", dir, rank); }
 
 /* A rank's state from its file: 0 no file (never arrived), 1 running, 2 stopped, 3 dead. */
 static int arrival_state(const char *dir, int rank, long *pid_out) {
@@ -151,7 +149,8 @@ static void say_line(const init_watch *w, const char *text) {
 static void list_add(char *list, size_t n, int r, long pid) {
   size_t len = strlen(list);
   if (pid) snprintf(list + len, n - len, "%s%d (pid %ld)", len ? ", " : "", r, pid);
-  else snprintf(list + len, n - len, "%s%d", len ? ", " : "", r);
+  else
+    snprintf(list + len, n - len, "%s%d", len ? ", " : "", r);
 }
 
 /* What this machine can tell about the ranks that did not finish starting; 1 when that
@@ -172,21 +171,25 @@ static int describe_missing(const init_watch *w, char *out, size_t n) {
   int arrived_here = w->size - nnever;
   size_t k = 0;
   out[0] = '\0';
-  if (nstopped)
-    k += (size_t)snprintf(out + k, n - k, "%s %s stopped; ", nstopped > 1 ? "ranks" : "rank", stopped);
-  if (ndead && k < n)
-    k += (size_t)snprintf(out + k, n - k, "%s %s died; ", ndead > 1 ? "ranks" : "rank", dead);
+  if (nstopped) k += (size_t)snprintf(out + k, n - k, "%s %s stopped; ", nstopped > 1 ? "ranks" : "rank", stopped);
+  if (ndead && k < n) k += (size_t)snprintf(out + k, n - k, "%s %s died; ", ndead > 1 ? "ranks" : "rank", dead);
   if (!*w->dir && k < n)
     k += (size_t)snprintf(out + k, n - k, "a peer never arrived (stopped, killed or unreachable); ");
   else if (nnever && all_here && k < n)
-    k += (size_t)snprintf(out + k, n - k, "%s %s never arrived (stopped, killed or unreachable before MPI "
-                          "started); ", nnever > 1 ? "ranks" : "rank", never);
+    k += (size_t)snprintf(out + k, n - k,
+                          "%s %s never arrived (stopped, killed or unreachable before MPI "
+                          "started); ",
+                          nnever > 1 ? "ranks" : "rank", never);
   else if (nnever && w->local_size >= 0 && arrived_here >= w->local_size && k < n)
-    k += (size_t)snprintf(out + k, n - k, "every rank of this host arrived; ranks %s run elsewhere and one of "
-                          "them never arrived (stopped, killed or unreachable); ", never);
+    k += (size_t)snprintf(out + k, n - k,
+                          "every rank of this host arrived; ranks %s run elsewhere and one of "
+                          "them never arrived (stopped, killed or unreachable); ",
+                          never);
   else if (nnever && k < n)
-    k += (size_t)snprintf(out + k, n - k, "not seen on this host: ranks %s (ranks of other hosts are not "
-                          "visible here); ", never);
+    k += (size_t)snprintf(out + k, n - k,
+                          "not seen on this host: ranks %s (ranks of other hosts are not "
+                          "visible here); ",
+                          never);
   int evidence = k > 0;
   if (k == 0) snprintf(out, n, "every rank arrived and runs, none got through; ");
   size_t len = strlen(out);

@@ -41,8 +41,12 @@ struct zz_stage {
 };
 
 void zz_stage_config_default(zz_stage_config *cfg) {
-  *cfg = (zz_stage_config){.groups = 1, .peer_timeout = 5.0, .heartbeat = 0, .exit_grace = 2.0,
-                           .max_new_tokens = 4096, .step_timeout = 900.0};
+  *cfg = (zz_stage_config){.groups = 1,
+                           .peer_timeout = 5.0,
+                           .heartbeat = 0,
+                           .exit_grace = 2.0,
+                           .max_new_tokens = 4096,
+                           .step_timeout = 900.0};
 }
 
 int zz_stage_rank(const zz_stage *st) { return st->rank; }
@@ -65,8 +69,7 @@ static zz_status wait_startup(MPI_Request *req, double deadline_s, const char *w
     ZZ_MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE), "stage: %s", what);
     if (done) return ZZ_OK;
     if (zz_now() - t0 > deadline_s)
-      return zz_error(ZZ_ERR_MPI, "stage: %s: not every rank joined within %.0f s", what,
-                      deadline_s);
+      return zz_error(ZZ_ERR_MPI, "stage: %s: not every rank joined within %.0f s", what, deadline_s);
     zz_comm_backoff(&spins);
   }
 }
@@ -80,8 +83,10 @@ zz_status zz_stage_create(MPI_Comm comm, const zz_stage_config *cfg, zz_stage **
                     "the progress thread sends heartbeats while the main thread computes",
                     level);
   if (cfg->peer_timeout <= 0 || cfg->exit_grace < 0 || cfg->step_timeout <= 0)
-    return zz_error(ZZ_ERR_INVALID_ARG, "stage: peer timeout %.1f s and step timeout %.1f s "
-                    "must be > 0", cfg->peer_timeout, cfg->step_timeout);
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "stage: peer timeout %.1f s and step timeout %.1f s "
+                    "must be > 0",
+                    cfg->peer_timeout, cfg->step_timeout);
   zz_stage *st = calloc(1, sizeof *st);
   if (!st) return zz_error(ZZ_ERR_NO_MEMORY, "stage");
   st->cfg = *cfg;
@@ -91,11 +96,9 @@ zz_status zz_stage_create(MPI_Comm comm, const zz_stage_config *cfg, zz_stage **
   MPI_Comm_size(comm, &st->size);
   double deadline = zz_launcher_startup_s(cfg->peer_timeout); /* every rank must turn up */
   MPI_Request req;
-  ZZ_CHECK_GOTO(zz_mpi_status(MPI_Comm_idup(comm, &st->data, &req), "stage: duplicating the communicator"),
-                s, fail);
+  ZZ_CHECK_GOTO(zz_mpi_status(MPI_Comm_idup(comm, &st->data, &req), "stage: duplicating the communicator"), s, fail);
   ZZ_CHECK_GOTO(wait_startup(&req, deadline, "duplicating the communicator"), s, fail);
-  ZZ_CHECK_GOTO(zz_mpi_status(MPI_Comm_idup(comm, &st->ctrl, &req), "stage: duplicating the communicator"),
-                s, fail);
+  ZZ_CHECK_GOTO(zz_mpi_status(MPI_Comm_idup(comm, &st->ctrl, &req), "stage: duplicating the communicator"), s, fail);
   ZZ_CHECK_GOTO(wait_startup(&req, deadline, "duplicating the communicator"), s, fail);
   MPI_Comm_set_errhandler(st->data, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(st->ctrl, MPI_ERRORS_RETURN);
@@ -113,13 +116,13 @@ zz_status zz_stage_create(MPI_Comm comm, const zz_stage_config *cfg, zz_stage **
   }
   char me[ZZ_HOST_LEN] = {0};
   if (gethostname(me, sizeof me - 1) != 0) snprintf(me, sizeof me, "unknown");
-  ZZ_CHECK_GOTO(zz_mpi_status(MPI_Iallgather(me, ZZ_HOST_LEN, MPI_CHAR, st->hosts, ZZ_HOST_LEN,
-                                         MPI_CHAR, st->data, &req), "stage: exchanging host names"),
-                s, fail);
+  ZZ_CHECK_GOTO(
+      zz_mpi_status(MPI_Iallgather(me, ZZ_HOST_LEN, MPI_CHAR, st->hosts, ZZ_HOST_LEN, MPI_CHAR, st->data, &req),
+                    "stage: exchanging host names"),
+      s, fail);
   ZZ_CHECK_GOTO(wait_startup(&req, deadline, "exchanging host names"), s, fail);
   for (int r = 0; r < st->size; r++) st->hosts[r][ZZ_HOST_LEN - 1] = '\0';
-  ZZ_CHECK_GOTO(zz_faults_start(st->ctrl, st->data, (const char(*)[ZZ_HOST_LEN])st->hosts, cfg,
-                                deadline, &st->faults),
+  ZZ_CHECK_GOTO(zz_faults_start(st->ctrl, st->data, (const char(*)[ZZ_HOST_LEN])st->hosts, cfg, deadline, &st->faults),
                 s, fail);
   *out = st;
   return ZZ_OK;
@@ -138,8 +141,8 @@ zz_status zz_stage_use_comm(zz_stage *st, zz_stage_comm comm, zz_device *dev, si
   if (comm == ZZ_STAGE_COMM_NCCL) {
     if (!dev || max_hidden_bytes == 0)
       return zz_error(ZZ_ERR_INVALID_ARG, "stage: --comm nccl needs the device and the largest hidden state");
-    ZZ_CHECK(zz_xchg_create_nccl(st->data, st->faults, st->cfg.step_timeout, dev,
-                                 (const char(*)[ZZ_HOST_LEN])st->hosts, &x));
+    ZZ_CHECK(zz_xchg_create_nccl(st->data, st->faults, st->cfg.step_timeout, dev, (const char(*)[ZZ_HOST_LEN])st->hosts,
+                                 &x));
     zz_status s = zz_xchg_reserve(x, max_hidden_bytes);
     if (s != ZZ_OK) {
       zz_xchg_destroy(x);
@@ -185,7 +188,7 @@ void zz_stage_fail(zz_stage *st, zz_status status) {
 /* ================================================================ one block */
 
 typedef struct slot {
-  int x;           /* its slot in the exchange */
+  int x; /* its slot in the exchange */
   void *buf;
   int step, group; /* receive slots: the item it is posted for (-1: none) */
 } slot;
@@ -195,20 +198,20 @@ typedef struct run {
   const zz_stage_callbacks *cb;
   void *ctx;
   const zz_stage_block *b;
-  int gmax;          /* tag space: configured groups */
-  size_t cap;        /* bytes of each hidden buffer */
-  uint8_t *stopped;  /* [ngroups] */
+  int gmax;         /* tag space: configured groups */
+  size_t cap;       /* bytes of each hidden buffer */
+  uint8_t *stopped; /* [ngroups] */
   slot recv[ZZ_RECV_SLOTS], send[ZZ_SEND_SLOTS];
   int next_send;
-  int item;          /* items walked in this block: receive slot = item % ZZ_RECV_SLOTS */
+  int item; /* items walked in this block: receive slot = item % ZZ_RECV_SLOTS */
   /* rank 0: per group the token message of the last sampled step and its receive;
    * last rank: per group the token message sent and its send (reused when done) */
-  int32_t **tok;     /* [ngroups][2 + 2 * nseq]: stop, nseq, ids[nseq], done[nseq] */
+  int32_t **tok; /* [ngroups][2 + 2 * nseq]: stop, nseq, ids[nseq], done[nseq] */
   MPI_Request *tok_req;
-  int32_t *ids;      /* [nseq of the block] rank 0's next input */
-  uint8_t *done;     /* [nseq] */
-  uint8_t *sdone;    /* [nseq] last rank's sampler output */
-  int32_t *sids;     /* [nseq] */
+  int32_t *ids;   /* [nseq of the block] rank 0's next input */
+  uint8_t *done;  /* [nseq] */
+  uint8_t *sdone; /* [nseq] last rank's sampler output */
+  int32_t *sids;  /* [nseq] */
 } run;
 
 static int gsize(const zz_stage_block *b, int g) { return b->group_first[g + 1] - b->group_first[g]; }
@@ -272,22 +275,19 @@ static zz_status post_hidden_recv(run *R, int item, int step, int g) {
   s->step = step;
   s->group = g;
   zz_status e = zz_xchg_irecv(R->st->x, s->x, R->st->rank - 1, zz_tag_make(ZZ_KIND_HIDDEN, step, g, R->gmax));
-  if (e != ZZ_OK)
-    return zz_error(e, "stage: posting the receive of step %d group %d: %s", step, g, zz_error_message());
+  if (e != ZZ_OK) return zz_error(e, "stage: posting the receive of step %d group %d: %s", step, g, zz_error_message());
   return ZZ_OK;
 }
 
 static zz_status cb_fail(run *R, zz_status s, const char *what, int step, int g) {
   char cause[400];
-  snprintf(cause, sizeof cause, "%s failed at block %lld step %d group %d: %s", what,
-           (long long)R->b->index, step, g, zz_error_message());
+  snprintf(cause, sizeof cause, "%s failed at block %lld step %d group %d: %s", what, (long long)R->b->index, step, g,
+           zz_error_message());
   zz_faults_report(R->st->faults, cause);
   return zz_error(s, "%s", cause);
 }
 
-static size_t hidden_bytes(run *R, int step, int g) {
-  return R->cb->hidden_bytes(R->ctx, R->b, step, g);
-}
+static size_t hidden_bytes(run *R, int step, int g) { return R->cb->hidden_bytes(R->ctx, R->b, step, g); }
 
 static void block_init(run *R) {
   for (int k = 0; k < ZZ_RECV_SLOTS; k++) R->recv[k] = (slot){.x = k, .step = -1, .group = -1};
@@ -303,8 +303,10 @@ static zz_status block_buffers(run *R) {
     for (int s = 0; s < (b->max_new_tokens > 1 ? 2 : 1); s++) {
       size_t n = hidden_bytes(R, s, g);
       if (n == 0 || n > (size_t)INT32_MAX)
-        return zz_error(ZZ_ERR_INVALID_ARG, "stage: hidden state of step %d group %d is %zu "
-                        "bytes (must be 1 .. 2^31-1)", s, g, n);
+        return zz_error(ZZ_ERR_INVALID_ARG,
+                        "stage: hidden state of step %d group %d is %zu "
+                        "bytes (must be 1 .. 2^31-1)",
+                        s, g, n);
       if (n > cap) cap = n;
     }
   R->cap = cap;
@@ -322,8 +324,7 @@ static zz_status block_buffers(run *R) {
     if (!(R->tok[g] = calloc(2 + 2 * (size_t)gsize(b, g), sizeof(int32_t))))
       return zz_error(ZZ_ERR_NO_MEMORY, "stage: token buffers");
   }
-  if (!R->st->x)
-    ZZ_CHECK(zz_xchg_create_mpi(R->st->data, R->st->faults, R->st->cfg.step_timeout, NULL, &R->st->x));
+  if (!R->st->x) ZZ_CHECK(zz_xchg_create_mpi(R->st->data, R->st->faults, R->st->cfg.step_timeout, NULL, &R->st->x));
   ZZ_CHECK(zz_xchg_reserve(R->st->x, cap));
   for (int k = 0; k < ZZ_RECV_SLOTS; k++) R->recv[k].buf = R->st->x->slot[R->recv[k].x].buf;
   for (int k = 0; k < ZZ_SEND_SLOTS; k++) R->send[k].buf = R->st->x->slot[R->send[k].x].buf;
@@ -341,7 +342,8 @@ static zz_status block_free(run *R, int clean) {
       if (R->tok_req[g] != MPI_REQUEST_NULL) {
         MPI_Cancel(&R->tok_req[g]);
         if (clean) MPI_Wait(&R->tok_req[g], MPI_STATUS_IGNORE);
-        else MPI_Request_free(&R->tok_req[g]);
+        else
+          MPI_Request_free(&R->tok_req[g]);
       }
       if (clean) free(R->tok[g]);
     }
@@ -380,12 +382,14 @@ static zz_status run_block(run *R) {
       } else {
         if (st->size > 1) { /* the ring: ids of (step-1, g) from the last rank */
           MPI_Status status;
-          ZZ_CHECK(zz_comm_wait(st->faults, &R->tok_req[g], &status, tmo,
-                                "stage: waiting for token ids", last, &st->stats.bubble_s));
+          ZZ_CHECK(zz_comm_wait(st->faults, &R->tok_req[g], &status, tmo, "stage: waiting for token ids", last,
+                                &st->stats.bubble_s));
           int32_t *m = R->tok[g];
           if (m[1] != n)
-            return zz_error(ZZ_ERR_MPI, "stage: token message of step %d group %d holds %d "
-                            "sequences, expected %d", step - 1, g, m[1], n);
+            return zz_error(ZZ_ERR_MPI,
+                            "stage: token message of step %d group %d holds %d "
+                            "sequences, expected %d",
+                            step - 1, g, m[1], n);
           st->stats.bytes_received += (2 + 2 * (uint64_t)n) * sizeof(int32_t);
           for (int i = 0; i < n; i++) {
             R->ids[first + i] = m[2 + i];
@@ -406,8 +410,7 @@ static zz_status run_block(run *R) {
     } else {
       slot *rs = &R->recv[R->item % ZZ_RECV_SLOTS];
       if (rs->step != step || rs->group != g)
-        return zz_error(ZZ_ERR_MPI, "stage: internal: step %d group %d has no receive posted",
-                        step, g);
+        return zz_error(ZZ_ERR_MPI, "stage: internal: step %d group %d has no receive posted", step, g);
       if (has_next) ZZ_CHECK(post_hidden_recv(R, R->item + 1, ns, ng));
       size_t got = 0;
       ZZ_CHECK(zz_xchg_wait(st->x, rs->x, "stage: waiting for hidden state", &st->stats.bubble_s, &got));
@@ -417,8 +420,10 @@ static zz_status run_block(run *R) {
       } else {
         size_t want = hidden_bytes(R, step, g);
         if (got != want)
-          return zz_error(ZZ_ERR_MPI, "stage: hidden state of step %d group %d from rank %d is "
-                          "%zu bytes, this rank expects %zu", step, g, rank - 1, got, want);
+          return zz_error(ZZ_ERR_MPI,
+                          "stage: hidden state of step %d group %d from rank %d is "
+                          "%zu bytes, this rank expects %zu",
+                          step, g, rank - 1, got, want);
         it.hidden_in = rs->buf;
         it.hidden_in_bytes = got;
       }
@@ -441,9 +446,10 @@ static zz_status run_block(run *R) {
       /* the next item's hidden state may have announced itself: start moving it */
       if (rank > 0 && has_next) ZZ_CHECK(zz_xchg_poke(st->x, R->recv[(R->item + 1) % ZZ_RECV_SLOTS].x));
       if (it.hidden_out_bytes > R->cap)
-        return zz_error(ZZ_ERR_INVALID_ARG, "stage: hidden state of step %d group %d is %zu "
-                        "bytes, more than steps 0 and 1 needed (%zu)", step, g,
-                        it.hidden_out_bytes, R->cap);
+        return zz_error(ZZ_ERR_INVALID_ARG,
+                        "stage: hidden state of step %d group %d is %zu "
+                        "bytes, more than steps 0 and 1 needed (%zu)",
+                        step, g, it.hidden_out_bytes, R->cap);
       double t0 = zz_now();
       zz_status s = R->cb->compute(R->ctx, &it);
       if (s != ZZ_OK) return cb_fail(R, s, "compute", step, g);
@@ -457,12 +463,10 @@ static zz_status run_block(run *R) {
       if (rank < last) {
         ZZ_CHECK(send_hidden(R, ss, it.hidden_out_bytes, step, g));
         if (rank == 0) { /* the ids of this item will come back around the ring */
-          int rc = MPI_Irecv(R->tok[g], 2 + 2 * n, MPI_INT32_T, last,
-                             zz_tag_make(ZZ_KIND_TOKENS, step, g, R->gmax), st->data,
-                             &R->tok_req[g]);
+          int rc = MPI_Irecv(R->tok[g], 2 + 2 * n, MPI_INT32_T, last, zz_tag_make(ZZ_KIND_TOKENS, step, g, R->gmax),
+                             st->data, &R->tok_req[g]);
           if (rc != MPI_SUCCESS)
-            return zz_error(ZZ_ERR_MPI, "stage: posting the token receive of step %d group %d",
-                            step, g);
+            return zz_error(ZZ_ERR_MPI, "stage: posting the token receive of step %d group %d", step, g);
         }
       } else {
         int all_done = 1;
@@ -519,7 +523,7 @@ zz_status zz_stage_run(zz_stage *st, const zz_stage_callbacks *cb, void *ctx) {
   if (!cb || !cb->hidden_bytes || !cb->compute || (st->rank == st->size - 1 && !cb->sample) ||
       (st->rank == 0 && !cb->next_block))
     return zz_error(ZZ_ERR_INVALID_ARG, "stage: callbacks next_block (rank 0), hidden_bytes, "
-                    "compute and sample (last rank) are required");
+                                        "compute and sample (last rank) are required");
   double t_start = zz_now();
   zz_status s = ZZ_OK;
   for (int64_t index = 0;; index++) {
@@ -532,8 +536,7 @@ zz_status zz_stage_run(zz_stage *st, const zz_stage_callbacks *cb, void *ctx) {
       s = cb->next_block(ctx, &b, &more);
       if (s != ZZ_OK) {
         char cause[400];
-        snprintf(cause, sizeof cause, "next_block failed at block %lld: %s", (long long)index,
-                 zz_error_message());
+        snprintf(cause, sizeof cause, "next_block failed at block %lld: %s", (long long)index, zz_error_message());
         zz_faults_report(st->faults, cause);
         s = zz_error(s, "%s", cause);
         break;
@@ -557,21 +560,20 @@ zz_status zz_stage_run(zz_stage *st, const zz_stage_callbacks *cb, void *ctx) {
         break;
       }
       if (more) zz_block_pack(&b, words);
-      else words[0] = ZZ_BLOCK_MAGIC, words[1] = (uint64_t)index;
+      else
+        words[0] = ZZ_BLOCK_MAGIC, words[1] = (uint64_t)index;
       for (int r = 1; r < st->size && s == ZZ_OK; r++) {
-        if (MPI_Isend(words, (int)(nw * sizeof *words), MPI_BYTE, r,
-                      zz_tag_make(ZZ_KIND_BLOCK, 0, 0, st->cfg.groups), st->data,
-                      &breq[r]) != MPI_SUCCESS)
+        if (MPI_Isend(words, (int)(nw * sizeof *words), MPI_BYTE, r, zz_tag_make(ZZ_KIND_BLOCK, 0, 0, st->cfg.groups),
+                      st->data, &breq[r]) != MPI_SUCCESS)
           s = zz_error(ZZ_ERR_MPI, "stage: sending block %lld to rank %d", (long long)index, r);
         st->stats.bytes_sent += nw * sizeof *words;
         st->stats.messages_sent++;
       }
     } else {
       int bytes = 0;
-      s = zz_comm_recv_any_size(st->faults, st->data, 0,
-                                zz_tag_make(ZZ_KIND_BLOCK, 0, 0, st->cfg.groups),
-                                st->cfg.step_timeout, "stage: waiting for the next block",
-                                (void **)&words, &bytes, &st->stats.bubble_s);
+      s = zz_comm_recv_any_size(st->faults, st->data, 0, zz_tag_make(ZZ_KIND_BLOCK, 0, 0, st->cfg.groups),
+                                st->cfg.step_timeout, "stage: waiting for the next block", (void **)&words, &bytes,
+                                &st->stats.bubble_s);
       if (s == ZZ_OK) {
         st->stats.bytes_received += (uint64_t)bytes;
         size_t nw = (size_t)bytes / sizeof *words;
@@ -586,28 +588,27 @@ zz_status zz_stage_run(zz_stage *st, const zz_stage_callbacks *cb, void *ctx) {
     if (s == ZZ_OK && more) {
       run R = {.st = st, .cb = cb, .ctx = ctx, .b = &b, .gmax = st->cfg.groups};
       block_init(&R);
-      if (cb->begin_block && (s = cb->begin_block(ctx, &b)) != ZZ_OK)
-        s = cb_fail(&R, s, "begin_block", 0, 0);
+      if (cb->begin_block && (s = cb->begin_block(ctx, &b)) != ZZ_OK) s = cb_fail(&R, s, "begin_block", 0, 0);
       if (s == ZZ_OK) s = block_buffers(&R);
       if (s == ZZ_OK) s = run_block(&R);
-      if (s == ZZ_OK && cb->end_block && (s = cb->end_block(ctx, &b)) != ZZ_OK)
-        s = cb_fail(&R, s, "end_block", 0, 0);
+      if (s == ZZ_OK && cb->end_block && (s = cb->end_block(ctx, &b)) != ZZ_OK) s = cb_fail(&R, s, "end_block", 0, 0);
       zz_status fs = block_free(&R, s == ZZ_OK);
       if (s == ZZ_OK) s = fs;
       if (s == ZZ_OK) st->stats.blocks++;
       if (s == ZZ_OK && st->cfg.verbose) {
         zz_stage_stats x;
         zz_stage_get_stats(st, &x);
-        fprintf(stderr, "zigzag: rank %d: block %lld done: busy %.3f s, bubble %.3f s, "
-                "%.0f bytes sent per token\n", st->rank, (long long)b.index, x.busy_s,
-                x.bubble_s, x.bytes_per_token);
+        fprintf(stderr,
+                "zigzag: rank %d: block %lld done: busy %.3f s, bubble %.3f s, "
+                "%.0f bytes sent per token\n",
+                st->rank, (long long)b.index, x.busy_s, x.bubble_s, x.bytes_per_token);
       }
     }
     if (breq) {
       for (int r = 1; r < st->size; r++) {
         if (s == ZZ_OK) {
-          zz_status w = zz_comm_wait(st->faults, &breq[r], NULL, st->cfg.step_timeout,
-                                     "stage: sending the block", r, NULL);
+          zz_status w = zz_comm_wait(st->faults, &breq[r], NULL, st->cfg.step_timeout, "stage: sending the block", r,
+                                     NULL);
           if (w != ZZ_OK) s = w;
         }
       }
@@ -640,12 +641,14 @@ static zz_status wait_collective(zz_stage *st, MPI_Request *req, const char *wha
 
 zz_status zz_stage_agree(zz_stage *st, zz_status mine) {
   agree_msg me = {.status = (int32_t)mine};
-  if (mine != ZZ_OK) snprintf(me.msg, sizeof me.msg, "%s", *zz_error_message() ? zz_error_message() : zz_status_str(mine));
+  if (mine != ZZ_OK)
+    snprintf(me.msg, sizeof me.msg, "%s", *zz_error_message() ? zz_error_message() : zz_status_str(mine));
   agree_msg *all = calloc((size_t)st->size, sizeof *all);
   if (!all) return zz_error(ZZ_ERR_NO_MEMORY, "stage: agreement");
   MPI_Request req;
-  zz_status s = zz_mpi_status(MPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, st->data, &req),
-                              "stage: agreeing on the start");
+  zz_status s = zz_mpi_status(
+      MPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, st->data, &req),
+      "stage: agreeing on the start");
   if (s == ZZ_OK) s = wait_collective(st, &req, "stage: waiting for every rank's start");
   if (s != ZZ_OK) return s; /* all stays: MPI may still write into it; the process is ending */
   int bad = -1;
@@ -654,8 +657,7 @@ zz_status zz_stage_agree(zz_stage *st, zz_status mine) {
   if (bad >= 0) {
     all[bad].msg[ZZ_AGREE_MSG - 1] = '\0';
     zz_status bs = all[bad].status > 0 && all[bad].status < ZZ_STATUS_COUNT ? (zz_status)all[bad].status : ZZ_ERR_MPI;
-    if (bad == st->rank)
-      fprintf(stderr, "zigzag: rank %d (host %s): %s\n", bad, st->hosts[bad], all[bad].msg);
+    if (bad == st->rank) fprintf(stderr, "zigzag: rank %d (host %s): %s\n", bad, st->hosts[bad], all[bad].msg);
     else
       fprintf(stderr, "zigzag: rank %d (host %s): stopping: rank %d (host %s) reported: %s\n", st->rank,
               st->hosts[st->rank], bad, st->hosts[bad], all[bad].msg);
@@ -668,7 +670,8 @@ zz_status zz_stage_agree(zz_stage *st, zz_status mine) {
 zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_stage_stats *all_out) {
   zz_stage_stats me;
   if (mine) me = *mine;
-  else zz_stage_get_stats(st, &me);
+  else
+    zz_stage_get_stats(st, &me);
   zz_stage_stats *all = st->rank == 0 ? all_out : NULL;
   if (st->rank == 0 && !all) return zz_error(ZZ_ERR_INVALID_ARG, "stage: gather_stats needs an array on rank 0");
   MPI_Request req;

@@ -32,11 +32,13 @@ zz_status zz_stage_comm_check(zz_stage_comm comm, const zz_device *dev) {
 #ifndef ZZ_HAVE_NCCL
   (void)dev;
   return zz_error(ZZ_ERR_UNSUPPORTED, "--comm nccl: this zigzag was built without NCCL (nccl.h and libnccl were "
-                  "not found at configure time, or CUDA was off); use --comm mpi");
+                                      "not found at configure time, or CUDA was off); use --comm mpi");
 #else
   if (!dev || zz_device_describe(dev)->kind != ZZ_DEVICE_CUDA) /* a GPU, with an identity to compare */
-    return zz_error(ZZ_ERR_UNSUPPORTED, "--comm nccl: this rank computes on the %s device; NCCL moves GPU memory "
-                    "(use --device cuda with one GPU per rank, or --comm mpi)", dev ? zz_device_describe(dev)->name : "no");
+    return zz_error(ZZ_ERR_UNSUPPORTED,
+                    "--comm nccl: this rank computes on the %s device; NCCL moves GPU memory "
+                    "(use --device cuda with one GPU per rank, or --comm mpi)",
+                    dev ? zz_device_describe(dev)->name : "no");
   return ZZ_OK;
 #endif
 }
@@ -47,10 +49,11 @@ zz_status zz_xchg_same_gpu(const char (*ids)[ZZ_GPU_ID_LEN], const char (*hosts)
   for (int a = 0; a < n; a++)
     for (int b = a + 1; b < n; b++)
       if (ids[a][0] && strncmp(ids[a], ids[b], ZZ_GPU_ID_LEN) == 0)
-        return zz_error(ZZ_ERR_UNSUPPORTED, "--comm nccl: rank %d (host %s) and rank %d (host %s) both compute on %.*s; "
+        return zz_error(ZZ_ERR_UNSUPPORTED,
+                        "--comm nccl: rank %d (host %s) and rank %d (host %s) both compute on %.*s; "
                         "NCCL cannot put two ranks on one GPU (give each rank its own GPU: --device cuda takes "
-                        "the local rank's, or set CUDA_VISIBLE_DEVICES per rank), or use --comm mpi", a, hosts[a], b,
-                        hosts[b], ZZ_GPU_ID_LEN, ids[a]);
+                        "the local rank's, or set CUDA_VISIBLE_DEVICES per rank), or use --comm mpi",
+                        a, hosts[a], b, hosts[b], ZZ_GPU_ID_LEN, ids[a]);
   return ZZ_OK;
 }
 
@@ -93,8 +96,7 @@ zz_status zz_xchg_isend(zz_xchg *x, int slot, size_t bytes, int dst, int tag) {
   ZZ_CHECK(zz_xchg_take(x, slot, true));
   zz_xchg_slot *s = &x->slot[slot];
   if (bytes > x->cap || bytes > (size_t)INT32_MAX)
-    return zz_error(ZZ_ERR_INVALID_ARG, "stage: a message of %zu bytes, the exchange buffers hold %zu", bytes,
-                    x->cap);
+    return zz_error(ZZ_ERR_INVALID_ARG, "stage: a message of %zu bytes, the exchange buffers hold %zu", bytes, x->cap);
   s->bytes = bytes;
   s->peer = dst;
   ZZ_CHECK(x->ops->isend(x, slot, dst, tag));
@@ -119,8 +121,8 @@ zz_status zz_xchg_wait(zz_xchg *x, int slot, const char *what, double *waited_ou
     if (s->state == ZZ_XS_DONE) break;
     if ((st = zz_faults_check(x->faults)) != ZZ_OK) break;
     if (zz_now() - t0 > x->timeout) {
-      st = zz_error(ZZ_ERR_MPI, "%s (rank %d, %s): nothing after %.0f s (step timeout)", what, s->peer,
-                    x->ops->name, x->timeout);
+      st = zz_error(ZZ_ERR_MPI, "%s (rank %d, %s): nothing after %.0f s (step timeout)", what, s->peer, x->ops->name,
+                    x->timeout);
       break;
     }
     zz_comm_backoff(&spins);
@@ -150,8 +152,9 @@ zz_status zz_xchg_settle(zz_xchg *x, bool clean) {
     } else if (s->state == ZZ_XS_DONE) {
       s->state = ZZ_XS_IDLE;
     } else if (s->state != ZZ_XS_IDLE && st == ZZ_OK) {
-      st = zz_xchg_wait(x, k, k < ZZ_XCHG_RECV ? "stage: a receive still in flight at the end of the block"
-                                               : "stage: a send still in flight at the end of the block",
+      st = zz_xchg_wait(x, k,
+                        k < ZZ_XCHG_RECV ? "stage: a receive still in flight at the end of the block"
+                                         : "stage: a send still in flight at the end of the block",
                         NULL, NULL);
     }
   }
@@ -182,7 +185,8 @@ static zz_status zz_mpi_alloc(zz_xchg *x, size_t bytes) {
 static void zz_mpi_release(zz_xchg *x) {
   for (int k = 0; k < ZZ_XCHG_SLOTS; k++) {
     if (x->dev) zz_device_host_free(x->dev, x->slot[k].buf);
-    else free(x->slot[k].buf);
+    else
+      free(x->slot[k].buf);
     x->slot[k].buf = NULL;
   }
 }

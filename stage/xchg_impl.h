@@ -28,8 +28,8 @@
 #include "faults_impl.h"
 #include "zz_stage.h"
 
-#define ZZ_XCHG_RECV 2  /* the item being computed + the next one in flight */
-#define ZZ_XCHG_SEND 3  /* sends in flight while computing the next item */
+#define ZZ_XCHG_RECV 2 /* the item being computed + the next one in flight */
+#define ZZ_XCHG_SEND 3 /* sends in flight while computing the next item */
 #define ZZ_XCHG_SLOTS (ZZ_XCHG_RECV + ZZ_XCHG_SEND)
 #define ZZ_GPU_ID_LEN 128
 
@@ -41,19 +41,19 @@ typedef enum zz_xchg_state {
 } zz_xchg_state;
 
 typedef struct zz_xchg_slot {
-  void *buf;          /* x->cap bytes: host memory (mpi) or device memory (nccl) */
-  MPI_Request req;    /* mpi: the message; nccl: the header */
-  uint64_t head;      /* nccl: the header, payload bytes (0: the group stopped) */
+  void *buf;       /* x->cap bytes: host memory (mpi) or device memory (nccl) */
+  MPI_Request req; /* mpi: the message; nccl: the header */
+  uint64_t head;   /* nccl: the header, payload bytes (0: the group stopped) */
   zz_xchg_state state;
-  size_t bytes;       /* a send: its size; a receive: its capacity, then what came */
+  size_t bytes; /* a send: its size; a receive: its capacity, then what came */
   int peer;
 } zz_xchg_slot;
 
 typedef struct zz_xchg zz_xchg;
 
 typedef struct zz_xchg_ops {
-  const char *name;    /* "mpi", "nccl" */
-  bool on_device;      /* slot buffers are device memory */
+  const char *name; /* "mpi", "nccl" */
+  bool on_device;   /* slot buffers are device memory */
   /* slot buffers of `bytes` each (called with every slot idle) */
   zz_status (*alloc)(zz_xchg *x, size_t bytes);
   void (*release)(zz_xchg *x);
@@ -69,14 +69,14 @@ typedef struct zz_xchg_ops {
 
 struct zz_xchg {
   const zz_xchg_ops *ops;
-  MPI_Comm comm;        /* the stage's data communicator (headers and mpi payloads) */
+  MPI_Comm comm; /* the stage's data communicator (headers and mpi payloads) */
   zz_faults *faults;
-  double timeout;       /* step timeout, seconds */
-  zz_device *dev;       /* mpi: NULL means malloc; nccl: the GPU */
+  double timeout; /* step timeout, seconds */
+  zz_device *dev; /* mpi: NULL means malloc; nccl: the GPU */
   zz_xchg_slot slot[ZZ_XCHG_SLOTS];
-  size_t cap;           /* bytes of each slot buffer */
+  size_t cap; /* bytes of each slot buffer */
   bool aborted;
-  void *impl;           /* nccl: communicator, stream, events */
+  void *impl; /* nccl: communicator, stream, events */
 };
 
 /* The MPI exchange over comm; dev NULL: malloc'd buffers. */

@@ -30,10 +30,10 @@
 typedef struct zz_nccl {
   ncclComm_t comm;
   bool comm_made;
-  cudaStream_t stream;              /* the exchange's own */
-  cudaEvent_t ev[ZZ_XCHG_SLOTS];    /* recorded after each slot's payload */
+  cudaStream_t stream;           /* the exchange's own */
+  cudaEvent_t ev[ZZ_XCHG_SLOTS]; /* recorded after each slot's payload */
   int ordinal;
-  double deadline_s;                /* start-up and launches */
+  double deadline_s; /* start-up and launches */
 } zz_nccl;
 
 static zz_nccl *zz_nccl_of(zz_xchg *x) { return (zz_nccl *)x->impl; }
@@ -155,8 +155,8 @@ static zz_status zz_nccl_test(zz_xchg *x, int slot) {
     if (!done) return ZZ_OK;
     if (slot < ZZ_XCHG_RECV) { /* the header says what comes */
       if (s->head > x->cap)
-        return zz_error(ZZ_ERR_MPI, "stage: nccl exchange: rank %d announces %llu bytes, the buffers hold %zu",
-                        s->peer, (unsigned long long)s->head, x->cap);
+        return zz_error(ZZ_ERR_MPI, "stage: nccl exchange: rank %d announces %llu bytes, the buffers hold %zu", s->peer,
+                        (unsigned long long)s->head, x->cap);
       s->bytes = (size_t)s->head;
       if (s->bytes) {
         ZZ_CHECK(zz_nccl_payload(x, slot, false));
@@ -215,12 +215,12 @@ static const zz_xchg_ops zz_xchg_nccl_ops = {
 /* ================================================================ start-up */
 
 typedef struct zz_gpu_msg {
-  int32_t status;             /* zz_status of this rank's identity */
-  char id[ZZ_GPU_ID_LEN];     /* its GPU, or the reason it has none */
+  int32_t status;         /* zz_status of this rank's identity */
+  char id[ZZ_GPU_ID_LEN]; /* its GPU, or the reason it has none */
 } zz_gpu_msg;
 
 typedef struct zz_uid_msg {
-  int32_t status;             /* rank 0's ncclGetUniqueId */
+  int32_t status; /* rank 0's ncclGetUniqueId */
   ncclUniqueId uid;
 } zz_uid_msg;
 
@@ -274,8 +274,8 @@ static zz_status zz_nccl_comm(zz_xchg *x, double deadline) {
   MPI_Request req;
   if (MPI_Ibcast(&m, (int)sizeof m, MPI_BYTE, 0, x->comm, &req) != MPI_SUCCESS)
     return zz_error(ZZ_ERR_MPI, "stage: nccl exchange: broadcasting the unique id");
-  ZZ_CHECK(zz_comm_wait(x->faults, &req, NULL, deadline, "stage: nccl exchange: waiting for rank 0's unique id", 0,
-                        NULL));
+  ZZ_CHECK(
+      zz_comm_wait(x->faults, &req, NULL, deadline, "stage: nccl exchange: waiting for rank 0's unique id", 0, NULL));
   if (m.status != ZZ_OK) return zz_error(ZZ_ERR_MPI, "--comm nccl: ncclGetUniqueId failed on rank 0");
   ZZ_CHECK(zz_nccl_enter(n));
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;

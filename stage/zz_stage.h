@@ -61,15 +61,15 @@ zz_status zz_mpi_status(int rc, const char *fmt, ...) __attribute__((format(prin
 
 /* Where hwloc bound this rank. */
 typedef struct zz_binding {
-  int numa_node;      /* logical index of the NUMA node bound to, -1 when unknown */
-  int ncores;         /* cores in the cpuset, at most the cgroup's quota rounded up (threads for GEMM, CPU attention) */
-  int shared;         /* 1 when this rank's cores are shared with other local ranks */
-  int local_rank;     /* rank among the ranks of this machine */
-  int local_size;     /* ranks on this machine */
-  char cpus[128];     /* the cpuset as a list of PUs, "0-3,8-11" */
-  char note[384];     /* why it bound there ("nearest GPU 0000:3b:00.0", "spread: ...") */
-  void *cpuset;       /* hwloc_bitmap_t, owned: the cores bound to */
-  void *topology;     /* hwloc_topology_t, owned */
+  int numa_node;  /* logical index of the NUMA node bound to, -1 when unknown */
+  int ncores;     /* cores in the cpuset, at most the cgroup's quota rounded up (threads for GEMM, CPU attention) */
+  int shared;     /* 1 when this rank's cores are shared with other local ranks */
+  int local_rank; /* rank among the ranks of this machine */
+  int local_size; /* ranks on this machine */
+  char cpus[128]; /* the cpuset as a list of PUs, "0-3,8-11" */
+  char note[384]; /* why it bound there ("nearest GPU 0000:3b:00.0", "spread: ...") */
+  void *cpuset;   /* hwloc_bitmap_t, owned: the cores bound to */
+  void *topology; /* hwloc_topology_t, owned */
 } zz_binding;
 
 /* Binds the calling process: to the NUMA node nearest CUDA device gpu_ordinal when
@@ -103,15 +103,15 @@ typedef struct zz_stage_block {
 /* One (token step, group) work item, given to compute and sample. */
 typedef struct zz_stage_item {
   const zz_stage_block *block;
-  int32_t step;         /* token step: 0 = prefill, i = the i-th generated token's input */
-  int32_t group;        /* micro-batch group g */
-  int32_t nseq;         /* sequences in the group */
-  int32_t first;        /* block index of the group's first sequence */
+  int32_t step;  /* token step: 0 = prefill, i = the i-th generated token's input */
+  int32_t group; /* micro-batch group g */
+  int32_t nseq;  /* sequences in the group */
+  int32_t first; /* block index of the group's first sequence */
   /* Rank 0's input: step 0: the group's prompt ids one after another; step > 0: one
    * id per sequence (the token sampled at step-1). NULL on other ranks. */
   const int32_t *ids;
   int64_t nids;
-  const uint8_t *done;  /* rank 0, step > 0: [nseq] sequence finished (still computed) */
+  const uint8_t *done; /* rank 0, step > 0: [nseq] sequence finished (still computed) */
   /* Other ranks' input: the hidden state rank r-1 produced (NULL on rank 0). */
   const void *hidden_in;
   size_t hidden_in_bytes;
@@ -148,41 +148,40 @@ typedef struct zz_stage_callbacks {
    * done_out holds the group's flags of the previous step (all 0 at step 0), so a
    * sampler can keep them sticky. The group stops after this step when every flag is
    * set or step + 1 == max_new_tokens. */
-  zz_status (*sample)(void *ctx, const zz_stage_item *item, int32_t *ids_out,
-                      uint8_t *done_out);
+  zz_status (*sample)(void *ctx, const zz_stage_item *item, int32_t *ids_out, uint8_t *done_out);
   /* Rank 0, optional: the tokens sampled at (step, group) have arrived. */
-  zz_status (*tokens)(void *ctx, const zz_stage_block *block, int32_t step, int32_t group,
-                      const int32_t *ids, const uint8_t *done);
+  zz_status (*tokens)(void *ctx, const zz_stage_block *block, int32_t step, int32_t group, const int32_t *ids,
+                      const uint8_t *done);
   /* All ranks, optional: the block is over on this rank. */
   zz_status (*end_block)(void *ctx, const zz_stage_block *block);
 } zz_stage_callbacks;
 
 typedef struct zz_stage_config {
-  int groups;            /* T micro-batch groups per block (upper bound rank 0 may use) */
-  double peer_timeout;   /* seconds of silence after which a peer is lost (default 5) */
-  double heartbeat;      /* seconds between heartbeats (default peer_timeout / 10) */
-  double exit_grace;     /* seconds a failing rank waits for peers to hear it (default 2) */
-  double step_timeout;   /* seconds any one wait may last although every peer is alive
+  int groups;          /* T micro-batch groups per block (upper bound rank 0 may use) */
+  double peer_timeout; /* seconds of silence after which a peer is lost (default 5) */
+  double heartbeat;    /* seconds between heartbeats (default peer_timeout / 10) */
+  double exit_grace;   /* seconds a failing rank waits for peers to hear it (default 2) */
+  double step_timeout; /* seconds any one wait may last although every peer is alive
                             (a live but stuck peer; default 900) */
-  int max_new_tokens;    /* largest max_new_tokens a block may ask (sizes the tag space) */
-  int verbose;           /* 1: one line per block with its stats */
+  int max_new_tokens;  /* largest max_new_tokens a block may ask (sizes the tag space) */
+  int verbose;         /* 1: one line per block with its stats */
 } zz_stage_config;
 
 void zz_stage_config_default(zz_stage_config *cfg);
 
 /* Per-rank counters over all blocks run so far. */
 typedef struct zz_stage_stats {
-  double total_s;          /* wall time inside zz_stage_run */
-  double busy_s;           /* inside compute and sample */
-  double bubble_s;         /* waiting for an input (hidden state, token ids, block) */
-  double send_wait_s;      /* waiting for a send buffer to come free (should be ~0) */
-  uint64_t bytes_sent;     /* hidden states, token ids and block messages */
+  double total_s;      /* wall time inside zz_stage_run */
+  double busy_s;       /* inside compute and sample */
+  double bubble_s;     /* waiting for an input (hidden state, token ids, block) */
+  double send_wait_s;  /* waiting for a send buffer to come free (should be ~0) */
+  uint64_t bytes_sent; /* hidden states, token ids and block messages */
   uint64_t bytes_received;
   uint64_t messages_sent;
-  int64_t items;           /* (step, group) items computed */
-  int64_t tokens;          /* tokens generated (sequences x steps) in items computed */
+  int64_t items;  /* (step, group) items computed */
+  int64_t tokens; /* tokens generated (sequences x steps) in items computed */
   int64_t blocks;
-  double bytes_per_token;  /* bytes_sent / tokens */
+  double bytes_per_token; /* bytes_sent / tokens */
 } zz_stage_stats;
 
 typedef struct zz_stage zz_stage;
@@ -281,12 +280,12 @@ zz_status zz_stage_bcast(zz_stage *st, void *buf, int bytes, int root);
  *     zz_engine_stage_destroy(es);
  */
 typedef struct zz_engine_stage_config {
-  zz_engine *engine;   /* this rank's slice; its n_groups bounds the groups of a block */
-  zz_device *device;   /* the engine's device: the stage's exchange buffers are its
+  zz_engine *engine;    /* this rank's slice; its n_groups bounds the groups of a block */
+  zz_device *device;    /* the engine's device: the stage's exchange buffers are its
                           host memory (zz_stage_use_device); NULL: malloc */
-  int max_new_tokens;  /* per sequence, <= the engine's gen_len */
-  bool ignore_eos;     /* benchmarks: every sequence runs max_new_tokens steps */
-  zz_sampling sampling;/* last rank: temperature, top-k/p, seed */
+  int max_new_tokens;   /* per sequence, <= the engine's gen_len */
+  bool ignore_eos;      /* benchmarks: every sequence runs max_new_tokens steps */
+  zz_sampling sampling; /* last rank: temperature, top-k/p, seed */
   /* Rank 0: the next request of at most max_n prompts in req_out (n, ids, lens,
    * streams; the rest is the adapter's); n = 0 when there are none left. Its arrays
    * stay valid until finished() for it has returned. */

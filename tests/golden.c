@@ -23,7 +23,8 @@ typedef struct zz_capture {
 
 static void zz_capture_cb(void *ctx, int64_t seq, int step, const float *lg, int64_t vocab) {
   zz_capture *c = ctx;
-  if (seq < c->n && step < c->steps) memcpy(c->logits + (seq * c->steps + step) * vocab, lg, (size_t)vocab * sizeof *lg);
+  if (seq < c->n && step < c->steps)
+    memcpy(c->logits + (seq * c->steps + step) * vocab, lg, (size_t)vocab * sizeof *lg);
 }
 
 static double zz_row_err(const float *a, json_t *ref, int64_t vocab) {
@@ -43,8 +44,7 @@ static double zz_row_max(json_t *ref) {
   return mx;
 }
 
-zz_status zz_golden_run(const char *name, zz_device *dev, const char *policy, double logit_tol,
-                        zz_golden_report *out) {
+zz_status zz_golden_run(const char *name, zz_device *dev, const char *policy, double logit_tol, zz_golden_report *out) {
   char dir[4096], path[4200], tmp[4096];
   snprintf(dir, sizeof dir, "%s/%s", ZZ_FIXTURES_DIR, name);
   snprintf(path, sizeof path, "%s/golden.json", dir);
@@ -87,8 +87,12 @@ zz_status zz_golden_run(const char *name, zz_device *dev, const char *policy, do
   ZZ_CHECK_GOTO(zz_model_init(&cfg, &m), st, done);
   ZZ_CHECK_GOTO(zz_checkpoint_open(dir, &ck), st, done);
   ZZ_CHECK_GOTO(zz_engine_create_tiers(dev, &m, ck, &pol, &shape, &tiers, &eng), st, done);
-  zz_request req = {.n = n, .ids = (const int32_t *const *)ids, .lens = lens, .max_new_tokens = max_new,
-                    .on_logits = zz_capture_cb, .ctx = &cap};
+  zz_request req = {.n = n,
+                    .ids = (const int32_t *const *)ids,
+                    .lens = lens,
+                    .max_new_tokens = max_new,
+                    .on_logits = zz_capture_cb,
+                    .ctx = &cap};
   ZZ_CHECK_GOTO(zz_generate(eng, &req, &res), st, done);
   zz_golden_report r = {.prompts = (int)n};
   int32_t hf[ZZ_GOLDEN_MAX_PROMPTS * ZZ_GOLDEN_MAX_NEW], ours[ZZ_GOLDEN_MAX_PROMPTS * ZZ_GOLDEN_MAX_NEW];
@@ -113,8 +117,8 @@ zz_status zz_golden_run(const char *name, zz_device *dev, const char *policy, do
     } else if (j < nw && json_real_value(json_array_get(mg, (size_t)j)) <
                              2 * logit_tol * zz_row_max(json_array_get(first, (size_t)i))) {
       r.prompts_rounding++;
-      fprintf(stderr, "golden %s '%s': prompt %lld step %lld differs within rounding (margin %.4g)\n", name,
-              policy, (long long)i, (long long)j, json_real_value(json_array_get(mg, (size_t)j)));
+      fprintf(stderr, "golden %s '%s': prompt %lld step %lld differs within rounding (margin %.4g)\n", name, policy,
+              (long long)i, (long long)j, json_real_value(json_array_get(mg, (size_t)j)));
     } else {
       r.prompts_wrong++;
       fprintf(stderr, "golden %s '%s': prompt %lld differs at step %lld\n", name, policy, (long long)i, (long long)j);

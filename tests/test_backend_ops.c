@@ -142,7 +142,9 @@ static int32_t *bo_ids(zz_bo *r, int64_t n, int64_t below) {
 
 /* A device-resident weight [d0] or [d0, d1] of random values. */
 static zz_tensor bo_weight(zz_bo *r, const char *name, int ndim, int64_t d0, int64_t d1, float lo, float hi) {
-  zz_tensor t = {.dtype = zz_device_describe(r->dev)->compute_dtype, .ndim = ndim, .shape = {d0, ndim > 1 ? d1 : 0},
+  zz_tensor t = {.dtype = zz_device_describe(r->dev)->compute_dtype,
+                 .ndim = ndim,
+                 .shape = {d0, ndim > 1 ? d1 : 0},
                  .tier = ZZ_TIER_GPU};
   snprintf(t.name, sizeof t.name, "%s", name);
   int64_t n = d0 * (ndim > 1 ? d1 : 1);
@@ -263,9 +265,21 @@ static zz_status bo_attention(zz_bo *r, const int64_t *z, int64_t kv_heads, int 
   void *o = bo_poisoned(r, b * sq * h);
   size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads, false);
   void *scratch = sb ? bo_poison(r, sb) : NULL; /* masked scores must never be read */
-  zz_attn_call a = {.q = q, .k = k, .v = v, .kv = {.dt = zz_device_describe(r->dev)->compute_dtype, .seq_bytes = stride * (int64_t)bo_es(r)},
-                    .b = b, .sq = sq, .t = t, .q_start = q0, .heads = heads, .kv_heads = kv_heads, .hd = hd,
-                    .pad = d_pad, .keep = 1, .out = o, .scratch = scratch};
+  zz_attn_call a = {.q = q,
+                    .k = k,
+                    .v = v,
+                    .kv = {.dt = zz_device_describe(r->dev)->compute_dtype, .seq_bytes = stride * (int64_t)bo_es(r)},
+                    .b = b,
+                    .sq = sq,
+                    .t = t,
+                    .q_start = q0,
+                    .heads = heads,
+                    .kv_heads = kv_heads,
+                    .hd = hd,
+                    .pad = d_pad,
+                    .keep = 1,
+                    .out = o,
+                    .scratch = scratch};
   zz_status st = zz_device_attention(r->dev, &a);
   return bo_result(r, st, o, b * sq * h, out);
 }
@@ -395,7 +409,8 @@ static zz_status op_attention_any(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   int32_t pad[4];
   for (int64_t i = 0; i < b; i++) pad[i] = (int32_t)z[11 + i];
   void *q = bo_rand(r, b * sq * h, -3, 3);
-  zz_kv_layout l = {.dt = zz_device_describe(r->dev)->compute_dtype, .q = bo_fmt(z[8], z[9]),
+  zz_kv_layout l = {.dt = zz_device_describe(r->dev)->compute_dtype,
+                    .q = bo_fmt(z[8], z[9]),
                     .seq_bytes = t_max * kvw * (int64_t)bo_es(r)};
   void *k, *v;
   if (z[8]) {
@@ -409,8 +424,21 @@ static zz_status op_attention_any(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   void *o = bo_poisoned(r, b * sq * h);
   size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads, zz_attention_general(l.dt, keep));
   void *scratch = sb ? bo_poison(r, sb) : NULL;
-  zz_attn_call a = {.q = q, .k = k, .v = v, .kv = l, .b = b, .sq = sq, .t = t, .q_start = q0, .heads = heads,
-                    .kv_heads = kv_heads, .hd = hd, .pad = d_pad, .keep = keep, .out = o, .scratch = scratch};
+  zz_attn_call a = {.q = q,
+                    .k = k,
+                    .v = v,
+                    .kv = l,
+                    .b = b,
+                    .sq = sq,
+                    .t = t,
+                    .q_start = q0,
+                    .heads = heads,
+                    .kv_heads = kv_heads,
+                    .hd = hd,
+                    .pad = d_pad,
+                    .keep = keep,
+                    .out = o,
+                    .scratch = scratch};
   zz_status st = zz_device_attention(r->dev, &a);
   return bo_result(r, st, o, b * sq * h, out);
 }
@@ -432,11 +460,14 @@ static zz_status op_rmsnorm(zz_bo *r, const int64_t *z, zz_bo_out *out) {
 
 static zz_status op_rope(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   int64_t n = z[0], heads = z[1], hd = z[2];
-  const zz_rope ropes[3] = {
-      {.type = ZZ_ROPE_DEFAULT, .theta = 10000, .factor = 1},
-      {.type = ZZ_ROPE_LINEAR, .theta = 10000, .factor = 4},
-      {.type = ZZ_ROPE_LLAMA3, .theta = 500000, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
-       .original_max_pos = 8192}};
+  const zz_rope ropes[3] = {{.type = ZZ_ROPE_DEFAULT, .theta = 10000, .factor = 1},
+                            {.type = ZZ_ROPE_LINEAR, .theta = 10000, .factor = 4},
+                            {.type = ZZ_ROPE_LLAMA3,
+                             .theta = 500000,
+                             .factor = 8,
+                             .low_freq_factor = 1,
+                             .high_freq_factor = 4,
+                             .original_max_pos = 8192}};
   void *x = bo_rand(r, n * heads * hd, -1, 1); /* in and out: not poisoned */
   int32_t *pos = bo_ids(r, n, z[4]);
   return bo_result(r, zz_device_rope(r->dev, x, n, heads, hd, pos, &ropes[z[3]]), x, n * heads * hd, out);
@@ -488,8 +519,8 @@ typedef struct zz_bo_op {
   zz_op op;
   const char *name;
   zz_status (*run)(zz_bo *r, const int64_t *z, zz_bo_out *out);
-  const char *dims[ZZ_BO_MAX_DIMS]; /* names of z[i], for the report */
-  double tol[ZZ_DTYPE_COUNT];       /* by the tested device's compute dtype */
+  const char *dims[ZZ_BO_MAX_DIMS];                 /* names of z[i], for the report */
+  double tol[ZZ_DTYPE_COUNT];                       /* by the tested device's compute dtype */
   int64_t shapes[ZZ_BO_MAX_SHAPES][ZZ_BO_MAX_DIMS]; /* ends at a row of zeros */
 } zz_bo_op;
 
@@ -505,18 +536,39 @@ static zz_dtype bo_weights_of(const zz_bo_op *row) {
 
 /* f32: the same kernels on the same numbers must agree exactly; f16 keeps 11 bits
  * and accumulates in f32; bf16 keeps 8. */
-#define ZZ_BO_TOL {[ZZ_DTYPE_F32] = 0, [ZZ_DTYPE_F16] = 1e-2, [ZZ_DTYPE_BF16] = 5e-2}
+#define ZZ_BO_TOL                                                                                                      \
+  { [ZZ_DTYPE_F32] = 0, [ZZ_DTYPE_F16] = 1e-2, [ZZ_DTYPE_BF16] = 5e-2 }
 
 static const zz_bo_op zz_bo_ops[] = {
-    {ZZ_OP_EMBED_ROWS, "embed_rows", op_embed_rows, {"rows", "dim", "n"}, ZZ_BO_TOL,
+    {ZZ_OP_EMBED_ROWS,
+     "embed_rows",
+     op_embed_rows,
+     {"rows", "dim", "n"},
+     ZZ_BO_TOL,
      {{50, 33, 7}, {1000, 768, 1}, {64, 64, 130}, {10, 1, 3}, {2050, 768, 259}}},
-    {ZZ_OP_EMBED_ROWS, "gather_rows", op_gather_rows, {"rows", "dim", "n"}, ZZ_BO_TOL,
+    {ZZ_OP_EMBED_ROWS,
+     "gather_rows",
+     op_gather_rows,
+     {"rows", "dim", "n"},
+     ZZ_BO_TOL,
      {{21, 33, 3}, {8, 768, 8}, {1, 5, 1}, {259, 64, 2}}},
-    {ZZ_OP_ADD_ROWS, "add_rows", op_add_rows, {"rows", "dim", "n"}, ZZ_BO_TOL,
+    {ZZ_OP_ADD_ROWS,
+     "add_rows",
+     op_add_rows,
+     {"rows", "dim", "n"},
+     ZZ_BO_TOL,
      {{50, 33, 7}, {2050, 768, 1}, {64, 64, 130}, {10, 1, 3}}},
-    {ZZ_OP_LAYERNORM, "layernorm", op_layernorm, {"n", "dim", "in_place"}, ZZ_BO_TOL,
+    {ZZ_OP_LAYERNORM,
+     "layernorm",
+     op_layernorm,
+     {"n", "dim", "in_place"},
+     ZZ_BO_TOL,
      {{1, 7, 0}, {5, 768, 0}, {5, 768, 1}, {3, 12288, 0}, {2, 1001, 0}, {130, 2560, 0}}},
-    {ZZ_OP_LINEAR, "linear", op_linear, {"n", "in", "out", "bias", "relu"}, ZZ_BO_TOL,
+    {ZZ_OP_LINEAR,
+     "linear",
+     op_linear,
+     {"n", "in", "out", "bias", "relu"},
+     ZZ_BO_TOL,
      {{1, 7, 5, 0, 0},
       {13, 64, 33, 1, 1},
       {37, 768, 3072, 1, 0},
@@ -525,7 +577,11 @@ static const zz_bo_op zz_bo_ops[] = {
       {64, 129, 257, 2, 1},
       {3, 256, 50272, 0, 0}}}, /* LM head shaped */
     {ZZ_OP_ADD, "add", op_add, {"n", "y_is_a"}, ZZ_BO_TOL, {{1, 0}, {7, 0}, {100003, 0}, {1 << 20, 1}}},
-    {ZZ_OP_KV_APPEND, "kv_append", op_kv_append, {"b", "sq", "h", "t_max", "pos"}, ZZ_BO_TOL,
+    {ZZ_OP_KV_APPEND,
+     "kv_append",
+     op_kv_append,
+     {"b", "sq", "h", "t_max", "pos"},
+     ZZ_BO_TOL,
      {{1, 1, 768, 16, 5}, {3, 7, 64, 20, 0}, {2, 5, 13, 11, 6}, {4, 1, 96, 33, 32}}},
     {ZZ_OP_ATTENTION,
      "attention",
@@ -551,20 +607,38 @@ static const zz_bo_op zz_bo_ops[] = {
       {2, 128, 128, 0, 32, 128, 128, 0, 77},
       {1, 600, 600, 0, 2, 64, 601, 5}}}, /* t > 2 * a CUDA block */
     /* compression: Q4 weights (bits, group), Q4 caches, top-k sparse attention */
-    {ZZ_OP_LINEAR, "linear_q4", op_linear_q, {"n", "in", "out", "bias", "relu", "bits", "group"}, ZZ_BO_TOL,
+    {ZZ_OP_LINEAR,
+     "linear_q4",
+     op_linear_q,
+     {"n", "in", "out", "bias", "relu", "bits", "group"},
+     ZZ_BO_TOL,
      {{1, 768, 768, 1, 0, 4, 64},
       {13, 64, 33, 1, 1, 4, 64},
       {37, 100, 65, 0, 0, 4, 32},
       {5, 3072, 768, 1, 1, 8, 128},
       {2, 256, 1003, 0, 0, 4, 256},
       {64, 130, 129, 1, 0, 2, 64}}},
-    {ZZ_OP_EMBED_ROWS, "embed_rows_q4", op_rows_q, {"rows", "dim", "n", "bits", "group", "add"}, ZZ_BO_TOL,
-     {{50, 33, 7, 4, 64, 0}, {1000, 768, 3, 4, 64, 0}, {64, 100, 130, 8, 32, 0}}},
-    {ZZ_OP_ADD_ROWS, "add_rows_q4", op_rows_q, {"rows", "dim", "n", "bits", "group", "add"}, ZZ_BO_TOL,
-     {{50, 33, 7, 4, 64, 1}, {2050, 768, 2, 4, 64, 1}, {64, 100, 130, 2, 32, 1}}},
-    {ZZ_OP_KV_APPEND, "kv_append_q4", op_kv_append_q, {"b", "sq", "heads", "hd", "t_max", "pos", "bits", "group"},
+    {ZZ_OP_EMBED_ROWS,
+     "embed_rows_q4",
+     op_rows_q,
+     {"rows", "dim", "n", "bits", "group", "add"},
      ZZ_BO_TOL,
-     {{1, 1, 12, 64, 16, 5, 4, 64}, {3, 7, 4, 16, 20, 0, 4, 64}, {2, 5, 2, 100, 11, 6, 8, 32}, {4, 1, 2, 128, 33, 32, 4, 64}}},
+     {{50, 33, 7, 4, 64, 0}, {1000, 768, 3, 4, 64, 0}, {64, 100, 130, 8, 32, 0}}},
+    {ZZ_OP_ADD_ROWS,
+     "add_rows_q4",
+     op_rows_q,
+     {"rows", "dim", "n", "bits", "group", "add"},
+     ZZ_BO_TOL,
+     {{50, 33, 7, 4, 64, 1}, {2050, 768, 2, 4, 64, 1}, {64, 100, 130, 2, 32, 1}}},
+    {ZZ_OP_KV_APPEND,
+     "kv_append_q4",
+     op_kv_append_q,
+     {"b", "sq", "heads", "hd", "t_max", "pos", "bits", "group"},
+     ZZ_BO_TOL,
+     {{1, 1, 12, 64, 16, 5, 4, 64},
+      {3, 7, 4, 16, 20, 0, 4, 64},
+      {2, 5, 2, 100, 11, 6, 8, 32},
+      {4, 1, 2, 128, 33, 32, 4, 64}}},
     {ZZ_OP_ATTENTION,
      "attention_q4",
      op_attention_any,
@@ -601,30 +675,70 @@ static const zz_bo_op zz_bo_ops[] = {
      op_attention_gqa,
      {"b", "sq", "t", "q0", "heads", "hd", "t_max", "kv_heads", "pad0", "pad1", "pad2", "pad3"},
      ZZ_BO_TOL,
-     {{3, 1, 37, 36, 8, 64, 40, 2, 0, 5, 36},   /* decode, 4 query heads per K/V head */
-      {2, 1, 300, 299, 32, 128, 301, 8, 0, 9},  /* llama-2-70b-like grouping */
-      {2, 1, 19, 18, 6, 16, 23, 1, 0, 4},       /* one K/V head (MQA) */
-      {2, 7, 7, 0, 4, 16, 7, 2, 0, 3},          /* prefill */
+     {{3, 1, 37, 36, 8, 64, 40, 2, 0, 5, 36},  /* decode, 4 query heads per K/V head */
+      {2, 1, 300, 299, 32, 128, 301, 8, 0, 9}, /* llama-2-70b-like grouping */
+      {2, 1, 19, 18, 6, 16, 23, 1, 0, 4},      /* one K/V head (MQA) */
+      {2, 7, 7, 0, 4, 16, 7, 2, 0, 3},         /* prefill */
       {2, 33, 33, 0, 12, 64, 40, 3, 10, 0},
       {1, 600, 600, 0, 8, 64, 601, 1, 5}}},
-    {ZZ_OP_RMSNORM, "rmsnorm", op_rmsnorm, {"n", "dim", "in_place"}, ZZ_BO_TOL,
+    {ZZ_OP_RMSNORM,
+     "rmsnorm",
+     op_rmsnorm,
+     {"n", "dim", "in_place"},
+     ZZ_BO_TOL,
      {{1, 7, 0}, {5, 4096, 0}, {5, 4096, 1}, {130, 8192, 0}, {2, 1001, 0}}},
-    {ZZ_OP_ROPE, "rope", op_rope, {"n", "heads", "hd", "type", "max_pos"}, ZZ_BO_TOL,
-     {{1, 1, 2, 0, 1}, {7, 4, 16, 0, 64}, {37, 32, 128, 0, 2048}, {13, 8, 128, 1, 4096}, {9, 3, 64, 2, 8192},
+    {ZZ_OP_ROPE,
+     "rope",
+     op_rope,
+     {"n", "heads", "hd", "type", "max_pos"},
+     ZZ_BO_TOL,
+     {{1, 1, 2, 0, 1},
+      {7, 4, 16, 0, 64},
+      {37, 32, 128, 0, 2048},
+      {13, 8, 128, 1, 4096},
+      {9, 3, 64, 2, 8192},
       {129, 8, 128, 2, 131072}}},
     {ZZ_OP_SILU_MUL, "silu_mul", op_silu_mul, {"n", "y_is_g"}, ZZ_BO_TOL, {{1, 0}, {1001, 0}, {1 << 20, 1}}},
-    {ZZ_OP_UPLOAD, "upload", op_upload, {"n", "dtype"}, ZZ_BO_TOL,
-     {{1, ZZ_DTYPE_F32}, {100003, ZZ_DTYPE_F32}, {7, ZZ_DTYPE_F16}, {100003, ZZ_DTYPE_F16}, {13, ZZ_DTYPE_BF16},
+    {ZZ_OP_UPLOAD,
+     "upload",
+     op_upload,
+     {"n", "dtype"},
+     ZZ_BO_TOL,
+     {{1, ZZ_DTYPE_F32},
+      {100003, ZZ_DTYPE_F32},
+      {7, ZZ_DTYPE_F16},
+      {100003, ZZ_DTYPE_F16},
+      {13, ZZ_DTYPE_BF16},
       {100003, ZZ_DTYPE_BF16}}},
     /* bf16 weight matrices (the CPU device's --cpu-dtype bf16) */
-    {ZZ_OP_LINEAR, "linear_bf16", op_linear_bf16, {"n", "in", "out", "bias", "relu"}, ZZ_BO_TOL,
+    {ZZ_OP_LINEAR,
+     "linear_bf16",
+     op_linear_bf16,
+     {"n", "in", "out", "bias", "relu"},
+     ZZ_BO_TOL,
      {{1, 7, 5, 0, 0}, {13, 64, 33, 1, 1}, {64, 2049, 257, 1, 0}, {130, 129, 67, 0, 1}, {3, 256, 50272, 0, 0}}},
-    {ZZ_OP_EMBED_ROWS, "embed_rows_bf16", op_rows_bf16, {"rows", "dim", "n", "add"}, ZZ_BO_TOL,
+    {ZZ_OP_EMBED_ROWS,
+     "embed_rows_bf16",
+     op_rows_bf16,
+     {"rows", "dim", "n", "add"},
+     ZZ_BO_TOL,
      {{50, 33, 7, 0}, {1000, 768, 3, 0}}},
-    {ZZ_OP_ADD_ROWS, "add_rows_bf16", op_rows_bf16, {"rows", "dim", "n", "add"}, ZZ_BO_TOL,
+    {ZZ_OP_ADD_ROWS,
+     "add_rows_bf16",
+     op_rows_bf16,
+     {"rows", "dim", "n", "add"},
+     ZZ_BO_TOL,
      {{50, 33, 7, 1}, {2050, 768, 2, 1}}},
-    {ZZ_OP_DOWNLOAD, "download", op_download, {"n", "dtype"}, ZZ_BO_TOL,
-     {{1, ZZ_DTYPE_F32}, {100003, ZZ_DTYPE_F32}, {7, ZZ_DTYPE_F16}, {100003, ZZ_DTYPE_F16}, {13, ZZ_DTYPE_BF16},
+    {ZZ_OP_DOWNLOAD,
+     "download",
+     op_download,
+     {"n", "dtype"},
+     ZZ_BO_TOL,
+     {{1, ZZ_DTYPE_F32},
+      {100003, ZZ_DTYPE_F32},
+      {7, ZZ_DTYPE_F16},
+      {100003, ZZ_DTYPE_F16},
+      {13, ZZ_DTYPE_BF16},
       {100003, ZZ_DTYPE_BF16}}},
 };
 #define ZZ_BO_N_OPS (sizeof zz_bo_ops / sizeof zz_bo_ops[0])
@@ -679,8 +793,8 @@ static void bo_compare(zz_device *dev) {
     tol_of = row->tol;
     zz_dtype wdt = bo_weights_of(row);
     if (wdt != ZZ_DTYPE_COUNT && !zz_device_supports(dev, row->op, wdt)) {
-      printf("    %s-%-11s %s weights: not supported by this device, skipped\n", zz_device_describe(dev)->name, row->name,
-             zz_dtype_name(wdt));
+      printf("    %s-%-11s %s weights: not supported by this device, skipped\n", zz_device_describe(dev)->name,
+             row->name, zz_dtype_name(wdt));
       skipped++;
       continue;
     }
@@ -696,12 +810,14 @@ static void bo_compare(zz_device *dev) {
       double err = sr == ZZ_OK && sg == ZZ_OK && ref.n == got.n ? bo_err(got.v, ref.v, ref.n) : NAN;
       bool ok = err <= tol; /* false for NaN */
       if (sr != ZZ_OK)
-        snprintf(line, sizeof line, "%s-%-11s %-60s reference failed: %s", zz_device_describe(dev)->name, row->name, shape, why_ref);
+        snprintf(line, sizeof line, "%s-%-11s %-60s reference failed: %s", zz_device_describe(dev)->name, row->name,
+                 shape, why_ref);
       else if (sg != ZZ_OK)
-        snprintf(line, sizeof line, "%s-%-11s %-60s failed: %s", zz_device_describe(dev)->name, row->name, shape, why_got);
+        snprintf(line, sizeof line, "%s-%-11s %-60s failed: %s", zz_device_describe(dev)->name, row->name, shape,
+                 why_got);
       else
-        snprintf(line, sizeof line, "%s-%-11s %-60s err=%.3e tol=%.0e %s", zz_device_describe(dev)->name, row->name, shape, err, tol,
-                 ok ? "PASS" : "FAIL");
+        snprintf(line, sizeof line, "%s-%-11s %-60s err=%.3e tol=%.0e %s", zz_device_describe(dev)->name, row->name,
+                 shape, err, tol, ok ? "PASS" : "FAIL");
       printf("    %s\n", line);
       CU_assertImplementation(ok, __LINE__, line, __FILE__, "", CU_FALSE);
       ok ? pass++ : fail++;
@@ -882,8 +998,20 @@ static zz_status bo_attn(zz_bo *r, int64_t kv_stride, bool scratch, bool pad_on_
   void *q = bo_rand(r, 2 * 6, -1, 1), *k = bo_rand(r, 2 * 30, -1, 1), *v = bo_rand(r, 2 * 30, -1, 1);
   const int32_t *pad = pad_on_device ? bo_i32(r, host_pad, 2) : host_pad;
   size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, 2, false);
-  zz_attn_call a = {.q = q, .k = k, .v = v, .kv = bo_dense(r, kv_stride), .b = 2, .sq = 1, .t = 4, .q_start = 3,
-                    .heads = 2, .kv_heads = 2, .hd = 3, .pad = pad, .keep = 1, .out = bo_poisoned(r, 2 * 6),
+  zz_attn_call a = {.q = q,
+                    .k = k,
+                    .v = v,
+                    .kv = bo_dense(r, kv_stride),
+                    .b = 2,
+                    .sq = 1,
+                    .t = 4,
+                    .q_start = 3,
+                    .heads = 2,
+                    .kv_heads = 2,
+                    .hd = 3,
+                    .pad = pad,
+                    .keep = 1,
+                    .out = bo_poisoned(r, 2 * 6),
                     .scratch = scratch && sb ? bo_poison(r, sb) : NULL};
   return zz_device_attention(r->dev, &a);
 }
@@ -902,9 +1030,21 @@ static zz_status bad_attention_kv_heads(zz_bo *r) {
   void *q = bo_rand(r, 2 * 6, -1, 1), *k = bo_rand(r, 2 * 30, -1, 1), *v = bo_rand(r, 2 * 30, -1, 1);
   static const int32_t host_pad[2] = {0, 1};
   size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, 3, false);
-  zz_attn_call a = {.q = q, .k = k, .v = v, .kv = bo_dense(r, 30), .b = 2, .sq = 1, .t = 4, .q_start = 3,
-                    .heads = 3, .kv_heads = 2, .hd = 2, .pad = bo_i32(r, host_pad, 2), .keep = 1,
-                    .out = bo_poisoned(r, 2 * 6), .scratch = sb ? bo_poison(r, sb) : NULL};
+  zz_attn_call a = {.q = q,
+                    .k = k,
+                    .v = v,
+                    .kv = bo_dense(r, 30),
+                    .b = 2,
+                    .sq = 1,
+                    .t = 4,
+                    .q_start = 3,
+                    .heads = 3,
+                    .kv_heads = 2,
+                    .hd = 2,
+                    .pad = bo_i32(r, host_pad, 2),
+                    .keep = 1,
+                    .out = bo_poisoned(r, 2 * 6),
+                    .scratch = sb ? bo_poison(r, sb) : NULL};
   return zz_device_attention(r->dev, &a);
 }
 
@@ -1032,8 +1172,8 @@ static void bo_refusals(zz_device *dev) {
     if (r.helper_st != ZZ_OK)
       snprintf(line, sizeof line, "%s refuses %-36s setup failed: %s", zz_device_describe(dev)->name, b->name, r.why);
     else
-      snprintf(line, sizeof line, "%s refuses %-36s %s (%s: %s)", zz_device_describe(dev)->name, b->name, ok ? "PASS" : "FAIL",
-               zz_status_str(st), msg);
+      snprintf(line, sizeof line, "%s refuses %-36s %s (%s: %s)", zz_device_describe(dev)->name, b->name,
+               ok ? "PASS" : "FAIL", zz_status_str(st), msg);
     printf("    %s\n", line);
     CU_assertImplementation(ok, __LINE__, line, __FILE__, "", CU_FALSE);
     bo_end(&r);
@@ -1093,7 +1233,7 @@ static void test_cuda_refusals(void) { bo_refusals(g_cuda); }
 /* ================================================================ supports, pools */
 
 static void test_supports(void) {
-  const zz_op compute[] = {ZZ_OP_EMBED_ROWS, ZZ_OP_ADD_ROWS, ZZ_OP_LAYERNORM, ZZ_OP_LINEAR,
+  const zz_op compute[] = {ZZ_OP_EMBED_ROWS, ZZ_OP_ADD_ROWS,  ZZ_OP_LAYERNORM, ZZ_OP_LINEAR,
                            ZZ_OP_ADD,        ZZ_OP_KV_APPEND, ZZ_OP_ATTENTION};
   zz_device *devs[2] = {g_cpu, g_cuda};
   for (int d = 0; d < 2 && devs[d]; d++) {
@@ -1105,7 +1245,8 @@ static void test_supports(void) {
       CU_ASSERT(zz_device_supports(devs[d], compute[i], ZZ_DTYPE_Q4) == q4);
       CU_ASSERT(!zz_device_supports(devs[d], compute[i], cdt == ZZ_DTYPE_F32 ? ZZ_DTYPE_F16 : ZZ_DTYPE_F32));
       /* bf16 weight matrices: the CPU device's linear and embedding tables */
-      bool bf16 = d == 0 && (compute[i] == ZZ_OP_LINEAR || compute[i] == ZZ_OP_EMBED_ROWS || compute[i] == ZZ_OP_ADD_ROWS);
+      bool bf16 = d == 0 &&
+                  (compute[i] == ZZ_OP_LINEAR || compute[i] == ZZ_OP_EMBED_ROWS || compute[i] == ZZ_OP_ADD_ROWS);
       if (d == 0) CU_ASSERT(zz_device_supports(devs[d], compute[i], ZZ_DTYPE_BF16) == bf16);
     }
     for (zz_op op = ZZ_OP_UPLOAD; op <= ZZ_OP_DOWNLOAD; op++) {

@@ -35,8 +35,7 @@ int main(int argc, char **argv) {
       zz_golden_report r;
       zz_status st = zz_golden_run(models[m], dev, policies[p], 1e-2, &r);
       bool ok = st == ZZ_OK && r.prompts_wrong == 0 && r.first_err <= 1e-2 && r.last_err <= 1e-2;
-      if (st != ZZ_OK)
-        printf("FAIL %s '%s': %s\n", models[m], policies[p], zz_error_message());
+      if (st != ZZ_OK) printf("FAIL %s '%s': %s\n", models[m], policies[p], zz_error_message());
       else
         printf("%s %s '%s': %d/%d prompts exact, %d within f16 rounding, %d wrong; logits rel err first %.3g, "
                "last %.3g (%d prompts)\n",

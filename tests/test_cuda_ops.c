@@ -45,10 +45,10 @@ static void zz_die(const char *what, cudaError_t e) {
   exit(1);
 }
 
-#define ZZ_T_CUDA(call)                                                                     \
-  do {                                                                                     \
-    cudaError_t zz_e_ = (call);                                                            \
-    if (zz_e_ != cudaSuccess) zz_die(#call, zz_e_);                                        \
+#define ZZ_T_CUDA(call)                                                                                                \
+  do {                                                                                                                 \
+    cudaError_t zz_e_ = (call);                                                                                        \
+    if (zz_e_ != cudaSuccess) zz_die(#call, zz_e_);                                                                    \
   } while (0)
 
 static uint64_t g_rng = 0x243f6a8885a308d3ull;
@@ -123,14 +123,11 @@ static double zz_t_err(const float *got, const float *ref, int64_t n) {
 
 static void zz_t_report(const char *op, const char *shape, int rc, double err) {
   const int ok = rc == 0 && err <= ZZ_TOL; /* false for NaN */
-  if (rc != 0)
-    printf("%-11s %-58s rc=%d (%s)  FAIL\n", op, shape, rc,
-           cudaGetErrorString((cudaError_t)rc));
+  if (rc != 0) printf("%-11s %-58s rc=%d (%s)  FAIL\n", op, shape, rc, cudaGetErrorString((cudaError_t)rc));
   else
     printf("%-11s %-58s err=%.3e  %s\n", op, shape, err, ok ? "PASS" : "FAIL");
   fflush(stdout);
-  if (ok)
-    g_pass++;
+  if (ok) g_pass++;
   else
     g_fail++;
 }
@@ -148,8 +145,7 @@ static float zz_t_load(zz_dtype dt, const void *p, int64_t i) {
 static void zz_t_convert(zz_dtype s_dt, zz_dtype d_dt, int64_t n) {
   /* Values across the f16 range, some tiny enough for f16 subnormals. */
   float *vals = zz_t_malloc((size_t)n * 4);
-  for (int64_t i = 0; i < n; i++)
-    vals[i] = (i % 5 == 4) ? zz_t_uniform(-1e-5f, 1e-5f) : zz_t_uniform(-6e4f, 6e4f);
+  for (int64_t i = 0; i < n; i++) vals[i] = (i % 5 == 4) ? zz_t_uniform(-1e-5f, 1e-5f) : zz_t_uniform(-6e4f, 6e4f);
   void *src = zz_t_malloc((size_t)n * zz_t_esize(s_dt));
   zz_convert(ZZ_DTYPE_F32, vals, s_dt, src, n);
   void *ref = zz_t_malloc((size_t)n * zz_t_esize(d_dt));
@@ -167,12 +163,11 @@ static void zz_t_convert(zz_dtype s_dt, zz_dtype d_dt, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     gf[i] = zz_t_load(d_dt, got, i);
     rf[i] = zz_t_load(d_dt, ref, i);
-    differ += memcmp((char *)got + i * zz_t_esize(d_dt), (char *)ref + i * zz_t_esize(d_dt),
-                     zz_t_esize(d_dt)) != 0;
+    differ += memcmp((char *)got + i * zz_t_esize(d_dt), (char *)ref + i * zz_t_esize(d_dt), zz_t_esize(d_dt)) != 0;
   }
   char shape[96];
-  snprintf(shape, sizeof shape, "%s -> %s n=%lld (%lld values differ in bits)",
-           zz_dtype_name(s_dt), zz_dtype_name(d_dt), (long long)n, (long long)differ);
+  snprintf(shape, sizeof shape, "%s -> %s n=%lld (%lld values differ in bits)", zz_dtype_name(s_dt),
+           zz_dtype_name(d_dt), (long long)n, (long long)differ);
   zz_t_report("convert", shape, rc, zz_t_err(gf, rf, n));
 
   cudaFree(d_src);

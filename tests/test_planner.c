@@ -125,23 +125,30 @@ static void test_hw_refusals(void) {
       "\"gtoc_bytes_per_s\": 1e9, \"disk_read_bytes_per_s\": 1e9, \"disk_write_bytes_per_s\": 1e9, "
       "\"bmm_prefill_flops\": 1e9, \"bmm_decode_flops\": 1e9, \"cpu_attention_flops\": [[1, 1e9]], \"cpu_flops\": 1e9";
   char buf[2048];
-  snprintf(buf, sizeof buf, "{\"name\": \"x\", \"device\": \"cpu\", \"gpu_mem_bytes\": 1e9, \"gemm_flops\": [[1, 1e9]], %s}", good_tail);
+  snprintf(buf, sizeof buf,
+           "{\"name\": \"x\", \"device\": \"cpu\", \"gpu_mem_bytes\": 1e9, \"gemm_flops\": [[1, 1e9]], %s}", good_tail);
   CU_ASSERT_EQUAL(load_text(buf), ZZ_OK);
   /* a missing field names itself */
   snprintf(buf, sizeof buf, "{\"name\": \"x\", \"device\": \"cpu\", \"gpu_mem_bytes\": 1e9, %s}", good_tail);
   CU_ASSERT_EQUAL(load_text(buf), ZZ_ERR_FORMAT);
   CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "gemm_flops"));
   /* an unknown (misspelt) field */
-  snprintf(buf, sizeof buf, "{\"name\": \"x\", \"device\": \"cpu\", \"gpu_mem_bytes\": 1e9, \"gemm_flops\": [[1, 1e9]], "
-           "\"ctog_bytes_per_sec\": 1, %s}", good_tail);
+  snprintf(buf, sizeof buf,
+           "{\"name\": \"x\", \"device\": \"cpu\", \"gpu_mem_bytes\": 1e9, \"gemm_flops\": [[1, 1e9]], "
+           "\"ctog_bytes_per_sec\": 1, %s}",
+           good_tail);
   CU_ASSERT_EQUAL(load_text(buf), ZZ_ERR_FORMAT);
   CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "ctog_bytes_per_sec"));
   /* unsorted points, a zero rate, a wrong device, not JSON */
-  snprintf(buf, sizeof buf, "{\"name\": \"x\", \"device\": \"cpu\", \"gpu_mem_bytes\": 1e9, \"gemm_flops\": [[4, 1e9], [1, 1e9]], %s}", good_tail);
+  snprintf(buf, sizeof buf,
+           "{\"name\": \"x\", \"device\": \"cpu\", \"gpu_mem_bytes\": 1e9, \"gemm_flops\": [[4, 1e9], [1, 1e9]], %s}",
+           good_tail);
   CU_ASSERT_EQUAL(load_text(buf), ZZ_ERR_FORMAT);
-  snprintf(buf, sizeof buf, "{\"name\": \"x\", \"device\": \"cpu\", \"gpu_mem_bytes\": 1e9, \"gemm_flops\": [[1, 0]], %s}", good_tail);
+  snprintf(buf, sizeof buf,
+           "{\"name\": \"x\", \"device\": \"cpu\", \"gpu_mem_bytes\": 1e9, \"gemm_flops\": [[1, 0]], %s}", good_tail);
   CU_ASSERT_EQUAL(load_text(buf), ZZ_ERR_FORMAT);
-  snprintf(buf, sizeof buf, "{\"name\": \"x\", \"device\": \"tpu\", \"gpu_mem_bytes\": 1e9, \"gemm_flops\": [[1, 1e9]], %s}", good_tail);
+  snprintf(buf, sizeof buf,
+           "{\"name\": \"x\", \"device\": \"tpu\", \"gpu_mem_bytes\": 1e9, \"gemm_flops\": [[1, 1e9]], %s}", good_tail);
   CU_ASSERT_EQUAL(load_text(buf), ZZ_ERR_FORMAT);
   CU_ASSERT_EQUAL(load_text("{\"name\": "), ZZ_ERR_FORMAT);
   CU_ASSERT_EQUAL(zz_hw_load("/nonexistent/hw.json", &(zz_hw){0}), ZZ_ERR_FORMAT);
@@ -238,8 +245,8 @@ static void test_cost_terms(void) {
   zz_cost_layer(&inc, layer_of(ZZ_LAYER_MLP), ZZ_PHASE_DECODE, tc);
   CU_ASSERT(close_rel(tc[ZZ_TERM_HOST].a[ZZ_X_WC], W / 1e10, 1e-12));
   CU_ASSERT(close_rel(tc[ZZ_TERM_HOST].c, tc[ZZ_TERM_COMPUTE].c, 1e-12));
-  CU_ASSERT(close_rel(tc[ZZ_TERM_HOST].a[ZZ_X_HC],
-                      tc[ZZ_TERM_LINK_IN].a[ZZ_X_HC] + tc[ZZ_TERM_LINK_OUT].a[ZZ_X_HC], 1e-12));
+  CU_ASSERT(
+      close_rel(tc[ZZ_TERM_HOST].a[ZZ_X_HC], tc[ZZ_TERM_LINK_IN].a[ZZ_X_HC] + tc[ZZ_TERM_LINK_OUT].a[ZZ_X_HC], 1e-12));
   CU_ASSERT_EQUAL(t[ZZ_TERM_HOST].c, 0); /* a GPU's copies are DMA */
   /* a step: max of the terms with overlap, the lanes' sum without */
   zz_lin u[ZZ_TERM_COUNT];
@@ -265,8 +272,8 @@ static void test_cost_terms(void) {
 /* 4-bit weights and cache priced with the file's 4-bit rates, through the one cost function */
 static void test_cost_q4(void) {
   zz_hw hw = test_hw_q4(0.25, 2e9);
-  zz_cost_in in = {.m = &g_model, .hw = &hw, .shape = {16, 8}, .gbs = 4, .num_gb = 2, .overlap = true,
-                   .compress_weight = true};
+  zz_cost_in in = {
+      .m = &g_model, .hw = &hw, .shape = {16, 8}, .gbs = 4, .num_gb = 2, .overlap = true, .compress_weight = true};
   const zz_config *c = &g_model.cfg;
   double bls = 8, s = 16, n = 8, h = (double)c->hidden;
   int l = layer_of(ZZ_LAYER_MLP);
@@ -393,7 +400,8 @@ static void test_bf16_weights(void) {
         "\"disk_mem_bytes\": 1e11, \"cpu_cores\": 2, \"ctog_bytes_per_s\": 4e9, \"gtoc_bytes_per_s\": 4e9, "
         "\"disk_read_bytes_per_s\": 1e9, \"disk_write_bytes_per_s\": 1e9, \"gemm_flops\": [[1, 2e9], [1024, 5e10]], "
         "\"bmm_prefill_flops\": 1e10, \"bmm_decode_flops\": 2e9, \"cpu_attention_flops\": [[1, 2e9], [2, 3e9]], "
-        "\"cpu_flops\": 5e10, \"gemm_bf16_flops\": [[1, 4e9], [1024, 1e11]]}\n", f);
+        "\"cpu_flops\": 5e10, \"gemm_bf16_flops\": [[1, 4e9], [1024, 1e11]]}\n",
+        f);
   fclose(f);
   zz_hw hw;
   CU_ASSERT_EQUAL_FATAL(zz_hw_load(p, &hw), ZZ_OK);
@@ -567,7 +575,8 @@ static void test_pipe_one_rank(void) {
   /* two ranks over the whole model: every layer on exactly one rank, two groups */
   hw.machines = 2, hw.net_bw = 1e9;
   CU_ASSERT_EQUAL_FATAL(zz_pipe_plan_search(&g_model, &hw, &o, 2, p), ZZ_OK);
-  CU_ASSERT(p->bounds[0] == 0 && p->bounds[1] > 0 && p->bounds[1] < g_model.n_layers && p->bounds[2] == g_model.n_layers);
+  CU_ASSERT(p->bounds[0] == 0 && p->bounds[1] > 0 && p->bounds[1] < g_model.n_layers &&
+            p->bounds[2] == g_model.n_layers);
   CU_ASSERT_EQUAL(p->groups, 2);
   CU_ASSERT(p->bubble >= 0 && p->bubble < 1);
   free(p);
@@ -606,11 +615,21 @@ static void test_hw_ranges(void) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     /* a good file with that one field replaced */
     static const char *const keys[][2] = {
-        {"gpu_mem_bytes", "1e9"}, {"cpu_mem_bytes", "1e9"}, {"disk_mem_bytes", "1e9"}, {"cpu_cores", "2"},
-        {"ctog_bytes_per_s", "1e9"}, {"gtoc_bytes_per_s", "1e9"}, {"disk_read_bytes_per_s", "1e9"},
-        {"disk_write_bytes_per_s", "1e9"}, {"gemm_flops", "[[1, 1e9]]"}, {"bmm_prefill_flops", "1e9"},
-        {"bmm_decode_flops", "1e9"}, {"cpu_attention_flops", "[[1, 1e9]]"}, {"cpu_flops", "1e9"},
-        {"net_latency_s", "0"}, {"net_bytes_per_s", "0"},
+        {"gpu_mem_bytes", "1e9"},
+        {"cpu_mem_bytes", "1e9"},
+        {"disk_mem_bytes", "1e9"},
+        {"cpu_cores", "2"},
+        {"ctog_bytes_per_s", "1e9"},
+        {"gtoc_bytes_per_s", "1e9"},
+        {"disk_read_bytes_per_s", "1e9"},
+        {"disk_write_bytes_per_s", "1e9"},
+        {"gemm_flops", "[[1, 1e9]]"},
+        {"bmm_prefill_flops", "1e9"},
+        {"bmm_decode_flops", "1e9"},
+        {"cpu_attention_flops", "[[1, 1e9]]"},
+        {"cpu_flops", "1e9"},
+        {"net_latency_s", "0"},
+        {"net_bytes_per_s", "0"},
     };
     char buf[2048];
     int n = snprintf(buf, sizeof buf, "{\"name\": \"x\", \"device\": \"cuda\"");
@@ -707,7 +726,9 @@ static void test_search_cpu_mem_cap(void) {
   static const struct {
     bool bf16, q4;
     size_t cap;
-  } cases[] = {{false, false, (size_t)1600 << 20}, {true, false, (size_t)1600 << 20}, {false, true, (size_t)600 << 20},
+  } cases[] = {{false, false, (size_t)1600 << 20},
+               {true, false, (size_t)1600 << 20},
+               {false, true, (size_t)600 << 20},
                {true, false, (size_t)1000 << 20}};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     zz_planner_opts o;
@@ -724,7 +745,8 @@ static void test_search_cpu_mem_cap(void) {
     CU_ASSERT_EQUAL(st, ZZ_OK);
     if (st != ZZ_OK) continue;
     size_t ram = plan.cost.peak[ZZ_TIER_GPU] + plan.cost.peak[ZZ_TIER_CPU];
-    if (ram > cases[i].cap) fprintf(stderr, "\n  case %zu: %zu bytes of RAM under a cap of %zu\n", i, ram, cases[i].cap);
+    if (ram > cases[i].cap)
+      fprintf(stderr, "\n  case %zu: %zu bytes of RAM under a cap of %zu\n", i, ram, cases[i].cap);
     CU_ASSERT(ram <= cases[i].cap);
     CU_ASSERT(plan.policy.w_gpu + plan.policy.w_cpu < 100); /* the rest of the weights on disk */
     CU_ASSERT(plan.cost.peak[ZZ_TIER_DISK] > 0);
@@ -869,13 +891,14 @@ static void test_device_desc(void) {
   CU_ASSERT_EQUAL(d.host_memory, hw.cpu_mem);
   CU_ASSERT_EQUAL(d.align, ZZ_ALIGN);
   CU_ASSERT(zz_device_desc_supports(&d, ZZ_OP_LINEAR, ZZ_DTYPE_F16));
-  CU_ASSERT_FALSE(zz_device_desc_supports(&d, ZZ_OP_LINEAR, ZZ_DTYPE_Q4)); /* the file prices no 4-bit op */
+  CU_ASSERT_FALSE(zz_device_desc_supports(&d, ZZ_OP_LINEAR, ZZ_DTYPE_Q4));   /* the file prices no 4-bit op */
   CU_ASSERT_FALSE(zz_device_desc_supports(&d, ZZ_OP_LINEAR, ZZ_DTYPE_BF16)); /* bf16 weights: the cpu's */
   CU_ASSERT_EQUAL(zz_device_desc_attention_scratch(&d, 4, 16, 32, 12, false),
                   zz_gpu_attention_scratch_bytes(4, 16, 32, 12, false));
   hw = test_hw_q4(0.5, 1e9);
   zz_hw_device_desc(&hw, 0, false, &d);
-  CU_ASSERT(zz_device_desc_supports(&d, ZZ_OP_LINEAR, ZZ_DTYPE_Q4) && zz_device_desc_supports(&d, ZZ_OP_ATTENTION, ZZ_DTYPE_Q4));
+  CU_ASSERT(zz_device_desc_supports(&d, ZZ_OP_LINEAR, ZZ_DTYPE_Q4) &&
+            zz_device_desc_supports(&d, ZZ_OP_ATTENTION, ZZ_DTYPE_Q4));
   CU_ASSERT_FALSE(zz_device_desc_supports(&d, ZZ_OP_LAYERNORM, ZZ_DTYPE_Q4));
   CU_ASSERT_FALSE(zz_device_desc_supports(&d, ZZ_OP_COUNT, ZZ_DTYPE_F16)); /* out of range: no */
   zz_device_kind k;
@@ -891,7 +914,8 @@ static void test_device_desc(void) {
   CU_ASSERT(live->kind == d.kind && live->compute_dtype == d.compute_dtype && live->memory_is_host);
   CU_ASSERT_EQUAL(live->capacity, (size_t)64 << 20);
   CU_ASSERT_EQUAL(memcmp(live->supports, d.supports, sizeof d.supports), 0);
-  CU_ASSERT(zz_device_supports(dev, ZZ_OP_LINEAR, ZZ_DTYPE_BF16) && zz_device_supports(dev, ZZ_OP_KV_APPEND, ZZ_DTYPE_Q4));
+  CU_ASSERT(zz_device_supports(dev, ZZ_OP_LINEAR, ZZ_DTYPE_BF16) &&
+            zz_device_supports(dev, ZZ_OP_KV_APPEND, ZZ_DTYPE_Q4));
   CU_ASSERT_EQUAL(zz_device_attention_scratch(dev, 4, 16, 32, 12, true),
                   zz_device_desc_attention_scratch(&d, 4, 16, 32, 12, true));
   zz_device_reserve(dev, 100);
@@ -933,7 +957,8 @@ int main(void) {
   CU_add_test(s, "plan: the thread and binding rules", test_plan_threads_binding);
   CU_add_test(s, "device description: the planner's and the live device's", test_device_desc);
   CU_add_test(s, "search: a rounded plan over the shared RAM by less than a layer", test_search_layer_rounding);
-  CU_add_test(s, "search: --cpu-mem bounds the CPU device's shared RAM; partial disk in f32, bf16, 4 bits", test_search_cpu_mem_cap);
+  CU_add_test(s, "search: --cpu-mem bounds the CPU device's shared RAM; partial disk in f32, bf16, 4 bits",
+              test_search_cpu_mem_cap);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failures = CU_get_number_of_failures();

@@ -61,7 +61,7 @@ static void zz_check_case(zz_rng *r, const zz_attn_case *c) {
   const zz_qfmt f = ZZ_QFMT_DEFAULT;
   const size_t qrow = zz_kv_row_bytes(ZZ_DTYPE_Q4, f, c->kv_heads, c->hd);
   unsigned char *kq = malloc((size_t)(c->b * t_max) * qrow), *vq = malloc((size_t)(c->b * t_max) * qrow);
-  int32_t pad[16]; /* b <= 16 in the table below */
+  int32_t pad[16];          /* b <= 16 in the table below */
   zz_fill(r, q, n_q, 3.0f); /* scores up to a few units: a peaked softmax too */
   zz_fill(r, k, n_kv, 1.0f);
   zz_fill(r, v, n_kv, 1.0f);
@@ -75,14 +75,29 @@ static void zz_check_case(zz_rng *r, const zz_attn_case *c) {
   if (c->b >= 3) pad[c->b - 1] = (int32_t)c->t;
   for (int dt = 0; dt < 3; dt++) {
     zz_attn_args a = {.q = q,
-                      .k = dt == 0 ? (const void *)k : dt == 1 ? (const void *)k16 : (const void *)kq,
-                      .v = dt == 0 ? (const void *)v : dt == 1 ? (const void *)v16 : (const void *)vq,
-                      .kv_dt = dt == 0 ? ZZ_DTYPE_F32 : dt == 1 ? ZZ_DTYPE_F16 : ZZ_DTYPE_Q4,
+                      .k = dt == 0   ? (const void *)k
+                           : dt == 1 ? (const void *)k16
+                                     : (const void *)kq,
+                      .v = dt == 0   ? (const void *)v
+                           : dt == 1 ? (const void *)v16
+                                     : (const void *)vq,
+                      .kv_dt = dt == 0   ? ZZ_DTYPE_F32
+                               : dt == 1 ? ZZ_DTYPE_F16
+                                         : ZZ_DTYPE_Q4,
                       .kv_q = f,
-                      .seq_bytes = dt == 2 ? (int64_t)(t_max * qrow) : (int64_t)zz_dtype_nbytes(dt ? ZZ_DTYPE_F16 : ZZ_DTYPE_F32, t_max * kvw),
-                      .b = c->b, .sq = c->sq, .t = c->t, .q_start = c->t - c->sq - c->q_back,
-                      .heads = c->heads, .kv_heads = c->kv_heads, .hd = c->hd, .pad = pad, .keep = 1,
-                      .out = ref, .scratch = scratch};
+                      .seq_bytes = dt == 2 ? (int64_t)(t_max * qrow)
+                                           : (int64_t)zz_dtype_nbytes(dt ? ZZ_DTYPE_F16 : ZZ_DTYPE_F32, t_max * kvw),
+                      .b = c->b,
+                      .sq = c->sq,
+                      .t = c->t,
+                      .q_start = c->t - c->sq - c->q_back,
+                      .heads = c->heads,
+                      .kv_heads = c->kv_heads,
+                      .hd = c->hd,
+                      .pad = pad,
+                      .keep = 1,
+                      .out = ref,
+                      .scratch = scratch};
     zz_cpu_attention_ref(g_pool, &a);
     for (int isa = ZZ_CPU_ISA_PORTABLE; isa <= ZZ_CPU_ISA_AVX512; isa++) {
       if (zz_cpu_isa_set((zz_cpu_isa)isa) != 0) continue; /* this CPU lacks it */
@@ -93,10 +108,10 @@ static void zz_check_case(zz_rng *r, const zz_attn_case *c) {
       const int tol = a.kv_dt == ZZ_DTYPE_F16 && isa == ZZ_CPU_ISA_AVX512;
       int64_t bad = tol ? zz_attn_diff_tol(out, ref, n_q, c->hd) : zz_attn_diff(out, ref, n_q);
       if (bad) {
-        fprintf(stderr, "\nattention %s cache, %s: b %ld sq %ld t %ld heads %ld/%ld hd %ld: %ld of %ld outputs differ%s\n",
-                zz_dtype_name(a.kv_dt), zz_cpu_isa_name((zz_cpu_isa)isa), (long)c->b, (long)c->sq, (long)c->t,
-                (long)c->heads, (long)c->kv_heads, (long)c->hd, (long)bad, (long)n_q,
-                tol ? " beyond the tolerance" : "");
+        fprintf(
+            stderr, "\nattention %s cache, %s: b %ld sq %ld t %ld heads %ld/%ld hd %ld: %ld of %ld outputs differ%s\n",
+            zz_dtype_name(a.kv_dt), zz_cpu_isa_name((zz_cpu_isa)isa), (long)c->b, (long)c->sq, (long)c->t,
+            (long)c->heads, (long)c->kv_heads, (long)c->hd, (long)bad, (long)n_q, tol ? " beyond the tolerance" : "");
         CU_FAIL("fast attention differs from the reference");
       }
       a.out = ref;
@@ -111,19 +126,18 @@ static void test_attn_fast_vs_ref(void) {
   zz_rng_seed(&r, 14, 1);
   /* b, sq, t, heads, kv_heads, hd, q_back */
   const zz_attn_case cases[] = {
-      {1, 1, 1, 1, 1, 64, 0},      /* one key */
-      {2, 1, 17, 4, 4, 64, 0},     /* t not a multiple of 16 */
-      {3, 1, 100, 4, 1, 80, 0},    /* grouped-query 4:1, hd 80 (AVX-512 tail of 0, 5 vectors) */
-      {5, 1, 2100, 8, 2, 128, 0},  /* GQA 4:1 over a long cache */
-      {2, 1, 1023, 2, 2, 80, 0},
-      {4, 1, 513, 6, 3, 72, 0},    /* hd 72: an AVX-512 tail of 8 */
-      {2, 1, 50, 2, 2, 20, 9},     /* hd 20: an AVX2 tail of 4; q_start before the end */
-      {3, 37, 37, 4, 2, 64, 0},    /* prefill with left padding */
-      {2, 5, 300, 4, 4, 128, 0},   /* several query rows over a history */
-      {5, 3, 64, 2, 1, 64, 2},     /* multi-query attention, rows in the future masked */
-      {9, 1, 130, 6, 3, 64, 0},    /* a batch that fills the pool: whole rows (3 KV heads) per task */
-      {2, 1, 40, 20, 20, 16, 0},   /* hd 16 (one vector, no tail); 20 query heads: a block of 16 and 4 */
-      {9, 1, 33, 36, 12, 32, 0},   /* GQA 3:1 with whole rows: 36 query heads per task (16, 16, 4) */
+      {1, 1, 1, 1, 1, 64, 0},     /* one key */
+      {2, 1, 17, 4, 4, 64, 0},    /* t not a multiple of 16 */
+      {3, 1, 100, 4, 1, 80, 0},   /* grouped-query 4:1, hd 80 (AVX-512 tail of 0, 5 vectors) */
+      {5, 1, 2100, 8, 2, 128, 0}, /* GQA 4:1 over a long cache */
+      {2, 1, 1023, 2, 2, 80, 0},  {4, 1, 513, 6, 3, 72, 0}, /* hd 72: an AVX-512 tail of 8 */
+      {2, 1, 50, 2, 2, 20, 9},                              /* hd 20: an AVX2 tail of 4; q_start before the end */
+      {3, 37, 37, 4, 2, 64, 0},                             /* prefill with left padding */
+      {2, 5, 300, 4, 4, 128, 0},                            /* several query rows over a history */
+      {5, 3, 64, 2, 1, 64, 2},                              /* multi-query attention, rows in the future masked */
+      {9, 1, 130, 6, 3, 64, 0},  /* a batch that fills the pool: whole rows (3 KV heads) per task */
+      {2, 1, 40, 20, 20, 16, 0}, /* hd 16 (one vector, no tail); 20 query heads: a block of 16 and 4 */
+      {9, 1, 33, 36, 12, 32, 0}, /* GQA 3:1 with whole rows: 36 query heads per task (16, 16, 4) */
   };
   CU_ASSERT_FATAL(zz_pool_create(2, &g_pool) == 0);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) zz_check_case(&r, &cases[i]);

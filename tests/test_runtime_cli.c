@@ -20,9 +20,19 @@ static void test_keep_count_exact(void) {
     double keep;
     int64_t visible, want;
   } c[] = {
-      {0.1, 10, 1},   {0.1, 11, 2},          {0.1, 17, 2},         {0.1, 20, 2},      {0.3, 10, 3},
-      {0.7, 10, 7},   {0.001, 10, 1},        {1, 10, 10},          {0.5, 1, 1},       {0.999999999, 1000000000, 999999999},
-      {0.123456789, 1000000000000LL, 123456789000LL},              {0.000000001, 3, 1}, {0.6, 5, 3},
+      {0.1, 10, 1},
+      {0.1, 11, 2},
+      {0.1, 17, 2},
+      {0.1, 20, 2},
+      {0.3, 10, 3},
+      {0.7, 10, 7},
+      {0.001, 10, 1},
+      {1, 10, 10},
+      {0.5, 1, 1},
+      {0.999999999, 1000000000, 999999999},
+      {0.123456789, 1000000000000LL, 123456789000LL},
+      {0.000000001, 3, 1},
+      {0.6, 5, 3},
   };
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     int64_t got = zz_attn_keep_count(c[i].keep, c[i].visible);
@@ -48,14 +58,16 @@ static void test_sparsity_option_exact(void) {
   zz_policy_str(&p, line, sizeof line);
   CU_ASSERT_PTR_NOT_NULL(strstr(line, "sparsity=0.1"));
   CU_ASSERT_EQUAL_FATAL(zz_policy_parse(line, &q), ZZ_OK);
-  for (int64_t n = 1; n <= 300; n++) CU_ASSERT_EQUAL(zz_attn_keep_count(q.attn_sparsity, n), zz_attn_keep_count(p.attn_sparsity, n));
+  for (int64_t n = 1; n <= 300; n++)
+    CU_ASSERT_EQUAL(zz_attn_keep_count(q.attn_sparsity, n), zz_attn_keep_count(p.attn_sparsity, n));
 }
 
 /* every decimal of up to 9 places prints as itself: the line fed back keeps as many keys */
 static void test_sparsity_line_round_trip(void) {
   static const char *const in[] = {"0.1234567", "0.123456789", "0.000000001", "0.05", "1", "0.999999999", "2.5e-1"};
   static const char *const out[] = {"sparsity=0.1234567", "sparsity=0.123456789", "sparsity=0.000000001",
-                                    "sparsity=0.05", "sparsity=1", "sparsity=0.999999999", "sparsity=0.25"};
+                                    "sparsity=0.05",      "sparsity=1",           "sparsity=0.999999999",
+                                    "sparsity=0.25"};
   for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
     char text[64], line[256];
     zz_policy p, q;
@@ -74,8 +86,8 @@ static void test_sparsity_line_round_trip(void) {
 }
 
 static void test_sparsity_refused(void) {
-  static const char *const bad[] = {"0", "0.0", "1.5", "-0.1", "0.1234567891", "1e-10", "nan", "inf", "", ".",
-                                    "0.1x", " 0.1", "1e", "0x1p-3", "1e400", "0.5e"};
+  static const char *const bad[] = {"0", "0.0", "1.5",  "-0.1", "0.1234567891", "1e-10",  "nan",   "inf",
+                                    "",  ".",   "0.1x", " 0.1", "1e",           "0x1p-3", "1e400", "0.5e"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     double x = -1;
     zz_status st = zz_sparsity_parse(bad[i], "--attn-sparsity ", &x);
@@ -113,11 +125,20 @@ static void test_layers_parse(void) {
     int ranks;
     const char *says;
   } bad[] = {
-      {"5;", 2, "';' is left over"},  {"5;", 3, "separated by commas"}, {"5", 3, "separated by commas; found 1"},
-      {"5,", 3, "not a number"},      {"", 2, "not a number"},          {" 3", 2, "not a number"},
-      {"+3", 2, "not a number"},      {"3,,4", 3, "not a number"},      {"5,4", 3, "increasing cut points"},
-      {"8", 2, "increasing"},         {"0", 2, "increasing"},           {"99999999999999999999", 2, "increasing"},
-      {"1,2,3", 3, "',3' is left over"}, {"3", 1, "want exactly 0 cut points for 1 rank"},
+      {"5;", 2, "';' is left over"},
+      {"5;", 3, "separated by commas"},
+      {"5", 3, "separated by commas; found 1"},
+      {"5,", 3, "not a number"},
+      {"", 2, "not a number"},
+      {" 3", 2, "not a number"},
+      {"+3", 2, "not a number"},
+      {"3,,4", 3, "not a number"},
+      {"5,4", 3, "increasing cut points"},
+      {"8", 2, "increasing"},
+      {"0", 2, "increasing"},
+      {"99999999999999999999", 2, "increasing"},
+      {"1,2,3", 3, "',3' is left over"},
+      {"3", 1, "want exactly 0 cut points for 1 rank"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     /* exactly the text's bytes: a read past its end is AddressSanitizer's to see */
@@ -171,7 +192,8 @@ static void test_option_applies_to_command(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(said, "--attn-threads does not apply to plan"));
   const char *fine[] = {"zigzag", "bench", "--gen-len", "5", "--prompt-len", "9", "--json", "--threads", "2", NULL};
   CU_ASSERT_EQUAL(zz_parse_said(fine, said, sizeof said), 0);
-  const char *prof[] = {"zigzag", "profile", "--out", "x.json", "--profile-seconds", "2", "--cpu-isa", "portable", NULL};
+  const char *prof[] = {"zigzag", "profile",   "--out",    "x.json", "--profile-seconds",
+                        "2",      "--cpu-isa", "portable", NULL};
   CU_ASSERT_EQUAL(zz_parse_said(prof, said, sizeof said), 0);
   const char *unknown[] = {"zigzag", "frobnicate", "--gen-len", "5", NULL}; /* main names the command */
   CU_ASSERT_EQUAL(zz_parse_said(unknown, said, sizeof said), 0);
@@ -181,8 +203,8 @@ static void test_pipeline_options_need_mpirun(void) {
   char said[1024];
   unsetenv("OMPI_COMM_WORLD_SIZE");
   unsetenv("PMI_SIZE");
-  static const char *const opt[][2] = {{"--layers", "3"}, {"--comm", "mpi"}, {"--num-inner-iterations", "2"},
-                                       {"--peer-timeout", "9"}};
+  static const char *const opt[][2] = {
+      {"--layers", "3"}, {"--comm", "mpi"}, {"--num-inner-iterations", "2"}, {"--peer-timeout", "9"}};
   for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
     const char *args[] = {"zigzag", "generate", opt[i][0], opt[i][1], NULL};
     CU_ASSERT_EQUAL(zz_parse_said(args, said, sizeof said), 2);
@@ -270,7 +292,8 @@ void zz_test_cli_register(void) {
   CU_add_test(s, "a policy line's sparsity reads back to the same kept counts", test_sparsity_line_round_trip);
   CU_add_test(s, "sparsity: more than 9 places, out of (0, 1], not a decimal: refused", test_sparsity_refused);
   CU_add_test(s, "--layers: cut points read exactly, each refusal names what is wrong", test_layers_parse);
-  CU_add_test(s, "an option given to a command it does not apply to is refused, naming both", test_option_applies_to_command);
+  CU_add_test(s, "an option given to a command it does not apply to is refused, naming both",
+              test_option_applies_to_command);
   CU_add_test(s, "--layers, --comm, ... outside mpirun: refused, not ignored", test_pipeline_options_need_mpirun);
   CU_add_test(s, "a bad ZZ_* value is an error naming the variable (was a warning)", test_bad_environment_is_an_error);
   CU_add_test(s, "--cpu-isa / ZZ_CPU_ISA: a row of the table, checked against this CPU", test_cpu_isa_option);

@@ -73,7 +73,8 @@ static void test_fuzz_safetensors(void) {
       for (int l = 0; l < m.n_layers && st == ZZ_OK; l++)
         for (int w = 0; w < m.layers[l].n_weights && st == ZZ_OK; w++) {
           const zz_weight_spec *s = &m.layers[l].weights[w];
-          if (s->ndim) st = zz_checkpoint_read(ck, s->name, ZZ_DTYPE_F32, dst, s->shape[0] * (s->ndim > 1 ? s->shape[1] : 1));
+          if (s->ndim)
+            st = zz_checkpoint_read(ck, s->name, ZZ_DTYPE_F32, dst, s->shape[0] * (s->ndim > 1 ? s->shape[1] : 1));
         }
     if (st == ZZ_OK) loaded++;
     else {
@@ -100,7 +101,9 @@ static void zz_fuzz_text_in(const char *fixture, const char *name, int iters, zz
   snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
   snprintf(path, sizeof path, "%s/%s", dir, name);
   /* the tokenizer needs both of its files */
-  const char *pair = strcmp(name, "vocab.json") == 0 ? "merges.txt" : strcmp(name, "merges.txt") == 0 ? "vocab.json" : NULL;
+  const char *pair = strcmp(name, "vocab.json") == 0   ? "merges.txt"
+                     : strcmp(name, "merges.txt") == 0 ? "vocab.json"
+                                                       : NULL;
   if (pair) {
     char psrc[4096];
     size_t pl;

@@ -40,8 +40,8 @@ static void zz_ref(const float *x, const float *w, const float *b, int64_t n, in
 
 static const int64_t g_shapes[][3] = {
     /* n, in, out */
-    {1, 1, 1},     {1, 7, 5},     {2, 16, 4},   {3, 33, 9},    {4, 64, 64},    {5, 100, 65},
-    {7, 31, 130},  {16, 1023, 17}, {17, 1025, 70}, {33, 2049, 19}, {64, 4099, 8}, {130, 96, 67},
+    {1, 1, 1},    {1, 7, 5},      {2, 16, 4},     {3, 33, 9},     {4, 64, 64},   {5, 100, 65},
+    {7, 31, 130}, {16, 1023, 17}, {17, 1025, 70}, {33, 2049, 19}, {64, 4099, 8}, {130, 96, 67},
 };
 
 static void zz_check_gemm(zz_dtype w_dt, bool portable) {
@@ -75,8 +75,9 @@ static void zz_check_gemm(zz_dtype w_dt, bool portable) {
         zz_ref(x, w, relu ? b : NULL, n, in, out, relu, ref);
         zz_cpu_linear(x, n, in, w, relu ? b : NULL, out, blas, relu);
         double eb = zz_rel(y, blas, n * out);
-        if (!(eb < 1e-5)) printf("\n  f32 n=%lld in=%lld out=%lld relu=%d: %.3g vs sgemm\n", (long long)n,
-                                 (long long)in, (long long)out, relu, eb);
+        if (!(eb < 1e-5))
+          printf("\n  f32 n=%lld in=%lld out=%lld relu=%d: %.3g vs sgemm\n", (long long)n, (long long)in,
+                 (long long)out, relu, eb);
         CU_ASSERT(eb < 1e-5);
       }
       double e = zz_rel(y, ref, n * out);
@@ -157,7 +158,7 @@ static int zz_isas_here(zz_cpu_isa out[2]) {
  * in with tails past the last whole 8 and past the last whole group, out with
  * tails past the 4-row panel and the 64-row chunk. */
 static const int64_t g_qshapes[][3] = {
-    {1, 64, 4},   {1, 4096, 67}, {2, 100, 9},  {3, 131, 5},  {4, 256, 64},
+    {1, 64, 4},    {1, 4096, 67}, {2, 100, 9},  {3, 131, 5},   {4, 256, 64},
     {5, 1000, 13}, {7, 72, 130},  {13, 520, 7}, {16, 333, 21}, {16, 2048, 66},
 };
 

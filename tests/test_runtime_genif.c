@@ -44,8 +44,9 @@ static void test_chat_fixtures(void) {
     if (want) {
       bool same = st == ZZ_OK && strcmp(out, want) == 0;
       if (!same)
-        fprintf(stderr, "\n%s case %zu: %s\n got: [%s]\nwant: [%s]\n", json_string_value(json_object_get(c, "template")),
-                i, st == ZZ_OK ? "differs" : zz_error_message(), out ? out : "", want);
+        fprintf(stderr, "\n%s case %zu: %s\n got: [%s]\nwant: [%s]\n",
+                json_string_value(json_object_get(c, "template")), i, st == ZZ_OK ? "differs" : zz_error_message(),
+                out ? out : "", want);
       CU_ASSERT(same);
       rendered += same;
     } else { /* the template's raise_exception: a refusal carrying its message */
@@ -171,7 +172,8 @@ static void test_line_keys(void) {
     bool openai;
     const char *err; /* NULL: accepted */
   } cases[] = {
-      {"{\"prompt\": \"a\", \"temperature\": 0.5, \"top_k\": 3, \"n\": 2, \"stop\": [\"x\", \"y\"], \"logprobs\": 2}", false, NULL},
+      {"{\"prompt\": \"a\", \"temperature\": 0.5, \"top_k\": 3, \"n\": 2, \"stop\": [\"x\", \"y\"], \"logprobs\": 2}",
+       false, NULL},
       {"{\"prompt\": \"a\", \"max_tokens\": 3}", false, "\"max_tokens\" is not a key"},
       {"{\"prompt\": \"a\", \"top_p\": 0}", false, "top_p = 0 is outside (0, 1]"},
       {"{\"prompt\": \"a\", \"n\": 0}", false, "n = 0 is outside [1, 128]"},
@@ -181,7 +183,8 @@ static void test_line_keys(void) {
        "[{\"role\": \"user\", \"content\": \"hi\"}], \"max_completion_tokens\": 4, \"logprobs\": true, \"top_logprobs\": 2}}",
        true, NULL},
       {"{\"custom_id\": \"x\", \"url\": \"/v1/chat/completions\", \"body\": {\"messages\": [{\"role\": \"user\", "
-       "\"content\": \"hi\"}], \"top_logprobs\": 2}}", true, "body.top_logprobs needs body.logprobs true"},
+       "\"content\": \"hi\"}], \"top_logprobs\": 2}}",
+       true, "body.top_logprobs needs body.logprobs true"},
       {"{\"custom_id\": \"x\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"hi\", \"stream\": true}}", true,
        "body.stream other than false is not supported"},
       {"{\"custom_id\": \"x\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": [\"a\", \"b\"]}}", true,

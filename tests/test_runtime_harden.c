@@ -53,11 +53,21 @@ static void test_options_overlong_percent(void) {
 
 static void test_options_ranges(void) {
   static const char *const bad[][2] = {
-      {"--num-gpu-batches", "178956971"}, {"--num-gpu-batches", "0"},       {"--gpu-batch-size", "4294967297"},
-      {"--threads", "100000"},            {"--max-new-tokens", "0"},        {"--top-p", "0"},
-      {"--top-p", "nan"},                 {"--temperature", "inf"},         {"--attn-sparsity", "nan"},
-      {"--seed", "-1"},                   {"--prompt-len", "99999999999"},  {"--gpu-mem", "lots"},
-      {"--policy", "gbs=2 num_gb=110737418"}, {"--policy", "gbs=4294967297"}, {"--policy", "w=nan,0"},
+      {"--num-gpu-batches", "178956971"},
+      {"--num-gpu-batches", "0"},
+      {"--gpu-batch-size", "4294967297"},
+      {"--threads", "100000"},
+      {"--max-new-tokens", "0"},
+      {"--top-p", "0"},
+      {"--top-p", "nan"},
+      {"--temperature", "inf"},
+      {"--attn-sparsity", "nan"},
+      {"--seed", "-1"},
+      {"--prompt-len", "99999999999"},
+      {"--gpu-mem", "lots"},
+      {"--policy", "gbs=2 num_gb=110737418"},
+      {"--policy", "gbs=4294967297"},
+      {"--policy", "w=nan,0"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *args[] = {"zigzag", "bench", bad[i][0], bad[i][1]};
@@ -67,7 +77,8 @@ static void test_options_ranges(void) {
   }
   const char *nan6[] = {"zigzag", "bench", "--percent", "nan", "0", "100", "0", "100", "0"};
   CU_ASSERT_EQUAL(zz_parse_args(9, nan6), 2);
-  const char *edge[] = {"zigzag", "bench", "--num-gpu-batches", "4096", "--gpu-batch-size", "65536", "--threads", "1024"};
+  const char *edge[] = {"zigzag",           "bench", "--num-gpu-batches", "4096",
+                        "--gpu-batch-size", "65536", "--threads",         "1024"};
   CU_ASSERT_EQUAL(zz_parse_args(8, edge), 0);
 }
 

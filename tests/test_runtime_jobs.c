@@ -19,7 +19,8 @@ static void test_reader(void) {
   char dir[4096], path[4200];
   snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
   snprintf(path, sizeof path, "%s/p.jsonl", dir);
-  const char *text = "{\"id\": \"a\", \"prompt\": \"Hello\"}\n\n{\"input_ids\": [2, 5, 9], \"id\": 7}\n{\"prompt\": \"x\"}\n";
+  const char *text =
+      "{\"id\": \"a\", \"prompt\": \"Hello\"}\n\n{\"input_ids\": [2, 5, 9], \"id\": 7}\n{\"prompt\": \"x\"}\n";
   zz_test_write_file(path, text, strlen(text));
   zz_prompt_reader *r;
   CU_ASSERT_FATAL(zz_prompt_reader_open(path, &r) == ZZ_OK);
@@ -59,7 +60,8 @@ static void test_reader(void) {
     CU_ASSERT_FATAL(zz_prompt_reader_open(path, &r) == ZZ_OK);
     CU_ASSERT_EQUAL(zz_prompt_reader_next(r, &p, &got), ZZ_ERR_FORMAT);
     CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), bad[i].needle));
-    if (!strstr(zz_error_message(), bad[i].needle)) fprintf(stderr, "\n'%s' lacks '%s'\n", zz_error_message(), bad[i].needle);
+    if (!strstr(zz_error_message(), bad[i].needle))
+      fprintf(stderr, "\n'%s' lacks '%s'\n", zz_error_message(), bad[i].needle);
     zz_prompt_reader_close(r);
   }
   unlink(path);

@@ -55,8 +55,9 @@ static void test_f16_widen_paths(void) {
         bad += memcmp(&f[i], &want, sizeof want) != 0;
       }
       CU_ASSERT_EQUAL(bad, 0);
-      if (bad) fprintf(stderr, "f16 widen: %s offset %lld: %lld values differ\n", zz_cpu_isa_name((zz_cpu_isa)isa),
-                       (long long)off, (long long)bad);
+      if (bad)
+        fprintf(stderr, "f16 widen: %s offset %lld: %lld values differ\n", zz_cpu_isa_name((zz_cpu_isa)isa),
+                (long long)off, (long long)bad);
     }
   }
   zz_cpu_isa_set(keep);
@@ -95,8 +96,9 @@ static void test_f16_narrow_paths(void) {
       int64_t bad = 0;
       for (int64_t i = off; i < n - off % 2; i++) bad += h[i] != zz_f32_to_f16(f[i]);
       CU_ASSERT_EQUAL(bad, 0);
-      if (bad) fprintf(stderr, "f16 narrow: %s offset %lld: %lld values differ\n", zz_cpu_isa_name((zz_cpu_isa)isa),
-                       (long long)off, (long long)bad);
+      if (bad)
+        fprintf(stderr, "f16 narrow: %s offset %lld: %lld values differ\n", zz_cpu_isa_name((zz_cpu_isa)isa),
+                (long long)off, (long long)bad);
     }
   }
   zz_cpu_isa_set(keep);
@@ -116,8 +118,8 @@ static void test_f16_roundtrip(void) {
   CU_ASSERT_EQUAL(bad, 0);
   /* rounding: nearest, ties to even; overflow to infinity; tiny to subnormals */
   CU_ASSERT_EQUAL(zz_f32_to_f16(1.0f), 0x3c00);
-  CU_ASSERT_EQUAL(zz_f32_to_f16(1.0f + 0x1p-11f), 0x3c00);      /* tie → even */
-  CU_ASSERT_EQUAL(zz_f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);  /* tie → even (up) */
+  CU_ASSERT_EQUAL(zz_f32_to_f16(1.0f + 0x1p-11f), 0x3c00);     /* tie → even */
+  CU_ASSERT_EQUAL(zz_f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02); /* tie → even (up) */
   CU_ASSERT_EQUAL(zz_f32_to_f16(65504.0f), 0x7bff);
   CU_ASSERT_EQUAL(zz_f32_to_f16(70000.0f), 0x7c00);
   CU_ASSERT_EQUAL(zz_f32_to_f16(-0x1p-24f), 0x8001);
@@ -208,8 +210,8 @@ static void test_layernorm(void) {
 }
 
 /* Naive attention with an explicit mask matrix, the contract of zz_kernels.h. */
-static void zz_ref_attention(const float *q, const float *k, const float *v, int64_t kv_stride, int64_t b,
-                             int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
+static void zz_ref_attention(const float *q, const float *k, const float *v, int64_t kv_stride, int64_t b, int64_t sq,
+                             int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
                              const int32_t *pad, float *out) {
   int64_t h = heads * hd, kvw = kv_heads * hd;
   double *p = malloc((size_t)t * sizeof *p);
@@ -221,7 +223,8 @@ static void zz_ref_attention(const float *q, const float *k, const float *v, int
         for (int64_t j = 0; j < t; j++) {
           bool vis = j >= pad[i] && j <= q_start + r;
           double s = 0;
-          for (int64_t d = 0; d < hd; d++) s += (double)qr[d] * k[i * kv_stride + j * kvw + hh / (heads / kv_heads) * hd + d];
+          for (int64_t d = 0; d < hd; d++)
+            s += (double)qr[d] * k[i * kv_stride + j * kvw + hh / (heads / kv_heads) * hd + d];
           p[j] = vis ? s / sqrt((double)hd) : -INFINITY;
           if (p[j] > mx) mx = p[j];
         }
@@ -240,12 +243,16 @@ static void test_attention(void) {
   zz_rng_seed(&r, 3, 0);
   /* prefill (sq = t) with left padding, and decode (sq = 1) over a longer cache */
   /* the last two: grouped-query attention (2 and 6 query heads per K/V head) */
-  const int64_t cases[][6] = {/* b, sq, t, heads, hd, kv_heads */ {3, 9, 9, 2, 8, 2}, {2, 1, 13, 4, 16, 4},
-                              {1, 5, 5, 1, 4, 1}, {3, 7, 7, 4, 8, 2}, {3, 1, 11, 6, 8, 1}};
+  const int64_t cases[][6] = {/* b, sq, t, heads, hd, kv_heads */ {3, 9, 9, 2, 8, 2},
+                              {2, 1, 13, 4, 16, 4},
+                              {1, 5, 5, 1, 4, 1},
+                              {3, 7, 7, 4, 8, 2},
+                              {3, 1, 11, 6, 8, 1}};
   for (size_t c = 0; c < 5; c++) {
     int64_t b = cases[c][0], sq = cases[c][1], t = cases[c][2], heads = cases[c][3], hd = cases[c][4];
     int64_t kvh = cases[c][5], h = heads * hd, t_max = t + 3, q_start = t - sq, kvw = kvh * hd;
-    float *q = zz_rand_vec(&r, b * sq * h), *k = zz_rand_vec(&r, b * t_max * kvw), *v = zz_rand_vec(&r, b * t_max * kvw);
+    float *q = zz_rand_vec(&r, b * sq * h), *k = zz_rand_vec(&r, b * t_max * kvw),
+          *v = zz_rand_vec(&r, b * t_max * kvw);
     float *out = malloc((size_t)(b * sq * h) * sizeof *out), *ref = malloc((size_t)(b * sq * h) * sizeof *ref);
     float *scratch = malloc(zz_cpu_attention_scratch(b, heads, t) * sizeof(float));
     int32_t pad[3] = {0, 2, 4};
@@ -307,11 +314,14 @@ static double zz_ref_inv_freq(const zz_rope *r, int64_t i, int64_t hd) {
 static void test_rope(void) {
   zz_rng r;
   zz_rng_seed(&r, 6, 0);
-  const zz_rope ropes[3] = {
-      {.type = ZZ_ROPE_DEFAULT, .theta = 10000, .factor = 1},
-      {.type = ZZ_ROPE_LINEAR, .theta = 10000, .factor = 4},
-      {.type = ZZ_ROPE_LLAMA3, .theta = 500000, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
-       .original_max_pos = 64}};
+  const zz_rope ropes[3] = {{.type = ZZ_ROPE_DEFAULT, .theta = 10000, .factor = 1},
+                            {.type = ZZ_ROPE_LINEAR, .theta = 10000, .factor = 4},
+                            {.type = ZZ_ROPE_LLAMA3,
+                             .theta = 500000,
+                             .factor = 8,
+                             .low_freq_factor = 1,
+                             .high_freq_factor = 4,
+                             .original_max_pos = 64}};
   int64_t n = 5, heads = 3, hd = 32, w = heads * hd;
   int32_t pos[5] = {0, 1, 7, 63, 1000};
   for (int c = 0; c < 3; c++) {
@@ -360,8 +370,8 @@ static void test_rows_and_append(void) {
   float cache[2 * 4 * 3] = {0}, x[2 * 2 * 3];
   for (int i = 0; i < 12; i++) x[i] = (float)(i + 1);
   zz_cpu_kv_append(x, 2, 2, 3, cache, 4 * 3, 1);
-  CU_ASSERT_EQUAL(cache[3], 1);     /* seq 0, pos 1 */
-  CU_ASSERT_EQUAL(cache[8], 6);     /* seq 0, pos 2, last */
+  CU_ASSERT_EQUAL(cache[3], 1);      /* seq 0, pos 1 */
+  CU_ASSERT_EQUAL(cache[8], 6);      /* seq 0, pos 2, last */
   CU_ASSERT_EQUAL(cache[12 + 3], 7); /* seq 1, pos 1 */
   CU_ASSERT_EQUAL(cache[0], 0);
   CU_ASSERT_EQUAL(cache[12 + 9], 0);

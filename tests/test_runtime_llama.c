@@ -112,7 +112,8 @@ static void test_golden_compressed(void) {
       for (int i = 0; same && i < base.prompts; i++)
         same = got.n_tokens[i] == base.n_tokens[i] &&
                memcmp(got.tokens[i], base.tokens[i], (size_t)base.n_tokens[i] * sizeof(int32_t)) == 0;
-      if (!same) fprintf(stderr, "\n%s '%s': tokens differ from the all-in-memory compressed run\n", rows[x].name, line);
+      if (!same)
+        fprintf(stderr, "\n%s '%s': tokens differ from the all-in-memory compressed run\n", rows[x].name, line);
       CU_ASSERT(same);
     }
   }
@@ -137,8 +138,8 @@ static void test_presets_numel(void) {
     CU_ASSERT_STRING_EQUAL(c.model_type, "llama");
     CU_ASSERT_FATAL(zz_model_init(&c, &m) == ZZ_OK);
     int64_t n = zz_model_numel(&m);
-    if (n != want[i].params) fprintf(stderr, "\n%s: %lld weights, transformers %lld\n", want[i].name, (long long)n,
-                                     (long long)want[i].params);
+    if (n != want[i].params)
+      fprintf(stderr, "\n%s: %lld weights, transformers %lld\n", want[i].name, (long long)n, (long long)want[i].params);
     CU_ASSERT_EQUAL(n, want[i].params);
     zz_model_free(&m);
   }
@@ -171,8 +172,9 @@ static zz_status zz_load_text(const char *text) {
   return st;
 }
 
-#define ZZ_LL_BASE "\"model_type\": \"llama\", \"vocab_size\": 256, \"hidden_size\": 64, \"intermediate_size\": 96, " \
-                   "\"num_hidden_layers\": 2, \"num_attention_heads\": 4"
+#define ZZ_LL_BASE                                                                                                     \
+  "\"model_type\": \"llama\", \"vocab_size\": 256, \"hidden_size\": 64, \"intermediate_size\": 96, "                   \
+  "\"num_hidden_layers\": 2, \"num_attention_heads\": 4"
 
 static void test_config_errors(void) {
   CU_ASSERT_EQUAL(zz_load_text("{" ZZ_LL_BASE ", \"num_key_value_heads\": 2, \"eos_token_id\": [2, 5]}"), ZZ_OK);
@@ -193,7 +195,8 @@ static void test_config_errors(void) {
       {"{" ZZ_LL_BASE ", \"mlp_bias\": true}", ZZ_ERR_UNSUPPORTED, "mlp_bias"},
       {"{" ZZ_LL_BASE ", \"head_dim\": 7}", ZZ_ERR_FORMAT, "head_dim 7 must be even"},
       {"{" ZZ_LL_BASE ", \"eos_token_id\": []}", ZZ_ERR_FORMAT, "empty list"},
-      {"{" ZZ_LL_BASE ", \"bos_token_id\": 256}", ZZ_ERR_FORMAT, "\"bos_token_id\" = 256 must be an integer in [0, 255]"},
+      {"{" ZZ_LL_BASE ", \"bos_token_id\": 256}", ZZ_ERR_FORMAT,
+       "\"bos_token_id\" = 256 must be an integer in [0, 255]"},
       {"{\"model_type\": \"llama\", \"vocab_size\": 256}", ZZ_ERR_FORMAT, "\"hidden_size\" is missing"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -240,7 +243,7 @@ static void test_config_transformers5(void) {
 static void test_eos_lists(void) {
   static const struct {
     const char *name;
-    int64_t n0;          /* prompt 0's new tokens */
+    int64_t n0; /* prompt 0's new tokens */
   } cases[] = {{"tiny-llama-eos-gen", 3}, {"tiny-llama-eos-cfg", 4}};
   static const int32_t want0[] = {66, 1, 182, 81};
   static const int64_t want_n[] = {-1, 3, 8, 7}; /* the other prompts: as without the lists */
@@ -260,7 +263,8 @@ static void test_eos_lists(void) {
 static void test_config_ranges(void) {
   static const char *const good[] = {
       "{" ZZ_LL_BASE ", \"max_position_embeddings\": 4096.0, \"rope_theta\": 500000}",
-      "{" ZZ_LL_BASE ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0}, \"dtype\": \"bfloat16\"}",
+      "{" ZZ_LL_BASE
+      ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0}, \"dtype\": \"bfloat16\"}",
       "{" ZZ_LL_BASE ", \"rope_parameters\": {\"rope_type\": \"linear\", \"rope_theta\": 10000.0, \"factor\": 2.0}, "
       "\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2}, \"rope_theta\": 10000}",
       "{" ZZ_LL_BASE ", \"torch_dtype\": \"float16\", \"dtype\": \"float16\", \"pad_token_id\": null}",
@@ -278,17 +282,20 @@ static void test_config_ranges(void) {
   } bad[] = {
       {"{" ZZ_LL_BASE ", \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 1e-40}}", ZZ_ERR_FORMAT,
        "config.json: rope_scaling: \"factor\" = 1e-40 is out of range"},
-      {"{" ZZ_LL_BASE ", \"rope_theta\": 1e-300}", ZZ_ERR_FORMAT, "config.json: \"rope_theta\" = 1e-300 is out of range"},
-      {"{" ZZ_LL_BASE ", \"rms_norm_eps\": 1e-40}", ZZ_ERR_FORMAT, "config.json: \"rms_norm_eps\" = 1e-40 is out of range"},
+      {"{" ZZ_LL_BASE ", \"rope_theta\": 1e-300}", ZZ_ERR_FORMAT,
+       "config.json: \"rope_theta\" = 1e-300 is out of range"},
+      {"{" ZZ_LL_BASE ", \"rms_norm_eps\": 1e-40}", ZZ_ERR_FORMAT,
+       "config.json: \"rms_norm_eps\" = 1e-40 is out of range"},
       {"{" ZZ_LL_BASE ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 1, "
-       "\"high_freq_factor\": 4, \"original_max_position_embeddings\": 0}}", ZZ_ERR_FORMAT,
-       "\"original_max_position_embeddings\" = 0 must be an integer in [1, "},
+       "\"high_freq_factor\": 4, \"original_max_position_embeddings\": 0}}",
+       ZZ_ERR_FORMAT, "\"original_max_position_embeddings\" = 0 must be an integer in [1, "},
       {"{" ZZ_LL_BASE ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 1e300, "
-       "\"high_freq_factor\": 4, \"original_max_position_embeddings\": 8}}", ZZ_ERR_FORMAT,
-       "\"low_freq_factor\" = 1e+300 is out of range"},
+       "\"high_freq_factor\": 4, \"original_max_position_embeddings\": 8}}",
+       ZZ_ERR_FORMAT, "\"low_freq_factor\" = 1e+300 is out of range"},
       {"{" ZZ_LL_BASE ", \"max_position_embeddings\": 0}", ZZ_ERR_FORMAT, "\"max_position_embeddings\" = 0 must be"},
       {"{\"model_type\": \"llama\", \"vocab_size\": 1e30}", ZZ_ERR_FORMAT, "\"vocab_size\" = 1e+30 must be an integer"},
-      {"{\"model_type\": \"llama\", \"vocab_size\": 256, \"hidden_size\": 64.5}", ZZ_ERR_FORMAT, "\"hidden_size\" = 64.5 must be an integer"},
+      {"{\"model_type\": \"llama\", \"vocab_size\": 256, \"hidden_size\": 64.5}", ZZ_ERR_FORMAT,
+       "\"hidden_size\" = 64.5 must be an integer"},
       {"{" ZZ_LL_BASE ", \"num_key_value_heads\": 8}", ZZ_ERR_FORMAT, "\"num_key_value_heads\" = 8 must be"},
       {"{" ZZ_LL_BASE ", \"rope_parameters\": {\"rope_type\": \"yarn\", \"rope_theta\": 10000.0, \"factor\": 4.0}}",
        ZZ_ERR_UNSUPPORTED, "rope_parameters: rope_type \"yarn\" is not supported"},
@@ -300,7 +307,8 @@ static void test_config_ranges(void) {
        "rope_parameters: \"rope_theta\" = 1e-300 is out of range"},
       {"{" ZZ_LL_BASE ", \"rope_parameters\": {\"rope_type\": \"linear\", \"rope_theta\": 10000.0, \"factor\": 1e-40}}",
        ZZ_ERR_FORMAT, "rope_parameters: \"factor\" = 1e-40 is out of range"},
-      {"{" ZZ_LL_BASE ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 500000.0}, \"rope_theta\": 10000}",
+      {"{" ZZ_LL_BASE
+       ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 500000.0}, \"rope_theta\": 10000}",
        ZZ_ERR_FORMAT, "disagree"},
       {"{" ZZ_LL_BASE ", \"rope_parameters\": 5}", ZZ_ERR_FORMAT, "\"rope_parameters\" must be an object"},
       {"{" ZZ_LL_BASE ", \"partial_rotary_factor\": 0.5}", ZZ_ERR_UNSUPPORTED, "partial_rotary_factor 0.5"},
@@ -333,7 +341,8 @@ static void test_generation_config_errors(void) {
     zz_status st;
     const char *needle;
   } cases[] = {
-      {"{\"eos_token_id\": [2, 7], \"max_length\": 1000000000000000019884624838656, \"temperature\": 0.6}", ZZ_OK, NULL},
+      {"{\"eos_token_id\": [2, 7], \"max_length\": 1000000000000000019884624838656, \"temperature\": 0.6}", ZZ_OK,
+       NULL},
       {"{\"eos_token_id\": null}", ZZ_OK, NULL},
       {"{\"eos_token_id\": [2, 256]}", ZZ_ERR_FORMAT, "generation_config.json: \"eos_token_id\" must be an id"},
       {"{\"eos_token_id\": []}", ZZ_ERR_FORMAT, "generation_config.json: \"eos_token_id\" is an empty list"},
@@ -346,8 +355,8 @@ static void test_generation_config_errors(void) {
     zz_config c;
     zz_status st = zz_config_load(dir, &c);
     bool ok = st == cases[i].st && (!cases[i].needle || strstr(zz_error_message(), cases[i].needle));
-    if (!ok) fprintf(stderr, "\ngeneration_config %s: got %s '%s'\n", cases[i].json, zz_status_str(st),
-                     zz_error_message());
+    if (!ok)
+      fprintf(stderr, "\ngeneration_config %s: got %s '%s'\n", cases[i].json, zz_status_str(st), zz_error_message());
     CU_ASSERT(ok);
   }
   unlink(path);

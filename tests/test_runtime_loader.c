@@ -47,15 +47,24 @@ static void test_malformed_safetensors(void) {
   /* truncated data: offsets past the end */
   CU_ASSERT_EQUAL(zz_open_expect(dir, good, 20, "a.weight"), ZZ_ERR_FORMAT);
   /* byte count disagrees with shape */
-  CU_ASSERT_EQUAL(zz_open_expect(dir, "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,24]}}", 24, "a.weight"), ZZ_ERR_FORMAT);
+  CU_ASSERT_EQUAL(
+      zz_open_expect(dir, "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,24]}}", 24, "a.weight"),
+      ZZ_ERR_FORMAT);
   /* unknown dtype */
-  CU_ASSERT_EQUAL(zz_open_expect(dir, "{\"a.weight\":{\"dtype\":\"F12\",\"shape\":[2],\"data_offsets\":[0,3]}}", 3, "F12"), ZZ_ERR_FORMAT);
+  CU_ASSERT_EQUAL(
+      zz_open_expect(dir, "{\"a.weight\":{\"dtype\":\"F12\",\"shape\":[2],\"data_offsets\":[0,3]}}", 3, "F12"),
+      ZZ_ERR_FORMAT);
   /* not JSON, not an object, missing fields, negative offsets */
   CU_ASSERT_EQUAL(zz_open_expect(dir, "{\"a\":", 0, "JSON"), ZZ_ERR_FORMAT);
   CU_ASSERT_EQUAL(zz_open_expect(dir, "[1,2]", 0, "object"), ZZ_ERR_FORMAT);
-  CU_ASSERT_EQUAL(zz_open_expect(dir, "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4, "a.weight"), ZZ_ERR_FORMAT);
-  CU_ASSERT_EQUAL(zz_open_expect(dir, "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-4,0]}}", 4, "a.weight"), ZZ_ERR_FORMAT);
-  CU_ASSERT_EQUAL(zz_open_expect(dir, "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, "a.weight"), ZZ_ERR_FORMAT);
+  CU_ASSERT_EQUAL(zz_open_expect(dir, "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4, "a.weight"),
+                  ZZ_ERR_FORMAT);
+  CU_ASSERT_EQUAL(
+      zz_open_expect(dir, "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-4,0]}}", 4, "a.weight"),
+      ZZ_ERR_FORMAT);
+  CU_ASSERT_EQUAL(
+      zz_open_expect(dir, "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, "a.weight"),
+      ZZ_ERR_FORMAT);
 
   /* an integer tensor where the config needs floats: opened, refused by name */
   zz_write_st(dir, "{\"a.weight\":{\"dtype\":\"I64\",\"shape\":[3],\"data_offsets\":[0,24]}}", 24);
@@ -154,7 +163,8 @@ static void test_bad_configs(void) {
       {"{\"model_type\": \"llama2000\"}", "llama2000"},
       {"{\"model_type\": \"opt\", \"hidden_size\": 64}", "vocab_size"},
       {"{\"model_type\": \"opt\", \"vocab_size\": 10, \"hidden_size\": 30, \"ffn_dim\": 4, \"num_hidden_layers\": 1, "
-       "\"num_attention_heads\": 4}", "multiple"},
+       "\"num_attention_heads\": 4}",
+       "multiple"},
       {"{\"model_type\": \"opt\", \"vocab_size\": \"x\"}", "vocab_size"},
       {"[]", "not a JSON object"},
   };
@@ -202,13 +212,15 @@ static void test_opt_config_ranges(void) {
   char dir[4096], path[4200];
   snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
   snprintf(path, sizeof path, "%s/config.json", dir);
-#define ZZ_OPT_BASE "\"model_type\": \"opt\", \"vocab_size\": 64, \"hidden_size\": 32, \"ffn_dim\": 64, " \
-                    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4"
+#define ZZ_OPT_BASE                                                                                                    \
+  "\"model_type\": \"opt\", \"vocab_size\": 64, \"hidden_size\": 32, \"ffn_dim\": 64, "                                \
+  "\"num_hidden_layers\": 2, \"num_attention_heads\": 4"
   static const struct {
     const char *text, *needle; /* needle NULL: loads */
   } cases[] = {
       {"{" ZZ_OPT_BASE ", \"max_position_embeddings\": 128.0, \"eos_token_id\": [2, 3]}", NULL},
-      {"{" ZZ_OPT_BASE ", \"max_position_embeddings\": 1e30}", "\"max_position_embeddings\" = 1e+30 must be an integer"},
+      {"{" ZZ_OPT_BASE ", \"max_position_embeddings\": 1e30}",
+       "\"max_position_embeddings\" = 1e+30 must be an integer"},
       {"{" ZZ_OPT_BASE ", \"word_embed_proj_dim\": 0}", "\"word_embed_proj_dim\" = 0 must be an integer in [1,"},
       {"{" ZZ_OPT_BASE ", \"pad_token_id\": 64}", "\"pad_token_id\" = 64 must be an integer in [0, 63]"},
       {"{" ZZ_OPT_BASE ", \"eos_token_id\": 64}", "\"eos_token_id\" must be an id or a list of ids in [0, 63]"},

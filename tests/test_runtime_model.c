@@ -85,8 +85,8 @@ static void test_dummy_weights(void) {
   v = sqrt(v / 6400);
   CU_ASSERT(fabs(m) < 0.002);
   CU_ASSERT(v > 0.015 && v < 0.025);
-  zz_weight_spec ln = {.name = "model.decoder.layers.0.final_layer_norm.weight", .ndim = 1, .shape = {64},
-                       .init = ZZ_INIT_NORM_GAIN};
+  zz_weight_spec ln = {
+      .name = "model.decoder.layers.0.final_layer_norm.weight", .ndim = 1, .shape = {64}, .init = ZZ_INIT_NORM_GAIN};
   zz_weights_dummy(&ln, ZZ_DTYPE_F32, a, NULL);
   CU_ASSERT(a[0] > 0.8f && a[0] < 1.2f && a[0] != a[1]);
 }

@@ -70,8 +70,11 @@ static zz_status zz_run_policy(const char *policy, int32_t toks[ZZ_NP][ZZ_NEW], 
     int64_t cnt = ZZ_NP - first < bls ? ZZ_NP - first : bls;
     uint64_t streams[ZZ_NP];
     for (int64_t i = 0; i < cnt; i++) streams[i] = (uint64_t)(first + i);
-    zz_request req = {.n = cnt, .ids = (const int32_t *const *)F.ids + first, .lens = F.lens + first,
-                      .streams = streams, .max_new_tokens = ZZ_NEW};
+    zz_request req = {.n = cnt,
+                      .ids = (const int32_t *const *)F.ids + first,
+                      .lens = F.lens + first,
+                      .streams = streams,
+                      .max_new_tokens = ZZ_NEW};
     zz_result res;
     if ((st = zz_generate(eng, &req, &res)) != ZZ_OK) break;
     for (int64_t i = 0; i < cnt; i++) {
@@ -92,19 +95,19 @@ static zz_status zz_run_policy(const char *policy, int32_t toks[ZZ_NP][ZZ_NEW], 
 
 static void test_policy_matrix(void) {
   static const char *const policies[] = {
-      "gbs=2 num_gb=2 w=0,100 c=100,0 a=100,0",                       /* weights on the CPU */
-      "gbs=1 num_gb=4 w=0,0 c=100,0 a=100,0",                         /* weights on disk */
-      "gbs=2 num_gb=3 w=30,30 c=0,100 a=100,0",                       /* weights over 3 tiers, cache CPU */
-      "gbs=2 num_gb=2 w=100,0 c=0,0 a=100,0",                         /* cache on disk */
-      "gbs=1 num_gb=4 w=50,50 c=40,30 a=0,100",                       /* cache split, act CPU */
-      "gbs=2 num_gb=2 w=100,0 c=100,0 a=0,0",                         /* activations on disk */
-      "gbs=2 num_gb=2 w=100,0 c=0,100 a=100,0 cpu_attn=1",            /* CPU attention, cache CPU */
-      "gbs=4 num_gb=1 w=20,40 c=0,0 a=100,0 cpu_attn=1",              /* CPU attention, cache disk */
-      "gbs=3 num_gb=2 w=30,30 c=30,30 a=30,30 overlap=0",             /* everything split, serial */
-      "gbs=4 num_gb=3 w=0,0 c=0,0 a=0,0 cpu_attn=1",                  /* all on disk, 4x3 block */
-      "gbs=1 num_gb=1 w=50,0 c=0,100 a=0,100 cpu_attn=1",             /* 1x1 block */
-      "gbs=4 num_gb=1 w=0,100 c=0,100 a=100,0 overlap=0",             /* row-by-row ablation shape */
-      "gbs=2 num_gb=3 w=0,50 c=50,0 a=50,0 cpu_attn=1 overlap=0",     /* mixed, serial, CPU attention */
+      "gbs=2 num_gb=2 w=0,100 c=100,0 a=100,0",                   /* weights on the CPU */
+      "gbs=1 num_gb=4 w=0,0 c=100,0 a=100,0",                     /* weights on disk */
+      "gbs=2 num_gb=3 w=30,30 c=0,100 a=100,0",                   /* weights over 3 tiers, cache CPU */
+      "gbs=2 num_gb=2 w=100,0 c=0,0 a=100,0",                     /* cache on disk */
+      "gbs=1 num_gb=4 w=50,50 c=40,30 a=0,100",                   /* cache split, act CPU */
+      "gbs=2 num_gb=2 w=100,0 c=100,0 a=0,0",                     /* activations on disk */
+      "gbs=2 num_gb=2 w=100,0 c=0,100 a=100,0 cpu_attn=1",        /* CPU attention, cache CPU */
+      "gbs=4 num_gb=1 w=20,40 c=0,0 a=100,0 cpu_attn=1",          /* CPU attention, cache disk */
+      "gbs=3 num_gb=2 w=30,30 c=30,30 a=30,30 overlap=0",         /* everything split, serial */
+      "gbs=4 num_gb=3 w=0,0 c=0,0 a=0,0 cpu_attn=1",              /* all on disk, 4x3 block */
+      "gbs=1 num_gb=1 w=50,0 c=0,100 a=0,100 cpu_attn=1",         /* 1x1 block */
+      "gbs=4 num_gb=1 w=0,100 c=0,100 a=100,0 overlap=0",         /* row-by-row ablation shape */
+      "gbs=2 num_gb=3 w=0,50 c=50,0 a=50,0 cpu_attn=1 overlap=0", /* mixed, serial, CPU attention */
   };
   int32_t base[ZZ_NP][ZZ_NEW], got[ZZ_NP][ZZ_NEW];
   int64_t nb[ZZ_NP], ng[ZZ_NP];
@@ -138,8 +141,8 @@ static double zz_agreement(int32_t a[ZZ_NP][ZZ_NEW], int64_t na[ZZ_NP], int32_t 
 }
 
 static void test_policy_matrix_compressed(void) {
-  static const char *const extra[] = {"cw=1 cc=1", "cw=1", "cc=1", "cw=1 cc=1 sparsity=0.5", "cw=8/32 cc=4/32",
-                                      "cw=8/32", "cc=8/32", "sparsity=0.5"};
+  static const char *const extra[] = {"cw=1 cc=1",       "cw=1",    "cc=1",    "cw=1 cc=1 sparsity=0.5",
+                                      "cw=8/32 cc=4/32", "cw=8/32", "cc=8/32", "sparsity=0.5"};
   static const double agree_min[] = {0, 0, 0, 0, 0, 0.9, 0.9, 0.8};
   static const char *const policies[] = {
       "gbs=2 num_gb=2 w=0,100 c=100,0 a=100,0",

@@ -46,9 +46,9 @@ static double zq_roundtrip(zz_qfmt f, int64_t rows, int64_t len, int kind) {
   unsigned char *q = malloc(rows * rb);
   for (int64_t i = 0; i < n; i++) {
     float v = zq_rand();
-    if (kind == 1) v = 0.75f;                        /* constant groups */
-    if (kind == 2) v = v * 30.0f + 100.0f;           /* offset, wide range */
-    if (kind == 3) v = v * 1e-3f;                    /* tiny */
+    if (kind == 1) v = 0.75f;                                /* constant groups */
+    if (kind == 2) v = v * 30.0f + 100.0f;                   /* offset, wide range */
+    if (kind == 3) v = v * 1e-3f;                            /* tiny */
     if (kind == 4 && i % 7 == 0) v = (i % 2 ? -4.0f : 4.0f); /* outliers */
     x[i] = v;
   }
@@ -157,8 +157,8 @@ static void test_q_embed_append(void) {
 /* Attention by hand for one query row of one head: dense softmax over keys
  * [lo, hi], then only the top m by score contribute their V rows with their
  * dense probabilities. */
-static void zq_attn_ref(const float *q, const float *K, const float *V, int64_t lo, int64_t hi, int64_t hd,
-                        int64_t m, float *o) {
+static void zq_attn_ref(const float *q, const float *K, const float *V, int64_t lo, int64_t hi, int64_t hd, int64_t m,
+                        float *o) {
   double s[64], mx = -1e30, sum = 0;
   for (int64_t k = lo; k <= hi; k++) {
     double d = 0;
@@ -204,11 +204,23 @@ static void test_q_attention(void) {
   const double keeps[4] = {1.0, 0.5, 0.1, 0.01};
   for (int dtq = 0; dtq < 2; dtq++)
     for (int kp = 0; kp < 4; kp++) {
-      zz_attn_args a = {.q = &q[0][0], .k = dtq ? (const void *)kq : (const void *)K,
-                        .v = dtq ? (const void *)vq : (const void *)V, .kv_dt = dtq ? ZZ_DTYPE_Q4 : ZZ_DTYPE_F32,
-                        .kv_q = f, .seq_bytes = dtq ? seq : (int64_t)sizeof K[0], .b = B, .sq = 1, .t = T,
-                        .q_start = T - 1, .heads = QH, .kv_heads = H, .hd = HD, .pad = pad, .keep = keeps[kp],
-                        .out = &out[0][0], .scratch = scratch};
+      zz_attn_args a = {.q = &q[0][0],
+                        .k = dtq ? (const void *)kq : (const void *)K,
+                        .v = dtq ? (const void *)vq : (const void *)V,
+                        .kv_dt = dtq ? ZZ_DTYPE_Q4 : ZZ_DTYPE_F32,
+                        .kv_q = f,
+                        .seq_bytes = dtq ? seq : (int64_t)sizeof K[0],
+                        .b = B,
+                        .sq = 1,
+                        .t = T,
+                        .q_start = T - 1,
+                        .heads = QH,
+                        .kv_heads = H,
+                        .hd = HD,
+                        .pad = pad,
+                        .keep = keeps[kp],
+                        .out = &out[0][0],
+                        .scratch = scratch};
       zz_cpu_attention_ex(pool, &a);
       int bad = 0;
       for (int i = 0; i < B; i++)
@@ -353,10 +365,12 @@ static void test_trained_quality(void) {
   CU_ASSERT_FATAL(zq_ppl(line, &cache) == ZZ_OK);
   snprintf(line, sizeof line, "%s cw=1 cc=1 sparsity=0.1", base);
   CU_ASSERT_FATAL(zq_ppl(line, &sparse) == ZZ_OK);
-  double a_both = zz_token_agreement(both.argmax, ref.argmax, T.n), a_cache = zz_token_agreement(cache.argmax, ref.argmax, T.n);
-  fprintf(stderr, "\n  held-out ppl %.2f; 4-bit %.2f (x%.4f, top-1 %.4f); cache %.2f (top-1 %.4f); +10%% sparsity %.2f (x%.4f)",
+  double a_both = zz_token_agreement(both.argmax, ref.argmax, T.n),
+         a_cache = zz_token_agreement(cache.argmax, ref.argmax, T.n);
+  fprintf(stderr,
+          "\n  held-out ppl %.2f; 4-bit %.2f (x%.4f, top-1 %.4f); cache %.2f (top-1 %.4f); +10%% sparsity %.2f (x%.4f)",
           ref.ppl, both.ppl, both.ppl / ref.ppl, a_both, cache.ppl, a_cache, sparse.ppl, sparse.ppl / ref.ppl);
-  CU_ASSERT(ref.ppl < 400);  /* the model has learned something: the vocabulary is 1008 */
+  CU_ASSERT(ref.ppl < 400); /* the model has learned something: the vocabulary is 1008 */
   CU_ASSERT(both.ppl <= 1.02 * ref.ppl);
   CU_ASSERT(sparse.ppl <= 1.05 * ref.ppl);
   CU_ASSERT(a_both >= 0.90);
@@ -377,7 +391,8 @@ static void test_trained_policy_matrix(void) {
   CU_ASSERT_FATAL(zq_greedy("gbs=8 num_gb=1 w=100,0 c=100,0 a=100,0", dense, &np) == ZZ_OK);
   CU_ASSERT_FATAL(zq_greedy(policies[0], base, &np2) == ZZ_OK);
   double agree = zz_token_agreement(base, dense, np * ZQ_GEN);
-  fprintf(stderr, "\n  greedy 64 steps, %lld prompts: 4-bit weights + cache = uncompressed on %.4f", (long long)np, agree);
+  fprintf(stderr, "\n  greedy 64 steps, %lld prompts: 4-bit weights + cache = uncompressed on %.4f", (long long)np,
+          agree);
   CU_ASSERT(agree >= 0.35);
   for (size_t p = 1; p < sizeof policies / sizeof policies[0]; p++) {
     zz_status st = zq_greedy(policies[p], got, &np2);

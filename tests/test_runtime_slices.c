@@ -32,11 +32,11 @@ static char S_dir[4096];
 static const char *const S_names[2] = {"tiny-opt", "tiny-opt-postln"};
 
 static const char *const S_policies[] = {
-    "gbs=2 num_gb=2 w=100,0 c=100,0 a=100,0",                  /* all on the device */
-    "gbs=2 num_gb=2 w=0,100 c=0,100 a=0,100 cpu_attn=1",       /* weights, cache, act on the CPU */
-    "gbs=1 num_gb=3 w=0,0 c=0,0 a=0,0",                        /* everything on disk */
-    "gbs=3 num_gb=1 w=30,30 c=30,30 a=30,30 overlap=0",        /* split over three tiers, serial */
-    "gbs=2 num_gb=2 w=20,30 c=0,0 a=100,0 cpu_attn=1",         /* cache on disk, CPU attention */
+    "gbs=2 num_gb=2 w=100,0 c=100,0 a=100,0",            /* all on the device */
+    "gbs=2 num_gb=2 w=0,100 c=0,100 a=0,100 cpu_attn=1", /* weights, cache, act on the CPU */
+    "gbs=1 num_gb=3 w=0,0 c=0,0 a=0,0",                  /* everything on disk */
+    "gbs=3 num_gb=1 w=30,30 c=30,30 a=30,30 overlap=0",  /* split over three tiers, serial */
+    "gbs=2 num_gb=2 w=20,30 c=0,0 a=100,0 cpu_attn=1",   /* cache on disk, CPU attention */
 };
 #define ZZ_NPOL (int)(sizeof S_policies / sizeof S_policies[0])
 
@@ -73,8 +73,8 @@ static int zz_slices_teardown(void) {
 }
 
 static zz_engine_opts zz_opts_for(const char *policy, int l0, int l1, int groups) {
-  zz_engine_opts o = {.shape = {.prompt_len = 17, .gen_len = ZZ_NEW}, .layer_begin = l0, .layer_end = l1,
-                      .n_groups = groups};
+  zz_engine_opts o = {
+      .shape = {.prompt_len = 17, .gen_len = ZZ_NEW}, .layer_begin = l0, .layer_end = l1, .n_groups = groups};
   o.tiers.offload_dir = S_dir;
   CU_ASSERT_FATAL(zz_policy_parse(policy, &o.policy) == ZZ_OK);
   return o;
@@ -90,8 +90,12 @@ static zz_status zz_run_groups(const zz_sfix *f, const char *policy, int groups,
     int64_t cnt = ZZ_NP - first < cap ? ZZ_NP - first : cap;
     uint64_t streams[ZZ_NP];
     for (int64_t i = 0; i < cnt; i++) streams[i] = (uint64_t)(first + i);
-    zz_request req = {.n = cnt, .ids = (const int32_t *const *)S_ids + first, .lens = S_lens + first,
-                      .streams = streams, .max_new_tokens = ZZ_NEW, .ignore_eos = true};
+    zz_request req = {.n = cnt,
+                      .ids = (const int32_t *const *)S_ids + first,
+                      .lens = S_lens + first,
+                      .streams = streams,
+                      .max_new_tokens = ZZ_NEW,
+                      .ignore_eos = true};
     zz_result res;
     if ((st = zz_generate(e, &req, &res)) != ZZ_OK) break;
     for (int64_t i = 0; i < cnt; i++) memcpy(toks[first + i], res.tokens[i], ZZ_NEW * sizeof(int32_t));
@@ -116,11 +120,14 @@ static zz_status zz_chain_block(zz_engine **eng, int ns, int groups, int64_t fir
     for (int g = 0; g < groups && g * bls < cnt; g++) {
       int64_t off = first + g * bls, n = cnt - g * bls < bls ? cnt - g * bls : bls;
       for (int s = 0; s < ns; s++) {
-        zz_step_io io = {.prompts = (const int32_t *const *)S_ids + off, .tokens = newest + off,
-                         .hidden_in = buf[(s + 1) % 2], .hidden_out = s + 1 < ns ? buf[s % 2] : NULL,
+        zz_step_io io = {.prompts = (const int32_t *const *)S_ids + off,
+                         .tokens = newest + off,
+                         .hidden_in = buf[(s + 1) % 2],
+                         .hidden_out = s + 1 < ns ? buf[s % 2] : NULL,
                          .hidden_on_device = on_device};
         ZZ_CHECK(zz_engine_step(eng[s], g, step, &io));
-        if (s + 1 < ns) CU_ASSERT(zz_engine_hidden_bytes(eng[s], g, step) == zz_engine_hidden_bytes(eng[s + 1], g, step));
+        if (s + 1 < ns)
+          CU_ASSERT(zz_engine_hidden_bytes(eng[s], g, step) == zz_engine_hidden_bytes(eng[s + 1], g, step));
       }
       const float *logits = zz_engine_logits(eng[ns - 1]);
       for (int64_t i = 0; i < n; i++) newest[off + i] = toks[off + i][step] = zz_argmax(logits + i * vocab, vocab);
@@ -145,7 +152,8 @@ static zz_status zz_run_chain_on(const zz_sfix *f, const char *policy, const int
   void *buf[2] = {NULL, NULL};
   for (int i = 0; i < 2 && st == ZZ_OK; i++) {
     if (on_device) st = zz_device_alloc(S_dev, hb + 1, &buf[i]);
-    else if (!(buf[i] = malloc(hb + 1))) st = ZZ_ERR_NO_MEMORY;
+    else if (!(buf[i] = malloc(hb + 1)))
+      st = ZZ_ERR_NO_MEMORY;
   }
   for (int64_t first = 0; st == ZZ_OK && first < ZZ_NP; first += cap) {
     int64_t cnt = ZZ_NP - first < cap ? ZZ_NP - first : cap;
@@ -153,7 +161,8 @@ static zz_status zz_run_chain_on(const zz_sfix *f, const char *policy, const int
   }
   for (int i = 0; i < 2; i++) {
     if (on_device) zz_device_free(S_dev, buf[i]);
-    else free(buf[i]);
+    else
+      free(buf[i]);
   }
   for (int s = 0; s < ns; s++) zz_engine_destroy(eng[s]);
   return st;
@@ -169,7 +178,8 @@ static void zz_expect_same(int32_t a[ZZ_NP][ZZ_NEW], int32_t b[ZZ_NP][ZZ_NEW], z
   if (st != ZZ_OK) fprintf(stderr, "\n%s %s '%s': %s\n", what, model, policy, zz_error_message());
   CU_ASSERT_EQUAL(st, ZZ_OK);
   bool same = st == ZZ_OK && memcmp(a, b, sizeof(int32_t) * ZZ_NP * ZZ_NEW) == 0;
-  if (!same && st == ZZ_OK) fprintf(stderr, "\n%s %s '%s': tokens differ from the whole-model run\n", what, model, policy);
+  if (!same && st == ZZ_OK)
+    fprintf(stderr, "\n%s %s '%s': tokens differ from the whole-model run\n", what, model, policy);
   CU_ASSERT(same);
 }
 

@@ -123,12 +123,12 @@ static void test_tokjson_random_round_trip(void) {
         uint64_t r = zz_rng_next(&rng);
         uint32_t cp;
         switch (r % 6) {
-        case 0: cp = (uint32_t)(" \n\t<|>'s"[(r >> 8) % 8]); break;
-        case 1: cp = 'a' + (uint32_t)((r >> 8) % 26); break;
-        case 2: cp = '0' + (uint32_t)((r >> 8) % 10); break;
-        case 3: cp = 0x80 + (uint32_t)((r >> 8) % 0x780); break;
-        case 4: cp = 0x800 + (uint32_t)((r >> 8) % 0xF800); break;
-        default: cp = 0x10000 + (uint32_t)((r >> 8) % 0x100000); break;
+          case 0: cp = (uint32_t)(" \n\t<|>'s"[(r >> 8) % 8]); break;
+          case 1: cp = 'a' + (uint32_t)((r >> 8) % 26); break;
+          case 2: cp = '0' + (uint32_t)((r >> 8) % 10); break;
+          case 3: cp = 0x80 + (uint32_t)((r >> 8) % 0x780); break;
+          case 4: cp = 0x800 + (uint32_t)((r >> 8) % 0xF800); break;
+          default: cp = 0x10000 + (uint32_t)((r >> 8) % 0x100000); break;
         }
         /* no surrogates; no U+2581, which the SentencePiece-style files decode as a
          * space (the library does not round trip it either) */
@@ -252,7 +252,9 @@ static void edit_unigram(json_t *r) { zz_set(zz_tj_model(r), "type", json_string
 static void edit_dropout(json_t *r) { zz_set(zz_tj_model(r), "dropout", json_real(0.1)); }
 static void edit_suffix(json_t *r) { zz_set(zz_tj_model(r), "end_of_word_suffix", json_string("</w>")); }
 static void edit_no_vocab(json_t *r) { json_object_del(zz_tj_model(r), "vocab"); }
-static void edit_bad_merge(json_t *r) { json_array_set_new(json_object_get(zz_tj_model(r), "merges"), 3, json_integer(7)); }
+static void edit_bad_merge(json_t *r) {
+  json_array_set_new(json_object_get(zz_tj_model(r), "merges"), 3, json_integer(7));
+}
 static void edit_merge_unknown(json_t *r) {
   json_array_set_new(json_object_get(zz_tj_model(r), "merges"), 0, json_pack("[ss]", "no-such-token", "x"));
 }
@@ -272,8 +274,12 @@ static void edit_split(json_t *r) {
 static void edit_bert_pre(json_t *r) { zz_set(r, "pre_tokenizer", json_pack("{ss}", "type", "BertPreTokenizer")); }
 static void edit_decoder_null(json_t *r) { zz_set(r, "decoder", json_null()); }
 static void edit_decoder_wp(json_t *r) { zz_set(r, "decoder", json_pack("{ss}", "type", "WordPiece")); }
-static void edit_lstrip(json_t *r) { zz_set(json_array_get(json_object_get(r, "added_tokens"), 0), "lstrip", json_true()); }
-static void edit_added_id(json_t *r) { zz_set(json_array_get(json_object_get(r, "added_tokens"), 0), "id", json_integer(5)); }
+static void edit_lstrip(json_t *r) {
+  zz_set(json_array_get(json_object_get(r, "added_tokens"), 0), "lstrip", json_true());
+}
+static void edit_added_id(json_t *r) {
+  zz_set(json_array_get(json_object_get(r, "added_tokens"), 0), "id", json_integer(5));
+}
 static void edit_roberta(json_t *r) { zz_set(r, "post_processor", json_pack("{ss}", "type", "RobertaProcessing")); }
 static void edit_prepend_scheme(json_t *r) {
   zz_set(json_object_get(r, "pre_tokenizer"), "prepend_scheme", json_string("sometimes"));
@@ -349,10 +355,12 @@ static void test_tokjson_hub_config(void) {
       {"{\"tokenizer_class\": \"PreTrainedTokenizerFast\", \"model_max_length\": 1000000000000000019884624838656}",
        ZZ_OK, NULL, -1},
       {"{\"tokenizer_class\": \"LlamaTokenizer\", \"model_max_length\": 1e30, \"pad_token\": null, "
-       "\"chat_template\": \"{{ bos_token }}\", \"legacy\": false, \"sp_model_kwargs\": {}}", ZZ_OK, NULL, 1},
+       "\"chat_template\": \"{{ bos_token }}\", \"legacy\": false, \"sp_model_kwargs\": {}}",
+       ZZ_OK, NULL, 1},
       {"{\"tokenizer_class\": \"LlamaTokenizerFast\", \"add_bos_token\": false, \"bos_token\": null, "
        "\"model_max_length\": 4096.0, \"chat_template\": [{\"name\": \"default\", \"template\": \"{{ x }}\"}], "
-       "\"added_tokens_decoder\": {\"2\": {\"content\": \"</s>\", \"special\": true}}}", ZZ_OK, NULL, -1},
+       "\"added_tokens_decoder\": {\"2\": {\"content\": \"</s>\", \"special\": true}}}",
+       ZZ_OK, NULL, -1},
       {"{\"tokenizer_class\": \"LlamaTokenizer\", \"bos_token\": null}", ZZ_ERR_FORMAT,
        "tokenizer_config.json: add_bos_token is true but bos_token is null", 0},
       {"{\"added_tokens_decoder\": {\"1\": {\"content\": \"<bos>\"}}}", ZZ_ERR_UNSUPPORTED,
@@ -371,8 +379,8 @@ static void test_tokjson_hub_config(void) {
       int32_t bos = -2, eos = -2;
       ok = zz_tokenizer_specials(tok, &bos, &eos) && bos == cases[i].bos;
     }
-    if (!ok) fprintf(stderr, "\ntokenizer_config %s: got %s '%s'\n", cases[i].json, zz_status_str(st),
-                     zz_error_message());
+    if (!ok)
+      fprintf(stderr, "\ntokenizer_config %s: got %s '%s'\n", cases[i].json, zz_status_str(st), zz_error_message());
     CU_ASSERT(ok);
     zz_tokenizer_free(tok);
   }

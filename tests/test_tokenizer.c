@@ -48,9 +48,7 @@ static const zz_tokenizer *zz_tt_fixture(void) {
   return zz_tt_tok;
 }
 
-static bool zz_tt_contains(const char *haystack, const char *needle) {
-  return strstr(haystack, needle) != NULL;
-}
+static bool zz_tt_contains(const char *haystack, const char *needle) { return strstr(haystack, needle) != NULL; }
 
 /* Encodes and decodes text; true when both succeed, every id is in range and the
  * bytes come back unchanged. Says which text failed on stderr. */
@@ -60,8 +58,7 @@ static bool zz_tt_roundtrip(const zz_tokenizer *tok, const char *text, size_t le
   char *back = NULL;
   size_t back_len = 0;
   bool ok = zz_tokenizer_encode(tok, text, len, &ids, &n) == ZZ_OK;
-  for (int64_t i = 0; ok && i < n; i++)
-    ok = ids[i] >= 0 && ids[i] < zz_tokenizer_vocab_size(tok);
+  for (int64_t i = 0; ok && i < n; i++) ok = ids[i] >= 0 && ids[i] < zz_tokenizer_vocab_size(tok);
   ok = ok && zz_tokenizer_decode(tok, ids, n, &back, &back_len) == ZZ_OK;
   ok = ok && back_len == len && memcmp(back, text, len) == 0 && back[len] == '\0';
   if (!ok) {
@@ -150,15 +147,14 @@ static void test_tokenizer_special_tokens(void) {
 /* The generated tables at their edges and at the code points the tokenizers are
  * known to disagree with str.isspace() or older Unicode on. */
 static void test_tokenizer_unicode_classes(void) {
-  static const uint32_t letters[] = {'A', 'z', 0xAA, 0xB5, 0xBA, 0xC0, 0xFF, 0x4E00, 0x9FFF,
-                                     0xAC00, 0x10000, 0x1E290 /* new in 14.0 */, 0x2A6DF};
-  static const uint32_t numbers[] = {'0', '9', 0xB2, 0xB3, 0xB9, 0xBC, 0x660, 0x2167, 0x3007,
-                                     0x1D7CE, 0x1FBF9};
-  static const uint32_t spaces[] = {'\t', '\n', 0x0B, 0x0C, '\r', ' ', 0x85, 0xA0, 0x1680,
-                                    0x2000, 0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000};
-  static const uint32_t others[] = {0, '!', '\'', '_', 0x1C, 0x1F, 0x7F, 0xAD, 0xD7, 0xF7, 0x180E,
-                                    0x200B, 0x200D, 0x2060, 0xFEFF, 0xD800, 0xFFFD, 0x1F44D,
-                                    0x10FFFF, 0x110000};
+  static const uint32_t letters[] = {
+      'A', 'z', 0xAA, 0xB5, 0xBA, 0xC0, 0xFF, 0x4E00, 0x9FFF, 0xAC00, 0x10000, 0x1E290 /* new in 14.0 */, 0x2A6DF};
+  static const uint32_t numbers[] = {'0', '9', 0xB2, 0xB3, 0xB9, 0xBC, 0x660, 0x2167, 0x3007, 0x1D7CE, 0x1FBF9};
+  static const uint32_t spaces[] = {'\t',   '\n',   0x0B,   0x0C,   '\r',   ' ',    0x85,   0xA0,
+                                    0x1680, 0x2000, 0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000};
+  static const uint32_t others[] = {0,      '!',    '\'',   '_',     0x1C,     0x1F,    0x7F,
+                                    0xAD,   0xD7,   0xF7,   0x180E,  0x200B,   0x200D,  0x2060,
+                                    0xFEFF, 0xD800, 0xFFFD, 0x1F44D, 0x10FFFF, 0x110000};
   for (size_t i = 0; i < sizeof letters / sizeof letters[0]; i++)
     CU_ASSERT(zz_unicode_is_letter(letters[i]) && !zz_unicode_is_number(letters[i]) &&
               !zz_unicode_is_space(letters[i]));
@@ -166,11 +162,9 @@ static void test_tokenizer_unicode_classes(void) {
     CU_ASSERT(!zz_unicode_is_letter(numbers[i]) && zz_unicode_is_number(numbers[i]) &&
               !zz_unicode_is_space(numbers[i]));
   for (size_t i = 0; i < sizeof spaces / sizeof spaces[0]; i++)
-    CU_ASSERT(!zz_unicode_is_letter(spaces[i]) && !zz_unicode_is_number(spaces[i]) &&
-              zz_unicode_is_space(spaces[i]));
+    CU_ASSERT(!zz_unicode_is_letter(spaces[i]) && !zz_unicode_is_number(spaces[i]) && zz_unicode_is_space(spaces[i]));
   for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
-    CU_ASSERT(!zz_unicode_is_letter(others[i]) && !zz_unicode_is_number(others[i]) &&
-              !zz_unicode_is_space(others[i]));
+    CU_ASSERT(!zz_unicode_is_letter(others[i]) && !zz_unicode_is_number(others[i]) && !zz_unicode_is_space(others[i]));
 }
 
 /* ================================================================ round trips */
@@ -261,14 +255,13 @@ static size_t zz_tt_put_utf8(uint32_t cp, char *out) {
 /* Random code points weighted toward what the pre-tokenizer treats specially:
  * spaces of every kind, apostrophes, letters, digits, and the rest of Unicode. */
 static uint32_t zz_tt_rand_cp(uint64_t *st) {
-  static const uint32_t special[] = {' ',    ' ',    '\t',   '\n',   '\r',   0x0B,   0x0C,
-                                     0x1C,   0x1F,   0x00,   '\'',   '\'',   's',    't',
-                                     'r',    'e',    'v',    'm',    'l',    'd',    0x85,
-                                     0xA0,   0x1680, 0x2003, 0x2028, 0x202F, 0x3000, 0x180E,
-                                     0x200B, 0xFEFF, 0xB2,   0xBD,   0x2167, 0xAA,   0x301};
+  static const uint32_t special[] = {' ',    ' ',    '\t',   '\n', '\r',   0x0B,   0x0C,   0x1C,   0x1F,
+                                     0x00,   '\'',   '\'',   's',  't',    'r',    'e',    'v',    'm',
+                                     'l',    'd',    0x85,   0xA0, 0x1680, 0x2003, 0x2028, 0x202F, 0x3000,
+                                     0x180E, 0x200B, 0xFEFF, 0xB2, 0xBD,   0x2167, 0xAA,   0x301};
   uint64_t r = zz_tt_rand(st) % 100;
   if (r < 35) return special[zz_tt_rand(st) % (sizeof special / sizeof special[0])];
-  if (r < 65) return 0x20 + (uint32_t)(zz_tt_rand(st) % 0x5F); /* printable ASCII */
+  if (r < 65) return 0x20 + (uint32_t)(zz_tt_rand(st) % 0x5F);  /* printable ASCII */
   if (r < 75) return 0x80 + (uint32_t)(zz_tt_rand(st) % 0x780); /* two-byte UTF-8 */
   if (r < 90) {
     uint32_t cp;
@@ -303,28 +296,26 @@ static void test_tokenizer_invalid_utf8(void) {
     size_t len;
     const char *offset; /* as the message must say it */
   } bad[] = {
-      {"\x80", 1, "offset 0"},                    /* lone continuation byte */
-      {"ab\xff", 3, "offset 2"},                  /* never valid */
-      {"abc\xc0\xaf", 5, "offset 3"},             /* overlong '/' */
-      {"\xe0\x80\xaf", 3, "offset 0"},            /* overlong, three bytes */
-      {"x\xf0\x80\x80\xaf", 5, "offset 1"},       /* overlong, four bytes */
-      {"hello \xed\xa0\x80", 9, "offset 6"},      /* surrogate U+D800 */
-      {"\xf4\x90\x80\x80", 4, "offset 0"},        /* U+110000 */
-      {"\xf5\x80\x80\x80", 4, "offset 0"},        /* lead byte past U+10FFFF */
-      {"ok \xe2\x82", 5, "offset 3"},             /* truncated at the end */
-      {"\xe2\x82 more", 7, "offset 0"},           /* truncated before ASCII */
-      {"\xc3\xa9\xc3", 3, "offset 2"},            /* valid, then truncated */
-      {"a\xf0\x9f\x91\xa9\x80", 6, "offset 5"},   /* stray continuation after */
+      {"\x80", 1, "offset 0"},                  /* lone continuation byte */
+      {"ab\xff", 3, "offset 2"},                /* never valid */
+      {"abc\xc0\xaf", 5, "offset 3"},           /* overlong '/' */
+      {"\xe0\x80\xaf", 3, "offset 0"},          /* overlong, three bytes */
+      {"x\xf0\x80\x80\xaf", 5, "offset 1"},     /* overlong, four bytes */
+      {"hello \xed\xa0\x80", 9, "offset 6"},    /* surrogate U+D800 */
+      {"\xf4\x90\x80\x80", 4, "offset 0"},      /* U+110000 */
+      {"\xf5\x80\x80\x80", 4, "offset 0"},      /* lead byte past U+10FFFF */
+      {"ok \xe2\x82", 5, "offset 3"},           /* truncated at the end */
+      {"\xe2\x82 more", 7, "offset 0"},         /* truncated before ASCII */
+      {"\xc3\xa9\xc3", 3, "offset 2"},          /* valid, then truncated */
+      {"a\xf0\x9f\x91\xa9\x80", 6, "offset 5"}, /* stray continuation after */
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     int32_t *ids = (int32_t *)&ids; /* sentinels: must stay untouched */
     int64_t n = -7;
-    CU_ASSERT_EQUAL(zz_tokenizer_encode(tok, bad[i].bytes, bad[i].len, &ids, &n),
-                    ZZ_ERR_INVALID_ARG);
+    CU_ASSERT_EQUAL(zz_tokenizer_encode(tok, bad[i].bytes, bad[i].len, &ids, &n), ZZ_ERR_INVALID_ARG);
     CU_ASSERT(zz_tt_contains(zz_error_message(), "UTF-8"));
     if (!zz_tt_contains(zz_error_message(), bad[i].offset))
-      fprintf(stderr, "\n  case %zu: want \"%s\" in \"%s\"\n", i, bad[i].offset,
-              zz_error_message());
+      fprintf(stderr, "\n  case %zu: want \"%s\" in \"%s\"\n", i, bad[i].offset, zz_error_message());
     CU_ASSERT(zz_tt_contains(zz_error_message(), bad[i].offset));
     CU_ASSERT(ids == (int32_t *)&ids && n == -7);
   }
@@ -414,26 +405,52 @@ static char *zz_tt_mini_vocab(const char *const *extra, size_t n_extra) {
   return text;
 }
 
-static const char *const zz_tt_mini_extra[] = {
-    "aa",  "bc",         "aaa",        "abc",        "aaaa",       "\xc4\xa0\x61", "<s>", "</s>",
-    "'t",  "\xc4\x8a\xc4\x8a", "\xc4\x8d\xc4\x8a", "\xc4\xa0\xc4\xa0", "\xc4\x8b\xc4\x8b",
-    "\xc4\x9c\xc4\x9c", "a'", "\xc3\x83\xc2\xa9", "a\xc3\x83\xc2\xa9", "\xc3\x82\xc2\xb2",
-    "1\xc3\x82\xc2\xb2"};
+static const char *const zz_tt_mini_extra[] = {"aa",
+                                               "bc",
+                                               "aaa",
+                                               "abc",
+                                               "aaaa",
+                                               "\xc4\xa0\x61",
+                                               "<s>",
+                                               "</s>",
+                                               "'t",
+                                               "\xc4\x8a\xc4\x8a",
+                                               "\xc4\x8d\xc4\x8a",
+                                               "\xc4\xa0\xc4\xa0",
+                                               "\xc4\x8b\xc4\x8b",
+                                               "\xc4\x9c\xc4\x9c",
+                                               "a'",
+                                               "\xc3\x83\xc2\xa9",
+                                               "a\xc3\x83\xc2\xa9",
+                                               "\xc3\x82\xc2\xb2",
+                                               "1\xc3\x82\xc2\xb2"};
 #define ZZ_TT_MINI_N_EXTRA (sizeof zz_tt_mini_extra / sizeof zz_tt_mini_extra[0])
 /* In rank order. In byte-mapped text "\xc4\xa0" (U+0120) is a space, U+010A "\n",
  * U+010D "\r", U+010B "\v", U+011C the separator 0x1C; U+00C3 U+00A9 are the two
  * bytes of "\xc3\xa9" (e acute), U+00C2 U+00B2 those of superscript two. */
-static const char *const zz_tt_mini_merges[] = {
-    "a a",  "b c", "aa a", "a bc", "aa aa", "\xc4\xa0 a", "' t", "\xc4\x8a \xc4\x8a",
-    "\xc4\x8d \xc4\x8a", "\xc4\xa0 \xc4\xa0", "\xc4\x8b \xc4\x8b", "\xc4\x9c \xc4\x9c", "a '",
-    "\xc3\x83 \xc2\xa9", "a \xc3\x83\xc2\xa9", "\xc3\x82 \xc2\xb2", "1 \xc3\x82\xc2\xb2"};
+static const char *const zz_tt_mini_merges[] = {"a a",
+                                                "b c",
+                                                "aa a",
+                                                "a bc",
+                                                "aa aa",
+                                                "\xc4\xa0 a",
+                                                "' t",
+                                                "\xc4\x8a \xc4\x8a",
+                                                "\xc4\x8d \xc4\x8a",
+                                                "\xc4\xa0 \xc4\xa0",
+                                                "\xc4\x8b \xc4\x8b",
+                                                "\xc4\x9c \xc4\x9c",
+                                                "a '",
+                                                "\xc3\x83 \xc2\xa9",
+                                                "a \xc3\x83\xc2\xa9",
+                                                "\xc3\x82 \xc2\xb2",
+                                                "1 \xc3\x82\xc2\xb2"};
 #define ZZ_TT_MINI_N_MERGES (sizeof zz_tt_mini_merges / sizeof zz_tt_mini_merges[0])
 
 /* merges.txt text of the mini merges: after `head`, each line followed by `eol`,
  * and `blank` extra line ends after every third; the last line has no line end
  * when `last_eol` is false. The caller frees. */
-static char *zz_tt_mini_merges_text(const char *head, const char *eol, const char *blank,
-                                    bool last_eol) {
+static char *zz_tt_mini_merges_text(const char *head, const char *eol, const char *blank, bool last_eol) {
   size_t cap = 4096, len = (size_t)snprintf(NULL, 0, "%s", head);
   char *t = malloc(cap);
   if (!t) return NULL;
@@ -465,32 +482,31 @@ static void zz_tt_check_mini(const zz_tokenizer *tok) {
       {" aaaa", 2, {32, 260}},
       {"abcabc", 2, {259, 259}},
       {"bca", 2, {257, 97}},
-      {"a't", 2, {97, 264}},         /* contraction */
-      {"''t", 3, {39, 39, 116}},     /* ... only where a pre-token starts */
+      {"a't", 2, {97, 264}},     /* contraction */
+      {"''t", 3, {39, 39, 116}}, /* ... only where a pre-token starts */
       {" 't", 3, {32, 39, 116}},
-      {"a'T", 3, {97, 39, 84}},      /* case-sensitive */
-      {"a''", 3, {97, 39, 39}},      /* no merge across pre-tokens */
+      {"a'T", 3, {97, 39, 84}}, /* case-sensitive */
+      {"a''", 3, {97, 39, 39}}, /* no merge across pre-tokens */
       {"\r\n", 1, {266}},
-      {"a\n\n", 2, {97, 265}},       /* trailing spaces stay together */
+      {"a\n\n", 2, {97, 265}},         /* trailing spaces stay together */
       {"a\n\nb", 4, {97, 10, 10, 98}}, /* the last space leaves a run before \S */
       {"a\r\nb", 4, {97, 13, 10, 98}},
       {"a  b", 4, {97, 32, 32, 98}},
       {"a   ", 3, {97, 267, 32}},
       {"  a", 2, {32, 261}},
-      {"\v\v", 1, {268}},            /* \v is a space */
-      {"\x1c\x1c!", 2, {269, 33}},   /* 0x1C is not (White_Space, not isspace) */
+      {"\v\v", 1, {268}},          /* \v is a space */
+      {"\x1c\x1c!", 2, {269, 33}}, /* 0x1C is not (White_Space, not isspace) */
       {"\x1c\x1c a", 2, {269, 261}},
-      {"a\xc3\xa9", 1, {272}},       /* e acute is a letter */
+      {"a\xc3\xa9", 1, {272}}, /* e acute is a letter */
       {"\xc3\xa9\x31", 2, {271, 49}},
-      {"1\xc2\xb2", 1, {274}},       /* superscript two is a number */
+      {"1\xc2\xb2", 1, {274}}, /* superscript two is a number */
       {"x1\xc2\xb2", 2, {120, 274}},
       {"a\xc2\xb2", 2, {97, 273}},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     int32_t *ids = NULL;
     int64_t n = 0;
-    CU_ASSERT_EQUAL_FATAL(zz_tokenizer_encode(tok, cases[i].text, strlen(cases[i].text), &ids, &n),
-                          ZZ_OK);
+    CU_ASSERT_EQUAL_FATAL(zz_tokenizer_encode(tok, cases[i].text, strlen(cases[i].text), &ids, &n), ZZ_OK);
     bool same = n == cases[i].n;
     for (int k = 0; same && k < n; k++) same = ids[k] == cases[i].ids[k];
     if (!same) fprintf(stderr, "\n  mini case %zu: wrong ids\n", i);
@@ -540,8 +556,8 @@ static void test_tokenizer_merges_layout(void) {
 
 /* Loads a directory made of vocab/merges (NULL: file absent) and checks the
  * status and that the message names `file` and contains `also` (NULL: nothing). */
-static void zz_tt_expect_load_error(const char *vocab, const char *merges, zz_status want,
-                                    const char *file, const char *also) {
+static void zz_tt_expect_load_error(const char *vocab, const char *merges, zz_status want, const char *file,
+                                    const char *also) {
   zz_tt_dir d;
   CU_ASSERT_FATAL(zz_tt_dir_make(&d, vocab, merges));
   zz_tokenizer *tok = (zz_tokenizer *)&tok;
@@ -550,8 +566,8 @@ static void zz_tt_expect_load_error(const char *vocab, const char *merges, zz_st
   bool ok = st == want && zz_tt_contains(msg, file) && zz_tt_contains(msg, d.path) &&
             (!also || zz_tt_contains(msg, also)) && tok == (zz_tokenizer *)&tok;
   if (!ok)
-    fprintf(stderr, "\n  want %s naming %s and \"%s\", got %s: %s\n", zz_status_str(want), file,
-            also ? also : "", zz_status_str(st), msg);
+    fprintf(stderr, "\n  want %s naming %s and \"%s\", got %s: %s\n", zz_status_str(want), file, also ? also : "",
+            zz_status_str(st), msg);
   CU_ASSERT(ok);
   zz_tt_dir_remove(&d);
 }
@@ -709,7 +725,11 @@ static void test_tokenizer_decode_replacement_rules(void) {
       {"tok-llama2", 3, {3 + 0xE4, 3 + 0xB8, 3 + 0x41}, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},
       {"tok-llama2", 3, {3 + 0xE4, 3 + 0xB8, 3 + 0xAD}, "\xE4\xB8\xAD"},
       /* ByteLevel: "\xE4\xB8" is one maximal subpart, "A" stays */
-      {"tiny-opt", 3, {164, 120, 36}, "\xEF\xBF\xBD" "A"},
+      {"tiny-opt",
+       3,
+       {164, 120, 36},
+       "\xEF\xBF\xBD"
+       "A"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     zz_tokenizer *tok = zz_tt_load_fixture(cases[i].dir);
@@ -778,17 +798,37 @@ static void test_tokenizer_opt_special_files(void) {
       /* null: no token; "a" registered as pad is special (HF matches it in "aaa") */
       {"{\"bos_token\": null, \"eos_token\": null, \"unk_token\": null, \"pad_token\": \"a\", "
        "\"model_max_length\": 1000000000000000019884624838656}",
-       NULL, "aaa", 3, {97, 97, 97}, NULL},
+       NULL,
+       "aaa",
+       3,
+       {97, 97, 97},
+       NULL},
       /* the map wins over the config; additional_special_tokens; new ids in order */
-      {"{\"bos_token\": \"<x>\"}", "{\"bos_token\": {\"content\": \"<y>\"}, \"additional_special_tokens\": [\"<z>\"]}",
-       "<z><y>", 2, {256 + ZZ_TT_MINI_N_EXTRA + 2, 256 + ZZ_TT_MINI_N_EXTRA}, NULL},
-      {"{\"added_tokens_decoder\": {\"275\": {\"content\": \"<q>\", \"special\": true}}}", NULL, "b<q>", 2,
-       {98, 256 + ZZ_TT_MINI_N_EXTRA}, NULL},
+      {"{\"bos_token\": \"<x>\"}",
+       "{\"bos_token\": {\"content\": \"<y>\"}, \"additional_special_tokens\": [\"<z>\"]}",
+       "<z><y>",
+       2,
+       {256 + ZZ_TT_MINI_N_EXTRA + 2, 256 + ZZ_TT_MINI_N_EXTRA},
+       NULL},
+      {"{\"added_tokens_decoder\": {\"275\": {\"content\": \"<q>\", \"special\": true}}}",
+       NULL,
+       "b<q>",
+       2,
+       {98, 256 + ZZ_TT_MINI_N_EXTRA},
+       NULL},
       {"{\"pad_token\": 5}", NULL, NULL, 0, {0}, "tokenizer_config.json: pad_token must be a token"},
-      {NULL, "{\"mask_token\": {\"content\": \"<m>\", \"lstrip\": true}}", NULL, 0, {0},
+      {NULL,
+       "{\"mask_token\": {\"content\": \"<m>\", \"lstrip\": true}}",
+       NULL,
+       0,
+       {0},
        "special_tokens_map.json: mask_token: lstrip true is not supported"},
       {"[1]", NULL, NULL, 0, {0}, "tokenizer_config.json: not a JSON object"},
-      {"{\"added_tokens_decoder\": {\"0\": {\"content\": \"b\"}}}", NULL, NULL, 0, {0},
+      {"{\"added_tokens_decoder\": {\"0\": {\"content\": \"b\"}}}",
+       NULL,
+       NULL,
+       0,
+       {0},
        "added token \"b\" has id 0 but the vocabulary gives it 98"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

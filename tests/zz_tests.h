@@ -60,7 +60,6 @@ typedef struct zz_golden_report {
 
 /* Runs tests/fixtures/NAME's golden prompts on dev under policy (a policy line);
  * logit_tol: the relative logits error the device is held to (0: exact tokens). */
-zz_status zz_golden_run(const char *name, zz_device *dev, const char *policy, double logit_tol,
-                        zz_golden_report *out);
+zz_status zz_golden_run(const char *name, zz_device *dev, const char *policy, double logit_tol, zz_golden_report *out);
 
 #endif

@@ -63,8 +63,7 @@ typedef struct zz_attn_job {
 
 /* KV head hh's part of cache row kk of sequence i as f32: a pointer into an f32
  * cache, or widened (f16) / dequantized (Q4) into buf. */
-static const float *zz_kv_head(const zz_attn_job *j, const void *base, int64_t i, int64_t kk, int64_t hh,
-                               float *buf) {
+static const float *zz_kv_head(const zz_attn_job *j, const void *base, int64_t i, int64_t kk, int64_t hh, float *buf) {
   const zz_attn_args *a = &j->a;
   const char *row = (const char *)base + (size_t)(i * a->seq_bytes) + (size_t)kk * j->row_bytes;
   switch (a->kv_dt) {
@@ -74,9 +73,7 @@ static const float *zz_kv_head(const zz_attn_job *j, const void *base, int64_t i
       for (int64_t d = 0; d < a->hd; d++) buf[d] = j->lut[h[d]];
       return buf;
     }
-    default:
-      zz_q_dequantize(a->kv_q, row + (size_t)hh * zz_q_row_bytes(a->kv_q, a->hd), 1, a->hd, buf);
-      return buf;
+    default: zz_q_dequantize(a->kv_q, row + (size_t)hh * zz_q_row_bytes(a->kv_q, a->hd), 1, a->hd, buf); return buf;
   }
 }
 
@@ -98,8 +95,10 @@ static float zz_mth_largest(float *x, int64_t n, int64_t m) {
       }
     }
     if (want <= b) hi = b;
-    else if (want >= a) lo = a;
-    else return x[want];
+    else if (want >= a)
+      lo = a;
+    else
+      return x[want];
   }
   return x[want];
 }
@@ -199,8 +198,8 @@ struct zz_fattn_job {
 
 /* Head g of row kk as f32 or f16 data: a Q4 head dequantized into buf; with widen
  * (primitives that take f32 rows only), an f16 head widened into buf by the table. */
-ZZ_INLINE const void *zz_attn_row(const zz_fattn_job *jb, const char *base, int64_t kk, int64_t g, float *buf,
-                                  int mode, int widen) {
+ZZ_INLINE const void *zz_attn_row(const zz_fattn_job *jb, const char *base, int64_t kk, int64_t g, float *buf, int mode,
+                                  int widen) {
   const char *row = base + (size_t)kk * jb->row_bytes + (size_t)g * jb->head_bytes;
   if (mode == ZZ_KV_Q) {
     zz_q_dequantize(jb->a.kv_q, row, 1, jb->a.hd, buf);
@@ -223,54 +222,54 @@ ZZ_INLINE const void *zz_attn_row(const zz_fattn_job *jb, const char *base, int6
  *   AXPY(o, p, row, hd, f16)  o += p · row
  * WIDEN is 1 when they take f32 rows only. Six functions come out, one per pass and
  * cache type (mode a constant in each, so its branches fold). */
-#define ZZ_ATTN_PASSES(isa, attr, DOT, DOT4, AXPY, WIDEN)                                                                  \
+#define ZZ_ATTN_PASSES(isa, attr, DOT, DOT4, AXPY, WIDEN)                                                              \
   attr ZZ_INLINE void zz_kpass_##isa(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo,   \
-                                     int64_t hi, float *sc, int mode) {                                               \
-    const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;                                                          \
-    const int f16 = mode == ZZ_KV_F16 && !(WIDEN);                                                                    \
-    float buf[ZZ_ATTN_MAX_HEAD_DIM], s4[4];                                                                           \
-    for (int64_t kk = lo; kk <= hi; kk++) {                                                                           \
-      int64_t jj = 0;                                                                                                 \
-      if (!(WIDEN) && mode != ZZ_KV_Q) /* rows in place: four queries' dots side by side */                          \
-        for (const char *row = kb + (size_t)kk * jb->row_bytes; jj + 4 <= nq; jj += 4) {                              \
-          const void *rows[4];                                                                                        \
-          for (int u = 0; u < 4; u++) rows[u] = row + (size_t)((jj + u) / G) * jb->head_bytes;                        \
-          DOT4(q + jj * hd, rows, hd, f16, s4);                                                                       \
-          for (int u = 0; u < 4; u++) sc[kk * nq + jj + u] = s4[u] * jb->scale;                                      \
-        }                                                                                                             \
-      for (int64_t g = jj / G; g < ng; g++) {                                                                         \
-        const void *row = zz_attn_row(jb, kb, kk, g, buf, mode, WIDEN);                                               \
-        for (int64_t j = jj > g * G ? jj : g * G; j < (g + 1) * G; j++)                                               \
-          sc[kk * nq + j] = DOT(q + j * hd, row, hd, f16) * jb->scale;                                                \
-      }                                                                                                               \
-    }                                                                                                                 \
-  }                                                                                                                   \
+                                     int64_t hi, float *sc, int mode) {                                                \
+    const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;                                                           \
+    const int f16 = mode == ZZ_KV_F16 && !(WIDEN);                                                                     \
+    float buf[ZZ_ATTN_MAX_HEAD_DIM], s4[4];                                                                            \
+    for (int64_t kk = lo; kk <= hi; kk++) {                                                                            \
+      int64_t jj = 0;                                                                                                  \
+      if (!(WIDEN) && mode != ZZ_KV_Q) /* rows in place: four queries' dots side by side */                            \
+        for (const char *row = kb + (size_t)kk * jb->row_bytes; jj + 4 <= nq; jj += 4) {                               \
+          const void *rows[4];                                                                                         \
+          for (int u = 0; u < 4; u++) rows[u] = row + (size_t)((jj + u) / G) * jb->head_bytes;                         \
+          DOT4(q + jj * hd, rows, hd, f16, s4);                                                                        \
+          for (int u = 0; u < 4; u++) sc[kk * nq + jj + u] = s4[u] * jb->scale;                                        \
+        }                                                                                                              \
+      for (int64_t g = jj / G; g < ng; g++) {                                                                          \
+        const void *row = zz_attn_row(jb, kb, kk, g, buf, mode, WIDEN);                                                \
+        for (int64_t j = jj > g * G ? jj : g * G; j < (g + 1) * G; j++)                                                \
+          sc[kk * nq + j] = DOT(q + j * hd, row, hd, f16) * jb->scale;                                                 \
+      }                                                                                                                \
+    }                                                                                                                  \
+  }                                                                                                                    \
   attr ZZ_INLINE void zz_vpass_##isa(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo,   \
-                                     int64_t hi, float *o, int mode) {                                                \
-    const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;                                                          \
-    const int f16 = mode == ZZ_KV_F16 && !(WIDEN);                                                                    \
-    float buf[ZZ_ATTN_MAX_HEAD_DIM];                                                                                  \
-    for (int64_t kk = lo; kk <= hi; kk++)                                                                             \
-      for (int64_t g = 0; g < ng; g++) {                                                                              \
-        const void *row = zz_attn_row(jb, vb, kk, g, buf, mode, WIDEN);                                               \
-        for (int64_t jj = g * G; jj < (g + 1) * G; jj++) AXPY(o + jj * hd, p[kk * nq + jj], row, hd, f16);            \
-      }                                                                                                               \
-  }                                                                                                                   \
+                                     int64_t hi, float *o, int mode) {                                                 \
+    const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;                                                           \
+    const int f16 = mode == ZZ_KV_F16 && !(WIDEN);                                                                     \
+    float buf[ZZ_ATTN_MAX_HEAD_DIM];                                                                                   \
+    for (int64_t kk = lo; kk <= hi; kk++)                                                                              \
+      for (int64_t g = 0; g < ng; g++) {                                                                               \
+        const void *row = zz_attn_row(jb, vb, kk, g, buf, mode, WIDEN);                                                \
+        for (int64_t jj = g * G; jj < (g + 1) * G; jj++) AXPY(o + jj * hd, p[kk * nq + jj], row, hd, f16);             \
+      }                                                                                                                \
+  }                                                                                                                    \
   ZZ_ATTN_MODES(isa, attr, zz_kpass_##isa, zz_vpass_##isa)
 
 /* One function per pass and cache type, so that mode is a constant inside each. */
-#define ZZ_ATTN_MODE(isa, attr, kbody, vbody, mode, name)                                                           \
-  attr static void zz_kpass_##isa##_##name(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,       \
-                                           int64_t lo, int64_t hi, float *sc) {                                       \
-    kbody(jb, q, kb, ng, lo, hi, sc, mode);                                                                           \
-  }                                                                                                                   \
-  attr static void zz_vpass_##isa##_##name(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng,       \
-                                           int64_t lo, int64_t hi, float *o) {                                        \
-    vbody(jb, p, vb, ng, lo, hi, o, mode);                                                                            \
+#define ZZ_ATTN_MODE(isa, attr, kbody, vbody, mode, name)                                                              \
+  attr static void zz_kpass_##isa##_##name(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,         \
+                                           int64_t lo, int64_t hi, float *sc) {                                        \
+    kbody(jb, q, kb, ng, lo, hi, sc, mode);                                                                            \
+  }                                                                                                                    \
+  attr static void zz_vpass_##isa##_##name(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng,         \
+                                           int64_t lo, int64_t hi, float *o) {                                         \
+    vbody(jb, p, vb, ng, lo, hi, o, mode);                                                                             \
   }
-#define ZZ_ATTN_MODES(isa, attr, kbody, vbody)                                                                       \
-  ZZ_ATTN_MODE(isa, attr, kbody, vbody, ZZ_KV_F32, f32)                                                              \
-  ZZ_ATTN_MODE(isa, attr, kbody, vbody, ZZ_KV_F16, f16)                                                              \
+#define ZZ_ATTN_MODES(isa, attr, kbody, vbody)                                                                         \
+  ZZ_ATTN_MODE(isa, attr, kbody, vbody, ZZ_KV_F32, f32)                                                                \
+  ZZ_ATTN_MODE(isa, attr, kbody, vbody, ZZ_KV_F16, f16)                                                                \
   ZZ_ATTN_MODE(isa, attr, kbody, vbody, ZZ_KV_Q, q)
 
 /* ---------------------------------------------------------------- portable */
@@ -345,7 +344,8 @@ ZZ_AVX2 ZZ_INLINE void zz256_axpy(float *o, float p, const void *row, int64_t hd
   const int64_t full = hd & ~(int64_t)7;
   const __m256 pv = _mm256_set1_ps(p);
   int64_t d = 0;
-  for (; d < full; d += 8) _mm256_storeu_ps(o + d, _mm256_add_ps(_mm256_loadu_ps(o + d), _mm256_mul_ps(pv, zz256_ld(row, d, f16))));
+  for (; d < full; d += 8)
+    _mm256_storeu_ps(o + d, _mm256_add_ps(_mm256_loadu_ps(o + d), _mm256_mul_ps(pv, zz256_ld(row, d, f16))));
   for (; d < hd; d++) o[d] += p * zz_row_at(row, d, f16);
 }
 
@@ -369,8 +369,8 @@ ZZ_AVX512 ZZ_INLINE void zz512_axpy(float *o, float p, const void *row, int64_t 
   for (; d < full; d += 16)
     _mm512_storeu_ps(o + d, _mm512_add_ps(_mm512_loadu_ps(o + d), _mm512_mul_ps(pv, zz512_ld(row, d, all, f16))));
   if (d < hd)
-    _mm512_mask_storeu_ps(o + d, tail,
-                          _mm512_add_ps(_mm512_maskz_loadu_ps(tail, o + d), _mm512_mul_ps(pv, zz512_ld(row, d, tail, f16))));
+    _mm512_mask_storeu_ps(
+        o + d, tail, _mm512_add_ps(_mm512_maskz_loadu_ps(tail, o + d), _mm512_mul_ps(pv, zz512_ld(row, d, tail, f16))));
 }
 
 ZZ_ATTN_PASSES(avx512, ZZ_AVX512, zz256_dot, zz256_dot4, zz512_axpy, 0)
@@ -400,7 +400,7 @@ ZZ_ATTN_PASSES(avx512, ZZ_AVX512, zz256_dot, zz256_dot4, zz512_axpy, 0)
 
 /* r[p] = Σ lanes of v[i] with p = 4(i mod 4) + i/4: the tree leaves a 4×4 transpose,
  * so callers put key u's sums in v[zz_kslot(u)] and get r[u]. */
-#define zz_kslot(u) (((u) & 3) * 4 + ((u) >> 2))
+#define zz_kslot(u) (((u)&3) * 4 + ((u) >> 2))
 ZZ_AVX512 ZZ_INLINE __m512 zz512_reduce16(const __m512 *v) {
   __m512 c[8], d[4], e[2];
   for (int i = 0; i < 8; i++) /* 128-bit lanes: [v2i, v2i, v2i+1, v2i+1] */
@@ -419,8 +419,8 @@ ZZ_AVX512 ZZ_INLINE __m512 zz512_reduce16(const __m512 *v) {
 /* The K pass for nc = ceil(hd/16) vectors per head (a constant in each instance):
  * per key, 16 query heads at a time, their dots reduced together into 16 scores that
  * are consecutive in the key-major scores; each row is read front to back. */
-ZZ_AVX512 ZZ_INLINE void zz_kpass_f16fma(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,
-                                         int64_t lo, int64_t hi, float *sc, const int nc) {
+ZZ_AVX512 ZZ_INLINE void zz_kpass_f16fma(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo,
+                                         int64_t hi, float *sc, const int nc) {
   const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;
   const __mmask16 all = 0xFFFF, tail = (hd & 15) ? (__mmask16)((1u << (hd & 15)) - 1) : all;
   const __m512 scale = _mm512_set1_ps(jb->scale);
@@ -437,7 +437,8 @@ ZZ_AVX512 ZZ_INLINE void zz_kpass_f16fma(const zz_fattn_job *jb, const float *q,
                                  _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(nc == 1 ? tail : all, r)));
         for (int c = 1; c < nc; c++) {
           const __mmask16 m = c == nc - 1 ? tail : all;
-          s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qj + 16 * c), _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, r + 16 * c)), s);
+          s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qj + 16 * c),
+                              _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, r + 16 * c)), s);
         }
         acc[zz_kslot(u)] = s;
       }
@@ -448,8 +449,8 @@ ZZ_AVX512 ZZ_INLINE void zz_kpass_f16fma(const zz_fattn_job *jb, const float *q,
 
 /* The V pass for nc vectors per head: o_j += Σ_kk p[kk*nq + j] · V_kk, the output
  * row in registers across 16 keys (two accumulators per vector: shorter chains). */
-ZZ_AVX512 ZZ_INLINE void zz_vpass_f16fma(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng,
-                                         int64_t lo, int64_t hi, float *o, const int nc) {
+ZZ_AVX512 ZZ_INLINE void zz_vpass_f16fma(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo,
+                                         int64_t hi, float *o, const int nc) {
   const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G;
   const __mmask16 all = 0xFFFF, tail = (hd & 15) ? (__mmask16)((1u << (hd & 15)) - 1) : all;
   for (int64_t k0 = lo; k0 <= hi; k0 += ZZ_KBV) {
@@ -458,8 +459,8 @@ ZZ_AVX512 ZZ_INLINE void zz_vpass_f16fma(const zz_fattn_job *jb, const float *p,
       const char *v0 = vb + (size_t)k0 * jb->row_bytes + (size_t)g * jb->head_bytes;
       for (int64_t j = g * G; j < (g + 1) * G; j++) {
         __m512 a0[ZZ_ATTN_F16_FMA_HD / 16], a1[ZZ_ATTN_F16_FMA_HD / 16];
-        for (int c = 0; c < nc; c++) a0[c] = _mm512_maskz_loadu_ps(c == nc - 1 ? tail : all, o + j * hd + 16 * c),
-                                     a1[c] = _mm512_setzero_ps();
+        for (int c = 0; c < nc; c++)
+          a0[c] = _mm512_maskz_loadu_ps(c == nc - 1 ? tail : all, o + j * hd + 16 * c), a1[c] = _mm512_setzero_ps();
         const float *pj = p + k0 * nq + j;
         int64_t u = 0;
         for (; u + 2 <= n; u += 2) {
@@ -476,9 +477,11 @@ ZZ_AVX512 ZZ_INLINE void zz_vpass_f16fma(const zz_fattn_job *jb, const float *p,
           const uint16_t *r0 = (const uint16_t *)(v0 + (size_t)u * jb->row_bytes);
           const __m512 p0 = _mm512_set1_ps(pj[u * nq]);
           for (int c = 0; c < nc; c++)
-            a0[c] = _mm512_fmadd_ps(p0, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(c == nc - 1 ? tail : all, r0 + 16 * c)), a0[c]);
+            a0[c] = _mm512_fmadd_ps(
+                p0, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(c == nc - 1 ? tail : all, r0 + 16 * c)), a0[c]);
         }
-        for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(o + j * hd + 16 * c, c == nc - 1 ? tail : all, _mm512_add_ps(a0[c], a1[c]));
+        for (int c = 0; c < nc; c++)
+          _mm512_mask_storeu_ps(o + j * hd + 16 * c, c == nc - 1 ? tail : all, _mm512_add_ps(a0[c], a1[c]));
       }
     }
   }
@@ -523,14 +526,14 @@ ZZ_AVX512 static void zz_attn_softmax_f16fma(float *s, int64_t nq, int64_t lo, i
 }
 
 /* One instance per vector count, so the loops over c unroll and the rows stay in registers. */
-#define ZZ_F16FMA(nc)                                                                                                 \
-  ZZ_AVX512 static void zz_kpass_f16fma_##nc(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,      \
-                                              int64_t lo, int64_t hi, float *sc) {                                    \
-    zz_kpass_f16fma(jb, q, kb, ng, lo, hi, sc, nc);                                                                   \
-  }                                                                                                                   \
-  ZZ_AVX512 static void zz_vpass_f16fma_##nc(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng,      \
-                                              int64_t lo, int64_t hi, float *o) {                                     \
-    zz_vpass_f16fma(jb, p, vb, ng, lo, hi, o, nc);                                                                    \
+#define ZZ_F16FMA(nc)                                                                                                  \
+  ZZ_AVX512 static void zz_kpass_f16fma_##nc(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng,       \
+                                             int64_t lo, int64_t hi, float *sc) {                                      \
+    zz_kpass_f16fma(jb, q, kb, ng, lo, hi, sc, nc);                                                                    \
+  }                                                                                                                    \
+  ZZ_AVX512 static void zz_vpass_f16fma_##nc(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng,       \
+                                             int64_t lo, int64_t hi, float *o) {                                       \
+    zz_vpass_f16fma(jb, p, vb, ng, lo, hi, o, nc);                                                                     \
   }
 ZZ_F16FMA(1)
 ZZ_F16FMA(2)
@@ -626,14 +629,17 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
     zz_cpu_attention_ref(pool, a);
     return;
   }
-  zz_fattn_job jb = {.a = *a,
-                     .row_bytes = zz_kv_row_bytes(a->kv_dt, a->kv_q, a->kv_heads, a->hd),
-                     .head_bytes = zz_kv_row_bytes(a->kv_dt, a->kv_q, 1, a->hd),
-                     .group = a->heads / a->kv_heads,
-                     .block = zz_attn_block(a, pool ? zz_pool_threads(pool) : 1),
-                     .scale = 1.0f / sqrtf((float)a->hd),
-                     .mode = a->kv_dt == ZZ_DTYPE_F32 ? ZZ_KV_F32 : a->kv_dt == ZZ_DTYPE_F16 ? ZZ_KV_F16 : ZZ_KV_Q,
-};
+  zz_fattn_job jb = {
+      .a = *a,
+      .row_bytes = zz_kv_row_bytes(a->kv_dt, a->kv_q, a->kv_heads, a->hd),
+      .head_bytes = zz_kv_row_bytes(a->kv_dt, a->kv_q, 1, a->hd),
+      .group = a->heads / a->kv_heads,
+      .block = zz_attn_block(a, pool ? zz_pool_threads(pool) : 1),
+      .scale = 1.0f / sqrtf((float)a->hd),
+      .mode = a->kv_dt == ZZ_DTYPE_F32   ? ZZ_KV_F32
+              : a->kv_dt == ZZ_DTYPE_F16 ? ZZ_KV_F16
+                                         : ZZ_KV_Q,
+  };
   jb.blocks = (a->kv_heads + jb.block - 1) / jb.block;
   static zz_kpass_fn *const kc[] = {zz_kpass_c_f32, zz_kpass_c_f16, zz_kpass_c_q};
   static zz_vpass_fn *const vc[] = {zz_vpass_c_f32, zz_vpass_c_f16, zz_vpass_c_q};
@@ -660,18 +666,31 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
 /* ================================================================ entry points */
 
 void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
-                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
-                         int64_t hd, const int32_t *pad, float *out, float *scratch) {
-  zz_attn_args a = {.q = q, .k = k, .v = v, .kv_dt = kv_dt, .kv_q = ZZ_QFMT_DEFAULT,
-                    .seq_bytes = (int64_t)zz_dtype_nbytes(kv_dt, kv_stride), .b = b, .sq = sq, .t = t,
-                    .q_start = q_start, .heads = heads, .kv_heads = kv_heads, .hd = hd, .pad = pad, .keep = 1, .out = out,
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
+                         const int32_t *pad, float *out, float *scratch) {
+  zz_attn_args a = {.q = q,
+                    .k = k,
+                    .v = v,
+                    .kv_dt = kv_dt,
+                    .kv_q = ZZ_QFMT_DEFAULT,
+                    .seq_bytes = (int64_t)zz_dtype_nbytes(kv_dt, kv_stride),
+                    .b = b,
+                    .sq = sq,
+                    .t = t,
+                    .q_start = q_start,
+                    .heads = heads,
+                    .kv_heads = kv_heads,
+                    .hd = hd,
+                    .pad = pad,
+                    .keep = 1,
+                    .out = out,
                     .scratch = scratch};
   zz_cpu_attention_ex(pool, &a);
 }
 
-void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride,
-                      int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads,
-                      int64_t hd, const int32_t *pad, float *out, float *scratch) {
+void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride, int64_t b,
+                      int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
+                      const int32_t *pad, float *out, float *scratch) {
   zz_cpu_attention_kv(pool, q, k, v, ZZ_DTYPE_F32, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad, out,
                       scratch);
 }

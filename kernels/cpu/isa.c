@@ -52,8 +52,7 @@ int zz_cpu_isa_supported(zz_cpu_isa isa) {
   switch (isa) {
     case ZZ_CPU_ISA_PORTABLE: return 1;
 #if ZZ_ISA_X86
-    case ZZ_CPU_ISA_AVX2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && zz_cpu_has_f16c();
+    case ZZ_CPU_ISA_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && zz_cpu_has_f16c();
     case ZZ_CPU_ISA_AVX512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2);
@@ -103,10 +102,8 @@ int zz_cpu_isa_set(zz_cpu_isa isa) {
 bool zz_cpu_has_bf16(void) {
 #if ZZ_ISA_X86
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512bf16");
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
 #else
   return false;
 #endif

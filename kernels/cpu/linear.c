@@ -40,11 +40,11 @@
 #include "cpu_impl.h"
 #include "zz_kernels.h"
 
-#define ZZ_MR 4              /* rows of x per micro-tile */
-#define ZZ_NR 4              /* rows of W per micro-tile */
+#define ZZ_MR 4               /* rows of x per micro-tile */
+#define ZZ_NR 4               /* rows of W per micro-tile */
 #define ZZ_GEMM_KC_BYTES 4096 /* K block: bytes of one f32/bf16 W row (a 4-row panel is 16 KiB of L1) */
-#define ZZ_GEMM_CHUNK 64     /* W rows per pool task */
-#define ZZ_GEMM_MC 128       /* rows of x per block: its K block (128 × 4 KiB) stays in L2 */
+#define ZZ_GEMM_CHUNK 64      /* W rows per pool task */
+#define ZZ_GEMM_MC 128        /* rows of x per block: its K block (128 × 4 KiB) stays in L2 */
 /* f32: the own kernel up to n = ZZ_GEMM_SMALL_M rows of x (decode at GPU batches
  * up to it), OpenBLAS's sgemm above (prefill), where packing is paid once for
  * many rows. Measured with bench/cpu_gemm_bench.c (docs/cpu.md, "GEMM"). */
@@ -150,8 +150,8 @@ ZZ_AVX512 static inline void zz_tile_reduce(__m512 acc[ZZ_MR][ZZ_NR], float tile
     for (int c = 0; c < ZZ_NR; c++) tile[r][c] = _mm512_reduce_add_ps(acc[r][c]);
 }
 
-ZZ_AVX512 static void zz_micro_f32_avx512(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc,
-                                          int mr, int group, float tile[ZZ_MR][ZZ_NR]) {
+ZZ_AVX512 static void zz_micro_f32_avx512(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
+                                          int group, float tile[ZZ_MR][ZZ_NR]) {
   (void)mr, (void)group;
   const float *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3];
   const float *w0 = wr[0], *w1 = wr[1], *w2 = wr[2], *w3 = wr[3];
@@ -159,12 +159,12 @@ ZZ_AVX512 static void zz_micro_f32_avx512(const void *const xr[ZZ_MR], const voi
   for (int r = 0; r < ZZ_MR; r++)
     for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm512_setzero_ps();
   int64_t k = 0;
-#define ZZ_F32_STEP(LOADX, LOADW)                                                          \
-  do {                                                                                     \
-    __m512 a[ZZ_MR] = {LOADX(x0), LOADX(x1), LOADX(x2), LOADX(x3)};                        \
-    __m512 b[ZZ_NR] = {LOADW(w0), LOADW(w1), LOADW(w2), LOADW(w3)};                        \
-    for (int r = 0; r < ZZ_MR; r++)                                                        \
-      for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm512_fmadd_ps(a[r], b[c], acc[r][c]); \
+#define ZZ_F32_STEP(LOADX, LOADW)                                                                                      \
+  do {                                                                                                                 \
+    __m512 a[ZZ_MR] = {LOADX(x0), LOADX(x1), LOADX(x2), LOADX(x3)};                                                    \
+    __m512 b[ZZ_NR] = {LOADW(w0), LOADW(w1), LOADW(w2), LOADW(w3)};                                                    \
+    for (int r = 0; r < ZZ_MR; r++)                                                                                    \
+      for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm512_fmadd_ps(a[r], b[c], acc[r][c]);                              \
   } while (0)
 #define ZZ_LD(p) _mm512_loadu_ps((p) + k)
 #define ZZ_LDM(p) _mm512_maskz_loadu_ps(m, (p) + k)
@@ -189,12 +189,12 @@ ZZ_AVX512BF16 static void zz_micro_bf16_avx512(const void *const xr[ZZ_MR], cons
     for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm512_setzero_ps();
   int64_t k = 0;
   /* 32 bf16 per vector: vdpbf16ps adds the two products of each lane's pair */
-#define ZZ_BF16_STEP(LOAD)                                                                                     \
-  do {                                                                                                         \
-    __m512bh a[ZZ_MR] = {(__m512bh)LOAD(x0), (__m512bh)LOAD(x1), (__m512bh)LOAD(x2), (__m512bh)LOAD(x3)};      \
-    __m512bh b[ZZ_NR] = {(__m512bh)LOAD(w0), (__m512bh)LOAD(w1), (__m512bh)LOAD(w2), (__m512bh)LOAD(w3)};      \
-    for (int r = 0; r < ZZ_MR; r++)                                                                            \
-      for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], a[r], b[c]);                    \
+#define ZZ_BF16_STEP(LOAD)                                                                                             \
+  do {                                                                                                                 \
+    __m512bh a[ZZ_MR] = {(__m512bh)LOAD(x0), (__m512bh)LOAD(x1), (__m512bh)LOAD(x2), (__m512bh)LOAD(x3)};              \
+    __m512bh b[ZZ_NR] = {(__m512bh)LOAD(w0), (__m512bh)LOAD(w1), (__m512bh)LOAD(w2), (__m512bh)LOAD(w3)};              \
+    for (int r = 0; r < ZZ_MR; r++)                                                                                    \
+      for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], a[r], b[c]);                             \
   } while (0)
 #define ZZ_LD(p) _mm512_loadu_si512((const void *)((p) + k))
 #define ZZ_LDM(p) _mm512_maskz_loadu_epi16(m, (p) + k)
@@ -228,9 +228,10 @@ ZZ_AVX2FMA static inline __m256 zz_bf16x8(const uint16_t *p) {
 /* rows (1 or 2) rows of x against the tile's 4 W rows, W in bf16 (WF 0) or
  * already widened to f32 by the driver (WF 1, the same values); both constants
  * after inlining. */
-ZZ_AVX2FMA static inline __attribute__((always_inline)) void
-zz_bf16_avx2_rows(const uint16_t *const x[2], const void *const wr[ZZ_NR], int64_t kc, const int rows, const int WF,
-                  float out[2][ZZ_NR]) {
+ZZ_AVX2FMA static inline __attribute__((always_inline)) void zz_bf16_avx2_rows(const uint16_t *const x[2],
+                                                                               const void *const wr[ZZ_NR], int64_t kc,
+                                                                               const int rows, const int WF,
+                                                                               float out[2][ZZ_NR]) {
   __m256 acc[2][ZZ_NR];
   for (int r = 0; r < 2; r++)
     for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm256_setzero_ps();
@@ -254,14 +255,14 @@ zz_bf16_avx2_rows(const uint16_t *const x[2], const void *const wr[ZZ_NR], int64
     }
 }
 
-ZZ_AVX2FMA static inline __attribute__((always_inline)) void
-zz_bf16_avx2_tile(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr, const int WF,
-                  float tile[ZZ_MR][ZZ_NR]) {
+ZZ_AVX2FMA static inline __attribute__((always_inline)) void zz_bf16_avx2_tile(const void *const xr[ZZ_MR],
+                                                                               const void *const wr[ZZ_NR], int64_t kc,
+                                                                               int mr, const int WF,
+                                                                               float tile[ZZ_MR][ZZ_NR]) {
   for (int r0 = 0; r0 < mr; r0 += 2) {
     const uint16_t *x[2] = {xr[r0], xr[r0 + 1 < mr ? r0 + 1 : r0]};
     float out[2][ZZ_NR];
-    if (mr - r0 >= 2)
-      zz_bf16_avx2_rows(x, wr, kc, 2, WF, out);
+    if (mr - r0 >= 2) zz_bf16_avx2_rows(x, wr, kc, 2, WF, out);
     else
       zz_bf16_avx2_rows(x, wr, kc, 1, WF, out);
     for (int r = 0; r < 2 && r0 + r < mr; r++)
@@ -269,16 +270,16 @@ zz_bf16_avx2_tile(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int6
   }
 }
 
-ZZ_AVX2FMA static void zz_micro_bf16_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc,
-                                          int mr, int group, float tile[ZZ_MR][ZZ_NR]) {
+ZZ_AVX2FMA static void zz_micro_bf16_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
+                                          int group, float tile[ZZ_MR][ZZ_NR]) {
   (void)group;
   zz_bf16_avx2_tile(xr, wr, kc, mr, 0, tile);
 }
 
 /* W rows the driver widened once per K block into f32 (many rows of x: each
  * widened W value then serves them all instead of being widened per 2 rows). */
-ZZ_AVX2FMA static void zz_micro_bf16w_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc,
-                                           int mr, int group, float tile[ZZ_MR][ZZ_NR]) {
+ZZ_AVX2FMA static void zz_micro_bf16w_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
+                                           int group, float tile[ZZ_MR][ZZ_NR]) {
   (void)group;
   zz_bf16_avx2_tile(xr, wr, kc, mr, 1, tile);
 }
@@ -310,9 +311,10 @@ ZZ_AVX2 static inline __m256 zz_q4x8(__m128i bytes, __m256 lo, __m256 step) {
  * <= 8 accumulators; all three constants after inlining) of kc elements in
  * groups of group (a multiple of 8); out[r][c] in zz_dot's order over the
  * widened row. */
-ZZ_AVX2 static inline __attribute__((always_inline)) void
-zz_q_avx2_tile(const float *const *x, const void *const *wr, int64_t kc, int group, const int BITS, const int ROWS,
-               const int COLS, float out[ZZ_MR][ZZ_NR]) {
+ZZ_AVX2 static inline __attribute__((always_inline)) void zz_q_avx2_tile(const float *const *x, const void *const *wr,
+                                                                         int64_t kc, int group, const int BITS,
+                                                                         const int ROWS, const int COLS,
+                                                                         float out[ZZ_MR][ZZ_NR]) {
   const float *tab = zz_f16_table();
   const int64_t kmain = kc - kc % 8; /* zz_dot's lanes; the rest is its tail */
   const size_t gb = zz_qg_bytes(BITS, group);
@@ -383,9 +385,9 @@ zz_q_avx2_tile(const float *const *x, const void *const *wr, int64_t kc, int gro
  * for the adders), 3 or 4 rows against 2 W rows at a time (each widened W value
  * serves 4 rows). */
 ZZ_AVX2 static inline __attribute__((always_inline)) void zz_micro_q_avx2(const void *const xr[ZZ_MR],
-                                                                           const void *const wr[ZZ_NR], int64_t kc,
-                                                                           int mr, int group, const int BITS,
-                                                                           float tile[ZZ_MR][ZZ_NR]) {
+                                                                          const void *const wr[ZZ_NR], int64_t kc,
+                                                                          int mr, int group, const int BITS,
+                                                                          float tile[ZZ_MR][ZZ_NR]) {
   const float *x[ZZ_MR] = {xr[0], xr[1], xr[2], xr[3]};
   float out[ZZ_MR][ZZ_NR];
   if (mr == 1) zz_q_avx2_tile(x, wr, kc, group, BITS, 1, 4, out);
@@ -393,8 +395,7 @@ ZZ_AVX2 static inline __attribute__((always_inline)) void zz_micro_q_avx2(const 
   if (mr >= 3)
     for (int c0 = 0; c0 < ZZ_NR; c0 += 2) {
       float part[ZZ_MR][ZZ_NR];
-      if (mr == 3)
-        zz_q_avx2_tile(x, wr + c0, kc, group, BITS, 3, 2, part);
+      if (mr == 3) zz_q_avx2_tile(x, wr + c0, kc, group, BITS, 3, 2, part);
       else
         zz_q_avx2_tile(x, wr + c0, kc, group, BITS, 4, 2, part);
       for (int r = 0; r < mr; r++) out[r][c0] = part[r][0], out[r][c0 + 1] = part[r][1];
@@ -424,7 +425,8 @@ ZZ_AVX2 static void zz_micro_q8_avx2(const void *const xr[ZZ_MR], const void *co
 
 /* a in lanes 0-7, b in 8-15 (avx512f alone: no f32x8 inserts) */
 ZZ_AVX512 static inline __m512 zz_halves(float a, float b) {
-  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a)), _mm256_castps_pd(_mm256_set1_ps(b)), 1));
+  return _mm512_castpd_ps(
+      _mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a)), _mm256_castps_pd(_mm256_set1_ps(b)), 1));
 }
 
 ZZ_AVX512 static inline __m512 zz_q4x8x2(const unsigned char *d0, const unsigned char *d1, __m512 lo, __m512 step) {
@@ -452,7 +454,8 @@ ZZ_AVX512 static void zz_micro_q4_avx512(const void *const xr[ZZ_MR], const void
     const int64_t m = kmain - g0 < group ? kmain - g0 : group;
     const size_t goff = (size_t)(g0 / group) * gb;
     for (int p = 0; p < ZZ_NR / 2; p++) {
-      const unsigned char *ga = (const unsigned char *)wr[2 * p] + goff, *gc = (const unsigned char *)wr[2 * p + 1] + goff;
+      const unsigned char *ga = (const unsigned char *)wr[2 * p] + goff,
+                          *gc = (const unsigned char *)wr[2 * p + 1] + goff;
       uint16_t h[4];
       memcpy(h, ga, 4);
       memcpy(h + 2, gc, 4);
@@ -461,7 +464,8 @@ ZZ_AVX512 static void zz_micro_q4_avx512(const void *const xr[ZZ_MR], const void
       for (int64_t e = 0; e < m; e += 8) {
         __m512 w = zz_q4x8x2(ga + 4 + e / 2, gc + 4 + e / 2, lo, step);
         for (int r = 0; r < mr; r++) {
-          __m512 a = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps((const float *)xr[r] + g0 + e))));
+          __m512 a = _mm512_castpd_ps(
+              _mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps((const float *)xr[r] + g0 + e))));
           __m512 prod = _mm512_mul_ps(a, w);
           ZZ_KEEP(prod);
           acc[r][p] = _mm512_add_ps(acc[r][p], prod);
@@ -496,12 +500,12 @@ ZZ_AVX512 static void zz_micro_q4_avx512(const void *const xr[ZZ_MR], const void
 /* ---------------------------------------------------------------- run-time choice */
 
 typedef struct zz_gemm_isa {
-  zz_gemm_micro f32;  /* NULL: sgemm tiles at every size */
+  zz_gemm_micro f32; /* NULL: sgemm tiles at every size */
   zz_gemm_micro bf16;
   zz_gemm_micro bf16w; /* bf16 x against W widened by widen_bf16 (many rows); NULL: none */
   void (*widen_bf16)(const void *const wr[ZZ_NR], int64_t kc, float *dst, int64_t ld);
-  zz_gemm_micro q4;   /* 4 bits, groups of a multiple of 8; NULL: dequantized panels */
-  zz_gemm_micro q8;   /* 8 bits, the same */
+  zz_gemm_micro q4; /* 4 bits, groups of a multiple of 8; NULL: dequantized panels */
+  zz_gemm_micro q8; /* 8 bits, the same */
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
 } zz_gemm_isa;
 
@@ -734,8 +738,17 @@ size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt) {
 static zz_gemm_job zz_gemm_dense(zz_pool *pool, const zz_gemm_isa *isa, const float *x, int64_t n, int64_t in,
                                  const void *w, zz_dtype w_dt, const float *b, int64_t out, float *y, int relu,
                                  void *xb) {
-  zz_gemm_job job = {.x = (const char *)x, .w = w, .b = b, .y = y, .n = n, .in = in, .out = out, .relu = relu,
-                     .xsz = sizeof(float), .wsz = sizeof(float), .micro = isa->f32 ? isa->f32 : zz_micro_f32_c};
+  zz_gemm_job job = {.x = (const char *)x,
+                     .w = w,
+                     .b = b,
+                     .y = y,
+                     .n = n,
+                     .in = in,
+                     .out = out,
+                     .relu = relu,
+                     .xsz = sizeof(float),
+                     .wsz = sizeof(float),
+                     .micro = isa->f32 ? isa->f32 : zz_micro_f32_c};
   if (w_dt == ZZ_DTYPE_BF16) {
     zz_round_job r = {x, xb, in, isa->round_bf16};
     zz_pool_run(pool, zz_round_row, &r, n);
@@ -758,23 +771,34 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const voi
 
 bool zz_cpu_gemm_small(int64_t n) { return n <= ZZ_GEMM_SMALL_M && zz_gemm_isa_get().f32; }
 
-void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt,
-                     const float *b, int64_t out, float *y, int relu, void *xb) {
-  if (w_dt == ZZ_DTYPE_BF16 || zz_cpu_gemm_small(n))
-    zz_cpu_gemm(pool, x, n, in, w, w_dt, b, out, y, relu, xb);
+void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
+                     int64_t out, float *y, int relu, void *xb) {
+  if (w_dt == ZZ_DTYPE_BF16 || zz_cpu_gemm_small(n)) zz_cpu_gemm(pool, x, n, in, w, w_dt, b, out, y, relu, xb);
   else
     zz_cpu_linear_pool(pool, x, n, in, w, b, out, y, relu);
 }
 
-void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f,
-                     const float *b, int64_t out, float *y, int relu) {
+void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f, const float *b,
+                     int64_t out, float *y, int relu) {
   const zz_gemm_isa isa = zz_gemm_isa_get();
   zz_gemm_micro fused = f.bits == 4 ? isa.q4 : f.bits == 8 ? isa.q8 : NULL;
   if (n <= ZZ_Q_SMALL_N && fused && f.group % 8 == 0) {
     /* the fused micro-kernel, one K block: its order is zz_dot's over the whole row */
-    zz_gemm_job job = {.x = (const char *)x, .w = w, .b = b, .y = y, .n = n, .in = in, .out = out, .relu = relu,
-                       .group = f.group, .xsz = sizeof(float), .wsz = 0, .x_row = (size_t)in * sizeof(float),
-                       .w_row = zz_q_row_bytes(f, in), .kc = in, .micro = fused};
+    zz_gemm_job job = {.x = (const char *)x,
+                       .w = w,
+                       .b = b,
+                       .y = y,
+                       .n = n,
+                       .in = in,
+                       .out = out,
+                       .relu = relu,
+                       .group = f.group,
+                       .xsz = sizeof(float),
+                       .wsz = 0,
+                       .x_row = (size_t)in * sizeof(float),
+                       .w_row = zz_q_row_bytes(f, in),
+                       .kc = in,
+                       .micro = fused};
     zz_gemm_own(pool, &job);
     return;
   }

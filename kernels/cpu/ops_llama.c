@@ -25,8 +25,7 @@ static void zz_rms_row(void *arg, int64_t i) {
   for (int64_t k = 0; k < j->dim; k++) y[k] = j->gamma[k] * (x[k] * r);
 }
 
-void zz_cpu_rmsnorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, const float *gamma, float eps,
-                    float *y) {
+void zz_cpu_rmsnorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, const float *gamma, float eps, float *y) {
   zz_rms_job job = {x, gamma, y, dim, eps};
   zz_pool_run(pool, zz_rms_row, &job, n);
 }

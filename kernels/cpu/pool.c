@@ -18,8 +18,8 @@
 #include "zz_kernels.h"
 
 struct zz_pool {
-  pthread_t *threads; /* [n_workers] */
-  int n_workers;      /* threads besides the caller */
+  pthread_t *threads;     /* [n_workers] */
+  int n_workers;          /* threads besides the caller */
   pthread_mutex_t job_mu; /* one job at a time: held by the caller for the whole job */
   pthread_mutex_t mu;     /* guards everything below */
   pthread_cond_t start, done;

@@ -41,7 +41,7 @@ size_t zz_kv_row_bytes(zz_dtype dt, zz_qfmt f, int64_t heads, int64_t hd) {
 static uint16_t zz_f16_down(float x) {
   uint16_t h = zz_f32_to_f16(x);
   if (zz_f16_to_f32(h) <= x) return h;
-  if (h == 0) return 0x8001;                   /* +0 → the smallest negative subnormal */
+  if (h == 0) return 0x8001; /* +0 → the smallest negative subnormal */
   return (h & 0x8000) ? (uint16_t)(h + 1) : (uint16_t)(h - 1);
 }
 
@@ -82,8 +82,8 @@ static void zz_q_put_group(zz_qfmt f, const float *x, int64_t m, unsigned char *
 /* The 4-bit body of zz_q_get_group, 8 values a step: the same multiply, then add
  * (no "fma" target: nothing may contract them), so the same bits. Returns the
  * elements done (a multiple of 8); the caller widens the rest. */
-__attribute__((target("avx2"))) static int64_t zz_q4_get_avx2(const unsigned char *d, int64_t m, float lo,
-                                                                float step, float *y) {
+__attribute__((target("avx2"))) static int64_t zz_q4_get_avx2(const unsigned char *d, int64_t m, float lo, float step,
+                                                              float *y) {
   const __m256 vlo = _mm256_set1_ps(lo), vstep = _mm256_set1_ps(step);
   const __m128i m4 = _mm_set1_epi8(0x0f);
   int64_t e = 0;

@@ -55,8 +55,8 @@ namespace {
  * [2cB, 2cB + 2B) of the row (B = blockDim.x) into registers, the block meets at a
  * barrier, then chunk c writes halves [2cB, 2cB + 2B), which cover floats
  * [cB, cB + B) — all read by chunks <= c already, and never read again. */
-__global__ void zz_attn_softmax_kernel(float *s, int64_t heads, int64_t sq, int64_t t,
-                                       int64_t q_start, const int32_t *__restrict__ pad) {
+__global__ void zz_attn_softmax_kernel(float *s, int64_t heads, int64_t sq, int64_t t, int64_t q_start,
+                                       const int32_t *__restrict__ pad) {
   __shared__ float shm[32];
   const int64_t R = blockIdx.x;
   const int64_t i = R / (heads * sq), r = R % sq;
@@ -70,7 +70,7 @@ __global__ void zz_attn_softmax_kernel(float *s, int64_t heads, int64_t sq, int6
   mx = zz_block_max(mx, shm);
   float sum = 0.0f;
   for (int64_t j = lo + threadIdx.x; j <= hi; j += blockDim.x) sum += __expf(row[j] - mx);
-  sum = zz_block_sum(sum, shm); /* ends with a barrier: every read above is done */
+  sum = zz_block_sum(sum, shm);                     /* ends with a barrier: every read above is done */
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f; /* lo > hi: no key, all zeros */
 
   for (int64_t base = 0; base < t; base += 2 * (int64_t)blockDim.x) {
@@ -78,50 +78,46 @@ __global__ void zz_attn_softmax_kernel(float *s, int64_t heads, int64_t sq, int6
     const float p0 = (j0 >= lo && j0 <= hi) ? __expf(row[j0] - mx) * inv : 0.0f;
     const float p1 = (j1 >= lo && j1 <= hi) ? __expf(row[j1] - mx) * inv : 0.0f;
     __syncthreads();
-    if (j1 < t)
-      *(__half2 *)(prow + j0) = __floats2half2_rn(p0, p1);
+    if (j1 < t) *(__half2 *)(prow + j0) = __floats2half2_rn(p0, p1);
     else if (j0 < t)
       prow[j0] = __float2half_rn(p0);
   }
 }
 
-int zz_attention_prefill(cublasHandle_t blas, const __half *q, const __half *k, const __half *v,
-                         int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start,
-                         int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, __half *out,
-                         float *scores, cudaStream_t st) {
+int zz_attention_prefill(cublasHandle_t blas, const __half *q, const __half *k, const __half *v, int64_t kv_stride,
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
+                         const int32_t *pad, __half *out, float *scores, cudaStream_t st) {
   const int64_t row = heads * hd;      /* elements between two positions of q, out */
   const int64_t kvrow = kv_heads * hd; /* ... of k, v */
   const int64_t G = heads / kv_heads;  /* query heads per K/V head */
-  if (!zz_cu_fits_int(t) || !zz_cu_fits_int(sq) || !zz_cu_fits_int(hd) ||
-      !zz_cu_fits_int(row) || !zz_cu_fits_int(2 * t) || !zz_cu_fits_int(heads) ||
-      !zz_cu_fits_int(b * heads * sq))
+  if (!zz_cu_fits_int(t) || !zz_cu_fits_int(sq) || !zz_cu_fits_int(hd) || !zz_cu_fits_int(row) ||
+      !zz_cu_fits_int(2 * t) || !zz_cu_fits_int(heads) || !zz_cu_fits_int(b * heads * sq))
     return -(int)CUBLAS_STATUS_INVALID_VALUE;
   const float scale = 1.0f / sqrtf((float)hd), one = 1.0f, zero = 0.0f;
 
   for (int64_t i = 0; i < b; i++)
     for (int64_t g = 0; g < G; g++) {
       ZZ_CUBLAS_TRY(cublasGemmStridedBatchedEx(
-          blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)t, (int)sq, (int)hd, &scale,
-          k + i * kv_stride, CUDA_R_16F, (int)kvrow, (long long)hd, /* K_i,kvh, per K/V head +hd */
+          blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)t, (int)sq, (int)hd, &scale, k + i * kv_stride, CUDA_R_16F, (int)kvrow,
+          (long long)hd,                                                        /* K_i,kvh, per K/V head +hd */
           q + i * sq * row + g * hd, CUDA_R_16F, (int)row, (long long)(G * hd), /* Q_i,kvh*G+g */
-          &zero, scores + (i * heads + g) * sq * t, CUDA_R_32F, (int)t, (long long)(G * sq * t),
-          (int)kv_heads, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+          &zero, scores + (i * heads + g) * sq * t, CUDA_R_32F, (int)t, (long long)(G * sq * t), (int)kv_heads,
+          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
 
   int threads = 64;
   while (threads < 512 && (int64_t)threads * 4 < t) threads *= 2;
-  zz_attn_softmax_kernel<<<(unsigned)(b * heads * sq), threads, 0, st>>>(scores, heads, sq, t,
-                                                                         q_start, pad);
+  zz_attn_softmax_kernel<<<(unsigned)(b * heads * sq), threads, 0, st>>>(scores, heads, sq, t, q_start, pad);
   ZZ_CU_LAUNCHED();
 
   const __half *probs = (const __half *)scores; /* [b*heads*sq, 2t] halves, first t used */
   for (int64_t i = 0; i < b; i++)
     for (int64_t g = 0; g < G; g++) {
       ZZ_CUBLAS_TRY(cublasGemmStridedBatchedEx(
-          blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)hd, (int)sq, (int)t, &one,
-          v + i * kv_stride, CUDA_R_16F, (int)kvrow, (long long)hd, /* V_i,kvh */
+          blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)hd, (int)sq, (int)t, &one, v + i * kv_stride, CUDA_R_16F, (int)kvrow,
+          (long long)hd,                                                                               /* V_i,kvh */
           probs + (i * heads + g) * sq * 2 * t, CUDA_R_16F, (int)(2 * t), (long long)(G * sq * 2 * t), /* P */
-          &zero, out + i * sq * row + g * hd, CUDA_R_16F, (int)row, (long long)(G * hd), /* O */
+          &zero, out + i * sq * row + g * hd, CUDA_R_16F, (int)row, (long long)(G * hd),               /* O */
           (int)kv_heads, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
   return 0;
@@ -134,11 +130,14 @@ const int kDecodeThreads = 32 * kDecodeWarps;
 const int kMaxHd = 256;
 
 /* VEC halves moved per load: 2 (half2) when hd, the strides and the pointers allow. */
-template <int VEC> struct zz_hvec;
-template <> struct zz_hvec<1> {
+template <int VEC>
+struct zz_hvec;
+template <>
+struct zz_hvec<1> {
   static __device__ __forceinline__ void load(const __half *p, float *f) { f[0] = __half2float(*p); }
 };
-template <> struct zz_hvec<2> {
+template <>
+struct zz_hvec<2> {
   static __device__ __forceinline__ void load(const __half *p, float *f) {
     const float2 x = __half22float2(*(const __half2 *)p);
     f[0] = x.x;
@@ -152,10 +151,9 @@ template <> struct zz_hvec<2> {
  * VEC) when below hd; NI*VEC*32 >= hd. */
 template <int VEC, int NI>
 __global__ void __launch_bounds__(kDecodeThreads)
-    zz_attn_decode_kernel(const __half *__restrict__ q, const __half *__restrict__ k,
-                          const __half *__restrict__ v, int64_t kv_stride, int64_t t,
-                          int64_t q_start, int heads, int kv_heads, int hd, const int32_t *__restrict__ pad,
-                          float scale, __half *__restrict__ out) {
+    zz_attn_decode_kernel(const __half *__restrict__ q, const __half *__restrict__ k, const __half *__restrict__ v,
+                          int64_t kv_stride, int64_t t, int64_t q_start, int heads, int kv_heads, int hd,
+                          const int32_t *__restrict__ pad, float scale, __half *__restrict__ out) {
   __shared__ float sm_m[kDecodeWarps], sm_l[kDecodeWarps];
   __shared__ float sm_acc[kDecodeWarps][kMaxHd];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -196,8 +194,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
     for (int n = 0; n < NI; n++) {
       const int d = (lane + 32 * n) * VEC;
 #pragma unroll
-      for (int e = 0; e < VEC; e++) k0[n * VEC + e] = v0[n * VEC + e] = k1[n * VEC + e] =
-          v1[n * VEC + e] = 0.0f;
+      for (int e = 0; e < VEC; e++) k0[n * VEC + e] = v0[n * VEC + e] = k1[n * VEC + e] = v1[n * VEC + e] = 0.0f;
       if (d < hd) {
         zz_hvec<VEC>::load(kh + j * kvrow + d, k0 + n * VEC);
         zz_hvec<VEC>::load(vh + j * kvrow + d, v0 + n * VEC);
@@ -265,48 +262,46 @@ __global__ void __launch_bounds__(kDecodeThreads)
 }
 
 template <int VEC, int NI>
-int zz_attn_decode_launch(const __half *q, const __half *k, const __half *v, int64_t kv_stride,
-                          int64_t b, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
-                          const int32_t *pad, __half *out, cudaStream_t st) {
+int zz_attn_decode_launch(const __half *q, const __half *k, const __half *v, int64_t kv_stride, int64_t b, int64_t t,
+                          int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, __half *out,
+                          cudaStream_t st) {
   zz_attn_decode_kernel<VEC, NI><<<(unsigned)(b * heads), kDecodeThreads, 0, st>>>(
       q, k, v, kv_stride, t, q_start, (int)heads, (int)kv_heads, (int)hd, pad, 1.0f / sqrtf((float)hd), out);
   ZZ_CU_LAUNCHED();
   return 0;
 }
 
-int zz_attention_decode(const __half *q, const __half *k, const __half *v, int64_t kv_stride,
-                        int64_t b, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
-                        const int32_t *pad, __half *out, cudaStream_t st) {
-  if (hd > kMaxHd || !zz_cu_fits_int(heads) || !zz_cu_fits_int(b * heads))
-    return (int)cudaErrorNotSupported;
+int zz_attention_decode(const __half *q, const __half *k, const __half *v, int64_t kv_stride, int64_t b, int64_t t,
+                        int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, __half *out,
+                        cudaStream_t st) {
+  if (hd > kMaxHd || !zz_cu_fits_int(heads) || !zz_cu_fits_int(b * heads)) return (int)cudaErrorNotSupported;
   const uintptr_t bits = (uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)out;
   const bool pairs = hd % 2 == 0 && kv_stride % 2 == 0 && (bits & 3) == 0;
   if (pairs) {
     switch ((hd + 63) / 64) {
-    case 1: return zz_attn_decode_launch<2, 1>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-    case 2: return zz_attn_decode_launch<2, 2>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-    case 3: return zz_attn_decode_launch<2, 3>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-    default: return zz_attn_decode_launch<2, 4>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+      case 1: return zz_attn_decode_launch<2, 1>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+      case 2: return zz_attn_decode_launch<2, 2>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+      case 3: return zz_attn_decode_launch<2, 3>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+      default: return zz_attn_decode_launch<2, 4>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
     }
   }
   switch ((hd + 31) / 32) {
-  case 1: return zz_attn_decode_launch<1, 1>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-  case 2: return zz_attn_decode_launch<1, 2>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-  case 3: return zz_attn_decode_launch<1, 3>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-  case 4: return zz_attn_decode_launch<1, 4>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-  case 5: return zz_attn_decode_launch<1, 5>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-  case 6: return zz_attn_decode_launch<1, 6>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-  case 7: return zz_attn_decode_launch<1, 7>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-  default: return zz_attn_decode_launch<1, 8>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+    case 1: return zz_attn_decode_launch<1, 1>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+    case 2: return zz_attn_decode_launch<1, 2>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+    case 3: return zz_attn_decode_launch<1, 3>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+    case 4: return zz_attn_decode_launch<1, 4>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+    case 5: return zz_attn_decode_launch<1, 5>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+    case 6: return zz_attn_decode_launch<1, 6>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+    case 7: return zz_attn_decode_launch<1, 7>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+    default: return zz_attn_decode_launch<1, 8>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
   }
 }
 
 } // namespace
 
-extern "C" int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k,
-                                 const uint16_t *v, int64_t kv_stride, int64_t b, int64_t sq,
-                                 int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
-                                 const int32_t *pad, uint16_t *out, void *scratch,
+extern "C" int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                                 int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
+                                 int64_t kv_heads, int64_t hd, const int32_t *pad, uint16_t *out, void *scratch,
                                  void *stream) {
   if (b < 0 || sq < 0 || t < 0 || q_start < 0 || heads < 0 || hd < 0 || kv_stride < 0 || kv_heads <= 0 ||
       heads % kv_heads != 0)
@@ -318,10 +313,10 @@ extern "C" int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t
     return 0;
   }
   if (sq == 1)
-    return zz_attention_decode((const __half *)q, (const __half *)k, (const __half *)v,
-                               kv_stride, b, t, q_start, heads, kv_heads, hd, pad, (__half *)out, st);
+    return zz_attention_decode((const __half *)q, (const __half *)k, (const __half *)v, kv_stride, b, t, q_start, heads,
+                               kv_heads, hd, pad, (__half *)out, st);
   if (!scratch) return (int)cudaErrorInvalidValue;
-  return zz_attention_prefill((cublasHandle_t)cublas, (const __half *)q, (const __half *)k,
-                              (const __half *)v, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad,
-                              (__half *)out, (float *)scratch, st);
+  return zz_attention_prefill((cublasHandle_t)cublas, (const __half *)q, (const __half *)k, (const __half *)v,
+                              kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad, (__half *)out, (float *)scratch,
+                              st);
 }

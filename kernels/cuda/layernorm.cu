@@ -14,8 +14,8 @@ namespace {
 /* x [n, dim], y [n, dim] (y may alias x: every thread reads its elements before it
  * writes them, and the last write pass starts after both reductions' barriers);
  * gamma, beta [dim] (NULL: 1 and 0). grid = n blocks, blockDim a multiple of 32. */
-__global__ void zz_layernorm_kernel(const __half *x, int64_t dim, const __half *gamma,
-                                    const __half *beta, float eps, __half *y) {
+__global__ void zz_layernorm_kernel(const __half *x, int64_t dim, const __half *gamma, const __half *beta, float eps,
+                                    __half *y) {
   __shared__ float shm[32];
   const __half *xr = x + (int64_t)blockIdx.x * dim;
   __half *yr = y + (int64_t)blockIdx.x * dim;
@@ -40,16 +40,15 @@ __global__ void zz_layernorm_kernel(const __half *x, int64_t dim, const __half *
 
 } // namespace
 
-extern "C" int zz_cuda_layernorm(const uint16_t *x, int64_t n, int64_t dim,
-                                 const uint16_t *gamma, const uint16_t *beta, float eps,
-                                 uint16_t *y, void *stream) {
+extern "C" int zz_cuda_layernorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *gamma, const uint16_t *beta,
+                                 float eps, uint16_t *y, void *stream) {
   if (n < 0 || dim < 0 || n > 2147483647) return (int)cudaErrorInvalidValue;
   if (n == 0 || dim == 0) return 0;
   /* Enough threads that each handles a handful of elements; 1024 caps it. */
   int threads = 64;
   while (threads < 1024 && (int64_t)threads * 8 < dim) threads *= 2;
-  zz_layernorm_kernel<<<(unsigned)n, threads, 0, zz_cu_stream(stream)>>>(
-      (const __half *)x, dim, (const __half *)gamma, (const __half *)beta, eps, (__half *)y);
+  zz_layernorm_kernel<<<(unsigned)n, threads, 0, zz_cu_stream(stream)>>>((const __half *)x, dim, (const __half *)gamma,
+                                                                         (const __half *)beta, eps, (__half *)y);
   ZZ_CU_LAUNCHED();
   return 0;
 }

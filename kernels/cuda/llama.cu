@@ -31,8 +31,7 @@ __global__ void zz_rmsnorm_kernel(const __half *x, int64_t dim, const __half *ga
 __global__ void zz_rope_kernel(__half *x, int64_t n, int64_t heads, int64_t hd, const int32_t *__restrict__ pos,
                                zz_rope rope) {
   const int64_t half = hd / 2, total = n * heads * half;
-  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
-       e += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
     const int64_t d = e % half, rh = e / half; /* rh = row * heads + head */
     const float a = zz_rope_inv_freq(&rope, d, hd) * (float)pos[rh / heads];
     float s, c;
@@ -53,25 +52,25 @@ __global__ void zz_silu_mul_kernel(const __half *g, const __half *u, int64_t n, 
 
 } // namespace
 
-extern "C" int zz_cuda_rmsnorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *gamma, float eps,
-                               uint16_t *y, void *stream) {
+extern "C" int zz_cuda_rmsnorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *gamma, float eps, uint16_t *y,
+                               void *stream) {
   if (n < 0 || dim < 0 || n > 2147483647) return (int)cudaErrorInvalidValue;
   if (n == 0 || dim == 0) return 0;
   int threads = 64;
   while (threads < 1024 && (int64_t)threads * 8 < dim) threads *= 2;
-  zz_rmsnorm_kernel<<<(unsigned)n, threads, 0, zz_cu_stream(stream)>>>((const __half *)x, dim,
-                                                                       (const __half *)gamma, eps, (__half *)y);
+  zz_rmsnorm_kernel<<<(unsigned)n, threads, 0, zz_cu_stream(stream)>>>((const __half *)x, dim, (const __half *)gamma,
+                                                                       eps, (__half *)y);
   ZZ_CU_LAUNCHED();
   return 0;
 }
 
-extern "C" int zz_cuda_rope(uint16_t *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
-                            const zz_rope *rope, void *stream) {
+extern "C" int zz_cuda_rope(uint16_t *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos, const zz_rope *rope,
+                            void *stream) {
   if (n < 0 || heads < 0 || hd < 0 || hd % 2 != 0 || !rope) return (int)cudaErrorInvalidValue;
   const int64_t total = n * heads * (hd / 2);
   if (total == 0) return 0;
-  zz_rope_kernel<<<zz_cu_blocks(total, kThreads), kThreads, 0, zz_cu_stream(stream)>>>((__half *)x, n, heads, hd,
-                                                                                        pos, *rope);
+  zz_rope_kernel<<<zz_cu_blocks(total, kThreads), kThreads, 0, zz_cu_stream(stream)>>>((__half *)x, n, heads, hd, pos,
+                                                                                       *rope);
   ZZ_CU_LAUNCHED();
   return 0;
 }

@@ -24,17 +24,17 @@
 #include "zz_kernels.h"
 
 /* Returns the cudaError_t of `call` as an int when it is not cudaSuccess. */
-#define ZZ_CU_TRY(call)                                                                     \
-  do {                                                                                     \
-    cudaError_t zz_cu_err_ = (call);                                                       \
-    if (zz_cu_err_ != cudaSuccess) return (int)zz_cu_err_;                                 \
+#define ZZ_CU_TRY(call)                                                                                                \
+  do {                                                                                                                 \
+    cudaError_t zz_cu_err_ = (call);                                                                                   \
+    if (zz_cu_err_ != cudaSuccess) return (int)zz_cu_err_;                                                             \
   } while (0)
 
 /* Returns minus the cublasStatus_t of `call` when it is not CUBLAS_STATUS_SUCCESS. */
-#define ZZ_CUBLAS_TRY(call)                                                                 \
-  do {                                                                                     \
-    cublasStatus_t zz_cb_st_ = (call);                                                     \
-    if (zz_cb_st_ != CUBLAS_STATUS_SUCCESS) return -(int)zz_cb_st_;                        \
+#define ZZ_CUBLAS_TRY(call)                                                                                            \
+  do {                                                                                                                 \
+    cublasStatus_t zz_cb_st_ = (call);                                                                                 \
+    if (zz_cb_st_ != CUBLAS_STATUS_SUCCESS) return -(int)zz_cb_st_;                                                    \
   } while (0)
 
 /* After a <<<>>> launch: a bad configuration shows up here, not at the launch. */
@@ -90,7 +90,9 @@ __device__ __forceinline__ float zz_block_reduce(float v, float *shm, float iden
 }
 
 /* Sum over the block (zz_block_reduce's rules). */
-__device__ __forceinline__ float zz_block_sum(float v, float *shm) { return zz_block_reduce(v, shm, 0.0f, zz_sum_op()); }
+__device__ __forceinline__ float zz_block_sum(float v, float *shm) {
+  return zz_block_reduce(v, shm, 0.0f, zz_sum_op());
+}
 
 /* Maximum over the block (zz_block_reduce's rules). */
 __device__ __forceinline__ float zz_block_max(float v, float *shm) {

@@ -91,12 +91,14 @@ static size_t zz_utf8_scan(const uint8_t *s, size_t avail, uint32_t *cp, bool *o
     n = 2;
   } else if (b0 >= 0xE0 && b0 <= 0xEF) {
     n = 3;
-    if (b0 == 0xE0) lo = 0xA0;      /* overlong below U+0800 */
-    else if (b0 == 0xED) hi = 0x9F; /* surrogates U+D800..U+DFFF */
+    if (b0 == 0xE0) lo = 0xA0; /* overlong below U+0800 */
+    else if (b0 == 0xED)
+      hi = 0x9F; /* surrogates U+D800..U+DFFF */
   } else if (b0 >= 0xF0 && b0 <= 0xF4) {
     n = 4;
-    if (b0 == 0xF0) lo = 0x90;      /* overlong below U+10000 */
-    else if (b0 == 0xF4) hi = 0x8F; /* above U+10FFFF */
+    if (b0 == 0xF0) lo = 0x90; /* overlong below U+10000 */
+    else if (b0 == 0xF4)
+      hi = 0x8F; /* above U+10FFFF */
   } else {
     return 1; /* a continuation byte, C0/C1 (always overlong), or F5..FF */
   }
@@ -190,16 +192,14 @@ static const zz_u64_slot *zz_u64_map_find(const zz_u64_map *m, uint64_t key) {
   return s->key == key ? s : NULL;
 }
 
-static uint64_t zz_pair_key(int32_t left, int32_t right) {
-  return ((uint64_t)(uint32_t)left << 32) | (uint32_t)right;
-}
+static uint64_t zz_pair_key(int32_t left, int32_t right) { return ((uint64_t)(uint32_t)left << 32) | (uint32_t)right; }
 
 /* ================================================================ the tokenizer */
 
 /* The model's entry whose text is a followed by b, or NULL; two parts so merges
  * can be looked up without joining them. */
-static const zz_tok_entry *zz_tok_find2(const zz_tokenizer *tok, const char *a, size_t a_len,
-                                        const char *b, size_t b_len) {
+static const zz_tok_entry *zz_tok_find2(const zz_tokenizer *tok, const char *a, size_t a_len, const char *b,
+                                        size_t b_len) {
   uint64_t h = zz_fnv1a(zz_fnv1a(ZZ_FNV_BASIS, a, a_len), b, b_len);
   for (size_t i = (size_t)h & tok->text_mask; tok->by_text[i]; i = (i + 1) & tok->text_mask) {
     const zz_tok_entry *e = &tok->entries[tok->by_text[i] - 1];
@@ -268,13 +268,12 @@ zz_status zz_tok_vocab_alloc(zz_tokenizer *tok, size_t n, size_t pool_bytes, con
 zz_status zz_tok_vocab_add(zz_tokenizer *tok, const char *text, size_t len, int64_t id, bool in_model,
                            const char *path) {
   if (id < 0 || id > INT32_MAX)
-    return zz_error(ZZ_ERR_FORMAT, "%s: token \"%.80s\": the id must be an integer in [0, 2^31)", path,
-                    text);
+    return zz_error(ZZ_ERR_FORMAT, "%s: token \"%.80s\": the id must be an integer in [0, 2^31)", path, text);
   if (len > UINT32_MAX / 4) return zz_error(ZZ_ERR_FORMAT, "%s: a token of %zu bytes", path, len);
   /* the pool holds the texts back to back; the caller sized it */
-  char *p = tok->n_entries ? (char *)tok->entries[tok->n_entries - 1].text +
-                                 tok->entries[tok->n_entries - 1].text_len + 1
-                           : tok->pool;
+  char *p = tok->n_entries
+                ? (char *)tok->entries[tok->n_entries - 1].text + tok->entries[tok->n_entries - 1].text_len + 1
+                : tok->pool;
   zz_tok_entry *e = &tok->entries[tok->n_entries];
   e->id = (int32_t)id;
   e->text_len = (uint32_t)len;
@@ -285,8 +284,8 @@ zz_status zz_tok_vocab_add(zz_tokenizer *tok, const char *text, size_t len, int6
 
   zz_u64_slot *s = zz_u64_map_slot(&tok->by_id, (uint64_t)e->id);
   if (s->key != ZZ_U64_EMPTY)
-    return zz_error(ZZ_ERR_FORMAT, "%s: tokens \"%.80s\" and \"%.80s\" both have id %d", path,
-                    tok->entries[s->a].text, e->text, (int)e->id);
+    return zz_error(ZZ_ERR_FORMAT, "%s: tokens \"%.80s\" and \"%.80s\" both have id %d", path, tok->entries[s->a].text,
+                    e->text, (int)e->id);
   if (in_model) {
     if (zz_tok_find(tok, text, len))
       return zz_error(ZZ_ERR_FORMAT, "%s: token \"%.80s\" is in the vocabulary twice", path, text);
@@ -304,28 +303,26 @@ zz_status zz_tok_vocab_add(zz_tokenizer *tok, const char *text, size_t len, int6
 }
 
 zz_status zz_tok_merges_alloc(zz_tokenizer *tok, size_t n, const char *path) {
-  if (!zz_u64_map_init(&tok->merges, n))
-    return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory for %zu merges", path, n);
+  if (!zz_u64_map_init(&tok->merges, n)) return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory for %zu merges", path, n);
   return ZZ_OK;
 }
 
 /* Quotes at most 80 bytes in a message. */
 #define ZZ_CLIP(n) ((int)((n) < 80 ? (n) : 80))
 
-zz_status zz_tok_merge_add(zz_tokenizer *tok, const char *a, size_t a_len, const char *b,
-                           size_t b_len, const char *where) {
+zz_status zz_tok_merge_add(zz_tokenizer *tok, const char *a, size_t a_len, const char *b, size_t b_len,
+                           const char *where) {
   const zz_tok_entry *ea = zz_tok_find(tok, a, a_len);
   const zz_tok_entry *eb = zz_tok_find(tok, b, b_len);
   const zz_tok_entry *ab = zz_tok_find2(tok, a, a_len, b, b_len);
   if (!ea || !eb) {
     const char *part = !ea ? a : b;
     size_t part_len = !ea ? a_len : b_len;
-    return zz_error(ZZ_ERR_FORMAT, "%s: merge \"%.*s %.*s\": token \"%.*s\" is not in the vocabulary",
-                    where, ZZ_CLIP(a_len), a, ZZ_CLIP(b_len), b, ZZ_CLIP(part_len), part);
+    return zz_error(ZZ_ERR_FORMAT, "%s: merge \"%.*s %.*s\": token \"%.*s\" is not in the vocabulary", where,
+                    ZZ_CLIP(a_len), a, ZZ_CLIP(b_len), b, ZZ_CLIP(part_len), part);
   }
   if (!ab)
-    return zz_error(ZZ_ERR_FORMAT,
-                    "%s: merge \"%.*s %.*s\": the merged token \"%.*s%.*s\" is not in the vocabulary",
+    return zz_error(ZZ_ERR_FORMAT, "%s: merge \"%.*s %.*s\": the merged token \"%.*s%.*s\" is not in the vocabulary",
                     where, ZZ_CLIP(a_len), a, ZZ_CLIP(b_len), b, ZZ_CLIP(a_len), a, ZZ_CLIP(b_len), b);
   if (tok->n_merges == INT32_MAX) return zz_error(ZZ_ERR_FORMAT, "%s: too many merges", where);
   /* A pair listed twice keeps its later rank, as both Hugging Face tokenizers do. */
@@ -377,8 +374,10 @@ static int zz_tok_fallback_byte(const char *s, size_t len) {
   int v = 0;
   for (int k = 3; k < 5; k++) {
     char c = s[k];
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
     if (d < 0) return -1;
     v = v * 16 + d;
   }
@@ -394,33 +393,32 @@ static size_t zz_tok_decoded_room(const zz_tokenizer *tok, const char *text, siz
   return room + 1;
 }
 
-static size_t zz_tok_decoded(const zz_tokenizer *tok, const int16_t *byte_of_cp, const char *text,
-                             size_t len, char *out, bool *byte_token) {
+static size_t zz_tok_decoded(const zz_tokenizer *tok, const int16_t *byte_of_cp, const char *text, size_t len,
+                             char *out, bool *byte_token) {
   *byte_token = false;
   switch (tok->decoder) {
-  case ZZ_DEC_BYTE_LEVEL: {
-    /* code points mapped back to bytes; a token with a code point outside the
+    case ZZ_DEC_BYTE_LEVEL: {
+      /* code points mapped back to bytes; a token with a code point outside the
      * mapping (an added token written as plain text) decodes to its own UTF-8, as
      * the fast tokenizer's ByteLevel decoder does */
-    size_t n = 0;
-    for (size_t i = 0; i < len;) {
-      uint32_t cp = 0;
-      size_t k = zz_utf8_next((const uint8_t *)text + i, len - i, &cp);
-      if (k == 0 || cp > ZZ_BYTE_CP_MAX || byte_of_cp[cp] < 0) {
-        memcpy(out, text, len);
-        return len;
+      size_t n = 0;
+      for (size_t i = 0; i < len;) {
+        uint32_t cp = 0;
+        size_t k = zz_utf8_next((const uint8_t *)text + i, len - i, &cp);
+        if (k == 0 || cp > ZZ_BYTE_CP_MAX || byte_of_cp[cp] < 0) {
+          memcpy(out, text, len);
+          return len;
+        }
+        out[n++] = (char)byte_of_cp[cp];
+        i += k;
       }
-      out[n++] = (char)byte_of_cp[cp];
-      i += k;
+      return n;
     }
-    return n;
-  }
-  case ZZ_DEC_METASPACE: {
-    zz_tok_replace r = {(char *)tok->meta_rep, " ", tok->meta_rep_len, 1};
-    return zz_tok_replace_apply(&r, text, len, out);
-  }
-  case ZZ_DEC_PIECES:
-    break;
+    case ZZ_DEC_METASPACE: {
+      zz_tok_replace r = {(char *)tok->meta_rep, " ", tok->meta_rep_len, 1};
+      return zz_tok_replace_apply(&r, text, len, out);
+    }
+    case ZZ_DEC_PIECES: break;
   }
   memcpy(out, text, len);
   size_t n = len;
@@ -495,8 +493,7 @@ static zz_status zz_tok_load_vocab(zz_tokenizer *tok, const char *path) {
   json_t *val;
   json_object_foreach(root, key, val) pool_bytes += strlen(key) + 1;
   for (int i = 0; i < tok->n_added; i++) pool_bytes += tok->added[i].len + 1; /* room for new ones */
-  ZZ_CHECK_GOTO(zz_tok_vocab_alloc(tok, json_object_size(root) + (size_t)tok->n_added, pool_bytes, path), st,
-                done);
+  ZZ_CHECK_GOTO(zz_tok_vocab_alloc(tok, json_object_size(root) + (size_t)tok->n_added, pool_bytes, path), st, done);
   json_object_foreach(root, key, val) {
     if (!json_is_integer(val)) {
       st = zz_error(ZZ_ERR_FORMAT, "%s: token \"%.80s\": the id must be an integer in [0, 2^31)", path, key);
@@ -515,8 +512,10 @@ static zz_status zz_tok_load_vocab(zz_tokenizer *tok, const char *path) {
     size_t len = zz_utf8_put_small(cp_of_byte[b], s);
     const zz_tok_entry *e = zz_tok_find(tok, s, len);
     if (!e) {
-      st = zz_error(ZZ_ERR_FORMAT, "%s: no token for byte 0x%02X (\"%.*s\"); byte-level BPE needs "
-                    "all 256", path, b, (int)len, s);
+      st = zz_error(ZZ_ERR_FORMAT,
+                    "%s: no token for byte 0x%02X (\"%.*s\"); byte-level BPE needs "
+                    "all 256",
+                    path, b, (int)len, s);
       goto done;
     }
   }
@@ -581,7 +580,7 @@ static zz_status zz_tok_load_merges(zz_tokenizer *tok, const char *path) {
     return st;
   }
   long line_no = 0;
-  for (char *line = data; line < data + len; ) {
+  for (char *line = data; line < data + len;) {
     char *eol = memchr(line, '\n', (size_t)(data + len - line));
     if (!eol) eol = data + len;
     char *next = eol + 1;
@@ -594,8 +593,8 @@ static zz_status zz_tok_load_merges(zz_tokenizer *tok, const char *path) {
     }
     char *sp = memchr(line, ' ', n);
     if (!sp || sp == line || sp + 1 == eol || memchr(sp + 1, ' ', (size_t)(eol - sp - 1))) {
-      st = zz_error(ZZ_ERR_FORMAT, "%s:%ld: expected two tokens separated by one space, got \"%.*s\"",
-                    path, line_no, ZZ_CLIP(n), line);
+      st = zz_error(ZZ_ERR_FORMAT, "%s:%ld: expected two tokens separated by one space, got \"%.*s\"", path, line_no,
+                    ZZ_CLIP(n), line);
       break;
     }
     size_t a_len = (size_t)(sp - line), b_len = (size_t)(eol - sp - 1);
@@ -681,8 +680,7 @@ static size_t zz_pretoken_end(const uint32_t *cp, const uint8_t *cls, size_t n, 
     if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return i + 2;
     if (i + 2 < n) {
       uint32_t c2 = cp[i + 2];
-      if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))
-        return i + 3;
+      if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) return i + 3;
     }
   }
   /* " ?X+" for X = letters, numbers, other: one space may lead any such run */
@@ -721,8 +719,7 @@ static size_t zz_pretoken_end_llama3(const uint32_t *cp, const uint8_t *cls, siz
     if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return i + 2;
     if (i + 2 < n) {
       uint32_t c2 = zz_fold_contraction(cp[i + 2]);
-      if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))
-        return i + 3;
+      if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) return i + 3;
     }
   }
   size_t j;
@@ -762,17 +759,17 @@ static size_t zz_pretoken_end_llama3(const uint32_t *cp, const uint8_t *cls, siz
 /* A possible merge of symbol pos with its right neighbour, valid while both still
  * hold the ids it was made for. */
 typedef struct zz_bpe_cand {
-  int32_t rank, pos;      /* heap order: lowest rank, then leftmost */
-  int32_t right;          /* symbol index of the right neighbour */
+  int32_t rank, pos; /* heap order: lowest rank, then leftmost */
+  int32_t right;     /* symbol index of the right neighbour */
   int32_t left_id, right_id, new_id;
 } zz_bpe_cand;
 
 /* Scratch of one encode call, grown to the longest pre-token. */
 typedef struct zz_bpe_work {
-  int32_t *sym;        /* [cap] token id of each symbol; -1 once merged into its left */
-  int32_t *next;       /* [cap] next live symbol, -1 at the end */
-  int32_t *prev;       /* [cap] previous live symbol, -1 at the start */
-  zz_bpe_cand *heap;   /* [3 * cap]: m - 1 pairs at first, and each merge adds <= 2 */
+  int32_t *sym;      /* [cap] token id of each symbol; -1 once merged into its left */
+  int32_t *next;     /* [cap] next live symbol, -1 at the end */
+  int32_t *prev;     /* [cap] previous live symbol, -1 at the start */
+  zz_bpe_cand *heap; /* [3 * cap]: m - 1 pairs at first, and each merge adds <= 2 */
   size_t cap, heap_n;
 } zz_bpe_work;
 
@@ -918,7 +915,7 @@ static zz_status zz_enc_word(zz_enc *e, const char *s, size_t m) {
   }
   if (!zz_bpe_work_reserve(&e->w, m) || !zz_enc_room(e, m)) return zz_enc_oom(m);
   int32_t *sym = e->w.sym;
-  size_t k = 0; /* symbols: at most one per byte */
+  size_t k = 0;     /* symbols: at most one per byte */
   int32_t unk = -1; /* a pending <unk> */
   for (size_t i = 0; i < m;) {
     uint32_t cp = 0;
@@ -1033,23 +1030,19 @@ static zz_status zz_enc_piece(zz_enc *e, const char *p, size_t m, bool first) {
   }
   if (st != ZZ_OK) goto done;
   switch (tok->split) {
-  case ZZ_SPLIT_NONE:
-    st = zz_enc_raw_word(e, cur, n);
-    break;
-  case ZZ_SPLIT_META: { /* a new word before each replacement character */
-    size_t start = 0, r = tok->meta_rep_len;
-    for (size_t i = 1; i + r <= n && st == ZZ_OK; i++)
-      if (memcmp(cur + i, tok->meta_rep, r) == 0) {
-        st = zz_enc_raw_word(e, cur + start, i - start);
-        start = i;
-      }
-    if (st == ZZ_OK) st = zz_enc_raw_word(e, cur + start, n - start);
-    break;
-  }
-  case ZZ_SPLIT_GPT2:
-  case ZZ_SPLIT_LLAMA3:
-    st = zz_enc_regex_words(e, cur, n);
-    break;
+    case ZZ_SPLIT_NONE: st = zz_enc_raw_word(e, cur, n); break;
+    case ZZ_SPLIT_META: { /* a new word before each replacement character */
+      size_t start = 0, r = tok->meta_rep_len;
+      for (size_t i = 1; i + r <= n && st == ZZ_OK; i++)
+        if (memcmp(cur + i, tok->meta_rep, r) == 0) {
+          st = zz_enc_raw_word(e, cur + start, i - start);
+          start = i;
+        }
+      if (st == ZZ_OK) st = zz_enc_raw_word(e, cur + start, n - start);
+      break;
+    }
+    case ZZ_SPLIT_GPT2:
+    case ZZ_SPLIT_LLAMA3: st = zz_enc_regex_words(e, cur, n); break;
   }
 done:
   free(cur);
@@ -1091,20 +1084,21 @@ static zz_status zz_enc_added(zz_enc *e, const char *s, size_t from, size_t to, 
   return ZZ_OK;
 }
 
-zz_status zz_tokenizer_encode(const zz_tokenizer *tok, const char *text, size_t len,
-                              int32_t **ids_out, int64_t *n_out) {
+zz_status zz_tokenizer_encode(const zz_tokenizer *tok, const char *text, size_t len, int32_t **ids_out,
+                              int64_t *n_out) {
   if (!tok || (!text && len > 0) || !ids_out || !n_out)
     return zz_error(ZZ_ERR_INVALID_ARG, "tokenizer encode: NULL argument");
   if (len > (size_t)INT32_MAX)
-    return zz_error(ZZ_ERR_INVALID_ARG, "tokenizer encode: %zu bytes of text is over the 2 GiB limit",
-                    len);
+    return zz_error(ZZ_ERR_INVALID_ARG, "tokenizer encode: %zu bytes of text is over the 2 GiB limit", len);
   const uint8_t *s = (const uint8_t *)text;
   for (size_t i = 0; i < len;) {
     uint32_t cp;
     size_t k = zz_utf8_next(s + i, len - i, &cp);
     if (k == 0)
-      return zz_error(ZZ_ERR_INVALID_ARG, "tokenizer encode: invalid UTF-8 at byte offset %zu "
-                      "(byte 0x%02X)", i, s[i]);
+      return zz_error(ZZ_ERR_INVALID_ARG,
+                      "tokenizer encode: invalid UTF-8 at byte offset %zu "
+                      "(byte 0x%02X)",
+                      i, s[i]);
     i += k;
   }
   zz_enc e = {.tok = tok};
@@ -1123,8 +1117,8 @@ zz_status zz_tokenizer_encode(const zz_tokenizer *tok, const char *text, size_t 
 
 /* ================================================================ decode */
 
-zz_status zz_tokenizer_decode(const zz_tokenizer *tok, const int32_t *ids, int64_t n,
-                              char **text_out, size_t *len_out) {
+zz_status zz_tokenizer_decode(const zz_tokenizer *tok, const int32_t *ids, int64_t n, char **text_out,
+                              size_t *len_out) {
   if (!tok || (!ids && n > 0) || n < 0 || !text_out || !len_out)
     return zz_error(ZZ_ERR_INVALID_ARG, "tokenizer decode: NULL argument or negative count");
   size_t total = 0;
@@ -1132,11 +1126,9 @@ zz_status zz_tokenizer_decode(const zz_tokenizer *tok, const int32_t *ids, int64
     const zz_tok_entry *e = zz_tok_by_id(tok, ids[i]);
     if (!e) {
       if (ids[i] < 0 || ids[i] >= tok->vocab_size)
-        return zz_error(ZZ_ERR_INVALID_ARG,
-                        "tokenizer decode: id %d at position %lld is outside [0, %lld)", (int)ids[i],
-                        (long long)i, (long long)tok->vocab_size);
-      return zz_error(ZZ_ERR_INVALID_ARG,
-                      "tokenizer decode: id %d at position %lld is not in the vocabulary",
+        return zz_error(ZZ_ERR_INVALID_ARG, "tokenizer decode: id %d at position %lld is outside [0, %lld)",
+                        (int)ids[i], (long long)i, (long long)tok->vocab_size);
+      return zz_error(ZZ_ERR_INVALID_ARG, "tokenizer decode: id %d at position %lld is not in the vocabulary",
                       (int)ids[i], (long long)i);
     }
     total += i == 0 && tok->meta_dec_first ? e->text_len : e->bytes_len;
@@ -1182,10 +1174,8 @@ zz_status zz_tokenizer_decode(const zz_tokenizer *tok, const int32_t *ids, int64
   /* Strip (after Fuse): up to strip_start copies of its character at the start,
    * up to strip_stop at the end */
   size_t lo = 0, hi = at, c = tok->strip_len;
-  for (int k = 0; c && k < tok->strip_start && hi - lo >= c && memcmp(text + lo, tok->strip, c) == 0; k++)
-    lo += c;
-  for (int k = 0; c && k < tok->strip_stop && hi - lo >= c && memcmp(text + hi - c, tok->strip, c) == 0; k++)
-    hi -= c;
+  for (int k = 0; c && k < tok->strip_start && hi - lo >= c && memcmp(text + lo, tok->strip, c) == 0; k++) lo += c;
+  for (int k = 0; c && k < tok->strip_stop && hi - lo >= c && memcmp(text + hi - c, tok->strip, c) == 0; k++) hi -= c;
   memmove(text, text + lo, hi - lo);
   text[hi - lo] = '\0';
   *text_out = text;

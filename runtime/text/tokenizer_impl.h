@@ -38,8 +38,8 @@ typedef struct zz_tok_entry {
   uint32_t text_len;  /* bytes of text */
   uint32_t bytes_len; /* bytes of bytes */
   int32_t id;
-  bool byte_token;    /* a ByteFallback decoder's "<0xNN>": bytes is that one byte */
-  uint64_t hash;      /* of text */
+  bool byte_token; /* a ByteFallback decoder's "<0xNN>": bytes is that one byte */
+  uint64_t hash;   /* of text */
 } zz_tok_entry;
 
 /* A string replaced by another everywhere (normalizer or decoder "Replace" with a
@@ -78,45 +78,45 @@ typedef enum zz_tok_decoder {
 
 struct zz_tokenizer {
   /* ---- the vocabulary (both kinds) */
-  zz_tok_entry *entries; /* [n_entries]: the model's vocabulary, then added tokens not in it */
+  zz_tok_entry *entries;      /* [n_entries]: the model's vocabulary, then added tokens not in it */
   int64_t n_entries, n_model; /* entries [0, n_model) are the model's, found by text */
-  char *pool;            /* every entry's text */
-  char *bytes_pool;      /* every entry's decoded bytes */
-  uint32_t *by_text;     /* [text_mask + 1] open addressing: entry index + 1, 0 empty */
+  char *pool;                 /* every entry's text */
+  char *bytes_pool;           /* every entry's decoded bytes */
+  uint32_t *by_text;          /* [text_mask + 1] open addressing: entry index + 1, 0 empty */
   size_t text_mask;
-  zz_u64_map by_id;      /* id → (entry index, -) */
-  zz_u64_map merges;     /* (left id, right id) → (rank, merged id) */
+  zz_u64_map by_id;  /* id → (entry index, -) */
+  zz_u64_map merges; /* (left id, right id) → (rank, merged id) */
   int32_t n_merges;
-  int64_t vocab_size;    /* largest id + 1 */
+  int64_t vocab_size; /* largest id + 1 */
 
   /* ---- tokenizer.json only (json false: vocab.json + merges.txt, GPT-2) */
   bool json;
-  zz_tok_added *added;   /* [n_added], longest first */
+  zz_tok_added *added; /* [n_added], longest first */
   int n_added;
   /* normalizer steps in order: Prepend (replace.from NULL, replace.to the prefix)
    * or Replace */
   zz_tok_replace norm[ZZ_TOK_MAX_STEPS];
   int n_norm;
   zz_tok_split split;
-  bool byte_level;       /* ByteLevel pre-tokenizer: words become mapped bytes */
-  bool prefix_space;     /* ByteLevel add_prefix_space */
-  bool metaspace;        /* Metaspace pre-tokenizer */
-  char meta_rep[5];      /* its replacement character (UTF-8), also the decoder's */
+  bool byte_level;   /* ByteLevel pre-tokenizer: words become mapped bytes */
+  bool prefix_space; /* ByteLevel add_prefix_space */
+  bool metaspace;    /* Metaspace pre-tokenizer */
+  char meta_rep[5];  /* its replacement character (UTF-8), also the decoder's */
   size_t meta_rep_len;
   zz_tok_prepend meta_prepend;
   /* the BPE model */
   bool byte_fallback, fuse_unk, ignore_merges;
-  int32_t unk_id;        /* -1: none */
+  int32_t unk_id;           /* -1: none */
   int32_t fallback_id[256]; /* id of "<0xNN>", -1 when absent */
   /* the decoder */
   zz_tok_decoder decoder;
   zz_tok_replace dec_rep[ZZ_TOK_MAX_STEPS];
   int n_dec_rep;
   bool dec_byte_fallback;
-  char strip[5];         /* Strip's content character (UTF-8), empty when no Strip */
+  char strip[5]; /* Strip's content character (UTF-8), empty when no Strip */
   size_t strip_len;
   int strip_start, strip_stop;
-  bool meta_dec_first;   /* Metaspace decoder: drop the replacement from the first token */
+  bool meta_dec_first; /* Metaspace decoder: drop the replacement from the first token */
   /* the special tokens a prompt gets (post-processor or tokenizer_config.json) */
   int32_t bos_id, eos_id; /* -1: none */
 };
@@ -138,8 +138,8 @@ zz_status zz_tok_vocab_add(zz_tokenizer *tok, const char *text, size_t len, int6
 zz_status zz_tok_merges_alloc(zz_tokenizer *tok, size_t n, const char *path);
 /* The next merge (rank = merges so far) of the tokens a and b; `where` names it in
  * messages ("merges.txt:12", "tokenizer.json: model.merges[11]"). */
-zz_status zz_tok_merge_add(zz_tokenizer *tok, const char *a, size_t a_len, const char *b,
-                           size_t b_len, const char *where);
+zz_status zz_tok_merge_add(zz_tokenizer *tok, const char *a, size_t a_len, const char *b, size_t b_len,
+                           const char *where);
 /* Decoded bytes of every entry, by tok->decoder. */
 zz_status zz_tok_finish(zz_tokenizer *tok, const char *path);
 

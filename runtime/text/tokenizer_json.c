@@ -50,8 +50,7 @@ bool zz_tokenizer_has_json(const char *dir) {
 static const char *zz_j_type(const json_t *o) { return json_string_value(json_object_get(o, "type")); }
 
 /* A bool member: absent or null gives def; another type is an error. */
-static zz_status zz_j_bool(const json_t *o, const char *key, bool def, bool *out, const char *path,
-                           const char *where) {
+static zz_status zz_j_bool(const json_t *o, const char *key, bool def, bool *out, const char *path, const char *where) {
   json_t *v = json_object_get(o, key);
   if (!v || json_is_null(v)) {
     *out = def;
@@ -63,8 +62,7 @@ static zz_status zz_j_bool(const json_t *o, const char *key, bool def, bool *out
 }
 
 /* A string member that must be there. */
-static zz_status zz_j_str(const json_t *o, const char *key, const char **out, const char *path,
-                          const char *where) {
+static zz_status zz_j_str(const json_t *o, const char *key, const char **out, const char *path, const char *where) {
   *out = json_string_value(json_object_get(o, key));
   if (!*out) return zz_error(ZZ_ERR_FORMAT, "%s: %s.%s must be a string", path, where, key);
   return ZZ_OK;
@@ -100,8 +98,8 @@ static zz_status zz_j_replace(const json_t *o, zz_tok_replace *r, const char *pa
   const char *from = json_string_value(json_object_get(pat, "String"));
   if (!from) {
     if (json_object_get(pat, "Regex"))
-      return zz_error(ZZ_ERR_UNSUPPORTED, "%s: %s: Replace with a Regex pattern is not supported (only a String)",
-                      path, where);
+      return zz_error(ZZ_ERR_UNSUPPORTED, "%s: %s: Replace with a Regex pattern is not supported (only a String)", path,
+                      where);
     return zz_error(ZZ_ERR_FORMAT, "%s: %s.pattern must be {\"String\": ...}", path, where);
   }
   if (!from[0]) return zz_error(ZZ_ERR_FORMAT, "%s: %s.pattern is an empty string", path, where);
@@ -112,16 +110,14 @@ static zz_status zz_j_replace(const json_t *o, zz_tok_replace *r, const char *pa
 
 /* The members of a Sequence component (key: "normalizers", "pretokenizers",
  * "decoders", "processors"), or the component alone. */
-static zz_status zz_j_steps(const json_t *o, const char *key, json_t **list_out, const char *path,
-                            const char *where) {
+static zz_status zz_j_steps(const json_t *o, const char *key, json_t **list_out, const char *path, const char *where) {
   const char *type = zz_j_type(o);
   if (!type) return zz_error(ZZ_ERR_FORMAT, "%s: %s must be null or an object with a \"type\"", path, where);
   if (strcmp(type, "Sequence") != 0) {
     *list_out = json_pack("[O]", o);
   } else {
     json_t *l = json_object_get(o, key);
-    if (!json_is_array(l))
-      return zz_error(ZZ_ERR_FORMAT, "%s: %s.%s must be an array", path, where, key);
+    if (!json_is_array(l)) return zz_error(ZZ_ERR_FORMAT, "%s: %s.%s must be an array", path, where, key);
     *list_out = json_incref(l);
   }
   if (!*list_out) return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory", path);
@@ -148,8 +144,7 @@ static zz_status zz_json_merges(zz_tokenizer *tok, const json_t *merges, const c
       const char *s = json_string_value(m);
       const char *sp = strchr(s, ' ');
       if (!sp || sp == s || !sp[1] || strchr(sp + 1, ' '))
-        return zz_error(ZZ_ERR_FORMAT, "%s: expected two tokens separated by one space, got \"%.80s\"",
-                        where, s);
+        return zz_error(ZZ_ERR_FORMAT, "%s: expected two tokens separated by one space, got \"%.80s\"", where, s);
       a = s;
       a_len = (size_t)(sp - s);
       b = sp + 1;
@@ -229,8 +224,8 @@ static zz_status zz_json_model(zz_tokenizer *tok, const json_t *root, const char
     for (int k = 0; k < 3; k++) {
       ZZ_CHECK(zz_j_bool(v, unsupported[k], false, &flag, path, where));
       if (flag)
-        return zz_error(ZZ_ERR_UNSUPPORTED, "%s: %s (\"%.80s\"): %s true is not supported", path, where,
-                        content, unsupported[k]);
+        return zz_error(ZZ_ERR_UNSUPPORTED, "%s: %s (\"%.80s\"): %s true is not supported", path, where, content,
+                        unsupported[k]);
     }
     bool special = false;
     ZZ_CHECK(zz_j_bool(v, "special", false, &special, path, where));
@@ -240,8 +235,8 @@ static zz_status zz_json_model(zz_tokenizer *tok, const json_t *root, const char
     json_int_t id = json_integer_value(jid);
     const zz_tok_entry *in_vocab = zz_tok_find(tok, content, len);
     if (in_vocab && in_vocab->id != id)
-      return zz_error(ZZ_ERR_FORMAT, "%s: %s \"%.80s\" has id %lld but model.vocab gives it %d", path, where,
-                      content, (long long)id, (int)in_vocab->id);
+      return zz_error(ZZ_ERR_FORMAT, "%s: %s \"%.80s\" has id %lld but model.vocab gives it %d", path, where, content,
+                      (long long)id, (int)in_vocab->id);
     if (!in_vocab) ZZ_CHECK(zz_tok_vocab_add(tok, content, len, id, false, path));
     a->text = strdup(content);
     if (!a->text) return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory", path);
@@ -256,9 +251,9 @@ static zz_status zz_json_model(zz_tokenizer *tok, const json_t *root, const char
   tok->unk_id = -1;
   json_t *unk = json_object_get(model, "unk_token");
   if (unk && !json_is_null(unk)) {
-    const zz_tok_entry *e = json_is_string(unk) ? zz_tok_find(tok, json_string_value(unk), json_string_length(unk)) : NULL;
-    if (!e)
-      return zz_error(ZZ_ERR_FORMAT, "%s: model.unk_token must be a token of model.vocab", path);
+    const zz_tok_entry *e = json_is_string(unk) ? zz_tok_find(tok, json_string_value(unk), json_string_length(unk))
+                                                : NULL;
+    if (!e) return zz_error(ZZ_ERR_FORMAT, "%s: model.unk_token must be a token of model.vocab", path);
     tok->unk_id = e->id;
   }
   for (int b = 0; b < 256; b++) {
@@ -290,8 +285,10 @@ static zz_status zz_json_normalizer(zz_tokenizer *tok, const json_t *root, const
     } else if (type && strcmp(type, "Replace") == 0) {
       st = zz_j_replace(s, r, path, "normalizer Replace");
     } else {
-      st = zz_error(ZZ_ERR_UNSUPPORTED, "%s: normalizer type \"%.40s\" is not supported (supported: Prepend, "
-                    "Replace with a String pattern, a Sequence of them)", path, type ? type : "(none)");
+      st = zz_error(ZZ_ERR_UNSUPPORTED,
+                    "%s: normalizer type \"%.40s\" is not supported (supported: Prepend, "
+                    "Replace with a String pattern, a Sequence of them)",
+                    path, type ? type : "(none)");
     }
     if (st != ZZ_OK) break;
   }
@@ -299,8 +296,7 @@ static zz_status zz_json_normalizer(zz_tokenizer *tok, const json_t *root, const
   return st;
 }
 
-static zz_status zz_json_prepend_scheme(const json_t *o, zz_tok_prepend *out, const char *path,
-                                        const char *where) {
+static zz_status zz_json_prepend_scheme(const json_t *o, zz_tok_prepend *out, const char *path, const char *where) {
   const char *scheme = json_string_value(json_object_get(o, "prepend_scheme"));
   if (!scheme) { /* files before tokenizers 0.14 say add_prefix_space */
     bool add = true;
@@ -313,8 +309,8 @@ static zz_status zz_json_prepend_scheme(const json_t *o, zz_tok_prepend *out, co
   } else if (strcmp(scheme, "never") == 0) {
     *out = ZZ_PREPEND_NEVER;
   } else {
-    return zz_error(ZZ_ERR_FORMAT, "%s: %s.prepend_scheme \"%.40s\" is not always, first or never", path,
-                    where, scheme);
+    return zz_error(ZZ_ERR_FORMAT, "%s: %s.prepend_scheme \"%.40s\" is not always, first or never", path, where,
+                    scheme);
   }
   return ZZ_OK;
 }
@@ -329,13 +325,18 @@ static zz_status zz_json_pre_step(zz_tokenizer *tok, const json_t *s, size_t i, 
     if (i != 0 || tok->split != ZZ_SPLIT_NONE)
       return zz_error(ZZ_ERR_UNSUPPORTED, "%s: pre_tokenizer: a Split is supported only as the first step", path);
     if (!pat || !behavior || strcmp(behavior, "Isolated") != 0 || invert)
-      return zz_error(ZZ_ERR_UNSUPPORTED, "%s: pre_tokenizer Split: only a Regex pattern with behavior "
-                      "\"Isolated\" and invert false is supported", path);
+      return zz_error(ZZ_ERR_UNSUPPORTED,
+                      "%s: pre_tokenizer Split: only a Regex pattern with behavior "
+                      "\"Isolated\" and invert false is supported",
+                      path);
     if (strcmp(pat, zz_llama3_pattern) == 0) tok->split = ZZ_SPLIT_LLAMA3;
-    else if (strcmp(pat, zz_gpt2_pattern) == 0) tok->split = ZZ_SPLIT_GPT2;
+    else if (strcmp(pat, zz_gpt2_pattern) == 0)
+      tok->split = ZZ_SPLIT_GPT2;
     else
-      return zz_error(ZZ_ERR_UNSUPPORTED, "%s: pre_tokenizer Split pattern \"%.120s\" is not supported (only "
-                      "GPT-2's and LLaMA-3's patterns)", path, pat);
+      return zz_error(ZZ_ERR_UNSUPPORTED,
+                      "%s: pre_tokenizer Split pattern \"%.120s\" is not supported (only "
+                      "GPT-2's and LLaMA-3's patterns)",
+                      path, pat);
     return ZZ_OK;
   }
   if (type && strcmp(type, "ByteLevel") == 0) {
@@ -345,15 +346,16 @@ static zz_status zz_json_pre_step(zz_tokenizer *tok, const json_t *s, size_t i, 
     if (tok->byte_level || i + 1 != n)
       return zz_error(ZZ_ERR_UNSUPPORTED, "%s: pre_tokenizer: ByteLevel is supported only as the last step", path);
     if (tok->split != ZZ_SPLIT_NONE && (use_regex || tok->prefix_space))
-      return zz_error(ZZ_ERR_UNSUPPORTED, "%s: pre_tokenizer: ByteLevel after a Split needs use_regex and "
-                      "add_prefix_space false", path);
+      return zz_error(ZZ_ERR_UNSUPPORTED,
+                      "%s: pre_tokenizer: ByteLevel after a Split needs use_regex and "
+                      "add_prefix_space false",
+                      path);
     if (use_regex) tok->split = ZZ_SPLIT_GPT2;
     tok->byte_level = true;
     return ZZ_OK;
   }
   if (type && strcmp(type, "Metaspace") == 0) {
-    if (n != 1)
-      return zz_error(ZZ_ERR_UNSUPPORTED, "%s: pre_tokenizer: Metaspace is supported only alone", path);
+    if (n != 1) return zz_error(ZZ_ERR_UNSUPPORTED, "%s: pre_tokenizer: Metaspace is supported only alone", path);
     tok->metaspace = true;
     ZZ_CHECK(zz_j_char(s, "replacement", tok->meta_rep, &tok->meta_rep_len, path, "pre_tokenizer Metaspace"));
     ZZ_CHECK(zz_json_prepend_scheme(s, &tok->meta_prepend, path, "pre_tokenizer Metaspace"));
@@ -362,8 +364,10 @@ static zz_status zz_json_pre_step(zz_tokenizer *tok, const json_t *s, size_t i, 
     if (split) tok->split = ZZ_SPLIT_META;
     return ZZ_OK;
   }
-  return zz_error(ZZ_ERR_UNSUPPORTED, "%s: pre_tokenizer type \"%.40s\" is not supported (supported: ByteLevel, "
-                  "Metaspace, Sequence [Split, ByteLevel])", path, type ? type : "(none)");
+  return zz_error(ZZ_ERR_UNSUPPORTED,
+                  "%s: pre_tokenizer type \"%.40s\" is not supported (supported: ByteLevel, "
+                  "Metaspace, Sequence [Split, ByteLevel])",
+                  path, type ? type : "(none)");
 }
 
 static zz_status zz_json_pre_tokenizer(zz_tokenizer *tok, const json_t *root, const char *path) {
@@ -438,7 +442,8 @@ static zz_status zz_json_decoder(zz_tokenizer *tok, const json_t *root, const ch
       }
       at = DONE;
     } else {
-      st = zz_error(ZZ_ERR_UNSUPPORTED, "%s: decoder step %zu (\"%.40s\") is not supported here (supported: "
+      st = zz_error(ZZ_ERR_UNSUPPORTED,
+                    "%s: decoder step %zu (\"%.40s\") is not supported here (supported: "
                     "ByteLevel, Metaspace, or Sequence [Replace..., ByteFallback, Fuse, Strip] in that order)",
                     path, i, t);
     }
@@ -453,12 +458,13 @@ static zz_status zz_template_id(const json_t *pp, const json_t *item, int32_t *i
   const char *name = json_string_value(json_object_get(json_object_get(item, "SpecialToken"), "id"));
   json_t *ids = json_object_get(json_object_get(json_object_get(pp, "special_tokens"), name ? name : ""), "ids");
   if (!name || !json_is_array(ids) || json_array_size(ids) != 1 || !json_is_integer(json_array_get(ids, 0)))
-    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: post_processor TemplateProcessing: special token \"%.80s\" needs "
-                    "exactly one id in special_tokens", path, name ? name : "(none)");
+    return zz_error(ZZ_ERR_UNSUPPORTED,
+                    "%s: post_processor TemplateProcessing: special token \"%.80s\" needs "
+                    "exactly one id in special_tokens",
+                    path, name ? name : "(none)");
   json_int_t v = json_integer_value(json_array_get(ids, 0));
   if (v < 0 || v > INT32_MAX)
-    return zz_error(ZZ_ERR_FORMAT, "%s: post_processor: special token \"%.80s\" has id %lld", path, name,
-                    (long long)v);
+    return zz_error(ZZ_ERR_FORMAT, "%s: post_processor: special token \"%.80s\" has id %lld", path, name, (long long)v);
   *id = (int32_t)v;
   return ZZ_OK;
 }
@@ -481,12 +487,13 @@ static zz_status zz_json_template(zz_tokenizer *tok, const json_t *pp, const cha
     }
     int32_t *slot = seen_a ? &tok->eos_id : &tok->bos_id;
     if (*slot >= 0)
-      return zz_error(ZZ_ERR_UNSUPPORTED, "%s: post_processor TemplateProcessing: at most one special token "
-                      "before and one after $A", path);
+      return zz_error(ZZ_ERR_UNSUPPORTED,
+                      "%s: post_processor TemplateProcessing: at most one special token "
+                      "before and one after $A",
+                      path);
     ZZ_CHECK(zz_template_id(pp, item, slot, path));
   }
-  if (!seen_a)
-    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: post_processor TemplateProcessing: \"single\" has no $A", path);
+  if (!seen_a) return zz_error(ZZ_ERR_UNSUPPORTED, "%s: post_processor TemplateProcessing: \"single\" has no $A", path);
   return ZZ_OK;
 }
 
@@ -504,8 +511,10 @@ static zz_status zz_json_post_processor(zz_tokenizer *tok, const json_t *root, c
     if (type && strcmp(type, "TemplateProcessing") == 0) {
       st = zz_json_template(tok, s, path);
     } else {
-      st = zz_error(ZZ_ERR_UNSUPPORTED, "%s: post_processor type \"%.40s\" is not supported (supported: "
-                    "ByteLevel, TemplateProcessing, a Sequence of them)", path, type ? type : "(none)");
+      st = zz_error(ZZ_ERR_UNSUPPORTED,
+                    "%s: post_processor type \"%.40s\" is not supported (supported: "
+                    "ByteLevel, TemplateProcessing, a Sequence of them)",
+                    path, type ? type : "(none)");
     }
     if (st != ZZ_OK) break;
   }
@@ -549,8 +558,10 @@ static zz_status zz_json_config_added(const zz_tokenizer *tok, const json_t *cfg
                       key);
     const zz_tok_entry *e = zz_tok_by_id(tok, (int32_t)id);
     if (!e || strcmp(e->text, content) != 0)
-      return zz_error(ZZ_ERR_UNSUPPORTED, "%s: added_tokens_decoder %lld \"%.80s\" is not that id of tokenizer.json "
-                      "(transformers would add it; zigzag reads tokenizer.json's tokens only)", path, id, content);
+      return zz_error(ZZ_ERR_UNSUPPORTED,
+                      "%s: added_tokens_decoder %lld \"%.80s\" is not that id of tokenizer.json "
+                      "(transformers would add it; zigzag reads tokenizer.json's tokens only)",
+                      path, id, content);
   }
   return ZZ_OK;
 }
@@ -582,11 +593,10 @@ static zz_status zz_json_config(zz_tokenizer *tok, const char *dir) {
       *ids[k] = -1;
       if (st != ZZ_OK || !add[k]) continue;
       const zz_tok_entry *e = names[k] ? zz_tok_find_any(tok, names[k]) : NULL;
-      if (!names[k])
-        st = zz_error(ZZ_ERR_FORMAT, "%s: %s is true but %s is null", path, keys[k], tokens[k]);
+      if (!names[k]) st = zz_error(ZZ_ERR_FORMAT, "%s: %s is true but %s is null", path, keys[k], tokens[k]);
       else if (!e)
-        st = zz_error(ZZ_ERR_FORMAT, "%s: %s is true but \"%.80s\" is not a token of tokenizer.json", path,
-                      keys[k], names[k]);
+        st = zz_error(ZZ_ERR_FORMAT, "%s: %s is true but \"%.80s\" is not a token of tokenizer.json", path, keys[k],
+                      names[k]);
       else
         *ids[k] = e->id;
     }
@@ -606,23 +616,20 @@ static const char *const zz_special_keys[] = {"bos_token", "eos_token", "unk_tok
 /* Appends the token v (a string or an AddedToken object {"content": ...}) to
  * tok->added, id -1 when it is to be found by its text, unless a token with that
  * text is there already (transformers keeps the first). */
-static zz_status zz_added_push(zz_tokenizer *tok, const json_t *v, int64_t id, const char *path,
-                               const char *where) {
+static zz_status zz_added_push(zz_tokenizer *tok, const json_t *v, int64_t id, const char *path, const char *where) {
   if (json_is_object(v)) {
     static const char *const unsupported[] = {"lstrip", "rstrip", "single_word"};
     for (int k = 0; k < 3; k++) {
       bool flag = false;
       ZZ_CHECK(zz_j_bool(v, unsupported[k], false, &flag, path, where));
-      if (flag)
-        return zz_error(ZZ_ERR_UNSUPPORTED, "%s: %s: %s true is not supported", path, where, unsupported[k]);
+      if (flag) return zz_error(ZZ_ERR_UNSUPPORTED, "%s: %s: %s true is not supported", path, where, unsupported[k]);
     }
     v = json_object_get(v, "content");
   }
   const char *text = json_string_value(v);
   size_t len = json_string_length(v);
   if (!text || !len || strlen(text) != len)
-    return zz_error(ZZ_ERR_FORMAT, "%s: %s must be a token: a non-empty string or {\"content\": string}", path,
-                    where);
+    return zz_error(ZZ_ERR_FORMAT, "%s: %s must be a token: a non-empty string or {\"content\": string}", path, where);
   if (id > INT32_MAX) return zz_error(ZZ_ERR_FORMAT, "%s: %s: id %lld is over 2^31", path, where, (long long)id);
   for (int i = 0; i < tok->n_added; i++)
     if (tok->added[i].len == len && memcmp(tok->added[i].text, text, len) == 0) return ZZ_OK;
@@ -666,7 +673,7 @@ zz_status zz_tok_gpt2_specials(zz_tokenizer *tok, const char *dir) {
    * one, none where one says null */
   for (size_t k = 0; k <= sizeof zz_special_keys / sizeof zz_special_keys[0] && st == ZZ_OK; k++) {
     const char *name = k < sizeof zz_special_keys / sizeof zz_special_keys[0] ? zz_special_keys[k]
-                                                                             : "additional_special_tokens";
+                                                                              : "additional_special_tokens";
     int f = file[1] && json_object_get(file[1], name) ? 1 : 0;
     v = file[f] ? json_object_get(file[f], name) : NULL;
     if (!v) {
@@ -708,8 +715,8 @@ zz_status zz_tok_added_ids(zz_tokenizer *tok, const char *path) {
       if ((a->id >= 0) != (pass == 0)) continue;
       const zz_tok_entry *e = zz_tok_find(tok, a->text, a->len);
       if (e && a->id >= 0 && e->id != a->id)
-        return zz_error(ZZ_ERR_FORMAT, "%s: added token \"%.80s\" has id %d but the vocabulary gives it %d",
-                        path, a->text, (int)a->id, (int)e->id);
+        return zz_error(ZZ_ERR_FORMAT, "%s: added token \"%.80s\" has id %d but the vocabulary gives it %d", path,
+                        a->text, (int)a->id, (int)e->id);
       if (e) {
         a->id = e->id;
         continue;
@@ -742,8 +749,10 @@ zz_status zz_tok_load_json(zz_tokenizer *tok, const char *dir) {
   if (st == ZZ_OK && tok->n_norm > 0)
     for (int i = 0; i < tok->n_added; i++)
       if (tok->added[i].normalized) {
-        st = zz_error(ZZ_ERR_UNSUPPORTED, "%s: added token \"%.80s\" is \"normalized\": true beside a "
-                      "normalizer; not supported", path, tok->added[i].text);
+        st = zz_error(ZZ_ERR_UNSUPPORTED,
+                      "%s: added token \"%.80s\" is \"normalized\": true beside a "
+                      "normalizer; not supported",
+                      path, tok->added[i].text);
         break;
       }
   if (st == ZZ_OK) st = zz_json_decoder(tok, root, path);

@@ -42,16 +42,14 @@ int64_t zz_tokenizer_vocab_size(const zz_tokenizer *tok);
  * tokens spelled in the text are found, as Hugging Face does; so are those that
  * tokenizer_config.json / special_tokens_map.json register beside vocab.json). Invalid UTF-8 is an
  * error naming the byte offset. */
-zz_status zz_tokenizer_encode(const zz_tokenizer *tok, const char *text, size_t len,
-                              int32_t **ids_out, int64_t *n_out);
+zz_status zz_tokenizer_encode(const zz_tokenizer *tok, const char *text, size_t len, int32_t **ids_out, int64_t *n_out);
 /* The same over the whole of a text file (an error names the file). */
 zz_status zz_tokenizer_encode_file(const zz_tokenizer *tok, const char *path, int32_t **ids_out, int64_t *n_out);
 /* ids → *text_out (malloc'd, NUL terminated), *len_out bytes, by the decoder
  * (tokenizer.json's, or GPT-2's byte mapping): the string Hugging Face's decode
  * gives, always UTF-8 (U+FFFD where the tokens' bytes are not; see tokenizer.c).
  * Ids out of range are an error; special tokens decode to their text. */
-zz_status zz_tokenizer_decode(const zz_tokenizer *tok, const int32_t *ids, int64_t n,
-                              char **text_out, size_t *len_out);
+zz_status zz_tokenizer_decode(const zz_tokenizer *tok, const int32_t *ids, int64_t n, char **text_out, size_t *len_out);
 
 #ifdef __cplusplus
 }

@@ -28,8 +28,7 @@ static int check_choice(long ln, json_t *c, size_t i, bool chat) {
   if (chat) {
     json_t *m = json_object_get(c, "message");
     const char *role = json_is_object(m) ? json_string_value(json_object_get(m, "role")) : NULL;
-    if (!role || strcmp(role, "assistant") ||
-        !json_is_string(json_object_get(m, "content")))
+    if (!role || strcmp(role, "assistant") || !json_is_string(json_object_get(m, "content")))
       return bad(ln, "chat choice without message {role: assistant, content}");
   } else if (!json_is_string(json_object_get(c, "text"))) {
     return bad(ln, "completion choice without text");
@@ -97,7 +96,8 @@ int main(int argc, char **argv) {
     json_error_t e;
     json_t *o = json_loads(buf, 0, &e);
     if (!o) rc |= bad(ln, "not JSON");
-    else rc |= check_line(ln, o);
+    else
+      rc |= check_line(ln, o);
     json_decref(o);
   }
   free(buf);

@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
   for (int l = 0; st == ZZ_OK && l < zz_m.n_layers; l++)
     for (int w = 0; st == ZZ_OK && w < zz_m.layers[l].n_weights; w++) {
       const zz_weight_spec *s = &zz_m.layers[l].weights[w];
-      if (s->ndim) st = zz_checkpoint_read(ck, s->name, ZZ_DTYPE_F32, zz_dst, s->shape[0] * (s->ndim > 1 ? s->shape[1] : 1));
+      if (s->ndim)
+        st = zz_checkpoint_read(ck, s->name, ZZ_DTYPE_F32, zz_dst, s->shape[0] * (s->ndim > 1 ? s->shape[1] : 1));
     }
   zz_fuzz_expect_message(st);
   zz_checkpoint_close(ck);

@@ -129,7 +129,8 @@ static void reference(const opts *o, tokens *out) {
           int rows = step == 0 ? mb.len[i] : 1;
           for (int j = 0; j < rows; j++) {
             if (step == 0) embed(mb.ids[off + j], j, H, row);
-            else embed(cur[i], mb.len[i] + step - 1, H, row);
+            else
+              embed(cur[i], mb.len[i] + step - 1, H, row);
             for (int l = 0; l < L; l++) layer(l, &state[(size_t)i * L + l], H, row);
           }
           int32_t id = done[i] ? EOS_PAD : token_of(row, H, mb.rng[i], step);
@@ -158,8 +159,8 @@ typedef struct mock {
   int next;               /* rank 0: next block to hand out */
   mock_block mb;
   int have_mb;
-  uint32_t *state;        /* [nseq][l1 - l0] */
-  tokens got;             /* rank 0: what came around the ring */
+  uint32_t *state; /* [nseq][l1 - l0] */
+  tokens got;      /* rank 0: what came around the ring */
   int faulted;
 } mock;
 
@@ -173,9 +174,13 @@ static zz_status m_next_block(void *ctx, zz_stage_block *out, int *more) {
   }
   make_block(m->o, m->next, &m->mb);
   m->have_mb = 1;
-  *out = (zz_stage_block){.nseq = m->mb.nseq, .ngroups = m->mb.ngroups,
-                          .max_new_tokens = m->o->max_new, .group_first = m->mb.first,
-                          .prompt_len = m->mb.len, .rng = m->mb.rng, .prompt_ids = m->mb.ids};
+  *out = (zz_stage_block){.nseq = m->mb.nseq,
+                          .ngroups = m->mb.ngroups,
+                          .max_new_tokens = m->o->max_new,
+                          .group_first = m->mb.first,
+                          .prompt_len = m->mb.len,
+                          .rng = m->mb.rng,
+                          .prompt_ids = m->mb.ids};
   m->next++;
   *more = 1;
   return ZZ_OK;
@@ -249,16 +254,14 @@ static zz_status m_compute(void *ctx, const zz_stage_item *it) {
     }
   } else {
     if (it->hidden_in_bytes != it->hidden_out_bytes)
-      return zz_error(ZZ_ERR_INVALID_ARG, "mock: %zu bytes in, %zu out", it->hidden_in_bytes,
-                      it->hidden_out_bytes);
+      return zz_error(ZZ_ERR_INVALID_ARG, "mock: %zu bytes in, %zu out", it->hidden_in_bytes, it->hidden_out_bytes);
     memcpy(out, it->hidden_in, it->hidden_in_bytes);
   }
   int64_t r = 0;
   for (int s = 0; s < it->nseq; s++) {
     int i = it->first + s, rows = it->step == 0 ? b->prompt_len[i] : 1;
     for (int j = 0; j < rows; j++, r++)
-      for (int l = m->l0; l < m->l1; l++)
-        layer(l, &m->state[(size_t)i * nl + (l - m->l0)], H, out + (size_t)r * H);
+      for (int l = m->l0; l < m->l1; l++) layer(l, &m->state[(size_t)i * nl + (l - m->l0)], H, out + (size_t)r * H);
   }
   return ZZ_OK;
 }
@@ -278,8 +281,8 @@ static zz_status m_sample(void *ctx, const zz_stage_item *it, int32_t *ids, uint
   return ZZ_OK;
 }
 
-static zz_status m_tokens(void *ctx, const zz_stage_block *b, int32_t step, int32_t g,
-                          const int32_t *ids, const uint8_t *done) {
+static zz_status m_tokens(void *ctx, const zz_stage_block *b, int32_t step, int32_t g, const int32_t *ids,
+                          const uint8_t *done) {
   mock *m = ctx;
   (void)done;
   int N = m->o->seqs;
@@ -301,28 +304,61 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {.groups = 4, .seqs = 7, .blocks = 2, .max_new = 10, .layers = 8, .hidden = 16,
-            .bind = 1, .gpu = -1, .peer_timeout = 5, .slow_s = 3, .fault_rank = 1, .fault_step = 2};
+  opts o = {.groups = 4,
+            .seqs = 7,
+            .blocks = 2,
+            .max_new = 10,
+            .layers = 8,
+            .hidden = 16,
+            .bind = 1,
+            .gpu = -1,
+            .peer_timeout = 5,
+            .slow_s = 3,
+            .fault_rank = 1,
+            .fault_step = 2};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--no-bind")) { o.bind = 0; continue; }
-    if (!v) { usage(); return 2; }
+    if (!strcmp(a, "--no-bind")) {
+      o.bind = 0;
+      continue;
+    }
+    if (!v) {
+      usage();
+      return 2;
+    }
     if (!strcmp(a, "--groups")) o.groups = atoi(v);
-    else if (!strcmp(a, "--seqs")) o.seqs = atoi(v);
-    else if (!strcmp(a, "--blocks")) o.blocks = atoi(v);
-    else if (!strcmp(a, "--max-new")) o.max_new = atoi(v);
-    else if (!strcmp(a, "--layers")) o.layers = atoi(v);
-    else if (!strcmp(a, "--hidden")) o.hidden = atoi(v);
-    else if (!strcmp(a, "--peer-timeout")) o.peer_timeout = atof(v);
-    else if (!strcmp(a, "--step-ms")) o.step_ms = atof(v);
-    else if (!strcmp(a, "--slow-s")) o.slow_s = atof(v);
-    else if (!strcmp(a, "--fault")) o.fault = v;
-    else if (!strcmp(a, "--fault-rank")) o.fault_rank = atoi(v);
-    else if (!strcmp(a, "--fault-step")) o.fault_step = atoi(v);
-    else if (!strcmp(a, "--mark")) o.mark = v;
-    else if (!strcmp(a, "--gpu")) o.gpu = atoi(v);
-    else if (!strcmp(a, "--piddir")) o.piddir = v;
-    else { usage(); return 2; }
+    else if (!strcmp(a, "--seqs"))
+      o.seqs = atoi(v);
+    else if (!strcmp(a, "--blocks"))
+      o.blocks = atoi(v);
+    else if (!strcmp(a, "--max-new"))
+      o.max_new = atoi(v);
+    else if (!strcmp(a, "--layers"))
+      o.layers = atoi(v);
+    else if (!strcmp(a, "--hidden"))
+      o.hidden = atoi(v);
+    else if (!strcmp(a, "--peer-timeout"))
+      o.peer_timeout = atof(v);
+    else if (!strcmp(a, "--step-ms"))
+      o.step_ms = atof(v);
+    else if (!strcmp(a, "--slow-s"))
+      o.slow_s = atof(v);
+    else if (!strcmp(a, "--fault"))
+      o.fault = v;
+    else if (!strcmp(a, "--fault-rank"))
+      o.fault_rank = atoi(v);
+    else if (!strcmp(a, "--fault-step"))
+      o.fault_step = atoi(v);
+    else if (!strcmp(a, "--mark"))
+      o.mark = v;
+    else if (!strcmp(a, "--gpu"))
+      o.gpu = atoi(v);
+    else if (!strcmp(a, "--piddir"))
+      o.piddir = v;
+    else {
+      usage();
+      return 2;
+    }
     i++;
   }
   if (o.groups < 1 || o.seqs < o.groups || o.blocks < 0 || o.max_new < 1 || o.layers < 1 || o.hidden < 1) {
@@ -375,9 +411,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "mock: rank %d: %s\n", m.rank, zz_error_message());
     MPI_Abort(comm, 1);
   }
-  zz_stage_callbacks cb = {.next_block = m_next_block, .begin_block = m_begin_block,
-                           .hidden_bytes = m_hidden_bytes, .compute = m_compute,
-                           .sample = m_sample, .tokens = m_tokens};
+  zz_stage_callbacks cb = {.next_block = m_next_block,
+                           .begin_block = m_begin_block,
+                           .hidden_bytes = m_hidden_bytes,
+                           .compute = m_compute,
+                           .sample = m_sample,
+                           .tokens = m_tokens};
   zz_status s = zz_stage_run(st, &cb, &m);
   if (s != ZZ_OK) zz_stage_fail(st, s);
 
@@ -390,8 +429,7 @@ int main(int argc, char **argv) {
     int early = 0, full = 0;
     for (int q = 0; q < o.blocks * o.seqs && rc == 0; q++) {
       if (ref.steps[q] != m.got.steps[q]) {
-        fprintf(stderr, "mock: sequence %d: %d tokens, single-process run has %d\n", q,
-                m.got.steps[q], ref.steps[q]);
+        fprintf(stderr, "mock: sequence %d: %d tokens, single-process run has %d\n", q, m.got.steps[q], ref.steps[q]);
         rc = 1;
       }
       ref.steps[q] < o.max_new ? early++ : full++;
@@ -404,13 +442,14 @@ int main(int argc, char **argv) {
     }
     if (rc == 0)
       printf("mock: tokens equal the single-process run: %d ranks, %d groups, %d blocks x %d "
-             "sequences (%d stopped early, %d ran to %d tokens)\n", m.size, o.groups, o.blocks,
-             o.seqs, early, full, o.max_new);
+             "sequences (%d stopped early, %d ran to %d tokens)\n",
+             m.size, o.groups, o.blocks, o.seqs, early, full, o.max_new);
     free(ref.id);
     free(ref.steps);
   }
   printf("mock: rank %d: busy %.3f s, bubble %.3f s of %.3f s, %lld items, %.1f bytes sent per "
-         "token\n", m.rank, x.busy_s, x.bubble_s, x.total_s, (long long)x.items, x.bytes_per_token);
+         "token\n",
+         m.rank, x.busy_s, x.bubble_s, x.total_s, (long long)x.items, x.bytes_per_token);
   fflush(stdout);
   zz_stage_destroy(st);
   zz_binding_free(&bind);

@@ -39,8 +39,8 @@ static void test_tag_limits(void) {
 static void test_block_message(void) {
   int32_t first[] = {0, 2, 5}, len[] = {3, 1, 4, 1, 5};
   uint64_t rng[] = {1, 2, 3, 4, 0xffffffffffffffffull};
-  zz_stage_block b = {.index = 9, .nseq = 5, .ngroups = 2, .max_new_tokens = 32,
-                      .group_first = first, .prompt_len = len, .rng = rng};
+  zz_stage_block b = {
+      .index = 9, .nseq = 5, .ngroups = 2, .max_new_tokens = 32, .group_first = first, .prompt_len = len, .rng = rng};
   CU_ASSERT_EQUAL(zz_block_check(&b, 4, 64), ZZ_OK);
   size_t n = zz_block_words(&b);
   uint64_t *w = calloc(n, sizeof *w);
@@ -71,10 +71,10 @@ static void test_block_message(void) {
   CU_ASSERT_EQUAL(zz_block_unpack(w, n, &c, &mem), ZZ_ERR_FORMAT);
   free(w);
   /* shapes the driver refuses */
-  CU_ASSERT_EQUAL(zz_block_check(&b, 1, 64), ZZ_ERR_INVALID_ARG);  /* more groups than configured */
-  CU_ASSERT_EQUAL(zz_block_check(&b, 4, 16), ZZ_ERR_INVALID_ARG);  /* too many new tokens */
+  CU_ASSERT_EQUAL(zz_block_check(&b, 1, 64), ZZ_ERR_INVALID_ARG); /* more groups than configured */
+  CU_ASSERT_EQUAL(zz_block_check(&b, 4, 16), ZZ_ERR_INVALID_ARG); /* too many new tokens */
   first[1] = 0;
-  CU_ASSERT_EQUAL(zz_block_check(&b, 4, 64), ZZ_ERR_INVALID_ARG);  /* an empty group */
+  CU_ASSERT_EQUAL(zz_block_check(&b, 4, 64), ZZ_ERR_INVALID_ARG); /* an empty group */
   first[1] = 2;
   b.nseq = (1 << 24) + 1; /* more than the message carries: refused by the sender */
   CU_ASSERT_EQUAL(zz_block_check(&b, 4, 64), ZZ_ERR_INVALID_ARG);
@@ -129,7 +129,8 @@ static void test_same_gpu(void) {
   snprintf(ids[3], sizeof ids[3], "%s", ids[1]);
   CU_ASSERT_EQUAL(zz_xchg_same_gpu((const char(*)[ZZ_GPU_ID_LEN])ids, hosts, 4), ZZ_ERR_UNSUPPORTED);
   const char *msg = zz_error_message();
-  CU_ASSERT_PTR_NOT_NULL(strstr(msg, "rank 1 (host h1) and rank 3 (host h3) both compute on GPU-bb at PCI 0000:5e:00.0"));
+  CU_ASSERT_PTR_NOT_NULL(
+      strstr(msg, "rank 1 (host h1) and rank 3 (host h3) both compute on GPU-bb at PCI 0000:5e:00.0"));
   CU_ASSERT_PTR_NOT_NULL(strstr(msg, "NCCL cannot put two ranks on one GPU"));
   CU_ASSERT_EQUAL(zz_xchg_same_gpu((const char(*)[ZZ_GPU_ID_LEN])ids, hosts, 3), ZZ_OK); /* rank 3 not there */
 }
@@ -169,7 +170,7 @@ static void test_xchg_mpi(void) {
     CU_ASSERT(memcmp(in, out, sizes[i]) == 0);
     CU_ASSERT(!zz_xchg_busy(x, rs) && !zz_xchg_busy(x, ss));
   }
-  CU_ASSERT_EQUAL(zz_xchg_isend(x, 0, 8, 0, 1), ZZ_ERR_MPI); /* a receive slot cannot send */
+  CU_ASSERT_EQUAL(zz_xchg_isend(x, 0, 8, 0, 1), ZZ_ERR_MPI);            /* a receive slot cannot send */
   CU_ASSERT_EQUAL(zz_xchg_isend(x, 2, 4097, 0, 1), ZZ_ERR_INVALID_ARG); /* more than the buffers hold */
   CU_ASSERT(zz_xchg_irecv(x, 1, 0, 99) == ZZ_OK);
   CU_ASSERT_EQUAL(zz_xchg_wait(x, 1, "test: nobody sends", NULL, NULL), ZZ_ERR_MPI);

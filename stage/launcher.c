@@ -277,6 +277,13 @@ zz_status zz_stage_mpi_init(double timeout_s, int *provided_out) {
   w.local_size = launcher_local_size();
   if (gethostname(w.host, sizeof w.host - 1) != 0) snprintf(w.host, sizeof w.host, "unknown");
   arrival_dir(w.dir, sizeof w.dir);
+  /* the launcher's SIGTERM may come at any point (a rank resumed from SIGSTOP gets
+   * SIGCONT then SIGTERM): held back until the handler that removes the arrival is in
+   * place, so no file or directory is ever left without someone to remove it */
+  sigset_t leave_set, old_set;
+  sigemptyset(&leave_set);
+  for (int i = 0; i < 3; i++) sigaddset(&leave_set, g_leave_signals[i]);
+  pthread_sigmask(SIG_BLOCK, &leave_set, &old_set);
   if (*w.dir && w.rank >= 0) {
     if (mkdir(w.dir, 0700) != 0 && errno != EEXIST) w.dir[0] = '\0';
     char path[600];
@@ -297,6 +304,7 @@ zz_status zz_stage_mpi_init(double timeout_s, int *provided_out) {
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < 3; i++) sigaction(g_leave_signals[i], &sa, &g_old_actions[i]);
   }
+  pthread_sigmask(SIG_SETMASK, &old_set, NULL);
   pthread_t t;
   int watching = w.rank >= 0 && w.size > 1 && pthread_create(&t, NULL, init_watchdog, &w) == 0;
   int provided = 0;
@@ -308,13 +316,16 @@ zz_status zz_stage_mpi_init(double timeout_s, int *provided_out) {
     pthread_mutex_unlock(&w.mu);
     pthread_join(t, NULL);
   }
+  /* the arrival goes before the handler that would remove it, signals held between */
+  pthread_sigmask(SIG_BLOCK, &leave_set, &old_set);
+  arrival_leave(&w);
   if (trapped) /* back to what was there, unless MPI put its own handler in meanwhile */
     for (int i = 0; i < 3; i++) {
       struct sigaction cur;
       if (sigaction(g_leave_signals[i], NULL, &cur) == 0 && cur.sa_handler == leave_on_signal)
         sigaction(g_leave_signals[i], &g_old_actions[i], NULL);
     }
-  arrival_leave(&w);
+  pthread_sigmask(SIG_SETMASK, &old_set, NULL);
   if (rc != MPI_SUCCESS) return zz_error(ZZ_ERR_MPI, "rank %d (host %s): MPI_Init_thread failed", w.rank, w.host);
   if (provided_out) *provided_out = provided;
   return ZZ_OK;

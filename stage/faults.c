@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -103,7 +104,8 @@ struct zz_faults {
   pthread_t thread;
   int thread_started;
   atomic_int stopped;  /* a failure was seen (here or anywhere): waits return */
-  atomic_int printed;  /* this rank's one line is out */
+  atomic_int claimed;  /* a failure was taken as this rank's stop */
+  atomic_int printed;  /* this rank's one line is out (the stop's, or the orphan signal's) */
   atomic_int notify;   /* the thread must send ABORT(cause) to every peer */
   atomic_int notified; /* ABORTs acknowledged (or grace over): safe to exit */
   atomic_int want_bye; /* clean shutdown asked */
@@ -124,29 +126,45 @@ struct zz_faults {
 
 /* ================================================================ lines */
 
-static void say(zz_faults *f, const char *text) {
-  char line[640];
-  int n = snprintf(line, sizeof line, "zigzag: rank %d (host %s): %s\n", f->rank, f->hosts[f->rank], text);
-  if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
-  /* one write: lines of different threads and ranks never interleave mid-line */
-  if (write(2, line, (size_t)n) == n) return;
-  /* stderr is gone with the launcher (a pipe to a killed mpirun): the line goes to a
-   * file, so the reason survives somewhere */
-  char path[256];
+/* A rank's line as it is printed, newline included; its length. */
+static int line_of(const zz_faults *f, const char *text, char *line, size_t n) {
+  int k = snprintf(line, n, "zigzag: rank %d (host %s): %s\n", f->rank, f->hosts[f->rank], text);
+  return k > (int)n - 1 ? (int)n - 1 : k;
+}
+
+/* Where a line goes when stderr is gone with the launcher (a pipe to a killed mpirun),
+ * so the reason survives somewhere. */
+static void log_path_of(const zz_faults *f, char *path, size_t n) {
   const char *tmp = getenv("TMPDIR"), *job = getenv("OMPI_MCA_ess_base_jobid");
-  snprintf(path, sizeof path, "%s/zigzag-job%s-rank%d.log", tmp && *tmp ? tmp : "/tmp", job ? job : "0", f->rank);
-  FILE *log = fopen(path, "a");
-  if (log) {
-    fwrite(line, 1, (size_t)n, log);
-    fclose(log);
-  }
+  snprintf(path, n, "%s/zigzag-job%s-rank%d.log", tmp && *tmp ? tmp : "/tmp", job ? job : "0", f->rank);
+}
+
+/* One write (lines of different threads and ranks never interleave mid-line) to stderr,
+ * and appended to the log file when stderr fails or when the launcher is gone (its pipe
+ * may live on in another of its children and take the line that nobody reads); plain
+ * system calls, so a signal handler may call it. */
+static void put_line(const char *line, int n, const char *log_path, int orphan) {
+  if (write(2, line, (size_t)n) == n && !orphan) return;
+  int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  ssize_t w = write(fd, line, (size_t)n);
+  (void)w;
+  close(fd);
+}
+
+static void say(zz_faults *f, const char *text) {
+  char line[640], path[256];
+  int n = line_of(f, text, line, sizeof line);
+  log_path_of(f, path, sizeof path);
+  put_line(line, n, path, f->parent > 1 && getppid() != f->parent);
 }
 
 /* The first failure this rank sees: print it once, make waits return. */
 static int stop_once(zz_faults *f, const char *line, const char *reason) {
   int expected = 0;
-  if (!atomic_compare_exchange_strong(&f->printed, &expected, 1)) return 0;
-  say(f, line);
+  if (!atomic_compare_exchange_strong(&f->claimed, &expected, 1)) return 0;
+  expected = 0; /* the orphan signal may have printed the line already */
+  if (atomic_compare_exchange_strong(&f->printed, &expected, 1)) say(f, line);
   snprintf(f->reason, sizeof f->reason, "%s", reason);
   f->stop_time = zz_now();
   atomic_store(&f->stopped, 1);
@@ -413,6 +431,61 @@ off:
   f->cards = NULL;
 }
 
+static void launcher_gone_text(const zz_faults *f, char *text, size_t n) {
+  snprintf(text, n, "the launcher is gone: its process %d (%s) ended; stopping", (int)f->parent,
+           f->parent_kind == 'h'   ? "mpirun"
+           : f->parent_kind == 'd' ? "orted"
+                                   : "parent");
+}
+
+/* The orphan signal: the kernel sends it the moment the launcher dies. Open MPI's own
+ * reaction to the lost launcher (its PMIx connection closes first) may end the process
+ * within milliseconds, before the progress thread's next look at getppid(), so the
+ * rank's line is written here, prepared in advance; the progress thread still does the
+ * stopping. One faults object per process. */
+static zz_faults *g_orphan;
+static char g_orphan_line[640], g_orphan_log[256];
+static int g_orphan_len;
+#define ZZ_ORPHAN_SIGNAL (SIGRTMAX - 2)
+
+static void on_orphan(int sig) {
+  (void)sig;
+  zz_faults *f = g_orphan;
+  int saved = errno, expected = 0;
+  if (!f) return;
+  /* the kernel re-parents the threads one by one as it signals: this one may still name
+   * the launcher for a moment; a parent that stays is one whose forking thread ended */
+  for (int ms = 0; getppid() == f->parent; ms++) {
+    if (ms == 100) {
+      errno = saved;
+      return;
+    }
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  if (atomic_compare_exchange_strong(&f->printed, &expected, 1)) put_line(g_orphan_line, g_orphan_len, g_orphan_log, 1);
+  errno = saved;
+}
+
+static void orphan_watch(zz_faults *f) {
+  if (f->parent <= 1 || g_orphan) return;
+  char text[160];
+  launcher_gone_text(f, text, sizeof text);
+  g_orphan_len = line_of(f, text, g_orphan_line, sizeof g_orphan_line);
+  log_path_of(f, g_orphan_log, sizeof g_orphan_log);
+  g_orphan = f;
+  struct sigaction sa = {.sa_handler = on_orphan, .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(ZZ_ORPHAN_SIGNAL, &sa, NULL) != 0 || prctl(PR_SET_PDEATHSIG, ZZ_ORPHAN_SIGNAL) != 0) return;
+  if (getppid() != f->parent) raise(ZZ_ORPHAN_SIGNAL); /* it died before the request */
+}
+
+static void orphan_unwatch(zz_faults *f) {
+  if (g_orphan != f) return;
+  prctl(PR_SET_PDEATHSIG, 0);
+  g_orphan = NULL;
+}
+
 static void *progress(void *arg) {
   zz_faults *f = arg;
   double now = zz_now(), next_hb = now, notify_time = 0;
@@ -427,10 +500,7 @@ static void *progress(void *arg) {
       /* the launcher died (kill -9 of mpirun, a daemon ended): this rank is an orphan */
       atomic_store(&f->launcher_gone, 1);
       char text[160];
-      snprintf(text, sizeof text, "the launcher is gone: its process %d (%s) ended; stopping", (int)f->parent,
-               f->parent_kind == 'h'   ? "mpirun"
-               : f->parent_kind == 'd' ? "orted"
-                                       : "parent");
+      launcher_gone_text(f, text, sizeof text);
       zz_faults_report(f, text);
     }
     hb_receive(f, now);
@@ -556,8 +626,10 @@ zz_status zz_faults_start(MPI_Comm ctrl, MPI_Comm world, const char (*hosts)[ZZ_
   /* a rank whose launcher died must live to say why, not die writing to its stderr */
   struct sigaction old_pipe;
   if (sigaction(SIGPIPE, NULL, &old_pipe) == 0 && old_pipe.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
+  orphan_watch(f);
   hb_exchange(f, startup_s);
   if (pthread_create(&f->thread, NULL, progress, f) != 0) {
+    orphan_unwatch(f);
     if (f->udp >= 0) close(f->udp);
     free(f->cards);
     free(f->peers);
@@ -591,6 +663,7 @@ zz_status zz_faults_stop(zz_faults *f) {
 
 void zz_faults_free(zz_faults *f) {
   if (!f) return;
+  orphan_unwatch(f);
   if (f->thread_started) zz_faults_stop(f);
   if (f->udp >= 0) close(f->udp);
   free(f->cards);

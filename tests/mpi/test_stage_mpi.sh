@@ -171,7 +171,7 @@ init-stop)
   ;;
 launcher-kill)
   # mpirun is SIGKILLed mid-run: every rank notices its launcher is gone, says so (on
-  # stderr if it still can, else in $TMPDIR/zigzag-job<id>-rank<R>.log) and ends; the
+  # stderr if it still can, and in $TMPDIR/zigzag-job<id>-rank<R>.log) and ends; the
   # job's shared-memory segments in /dev/shm go with them
   rm -rf "$work/pids"; mkdir -p "$work/pids"
   export TMPDIR="$work"

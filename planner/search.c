@@ -76,10 +76,13 @@ void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TI
   for (int t = 0; t < ZZ_TIER_COUNT; t++) cap[t] = o->cap[t] ? o->cap[t] : h[t];
 }
 
-/* The RAM the CPU device's gpu and cpu tiers share: the cpu tier's capacity
- * (--cpu-mem, else the file's cpu_mem_bytes). The file's figure alone let a plan
- * under --cpu-mem 1600M fill 3.1 GiB of a 2 GiB machine (issue #24). */
-static double zz_shared_ram(const size_t cap[ZZ_TIER_COUNT]) { return (double)cap[ZZ_TIER_CPU]; }
+/* The RAM the CPU device's gpu and cpu tiers share: the file's cpu_mem_bytes, or
+ * --cpu-mem when lower, by the engine's rule (zz_shared_ram_bytes), so the LP and
+ * the engine's check agree. The file's figure alone let a plan under --cpu-mem
+ * 1600M fill 3.1 GiB of a 2 GiB machine (issue #24). */
+static double zz_shared_ram(const zz_hw *hw, const zz_planner_opts *o) {
+  return (double)zz_shared_ram_bytes(hw->cpu_mem, o->cap[ZZ_TIER_CPU]);
+}
 
 zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
                         zz_memplan *out) {
@@ -420,7 +423,7 @@ zz_status zz_plan_lp(const zz_model *m, const zz_hw *hw, const zz_planner_opts *
   ZZ_CHECK(zz_lp_memory(m, hw, o, in, &mem));
   double c[ZZ_LP_CAPS];
   for (int t = 0; t < ZZ_TIER_COUNT; t++) c[t] = (double)cap[t];
-  c[ZZ_LP_RAM] = zz_shared_ram(cap);
+  c[ZZ_LP_RAM] = zz_shared_ram(hw, o);
   return zz_plan_lp_mem(m, hw, o, in, &mem, c, x_out, obj_out);
 }
 
@@ -449,8 +452,8 @@ static zz_policy zz_policy_of(const zz_cost_in *in, const double x[ZZ_X_COUNT]) 
 /* How far each tier of a plan is over cap (0 where it fits), and on the CPU
  * device how far its gpu and cpu tiers together are over the RAM they share
  * (the LP's own row: shrinking the cpu tier for it never moved the answer). */
-static void zz_overshoot(const zz_memplan *p, const zz_hw *hw, const size_t cap[ZZ_TIER_COUNT],
-                         double over[ZZ_LP_CAPS]) {
+static void zz_overshoot(const zz_memplan *p, const zz_hw *hw, const zz_planner_opts *o,
+                         const size_t cap[ZZ_TIER_COUNT], double over[ZZ_LP_CAPS]) {
   for (int t = 0; t < ZZ_TIER_COUNT; t++) {
     double need = (double)zz_memplan_tier_total(p, (zz_tier)t);
     over[t] = need > (double)cap[t] ? need - (double)cap[t] : 0;
@@ -458,7 +461,7 @@ static void zz_overshoot(const zz_memplan *p, const zz_hw *hw, const size_t cap[
   over[ZZ_LP_RAM] = 0;
   if (strcmp(hw->device, "cpu") == 0) {
     double both = (double)zz_memplan_tier_total(p, ZZ_TIER_GPU) + (double)zz_memplan_tier_total(p, ZZ_TIER_CPU);
-    if (both > zz_shared_ram(cap)) over[ZZ_LP_RAM] = both - zz_shared_ram(cap);
+    if (both > zz_shared_ram(hw, o)) over[ZZ_LP_RAM] = both - zz_shared_ram(hw, o);
   }
 }
 
@@ -471,7 +474,7 @@ static zz_status zz_candidate(const zz_model *m, const zz_hw *hw, const zz_plann
   zz_planner_caps(hw, o, cap);
   double lpcap[ZZ_LP_CAPS], full[ZZ_LP_CAPS];
   for (int t = 0; t < ZZ_TIER_COUNT; t++) full[t] = lpcap[t] = (double)cap[t];
-  full[ZZ_LP_RAM] = lpcap[ZZ_LP_RAM] = zz_shared_ram(cap);
+  full[ZZ_LP_RAM] = lpcap[ZZ_LP_RAM] = zz_shared_ram(hw, o);
   for (int round_ = 0; round_ < 8; round_++) {
     double x[ZZ_X_COUNT], obj;
     ZZ_CHECK(zz_plan_lp_mem(m, hw, o, in, &mem, lpcap, x, &obj));
@@ -479,7 +482,7 @@ static zz_status zz_candidate(const zz_model *m, const zz_hw *hw, const zz_plann
     zz_memplan plan;
     ZZ_CHECK(zz_plan_build(m, hw, o, &p, &plan));
     double over[ZZ_LP_CAPS];
-    zz_overshoot(&plan, hw, cap, over);
+    zz_overshoot(&plan, hw, o, cap, over);
     bool fits = over[0] == 0 && over[1] == 0 && over[2] == 0 && over[ZZ_LP_RAM] == 0;
     if (fits) {
       memset(out, 0, sizeof *out);
@@ -543,7 +546,7 @@ static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner
                       zz_tier_name((zz_tier)t), ZZ_B(need[t] - (double)cap[t], a), gbs, how, ZZ_B(need[t], b),
                       ZZ_B((double)cap[t], d), zz_tier_name((zz_tier)t), ZZ_B(need[t], e), flag[t]);
   bool shared = strcmp(hw->device, "cpu") == 0; /* the gpu and cpu tiers are both the host's RAM */
-  double ram = zz_shared_ram(cap);
+  double ram = zz_shared_ram(hw, o);
   if (shared && need[0] + need[1] > ram)
     return zz_error(
         ZZ_ERR_INFEASIBLE,

@@ -266,6 +266,10 @@ size_t zz_device_desc_attention_scratch(const zz_device_desc *d, int64_t b, int6
   return zz_gpu_attention_scratch_bytes(b, sq, t, heads, general);
 }
 
+size_t zz_shared_ram_bytes(size_t machine_ram, size_t cpu_cap) {
+  return cpu_cap && cpu_cap < machine_ram ? cpu_cap : machine_ram;
+}
+
 size_t zz_device_desc_usable(const zz_device_desc *d) {
   return d->capacity > d->reserved ? d->capacity - d->reserved : 0;
 }

@@ -83,8 +83,8 @@ zz_status zz_engine_plan_check(const zz_device_desc *dev, const zz_model *m, con
   /* a device whose memory is host RAM shares it with the CPU tier: the RAM
    * there is (the description's, else this machine's), or --cpu-mem's when lower
    * (the planner's bound, search.c) */
-  size_t ram = dev->host_memory ? dev->host_memory : zz_host_memory_bytes();
-  if (o->tiers.cap[ZZ_TIER_CPU] && o->tiers.cap[ZZ_TIER_CPU] < ram) ram = o->tiers.cap[ZZ_TIER_CPU];
+  size_t ram = zz_shared_ram_bytes(dev->host_memory ? dev->host_memory : zz_host_memory_bytes(),
+                                   o->tiers.cap[ZZ_TIER_CPU]);
   if (st == ZZ_OK && dev->memory_is_host) st = zz_memplan_check_shared(&plan, ram);
   if (st != ZZ_OK) {
     zz_memplan_free(&plan);

@@ -55,6 +55,10 @@ size_t zz_device_desc_attention_scratch(const zz_device_desc *d, int64_t b, int6
                                         bool general);
 /* Device memory memory plans may use: capacity less what the device keeps. */
 size_t zz_device_desc_usable(const zz_device_desc *d);
+/* The RAM a device whose memory is host RAM shares with the cpu tier: the
+ * machine's (machine_ram), or the cpu tier's cap (--cpu-mem, 0: none) when lower.
+ * The one rule both the planner's LP row and the engine's check apply. */
+size_t zz_shared_ram_bytes(size_t machine_ram, size_t cpu_cap);
 
 /* An opened device's description (runtime/device.c): read, never written, outside
  * runtime/device*.c. */

@@ -95,6 +95,13 @@ zz_status zz_json_eos(json_t *obj, const char *path, const char *key, int64_t vo
 #define ZZ_MAX_FFN (1 << 22)
 #define ZZ_MAX_LAYERS 4096
 
+/* An ATTENTION layer's attention once q, k, v ([b, sq, heads * hd], [b, sq,
+ * kv_heads * hd]) are computed: st->attend when set, else k and v appended to the
+ * layer's cache at st->pos and attention over it into att ([b, sq, heads * hd]);
+ * scratch is zz_device_desc_attention_scratch's. */
+zz_status zz_arch_attend(zz_device *dev, const zz_config *c, const zz_step *st, const void *q, const void *k,
+                         const void *v, void *att, void *scratch);
+
 /* Weight spec *w: absent (ndim 0) unless present; name from fmt with the layer
  * index; shape [d0] or [d0, d1]; init MATRIX for 2-D, BIAS for 1-D. */
 void zz_arch_spec(zz_weight_spec *w, bool present, int ndim, int64_t d0, int64_t d1, const char *fmt, int index);

@@ -326,28 +326,7 @@ static zz_status zz_llama_forward(zz_device *dev, const zz_model *m, const zz_la
       ZZ_CHECK(zz_device_linear(dev, xn, n, h, &w[ZZ_LL_AT_V], NULL, kvw, v, 0));
       ZZ_CHECK(zz_device_rope(dev, q, n, c->n_heads, hd, st->positions, &c->rope));
       ZZ_CHECK(zz_device_rope(dev, k, n, c->n_kv_heads, hd, st->positions, &c->rope));
-      if (st->attend) {
-        ZZ_CHECK(st->attend(st->attend_ctx, q, k, v, att));
-      } else {
-        ZZ_CHECK(zz_device_kv_append(dev, k, st->b, st->sq, c->n_kv_heads, hd, st->k, &st->kv, st->pos));
-        ZZ_CHECK(zz_device_kv_append(dev, v, st->b, st->sq, c->n_kv_heads, hd, st->v, &st->kv, st->pos));
-        zz_attn_call a = {.q = q,
-                          .k = st->k,
-                          .v = st->v,
-                          .kv = st->kv,
-                          .b = st->b,
-                          .sq = st->sq,
-                          .t = st->pos + st->sq,
-                          .q_start = st->pos,
-                          .heads = c->n_heads,
-                          .kv_heads = c->n_kv_heads,
-                          .hd = hd,
-                          .pad = st->pad,
-                          .keep = st->keep,
-                          .out = att,
-                          .scratch = scratch};
-        ZZ_CHECK(zz_device_attention(dev, &a));
-      }
+      ZZ_CHECK(zz_arch_attend(dev, c, st, q, k, v, att, scratch));
       ZZ_CHECK(zz_device_linear(dev, att, n, qw, &w[ZZ_LL_AT_O], NULL, h, xn, 0));
       return zz_device_add(dev, st->hidden, xn, n * h, st->hidden);
     }

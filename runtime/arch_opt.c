@@ -270,28 +270,7 @@ static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_laye
       ZZ_CHECK(zz_device_linear(dev, x, n, h, &w[ZZ_AT_Q_W], &w[ZZ_AT_Q_B], h, q, 0));
       ZZ_CHECK(zz_device_linear(dev, x, n, h, &w[ZZ_AT_K_W], &w[ZZ_AT_K_B], h, k, 0));
       ZZ_CHECK(zz_device_linear(dev, x, n, h, &w[ZZ_AT_V_W], &w[ZZ_AT_V_B], h, v, 0));
-      if (st->attend) {
-        ZZ_CHECK(st->attend(st->attend_ctx, q, k, v, att));
-      } else {
-        ZZ_CHECK(zz_device_kv_append(dev, k, st->b, st->sq, c->n_kv_heads, c->head_dim, st->k, &st->kv, st->pos));
-        ZZ_CHECK(zz_device_kv_append(dev, v, st->b, st->sq, c->n_kv_heads, c->head_dim, st->v, &st->kv, st->pos));
-        zz_attn_call a = {.q = q,
-                          .k = st->k,
-                          .v = st->v,
-                          .kv = st->kv,
-                          .b = st->b,
-                          .sq = st->sq,
-                          .t = st->pos + st->sq,
-                          .q_start = st->pos,
-                          .heads = c->n_heads,
-                          .kv_heads = c->n_kv_heads,
-                          .hd = c->head_dim,
-                          .pad = st->pad,
-                          .keep = st->keep,
-                          .out = att,
-                          .scratch = scratch};
-        ZZ_CHECK(zz_device_attention(dev, &a));
-      }
+      ZZ_CHECK(zz_arch_attend(dev, c, st, q, k, v, att, scratch));
       ZZ_CHECK(zz_device_linear(dev, att, n, h, &w[ZZ_AT_O_W], &w[ZZ_AT_O_B], h, q, 0));
       ZZ_CHECK(zz_device_add(dev, st->hidden, q, n * h, st->hidden));
       if (!c->pre_ln)

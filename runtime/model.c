@@ -13,6 +13,29 @@ static const zz_arch *const zz_archs[] = {&zz_arch_opt, &zz_arch_llama, NULL};
 
 const zz_arch *const *zz_arch_all(void) { return zz_archs; }
 
+zz_status zz_arch_attend(zz_device *dev, const zz_config *c, const zz_step *st, const void *q, const void *k,
+                         const void *v, void *att, void *scratch) {
+  if (st->attend) return st->attend(st->attend_ctx, q, k, v, att);
+  ZZ_CHECK(zz_device_kv_append(dev, k, st->b, st->sq, c->n_kv_heads, c->head_dim, st->k, &st->kv, st->pos));
+  ZZ_CHECK(zz_device_kv_append(dev, v, st->b, st->sq, c->n_kv_heads, c->head_dim, st->v, &st->kv, st->pos));
+  zz_attn_call a = {.q = q,
+                    .k = st->k,
+                    .v = st->v,
+                    .kv = st->kv,
+                    .b = st->b,
+                    .sq = st->sq,
+                    .t = st->pos + st->sq,
+                    .q_start = st->pos,
+                    .heads = c->n_heads,
+                    .kv_heads = c->n_kv_heads,
+                    .hd = c->head_dim,
+                    .pad = st->pad,
+                    .keep = st->keep,
+                    .out = att,
+                    .scratch = scratch};
+  return zz_device_attention(dev, &a);
+}
+
 void zz_arch_spec(zz_weight_spec *w, bool present, int ndim, int64_t d0, int64_t d1, const char *fmt, int index) {
   memset(w, 0, sizeof *w);
   if (!present) return;

@@ -78,11 +78,9 @@ zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_sh
 
 bool zz_opts_take_threads(zz_opts *out, const zz_opts *given, const zz_threads *th) {
   bool gemm = !given->threads && th->gemm, attn = !given->attn_threads; /* th->gemm is 0 beside a GPU */
-  /* a file measured elsewhere may give more cores than this process's cgroup
-   * allows: more threads than that only take turns */
-  int here = zz_limits_here()->cores;
-  if (gemm) out->threads = th->gemm < here ? th->gemm : here;
-  if (attn) out->attn_threads = th->attn < here ? th->attn : here;
+  zz_threads here = zz_plan_threads_here(th);                           /* at most this process's cores */
+  if (gemm) out->threads = here.gemm;
+  if (attn) out->attn_threads = here.attn;
   return gemm || attn;
 }
 

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "zz_limits.h"
 #include "zz_planner.h"
 
 /* ---------------------------------------------------------------- rates */
@@ -50,6 +51,16 @@ zz_threads zz_plan_threads(const zz_hw *hw, int cores) {
   zz_hw h = *hw;
   if (cores > 0) h.cpu_cores = cores;
   return zz_hw_threads(&h);
+}
+
+zz_threads zz_plan_threads_here(const zz_threads *th) {
+  /* a file measured elsewhere may give more cores than this process's cgroup
+   * allows: more threads than that only take turns */
+  int here = zz_limits_here()->cores;
+  zz_threads t = *th;
+  if (t.gemm > here) t.gemm = here;
+  if (t.attn > here) t.attn = here;
+  return t;
 }
 
 zz_plan_bind zz_plan_binding(const zz_hw *hw, bool threads_given) {

@@ -110,6 +110,10 @@ zz_threads zz_hw_threads(const zz_hw *hw);
  * plan's threads (generate, bench, each mpirun rank over its binding's cores) asks
  * this. */
 zz_threads zz_plan_threads(const zz_hw *hw, int cores);
+/* A split as this process applies it: GEMM and attention threads at most the
+ * cores its cgroup allows (zz_limits_here); the plan's own split is left as
+ * predicted. */
+zz_threads zz_plan_threads_here(const zz_threads *th);
 
 /* How the runtime binds the process that runs a plan (stage/bind.c applies it,
  * before the device starts its threads; the planner only decides). */

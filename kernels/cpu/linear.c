@@ -734,21 +734,28 @@ size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt) {
   return w_dt == ZZ_DTYPE_BF16 ? zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in) : 0;
 }
 
+/* The own-kernel job's arguments for an f32 x, as every weight dtype's job starts
+ * (the caller sets the weight's sizes: wsz, x_row, w_row, kc, group). */
+static zz_gemm_job zz_gemm_job_of(const float *x, int64_t n, int64_t in, const void *w, const float *b, int64_t out,
+                                  float *y, int relu, zz_gemm_micro micro) {
+  return (zz_gemm_job){.x = (const char *)x,
+                       .w = w,
+                       .b = b,
+                       .y = y,
+                       .n = n,
+                       .in = in,
+                       .out = out,
+                       .relu = relu,
+                       .xsz = sizeof(float),
+                       .micro = micro};
+}
+
 /* The own-kernel job for an f32 or bf16 weight (bf16: x rounded into xb first). */
 static zz_gemm_job zz_gemm_dense(zz_pool *pool, const zz_gemm_isa *isa, const float *x, int64_t n, int64_t in,
                                  const void *w, zz_dtype w_dt, const float *b, int64_t out, float *y, int relu,
                                  void *xb) {
-  zz_gemm_job job = {.x = (const char *)x,
-                     .w = w,
-                     .b = b,
-                     .y = y,
-                     .n = n,
-                     .in = in,
-                     .out = out,
-                     .relu = relu,
-                     .xsz = sizeof(float),
-                     .wsz = sizeof(float),
-                     .micro = isa->f32 ? isa->f32 : zz_micro_f32_c};
+  zz_gemm_job job = zz_gemm_job_of(x, n, in, w, b, out, y, relu, isa->f32 ? isa->f32 : zz_micro_f32_c);
+  job.wsz = sizeof(float);
   if (w_dt == ZZ_DTYPE_BF16) {
     zz_round_job r = {x, xb, in, isa->round_bf16};
     zz_pool_run(pool, zz_round_row, &r, n);
@@ -784,21 +791,11 @@ void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const
   zz_gemm_micro fused = f.bits == 4 ? isa.q4 : f.bits == 8 ? isa.q8 : NULL;
   if (n <= ZZ_Q_SMALL_N && fused && f.group % 8 == 0) {
     /* the fused micro-kernel, one K block: its order is zz_dot's over the whole row */
-    zz_gemm_job job = {.x = (const char *)x,
-                       .w = w,
-                       .b = b,
-                       .y = y,
-                       .n = n,
-                       .in = in,
-                       .out = out,
-                       .relu = relu,
-                       .group = f.group,
-                       .xsz = sizeof(float),
-                       .wsz = 0,
-                       .x_row = (size_t)in * sizeof(float),
-                       .w_row = zz_q_row_bytes(f, in),
-                       .kc = in,
-                       .micro = fused};
+    zz_gemm_job job = zz_gemm_job_of(x, n, in, w, b, out, y, relu, fused);
+    job.group = f.group; /* wsz 0: the micro-kernel reads packed rows of w_row bytes */
+    job.x_row = (size_t)in * sizeof(float);
+    job.w_row = zz_q_row_bytes(f, in);
+    job.kc = in;
     zz_gemm_own(pool, &job);
     return;
   }

@@ -21,36 +21,8 @@ fi
 ZZ=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 FX=$(cd "$2" && pwd)
 TINY=$FX/tiny-opt
-for v in $(env | sed -n 's/^\(ZZ_[A-Za-z0-9_]*\)=.*/\1/p'); do
-  [ "$v" = ZZ_DEVICE ] || unset "$v"
-done
-
-W=$(mktemp -d "${TMPDIR:-/tmp}/zz_cli.XXXXXX") || exit 2
-trap 'rm -rf "$W"' EXIT
-cd "$W" || exit 2
-
-PASS=0
-FAIL=0
-ok() { echo "ok - $1"; PASS=$((PASS + 1)); }
-not_ok() {
-  echo "not ok - $1"
-  FAIL=$((FAIL + 1))
-  # the last command's stderr helps to see why
-  [ -s "$W/err" ] && sed -e 's/^/#   /' "$W/err" | head -n 8
-  return 0
-}
-# check DESCRIPTION COMMAND...: ok when the command succeeds
-check() {
-  local d=$1
-  shift
-  if "$@"; then ok "$d"; else not_ok "$d"; fi
-}
-# zz ARGS...: runs zigzag with stdout in $W/outp, stderr in $W/err, status in RC
-zz() {
-  timeout "${CLI_HANG:-60}" "$ZZ" "$@" >"$W/outp" 2>"$W/err"
-  RC=$?
-}
-has() { grep -qF -- "$1" "$2"; }
+# the shared harness: $W, ok / not_ok / check, zz, has
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" zz_cli
 # id and output_ids of every line, spaces dropped: "id":0,"output_ids":[...]
 ids_of() { grep -o '"id": *[^,]*, *"output_ids": *\[[^]]*\]' "$1" | tr -d ' '; }
 

@@ -18,32 +18,8 @@ ZZ=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 CHK=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 FX=$(cd "$3" && pwd)
 TINY=$FX/tiny-opt
-for v in $(env | sed -n 's/^\(ZZ_[A-Za-z0-9_]*\)=.*/\1/p'); do
-  [ "$v" = ZZ_DEVICE ] || unset "$v"
-done
-W=$(mktemp -d "${TMPDIR:-/tmp}/zz_genif.XXXXXX") || exit 2
-trap 'rm -rf "$W"' EXIT
-cd "$W" || exit 2
-
-PASS=0
-FAIL=0
-ok() { echo "ok - $1"; PASS=$((PASS + 1)); }
-not_ok() {
-  echo "not ok - $1"
-  FAIL=$((FAIL + 1))
-  [ -s "$W/err" ] && sed -e 's/^/#   /' "$W/err" | head -n 8
-  return 0
-}
-check() {
-  local d=$1
-  shift
-  if "$@"; then ok "$d"; else not_ok "$d"; fi
-}
-zz() {
-  timeout 60 "$ZZ" "$@" >"$W/outp" 2>"$W/err"
-  RC=$?
-}
-has() { grep -qF -- "$1" "$2"; }
+# the shared harness: $W, ok / not_ok / check, zz, has
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" zz_genif
 # line N of a file
 line() { sed -n "${1}p" "$2"; }
 # the output_ids of line N, spaces dropped

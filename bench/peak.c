@@ -296,12 +296,17 @@ typedef struct zz_peak_run {
   double (*read)(const float *p, int64_t n);
 } zz_peak_run;
 
+/* One thread's work: a probe's operations, or its slice read (ops: bytes). */
+static void zz_peak_work(zz_peak_run *r) {
+  if (r->fn) r->ops = r->fn(r->n);
+  else
+    zz_sink_f = (float)r->read(r->p, r->len), r->ops = (double)r->len * sizeof *r->p;
+}
+
 static void *zz_peak_thread(void *arg) {
   zz_peak_run *r = arg;
   pthread_barrier_wait(r->bar);
-  if (r->fn) r->ops = r->fn(r->n);
-  else
-    zz_sink_f = (float)r->read(r->p, r->len);
+  zz_peak_work(r);
   pthread_barrier_wait(r->bar);
   return NULL;
 }
@@ -316,38 +321,46 @@ static double zz_peak_together(zz_peak_run *runs, int threads, double *ops_out) 
   for (int t = 1; t < threads; t++) pthread_create(&tid[t], NULL, zz_peak_thread, &runs[t]);
   pthread_barrier_wait(&bar);
   double t0 = zz_now();
-  if (runs[0].fn) runs[0].ops = runs[0].fn(runs[0].n);
-  else
-    zz_sink_f = (float)runs[0].read(runs[0].p, runs[0].len);
+  zz_peak_work(&runs[0]);
   pthread_barrier_wait(&bar);
   double dt = zz_now() - t0;
   for (int t = 1; t < threads; t++) pthread_join(tid[t], NULL);
   pthread_barrier_destroy(&bar);
   double ops = 0;
   for (int t = 0; t < threads; t++) ops += runs[t].ops;
-  if (ops_out) *ops_out = ops;
+  *ops_out = ops;
   return dt;
+}
+
+/* The best operations (or bytes) a second of `reps` runs of one's work on every
+ * thread at once (a read: each thread the next slice of one.len floats). */
+static double zz_peak_best(zz_peak_run one, int threads, int reps) {
+  zz_peak_run runs[ZZ_POOL_MAX_THREADS];
+  double best = 0;
+  for (int rep = 0; rep < reps; rep++) {
+    for (int t = 0; t < threads; t++) {
+      runs[t] = one;
+      if (one.p) runs[t].p = one.p + t * one.len;
+    }
+    double ops, s = zz_peak_together(runs, threads, &ops);
+    if (ops / s > best) best = ops / s;
+  }
+  return best;
 }
 
 /* G(FL)OP/s of fn on `threads` threads, iterations sized to about secs seconds,
  * the best of 3. */
 static double zz_peak_rate(zz_probe_fn fn, int threads, double secs) {
-  long n = 1000;
-  double t0 = zz_now(), ops1 = fn(n), dt = zz_now() - t0;
-  while (dt < 0.01) {
+  long n = 250;
+  double dt;
+  do { /* 1000, 4000, ... iterations until one run takes 10 ms */
     n *= 4;
-    t0 = zz_now(), ops1 = fn(n), dt = zz_now() - t0;
-  }
-  (void)ops1;
+    double t0 = zz_now();
+    fn(n);
+    dt = zz_now() - t0;
+  } while (dt < 0.01);
   n = (long)((double)n * secs / dt) + 1;
-  zz_peak_run runs[ZZ_POOL_MAX_THREADS];
-  double best = 0;
-  for (int rep = 0; rep < 3; rep++) {
-    for (int t = 0; t < threads; t++) runs[t] = (zz_peak_run){.fn = fn, .n = n};
-    double ops, s = zz_peak_together(runs, threads, &ops);
-    if (ops / s > best) best = ops / s;
-  }
-  return best / 1e9;
+  return zz_peak_best((zz_peak_run){.fn = fn, .n = n}, threads, 3) / 1e9;
 }
 
 /* GB/s reading 256 MiB (1 GiB past 4 threads), far past every cache, each
@@ -363,14 +376,7 @@ static double zz_peak_read(int threads) {
 #ifdef ZZ_PEAK_X86
   if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) read = zz_read_avx2;
 #endif
-  zz_peak_run runs[ZZ_POOL_MAX_THREADS];
-  double best = 0;
-  for (int rep = 0; rep < 4; rep++) {
-    for (int t = 0; t < threads; t++) runs[t] = (zz_peak_run){.p = p + t * len, .len = len, .read = read};
-    double s = zz_peak_together(runs, threads, NULL);
-    double gbs = (double)(len * threads) * sizeof *p / s / 1e9;
-    if (gbs > best) best = gbs;
-  }
+  double best = zz_peak_best((zz_peak_run){.p = p, .len = len, .read = read}, threads, 4) / 1e9;
   free(p);
   return best;
 }

@@ -922,24 +922,17 @@ static zz_status bad_linear_n_zero(zz_bo *r) {
   return zz_device_linear(r->dev, l.x, 0, BO_IN, &l.w, &l.b, BO_OUT, l.y, 0);
 }
 
-static zz_status bad_layernorm_gamma(zz_bo *r) {
+/* layernorm of 2 rows of 6 with a gamma of gamma_len, beta in beta_dt */
+static zz_status bo_layernorm(zz_bo *r, int64_t gamma_len, zz_dtype beta_dt, float eps) {
   void *x = bo_rand(r, 2 * 6, -1, 1);
-  zz_tensor g = bo_weight(r, "gamma", 1, 5, 0, 0, 1), b = bo_weight(r, "beta", 1, 6, 0, 0, 1);
-  return zz_device_layernorm(r->dev, x, 2, 6, &g, &b, 1e-5f, x);
+  zz_tensor g = bo_weight(r, "gamma", 1, gamma_len, 0, 0, 1), b = bo_weight(r, "beta", 1, 6, 0, 0, 1);
+  if (beta_dt == ZZ_DTYPE_Q4) b.dtype = beta_dt;
+  return zz_device_layernorm(r->dev, x, 2, 6, &g, &b, eps, x);
 }
 
-static zz_status bad_layernorm_beta_q4(zz_bo *r) {
-  void *x = bo_rand(r, 2 * 6, -1, 1);
-  zz_tensor g = bo_weight(r, "gamma", 1, 6, 0, 0, 1), b = bo_weight(r, "beta", 1, 6, 0, 0, 1);
-  b.dtype = ZZ_DTYPE_Q4;
-  return zz_device_layernorm(r->dev, x, 2, 6, &g, &b, 1e-5f, x);
-}
-
-static zz_status bad_layernorm_eps(zz_bo *r) {
-  void *x = bo_rand(r, 2 * 6, -1, 1);
-  zz_tensor g = bo_weight(r, "gamma", 1, 6, 0, 0, 1), b = bo_weight(r, "beta", 1, 6, 0, 0, 1);
-  return zz_device_layernorm(r->dev, x, 2, 6, &g, &b, NAN, x);
-}
+static zz_status bad_layernorm_gamma(zz_bo *r) { return bo_layernorm(r, 5, ZZ_DTYPE_F32, 1e-5f); }
+static zz_status bad_layernorm_beta_q4(zz_bo *r) { return bo_layernorm(r, 6, ZZ_DTYPE_Q4, 1e-5f); }
+static zz_status bad_layernorm_eps(zz_bo *r) { return bo_layernorm(r, 6, ZZ_DTYPE_F32, NAN); }
 
 static zz_status bad_embed_q4(zz_bo *r) {
   zz_tensor t = bo_weight(r, "table", 2, 10, 4, -1, 1);
@@ -979,25 +972,24 @@ static zz_kv_layout bo_dense(zz_bo *r, int64_t kv_stride) {
   return (zz_kv_layout){.dt = zz_device_describe(r->dev)->compute_dtype, .seq_bytes = kv_stride * (int64_t)bo_es(r)};
 }
 
-static zz_status bad_kv_append_stride(zz_bo *r) {
-  /* pos 3 + sq 2 rows of h 4 need a stride of 20; 16 given */
-  void *cache = bo_rand(r, 2 * 16, -1, 1), *x = bo_rand(r, 2 * 2 * 4, -1, 1);
-  zz_kv_layout l = bo_dense(r, 16);
+/* kv_append of b 2, sq 2 rows of h 4 at pos 3 into a cache of cache_elems
+ * elements whose sequences lie kv_stride apart (20 is what those rows need) */
+static zz_status bo_kv_append(zz_bo *r, int64_t cache_elems, int64_t kv_stride) {
+  void *cache = bo_rand(r, cache_elems, -1, 1), *x = bo_rand(r, 2 * 2 * 4, -1, 1);
+  zz_kv_layout l = bo_dense(r, kv_stride);
   return zz_device_kv_append(r->dev, x, 2, 2, 1, 4, cache, &l, 3);
 }
 
-static zz_status bad_kv_append_cache_short(zz_bo *r) {
-  void *cache = bo_rand(r, 2 * 20 - 1, -1, 1), *x = bo_rand(r, 2 * 2 * 4, -1, 1);
-  zz_kv_layout l = bo_dense(r, 20);
-  return zz_device_kv_append(r->dev, x, 2, 2, 1, 4, cache, &l, 3);
-}
+static zz_status bad_kv_append_stride(zz_bo *r) { return bo_kv_append(r, 2 * 16, 16); }
+static zz_status bad_kv_append_cache_short(zz_bo *r) { return bo_kv_append(r, 2 * 20 - 1, 20); }
 
-/* attention of b 2, sq 1, t 4, heads 2, hd 3 over a cache of t_max 5 */
-static zz_status bo_attn(zz_bo *r, int64_t kv_stride, bool scratch, bool pad_on_device) {
+/* attention of b 2, sq 1, t 4, kv_heads 2, heads × hd 6 over a cache of t_max 5 */
+static zz_status bo_attn_heads(zz_bo *r, int64_t heads, int64_t hd, int64_t kv_stride, bool scratch,
+                               bool pad_on_device) {
   static const int32_t host_pad[2] = {0, 1};
   void *q = bo_rand(r, 2 * 6, -1, 1), *k = bo_rand(r, 2 * 30, -1, 1), *v = bo_rand(r, 2 * 30, -1, 1);
   const int32_t *pad = pad_on_device ? bo_i32(r, host_pad, 2) : host_pad;
-  size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, 2, false);
+  size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, heads, false);
   zz_attn_call a = {.q = q,
                     .k = k,
                     .v = v,
@@ -1006,14 +998,19 @@ static zz_status bo_attn(zz_bo *r, int64_t kv_stride, bool scratch, bool pad_on_
                     .sq = 1,
                     .t = 4,
                     .q_start = 3,
-                    .heads = 2,
+                    .heads = heads,
                     .kv_heads = 2,
-                    .hd = 3,
+                    .hd = hd,
                     .pad = pad,
                     .keep = 1,
                     .out = bo_poisoned(r, 2 * 6),
                     .scratch = scratch && sb ? bo_poison(r, sb) : NULL};
   return zz_device_attention(r->dev, &a);
+}
+
+/* heads 2, hd 3 */
+static zz_status bo_attn(zz_bo *r, int64_t kv_stride, bool scratch, bool pad_on_device) {
+  return bo_attn_heads(r, 2, 3, kv_stride, scratch, pad_on_device);
 }
 
 static zz_status bad_attention_stride(zz_bo *r) { return bo_attn(r, 20, true, true); }
@@ -1026,27 +1023,7 @@ static zz_status bad_attention_no_scratch(zz_bo *r) {
   return bo_attn(r, 30, false, true);
 }
 
-static zz_status bad_attention_kv_heads(zz_bo *r) {
-  void *q = bo_rand(r, 2 * 6, -1, 1), *k = bo_rand(r, 2 * 30, -1, 1), *v = bo_rand(r, 2 * 30, -1, 1);
-  static const int32_t host_pad[2] = {0, 1};
-  size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, 3, false);
-  zz_attn_call a = {.q = q,
-                    .k = k,
-                    .v = v,
-                    .kv = bo_dense(r, 30),
-                    .b = 2,
-                    .sq = 1,
-                    .t = 4,
-                    .q_start = 3,
-                    .heads = 3,
-                    .kv_heads = 2,
-                    .hd = 2,
-                    .pad = bo_i32(r, host_pad, 2),
-                    .keep = 1,
-                    .out = bo_poisoned(r, 2 * 6),
-                    .scratch = sb ? bo_poison(r, sb) : NULL};
-  return zz_device_attention(r->dev, &a);
-}
+static zz_status bad_attention_kv_heads(zz_bo *r) { return bo_attn_heads(r, 3, 2, 30, true, true); }
 
 static zz_status bad_rmsnorm_gamma(zz_bo *r) {
   zz_tensor g = bo_weight(r, "gamma", 1, 5, 0, 0.5f, 1.5f);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "zz_limits.h"
 #include "zz_planner.h"
 
 #ifndef ZZ_PLANNER_HW_DIR
@@ -874,6 +875,16 @@ static void test_plan_threads_binding(void) {
   snprintf(hw.device, sizeof hw.device, "cpu");
   CU_ASSERT_EQUAL(zz_plan_binding(&hw, false).gpu_ordinal, -1);
   CU_ASSERT_EQUAL(zz_plan_threads(&hw, 3).gemm, 3);
+  /* applied, a split is at most this process's cores; a smaller one is kept */
+  int here = zz_limits_here()->cores;
+  zz_threads big = {.gemm = here + 5, .attn = here + 2, .io = 3}, small = {.gemm = 1, .attn = 1, .io = 3};
+  zz_threads capped = zz_plan_threads_here(&big), kept = zz_plan_threads_here(&small);
+  CU_ASSERT(capped.gemm == here && capped.attn == here && capped.io == 3);
+  CU_ASSERT(kept.gemm == 1 && kept.attn == 1 && kept.io == 3);
+  /* the shared-RAM rule the LP row and the engine's check both apply */
+  CU_ASSERT_EQUAL(zz_shared_ram_bytes(4000, 0), 4000);
+  CU_ASSERT_EQUAL(zz_shared_ram_bytes(4000, 1000), 1000);
+  CU_ASSERT_EQUAL(zz_shared_ram_bytes(4000, 8000), 4000);
 }
 
 /* A device described without opening one (zz_device_desc): the planner's

@@ -598,12 +598,24 @@ static zz_status zz_cuda_setup(zz_device *dev, size_t capacity) {
   return ZZ_OK;
 }
 
-int zz_device_cuda_ordinal_of(int local_rank) {
+/* The visible GPU count, asked of the driver once per process: it does not
+ * change while the process runs, and asking initialises the CUDA runtime,
+ * which each call would otherwise pay again; 0 when the runtime has none. */
+static int zz_cuda_visible;
+static pthread_once_t zz_cuda_visible_once = PTHREAD_ONCE_INIT;
+
+static void zz_cuda_count_visible(void) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     (void)cudaGetLastError();
     count = 0;
   }
+  zz_cuda_visible = count;
+}
+
+int zz_device_cuda_ordinal_of(int local_rank) {
+  pthread_once(&zz_cuda_visible_once, zz_cuda_count_visible);
+  int count = zz_cuda_visible;
   return count > 0 && local_rank > 0 ? local_rank % count : 0;
 }
 

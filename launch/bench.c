@@ -92,11 +92,14 @@ int zz_cmd_bench(const zz_opts *o) {
   for (int l = 0; l < ZZ_LANE_COUNT; l++) busy[l] = wall > 0 ? (s1.busy_s[l] - s0.busy_s[l]) / wall : 0;
   uint64_t rd = s1.disk_read_bytes - s0.disk_read_bytes;
   /* where compute's time went beside a host cache, and the bytes that crossed
-   * to and from the device per generated token (PCIe on a GPU) */
+   * to and from the device per generated token (PCIe on a GPU); a device whose
+   * memory is host RAM (the CPU device) counts copies within RAM there, which
+   * cross no bus, so its per-token transfer figure is not reported */
   double attn_wait = wall > 0 ? (s1.attn_wait_s - s0.attn_wait_s) / wall : 0;
   double attn_cpu = wall > 0 ? (s1.attn_cpu_s - s0.attn_cpu_s) / wall : 0;
   uint64_t to_dev = s1.bytes_to_device - s0.bytes_to_device, from_dev = s1.bytes_from_device - s0.bytes_from_device;
   double per_tok = (double)(to_dev + from_dev) / ((double)b * o->gen_len);
+  bool bus = !zz_device_describe(dev)->memory_is_host;
   double rd_s = s1.disk_read_s - s0.disk_read_s, rd_bw = rd_s > 0 ? (double)rd / rd_s : 0;
 
   double rate[3];
@@ -115,13 +118,14 @@ int zz_cmd_bench(const zz_opts *o) {
            "\"peak_bytes\": {\"gpu\": %zu, \"cpu\": %zu, \"disk\": %zu}, \"policy\": \"%s\", "
            "\"busy\": {\"compute\": %.3f, \"weight_load\": %.3f, \"cache_load\": %.3f, \"cache_store\": %.3f}, "
            "\"compute_parts\": {\"attn_wait\": %.3f, \"attn_cpu\": %.3f}, \"bytes_to_device\": %llu, "
-           "\"bytes_from_device\": %llu, \"transfer_bytes_per_token\": %.0f, "
+           "\"bytes_from_device\": %llu, "
            "\"disk_read_bytes\": %llu, \"disk_read_bw\": %.0f, \"warmup\": \"excluded\"",
            cfg.name, zz_device_describe(dev)->name, o->prompt_len, o->gen_len, (long long)b, prefill, decode, total,
            res.prefill_s, res.decode_s, t_load, tier[ZZ_TIER_GPU], tier[ZZ_TIER_CPU], tier[ZZ_TIER_DISK], pbuf,
            busy[ZZ_LANE_COMPUTE], busy[ZZ_LANE_LOAD_WEIGHT], busy[ZZ_LANE_LOAD_CACHE], busy[ZZ_LANE_STORE_CACHE],
-           attn_wait, attn_cpu, (unsigned long long)to_dev, (unsigned long long)from_dev, per_tok,
-           (unsigned long long)rd, rd_bw);
+           attn_wait, attn_cpu, (unsigned long long)to_dev, (unsigned long long)from_dev, (unsigned long long)rd,
+           rd_bw);
+    if (bus) printf(", \"transfer_bytes_per_token\": %.0f", per_tok);
     if (have_pred)
       printf(", \"predicted\": {\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"total_tok_s\": %.3f}",
              pred->cost.prefill_tps, pred->cost.decode_tps, pred->cost.total_tps);
@@ -143,8 +147,12 @@ int zz_cmd_bench(const zz_opts *o) {
            100 * busy[ZZ_LANE_STORE_CACHE], wall);
     if (attn_wait + attn_cpu > 0)
       printf("  of compute waiting for q, k, v %.0f%%, CPU attention %.0f%%\n", 100 * attn_wait, 100 * attn_cpu);
-    printf("  transfers  %.1f MiB to the device, %.1f MiB from it: %.2f MiB per generated token\n",
-           (double)to_dev / (1 << 20), (double)from_dev / (1 << 20), per_tok / (1 << 20));
+    if (bus)
+      printf("  transfers  %.1f MiB to the device, %.1f MiB from it: %.2f MiB per generated token\n",
+             (double)to_dev / (1 << 20), (double)from_dev / (1 << 20), per_tok / (1 << 20));
+    else
+      printf("  copies     %.1f MiB into the device's buffers, %.1f MiB out of them (host RAM: no bus crossed)\n",
+             (double)to_dev / (1 << 20), (double)from_dev / (1 << 20));
     if (rd) printf("  disk read  %.1f MiB at %.1f MiB/s\n", (double)rd / (1 << 20), rd_bw / (1 << 20));
     fflush(stdout);
     zz_report_peaks(eng, stdout);

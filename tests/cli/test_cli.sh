@@ -354,6 +354,8 @@ bench_ok() {
   for k in prefill_tok_s decode_tok_s total_tok_s peak_bytes; do has "\"$k\"" outp || return 1; done
 }
 check "bench --json prints one JSON object with prefill_tok_s, decode_tok_s, total_tok_s, peak_bytes" bench_ok
+check "bench --json on the CPU device reports no per-token bus transfer (its copies stay in RAM), keeps bytes_to_device" \
+  eval '! has "\"transfer_bytes_per_token\"" outp && has "\"bytes_to_device\"" outp'
 
 # ------------------------------------------------------------ i. plan
 

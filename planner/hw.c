@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "zz_planner.h"
+#include "zz_hw.h"
 
 /* ---------------------------------------------------------------- rates */
 

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "zz_launch.h"
+#include "zz_jobfile.h"
 
 struct zz_resume_set {
   char **slots;     /* open addressing on the id's compact JSON text */

@@ -33,7 +33,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "zz_planner.h"
+#include "zz_cost.h"
 
 const char *zz_term_name(zz_term t) {
   static const char *const n[ZZ_TERM_COUNT] = {"compute", "weight_load", "cache_load", "cache_store",

@@ -9,8 +9,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "zz_hw.h"
 #include "zz_limits.h"
-#include "zz_planner.h"
 
 /* ---------------------------------------------------------------- rates */
 

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "zz_device.h"
+#include "zz_hf_json.h"
 #include "zz_policy.h"
 
 /* What one layer computes for one GPU batch at one step. Pointers are device
@@ -67,15 +68,9 @@ extern const zz_arch zz_arch_llama;
 /* The registry (model.c): every architecture, NULL terminated. */
 const zz_arch *const *zz_arch_all(void);
 
-/* Hugging Face's JSON files (config.json, generation_config.json,
- * tokenizer_config.json) at path into *out, an object; every number read as a
- * double (integers past int64 appear in real directories). required false: a
- * missing file gives ZZ_OK and *out NULL. */
-zz_status zz_json_load_hf(const char *path, bool required, json_t **out);
-
-/* Readers of those files' keys: absent or null → default (def < 0, or NaN for
- * reals: required); wrong type or out of range → ZZ_ERR_FORMAT naming the key and
- * the file. An integer may be written as a real without a fraction (4096.0). */
+/* Readers of the keys of Hugging Face's JSON files (zz_hf_json.h): absent or
+ * null → default (def < 0, or NaN for reals: required); wrong type or out of
+ * range → ZZ_ERR_FORMAT naming the key and the file. An integer may be written as a real without a fraction (4096.0). */
 zz_status zz_json_int_in(json_t *obj, const char *path, const char *key, int64_t def, int64_t lo, int64_t hi,
                          int64_t *out);
 /* zz_json_int_in over [0, 2^40] */

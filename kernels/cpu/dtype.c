@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "zz_kernels.h"
+#include "zz_cpu_kernels.h" /* zz_dtype.h, and the ISA that picks a conversion */
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zz_kernels.h"
+#include "zz_cpu_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

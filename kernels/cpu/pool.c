@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "zz_kernels.h"
+#include "zz_pool.h"
 
 struct zz_pool {
   pthread_t *threads;     /* [n_workers] */

@@ -27,8 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "arch_impl.h" /* zz_json_load_hf: the reading of Hugging Face's JSON files */
 #include "tokenizer_impl.h"
+#include "zz_hf_json.h" /* zz_json_load_hf: the reading of Hugging Face's JSON files */
 
 /* The two split patterns the pre-tokenizer matches by hand (tokenizer.c). */
 static const char zz_gpt2_pattern[] =

@@ -1,0 +1,179 @@
+/*
+ * zz_cpu_kernels.h — the CPU kernels (f32 activations; weights and caches in
+ * any zz_dtype), their ISA choice and the exact top-k counts (kernels/cpu/).
+ */
+#ifndef ZZ_CPU_KERNELS_H
+#define ZZ_CPU_KERNELS_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zz_dtype.h"
+#include "zz_pool.h"
+#include "zz_rope.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- CPU kernels (f32) */
+/* Kernels that parallelise take the pool to run on first (NULL: the caller only). */
+
+/* out[i, :] = table[ids[i], :] for i < n; table is [rows, dim]. */
+void zz_cpu_embed_rows(const float *table, int64_t dim, const int32_t *ids, int64_t n, float *out);
+/* x[i, :] += table[ids[i], :] (learned positions). */
+void zz_cpu_add_rows(float *x, int64_t dim, const float *table, const int32_t *ids, int64_t n);
+/* y[n, dim] = layernorm(x) * gamma + beta, eps inside the sqrt. In place allowed. */
+void zz_cpu_layernorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, const float *gamma, const float *beta,
+                      float eps, float *y);
+/* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b[out] when b) (then ReLU when relu). */
+void zz_cpu_linear(const float *x, int64_t n, int64_t in, const float *w, const float *b, int64_t out, float *y,
+                   int relu);
+/* The CPU device's linear, one driver for every weight dtype (kernels/cpu/linear.c):
+ * w [out, in] in f32, bf16 or Q4 in its natural row-major layout, register-blocked
+ * dot products along in on the pool's threads, split over output columns in tiles
+ * that follow the shape alone (per-dtype micro-kernels for AVX-512, AVX-512 BF16
+ * or AVX2 chosen at run time, portable C otherwise). bf16: x is rounded to bf16 once into xb
+ * (zz_cpu_gemm_scratch bytes; NULL when that is 0), products accumulate in f32.
+ * zz_cpu_linear_w picks: bf16 always here; f32 here for small n
+ * (zz_cpu_gemm_small: decode), OpenBLAS sgemm tiles on the pool (zz_cpu_linear_pool) otherwise. */
+void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
+                 int64_t out, float *y, int relu, void *xb);
+void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
+                     int64_t out, float *y, int relu, void *xb);
+size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt);
+bool zz_cpu_gemm_small(int64_t n);
+/* out[i, :] = row ids[i] of a bf16 table [rows, dim] widened to f32; add: += instead. */
+void zz_cpu_rows_bf16(const uint16_t *table, int64_t dim, const int32_t *ids, int64_t n, float *out, int add);
+/* The CPU runs vdpbf16ps (avx512_bf16 with avx512f/bw/vl): bf16 weights at speed. */
+bool zz_cpu_has_bf16(void);
+/* zz_cpu_linear cut into tiles over pool's threads, each a single-threaded sgemm
+ * (kernels/cpu/linear.c); call zz_cpu_blas_single() first (OpenBLAS then runs
+ * every call on its caller's thread, process-wide). */
+void zz_cpu_linear_pool(zz_pool *pool, const float *x, int64_t n, int64_t in, const float *w, const float *b,
+                        int64_t out, float *y, int relu);
+void zz_cpu_blas_single(void);
+/* y[i] = a[i] + b[i]; y may alias a or b. */
+void zz_cpu_add(const float *a, const float *b, int64_t n, float *y);
+/* cache[i, pos + r, :] = x[i, r, :] for i < b, r < sq; the cache has batch stride
+ * kv_stride elements and rows of h elements. */
+void zz_cpu_kv_append(const float *x, int64_t b, int64_t sq, int64_t h, float *cache, int64_t kv_stride, int64_t pos);
+
+/* y[n, dim] = x / sqrt(mean(x²) + eps) * gamma (RMSNorm, LLaMA). In place allowed. */
+void zz_cpu_rmsnorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, const float *gamma, float eps, float *y);
+/* Rotary embedding in place: x [n, heads*hd], row i at position pos[i]; pair
+ * (d, d + hd/2) of each head turns by pos · zz_rope_inv_freq(d) (HF's rotate_half). */
+void zz_cpu_rope(float *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos, const zz_rope *rope);
+/* y[i] = silu(g[i]) · u[i] (the SwiGLU MLP's gate); y may alias g or u. */
+void zz_cpu_silu_mul(const float *g, const float *u, int64_t n, float *y);
+
+/*
+ * Multi-head attention of sq queries per sequence against t keys, with
+ * grouped-query attention: kv_heads divides heads, and query head hh reads
+ * K/V head hh / (heads / kv_heads) (kv_heads == heads: plain multi-head).
+ *   q   [b, sq, heads*hd]           (scaled inside by 1/sqrt(hd))
+ *   k,v [b, kv_stride/… ] : element (i, j, :) at k + i*kv_stride + j*kv_heads*hd, j < t
+ *   out [b, sq, heads*hd]
+ *   pad [b] left padding slots of each sequence (keys j < pad[i] are masked)
+ * Query r of sequence i sits at key position q_start + r and sees keys
+ * pad[i] <= j <= q_start + r (causal). A query that sees no key gets zeros.
+ * scratch: zz_cpu_attention_scratch(b, heads, t) floats.
+ */
+void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride, int64_t b,
+                      int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
+                      const int32_t *pad, float *out, float *scratch);
+size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t);
+/* The same over a cache stored in kv_dt (f32 or f16): CPU attention beside the
+ * f16 cache a GPU run keeps on the host. */
+void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
+                         const int32_t *pad, float *out, float *scratch);
+/* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b) (then ReLU) with w stored in format f
+ * (rows grouped along in), the same driver: for few rows (decoding) 4-bit values
+ * widened in registers and multiplied there (AVX2/AVX-512; the bits of
+ * dequantize-then-multiply), else panels of output rows dequantized and
+ * multiplied on the pool's threads; the whole f32 matrix never exists. */
+void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f, const float *b,
+                     int64_t out, float *y, int relu);
+/* out[i, :] = row ids[i] of a table [rows, dim] stored in format f; add: += instead. */
+void zz_cpu_embed_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, float *out, int add);
+/* cache rows pos.. of each sequence = x [b, sq, heads*hd] quantized per head (format f);
+ * sequence i starts at byte i * seq_bytes of cache. */
+void zz_cpu_kv_append_q(const float *x, int64_t b, int64_t sq, int64_t heads, int64_t hd, void *cache, zz_qfmt f,
+                        int64_t seq_bytes, int64_t pos);
+
+/* Attention in full generality: a cache in f32, f16 or Q4 (rows dequantized as
+ * they are read), addressed in bytes, and top-k sparsity: with keep < 1 each
+ * query keeps the ceil(keep * visible) keys of highest score and reads only their
+ * V rows, weighted by their probabilities under the softmax over every visible
+ * key (FlexGen's sparse attention, no renormalisation). Otherwise zz_cpu_attention's
+ * contract; hd <= ZZ_ATTN_MAX_HEAD_DIM. scratch: zz_cpu_attention_scratch(b, heads, t) floats. */
+#define ZZ_ATTN_MAX_HEAD_DIM 1024 /* widest head zz_cpu_attention_ex widens on its stack */
+typedef struct zz_attn_args {
+  const float *q;    /* [b, sq, heads*hd] */
+  const void *k, *v; /* row j of sequence i at byte i*seq_bytes + j*zz_kv_row_bytes(..) */
+  zz_dtype kv_dt;    /* f32, f16 or Q4 */
+  zz_qfmt kv_q;      /* Q4: groups along the head dimension */
+  int64_t seq_bytes;
+  int64_t b, sq, t, q_start, heads, hd;
+  int64_t kv_heads;   /* heads of the cache, dividing heads (grouped-query) */
+  const int32_t *pad; /* [b] */
+  double keep;        /* fraction of the visible keys kept, (0, 1] */
+  float *out;         /* [b, sq, heads*hd] */
+  float *scratch;
+} zz_attn_args;
+void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a);
+/* The scalar reference of zz_cpu_attention_ex (one task per query head, rows widened
+ * by scalar code): the oracle of the tests, and the top-k path. zz_cpu_attention_ex
+ * itself (kernels/cpu/attn.c) reads each KV head's K and V once per query row for
+ * all the query heads of its group, vectorised for the ISA zz_cpu_isa_get names. */
+void zz_cpu_attention_ref(zz_pool *pool, const zz_attn_args *a);
+/* Vector code paths of the CPU kernels (kernels/cpu/isa.c; attention and the
+ * linear follow it), chosen at run time: the best the CPU has, or the environment's
+ * ZZ_CPU_ISA (auto, portable, avx2, avx512), or zz_cpu_isa_set. */
+typedef enum zz_cpu_isa { ZZ_CPU_ISA_PORTABLE, ZZ_CPU_ISA_AVX2, ZZ_CPU_ISA_AVX512 } zz_cpu_isa;
+zz_cpu_isa zz_cpu_isa_get(void);
+/* 0, or -1 (nothing changed) when this CPU lacks isa. */
+int zz_cpu_isa_set(zz_cpu_isa isa);
+int zz_cpu_isa_supported(zz_cpu_isa isa);
+zz_cpu_isa zz_cpu_isa_best(void);
+const char *zz_cpu_isa_name(zz_cpu_isa isa);
+/* name (auto, portable, avx2, avx512) → *out; -1 when it is none of those. */
+int zz_cpu_isa_parse(const char *name, zz_cpu_isa *out);
+/* Top-k sparsity is exact: the fraction of keys kept is a decimal of at most 9
+ * places, a whole number of billionths ("units"). Every kept count (the CPU kernels
+ * here, the CUDA kernel in kernels/cuda/quant.cu) and the policy line (printed and
+ * read in runtime/policy.c) go through these functions, so the line a run prints
+ * reproduces the run: no float rounding decides whether ceil(0.1 * 10) is 1 or 2. */
+#define ZZ_KEEP_UNITS 1000000000LL /* billionths in a whole: keep = units / 1e9 */
+#ifdef __CUDACC__
+#define ZZ_KEEP_HD __host__ __device__
+#else
+#define ZZ_KEEP_HD
+#endif
+/* keep in (0, 1] as the nearest whole number of billionths: exactly the decimal a
+ * double read from at most 9 places stood for (0 for keep <= 0 or NaN). */
+static inline int64_t zz_attn_keep_units(double keep) {
+  if (!(keep > 0)) return 0;
+  if (keep >= 1) return ZZ_KEEP_UNITS;
+  return (int64_t)llround(keep * (double)ZZ_KEEP_UNITS);
+}
+/* Keys a query keeps out of `visible` at `units` billionths: ceil(units * visible /
+ * 1e9) in integers (visible split so nothing overflows), at least 1, at most visible. */
+static inline ZZ_KEEP_HD int64_t zz_attn_keep_of(int64_t units, int64_t visible) {
+  if (units >= ZZ_KEEP_UNITS) return visible;
+  int64_t whole = visible / ZZ_KEEP_UNITS, rest = visible % ZZ_KEEP_UNITS;
+  int64_t k = units * whole + (units * rest + ZZ_KEEP_UNITS - 1) / ZZ_KEEP_UNITS;
+  return k < 1 ? 1 : (k > visible ? visible : k);
+}
+/* The same for a fraction keep (zz_attn_keep_units(keep) billionths). */
+int64_t zz_attn_keep_count(double keep, int64_t visible);
+/* The 65536 halves as floats (built on first use). */
+const float *zz_f16_table(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZZ_CPU_KERNELS_H */

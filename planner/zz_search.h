@@ -1,0 +1,126 @@
+/*
+ * zz_search.h — the policy search (planner/search.c: the placement LP with
+ * GLPK, each rounded answer confirmed by the memory plan) and a pipeline's split,
+ * policies and throughput (planner/pipe.c).
+ */
+#ifndef ZZ_SEARCH_H
+#define ZZ_SEARCH_H
+
+#include "zz_cost.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ================================================================ search */
+
+typedef struct zz_planner_opts {
+  zz_shape shape;
+  int layer_begin, layer_end; /* the slice to plan (0, 0: all) */
+  int n_groups;               /* micro-batch groups (pipeline); 0/1: one */
+  size_t cap[ZZ_TIER_COUNT];  /* 0: the hardware file's */
+  bool allow_compression;     /* search cw/cc too where hw has 4-bit rates (default on; --no-compression) */
+  bool force_compress_weight, force_compress_cache;
+  bool no_overlap;
+  bool bf16_weights;   /* --cpu-dtype bf16: plan the CPU device with bf16 weight matrices (never chosen
+                                   by the planner on its own; needs the file's gemm_bf16_flops) */
+  const int *gbs_list; /* NULL: the default list */
+  int n_gbs;
+  const int *num_gb_list; /* NULL: the default list */
+  int n_num_gb;
+  int max_gbs;   /* 0: no bound besides memory */
+  int max_block; /* largest gbs x num_gb (the prompts there are); 0: no bound */
+  bool verbose;
+  bool progress; /* a pipeline search says on stderr, every few seconds, how far it is */
+} zz_planner_opts;
+
+void zz_planner_opts_default(zz_planner_opts *o);
+/* The capacity of each tier a plan gets: o's overrides, else the file's. */
+void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TIER_COUNT]);
+
+/* The planner's answer for one process or one rank's slice: the policy, its
+ * prediction (cost.threads: the thread split it assumed, zz_plan_threads), and
+ * for a run the binding (zz_opts_plan_policy fills it; the runtime applies it).
+ * A pipeline's plan adds the layer cuts (zz_pipeline_plan). Plain data: a
+ * pipeline broadcasts it from rank 0. */
+typedef struct zz_plan {
+  zz_policy policy;
+  zz_cost cost;
+  zz_plan_bind bind;    /* how the process that runs it binds (zeros: not bound) */
+  double lp_objective;  /* the relaxed LP's seconds per sequence of this (gbs, num_gb) */
+  double x[ZZ_X_COUNT]; /* the LP's fractions before rounding */
+  int candidates;       /* (gbs, num_gb, cpu attention, ...) tried */
+  int feasible;         /* of which confirmed by the memory plan */
+  double search_s;      /* wall time of the search */
+} zz_plan;
+
+/* The engine's memory plan for a policy on hw (the engine's own check: the same
+ * spec zz_engine_plan_check builds, against hw's capacities). ZZ_ERR_INFEASIBLE
+ * names the short tier and by how much. */
+zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
+                        zz_memplan *out);
+
+/* Solves the placement LP for one (gbs, num_gb, flags): x_out the fractions,
+ * *obj_out the relaxed seconds per sequence. ZZ_ERR_INFEASIBLE when no placement
+ * fits. cap: the per-tier bytes the LP may use. */
+zz_status zz_plan_lp(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_cost_in *in,
+                     const size_t cap[ZZ_TIER_COUNT], double x_out[ZZ_X_COUNT], double *obj_out);
+
+/* The best policy for m on hw. ZZ_ERR_INFEASIBLE when nothing fits, naming the
+ * tier that is short and by how much for the smallest block. */
+zz_status zz_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, zz_plan *out);
+
+/* Policy searches (zz_plan_search, zz_pipe_plan_search) this process has run: a
+ * pipeline plans once, on rank 0 (ZZ_PLAN_TRACE makes each rank say its count). */
+int zz_planner_searches(void);
+
+/* Evaluates a given policy (cost and peaks) the same way. */
+zz_status zz_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
+                       zz_plan *out);
+
+/* ================================================================ pipeline */
+
+#define ZZ_PLAN_MAX_RANKS 64
+
+/* A pipeline's plan: the layer cuts and each rank's zz_plan. Computed once, on
+ * rank 0, and broadcast as bytes (it holds no pointers). */
+typedef struct zz_pipeline_plan {
+  int ranks, groups;                 /* m ranks, T micro-batch groups */
+  int bounds[ZZ_PLAN_MAX_RANKS + 1]; /* rank r holds layers [bounds[r], bounds[r+1]) */
+  zz_plan rank[ZZ_PLAN_MAX_RANKS];   /* each rank's policy and cost for its slice */
+  double prefill_s, decode_s;        /* one block of T groups through the pipeline */
+  double prefill_tps, decode_tps, total_tps;
+  double bubble; /* fraction of rank-time idle */
+  double net_s;  /* per token step, the slowest hop's transfer */
+} zz_pipeline_plan;
+
+/* Plans an m-rank pipeline on hw (one machine per rank): the layer split balanced
+ * by predicted per-layer time (zz_split_costs, fed by the cost model),
+ * each rank's own policy for its slice, and the pipeline's throughput. All ranks
+ * share one gbs x num_gb (the hidden states that cross ranks have one shape). */
+zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int ranks,
+                              zz_pipeline_plan *out);
+
+/* The pipeline of m ranks all running the given policy pol (plan --ranks m
+ * --policy P): the split by per-layer seconds under pol (as mpirun --hw FILE
+ * --policy P splits), each rank's cost of pol on its slice, the throughput.
+ * ZZ_ERR_INFEASIBLE naming the rank whose slice cannot hold pol. */
+zz_status zz_pipe_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int ranks,
+                            const zz_policy *pol, zz_pipeline_plan *out);
+
+/* The contiguous split of n layers of costs cost[] into k stages minimising the
+ * slowest stage: bounds_out[0..k] (the one split algorithm). */
+zz_status zz_split_costs(const double *cost, int n, int k, int *bounds_out);
+
+/* The split rule for a given policy: each layer's predicted seconds of one block
+ * (prefill + all decode steps; the cost model, every layer costed as if the
+ * policy applied to it) on hw, split by zz_split_costs into ranks slices:
+ * bounds_out[ranks + 1]. Without a hardware file hw is zz_hw_nominal's machine.
+ * bf16_weights: --cpu-dtype bf16. */
+zz_status zz_plan_split(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
+                        bool bf16_weights, int ranks, int *bounds_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZZ_SEARCH_H */

@@ -266,9 +266,9 @@ zz_status zz_stage_bcast(zz_stage *st, void *buf, int bytes, int root);
  * its slice of layers on the wavefront's items; rank 0 (the slice from layer 0) cuts
  * each request it is fed into groups of gbs x num_gb sequences (so group g of a
  * block is exactly what one process would run as one block), feeds prompts and
- * tokens, and collects the tokens; the last rank (the slice to the LM head) samples
- * with zz_sample_sequence, one generator per sequence seeded (seed, stream), the same
- * EOS rule and done flags as zz_generate, so tokens equal the one-process run.
+ * tokens, and collects the tokens; the last rank (the slice to the LM head) runs
+ * the token loop's per-sequence step (zz_gen_take, zz_generate's own) on its
+ * logits, so tokens equal the one-process run.
  *
  *     zz_engine_stage_config ec = {.engine = eng, .max_new_tokens = 32,
  *                                  .sampling = samp, .next = feed, .finished = write,

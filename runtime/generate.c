@@ -88,9 +88,9 @@ void zz_gen_take(zz_gen *g, int64_t first, int64_t cnt, int step, const float *l
     const float *lg = logits + i * c->vocab_size;
     if (req->on_logits) req->on_logits(req->ctx, q, step, lg, c->vocab_size);
     bool ended = false;
-    int32_t tok = req->params ? zz_gen_pick(g, q, lg, &ended)
-                              : zz_sample_sequence(c, lg, &req->sampling, req->ignore_eos, &g->rng[q], g->scratch,
-                                                   &ended);
+    int32_t tok = req->params
+                      ? zz_gen_pick(g, q, lg, &ended)
+                      : zz_sample_sequence(c, lg, &req->sampling, req->ignore_eos, &g->rng[q], g->scratch, &ended);
     g->r.tokens[q][g->r.n_tokens[q]++] = tok;
     g->newest[q] = zz_sequence_input(c, tok, ended);
     if (ended) {

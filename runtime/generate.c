@@ -2,8 +2,11 @@
  * generate.c — the token loop (llama2.c's generate, apart from the math): a
  * request's prompts are cut into the engine's micro-batch groups; each token step
  * runs every group with live sequences through the engine, then samples each live
- * sequence's next token from the logits and tracks EOS. launch/ calls this for one
- * process; stage/ runs the same loop spread over ranks.
+ * sequence's next token from the logits and tracks EOS. What a sequence does with a
+ * step's logits (penalties, sampling, log-probabilities, end ids, stop, length, the
+ * next input) is zz_gen_take, written once: launch/ runs it through zz_generate in
+ * one process, and a pipeline's last rank (stage/engine_stage.c) calls it on the
+ * logits of each (step, group) item the stage hands it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,71 +39,66 @@ zz_status zz_request_check(const zz_engine *e, const zz_request *req) {
   return ZZ_OK;
 }
 
-/* The state of one generate call. */
-typedef struct zz_gen {
-  zz_engine *e;
+/* ================================================================ one block's sequences */
+
+/* The per-sequence state of a block's token loop: what each sequence does with a
+ * step's logits. zz_generate holds one; a pipeline's last rank holds one too. */
+struct zz_gen {
+  const zz_config *c;
   const zz_request *req;
-  zz_result *r;
+  zz_result r;
   bool *done;      /* [n] */
   zz_rng *rng;     /* [n] */
   int32_t *newest; /* [n] each sequence's newest token (the pad token once done) */
   void *scratch;   /* the sampler's */
   float *pen;      /* [vocab] a sequence's logits after its penalties (params only) */
   int32_t *counts; /* [vocab] zeros between uses (zz_seq_penalize) */
-  int64_t n, bls, live;
-} zz_gen;
-
-static int64_t zz_gen_first(const zz_gen *g, int group) { return group * g->bls; }
-static int64_t zz_gen_count(const zz_gen *g, int group) {
-  int64_t first = zz_gen_first(g, group);
-  return first >= g->n ? 0 : (g->n - first < g->bls ? g->n - first : g->bls);
-}
+  int64_t n, live;
+};
 
 /* Ends sequence q (why: ZZ_FINISH_*). */
 static void zz_gen_end(zz_gen *g, int64_t q, zz_finish why) {
   g->done[q] = true;
   g->live--;
-  if (g->r->out) g->r->out[q].finish = why;
+  if (g->r.out) g->r.out[q].finish = why;
 }
 
 /* The token of sequence q with its own settings: penalties on a copy of its
  * logits, its sampling, the log-probabilities of the model's own logits. */
 static int32_t zz_gen_pick(zz_gen *g, int64_t q, const float *lg, bool *eos) {
-  const zz_config *c = &zz_engine_model(g->e)->cfg;
+  const zz_config *c = g->c;
   const zz_seq_params *sp = &g->req->params[q];
-  int64_t nt = g->r->n_tokens[q];
+  int64_t nt = g->r.n_tokens[q];
   const float *use = lg;
-  if (zz_seq_penalize(sp, lg, c->vocab_size, g->req->ids[q], g->req->lens[q], g->r->tokens[q], nt, g->counts, g->pen))
+  if (zz_seq_penalize(sp, lg, c->vocab_size, g->req->ids[q], g->req->lens[q], g->r.tokens[q], nt, g->counts, g->pen))
     use = g->pen;
   int32_t tok = zz_sample_sequence(c, use, &sp->sampling, g->req->ignore_eos, &g->rng[q], g->scratch, eos);
-  zz_seq_out *o = &g->r->out[q];
+  zz_seq_out *o = &g->r.out[q];
   if (o->logprobs)
     o->logprobs[nt] = zz_logprob_of(lg, c->vocab_size, tok, o->top_k, o->top ? o->top + nt * o->top_k : NULL);
   return tok;
 }
 
-/* Samples the next token of every live sequence of a group from its logits. */
-static void zz_gen_sample(zz_gen *g, int group, int step) {
-  const zz_config *c = &zz_engine_model(g->e)->cfg;
-  const float *logits = zz_engine_logits(g->e);
-  int64_t first = zz_gen_first(g, group), cnt = zz_gen_count(g, group);
+void zz_gen_take(zz_gen *g, int64_t first, int64_t cnt, int step, const float *logits) {
+  const zz_config *c = g->c;
+  const zz_request *req = g->req;
   for (int64_t i = 0; i < cnt; i++) {
     int64_t q = first + i;
     if (g->done[q]) continue;
     const float *lg = logits + i * c->vocab_size;
-    if (g->req->on_logits) g->req->on_logits(g->req->ctx, q, step, lg, c->vocab_size);
+    if (req->on_logits) req->on_logits(req->ctx, q, step, lg, c->vocab_size);
     bool ended = false;
-    int32_t tok = g->req->params ? zz_gen_pick(g, q, lg, &ended)
-                                 : zz_sample_sequence(c, lg, &g->req->sampling, g->req->ignore_eos, &g->rng[q],
-                                                      g->scratch, &ended);
-    g->r->tokens[q][g->r->n_tokens[q]++] = tok;
+    int32_t tok = req->params
+                      ? zz_gen_pick(g, q, lg, &ended)
+                      : zz_sample_sequence(c, lg, &req->sampling, req->ignore_eos, &g->rng[q], g->scratch, &ended);
+    g->r.tokens[q][g->r.n_tokens[q]++] = tok;
     g->newest[q] = zz_sequence_input(c, tok, ended);
     if (ended) {
       zz_gen_end(g, q, ZZ_FINISH_EOS);
-    } else if (g->req->on_token && g->req->on_token(g->req->ctx, q, g->r->tokens[q], g->r->n_tokens[q])) {
+    } else if (req->on_token && req->on_token(req->ctx, q, g->r.tokens[q], g->r.n_tokens[q])) {
       g->newest[q] = zz_sequence_input(c, tok, true);
       zz_gen_end(g, q, ZZ_FINISH_STOP);
-    } else if (g->req->params && g->r->n_tokens[q] >= g->req->params[q].max_new_tokens) {
+    } else if (req->params && g->r.n_tokens[q] >= req->params[q].max_new_tokens) {
       zz_gen_end(g, q, ZZ_FINISH_LENGTH);
     }
   }
@@ -115,27 +113,104 @@ int32_t zz_sample_sequence(const zz_config *c, const float *logits, const zz_sam
 
 int32_t zz_sequence_input(const zz_config *c, int32_t token, bool ended) { return ended ? c->pad : token; }
 
-static bool zz_gen_group_live(const zz_gen *g, int group) {
-  int64_t first = zz_gen_first(g, group), cnt = zz_gen_count(g, group);
+bool zz_gen_done(const zz_gen *g, int64_t q) { return g->done[q]; }
+int32_t zz_gen_newest(const zz_gen *g, int64_t q) {
+  int64_t nt = g->r.n_tokens[q];
+  return nt > 0 ? g->r.tokens[q][nt - 1] : g->c->pad;
+}
+
+zz_status zz_gen_create(const zz_config *c, const zz_request *req, zz_gen **out) {
+  int64_t n = req->n;
+  zz_gen *g = calloc(1, sizeof *g);
+  if (!g) return zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
+  *g = (zz_gen){.c = c, .req = req, .n = n, .live = n};
+  zz_result *r = &g->r;
+  r->tokens = calloc((size_t)n, sizeof *r->tokens);
+  r->n_tokens = calloc((size_t)n, sizeof *r->n_tokens);
+  g->done = calloc((size_t)n, sizeof *g->done);
+  g->rng = calloc((size_t)n, sizeof *g->rng);
+  g->newest = calloc((size_t)n, sizeof *g->newest);
+  g->scratch = malloc(zz_sample_scratch_bytes(c->vocab_size));
+  bool own = req->params || req->on_token; /* per-sequence outcomes are reported */
+  if (own) r->out = calloc((size_t)n, sizeof *r->out);
+  if (req->params) {
+    g->pen = malloc((size_t)c->vocab_size * sizeof *g->pen);
+    g->counts = calloc((size_t)c->vocab_size, sizeof *g->counts);
+  }
+  zz_status st = ZZ_OK;
+  if (!r->tokens || !r->n_tokens || !g->done || !g->rng || !g->newest || !g->scratch || (own && !r->out) ||
+      (req->params && (!g->pen || !g->counts)))
+    st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
+  for (int64_t i = 0; st == ZZ_OK && i < n; i++) {
+    int max_i = req->params ? req->params[i].max_new_tokens : req->max_new_tokens;
+    if (!(r->tokens[i] = malloc((size_t)max_i * sizeof **r->tokens)))
+      st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
+    const zz_sampling *smp = req->params ? &req->params[i].sampling : &req->sampling;
+    zz_rng_seed(&g->rng[i], smp->seed, req->streams ? req->streams[i] : (uint64_t)i);
+    int k = req->params ? req->params[i].logprobs : -1;
+    if (st == ZZ_OK && k >= 0) {
+      r->out[i].top_k = k;
+      r->out[i].logprobs = malloc((size_t)max_i * sizeof *r->out[i].logprobs);
+      if (k > 0) r->out[i].top = malloc((size_t)max_i * (size_t)k * sizeof *r->out[i].top);
+      if (!r->out[i].logprobs || (k > 0 && !r->out[i].top)) st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
+    }
+  }
+  if (st != ZZ_OK) {
+    zz_gen_destroy(g);
+    return st;
+  }
+  *out = g;
+  return ZZ_OK;
+}
+
+void zz_gen_result(zz_gen *g, zz_result *out) {
+  *out = g->r;
+  g->r = (zz_result){0};
+}
+
+void zz_gen_destroy(zz_gen *g) {
+  if (!g) return;
+  zz_result_free(&g->r, g->n);
+  free(g->done);
+  free(g->rng);
+  free(g->newest);
+  free(g->scratch);
+  free(g->pen);
+  free(g->counts);
+  free(g);
+}
+
+/* ================================================================ the loop over an engine */
+
+/* Group gr of a block cut into groups of bls sequences: its first and its count. */
+static int64_t zz_group_first(int64_t bls, int gr) { return gr * bls; }
+static int64_t zz_group_count(int64_t n, int64_t bls, int gr) {
+  int64_t first = zz_group_first(bls, gr);
+  return first >= n ? 0 : (n - first < bls ? n - first : bls);
+}
+
+static bool zz_group_live(const zz_gen *g, int64_t bls, int gr) {
+  int64_t first = zz_group_first(bls, gr), cnt = zz_group_count(g->n, bls, gr);
   for (int64_t i = 0; i < cnt; i++)
     if (!g->done[first + i]) return true;
   return false;
 }
 
-static zz_status zz_gen_loop(zz_gen *g, double *t_prefill) {
-  zz_engine *e = g->e;
+static zz_status zz_gen_loop(zz_engine *e, zz_gen *g, double *t_prefill) {
   const zz_request *req = g->req;
+  const zz_policy *pol = zz_engine_policy(e);
+  int64_t bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches, n = g->n;
   int n_groups = zz_engine_groups(e);
-  for (int gr = 0; gr < n_groups && zz_gen_count(g, gr); gr++)
-    ZZ_CHECK(zz_engine_begin_block(e, gr, zz_gen_count(g, gr), req->lens + zz_gen_first(g, gr)));
+  for (int gr = 0; gr < n_groups && zz_group_count(n, bls, gr); gr++)
+    ZZ_CHECK(zz_engine_begin_block(e, gr, zz_group_count(n, bls, gr), req->lens + zz_group_first(bls, gr)));
   for (int step = 0; step < req->max_new_tokens && g->live > 0; step++) {
     ZZ_CHECK(zz_check_stop());
-    for (int gr = 0; gr < n_groups && zz_gen_count(g, gr); gr++) {
-      if (!zz_gen_group_live(g, gr)) continue;
-      int64_t first = zz_gen_first(g, gr);
+    for (int gr = 0; gr < n_groups && zz_group_count(n, bls, gr); gr++) {
+      if (!zz_group_live(g, bls, gr)) continue;
+      int64_t first = zz_group_first(bls, gr);
       zz_step_io io = {.prompts = req->ids + first, .tokens = g->newest + first};
       ZZ_CHECK(zz_engine_step(e, gr, step, &io));
-      zz_gen_sample(g, gr, step);
+      zz_gen_take(g, first, zz_group_count(n, bls, gr), step, zz_engine_logits(e));
     }
     if (step == 0) *t_prefill = zz_now();
   }
@@ -144,7 +219,6 @@ static zz_status zz_gen_loop(zz_gen *g, double *t_prefill) {
 
 zz_status zz_generate(zz_engine *e, const zz_request *req, zz_result *res) {
   const zz_model *m = zz_engine_model(e);
-  const zz_policy *pol = zz_engine_policy(e);
   int l0, l1;
   zz_engine_slice(e, &l0, &l1);
   if (l0 != 0 || l1 != m->n_layers)
@@ -152,57 +226,16 @@ zz_status zz_generate(zz_engine *e, const zz_request *req, zz_result *res) {
                     "generate: the engine holds layers [%d, %d) of %d; the token loop needs them all", l0, l1,
                     m->n_layers);
   ZZ_CHECK(zz_request_check(e, req));
-  int64_t n = req->n;
-  zz_result r = {0};
-  zz_gen g = {
-      .e = e, .req = req, .r = &r, .n = n, .bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches, .live = n};
-  r.tokens = calloc((size_t)n, sizeof *r.tokens);
-  r.n_tokens = calloc((size_t)n, sizeof *r.n_tokens);
-  g.done = calloc((size_t)n, sizeof *g.done);
-  g.rng = calloc((size_t)n, sizeof *g.rng);
-  g.newest = calloc((size_t)n, sizeof *g.newest);
-  g.scratch = malloc(zz_sample_scratch_bytes(m->cfg.vocab_size));
-  bool own = req->params || req->on_token; /* per-sequence outcomes are reported */
-  if (own) r.out = calloc((size_t)n, sizeof *r.out);
-  if (req->params) {
-    g.pen = malloc((size_t)m->cfg.vocab_size * sizeof *g.pen);
-    g.counts = calloc((size_t)m->cfg.vocab_size, sizeof *g.counts);
-  }
-  zz_status st = ZZ_OK;
-  if (!r.tokens || !r.n_tokens || !g.done || !g.rng || !g.newest || !g.scratch || (own && !r.out) ||
-      (req->params && (!g.pen || !g.counts)))
-    st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
-  for (int64_t i = 0; st == ZZ_OK && i < n; i++) {
-    int max_i = req->params ? req->params[i].max_new_tokens : req->max_new_tokens;
-    if (!(r.tokens[i] = malloc((size_t)max_i * sizeof **r.tokens)))
-      st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
-    const zz_sampling *smp = req->params ? &req->params[i].sampling : &req->sampling;
-    zz_rng_seed(&g.rng[i], smp->seed, req->streams ? req->streams[i] : (uint64_t)i);
-    int k = req->params ? req->params[i].logprobs : -1;
-    if (st == ZZ_OK && k >= 0) {
-      r.out[i].top_k = k;
-      r.out[i].logprobs = malloc((size_t)max_i * sizeof *r.out[i].logprobs);
-      if (k > 0) r.out[i].top = malloc((size_t)max_i * (size_t)k * sizeof *r.out[i].top);
-      if (!r.out[i].logprobs || (k > 0 && !r.out[i].top)) st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
-    }
-  }
+  zz_gen *g = NULL;
+  ZZ_CHECK(zz_gen_create(&m->cfg, req, &g));
   double t0 = zz_now(), t_prefill = t0;
-  if (st == ZZ_OK) st = zz_gen_loop(&g, &t_prefill);
-  r.prefill_s = t_prefill - t0;
-  r.decode_s = zz_now() - t_prefill;
+  zz_status st = zz_gen_loop(e, g, &t_prefill);
+  g->r.prefill_s = t_prefill - t0;
+  g->r.decode_s = zz_now() - t_prefill;
   zz_engine_add_wall(e, zz_now() - t0);
-  free(g.done);
-  free(g.rng);
-  free(g.newest);
-  free(g.scratch);
-  free(g.pen);
-  free(g.counts);
-  if (st != ZZ_OK) {
-    zz_result_free(&r, n);
-    return st;
-  }
-  *res = r;
-  return ZZ_OK;
+  if (st == ZZ_OK) zz_gen_result(g, res);
+  zz_gen_destroy(g);
+  return st;
 }
 
 void zz_result_free(zz_result *res, int64_t n) {

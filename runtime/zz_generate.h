@@ -1,7 +1,7 @@
 /*
  * zz_generate.h — generation over an engine: sampling (runtime/sampler.c), the
- * token loop with EOS (runtime/generate.c; a pipeline's last rank samples with
- * the same zz_sample_sequence), and held-out perplexity (runtime/perplexity.c).
+ * token loop with EOS (runtime/generate.c; a pipeline's last rank runs the same
+ * per-sequence step, zz_gen_take), and held-out perplexity (runtime/perplexity.c).
  *
  * Usage:
  *     zz_request req = {.n = n, .ids = ids, .lens = lens, .max_new_tokens = 16,
@@ -82,11 +82,28 @@ typedef struct zz_result {
                                  the request had params or on_token */
 } zz_result;
 
-/* One sequence's next token at one step of the token loop: zz_sample from its
- * logits [vocab] with its own generator, then the EOS rule: *ended_out is true when
- * the token is EOS and ignore_eos is off. The token is kept in the output (EOS
- * included); zz_sequence_input gives what the sequence feeds into the next step.
- * zz_generate and the pipeline's last rank (stage/) both sample with this. */
+/* The per-sequence state of one block's token loop (runtime/generate.c): each
+ * sequence's generator seeded (seed, stream), its tokens, its settings (params:
+ * penalties, sampling, length, log-probabilities), its end. zz_generate runs one
+ * over an engine; a pipeline's last rank runs one over the logits it computes, so
+ * both take the same tokens. req (and what it points to) must outlive it. */
+typedef struct zz_gen zz_gen;
+zz_status zz_gen_create(const zz_config *c, const zz_request *req, zz_gen **out);
+/* One step's logits [cnt][vocab] of sequences [first, first + cnt): each live one
+ * takes its next token (kept in its output, EOS included), then ends on an end id
+ * (unless ignore_eos), on on_token's word (a stop string) or at its own
+ * max_new_tokens (params). */
+void zz_gen_take(zz_gen *g, int64_t first, int64_t cnt, int step, const float *logits);
+bool zz_gen_done(const zz_gen *g, int64_t q);
+/* Sequence q's newest token (the pad token before its first). */
+int32_t zz_gen_newest(const zz_gen *g, int64_t q);
+/* Hands the result over (tokens, n_tokens, out; the times are the caller's). */
+void zz_gen_result(zz_gen *g, zz_result *out);
+void zz_gen_destroy(zz_gen *g);
+
+/* One sequence's next token: zz_sample from its logits [vocab] with its own
+ * generator, then the EOS rule: *ended_out is true when the token is EOS and
+ * ignore_eos is off (zz_gen_take's plain case). */
 int32_t zz_sample_sequence(const zz_config *c, const float *logits, const zz_sampling *s, bool ignore_eos, zz_rng *rng,
                            void *scratch, bool *ended_out);
 /* The next step's input of a sequence whose newest token is `token`: the token

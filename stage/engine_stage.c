@@ -9,8 +9,9 @@
  *               token once it ended, as zz_generate feeds); tokens: collects them;
  *               end_block: hands the result to the caller.
  *   rank r      compute: hidden state in, hidden state out (not on the last rank).
- *   last rank   sample: zz_sample_sequence per live sequence, one generator per
- *               sequence seeded (seed, stream), done flags sticky.
+ *   last rank   sample: the token loop's per-sequence step (zz_gen_take, the one
+ *               zz_generate runs) on the group's logits; its ids and done flags
+ *               go back to rank 0. No sampling rule is written here.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,8 +41,8 @@ struct zz_engine_stage {
   double t0, t_prefill;
   int prefilled; /* groups whose first token is back */
   /* last rank */
-  zz_rng *rng;   /* [cap] */
-  void *scratch; /* the sampler's */
+  zz_request sreq; /* the block as the token loop sees it (streams, lengths, settings) */
+  zz_gen *gen;     /* the block's per-sequence state */
 };
 
 static zz_status es_alloc(zz_engine_stage *es) {
@@ -56,10 +57,8 @@ static zz_status es_alloc(zz_engine_stage *es) {
   es->tokens = calloc(cap, sizeof *es->tokens);
   es->n_tokens = calloc(cap, sizeof *es->n_tokens);
   es->ended = calloc(cap, sizeof *es->ended);
-  es->rng = calloc(cap, sizeof *es->rng);
-  es->scratch = malloc(zz_sample_scratch_bytes(es->mc->vocab_size));
   if (!es->lens || !es->plen || !es->streams || !es->group_first || !es->prompts || !es->inputs || !es->tok ||
-      !es->tokens || !es->n_tokens || !es->ended || !es->rng || !es->scratch)
+      !es->tokens || !es->n_tokens || !es->ended)
     return zz_error(ZZ_ERR_NO_MEMORY, "engine stage: out of memory for blocks of %lld sequences", (long long)es->cap);
   for (size_t i = 0; i < cap; i++) es->tokens[i] = es->tok + i * (size_t)es->cfg.max_new_tokens;
   return ZZ_OK;
@@ -104,8 +103,7 @@ void zz_engine_stage_destroy(zz_engine_stage *es) {
   free(es->tokens);
   free(es->n_tokens);
   free(es->ended);
-  free(es->rng);
-  free(es->scratch);
+  zz_gen_destroy(es->gen);
   free(es);
 }
 
@@ -172,8 +170,17 @@ static zz_status es_begin_block(void *ctx, const zz_stage_block *b) {
   for (int32_t i = 0; i < b->nseq; i++) es->lens[i] = b->prompt_len[i];
   for (int g = 0; g < b->ngroups; g++)
     ZZ_CHECK(zz_engine_begin_block(es->cfg.engine, g, es_gsize(b, g), es->lens + b->group_first[g]));
-  if (es->last)
-    for (int32_t i = 0; i < b->nseq; i++) zz_rng_seed(&es->rng[i], es->cfg.sampling.seed, b->rng[i]);
+  if (es->last) {
+    zz_gen_destroy(es->gen);
+    es->gen = NULL;
+    es->sreq = (zz_request){.n = b->nseq,
+                            .lens = es->lens,
+                            .streams = b->rng,
+                            .max_new_tokens = b->max_new_tokens,
+                            .ignore_eos = es->cfg.ignore_eos,
+                            .sampling = es->cfg.sampling};
+    ZZ_CHECK(zz_gen_create(es->mc, &es->sreq, &es->gen));
+  }
   if (es->first) {
     memset(es->n_tokens, 0, (size_t)b->nseq * sizeof *es->n_tokens);
     memset(es->ended, 0, (size_t)b->nseq);
@@ -218,16 +225,12 @@ static zz_status es_compute(void *ctx, const zz_stage_item *it) {
 
 static zz_status es_sample(void *ctx, const zz_stage_item *it, int32_t *ids_out, uint8_t *done_out) {
   zz_engine_stage *es = ctx;
-  const float *logits = zz_engine_logits(es->cfg.engine);
+  zz_gen_take(es->gen, it->first, it->nseq, it->step, zz_engine_logits(es->cfg.engine));
   for (int32_t i = 0; i < it->nseq; i++) {
-    if (done_out[i]) { /* ended earlier: computed, not sampled (as zz_generate) */
-      ids_out[i] = es->mc->pad;
-      continue;
-    }
-    bool ended = false;
-    ids_out[i] = zz_sample_sequence(es->mc, logits + (int64_t)i * es->mc->vocab_size, &es->cfg.sampling,
-                                    es->cfg.ignore_eos, &es->rng[it->first + i], es->scratch, &ended);
-    done_out[i] = ended;
+    int64_t q = it->first + i;
+    /* ended earlier: computed, not sampled (as zz_generate) */
+    ids_out[i] = done_out[i] ? es->mc->pad : zz_gen_newest(es->gen, q);
+    done_out[i] = zz_gen_done(es->gen, q);
   }
   return ZZ_OK;
 }

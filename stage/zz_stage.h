@@ -72,12 +72,10 @@ typedef struct zz_binding {
   void *topology; /* hwloc_topology_t, owned */
 } zz_binding;
 
-/* Binds the calling process: to the NUMA node nearest CUDA device gpu_ordinal when
- * gpu_ordinal >= 0 and the device can be located, else spreads the ranks of this
- * machine over its NUMA nodes. Ranks sharing a node get disjoint core sets; when
- * there are fewer cores than ranks the cores are shared and the line says so.
- * Collective over comm (uses MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)). Prints
- * `zigzag: rank R (host H): bound to cores ..., NUMA node ...` on stderr. */
+/* Binds the calling process to the NUMA node nearest CUDA device gpu_ordinal (when
+ * >= 0 and found), else spreads this machine's ranks over its NUMA nodes; ranks on a
+ * node get disjoint cores (shared, and said so, when too few). Collective over comm
+ * (MPI_COMM_TYPE_SHARED). Prints `zigzag: rank R (host H): bound to cores ..., NUMA node ...`. */
 zz_status zz_binding_init(MPI_Comm comm, int gpu_ordinal, zz_binding *out);
 /* The same for a process alone on its machine (no MPI): the whole NUMA node
  * nearest the GPU (or the first node with cores); prints the same line. */
@@ -186,24 +184,20 @@ typedef struct zz_stage_stats {
 
 typedef struct zz_stage zz_stage;
 
-/* MPI_Init_thread(MPI_THREAD_MULTIPLE) under a watchdog (stage/launcher.c): if it
- * does not complete within timeout_s (the peer timeout; the clock restarts when a rank
- * of this machine arrives), because a rank never arrived or is stopped, the rank
- * prints `zigzag: rank R (host H): MPI_Init_thread did not complete within T s: rank X
- * never arrived (...)` (naming what this machine can see) and exits 1, so the launcher
- * ends the job. The rank comes from the launcher's environment. */
+/* MPI_Init_thread(MPI_THREAD_MULTIPLE) under a watchdog (stage/launcher.c): not done
+ * within timeout_s (restarted when a rank of this machine arrives), the rank prints
+ * `zigzag: rank R (host H): MPI_Init_thread did not complete within T s: rank X never
+ * arrived (...)` and exits 1, so the launcher ends the job. */
 zz_status zz_stage_mpi_init(double timeout_s, int *provided_out);
 
 /* Collective over comm: duplicates it (data and control), exchanges host names,
  * checks the thread level and starts the progress thread. */
 zz_status zz_stage_create(MPI_Comm comm, const zz_stage_config *cfg, zz_stage **out);
-/* Runs blocks until rank 0's next_block says there are no more. Returns ZZ_OK on
- * every rank, or an error (the cause, or ZZ_ERR_MPI "stopped: ...") after the error
- * trail has been printed; then call zz_stage_fail. */
+/* Runs blocks until rank 0's next_block has no more: ZZ_OK on every rank, or an error
+ * (the cause, or ZZ_ERR_MPI "stopped: ...") once the trail is printed: zz_stage_fail. */
 zz_status zz_stage_run(zz_stage *st, const zz_stage_callbacks *cb, void *ctx);
-/* Ends the process after a failure: reports st (if this rank is the first to see
- * it), waits up to exit_grace for peers to hear, then MPI_Abort; a watchdog
- * _exit()s if that hangs. Never returns. */
+/* Ends the process after a failure: reports it (if first to see it), waits up to
+ * exit_grace for peers to hear, MPI_Abort (a watchdog _exit()s if that hangs). */
 void zz_stage_fail(zz_stage *st, zz_status status) __attribute__((noreturn));
 void zz_stage_get_stats(const zz_stage *st, zz_stage_stats *out);
 int zz_stage_rank(const zz_stage *st);
@@ -224,16 +218,13 @@ const char *zz_stage_comm_name(zz_stage_comm comm);
  * anything loads: NCCL needs an NCCL build and a GPU device (ZZ_ERR_UNSUPPORTED
  * with the reason otherwise). */
 zz_status zz_stage_comm_check(zz_stage_comm comm, const zz_device *dev);
-/* Collective: hidden states go by `comm`, kept across blocks.
- *   MPI: through host buffers: dev's host memory (zz_device_host_alloc: pinned on
- *   CUDA, so the engine's copies to and from the GPU are DMA and MPI reads them in
- *   place), or malloc when dev is NULL; grown as blocks need.
- *   NCCL: through buffers of max_hidden_bytes each in dev's memory (the largest
- *   hidden state a step hands over; the device's reserved bytes grow by what they take, so
- *   memory plans made afterwards leave room for them); every rank's GPU is compared
- *   first (two ranks on one GPU: refused on every rank), then the communicator is
- *   bootstrapped over the stage's communicator, bounded by a deadline.
- * Call before zz_stage_run; dev must outlive the stage. */
+/* Collective: hidden states go by `comm`, kept across blocks. MPI: through dev's
+ * host memory (pinned on CUDA: the engine's copies are DMA, MPI reads in place), or
+ * malloc when dev is NULL; grown as blocks need. NCCL: through buffers of
+ * max_hidden_bytes each in dev's memory, reserved on the device so later memory
+ * plans leave room; every rank's GPU is compared first (two ranks on one GPU:
+ * refused on every rank), then the communicator is bootstrapped, bounded by a
+ * deadline. Call before zz_stage_run; dev must outlive the stage. */
 zz_status zz_stage_use_comm(zz_stage *st, zz_stage_comm comm, zz_device *dev, size_t max_hidden_bytes);
 /* zz_stage_use_comm(MPI, dev) unless the stage already exchanges over dev. */
 zz_status zz_stage_use_device(zz_stage *st, zz_device *dev);
@@ -241,22 +232,19 @@ zz_status zz_stage_use_device(zz_stage *st, zz_device *dev);
  * for lost), stops the progress thread, frees the communicators. NULL is fine. */
 void zz_stage_destroy(zz_stage *st);
 
-/* Collective agreement on a step every rank takes before the pipeline runs (planning
- * its slice, opening files, loading weights): each rank passes its status (with
- * zz_error_message() as the reason when not ZZ_OK). ZZ_OK on every rank when all
- * were OK; else every rank gets the first failing rank's status with the message
- * "rank R (host H): <reason>", after the failing rank printed
- * `zigzag: rank R (host H): <reason>` and every other rank
- * `zigzag: rank Q (host G): stopping: rank R (host H) reported: <reason>`. The ranks
- * are then free to leave cleanly (zz_stage_destroy, MPI_Finalize, non-zero exit).
+/* Collective agreement on a step every rank takes before the pipeline runs
+ * (planning, opening files, loading): each rank passes its status (reason:
+ * zz_error_message()). ZZ_OK everywhere when all were OK; else every rank gets the
+ * first failing rank's status, "rank R (host H): <reason>", after that rank printed
+ * `zigzag: rank R (host H): <reason>` and every other `zigzag: rank Q (host G):
+ * stopping: rank R (host H) reported: <reason>`; the ranks then leave cleanly.
  * Bounded: a lost peer or step_timeout ends the wait. */
 zz_status zz_stage_agree(zz_stage *st, zz_status mine);
-/* Collective: every rank's stats (mine, or NULL for zz_stage_get_stats now), gathered
- * on rank 0 into all_out [size] (other ranks may pass NULL). Bounded like
- * zz_stage_agree. */
+/* Collective: every rank's stats (mine, or NULL for zz_stage_get_stats now) into
+ * rank 0's all_out [size] (other ranks may pass NULL). Bounded like zz_stage_agree. */
 zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_stage_stats *all_out);
-/* Collective: root's `bytes` of buf to every rank (what only rank 0 knows, such as
- * the longest prompt of the job). Bounded like zz_stage_agree. */
+/* Collective: root's `bytes` of buf to every rank (what only rank 0 knows). Bounded
+ * like zz_stage_agree. */
 zz_status zz_stage_bcast(zz_stage *st, void *buf, int bytes, int root);
 
 /* ================================================================ the engine adapter */
@@ -266,17 +254,14 @@ zz_status zz_stage_bcast(zz_stage *st, void *buf, int bytes, int root);
  * its slice of layers on the wavefront's items; rank 0 (the slice from layer 0) cuts
  * each request it is fed into groups of gbs x num_gb sequences (so group g of a
  * block is exactly what one process would run as one block), feeds prompts and
- * tokens, and collects the tokens; the last rank (the slice to the LM head) samples
- * with zz_sample_sequence, one generator per sequence seeded (seed, stream), the same
- * EOS rule and done flags as zz_generate, so tokens equal the one-process run.
+ * tokens, and collects the tokens; the last rank (the slice to the LM head) runs
+ * the token loop's per-sequence step (zz_gen_take, zz_generate's own) on its
+ * logits, so tokens equal the one-process run.
  *
- *     zz_engine_stage_config ec = {.engine = eng, .max_new_tokens = 32,
- *                                  .sampling = samp, .next = feed, .finished = write,
- *                                  .ctx = job};
- *     zz_engine_stage *es;
+ *     zz_engine_stage_config ec = {.engine = eng, .max_new_tokens = 32, .sampling = samp,
+ *                                  .next = feed, .finished = write, .ctx = job};
  *     ZZ_CHECK(zz_engine_stage_create(&ec, &es));
- *     zz_status s = zz_engine_stage_run(es, st);   // every rank
- *     if (s != ZZ_OK) zz_stage_fail(st, s);
+ *     if ((s = zz_engine_stage_run(es, st)) != ZZ_OK) zz_stage_fail(st, s);   // every rank
  *     zz_engine_stage_destroy(es);
  */
 typedef struct zz_engine_stage_config {

@@ -21,11 +21,11 @@
 
 typedef struct zz_layer_call {
   zz_pool *pool;
-  int q4;           /* 0: bf16 weights, 1: 4-bit groups (ZZ_QFMT_DEFAULT) */
-  const float *x;   /* [11008]: one token, as wide as the widest input */
-  void *const *w;   /* [7]: [out, in] each, the shapes below in order */
-  float *y;         /* [11008] */
-  void *xb;         /* bf16 scratch of x */
+  int q4;         /* 0: bf16 weights, 1: 4-bit groups (ZZ_QFMT_DEFAULT) */
+  const float *x; /* [11008]: one token, as wide as the widest input */
+  void *const *w; /* [7]: [out, in] each, the shapes below in order */
+  float *y;       /* [11008] */
+  void *xb;       /* bf16 scratch of x */
 } zz_layer_call;
 
 /* LLaMA-7B: q, k, v, o (4096 -> 4096), gate, up (4096 -> 11008), down (11008 -> 4096) */

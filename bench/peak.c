@@ -365,7 +365,7 @@ static double zz_peak_rate(zz_probe_fn fn, int threads, double secs) {
 
 /* GB/s reading 256 MiB (1 GiB past 4 threads), far past every cache, each
  * thread its own slice, all at once; the best of 4 passes. */
-static double zz_peak_read(int threads) {
+double zz_peak_read(int threads) {
   int64_t total = (int64_t)256 << 20;
   if (threads > 4) total = (int64_t)1 << 30;
   int64_t len = total / (int64_t)sizeof(float) / threads / 32 * 32;

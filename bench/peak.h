@@ -29,6 +29,9 @@ typedef struct zz_peak {
  * secs seconds. AMX is asked of the kernel with arch_prctl(ARCH_REQ_XCOMP_PERM)
  * first; where refused its figures stay 0 and amx says why. */
 void zz_peak_measure(int threads, double secs, zz_peak *out);
+/* Only the streaming read: GB/s of `threads` threads reading 256 MiB (1 GiB past
+ * 4 threads) at once, the best of 4 passes (zz_peak_measure's read_gbs). */
+double zz_peak_read(int threads);
 /* The CPU's model name (/proc/cpuinfo "model name", else "unknown"). */
 void zz_peak_cpu_model(char *buf, size_t len);
 #endif

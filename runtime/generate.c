@@ -49,7 +49,7 @@ struct zz_gen {
   zz_result r;
   bool *done;      /* [n] */
   zz_rng *rng;     /* [n] */
-  int32_t *newest; /* [n] each sequence's newest token (the pad token once done) */
+  int32_t *input;  /* [n] each sequence's next step input: its newest token, the pad token once done */
   void *scratch;   /* the sampler's */
   float *pen;      /* [vocab] a sequence's logits after its penalties (params only) */
   int32_t *counts; /* [vocab] zeros between uses (zz_seq_penalize) */
@@ -92,11 +92,11 @@ void zz_gen_take(zz_gen *g, int64_t first, int64_t cnt, int step, const float *l
                       ? zz_gen_pick(g, q, lg, &ended)
                       : zz_sample_sequence(c, lg, &req->sampling, req->ignore_eos, &g->rng[q], g->scratch, &ended);
     g->r.tokens[q][g->r.n_tokens[q]++] = tok;
-    g->newest[q] = zz_sequence_input(c, tok, ended);
+    g->input[q] = zz_sequence_input(c, tok, ended);
     if (ended) {
       zz_gen_end(g, q, ZZ_FINISH_EOS);
     } else if (req->on_token && req->on_token(req->ctx, q, g->r.tokens[q], g->r.n_tokens[q])) {
-      g->newest[q] = zz_sequence_input(c, tok, true);
+      g->input[q] = zz_sequence_input(c, tok, true);
       zz_gen_end(g, q, ZZ_FINISH_STOP);
     } else if (req->params && g->r.n_tokens[q] >= req->params[q].max_new_tokens) {
       zz_gen_end(g, q, ZZ_FINISH_LENGTH);
@@ -129,7 +129,7 @@ zz_status zz_gen_create(const zz_config *c, const zz_request *req, zz_gen **out)
   r->n_tokens = calloc((size_t)n, sizeof *r->n_tokens);
   g->done = calloc((size_t)n, sizeof *g->done);
   g->rng = calloc((size_t)n, sizeof *g->rng);
-  g->newest = calloc((size_t)n, sizeof *g->newest);
+  g->input = calloc((size_t)n, sizeof *g->input);
   g->scratch = malloc(zz_sample_scratch_bytes(c->vocab_size));
   bool own = req->params || req->on_token; /* per-sequence outcomes are reported */
   if (own) r->out = calloc((size_t)n, sizeof *r->out);
@@ -138,7 +138,7 @@ zz_status zz_gen_create(const zz_config *c, const zz_request *req, zz_gen **out)
     g->counts = calloc((size_t)c->vocab_size, sizeof *g->counts);
   }
   zz_status st = ZZ_OK;
-  if (!r->tokens || !r->n_tokens || !g->done || !g->rng || !g->newest || !g->scratch || (own && !r->out) ||
+  if (!r->tokens || !r->n_tokens || !g->done || !g->rng || !g->input || !g->scratch || (own && !r->out) ||
       (req->params && (!g->pen || !g->counts)))
     st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
   for (int64_t i = 0; st == ZZ_OK && i < n; i++) {
@@ -173,7 +173,7 @@ void zz_gen_destroy(zz_gen *g) {
   zz_result_free(&g->r, g->n);
   free(g->done);
   free(g->rng);
-  free(g->newest);
+  free(g->input);
   free(g->scratch);
   free(g->pen);
   free(g->counts);
@@ -208,7 +208,7 @@ static zz_status zz_gen_loop(zz_engine *e, zz_gen *g, double *t_prefill) {
     for (int gr = 0; gr < n_groups && zz_group_count(n, bls, gr); gr++) {
       if (!zz_group_live(g, bls, gr)) continue;
       int64_t first = zz_group_first(bls, gr);
-      zz_step_io io = {.prompts = req->ids + first, .tokens = g->newest + first};
+      zz_step_io io = {.prompts = req->ids + first, .tokens = g->input + first};
       ZZ_CHECK(zz_engine_step(e, gr, step, &io));
       zz_gen_take(g, first, zz_group_count(n, bls, gr), step, zz_engine_logits(e));
     }

@@ -558,8 +558,10 @@ static void zz_gemm_store(const zz_gemm_job *j, float tile[ZZ_MR][ZZ_NR], int64_
  * the pool thread's stack). */
 #define ZZ_WPANEL_LD (ZZ_GEMM_KC_BYTES / 2)
 
-/* The tiles of W rows c0 .. c0+nr, K block k0 .. k0+kc, against x rows m0 .. m1. */
-static void zz_gemm_panel(const zz_gemm_job *j, float *wpanel, int64_t m0, int64_t m1, int64_t k0, int64_t c0, int nr) {
+/* The tiles of W rows c0 .. min(c0 + ZZ_NR, c_hi), K block k0 .. k0+kc, against x rows m0 .. m1. */
+static void zz_gemm_panel(const zz_gemm_job *j, float *wpanel, int64_t m0, int64_t m1, int64_t k0, int64_t c0,
+                          int64_t c_hi) {
+  int nr = c_hi - c0 < ZZ_NR ? (int)(c_hi - c0) : ZZ_NR;
   int64_t kc = j->in - k0 < j->kc ? j->in - k0 : j->kc;
   const void *wr[ZZ_NR];
   for (int c = 0; c < ZZ_NR; c++) wr[c] = j->w + (size_t)(c0 + (c < nr ? c : nr - 1)) * j->w_row + (size_t)k0 * j->wsz;
@@ -594,12 +596,10 @@ static void zz_gemm_chunk(void *arg, int64_t t) {
     int64_t m1 = j->n - m0 < ZZ_GEMM_MC ? j->n : m0 + ZZ_GEMM_MC;
     if (rows_first) {
       for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_NR)
-        for (int64_t k0 = 0; k0 < j->in; k0 += j->kc)
-          zz_gemm_panel(j, wpanel, m0, m1, k0, c0, c_hi - c0 < ZZ_NR ? (int)(c_hi - c0) : ZZ_NR);
+        for (int64_t k0 = 0; k0 < j->in; k0 += j->kc) zz_gemm_panel(j, wpanel, m0, m1, k0, c0, c_hi);
     } else {
       for (int64_t k0 = 0; k0 < j->in; k0 += j->kc)
-        for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_NR)
-          zz_gemm_panel(j, wpanel, m0, m1, k0, c0, c_hi - c0 < ZZ_NR ? (int)(c_hi - c0) : ZZ_NR);
+        for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_NR) zz_gemm_panel(j, wpanel, m0, m1, k0, c0, c_hi);
     }
     zz_bias_relu_cols(j->y + m0 * j->out, m1 - m0, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
   }

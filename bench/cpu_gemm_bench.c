@@ -7,6 +7,9 @@
  *   f32         zz_cpu_linear_w, f32 weights (own kernel or sgemm tiles on the pool)
  *   bf16        zz_cpu_linear_w, bf16 weights (x rounded to bf16 once per call)
  *   q4          zz_cpu_linear_q, 4-bit groups of 64 (fused at n <= 16, panels above)
+ *   q8          the same with 8-bit groups of 64
+ *   q4i8, q8i8  the same with x in int8 (--cpu-act int8, kernels/cpu/linear_int8.c);
+ *               their last column is the time of q4 (q8) over theirs, same run
  *   ..._portable the same under ZZ_CPU_ISA=portable
  * Each row: GFLOP/s and its fraction of the compute peak of the instructions the
  * kernel can use (f32 FMA; vdpbf16ps for bf16 where the CPU has avx512_bf16),
@@ -15,7 +18,7 @@
  * CSV on stdout, the peaks on stderr. Not a test: never part of ctest.
  *
  *   cpu_gemm_bench [threads=2] [Ms=1,16,64] [shapes=llama7b|opt1.3b] [kernels=all|list]
- * kernels: a list of sgemm, f32, bf16, q4 and portable (the portable rows of bf16
+ * kernels: a list of sgemm, f32, bf16, q4, q8, q4i8, q8i8 and portable (the portable rows of bf16
  * and q4); all: every one.
  */
 #include <stdio.h>
@@ -25,8 +28,9 @@
 #include "bench_util.h"
 #include "peak.h"
 
-typedef enum { K_SGEMM, K_F32, K_BF16, K_Q4, K_COUNT } zz_kind;
-static const char *const zz_kind_names[K_COUNT] = {"sgemm", "f32", "bf16", "q4"};
+typedef enum { K_SGEMM, K_F32, K_BF16, K_Q4, K_Q8, K_Q4I8, K_Q8I8, K_COUNT } zz_kind;
+static const char *const zz_kind_names[K_COUNT] = {"sgemm", "f32", "bf16", "q4", "q8", "q4i8", "q8i8"};
+static const zz_qfmt zz_q8fmt = {8, 64};
 
 typedef struct zz_gemm_call {
   zz_pool *pool;
@@ -44,7 +48,12 @@ static void zz_gemm_run(void *arg) {
     case K_SGEMM: zz_cpu_linear(c->x, c->n, c->in, c->w, c->b, c->out, c->y, 0); break;
     case K_F32: zz_cpu_linear_w(c->pool, c->x, c->n, c->in, c->w, ZZ_DTYPE_F32, c->b, c->out, c->y, 0, NULL); break;
     case K_BF16: zz_cpu_linear_w(c->pool, c->x, c->n, c->in, c->w, ZZ_DTYPE_BF16, c->b, c->out, c->y, 0, c->xb); break;
-    default: zz_cpu_linear_q(c->pool, c->x, c->n, c->in, c->w, ZZ_QFMT_DEFAULT, c->b, c->out, c->y, 0); break;
+    default: {
+      zz_qfmt f = c->kind == K_Q4 || c->kind == K_Q4I8 ? ZZ_QFMT_DEFAULT : zz_q8fmt;
+      zz_cpu_act act = c->kind >= K_Q4I8 ? ZZ_CPU_ACT_INT8 : ZZ_CPU_ACT_F32;
+      zz_cpu_linear_q(c->pool, c->x, c->n, c->in, c->w, f, act, c->b, c->out, c->y, 0);
+      break;
+    }
   }
 }
 
@@ -86,11 +95,15 @@ int main(int argc, char **argv) {
     float *w = zz_bench_fill(in * out, 6), *b = zz_bench_fill(out, 7);
     uint16_t *wb = malloc((size_t)(in * out) * sizeof *wb);
     void *wq = malloc(zz_q_row_bytes(ZZ_QFMT_DEFAULT, in) * (size_t)out);
+    void *wq8 = malloc(zz_q_row_bytes(zz_q8fmt, in) * (size_t)out);
     zz_convert(ZZ_DTYPE_F32, w, ZZ_DTYPE_BF16, wb, in * out);
     zz_q_quantize(ZZ_QFMT_DEFAULT, w, out, in, wq);
-    const void *wk[K_COUNT] = {w, w, wb, wq};
-    const double wbytes[K_COUNT] = {4.0 * in * out, 4.0 * in * out, 2.0 * in * out,
-                                    (double)zz_q_row_bytes(ZZ_QFMT_DEFAULT, in) * out};
+    zz_q_quantize(zz_q8fmt, w, out, in, wq8);
+    const void *wk[K_COUNT] = {w, w, wb, wq, wq8, wq, wq8};
+    const double b4 = (double)zz_q_row_bytes(ZZ_QFMT_DEFAULT, in) * out,
+                 b8 = (double)zz_q_row_bytes(zz_q8fmt, in) * out;
+    const double wbytes[K_COUNT] = {4.0 * in * out, 4.0 * in * out, 2.0 * in * out, b4, b8, b4, b8};
+    double t_exact[K_COUNT] = {0}; /* q4, q8 at this m: what q4i8, q8i8 are compared with */
     for (int64_t i = 0; i < nm; i++) {
       int64_t m = mlist[i];
       float *x = zz_bench_fill(m * in, 5), *y = zz_bench_fill(m * out, 8);
@@ -100,13 +113,15 @@ int main(int argc, char **argv) {
         if (strcmp(kinds, "all") != 0 && !strstr(kinds, zz_kind_names[kind])) continue;
         zz_gemm_call c = {pool, (zz_kind)kind, x, b, wk[kind], m, in, out, y, xb};
         double t[2] = {0, 0}; /* best ISA, portable */
-        int np = kind >= K_BF16 && (!strcmp(kinds, "all") || strstr(kinds, "portable")) ? 2 : 1;
+        int np = kind >= K_BF16 && kind <= K_Q4 && (!strcmp(kinds, "all") || strstr(kinds, "portable")) ? 2 : 1;
         for (int p = 0; p < np; p++) {
           zz_cpu_isa_set(p ? ZZ_CPU_ISA_PORTABLE : best);
           t[p] = zz_bench_best(zz_gemm_run, &c, 3, flop > 2e10 ? 0 : 0.1);
         }
         zz_cpu_isa_set(best);
-        for (int p = 0; p < 2; p++) {
+        t_exact[kind] = t[0];
+        if (kind >= K_Q4I8 && t_exact[kind - 2] > 0) t[1] = t_exact[kind - 2]; /* the last column: exact over int8 */
+        for (int p = 0; p < 2 && !(p == 1 && kind >= K_Q4I8); p++) {
           if (t[p] <= 0) continue;
           double peak = kind == K_BF16 && pk.bf16 > 0 && zz_cpu_has_bf16() && p == 0 ? pk.bf16 : pk.f32;
           double gf = flop / t[p] / 1e9, gbs = wbytes[kind] / t[p] / 1e9;
@@ -121,7 +136,7 @@ int main(int argc, char **argv) {
       }
       free(x), free(y), free(xb);
     }
-    free(w), free(b), free(wb), free(wq);
+    free(w), free(b), free(wb), free(wq), free(wq8);
   }
   zz_pool_destroy(pool);
   return 0;

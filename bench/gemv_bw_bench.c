@@ -37,7 +37,7 @@ static void zz_layer_run(void *arg) {
   for (int s = 0; s < 3; s++)
     for (int r = 0; r < zz_gemv_shape[s][2]; r++, m++) {
       int64_t in = zz_gemv_shape[s][0], out = zz_gemv_shape[s][1];
-      if (c->q4) zz_cpu_linear_q(c->pool, c->x, 1, in, c->w[m], ZZ_QFMT_DEFAULT, NULL, out, c->y, 0);
+      if (c->q4) zz_cpu_linear_q(c->pool, c->x, 1, in, c->w[m], ZZ_QFMT_DEFAULT, ZZ_CPU_ACT_F32, NULL, out, c->y, 0);
       else
         zz_cpu_linear_w(c->pool, c->x, 1, in, c->w[m], ZZ_DTYPE_BF16, NULL, out, c->y, 0, c->xb);
     }

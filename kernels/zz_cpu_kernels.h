@@ -90,13 +90,19 @@ size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t);
 void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
                          int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
                          const int32_t *pad, float *out, float *scratch);
+/* What the 4/8-bit linear multiplies W's values with: x as it is (f32, exact:
+ * the bits of dequantize-then-multiply) or x in int8 per group (--cpu-act). */
+typedef enum zz_cpu_act { ZZ_CPU_ACT_F32 = 0, ZZ_CPU_ACT_INT8 } zz_cpu_act;
 /* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b) (then ReLU) with w stored in format f
  * (rows grouped along in), the same driver: for few rows (decoding) 4-bit values
  * widened in registers and multiplied there (AVX2/AVX-512; the bits of
  * dequantize-then-multiply), else panels of output rows dequantized and
- * multiplied on the pool's threads; the whole f32 matrix never exists. */
-void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f, const float *b,
-                     int64_t out, float *y, int relu);
+ * multiplied on the pool's threads; the whole f32 matrix never exists.
+ * act ZZ_CPU_ACT_INT8 (4 and 8 bits; --cpu-act int8): x quantized per group to
+ * int8 and integer dot products (kernels/cpu/linear_int8.c, docs/cpu.md "int8
+ * activations"); ZZ_CPU_ACT_F32 is the exact reference. */
+void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f, zz_cpu_act act,
+                     const float *b, int64_t out, float *y, int relu);
 /* out[i, :] = row ids[i] of a table [rows, dim] stored in format f; add: += instead. */
 void zz_cpu_embed_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, float *out, int add);
 /* cache rows pos.. of each sequence = x [b, sq, heads*hd] quantized per head (format f);

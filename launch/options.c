@@ -164,6 +164,10 @@ static const zz_opt_def zz_opt_table[] = {
      "cpu device: dtype of weight matrices, f32 (the reference) or bf16 (half the bytes; avx512_bf16 kernels where the "
      "CPU has them); vectors, activations and the KV cache stay f32",
      false, 0, 0, false, ZZ_POL, "f32 bf16"},
+    {"cpu-act", "ZZ_CPU_ACT", ZZ_OPT_CHOICE, ZZ_O(cpu_act), "f32",
+     "cpu device: activations of the 4/8-bit linears (--compress-weight), f32 (exact, the reference) or int8 (per "
+     "group, integer dot products; faster, perturbs the output: docs/cpu.md)",
+     false, 0, 0, false, ZZ_RUN, "f32 int8"},
     {"num-inner-iterations", "ZZ_NUM_INNER_ITERATIONS", ZZ_OPT_INT, ZZ_O(num_inner_iterations), "0",
      "mpirun: micro-batch groups T per block (FlexGen's name), each gbs x num-gpu-batches prompts; 0 = the number of ranks",
      false, 0, 1024, false, ZZ_PIPE, NULL},
@@ -675,7 +679,9 @@ zz_status zz_opts_device_at(const zz_opts *o, int ordinal, zz_device **out) {
     st = zz_device_create_best(ordinal, cap, o->threads, o->attn_threads, out);
   else
     return zz_error(ZZ_ERR_INVALID_ARG, "--device %s: want auto, cpu or cuda", o->device);
-  if (st == ZZ_OK && (st = zz_device_set_weight_dtype(*out, wdt)) != ZZ_OK) {
+  zz_cpu_act act = o->cpu_act && strcmp(o->cpu_act, "int8") == 0 ? ZZ_CPU_ACT_INT8 : ZZ_CPU_ACT_F32;
+  if (st == ZZ_OK &&
+      ((st = zz_device_set_weight_dtype(*out, wdt)) != ZZ_OK || (st = zz_device_set_cpu_act(*out, act)) != ZZ_OK)) {
     zz_device_destroy(*out);
     *out = NULL;
   }

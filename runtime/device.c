@@ -180,6 +180,16 @@ zz_status zz_device_set_weight_dtype(zz_device *dev, zz_dtype dt) {
   return ZZ_OK;
 }
 
+zz_status zz_device_set_cpu_act(zz_device *dev, zz_cpu_act act) {
+  if (act == ZZ_CPU_ACT_INT8 && dev->desc.kind != ZZ_DEVICE_CPU)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "--cpu-act int8: int8 activations are an option of the cpu device's 4/8-bit linear, and this run's "
+                    "device is %s (--device cpu)",
+                    dev->desc.name);
+  dev->desc.cpu_act = act;
+  return ZZ_OK;
+}
+
 void zz_device_destroy(zz_device *dev) {
   if (!dev) return;
   zz_device_ranges *rs = dev->ranges;

@@ -141,7 +141,7 @@ static zz_status zz_cpu_lin(zz_device *dev, const void *x, int64_t n, int64_t in
   zz_cpu_dev *c = dev->impl;
   if (b) ZZ_CPU_F32(b_dt);
   if (w_dt == ZZ_DTYPE_Q4) { /* kernels/cpu/quant.c: dequantized panel by panel */
-    zz_cpu_linear_q(dev->pool, x, n, in, w, w_q, b, out, y, relu);
+    zz_cpu_linear_q(dev->pool, x, n, in, w, w_q, dev->desc.cpu_act, b, out, y, relu);
     return ZZ_OK;
   }
   ZZ_ASSERT(w_dt == ZZ_DTYPE_F32 || w_dt == ZZ_DTYPE_BF16);

@@ -31,6 +31,11 @@ static zz_status zz_engine_spec(const zz_device_desc *dev, const zz_model *m, co
   if (o->policy.compress_weight && dev->bf16_weights)
     return zz_error(ZZ_ERR_INVALID_ARG,
                     "--cpu-dtype bf16 with --compress-weight: weights are either 4-bit or bf16; give one of them");
+  /* refused rather than ignored: a user asking for int8 activations expects them */
+  if (dev->cpu_act == ZZ_CPU_ACT_INT8 && !o->policy.compress_weight)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "--cpu-act int8: int8 activations apply only to 4- or 8-bit group weights (--compress-weight), and "
+                    "this run's weights are not compressed");
   if (o->policy.compress_cache && !(zz_device_desc_supports(dev, ZZ_OP_KV_APPEND, ZZ_DTYPE_Q4) &&
                                     zz_device_desc_supports(dev, ZZ_OP_ATTENTION, ZZ_DTYPE_Q4)))
     return zz_error(ZZ_ERR_UNSUPPORTED, "policy: --compress-cache: the %s device has no kernels for a 4-bit cache",

@@ -177,6 +177,10 @@ void zz_device_destroy(zz_device *dev);
  * device and every tier it loads them from: f32 (the reference) or bf16;
  * vectors, activations and the KV cache stay f32. Refused on another device. */
 zz_status zz_device_set_weight_dtype(zz_device *dev, zz_dtype dt);
+/* --cpu-act: what the CPU device's 4/8-bit linears multiply the weights with, x
+ * in f32 (exact, the default) or quantized to int8 per group (faster, rounded:
+ * docs/cpu.md "int8 activations"); int8 on another device is refused. */
+zz_status zz_device_set_cpu_act(zz_device *dev, zz_cpu_act act);
 /* The CPU-attention pool (never NULL on a created device). */
 zz_pool *zz_device_attn_pool(zz_device *dev);
 /* The CPU device's compute pool (NULL on a GPU). */

@@ -35,6 +35,7 @@ typedef struct zz_device_desc {
   size_t reserved;                /* of which the device keeps this much for itself (cuBLAS workspace,
                                      conversion staging, exchange buffers); memory plans get the rest */
   bool bf16_weights;              /* CPU device, --cpu-dtype bf16: 2-D weights in bf16 */
+  zz_cpu_act cpu_act;             /* CPU device, --cpu-act: x of its 4/8-bit linears in f32 (exact) or int8 */
   uint32_t supports[ZZ_OP_COUNT]; /* bit dt set: the device runs op with a weight (or host side) of dtype dt */
   size_t align;                   /* every buffer's start (ZZ_ALIGN) */
   zz_cpu_isa isa;                 /* vector code of the CPU kernels (CPU attention beside any device) */

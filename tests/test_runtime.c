@@ -29,6 +29,7 @@ int main(void) {
   zz_test_cli_register();
   zz_test_limits_register();
   zz_test_genif_register();
+  zz_test_int8_register();
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failures = CU_get_number_of_failures();

@@ -193,7 +193,7 @@ static void test_q4_fused(void) {
       for (int relu = 0; relu < 2; relu++) {
         const float *bb = relu ? NULL : b;
         zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
-        zz_cpu_linear_q(g_pool, x, n, in, q, f, bb, out, y0, relu);
+        zz_cpu_linear_q(g_pool, x, n, in, q, f, ZZ_CPU_ACT_F32, bb, out, y0, relu);
         const double u = 0x1p-24, gam = (double)(in + 1) * u / (1 - (double)(in + 1) * u);
         for (int64_t i = 0; i < n; i++)
           for (int64_t o = 0; o < out; o++) {
@@ -207,7 +207,7 @@ static void test_q4_fused(void) {
           }
         for (int a = 0; a < nisa; a++) {
           zz_cpu_isa_set(isas[a]);
-          zz_cpu_linear_q(g_pool, x, n, in, q, f, bb, out, y1, relu);
+          zz_cpu_linear_q(g_pool, x, n, in, q, f, ZZ_CPU_ACT_F32, bb, out, y1, relu);
           cases++;
           if (memcmp(y0, y1, (size_t)(n * out) * sizeof *y0) != 0) {
             bad_bits++;
@@ -283,7 +283,7 @@ static void test_linear_threads_bits(void) {
       for (int t = 0; t < 3; t++) {
         if (d == 0) zz_cpu_linear_w(pools[t], x, ns[k], in, w, ZZ_DTYPE_F32, NULL, out, y[t], 0, NULL);
         if (d == 1) zz_cpu_linear_w(pools[t], x, ns[k], in, wb, ZZ_DTYPE_BF16, NULL, out, y[t], 0, xb);
-        if (d == 2) zz_cpu_linear_q(pools[t], x, ns[k], in, q, f, NULL, out, y[t], 0);
+        if (d == 2) zz_cpu_linear_q(pools[t], x, ns[k], in, q, f, ZZ_CPU_ACT_F32, NULL, out, y[t], 0);
       }
       size_t bytes = (size_t)(ns[k] * out) * sizeof(float);
       if (memcmp(y[0], y[1], bytes) != 0 || memcmp(y[0], y[2], bytes) != 0) {

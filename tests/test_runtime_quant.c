@@ -104,7 +104,7 @@ static void test_q_linear(void) {
     zz_q_quantize(f, w, out, in, q);
     zz_q_dequantize(f, q, out, in, wd);
     for (int relu = 0; relu < 2; relu++) {
-      zz_cpu_linear_q(pool, x, n, in, q, f, relu ? NULL : b, out, y, relu);
+      zz_cpu_linear_q(pool, x, n, in, q, f, ZZ_CPU_ACT_F32, relu ? NULL : b, out, y, relu);
       int bad = 0;
       for (int64_t i = 0; i < n; i++)
         for (int64_t o = 0; o < out; o++) {

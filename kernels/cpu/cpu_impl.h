@@ -1,6 +1,7 @@
 /* cpu_impl.h — helpers the CPU kernels share (internal to kernels/cpu). */
 #ifndef ZZ_CPU_IMPL_H
 #define ZZ_CPU_IMPL_H
+#include <stddef.h>
 #include <stdint.h>
 
 /* Eight independent partial sums: the compiler may vectorise them without
@@ -27,5 +28,20 @@ static inline void zz_bias_relu_cols(float *y, int64_t n, int64_t ld, int64_t c0
       for (int64_t o = 0; o < cols; o++) yi[o] = yi[o] > 0 ? yi[o] : 0;
   }
 }
+
+/* linear_int8.c: the 4/8-bit linear with x in int8 (--cpu-act int8). A stored
+ * row of x: zz_xq_row_bytes(in, group) bytes, filled by zz_xq_quantize_row for
+ * weights of `bits`; the micro-kernels take such rows as xr and W rows as wr
+ * (kc = in, the tile of zz_gemm_micro in linear.c: 4 × 4). */
+size_t zz_xq_row_bytes(int64_t in, int group);
+void zz_xq_quantize_row(const float *x, int64_t in, int group, int bits, void *rec);
+void zz_micro_q4x_c(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group, float tile[4][4]);
+void zz_micro_q8x_c(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group, float tile[4][4]);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+void zz_micro_q4x_avx2(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group,
+                       float tile[4][4]);
+void zz_micro_q8x_avx2(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group,
+                       float tile[4][4]);
+#endif
 
 #endif

@@ -59,6 +59,11 @@
 #endif
 /* Q4: the fused micro-kernel up to this many rows of x; dequantized panels above. */
 #define ZZ_Q_SMALL_N 16
+/* --cpu-act int8: x in int8 up to this many rows of x (linear_int8.c); the
+ * f32 path above (docs/cpu.md, "int8 activations", measured there). */
+#ifndef ZZ_Q_INT8_N
+#define ZZ_Q_INT8_N INT64_MAX
+#endif
 /* Q4 panels: output rows per panel (a panel of a 4096-wide matrix is 256 KiB of
  * f32, about what one core's L2 keeps while the GEMM reads it); 4 × that for
  * sgemm panels. */
@@ -77,6 +82,8 @@
 #define ZZ_GEMM_COL_TILE 512
 #define ZZ_GEMM_BY_ROWS 1024
 #define ZZ_GEMM_ROW_TILE 512
+
+_Static_assert(ZZ_MR == 4 && ZZ_NR == 4, "linear_int8.c's micro-kernels take 4 x 4 tiles");
 
 /* tile[r][c] = Σ_{k<kc} x_r[k] · w_c[k] for r < mr (rows past mr may be
  * computed on repeated pointers or skipped); group: Q4's group size (else 0). */
@@ -510,6 +517,7 @@ typedef struct zz_gemm_isa {
   zz_gemm_micro q4; /* 4 bits, groups of a multiple of 8; NULL: dequantized panels */
   zz_gemm_micro q8; /* 8 bits, the same */
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
+  zz_gemm_micro q4x, q8x; /* x in int8 (--cpu-act int8; linear_int8.c): 4 and 8 bits, any group */
 } zz_gemm_isa;
 
 static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
@@ -520,10 +528,12 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
  * one exists under AVX-512 only: on AVX2 f32 keeps sgemm, the reference the
  * golden tests were taken with. */
 static zz_gemm_isa zz_gemm_isa_get(void) {
-  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c};
+  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c, zz_micro_q4x_c, zz_micro_q8x_c};
 #ifdef ZZ_GEMM_X86
   zz_cpu_isa isa = zz_cpu_isa_get();
   if (isa >= ZZ_CPU_ISA_AVX2) {
+    s.q4x = zz_micro_q4x_avx2; /* also under avx512: no VNNI variant yet */
+    s.q8x = zz_micro_q8x_avx2;
     s.bf16 = zz_micro_bf16_avx2;
     s.bf16w = zz_micro_bf16w_avx2;
     s.widen_bf16 = zz_widen_bf16_avx2;
@@ -664,13 +674,15 @@ void zz_cpu_linear_pool(zz_pool *pool, const float *x, int64_t n, int64_t in, co
 
 /* Each thread widens its panels into its own buffer, grown once to the largest
  * panel it has seen (the hot loop allocates only on growth) and freed when the
- * thread ends (a pool's workers when the pool is destroyed). */
+ * thread ends (a pool's workers when the pool is destroyed). Slot 0: widened
+ * panels (pool workers); slot 1: x quantized to int8 (the calling thread, while
+ * the pool's tasks read it). */
 typedef struct zz_q_buf {
-  float *p;
-  size_t cap;
+  void *p;
+  size_t cap; /* bytes */
 } zz_q_buf;
 
-static pthread_key_t zz_q_key;
+static pthread_key_t zz_q_key[2];
 static pthread_once_t zz_q_once = PTHREAD_ONCE_INIT;
 
 static void zz_q_buf_free(void *arg) {
@@ -679,26 +691,30 @@ static void zz_q_buf_free(void *arg) {
   free(b);
 }
 
-static void zz_q_key_init(void) { pthread_key_create(&zz_q_key, zz_q_buf_free); }
+static void zz_q_key_init(void) {
+  for (int i = 0; i < 2; i++) pthread_key_create(&zz_q_key[i], zz_q_buf_free);
+}
 
-static float *zz_q_panel(size_t floats) {
+static void *zz_q_tls(int slot, size_t bytes) {
   pthread_once(&zz_q_once, zz_q_key_init);
-  zz_q_buf *b = pthread_getspecific(zz_q_key);
+  zz_q_buf *b = pthread_getspecific(zz_q_key[slot]);
   if (!b) {
     if (!(b = calloc(1, sizeof *b))) return NULL;
-    if (pthread_setspecific(zz_q_key, b) != 0) {
+    if (pthread_setspecific(zz_q_key[slot], b) != 0) {
       free(b);
       return NULL;
     }
   }
-  if (floats > b->cap) {
-    float *p = realloc(b->p, floats * sizeof *p);
+  if (bytes > b->cap) {
+    void *p = realloc(b->p, bytes);
     if (!p) return NULL;
     b->p = p;
-    b->cap = floats;
+    b->cap = bytes;
   }
   return b->p;
 }
+
+static float *zz_q_panel(size_t floats) { return zz_q_tls(0, floats * sizeof(float)); }
 
 typedef struct zz_qlin_job {
   const float *x, *b;
@@ -801,10 +817,42 @@ void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const
     zz_cpu_linear_pool(pool, x, n, in, w, b, out, y, relu);
 }
 
-void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f, const float *b,
-                     int64_t out, float *y, int relu) {
+typedef struct zz_xq_job {
+  const float *x;
+  char *xq;
+  int64_t in;
+  size_t row;
+  int group, bits;
+} zz_xq_job;
+
+static void zz_xq_row(void *arg, int64_t i) {
+  const zz_xq_job *j = arg;
+  zz_xq_quantize_row(j->x + i * j->in, j->in, j->group, j->bits, j->xq + (size_t)i * j->row);
+}
+
+void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f, zz_cpu_act act,
+                     const float *b, int64_t out, float *y, int relu) {
   const zz_gemm_isa isa = zz_gemm_isa_get();
   zz_gemm_micro fused = f.bits == 4 ? isa.q4 : f.bits == 8 ? isa.q8 : NULL;
+  zz_gemm_micro xint8 = f.bits == 4 ? isa.q4x : f.bits == 8 ? isa.q8x : NULL;
+  if (act == ZZ_CPU_ACT_INT8 && xint8 && n <= ZZ_Q_INT8_N) {
+    /* x quantized once per call (rows on the pool), then the own driver over
+     * rows of W, one K block: the micro-kernel walks the groups itself */
+    zz_xq_job q = {x, NULL, in, zz_xq_row_bytes(in, f.group), f.group, f.bits};
+    if (!(q.xq = zz_q_tls(1, q.row * (size_t)n))) {
+      /* a kernel has no error path: this is the machine out of memory */
+      fprintf(stderr, "zz_cpu_linear_q: out of memory for %lld rows of x in int8\n", (long long)n);
+      abort();
+    }
+    zz_pool_run(pool, zz_xq_row, &q, n);
+    zz_gemm_job job = zz_gemm_job_of(x, n, in, w, b, out, y, relu, xint8);
+    job.x = q.xq, job.xsz = 0, job.x_row = q.row; /* k0 is 0: no offset along K */
+    job.group = f.group;
+    job.w_row = zz_q_row_bytes(f, in);
+    job.kc = in;
+    zz_gemm_own(pool, &job);
+    return;
+  }
   if (n <= ZZ_Q_SMALL_N && fused && f.group % 8 == 0) {
     /* the fused micro-kernel, one K block: its order is zz_dot's over the whole row */
     zz_gemm_job job = zz_gemm_job_of(x, n, in, w, b, out, y, relu, fused);

@@ -442,6 +442,21 @@ check "a compression format that does not exist is refused, naming it" \
 zz perplexity --model "$TRAINED"
 check "perplexity without --text: refused with a message" eval '[ "$RC" -eq 2 ] && has "--text FILE is required" err'
 
+# --cpu-act int8 (issue #27): x of the 4/8-bit linears in int8; perturbs the exact 4-bit run's perplexity a little
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95 --device cpu --compress-weight
+PPL_EXACT=$(sed -n 's/.*perplexity \([0-9.]*\) over.*/\1/p' outp)
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95 --device cpu --compress-weight --cpu-act int8
+PPL_INT8=$(sed -n 's/.*perplexity \([0-9.]*\) over.*/\1/p' outp)
+check "--cpu-act int8 runs end to end: perplexity ($PPL_INT8) other than the exact 4-bit one ($PPL_EXACT), within 2% of it" \
+  eval '[ "$RC" -eq 0 ] && [ -n "$PPL_INT8" ] && [ -n "$PPL_EXACT" ] && awk -v a="$PPL_INT8" -v b="$PPL_EXACT" "BEGIN { d = (a - b) / b; exit !(a != b && d < 0.02 && d > -0.02) }"'
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --device cpu --cpu-act int8
+check "--cpu-act int8 without compressed weights is refused, naming --compress-weight" \
+  eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "--cpu-act int8: int8 activations apply only to 4- or 8-bit group weights (--compress-weight)" err'
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --compress-weight --cpu-act bogus
+check "--cpu-act bogus is refused with the choices" eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "cpu-act" err && has "int8" err'
+ZZ_CPU_ACT=bogus zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --compress-weight
+check "ZZ_CPU_ACT=bogus is refused" eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "ZZ_CPU_ACT" err'
+
 # ------------------------------------------------------------ k. the hardware file and this machine (issue #21)
 
 # one good cpu-device file; hw_with KEY VALUE writes it with that one field replaced into hwx.json

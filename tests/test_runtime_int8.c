@@ -1,0 +1,129 @@
+/*
+ * test_runtime_int8.c — the 4/8-bit linear with x in int8 (--cpu-act int8,
+ * kernels/cpu/linear_int8.c): the AVX2 micro-kernel gives the portable one's
+ * bits on any shape, group and thread count; both stay within the bound of
+ * rounding x to int8 per group of the exact product (docs/cpu.md, "int8
+ * activations").
+ */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zz_runtime.h"
+#include "zz_tests.h"
+
+/* n, in, out: in with tails past the last whole 64 and 32 and past the last
+ * whole group, out past the 4-row tile and the 64-row chunk; n at decode and
+ * prefill sizes, past the 4-row tile. */
+static const int64_t g_i8shapes[][3] = {
+    {1, 64, 4},  {1, 4096, 67}, {2, 100, 9},  {3, 131, 5},   {4, 256, 64}, {5, 1000, 13},
+    {7, 72, 130}, {13, 520, 7}, {16, 333, 21}, {37, 2048, 66}, {70, 96, 9},
+};
+static const zz_qfmt g_i8fmts[] = {{4, 64},  {4, 32}, {4, 128}, {4, 256}, {4, 40}, {4, 34},
+                                   {8, 64}, {8, 32}, {8, 256}, {8, 40}, {8, 34}};
+
+/* The bound of the activations' rounding on output (i, o): Σ_g (a_g / 254) Σ_{k in g} |w_k|
+ * with a_g = max |x_k| over the group (|x - sx·xi| <= sx / 2, sx = a / 127), in f64. */
+static double zz_i8_bound(const float *x, const float *wd, int64_t in, int group) {
+  double bound = 0;
+  for (int64_t k0 = 0; k0 < in; k0 += group) {
+    int64_t m = in - k0 < group ? in - k0 : group;
+    double a = 0, sw = 0;
+    for (int64_t e = 0; e < m; e++) {
+      a = fabs(x[k0 + e]) > a ? fabs(x[k0 + e]) : a;
+      sw += fabs(wd[k0 + e]);
+    }
+    bound += a / 254 * sw;
+  }
+  return bound;
+}
+
+static void test_int8_bits_and_bound(void) {
+  zz_pool *pools[3] = {NULL, NULL, NULL};
+  for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
+  const bool avx2 = zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2);
+  zz_rng r;
+  zz_rng_seed(&r, 41, 0);
+  int bad_bits = 0, bad_threads = 0, bad_bound = 0, differs = 0, cases = 0;
+  double worst = 0; /* largest error over its bound */
+  for (size_t fi = 0; fi < sizeof g_i8fmts / sizeof g_i8fmts[0]; fi++)
+    for (size_t s = 0; s < sizeof g_i8shapes / sizeof g_i8shapes[0]; s++) {
+      zz_qfmt f = g_i8fmts[fi];
+      int64_t n = g_i8shapes[s][0], in = g_i8shapes[s][1], out = g_i8shapes[s][2];
+      float *x = malloc((size_t)(n * in) * sizeof *x), *w = malloc((size_t)(out * in) * sizeof *w);
+      float *wd = malloc((size_t)(out * in) * sizeof *wd), *b = malloc((size_t)out * sizeof *b);
+      float *y0 = malloc((size_t)(n * out) * sizeof *y0), *y1 = malloc((size_t)(n * out) * sizeof *y1);
+      float *ye = malloc((size_t)(n * out) * sizeof *ye);
+      void *q = malloc(zz_q_row_bytes(f, in) * (size_t)out);
+      /* x with an outlier every 97 elements, as activations have: a group's scale follows it */
+      for (int64_t i = 0; i < n * in; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1) * (i % 97 == 0 ? 20 : 1);
+      for (int64_t i = 0; i < out * in; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1) * (i % 7 == 0 ? 8 : 1);
+      for (int64_t i = 0; i < out; i++) b[i] = (float)(zz_rng_uniform(&r) - 0.5);
+      zz_q_quantize(f, w, out, in, q);
+      zz_q_dequantize(f, q, out, in, wd);
+      int relu = (int)(s % 2);
+      const float *bb = relu ? NULL : b;
+      zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
+      zz_cpu_linear_q(pools[1], x, n, in, q, f, ZZ_CPU_ACT_INT8, bb, out, y0, relu);
+      zz_cpu_linear_q(pools[1], x, n, in, q, f, ZZ_CPU_ACT_F32, bb, out, ye, relu);
+      if (memcmp(y0, ye, (size_t)(n * out) * sizeof *y0) != 0) differs++;
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t o = 0; o < out; o++) {
+          double acc = bb ? bb[o] : 0, mag = bb ? fabs(bb[o]) : 0;
+          for (int64_t k = 0; k < in; k++) {
+            acc += (double)x[i * in + k] * wd[o * in + k];
+            mag += fabs((double)x[i * in + k] * wd[o * in + k]);
+          }
+          if (relu && acc < 0) acc = 0;
+          /* the activations' rounding, then f32 sums: 1e-5 of the terms' magnitude */
+          double bound = zz_i8_bound(x + i * in, wd + o * in, in, f.group) * 1.001 + 1e-5 * mag + 1e-30;
+          double err = fabs(acc - y0[i * out + o]);
+          if (err / bound > worst) worst = err / bound;
+          if (err > bound) bad_bound++;
+        }
+      for (int t = 0; t < 3 && avx2; t++) {
+        zz_cpu_isa_set(ZZ_CPU_ISA_AVX2);
+        zz_cpu_linear_q(pools[t], x, n, in, q, f, ZZ_CPU_ACT_INT8, bb, out, y1, relu);
+        cases++;
+        if (memcmp(y0, y1, (size_t)(n * out) * sizeof *y0) != 0) {
+          bad_bits++;
+          printf("\n  int8 avx2 bits=%d group=%d n=%lld in=%lld out=%lld threads=%d: bits differ from portable", f.bits,
+                 f.group, (long long)n, (long long)in, (long long)out, t + 1);
+        }
+      }
+      /* the portable kernel on other pools too: tiles follow the shape alone */
+      zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
+      zz_cpu_linear_q(pools[2], x, n, in, q, f, ZZ_CPU_ACT_INT8, bb, out, y1, relu);
+      if (memcmp(y0, y1, (size_t)(n * out) * sizeof *y0) != 0) bad_threads++;
+      free(x), free(w), free(wd), free(b), free(y0), free(y1), free(ye), free(q);
+    }
+  zz_cpu_isa_set(zz_cpu_isa_best());
+  printf("\n  int8 activations: worst error / bound %.3f over %zu cases", worst,
+         sizeof g_i8fmts / sizeof g_i8fmts[0] * (sizeof g_i8shapes / sizeof g_i8shapes[0]));
+  CU_ASSERT_EQUAL(bad_bits, 0);
+  CU_ASSERT_EQUAL(bad_threads, 0);
+  CU_ASSERT_EQUAL(bad_bound, 0);
+  /* the int8 path was taken: its outputs are not the exact path's */
+  CU_ASSERT_EQUAL(differs, (int)(sizeof g_i8fmts / sizeof g_i8fmts[0] * (sizeof g_i8shapes / sizeof g_i8shapes[0])));
+  CU_ASSERT(!avx2 || cases > 0);
+  for (int t = 0; t < 3; t++) zz_pool_destroy(pools[t]);
+}
+
+/* The CPU device follows zz_device_set_cpu_act; a CUDA device refuses int8. */
+static void test_int8_device_option(void) {
+  zz_device *dev = NULL;
+  CU_ASSERT_FATAL(zz_device_create_cpu(0, 2, 1, &dev) == ZZ_OK);
+  CU_ASSERT_EQUAL(zz_device_describe(dev)->cpu_act, ZZ_CPU_ACT_F32);
+  CU_ASSERT_EQUAL(zz_device_set_cpu_act(dev, ZZ_CPU_ACT_INT8), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_device_describe(dev)->cpu_act, ZZ_CPU_ACT_INT8);
+  zz_device_destroy(dev);
+}
+
+void zz_test_int8_register(void) {
+  CU_pSuite s = CU_add_suite("int8", NULL, NULL);
+  CU_add_test(s, "int8 activations: avx2 = portable bits on any threads, within the rounding bound of exact",
+              test_int8_bits_and_bound);
+  CU_add_test(s, "int8 activations: the cpu device's option", test_int8_device_option);
+}

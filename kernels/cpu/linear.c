@@ -59,11 +59,6 @@
 #endif
 /* Q4: the fused micro-kernel up to this many rows of x; dequantized panels above. */
 #define ZZ_Q_SMALL_N 16
-/* --cpu-act int8: x in int8 up to this many rows of x (linear_int8.c); the
- * f32 path above (docs/cpu.md, "int8 activations", measured there). */
-#ifndef ZZ_Q_INT8_N
-#define ZZ_Q_INT8_N INT64_MAX
-#endif
 /* Q4 panels: output rows per panel (a panel of a 4096-wide matrix is 256 KiB of
  * f32, about what one core's L2 keeps while the GEMM reads it); 4 × that for
  * sgemm panels. */
@@ -835,7 +830,7 @@ void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const
   const zz_gemm_isa isa = zz_gemm_isa_get();
   zz_gemm_micro fused = f.bits == 4 ? isa.q4 : f.bits == 8 ? isa.q8 : NULL;
   zz_gemm_micro xint8 = f.bits == 4 ? isa.q4x : f.bits == 8 ? isa.q8x : NULL;
-  if (act == ZZ_CPU_ACT_INT8 && xint8 && n <= ZZ_Q_INT8_N) {
+  if (act == ZZ_CPU_ACT_INT8 && xint8 && n <= ZZ_CPU_ACT_INT8_MAX_N) {
     /* x quantized once per call (rows on the pool), then the own driver over
      * rows of W, one K block: the micro-kernel walks the groups itself */
     zz_xq_job q = {x, NULL, in, zz_xq_row_bytes(in, f.group), f.group, f.bits};

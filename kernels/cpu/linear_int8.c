@@ -101,13 +101,11 @@ static inline void zz_qx_c(const void *const xr[4], const void *const wr[4], int
   }
 }
 
-void zz_micro_q4x_c(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group,
-                    float tile[4][4]) {
+void zz_micro_q4x_c(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group, float tile[4][4]) {
   zz_qx_c(xr, wr, kc, mr, group, 4, tile);
 }
 
-void zz_micro_q8x_c(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group,
-                    float tile[4][4]) {
+void zz_micro_q8x_c(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group, float tile[4][4]) {
   zz_qx_c(xr, wr, kc, mr, group, 8, tile);
 }
 
@@ -115,7 +113,7 @@ void zz_micro_q8x_c(const void *const xr[4], const void *const wr[4], int64_t kc
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-#define ZZ_QX_AVX2 __attribute__((target("avx2,fma")))
+#define ZZ_QX_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 /* The 4 (or 2) int32 sums of a[c]'s 8 lanes each, in lanes 0..COLS-1. */
 ZZ_QX_AVX2 static inline __m128i zz_hsum_cols(const __m256i a[4], const int COLS) {
@@ -129,33 +127,38 @@ ZZ_QX_AVX2 static inline __m128i zz_hsum_cols(const __m256i a[4], const int COLS
  * and then to int32 lanes; the group's rest in scalar integers; the lanes
  * summed, then the float part in lanes 0..COLS-1, in the portable order. */
 ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_qx_avx2_tile(const void *const *xr,
-                                                                           const void *const *wr, int64_t kc,
-                                                                           int group, const int BITS, const int ROWS,
-                                                                           const int COLS, float out[4][4]) {
-  const float *tab = zz_f16_table();
+                                                                             const void *const *wr, int64_t kc,
+                                                                             int group, const int BITS, const int ROWS,
+                                                                             const int COLS, float out[4][4]) {
   const int64_t ng = zz_xq_groups(kc, group);
   const size_t gb = zz_xq_group_bytes(BITS, group);
+  const __m256i mins_first = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
   const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), bias = _mm256_set1_epi8((char)0x80);
   const float *sx[4], *sxs[4];
   const int32_t *xsum[4];
   const int8_t *xq[4];
   for (int r = 0; r < ROWS; r++) {
-    sx[r] = xr[r], sxs[r] = sx[r] + ng, xsum[r] = (const int32_t *)(sxs[r] + ng), xq[r] = (const int8_t *)(xsum[r] + ng);
+    sx[r] = xr[r], sxs[r] = sx[r] + ng, xsum[r] = (const int32_t *)(sxs[r] + ng),
+    xq[r] = (const int8_t *)(xsum[r] + ng);
   }
   __m128 acc[4];
   for (int r = 0; r < ROWS; r++) acc[r] = _mm_setzero_ps();
   for (int64_t g = 0; g < ng; g++) {
     const int64_t k0 = g * group, m = kc - k0 < group ? kc - k0 : group;
     const int64_t mv = BITS == 4 ? m - m % 64 : m - m % 32; /* vector part */
+    /* the COLS headers (min, step) widened by vcvtph2ps: exact, the table's values;
+     * built in registers (4 scalar stores read back as one vector stall the
+     * store forwarding, about as long as the group's products) */
     const unsigned char *d[4];
-    float st[4] = {0, 0, 0, 0}, mn[4] = {0, 0, 0, 0};
+    uint32_t h[4] = {0, 0, 0, 0};
     for (int c = 0; c < COLS; c++) {
       const unsigned char *gp = (const unsigned char *)wr[c] + (size_t)g * gb;
-      uint16_t h[2];
-      memcpy(h, gp, 4);
-      mn[c] = tab[h[0]], st[c] = tab[h[1]];
+      memcpy(&h[c], gp, 4);
       d[c] = gp + 4;
     }
+    const __m256 hf = _mm256_permutevar8x32_ps(
+        _mm256_cvtph_ps(_mm_setr_epi32((int)h[0], (int)h[1], (int)h[2], (int)h[3])), mins_first);
+    const __m128 vmn = _mm256_castps256_ps128(hf), vst = _mm256_extractf128_ps(hf, 1);
     __m256i is[4][4];
     for (int r = 0; r < ROWS; r++)
       for (int c = 0; c < COLS; c++) is[r][c] = _mm256_setzero_si256();
@@ -183,17 +186,18 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_qx_avx2_tile(con
         }
       }
     }
-    const __m128 vst = _mm_loadu_ps(st), vmn = _mm_loadu_ps(mn);
     for (int r = 0; r < ROWS; r++) {
-      int32_t rest[4] = {0, 0, 0, 0};
-      for (int c = 0; c < COLS; c++) {
-        if (BITS == 8) rest[c] = 128 * xsum[r][g];
-        for (int64_t e = mv; e < m; e++) {
-          int32_t qv = BITS == 4 ? (d[c][e / 2] >> (4 * (e & 1))) & 15 : d[c][e] - 128;
-          rest[c] += qv * xq[r][k0 + e];
-        }
+      __m128i isum = zz_hsum_cols(is[r], COLS);
+      if (BITS == 8) isum = _mm_add_epi32(isum, _mm_set1_epi32(128 * xsum[r][g]));
+      if (mv < m) { /* the group's rest past the vector steps */
+        int32_t rest[4] = {0, 0, 0, 0};
+        for (int c = 0; c < COLS; c++)
+          for (int64_t e = mv; e < m; e++) {
+            int32_t qv = BITS == 4 ? (d[c][e / 2] >> (4 * (e & 1))) & 15 : d[c][e] - 128;
+            rest[c] += qv * xq[r][k0 + e];
+          }
+        isum = _mm_add_epi32(isum, _mm_setr_epi32(rest[0], rest[1], rest[2], rest[3]));
       }
-      __m128i isum = _mm_add_epi32(zz_hsum_cols(is[r], COLS), _mm_loadu_si128((const __m128i *)rest));
       acc[r] = _mm_fmadd_ps(_mm_mul_ps(vst, _mm_set1_ps(sx[r][g])), _mm_cvtepi32_ps(isum), acc[r]);
       acc[r] = _mm_fmadd_ps(vmn, _mm_set1_ps(sxs[r][g]), acc[r]);
     }
@@ -205,24 +209,20 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_qx_avx2_tile(con
   }
 }
 
-/* 1 or 2 rows of x against all 4 W rows, 3 or 4 rows against 2 W rows at a time
- * (16 int32 accumulators would not fit the 16 ymm registers). */
+/* Rows of x two at a time against all 4 W rows (8 int32 accumulators: with 4
+ * rows against 2 W rows the compiler spilled them and the float sums to the
+ * stack, 0.6 the speed). */
 ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_qx_avx2(const void *const xr[4],
-                                                                      const void *const wr[4], int64_t kc, int mr,
-                                                                      int group, const int BITS, float tile[4][4]) {
-  float out[4][4];
-  if (mr == 1) zz_qx_avx2_tile(xr, wr, kc, group, BITS, 1, 4, out);
-  if (mr == 2) zz_qx_avx2_tile(xr, wr, kc, group, BITS, 2, 4, out);
-  if (mr >= 3)
-    for (int c0 = 0; c0 < 4; c0 += 2) {
-      float part[4][4];
-      if (mr == 3) zz_qx_avx2_tile(xr, wr + c0, kc, group, BITS, 3, 2, part);
-      else
-        zz_qx_avx2_tile(xr, wr + c0, kc, group, BITS, 4, 2, part);
-      for (int r = 0; r < mr; r++) out[r][c0] = part[r][0], out[r][c0 + 1] = part[r][1];
-    }
-  for (int r = 0; r < mr; r++)
-    for (int c = 0; c < 4; c++) tile[r][c] = out[r][c];
+                                                                        const void *const wr[4], int64_t kc, int mr,
+                                                                        int group, const int BITS, float tile[4][4]) {
+  for (int r0 = 0; r0 < mr; r0 += 2) {
+    float out[4][4] = {{0}};
+    if (mr - r0 >= 2) zz_qx_avx2_tile(xr + r0, wr, kc, group, BITS, 2, 4, out);
+    else
+      zz_qx_avx2_tile(xr + r0, wr, kc, group, BITS, 1, 4, out);
+    for (int r = 0; r < 2 && r0 + r < mr; r++)
+      for (int c = 0; c < 4; c++) tile[r0 + r][c] = out[r][c];
+  }
 }
 
 ZZ_QX_AVX2 void zz_micro_q4x_avx2(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group,

@@ -442,14 +442,15 @@ check "a compression format that does not exist is refused, naming it" \
 zz perplexity --model "$TRAINED"
 check "perplexity without --text: refused with a message" eval '[ "$RC" -eq 2 ] && has "--text FILE is required" err'
 
-# --cpu-act int8 (issue #27): x of the 4/8-bit linears in int8 at decoding (few rows); teacher-forced
-# perplexity is prefill (many rows), which stays exact, so it equals the exact 4-bit run's to the digit
+# --cpu-act int8 (issue #27): x of the 4/8-bit linears in int8 at decoding sizes; teacher-forced perplexity
+# runs one token a step (decoding), so int8 moves it a little off the exact 4-bit run's
 zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95 --device cpu --compress-weight
 PPL_EXACT=$(sed -n 's/.*perplexity \([0-9.]*\) over.*/\1/p' outp)
 zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95 --device cpu --compress-weight --cpu-act int8
 PPL_INT8=$(sed -n 's/.*perplexity \([0-9.]*\) over.*/\1/p' outp)
-check "--cpu-act int8: prefill stays exact (perplexity $PPL_INT8 = the exact 4-bit run's $PPL_EXACT)" \
-  eval '[ "$RC" -eq 0 ] && [ -n "$PPL_INT8" ] && [ "$PPL_INT8" = "$PPL_EXACT" ]'
+check "--cpu-act int8: perplexity $PPL_INT8, other than the exact 4-bit run's $PPL_EXACT and within 1% of it" \
+  eval '[ "$RC" -eq 0 ] && [ -n "$PPL_INT8" ] && [ -n "$PPL_EXACT" ] &&
+    awk -v a="$PPL_INT8" -v b="$PPL_EXACT" "BEGIN { d = (a - b) / b; exit !(a != b && d < 0.01 && d > -0.01) }"'
 zz generate --model "$TRAINED" --device cpu --compress-weight --cpu-act int8 --prompts golden_ids.jsonl --out i8.jsonl \
   --max-new-tokens 16
 check "--cpu-act int8: generate runs end to end (4 outputs of 16 tokens)" \

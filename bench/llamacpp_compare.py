@@ -8,7 +8,9 @@ One LLaMA-7B-shaped model truncated to a few layers (hidden 4096, 32 heads,
   zigzag     a directory with only config.json, run with `zigzag bench --dummy`
              (deterministic random weights on the CPU device): f32, bf16
              (--cpu-dtype bf16), 4-bit (--compress-weight: groups of 64) and
-             8-bit (--policy ... cw=8/64);
+             8-bit (--policy ... cw=8/64); the 4- and 8-bit rows twice, exact and
+             with --cpu-act int8 (x in int8 at decoding, as llama.cpp's Q8_0
+             activations: "4bit-int8", "8bit-int8");
   llama.cpp  a GGUF written here with the `gguf` package (random f32 weights, a
              synthetic SentencePiece-style vocabulary: <unk> <s> </s>, 256 byte
              tokens, then "▁tN"), converted to f16, Q4_0 and Q8_0 by llama.cpp's own
@@ -136,8 +138,8 @@ def lcpp_fn(lc, *names):
 
 
 FTYPES = {"f16": 1, "q4_0": 2, "q8_0": 7}  # LLAMA_FTYPE_MOSTLY_F16, _Q4_0, _Q8_0
-# zigzag's configuration beside each llama.cpp weight type
-ZZ_PEER = {"f32": "f32", "f16": "bf16", "q4_0": "4bit", "q8_0": "8bit"}
+# zigzag's configurations beside each llama.cpp weight type (the exact one first)
+ZZ_PEER = {"f32": ["f32"], "f16": ["bf16"], "q4_0": ["4bit", "4bit-int8"], "q8_0": ["8bit", "8bit-int8"]}
 GGML_TYPE = {"f32": 0, "f16": 1}
 
 
@@ -220,14 +222,16 @@ def lcpp_one(a, gguf_path, kv_type, B):
 def zigzag_one(a, mdir, B, dtype):
     cmd = [a.zigzag, "bench", "--model", mdir, "--dummy", "--prompt-len", str(a.prompt_len), "--gen-len",
            str(a.gen_len), "--threads", str(a.threads), "--attn-threads", str(a.threads), "--device", "cpu", "--json"]
-    if dtype == "8bit":  # another group format: the policy line names it
+    if dtype.startswith("8bit"):  # another group format: the policy line names it
         cmd += ["--policy", "gbs=%d num_gb=1 w=100,0 c=100,0 a=100,0 cw=8/64" % B]
     else:
         cmd += ["--gpu-batch-size", str(B), "--num-gpu-batches", "1"]
-    if dtype == "4bit":
+    if dtype.startswith("4bit"):
         cmd.append("--compress-weight")
     if dtype == "bf16":
         cmd += ["--cpu-dtype", "bf16"]
+    if dtype.endswith("-int8"):
+        cmd += ["--cpu-act", "int8"]
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(a.threads))
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
@@ -281,7 +285,7 @@ def main():
         # each llama.cpp dtype, then zigzag's peer configuration, within the batch size
         plan = []
         for d in dtypes:
-            plan += [("llama.cpp", d), ("zigzag", ZZ_PEER[d])]
+            plan += [("llama.cpp", d)] + [("zigzag", z) for z in ZZ_PEER[d]]
         for eng, d in plan:
             if eng == "zigzag":
                 got, info = zigzag_one(a, mdir, B, d)
@@ -304,7 +308,7 @@ def main():
     for (eng, d, B), z in sorted(rows.items(), key=lambda kv: (kv[0][2], kv[0][1])):
         if eng != "zigzag":
             continue
-        for p in [k for k, v in ZZ_PEER.items() if v == d]:
+        for p in [k for k, v in ZZ_PEER.items() if d in v]:
             l = rows.get(("llama.cpp", p, B))
             if l:
                 print("ratio,%s/%s,%d,%.3f,%.3f" % (d, p, B, z["prefill_tok_s"] / l["prefill_tok_s"],

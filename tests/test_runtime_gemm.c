@@ -197,12 +197,8 @@ static void test_q4_fused(void) {
         const double u = 0x1p-24, gam = (double)(in + 1) * u / (1 - (double)(in + 1) * u);
         for (int64_t i = 0; i < n; i++)
           for (int64_t o = 0; o < out; o++) {
-            double acc = bb ? bb[o] : 0, mag = bb ? fabs(bb[o]) : 0;
-            for (int64_t k = 0; k < in; k++) {
-              acc += (double)x[i * in + k] * wd[o * in + k];
-              mag += fabs((double)x[i * in + k] * wd[o * in + k]);
-            }
-            if (relu && acc < 0) acc = 0;
+            double acc, mag;
+            zz_test_dot_f64(x + i * in, wd + o * in, bb ? bb + o : NULL, in, relu, &acc, &mag);
             if (fabs(acc - y0[i * out + o]) > gam * mag + 1e-30) bad_f64++;
           }
         for (int a = 0; a < nisa; a++) {

@@ -72,12 +72,8 @@ static void test_int8_bits_and_bound(void) {
       if ((memcmp(y0, ye, (size_t)(n * out) * sizeof *y0) != 0) != (n <= ZZ_CPU_ACT_INT8_MAX_N)) wrong_path++;
       for (int64_t i = 0; i < n; i++)
         for (int64_t o = 0; o < out; o++) {
-          double acc = bb ? bb[o] : 0, mag = bb ? fabs(bb[o]) : 0;
-          for (int64_t k = 0; k < in; k++) {
-            acc += (double)x[i * in + k] * wd[o * in + k];
-            mag += fabs((double)x[i * in + k] * wd[o * in + k]);
-          }
-          if (relu && acc < 0) acc = 0;
+          double acc, mag;
+          zz_test_dot_f64(x + i * in, wd + o * in, bb ? bb + o : NULL, in, relu, &acc, &mag);
           /* the activations' rounding, then f32 sums: 1e-5 of the terms' magnitude */
           double bound = zz_i8_bound(x + i * in, wd + o * in, in, f.group) * 1.001 + 1e-5 * mag + 1e-30;
           double err = fabs(acc - y0[i * out + o]);

@@ -1,4 +1,5 @@
 /* test_util.c — file helpers shared by the test programs (see zz_tests.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,4 +47,14 @@ bool zz_test_ids_equal(const int32_t *ids, int64_t n, const void *want) {
   for (int64_t k = 0; k < n; k++)
     if (ids[k] != json_integer_value(json_array_get(w, (size_t)k))) return false;
   return true;
+}
+
+void zz_test_dot_f64(const float *x, const float *w, const float *b, int64_t in, int relu, double *acc, double *mag) {
+  double a = b ? *b : 0, m = b ? fabs(*b) : 0;
+  for (int64_t k = 0; k < in; k++) {
+    a += (double)x[k] * w[k];
+    m += fabs((double)x[k] * w[k]);
+  }
+  *acc = relu && a < 0 ? 0 : a;
+  *mag = m;
 }

@@ -37,6 +37,9 @@ bool zz_test_ids_equal(const int32_t *ids, int64_t n, const void *want);
 int zz_test_write_file(const char *path, const void *data, size_t len);
 /* A fresh empty directory under $TMPDIR (static buffer per call site: copy it). */
 const char *zz_test_tmpdir(void);
+/* One output of x · wᵀ (+ b) (then ReLU) in f64, the reference the linear tests bound
+ * against: *acc the value, *mag the sum of the terms' magnitudes (b may be NULL). */
+void zz_test_dot_f64(const float *x, const float *w, const float *b, int64_t in, int relu, double *acc, double *mag);
 
 #include "zz_runtime.h"
 

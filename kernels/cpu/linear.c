@@ -12,7 +12,10 @@
  *   bf16  x rounded to bf16 once per call, then the own micro-kernel: vdpbf16ps
  *         (avx512_bf16), or bf16 widened to f32 by a shift in registers and FMA
  *         (AVX2; the product of two bf16 is exact in f32, so FMA and the portable
- *         multiply-then-add give the same bits);
+ *         multiply-then-add give the same bits); on AVX2 above 8 rows the wide
+ *         tiles (zz_gemm_chunk_wide: x and pieces of W widened once, the same
+ *         bits), and without vdpbf16ps from ZZ_BF16_PANEL_N rows widened W
+ *         panels through sgemm (zz_qlin_panel, sgemm's sums);
  *   Q4    (4 or 8 bits) for n <= ZZ_Q_SMALL_N (decoding) the fused
  *         micro-kernel: each value widened in registers as min + q · step (multiply, then add,
  *         as zz_q_dequantize rounds it) and multiplied by x there, the dot

@@ -12,7 +12,9 @@
  *               their last column is the time of q4 (q8) over theirs, same run
  *   ..._portable the same under ZZ_CPU_ISA=portable
  * Each row: GFLOP/s and its fraction of the compute peak of the instructions the
- * kernel can use (f32 FMA; vdpbf16ps for bf16 where the CPU has avx512_bf16),
+ * kernel can use, named in the ceiling column: f32_fma, or bf16_dot (vdpbf16ps)
+ * for bf16 where the CPU has avx512_bf16; without it bf16 is widened to f32 and
+ * multiplied by FMA, so f32_fma is its ceiling (bf16_widened_f32_fma),
  * and the weight bytes per second and their fraction of the streaming read
  * bandwidth (the bound at small n, where a linear reads each weight once).
  * CSV on stdout, the peaks on stderr. Not a test: never part of ctest.
@@ -21,6 +23,7 @@
  * kernels: a list of sgemm, f32, bf16, q4, q8, q4i8, q8i8 and portable (the portable rows of bf16
  * and q4); all: every one.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +91,7 @@ int main(int argc, char **argv) {
     if (atoll(tok) > 0) mlist[nm++] = atoll(tok);
   free(list);
 
-  printf("cpu,op,m,in,out,kernel,isa,gflops,frac_compute_peak,weight_gbs,frac_read_bw,vs_portable\n");
+  printf("cpu,op,m,in,out,kernel,isa,gflops,frac_compute_peak,ceiling,weight_gbs,frac_read_bw,vs_portable\n");
   for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
     if (strcmp(ops[k].model, shapes) != 0) continue;
     int64_t in = ops[k].in, out = ops[k].out;
@@ -123,11 +126,13 @@ int main(int argc, char **argv) {
         if (kind >= K_Q4I8 && t_exact[kind - 2] > 0) t[1] = t_exact[kind - 2]; /* the last column: exact over int8 */
         for (int p = 0; p < 2 && !(p == 1 && kind >= K_Q4I8); p++) {
           if (t[p] <= 0) continue;
-          double peak = kind == K_BF16 && pk.bf16 > 0 && zz_cpu_has_bf16() && p == 0 ? pk.bf16 : pk.f32;
+          bool dot = kind == K_BF16 && pk.bf16 > 0 && zz_cpu_has_bf16() && p == 0;
+          double peak = dot ? pk.bf16 : pk.f32;
+          const char *ceiling = dot ? "bf16_dot" : kind == K_BF16 ? "bf16_widened_f32_fma" : "f32_fma";
           double gf = flop / t[p] / 1e9, gbs = wbytes[kind] / t[p] / 1e9;
-          printf("%s,%s,%lld,%lld,%lld,%s%s,%s,%.1f,%.3f,%.2f,%.3f,", model, ops[k].name, (long long)m, (long long)in,
-                 (long long)out, zz_kind_names[kind], p ? "_portable" : "", p ? "portable" : zz_cpu_isa_name(best), gf,
-                 gf / peak, gbs, gbs / pk.read_gbs);
+          printf("%s,%s,%lld,%lld,%lld,%s%s,%s,%.1f,%.3f,%s,%.2f,%.3f,", model, ops[k].name, (long long)m,
+                 (long long)in, (long long)out, zz_kind_names[kind], p ? "_portable" : "",
+                 p ? "portable" : zz_cpu_isa_name(best), gf, gf / peak, ceiling, gbs, gbs / pk.read_gbs);
           if (p == 0 && t[1] > 0) printf("%.2f\n", t[1] / t[0]);
           else
             printf("\n");

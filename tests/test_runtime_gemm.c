@@ -38,10 +38,13 @@ static void zz_ref(const float *x, const float *w, const float *b, int64_t n, in
     }
 }
 
+/* bf16 without a bf16 dot: {40, 2600, 37} takes the wide tiles over several row
+ * blocks, K blocks and K pieces (n 9..127); {130, 700, 300} prefill's widened
+ * panels and sgemm (n >= 128). */
 static const int64_t g_shapes[][3] = {
     /* n, in, out */
-    {1, 1, 1},    {1, 7, 5},      {2, 16, 4},     {3, 33, 9},     {4, 64, 64},   {5, 100, 65},
-    {7, 31, 130}, {16, 1023, 17}, {17, 1025, 70}, {33, 2049, 19}, {64, 4099, 8}, {130, 96, 67},
+    {1, 1, 1},      {1, 7, 5},      {2, 16, 4},     {3, 33, 9},    {4, 64, 64},   {5, 100, 65},   {7, 31, 130},
+    {16, 1023, 17}, {17, 1025, 70}, {33, 2049, 19}, {64, 4099, 8}, {130, 96, 67}, {40, 2600, 37}, {130, 700, 300},
 };
 
 static void zz_check_gemm(zz_dtype w_dt, bool portable) {

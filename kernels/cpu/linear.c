@@ -12,7 +12,10 @@
  *   bf16  x rounded to bf16 once per call, then the own micro-kernel: vdpbf16ps
  *         (avx512_bf16), or bf16 widened to f32 by a shift in registers and FMA
  *         (AVX2; the product of two bf16 is exact in f32, so FMA and the portable
- *         multiply-then-add give the same bits);
+ *         multiply-then-add give the same bits); on AVX2 above 8 rows the wide
+ *         tiles (zz_gemm_chunk_wide: x and pieces of W widened once, the same
+ *         bits), and without vdpbf16ps from ZZ_BF16_PANEL_N rows widened W
+ *         panels through sgemm (zz_qlin_panel, sgemm's sums);
  *   Q4    (4 or 8 bits) for n <= ZZ_Q_SMALL_N (decoding) the fused
  *         micro-kernel: each value widened in registers as min + q · step (multiply, then add,
  *         as zz_q_dequantize rounds it) and multiplied by x there, the dot
@@ -52,10 +55,36 @@
 /* Up to this many rows of x (decode), each W panel's K blocks run back to back
  * (zz_gemm_chunk): x's rows stay in L1/L2 and W streams row by row. */
 #define ZZ_GEMM_STREAM_N 8
-/* bf16 on AVX2: above this many rows of x, each K block of a W panel is widened
- * to f32 once for all of them (the same values and sums: the same bits). */
+/* bf16 on AVX2: above this many rows of x, the wide path (zz_gemm_chunk_wide):
+ * x widened to f32 once per call, each piece of a W panel widened once for all
+ * rows of a block (the same values and sums: the same bits). */
 #ifndef ZZ_BF16_WIDEN_N
 #define ZZ_BF16_WIDEN_N 8
+#endif
+#define ZZ_WIDE_MR 3 /* rows of x per register tile of the wide path */
+#ifndef ZZ_WIDE_KS
+#define ZZ_WIDE_KS 512 /* its K piece: a widened 4-row W piece is 8 KiB, kept in L1 */
+#endif
+/* floats past each row of the wide path's f32 x and widened W: rows a multiple
+ * of 4 KiB apart put every load of a step into the same L1 bank and set */
+#ifndef ZZ_WIDE_PAD
+#define ZZ_WIDE_PAD 16
+#endif
+#define ZZ_WIDE_LD (ZZ_WIDE_KS + ZZ_WIDE_PAD) /* row stride of the widened W piece */
+/* its rows of x per block: their f32 K block (ZZ_WIDE_MC × 8 KiB) is read again
+ * for each W panel of a chunk, so it must stay in L2 (512 KiB on Zen 3) */
+#ifndef ZZ_WIDE_MC
+#define ZZ_WIDE_MC 36
+#endif
+/* bf16 without a bf16 dot instruction (AVX2, portable), from this many rows of x
+ * (prefill): W widened to f32 in panels, each multiplied by OpenBLAS's sgemm as
+ * the Q4 panels are (outer-product register tiles packed once for many rows;
+ * the dot kernels' tiles read each x and W value for 3-4 products and stay
+ * near 0.45 of the FMA peak here). The sums are sgemm's, in its order: other
+ * bits than the dot kernels, the same on every thread count (panels follow the
+ * shape) and for AVX2 and portable alike (same route). */
+#ifndef ZZ_BF16_PANEL_N
+#define ZZ_BF16_PANEL_N 128
 #endif
 /* Q4: the fused micro-kernel up to this many rows of x; dequantized panels above. */
 #define ZZ_Q_SMALL_N 16
@@ -96,9 +125,12 @@ typedef struct zz_gemm_job {
   size_t x_row, w_row; /* bytes of one row of x, of w */
   int64_t kc;          /* K block in elements */
   zz_gemm_micro micro;
-  /* NULL, or: widens each ZZ_NR-row K block of W into f32 (row stride ld) once,
-   * for all rows of x; micro then reads W as f32 */
+  /* NULL, or the wide path (bf16 on AVX2, many rows; x is then f32): widens
+   * ZZ_NR rows of a K piece of W into f32 (row stride ld), and the register
+   * tile that multiplies them (zz_bf16_wide_tile) */
   void (*widen_w)(const void *const wr[ZZ_NR], int64_t kc, float *dst, int64_t ld);
+  void (*wide_tile)(const float *const x[ZZ_WIDE_MR], int rows, const float *w, int64_t ld, int64_t len, float *acc,
+                    bool first, bool last, float sum[ZZ_WIDE_MR][ZZ_NR]);
 } zz_gemm_job;
 
 /* ---------------------------------------------------------------- portable micro-kernels */
@@ -230,13 +262,10 @@ ZZ_AVX2FMA static inline __m256 zz_bf16x8(const uint16_t *p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
 }
 
-/* rows (1 or 2) rows of x against the tile's 4 W rows, W in bf16 (WF 0) or
- * already widened to f32 by the driver (WF 1, the same values); both constants
- * after inlining. */
+/* rows (1 or 2) rows of x against the tile's 4 W rows (bf16, widened in registers) */
 ZZ_AVX2FMA static inline __attribute__((always_inline)) void zz_bf16_avx2_rows(const uint16_t *const x[2],
                                                                                const void *const wr[ZZ_NR], int64_t kc,
-                                                                               const int rows, const int WF,
-                                                                               float out[2][ZZ_NR]) {
+                                                                               const int rows, float out[2][ZZ_NR]) {
   __m256 acc[2][ZZ_NR];
   for (int r = 0; r < 2; r++)
     for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm256_setzero_ps();
@@ -245,7 +274,7 @@ ZZ_AVX2FMA static inline __attribute__((always_inline)) void zz_bf16_avx2_rows(c
     __m256 a[2];
     for (int r = 0; r < rows; r++) a[r] = zz_bf16x8(x[r] + k);
     for (int c = 0; c < ZZ_NR; c++) {
-      __m256 b = WF ? _mm256_loadu_ps((const float *)wr[c] + k) : zz_bf16x8((const uint16_t *)wr[c] + k);
+      __m256 b = zz_bf16x8((const uint16_t *)wr[c] + k);
       for (int r = 0; r < rows; r++) acc[r][c] = _mm256_fmadd_ps(a[r], b, acc[r][c]);
     }
   }
@@ -254,42 +283,26 @@ ZZ_AVX2FMA static inline __attribute__((always_inline)) void zz_bf16_avx2_rows(c
       float l[8];
       _mm256_storeu_ps(l, acc[r][c]);
       float s = zz_tree8(l);
-      for (int64_t t = k; t < kc; t++)
-        s += zz_bf16_to_f32(x[r][t]) * (WF ? ((const float *)wr[c])[t] : zz_bf16_to_f32(((const uint16_t *)wr[c])[t]));
+      for (int64_t t = k; t < kc; t++) s += zz_bf16_to_f32(x[r][t]) * zz_bf16_to_f32(((const uint16_t *)wr[c])[t]);
       out[r][c] = s;
     }
-}
-
-ZZ_AVX2FMA static inline __attribute__((always_inline)) void zz_bf16_avx2_tile(const void *const xr[ZZ_MR],
-                                                                               const void *const wr[ZZ_NR], int64_t kc,
-                                                                               int mr, const int WF,
-                                                                               float tile[ZZ_MR][ZZ_NR]) {
-  for (int r0 = 0; r0 < mr; r0 += 2) {
-    const uint16_t *x[2] = {xr[r0], xr[r0 + 1 < mr ? r0 + 1 : r0]};
-    float out[2][ZZ_NR];
-    if (mr - r0 >= 2) zz_bf16_avx2_rows(x, wr, kc, 2, WF, out);
-    else
-      zz_bf16_avx2_rows(x, wr, kc, 1, WF, out);
-    for (int r = 0; r < 2 && r0 + r < mr; r++)
-      for (int c = 0; c < ZZ_NR; c++) tile[r0 + r][c] = out[r][c];
-  }
 }
 
 ZZ_AVX2FMA static void zz_micro_bf16_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
                                           int group, float tile[ZZ_MR][ZZ_NR]) {
   (void)group;
-  zz_bf16_avx2_tile(xr, wr, kc, mr, 0, tile);
+  for (int r0 = 0; r0 < mr; r0 += 2) {
+    const uint16_t *x[2] = {xr[r0], xr[r0 + 1 < mr ? r0 + 1 : r0]};
+    float out[2][ZZ_NR];
+    if (mr - r0 >= 2) zz_bf16_avx2_rows(x, wr, kc, 2, out);
+    else
+      zz_bf16_avx2_rows(x, wr, kc, 1, out);
+    for (int r = 0; r < 2 && r0 + r < mr; r++)
+      for (int c = 0; c < ZZ_NR; c++) tile[r0 + r][c] = out[r][c];
+  }
 }
 
-/* W rows the driver widened once per K block into f32 (many rows of x: each
- * widened W value then serves them all instead of being widened per 2 rows). */
-ZZ_AVX2FMA static void zz_micro_bf16w_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
-                                           int group, float tile[ZZ_MR][ZZ_NR]) {
-  (void)group;
-  zz_bf16_avx2_tile(xr, wr, kc, mr, 1, tile);
-}
-
-/* dst[c][0..kc) = the bf16 K block of W row c widened (a shift) */
+/* dst[c][0..kc) = the bf16 K piece of W row c widened (a shift) */
 ZZ_AVX2 static void zz_widen_bf16_avx2(const void *const wr[ZZ_NR], int64_t kc, float *dst, int64_t ld) {
   for (int c = 0; c < ZZ_NR; c++) {
     const uint16_t *w = wr[c];
@@ -300,6 +313,55 @@ ZZ_AVX2 static void zz_widen_bf16_avx2(const void *const wr[ZZ_NR], int64_t kc, 
                                   _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(w + k))), 16)));
     for (; k < kc; k++) d[k] = zz_bf16_to_f32(w[k]);
   }
+}
+
+/* The 4 tree8 sums of 4 accumulators: hadd pairs lanes (0,1) (2,3) in each
+ * 128-bit half, the second hadd adds those pairs, the halves are added last:
+ * ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), zz_tree8's tree. */
+ZZ_AVX2FMA static inline __m128 zz_tree8x4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+/* The wide path's register tile (many rows of x, zz_gemm_panel_wide): ROWS
+ * (<= ZZ_WIDE_MR) rows of x (f32, the bf16-rounded values) against 4 widened W
+ * rows (row stride ld) over len (a multiple of 8) elements. Each output's 8
+ * lanes start at zero (first) or from acc ([ZZ_WIDE_MR][ZZ_NR][8]), the previous
+ * K piece's; after the K block's last piece (last) they are reduced by
+ * zz_tree8's tree into sum, else stored back to acc. The lanes see the products
+ * in the dot kernel's order, so the sums are its bits. 3 rows: 12 accumulators,
+ * 3 x and 1 W register, the 16 ymm; each step 7 loads (x from L2, W from L1)
+ * for 12 FMA. */
+ZZ_AVX2FMA static inline __attribute__((always_inline)) void zz_bf16_wide_rows(const float *const x[ZZ_WIDE_MR],
+                                                                               const int ROWS, const float *w,
+                                                                               int64_t ld, int64_t len, float *acc,
+                                                                               bool first, bool last,
+                                                                               float sum[ZZ_WIDE_MR][ZZ_NR]) {
+  __m256 a[ZZ_WIDE_MR][ZZ_NR];
+  for (int r = 0; r < ROWS; r++)
+    for (int c = 0; c < ZZ_NR; c++) a[r][c] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + (r * ZZ_NR + c) * 8);
+  for (int64_t k = 0; k < len; k += 8) {
+    __m256 v[ZZ_WIDE_MR];
+    for (int r = 0; r < ROWS; r++) v[r] = _mm256_loadu_ps(x[r] + k);
+    for (int c = 0; c < ZZ_NR; c++) {
+      __m256 b = _mm256_loadu_ps(w + c * ld + k);
+      for (int r = 0; r < ROWS; r++) a[r][c] = _mm256_fmadd_ps(v[r], b, a[r][c]);
+    }
+  }
+  for (int r = 0; r < ROWS; r++) {
+    if (last) _mm_storeu_ps(sum[r], zz_tree8x4(a[r][0], a[r][1], a[r][2], a[r][3]));
+    else
+      for (int c = 0; c < ZZ_NR; c++) _mm256_storeu_ps(acc + (r * ZZ_NR + c) * 8, a[r][c]);
+  }
+}
+
+ZZ_AVX2FMA static void zz_bf16_wide_tile(const float *const x[ZZ_WIDE_MR], int rows, const float *w, int64_t ld,
+                                         int64_t len, float *acc, bool first, bool last, float sum[ZZ_WIDE_MR][ZZ_NR]) {
+  if (rows == 3) zz_bf16_wide_rows(x, 3, w, ld, len, acc, first, last, sum);
+  else if (rows == 2)
+    zz_bf16_wide_rows(x, 2, w, ld, len, acc, first, last, sum);
+  else
+    zz_bf16_wide_rows(x, 1, w, ld, len, acc, first, last, sum);
 }
 
 /* ---- Q4 on AVX2: nibbles widened to min + q · step in registers */
@@ -507,12 +569,15 @@ ZZ_AVX512 static void zz_micro_q4_avx512(const void *const xr[ZZ_MR], const void
 typedef struct zz_gemm_isa {
   zz_gemm_micro f32; /* NULL: sgemm tiles at every size */
   zz_gemm_micro bf16;
-  zz_gemm_micro bf16w; /* bf16 x against W widened by widen_bf16 (many rows); NULL: none */
+  /* the wide path for bf16 (n > ZZ_BF16_WIDEN_N); NULL: none */
   void (*widen_bf16)(const void *const wr[ZZ_NR], int64_t kc, float *dst, int64_t ld);
+  void (*wide_tile)(const float *const x[ZZ_WIDE_MR], int rows, const float *w, int64_t ld, int64_t len, float *acc,
+                    bool first, bool last, float sum[ZZ_WIDE_MR][ZZ_NR]);
   zz_gemm_micro q4; /* 4 bits, groups of a multiple of 8; NULL: dequantized panels */
   zz_gemm_micro q8; /* 8 bits, the same */
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
   zz_gemm_micro q4x, q8x; /* x in int8 (--cpu-act int8; linear_int8.c): 4 and 8 bits, any group */
+  bool bf16_dot;          /* bf16 multiplies as it is (vdpbf16ps): no widened panels for prefill */
 } zz_gemm_isa;
 
 static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
@@ -523,15 +588,16 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
  * one exists under AVX-512 only: on AVX2 f32 keeps sgemm, the reference the
  * golden tests were taken with. */
 static zz_gemm_isa zz_gemm_isa_get(void) {
-  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c, zz_micro_q4x_c, zz_micro_q8x_c};
+  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL,           NULL,           NULL,
+                   NULL, zz_round_bf16_c, zz_micro_q4x_c, zz_micro_q8x_c, false};
 #ifdef ZZ_GEMM_X86
   zz_cpu_isa isa = zz_cpu_isa_get();
   if (isa >= ZZ_CPU_ISA_AVX2) {
     s.q4x = zz_micro_q4x_avx2; /* also under avx512: no VNNI variant yet */
     s.q8x = zz_micro_q8x_avx2;
     s.bf16 = zz_micro_bf16_avx2;
-    s.bf16w = zz_micro_bf16w_avx2;
     s.widen_bf16 = zz_widen_bf16_avx2;
+    s.wide_tile = zz_bf16_wide_tile;
     s.q4 = zz_micro_q4_avx2;
     s.q8 = zz_micro_q8_avx2; /* also under avx512: no zmm variant yet */
   }
@@ -539,9 +605,10 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
     s.f32 = zz_micro_f32_avx512;
     s.q4 = zz_micro_q4_avx512;
     if (zz_cpu_has_bf16()) {
-      s.bf16w = NULL, s.widen_bf16 = NULL; /* vdpbf16ps reads bf16 W as it is */
+      s.widen_bf16 = NULL, s.wide_tile = NULL; /* vdpbf16ps reads bf16 W as it is */
       s.bf16 = zz_micro_bf16_avx512;
       s.round_bf16 = zz_round_bf16_avx512;
+      s.bf16_dot = true;
     }
   }
 #endif
@@ -559,21 +626,12 @@ static void zz_gemm_store(const zz_gemm_job *j, float tile[ZZ_MR][ZZ_NR], int64_
   }
 }
 
-/* The widened W panel: ZZ_NR rows of a K block of 2-byte elements (32 KiB, on
- * the pool thread's stack). */
-#define ZZ_WPANEL_LD (ZZ_GEMM_KC_BYTES / 2)
-
 /* The tiles of W rows c0 .. min(c0 + ZZ_NR, c_hi), K block k0 .. k0+kc, against x rows m0 .. m1. */
-static void zz_gemm_panel(const zz_gemm_job *j, float *wpanel, int64_t m0, int64_t m1, int64_t k0, int64_t c0,
-                          int64_t c_hi) {
+static void zz_gemm_panel(const zz_gemm_job *j, int64_t m0, int64_t m1, int64_t k0, int64_t c0, int64_t c_hi) {
   int nr = c_hi - c0 < ZZ_NR ? (int)(c_hi - c0) : ZZ_NR;
   int64_t kc = j->in - k0 < j->kc ? j->in - k0 : j->kc;
   const void *wr[ZZ_NR];
   for (int c = 0; c < ZZ_NR; c++) wr[c] = j->w + (size_t)(c0 + (c < nr ? c : nr - 1)) * j->w_row + (size_t)k0 * j->wsz;
-  if (j->widen_w) {
-    j->widen_w(wr, kc, wpanel, ZZ_WPANEL_LD);
-    for (int c = 0; c < ZZ_NR; c++) wr[c] = wpanel + c * ZZ_WPANEL_LD;
-  }
   for (int64_t i0 = m0; i0 < m1; i0 += ZZ_MR) {
     int mr = m1 - i0 < ZZ_MR ? (int)(m1 - i0) : ZZ_MR;
     const void *xr[ZZ_MR];
@@ -585,8 +643,82 @@ static void zz_gemm_panel(const zz_gemm_job *j, float *wpanel, int64_t m0, int64
   }
 }
 
+/* The wide path's panel: W rows c0 .. min(c0 + ZZ_NR, c_hi), K block k0 ..
+ * k0+kc, against x rows m0 .. m1 (x in f32). The K block's whole-vector part
+ * runs in pieces of ZZ_WIDE_KS, each widened once into wpanel (L1) and
+ * multiplied by every row of the block, the 8 lanes of each output carried in
+ * acc between pieces; then each output is reduced as the dot kernel does it
+ * (zz_tree8, the tail, += y): per output the same products in the same order
+ * as zz_micro_bf16_c with this K block, hence the same bits at any n. */
+static void zz_gemm_panel_wide(const zz_gemm_job *j, float *wpanel, float *acc, int64_t m0, int64_t m1, int64_t k0,
+                               int64_t c0, int64_t c_hi) {
+  int nr = c_hi - c0 < ZZ_NR ? (int)(c_hi - c0) : ZZ_NR;
+  int64_t kc = j->in - k0 < j->kc ? j->in - k0 : j->kc, kmain = kc - kc % 8;
+  const uint16_t *wr[ZZ_NR];
+  for (int c = 0; c < ZZ_NR; c++)
+    wr[c] = (const uint16_t *)(j->w + (size_t)(c0 + (c < nr ? c : nr - 1)) * j->w_row) + k0;
+  float sum[ZZ_WIDE_MC + ZZ_WIDE_MR][ZZ_NR]; /* each output's tree8 of its lanes, by row */
+  memset(sum, 0, sizeof sum);
+  for (int64_t s0 = 0; s0 < kmain; s0 += ZZ_WIDE_KS) {
+    int64_t len = kmain - s0 < ZZ_WIDE_KS ? kmain - s0 : ZZ_WIDE_KS;
+    const void *ws[ZZ_NR];
+    for (int c = 0; c < ZZ_NR; c++) ws[c] = wr[c] + s0;
+    j->widen_w(ws, len, wpanel, ZZ_WIDE_LD);
+    /* the W piece widened next (this panel's next piece, or the next panel's
+     * first), fetched while this one is multiplied: widening from memory
+     * otherwise waits on DRAM, row by row (a quarter of the time at n = 64) */
+    const char *pf[ZZ_NR];
+    int64_t pf_bytes = 0;
+    if (s0 + ZZ_WIDE_KS < kmain) {
+      for (int c = 0; c < ZZ_NR; c++) pf[c] = (const char *)(wr[c] + s0 + ZZ_WIDE_KS);
+      pf_bytes = (kmain - s0 - ZZ_WIDE_KS < ZZ_WIDE_KS ? kmain - s0 - ZZ_WIDE_KS : ZZ_WIDE_KS) * 2;
+    } else if (c0 + ZZ_NR < c_hi) {
+      for (int c = 0; c < ZZ_NR; c++) {
+        int64_t row = c0 + ZZ_NR + c < c_hi ? c0 + ZZ_NR + c : c_hi - 1;
+        pf[c] = j->w + (size_t)row * j->w_row + (size_t)k0 * 2;
+      }
+      pf_bytes = (kmain < ZZ_WIDE_KS ? kmain : ZZ_WIDE_KS) * 2;
+    }
+    int64_t lines = (pf_bytes + 63) / 64, tiles = (m1 - m0 + ZZ_WIDE_MR - 1) / ZZ_WIDE_MR;
+    int64_t per = (lines * ZZ_NR + tiles - 1) / tiles, next = 0; /* lines to fetch per tile, the next one's index */
+    for (int64_t i0 = m0; i0 < m1; i0 += ZZ_WIDE_MR) {
+      for (int64_t e = 0; e < per && next < lines * ZZ_NR; e++, next++)
+        __builtin_prefetch(pf[next / lines] + (next % lines) * 64);
+      int rows = m1 - i0 < ZZ_WIDE_MR ? (int)(m1 - i0) : ZZ_WIDE_MR;
+      const float *xr[ZZ_WIDE_MR];
+      for (int r = 0; r < ZZ_WIDE_MR; r++)
+        xr[r] = (const float *)j->x + (size_t)(i0 + (r < rows ? r : 0)) * (j->x_row / sizeof(float)) + k0 + s0;
+      j->wide_tile(xr, rows, wpanel, ZZ_WIDE_LD, len, acc + (i0 - m0) * ZZ_NR * 8, s0 == 0, s0 + len == kmain,
+                   &sum[i0 - m0]);
+    }
+  }
+  for (int64_t i = m0; i < m1; i++) {
+    const float *x = (const float *)j->x + (size_t)i * (j->x_row / sizeof(float)) + k0;
+    float *yr = j->y + i * j->out + c0;
+    for (int c = 0; c < nr; c++) {
+      float s = sum[i - m0][c];
+      for (int64_t t = kmain; t < kc; t++) s += x[t] * zz_bf16_to_f32(wr[c][t]);
+      yr[c] = s + (k0 == 0 ? 0.0f : yr[c]);
+    }
+  }
+}
+
+/* The wide path's chunk: blocks of ZZ_WIDE_MC rows of x, their K blocks in
+ * order, W panels inside (the block's f32 K block stays in L2 for all of them). */
+static void zz_gemm_chunk_wide(const zz_gemm_job *j, int64_t c_lo, int64_t c_hi) {
+  _Alignas(64) float wpanel[ZZ_NR * ZZ_WIDE_LD];
+  /* the 8 lanes of each output of a block; rows past m1 take the last row's copies */
+  _Alignas(64) float acc[(ZZ_WIDE_MC + ZZ_WIDE_MR - 1) * ZZ_NR * 8];
+  for (int64_t m0 = 0; m0 < j->n; m0 += ZZ_WIDE_MC) {
+    int64_t m1 = j->n - m0 < ZZ_WIDE_MC ? j->n : m0 + ZZ_WIDE_MC;
+    for (int64_t k0 = 0; k0 < j->in; k0 += j->kc)
+      for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_NR) zz_gemm_panel_wide(j, wpanel, acc, m0, m1, k0, c0, c_hi);
+    zz_bias_relu_cols(j->y + m0 * j->out, m1 - m0, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
+  }
+}
+
 /* One chunk of ZZ_GEMM_CHUNK output columns (rows of W), all rows of x. At
- * decode (few rows of x, W not widened) the K blocks of one W panel run one
+ * decode (few rows of x) the K blocks of one W panel run one
  * after another, so its rows stream start to end: with the K blocks outside,
  * every 4 KiB piece of a row (a page) was a fresh stream the hardware
  * prefetcher had to find again, and a 11008-wide bf16 layer read at 0.3-0.4 of
@@ -594,17 +726,20 @@ static void zz_gemm_panel(const zz_gemm_job *j, float *wpanel, int64_t m0, int64
  * (its K blocks ascending): the same bits either way. */
 static void zz_gemm_chunk(void *arg, int64_t t) {
   const zz_gemm_job *j = arg;
-  _Alignas(64) float wpanel[j->widen_w ? ZZ_NR * ZZ_WPANEL_LD : 1];
   int64_t c_lo = t * ZZ_GEMM_CHUNK, c_hi = c_lo + ZZ_GEMM_CHUNK < j->out ? c_lo + ZZ_GEMM_CHUNK : j->out;
-  bool rows_first = !j->widen_w && j->n <= ZZ_GEMM_STREAM_N;
+  if (j->widen_w) {
+    zz_gemm_chunk_wide(j, c_lo, c_hi);
+    return;
+  }
+  bool rows_first = j->n <= ZZ_GEMM_STREAM_N;
   for (int64_t m0 = 0; m0 < j->n; m0 += ZZ_GEMM_MC) {
     int64_t m1 = j->n - m0 < ZZ_GEMM_MC ? j->n : m0 + ZZ_GEMM_MC;
     if (rows_first) {
       for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_NR)
-        for (int64_t k0 = 0; k0 < j->in; k0 += j->kc) zz_gemm_panel(j, wpanel, m0, m1, k0, c0, c_hi);
+        for (int64_t k0 = 0; k0 < j->in; k0 += j->kc) zz_gemm_panel(j, m0, m1, k0, c0, c_hi);
     } else {
       for (int64_t k0 = 0; k0 < j->in; k0 += j->kc)
-        for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_NR) zz_gemm_panel(j, wpanel, m0, m1, k0, c0, c_hi);
+        for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_NR) zz_gemm_panel(j, m0, m1, k0, c0, c_hi);
     }
     zz_bias_relu_cols(j->y + m0 * j->out, m1 - m0, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
   }
@@ -712,13 +847,15 @@ static void *zz_q_tls(int slot, size_t bytes) {
 static float *zz_q_panel(size_t floats) { return zz_q_tls(0, floats * sizeof(float)); }
 
 typedef struct zz_qlin_job {
-  const float *x, *b;
+  const float *x, *b; /* x [n, in], rows ldx apart */
   const unsigned char *w;
   zz_qfmt f;
   int64_t n, in, out, panel;
   size_t row_bytes;
   float *y;
   int relu;
+  bool bf16; /* w is bf16 (widened, not dequantized) */
+  int64_t ldx;
 } zz_qlin_job;
 
 static void zz_qlin_panel(void *arg, int64_t p) {
@@ -730,7 +867,9 @@ static void zz_qlin_panel(void *arg, int64_t p) {
     fprintf(stderr, "zz_cpu_linear_q: out of memory for a %lld-float panel\n", (long long)(j->panel * j->in));
     abort();
   }
-  zz_q_dequantize(j->f, j->w + (size_t)o0 * j->row_bytes, rows, j->in, wp);
+  if (j->bf16) zz_convert(ZZ_DTYPE_BF16, j->w + (size_t)o0 * j->row_bytes, ZZ_DTYPE_F32, wp, rows * j->in);
+  else
+    zz_q_dequantize(j->f, j->w + (size_t)o0 * j->row_bytes, rows, j->in, wp);
   if (j->n <= ZZ_Q_SMALL_N) {
     /* decoding without a fused micro-kernel: dot products on this thread */
     for (int64_t i = 0; i < j->n; i++)
@@ -738,27 +877,63 @@ static void zz_qlin_panel(void *arg, int64_t p) {
   } else {
     /* y[:, o0 .. o0+rows) = x · panelᵀ, single-threaded on the CPU device (zz_cpu_blas_single) */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)j->n, (blasint)rows, (blasint)j->in, 1.0f, j->x,
-                (blasint)j->in, wp, (blasint)j->in, 0.0f, j->y + o0, (blasint)j->out);
+                (blasint)j->ldx, wp, (blasint)j->in, 0.0f, j->y + o0, (blasint)j->out);
   }
   zz_bias_relu_cols(j->y, j->n, j->out, o0, rows, j->b, j->relu);
+}
+
+/* Output rows per widened panel for n rows of x: decoding 16 rows a task, dot
+ * products; prefill 64 rows a task, each a single-threaded GEMM (a threaded
+ * OpenBLAS would serialise them), from ZZ_Q_WIDE_N rows as wide as
+ * ZZ_Q_WIDE_BYTES allow. */
+static int64_t zz_qlin_panel_rows(int64_t n, int64_t in) {
+  int64_t panel = n <= ZZ_Q_SMALL_N ? ZZ_Q_PANEL : 4 * ZZ_Q_PANEL;
+  if (n >= ZZ_Q_WIDE_N) {
+    int64_t wide = ZZ_Q_WIDE_BYTES / ((int64_t)sizeof(float) * in) / (4 * ZZ_Q_PANEL) * (4 * ZZ_Q_PANEL);
+    panel = wide > 512 ? 512 : wide > panel ? wide : panel;
+  }
+  return panel;
 }
 
 /* ---------------------------------------------------------------- entry points */
 
 typedef struct zz_round_job {
   const float *x;
-  uint16_t *xb;
-  int64_t in;
+  void *xb; /* [n, in]: bf16, or (wide) f32 holding the bf16 values, rows ld apart */
+  int64_t in, ld;
+  bool wide;
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
 } zz_round_job;
 
 static void zz_round_row(void *arg, int64_t i) {
   const zz_round_job *j = arg;
-  j->round_bf16(j->x + i * j->in, j->in, j->xb + i * j->in);
+  if (!j->wide) {
+    j->round_bf16(j->x + i * j->in, j->in, (uint16_t *)j->xb + i * j->in);
+    return;
+  }
+  /* rounded in pieces on the stack, then widened exactly (a shift) */
+  float *dst = (float *)j->xb + i * j->ld;
+  uint16_t piece[256];
+  for (int64_t k0 = 0; k0 < j->in; k0 += 256) {
+    int64_t m = j->in - k0 < 256 ? j->in - k0 : 256;
+    j->round_bf16(j->x + i * j->in + k0, m, piece);
+    for (int64_t k = 0; k < m; k++) {
+      uint32_t u = (uint32_t)piece[k] << 16;
+      memcpy(dst + k0 + k, &u, sizeof u);
+    }
+  }
 }
 
+/* The wide path's row stride of x in floats. */
+static int64_t zz_wide_x_ld(int64_t in) { return in + ZZ_WIDE_PAD; }
+
+/* bf16: x rounded, 2 bytes a value; above ZZ_BF16_WIDEN_N rows 4 (the wide path
+ * keeps x widened to f32; the same bound on every ISA, so a buffer sized here
+ * fits whichever path runs). */
 size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt) {
-  return w_dt == ZZ_DTYPE_BF16 ? zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in) : 0;
+  if (w_dt != ZZ_DTYPE_BF16) return 0;
+  return n > ZZ_BF16_WIDEN_N ? zz_dtype_nbytes(ZZ_DTYPE_F32, n * zz_wide_x_ld(in))
+                             : zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in);
 }
 
 /* The own-kernel job's arguments for an f32 x, as every weight dtype's job starts
@@ -784,21 +959,33 @@ static zz_gemm_job zz_gemm_dense(zz_pool *pool, const zz_gemm_isa *isa, const fl
   zz_gemm_job job = zz_gemm_job_of(x, n, in, w, b, out, y, relu, isa->f32 ? isa->f32 : zz_micro_f32_c);
   job.wsz = sizeof(float);
   if (w_dt == ZZ_DTYPE_BF16) {
-    zz_round_job r = {x, xb, in, isa->round_bf16};
+    bool wide = isa->wide_tile && n > ZZ_BF16_WIDEN_N;
+    zz_round_job r = {x, xb, in, zz_wide_x_ld(in), wide, isa->round_bf16};
     zz_pool_run(pool, zz_round_row, &r, n);
     job.x = xb;
     job.xsz = job.wsz = sizeof(uint16_t);
     job.micro = isa->bf16;
-    if (isa->bf16w && n > ZZ_BF16_WIDEN_N) job.micro = isa->bf16w, job.widen_w = isa->widen_bf16;
+    if (wide) job.xsz = sizeof(float), job.widen_w = isa->widen_bf16, job.wide_tile = isa->wide_tile;
   }
-  job.x_row = job.w_row = (size_t)in * job.xsz;
-  job.kc = (int64_t)(ZZ_GEMM_KC_BYTES / job.xsz);
+  job.x_row = (size_t)(job.widen_w ? zz_wide_x_ld(in) : in) * job.xsz;
+  job.w_row = (size_t)in * job.wsz;
+  job.kc = (int64_t)(ZZ_GEMM_KC_BYTES / job.wsz);
   return job;
 }
 
 void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
                  int64_t out, float *y, int relu, void *xb) {
   const zz_gemm_isa isa = zz_gemm_isa_get();
+  if (w_dt == ZZ_DTYPE_BF16 && n >= ZZ_BF16_PANEL_N && !isa.bf16_dot) {
+    /* prefill: x rounded into xb (f32), W widened panel by panel, sgemm each */
+    zz_round_job r = {x, xb, in, zz_wide_x_ld(in), true, isa.round_bf16};
+    zz_pool_run(pool, zz_round_row, &r, n);
+    zz_qlin_job job = {
+        xb, b,    w,    ZZ_QFMT_DEFAULT, n, in, out, zz_qlin_panel_rows(n, in), (size_t)in * sizeof(uint16_t),
+        y,  relu, true, zz_wide_x_ld(in)};
+    zz_pool_run(pool, zz_qlin_panel, &job, (out + job.panel - 1) / job.panel);
+    return;
+  }
   zz_gemm_job job = zz_gemm_dense(pool, &isa, x, n, in, w, w_dt, b, out, y, relu, xb);
   zz_gemm_own(pool, &job);
 }
@@ -858,14 +1045,6 @@ void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const
     zz_gemm_own(pool, &job);
     return;
   }
-  /* panels: decoding 16 rows a task, dot products; prefill 64 rows a task, each a
-   * single-threaded GEMM (a threaded OpenBLAS would serialise them) */
-  bool small = n <= ZZ_Q_SMALL_N;
-  int64_t panel = small ? ZZ_Q_PANEL : 4 * ZZ_Q_PANEL;
-  if (n >= ZZ_Q_WIDE_N) {
-    int64_t wide = ZZ_Q_WIDE_BYTES / ((int64_t)sizeof(float) * in) / (4 * ZZ_Q_PANEL) * (4 * ZZ_Q_PANEL);
-    panel = wide > 512 ? 512 : wide > panel ? wide : panel;
-  }
-  zz_qlin_job job = {x, b, w, f, n, in, out, panel, zz_q_row_bytes(f, in), y, relu};
-  zz_pool_run(pool, zz_qlin_panel, &job, (out + panel - 1) / panel);
+  zz_qlin_job job = {x, b, w, f, n, in, out, zz_qlin_panel_rows(n, in), zz_q_row_bytes(f, in), y, relu, false, in};
+  zz_pool_run(pool, zz_qlin_panel, &job, (out + job.panel - 1) / job.panel);
 }

@@ -24,9 +24,9 @@ script refuses without them.
              written to the disk tier's file under --workdir (O_DIRECT), then
              streamed from it per layer by the weight lane; the policy comes from
              `zigzag plan` run inside the same cgroup (its profile sees the
-             limit), or --policy for a hand policy. --cpu-mem is the limit less
-             --margin (the binary, libraries and thread stacks live outside the
-             plan).
+             limit), or --policy for a hand policy. No --cpu-mem: inside a
+             cgroup zigzag's default is the group's limit less room for the
+             program (runtime/limits.c), for plan and bench alike.
 
 Reported per engine: FlexGen's prefill, decode and total tokens/s (total =
 B * gen / (prefill + decode), warm-up and load excluded, as `zigzag bench`
@@ -84,20 +84,19 @@ def parse(argv=None):
     p.add_argument("--layers", type=pos_int, default=12)
     p.add_argument("--vocab", type=pos_int, default=32000)
     p.add_argument("--limit", type=size_arg, default=size_arg("1G"), help="the cgroup's memory limit")
-    p.add_argument("--margin", type=size_arg, default=size_arg("96M"),
-                   help="zigzag's --cpu-mem is the limit less this (the process beyond its plan)")
     p.add_argument("--prompt-len", type=pos_int, default=8)
     p.add_argument("--gen-len", type=pos_int, default=4)
     p.add_argument("--batch", type=pos_int, default=64)
     p.add_argument("--threads", type=pos_int, default=2)
     p.add_argument("--policy", help="zigzag's policy line (a hand policy); default: `zigzag plan` in the cgroup")
     p.add_argument("--profile-seconds", type=float, default=6, help="zigzag plan's measurement of this machine")
+    p.add_argument("--in-ram-reference", action="store_true",
+                   help="after the two rows, llama.cpp once more with no limit and the file in the page cache "
+                        "(what its disk reads cost it; not part of the ratio)")
     p.add_argument("--lcpp-child", metavar="GGUF", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.gen_len < 2:
         p.error("--gen-len must be at least 2 (decode needs a step)")
-    if a.margin >= a.limit:
-        p.error("--margin %d must be below --limit %d" % (a.margin, a.limit))
     return a
 
 
@@ -211,7 +210,10 @@ def lcpp_child(a):
         mp["load_mode"] = lc.LLAMA_LOAD_MODE_MMAP
     else:
         mp["use_mmap"] = True
-    lcc.lcpp_one(a, a.lcpp_child, "f16", a.batch, model_params=mp)
+    # one KV cache for all sequences: per-sequence caches are padded to 256 cells
+    # each (3 GiB for 64 sequences of 12 tokens over 12 layers)
+    cp = {"kv_unified": True} if "kv_unified" in [f[0] for f in lc.llama_context_params._fields_] else {}
+    lcc.lcpp_one(a, a.lcpp_child, "f16", a.batch, model_params=mp, context_params=cp)
 
 
 def fmt_bytes(n):
@@ -258,10 +260,9 @@ def main():
     cpu = "unknown"
     with open("/proc/cpuinfo") as f:
         cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), cpu)
-    cpu_mem = "%dM" % ((a.limit - a.margin) >> 20)
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(a.threads))
     zz_common = ["--model", mdir, "--prompt-len", str(a.prompt_len), "--gen-len", str(a.gen_len), "--threads",
-                 str(a.threads), "--cpu-mem", cpu_mem, "--offload-dir", a.workdir, "--json"]
+                 str(a.threads), "--offload-dir", a.workdir, "--json"]
     rows = {}
 
     # llama.cpp first, zigzag after: each from a dropped page cache in its own group
@@ -271,7 +272,7 @@ def main():
         rc, out, err, ru, wall, dev = run_in(cg, [sys.executable, os.path.abspath(__file__), "--lcpp-child", q4,
                                                   "--prompt-len", str(a.prompt_len), "--gen-len", str(a.gen_len),
                                                   "--threads", str(a.threads), "--vocab", str(a.vocab), "--batch",
-                                                  str(a.batch), "--limit", str(a.limit), "--margin", str(a.margin)])
+                                                  str(a.batch), "--limit", str(a.limit)])
         peak, fail, oom = cg.stats()
     finally:
         cg.remove()
@@ -318,9 +319,9 @@ def main():
     rows["zigzag"] = (got, peak, fail, oom, ru.ru_inblock * 512, dev, wall, "%s; policy from %s" % (policy, how))
 
     print("# cpu: %s (%d online); llama-cpp-python %s; LLaMA-7B layer x %d, vocab %d; Q4_0 file %s; "
-          "memory limit %s (zigzag --cpu-mem %s); batch %d, prompt %d, gen %d, threads %d; workdir %s" %
+          "memory limit %s; batch %d, prompt %d, gen %d, threads %d; workdir %s" %
           (cpu, os.cpu_count() or 0, getattr(llama_cpp, "__version__", "?"), a.layers, a.vocab, fmt_bytes(gsize),
-           fmt_bytes(a.limit), cpu_mem, a.batch, a.prompt_len, a.gen_len, a.threads, a.workdir))
+           fmt_bytes(a.limit), a.batch, a.prompt_len, a.gen_len, a.threads, a.workdir))
     print("engine,prefill_tok_s,decode_tok_s,total_tok_s,prefill_s,decode_s,cgroup_peak_bytes,failcnt,oom_kill,"
           "process_read_bytes,device_read_bytes,wall_s,config")
     total = {}
@@ -340,7 +341,21 @@ def main():
                z["busy"]["weight_load"], z["busy"]["cache_load"], z["busy"]["cache_store"],
                json.dumps(z["peak_bytes"]), z["load_s"]))
     if len(total) == 2:
-        print("ratio,total_tok_s,zigzag/llama.cpp,%.3f" % (total["zigzag"] / total["llama.cpp"]))
+        print("ratio,total_tok_s,zigzag/llama.cpp,%.3f" % (total["zigzag"] / total["llama.cpp"]), flush=True)
+    if a.in_ram_reference:
+        with open(q4, "rb") as f:  # into the page cache, outside any group
+            while f.read(1 << 24):
+                pass
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--lcpp-child", q4, "--prompt-len",
+                            str(a.prompt_len), "--gen-len", str(a.gen_len), "--threads", str(a.threads), "--vocab",
+                            str(a.vocab), "--batch", str(a.batch)], capture_output=True, text=True)
+        if r.returncode == 0:
+            g = json.loads(r.stdout.strip().splitlines()[-1])
+            print("llama.cpp-in-RAM (no limit, reference),%.3f,%.3f,%.3f,%.3f,%.3f" %
+                  (g["prefill_tok_s"], g["decode_tok_s"], a.batch * a.gen_len / (g["prefill_s"] + g["decode_s"]),
+                   g["prefill_s"], g["decode_s"]))
+        else:
+            print("# llama.cpp in RAM failed: %s" % r.stderr.strip()[-400:])
     return 0 if len(total) == 2 else 1
 
 

@@ -151,10 +151,11 @@ def quantize(src, dst, dtype, threads):
         raise RuntimeError("llama_model_quantize %s -> %s (%s) returned %d" % (src, dst, dtype, rc))
 
 
-def lcpp_one(a, gguf_path, kv_type, B, model_params=None):
+def lcpp_one(a, gguf_path, kv_type, B, model_params=None, context_params=None):
     """One batch size on one GGUF, in its own process (memory goes back after).
-    model_params: llama_model_params fields to set (bench/bigger_than_ram.py
-    asks for plain mmap: load_mode, use_extra_bufts). Returns the printed dict."""
+    model_params, context_params: llama_model_params / llama_context_params
+    fields to set (bench/bigger_than_ram.py asks for plain mmap and one KV cache
+    for all sequences). Returns the printed dict."""
     import llama_cpp as lc
     P, G, T = a.prompt_len, a.gen_len, a.threads
     lc.llama_backend_init()
@@ -173,6 +174,8 @@ def lcpp_one(a, gguf_path, kv_type, B, model_params=None):
     cp.n_threads_batch = T
     cp.type_k = GGML_TYPE[kv_type]
     cp.type_v = GGML_TYPE[kv_type]
+    for k, v in (context_params or {}).items():
+        setattr(cp, k, v)
     ctx = lcpp_fn(lc, "llama_init_from_model", "llama_new_context_with_model")(model, cp)
     if not ctx:
         raise RuntimeError("llama.cpp could not make a context (n_ctx %d, %d sequences)" % (cp.n_ctx, B))

@@ -23,7 +23,6 @@ refused() {
 }
 refused "below 64 MiB" "a limit below 64 MiB" --zigzag "$ZZ" --limit 12
 refused "'lots' is not a size" "a limit that is no size" --zigzag "$ZZ" --limit lots
-refused "--margin" "a margin not below the limit" --zigzag "$ZZ" --limit 1G --margin 2G
 refused "--gen-len must be at least 2" "one new token (no decode step)" --zigzag "$ZZ" --gen-len 1
 refused "must be at least 1" "zero layers" --zigzag "$ZZ" --layers 0
 if [ "$(id -u)" = 0 ]; then

@@ -153,12 +153,17 @@ def quantize(src, dst, dtype, threads):
         raise RuntimeError("llama_model_quantize %s -> %s (%s) returned %d" % (src, dst, dtype, rc))
 
 
-def lcpp_one(a, gguf_path, kv_type, B):
-    """One batch size on one GGUF, in its own process (memory goes back after)."""
+def lcpp_one(a, gguf_path, kv_type, B, model_params=None, context_params=None):
+    """One batch size on one GGUF, in its own process (memory goes back after).
+    model_params, context_params: llama_model_params / llama_context_params
+    fields to set (bench/bigger_than_ram.py asks for plain mmap and one KV cache
+    for all sequences). Returns the printed dict."""
     import llama_cpp as lc
     P, G, T = a.prompt_len, a.gen_len, a.threads
     lc.llama_backend_init()
     mp = lc.llama_model_default_params()
+    for k, v in (model_params or {}).items():
+        setattr(mp, k, v)
     model = lcpp_fn(lc, "llama_model_load_from_file", "llama_load_model_from_file")(gguf_path.encode(), mp)
     if not model:
         raise RuntimeError("llama.cpp could not load %s" % gguf_path)
@@ -171,6 +176,8 @@ def lcpp_one(a, gguf_path, kv_type, B):
     cp.n_threads_batch = T
     cp.type_k = GGML_TYPE[kv_type]
     cp.type_v = GGML_TYPE[kv_type]
+    for k, v in (context_params or {}).items():
+        setattr(cp, k, v)
     ctx = lcpp_fn(lc, "llama_init_from_model", "llama_new_context_with_model")(model, cp)
     if not ctx:
         raise RuntimeError("llama.cpp could not make a context (n_ctx %d, %d sequences)" % (cp.n_ctx, B))
@@ -215,8 +222,10 @@ def lcpp_one(a, gguf_path, kv_type, B):
     lc.llama_batch_free(batch)
     lc.llama_free(ctx)
     lcpp_fn(lc, "llama_model_free", "llama_free_model")(model)
-    print(json.dumps({"prefill_s": t1 - t0, "decode_s": t2 - t1,
-                      "prefill_tok_s": B * P / (t1 - t0), "decode_tok_s": B * (G - 1) / (t2 - t1)}))
+    got = {"prefill_s": t1 - t0, "decode_s": t2 - t1,
+           "prefill_tok_s": B * P / (t1 - t0), "decode_tok_s": B * (G - 1) / (t2 - t1)}
+    print(json.dumps(got))
+    return got
 
 
 def zigzag_one(a, mdir, B, dtype):

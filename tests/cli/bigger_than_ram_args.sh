@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# bigger_than_ram_args.sh ZIGZAG — the refusals of bench/bigger_than_ram.py (the
+# benchmark itself takes minutes and root, so it is no test): bad sizes and
+# lengths, a missing binary, no memory cgroup, and not root. Each is refused
+# before anything is written, with a message naming the option or the path, and
+# a non-zero exit. python3 only (llama-cpp-python is not needed to refuse).
+set -u
+if [ $# -ne 1 ]; then
+  echo "usage: $0 ZIGZAG" >&2
+  exit 2
+fi
+ZZ=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+PY=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../bench" && pwd)/bigger_than_ram.py
+command -v python3 >/dev/null || { echo "skip: no python3"; exit 0; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" zz_bigram
+# refused PATTERN DESCRIPTION ARGS...: ok when the script exits non-zero and says PATTERN
+refused() {
+  local pat=$1 d=$2
+  shift 2
+  timeout 60 python3 "$PY" "$@" >"$W/outp" 2>"$W/err"
+  RC=$?
+  if [ $RC -ne 0 ] && [ $RC -ne 124 ] && grep -qF -- "$pat" "$W/err"; then ok "$d"; else not_ok "$d (rc $RC)"; fi
+}
+refused "below 64 MiB" "a limit below 64 MiB" --zigzag "$ZZ" --limit 12
+refused "'lots' is not a size" "a limit that is no size" --zigzag "$ZZ" --limit lots
+refused "--gen-len must be at least 2" "one new token (no decode step)" --zigzag "$ZZ" --gen-len 1
+refused "must be at least 1" "zero layers" --zigzag "$ZZ" --layers 0
+if [ "$(id -u)" = 0 ]; then
+  refused "zigzag binary '$W/none' not found" "a missing zigzag binary" --zigzag "$W/none"
+  mkdir -p "$W/nocg"
+  ZZ_CGROUP_ROOT=$W/nocg refused "no memory cgroup" "no memory cgroup (v1 or v2) under the root given" --zigzag "$ZZ"
+  # as nobody, where a python and the script are reachable for it (root's pyenv is not)
+  NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  if command -v setpriv >/dev/null && "${NOBODY[@]}" /usr/bin/python3 -c 1 2>/dev/null &&
+    "${NOBODY[@]}" test -r "$PY"; then
+    "${NOBODY[@]}" timeout 60 /usr/bin/python3 "$PY" --zigzag "$ZZ" >"$W/outp" 2>"$W/err"
+    RC=$?
+    if [ $RC -eq 2 ] && grep -qF "must run as root" "$W/err"; then ok "not root"; else not_ok "not root (rc $RC)"; fi
+  else
+    echo "# not-root check skipped: no python3 that uid 65534 can run the script with"
+  fi
+else
+  refused "must run as root" "not root" --zigzag "$ZZ"
+fi
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

@@ -14,6 +14,10 @@
 
 /* ---------------------------------------------------------------- rates */
 
+double zz_hw_disk_read_bw(const zz_hw *hw) {
+  return hw->disk_read_busy_bw > 0 ? hw->disk_read_busy_bw : hw->disk_read_bw;
+}
+
 double zz_hw_rate(const zz_hw_point *p, int n, double x) {
   if (n <= 0) return 0;
   if (x <= p[0].x) return p[0].y;
@@ -183,6 +187,7 @@ zz_status zz_hw_check(const zz_hw *hw, const char *where) {
       {"gtoc_bytes_per_s", "B/s", hw->gtoc_bw, B, BH, false, false},
       {"disk_read_bytes_per_s", "B/s", hw->disk_read_bw, B, BH, false, false},
       {"disk_write_bytes_per_s", "B/s", hw->disk_write_bw, B, BH, false, false},
+      {"disk_read_busy_bytes_per_s", "B/s", hw->disk_read_busy_bw, B, BH, true, false},
       {"bmm_prefill_flops", "flop/s", hw->bmm_prefill_flops, F, FH, false, false},
       {"bmm_decode_flops", "flop/s", hw->bmm_decode_flops, F, FH, false, false},
       {"cpu_flops", "flop/s", hw->cpu_flops, F, FH, false, false},
@@ -287,6 +292,7 @@ static const zz_field zz_fields[] = {
     {"gtoc_bytes_per_s", ZZ_F_NUM, ZZ_HWO(gtoc_bw), 0, true},
     {"disk_read_bytes_per_s", ZZ_F_NUM, ZZ_HWO(disk_read_bw), 0, true},
     {"disk_write_bytes_per_s", ZZ_F_NUM, ZZ_HWO(disk_write_bw), 0, true},
+    {"disk_read_busy_bytes_per_s", ZZ_F_NUM, ZZ_HWO(disk_read_busy_bw), 0, false},
     {"gemm_flops", ZZ_F_POINTS, ZZ_HWO(gemm), ZZ_HWO(n_gemm), true},
     {"bmm_prefill_flops", ZZ_F_NUM, ZZ_HWO(bmm_prefill_flops), 0, true},
     {"bmm_decode_flops", ZZ_F_NUM, ZZ_HWO(bmm_decode_flops), 0, true},

@@ -25,11 +25,29 @@
 extern "C" {
 #endif
 
+/* What zz_disk_measure measures. */
+typedef struct zz_disk_probe {
+  size_t bytes, chunk; /* the file; the write and the alone reads in chunk-sized transfers */
+  /* A further read pass beside work (busy NULL: none): busy(busy_arg) runs over
+   * and over on a thread of its own while the file is read again in transfers
+   * of sizes[0], sizes[1], ... (cycled; the engine reads one tensor a call).
+   * Under a CPU quota a read issued after the period's quota is spent waits for
+   * the next period, so this is the rate the engine's reads get beside its
+   * compute (issue #24: 0.78 of the alone rate inside a 0.4-CPU machine). */
+  zz_status (*busy)(void *busy_arg);
+  void *busy_arg;
+  const size_t *sizes;
+  int n_sizes;
+} zz_disk_probe;
+typedef struct zz_disk_rates {
+  double read_bw, write_bw; /* alone, bytes per second */
+  double read_busy_bw;      /* beside busy (0: no such pass) */
+} zz_disk_rates;
 /* The disk tier's bandwidths as the engine gets them (runtime/disk.c): a file
- * under dir opened like the offload file (page cache bypassed), `bytes` written
- * in `chunk`-sized transfers and synced, then read back twice (the second
- * pass counts); bytes per second. */
-zz_status zz_disk_measure(const char *dir, size_t bytes, size_t chunk, double *read_bw, double *write_bw);
+ * under dir opened like the offload file (page cache bypassed), written and
+ * synced, then read back twice (the second pass counts), then read once more
+ * beside probe->busy where given. */
+zz_status zz_disk_measure(const char *dir, const zz_disk_probe *probe, zz_disk_rates *out);
 /* Free bytes under dir. */
 size_t zz_disk_free_bytes(const char *dir);
 

@@ -938,6 +938,71 @@ static void test_device_desc(void) {
   zz_device_destroy(dev);
 }
 
+/* Issue #24: under a CPU quota the engine's disk reads, issued beside its own
+ * compute, ran at 0.78 of the rate profile measured alone. A hand-written file
+ * with the rate measured beside compute (disk_read_busy_bytes_per_s): every
+ * disk read of the cost model is priced at it; without it, at the alone rate as
+ * before; saved and loaded again it stays. */
+static void test_hw_disk_read_busy(void) {
+  static const char base[] =
+      "{\"name\": \"m0\", \"device\": \"cpu\", \"gpu_mem_bytes\": 600000000, \"cpu_mem_bytes\": 600000000,\n"
+      " \"disk_mem_bytes\": 10000000000, \"cpu_cores\": 1, \"ctog_bytes_per_s\": 1e10, \"gtoc_bytes_per_s\": 1e10,\n"
+      " \"disk_read_bytes_per_s\": 312e6, \"disk_write_bytes_per_s\": 183e6,%s\n"
+      " \"gemm_flops\": [[1, 1e9], [64, 2e10]], \"bmm_prefill_flops\": 1e10, \"bmm_decode_flops\": 1e9,\n"
+      " \"cpu_attention_flops\": [[1, 1e9]], \"cpu_flops\": 2e10}\n";
+  char text[1024];
+  zz_hw alone, busy, again;
+  const char *p = tmp_path("busy.json");
+  for (int k = 0; k < 2; k++) {
+    snprintf(text, sizeof text, base, k ? " \"disk_read_busy_bytes_per_s\": 242e6," : "");
+    FILE *f = fopen(p, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+    zz_status st = zz_hw_load(p, k ? &busy : &alone);
+    if (st != ZZ_OK) fprintf(stderr, "\n  %s\n", zz_error_message());
+    CU_ASSERT_EQUAL_FATAL(st, ZZ_OK);
+  }
+  CU_ASSERT_EQUAL(alone.disk_read_busy_bw, 0);
+  CU_ASSERT(close_rel(zz_hw_disk_read_bw(&alone), 312e6, 1e-12));
+  CU_ASSERT(close_rel(busy.disk_read_busy_bw, 242e6, 1e-12));
+  CU_ASSERT(close_rel(zz_hw_disk_read_bw(&busy), 242e6, 1e-12));
+  /* an MLP layer's weights all on disk, decode: the disk term, the weight lane,
+   * and a cache read from disk, at the busy rate */
+  zz_cost_in in = {.m = &g_model, .hw = &alone, .shape = {16, 8}, .gbs = 4, .num_gb = 2, .overlap = true};
+  int l = layer_of(ZZ_LAYER_MLP);
+  const zz_layer *L = &g_model.layers[l];
+  double W = 0;
+  for (int k = 0; k < L->n_weights; k++)
+    if (L->weights[k].ndim) W += (double)zz_weight_bytes(&L->weights[k], g_model.cfg.dtype);
+  zz_lin ta[ZZ_TERM_COUNT], tb[ZZ_TERM_COUNT];
+  zz_cost_layer(&in, l, ZZ_PHASE_DECODE, ta);
+  in.hw = &busy;
+  zz_cost_layer(&in, l, ZZ_PHASE_DECODE, tb);
+  CU_ASSERT(close_rel(ta[ZZ_TERM_DISK].a[ZZ_X_WD], W / 312e6, 1e-12));
+  CU_ASSERT(close_rel(tb[ZZ_TERM_DISK].a[ZZ_X_WD], W / 242e6, 1e-12));
+  CU_ASSERT(close_rel(tb[ZZ_TERM_WEIGHT].a[ZZ_X_WD] - ta[ZZ_TERM_WEIGHT].a[ZZ_X_WD], W / 242e6 - W / 312e6, 1e-9));
+  l = layer_of(ZZ_LAYER_ATTENTION);
+  in.hw = &alone;
+  zz_cost_layer(&in, l, ZZ_PHASE_DECODE, ta);
+  in.hw = &busy;
+  zz_cost_layer(&in, l, ZZ_PHASE_DECODE, tb);
+  CU_ASSERT(tb[ZZ_TERM_DISK].a[ZZ_X_CD] > 1.2 * ta[ZZ_TERM_DISK].a[ZZ_X_CD]); /* cache reads (writes unchanged) */
+  /* saved and loaded: the figure travels; a file without it is saved without it */
+  CU_ASSERT_EQUAL(zz_hw_save(&busy, p), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_hw_load(p, &again), ZZ_OK);
+  CU_ASSERT(close_rel(again.disk_read_busy_bw, 242e6, 1e-12));
+  CU_ASSERT_EQUAL(zz_hw_save(&alone, p), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_hw_load(p, &again), ZZ_OK);
+  CU_ASSERT_EQUAL(again.disk_read_busy_bw, 0);
+  /* out of range is refused naming the field */
+  snprintf(text, sizeof text, base, " \"disk_read_busy_bytes_per_s\": 1e30,");
+  CU_ASSERT_NOT_EQUAL(load_text(text), ZZ_OK);
+  CU_ASSERT(strstr(zz_error_message(), "disk_read_busy_bytes_per_s") != NULL);
+  zz_error_clear();
+  unlink(p);
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(void) {
@@ -970,6 +1035,7 @@ int main(void) {
   CU_add_test(s, "search: a rounded plan over the shared RAM by less than a layer", test_search_layer_rounding);
   CU_add_test(s, "search: --cpu-mem bounds the CPU device's shared RAM; partial disk in f32, bf16, 4 bits",
               test_search_cpu_mem_cap);
+  CU_add_test(s, "hardware file: the disk read rate beside compute prices every disk read", test_hw_disk_read_busy);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failures = CU_get_number_of_failures();

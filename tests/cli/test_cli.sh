@@ -410,7 +410,7 @@ check "plan --ranks 4 prints the split, each rank's policy, the pipeline through
 
 zz profile --profile-seconds 1 --out measured.json
 check "profile --out writes a hardware file of this machine (4-bit rates too: the CPU device has 4-bit ops) that plan reads" \
-  eval '[ "$RC" -eq 0 ] && has "\"gemm_flops\"" measured.json && has "\"gemm_q4_flops\"" measured.json && has "profile: disk" err'
+  eval '[ "$RC" -eq 0 ] && has "\"gemm_flops\"" measured.json && has "\"gemm_q4_flops\"" measured.json && has "\"disk_read_busy_bytes_per_s\"" measured.json && has "profile: disk" err'
 zz plan --model "$TINY" --hw measured.json --prompt-len 16 --gen-len 8 --max-block 8
 block_ok() {
   local g n

@@ -459,18 +459,19 @@ static zz_status zz_prof_q4(const zz_prof *p, zz_hw *hw) {
 
 /* The disk tier's rates: 1 GiB with the default budget, at least 64 MiB (a
  * virtual disk's rate swings by tens of percent over a quarter of a second, so
- * less says little), written and read alone in 32 MiB transfers, then read
- * again beside the device's linear op at decode shape (M = 16, on the device's
- * own threads, as the engine's compute runs beside its disk reads) in the
- * engine's transfers: one weight matrix a read, here a layer of a hidden-2048
- * model in bf16 (OPT-1.3B, the cluster benchmark's): four 8 MiB projections and
- * two 32 MiB MLP matrices. Under a CPU quota the second rate is the lower (a
- * read issued after the period's quota is spent waits for the next period), and
- * the cost model prices disk reads at it (zz_hw_disk_read_bw). */
+ * less says little), written and read alone in 32 MiB transfers; then half of it
+ * read again at each of 1, 4, 16 and 64 MiB a read beside the device's linear
+ * op at decode shape (M = 16, on the device's own threads, as the engine's
+ * compute runs beside its disk reads). The engine reads one tensor a call
+ * (OPT-125M in f32: 2.25 and 9 MiB; OPT-1.3B in bf16: 8 and 32 MiB), and under a
+ * CPU quota a read issued after the period's quota is spent waits for the next
+ * period, the more often the smaller the reads: the cost model prices each read
+ * at the rate of its size (zz_hw_disk_read_bw). */
 static zz_status zz_prof_disk(const zz_prof *p, const char *dir, double budget, zz_hw *hw) {
   size_t bytes = (size_t)((double)((size_t)1 << 30) * (budget < 15 ? budget / 15 : 1));
   if (bytes < ((size_t)64 << 20)) bytes = (size_t)64 << 20;
-  const size_t MiB = (size_t)1 << 20, layer[] = {8 * MiB, 8 * MiB, 8 * MiB, 8 * MiB, 32 * MiB, 32 * MiB};
+  const size_t MiB = (size_t)1 << 20, sizes[] = {1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB};
+  const int n_sizes = (int)(sizeof sizes / sizeof *sizes);
   const int64_t K = 2048, N = 2048;
   zz_gemm_arg a = {.dev = p->dev, .n_w = 1, .m = 16, .k = K, .n = N};
   a.w[0] = (zz_tensor){.dtype = zz_device_describe(p->dev)->compute_dtype,
@@ -486,15 +487,22 @@ static zz_status zz_prof_disk(const zz_prof *p, const char *dir, double budget, 
                          .chunk = 32 * MiB,
                          .busy = zz_gemm_once,
                          .busy_arg = &a,
-                         .sizes = layer,
-                         .n_sizes = (int)(sizeof layer / sizeof *layer)};
-  zz_disk_rates r = {0};
+                         .busy_bytes = bytes / 2,
+                         .sizes = sizes,
+                         .n_sizes = n_sizes};
+  zz_disk_rates r;
   if (st == ZZ_OK) st = zz_disk_measure(dir, &probe, &r);
   if (st == ZZ_OK) {
-    hw->disk_read_bw = r.read_bw, hw->disk_write_bw = r.write_bw, hw->disk_read_busy_bw = r.read_busy_bw;
-    if (p->verbose)
-      fprintf(stderr, "profile: disk (%s) read %.3g GB/s (%.3g GB/s beside compute), write %.3g GB/s\n", dir,
-              r.read_bw / 1e9, r.read_busy_bw / 1e9, r.write_bw / 1e9);
+    hw->disk_read_bw = r.read_bw, hw->disk_write_bw = r.write_bw;
+    hw->n_disk_read_busy = n_sizes;
+    for (int i = 0; i < n_sizes; i++) hw->disk_read_busy[i] = (zz_hw_point){(double)sizes[i], r.read_busy_bw[i]};
+    if (p->verbose) {
+      fprintf(stderr, "profile: disk (%s) read %.3g GB/s, write %.3g GB/s; read beside compute:", dir, r.read_bw / 1e9,
+              r.write_bw / 1e9);
+      for (int i = 0; i < n_sizes; i++)
+        fprintf(stderr, " %.3g GB/s at %zu MiB%s", r.read_busy_bw[i] / 1e9, sizes[i] / MiB,
+                i + 1 < n_sizes ? "," : "\n");
+    }
   }
   if (a.y) zz_device_free(p->dev, a.y);
   if (a.x) zz_device_free(p->dev, a.x);

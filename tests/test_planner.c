@@ -939,10 +939,11 @@ static void test_device_desc(void) {
 }
 
 /* Issue #24: under a CPU quota the engine's disk reads, issued beside its own
- * compute, ran at 0.78 of the rate profile measured alone. A hand-written file
- * with the rate measured beside compute (disk_read_busy_bytes_per_s): every
- * disk read of the cost model is priced at it; without it, at the alone rate as
- * before; saved and loaded again it stays. */
+ * compute one tensor a call, ran at 0.78 of the rate profile measured alone. A
+ * hand-written file with the rates measured beside compute by bytes per read
+ * (disk_read_busy_bytes_per_s): every disk read of the cost model is priced at
+ * the rate of its size; without it, at the alone rate as before; saved and
+ * loaded again it stays. */
 static void test_hw_disk_read_busy(void) {
   static const char base[] =
       "{\"name\": \"m0\", \"device\": \"cpu\", \"gpu_mem_bytes\": 600000000, \"cpu_mem_bytes\": 600000000,\n"
@@ -954,7 +955,8 @@ static void test_hw_disk_read_busy(void) {
   zz_hw alone, busy, again;
   const char *p = tmp_path("busy.json");
   for (int k = 0; k < 2; k++) {
-    snprintf(text, sizeof text, base, k ? " \"disk_read_busy_bytes_per_s\": 242e6," : "");
+    snprintf(text, sizeof text, base,
+             k ? " \"disk_read_busy_bytes_per_s\": [[1048576, 110e6], [16777216, 242e6]]," : "");
     FILE *f = fopen(p, "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fputs(text, f);
@@ -963,42 +965,55 @@ static void test_hw_disk_read_busy(void) {
     if (st != ZZ_OK) fprintf(stderr, "\n  %s\n", zz_error_message());
     CU_ASSERT_EQUAL_FATAL(st, ZZ_OK);
   }
-  CU_ASSERT_EQUAL(alone.disk_read_busy_bw, 0);
-  CU_ASSERT(close_rel(zz_hw_disk_read_bw(&alone), 312e6, 1e-12));
-  CU_ASSERT(close_rel(busy.disk_read_busy_bw, 242e6, 1e-12));
-  CU_ASSERT(close_rel(zz_hw_disk_read_bw(&busy), 242e6, 1e-12));
-  /* an MLP layer's weights all on disk, decode: the disk term, the weight lane,
-   * and a cache read from disk, at the busy rate */
+  CU_ASSERT_EQUAL(alone.n_disk_read_busy, 0);
+  CU_ASSERT(close_rel(zz_hw_disk_read_bw(&alone, 1 << 20), 312e6, 1e-12));
+  CU_ASSERT_EQUAL_FATAL(busy.n_disk_read_busy, 2);
+  CU_ASSERT(close_rel(zz_hw_disk_read_bw(&busy, 1 << 20), 110e6, 1e-12));
+  CU_ASSERT(close_rel(zz_hw_disk_read_bw(&busy, 4 << 20), 176e6, 1e-12)); /* halfway in log2 */
+  CU_ASSERT(close_rel(zz_hw_disk_read_bw(&busy, 1e9), 242e6, 1e-12));
+  busy.disk_read_busy[1].y = 400e6; /* above the alone rate: capped at it */
+  CU_ASSERT(close_rel(zz_hw_disk_read_bw(&busy, 1e9), 312e6, 1e-12));
+  busy.disk_read_busy[1].y = 242e6;
+  /* an MLP layer's weights all on disk, decode: the disk term and the weight
+   * lane price each tensor at its size's rate */
   zz_cost_in in = {.m = &g_model, .hw = &alone, .shape = {16, 8}, .gbs = 4, .num_gb = 2, .overlap = true};
   int l = layer_of(ZZ_LAYER_MLP);
   const zz_layer *L = &g_model.layers[l];
-  double W = 0;
+  double W = 0, Wd = 0;
   for (int k = 0; k < L->n_weights; k++)
-    if (L->weights[k].ndim) W += (double)zz_weight_bytes(&L->weights[k], g_model.cfg.dtype);
+    if (L->weights[k].ndim) {
+      double b = (double)zz_weight_bytes(&L->weights[k], g_model.cfg.dtype);
+      W += b, Wd += b / zz_hw_rate(busy.disk_read_busy, 2, b);
+    }
   zz_lin ta[ZZ_TERM_COUNT], tb[ZZ_TERM_COUNT];
   zz_cost_layer(&in, l, ZZ_PHASE_DECODE, ta);
   in.hw = &busy;
   zz_cost_layer(&in, l, ZZ_PHASE_DECODE, tb);
   CU_ASSERT(close_rel(ta[ZZ_TERM_DISK].a[ZZ_X_WD], W / 312e6, 1e-12));
-  CU_ASSERT(close_rel(tb[ZZ_TERM_DISK].a[ZZ_X_WD], W / 242e6, 1e-12));
-  CU_ASSERT(close_rel(tb[ZZ_TERM_WEIGHT].a[ZZ_X_WD] - ta[ZZ_TERM_WEIGHT].a[ZZ_X_WD], W / 242e6 - W / 312e6, 1e-9));
+  CU_ASSERT(close_rel(tb[ZZ_TERM_DISK].a[ZZ_X_WD], Wd, 1e-12));
+  CU_ASSERT(tb[ZZ_TERM_DISK].a[ZZ_X_WD] > W / 242e6); /* slower than the largest reads' rate */
+  CU_ASSERT(close_rel(tb[ZZ_TERM_WEIGHT].a[ZZ_X_WD] - ta[ZZ_TERM_WEIGHT].a[ZZ_X_WD], Wd - W / 312e6, 1e-9));
   l = layer_of(ZZ_LAYER_ATTENTION);
   in.hw = &alone;
   zz_cost_layer(&in, l, ZZ_PHASE_DECODE, ta);
   in.hw = &busy;
   zz_cost_layer(&in, l, ZZ_PHASE_DECODE, tb);
-  CU_ASSERT(tb[ZZ_TERM_DISK].a[ZZ_X_CD] > 1.2 * ta[ZZ_TERM_DISK].a[ZZ_X_CD]); /* cache reads (writes unchanged) */
-  /* saved and loaded: the figure travels; a file without it is saved without it */
+  CU_ASSERT(tb[ZZ_TERM_DISK].a[ZZ_X_CD] > 2 * ta[ZZ_TERM_DISK].a[ZZ_X_CD]); /* small cache reads: 110 of 312 */
+  /* saved and loaded: the curve travels; a file without it is saved without it */
   CU_ASSERT_EQUAL(zz_hw_save(&busy, p), ZZ_OK);
   CU_ASSERT_EQUAL_FATAL(zz_hw_load(p, &again), ZZ_OK);
-  CU_ASSERT(close_rel(again.disk_read_busy_bw, 242e6, 1e-12));
+  CU_ASSERT_EQUAL(again.n_disk_read_busy, 2);
+  CU_ASSERT(close_rel(again.disk_read_busy[1].y, 242e6, 1e-12));
   CU_ASSERT_EQUAL(zz_hw_save(&alone, p), ZZ_OK);
   CU_ASSERT_EQUAL_FATAL(zz_hw_load(p, &again), ZZ_OK);
-  CU_ASSERT_EQUAL(again.disk_read_busy_bw, 0);
-  /* out of range is refused naming the field */
-  snprintf(text, sizeof text, base, " \"disk_read_busy_bytes_per_s\": 1e30,");
+  CU_ASSERT_EQUAL(again.n_disk_read_busy, 0);
+  /* out of range or unsorted: refused naming the field */
+  snprintf(text, sizeof text, base, " \"disk_read_busy_bytes_per_s\": [[1048576, 1e30]],");
   CU_ASSERT_NOT_EQUAL(load_text(text), ZZ_OK);
-  CU_ASSERT(strstr(zz_error_message(), "disk_read_busy_bytes_per_s") != NULL);
+  CU_ASSERT(strstr(zz_error_message(), "disk_read_busy_bytes_per_s[0][1]") != NULL);
+  snprintf(text, sizeof text, base, " \"disk_read_busy_bytes_per_s\": [[4096, 1e8], [4096, 2e8]],");
+  CU_ASSERT_NOT_EQUAL(load_text(text), ZZ_OK);
+  CU_ASSERT(strstr(zz_error_message(), "disk_read_busy_bytes_per_s[1]") != NULL);
   zz_error_clear();
   unlink(p);
 }

@@ -185,10 +185,12 @@ static void test_disk_measure_busy(void) {
   zz_disk_rates r = {0};
   CU_ASSERT_EQUAL_FATAL(zz_disk_measure(dir, &p, &r), ZZ_OK);
   CU_ASSERT(r.read_bw > 0 && r.write_bw > 0);
-  CU_ASSERT_EQUAL(r.read_busy_bw, 0); /* no work: no such pass */
-  p.busy = zz_busy_spin, p.busy_arg = &b, p.sizes = sizes, p.n_sizes = 2;
+  CU_ASSERT_EQUAL(r.read_busy_bw[0], 0); /* no work: no such pass */
+  p.busy = zz_busy_spin, p.busy_arg = &b, p.busy_bytes = 8 * MiB + 1000, /* cut to whole blocks */ p.sizes = sizes,
+  p.n_sizes = 2;
   CU_ASSERT_EQUAL_FATAL(zz_disk_measure(dir, &p, &r), ZZ_OK);
-  CU_ASSERT(r.read_busy_bw > 0);
+  CU_ASSERT(r.read_busy_bw[0] > 0 && r.read_busy_bw[1] > 0); /* one rate per size */
+  CU_ASSERT_EQUAL(r.read_busy_bw[2], 0);
   CU_ASSERT(b.calls > 0);
   b = (zz_busy_count){.fail_at = 1};
   CU_ASSERT_NOT_EQUAL(zz_disk_measure(dir, &p, &r), ZZ_OK);

@@ -459,8 +459,8 @@ static zz_status zz_prof_q4(const zz_prof *p, zz_hw *hw) {
 
 /* The disk tier's rates: 1 GiB with the default budget, at least 64 MiB (a
  * virtual disk's rate swings by tens of percent over a quarter of a second, so
- * less says little), written and read alone in 32 MiB transfers; then half of it
- * read again at each of 1, 4, 16 and 64 MiB a read beside the device's linear
+ * less says little), written and read alone in 32 MiB transfers; then read
+ * again at each of 1, 4 and 16 MiB a read beside the device's linear
  * op at decode shape (M = 16, on the device's own threads, as the engine's
  * compute runs beside its disk reads). The engine reads one tensor a call
  * (OPT-125M in f32: 2.25 and 9 MiB; OPT-1.3B in bf16: 8 and 32 MiB), and under a
@@ -470,7 +470,7 @@ static zz_status zz_prof_q4(const zz_prof *p, zz_hw *hw) {
 static zz_status zz_prof_disk(const zz_prof *p, const char *dir, double budget, zz_hw *hw) {
   size_t bytes = (size_t)((double)((size_t)1 << 30) * (budget < 15 ? budget / 15 : 1));
   if (bytes < ((size_t)64 << 20)) bytes = (size_t)64 << 20;
-  const size_t MiB = (size_t)1 << 20, sizes[] = {1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB};
+  const size_t MiB = (size_t)1 << 20, sizes[] = {1 * MiB, 4 * MiB, 16 * MiB};
   const int n_sizes = (int)(sizeof sizes / sizeof *sizes);
   const int64_t K = 2048, N = 2048;
   zz_gemm_arg a = {.dev = p->dev, .n_w = 1, .m = 16, .k = K, .n = N};
@@ -487,7 +487,7 @@ static zz_status zz_prof_disk(const zz_prof *p, const char *dir, double budget, 
                          .chunk = 32 * MiB,
                          .busy = zz_gemm_once,
                          .busy_arg = &a,
-                         .busy_bytes = bytes / 2,
+                         .busy_bytes = bytes,
                          .sizes = sizes,
                          .n_sizes = n_sizes};
   zz_disk_rates r;

@@ -748,5 +748,16 @@ zz bench --model opt-125m --device cpu --prompt-len 4 --gen-len 2
 check "bench: a preset without --dummy is refused as generate refuses it" \
   eval '[ "$RC" -ne 0 ] && has "--model opt-125m is a preset: add --dummy" err'
 
+# the groups T of a pipeline: plan takes --num-inner-iterations as mpirun does (it was refused as an mpirun
+# option), plans exactly that T, and refuses it without --ranks (one process runs no groups)
+zz plan --model opt-1.3b --hw "$HW/t4-gcp-x4.json" --prompt-len 32 --gen-len 8 --max-block 64 --ranks 2 --num-inner-iterations 3
+check "plan --ranks 2 --num-inner-iterations 3 plans 3 groups (the user's T, not searched)" \
+  eval '[ "$RC" -eq 0 ] && has "2 ranks, 3 micro-batch groups (--num-inner-iterations)" outp && grep -q "^rank 1: block [0-9]* sequences (3 groups of gbs" outp'
+zz plan --model opt-1.3b --hw "$HW/t4-gcp-x4.json" --prompt-len 32 --gen-len 8 --max-block 64 --ranks 2 --num-inner-iterations 3 --json
+check "plan --ranks 2 --num-inner-iterations 3 --json: \"groups\": 3" eval '[ "$RC" -eq 0 ] && has "\"groups\": 3," outp'
+zz plan --model opt-1.3b --hw "$HW/t4-gcp-x4.json" --prompt-len 32 --gen-len 8 --num-inner-iterations 3
+check "plan --num-inner-iterations without --ranks is refused (exit 2) naming --ranks" \
+  eval '[ "$RC" -eq 2 ] && has "give --ranks m too" err'
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -161,7 +161,10 @@ static int zz_pipe_groups_list(const zz_planner_opts *o, int ranks, int out[8]) 
 
 /* The best (T, gbs, num_gb) for the split in p->bounds. A larger T that fits
  * nothing (the cache of T groups grows with T) or two larger T's in a row that
- * predict no better end the search over T. */
+ * predict no better end the search over T. Beyond T = m a block is at most
+ * --max-block, or without it the best block of T = m, and at least half that:
+ * the prompts re-cut into more groups (every block memory allows, at every T,
+ * made OPT-30B's 4-rank search on 4 T4s 81 s instead of 7). */
 static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, zz_pipeline_plan *p,
                               zz_pipe_prog *g) {
   const int *gl = o->gbs_list ? o->gbs_list : zz_plan_gbs_default;
@@ -172,13 +175,18 @@ static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_plann
   zz_pipeline_plan *cur = malloc(sizeof *cur);
   if (!cur) return zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
   bool have = false;
+  long long cap = o->max_block; /* the largest block (0: any) */
   for (int t = 0, worse = 0; t < nt && worse < 2; t++) {
     bool fit = false, better = false;
+    if (t == 1 && !cap)
+      cap = (long long)p->groups * p->rank[0].policy.gpu_batch_size * p->rank[0].policy.num_gpu_batches;
     for (int a = 0; a < nn; a++)
       for (int b = 0; b < ng; b++) {
         if (o->max_gbs && gl[b] > o->max_gbs) break;
         /* the prompts there are fill all T groups of a block, not one */
-        if (o->max_block && (long long)gl[b] * nl[a] * tl[t] > o->max_block) break;
+        long long block = (long long)gl[b] * nl[a] * tl[t];
+        if (cap && block > cap) break;
+        if (t > 0 && 2 * block < cap) continue;
         memcpy(cur, p, sizeof *cur);
         cur->groups = tl[t];
         zz_pipe_progress(o, g, p->ranks, (t * nn + a) * ng + b + 1, nt * nn * ng);

@@ -166,7 +166,7 @@ static const zz_opt_def zz_opt_table[] = {
      false, 0, 0, false, ZZ_POL, "f32 bf16"},
     {"num-inner-iterations", "ZZ_NUM_INNER_ITERATIONS", ZZ_OPT_INT, ZZ_O(num_inner_iterations), "0",
      "mpirun: micro-batch groups T per block (FlexGen's name), each gbs x num-gpu-batches prompts; 0 = the planner's "
-     "choice (--hw, no policy), else the number of ranks; plan --ranks: the T to plan for",
+     "choice (--hw, no policy), else the number of ranks; plan plans with it as the run runs",
      false, 0, 1024, false, ZZ_PIPE | P, NULL},
     {"peer-timeout", "ZZ_PEER_TIMEOUT", ZZ_OPT_FLOAT, ZZ_O(peer_timeout), "5",
      "mpirun: seconds a silent rank is given before every rank stops", false, 0, 86400, true, ZZ_PIPE, NULL},

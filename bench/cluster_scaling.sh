@@ -18,6 +18,8 @@
 # profile the plans came from.
 # CPU_MEM is the --cpu-mem every case plans and runs with: the machine's MEM less room
 # for what the plan does not count (code, MPI's buffers, the allocator's slack).
+# DISK_BUSY=0 plans from the profile without its disk rates beside compute
+# (disk_read_busy_bytes_per_s): the prediction before issue #24's fix, to compare.
 set -euo pipefail
 ZZ=$(readlink -f "${1:-build/zigzag}")
 CL=$(cd "$(dirname "$0")" && pwd)/cluster.sh
@@ -50,10 +52,11 @@ grep -E '"name"|cpu_cores|cpu_mem' "$W/hw.json" >&2
 # the link between machines, for the file of an N-machine cluster (tc's rate in bytes/s)
 net=$(python3 -c "import re,sys; r=sys.argv[1]; m=re.match(r'([0-9.]+)([kmg]?)bit', r.lower()); print(float(m.group(1))*{'':1,'k':1e3,'m':1e6,'g':1e9}[m.group(2)]/8)" "$LINK")
 for n in $MACHINES; do
-  python3 - "$W/hw.json" "$W/hw$n.json" "$n" "$net" <<'EOF'
-import json, sys
+  DISK_BUSY=${DISK_BUSY:-1} python3 - "$W/hw.json" "$W/hw$n.json" "$n" "$net" <<'EOF'
+import json, os, sys
 h = json.load(open(sys.argv[1]))
 n = int(sys.argv[3])
+if os.environ["DISK_BUSY"] == "0": h.pop("disk_read_busy_bytes_per_s", None)
 h["machines"] = n
 if n > 1: h["net_bytes_per_s"], h["net_latency_s"] = float(sys.argv[4]), 1e-4
 json.dump(h, open(sys.argv[2], "w"), indent=1)

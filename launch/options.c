@@ -169,8 +169,9 @@ static const zz_opt_def zz_opt_table[] = {
      "group, integer dot products; faster, perturbs the output: docs/cpu.md)",
      false, 0, 0, false, ZZ_RUN, "f32 int8"},
     {"num-inner-iterations", "ZZ_NUM_INNER_ITERATIONS", ZZ_OPT_INT, ZZ_O(num_inner_iterations), "0",
-     "mpirun: micro-batch groups T per block (FlexGen's name), each gbs x num-gpu-batches prompts; 0 = the number of ranks",
-     false, 0, 1024, false, ZZ_PIPE, NULL},
+     "mpirun: micro-batch groups T per block (FlexGen's name), each gbs x num-gpu-batches prompts; 0 = the planner's "
+     "choice (--hw, no policy), else the number of ranks; plan plans with it as the run runs",
+     false, 0, 1024, false, ZZ_PIPE | P, NULL},
     {"peer-timeout", "ZZ_PEER_TIMEOUT", ZZ_OPT_FLOAT, ZZ_O(peer_timeout), "5",
      "mpirun: seconds a silent rank is given before every rank stops", false, 0, 86400, true, ZZ_PIPE, NULL},
     {"layers", "ZZ_LAYERS", ZZ_OPT_STR, ZZ_O(layers), NULL,
@@ -409,7 +410,7 @@ static int zz_opts_check_command(const zz_opts *o, const bool *given) {
               d->flag, o->command, list, d->cmds & ZZ_CMD_MPIRUN ? " under mpirun" : "");
       return 2;
     }
-    if ((d->cmds & ZZ_CMD_MPIRUN) && !zz_under_mpirun()) {
+    if ((d->cmds & ZZ_CMD_MPIRUN) && bit != ZZ_CMD_PLAN && !zz_under_mpirun()) { /* plan plans a pipeline, runs none */
       fprintf(stderr,
               "zigzag %s: --%s applies to a pipeline started by mpirun (mpirun -np M zigzag %s ...); this "
               "process was not\n",

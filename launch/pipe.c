@@ -116,8 +116,9 @@ static zz_status zz_pipe_plan_root(zz_pipe *p) {
   if (!p->planned) /* rank 0's split for the given policy prices it on the file's machine */
     return p->o.hw && !p->o.layers && p->rank == 0 ? zz_hw_load(p->o.hw, &p->hw) : ZZ_OK;
   if (!(p->pp = calloc(1, sizeof *p->pp))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
-  return zz_opts_plan_pipeline(&p->o, &p->job.model, &p->job.shape, p->size, p->groups, p->rank == 0 ? p->pp : NULL,
-                               &p->hw);
+  /* T: the user's, or the plan's choice (taken after the broadcast) */
+  return zz_opts_plan_pipeline(&p->o, &p->job.model, &p->job.shape, p->size, p->o.num_inner_iterations,
+                               p->rank == 0 ? p->pp : NULL, &p->hw);
 }
 
 /* Planned: this rank takes its part of rank 0's plan (broadcast), and the thread
@@ -359,7 +360,8 @@ int zz_cmd_pipe(const zz_opts *opts) {
     p->o.max_prompt_len = p->o.prompt_len;
     p->o.max_new_tokens = p->o.gen_len;
   }
-  p->groups = p->o.num_inner_iterations ? p->o.num_inner_iterations : p->size;
+  /* T for the stage's tag space until a plan (if any) says otherwise */
+  p->groups = zz_pipe_groups(p->size, p->o.num_inner_iterations);
   zz_catch_stop_signals();
   zz_status s = ZZ_OK;
   p->kill_after = p->o.fault_kill_after; /* the options table checked them */
@@ -385,6 +387,10 @@ int zz_cmd_pipe(const zz_opts *opts) {
   /* rank 0 plans, every rank takes its part: the plan (planned), then the cuts */
   if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_plan_root(p));
   if (s == ZZ_OK && p->planned) s = zz_stage_bcast(p->st, p->pp, (int)sizeof *p->pp, 0);
+  if (s == ZZ_OK && p->planned) { /* the plan's T is what every rank runs */
+    p->groups = p->pp->groups;
+    s = zz_stage_agree(p->st, zz_stage_set_groups(p->st, p->groups));
+  }
   if (s == ZZ_OK && p->o.plan_trace)
     fprintf(stderr, "zigzag: rank %d: planner searches run here: %d\n", p->rank, zz_planner_searches());
   if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_device(p));

@@ -186,7 +186,10 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
   int M = o->ranks;
   zz_planner_opts pq = *po_in; /* a long search says how far it is (stderr) */
   pq.progress = true;
+  pq.n_groups = o->num_inner_iterations; /* T as a run takes it: the user's, else the search's */
   const zz_planner_opts *po = &pq;
+  zz_planner_opts p1 = pq; /* one machine is one process: no groups */
+  p1.n_groups = 0;
   /* a given policy (--policy or its flags) is planned around: every rank runs it
    * on the split it implies, or the plan is refused naming the rank */
   bool given = o->policy || o->policy_flags_given;
@@ -215,9 +218,9 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
   }
   /* the best one-machine plan (searched, also beside a given policy) */
   if (st == ZZ_OK && M > 1) {
-    if (M == 2 && have_fewer && !given) memcpy(one, fewer, sizeof *one), have_one = true;
+    if (M == 2 && have_fewer && !given && !pq.n_groups) memcpy(one, fewer, sizeof *one), have_one = true;
     else
-      have_one = zz_pipe_plan_search(m, hw, po, 1, one) == ZZ_OK;
+      have_one = zz_pipe_plan_search(m, hw, &p1, 1, one) == ZZ_OK;
     zz_error_clear();
   }
 #undef ZZ_PIPE_PLAN
@@ -255,8 +258,11 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
   } else {
     size_t cap[ZZ_TIER_COUNT];
     zz_planner_caps(hw, po, cap);
-    printf("plan: %s on %s (%d machine%s in the file), prompt %d, gen %d, %d ranks, %d micro-batch groups\n",
-           m->cfg.name, hw->name, hw->machines, hw->machines == 1 ? "" : "s", o->prompt_len, o->gen_len, M, p->groups);
+    printf("plan: %s on %s (%d machine%s in the file), prompt %d, gen %d, %d ranks, %d micro-batch groups (%s)\n",
+           m->cfg.name, hw->name, hw->machines, hw->machines == 1 ? "" : "s", o->prompt_len, o->gen_len, M, p->groups,
+           pq.n_groups ? "--num-inner-iterations"
+           : given     ? "the ranks, as a run with a given policy has them"
+                       : "searched");
     if (M > hw->machines)
       printf("note: %d ranks on a file of %d machine%s: each rank is planned as one such machine\n", M, hw->machines,
              hw->machines == 1 ? "" : "s");
@@ -301,6 +307,11 @@ int zz_cmd_plan(const zz_opts *o) {
   zz_model m = {0};
   zz_hw hw;
   zz_planner_opts po;
+  if (o->num_inner_iterations && !o->ranks) /* before a profile's seconds */
+    return zz_report_failure(zz_error(ZZ_ERR_INVALID_ARG,
+                                      "plan: --num-inner-iterations %d is the groups of a pipeline: give --ranks m "
+                                      "too (one process runs no groups)",
+                                      o->num_inner_iterations));
   zz_status st = zz_setup_model(o, 0, &cfg, &m, NULL, NULL);
   if (st == ZZ_OK) st = zz_plan_hw(o, &hw);
   if (st == ZZ_OK) st = zz_opts_planner(o, &hw, &po);

@@ -57,7 +57,8 @@ struct zz_pipeline_plan;
 struct zz_hw;
 /* `mpirun ... --hw FILE` with no policy given: the planner's split and each
  * rank's policy for its slice (zz_pipe_plan_search, as `zigzag plan --ranks
- * ranks --hw FILE` plans them) for `groups` micro-batch groups; hw_out (or
+ * ranks --hw FILE` plans them) for `groups` micro-batch groups (0: the
+ * planner's choice, out->groups); hw_out (or
  * NULL): the hardware file it read and checked. out NULL: read and check only
  * (the ranks that receive rank 0's plan). */
 zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_shape *shape, int ranks, int groups,

@@ -111,18 +111,24 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   zz_lin *comp = &t[ZZ_TERM_COMPUTE], *wl = &t[ZZ_TERM_WEIGHT], *ld = &t[ZZ_TERM_LOAD], *stl = &t[ZZ_TERM_STORE];
   zz_lin *disk = &t[ZZ_TERM_DISK], *in_ = &t[ZZ_TERM_LINK_IN], *out = &t[ZZ_TERM_LINK_OUT];
 
-  /* weights: loaded once per step for the whole block */
-  double W = 0, mat = 0;
+  /* weights: loaded once per step for the whole block; from disk one tensor a
+   * read, each at the rate of its size (zz_hw_disk_read_bw) */
+  double W = 0, Wd = 0, mat = 0;
   for (int k = 0; k < L->n_weights; k++) {
     const zz_weight_spec *ws = &L->weights[k];
     if (!ws->ndim) continue;
-    W += (double)zz_weight_bytes_q(ws, zz_weight_dtype_b(ws, c->dtype, wq, in->bf16_weights),
-                                   wq ? *wq : ZZ_QFMT_DEFAULT);
+    double b = (double)zz_weight_bytes_q(ws, zz_weight_dtype_b(ws, c->dtype, wq, in->bf16_weights),
+                                         wq ? *wq : ZZ_QFMT_DEFAULT);
+    W += b;
+    Wd += b / zz_hw_disk_read_bw(hw, b);
     if (ws->ndim == 2) mat += (double)zz_weight_numel(ws);
   }
-  zz_add(wl, W / hw->disk_read_bw, WD);
+  /* one rate for every size (a file without the curve): as one division, as
+   * before, so such a file's plans stay the same to the last bit */
+  if (hw->n_disk_read_busy == 0) Wd = W / zz_hw_disk_read_bw(hw, W);
+  zz_add(wl, Wd, WD);
   zz_add(wl, W / hw->ctog_bw, WOFF);
-  zz_add(disk, W / hw->disk_read_bw, WD);
+  zz_add(disk, Wd, WD);
   zz_add(in_, W / hw->ctog_bw, WOFF);
 
   /* GEMMs: the input embedding gathers rows, the LM head sees the last position */
@@ -136,9 +142,10 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
 
   /* hidden states of each (layer, batch) to and from their home */
   double A = (double)zz_hidden_bytes(c->hidden, cdt, (int64_t)bls, (int64_t)sq);
+  double rd = zz_hw_disk_read_bw(hw, A / in->num_gb); /* one batch a read */
   if (L->kind != ZZ_LAYER_INPUT_EMBED) {
-    zz_add(ld, A / hw->ctog_bw, HOFF), zz_add(ld, A / hw->disk_read_bw, HD);
-    zz_add(in_, A / hw->ctog_bw, HOFF), zz_add(disk, A / hw->disk_read_bw, HD);
+    zz_add(ld, A / hw->ctog_bw, HOFF), zz_add(ld, A / rd, HD);
+    zz_add(in_, A / hw->ctog_bw, HOFF), zz_add(disk, A / rd, HD);
   }
   if (L->kind != ZZ_LAYER_OUTPUT_EMBED) {
     zz_add(stl, A / hw->gtoc_bw, HOFF), zz_add(stl, A / hw->disk_write_bw, HD);
@@ -153,8 +160,9 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   double flops = 4 * bls * sq * keys * (double)c->hidden; /* QK^T and PV */
   double bmm = q4c ? (pre ? hw->bmm_prefill_q4_flops : hw->bmm_decode_q4_flops)
                    : (pre ? hw->bmm_prefill_flops : hw->bmm_decode_flops);
-  if (q4c) comp->c += cstore / hw->quant_bw; /* new rows quantized where they are appended */
-  zz_add(ld, cload / hw->disk_read_bw, CD), zz_add(disk, cload / hw->disk_read_bw, CD);
+  if (q4c) comp->c += cstore / hw->quant_bw;       /* new rows quantized where they are appended */
+  double rc = zz_hw_disk_read_bw(hw, keys * row2); /* one sequence a read */
+  zz_add(ld, cload / rc, CD), zz_add(disk, cload / rc, CD);
   zz_add(stl, cstore / hw->disk_write_bw, CD), zz_add(disk, cstore / hw->disk_write_bw, CD);
   if (in->cpu_attention && !pre) {
     /* the cache stays on the host: q, k, v of the new position go down, the

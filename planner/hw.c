@@ -14,6 +14,14 @@
 
 /* ---------------------------------------------------------------- rates */
 
+double zz_hw_disk_read_bw(const zz_hw *hw, double per_read) {
+  if (hw->n_disk_read_busy == 0) return hw->disk_read_bw;
+  /* never above the alone rate: work beside cannot speed the disk (a virtual
+   * disk's host cache can make one short pass look so) */
+  double r = zz_hw_rate(hw->disk_read_busy, hw->n_disk_read_busy, per_read);
+  return r < hw->disk_read_bw ? r : hw->disk_read_bw;
+}
+
 double zz_hw_rate(const zz_hw_point *p, int n, double x) {
   if (n <= 0) return 0;
   if (x <= p[0].x) return p[0].y;
@@ -216,6 +224,20 @@ zz_status zz_hw_check(const zz_hw *hw, const char *where) {
                       where, hw->device);
     ZZ_CHECK(zz_hw_points_check(hw->gemm_bf16, hw->n_gemm_bf16, where, "gemm_bf16_flops", ZZ_HW_ROWS_HI, false));
   }
+  /* the disk's reads beside compute: [bytes per read, B/s], sorted */
+  for (int i = 0; i < hw->n_disk_read_busy; i++) {
+    const zz_hw_point *q = &hw->disk_read_busy[i];
+    char nx[64], ny[64];
+    snprintf(nx, sizeof nx, "disk_read_busy_bytes_per_s[%d][0] (bytes per read)", i);
+    snprintf(ny, sizeof ny, "disk_read_busy_bytes_per_s[%d][1] (rate)", i);
+    ZZ_CHECK(zz_hw_range_check(&(zz_hw_range){nx, "bytes", q->x, 512, ZZ_HW_MEM_HI, false, true}, where));
+    ZZ_CHECK(zz_hw_range_check(&(zz_hw_range){ny, "B/s", q->y, B, BH, false, false}, where));
+    if (i && q->x <= q[-1].x)
+      return zz_error(ZZ_ERR_FORMAT,
+                      "%s: disk_read_busy_bytes_per_s[%d]: points must be sorted by their first number, strictly "
+                      "increasing",
+                      where, i);
+  }
   if (hw->machines > 1 && hw->net_bw <= 0)
     return zz_error(ZZ_ERR_FORMAT, "%s: %d machines need net_bytes_per_s > 0", where, hw->machines);
   ZZ_CHECK(zz_hw_points_check(hw->gemm, hw->n_gemm, where, "gemm_flops", ZZ_HW_ROWS_HI, false));
@@ -287,6 +309,7 @@ static const zz_field zz_fields[] = {
     {"gtoc_bytes_per_s", ZZ_F_NUM, ZZ_HWO(gtoc_bw), 0, true},
     {"disk_read_bytes_per_s", ZZ_F_NUM, ZZ_HWO(disk_read_bw), 0, true},
     {"disk_write_bytes_per_s", ZZ_F_NUM, ZZ_HWO(disk_write_bw), 0, true},
+    {"disk_read_busy_bytes_per_s", ZZ_F_POINTS, ZZ_HWO(disk_read_busy), ZZ_HWO(n_disk_read_busy), false},
     {"gemm_flops", ZZ_F_POINTS, ZZ_HWO(gemm), ZZ_HWO(n_gemm), true},
     {"bmm_prefill_flops", ZZ_F_NUM, ZZ_HWO(bmm_prefill_flops), 0, true},
     {"bmm_decode_flops", ZZ_F_NUM, ZZ_HWO(bmm_decode_flops), 0, true},

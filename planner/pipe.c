@@ -11,6 +11,10 @@
  *   decode  = (n - 1) max(T max_r G_r, sum_r (G_r + h_g))      (per token: the slowest rank's T groups,
  *                                                               or one lap of a group round the ring)
  *   bubble  = 1 - sum_r T (P_r + (n - 1) G_r) / (m (prefill + decode))
+ * So more groups shrink the prefill bubble, (m - 1) / (T + m - 1) with even
+ * stages, while each group's smaller batch runs slower GEMMs (and reloads
+ * offloaded weights once more per group): T is searched beside gbs and num_gb
+ * (zz_pipe_best) unless the user fixed it (--num-inner-iterations).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -140,34 +144,67 @@ static void zz_pipe_progress(const zz_planner_opts *o, zz_pipe_prog *g, int rank
           g->round + 1, done, total, now - g->t0);
 }
 
-/* The best (gbs, num_gb) for the split in p->bounds. */
+int zz_pipe_groups(int ranks, int given) { return given > 0 ? given : ranks; }
+
+/* The groups T a search tries, in order: the user's T alone; one rank: 1 (one
+ * process runs no groups, and more of them only hold more memory); else m first
+ * (so where m stays best the plan is the one it was), then multiples of m. The
+ * list stops at 16 m: by then a group is a sixteenth of the block, and the
+ * bubble's share (m - 1) / (T + m - 1) is under 1/17. */
+static int zz_pipe_groups_list(const zz_planner_opts *o, int ranks, int out[8]) {
+  static const int k[] = {1, 2, 3, 4, 6, 8, 12, 16};
+  if (o->n_groups > 0 || ranks == 1) return out[0] = zz_pipe_groups(ranks, o->n_groups), 1;
+  int n = 0;
+  for (int i = 0; i < (int)(sizeof k / sizeof *k) && k[i] * ranks <= ZZ_PLAN_MAX_GROUPS; i++) out[n++] = k[i] * ranks;
+  return n;
+}
+
+/* The best (T, gbs, num_gb) for the split in p->bounds. A larger T that fits
+ * nothing (the cache of T groups grows with T) or two larger T's in a row that
+ * predict no better end the search over T. Beyond T = m a block is at most
+ * --max-block, or without it the best block of T = m, and at least half that:
+ * the prompts re-cut into more groups (every block memory allows, at every T,
+ * made OPT-30B's 4-rank search on 4 T4s 81 s instead of 7). */
 static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, zz_pipeline_plan *p,
                               zz_pipe_prog *g) {
   const int *gl = o->gbs_list ? o->gbs_list : zz_plan_gbs_default;
   int ng = o->gbs_list ? o->n_gbs : zz_plan_n_gbs_default;
   const int *nl = o->num_gb_list ? o->num_gb_list : zz_plan_num_gb_default;
   int nn = o->num_gb_list ? o->n_num_gb : zz_plan_n_num_gb_default;
+  int tl[8], nt = zz_pipe_groups_list(o, p->ranks, tl);
   zz_pipeline_plan *cur = malloc(sizeof *cur);
   if (!cur) return zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
   bool have = false;
-  for (int a = 0; a < nn; a++)
-    for (int b = 0; b < ng; b++) {
-      if (o->max_gbs && gl[b] > o->max_gbs) break;
-      /* the prompts there are fill all T groups of a block, not one */
-      if (o->max_block && (long long)gl[b] * nl[a] * p->groups > o->max_block) break;
-      memcpy(cur, p, sizeof *cur);
-      zz_pipe_progress(o, g, p->ranks, a * ng + b + 1, nn * ng);
-      zz_status st = zz_pipe_plan_ranks(m, hw, o, gl[b], nl[a], cur);
-      if (st == ZZ_ERR_INFEASIBLE) {
-        zz_error_clear();
-        break;
+  long long cap = o->max_block; /* the largest block (0: any) */
+  for (int t = 0, worse = 0; t < nt && worse < 2; t++) {
+    bool fit = false, better = false;
+    if (t == 1 && !cap)
+      cap = (long long)p->groups * p->rank[0].policy.gpu_batch_size * p->rank[0].policy.num_gpu_batches;
+    for (int a = 0; a < nn; a++)
+      for (int b = 0; b < ng; b++) {
+        if (o->max_gbs && gl[b] > o->max_gbs) break;
+        /* the prompts there are fill all T groups of a block, not one */
+        long long block = (long long)gl[b] * nl[a] * tl[t];
+        if (cap && block > cap) break;
+        if (t > 0 && 2 * block < cap) continue;
+        memcpy(cur, p, sizeof *cur);
+        cur->groups = tl[t];
+        zz_pipe_progress(o, g, p->ranks, (t * nn + a) * ng + b + 1, nt * nn * ng);
+        zz_status st = zz_pipe_plan_ranks(m, hw, o, gl[b], nl[a], cur);
+        if (st == ZZ_ERR_INFEASIBLE) {
+          zz_error_clear();
+          break;
+        }
+        if (st != ZZ_OK) {
+          free(cur);
+          return st;
+        }
+        fit = true;
+        if (!have || cur->total_tps > p->total_tps) memcpy(p, cur, sizeof *p), have = better = true;
       }
-      if (st != ZZ_OK) {
-        free(cur);
-        return st;
-      }
-      if (!have || cur->total_tps > p->total_tps) memcpy(p, cur, sizeof *p), have = true;
-    }
+    if (!fit) break;
+    worse = better ? 0 : worse + 1;
+  }
   free(cur);
   return have ? ZZ_OK
               : zz_error(ZZ_ERR_INFEASIBLE, "planner: no policy fits every rank of the %d-rank split", p->ranks);
@@ -185,7 +222,7 @@ zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_plann
   if (!p || !cost) st = zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
   if (st == ZZ_OK) {
     p->ranks = ranks;
-    p->groups = o->n_groups > 0 ? o->n_groups : ranks;
+    p->groups = zz_pipe_groups(ranks, o->n_groups); /* zz_pipe_best sets the best T */
     /* first split: by weight bytes (memory is what a rank must hold) */
     for (int l = 0; l < m->n_layers; l++) cost[l] = (double)m->layers[l].weight_numel + 1;
     st = zz_split_costs(cost, m->n_layers, ranks, p->bounds);
@@ -241,7 +278,7 @@ zz_status zz_pipe_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner
   zz_status st = p && cost ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
   if (st == ZZ_OK) {
     p->ranks = ranks;
-    p->groups = o->n_groups > 0 ? o->n_groups : ranks;
+    p->groups = zz_pipe_groups(ranks, o->n_groups); /* a given policy's T: as the run has it */
     /* the split mpirun --hw FILE --policy P runs (launch/pipe.c): per-layer
      * seconds under P, balanced */
     st = zz_plan_layer_costs(m, hw, &o->shape, pol, o->bf16_weights, cost);

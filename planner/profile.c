@@ -455,6 +455,61 @@ static zz_status zz_prof_q4(const zz_prof *p, zz_hw *hw) {
   return ZZ_OK;
 }
 
+/* ---------------------------------------------------------------- disk */
+
+/* The disk tier's rates: 1 GiB with the default budget, at least 64 MiB (a
+ * virtual disk's rate swings by tens of percent over a quarter of a second, so
+ * less says little), written and read alone in 32 MiB transfers; then read
+ * again at each of 1, 4 and 16 MiB a read beside the device's linear
+ * op at decode shape (M = 16, on the device's own threads, as the engine's
+ * compute runs beside its disk reads). The engine reads one tensor a call
+ * (OPT-125M in f32: 2.25 and 9 MiB; OPT-1.3B in bf16: 8 and 32 MiB), and under a
+ * CPU quota a read issued after the period's quota is spent waits for the next
+ * period, the more often the smaller the reads: the cost model prices each read
+ * at the rate of its size (zz_hw_disk_read_bw). */
+static zz_status zz_prof_disk(const zz_prof *p, const char *dir, double budget, zz_hw *hw) {
+  size_t bytes = (size_t)((double)((size_t)1 << 30) * (budget < 15 ? budget / 15 : 1));
+  if (bytes < ((size_t)64 << 20)) bytes = (size_t)64 << 20;
+  const size_t MiB = (size_t)1 << 20, sizes[] = {1 * MiB, 4 * MiB, 16 * MiB};
+  const int n_sizes = (int)(sizeof sizes / sizeof *sizes);
+  const int64_t K = 2048, N = 2048;
+  zz_gemm_arg a = {.dev = p->dev, .n_w = 1, .m = 16, .k = K, .n = N};
+  a.w[0] = (zz_tensor){.dtype = zz_device_describe(p->dev)->compute_dtype,
+                       .ndim = 2,
+                       .shape = {N, K},
+                       .tier = ZZ_TIER_GPU,
+                       .name = "profile.disk.busy"};
+  a.w[0].nbytes = zz_dtype_nbytes(a.w[0].dtype, N * K);
+  zz_status st = zz_dev_fill(p->dev, N * K, &a.w[0].data);
+  if (st == ZZ_OK) st = zz_dev_fill(p->dev, a.m * K, &a.x);
+  if (st == ZZ_OK) st = zz_device_alloc(p->dev, zz_dtype_nbytes(a.w[0].dtype, a.m * N), &a.y);
+  zz_disk_probe probe = {.bytes = bytes,
+                         .chunk = 32 * MiB,
+                         .busy = zz_gemm_once,
+                         .busy_arg = &a,
+                         .busy_bytes = bytes,
+                         .sizes = sizes,
+                         .n_sizes = n_sizes};
+  zz_disk_rates r;
+  if (st == ZZ_OK) st = zz_disk_measure(dir, &probe, &r);
+  if (st == ZZ_OK) {
+    hw->disk_read_bw = r.read_bw, hw->disk_write_bw = r.write_bw;
+    hw->n_disk_read_busy = n_sizes;
+    for (int i = 0; i < n_sizes; i++) hw->disk_read_busy[i] = (zz_hw_point){(double)sizes[i], r.read_busy_bw[i]};
+    if (p->verbose) {
+      fprintf(stderr, "profile: disk (%s) read %.3g GB/s, write %.3g GB/s; read beside compute:", dir, r.read_bw / 1e9,
+              r.write_bw / 1e9);
+      for (int i = 0; i < n_sizes; i++)
+        fprintf(stderr, " %.3g GB/s at %zu MiB%s", r.read_busy_bw[i] / 1e9, sizes[i] / MiB,
+                i + 1 < n_sizes ? "," : "\n");
+    }
+  }
+  if (a.y) zz_device_free(p->dev, a.y);
+  if (a.x) zz_device_free(p->dev, a.x);
+  if (a.w[0].data) zz_device_free(p->dev, a.w[0].data);
+  return st;
+}
+
 /* ---------------------------------------------------------------- all */
 
 zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
@@ -493,15 +548,7 @@ zz_status zz_profile_run(const zz_profile_opts *o, zz_hw *out) {
   if (st == ZZ_OK && o->verbose)
     fprintf(stderr, "profile: host to device %.3g GB/s, device to host %.3g GB/s\n", hw.ctog_bw / 1e9,
             hw.gtoc_bw / 1e9);
-  /* 1 GiB with the default budget, at least 64 MiB, in 32 MiB transfers (a
-   * layer's matrix); a virtual disk's rate swings by tens of percent over a
-   * quarter of a second, so less says little */
-  size_t disk_bytes = (size_t)((double)((size_t)1 << 30) * (budget < 15 ? budget / 15 : 1));
-  if (disk_bytes < ((size_t)64 << 20)) disk_bytes = (size_t)64 << 20;
-  if (st == ZZ_OK) st = zz_disk_measure(dir, disk_bytes, (size_t)32 << 20, &hw.disk_read_bw, &hw.disk_write_bw);
-  if (st == ZZ_OK && o->verbose)
-    fprintf(stderr, "profile: disk (%s) read %.3g GB/s, write %.3g GB/s\n", dir, hw.disk_read_bw / 1e9,
-            hw.disk_write_bw / 1e9);
+  if (st == ZZ_OK) st = zz_prof_disk(&p, dir, budget, &hw);
   if (st == ZZ_OK) st = zz_prof_gemm(&p, zz_device_describe(p.dev)->compute_dtype, hw.gemm, &hw.n_gemm);
   /* bf16 weight matrices (--cpu-dtype bf16): the CPU device's linear over them */
   if (st == ZZ_OK && zz_device_describe(p.dev)->kind == ZZ_DEVICE_CPU &&

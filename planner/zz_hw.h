@@ -31,10 +31,12 @@ typedef struct zz_hw {
   size_t gpu_mem;      /* device memory for the memory plan (after what the device keeps) */
   size_t gpu_reserved; /* device memory the device keeps for itself (cuBLAS workspace, staging) */
   size_t cpu_mem, disk_mem;
-  int cpu_cores;                      /* cores the host gives this rank */
-  double ctog_bw, gtoc_bw;            /* host → device and device → host copies */
-  double disk_read_bw, disk_write_bw; /* the disk tier, page cache bypassed */
-  int n_gemm;                         /* GEMM [M, K] x [K, N] on the compute device by rows M */
+  int cpu_cores;                                /* cores the host gives this rank */
+  double ctog_bw, gtoc_bw;                      /* host → device and device → host copies */
+  double disk_read_bw, disk_write_bw;           /* the disk tier, page cache bypassed */
+  int n_disk_read_busy;                         /* its reads beside compute that spends the CPU, by bytes per read */
+  zz_hw_point disk_read_busy[ZZ_HW_MAX_POINTS]; /* (0 points: not measured) */
+  int n_gemm;                                   /* GEMM [M, K] x [K, N] on the compute device by rows M */
   zz_hw_point gemm[ZZ_HW_MAX_POINTS];
   double bmm_prefill_flops; /* attention (batched GEMM) on the device, prefill-shaped */
   double bmm_decode_flops;  /* attention on the device, one query per sequence */
@@ -75,6 +77,14 @@ const char *zz_hw_run_device(const zz_hw *hw, const char *device);
  * else the file's) is at most this machine's (MemTotal). ZZ_ERR_INVALID_ARG
  * naming the file, both numbers and what to do otherwise. where: the file name. */
 zz_status zz_hw_check_here(const zz_hw *hw, const char *where, const char *device, size_t cpu_cap, size_t gpu_cap);
+/* The disk tier's read rate (bytes/s) the cost model prices a disk read of
+ * per_read bytes at: the engine reads one tensor (or one sequence's cache, one
+ * batch's hidden states) a call beside its own compute, and under a CPU quota a
+ * read issued after the period's quota is spent waits for the next period, so
+ * the rate measured beside compute at that read size (disk_read_busy_bytes_per_s)
+ * where the file has it (at most the alone rate), else the rate measured alone
+ * (files written before issue #24 price as they did). */
+double zz_hw_disk_read_bw(const zz_hw *hw, double per_read);
 /* Rate of a curve at x (see zz_hw_point). */
 double zz_hw_rate(const zz_hw_point *pts, int n, double x);
 /* The thread count of the fastest CPU attention within max_threads (>= 1). */

@@ -17,7 +17,8 @@ extern "C" {
 typedef struct zz_planner_opts {
   zz_shape shape;
   int layer_begin, layer_end; /* the slice to plan (0, 0: all) */
-  int n_groups;               /* micro-batch groups (pipeline); 0/1: one */
+  int n_groups;               /* micro-batch groups T (pipeline); 0: a pipeline search chooses T
+                                 (zz_pipe_groups for a given policy), a single plan one */
   size_t cap[ZZ_TIER_COUNT];  /* 0: the hardware file's */
   bool allow_compression;     /* search cw/cc too where hw has 4-bit rates (default on; --no-compression) */
   bool force_compress_weight, force_compress_cache;
@@ -81,6 +82,13 @@ zz_status zz_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts
 /* ================================================================ pipeline */
 
 #define ZZ_PLAN_MAX_RANKS 64
+#define ZZ_PLAN_MAX_GROUPS 1024 /* --num-inner-iterations' bound too */
+
+/* The groups T of an m-rank pipeline that no search chose: the user's
+ * (--num-inner-iterations) where given (> 0), else m (the least with no decode
+ * bubble). A pipeline search starts from it and tries more (zz_pipe_plan_search);
+ * a run that plans takes the plan's T, one that does not takes this. */
+int zz_pipe_groups(int ranks, int given);
 
 /* A pipeline's plan: the layer cuts and each rank's zz_plan. Computed once, on
  * rank 0, and broadcast as bytes (it holds no pointers). */
@@ -96,8 +104,10 @@ typedef struct zz_pipeline_plan {
 
 /* Plans an m-rank pipeline on hw (one machine per rank): the layer split balanced
  * by predicted per-layer time (zz_split_costs, fed by the cost model),
- * each rank's own policy for its slice, and the pipeline's throughput. All ranks
- * share one gbs x num_gb (the hidden states that cross ranks have one shape). */
+ * each rank's own policy for its slice, the groups T (o->n_groups when > 0, else
+ * searched: m, 2m, 3m, ... within --max-block; out->groups) and the pipeline's
+ * throughput. All ranks share one gbs x num_gb (the hidden states that cross
+ * ranks have one shape). */
 zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int ranks,
                               zz_pipeline_plan *out);
 

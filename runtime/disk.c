@@ -8,6 +8,7 @@
 #define _GNU_SOURCE 1 /* O_DIRECT */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -106,11 +107,52 @@ zz_status zz_disk_write(zz_disk *d, const void *buf, size_t len, size_t off) {
   return ZZ_OK;
 }
 
-zz_status zz_disk_measure(const char *dir, size_t bytes, size_t chunk, double *read_bw, double *write_bw) {
-  chunk = zz_align_up(chunk ? chunk : ((size_t)8 << 20), ZZ_DISK_ALIGN);
-  bytes = zz_align_up(bytes < chunk ? chunk : bytes, chunk);
+/* The busy side of a read pass: probe->busy over and over until told to stop. */
+typedef struct zz_disk_busy {
+  const zz_disk_probe *probe;
+  int stop;      /* set by the reader (atomic) */
+  zz_status st;  /* the first failure of busy */
+  char msg[512]; /* its message (zz_error's is per thread) */
+} zz_disk_busy;
+
+static void *zz_disk_busy_main(void *arg) {
+  zz_disk_busy *b = arg;
+  while (!__atomic_load_n(&b->stop, __ATOMIC_ACQUIRE) && b->st == ZZ_OK) {
+    b->st = b->probe->busy(b->probe->busy_arg);
+  }
+  if (b->st != ZZ_OK) snprintf(b->msg, sizeof b->msg, "%s", zz_error_message());
+  return NULL;
+}
+
+/* Reads bytes of d in transfers of size (the last cut at the end); seconds taken. */
+static zz_status zz_disk_read_pass(zz_disk *d, void *buf, size_t bytes, size_t size, double *secs) {
+  double t0 = zz_now();
+  for (size_t off = 0; off < bytes;) {
+    size_t len = size < bytes - off ? size : bytes - off;
+    ZZ_CHECK(zz_disk_read(d, buf, len, off));
+    off += len;
+  }
+  *secs = zz_now() - t0;
+  return ZZ_OK;
+}
+
+zz_status zz_disk_measure(const char *dir, const zz_disk_probe *probe, zz_disk_rates *out) {
+  size_t chunk = zz_align_up(probe->chunk ? probe->chunk : ((size_t)8 << 20), ZZ_DISK_ALIGN);
+  size_t bytes = zz_align_up(probe->bytes < chunk ? chunk : probe->bytes, chunk);
+  /* the busy passes' transfer sizes, block aligned; the buffer holds the largest */
+  size_t sizes[ZZ_DISK_MAX_SIZES], big = chunk;
+  int n_sizes = probe->busy ? probe->n_sizes : 0;
+  if (n_sizes < 0 || n_sizes > ZZ_DISK_MAX_SIZES || (n_sizes > 0 && !probe->sizes))
+    return zz_error(ZZ_ERR_INVALID_ARG, "disk measure: %d read sizes beside work (want 0 to %d)", n_sizes,
+                    ZZ_DISK_MAX_SIZES);
+  for (int i = 0; i < n_sizes; i++) {
+    sizes[i] = zz_align_up(probe->sizes[i] ? probe->sizes[i] : chunk, ZZ_DISK_ALIGN);
+    if (sizes[i] > big) big = sizes[i];
+  }
+  size_t busy_bytes = zz_align_down(probe->busy_bytes, ZZ_DISK_ALIGN); /* O_DIRECT: whole blocks */
+  if (busy_bytes == 0 || busy_bytes > bytes) busy_bytes = bytes;
   void *buf = NULL;
-  if (posix_memalign(&buf, ZZ_DISK_ALIGN, chunk) != 0) return zz_error(ZZ_ERR_NO_MEMORY, "disk measure: out of memory");
+  if (posix_memalign(&buf, ZZ_DISK_ALIGN, big) != 0) return zz_error(ZZ_ERR_NO_MEMORY, "disk measure: out of memory");
   /* bytes like a model's, not a constant a virtual disk could compress or skip */
   uint64_t x = 0x9e3779b97f4a7c15ull, *w = buf;
   for (size_t i = 0; i < chunk / sizeof *w; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, w[i] = x;
@@ -134,16 +176,28 @@ zz_status zz_disk_measure(const char *dir, size_t bytes, size_t chunk, double *r
    * step, and a first pass right after the sync competes with the write-back a
    * virtual disk's host may still be doing (one machine read 0.9 GB/s on it and
    * 1.2-1.5 GB/s in the engine's steps) */
-  double tr = 0;
-  for (int pass = 0; pass < 2; pass++) {
-    t0 = zz_now();
-    for (size_t off = 0; st == ZZ_OK && off < bytes; off += chunk) st = zz_disk_read(&d, buf, chunk, off);
-    tr = zz_now() - t0;
+  double tr = 0, tb[ZZ_DISK_MAX_SIZES] = {0};
+  for (int pass = 0; st == ZZ_OK && pass < 2; pass++) st = zz_disk_read_pass(&d, buf, bytes, chunk, &tr);
+  /* once more per size beside the work: the reads as the engine issues them
+   * during a step */
+  zz_disk_busy b = {.probe = probe};
+  pthread_t th;
+  if (st == ZZ_OK && n_sizes > 0) {
+    int e = pthread_create(&th, NULL, zz_disk_busy_main, &b);
+    if (e != 0) st = zz_error(ZZ_ERR_IO, "disk measure: cannot start the busy thread: %s", strerror(e));
+    if (st == ZZ_OK) {
+      for (int i = 0; st == ZZ_OK && i < n_sizes; i++) st = zz_disk_read_pass(&d, buf, busy_bytes, sizes[i], &tb[i]);
+      __atomic_store_n(&b.stop, 1, __ATOMIC_RELEASE);
+      pthread_join(th, NULL);
+      if (st == ZZ_OK && b.st != ZZ_OK) st = zz_error(b.st, "disk measure: the work beside the reads: %s", b.msg);
+    }
   }
   zz_disk_close(&d);
   free(buf);
   if (st != ZZ_OK) return st;
-  *write_bw = (double)bytes / (tw > 1e-9 ? tw : 1e-9);
-  *read_bw = (double)bytes / (tr > 1e-9 ? tr : 1e-9);
+  memset(out, 0, sizeof *out);
+  out->write_bw = (double)bytes / (tw > 1e-9 ? tw : 1e-9);
+  out->read_bw = (double)bytes / (tr > 1e-9 ? tr : 1e-9);
+  for (int i = 0; i < n_sizes; i++) out->read_busy_bw[i] = (double)busy_bytes / (tb[i] > 1e-9 ? tb[i] : 1e-9);
   return ZZ_OK;
 }

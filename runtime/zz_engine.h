@@ -25,11 +25,32 @@
 extern "C" {
 #endif
 
+/* What zz_disk_measure measures. */
+#define ZZ_DISK_MAX_SIZES 16
+typedef struct zz_disk_probe {
+  size_t bytes, chunk; /* the file; the write and the alone reads in chunk-sized transfers */
+  /* Further read passes beside work (busy NULL: none): busy(busy_arg) runs over
+   * and over on a thread of its own while busy_bytes of the file (0: all) are
+   * read again, one pass per transfer size sizes[i] (the engine reads one
+   * tensor a call, so its transfers are its tensors' sizes). Under a CPU quota a
+   * read issued after the period's quota is spent waits for the next period, so
+   * these are the rates the engine's reads get beside its compute (issue #24:
+   * 0.78 of the alone rate inside a 0.4-CPU machine), lower for smaller reads. */
+  zz_status (*busy)(void *busy_arg);
+  void *busy_arg;
+  size_t busy_bytes;
+  const size_t *sizes;
+  int n_sizes; /* at most ZZ_DISK_MAX_SIZES */
+} zz_disk_probe;
+typedef struct zz_disk_rates {
+  double read_bw, write_bw;               /* alone, bytes per second */
+  double read_busy_bw[ZZ_DISK_MAX_SIZES]; /* beside busy, at probe->sizes[i] */
+} zz_disk_rates;
 /* The disk tier's bandwidths as the engine gets them (runtime/disk.c): a file
- * under dir opened like the offload file (page cache bypassed), `bytes` written
- * in `chunk`-sized transfers and synced, then read back twice (the second
- * pass counts); bytes per second. */
-zz_status zz_disk_measure(const char *dir, size_t bytes, size_t chunk, double *read_bw, double *write_bw);
+ * under dir opened like the offload file (page cache bypassed), written and
+ * synced, then read back twice (the second pass counts), then read beside
+ * probe->busy at each size where given. */
+zz_status zz_disk_measure(const char *dir, const zz_disk_probe *probe, zz_disk_rates *out);
 /* Free bytes under dir. */
 size_t zz_disk_free_bytes(const char *dir);
 

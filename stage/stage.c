@@ -53,6 +53,12 @@ int zz_stage_rank(const zz_stage *st) { return st->rank; }
 int zz_stage_size(const zz_stage *st) { return st->size; }
 int zz_stage_groups(const zz_stage *st) { return st->cfg.groups; }
 
+zz_status zz_stage_set_groups(zz_stage *st, int groups) {
+  ZZ_CHECK(zz_tag_check(groups, st->cfg.max_new_tokens, st->tag_ub));
+  st->cfg.groups = groups;
+  return ZZ_OK;
+}
+
 void zz_stage_get_stats(const zz_stage *st, zz_stage_stats *out) {
   *out = st->stats;
   out->bytes_per_token = out->tokens ? (double)out->bytes_sent / (double)out->tokens : 0;

@@ -204,6 +204,9 @@ int zz_stage_rank(const zz_stage *st);
 int zz_stage_size(const zz_stage *st);
 /* The configured number of groups (the most a block may use). */
 int zz_stage_groups(const zz_stage *st);
+/* Every rank, the same groups, before zz_stage_run: the T a plan chose after the
+ * stage was made (its agreement carried the plan). The tag space is checked again. */
+zz_status zz_stage_set_groups(zz_stage *st, int groups);
 /* How hidden states travel between ranks (--comm). Token ids, block messages and
  * control messages always go over MPI. */
 typedef enum zz_stage_comm {

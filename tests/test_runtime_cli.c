@@ -222,6 +222,10 @@ static void test_pipeline_options_need_mpirun(void) {
   CU_ASSERT_EQUAL(zz_parse_said(plan, said, sizeof said), 2);
   CU_ASSERT_PTR_NOT_NULL(strstr(said, "--layers does not apply to plan"));
   unsetenv("OMPI_COMM_WORLD_SIZE");
+  /* plan plans a pipeline's groups as mpirun runs them: --num-inner-iterations
+   * is taken without mpirun (it was refused as an mpirun option) */
+  const char *groups[] = {"zigzag", "plan", "--ranks", "2", "--num-inner-iterations", "3", NULL};
+  CU_ASSERT_EQUAL(zz_parse_said(groups, said, sizeof said), 0);
 }
 
 static void test_bad_environment_is_an_error(void) {

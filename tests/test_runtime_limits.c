@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "zz_engine.h" /* zz_disk_measure */
 #include "zz_limits.h"
 #include "zz_tests.h"
 
@@ -159,6 +160,48 @@ static void test_limits_here(void) {
   CU_ASSERT_EQUAL(zz_host_memory_bytes(), l->mem);
 }
 
+/* The disk measure's pass beside work (what profile records as
+ * disk_read_busy_bytes_per_s): the work runs during the pass, on its own
+ * thread, and its failure is the measure's. */
+typedef struct {
+  int calls, fail_at;
+  volatile double sink;
+} zz_busy_count;
+static zz_status zz_busy_spin(void *arg) {
+  zz_busy_count *b = arg;
+  if (b->fail_at && b->calls + 1 >= b->fail_at) return zz_error(ZZ_ERR_IO, "busy: made to fail");
+  double x = 1;
+  for (int i = 0; i < 100000; i++) x = x * 1.0000001 + 1e-9;
+  b->sink = x;
+  b->calls++;
+  return ZZ_OK;
+}
+static void test_disk_measure_busy(void) {
+  const char *dir = getenv("TMPDIR");
+  if (!dir || !*dir) dir = "/tmp";
+  const size_t MiB = (size_t)1 << 20, sizes[] = {1 * MiB, 3 * MiB};
+  zz_busy_count b = {0};
+  zz_disk_probe p = {.bytes = 16 * MiB, .chunk = 4 * MiB};
+  zz_disk_rates r = {0};
+  CU_ASSERT_EQUAL_FATAL(zz_disk_measure(dir, &p, &r), ZZ_OK);
+  CU_ASSERT(r.read_bw > 0 && r.write_bw > 0);
+  CU_ASSERT_EQUAL(r.read_busy_bw[0], 0); /* no work: no such pass */
+  p.busy = zz_busy_spin, p.busy_arg = &b, p.busy_bytes = 8 * MiB + 1000, /* cut to whole blocks */ p.sizes = sizes,
+  p.n_sizes = 2;
+  CU_ASSERT_EQUAL_FATAL(zz_disk_measure(dir, &p, &r), ZZ_OK);
+  CU_ASSERT(r.read_busy_bw[0] > 0 && r.read_busy_bw[1] > 0); /* one rate per size */
+  CU_ASSERT_EQUAL(r.read_busy_bw[2], 0);
+  CU_ASSERT(b.calls > 0);
+  b = (zz_busy_count){.fail_at = 1};
+  CU_ASSERT_NOT_EQUAL(zz_disk_measure(dir, &p, &r), ZZ_OK);
+  CU_ASSERT(strstr(zz_error_message(), "made to fail") != NULL);
+  zz_error_clear();
+  p.n_sizes = 99; /* more sizes than it takes: refused, not overrun */
+  CU_ASSERT_NOT_EQUAL(zz_disk_measure(dir, &p, &r), ZZ_OK);
+  CU_ASSERT(strstr(zz_error_message(), "read sizes") != NULL);
+  zz_error_clear();
+}
+
 void zz_test_limits_register(void) {
   CU_pSuite s = CU_add_suite("limits", NULL, NULL);
   CU_add_test(s, "cgroup v1: quota, cpuset, a parent's lower memory limit", test_limits_v1);
@@ -166,4 +209,5 @@ void zz_test_limits_register(void) {
   CU_add_test(s, "a container's own group at the mount point", test_limits_container);
   CU_add_test(s, "no limits; a garbled file refused naming it", test_limits_none_and_bad);
   CU_add_test(s, "this process", test_limits_here);
+  CU_add_test(s, "disk measure: reads beside work on a thread of its own", test_disk_measure_busy);
 }

@@ -410,7 +410,7 @@ check "plan --ranks 4 prints the split, each rank's policy, the pipeline through
 
 zz profile --profile-seconds 1 --out measured.json
 check "profile --out writes a hardware file of this machine (4-bit rates too: the CPU device has 4-bit ops) that plan reads" \
-  eval '[ "$RC" -eq 0 ] && has "\"gemm_flops\"" measured.json && has "\"gemm_q4_flops\"" measured.json && has "profile: disk" err'
+  eval '[ "$RC" -eq 0 ] && has "\"gemm_flops\"" measured.json && has "\"gemm_q4_flops\"" measured.json && has "\"disk_read_busy_bytes_per_s\"" measured.json && has "profile: disk" err'
 zz plan --model "$TINY" --hw measured.json --prompt-len 16 --gen-len 8 --max-block 8
 block_ok() {
   local g n
@@ -768,6 +768,17 @@ fi
 zz bench --model opt-125m --device cpu --prompt-len 4 --gen-len 2
 check "bench: a preset without --dummy is refused as generate refuses it" \
   eval '[ "$RC" -ne 0 ] && has "--model opt-125m is a preset: add --dummy" err'
+
+# the groups T of a pipeline: plan takes --num-inner-iterations as mpirun does (it was refused as an mpirun
+# option), plans exactly that T, and refuses it without --ranks (one process runs no groups)
+zz plan --model opt-1.3b --hw "$HW/t4-gcp-x4.json" --prompt-len 32 --gen-len 8 --max-block 64 --ranks 2 --num-inner-iterations 3
+check "plan --ranks 2 --num-inner-iterations 3 plans 3 groups (the user's T, not searched)" \
+  eval '[ "$RC" -eq 0 ] && has "2 ranks, 3 micro-batch groups (--num-inner-iterations)" outp && grep -q "^rank 1: block [0-9]* sequences (3 groups of gbs" outp'
+zz plan --model opt-1.3b --hw "$HW/t4-gcp-x4.json" --prompt-len 32 --gen-len 8 --max-block 64 --ranks 2 --num-inner-iterations 3 --json
+check "plan --ranks 2 --num-inner-iterations 3 --json: \"groups\": 3" eval '[ "$RC" -eq 0 ] && has "\"groups\": 3," outp'
+zz plan --model opt-1.3b --hw "$HW/t4-gcp-x4.json" --prompt-len 32 --gen-len 8 --num-inner-iterations 3
+check "plan --num-inner-iterations without --ranks is refused (exit 2) naming --ranks" \
+  eval '[ "$RC" -eq 2 ] && has "give --ranks m too" err'
 
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

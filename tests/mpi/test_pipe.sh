@@ -345,6 +345,22 @@ EOF
   else bad "bench -np 4 --hw: searches per rank '$ran', want rank 0 alone once"; fi
   if printed | cmp -s - want; then ok "bench -np 4 --hw: every rank runs plan's split and its policy"
   else bad "bench -np 4 --hw: the printed split or policies are not plan's"; diff want <(printed) | head; fi
+  # the groups T are the plan's: on a machine whose GEMM rate is flat in the batch, more groups than ranks
+  # only shrink the prefill bubble, so plan chooses T > 2; the run takes that T (the stage and every
+  # rank's engine) and its tokens are one process's
+  sed 's/"gemm_flops": \[\[1, 3e9\], \[4, 1e10\], \[16, 3e10\], \[64, 6e10\], \[1024, 5e10\]\]/"gemm_flops": [[1, 3e10], [1024, 3e10]]/' \
+    hw.json >flat.json
+  F=(--model "$FX/tiny-opt" --hw flat.json --max-block 8)
+  timeout 60 "$ZZ" plan "${F[@]}" --ranks 2 --prompt-len 24 --gen-len 8 >plan.out 2>err || bad "plan --ranks 2 (flat) failed"
+  T=$(sed -n 's/^plan: .*, 2 ranks, \([0-9]*\) micro-batch groups (searched)$/\1/p' plan.out)
+  timeout 60 "$ZZ" generate "${F[@]}" --prompts prompts.jsonl --max-prompt-len 24 --max-new-tokens 8 \
+    --out one.jsonl </dev/null 2>err || bad "generate --hw flat.json: one process failed"
+  mpi 2 generate "${F[@]}" --prompts prompts.jsonl --max-prompt-len 24 --max-new-tokens 8 --out m.jsonl
+  if [ "$rc" = 0 ] && [ "${T:-0}" -gt 2 ] &&
+     grep -q "^zigzag: no policy given: the planner's pipeline for .* on 2 ranks, $T groups" err &&
+     grep -q "^zigzag: rank 1: layers \[[0-9]*, [0-9]*) of [0-9]*, $T groups" err && cmp -s one.jsonl m.jsonl; then
+    ok "generate -np 2 --hw: the plan's $T groups (more than the ranks) run, with the tokens of one process"
+  else bad "generate -np 2 --hw flat.json: rc $rc, plan's T '${T}', the run's: $(grep -o "on 2 ranks, [0-9]* groups" err)"; fi
   ;;
 nccl)
   args=("${GEN[@]}" --model "$FX/tiny-opt" --max-new-tokens 8)

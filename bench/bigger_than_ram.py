@@ -202,6 +202,25 @@ def run_in(cg, cmd, env=None):
 
 # ---------------------------------------------------------------- engines
 
+def run_engine(a, name, cmd, env, how):
+    """One engine's run in a fresh group of --limit, from a dropped page cache:
+    (its last JSON line or None, peak bytes, failcnt, OOM kills, bytes read, device reads, wall s, how)."""
+    cg = Cgroup(a.limit, name)
+    try:
+        drop_caches()
+        rc, out, err, ru, wall, dev = run_in(cg, cmd, env)
+        peak, fail, oom = cg.stats()
+    finally:
+        cg.remove()
+    got = None
+    if rc == 0:
+        got = json.loads(out.strip().splitlines()[-1])
+    else:
+        print("# %s failed (%s): %s" % (name, "killed by signal %d" % -rc if rc < 0 else "exit %d" % rc,
+                                        err.strip()[-600:]))
+    return (got, peak, fail, oom, ru.ru_inblock * 512, dev, wall, how)
+
+
 def lcpp_child(a):
     """In the cgroup: one llama.cpp run from the mmapped GGUF."""
     import llama_cpp as lc
@@ -266,23 +285,11 @@ def main():
     rows = {}
 
     # llama.cpp first, zigzag after: each from a dropped page cache in its own group
-    cg = Cgroup(a.limit, "llama.cpp")
-    try:
-        drop_caches()
-        rc, out, err, ru, wall, dev = run_in(cg, [sys.executable, os.path.abspath(__file__), "--lcpp-child", q4,
-                                                  "--prompt-len", str(a.prompt_len), "--gen-len", str(a.gen_len),
-                                                  "--threads", str(a.threads), "--vocab", str(a.vocab), "--batch",
-                                                  str(a.batch), "--limit", str(a.limit)])
-        peak, fail, oom = cg.stats()
-    finally:
-        cg.remove()
-    if rc == 0:
-        got = json.loads(out.strip().splitlines()[-1])
-    else:
-        got = None
-        print("# llama.cpp failed (%s): %s" % ("killed by signal %d" % -rc if rc < 0 else "exit %d" % rc,
-                                              err.strip()[-600:]))
-    rows["llama.cpp"] = (got, peak, fail, oom, ru.ru_inblock * 512, dev, wall, "Q4_0, mmap, no repack")
+    rows["llama.cpp"] = run_engine(a, "llama.cpp", [sys.executable, os.path.abspath(__file__), "--lcpp-child", q4,
+                                                    "--prompt-len", str(a.prompt_len), "--gen-len", str(a.gen_len),
+                                                    "--threads", str(a.threads), "--vocab", str(a.vocab), "--batch",
+                                                    str(a.batch), "--limit", str(a.limit)], None,
+                                   "Q4_0, mmap, no repack")
 
     policy, how = a.policy, "hand (--policy)"
     if not policy:  # planned in a group of its own with the same limit: its profile sees the limit
@@ -302,21 +309,9 @@ def main():
             print("bigger_than_ram: zigzag plan chose %s, not a block of %d; give --policy" % (policy, a.batch),
                   file=sys.stderr)
             return 1
-    cg = Cgroup(a.limit, "zigzag")
-    try:
-        drop_caches()
-        rc, out, err, ru, wall, dev = run_in(cg, [a.zigzag, "bench", "--dummy", "--device", "cpu", "--attn-threads",
-                                                  str(a.threads), "--policy", policy] + zz_common, env)
-        peak, fail, oom = cg.stats()
-    finally:
-        cg.remove()
-    if rc == 0:
-        got = json.loads(out.strip().splitlines()[-1])
-    else:
-        got = None
-        print("# zigzag failed (%s): %s" % ("killed by signal %d" % -rc if rc < 0 else "exit %d" % rc,
-                                           err.strip()[-600:]))
-    rows["zigzag"] = (got, peak, fail, oom, ru.ru_inblock * 512, dev, wall, "%s; policy from %s" % (policy, how))
+    rows["zigzag"] = run_engine(a, "zigzag", [a.zigzag, "bench", "--dummy", "--device", "cpu", "--attn-threads",
+                                              str(a.threads), "--policy", policy] + zz_common, env,
+                                "%s; policy from %s" % (policy, how))
 
     print("# cpu: %s (%d online); llama-cpp-python %s; LLaMA-7B layer x %d, vocab %d; Q4_0 file %s; "
           "memory limit %s; batch %d, prompt %d, gen %d, threads %d; workdir %s" %

@@ -10,12 +10,5 @@
 # Needs root (a cgroup and drop_caches) and LCPP_PYTHON with llama-cpp-python and
 # gguf (else a "skip:" line, exit 0). Minutes; not a test.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-zz=${1:-build/zigzag}
-[ $# -gt 0 ] && shift
-[ "${1:-}" = "--" ] && shift
-py=${LCPP_PYTHON:-python3}
-. "$here/py_skip.sh"
-zz_py_or_skip "$py" LCPP_PYTHON 'import llama_cpp, gguf' 'llama-cpp-python or gguf' 'pip install llama-cpp-python gguf'
-zz_need_zigzag "$zz" bigger_than_ram.sh
-exec "$py" "$here/bigger_than_ram.py" --zigzag "$zz" "$@"
+. "$(cd "$(dirname "$0")" && pwd)/py_skip.sh"
+zz_lcpp_peer bigger_than_ram.py "$@"

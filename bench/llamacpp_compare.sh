@@ -11,12 +11,5 @@
 # gguf into a venv; CMAKE_ARGS="-DGGML_NATIVE=ON" builds llama.cpp for this CPU).
 # Without them it prints a "skip:" line and exits 0. Not a test.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-zz=${1:-build/zigzag}
-[ $# -gt 0 ] && shift
-[ "${1:-}" = "--" ] && shift
-py=${LCPP_PYTHON:-python3}
-. "$here/py_skip.sh"
-zz_py_or_skip "$py" LCPP_PYTHON 'import llama_cpp, gguf' 'llama-cpp-python or gguf' 'pip install llama-cpp-python gguf'
-zz_need_zigzag "$zz" llamacpp_compare.sh
-exec "$py" "$here/llamacpp_compare.py" --zigzag "$zz" "$@"
+. "$(cd "$(dirname "$0")" && pwd)/py_skip.sh"
+zz_lcpp_peer llamacpp_compare.py "$@"

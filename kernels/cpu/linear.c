@@ -844,7 +844,17 @@ static void *zz_q_tls(int slot, size_t bytes) {
   return b->p;
 }
 
-static float *zz_q_panel(size_t floats) { return zz_q_tls(0, floats * sizeof(float)); }
+/* The thread's buffer of a slot, or the process ends: a kernel has no error
+ * path, and a buffer here is at most a panel (8 MiB) or 16 rows of x, so a
+ * failure is the machine out of memory. what: the buffer, for the message. */
+static void *zz_q_scratch(int slot, size_t bytes, const char *what) {
+  void *p = zz_q_tls(slot, bytes);
+  if (!p) {
+    fprintf(stderr, "zz_cpu_linear_q: out of memory for %s (%zu bytes)\n", what, bytes);
+    abort();
+  }
+  return p;
+}
 
 typedef struct zz_qlin_job {
   const float *x, *b; /* x [n, in], rows ldx apart */
@@ -861,12 +871,7 @@ typedef struct zz_qlin_job {
 static void zz_qlin_panel(void *arg, int64_t p) {
   const zz_qlin_job *j = arg;
   int64_t o0 = p * j->panel, rows = j->out - o0 < j->panel ? j->out - o0 : j->panel;
-  float *wp = zz_q_panel((size_t)(j->panel * j->in));
-  if (!wp) {
-    /* a kernel has no error path: a panel is at most 8 MiB, so this is the machine out of memory */
-    fprintf(stderr, "zz_cpu_linear_q: out of memory for a %lld-float panel\n", (long long)(j->panel * j->in));
-    abort();
-  }
+  float *wp = zz_q_scratch(0, (size_t)(j->panel * j->in) * sizeof(float), "a widened panel");
   if (j->bf16) zz_convert(ZZ_DTYPE_BF16, j->w + (size_t)o0 * j->row_bytes, ZZ_DTYPE_F32, wp, rows * j->in);
   else
     zz_q_dequantize(j->f, j->w + (size_t)o0 * j->row_bytes, rows, j->in, wp);
@@ -1021,11 +1026,7 @@ void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const
     /* x quantized once per call (rows on the pool), then the own driver over
      * rows of W, one K block: the micro-kernel walks the groups itself */
     zz_xq_job q = {x, NULL, in, zz_xq_row_bytes(in, f.group), f.group, f.bits};
-    if (!(q.xq = zz_q_tls(1, q.row * (size_t)n))) {
-      /* a kernel has no error path: this is the machine out of memory */
-      fprintf(stderr, "zz_cpu_linear_q: out of memory for %lld rows of x in int8\n", (long long)n);
-      abort();
-    }
+    q.xq = zz_q_scratch(1, q.row * (size_t)n, "rows of x in int8");
     zz_pool_run(pool, zz_xq_row, &q, n);
     zz_gemm_job job = zz_gemm_job_of(x, n, in, w, b, out, y, relu, xint8);
     job.x = q.xq, job.xsz = 0, job.x_row = q.row; /* k0 is 0: no offset along K */

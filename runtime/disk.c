@@ -107,6 +107,9 @@ zz_status zz_disk_write(zz_disk *d, const void *buf, size_t len, size_t off) {
   return ZZ_OK;
 }
 
+/* Bytes per second of a pass (a pass under a nanosecond counts as one). */
+static double zz_disk_rate(size_t bytes, double secs) { return (double)bytes / (secs > 1e-9 ? secs : 1e-9); }
+
 /* The busy side of a read pass: probe->busy over and over until told to stop. */
 typedef struct zz_disk_busy {
   const zz_disk_probe *probe;
@@ -196,8 +199,8 @@ zz_status zz_disk_measure(const char *dir, const zz_disk_probe *probe, zz_disk_r
   free(buf);
   if (st != ZZ_OK) return st;
   memset(out, 0, sizeof *out);
-  out->write_bw = (double)bytes / (tw > 1e-9 ? tw : 1e-9);
-  out->read_bw = (double)bytes / (tr > 1e-9 ? tr : 1e-9);
-  for (int i = 0; i < n_sizes; i++) out->read_busy_bw[i] = (double)busy_bytes / (tb[i] > 1e-9 ? tb[i] : 1e-9);
+  out->write_bw = zz_disk_rate(bytes, tw);
+  out->read_bw = zz_disk_rate(bytes, tr);
+  for (int i = 0; i < n_sizes; i++) out->read_busy_bw[i] = zz_disk_rate(busy_bytes, tb[i]);
   return ZZ_OK;
 }

@@ -190,7 +190,7 @@ static double zz_frac(const zz_tier *tiers, size_t n, size_t stride, size_t firs
   return tot ? (double)k / (double)tot : 0;
 }
 
-void zz_cost_plan(const zz_cost_in *in, const zz_memplan *plan, zz_cost *out, double *layer_s) {
+void zz_cost_plan(const zz_cost_in *in, const zz_memplan *plan, zz_cost *out, double (*layer_s)[ZZ_PHASE_COUNT]) {
   memset(out, 0, sizeof *out);
   const zz_model *m = in->m;
   const zz_plan_spec *sp = &plan->spec;
@@ -221,7 +221,7 @@ void zz_cost_plan(const zz_cost_in *in, const zz_memplan *plan, zz_cost *out, do
       zz_cost_layer(in, j, (zz_phase)ph, term);
       double k = ph == ZZ_PHASE_PREFILL ? 1 : n - 1;
       double step = k * zz_cost_step(term, x, in->overlap);
-      if (layer_s) layer_s[j - lb] = (ph == ZZ_PHASE_PREFILL ? 0 : layer_s[j - lb]) + step;
+      if (layer_s) layer_s[j - lb][ph] = step;
       if (ph == ZZ_PHASE_PREFILL) out->prefill_s += step;
       else
         out->decode_s += step;

@@ -1,7 +1,8 @@
 /*
  * pipe.c — planning an m-rank pipeline (FlexGen §4.4, design.md's wavefront):
- * the contiguous layer split that minimises the slowest stage (the one split
- * algorithm, also behind zz_plan_split for a given policy), each rank's
+ * the contiguous layer split that minimises each phase's slowest stage, weighed
+ * as the pipeline waits on it (the one split algorithm, also behind
+ * zz_plan_split for a given policy), each rank's
  * policy for its slice (one gbs x num_gb for all ranks: the hidden states that
  * cross ranks have one shape), and the pipeline's predicted throughput.
  *
@@ -16,48 +17,107 @@
  * offloaded weights once more per group): T is searched beside gbs and num_gb
  * (zz_pipe_best) unless the user fixed it (--num-inner-iterations).
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "planner_impl.h"
 
-zz_status zz_split_costs(const double *cost, int L, int nranks, int *bounds_out) {
+/* Ascending distinct sums of every run cost[i..j) of one phase (i < j): the
+ * values a stage's slowest sum can take, so the candidates for its bound. */
+static double *zz_run_sums(const double (*cost)[ZZ_PHASE_COUNT], int L, int ph, size_t *n_out) {
+  double *v = malloc((size_t)L * (size_t)(L + 1) / 2 * sizeof *v);
+  if (!v) return NULL;
+  size_t n = 0;
+  for (int i = 0; i < L; i++) {
+    double s = 0;
+    for (int j = i; j < L; j++) v[n++] = s += cost[j][ph];
+  }
+  qsort(v, n, sizeof *v, zz_cmp_double);
+  size_t u = 0;
+  for (size_t i = 0; i < n; i++)
+    if (u == 0 || v[i] != v[u - 1]) v[u++] = v[i];
+  *n_out = u;
+  return v;
+}
+
+/* Cuts [0, L) greedily into runs whose prefill and decode sums stay within cap[]:
+ * each run as long as both allow (a run inside a fitting run fits too, so no cut
+ * needs fewer). The runs' count, or INT_MAX where one layer alone is over a cap. */
+static int zz_split_greedy(const double (*cost)[ZZ_PHASE_COUNT], int L, const double cap[ZZ_PHASE_COUNT], int *cuts) {
+  int runs = 0;
+  for (int i = 0; i < L;) {
+    double s[ZZ_PHASE_COUNT] = {0};
+    int j = i;
+    for (; j < L; j++) {
+      bool fits = true;
+      for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++) fits = fits && s[ph] + cost[j][ph] <= cap[ph];
+      if (!fits) break;
+      for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++) s[ph] += cost[j][ph];
+    }
+    if (j == i) return INT_MAX;
+    if (cuts) cuts[runs] = i;
+    runs++, i = j;
+  }
+  return runs;
+}
+
+zz_status zz_split_costs(const double (*cost)[ZZ_PHASE_COUNT], int L, int nranks, const double w[ZZ_PHASE_COUNT],
+                         int *bounds_out) {
   if (nranks < 1 || nranks > L)
     return zz_error(ZZ_ERR_INVALID_ARG,
                     "pipeline: %d ranks for a model of %d layers (input embedding, attention "
                     "and MLP of each transformer layer, output embedding): every rank needs one",
                     nranks, L);
-  double *pre = calloc((size_t)L + 1, sizeof *pre);
-  double *best = malloc((size_t)(nranks + 1) * (size_t)(L + 1) * sizeof *best);
-  int *arg = malloc((size_t)(nranks + 1) * (size_t)(L + 1) * sizeof *arg);
-  if (!pre || !best || !arg) {
-    free(pre), free(best), free(arg);
-    return zz_error(ZZ_ERR_NO_MEMORY, "pipeline: layer split");
+  size_t np = 0, nd = 0;
+  double *cp = zz_run_sums(cost, L, ZZ_PHASE_PREFILL, &np), *cd = zz_run_sums(cost, L, ZZ_PHASE_DECODE, &nd);
+  if (!cp || !cd) {
+    free(cp), free(cd);
+    return zz_error(ZZ_ERR_NO_MEMORY, "pipeline: layer split of %d layers", L);
   }
-  for (int l = 0; l < L; l++) pre[l + 1] = pre[l] + cost[l];
-    /* best[k][j]: the smallest possible slowest stage when k stages hold layers [0, j) */
-#define B(k, j) best[(size_t)(k) * (size_t)(L + 1) + (size_t)(j)]
-#define A(k, j) arg[(size_t)(k) * (size_t)(L + 1) + (size_t)(j)]
-  for (int j = 1; j <= L; j++) B(1, j) = pre[j], A(1, j) = 0;
-  for (int k = 2; k <= nranks; k++)
-    for (int j = k; j <= L; j++) {
-      B(k, j) = -1;
-      for (int i = k - 1; i < j; i++) { /* stage k holds [i, j) */
-        double last = pre[j] - pre[i], worst = B(k - 1, i) > last ? B(k - 1, i) : last;
-        if (B(k, j) < 0 || worst < B(k, j)) B(k, j) = worst, A(k, j) = i;
-      }
+  /* every prefill bound in turn, each with the smallest decode bound that still
+   * cuts into nranks runs (it only falls as the prefill bound grows) */
+  double best = -1, cap[ZZ_PHASE_COUNT], best_cap[ZZ_PHASE_COUNT] = {0};
+  size_t d = nd;
+  for (size_t i = 0; i < np && d > 0; i++) {
+    cap[ZZ_PHASE_PREFILL] = cp[i], cap[ZZ_PHASE_DECODE] = cd[d - 1];
+    if (zz_split_greedy(cost, L, cap, NULL) > nranks) continue;
+    for (; d > 1; d--) {
+      cap[ZZ_PHASE_DECODE] = cd[d - 2];
+      if (zz_split_greedy(cost, L, cap, NULL) > nranks) break;
     }
+    double v = w[ZZ_PHASE_PREFILL] * cp[i] + w[ZZ_PHASE_DECODE] * cd[d - 1];
+    if (best < 0 || v < best) best = v, best_cap[ZZ_PHASE_PREFILL] = cp[i], best_cap[ZZ_PHASE_DECODE] = cd[d - 1];
+  }
+  free(cp), free(cd);
+  int runs = zz_split_greedy(cost, L, best_cap, bounds_out);
+  /* fewer runs than ranks: cut the run of most layers in two until every rank
+   * has one (a part of a fitting run fits) */
+  for (; runs < nranks; runs++) {
+    int widest = 0;
+    for (int r = 1; r < runs; r++)
+      if ((r + 1 < runs ? bounds_out[r + 1] : L) - bounds_out[r] >
+          (widest + 1 < runs ? bounds_out[widest + 1] : L) - bounds_out[widest])
+        widest = r;
+    int hi = widest + 1 < runs ? bounds_out[widest + 1] : L;
+    memmove(bounds_out + widest + 2, bounds_out + widest + 1, (size_t)(runs - widest - 1) * sizeof *bounds_out);
+    bounds_out[widest + 1] = (bounds_out[widest] + hi + 1) / 2;
+  }
   bounds_out[nranks] = L;
-  for (int k = nranks; k >= 1; k--) bounds_out[k - 1] = A(k, bounds_out[k]);
-#undef A
-#undef B
-  free(pre), free(best), free(arg);
   return ZZ_OK;
 }
 
-/* Per-layer predicted seconds of one block under pol, for every layer. */
+/* The weights of the split's objective for a pipeline of T groups (zz_pipe_times):
+ * the prefill waits (T - 1) times on its slowest stage beyond the fill, each
+ * decode step T times on its slowest stage (T >= m: the ring is never the bound). */
+static void zz_split_weights(int groups, double w[ZZ_PHASE_COUNT]) {
+  w[ZZ_PHASE_PREFILL] = groups > 1 ? groups - 1 : 1;
+  w[ZZ_PHASE_DECODE] = groups;
+}
+
+/* Per-layer predicted seconds of one block under pol, per phase, for every layer. */
 static zz_status zz_plan_layer_costs(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
-                                     bool bf16_weights, double *cost_out) {
+                                     bool bf16_weights, double (*cost_out)[ZZ_PHASE_COUNT]) {
   zz_planner_opts o;
   zz_planner_opts_default(&o);
   o.shape = *shape;
@@ -72,11 +132,13 @@ static zz_status zz_plan_layer_costs(const zz_model *m, const zz_hw *hw, const z
 }
 
 zz_status zz_plan_split(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
-                        bool bf16_weights, int ranks, int *bounds_out) {
-  double *cost = malloc((size_t)m->n_layers * sizeof *cost);
+                        bool bf16_weights, int ranks, int groups, int *bounds_out) {
+  double(*cost)[ZZ_PHASE_COUNT] = malloc((size_t)m->n_layers * sizeof *cost);
   if (!cost) return zz_error(ZZ_ERR_NO_MEMORY, "pipeline: layer split of %d layers", m->n_layers);
+  double w[ZZ_PHASE_COUNT];
+  zz_split_weights(groups, w);
   zz_status st = zz_plan_layer_costs(m, hw, shape, pol, bf16_weights, cost);
-  if (st == ZZ_OK) st = zz_split_costs(cost, m->n_layers, ranks, bounds_out);
+  if (st == ZZ_OK) st = zz_split_costs(cost, m->n_layers, ranks, w, bounds_out);
   free(cost);
   return st;
 }
@@ -217,18 +279,19 @@ zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_plann
     return zz_error(ZZ_ERR_INVALID_ARG, "planner: --ranks %d: want 1 to %d (and at most the model's %d layers)", ranks,
                     ZZ_PLAN_MAX_RANKS, m->n_layers);
   zz_pipeline_plan *p = calloc(1, sizeof *p);
-  double *cost = calloc((size_t)m->n_layers, sizeof *cost);
+  double(*cost)[ZZ_PHASE_COUNT] = calloc((size_t)m->n_layers, sizeof *cost);
   zz_status st = ZZ_OK;
   if (!p || !cost) st = zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
   if (st == ZZ_OK) {
     p->ranks = ranks;
     p->groups = zz_pipe_groups(ranks, o->n_groups); /* zz_pipe_best sets the best T */
     /* first split: by weight bytes (memory is what a rank must hold) */
-    for (int l = 0; l < m->n_layers; l++) cost[l] = (double)m->layers[l].weight_numel + 1;
-    st = zz_split_costs(cost, m->n_layers, ranks, p->bounds);
+    for (int l = 0; l < m->n_layers; l++) cost[l][ZZ_PHASE_PREFILL] = (double)m->layers[l].weight_numel + 1;
+    st = zz_split_costs(cost, m->n_layers, ranks, (const double[ZZ_PHASE_COUNT]){1, 0}, p->bounds);
   }
-  /* then: by the cost model's per-layer time under each rank's policy, twice;
-   * the best of the rounds is kept */
+  /* then: by the cost model's per-layer time under each rank's policy, each
+   * phase's slowest stage weighed as the pipeline of the plan's T waits on it,
+   * twice; the best of the rounds is kept */
   zz_pipeline_plan *best = st == ZZ_OK ? malloc(sizeof *best) : NULL;
   if (st == ZZ_OK && !best) st = zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
   bool have = false;
@@ -258,7 +321,9 @@ zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_plann
       zz_cost_plan(&in, &plan, &c, cost + p->bounds[r]);
       zz_memplan_free(&plan);
     }
-    if (st == ZZ_OK) st = zz_split_costs(cost, m->n_layers, ranks, p->bounds);
+    double w[ZZ_PHASE_COUNT];
+    zz_split_weights(p->groups, w);
+    if (st == ZZ_OK) st = zz_split_costs(cost, m->n_layers, ranks, w, p->bounds);
     if (st == ZZ_OK && memcmp(old, p->bounds, sizeof old) == 0) break;
   }
   if (st == ZZ_OK) *out = *best;
@@ -274,16 +339,13 @@ zz_status zz_pipe_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner
     return zz_error(ZZ_ERR_INVALID_ARG, "planner: --ranks %d: want 1 to %d (and at most the model's %d layers)", ranks,
                     ZZ_PLAN_MAX_RANKS, m->n_layers);
   zz_pipeline_plan *p = calloc(1, sizeof *p);
-  double *cost = calloc((size_t)m->n_layers, sizeof *cost);
-  zz_status st = p && cost ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
+  zz_status st = p ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");
   if (st == ZZ_OK) {
     p->ranks = ranks;
     p->groups = zz_pipe_groups(ranks, o->n_groups); /* a given policy's T: as the run has it */
-    /* the split mpirun --hw FILE --policy P runs (launch/pipe.c): per-layer
-     * seconds under P, balanced */
-    st = zz_plan_layer_costs(m, hw, &o->shape, pol, o->bf16_weights, cost);
+    /* the split mpirun --hw FILE --policy P runs (launch/pipe.c) */
+    st = zz_plan_split(m, hw, &o->shape, pol, o->bf16_weights, ranks, p->groups, p->bounds);
   }
-  if (st == ZZ_OK) st = zz_split_costs(cost, m->n_layers, ranks, p->bounds);
   for (int r = 0; st == ZZ_OK && r < ranks; r++) {
     zz_planner_opts ro = *o;
     ro.layer_begin = p->bounds[r], ro.layer_end = p->bounds[r + 1], ro.n_groups = p->groups;
@@ -302,6 +364,5 @@ zz_status zz_pipe_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner
     *out = *p;
   }
   free(p);
-  free(cost);
   return st;
 }

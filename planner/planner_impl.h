@@ -13,6 +13,8 @@ zz_cost_in zz_cost_in_of(const zz_model *m, const zz_hw *hw, const zz_planner_op
 zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int num_gb, zz_plan *out);
 /* One more search for zz_planner_searches. */
 void zz_planner_count_search(void);
+/* qsort's order of doubles, ascending. */
+int zz_cmp_double(const void *a, const void *b);
 /* The (gbs, num_gb) lists searched by default. */
 extern const int zz_plan_gbs_default[], zz_plan_num_gb_default[];
 extern const int zz_plan_n_gbs_default, zz_plan_n_num_gb_default;

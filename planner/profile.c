@@ -38,7 +38,7 @@ typedef struct zz_prof {
   bool verbose;
 } zz_prof;
 
-static int zz_cmp_double(const void *a, const void *b) {
+int zz_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }

@@ -93,8 +93,9 @@ typedef struct zz_cost {
 /* Predicts a realised policy on layers [plan's slice): each layer's placement is
  * the one the memory plan gave it (weights per layer, cache per (layer, batch)),
  * so what is predicted is what the engine will run. layer_s (NULL, or one per
- * slice layer): each layer's seconds of the block (prefill + decode steps). */
-void zz_cost_plan(const zz_cost_in *in, const zz_memplan *plan, zz_cost *out, double *layer_s);
+ * slice layer): each layer's seconds of the block, its prefill and its decode
+ * steps apart (a pipeline's split weighs each phase's slowest stage). */
+void zz_cost_plan(const zz_cost_in *in, const zz_memplan *plan, zz_cost *out, double (*layer_s)[ZZ_PHASE_COUNT]);
 
 #ifdef __cplusplus
 }

@@ -118,17 +118,23 @@ zz_status zz_pipe_plan_search(const zz_model *m, const zz_hw *hw, const zz_plann
 zz_status zz_pipe_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int ranks,
                             const zz_policy *pol, zz_pipeline_plan *out);
 
-/* The contiguous split of n layers of costs cost[] into k stages minimising the
- * slowest stage: bounds_out[0..k] (the one split algorithm). */
-zz_status zz_split_costs(const double *cost, int n, int k, int *bounds_out);
+/* The contiguous split of n layers into k stages (the one split algorithm):
+ * cost[l] is layer l's seconds per phase (prefill, decode), and the split
+ * minimises w[prefill] x the slowest stage's prefill + w[decode] x the slowest
+ * stage's decode, each phase of a pipeline waiting on its own slowest stage (a
+ * stage heavy in one phase only, the LM head's in decode, is balanced by giving
+ * it less of the other layers). bounds_out[0..k]. With w = {1, 0} and decode
+ * costs 0, the min-max split of one cost. */
+zz_status zz_split_costs(const double (*cost)[ZZ_PHASE_COUNT], int n, int k, const double w[ZZ_PHASE_COUNT],
+                         int *bounds_out);
 
 /* The split rule for a given policy: each layer's predicted seconds of one block
- * (prefill + all decode steps; the cost model, every layer costed as if the
- * policy applied to it) on hw, split by zz_split_costs into ranks slices:
- * bounds_out[ranks + 1]. Without a hardware file hw is zz_hw_nominal's machine.
- * bf16_weights: --cpu-dtype bf16. */
+ * per phase (prefill, all decode steps; the cost model, every layer costed as if
+ * the policy applied to it) on hw, split by zz_split_costs into ranks slices for
+ * a pipeline of groups T: bounds_out[ranks + 1]. Without a hardware file hw is
+ * zz_hw_nominal's machine. bf16_weights: --cpu-dtype bf16. */
 zz_status zz_plan_split(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
-                        bool bf16_weights, int ranks, int *bounds_out);
+                        bool bf16_weights, int ranks, int groups, int *bounds_out);
 
 #ifdef __cplusplus
 }

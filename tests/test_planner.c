@@ -552,14 +552,73 @@ static void test_gpu_attention_scratch(void) {
   CU_ASSERT(!zz_attention_general(ZZ_DTYPE_F16, 1.0));
 }
 
+/* The best objective w[0] max_r P_r + w[1] max_r D_r over every split, by trying
+ * each: the oracle for zz_split_costs. */
+static double split_objective(const double (*c)[ZZ_PHASE_COUNT], const int *b, int k, const double w[2]) {
+  double mx[2] = {0, 0};
+  for (int r = 0; r < k; r++)
+    for (int ph = 0; ph < 2; ph++) {
+      double s = 0;
+      for (int l = b[r]; l < b[r + 1]; l++) s += c[l][ph];
+      if (s > mx[ph]) mx[ph] = s;
+    }
+  return w[0] * mx[0] + w[1] * mx[1];
+}
+
+static double split_brute(const double (*c)[ZZ_PHASE_COUNT], int L, int k, const double w[2]) {
+  double best = -1;
+  for (unsigned mask = 0; mask < 1u << (L - 1); mask++) { /* bit i: a cut before layer i + 1 */
+    if (__builtin_popcount(mask) != k - 1) continue;
+    int b[16], n = 0;
+    b[n++] = 0;
+    for (int i = 0; i < L - 1; i++)
+      if (mask >> i & 1) b[n++] = i + 1;
+    b[n] = L;
+    double v = split_objective(c, b, k, w);
+    if (best < 0 || v < best) best = v;
+  }
+  return best;
+}
+
 static void test_split(void) {
-  int b[4];
-  const double even[4] = {1, 1, 1, 1}, front[6] = {5, 1, 1, 1, 1, 1};
-  CU_ASSERT_EQUAL(zz_split_costs(even, 4, 2, b), ZZ_OK);
+  int b[8];
+  const double one[2] = {1, 0};
+  const double even[4][2] = {{1, 0}, {1, 0}, {1, 0}, {1, 0}};
+  const double front[6][2] = {{5, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}};
+  CU_ASSERT_EQUAL(zz_split_costs(even, 4, 2, one, b), ZZ_OK);
   CU_ASSERT(b[0] == 0 && b[1] == 2 && b[2] == 4);
-  CU_ASSERT_EQUAL(zz_split_costs(front, 6, 2, b), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_split_costs(front, 6, 2, one, b), ZZ_OK);
   CU_ASSERT(b[0] == 0 && b[1] == 1 && b[2] == 6);
-  CU_ASSERT_EQUAL(zz_split_costs(even, 4, 5, b), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zz_split_costs(even, 4, 5, one, b), ZZ_ERR_INVALID_ARG);
+  zz_error_clear();
+  /* more ranks than the bound's runs: every rank still gets a layer */
+  const double flat[5][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}};
+  CU_ASSERT_EQUAL(zz_split_costs(flat, 5, 4, one, b), ZZ_OK);
+  for (int r = 0; r < 4; r++) CU_ASSERT(b[r] < b[r + 1]);
+  CU_ASSERT(b[0] == 0 && b[4] == 5);
+  /* an LM head: light in prefill (the last position), heavy in decode. Balancing
+   * each stage's sum cuts after layer 5 (prefill 5 on rank 0, decode 4 on rank
+   * 1: 7 x 5 + 8 x 4 = 67 with T = 8); weighing each phase's slowest stage cuts
+   * after 4 (prefill 4, decode 4.5: 64) */
+  const double head[8][2] = {{1, .5}, {1, .5}, {1, .5}, {1, .5}, {1, .5}, {1, .5}, {1, .5}, {.2, 3}};
+  const double w8[2] = {7, 8};
+  CU_ASSERT_EQUAL(zz_split_costs(head, 8, 2, w8, b), ZZ_OK);
+  CU_ASSERT(b[0] == 0 && b[1] == 4 && b[2] == 8);
+  CU_ASSERT_DOUBLE_EQUAL(split_objective(head, b, 2, w8), 64, 1e-9);
+  /* the optimum on random layers, 2-5 ranks, against trying every split */
+  unsigned seed = 12345;
+  for (int trial = 0; trial < 200; trial++) {
+    int L = 2 + trial % 9, k = 1 + trial % 4;
+    if (k > L) k = L;
+    double c[10][2], w[2];
+    for (int l = 0; l < L; l++)
+      for (int ph = 0; ph < 2; ph++) c[l][ph] = (double)((seed = seed * 1103515245u + 12345u) >> 16 & 1023) / 64;
+    w[0] = 1 + trial % 7, w[1] = 1 + trial % 5;
+    CU_ASSERT_FATAL(zz_split_costs(c, L, k, w, b) == ZZ_OK);
+    CU_ASSERT(b[0] == 0 && b[k] == L);
+    for (int r = 0; r < k; r++) CU_ASSERT(b[r] < b[r + 1]);
+    CU_ASSERT_DOUBLE_EQUAL(split_objective(c, b, k, w), split_brute(c, L, k, w), 1e-9);
+  }
 }
 
 static void test_pipe_one_rank(void) {
@@ -838,27 +897,27 @@ static void test_plan_split(void) {
   zz_shape shape = {.prompt_len = 512, .gen_len = 32};
   int b[ZZ_PLAN_MAX_RANKS + 1];
   for (int n = 1; n <= 8; n++) {
-    CU_ASSERT_FATAL(zz_plan_split(&g_model, &nom, &shape, &pol, false, n, b) == ZZ_OK);
+    CU_ASSERT_FATAL(zz_plan_split(&g_model, &nom, &shape, &pol, false, n, n, b) == ZZ_OK);
     CU_ASSERT(b[0] == 0 && b[n] == g_model.n_layers);
     for (int r = 0; r < n; r++) CU_ASSERT(b[r] < b[r + 1]);
   }
-  CU_ASSERT_EQUAL(zz_plan_split(&g_model, &nom, &shape, &pol, false, g_model.n_layers + 1, b), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zz_plan_split(&g_model, &nom, &shape, &pol, false, g_model.n_layers + 1, 1, b), ZZ_ERR_INVALID_ARG);
   zz_error_clear();
   /* short prompts, long answers: the LM head (50272 x 768, the last position of each
    * of 32 steps) costs as much as several MLPs, so the last rank gets fewer entries
    * of the layer list than the first */
   zz_shape chat = {.prompt_len = 16, .gen_len = 32};
-  CU_ASSERT_FATAL(zz_plan_split(&g_model, &nom, &chat, &pol, false, 2, b) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_plan_split(&g_model, &nom, &chat, &pol, false, 2, 2, b) == ZZ_OK);
   CU_ASSERT(b[1] - b[0] > b[2] - b[1] + 2);
   /* the same rule as a pipeline search's rounds: on a hardware file, cuts by that
    * machine's rates */
   zz_hw hw = test_hw();
-  CU_ASSERT_FATAL(zz_plan_split(&g_model, &hw, &chat, &pol, false, 2, b) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_plan_split(&g_model, &hw, &chat, &pol, false, 2, 2, b) == ZZ_OK);
   CU_ASSERT(b[0] == 0 && b[1] > 0 && b[1] < g_model.n_layers && b[2] == g_model.n_layers);
   /* the CPU device's nominal machine, and bf16 weights on it, split too */
   zz_hw_nominal("cpu", &nom);
   CU_ASSERT_STRING_EQUAL(nom.device, "cpu");
-  CU_ASSERT_EQUAL(zz_plan_split(&g_model, &nom, &shape, &pol, true, 3, b), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_plan_split(&g_model, &nom, &shape, &pol, true, 3, 3, b), ZZ_OK);
 }
 
 /* The thread and binding rules: the cores a process is given, else the file's;

@@ -165,6 +165,11 @@ EOF
   mpi 3 "${GEN[@]}" --model "$FX/tiny-opt" --layers 1,6 --out m.jsonl
   { [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl && grep -q "rank 1: layers \[1, 6)" err; } ||
     bad "--layers 1,6: rc $rc, or the output or the slices differ"
+  # the last rank holding the LM head alone (the split weighing each phase gives
+  # a head heavy in decode a rank of its own)
+  mpi 3 "${GEN[@]}" --model "$FX/tiny-opt" --layers 1,7 --num-inner-iterations 6 --out m.jsonl
+  { [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl && grep -q "rank 2: layers \[7, 8)" err; } ||
+    bad "--layers 1,7 (the LM head alone on the last rank): rc $rc, or the output or the slices differ"
   ;;
 fault | stop | error)
   # rank 2 of 3 fails in block 2 (ZZ_FAULT_KIND): SIGKILL, SIGSTOP or an error

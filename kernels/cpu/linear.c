@@ -937,8 +937,10 @@ static int64_t zz_wide_x_ld(int64_t in) { return in + ZZ_WIDE_PAD; }
  * fits whichever path runs). */
 size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt) {
   if (w_dt != ZZ_DTYPE_BF16) return 0;
-  return n > ZZ_BF16_WIDEN_N ? zz_dtype_nbytes(ZZ_DTYPE_F32, n * zz_wide_x_ld(in))
-                             : zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in);
+  if (n <= ZZ_BF16_WIDEN_N) return zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in);
+  size_t wide = zz_dtype_nbytes(ZZ_DTYPE_F32, n * zz_wide_x_ld(in));
+  size_t packed = n >= ZZ_BF16_PANEL_N ? zz_pk_x_bytes(n, in) : 0; /* x packed for linear_pack.c */
+  return wide > packed ? wide : packed;
 }
 
 /* The own-kernel job's arguments for an f32 x, as every weight dtype's job starts
@@ -982,13 +984,9 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const voi
                  int64_t out, float *y, int relu, void *xb) {
   const zz_gemm_isa isa = zz_gemm_isa_get();
   if (w_dt == ZZ_DTYPE_BF16 && n >= ZZ_BF16_PANEL_N && !isa.bf16_dot) {
-    /* prefill: x rounded into xb (f32), W widened panel by panel, sgemm each */
-    zz_round_job r = {x, xb, in, zz_wide_x_ld(in), true, isa.round_bf16};
-    zz_pool_run(pool, zz_round_row, &r, n);
-    zz_qlin_job job = {
-        xb, b,    w,    ZZ_QFMT_DEFAULT, n, in, out, zz_qlin_panel_rows(n, in), (size_t)in * sizeof(uint16_t),
-        y,  relu, true, zz_wide_x_ld(in)};
-    zz_pool_run(pool, zz_qlin_panel, &job, (out + job.panel - 1) / job.panel);
+    /* prefill: x rounded and packed into xb, W widened into packed panels by
+     * each task (linear_pack.c) */
+    zz_pk_gemm(pool, isa.wide_tile != NULL, x, n, in, w, true, b, out, y, relu, xb);
     return;
   }
   zz_gemm_job job = zz_gemm_dense(pool, &isa, x, n, in, w, w_dt, b, out, y, relu, xb);

@@ -33,7 +33,7 @@
 #include "cpu_impl.h"
 #include "zz_kernels.h"
 
-#define ZZ_PK_MR 6 /* rows of x per register tile */
+#define ZZ_PK_MR 6  /* rows of x per register tile */
 #define ZZ_PK_NR 16 /* outputs per register tile (2 ymm) */
 #ifndef ZZ_PK_KC
 #define ZZ_PK_KC 256 /* K block: a W sliver (NR × KC f32, 16 KiB) stays in L1 */
@@ -91,12 +91,14 @@ __attribute__((target("avx2,fma"))) static void zz_pk_micro_avx2(int64_t kc, con
 #define ZZ_PK_S(x) #x
 #define ZZ_PK_ROW(R, AOFF)                                                                                             \
   "vbroadcastss " ZZ_PK_S(AOFF) "+" ZZ_PK_S(R) "*4(%[a]), %[v]\n\t"                                                    \
-  "vfmadd231ps %[b0], %[v], %[c" ZZ_PK_S(R) "0]\n\t"                                                                  \
-  "vfmadd231ps %[b1], %[v], %[c" ZZ_PK_S(R) "1]\n\t"
+                                               "vfmadd231ps %[b0], %[v], %[c" ZZ_PK_S(                                 \
+                                                   R) "0]\n\t"                                                         \
+                                                      "vfmadd231ps %[b1], %[v], %[c" ZZ_PK_S(R) "1]\n\t"
 #define ZZ_PK_STEP(U)                                                                                                  \
-  __asm__("vmovaps " ZZ_PK_S(U) "*64(%[b]), %[b0]\n\t"                                                                \
-          "vmovaps " ZZ_PK_S(U) "*64+32(%[b]), %[b1]\n\t" ZZ_PK_ROW(0, U * 24) ZZ_PK_ROW(1, U * 24)                   \
-              ZZ_PK_ROW(2, U * 24) ZZ_PK_ROW(3, U * 24) ZZ_PK_ROW(4, U * 24) ZZ_PK_ROW(5, U * 24)                      \
+  __asm__("vmovaps " ZZ_PK_S(U) "*64(%[b]), %[b0]\n\t"                                                                 \
+                                "vmovaps " ZZ_PK_S(U) "*64+32(%[b]), %[b1]\n\t" ZZ_PK_ROW(0, U * 24)                   \
+                                    ZZ_PK_ROW(1, U * 24) ZZ_PK_ROW(2, U * 24) ZZ_PK_ROW(3, U * 24)                     \
+                                        ZZ_PK_ROW(4, U * 24) ZZ_PK_ROW(5, U * 24)                                      \
           : [c00] "+x"(c00), [c01] "+x"(c01), [c10] "+x"(c10), [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21),      \
             [c30] "+x"(c30), [c31] "+x"(c31), [c40] "+x"(c40), [c41] "+x"(c41), [c50] "+x"(c50), [c51] "+x"(c51),      \
             [b0] "=&x"(b0), [b1] "=&x"(b1), [v] "=&x"(v)                                                               \
@@ -148,8 +150,7 @@ __attribute__((target("avx2"))) static void zz_pk_widen8x8(const uint16_t *const
       __m128i hi = _mm_unpackhi_epi64(u[4 * h + q], u[4 * h + 2 + q]); /* r0..7 at k 4h+2q+1 */
       int k = 4 * h + 2 * q;
       _mm256_storeu_ps(dst + k * ZZ_PK_NR, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(lo), 16)));
-      _mm256_storeu_ps(dst + (k + 1) * ZZ_PK_NR,
-                       _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(hi), 16)));
+      _mm256_storeu_ps(dst + (k + 1) * ZZ_PK_NR, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(hi), 16)));
     }
 }
 #endif

@@ -202,13 +202,13 @@ static void zz_pk_pack_x(void *arg, int64_t t) {
   for (int64_t s = t * ZZ_PK_XTASK; s < slivers && s < (t + 1) * ZZ_PK_XTASK; s++) {
     for (int r = 0; r < ZZ_PK_MR; r++) {
       int64_t i = s * ZZ_PK_MR + r;
-      const float *src = j->x + i * j->in;
+      const float *src = i < j->n ? j->x + i * j->in : NULL; /* NULL: a row past n, zeros */
       for (int64_t k0 = 0; k0 < j->in; k0 += ZZ_PK_KC) {
         int64_t kc = j->in - k0 < ZZ_PK_KC ? j->in - k0 : ZZ_PK_KC;
         float *d = zz_pk_x_at(j, s, k0) + r;
         for (int64_t k = 0; k < kc; k++) {
           float v = 0.0f;
-          if (i < j->n) v = j->bf16 ? zz_pk_round(src[k0 + k]) : src[k0 + k];
+          if (src) v = j->bf16 ? zz_pk_round(src[k0 + k]) : src[k0 + k];
           d[k * ZZ_PK_MR] = v;
         }
       }
@@ -262,7 +262,9 @@ static void zz_pk_tile(const zz_pk_job *j, int64_t kc, const float *a, const flo
 static void zz_pk_task(void *arg, int64_t t) {
   const zz_pk_job *j = arg;
   int64_t c_lo = t * ZZ_PK_NC, c_hi = c_lo + ZZ_PK_NC < j->out ? c_lo + ZZ_PK_NC : j->out;
-  _Alignas(64) float bp[ZZ_PK_NC * ZZ_PK_KC]; /* this task's W, one K block, in slivers */
+  /* this task's W, one K block, in slivers: 128 KiB on the stack (pool workers
+   * and callers run on default 8 MiB thread stacks), no allocation per call */
+  _Alignas(64) float bp[ZZ_PK_NC * ZZ_PK_KC];
   for (int64_t k0 = 0; k0 < j->in; k0 += ZZ_PK_KC) {
     int64_t kc = j->in - k0 < ZZ_PK_KC ? j->in - k0 : ZZ_PK_KC;
     for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_PK_NR) {

@@ -31,6 +31,12 @@ float zz_f16_to_f32(uint16_t h);
 uint16_t zz_f32_to_f16(float f); /* round to nearest even, overflow to inf */
 float zz_bf16_to_f32(uint16_t h);
 uint16_t zz_f32_to_bf16(float f); /* round to nearest even */
+/* The bits of zz_f32_to_bf16 (the high 16 bits of the result) from f's bits,
+ * inline for the kernels that round in their loops. */
+static inline uint32_t zz_bf16_round_bits(uint32_t u) {
+  if ((u & 0x7fffffffu) > 0x7f800000u) return u | 0x400000u; /* quiet nan */
+  return u + 0x7fff + ((u >> 16) & 1);
+}
 
 /* dst[0..n) = src[0..n) converted; src_dt/dst_dt among f32, f16, bf16. */
 void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, int64_t n);

@@ -360,6 +360,84 @@ static void test_gemm_stream_bits(void) {
   free(x), free(w), free(y1), free(yn), free(wb), free(xb);
 }
 
+/* bf16 from ZZ_BF16_PANEL_N (128) rows without vdpbf16ps: the packed GEMM
+ * (kernels/cpu/linear_pack.c; 6-row x slivers, 16-output W slivers, K blocks of
+ * 256, 128 outputs a task). Shapes with every remainder: rows past a sliver (n
+ * mod 6), outputs past a sliver and a task (out mod 16, out > 128), K past a
+ * block (in mod 256) and shorter than one. Each output is one FMA chain along
+ * K, so: within γ_K Σ|x_k w_k| of f64 (the bound of any f32 summation order,
+ * γ_K = K u / (1 − K u), u = 2⁻²⁴; one more term for the bias), the portable
+ * kernel's bits, the same bits on 1, 2 and 3 threads, and a row's bits do not
+ * depend on the rows beside it (rows of a 128-row call = the same rows of a
+ * larger call). */
+static void test_gemm_packed(void) {
+  static const int64_t shapes[][3] = {{128, 256, 16}, {133, 513, 35}, {200, 300, 130}, {129, 7, 1}, {140, 1100, 17}};
+  zz_pool *pools[3] = {NULL, NULL, NULL};
+  for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
+  zz_rng r;
+  zz_rng_seed(&r, 41, 0);
+  int bad_bound = 0, bad_bits = 0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    int64_t n = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
+    float *x = malloc((size_t)(n * in) * sizeof *x), *xr = malloc((size_t)(n * in) * sizeof *xr);
+    float *w = malloc((size_t)(out * in) * sizeof *w), *b = malloc((size_t)out * sizeof *b);
+    float *y[4], *yp = malloc((size_t)(n * out) * sizeof *yp), *y128 = malloc((size_t)(128 * out) * sizeof *y128);
+    for (int t = 0; t < 4; t++) y[t] = malloc((size_t)(n * out) * sizeof(float));
+    uint16_t *wb = malloc((size_t)(out * in) * sizeof *wb);
+    void *xb = malloc(zz_cpu_gemm_scratch(n, in, ZZ_DTYPE_BF16));
+    for (int64_t i = 0; i < n * in; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+    for (int64_t i = 0; i < out * in; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+    for (int64_t i = 0; i < out; i++) b[i] = (float)(zz_rng_uniform(&r) - 0.5);
+    zz_convert(ZZ_DTYPE_F32, w, ZZ_DTYPE_BF16, wb, out * in);
+    zz_convert(ZZ_DTYPE_BF16, wb, ZZ_DTYPE_F32, w, out * in);
+    for (int64_t i = 0; i < n * in; i++) xr[i] = zz_bf16_to_f32(zz_f32_to_bf16(x[i]));
+    for (int relu = 0; relu < 2; relu++) {
+      const float *bias = relu ? b : NULL;
+      for (int t = 0; t < 3; t++) zz_cpu_linear_w(pools[t], x, n, in, wb, ZZ_DTYPE_BF16, bias, out, y[t], relu, xb);
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t o = 0; o < out; o++) {
+          double acc = bias ? bias[o] : 0, mag = bias ? fabs(bias[o]) : 0;
+          for (int64_t k = 0; k < in; k++) {
+            double p = (double)xr[i * in + k] * w[o * in + k];
+            acc += p, mag += fabs(p);
+          }
+          double u = ldexp(1, -24), terms = (double)in + (bias ? 1 : 0), g = terms * u / (1 - terms * u);
+          double ref = relu && acc < 0 ? 0 : acc, got = y[0][i * out + o];
+          if (!(fabs(got - ref) <= g * mag)) {
+            if (bad_bound++ < 3)
+              printf("\n  packed n=%lld in=%lld out=%lld relu=%d y[%lld][%lld] = %.9g, f64 %.9g, bound %.3g",
+                     (long long)n, (long long)in, (long long)out, relu, (long long)i, (long long)o, got, ref, g * mag);
+          }
+        }
+      size_t bytes = (size_t)(n * out) * sizeof(float);
+      if (memcmp(y[0], y[1], bytes) != 0 || memcmp(y[0], y[2], bytes) != 0) {
+        bad_bits++;
+        printf("\n  packed n=%lld in=%lld out=%lld: bits depend on the thread count", (long long)n, (long long)in,
+               (long long)out);
+      }
+      zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
+      zz_cpu_linear_w(g_pool, x, n, in, wb, ZZ_DTYPE_BF16, bias, out, yp, relu, xb);
+      zz_cpu_isa_set(zz_cpu_isa_best());
+      if (!zz_cpu_has_bf16() && memcmp(y[0], yp, bytes) != 0) { /* vdpbf16ps: its own kernel, its own order */
+        bad_bits++;
+        printf("\n  packed n=%lld in=%lld out=%lld: the vector and portable kernels give other bits", (long long)n,
+               (long long)in, (long long)out);
+      }
+      zz_cpu_linear_w(g_pool, x, 128, in, wb, ZZ_DTYPE_BF16, bias, out, y128, relu, xb);
+      if (!zz_cpu_has_bf16() && memcmp(y[0], y128, (size_t)(128 * out) * sizeof(float)) != 0) {
+        bad_bits++;
+        printf("\n  packed n=%lld in=%lld out=%lld: rows 0..127 differ from a 128-row call", (long long)n,
+               (long long)in, (long long)out);
+      }
+    }
+    for (int t = 0; t < 4; t++) free(y[t]);
+    free(x), free(xr), free(w), free(b), free(yp), free(y128), free(wb), free(xb);
+  }
+  CU_ASSERT_EQUAL(bad_bound, 0);
+  CU_ASSERT_EQUAL(bad_bits, 0);
+  for (int t = 0; t < 3; t++) zz_pool_destroy(pools[t]);
+}
+
 static int zz_gemm_init(void) { return zz_pool_create(2, &g_pool); }
 static int zz_gemm_clean(void) {
   zz_pool_destroy(g_pool);
@@ -381,4 +459,6 @@ void zz_test_gemm_register(void) {
   CU_add_test(s, "every dtype: the same bits on 1, 2 and 3 threads", test_linear_threads_bits);
   CU_add_test(s, "q4 dequantize: avx2 = portable bits", test_q4_dequant_bits);
   CU_add_test(s, "decode panels streamed: the bits of K blocks outside", test_gemm_stream_bits);
+  CU_add_test(s, "bf16 packed GEMM (>= 128 rows): f64 within the order bound, remainders, threads, ISAs, rows",
+              test_gemm_packed);
 }

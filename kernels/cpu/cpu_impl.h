@@ -1,6 +1,7 @@
 /* cpu_impl.h — helpers the CPU kernels share (internal to kernels/cpu). */
 #ifndef ZZ_CPU_IMPL_H
 #define ZZ_CPU_IMPL_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,5 +44,14 @@ void zz_micro_q4x_avx2(const void *const xr[4], const void *const wr[4], int64_t
 void zz_micro_q8x_avx2(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group,
                        float tile[4][4]);
 #endif
+
+/* linear_pack.c: the packed GEMM for many rows (prefill). y[n, out] = x[n, in] ·
+ * W[out, in]ᵀ (+ b) (ReLU) for W f32 or (w_bf16) bf16, x rounded to bf16 as it
+ * is packed when w_bf16; xp: zz_pk_x_bytes(n, in) of scratch; vector: the AVX2
+ * micro-kernel (else the portable one, the same bits). */
+typedef struct zz_pool zz_pool;
+size_t zz_pk_x_bytes(int64_t n, int64_t in);
+void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16,
+                const float *b, int64_t out, float *y, int relu, float *xp);
 
 #endif

@@ -80,13 +80,7 @@ uint16_t zz_f32_to_f16(float f) {
 
 float zz_bf16_to_f32(uint16_t h) { return zz_bits_f32((uint32_t)h << 16); }
 
-uint16_t zz_f32_to_bf16(float f) {
-  uint32_t u = zz_f32_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet nan */
-  uint32_t lsb = (u >> 16) & 1;
-  u += 0x7fff + lsb;
-  return (uint16_t)(u >> 16);
-}
+uint16_t zz_f32_to_bf16(float f) { return (uint16_t)(zz_bf16_round_bits(zz_f32_bits(f)) >> 16); }
 
 static float zz_load(zz_dtype dt, const void *p, int64_t i) {
   switch (dt) {

@@ -14,8 +14,8 @@
  *         (AVX2; the product of two bf16 is exact in f32, so FMA and the portable
  *         multiply-then-add give the same bits); on AVX2 above 8 rows the wide
  *         tiles (zz_gemm_chunk_wide: x and pieces of W widened once, the same
- *         bits), and without vdpbf16ps from ZZ_BF16_PANEL_N rows widened W
- *         panels through sgemm (zz_qlin_panel, sgemm's sums);
+ *         bits), and without vdpbf16ps from ZZ_BF16_PANEL_N rows the packed
+ *         GEMM (linear_pack.c: outer-product tiles, one FMA chain per output);
  *   Q4    (4 or 8 bits) for n <= ZZ_Q_SMALL_N (decoding) the fused
  *         micro-kernel: each value widened in registers as min + q · step (multiply, then add,
  *         as zz_q_dequantize rounds it) and multiplied by x there, the dot
@@ -77,12 +77,13 @@
 #define ZZ_WIDE_MC 36
 #endif
 /* bf16 without a bf16 dot instruction (AVX2, portable), from this many rows of x
- * (prefill): W widened to f32 in panels, each multiplied by OpenBLAS's sgemm as
- * the Q4 panels are (outer-product register tiles packed once for many rows;
- * the dot kernels' tiles read each x and W value for 3-4 products and stay
- * near 0.45 of the FMA peak here). The sums are sgemm's, in its order: other
- * bits than the dot kernels, the same on every thread count (panels follow the
- * shape) and for AVX2 and portable alike (same route). */
+ * (prefill): the packed GEMM (linear_pack.c: x and W copied into the order of a
+ * 6 x 16 outer-product register tile; the dot kernels' tiles read each x and W
+ * value for 3-4 products and stay near 0.45 of the FMA peak here). Each output
+ * is one FMA chain along K: other bits than the dot kernels, the same on every
+ * thread count, at every n from here on and for AVX2 and portable alike. Below
+ * this the dot kernels' bits hold at every n (a row's tokens do not depend on
+ * its batch), which an outer-product tile cannot keep. */
 #ifndef ZZ_BF16_PANEL_N
 #define ZZ_BF16_PANEL_N 128
 #endif
@@ -577,7 +578,8 @@ typedef struct zz_gemm_isa {
   zz_gemm_micro q8; /* 8 bits, the same */
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
   zz_gemm_micro q4x, q8x; /* x in int8 (--cpu-act int8; linear_int8.c): 4 and 8 bits, any group */
-  bool bf16_dot;          /* bf16 multiplies as it is (vdpbf16ps): no widened panels for prefill */
+  bool bf16_dot;          /* bf16 multiplies as it is (vdpbf16ps): no packed GEMM for prefill */
+  bool pack_avx2;         /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
 } zz_gemm_isa;
 
 static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
@@ -588,8 +590,8 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
  * one exists under AVX-512 only: on AVX2 f32 keeps sgemm, the reference the
  * golden tests were taken with. */
 static zz_gemm_isa zz_gemm_isa_get(void) {
-  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL,           NULL,           NULL,
-                   NULL, zz_round_bf16_c, zz_micro_q4x_c, zz_micro_q8x_c, false};
+  zz_gemm_isa s = {NULL,           zz_micro_bf16_c, NULL,  NULL, NULL, NULL, zz_round_bf16_c,
+                   zz_micro_q4x_c, zz_micro_q8x_c,  false, false};
 #ifdef ZZ_GEMM_X86
   zz_cpu_isa isa = zz_cpu_isa_get();
   if (isa >= ZZ_CPU_ISA_AVX2) {
@@ -600,6 +602,7 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
     s.wide_tile = zz_bf16_wide_tile;
     s.q4 = zz_micro_q4_avx2;
     s.q8 = zz_micro_q8_avx2; /* also under avx512: no zmm variant yet */
+    s.pack_avx2 = true;
   }
   if (isa == ZZ_CPU_ISA_AVX512) {
     s.f32 = zz_micro_f32_avx512;
@@ -864,7 +867,6 @@ typedef struct zz_qlin_job {
   size_t row_bytes;
   float *y;
   int relu;
-  bool bf16; /* w is bf16 (widened, not dequantized) */
   int64_t ldx;
 } zz_qlin_job;
 
@@ -872,9 +874,7 @@ static void zz_qlin_panel(void *arg, int64_t p) {
   const zz_qlin_job *j = arg;
   int64_t o0 = p * j->panel, rows = j->out - o0 < j->panel ? j->out - o0 : j->panel;
   float *wp = zz_q_scratch(0, (size_t)(j->panel * j->in) * sizeof(float), "a widened panel");
-  if (j->bf16) zz_convert(ZZ_DTYPE_BF16, j->w + (size_t)o0 * j->row_bytes, ZZ_DTYPE_F32, wp, rows * j->in);
-  else
-    zz_q_dequantize(j->f, j->w + (size_t)o0 * j->row_bytes, rows, j->in, wp);
+  zz_q_dequantize(j->f, j->w + (size_t)o0 * j->row_bytes, rows, j->in, wp);
   if (j->n <= ZZ_Q_SMALL_N) {
     /* decoding without a fused micro-kernel: dot products on this thread */
     for (int64_t i = 0; i < j->n; i++)
@@ -937,8 +937,10 @@ static int64_t zz_wide_x_ld(int64_t in) { return in + ZZ_WIDE_PAD; }
  * fits whichever path runs). */
 size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt) {
   if (w_dt != ZZ_DTYPE_BF16) return 0;
-  return n > ZZ_BF16_WIDEN_N ? zz_dtype_nbytes(ZZ_DTYPE_F32, n * zz_wide_x_ld(in))
-                             : zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in);
+  if (n <= ZZ_BF16_WIDEN_N) return zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in);
+  size_t wide = zz_dtype_nbytes(ZZ_DTYPE_F32, n * zz_wide_x_ld(in));
+  size_t packed = n >= ZZ_BF16_PANEL_N ? zz_pk_x_bytes(n, in) : 0; /* x packed for linear_pack.c */
+  return wide > packed ? wide : packed;
 }
 
 /* The own-kernel job's arguments for an f32 x, as every weight dtype's job starts
@@ -982,13 +984,9 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const voi
                  int64_t out, float *y, int relu, void *xb) {
   const zz_gemm_isa isa = zz_gemm_isa_get();
   if (w_dt == ZZ_DTYPE_BF16 && n >= ZZ_BF16_PANEL_N && !isa.bf16_dot) {
-    /* prefill: x rounded into xb (f32), W widened panel by panel, sgemm each */
-    zz_round_job r = {x, xb, in, zz_wide_x_ld(in), true, isa.round_bf16};
-    zz_pool_run(pool, zz_round_row, &r, n);
-    zz_qlin_job job = {
-        xb, b,    w,    ZZ_QFMT_DEFAULT, n, in, out, zz_qlin_panel_rows(n, in), (size_t)in * sizeof(uint16_t),
-        y,  relu, true, zz_wide_x_ld(in)};
-    zz_pool_run(pool, zz_qlin_panel, &job, (out + job.panel - 1) / job.panel);
+    /* prefill: x rounded and packed into xb, W widened into packed panels by
+     * each task (linear_pack.c) */
+    zz_pk_gemm(pool, isa.pack_avx2, x, n, in, w, true, b, out, y, relu, xb);
     return;
   }
   zz_gemm_job job = zz_gemm_dense(pool, &isa, x, n, in, w, w_dt, b, out, y, relu, xb);
@@ -1046,6 +1044,6 @@ void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const
     zz_gemm_own(pool, &job);
     return;
   }
-  zz_qlin_job job = {x, b, w, f, n, in, out, zz_qlin_panel_rows(n, in), zz_q_row_bytes(f, in), y, relu, false, in};
+  zz_qlin_job job = {x, b, w, f, n, in, out, zz_qlin_panel_rows(n, in), zz_q_row_bytes(f, in), y, relu, in};
   zz_pool_run(pool, zz_qlin_panel, &job, (out + job.panel - 1) / job.panel);
 }

@@ -1,0 +1,305 @@
+/*
+ * linear_pack.c — a packed f32 GEMM for many rows of x (prefill), BLIS style:
+ * y[n, out] = x[n, in] · W[out, in]ᵀ (+ b) (then ReLU) for W in f32 or bf16.
+ *
+ * Why packed: the dot-product tiles of linear.c read each loaded value for 3-4
+ * products (a dot tile's lanes run along K), which holds them near half of the
+ * FMA peak; an outer-product tile (lanes along the outputs, x broadcast) of
+ * ZZ_PK_MR rows × ZZ_PK_NR outputs keeps 12 ymm accumulators and loads 2 W
+ * vectors and 6 x scalars for 12 FMA. For that, both operands are copied once
+ * into the tile's order:
+ *   x  into slivers of ZZ_PK_MR rows, k-major ([sliver][k][MR]), once per call
+ *      on the pool (bf16: each value rounded to bf16 as it is copied);
+ *   W  by each task, for its ZZ_PK_NC outputs and one K block of ZZ_PK_KC, into
+ *      slivers of ZZ_PK_NR outputs ([sliver][k][NR]), bf16 widened (a shift),
+ *      so W is read and widened once per call.
+ * Loops (BLIS's): task = ZZ_PK_NC outputs (pool) → K block (ZZ_PK_KC; the W
+ * sliver, 16 KiB, stays in L1) → ZZ_PK_MC rows of x (their packed K block,
+ * 96 KiB, in L2) → W sliver → x sliver → micro-kernel.
+ *
+ * Numerics: each output is one chain of FMAs along K, K blocks ascending, each
+ * block's chain starting from y (0 for the first): the order depends on K and
+ * ZZ_PK_KC alone — not on n, the row's place in the batch, the tile, the task
+ * or the thread count, and the portable kernel (fmaf) gives the same bits as
+ * the AVX2 one. For bf16 W and bf16-rounded x every product is exact in f32, so
+ * these are the bits of a plain sum in that order. Other bits than the dot
+ * kernels (linear.c's paths below ZZ_BF16_PANEL_N rows) and than sgemm.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu_impl.h"
+#include "zz_kernels.h"
+
+#define ZZ_PK_MR 6  /* rows of x per register tile */
+#define ZZ_PK_NR 16 /* outputs per register tile (2 ymm) */
+#ifndef ZZ_PK_KC
+#define ZZ_PK_KC 256 /* K block: a W sliver (NR × KC f32, 16 KiB) stays in L1 */
+#endif
+#ifndef ZZ_PK_MC
+#define ZZ_PK_MC 96 /* rows of x per block: their packed K block (96 KiB) stays in L2 */
+#endif
+#ifndef ZZ_PK_PFA
+#define ZZ_PK_PFA 192 /* floats of packed x fetched ahead in the micro-kernel */
+#endif
+#ifndef ZZ_PK_NC
+#define ZZ_PK_NC 128 /* outputs per pool task: its packed W K block is 128 KiB */
+#endif
+
+/* ---------------------------------------------------------------- portable micro-kernel */
+
+/* c[r][j] (+)= Σ_k a[k][r] · b[k][j] over kc, one fmaf chain per output; a:
+ * [kc][MR], b: [kc][NR], c rows ldc apart; load: start from c, else from 0. */
+static void zz_pk_micro_c(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, bool load) {
+  float acc[ZZ_PK_MR][ZZ_PK_NR];
+  for (int r = 0; r < ZZ_PK_MR; r++)
+    for (int j = 0; j < ZZ_PK_NR; j++) acc[r][j] = load ? c[r * ldc + j] : 0.0f;
+  for (int64_t k = 0; k < kc; k++, a += ZZ_PK_MR, b += ZZ_PK_NR)
+    for (int r = 0; r < ZZ_PK_MR; r++)
+      for (int j = 0; j < ZZ_PK_NR; j++) acc[r][j] = fmaf(a[r], b[j], acc[r][j]);
+  for (int r = 0; r < ZZ_PK_MR; r++)
+    for (int j = 0; j < ZZ_PK_NR; j++) c[r * ldc + j] = acc[r][j];
+}
+
+/* ---------------------------------------------------------------- AVX2 micro-kernel */
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ZZ_PK_X86 1
+#include <immintrin.h>
+
+_Static_assert(ZZ_PK_NR == 16 && ZZ_PK_MR == 6, "the AVX2 tile is 6 rows x 2 ymm");
+
+/* The 6 × 16 tile: 12 accumulators, 2 W vectors, x broadcast from memory.
+ * Named registers, not an array: GCC kept an array of 12 in memory. */
+__attribute__((target("avx2,fma"))) static void zz_pk_micro_avx2(int64_t kc, const float *a, const float *b, float *c,
+                                                                 int64_t ldc, bool load) {
+  __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+  if (load) {
+    c00 = _mm256_loadu_ps(c), c01 = _mm256_loadu_ps(c + 8);
+    c10 = _mm256_loadu_ps(c + ldc), c11 = _mm256_loadu_ps(c + ldc + 8);
+    c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
+    c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
+    c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
+    c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
+  } else {
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
+  }
+  /* one k step in asm: GCC's allocation of the intrinsics' version moved and
+   * spilled accumulators inside the loop (0.5-0.65 of the peak, not 0.8) */
+#define ZZ_PK_S(x) #x
+#define ZZ_PK_ROW(R, AOFF)                                                                                             \
+  "vbroadcastss " ZZ_PK_S(AOFF) "+" ZZ_PK_S(R) "*4(%[a]), %[v]\n\t"                                                    \
+                                               "vfmadd231ps %[b0], %[v], %[c" ZZ_PK_S(                                 \
+                                                   R) "0]\n\t"                                                         \
+                                                      "vfmadd231ps %[b1], %[v], %[c" ZZ_PK_S(R) "1]\n\t"
+#define ZZ_PK_STEP(U)                                                                                                  \
+  __asm__("vmovaps " ZZ_PK_S(U) "*64(%[b]), %[b0]\n\t"                                                                 \
+                                "vmovaps " ZZ_PK_S(U) "*64+32(%[b]), %[b1]\n\t" ZZ_PK_ROW(0, U * 24)                   \
+                                    ZZ_PK_ROW(1, U * 24) ZZ_PK_ROW(2, U * 24) ZZ_PK_ROW(3, U * 24)                     \
+                                        ZZ_PK_ROW(4, U * 24) ZZ_PK_ROW(5, U * 24)                                      \
+          : [c00] "+x"(c00), [c01] "+x"(c01), [c10] "+x"(c10), [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21),      \
+            [c30] "+x"(c30), [c31] "+x"(c31), [c40] "+x"(c40), [c41] "+x"(c41), [c50] "+x"(c50), [c51] "+x"(c51),      \
+            [b0] "=&x"(b0), [b1] "=&x"(b1), [v] "=&x"(v)                                                               \
+          : [a] "r"(a), [b] "r"(b)                                                                                     \
+          : "memory")
+  __m256 b0, b1, v;
+  int64_t k = 0;
+  for (; k + 4 <= kc; k += 4, a += 4 * ZZ_PK_MR, b += 4 * ZZ_PK_NR) {
+    /* x's sliver comes from L2 (the W sliver stays in L1): fetch it ahead */
+    _mm_prefetch((const char *)(a + ZZ_PK_PFA), _MM_HINT_T0);
+    ZZ_PK_STEP(0);
+    ZZ_PK_STEP(1);
+    ZZ_PK_STEP(2);
+    ZZ_PK_STEP(3);
+  }
+  for (; k < kc; k++, a += ZZ_PK_MR, b += ZZ_PK_NR) ZZ_PK_STEP(0);
+#undef ZZ_PK_STEP
+#undef ZZ_PK_ROW
+#undef ZZ_PK_S
+  _mm256_storeu_ps(c, c00), _mm256_storeu_ps(c + 8, c01);
+  _mm256_storeu_ps(c + ldc, c10), _mm256_storeu_ps(c + ldc + 8, c11);
+  _mm256_storeu_ps(c + 2 * ldc, c20), _mm256_storeu_ps(c + 2 * ldc + 8, c21);
+  _mm256_storeu_ps(c + 3 * ldc, c30), _mm256_storeu_ps(c + 3 * ldc + 8, c31);
+  _mm256_storeu_ps(c + 4 * ldc, c40), _mm256_storeu_ps(c + 4 * ldc + 8, c41);
+  _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
+}
+
+/* An 8 × 8 block of bf16 W (8 rows from src, 8 k each) widened into dst[k][0..8)
+ * (rows ZZ_PK_NR floats apart): transposed in 16-bit lanes, each k's 8 values
+ * widened by a shift. */
+__attribute__((target("avx2"))) static void zz_pk_widen8x8(const uint16_t *const src[8], float *dst) {
+  __m128i r[8], t[8];
+  for (int i = 0; i < 8; i++) r[i] = _mm_loadu_si128((const __m128i *)src[i]);
+  for (int i = 0; i < 4; i++) {
+    t[2 * i] = _mm_unpacklo_epi16(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm_unpackhi_epi16(r[2 * i], r[2 * i + 1]);
+  }
+  /* t[0]: (r0,r1) k0..3, t[1]: (r0,r1) k4..7, t[2]: (r2,r3) k0..3, ... */
+  __m128i u[8];
+  for (int h = 0; h < 2; h++) {
+    u[4 * h + 0] = _mm_unpacklo_epi32(t[h], t[2 + h]);     /* r0..3 at k 4h, 4h+1 */
+    u[4 * h + 1] = _mm_unpackhi_epi32(t[h], t[2 + h]);     /* r0..3 at k 4h+2, 4h+3 */
+    u[4 * h + 2] = _mm_unpacklo_epi32(t[4 + h], t[6 + h]); /* r4..7 at k 4h, 4h+1 */
+    u[4 * h + 3] = _mm_unpackhi_epi32(t[4 + h], t[6 + h]);
+  }
+  for (int h = 0; h < 2; h++)
+    for (int q = 0; q < 2; q++) {
+      __m128i lo = _mm_unpacklo_epi64(u[4 * h + q], u[4 * h + 2 + q]); /* r0..7 at k 4h+2q */
+      __m128i hi = _mm_unpackhi_epi64(u[4 * h + q], u[4 * h + 2 + q]); /* r0..7 at k 4h+2q+1 */
+      int k = 4 * h + 2 * q;
+      _mm256_storeu_ps(dst + k * ZZ_PK_NR, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(lo), 16)));
+      _mm256_storeu_ps(dst + (k + 1) * ZZ_PK_NR, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(hi), 16)));
+    }
+}
+#endif
+
+/* ---------------------------------------------------------------- packing */
+
+size_t zz_pk_x_bytes(int64_t n, int64_t in) {
+  return (size_t)((n + ZZ_PK_MR - 1) / ZZ_PK_MR * ZZ_PK_MR) * (size_t)in * sizeof(float);
+}
+
+typedef struct zz_pk_job {
+  const float *x; /* [n, in] */
+  /* packed x: K blocks of ZZ_PK_KC, each [n / MR (up)][kc][MR] (zz_pk_x_at),
+   * rows past n zero; a block's slivers are contiguous, so the rows of an MC
+   * block sit in L2 together (slivers a row of x apart all fell into the same
+   * cache sets and evicted each other) */
+  float *xp;
+  const char *w;  /* [out, in], f32 or bf16 */
+  const float *b; /* [out] or NULL */
+  float *y;       /* [n, out] */
+  int64_t n, in, out;
+  int relu;
+  bool bf16;
+  void (*micro)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, bool load);
+  void (*widen8x8)(const uint16_t *const src[8], float *dst); /* NULL: scalar widening */
+} zz_pk_job;
+
+/* f rounded to bf16 and widened back (zz_f32_to_bf16's rounding, inline) */
+static inline float zz_pk_round(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  u = zz_bf16_round_bits(u) & 0xffff0000u;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* The packed K block k0 of x's sliver s (rows s·MR .. +MR): [kc][MR]. */
+static float *zz_pk_x_at(const zz_pk_job *j, int64_t s, int64_t k0) {
+  int64_t rows = (j->n + ZZ_PK_MR - 1) / ZZ_PK_MR * ZZ_PK_MR, kc = j->in - k0 < ZZ_PK_KC ? j->in - k0 : ZZ_PK_KC;
+  return j->xp + k0 * rows + s * kc * ZZ_PK_MR;
+}
+
+/* ZZ_PK_XTASK slivers of x per pool task */
+#define ZZ_PK_XTASK 4
+
+static void zz_pk_pack_x(void *arg, int64_t t) {
+  const zz_pk_job *j = arg;
+  int64_t slivers = (j->n + ZZ_PK_MR - 1) / ZZ_PK_MR;
+  for (int64_t s = t * ZZ_PK_XTASK; s < slivers && s < (t + 1) * ZZ_PK_XTASK; s++) {
+    for (int r = 0; r < ZZ_PK_MR; r++) {
+      int64_t i = s * ZZ_PK_MR + r;
+      const float *src = i < j->n ? j->x + i * j->in : NULL; /* NULL: a row past n, zeros */
+      for (int64_t k0 = 0; k0 < j->in; k0 += ZZ_PK_KC) {
+        int64_t kc = j->in - k0 < ZZ_PK_KC ? j->in - k0 : ZZ_PK_KC;
+        float *d = zz_pk_x_at(j, s, k0) + r;
+        for (int64_t k = 0; k < kc; k++) {
+          float v = 0.0f;
+          if (src) v = j->bf16 ? zz_pk_round(src[k0 + k]) : src[k0 + k];
+          d[k * ZZ_PK_MR] = v;
+        }
+      }
+    }
+  }
+}
+
+/* W rows c0 .. c0 + nr (nr <= NR), K block k0 .. k0 + kc, into dst [kc][NR],
+ * rows past nr zero. */
+static void zz_pk_pack_w(const zz_pk_job *j, int64_t c0, int nr, int64_t k0, int64_t kc, float *dst) {
+  size_t esz = j->bf16 ? sizeof(uint16_t) : sizeof(float), row = (size_t)j->in * esz;
+  int64_t k = 0;
+  if (j->bf16 && j->widen8x8 && nr == ZZ_PK_NR)
+    for (; k + 8 <= kc; k += 8)
+      for (int h = 0; h < ZZ_PK_NR; h += 8) {
+        const uint16_t *src[8];
+        for (int c = 0; c < 8; c++) src[c] = (const uint16_t *)(j->w + (size_t)(c0 + h + c) * row) + k0 + k;
+        j->widen8x8(src, dst + k * ZZ_PK_NR + h); /* columns h .. h+8 of rows k .. k+8 */
+      }
+  for (int c = 0; c < ZZ_PK_NR; c++) {
+    const char *src = j->w + (size_t)(c0 + c) * row;
+    for (int64_t q = k; q < kc; q++) {
+      float v = 0.0f;
+      if (c < nr) {
+        if (j->bf16) v = zz_bf16_to_f32(((const uint16_t *)src)[k0 + q]);
+        else
+          v = ((const float *)src)[k0 + q];
+      }
+      dst[q * ZZ_PK_NR + c] = v;
+    }
+  }
+}
+
+/* The micro-kernel on a tile of mr × nr valid outputs: whole tiles in place,
+ * edge tiles through a full tile on the stack (the same chain per output). */
+static void zz_pk_tile(const zz_pk_job *j, int64_t kc, const float *a, const float *bp, float *c, int mr, int nr,
+                       bool load) {
+  if (mr == ZZ_PK_MR && nr == ZZ_PK_NR) {
+    j->micro(kc, a, bp, c, j->out, load);
+    return;
+  }
+  float t[ZZ_PK_MR * ZZ_PK_NR] = {0};
+  for (int r = 0; r < mr; r++)
+    for (int q = 0; q < nr; q++) t[r * ZZ_PK_NR + q] = load ? c[r * j->out + q] : 0.0f;
+  j->micro(kc, a, bp, t, ZZ_PK_NR, load);
+  for (int r = 0; r < mr; r++)
+    for (int q = 0; q < nr; q++) c[r * j->out + q] = t[r * ZZ_PK_NR + q];
+}
+
+/* One task: outputs t·NC .. +NC, every row of x, every K block. */
+static void zz_pk_task(void *arg, int64_t t) {
+  const zz_pk_job *j = arg;
+  int64_t c_lo = t * ZZ_PK_NC, c_hi = c_lo + ZZ_PK_NC < j->out ? c_lo + ZZ_PK_NC : j->out;
+  /* this task's W, one K block, in slivers: 128 KiB on the stack (pool workers
+   * and callers run on default 8 MiB thread stacks), no allocation per call */
+  _Alignas(64) float bp[ZZ_PK_NC * ZZ_PK_KC];
+  for (int64_t k0 = 0; k0 < j->in; k0 += ZZ_PK_KC) {
+    int64_t kc = j->in - k0 < ZZ_PK_KC ? j->in - k0 : ZZ_PK_KC;
+    for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_PK_NR) {
+      int nr = c_hi - c0 < ZZ_PK_NR ? (int)(c_hi - c0) : ZZ_PK_NR;
+      zz_pk_pack_w(j, c0, nr, k0, kc, bp + (c0 - c_lo) * kc);
+    }
+    for (int64_t m0 = 0; m0 < j->n; m0 += ZZ_PK_MC) {
+      int64_t m1 = j->n - m0 < ZZ_PK_MC ? j->n : m0 + ZZ_PK_MC;
+      for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_PK_NR) {
+        int nr = c_hi - c0 < ZZ_PK_NR ? (int)(c_hi - c0) : ZZ_PK_NR;
+        const float *bs = bp + (c0 - c_lo) * kc;
+        for (int64_t i0 = m0; i0 < m1; i0 += ZZ_PK_MR) {
+          int mr = m1 - i0 < ZZ_PK_MR ? (int)(m1 - i0) : ZZ_PK_MR;
+          const float *a = zz_pk_x_at(j, i0 / ZZ_PK_MR, k0);
+          /* the next tile's rows of y (all of this task's y does not stay in
+           * L2 between K blocks): fetched while this tile runs, not waited on */
+          for (int64_t r = i0 + ZZ_PK_MR; k0 > 0 && r < i0 + 2 * ZZ_PK_MR && r < m1; r++)
+            __builtin_prefetch(j->y + r * j->out + c0, 1);
+          zz_pk_tile(j, kc, a, bs, j->y + i0 * j->out + c0, mr, nr, k0 > 0);
+        }
+      }
+    }
+  }
+  zz_bias_relu_cols(j->y, j->n, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
+}
+
+void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16,
+                const float *b, int64_t out, float *y, int relu, float *xp) {
+  zz_pk_job j = {x, xp, w, b, y, n, in, out, relu, w_bf16, zz_pk_micro_c, NULL};
+#ifdef ZZ_PK_X86
+  if (vector) j.micro = zz_pk_micro_avx2, j.widen8x8 = zz_pk_widen8x8;
+#else
+  (void)vector;
+#endif
+  int64_t slivers = (n + ZZ_PK_MR - 1) / ZZ_PK_MR;
+  zz_pool_run(pool, zz_pk_pack_x, &j, (slivers + ZZ_PK_XTASK - 1) / ZZ_PK_XTASK);
+  zz_pool_run(pool, zz_pk_task, &j, (out + ZZ_PK_NC - 1) / ZZ_PK_NC);
+}

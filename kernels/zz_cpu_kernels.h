@@ -138,6 +138,8 @@ typedef struct zz_attn_args {
   double keep;        /* fraction of the visible keys kept, (0, 1] */
   float *out;         /* [b, sq, heads*hd] */
   float *scratch;
+  int q4_unfused; /* 4-bit cache: 1 dequantizes each row onto the stack first (the path
+                     before the fused one, kept for benches); 0 (default) fused */
 } zz_attn_args;
 void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a);
 /* The scalar reference of zz_cpu_attention_ex (one task per query head, rows widened

@@ -189,6 +189,8 @@ struct zz_fattn_job {
   int64_t blocks;    /* tasks per sequence: ceil(kv_heads / block) */
   float scale;       /* 1/sqrt(hd) */
   int mode;          /* ZZ_KV_F32 / F16 / Q */
+  size_t q4_gbytes;  /* fused Q4 passes: bytes of one full group (header and nibbles) */
+  int64_t q4_ngh;    /* fused Q4 passes: groups per head, ceil(hd / group) */
   zz_kpass_fn *kpass;
   zz_vpass_fn *vpass;
   void (*softmax)(float *s, int64_t nq, int64_t lo, int64_t hi); /* in place over sc[kk*nq + jj] */
@@ -552,6 +554,312 @@ static zz_vpass_fn *const zz_vpass_f16fma_nc[] = {zz_vpass_f16fma_1, zz_vpass_f1
 
 #endif /* ZZ_ATTN_X86 */
 
+/* ---------------------------------------------------------------- Q4 cache, fused
+ *
+ * A 4-bit group stores x_e = lo + n_e · step (n_e a nibble; lo, step halves), or
+ * x_e = mid + (n_e - 8) · step with mid = lo + 8 · step, so per group a dot with q
+ * splits into
+ *     q · x = step · Σ_e q_e (n_e - 8)  +  mid · Σ_e q_e
+ * and the V pass's o += p · x into o_e += (p · step) · (n_e - 8) per element plus
+ * p · mid per group (summed over the keys apart, added to o once at the end). The
+ * nibbles are centred so that the sums stay near their results: with n_e >= 0 the
+ * V pass's sum over keys of p · step · n_e grows to about the value range and
+ * cancels against Σ p · lo, losing digits on long caches. Σ_e q_e per
+ * query head and group is computed once per call; the nibbles are widened to
+ * floats in registers and multiplied there, so no row is dequantized into memory,
+ * and each (key row, KV head) is unpacked once for up to four of its query heads
+ * at a time (all of them for G <= 4). Not the reference's bits (the sum is
+ * regrouped, the multiply-adds fused): the tests hold these passes to
+ * ZZ_ATTN_Q4_TOL of zz_cpu_attention_ref. Every query head's result comes from the
+ * same operations in the same order whatever block, sweep or task it falls in, so
+ * the tokens of a run do not depend on the batch, the policy or the threads.
+ *
+ * AVX2 (also under AVX-512): 16 elements (8 bytes) a step: a zero-extending load
+ * puts byte b in lane b, whose low nibble is element 2b and high nibble element
+ * 2b + 1; q is permuted once per call into that order (per 16 elements of a group
+ * the 8 even, then the 8 odd ones) and the V pass accumulates o in it, permuting
+ * back at the end. A group's elements past its last multiple of 16 (groups not a
+ * multiple of 16, a last partial group) take scalar code. The portable passes
+ * widen one group's nibbles (not dequantized: n_e only) into a small array once
+ * per (row, KV head) and run the same split over it.
+ *
+ * Query heads go in sweeps whose per-call constants fit the stack (permuted q,
+ * group sums); a sweep re-reads only the KV heads of its own query heads. */
+
+#define ZZ_Q4_QBUF 4096 /* floats of permuted queries per sweep (hd <= 1024: >= 4 heads) */
+#define ZZ_Q4_SBUF 512  /* floats of (query head, group) constants per sweep (>= 16 heads) */
+
+/* Query heads per sweep. */
+static int64_t zz_q4_sweep(const zz_fattn_job *jb, int64_t nq) {
+  int64_t n = ZZ_Q4_QBUF / jb->a.hd, m = ZZ_Q4_SBUF / jb->q4_ngh;
+  if (m < n) n = m;
+  return n < nq ? n : nq;
+}
+
+/* qs[(j - j0) * ngh + gi] = Σ of query head j's elements over group gi, j in [j0, j1). */
+static void zz_q4_qsum(const zz_fattn_job *jb, const float *q, int64_t j0, int64_t j1, float *qs) {
+  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group;
+  for (int64_t j = j0; j < j1; j++)
+    for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
+      const int64_t m = hd - e0 < grp ? hd - e0 : grp;
+      float s = 0;
+      for (int64_t e = 0; e < m; e++) s += q[j * hd + e0 + e];
+      qs[(j - j0) * jb->q4_ngh + gi] = s;
+    }
+}
+
+/* A group's middle value lo + 8 · step and its step (from the halves in front of
+ * its nibbles). */
+ZZ_INLINE void zz_q4_hdr(const unsigned char *gp, const float *tab, float *mid, float *step) {
+  uint16_t h[2];
+  memcpy(h, gp, 4);
+  *step = tab[h[1]], *mid = tab[h[0]] + 8 * *step;
+}
+
+/* Nibble e of a group's data d, centred: n_e - 8, as a float. */
+ZZ_INLINE float zz_q4_nib(const unsigned char *d, int64_t e) {
+  return (float)((int)((d[e >> 1] >> ((e & 1) * 4)) & 15) - 8);
+}
+
+/* One head's hd elements between natural and nibble order (inv: back): per group,
+ * each full 16 elements as their 8 even then 8 odd ones, the rest in place. */
+static void zz_q4_perm(const float *x, float *y, int64_t hd, int64_t grp, int inv) {
+  for (int64_t e0 = 0; e0 < hd; e0 += grp) {
+    const int64_t m = hd - e0 < grp ? hd - e0 : grp, full = m & ~(int64_t)15;
+    for (int64_t u = e0; u < e0 + full; u += 16)
+      for (int64_t i = 0; i < 16; i++) {
+        const int64_t nat = u + (i < 8 ? 2 * i : 2 * (i - 8) + 1), perm = u + i;
+        if (inv) y[nat] = x[perm];
+        else
+          y[perm] = x[nat];
+      }
+    for (int64_t e = e0 + full; e < e0 + m; e++) y[e] = x[e];
+  }
+}
+
+/* Query heads [ja, jb) of a sweep from jA all read KV head g; ja, jb clipped to it. */
+#define ZZ_Q4_HEAD_RANGE(G, g, jA, jB, ja, jb)                                                                         \
+  const int64_t ja = (g) * (G) > (jA) ? (g) * (G) : (jA), jb = ((g) + 1) * (G) < (jB) ? ((g) + 1) * (G) : (jB)
+
+static void zz_kpass_q4_c(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo, int64_t hi,
+                          float *sc) {
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
+  const int64_t nsub = zz_q4_sweep(jb, nq);
+  const float *tab = zz_f16_table();
+  float qs[ZZ_Q4_SBUF], n[ZZ_QGROUP_MAX];
+  for (int64_t jA = 0; jA < nq; jA += nsub) {
+    const int64_t jB = nq - jA < nsub ? nq : jA + nsub;
+    zz_q4_qsum(jb, q, jA, jB, qs);
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      float *s = sc + kk * nq;
+      for (int64_t j = jA; j < jB; j++) s[j] = 0;
+      for (int64_t g = jA / G; g <= (jB - 1) / G; g++) {
+        const unsigned char *hp = (const unsigned char *)kb + (size_t)kk * jb->row_bytes + (size_t)g * jb->head_bytes;
+        ZZ_Q4_HEAD_RANGE(G, g, jA, jB, ja, jz);
+        for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
+          const int64_t m = hd - e0 < grp ? hd - e0 : grp;
+          const unsigned char *gp = hp + (size_t)gi * jb->q4_gbytes;
+          float mn, step;
+          zz_q4_hdr(gp, tab, &mn, &step);
+          for (int64_t e = 0; e < m; e++) n[e] = zz_q4_nib(gp + 4, e);
+          for (int64_t j = ja; j < jz; j++) s[j] += step * zz_dot(q + j * hd + e0, n, m) + mn * qs[(j - jA) * ngh + gi];
+        }
+      }
+      for (int64_t j = jA; j < jB; j++) s[j] *= jb->scale;
+    }
+  }
+}
+
+/* lt[(j - jA) * ngh + gi]: Σ_kk p · mid of query head j and group gi, added to o at the end. */
+static void zz_q4_add_lo(const zz_fattn_job *jb, const float *lt, int64_t jA, int64_t jB, float *o) {
+  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group;
+  for (int64_t j = jA; j < jB; j++)
+    for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp)
+      for (int64_t e = e0; e < e0 + grp && e < hd; e++) o[j * hd + e] += lt[(j - jA) * jb->q4_ngh + gi];
+}
+
+static void zz_vpass_q4_c(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo, int64_t hi,
+                          float *o) {
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
+  const int64_t nsub = zz_q4_sweep(jb, nq);
+  const float *tab = zz_f16_table();
+  float lt[ZZ_Q4_SBUF], n[ZZ_QGROUP_MAX];
+  for (int64_t jA = 0; jA < nq; jA += nsub) {
+    const int64_t jB = nq - jA < nsub ? nq : jA + nsub;
+    for (int64_t x = 0; x < (jB - jA) * ngh; x++) lt[x] = 0;
+    for (int64_t kk = lo; kk <= hi; kk++)
+      for (int64_t g = jA / G; g <= (jB - 1) / G; g++) {
+        const unsigned char *hp = (const unsigned char *)vb + (size_t)kk * jb->row_bytes + (size_t)g * jb->head_bytes;
+        ZZ_Q4_HEAD_RANGE(G, g, jA, jB, ja, jz);
+        for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
+          const int64_t m = hd - e0 < grp ? hd - e0 : grp;
+          const unsigned char *gp = hp + (size_t)gi * jb->q4_gbytes;
+          float mn, step;
+          zz_q4_hdr(gp, tab, &mn, &step);
+          for (int64_t e = 0; e < m; e++) n[e] = zz_q4_nib(gp + 4, e);
+          for (int64_t j = ja; j < jz; j++) {
+            const float pj = p[kk * nq + j], ps = pj * step;
+            float *oj = o + j * hd + e0;
+            for (int64_t e = 0; e < m; e++) oj[e] += ps * n[e];
+            lt[(j - jA) * ngh + gi] += pj * mn;
+          }
+        }
+      }
+    zz_q4_add_lo(jb, lt, jA, jB, o);
+  }
+}
+
+#if ZZ_ATTN_X86
+ZZ_AVX2 ZZ_INLINE float zz256_hsum(__m256 v) {
+  __m256 h = _mm256_hadd_ps(v, v);
+  h = _mm256_hadd_ps(h, h);
+  return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+}
+
+/* 16 elements' centred nibbles n - 8 (8 bytes at d) as floats: elements 0, 2, ..,
+ * 14 in *ev, 1, 3, .., 15 in *od. n ^ 8 read as a signed 4-bit number is n - 8:
+ * the bytes, flipped so, are sign-extended; the high nibble is then an arithmetic
+ * shift away, the low one two. */
+ZZ_AVX2 ZZ_INLINE void zz256_nib16(const unsigned char *d, __m256 *ev, __m256 *od) {
+  const __m128i b = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)d), _mm_set1_epi8((char)0x88));
+  const __m256i w = _mm256_cvtepi8_epi32(b);
+  *ev = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(w, 28), 28));
+  *od = _mm256_cvtepi32_ps(_mm256_srai_epi32(w, 4));
+}
+
+/* Scores of query heads j0 .. j0 + nb - 1 (nb <= 4, a constant in each instance)
+ * against key row `row` into out[0 .. nb); qp, qs: the sweep's permuted queries and
+ * group sums, from query head jA. Each query head has its own accumulators (two
+ * per group: even and odd elements, so the multiply-add chains are shorter). */
+ZZ_AVX2 ZZ_INLINE void zz_q4_kblock_avx2(const zz_fattn_job *jb, const char *row, const float *qp, const float *qs,
+                                         int64_t jA, int64_t j0, float *out, const int nb) {
+  const int64_t hd = jb->a.hd, G = jb->group, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
+  const float *tab = zz_f16_table();
+  const unsigned char *hp[4];
+  const float *qj[4];
+  __m256 tot[4];
+  float rest[4];
+  for (int u = 0; u < nb; u++) {
+    hp[u] = (const unsigned char *)row + (size_t)((j0 + u) / G) * jb->head_bytes;
+    qj[u] = qp + (j0 + u - jA) * hd;
+    tot[u] = _mm256_setzero_ps(), rest[u] = 0;
+  }
+  for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
+    const int64_t m = hd - e0 < grp ? hd - e0 : grp, full = m & ~(int64_t)15;
+    const size_t goff = (size_t)gi * jb->q4_gbytes;
+    __m256 ae[4], ao[4], ne = _mm256_setzero_ps(), no = ne;
+    for (int u = 0; u < nb; u++) ae[u] = ao[u] = _mm256_setzero_ps();
+    for (int64_t e = 0; e < full; e += 16)
+      for (int u = 0; u < nb; u++) {
+        if (u == 0 || hp[u] != hp[u - 1]) zz256_nib16(hp[u] + goff + 4 + e / 2, &ne, &no);
+        ae[u] = _mm256_fmadd_ps(_mm256_loadu_ps(qj[u] + e0 + e), ne, ae[u]);
+        ao[u] = _mm256_fmadd_ps(_mm256_loadu_ps(qj[u] + e0 + e + 8), no, ao[u]);
+      }
+    for (int u = 0; u < nb; u++) {
+      float mn, step, t = 0;
+      zz_q4_hdr(hp[u] + goff, tab, &mn, &step);
+      tot[u] = _mm256_fmadd_ps(_mm256_add_ps(ae[u], ao[u]), _mm256_set1_ps(step), tot[u]);
+      for (int64_t e = full; e < m; e++) t += qj[u][e0 + e] * zz_q4_nib(hp[u] + goff + 4, e);
+      rest[u] += step * t + mn * qs[(j0 + u - jA) * ngh + gi];
+    }
+  }
+  for (int u = 0; u < nb; u++) out[u] = (zz256_hsum(tot[u]) + rest[u]) * jb->scale;
+}
+
+ZZ_AVX2 static void zz_kpass_q4_avx2(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo,
+                                     int64_t hi, float *sc) {
+  const int64_t hd = jb->a.hd, nq = ng * jb->group, grp = jb->a.kv_q.group;
+  const int64_t nsub = zz_q4_sweep(jb, nq);
+  float qp[ZZ_Q4_QBUF], qs[ZZ_Q4_SBUF];
+  for (int64_t jA = 0; jA < nq; jA += nsub) {
+    const int64_t jB = nq - jA < nsub ? nq : jA + nsub;
+    for (int64_t j = jA; j < jB; j++) zz_q4_perm(q + j * hd, qp + (j - jA) * hd, hd, grp, 0);
+    zz_q4_qsum(jb, q, jA, jB, qs);
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      const char *row = kb + (size_t)kk * jb->row_bytes;
+      float *s = sc + kk * nq;
+      int64_t j0 = jA;
+      for (; j0 + 4 <= jB; j0 += 4) zz_q4_kblock_avx2(jb, row, qp, qs, jA, j0, s + j0, 4);
+      switch (jB - j0) {
+        case 3: zz_q4_kblock_avx2(jb, row, qp, qs, jA, j0, s + j0, 3); break;
+        case 2: zz_q4_kblock_avx2(jb, row, qp, qs, jA, j0, s + j0, 2); break;
+        case 1: zz_q4_kblock_avx2(jb, row, qp, qs, jA, j0, s + j0, 1); break;
+        default: break;
+      }
+    }
+  }
+}
+
+/* o_u += Σ over value row `row` for query heads j0 .. j0 + nb - 1 (nb <= 4, a
+ * constant): per element p_u · step · n (o in nibble order, query head j at o +
+ * j * hd), per group p_u · mid into lt (the sweep's, from query head jA); pk: the
+ * key's probabilities, query head j at pk[j]. */
+ZZ_AVX2 ZZ_INLINE void zz_q4_vblock_avx2(const zz_fattn_job *jb, const char *row, const float *pk, float *o, float *lt,
+                                         int64_t jA, int64_t j0, const int nb) {
+  const int64_t hd = jb->a.hd, G = jb->group, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
+  const float *tab = zz_f16_table();
+  const unsigned char *hp[4];
+  float *oj[4];
+  for (int u = 0; u < nb; u++) {
+    hp[u] = (const unsigned char *)row + (size_t)((j0 + u) / G) * jb->head_bytes;
+    oj[u] = o + (j0 + u) * hd;
+  }
+  for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
+    const int64_t m = hd - e0 < grp ? hd - e0 : grp, full = m & ~(int64_t)15;
+    const size_t goff = (size_t)gi * jb->q4_gbytes;
+    float ps[4];
+    __m256 psv[4], ne = _mm256_setzero_ps(), no = ne;
+    for (int u = 0; u < nb; u++) {
+      float mn, step;
+      zz_q4_hdr(hp[u] + goff, tab, &mn, &step);
+      ps[u] = pk[j0 + u] * step, psv[u] = _mm256_set1_ps(ps[u]);
+      lt[(j0 + u - jA) * ngh + gi] += pk[j0 + u] * mn;
+    }
+    for (int64_t e = 0; e < full; e += 16)
+      for (int u = 0; u < nb; u++) {
+        if (u == 0 || hp[u] != hp[u - 1]) zz256_nib16(hp[u] + goff + 4 + e / 2, &ne, &no);
+        float *oe = oj[u] + e0 + e;
+        _mm256_storeu_ps(oe, _mm256_fmadd_ps(ne, psv[u], _mm256_loadu_ps(oe)));
+        _mm256_storeu_ps(oe + 8, _mm256_fmadd_ps(no, psv[u], _mm256_loadu_ps(oe + 8)));
+      }
+    for (int u = 0; u < nb; u++)
+      for (int64_t e = full; e < m; e++) oj[u][e0 + e] += ps[u] * zz_q4_nib(hp[u] + goff + 4, e);
+  }
+}
+
+ZZ_AVX2 static void zz_vpass_q4_avx2(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo,
+                                     int64_t hi, float *o) {
+  const int64_t hd = jb->a.hd, nq = ng * jb->group, grp = jb->a.kv_q.group;
+  const int64_t nsub = zz_q4_sweep(jb, nq);
+  float lt[ZZ_Q4_SBUF], tmp[ZZ_ATTN_MAX_HEAD_DIM];
+  for (int64_t jA = 0; jA < nq; jA += nsub) {
+    const int64_t jB = nq - jA < nsub ? nq : jA + nsub;
+    for (int64_t x = 0; x < (jB - jA) * jb->q4_ngh; x++) lt[x] = 0;
+    for (int64_t j = jA; j < jB; j++) { /* o into nibble order */
+      memcpy(tmp, o + j * hd, (size_t)hd * sizeof(float));
+      zz_q4_perm(tmp, o + j * hd, hd, grp, 0);
+    }
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      const char *row = vb + (size_t)kk * jb->row_bytes;
+      const float *pk = p + kk * nq;
+      int64_t j0 = jA;
+      for (; j0 + 4 <= jB; j0 += 4) zz_q4_vblock_avx2(jb, row, pk, o, lt, jA, j0, 4);
+      switch (jB - j0) {
+        case 3: zz_q4_vblock_avx2(jb, row, pk, o, lt, jA, j0, 3); break;
+        case 2: zz_q4_vblock_avx2(jb, row, pk, o, lt, jA, j0, 2); break;
+        case 1: zz_q4_vblock_avx2(jb, row, pk, o, lt, jA, j0, 1); break;
+        default: break;
+      }
+    }
+    for (int64_t j = jA; j < jB; j++) { /* and back */
+      memcpy(tmp, o + j * hd, (size_t)hd * sizeof(float));
+      zz_q4_perm(tmp, o + j * hd, hd, grp, 1);
+    }
+    zz_q4_add_lo(jb, lt, jA, jB, o);
+  }
+}
+#endif /* ZZ_ATTN_X86 */
+
 /* ---------------------------------------------------------------- the task */
 
 /* Softmax of each of nq queries over its scores s[kk*nq + jj], kk in [lo, hi], in
@@ -660,6 +968,14 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
     default: break;
   }
 #endif
+  if (jb.mode == ZZ_KV_Q && a->kv_q.bits == 4 && !a->q4_unfused) { /* tolerance-checked, not the reference's bits */
+    jb.q4_gbytes = zz_q_row_bytes(a->kv_q, a->kv_q.group);
+    jb.q4_ngh = (a->hd + a->kv_q.group - 1) / a->kv_q.group;
+    jb.kpass = zz_kpass_q4_c, jb.vpass = zz_vpass_q4_c;
+#if ZZ_ATTN_X86
+    if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) jb.kpass = zz_kpass_q4_avx2, jb.vpass = zz_vpass_q4_avx2;
+#endif
+  }
   zz_pool_run(pool, zz_fattn_task, &jb, a->b * jb.blocks);
 }
 

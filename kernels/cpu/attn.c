@@ -588,6 +588,7 @@ static zz_vpass_fn *const zz_vpass_f16fma_nc[] = {zz_vpass_f16fma_1, zz_vpass_f1
 
 #define ZZ_Q4_QBUF 4096 /* floats of permuted queries per sweep (hd <= 1024: >= 4 heads) */
 #define ZZ_Q4_SBUF 512  /* floats of (query head, group) constants per sweep (>= 16 heads) */
+#define ZZ_Q4_KBLOCK 8  /* keys per block of the AVX2 passes (rows read while in L1) */
 
 /* Query heads per sweep. */
 static int64_t zz_q4_sweep(const zz_fattn_job *jb, int64_t nq) {
@@ -608,17 +609,17 @@ static void zz_q4_qsum(const zz_fattn_job *jb, const float *q, int64_t j0, int64
     }
 }
 
-/* A group's middle value lo + 8 · step and its step (from the halves in front of
- * its nibbles). */
-ZZ_INLINE void zz_q4_hdr(const unsigned char *gp, const float *tab, float *mid, float *step) {
+/* A group's step and its value at nibble c, lo + c · step (c = 8: the middle, for
+ * centred nibbles; 0: lo), from the halves in front of its nibbles. */
+ZZ_INLINE void zz_q4_hdr(const unsigned char *gp, const float *tab, const int c, float *mid, float *step) {
   uint16_t h[2];
   memcpy(h, gp, 4);
-  *step = tab[h[1]], *mid = tab[h[0]] + 8 * *step;
+  *step = tab[h[1]], *mid = c ? tab[h[0]] + (float)c * *step : tab[h[0]];
 }
 
-/* Nibble e of a group's data d, centred: n_e - 8, as a float. */
-ZZ_INLINE float zz_q4_nib(const unsigned char *d, int64_t e) {
-  return (float)((int)((d[e >> 1] >> ((e & 1) * 4)) & 15) - 8);
+/* Nibble e of a group's data d less c (8: centred), as a float. */
+ZZ_INLINE float zz_q4_nib(const unsigned char *d, int64_t e, const int c) {
+  return (float)((int)((d[e >> 1] >> ((e & 1) * 4)) & 15) - c);
 }
 
 /* One head's hd elements between natural and nibble order (inv: back): per group,
@@ -660,8 +661,8 @@ static void zz_kpass_q4_c(const zz_fattn_job *jb, const float *q, const char *kb
           const int64_t m = hd - e0 < grp ? hd - e0 : grp;
           const unsigned char *gp = hp + (size_t)gi * jb->q4_gbytes;
           float mn, step;
-          zz_q4_hdr(gp, tab, &mn, &step);
-          for (int64_t e = 0; e < m; e++) n[e] = zz_q4_nib(gp + 4, e);
+          zz_q4_hdr(gp, tab, 0, &mn, &step);
+          for (int64_t e = 0; e < m; e++) n[e] = zz_q4_nib(gp + 4, e, 0);
           for (int64_t j = ja; j < jz; j++) s[j] += step * zz_dot(q + j * hd + e0, n, m) + mn * qs[(j - jA) * ngh + gi];
         }
       }
@@ -695,8 +696,8 @@ static void zz_vpass_q4_c(const zz_fattn_job *jb, const float *p, const char *vb
           const int64_t m = hd - e0 < grp ? hd - e0 : grp;
           const unsigned char *gp = hp + (size_t)gi * jb->q4_gbytes;
           float mn, step;
-          zz_q4_hdr(gp, tab, &mn, &step);
-          for (int64_t e = 0; e < m; e++) n[e] = zz_q4_nib(gp + 4, e);
+          zz_q4_hdr(gp, tab, 8, &mn, &step);
+          for (int64_t e = 0; e < m; e++) n[e] = zz_q4_nib(gp + 4, e, 8);
           for (int64_t j = ja; j < jz; j++) {
             const float pj = p[kk * nq + j], ps = pj * step;
             float *oj = o + j * hd + e0;
@@ -710,13 +711,16 @@ static void zz_vpass_q4_c(const zz_fattn_job *jb, const float *p, const char *vb
 }
 
 #if ZZ_ATTN_X86
-ZZ_AVX2 ZZ_INLINE float zz256_hsum(__m256 v) {
-  __m256 h = _mm256_hadd_ps(v, v);
-  h = _mm256_hadd_ps(h, h);
-  return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+/* 16 elements' nibbles (8 bytes at d) as floats: elements 0, 2, .., 14 in *ev, 1,
+ * 3, .., 15 in *od (byte b zero-extended into lane b: the low nibble masked, the
+ * high one shifted down). */
+ZZ_AVX2 ZZ_INLINE void zz256_nib16u(const unsigned char *d, __m256 *ev, __m256 *od) {
+  const __m256i w = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)d));
+  *ev = _mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_set1_epi32(15)));
+  *od = _mm256_cvtepi32_ps(_mm256_srli_epi32(w, 4));
 }
 
-/* 16 elements' centred nibbles n - 8 (8 bytes at d) as floats: elements 0, 2, ..,
+/* The same centred, n - 8 (8 bytes at d) as floats: elements 0, 2, ..,
  * 14 in *ev, 1, 3, .., 15 in *od. n ^ 8 read as a signed 4-bit number is n - 8:
  * the bytes, flipped so, are sign-extended; the high nibble is then an arithmetic
  * shift away, the low one two. */
@@ -727,110 +731,155 @@ ZZ_AVX2 ZZ_INLINE void zz256_nib16(const unsigned char *d, __m256 *ev, __m256 *o
   *od = _mm256_cvtepi32_ps(_mm256_srai_epi32(w, 4));
 }
 
-/* Scores of query heads j0 .. j0 + nb - 1 (nb <= 4, a constant in each instance)
- * against key row `row` into out[0 .. nb); qp, qs: the sweep's permuted queries and
- * group sums, from query head jA. Each query head has its own accumulators (two
- * per group: even and odd elements, so the multiply-add chains are shorter). */
-ZZ_AVX2 ZZ_INLINE void zz_q4_kblock_avx2(const zz_fattn_job *jb, const char *row, const float *qp, const float *qs,
-                                         int64_t jA, int64_t j0, float *out, const int nb) {
-  const int64_t hd = jb->a.hd, G = jb->group, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
+/* Query heads per tile of the AVX2 passes: a divisor of G (a tile never spans two
+ * KV heads), at most 4; the tile takes 4 / QT keys. */
+static int zz_q4_tile_q(int64_t G) { return G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1; }
+
+/* Scores of a tile: KT keys kk0 .. kk0 + KT - 1 × QT query heads j0 .., all of KV
+ * head g (KT · QT <= 4, constants in each instance), into the key-major scores sc.
+ * qp, qs: the sweep's permuted queries and group sums, from query head jA. Every
+ * (key, query head) pair has its own accumulator and per-group total and takes the
+ * same operations whatever tile it falls in; the widened nibbles of a key serve the
+ * tile's QT query heads. The four totals are reduced together (a horizontal-add
+ * tree: each pair's lanes in zz_dot's order). */
+ZZ_AVX2 ZZ_INLINE void zz_q4_ktile_avx2(const zz_fattn_job *jb, const char *kb, int64_t kk0, int64_t g, const float *qp,
+                                        const float *qs, int64_t jA, int64_t j0, float *sc, int64_t nq, const int KT,
+                                        const int QT) {
+  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
   const float *tab = zz_f16_table();
   const unsigned char *hp[4];
   const float *qj[4];
   __m256 tot[4];
   float rest[4];
-  for (int u = 0; u < nb; u++) {
-    hp[u] = (const unsigned char *)row + (size_t)((j0 + u) / G) * jb->head_bytes;
-    qj[u] = qp + (j0 + u - jA) * hd;
-    tot[u] = _mm256_setzero_ps(), rest[u] = 0;
-  }
+  for (int k = 0; k < KT; k++)
+    hp[k] = (const unsigned char *)kb + (size_t)(kk0 + k) * jb->row_bytes + (size_t)g * jb->head_bytes;
+  for (int u = 0; u < QT; u++) qj[u] = qp + (j0 + u - jA) * hd;
+  for (int x = 0; x < KT * QT; x++) tot[x] = _mm256_setzero_ps(), rest[x] = 0;
   for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
     const int64_t m = hd - e0 < grp ? hd - e0 : grp, full = m & ~(int64_t)15;
     const size_t goff = (size_t)gi * jb->q4_gbytes;
-    __m256 ae[4], ao[4], ne = _mm256_setzero_ps(), no = ne;
-    for (int u = 0; u < nb; u++) ae[u] = ao[u] = _mm256_setzero_ps();
+    __m256 acc[4];
+    for (int x = 0; x < KT * QT; x++) acc[x] = _mm256_setzero_ps();
     for (int64_t e = 0; e < full; e += 16)
-      for (int u = 0; u < nb; u++) {
-        if (u == 0 || hp[u] != hp[u - 1]) zz256_nib16(hp[u] + goff + 4 + e / 2, &ne, &no);
-        ae[u] = _mm256_fmadd_ps(_mm256_loadu_ps(qj[u] + e0 + e), ne, ae[u]);
-        ao[u] = _mm256_fmadd_ps(_mm256_loadu_ps(qj[u] + e0 + e + 8), no, ao[u]);
+      for (int k = 0; k < KT; k++) {
+        __m256 ne, no;
+        zz256_nib16u(hp[k] + goff + 4 + e / 2, &ne, &no);
+        for (int u = 0; u < QT; u++) {
+          acc[k * QT + u] = _mm256_fmadd_ps(_mm256_loadu_ps(qj[u] + e0 + e), ne, acc[k * QT + u]);
+          acc[k * QT + u] = _mm256_fmadd_ps(_mm256_loadu_ps(qj[u] + e0 + e + 8), no, acc[k * QT + u]);
+        }
       }
-    for (int u = 0; u < nb; u++) {
-      float mn, step, t = 0;
-      zz_q4_hdr(hp[u] + goff, tab, &mn, &step);
-      tot[u] = _mm256_fmadd_ps(_mm256_add_ps(ae[u], ao[u]), _mm256_set1_ps(step), tot[u]);
-      for (int64_t e = full; e < m; e++) t += qj[u][e0 + e] * zz_q4_nib(hp[u] + goff + 4, e);
-      rest[u] += step * t + mn * qs[(j0 + u - jA) * ngh + gi];
+    for (int k = 0; k < KT; k++) {
+      float mid, step;
+      zz_q4_hdr(hp[k] + goff, tab, 0, &mid, &step);
+      const __m256 sv = _mm256_set1_ps(step);
+      for (int u = 0; u < QT; u++) {
+        float t = 0;
+        for (int64_t e = full; e < m; e++) t += qj[u][e0 + e] * zz_q4_nib(hp[k] + goff + 4, e, 0);
+        tot[k * QT + u] = _mm256_fmadd_ps(acc[k * QT + u], sv, tot[k * QT + u]);
+        rest[k * QT + u] += step * t + mid * qs[(j0 + u - jA) * ngh + gi];
+      }
     }
   }
-  for (int u = 0; u < nb; u++) out[u] = (zz256_hsum(tot[u]) + rest[u]) * jb->scale;
+  float s[4];
+  if (KT * QT == 4) {
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(tot[0], tot[1]), _mm256_hadd_ps(tot[2], tot[3]));
+    _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+  } else
+    for (int x = 0; x < KT * QT; x++) {
+      __m256 h = _mm256_hadd_ps(tot[x], tot[x]);
+      h = _mm256_hadd_ps(h, h);
+      s[x] = _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+    }
+  for (int k = 0; k < KT; k++)
+    for (int u = 0; u < QT; u++) sc[(kk0 + k) * nq + j0 + u] = (s[k * QT + u] + rest[k * QT + u]) * jb->scale;
+}
+
+/* Keys k0 .. k1 of query heads j0 .. j0 + QT - 1 (KV head g): tiles of 4 / QT
+ * keys, then the rest one key at a time. */
+ZZ_AVX2 ZZ_INLINE void zz_q4_krange_avx2(const zz_fattn_job *jb, const char *kb, int64_t k0, int64_t k1, int64_t g,
+                                         const float *qp, const float *qs, int64_t jA, int64_t j0, float *sc,
+                                         int64_t nq, const int QT) {
+  int64_t kk = k0;
+  for (; kk + 4 / QT <= k1 + 1; kk += 4 / QT) zz_q4_ktile_avx2(jb, kb, kk, g, qp, qs, jA, j0, sc, nq, 4 / QT, QT);
+  for (; kk <= k1; kk++) zz_q4_ktile_avx2(jb, kb, kk, g, qp, qs, jA, j0, sc, nq, 1, QT);
 }
 
 ZZ_AVX2 static void zz_kpass_q4_avx2(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo,
                                      int64_t hi, float *sc) {
-  const int64_t hd = jb->a.hd, nq = ng * jb->group, grp = jb->a.kv_q.group;
-  const int64_t nsub = zz_q4_sweep(jb, nq);
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv_q.group;
+  const int64_t QT = zz_q4_tile_q(G), nsub = zz_q4_sweep(jb, nq) / QT * QT; /* >= 4 >= QT */
   float qp[ZZ_Q4_QBUF], qs[ZZ_Q4_SBUF];
   for (int64_t jA = 0; jA < nq; jA += nsub) {
     const int64_t jB = nq - jA < nsub ? nq : jA + nsub;
     for (int64_t j = jA; j < jB; j++) zz_q4_perm(q + j * hd, qp + (j - jA) * hd, hd, grp, 0);
     zz_q4_qsum(jb, q, jA, jB, qs);
-    for (int64_t kk = lo; kk <= hi; kk++) {
-      const char *row = kb + (size_t)kk * jb->row_bytes;
-      float *s = sc + kk * nq;
-      int64_t j0 = jA;
-      for (; j0 + 4 <= jB; j0 += 4) zz_q4_kblock_avx2(jb, row, qp, qs, jA, j0, s + j0, 4);
-      switch (jB - j0) {
-        case 3: zz_q4_kblock_avx2(jb, row, qp, qs, jA, j0, s + j0, 3); break;
-        case 2: zz_q4_kblock_avx2(jb, row, qp, qs, jA, j0, s + j0, 2); break;
-        case 1: zz_q4_kblock_avx2(jb, row, qp, qs, jA, j0, s + j0, 1); break;
-        default: break;
-      }
+    /* key blocks outermost: the tiles of one block read its rows front to back */
+    for (int64_t k0 = lo; k0 <= hi; k0 += ZZ_Q4_KBLOCK) {
+      const int64_t k1 = hi - k0 < ZZ_Q4_KBLOCK ? hi : k0 + ZZ_Q4_KBLOCK - 1;
+      for (int64_t j0 = jA; j0 < jB; j0 += QT) switch (QT) {
+          case 4: zz_q4_krange_avx2(jb, kb, k0, k1, j0 / G, qp, qs, jA, j0, sc, nq, 4); break;
+          case 2: zz_q4_krange_avx2(jb, kb, k0, k1, j0 / G, qp, qs, jA, j0, sc, nq, 2); break;
+          default: zz_q4_krange_avx2(jb, kb, k0, k1, j0 / G, qp, qs, jA, j0, sc, nq, 1); break;
+        }
     }
   }
 }
 
-/* o_u += Σ over value row `row` for query heads j0 .. j0 + nb - 1 (nb <= 4, a
- * constant): per element p_u · step · n (o in nibble order, query head j at o +
- * j * hd), per group p_u · mid into lt (the sweep's, from query head jA); pk: the
- * key's probabilities, query head j at pk[j]. */
-ZZ_AVX2 ZZ_INLINE void zz_q4_vblock_avx2(const zz_fattn_job *jb, const char *row, const float *pk, float *o, float *lt,
-                                         int64_t jA, int64_t j0, const int nb) {
-  const int64_t hd = jb->a.hd, G = jb->group, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
+/* A tile of the V pass: o_u += Σ_k p_k,u · V_k for the nk <= ZZ_Q4_KBLOCK keys kk0 ..
+ * and QT query heads j0 .., all of KV head g (o in nibble order, query head j at
+ * o + j * hd). Per 16 elements the tile's outputs stay in registers across its keys;
+ * per element the sum over keys runs in key order whatever the tiles, so the result
+ * does not depend on them. Σ_k p · mid per group goes into lt (the sweep's, from
+ * query head jA); p: the key-major probabilities. */
+ZZ_AVX2 ZZ_INLINE void zz_q4_vtile_avx2(const zz_fattn_job *jb, const char *vb, int64_t kk0, int64_t nk, int64_t g,
+                                        const float *p, int64_t nq, int64_t jA, int64_t j0, float *o, float *lt,
+                                        const int QT) {
+  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
   const float *tab = zz_f16_table();
-  const unsigned char *hp[4];
-  float *oj[4];
-  for (int u = 0; u < nb; u++) {
-    hp[u] = (const unsigned char *)row + (size_t)((j0 + u) / G) * jb->head_bytes;
-    oj[u] = o + (j0 + u) * hd;
-  }
+  const unsigned char *hp[ZZ_Q4_KBLOCK];
+  float ps[ZZ_Q4_KBLOCK * 4];
+  for (int64_t k = 0; k < nk; k++)
+    hp[k] = (const unsigned char *)vb + (size_t)(kk0 + k) * jb->row_bytes + (size_t)g * jb->head_bytes;
   for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
     const int64_t m = hd - e0 < grp ? hd - e0 : grp, full = m & ~(int64_t)15;
     const size_t goff = (size_t)gi * jb->q4_gbytes;
-    float ps[4];
-    __m256 psv[4], ne = _mm256_setzero_ps(), no = ne;
-    for (int u = 0; u < nb; u++) {
-      float mn, step;
-      zz_q4_hdr(hp[u] + goff, tab, &mn, &step);
-      ps[u] = pk[j0 + u] * step, psv[u] = _mm256_set1_ps(ps[u]);
-      lt[(j0 + u - jA) * ngh + gi] += pk[j0 + u] * mn;
-    }
-    for (int64_t e = 0; e < full; e += 16)
-      for (int u = 0; u < nb; u++) {
-        if (u == 0 || hp[u] != hp[u - 1]) zz256_nib16(hp[u] + goff + 4 + e / 2, &ne, &no);
-        float *oe = oj[u] + e0 + e;
-        _mm256_storeu_ps(oe, _mm256_fmadd_ps(ne, psv[u], _mm256_loadu_ps(oe)));
-        _mm256_storeu_ps(oe + 8, _mm256_fmadd_ps(no, psv[u], _mm256_loadu_ps(oe + 8)));
+    for (int64_t k = 0; k < nk; k++) {
+      float mid, step;
+      zz_q4_hdr(hp[k] + goff, tab, 8, &mid, &step);
+      for (int u = 0; u < QT; u++) {
+        const float pk = p[(kk0 + k) * nq + j0 + u];
+        ps[k * QT + u] = pk * step;
+        lt[(j0 + u - jA) * ngh + gi] += pk * mid;
       }
-    for (int u = 0; u < nb; u++)
-      for (int64_t e = full; e < m; e++) oj[u][e0 + e] += ps[u] * zz_q4_nib(hp[u] + goff + 4, e);
+    }
+    for (int64_t e = 0; e < full; e += 16) {
+      __m256 ae[4], ao[4];
+      for (int u = 0; u < QT; u++)
+        ae[u] = _mm256_loadu_ps(o + (j0 + u) * hd + e0 + e), ao[u] = _mm256_loadu_ps(o + (j0 + u) * hd + e0 + e + 8);
+      for (int64_t k = 0; k < nk; k++) {
+        __m256 ne, no;
+        zz256_nib16(hp[k] + goff + 4 + e / 2, &ne, &no);
+        for (int u = 0; u < QT; u++) {
+          const __m256 pv = _mm256_broadcast_ss(ps + k * QT + u);
+          ae[u] = _mm256_fmadd_ps(ne, pv, ae[u]), ao[u] = _mm256_fmadd_ps(no, pv, ao[u]);
+        }
+      }
+      for (int u = 0; u < QT; u++)
+        _mm256_storeu_ps(o + (j0 + u) * hd + e0 + e, ae[u]), _mm256_storeu_ps(o + (j0 + u) * hd + e0 + e + 8, ao[u]);
+    }
+    for (int64_t k = 0; k < nk; k++)
+      for (int u = 0; u < QT; u++)
+        for (int64_t e = full; e < m; e++)
+          o[(j0 + u) * hd + e0 + e] += ps[k * QT + u] * zz_q4_nib(hp[k] + goff + 4, e, 8);
   }
 }
 
 ZZ_AVX2 static void zz_vpass_q4_avx2(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo,
                                      int64_t hi, float *o) {
-  const int64_t hd = jb->a.hd, nq = ng * jb->group, grp = jb->a.kv_q.group;
-  const int64_t nsub = zz_q4_sweep(jb, nq);
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv_q.group;
+  const int QT = zz_q4_tile_q(G);
+  const int64_t nsub = zz_q4_sweep(jb, nq) / QT * QT;
   float lt[ZZ_Q4_SBUF], tmp[ZZ_ATTN_MAX_HEAD_DIM];
   for (int64_t jA = 0; jA < nq; jA += nsub) {
     const int64_t jB = nq - jA < nsub ? nq : jA + nsub;
@@ -839,17 +888,13 @@ ZZ_AVX2 static void zz_vpass_q4_avx2(const zz_fattn_job *jb, const float *p, con
       memcpy(tmp, o + j * hd, (size_t)hd * sizeof(float));
       zz_q4_perm(tmp, o + j * hd, hd, grp, 0);
     }
-    for (int64_t kk = lo; kk <= hi; kk++) {
-      const char *row = vb + (size_t)kk * jb->row_bytes;
-      const float *pk = p + kk * nq;
-      int64_t j0 = jA;
-      for (; j0 + 4 <= jB; j0 += 4) zz_q4_vblock_avx2(jb, row, pk, o, lt, jA, j0, 4);
-      switch (jB - j0) {
-        case 3: zz_q4_vblock_avx2(jb, row, pk, o, lt, jA, j0, 3); break;
-        case 2: zz_q4_vblock_avx2(jb, row, pk, o, lt, jA, j0, 2); break;
-        case 1: zz_q4_vblock_avx2(jb, row, pk, o, lt, jA, j0, 1); break;
-        default: break;
-      }
+    for (int64_t k0 = lo; k0 <= hi; k0 += ZZ_Q4_KBLOCK) {
+      const int64_t nk = hi - k0 + 1 < ZZ_Q4_KBLOCK ? hi - k0 + 1 : ZZ_Q4_KBLOCK;
+      for (int64_t j0 = jA; j0 < jB; j0 += QT) switch (QT) {
+          case 4: zz_q4_vtile_avx2(jb, vb, k0, nk, j0 / G, p, nq, jA, j0, o, lt, 4); break;
+          case 2: zz_q4_vtile_avx2(jb, vb, k0, nk, j0 / G, p, nq, jA, j0, o, lt, 2); break;
+          default: zz_q4_vtile_avx2(jb, vb, k0, nk, j0 / G, p, nq, jA, j0, o, lt, 1); break;
+        }
     }
     for (int64_t j = jA; j < jB; j++) { /* and back */
       memcpy(tmp, o + j * hd, (size_t)hd * sizeof(float));

@@ -279,9 +279,70 @@ static void test_attn_q4_fused(void) {
   for (int th = 0; th < 3; th++) zz_pool_destroy(pools[th]);
 }
 
+/* A sequence's result must not depend on its left padding (the batch it is in sets
+ * the padding, and every policy must give the same tokens): the same keys behind P
+ * padding rows give the same bits on every ISA, for heads of 1, 2 and 4 query heads
+ * per KV head and visible lengths that do and do not fill the kernel's key blocks. */
+static void test_attn_q4_pad_shift(void) {
+  zz_rng r;
+  zz_rng_seed(&r, 27, 5);
+  zz_pool *pool;
+  CU_ASSERT_FATAL(zz_pool_create(2, &pool) == 0);
+  const zz_qfmt f = ZZ_QFMT_DEFAULT;
+  const int64_t hd = 80, kvh = 2, P = 5;
+  const size_t qrow = zz_kv_row_bytes(ZZ_DTYPE_Q4, f, kvh, hd);
+  for (int64_t G = 1; G <= 4; G *= 2)
+    for (int64_t n = 3; n <= 37; n += 17) { /* visible keys */
+      const int64_t heads = kvh * G, t = n + P;
+      float *q = malloc((size_t)(heads * hd) * 4), *x = malloc((size_t)(t * kvh * hd) * 4);
+      float *o0 = malloc((size_t)(heads * hd) * 4), *o1 = malloc((size_t)(heads * hd) * 4);
+      float *scratch = malloc(zz_cpu_attention_scratch(1, heads, t) * sizeof(float));
+      unsigned char *k = malloc((size_t)t * qrow), *v = malloc((size_t)t * qrow);
+      zz_fill(&r, q, heads * hd, 3.0f);
+      zz_fill(&r, x, t * kvh * hd, 1.0f);
+      zz_q_quantize(f, x, t * kvh, hd, k);
+      zz_fill(&r, x, t * kvh * hd, 1.0f);
+      zz_q_quantize(f, x, t * kvh, hd, v);
+      for (int isa = ZZ_CPU_ISA_PORTABLE; isa <= ZZ_CPU_ISA_AVX512; isa++) {
+        if (zz_cpu_isa_set((zz_cpu_isa)isa) != 0) continue;
+        for (int shifted = 0; shifted < 2; shifted++) {
+          const int32_t pad = shifted ? (int32_t)P : 0;
+          const size_t skip = shifted ? 0 : (size_t)P * qrow; /* unshifted: the same keys from row 0 */
+          zz_attn_args a = {.q = q,
+                            .k = k + skip,
+                            .v = v + skip,
+                            .kv_dt = ZZ_DTYPE_Q4,
+                            .kv_q = f,
+                            .seq_bytes = (int64_t)((size_t)t * qrow),
+                            .b = 1,
+                            .sq = 1,
+                            .t = shifted ? t : n,
+                            .q_start = (shifted ? t : n) - 1,
+                            .heads = heads,
+                            .kv_heads = kvh,
+                            .hd = hd,
+                            .pad = &pad,
+                            .keep = 1,
+                            .out = shifted ? o1 : o0,
+                            .scratch = scratch};
+          zz_cpu_attention_ex(pool, &a);
+        }
+        int64_t bad = zz_attn_diff(o1, o0, heads * hd);
+        if (bad)
+          fprintf(stderr, "\nfused q4 attention, %s: G %ld, %ld keys: %ld outputs move with %ld rows of padding\n",
+                  zz_cpu_isa_name((zz_cpu_isa)isa), (long)G, (long)n, (long)bad, (long)P);
+        CU_ASSERT_EQUAL(bad, 0);
+      }
+      free(q), free(x), free(o0), free(o1), free(scratch), free(k), free(v);
+    }
+  zz_cpu_isa_set(zz_cpu_isa_best());
+  zz_pool_destroy(pool);
+}
+
 void zz_test_attn_register(void) {
   CU_pSuite s = CU_add_suite("attn", NULL, NULL);
   CU_add_test(s, "fast attention vs the reference, every ISA, f32/f16/q4", test_attn_fast_vs_ref);
   CU_add_test(s, "ISA names and selection", test_attn_isa_names);
   CU_add_test(s, "fused 4-bit cache attention vs the reference, every ISA, 1-3 threads", test_attn_q4_fused);
+  CU_add_test(s, "fused 4-bit cache attention: the same bits behind left padding", test_attn_q4_pad_shift);
 }

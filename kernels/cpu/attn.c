@@ -13,7 +13,12 @@
  *    that KV group (grouped-query attention reads the cache once) and every query
  *    row. Rows are read with vector loads chosen at run time (AVX-512, AVX2, or
  *    plain C: zz_cpu_isa_set / ZZ_CPU_ISA); f16 is widened by F16C / AVX-512
- *    conversions in registers, a Q4 row is dequantized onto the stack.
+ *    conversions in registers. A 4-bit cache takes fused passes (section "Q4
+ *    cache, fused"): q · k and p · v straight from the packed nibbles and each
+ *    group's lo and step, the nibbles widened in registers (AVX2, also under
+ *    AVX-512; a portable C twin), tolerance-checked against the reference; other
+ *    widths (2, 8 bits), or zz_attn_args.q4_unfused, dequantize a head row onto
+ *    the stack and take the f32 primitives (the reference's bits).
  *
  * Softmax: two passes over the scores, not an online (running max) softmax. The
  * K pass writes every score into the scratch the device already sizes
@@ -735,18 +740,37 @@ ZZ_AVX2 ZZ_INLINE void zz256_nib16(const unsigned char *d, __m256 *ev, __m256 *o
  * KV heads), at most 4; the tile takes 4 / QT keys. */
 static int zz_q4_tile_q(int64_t G) { return G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1; }
 
+/* The lo coefficients of the AVX2 K pass: per query head j in [j0, j1) and group
+ * gi, 8 lanes (at qv + ((j - j0) * ngh + gi) * 8) whose sum is Σ of the group's
+ * elements of q, lane-wise as the group's vectors of permuted q add up (the
+ * scalar tail into lane 0), so the lo term joins the score's vector sum. */
+static void zz_q4_qsum8(const zz_fattn_job *jb, const float *qp, int64_t j0, int64_t j1, float *qv) {
+  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group;
+  for (int64_t j = j0; j < j1; j++)
+    for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
+      const int64_t m = hd - e0 < grp ? hd - e0 : grp, full = m & ~(int64_t)15;
+      const float *x = qp + (j - j0) * hd + e0;
+      float *v = qv + ((j - j0) * jb->q4_ngh + gi) * 8;
+      for (int l = 0; l < 8; l++) v[l] = 0;
+      for (int64_t e = 0; e < full; e += 16)
+        for (int l = 0; l < 8; l++) v[l] += x[e + l] + x[e + 8 + l];
+      for (int64_t e = full; e < m; e++) v[0] += x[e];
+    }
+}
+
 /* Scores of a tile: KT keys kk0 .. kk0 + KT - 1 × QT query heads j0 .., all of KV
  * head g (KT · QT <= 4, constants in each instance), into the key-major scores sc.
- * qp, qs: the sweep's permuted queries and group sums, from query head jA. Every
- * (key, query head) pair has its own accumulator and per-group total and takes the
- * same operations whatever tile it falls in; the widened nibbles of a key serve the
- * tile's QT query heads. The four totals are reduced together (a horizontal-add
- * tree: each pair's lanes in zz_dot's order). */
+ * qp, qv: the sweep's permuted queries and lo coefficients (zz_q4_qsum8), from
+ * query head jA. Every (key, query head) pair has its own accumulator and total
+ * and takes the same operations whatever tile it falls in; the widened nibbles of
+ * a key serve the tile's QT query heads. Per group, total += step · acc + lo ·
+ * coefficients (two vector multiply-adds: no scalar work but a tail's); the four
+ * totals are reduced together (a horizontal-add tree: each pair's lanes in
+ * zz_dot's order). */
 ZZ_AVX2 ZZ_INLINE void zz_q4_ktile_avx2(const zz_fattn_job *jb, const char *kb, int64_t kk0, int64_t g, const float *qp,
-                                        const float *qs, int64_t jA, int64_t j0, float *sc, int64_t nq, const int KT,
+                                        const float *qv, int64_t jA, int64_t j0, float *sc, int64_t nq, const int KT,
                                         const int QT) {
   const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
-  const float *tab = zz_f16_table();
   const unsigned char *hp[4];
   const float *qj[4];
   __m256 tot[4];
@@ -770,15 +794,20 @@ ZZ_AVX2 ZZ_INLINE void zz_q4_ktile_avx2(const zz_fattn_job *jb, const char *kb, 
         }
       }
     for (int k = 0; k < KT; k++) {
-      float mid, step;
-      zz_q4_hdr(hp[k] + goff, tab, 0, &mid, &step);
-      const __m256 sv = _mm256_set1_ps(step);
+      int32_t h;
+      memcpy(&h, hp[k] + goff, 4); /* lo, step as halves: widened by F16C, the table's values */
+      const __m128 ls = _mm_cvtph_ps(_mm_cvtsi32_si128(h));
+      const __m256 lov = _mm256_broadcastss_ps(ls), sv = _mm256_broadcastss_ps(_mm_movehdup_ps(ls));
       for (int u = 0; u < QT; u++) {
-        float t = 0;
-        for (int64_t e = full; e < m; e++) t += qj[u][e0 + e] * zz_q4_nib(hp[k] + goff + 4, e, 0);
         tot[k * QT + u] = _mm256_fmadd_ps(acc[k * QT + u], sv, tot[k * QT + u]);
-        rest[k * QT + u] += step * t + mid * qs[(j0 + u - jA) * ngh + gi];
+        tot[k * QT + u] = _mm256_fmadd_ps(_mm256_loadu_ps(qv + ((j0 + u - jA) * ngh + gi) * 8), lov, tot[k * QT + u]);
       }
+      if (full < m) /* a tail past the last 16: scalar */
+        for (int u = 0; u < QT; u++) {
+          float t = 0;
+          for (int64_t e = full; e < m; e++) t += qj[u][e0 + e] * zz_q4_nib(hp[k] + goff + 4, e, 0);
+          rest[k * QT + u] += _mm_cvtss_f32(_mm_movehdup_ps(ls)) * t;
+        }
     }
   }
   float s[4];
@@ -798,32 +827,63 @@ ZZ_AVX2 ZZ_INLINE void zz_q4_ktile_avx2(const zz_fattn_job *jb, const char *kb, 
 /* Keys k0 .. k1 of query heads j0 .. j0 + QT - 1 (KV head g): tiles of 4 / QT
  * keys, then the rest one key at a time. */
 ZZ_AVX2 ZZ_INLINE void zz_q4_krange_avx2(const zz_fattn_job *jb, const char *kb, int64_t k0, int64_t k1, int64_t g,
-                                         const float *qp, const float *qs, int64_t jA, int64_t j0, float *sc,
+                                         const float *qp, const float *qv, int64_t jA, int64_t j0, float *sc,
                                          int64_t nq, const int QT) {
   int64_t kk = k0;
-  for (; kk + 4 / QT <= k1 + 1; kk += 4 / QT) zz_q4_ktile_avx2(jb, kb, kk, g, qp, qs, jA, j0, sc, nq, 4 / QT, QT);
-  for (; kk <= k1; kk++) zz_q4_ktile_avx2(jb, kb, kk, g, qp, qs, jA, j0, sc, nq, 1, QT);
+  for (; kk + 4 / QT <= k1 + 1; kk += 4 / QT) zz_q4_ktile_avx2(jb, kb, kk, g, qp, qv, jA, j0, sc, nq, 4 / QT, QT);
+  for (; kk <= k1; kk++) zz_q4_ktile_avx2(jb, kb, kk, g, qp, qv, jA, j0, sc, nq, 1, QT);
 }
 
 ZZ_AVX2 static void zz_kpass_q4_avx2(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo,
                                      int64_t hi, float *sc) {
   const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv_q.group;
   const int64_t QT = zz_q4_tile_q(G), nsub = zz_q4_sweep(jb, nq) / QT * QT; /* >= 4 >= QT */
-  float qp[ZZ_Q4_QBUF], qs[ZZ_Q4_SBUF];
+  float qp[ZZ_Q4_QBUF], qv[8 * ZZ_Q4_SBUF];
   for (int64_t jA = 0; jA < nq; jA += nsub) {
     const int64_t jB = nq - jA < nsub ? nq : jA + nsub;
     for (int64_t j = jA; j < jB; j++) zz_q4_perm(q + j * hd, qp + (j - jA) * hd, hd, grp, 0);
-    zz_q4_qsum(jb, q, jA, jB, qs);
+    zz_q4_qsum8(jb, qp, jA, jB, qv);
     /* key blocks outermost: the tiles of one block read its rows front to back */
     for (int64_t k0 = lo; k0 <= hi; k0 += ZZ_Q4_KBLOCK) {
       const int64_t k1 = hi - k0 < ZZ_Q4_KBLOCK ? hi : k0 + ZZ_Q4_KBLOCK - 1;
       for (int64_t j0 = jA; j0 < jB; j0 += QT) switch (QT) {
-          case 4: zz_q4_krange_avx2(jb, kb, k0, k1, j0 / G, qp, qs, jA, j0, sc, nq, 4); break;
-          case 2: zz_q4_krange_avx2(jb, kb, k0, k1, j0 / G, qp, qs, jA, j0, sc, nq, 2); break;
-          default: zz_q4_krange_avx2(jb, kb, k0, k1, j0 / G, qp, qs, jA, j0, sc, nq, 1); break;
+          case 4: zz_q4_krange_avx2(jb, kb, k0, k1, j0 / G, qp, qv, jA, j0, sc, nq, 4); break;
+          case 2: zz_q4_krange_avx2(jb, kb, k0, k1, j0 / G, qp, qv, jA, j0, sc, nq, 2); break;
+          default: zz_q4_krange_avx2(jb, kb, k0, k1, j0 / G, qp, qv, jA, j0, sc, nq, 1); break;
         }
     }
   }
+}
+
+/* NU units of 16 elements from e (of a group whose nibbles start doff bytes into
+ * each key's head hp[k]) for QT query heads (outputs at o + u * hd, in nibble
+ * order), over the nk keys of a block: Σ_k ps_k,u · n_k in registers (2 · NU · QT
+ * <= 8 vectors: enough independent multiply-add chains to hide their latency),
+ * from uncentred nibbles (three operations fewer than centred ones), centred once
+ * per block by c8[u] = -8 · Σ_k ps_k,u and added to o. Over a block of at most
+ * ZZ_Q4_KBLOCK keys the uncentred sum stays small; the blocks start at the first
+ * visible key, so a query's result does not depend on the batch or its padding. */
+ZZ_AVX2 ZZ_INLINE void zz_q4_vunits_avx2(const unsigned char *const *hp, int64_t nk, size_t doff, int64_t e,
+                                         const float *ps, const float *c8, float *o, int64_t hd, const int QT,
+                                         const int NU) {
+  __m256 acc[8];
+  for (int x = 0; x < 2 * NU * QT; x++) acc[x] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < nk; k++)
+    for (int c = 0; c < NU; c++) {
+      __m256 nv[2];
+      zz256_nib16u(hp[k] + doff + (e + 16 * c) / 2, &nv[0], &nv[1]);
+      for (int u = 0; u < QT; u++) {
+        const __m256 pv = _mm256_broadcast_ss(ps + k * QT + u);
+        for (int h = 0; h < 2; h++) acc[(c * QT + u) * 2 + h] = _mm256_fmadd_ps(nv[h], pv, acc[(c * QT + u) * 2 + h]);
+      }
+    }
+  for (int c = 0; c < NU; c++)
+    for (int u = 0; u < QT; u++)
+      for (int h = 0; h < 2; h++) {
+        float *oe = o + u * hd + e + 16 * c + 8 * h;
+        const __m256 blk = _mm256_add_ps(acc[(c * QT + u) * 2 + h], _mm256_set1_ps(c8[u]));
+        _mm256_storeu_ps(oe, _mm256_add_ps(_mm256_loadu_ps(oe), blk));
+      }
 }
 
 /* A tile of the V pass: o_u += Σ_k p_k,u · V_k for the nk <= ZZ_Q4_KBLOCK keys kk0 ..
@@ -844,30 +904,22 @@ ZZ_AVX2 ZZ_INLINE void zz_q4_vtile_avx2(const zz_fattn_job *jb, const char *vb, 
   for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
     const int64_t m = hd - e0 < grp ? hd - e0 : grp, full = m & ~(int64_t)15;
     const size_t goff = (size_t)gi * jb->q4_gbytes;
+    float c8[4] = {0, 0, 0, 0};
     for (int64_t k = 0; k < nk; k++) {
       float mid, step;
       zz_q4_hdr(hp[k] + goff, tab, 8, &mid, &step);
       for (int u = 0; u < QT; u++) {
         const float pk = p[(kk0 + k) * nq + j0 + u];
         ps[k * QT + u] = pk * step;
+        c8[u] += ps[k * QT + u];
         lt[(j0 + u - jA) * ngh + gi] += pk * mid;
       }
     }
-    for (int64_t e = 0; e < full; e += 16) {
-      __m256 ae[4], ao[4];
-      for (int u = 0; u < QT; u++)
-        ae[u] = _mm256_loadu_ps(o + (j0 + u) * hd + e0 + e), ao[u] = _mm256_loadu_ps(o + (j0 + u) * hd + e0 + e + 8);
-      for (int64_t k = 0; k < nk; k++) {
-        __m256 ne, no;
-        zz256_nib16(hp[k] + goff + 4 + e / 2, &ne, &no);
-        for (int u = 0; u < QT; u++) {
-          const __m256 pv = _mm256_broadcast_ss(ps + k * QT + u);
-          ae[u] = _mm256_fmadd_ps(ne, pv, ae[u]), ao[u] = _mm256_fmadd_ps(no, pv, ao[u]);
-        }
-      }
-      for (int u = 0; u < QT; u++)
-        _mm256_storeu_ps(o + (j0 + u) * hd + e0 + e, ae[u]), _mm256_storeu_ps(o + (j0 + u) * hd + e0 + e + 8, ao[u]);
-    }
+    for (int u = 0; u < QT; u++) c8[u] *= -8;
+    int64_t e = 0;
+    for (; e + 64 / QT <= full; e += 64 / QT)
+      zz_q4_vunits_avx2(hp, nk, goff + 4, e, ps, c8, o + j0 * hd + e0, hd, QT, 4 / QT);
+    for (; e < full; e += 16) zz_q4_vunits_avx2(hp, nk, goff + 4, e, ps, c8, o + j0 * hd + e0, hd, QT, 1);
     for (int64_t k = 0; k < nk; k++)
       for (int u = 0; u < QT; u++)
         for (int64_t e = full; e < m; e++)

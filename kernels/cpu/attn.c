@@ -564,13 +564,15 @@ static zz_vpass_fn *const zz_vpass_f16fma_nc[] = {zz_vpass_f16fma_1, zz_vpass_f1
  * A 4-bit group stores x_e = lo + n_e · step (n_e a nibble; lo, step halves), or
  * x_e = mid + (n_e - 8) · step with mid = lo + 8 · step, so per group a dot with q
  * splits into
- *     q · x = step · Σ_e q_e (n_e - 8)  +  mid · Σ_e q_e
+ *     q · x = step · Σ_e q_e n_e  +  lo · Σ_e q_e
  * and the V pass's o += p · x into o_e += (p · step) · (n_e - 8) per element plus
  * p · mid per group (summed over the keys apart, added to o once at the end). The
- * nibbles are centred so that the sums stay near their results: with n_e >= 0 the
- * V pass's sum over keys of p · step · n_e grows to about the value range and
- * cancels against Σ p · lo, losing digits on long caches. Σ_e q_e per
- * query head and group is computed once per call; the nibbles are widened to
+ * V pass centres its nibbles (the portable one per key, the AVX2 one once per
+ * block of ZZ_Q4_KBLOCK keys counted from the first visible key): with n_e >= 0
+ * its sum over keys of p · step · n_e grows to about the value range and cancels
+ * against Σ p · lo, which lost digits on long caches (3.5e-5 of a row's largest
+ * output at t 1100; 3.8e-6 centred). The K pass needs no centring (q has both
+ * signs). Σ_e q_e per query head and group is computed once per call; the nibbles are widened to
  * floats in registers and multiplied there, so no row is dequantized into memory,
  * and each (key row, KV head) is unpacked once for up to four of its query heads
  * at a time (all of them for G <= 4). Not the reference's bits (the sum is
@@ -592,7 +594,7 @@ static zz_vpass_fn *const zz_vpass_f16fma_nc[] = {zz_vpass_f16fma_1, zz_vpass_f1
  * group sums); a sweep re-reads only the KV heads of its own query heads. */
 
 #define ZZ_Q4_QBUF 4096 /* floats of permuted queries per sweep (hd <= 1024: >= 4 heads) */
-#define ZZ_Q4_SBUF 512  /* floats of (query head, group) constants per sweep (>= 16 heads) */
+#define ZZ_Q4_SBUF 512  /* (query head, group) constants per sweep (>= 16 heads; AVX2 K: 8 floats each) */
 #define ZZ_Q4_KBLOCK 8  /* keys per block of the AVX2 passes (rows read while in L1) */
 
 /* Query heads per sweep. */

@@ -9,12 +9,16 @@
  *             tokens; bytes/s = K + V bytes of the visible rows / time.
  *   ref:      the scalar reference zz_cpu_attention_ref on the same call (speedup).
  *
+ * dtype q4 is the 4-bit cache as the runtime reads it (the fused passes: nibbles
+ * widened in registers); q4u the same cache through the path before them (each
+ * head row dequantized onto the stack, zz_attn_args.q4_unfused), to compare.
+ *
  * Each figure is the best of interleaved repetitions (ceiling, kernel, ceiling,
  * ...), so a burst from another process hits both alike. CSV on stdout; not a
  * test, never part of ctest pass/fail. ZZ_CPU_ISA picks the kernel's vector path.
  *
  *   cpu_attn_bench [threads=2] [lengths=512,1024,2048] [batches=16,64]
- *                  [dtypes=f32,f16,q4] [heads=32] [hd=64] [kv_heads=heads] [ref=1]
+ *                  [dtypes=f32,f16,q4u,q4] [heads=32] [hd=64] [kv_heads=heads] [ref=1]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,7 +135,7 @@ int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 2;
   const char *lengths = argc > 2 ? argv[2] : "512,1024,2048";
   const char *batches = argc > 3 ? argv[3] : "16,64";
-  const char *dtypes = argc > 4 ? argv[4] : "f32,f16,q4";
+  const char *dtypes = argc > 4 ? argv[4] : "f32,f16,q4u,q4";
   int64_t heads = argc > 5 ? atoll(argv[5]) : 32, hd = argc > 6 ? atoll(argv[6]) : 64;
   int64_t kv_heads = argc > 7 ? atoll(argv[7]) : heads;
   int with_ref = argc > 8 ? atoi(argv[8]) : 1;
@@ -153,12 +157,12 @@ int main(int argc, char **argv) {
   const zz_qfmt f = ZZ_QFMT_DEFAULT;
   char *dl = strdup(dtypes), *dsave = NULL;
   for (char *dn = strtok_r(dl, ",", &dsave); dn; dn = strtok_r(NULL, ",", &dsave)) {
-    zz_dtype dt = strcmp(dn, "f32") == 0   ? ZZ_DTYPE_F32
-                  : strcmp(dn, "f16") == 0 ? ZZ_DTYPE_F16
-                  : strcmp(dn, "q4") == 0  ? ZZ_DTYPE_Q4
-                                           : (zz_dtype)-1;
+    zz_dtype dt = strcmp(dn, "f32") == 0                            ? ZZ_DTYPE_F32
+                  : strcmp(dn, "f16") == 0                          ? ZZ_DTYPE_F16
+                  : strcmp(dn, "q4") == 0 || strcmp(dn, "q4u") == 0 ? ZZ_DTYPE_Q4
+                                                                    : (zz_dtype)-1;
     if ((int)dt < 0) {
-      fprintf(stderr, "cpu_attn_bench: dtype '%s' is not f32, f16 or q4\n", dn);
+      fprintf(stderr, "cpu_attn_bench: dtype '%s' is not f32, f16, q4 or q4u\n", dn);
       return 2;
     }
     char *bl = strdup(batches), *bsave = NULL;
@@ -195,7 +199,8 @@ int main(int argc, char **argv) {
                           .pad = pad,
                           .keep = 1,
                           .out = out,
-                          .scratch = scratch};
+                          .scratch = scratch,
+                          .q4_unfused = strcmp(dn, "q4u") == 0};
         zz_sum_job sj = {.buf = {k, v}, .bytes = kbytes, .chunks = threads * 4};
         double best_c = 1e30, best_a = 1e30, best_r = 1e30, spent = 0;
         zz_cpu_attention_ex(pool, &a); /* warm: the pool, the pages */

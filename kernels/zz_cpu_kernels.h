@@ -119,8 +119,9 @@ void zz_cpu_embed_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_
 void zz_cpu_kv_append_q(const float *x, int64_t b, int64_t sq, int64_t heads, int64_t hd, void *cache, zz_qfmt f,
                         int64_t seq_bytes, int64_t pos);
 
-/* Attention in full generality: a cache in f32, f16 or Q4 (rows dequantized as
- * they are read), addressed in bytes, and top-k sparsity: with keep < 1 each
+/* Attention in full generality: a cache in f32, f16 or Q4 (4-bit rows read from
+ * their nibbles in registers, within a tolerance of the reference; other widths
+ * dequantized as they are read), addressed in bytes, and top-k sparsity: with keep < 1 each
  * query keeps the ceil(keep * visible) keys of highest score and reads only their
  * V rows, weighted by their probabilities under the softmax over every visible
  * key (FlexGen's sparse attention, no renormalisation). Otherwise zz_cpu_attention's
@@ -138,6 +139,8 @@ typedef struct zz_attn_args {
   double keep;        /* fraction of the visible keys kept, (0, 1] */
   float *out;         /* [b, sq, heads*hd] */
   float *scratch;
+  int q4_unfused; /* 4-bit cache: 1 dequantizes each row onto the stack first (the path
+                     before the fused one, kept for benches); 0 (default) fused */
 } zz_attn_args;
 void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a);
 /* The scalar reference of zz_cpu_attention_ex (one task per query head, rows widened

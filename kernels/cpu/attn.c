@@ -13,7 +13,12 @@
  *    that KV group (grouped-query attention reads the cache once) and every query
  *    row. Rows are read with vector loads chosen at run time (AVX-512, AVX2, or
  *    plain C: zz_cpu_isa_set / ZZ_CPU_ISA); f16 is widened by F16C / AVX-512
- *    conversions in registers, a Q4 row is dequantized onto the stack.
+ *    conversions in registers. A 4-bit cache takes fused passes (section "Q4
+ *    cache, fused"): q · k and p · v straight from the packed nibbles and each
+ *    group's lo and step, the nibbles widened in registers (AVX2, also under
+ *    AVX-512; a portable C twin), tolerance-checked against the reference; other
+ *    widths (2, 8 bits), or zz_attn_args.q4_unfused, dequantize a head row onto
+ *    the stack and take the f32 primitives (the reference's bits).
  *
  * Softmax: two passes over the scores, not an online (running max) softmax. The
  * K pass writes every score into the scratch the device already sizes
@@ -189,6 +194,8 @@ struct zz_fattn_job {
   int64_t blocks;    /* tasks per sequence: ceil(kv_heads / block) */
   float scale;       /* 1/sqrt(hd) */
   int mode;          /* ZZ_KV_F32 / F16 / Q */
+  size_t q4_gbytes;  /* fused Q4 passes: bytes of one full group (header and nibbles) */
+  int64_t q4_ngh;    /* fused Q4 passes: groups per head, ceil(hd / group) */
   zz_kpass_fn *kpass;
   zz_vpass_fn *vpass;
   void (*softmax)(float *s, int64_t nq, int64_t lo, int64_t hi); /* in place over sc[kk*nq + jj] */
@@ -552,6 +559,406 @@ static zz_vpass_fn *const zz_vpass_f16fma_nc[] = {zz_vpass_f16fma_1, zz_vpass_f1
 
 #endif /* ZZ_ATTN_X86 */
 
+/* ---------------------------------------------------------------- Q4 cache, fused
+ *
+ * A 4-bit group stores x_e = lo + n_e · step (n_e a nibble; lo, step halves), or
+ * x_e = mid + (n_e - 8) · step with mid = lo + 8 · step, so per group a dot with q
+ * splits into
+ *     q · x = step · Σ_e q_e n_e  +  lo · Σ_e q_e
+ * and the V pass's o += p · x into o_e += (p · step) · (n_e - 8) per element plus
+ * p · mid per group (summed over the keys apart, added to o once at the end). The
+ * V pass centres its nibbles (the portable one per key, the AVX2 one once per
+ * block of ZZ_Q4_KBLOCK keys counted from the first visible key): with n_e >= 0
+ * its sum over keys of p · step · n_e grows to about the value range and cancels
+ * against Σ p · lo, which lost digits on long caches (3.5e-5 of a row's largest
+ * output at t 1100; 3.8e-6 centred). The K pass needs no centring (q has both
+ * signs). Σ_e q_e per query head and group is computed once per call; the nibbles are widened to
+ * floats in registers and multiplied there, so no row is dequantized into memory,
+ * and each (key row, KV head) is unpacked once for up to four of its query heads
+ * at a time (all of them for G <= 4). Not the reference's bits (the sum is
+ * regrouped, the multiply-adds fused): the tests hold these passes to
+ * ZZ_ATTN_Q4_TOL of zz_cpu_attention_ref. Every query head's result comes from the
+ * same operations in the same order whatever block, sweep or task it falls in, so
+ * the tokens of a run do not depend on the batch, the policy or the threads.
+ *
+ * AVX2 (also under AVX-512): 16 elements (8 bytes) a step: a zero-extending load
+ * puts byte b in lane b, whose low nibble is element 2b and high nibble element
+ * 2b + 1; q is permuted once per call into that order (per 16 elements of a group
+ * the 8 even, then the 8 odd ones) and the V pass accumulates o in it, permuting
+ * back at the end. A group's elements past its last multiple of 16 (groups not a
+ * multiple of 16, a last partial group) take scalar code. The portable passes
+ * widen one group's nibbles (not dequantized: n_e only) into a small array once
+ * per (row, KV head) and run the same split over it.
+ *
+ * Query heads go in sweeps whose per-call constants fit the stack (permuted q,
+ * group sums); a sweep re-reads only the KV heads of its own query heads. */
+
+#define ZZ_Q4_QBUF 4096 /* floats of permuted queries per sweep (hd <= 1024: >= 4 heads) */
+#define ZZ_Q4_SBUF 512  /* (query head, group) constants per sweep (>= 16 heads; AVX2 K: 8 floats each) */
+#define ZZ_Q4_KBLOCK 8  /* keys per block of the AVX2 passes (rows read while in L1) */
+
+/* Query heads per sweep. */
+static int64_t zz_q4_sweep(const zz_fattn_job *jb, int64_t nq) {
+  int64_t n = ZZ_Q4_QBUF / jb->a.hd, m = ZZ_Q4_SBUF / jb->q4_ngh;
+  if (m < n) n = m;
+  return n < nq ? n : nq;
+}
+
+/* qs[(j - j0) * ngh + gi] = Σ of query head j's elements over group gi, j in [j0, j1). */
+static void zz_q4_qsum(const zz_fattn_job *jb, const float *q, int64_t j0, int64_t j1, float *qs) {
+  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group;
+  for (int64_t j = j0; j < j1; j++)
+    for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
+      const int64_t m = hd - e0 < grp ? hd - e0 : grp;
+      float s = 0;
+      for (int64_t e = 0; e < m; e++) s += q[j * hd + e0 + e];
+      qs[(j - j0) * jb->q4_ngh + gi] = s;
+    }
+}
+
+/* A group's step and its value at nibble c, lo + c · step (c = 8: the middle, for
+ * centred nibbles; 0: lo), from the halves in front of its nibbles. */
+ZZ_INLINE void zz_q4_hdr(const unsigned char *gp, const float *tab, const int c, float *mid, float *step) {
+  uint16_t h[2];
+  memcpy(h, gp, 4);
+  *step = tab[h[1]], *mid = c ? tab[h[0]] + (float)c * *step : tab[h[0]];
+}
+
+/* Nibble e of a group's data d less c (8: centred), as a float. */
+ZZ_INLINE float zz_q4_nib(const unsigned char *d, int64_t e, const int c) {
+  return (float)((int)((d[e >> 1] >> ((e & 1) * 4)) & 15) - c);
+}
+
+/* One head's hd elements between natural and nibble order (inv: back): per group,
+ * each full 16 elements as their 8 even then 8 odd ones, the rest in place. */
+static void zz_q4_perm(const float *x, float *y, int64_t hd, int64_t grp, int inv) {
+  for (int64_t e0 = 0; e0 < hd; e0 += grp) {
+    const int64_t m = hd - e0 < grp ? hd - e0 : grp, full = m & ~(int64_t)15;
+    for (int64_t u = e0; u < e0 + full; u += 16)
+      for (int64_t i = 0; i < 16; i++) {
+        const int64_t nat = u + (i < 8 ? 2 * i : 2 * (i - 8) + 1), perm = u + i;
+        if (inv) y[nat] = x[perm];
+        else
+          y[perm] = x[nat];
+      }
+    for (int64_t e = e0 + full; e < e0 + m; e++) y[e] = x[e];
+  }
+}
+
+/* Query heads [ja, jb) of a sweep from jA all read KV head g; ja, jb clipped to it. */
+#define ZZ_Q4_HEAD_RANGE(G, g, jA, jB, ja, jb)                                                                         \
+  const int64_t ja = (g) * (G) > (jA) ? (g) * (G) : (jA), jb = ((g) + 1) * (G) < (jB) ? ((g) + 1) * (G) : (jB)
+
+static void zz_kpass_q4_c(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo, int64_t hi,
+                          float *sc) {
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
+  const int64_t nsub = zz_q4_sweep(jb, nq);
+  const float *tab = zz_f16_table();
+  float qs[ZZ_Q4_SBUF], n[ZZ_QGROUP_MAX];
+  for (int64_t jA = 0; jA < nq; jA += nsub) {
+    const int64_t jB = nq - jA < nsub ? nq : jA + nsub;
+    zz_q4_qsum(jb, q, jA, jB, qs);
+    for (int64_t kk = lo; kk <= hi; kk++) {
+      float *s = sc + kk * nq;
+      for (int64_t j = jA; j < jB; j++) s[j] = 0;
+      for (int64_t g = jA / G; g <= (jB - 1) / G; g++) {
+        const unsigned char *hp = (const unsigned char *)kb + (size_t)kk * jb->row_bytes + (size_t)g * jb->head_bytes;
+        ZZ_Q4_HEAD_RANGE(G, g, jA, jB, ja, jz);
+        for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
+          const int64_t m = hd - e0 < grp ? hd - e0 : grp;
+          const unsigned char *gp = hp + (size_t)gi * jb->q4_gbytes;
+          float mn, step;
+          zz_q4_hdr(gp, tab, 0, &mn, &step);
+          for (int64_t e = 0; e < m; e++) n[e] = zz_q4_nib(gp + 4, e, 0);
+          for (int64_t j = ja; j < jz; j++) s[j] += step * zz_dot(q + j * hd + e0, n, m) + mn * qs[(j - jA) * ngh + gi];
+        }
+      }
+      for (int64_t j = jA; j < jB; j++) s[j] *= jb->scale;
+    }
+  }
+}
+
+/* lt[(j - jA) * ngh + gi]: Σ_kk p · mid of query head j and group gi, added to o at the end. */
+static void zz_q4_add_lo(const zz_fattn_job *jb, const float *lt, int64_t jA, int64_t jB, float *o) {
+  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group;
+  for (int64_t j = jA; j < jB; j++)
+    for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp)
+      for (int64_t e = e0; e < e0 + grp && e < hd; e++) o[j * hd + e] += lt[(j - jA) * jb->q4_ngh + gi];
+}
+
+static void zz_vpass_q4_c(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo, int64_t hi,
+                          float *o) {
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
+  const int64_t nsub = zz_q4_sweep(jb, nq);
+  const float *tab = zz_f16_table();
+  float lt[ZZ_Q4_SBUF], n[ZZ_QGROUP_MAX];
+  for (int64_t jA = 0; jA < nq; jA += nsub) {
+    const int64_t jB = nq - jA < nsub ? nq : jA + nsub;
+    for (int64_t x = 0; x < (jB - jA) * ngh; x++) lt[x] = 0;
+    for (int64_t kk = lo; kk <= hi; kk++)
+      for (int64_t g = jA / G; g <= (jB - 1) / G; g++) {
+        const unsigned char *hp = (const unsigned char *)vb + (size_t)kk * jb->row_bytes + (size_t)g * jb->head_bytes;
+        ZZ_Q4_HEAD_RANGE(G, g, jA, jB, ja, jz);
+        for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
+          const int64_t m = hd - e0 < grp ? hd - e0 : grp;
+          const unsigned char *gp = hp + (size_t)gi * jb->q4_gbytes;
+          float mn, step;
+          zz_q4_hdr(gp, tab, 8, &mn, &step);
+          for (int64_t e = 0; e < m; e++) n[e] = zz_q4_nib(gp + 4, e, 8);
+          for (int64_t j = ja; j < jz; j++) {
+            const float pj = p[kk * nq + j], ps = pj * step;
+            float *oj = o + j * hd + e0;
+            for (int64_t e = 0; e < m; e++) oj[e] += ps * n[e];
+            lt[(j - jA) * ngh + gi] += pj * mn;
+          }
+        }
+      }
+    zz_q4_add_lo(jb, lt, jA, jB, o);
+  }
+}
+
+#if ZZ_ATTN_X86
+/* 16 elements' nibbles (8 bytes at d) as floats: elements 0, 2, .., 14 in *ev, 1,
+ * 3, .., 15 in *od (byte b zero-extended into lane b: the low nibble masked, the
+ * high one shifted down). */
+ZZ_AVX2 ZZ_INLINE void zz256_nib16u(const unsigned char *d, __m256 *ev, __m256 *od) {
+  const __m256i w = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)d));
+  *ev = _mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_set1_epi32(15)));
+  *od = _mm256_cvtepi32_ps(_mm256_srli_epi32(w, 4));
+}
+
+/* The same centred, n - 8 (8 bytes at d) as floats: elements 0, 2, ..,
+ * 14 in *ev, 1, 3, .., 15 in *od. n ^ 8 read as a signed 4-bit number is n - 8:
+ * the bytes, flipped so, are sign-extended; the high nibble is then an arithmetic
+ * shift away, the low one two. */
+ZZ_AVX2 ZZ_INLINE void zz256_nib16(const unsigned char *d, __m256 *ev, __m256 *od) {
+  const __m128i b = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)d), _mm_set1_epi8((char)0x88));
+  const __m256i w = _mm256_cvtepi8_epi32(b);
+  *ev = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(w, 28), 28));
+  *od = _mm256_cvtepi32_ps(_mm256_srai_epi32(w, 4));
+}
+
+/* Query heads per tile of the AVX2 passes: a divisor of G (a tile never spans two
+ * KV heads), at most 4; the tile takes 4 / QT keys. */
+static int zz_q4_tile_q(int64_t G) { return G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1; }
+
+/* The lo coefficients of the AVX2 K pass: per query head j in [j0, j1) and group
+ * gi, 8 lanes (at qv + ((j - j0) * ngh + gi) * 8) whose sum is Σ of the group's
+ * elements of q, lane-wise as the group's vectors of permuted q add up (the
+ * scalar tail into lane 0), so the lo term joins the score's vector sum. */
+static void zz_q4_qsum8(const zz_fattn_job *jb, const float *qp, int64_t j0, int64_t j1, float *qv) {
+  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group;
+  for (int64_t j = j0; j < j1; j++)
+    for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
+      const int64_t m = hd - e0 < grp ? hd - e0 : grp, full = m & ~(int64_t)15;
+      const float *x = qp + (j - j0) * hd + e0;
+      float *v = qv + ((j - j0) * jb->q4_ngh + gi) * 8;
+      for (int l = 0; l < 8; l++) v[l] = 0;
+      for (int64_t e = 0; e < full; e += 16)
+        for (int l = 0; l < 8; l++) v[l] += x[e + l] + x[e + 8 + l];
+      for (int64_t e = full; e < m; e++) v[0] += x[e];
+    }
+}
+
+/* Scores of a tile: KT keys kk0 .. kk0 + KT - 1 × QT query heads j0 .., all of KV
+ * head g (KT · QT <= 4, constants in each instance), into the key-major scores sc.
+ * qp, qv: the sweep's permuted queries and lo coefficients (zz_q4_qsum8), from
+ * query head jA. Every (key, query head) pair has its own accumulator and total
+ * and takes the same operations whatever tile it falls in; the widened nibbles of
+ * a key serve the tile's QT query heads. Per group, total += step · acc + lo ·
+ * coefficients (two vector multiply-adds: no scalar work but a tail's); the four
+ * totals are reduced together (a horizontal-add tree: each pair's lanes in
+ * zz_dot's order). */
+ZZ_AVX2 ZZ_INLINE void zz_q4_ktile_avx2(const zz_fattn_job *jb, const char *kb, int64_t kk0, int64_t g, const float *qp,
+                                        const float *qv, int64_t jA, int64_t j0, float *sc, int64_t nq, const int KT,
+                                        const int QT) {
+  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
+  const unsigned char *hp[4];
+  const float *qj[4];
+  __m256 tot[4];
+  float rest[4];
+  for (int k = 0; k < KT; k++)
+    hp[k] = (const unsigned char *)kb + (size_t)(kk0 + k) * jb->row_bytes + (size_t)g * jb->head_bytes;
+  for (int u = 0; u < QT; u++) qj[u] = qp + (j0 + u - jA) * hd;
+  for (int x = 0; x < KT * QT; x++) tot[x] = _mm256_setzero_ps(), rest[x] = 0;
+  for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
+    const int64_t m = hd - e0 < grp ? hd - e0 : grp, full = m & ~(int64_t)15;
+    const size_t goff = (size_t)gi * jb->q4_gbytes;
+    __m256 acc[4];
+    for (int x = 0; x < KT * QT; x++) acc[x] = _mm256_setzero_ps();
+    for (int64_t e = 0; e < full; e += 16)
+      for (int k = 0; k < KT; k++) {
+        __m256 ne, no;
+        zz256_nib16u(hp[k] + goff + 4 + e / 2, &ne, &no);
+        for (int u = 0; u < QT; u++) {
+          acc[k * QT + u] = _mm256_fmadd_ps(_mm256_loadu_ps(qj[u] + e0 + e), ne, acc[k * QT + u]);
+          acc[k * QT + u] = _mm256_fmadd_ps(_mm256_loadu_ps(qj[u] + e0 + e + 8), no, acc[k * QT + u]);
+        }
+      }
+    for (int k = 0; k < KT; k++) {
+      int32_t h;
+      memcpy(&h, hp[k] + goff, 4); /* lo, step as halves: widened by F16C, the table's values */
+      const __m128 ls = _mm_cvtph_ps(_mm_cvtsi32_si128(h));
+      const __m256 lov = _mm256_broadcastss_ps(ls), sv = _mm256_broadcastss_ps(_mm_movehdup_ps(ls));
+      for (int u = 0; u < QT; u++) {
+        tot[k * QT + u] = _mm256_fmadd_ps(acc[k * QT + u], sv, tot[k * QT + u]);
+        tot[k * QT + u] = _mm256_fmadd_ps(_mm256_loadu_ps(qv + ((j0 + u - jA) * ngh + gi) * 8), lov, tot[k * QT + u]);
+      }
+      if (full < m) /* a tail past the last 16: scalar */
+        for (int u = 0; u < QT; u++) {
+          float t = 0;
+          for (int64_t e = full; e < m; e++) t += qj[u][e0 + e] * zz_q4_nib(hp[k] + goff + 4, e, 0);
+          rest[k * QT + u] += _mm_cvtss_f32(_mm_movehdup_ps(ls)) * t;
+        }
+    }
+  }
+  float s[4];
+  if (KT * QT == 4) {
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(tot[0], tot[1]), _mm256_hadd_ps(tot[2], tot[3]));
+    _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+  } else
+    for (int x = 0; x < KT * QT; x++) {
+      __m256 h = _mm256_hadd_ps(tot[x], tot[x]);
+      h = _mm256_hadd_ps(h, h);
+      s[x] = _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+    }
+  for (int k = 0; k < KT; k++)
+    for (int u = 0; u < QT; u++) sc[(kk0 + k) * nq + j0 + u] = (s[k * QT + u] + rest[k * QT + u]) * jb->scale;
+}
+
+/* Keys k0 .. k1 of query heads j0 .. j0 + QT - 1 (KV head g): tiles of 4 / QT
+ * keys, then the rest one key at a time. */
+ZZ_AVX2 ZZ_INLINE void zz_q4_krange_avx2(const zz_fattn_job *jb, const char *kb, int64_t k0, int64_t k1, int64_t g,
+                                         const float *qp, const float *qv, int64_t jA, int64_t j0, float *sc,
+                                         int64_t nq, const int QT) {
+  int64_t kk = k0;
+  for (; kk + 4 / QT <= k1 + 1; kk += 4 / QT) zz_q4_ktile_avx2(jb, kb, kk, g, qp, qv, jA, j0, sc, nq, 4 / QT, QT);
+  for (; kk <= k1; kk++) zz_q4_ktile_avx2(jb, kb, kk, g, qp, qv, jA, j0, sc, nq, 1, QT);
+}
+
+ZZ_AVX2 static void zz_kpass_q4_avx2(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo,
+                                     int64_t hi, float *sc) {
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv_q.group;
+  const int64_t QT = zz_q4_tile_q(G), nsub = zz_q4_sweep(jb, nq) / QT * QT; /* >= 4 >= QT */
+  float qp[ZZ_Q4_QBUF], qv[8 * ZZ_Q4_SBUF];
+  for (int64_t jA = 0; jA < nq; jA += nsub) {
+    const int64_t jB = nq - jA < nsub ? nq : jA + nsub;
+    for (int64_t j = jA; j < jB; j++) zz_q4_perm(q + j * hd, qp + (j - jA) * hd, hd, grp, 0);
+    zz_q4_qsum8(jb, qp, jA, jB, qv);
+    /* key blocks outermost: the tiles of one block read its rows front to back */
+    for (int64_t k0 = lo; k0 <= hi; k0 += ZZ_Q4_KBLOCK) {
+      const int64_t k1 = hi - k0 < ZZ_Q4_KBLOCK ? hi : k0 + ZZ_Q4_KBLOCK - 1;
+      for (int64_t j0 = jA; j0 < jB; j0 += QT) switch (QT) {
+          case 4: zz_q4_krange_avx2(jb, kb, k0, k1, j0 / G, qp, qv, jA, j0, sc, nq, 4); break;
+          case 2: zz_q4_krange_avx2(jb, kb, k0, k1, j0 / G, qp, qv, jA, j0, sc, nq, 2); break;
+          default: zz_q4_krange_avx2(jb, kb, k0, k1, j0 / G, qp, qv, jA, j0, sc, nq, 1); break;
+        }
+    }
+  }
+}
+
+/* NU units of 16 elements from e (of a group whose nibbles start doff bytes into
+ * each key's head hp[k]) for QT query heads (outputs at o + u * hd, in nibble
+ * order), over the nk keys of a block: Σ_k ps_k,u · n_k in registers (2 · NU · QT
+ * <= 8 vectors: enough independent multiply-add chains to hide their latency),
+ * from uncentred nibbles (three operations fewer than centred ones), centred once
+ * per block by c8[u] = -8 · Σ_k ps_k,u and added to o. Over a block of at most
+ * ZZ_Q4_KBLOCK keys the uncentred sum stays small; the blocks start at the first
+ * visible key, so a query's result does not depend on the batch or its padding. */
+ZZ_AVX2 ZZ_INLINE void zz_q4_vunits_avx2(const unsigned char *const *hp, int64_t nk, size_t doff, int64_t e,
+                                         const float *ps, const float *c8, float *o, int64_t hd, const int QT,
+                                         const int NU) {
+  __m256 acc[8];
+  for (int x = 0; x < 2 * NU * QT; x++) acc[x] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < nk; k++)
+    for (int c = 0; c < NU; c++) {
+      __m256 nv[2];
+      zz256_nib16u(hp[k] + doff + (e + 16 * c) / 2, &nv[0], &nv[1]);
+      for (int u = 0; u < QT; u++) {
+        const __m256 pv = _mm256_broadcast_ss(ps + k * QT + u);
+        for (int h = 0; h < 2; h++) acc[(c * QT + u) * 2 + h] = _mm256_fmadd_ps(nv[h], pv, acc[(c * QT + u) * 2 + h]);
+      }
+    }
+  for (int c = 0; c < NU; c++)
+    for (int u = 0; u < QT; u++)
+      for (int h = 0; h < 2; h++) {
+        float *oe = o + u * hd + e + 16 * c + 8 * h;
+        const __m256 blk = _mm256_add_ps(acc[(c * QT + u) * 2 + h], _mm256_set1_ps(c8[u]));
+        _mm256_storeu_ps(oe, _mm256_add_ps(_mm256_loadu_ps(oe), blk));
+      }
+}
+
+/* A tile of the V pass: o_u += Σ_k p_k,u · V_k for the nk <= ZZ_Q4_KBLOCK keys kk0 ..
+ * and QT query heads j0 .., all of KV head g (o in nibble order, query head j at
+ * o + j * hd). Per 16 elements the tile's outputs stay in registers across its keys;
+ * per element the sum over keys runs in key order whatever the tiles, so the result
+ * does not depend on them. Σ_k p · mid per group goes into lt (the sweep's, from
+ * query head jA); p: the key-major probabilities. */
+ZZ_AVX2 ZZ_INLINE void zz_q4_vtile_avx2(const zz_fattn_job *jb, const char *vb, int64_t kk0, int64_t nk, int64_t g,
+                                        const float *p, int64_t nq, int64_t jA, int64_t j0, float *o, float *lt,
+                                        const int QT) {
+  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
+  const float *tab = zz_f16_table();
+  const unsigned char *hp[ZZ_Q4_KBLOCK];
+  float ps[ZZ_Q4_KBLOCK * 4];
+  for (int64_t k = 0; k < nk; k++)
+    hp[k] = (const unsigned char *)vb + (size_t)(kk0 + k) * jb->row_bytes + (size_t)g * jb->head_bytes;
+  for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
+    const int64_t m = hd - e0 < grp ? hd - e0 : grp, full = m & ~(int64_t)15;
+    const size_t goff = (size_t)gi * jb->q4_gbytes;
+    float c8[4] = {0, 0, 0, 0};
+    for (int64_t k = 0; k < nk; k++) {
+      float mid, step;
+      zz_q4_hdr(hp[k] + goff, tab, 8, &mid, &step);
+      for (int u = 0; u < QT; u++) {
+        const float pk = p[(kk0 + k) * nq + j0 + u];
+        ps[k * QT + u] = pk * step;
+        c8[u] += ps[k * QT + u];
+        lt[(j0 + u - jA) * ngh + gi] += pk * mid;
+      }
+    }
+    for (int u = 0; u < QT; u++) c8[u] *= -8;
+    int64_t e = 0;
+    for (; e + 64 / QT <= full; e += 64 / QT)
+      zz_q4_vunits_avx2(hp, nk, goff + 4, e, ps, c8, o + j0 * hd + e0, hd, QT, 4 / QT);
+    for (; e < full; e += 16) zz_q4_vunits_avx2(hp, nk, goff + 4, e, ps, c8, o + j0 * hd + e0, hd, QT, 1);
+    for (int64_t k = 0; k < nk; k++)
+      for (int u = 0; u < QT; u++)
+        for (int64_t e = full; e < m; e++)
+          o[(j0 + u) * hd + e0 + e] += ps[k * QT + u] * zz_q4_nib(hp[k] + goff + 4, e, 8);
+  }
+}
+
+ZZ_AVX2 static void zz_vpass_q4_avx2(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo,
+                                     int64_t hi, float *o) {
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv_q.group;
+  const int QT = zz_q4_tile_q(G);
+  const int64_t nsub = zz_q4_sweep(jb, nq) / QT * QT;
+  float lt[ZZ_Q4_SBUF], tmp[ZZ_ATTN_MAX_HEAD_DIM];
+  for (int64_t jA = 0; jA < nq; jA += nsub) {
+    const int64_t jB = nq - jA < nsub ? nq : jA + nsub;
+    for (int64_t x = 0; x < (jB - jA) * jb->q4_ngh; x++) lt[x] = 0;
+    for (int64_t j = jA; j < jB; j++) { /* o into nibble order */
+      memcpy(tmp, o + j * hd, (size_t)hd * sizeof(float));
+      zz_q4_perm(tmp, o + j * hd, hd, grp, 0);
+    }
+    for (int64_t k0 = lo; k0 <= hi; k0 += ZZ_Q4_KBLOCK) {
+      const int64_t nk = hi - k0 + 1 < ZZ_Q4_KBLOCK ? hi - k0 + 1 : ZZ_Q4_KBLOCK;
+      for (int64_t j0 = jA; j0 < jB; j0 += QT) switch (QT) {
+          case 4: zz_q4_vtile_avx2(jb, vb, k0, nk, j0 / G, p, nq, jA, j0, o, lt, 4); break;
+          case 2: zz_q4_vtile_avx2(jb, vb, k0, nk, j0 / G, p, nq, jA, j0, o, lt, 2); break;
+          default: zz_q4_vtile_avx2(jb, vb, k0, nk, j0 / G, p, nq, jA, j0, o, lt, 1); break;
+        }
+    }
+    for (int64_t j = jA; j < jB; j++) { /* and back */
+      memcpy(tmp, o + j * hd, (size_t)hd * sizeof(float));
+      zz_q4_perm(tmp, o + j * hd, hd, grp, 1);
+    }
+    zz_q4_add_lo(jb, lt, jA, jB, o);
+  }
+}
+#endif /* ZZ_ATTN_X86 */
+
 /* ---------------------------------------------------------------- the task */
 
 /* Softmax of each of nq queries over its scores s[kk*nq + jj], kk in [lo, hi], in
@@ -660,6 +1067,14 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
     default: break;
   }
 #endif
+  if (jb.mode == ZZ_KV_Q && a->kv_q.bits == 4 && !a->q4_unfused) { /* tolerance-checked, not the reference's bits */
+    jb.q4_gbytes = zz_q_row_bytes(a->kv_q, a->kv_q.group);
+    jb.q4_ngh = (a->hd + a->kv_q.group - 1) / a->kv_q.group;
+    jb.kpass = zz_kpass_q4_c, jb.vpass = zz_vpass_q4_c;
+#if ZZ_ATTN_X86
+    if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) jb.kpass = zz_kpass_q4_avx2, jb.vpass = zz_vpass_q4_avx2;
+#endif
+  }
   zz_pool_run(pool, zz_fattn_task, &jb, a->b * jb.blocks);
 }
 

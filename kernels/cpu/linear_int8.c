@@ -47,7 +47,17 @@ static inline int64_t zz_xq_pos(int bits, int64_t e, int64_t m) {
   return (e - j) + (j & 1) * 32 + (j >> 1);
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+static void zz_xq_quantize_row_avx2(const float *x, int64_t in, int group, int bits, void *rec);
+#endif
+
 void zz_xq_quantize_row(const float *x, int64_t in, int group, int bits, void *rec) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) {
+    zz_xq_quantize_row_avx2(x, in, group, bits, rec);
+    return;
+  }
+#endif
   const int64_t ng = zz_xq_groups(in, group);
   float *sx = rec, *sxs = sx + ng;
   int32_t *sum = (int32_t *)(sxs + ng);
@@ -242,6 +252,54 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_panel_avx2(co
     for (int c = 0; c < nw; c++) y[(int64_t)r * ldy + c] = l[c];
     if (r + 1 < rows)
       for (int c = 0; c < nw; c++) y[(int64_t)(r + 1) * ldy + c] = l[4 + c];
+  }
+}
+
+/* The portable quantizer's bits, 8 elements a step: the max of |x| is exact in
+ * any order (a NaN never wins, as in the scalar comparison), the product x ·
+ * (127 / a) is the same float multiply, vcvtps2dq rounds to nearest even as
+ * lrintf does in the default mode (a NaN gives INT32_MIN, as lrintf's LONG_MIN,
+ * and both clamp to -127); the values go to their stored places one by one. */
+ZZ_QX_AVX2 static void zz_xq_quantize_row_avx2(const float *x, int64_t in, int group, int bits, void *rec) {
+  const int64_t ng = zz_xq_groups(in, group);
+  float *sx = rec, *sxs = sx + ng;
+  int32_t *sum = (int32_t *)(sxs + ng);
+  int8_t *q = (int8_t *)(sum + ng);
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+  for (int64_t g = 0; g < ng; g++) {
+    const int64_t k0 = g * group, m = in - k0 < group ? in - k0 : group, mv = m - m % 8;
+    const float *xg = x + k0;
+    __m256 va = _mm256_setzero_ps();
+    for (int64_t e = 0; e < mv; e += 8) va = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(xg + e), absmask), va);
+    float l[8], a = 0;
+    _mm256_storeu_ps(l, va);
+    for (int i = 0; i < 8; i++) a = l[i] > a ? l[i] : a;
+    for (int64_t e = mv; e < m; e++) a = fabsf(xg[e]) > a ? fabsf(xg[e]) : a;
+    const float inv = a > 0 ? 127.0f / a : 0.0f;
+    const __m256 vinv = _mm256_set1_ps(inv);
+    __m256i vs = _mm256_setzero_si256();
+    int32_t s = 0;
+    for (int64_t e = 0; e < mv; e += 8) {
+      __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + e), vinv));
+      v = _mm256_min_epi32(_mm256_max_epi32(v, lo), hi);
+      vs = _mm256_add_epi32(vs, v);
+      int32_t t[8];
+      _mm256_storeu_si256((__m256i *)t, v);
+      for (int i = 0; i < 8; i++) q[k0 + zz_xq_pos(bits, e + i, m)] = (int8_t)t[i];
+    }
+    for (int64_t e = mv; e < m; e++) {
+      long v = lrintf(xg[e] * inv);
+      v = v > 127 ? 127 : v < -127 ? -127 : v;
+      q[k0 + zz_xq_pos(bits, e, m)] = (int8_t)v;
+      s += (int32_t)v;
+    }
+    int32_t t[8];
+    _mm256_storeu_si256((__m256i *)t, vs);
+    for (int i = 0; i < 8; i++) s += t[i];
+    sx[g] = a / 127.0f;
+    sum[g] = s;
+    sxs[g] = sx[g] * (float)s;
   }
 }
 

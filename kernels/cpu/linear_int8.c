@@ -167,6 +167,7 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_panel_avx2(co
   zz_xq_view xv[ROWS ? ROWS : ZZ_XQ_MB];
   for (int r = 0; r < rows; r++) xv[r] = zz_xq_view_of(xq + (size_t)r * x_row, ng);
   for (int p = 0; p < (rows + 1) / 2; p++) facc[p] = _mm256_setzero_ps();
+  __m128 acc1 = _mm_setzero_ps(); /* ROWS == 1: its 4 outputs */
   for (int64_t g = 0; g < ng; g++) {
     const int64_t k0 = g * group, m = in - k0 < group ? in - k0 : group, mv = m - m % STEP;
     /* the 4 headers (min, step) widened by vcvtph2ps: exact, the table's values */
@@ -221,6 +222,20 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_panel_avx2(co
         }
       }
     }
+    if (ROWS == 1) { /* one row (decoding at batch 1): the same in 4 lanes */
+      __m128i isum = _mm_add_epi32(_mm256_castsi256_si128(hacc[0]), _mm256_extracti128_si256(hacc[0], 1));
+      if (BITS == 8) isum = _mm_add_epi32(isum, _mm_set1_epi32(128 * xv[0].sum[g]));
+      if (mv < m) {
+        int32_t rest[4] = {0, 0, 0, 0};
+        for (int c = 0; c < ZZ_XQ_NR; c++)
+          for (int64_t e = mv; e < m; e++)
+            rest[c] += (BITS == 4 ? (d[c][e / 2] >> (4 * (e & 1))) & 15 : d[c][e] - 128) * xv[0].q[k0 + e];
+        isum = _mm_add_epi32(isum, _mm_loadu_si128((const __m128i *)rest));
+      }
+      acc1 = _mm_fmadd_ps(_mm_mul_ps(vst4, _mm_broadcast_ss(xv[0].sx + g)), _mm_cvtepi32_ps(isum), acc1);
+      acc1 = _mm_fmadd_ps(vmn4, _mm_broadcast_ss(xv[0].sxs + g), acc1);
+      continue;
+    }
     for (int r = 0; r < rows; r += 2) {
       const int r1 = r + 1 < rows ? r + 1 : r; /* a last odd row pairs with itself; its copy is not stored */
       const zz_xq_view *x0 = &xv[r], *x1 = &xv[r1];
@@ -246,6 +261,7 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_panel_avx2(co
       facc[r / 2] = _mm256_fmadd_ps(vmn, sxs, f);
     }
   }
+  if (ROWS == 1) facc[0] = _mm256_castps128_ps256(acc1); /* lanes 4..7 are not stored */
   for (int r = 0; r < rows; r += 2) {
     float l[8];
     _mm256_storeu_ps(l, facc[r / 2]);

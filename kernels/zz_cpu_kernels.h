@@ -96,10 +96,10 @@ typedef enum zz_cpu_act { ZZ_CPU_ACT_F32 = 0, ZZ_CPU_ACT_INT8 } zz_cpu_act;
 /* Where ZZ_CPU_ACT_INT8 applies (the exact path elsewhere): 4-bit weights at any
  * number of rows of x, 8-bit ones up to ZZ_CPU_ACT_INT8_MAX_N8 rows. Its GEMM
  * (kernels/cpu/linear_int8.c) unpacks each W group once for up to 16 rows of x;
- * on a Zen 3 (AVX2, LLaMA-7B shapes) 4-bit int8 was 1.9x the exact path at 64
- * rows and about even with it (sgemm over widened panels) from 256 to 1024;
- * 8-bit pays a sign and a widening per W row and x row and fell behind from 256
- * rows (docs/cpu.md, "int8 activations"). A build may set the limit (-D). */
+ * on a Zen 3 (AVX2, 2 threads, 4096 x 4096) 4-bit int8 was 2.9x the exact path
+ * at 64 rows and 1.1x at 512 (sgemm over widened panels there); 8-bit pays a
+ * sign and a widening per W row and x row: 2.0x at 64, 0.73x at 256 (docs/cpu.md,
+ * "int8 activations"). A build may set the limit (-D). */
 #ifndef ZZ_CPU_ACT_INT8_MAX_N8
 #define ZZ_CPU_ACT_INT8_MAX_N8 128
 #endif

@@ -1,5 +1,5 @@
 /*
- * linear_int8.c — the int8-activation micro-kernels of the 4/8-bit linear
+ * linear_int8.c — the int8-activation GEMM of the 4/8-bit linear
  * (--cpu-act int8, ZZ_CPU_ACT; opt-in, the f32 path stays the reference): x is
  * quantized once per call, per row and per group of K (the weight's groups), to
  * signed int8 with a symmetric scale, and each group's dot is an integer sum
@@ -22,6 +22,10 @@
  * even then its 32 odd ones, the order of a 32-byte load's low and high nibbles
  * (element 2j of a 4-bit group is byte j's low nibble), so the AVX2 kernel
  * multiplies nibbles as they lie; the rest of a group is in order.
+ *
+ * The GEMM (zz_xq_gemm) takes any number of rows of x: pool tasks of
+ * ZZ_XQ_CHUNK W rows, blocks of up to ZZ_XQ_MB rows of x, and a panel kernel
+ * that unpacks ZZ_XQ_NR W rows once per group step for the whole block.
  */
 #include <math.h>
 #include <stdint.h>

@@ -14,7 +14,8 @@
  * Each row: GFLOP/s and its fraction of the compute peak of the instructions the
  * kernel can use, named in the ceiling column: f32_fma, or bf16_dot (vdpbf16ps)
  * for bf16 where the CPU has avx512_bf16; without it bf16 is widened to f32 and
- * multiplied by FMA, so f32_fma is its ceiling (bf16_widened_f32_fma),
+ * multiplied by FMA, so f32_fma is its ceiling (bf16_widened_f32_fma); int8_dot
+ * (GOP/s of the u8 x s8 dot the probe found) for q4i8 and q8i8,
  * and the weight bytes per second and their fraction of the streaming read
  * bandwidth (the bound at small n, where a linear reads each weight once).
  * CSV on stdout, the peaks on stderr. Not a test: never part of ctest.
@@ -77,8 +78,10 @@ int main(int argc, char **argv) {
   zz_peak_measure(threads, 0.05, &pk);
   zz_cpu_isa best = zz_cpu_isa_get();
   fprintf(stderr,
-          "cpu_gemm_bench: %s, %d threads, ISA %s; peaks: f32 %.1f GFLOP/s (%s), bf16 %.1f (%s), read %.1f GB/s\n",
-          model, threads, zz_cpu_isa_name(best), pk.f32, pk.f32_isa, pk.bf16, pk.bf16_isa, pk.read_gbs);
+          "cpu_gemm_bench: %s, %d threads, ISA %s; peaks: f32 %.1f GFLOP/s (%s), bf16 %.1f (%s), int8 %.1f GOP/s "
+          "(%s), read %.1f GB/s\n",
+          model, threads, zz_cpu_isa_name(best), pk.f32, pk.f32_isa, pk.bf16, pk.bf16_isa, pk.int8, pk.int8_isa,
+          pk.read_gbs);
 
   static const struct {
     const char *model, *name;
@@ -127,8 +130,12 @@ int main(int argc, char **argv) {
         for (int p = 0; p < 2 && !(p == 1 && kind >= K_Q4I8); p++) {
           if (t[p] <= 0) continue;
           bool dot = kind == K_BF16 && pk.bf16 > 0 && zz_cpu_has_bf16() && p == 0;
-          double peak = dot ? pk.bf16 : pk.f32;
-          const char *ceiling = dot ? "bf16_dot" : kind == K_BF16 ? "bf16_widened_f32_fma" : "f32_fma";
+          bool i8 = kind >= K_Q4I8 && pk.int8 > 0; /* integer dots: the int8 dot peak (GOP/s) */
+          double peak = dot ? pk.bf16 : i8 ? pk.int8 : pk.f32;
+          const char *ceiling = dot              ? "bf16_dot"
+                                : i8             ? "int8_dot"
+                                : kind == K_BF16 ? "bf16_widened_f32_fma"
+                                                 : "f32_fma";
           double gf = flop / t[p] / 1e9, gbs = wbytes[kind] / t[p] / 1e9;
           printf("%s,%s,%lld,%lld,%lld,%s%s,%s,%.1f,%.3f,%s,%.2f,%.3f,", model, ops[k].name, (long long)m,
                  (long long)in, (long long)out, zz_kind_names[kind], p ? "_portable" : "",

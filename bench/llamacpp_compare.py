@@ -9,7 +9,7 @@ One LLaMA-7B-shaped model truncated to a few layers (hidden 4096, 32 heads,
              (deterministic random weights on the CPU device): f32, bf16
              (--cpu-dtype bf16), 4-bit (--compress-weight: groups of 64) and
              8-bit (--policy ... cw=8/64); the 4- and 8-bit rows twice, exact and
-             with --cpu-act int8 (x in int8 at decoding, as llama.cpp's Q8_0
+             with --cpu-act int8 (x in int8, as llama.cpp's Q8_0
              activations: "4bit-int8", "8bit-int8");
   llama.cpp  a GGUF written here with the `gguf` package (random f32 weights, a
              synthetic SentencePiece-style vocabulary: <unk> <s> </s>, 256 byte

@@ -8,7 +8,7 @@
  *     greedy tokens; the share of (prompt, step) pairs equal to the
  *     uncompressed run's tokens.
  * A suffix word act=int8 runs that row with the CPU device's 4/8-bit linears on
- * int8 activations (--cpu-act int8: at decoding sizes, ZZ_CPU_ACT_INT8_MAX_N).
+ * int8 activations (--cpu-act int8: where zz_cpu_act_int8_applies, 4-bit at every n).
  * Output: a Markdown table on stdout. Never part of ctest.
  *
  *   quality_bench MODEL_DIR HELDOUT.txt OTHER.txt [POLICY_SUFFIX ...]

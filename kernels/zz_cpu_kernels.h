@@ -93,23 +93,28 @@ void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const voi
 /* What the 4/8-bit linear multiplies W's values with: x as it is (f32, exact:
  * the bits of dequantize-then-multiply) or x in int8 per group (--cpu-act). */
 typedef enum zz_cpu_act { ZZ_CPU_ACT_F32 = 0, ZZ_CPU_ACT_INT8 } zz_cpu_act;
-/* ZZ_CPU_ACT_INT8 applies up to this many rows of x (decoding), the exact path
- * above: on a Zen 3 (AVX2, 1 thread, LLaMA-7B shapes) int8 was 2.4-3.8x the
- * exact path at n = 1, 1.1-2.2x at 16, 0.85-1.1x at 64 and 0.6x at 256, where
- * sgemm over widened panels runs near the FMA peak (docs/cpu.md, "int8
- * activations"). A build may set it (-D) to measure int8 at every n. */
-#ifndef ZZ_CPU_ACT_INT8_MAX_N
-#define ZZ_CPU_ACT_INT8_MAX_N 16
+/* Where ZZ_CPU_ACT_INT8 applies (the exact path elsewhere): 4-bit weights at any
+ * number of rows of x, 8-bit ones up to ZZ_CPU_ACT_INT8_MAX_N8 rows. Its GEMM
+ * (kernels/cpu/linear_int8.c) unpacks each W group once for up to 16 rows of x;
+ * on a Zen 3 (AVX2, 2 threads, 4096 x 4096) 4-bit int8 was 2.9x the exact path
+ * at 64 rows and 1.1x at 512 (sgemm over widened panels there); 8-bit pays a
+ * sign and a widening per W row and x row: 2.0x at 64, 0.73x at 256 (docs/cpu.md,
+ * "int8 activations"). A build may set the limit (-D). */
+#ifndef ZZ_CPU_ACT_INT8_MAX_N8
+#define ZZ_CPU_ACT_INT8_MAX_N8 128
 #endif
+static inline int zz_cpu_act_int8_applies(int bits, int64_t n) {
+  return bits == 4 || (bits == 8 && n <= ZZ_CPU_ACT_INT8_MAX_N8);
+}
 /* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b) (then ReLU) with w stored in format f
  * (rows grouped along in), the same driver: for few rows (decoding) 4-bit values
  * widened in registers and multiplied there (AVX2/AVX-512; the bits of
  * dequantize-then-multiply), else panels of output rows dequantized and
  * multiplied on the pool's threads; the whole f32 matrix never exists.
- * act ZZ_CPU_ACT_INT8 (4 and 8 bits; --cpu-act int8): for few rows (decoding)
- * x quantized per group to int8 and integer dot products (kernels/cpu/
- * linear_int8.c, docs/cpu.md "int8 activations"); many rows stay exact (faster
- * there). ZZ_CPU_ACT_F32 is the exact reference. */
+ * act ZZ_CPU_ACT_INT8 (4 and 8 bits; --cpu-act int8): where
+ * zz_cpu_act_int8_applies, x quantized per group to int8 and integer dot
+ * products (kernels/cpu/linear_int8.c, docs/cpu.md "int8 activations").
+ * ZZ_CPU_ACT_F32 is the exact reference. */
 void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_qfmt f, zz_cpu_act act,
                      const float *b, int64_t out, float *y, int relu);
 /* out[i, :] = row ids[i] of a table [rows, dim] stored in format f; add: += instead. */

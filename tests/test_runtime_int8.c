@@ -15,11 +15,14 @@
 #include "zz_tests.h"
 
 /* n, in, out: in with tails past the last whole 64 and 32 and past the last
- * whole group, out past the 4-row tile and the 64-row chunk; n at decode sizes
- * (int8 up to ZZ_CPU_ACT_INT8_MAX_N rows) past the 4-row tile, and above (exact). */
+ * whole group, out past the 4-row W tile and the 64-row chunk; n at decode sizes
+ * (the blocks of 1-3 rows with their count a constant), past the 16-row block of
+ * x by odd counts (a last row paired with itself), and 8-bit past its limit
+ * (zz_cpu_act_int8_applies: the exact path's bits there). */
 static const int64_t g_i8shapes[][3] = {
-    {1, 64, 4},   {1, 4096, 67}, {2, 100, 9},   {3, 131, 5},    {4, 256, 64}, {5, 1000, 13},
-    {7, 72, 130}, {13, 520, 7},  {16, 333, 21}, {37, 2048, 66}, {70, 96, 9},
+    {1, 64, 4},     {1, 4096, 67}, {2, 100, 9},   {3, 131, 5},    {4, 256, 64}, {5, 1000, 13},
+    {7, 72, 130},   {13, 520, 7},  {16, 333, 21}, {17, 200, 70},  {19, 64, 3},  {33, 130, 131},
+    {37, 2048, 66}, {70, 96, 9},   {129, 72, 6},  {150, 260, 67},
 };
 static const zz_qfmt g_i8fmts[] = {{4, 64}, {4, 32}, {4, 128}, {4, 256}, {4, 40}, {4, 34},
                                    {8, 64}, {8, 32}, {8, 256}, {8, 40},  {8, 34}};
@@ -68,8 +71,8 @@ static void test_int8_bits_and_bound(void) {
       zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
       zz_cpu_linear_q(pools[1], x, n, in, q, f, ZZ_CPU_ACT_INT8, bb, out, y0, relu);
       zz_cpu_linear_q(pools[1], x, n, in, q, f, ZZ_CPU_ACT_F32, bb, out, ye, relu);
-      /* int8 up to ZZ_CPU_ACT_INT8_MAX_N rows: other bits than exact; above, exact's */
-      if ((memcmp(y0, ye, (size_t)(n * out) * sizeof *y0) != 0) != (n <= ZZ_CPU_ACT_INT8_MAX_N)) wrong_path++;
+      /* int8 where zz_cpu_act_int8_applies: other bits than exact; elsewhere exact's */
+      if ((memcmp(y0, ye, (size_t)(n * out) * sizeof *y0) != 0) != zz_cpu_act_int8_applies(f.bits, n)) wrong_path++;
       for (int64_t i = 0; i < n; i++)
         for (int64_t o = 0; o < out; o++) {
           double acc, mag;

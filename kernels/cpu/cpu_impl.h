@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zz_pool.h"
+
 /* Eight independent partial sums: the compiler may vectorise them without
  * reassociating one long float chain (which it must not do on its own). */
 static inline float zz_dot(const float *a, const float *b, int64_t n) {
@@ -32,18 +34,19 @@ static inline void zz_bias_relu_cols(float *y, int64_t n, int64_t ld, int64_t c0
 
 /* linear_int8.c: the 4/8-bit linear with x in int8 (--cpu-act int8). A stored
  * row of x: zz_xq_row_bytes(in, group) bytes, filled by zz_xq_quantize_row for
- * weights of `bits`; the micro-kernels take such rows as xr and W rows as wr
- * (kc = in, the tile of zz_gemm_micro in linear.c: 4 × 4). */
+ * weights of `bits`; zz_xq_gemm then multiplies n such rows (x_row bytes apart)
+ * by W [out] rows of w_row bytes on the pool: y[n, out] (+ b) (then ReLU). Its
+ * register tile: ZZ_XQ_NR rows of W unpacked once per group and step for up to
+ * ZZ_XQ_MB rows of x; ZZ_XQ_CHUNK rows of W per pool task. */
+#define ZZ_XQ_NR 4
+#ifndef ZZ_XQ_MB
+#define ZZ_XQ_MB 16
+#endif
+#define ZZ_XQ_CHUNK 64
 size_t zz_xq_row_bytes(int64_t in, int group);
 void zz_xq_quantize_row(const float *x, int64_t in, int group, int bits, void *rec);
-void zz_micro_q4x_c(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group, float tile[4][4]);
-void zz_micro_q8x_c(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group, float tile[4][4]);
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-void zz_micro_q4x_avx2(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group,
-                       float tile[4][4]);
-void zz_micro_q8x_avx2(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group,
-                       float tile[4][4]);
-#endif
+void zz_xq_gemm(zz_pool *pool, const void *xq, size_t x_row, int64_t n, int64_t in, const void *w, size_t w_row,
+                int bits, int group, const float *b, int64_t out, float *y, int relu);
 
 /* linear_pack.c: the packed GEMM for many rows (prefill). y[n, out] = x[n, in] ·
  * W[out, in]ᵀ (+ b) (ReLU) for W f32 or (w_bf16) bf16, x rounded to bf16 as it

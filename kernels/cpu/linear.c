@@ -108,8 +108,6 @@
 #define ZZ_GEMM_BY_ROWS 1024
 #define ZZ_GEMM_ROW_TILE 512
 
-_Static_assert(ZZ_MR == 4 && ZZ_NR == 4, "linear_int8.c's micro-kernels take 4 x 4 tiles");
-
 /* tile[r][c] = Σ_{k<kc} x_r[k] · w_c[k] for r < mr (rows past mr may be
  * computed on repeated pointers or skipped); group: Q4's group size (else 0). */
 typedef void (*zz_gemm_micro)(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr, int group,
@@ -577,9 +575,8 @@ typedef struct zz_gemm_isa {
   zz_gemm_micro q4; /* 4 bits, groups of a multiple of 8; NULL: dequantized panels */
   zz_gemm_micro q8; /* 8 bits, the same */
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
-  zz_gemm_micro q4x, q8x; /* x in int8 (--cpu-act int8; linear_int8.c): 4 and 8 bits, any group */
-  bool bf16_dot;          /* bf16 multiplies as it is (vdpbf16ps): no packed GEMM for prefill */
-  bool pack_avx2;         /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
+  bool bf16_dot;  /* bf16 multiplies as it is (vdpbf16ps): no packed GEMM for prefill */
+  bool pack_avx2; /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
 } zz_gemm_isa;
 
 static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
@@ -590,13 +587,10 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
  * one exists under AVX-512 only: on AVX2 f32 keeps sgemm, the reference the
  * golden tests were taken with. */
 static zz_gemm_isa zz_gemm_isa_get(void) {
-  zz_gemm_isa s = {NULL,           zz_micro_bf16_c, NULL,  NULL, NULL, NULL, zz_round_bf16_c,
-                   zz_micro_q4x_c, zz_micro_q8x_c,  false, false};
+  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c, false, false};
 #ifdef ZZ_GEMM_X86
   zz_cpu_isa isa = zz_cpu_isa_get();
   if (isa >= ZZ_CPU_ISA_AVX2) {
-    s.q4x = zz_micro_q4x_avx2; /* also under avx512: no VNNI variant yet */
-    s.q8x = zz_micro_q8x_avx2;
     s.bf16 = zz_micro_bf16_avx2;
     s.widen_bf16 = zz_widen_bf16_avx2;
     s.wide_tile = zz_bf16_wide_tile;
@@ -848,7 +842,7 @@ static void *zz_q_tls(int slot, size_t bytes) {
 }
 
 /* The thread's buffer of a slot, or the process ends: a kernel has no error
- * path, and a buffer here is at most a panel (8 MiB) or 16 rows of x, so a
+ * path, and a buffer here is at most a panel (8 MiB) or the int8 rows of x, so a
  * failure is the machine out of memory. what: the buffer, for the message. */
 static void *zz_q_scratch(int slot, size_t bytes, const char *what) {
   void *p = zz_q_tls(slot, bytes);
@@ -1019,19 +1013,13 @@ void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const
                      const float *b, int64_t out, float *y, int relu) {
   const zz_gemm_isa isa = zz_gemm_isa_get();
   zz_gemm_micro fused = f.bits == 4 ? isa.q4 : f.bits == 8 ? isa.q8 : NULL;
-  zz_gemm_micro xint8 = f.bits == 4 ? isa.q4x : f.bits == 8 ? isa.q8x : NULL;
-  if (act == ZZ_CPU_ACT_INT8 && xint8 && n <= ZZ_CPU_ACT_INT8_MAX_N) {
-    /* x quantized once per call (rows on the pool), then the own driver over
-     * rows of W, one K block: the micro-kernel walks the groups itself */
+  if (act == ZZ_CPU_ACT_INT8 && zz_cpu_act_int8_applies(f.bits, n)) {
+    /* x quantized once per call (rows on the pool), then linear_int8.c's GEMM:
+     * the groups of its whole rows of K, any number of rows */
     zz_xq_job q = {x, NULL, in, zz_xq_row_bytes(in, f.group), f.group, f.bits};
     q.xq = zz_q_scratch(1, q.row * (size_t)n, "rows of x in int8");
     zz_pool_run(pool, zz_xq_row, &q, n);
-    zz_gemm_job job = zz_gemm_job_of(x, n, in, w, b, out, y, relu, xint8);
-    job.x = q.xq, job.xsz = 0, job.x_row = q.row; /* k0 is 0: no offset along K */
-    job.group = f.group;
-    job.w_row = zz_q_row_bytes(f, in);
-    job.kc = in;
-    zz_gemm_own(pool, &job);
+    zz_xq_gemm(pool, q.xq, q.row, n, in, w, zz_q_row_bytes(f, in), f.bits, f.group, b, out, y, relu);
     return;
   }
   if (n <= ZZ_Q_SMALL_N && fused && f.group % 8 == 0) {

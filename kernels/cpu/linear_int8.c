@@ -1,5 +1,5 @@
 /*
- * linear_int8.c — the int8-activation micro-kernels of the 4/8-bit linear
+ * linear_int8.c — the int8-activation GEMM of the 4/8-bit linear
  * (--cpu-act int8, ZZ_CPU_ACT; opt-in, the f32 path stays the reference): x is
  * quantized once per call, per row and per group of K (the weight's groups), to
  * signed int8 with a symmetric scale, and each group's dot is an integer sum
@@ -22,6 +22,10 @@
  * even then its 32 odd ones, the order of a 32-byte load's low and high nibbles
  * (element 2j of a 4-bit group is byte j's low nibble), so the AVX2 kernel
  * multiplies nibbles as they lie; the rest of a group is in order.
+ *
+ * The GEMM (zz_xq_gemm) takes any number of rows of x: pool tasks of
+ * ZZ_XQ_CHUNK W rows, blocks of up to ZZ_XQ_MB rows of x, and a panel kernel
+ * that unpacks ZZ_XQ_NR W rows once per group step for the whole block.
  */
 #include <math.h>
 #include <stdint.h>
@@ -47,7 +51,17 @@ static inline int64_t zz_xq_pos(int bits, int64_t e, int64_t m) {
   return (e - j) + (j & 1) * 32 + (j >> 1);
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+static void zz_xq_quantize_row_avx2(const float *x, int64_t in, int group, int bits, void *rec);
+#endif
+
 void zz_xq_quantize_row(const float *x, int64_t in, int group, int bits, void *rec) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) {
+    zz_xq_quantize_row_avx2(x, in, group, bits, rec);
+    return;
+  }
+#endif
   const int64_t ng = zz_xq_groups(in, group);
   float *sx = rec, *sxs = sx + ng;
   int32_t *sum = (int32_t *)(sxs + ng);
@@ -72,18 +86,32 @@ void zz_xq_quantize_row(const float *x, int64_t in, int group, int bits, void *r
 
 /* ---------------------------------------------------------------- portable (the reference) */
 
-static inline void zz_qx_c(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group,
-                           const int bits, float tile[4][4]) {
+/* Where a stored row of x keeps its parts (zz_xq_row_bytes): sx, sxs, S, the int8 values. */
+typedef struct zz_xq_view {
+  const float *sx, *sxs;
+  const int32_t *sum;
+  const int8_t *q;
+} zz_xq_view;
+
+static inline zz_xq_view zz_xq_view_of(const char *rec, int64_t ng) {
+  zz_xq_view v;
+  v.sx = (const float *)rec, v.sxs = v.sx + ng, v.sum = (const int32_t *)(v.sxs + ng);
+  v.q = (const int8_t *)(v.sum + ng);
+  return v;
+}
+
+/* y[r * ldy + c] = row r of x (rows rows, x_row bytes apart) · W row wr[c], c < nw. */
+static void zz_xq_panel_c(const char *xq, size_t x_row, int rows, const void *const wr[ZZ_XQ_NR], int nw, int64_t in,
+                          int group, const int bits, float *y, int64_t ldy) {
   const float *tab = zz_f16_table();
-  const int64_t ng = zz_xq_groups(kc, group);
+  const int64_t ng = zz_xq_groups(in, group);
   const size_t gb = zz_xq_group_bytes(bits, group);
-  for (int r = 0; r < mr; r++) {
-    const float *sx = xr[r], *sxs = sx + ng;
-    const int8_t *xq = (const int8_t *)((const int32_t *)(sxs + ng) + ng);
-    for (int c = 0; c < 4; c++) {
+  for (int r = 0; r < rows; r++) {
+    const zz_xq_view x = zz_xq_view_of(xq + (size_t)r * x_row, ng);
+    for (int c = 0; c < nw; c++) {
       float acc = 0;
       for (int64_t g = 0; g < ng; g++) {
-        const int64_t k0 = g * group, m = kc - k0 < group ? kc - k0 : group;
+        const int64_t k0 = g * group, m = in - k0 < group ? in - k0 : group;
         const unsigned char *gp = (const unsigned char *)wr[c] + (size_t)g * gb, *d = gp + 4;
         uint16_t hmin, hstep;
         memcpy(&hmin, gp, 2);
@@ -91,147 +119,266 @@ static inline void zz_qx_c(const void *const xr[4], const void *const wr[4], int
         int32_t isum = 0;
         for (int64_t e = 0; e < m; e++) {
           int32_t qv = bits == 4 ? (d[e / 2] >> (4 * (e & 1))) & 15 : d[e];
-          isum += qv * xq[k0 + zz_xq_pos(bits, e, m)];
+          isum += qv * x.q[k0 + zz_xq_pos(bits, e, m)];
         }
-        acc = fmaf(tab[hstep] * sx[g], (float)isum, acc);
-        acc = fmaf(tab[hmin], sxs[g], acc);
+        acc = fmaf(tab[hstep] * x.sx[g], (float)isum, acc);
+        acc = fmaf(tab[hmin], x.sxs[g], acc);
       }
-      tile[r][c] = acc;
+      y[(int64_t)r * ldy + c] = acc;
     }
   }
 }
 
-void zz_micro_q4x_c(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group, float tile[4][4]) {
-  zz_qx_c(xr, wr, kc, mr, group, 4, tile);
+static void zz_xq_panel4_c(const char *xq, size_t x_row, int rows, const void *const wr[ZZ_XQ_NR], int nw, int64_t in,
+                           int group, float *y, int64_t ldy) {
+  zz_xq_panel_c(xq, x_row, rows, wr, nw, in, group, 4, y, ldy);
 }
 
-void zz_micro_q8x_c(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group, float tile[4][4]) {
-  zz_qx_c(xr, wr, kc, mr, group, 8, tile);
+static void zz_xq_panel8_c(const char *xq, size_t x_row, int rows, const void *const wr[ZZ_XQ_NR], int nw, int64_t in,
+                           int group, float *y, int64_t ldy) {
+  zz_xq_panel_c(xq, x_row, rows, wr, nw, in, group, 8, y, ldy);
 }
 
 /* ---------------------------------------------------------------- AVX2 */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ZZ_XQ_X86 1
 #include <immintrin.h>
 #define ZZ_QX_AVX2 __attribute__((target("avx2,fma,f16c")))
 
-/* The 4 (or 2) int32 sums of a[c]'s 8 lanes each, in lanes 0..COLS-1. */
-ZZ_QX_AVX2 static inline __m128i zz_hsum_cols(const __m256i a[4], const int COLS) {
-  __m256i h = COLS == 4 ? _mm256_hadd_epi32(_mm256_hadd_epi32(a[0], a[1]), _mm256_hadd_epi32(a[2], a[3]))
-                        : _mm256_hadd_epi32(_mm256_hadd_epi32(a[0], a[1]), _mm256_setzero_si256());
-  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-}
-
-/* ROWS rows of x against COLS W rows (all constants after inlining). Per group:
- * 64 4-bit values (or 32 8-bit ones) a step as u8 × s8 pairs summed to int16
- * and then to int32 lanes; the group's rest in scalar integers; the lanes
- * summed, then the float part in lanes 0..COLS-1, in the portable order. */
-ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_qx_avx2_tile(const void *const *xr,
-                                                                             const void *const *wr, int64_t kc,
-                                                                             int group, const int BITS, const int ROWS,
-                                                                             const int COLS, float out[4][4]) {
-  const int64_t ng = zz_xq_groups(kc, group);
+/* ZZ_XQ_NR W rows against up to ZZ_XQ_MB rows of x, the whole of K. Per group
+ * and vector step (64 4-bit values, or 32 8-bit ones, a row) the 4 W rows are
+ * unpacked once into registers and multiplied with every row of x: u8 × s8
+ * pairs summed to int16 (vpmaddubsw), two W rows' int16 folded pairwise
+ * (vphaddw) and widened to int32 (vpmaddwd), then the 4 W rows folded into one
+ * vector [c0..c3 | c0..c3] per x row (vphaddd), kept per row in hacc (L1).
+ * After the group's steps two x rows at a time: the halves summed (8 exact
+ * int32 sums, rows r and r+1), the group's rest in scalar integers, then the
+ * float part in 8 lanes, each lane in the portable order (same products, same
+ * fused operations: the same bits). */
+ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_panel_avx2(const char *xq, size_t x_row, int rows,
+                                                                              const void *const wr[ZZ_XQ_NR], int nw,
+                                                                              int64_t in, int group, const int BITS,
+                                                                              const int ROWS, float *y, int64_t ldy) {
+  if (ROWS) rows = ROWS; /* a constant: the row loops unroll and their sums stay in registers */
+  const int64_t ng = zz_xq_groups(in, group);
   const size_t gb = zz_xq_group_bytes(BITS, group);
+  const int STEP = BITS == 4 ? 64 : 32;
   const __m256i mins_first = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
   const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), bias = _mm256_set1_epi8((char)0x80);
-  const float *sx[4], *sxs[4];
-  const int32_t *xsum[4];
-  const int8_t *xq[4];
-  for (int r = 0; r < ROWS; r++) {
-    sx[r] = xr[r], sxs[r] = sx[r] + ng, xsum[r] = (const int32_t *)(sxs[r] + ng),
-    xq[r] = (const int8_t *)(xsum[r] + ng);
-  }
-  __m128 acc[4];
-  for (int r = 0; r < ROWS; r++) acc[r] = _mm_setzero_ps();
+  __m256i hacc[ROWS ? ROWS : ZZ_XQ_MB];
+  __m256 facc[ROWS ? (ROWS + 1) / 2 : (ZZ_XQ_MB + 1) / 2];
+  zz_xq_view xv[ROWS ? ROWS : ZZ_XQ_MB];
+  for (int r = 0; r < rows; r++) xv[r] = zz_xq_view_of(xq + (size_t)r * x_row, ng);
+  for (int p = 0; p < (rows + 1) / 2; p++) facc[p] = _mm256_setzero_ps();
+  __m128 acc1 = _mm_setzero_ps(); /* ROWS == 1: its 4 outputs */
   for (int64_t g = 0; g < ng; g++) {
-    const int64_t k0 = g * group, m = kc - k0 < group ? kc - k0 : group;
-    const int64_t mv = BITS == 4 ? m - m % 64 : m - m % 32; /* vector part */
-    /* the COLS headers (min, step) widened by vcvtph2ps: exact, the table's values;
-     * built in registers (4 scalar stores read back as one vector stall the
-     * store forwarding, about as long as the group's products) */
-    const unsigned char *d[4];
-    uint32_t h[4] = {0, 0, 0, 0};
-    for (int c = 0; c < COLS; c++) {
+    const int64_t k0 = g * group, m = in - k0 < group ? in - k0 : group, mv = m - m % STEP;
+    /* the 4 headers (min, step) widened by vcvtph2ps: exact, the table's values */
+    const unsigned char *d[ZZ_XQ_NR];
+    uint32_t h[ZZ_XQ_NR];
+    for (int c = 0; c < ZZ_XQ_NR; c++) {
       const unsigned char *gp = (const unsigned char *)wr[c] + (size_t)g * gb;
       memcpy(&h[c], gp, 4);
       d[c] = gp + 4;
     }
     const __m256 hf = _mm256_permutevar8x32_ps(
         _mm256_cvtph_ps(_mm_setr_epi32((int)h[0], (int)h[1], (int)h[2], (int)h[3])), mins_first);
-    const __m128 vmn = _mm256_castps256_ps128(hf), vst = _mm256_extractf128_ps(hf, 1);
-    __m256i is[4][4];
-    for (int r = 0; r < ROWS; r++)
-      for (int c = 0; c < COLS; c++) is[r][c] = _mm256_setzero_si256();
-    for (int64_t e = 0; e < mv; e += (BITS == 4 ? 64 : 32)) {
-      for (int c = 0; c < COLS; c++) {
-        if (BITS == 4) {
+    const __m128 vmn4 = _mm256_castps256_ps128(hf), vst4 = _mm256_extractf128_ps(hf, 1);
+    const __m256 vmn = _mm256_set_m128(vmn4, vmn4), vst = _mm256_set_m128(vst4, vst4);
+    if (mv == 0)
+      for (int r = 0; r < rows; r++) hacc[r] = _mm256_setzero_si256();
+    for (int64_t e = 0; e < mv; e += STEP) {
+      if (BITS == 4) {
+        __m256i lo[ZZ_XQ_NR], hi[ZZ_XQ_NR];
+        for (int c = 0; c < ZZ_XQ_NR; c++) {
           __m256i v = _mm256_loadu_si256((const __m256i *)(d[c] + e / 2));
-          __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-          for (int r = 0; r < ROWS; r++) {
-            __m256i xe = _mm256_loadu_si256((const __m256i *)(xq[r] + k0 + e));
-            __m256i xo = _mm256_loadu_si256((const __m256i *)(xq[r] + k0 + e + 32));
-            /* each pair <= 2 · 15 · 127, the two sums <= 7620: no int16 saturation */
-            __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xe), _mm256_maddubs_epi16(hi, xo));
-            is[r][c] = _mm256_add_epi32(is[r][c], _mm256_madd_epi16(p, ones));
-          }
-        } else {
-          /* q - 128 in s8; |q - 128| <= 128 times |xi| <= 127, pairs <= 32512: no
-           * saturation (q itself, up to 255, could overflow a pair); S · 128 is added back */
-          __m256i a = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(d[c] + e)), bias);
-          __m256i aa = _mm256_abs_epi8(a);
-          for (int r = 0; r < ROWS; r++) {
-            __m256i xs = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(xq[r] + k0 + e)), a);
-            is[r][c] = _mm256_add_epi32(is[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(aa, xs), ones));
-          }
+          lo[c] = _mm256_and_si256(v, m4), hi[c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        }
+        const int8_t *xp = (const int8_t *)xq + ng * 12 + k0 + e;
+        for (int r = 0; r < rows; r++, xp += x_row) {
+          __m256i xe = _mm256_loadu_si256((const __m256i *)xp), xo = _mm256_loadu_si256((const __m256i *)(xp + 32));
+          __m256i p[ZZ_XQ_NR];
+          /* each pair <= 2 · 15 · 127, a lane of p <= 7620: no int16 saturation */
+          for (int c = 0; c < ZZ_XQ_NR; c++)
+            p[c] = _mm256_add_epi16(_mm256_maddubs_epi16(lo[c], xe), _mm256_maddubs_epi16(hi[c], xo));
+          /* folded twice, a lane <= 4 · 7620 = 30480: still int16; then one widening to
+           * [c0..c3 | c0..c3] (each half's sum of its 8 int16 lanes of p[c]) */
+          __m256i f = _mm256_hadd_epi16(_mm256_hadd_epi16(p[0], p[1]), _mm256_hadd_epi16(p[2], p[3]));
+          f = _mm256_madd_epi16(f, ones);
+          hacc[r] = e ? _mm256_add_epi32(hacc[r], f) : f;
+        }
+      } else {
+        /* q - 128 in s8; |q - 128| <= 128 times |xi| <= 127, pairs <= 32512: no
+         * saturation (q itself, up to 255, could overflow a pair); S · 128 is added back */
+        __m256i a[ZZ_XQ_NR], aa[ZZ_XQ_NR];
+        for (int c = 0; c < ZZ_XQ_NR; c++) {
+          a[c] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(d[c] + e)), bias);
+          aa[c] = _mm256_abs_epi8(a[c]);
+        }
+        const int8_t *xp = (const int8_t *)xq + ng * 12 + k0 + e;
+        for (int r = 0; r < rows; r++, xp += x_row) {
+          __m256i xv = _mm256_loadu_si256((const __m256i *)xp), s[ZZ_XQ_NR];
+          for (int c = 0; c < ZZ_XQ_NR; c++)
+            s[c] = _mm256_madd_epi16(_mm256_maddubs_epi16(aa[c], _mm256_sign_epi8(xv, a[c])), ones);
+          __m256i f = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+          hacc[r] = e ? _mm256_add_epi32(hacc[r], f) : f;
         }
       }
     }
-    for (int r = 0; r < ROWS; r++) {
-      __m128i isum = zz_hsum_cols(is[r], COLS);
-      if (BITS == 8) isum = _mm_add_epi32(isum, _mm_set1_epi32(128 * xsum[r][g]));
-      if (mv < m) { /* the group's rest past the vector steps */
+    if (ROWS == 1) { /* one row (decoding at batch 1): the same in 4 lanes */
+      __m128i isum = _mm_add_epi32(_mm256_castsi256_si128(hacc[0]), _mm256_extracti128_si256(hacc[0], 1));
+      if (BITS == 8) isum = _mm_add_epi32(isum, _mm_set1_epi32(128 * xv[0].sum[g]));
+      if (mv < m) {
         int32_t rest[4] = {0, 0, 0, 0};
-        for (int c = 0; c < COLS; c++)
+        for (int c = 0; c < ZZ_XQ_NR; c++)
+          for (int64_t e = mv; e < m; e++)
+            rest[c] += (BITS == 4 ? (d[c][e / 2] >> (4 * (e & 1))) & 15 : d[c][e] - 128) * xv[0].q[k0 + e];
+        isum = _mm_add_epi32(isum, _mm_loadu_si128((const __m128i *)rest));
+      }
+      acc1 = _mm_fmadd_ps(_mm_mul_ps(vst4, _mm_broadcast_ss(xv[0].sx + g)), _mm_cvtepi32_ps(isum), acc1);
+      acc1 = _mm_fmadd_ps(vmn4, _mm_broadcast_ss(xv[0].sxs + g), acc1);
+      continue;
+    }
+    for (int r = 0; r < rows; r += 2) {
+      const int r1 = r + 1 < rows ? r + 1 : r; /* a last odd row pairs with itself; its copy is not stored */
+      const zz_xq_view *x0 = &xv[r], *x1 = &xv[r1];
+      /* [row r: c0..c3 | row r1: c0..c3], each the sum of its row's two halves */
+      __m256i isum = _mm256_add_epi32(_mm256_permute2x128_si256(hacc[r], hacc[r1], 0x20),
+                                      _mm256_permute2x128_si256(hacc[r], hacc[r1], 0x31));
+      if (BITS == 8)
+        isum = _mm256_add_epi32(isum,
+                                _mm256_set_m128i(_mm_set1_epi32(128 * x1->sum[g]), _mm_set1_epi32(128 * x0->sum[g])));
+      if (mv < m) { /* the group's rest past the vector steps */
+        int32_t rest[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int c = 0; c < ZZ_XQ_NR; c++)
           for (int64_t e = mv; e < m; e++) {
             int32_t qv = BITS == 4 ? (d[c][e / 2] >> (4 * (e & 1))) & 15 : d[c][e] - 128;
-            rest[c] += qv * xq[r][k0 + e];
+            rest[c] += qv * x0->q[k0 + e];
+            rest[4 + c] += qv * x1->q[k0 + e];
           }
-        isum = _mm_add_epi32(isum, _mm_setr_epi32(rest[0], rest[1], rest[2], rest[3]));
+        isum = _mm256_add_epi32(isum, _mm256_loadu_si256((const __m256i *)rest));
       }
-      acc[r] = _mm_fmadd_ps(_mm_mul_ps(vst, _mm_set1_ps(sx[r][g])), _mm_cvtepi32_ps(isum), acc[r]);
-      acc[r] = _mm_fmadd_ps(vmn, _mm_set1_ps(sxs[r][g]), acc[r]);
+      const __m256 sx = _mm256_set_m128(_mm_broadcast_ss(x1->sx + g), _mm_broadcast_ss(x0->sx + g));
+      const __m256 sxs = _mm256_set_m128(_mm_broadcast_ss(x1->sxs + g), _mm_broadcast_ss(x0->sxs + g));
+      __m256 f = _mm256_fmadd_ps(_mm256_mul_ps(vst, sx), _mm256_cvtepi32_ps(isum), facc[r / 2]);
+      facc[r / 2] = _mm256_fmadd_ps(vmn, sxs, f);
     }
   }
-  for (int r = 0; r < ROWS; r++) {
-    float l[4];
-    _mm_storeu_ps(l, acc[r]);
-    for (int c = 0; c < COLS; c++) out[r][c] = l[c];
+  if (ROWS == 1) facc[0] = _mm256_castps128_ps256(acc1); /* lanes 4..7 are not stored */
+  for (int r = 0; r < rows; r += 2) {
+    float l[8];
+    _mm256_storeu_ps(l, facc[r / 2]);
+    for (int c = 0; c < nw; c++) y[(int64_t)r * ldy + c] = l[c];
+    if (r + 1 < rows)
+      for (int c = 0; c < nw; c++) y[(int64_t)(r + 1) * ldy + c] = l[4 + c];
   }
 }
 
-/* Rows of x two at a time against all 4 W rows (8 int32 accumulators: with 4
- * rows against 2 W rows the compiler spilled them and the float sums to the
- * stack, 0.6 the speed). */
-ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_qx_avx2(const void *const xr[4],
-                                                                        const void *const wr[4], int64_t kc, int mr,
-                                                                        int group, const int BITS, float tile[4][4]) {
-  for (int r0 = 0; r0 < mr; r0 += 2) {
-    float out[4][4] = {{0}};
-    if (mr - r0 >= 2) zz_qx_avx2_tile(xr + r0, wr, kc, group, BITS, 2, 4, out);
-    else
-      zz_qx_avx2_tile(xr + r0, wr, kc, group, BITS, 1, 4, out);
-    for (int r = 0; r < 2 && r0 + r < mr; r++)
-      for (int c = 0; c < 4; c++) tile[r0 + r][c] = out[r][c];
+/* The portable quantizer's bits, 8 elements a step: the max of |x| is exact in
+ * any order (a NaN never wins, as in the scalar comparison), the product x ·
+ * (127 / a) is the same float multiply, vcvtps2dq rounds to nearest even as
+ * lrintf does in the default mode (a NaN gives INT32_MIN, as lrintf's LONG_MIN,
+ * and both clamp to -127); the values go to their stored places one by one. */
+ZZ_QX_AVX2 static void zz_xq_quantize_row_avx2(const float *x, int64_t in, int group, int bits, void *rec) {
+  const int64_t ng = zz_xq_groups(in, group);
+  float *sx = rec, *sxs = sx + ng;
+  int32_t *sum = (int32_t *)(sxs + ng);
+  int8_t *q = (int8_t *)(sum + ng);
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+  for (int64_t g = 0; g < ng; g++) {
+    const int64_t k0 = g * group, m = in - k0 < group ? in - k0 : group, mv = m - m % 8;
+    const float *xg = x + k0;
+    __m256 va = _mm256_setzero_ps();
+    for (int64_t e = 0; e < mv; e += 8) va = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(xg + e), absmask), va);
+    float l[8], a = 0;
+    _mm256_storeu_ps(l, va);
+    for (int i = 0; i < 8; i++) a = l[i] > a ? l[i] : a;
+    for (int64_t e = mv; e < m; e++) a = fabsf(xg[e]) > a ? fabsf(xg[e]) : a;
+    const float inv = a > 0 ? 127.0f / a : 0.0f;
+    const __m256 vinv = _mm256_set1_ps(inv);
+    __m256i vs = _mm256_setzero_si256();
+    int32_t s = 0;
+    for (int64_t e = 0; e < mv; e += 8) {
+      __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + e), vinv));
+      v = _mm256_min_epi32(_mm256_max_epi32(v, lo), hi);
+      vs = _mm256_add_epi32(vs, v);
+      int32_t t[8];
+      _mm256_storeu_si256((__m256i *)t, v);
+      for (int i = 0; i < 8; i++) q[k0 + zz_xq_pos(bits, e + i, m)] = (int8_t)t[i];
+    }
+    for (int64_t e = mv; e < m; e++) {
+      long v = lrintf(xg[e] * inv);
+      v = v > 127 ? 127 : v < -127 ? -127 : v;
+      q[k0 + zz_xq_pos(bits, e, m)] = (int8_t)v;
+      s += (int32_t)v;
+    }
+    int32_t t[8];
+    _mm256_storeu_si256((__m256i *)t, vs);
+    for (int i = 0; i < 8; i++) s += t[i];
+    sx[g] = a / 127.0f;
+    sum[g] = s;
+    sxs[g] = sx[g] * (float)s;
   }
 }
 
-ZZ_QX_AVX2 void zz_micro_q4x_avx2(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group,
-                                  float tile[4][4]) {
-  zz_qx_avx2(xr, wr, kc, mr, group, 4, tile);
-}
-
-ZZ_QX_AVX2 void zz_micro_q8x_avx2(const void *const xr[4], const void *const wr[4], int64_t kc, int mr, int group,
-                                  float tile[4][4]) {
-  zz_qx_avx2(xr, wr, kc, mr, group, 8, tile);
-}
+/* Blocks of 1 to 3 rows (decoding) with the row count a constant, the rest with it a variable. */
+#define ZZ_XQ_PANEL_AVX2(BITS)                                                                                         \
+  ZZ_QX_AVX2 static void zz_xq_panel##BITS##_avx2(const char *xq, size_t x_row, int rows,                              \
+                                                  const void *const wr[ZZ_XQ_NR], int nw, int64_t in, int group,       \
+                                                  float *y, int64_t ldy) {                                             \
+    switch (rows) {                                                                                                    \
+      case 1: zz_xq_panel_avx2(xq, x_row, rows, wr, nw, in, group, BITS, 1, y, ldy); break;                            \
+      case 2: zz_xq_panel_avx2(xq, x_row, rows, wr, nw, in, group, BITS, 2, y, ldy); break;                            \
+      case 3: zz_xq_panel_avx2(xq, x_row, rows, wr, nw, in, group, BITS, 3, y, ldy); break;                            \
+      default: zz_xq_panel_avx2(xq, x_row, rows, wr, nw, in, group, BITS, 0, y, ldy); break;                           \
+    }                                                                                                                  \
+  }
+ZZ_XQ_PANEL_AVX2(4)
+ZZ_XQ_PANEL_AVX2(8)
 #endif
+
+/* ---------------------------------------------------------------- the driver */
+
+typedef void (*zz_xq_panel_fn)(const char *xq, size_t x_row, int rows, const void *const wr[ZZ_XQ_NR], int nw,
+                               int64_t in, int group, float *y, int64_t ldy);
+
+typedef struct zz_xq_gemm_job {
+  const char *xq;         /* [n] stored rows of x, x_row bytes apart */
+  const unsigned char *w; /* [out] rows of w_row bytes */
+  const float *b;         /* [out] or NULL */
+  float *y;               /* [n, out] */
+  int64_t n, in, out;
+  size_t x_row, w_row;
+  int group, relu;
+  zz_xq_panel_fn panel;
+} zz_xq_gemm_job;
+
+/* One task: ZZ_XQ_CHUNK rows of W against all rows of x, blocks of ZZ_XQ_MB rows
+ * of x outside (a block's int8 rows stay in L2 while the chunk's W panels pass;
+ * the chunk's W, 64 rows, stays in L2 for the next block). Each output is one
+ * panel call's whole sum, whatever the blocking: the bits follow the shape alone. */
+static void zz_xq_gemm_chunk(void *arg, int64_t t) {
+  const zz_xq_gemm_job *j = arg;
+  const int64_t c_lo = t * ZZ_XQ_CHUNK, c_hi = c_lo + ZZ_XQ_CHUNK < j->out ? c_lo + ZZ_XQ_CHUNK : j->out;
+  for (int64_t m0 = 0; m0 < j->n; m0 += ZZ_XQ_MB) {
+    const int rows = j->n - m0 < ZZ_XQ_MB ? (int)(j->n - m0) : ZZ_XQ_MB;
+    for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_XQ_NR) {
+      const int nw = c_hi - c0 < ZZ_XQ_NR ? (int)(c_hi - c0) : ZZ_XQ_NR;
+      const void *wr[ZZ_XQ_NR];
+      for (int c = 0; c < ZZ_XQ_NR; c++) wr[c] = j->w + (size_t)(c0 + (c < nw ? c : nw - 1)) * j->w_row;
+      j->panel(j->xq + (size_t)m0 * j->x_row, j->x_row, rows, wr, nw, j->in, j->group, j->y + m0 * j->out + c0, j->out);
+    }
+    zz_bias_relu_cols(j->y + m0 * j->out, rows, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
+  }
+}
+
+void zz_xq_gemm(zz_pool *pool, const void *xq, size_t x_row, int64_t n, int64_t in, const void *w, size_t w_row,
+                int bits, int group, const float *b, int64_t out, float *y, int relu) {
+  zz_xq_gemm_job j = {xq, w, b, y, n, in, out, x_row, w_row, group, relu, bits == 4 ? zz_xq_panel4_c : zz_xq_panel8_c};
+#ifdef ZZ_XQ_X86
+  if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) j.panel = bits == 4 ? zz_xq_panel4_avx2 : zz_xq_panel8_avx2;
+#endif
+  zz_pool_run(pool, zz_xq_gemm_chunk, &j, (out + ZZ_XQ_CHUNK - 1) / ZZ_XQ_CHUNK);
+}

@@ -443,7 +443,7 @@ check "a compression format that does not exist is refused, naming it" \
 zz perplexity --model "$TRAINED"
 check "perplexity without --text: refused with a message" eval '[ "$RC" -eq 2 ] && has "--text FILE is required" err'
 
-# --cpu-act int8 (issue #27): x of the 4/8-bit linears in int8 at decoding sizes; teacher-forced perplexity
+# --cpu-act int8 (issue #27): x of the 4/8-bit linears in int8 (zz_cpu_act_int8_applies); teacher-forced perplexity
 # runs one token a step (decoding), so int8 moves it a little off the exact 4-bit run's
 zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95 --device cpu --compress-weight
 PPL_EXACT=$(sed -n 's/.*perplexity \([0-9.]*\) over.*/\1/p' outp)

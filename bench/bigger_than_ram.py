@@ -88,6 +88,8 @@ def parse(argv=None):
     p.add_argument("--gen-len", type=pos_int, default=4)
     p.add_argument("--batch", type=pos_int, default=64)
     p.add_argument("--threads", type=pos_int, default=2)
+    p.add_argument("--cpu-act", choices=["f32", "int8"], default="f32",
+                   help="zigzag bench's --cpu-act (int8: x in int8, as llama.cpp's Q8_0 activations beside Q4_0)")
     p.add_argument("--policy", help="zigzag's policy line (a hand policy); default: `zigzag plan` in the cgroup")
     p.add_argument("--profile-seconds", type=float, default=6, help="zigzag plan's measurement of this machine")
     p.add_argument("--in-ram-reference", action="store_true",
@@ -310,8 +312,8 @@ def main():
                   file=sys.stderr)
             return 1
     rows["zigzag"] = run_engine(a, "zigzag", [a.zigzag, "bench", "--dummy", "--device", "cpu", "--attn-threads",
-                                              str(a.threads), "--policy", policy] + zz_common, env,
-                                "%s; policy from %s" % (policy, how))
+                                              str(a.threads), "--policy", policy, "--cpu-act", a.cpu_act] +
+                                zz_common, env, "%s; --cpu-act %s; policy from %s" % (policy, a.cpu_act, how))
 
     print("# cpu: %s (%d online); llama-cpp-python %s; LLaMA-7B layer x %d, vocab %d; Q4_0 file %s; "
           "memory limit %s; batch %d, prompt %d, gen %d, threads %d; workdir %s" %

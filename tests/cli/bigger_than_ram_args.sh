@@ -25,6 +25,7 @@ refused "below 64 MiB" "a limit below 64 MiB" --zigzag "$ZZ" --limit 12
 refused "'lots' is not a size" "a limit that is no size" --zigzag "$ZZ" --limit lots
 refused "--gen-len must be at least 2" "one new token (no decode step)" --zigzag "$ZZ" --gen-len 1
 refused "must be at least 1" "zero layers" --zigzag "$ZZ" --layers 0
+refused "invalid choice: 'int4'" "an activation type zigzag has not" --zigzag "$ZZ" --cpu-act int4
 if [ "$(id -u)" = 0 ]; then
   refused "zigzag binary '$W/none' not found" "a missing zigzag binary" --zigzag "$W/none"
   mkdir -p "$W/nocg"

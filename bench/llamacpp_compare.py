@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """llamacpp_compare.py — zigzag beside llama.cpp on this machine, in one run.
 
-One LLaMA-7B-shaped model truncated to a few layers (hidden 4096, 32 heads,
-32 K/V heads, intermediate 11008, vocabulary 32000 by default; --layers of the
-32), random weights, the same shapes for both engines:
+One LLaMA-shaped model truncated to a few layers (--shape: 7b, hidden 4096,
+32 heads, 32 K/V heads, intermediate 11008, the default; or 13b, hidden 5120,
+40 heads, 40 K/V heads, intermediate 13824; vocabulary 32000 by default;
+--layers of the model's 32 or 40; SHAPES below is the one table, which
+bench/bigger_than_ram.py imports), random weights, the same shapes for both
+engines:
 
   zigzag     a directory with only config.json, run with `zigzag bench --dummy`
              (deterministic random weights on the CPU device): f32, bf16
@@ -46,6 +49,7 @@ def parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--zigzag", default="build/zigzag")
     p.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "zz-lcpp-compare"))
+    p.add_argument("--shape", choices=sorted(SHAPES), default="7b", help="the LLaMA whose layer shapes are used")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--vocab", type=int, default=32000)
     p.add_argument("--prompt-len", type=int, default=128)
@@ -58,10 +62,19 @@ def parse():
     return p.parse_args()
 
 
-# the model's shapes: llama-7b's layer, truncated depth; one dict for both engines
+# LLaMA's layer shapes (the published configs), the one table for this script and
+# bench/bigger_than_ram.py; "layers" is the full model's depth (--layers takes a part)
+SHAPES = {
+    "7b": dict(name="LLaMA-7B", hidden=4096, heads=32, kv_heads=32, inter=11008, layers=32),
+    "13b": dict(name="LLaMA-13B", hidden=5120, heads=40, kv_heads=40, inter=13824, layers=40),
+}
+
+
+# the model's shapes: --shape's layer, truncated depth; one dict for both engines
 def shapes(a):
-    return dict(hidden=4096, heads=32, kv_heads=32, inter=11008, layers=a.layers, vocab=a.vocab,
-                ctx=2048, eps=1e-6, theta=10000.0)
+    t = SHAPES[getattr(a, "shape", "7b")]
+    return dict(name=t["name"], hidden=t["hidden"], heads=t["heads"], kv_heads=t["kv_heads"], inter=t["inter"],
+                layers=a.layers, vocab=a.vocab, ctx=2048, eps=1e-6, theta=10000.0)
 
 
 def write_config(d, s):
@@ -75,15 +88,19 @@ def write_config(d, s):
         json.dump(cfg, f, indent=1)
 
 
-def write_gguf(path, s):
-    """A random f32 LLaMA GGUF with llama.cpp's tensor names."""
+def write_gguf(path, s, dtype="f32"):
+    """A random LLaMA GGUF with llama.cpp's tensor names, matrices in dtype
+    ("f32" or "f16"; norms f32). Streamed one tensor at a time: a 13B model is
+    52 GB in f32, more than this machine's memory; the values are the same
+    sequence whatever the dtype (f16 rounds them)."""
     import gguf
     import numpy as np
     rng = np.random.default_rng(0)
     h, f, v, L = s["hidden"], s["inter"], s["vocab"], s["layers"]
     kvd = s["kv_heads"] * (h // s["heads"])
+    mdt = {"f32": np.float32, "f16": np.float16}[dtype]
     w = gguf.GGUFWriter(path, "llama")
-    w.add_name("llama-7b-shaped-%dL-random" % L)
+    w.add_name("%s-shaped-%dL-random" % (s.get("name", "llama-7b").lower(), L))
     w.add_context_length(s["ctx"])
     w.add_embedding_length(h)
     w.add_block_count(L)
@@ -93,7 +110,7 @@ def write_gguf(path, s):
     w.add_rope_dimension_count(h // s["heads"])
     w.add_layer_norm_rms_eps(s["eps"])
     w.add_rope_freq_base(s["theta"])
-    w.add_file_type(0)  # all f32
+    w.add_file_type({"f32": 0, "f16": 1}[dtype])  # LLAMA_FTYPE_ALL_F32, _MOSTLY_F16
     toks = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)]
     types = [2, 3, 3] + [6] * 256  # unknown, control, control, byte
     toks += ["\u2581t%d" % i for i in range(v - len(toks))]
@@ -106,27 +123,25 @@ def write_gguf(path, s):
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
 
-    def mat(rows, cols):
-        return (rng.standard_normal((rows, cols), dtype=np.float32) * 0.02).astype(np.float32)
-
-    ones = np.ones(h, dtype=np.float32)
-    w.add_tensor("token_embd.weight", mat(v, h))
+    # (name, rows, cols, matrix?) in file order; matrices drawn in this order
+    plan = [("token_embd.weight", v, h, True)]
     for i in range(L):
         b = "blk.%d." % i
-        w.add_tensor(b + "attn_norm.weight", ones)
-        w.add_tensor(b + "attn_q.weight", mat(h, h))
-        w.add_tensor(b + "attn_k.weight", mat(kvd, h))
-        w.add_tensor(b + "attn_v.weight", mat(kvd, h))
-        w.add_tensor(b + "attn_output.weight", mat(h, h))
-        w.add_tensor(b + "ffn_norm.weight", ones)
-        w.add_tensor(b + "ffn_gate.weight", mat(f, h))
-        w.add_tensor(b + "ffn_up.weight", mat(f, h))
-        w.add_tensor(b + "ffn_down.weight", mat(h, f))
-    w.add_tensor("output_norm.weight", ones)
-    w.add_tensor("output.weight", mat(v, h))
+        plan += [(b + "attn_norm.weight", 1, h, False), (b + "attn_q.weight", h, h, True),
+                 (b + "attn_k.weight", kvd, h, True), (b + "attn_v.weight", kvd, h, True),
+                 (b + "attn_output.weight", h, h, True), (b + "ffn_norm.weight", 1, h, False),
+                 (b + "ffn_gate.weight", f, h, True), (b + "ffn_up.weight", f, h, True),
+                 (b + "ffn_down.weight", h, f, True)]
+    plan += [("output_norm.weight", 1, h, False), ("output.weight", v, h, True)]
+    for name, r, c, m in plan:
+        dt = np.dtype(mdt if m else np.float32)
+        w.add_tensor_info(name, (r, c) if m else (c,), dt, r * c * dt.itemsize)
     w.write_header_to_file()
     w.write_kv_data_to_file()
-    w.write_tensors_to_file()
+    w.write_ti_data_to_file()
+    ones = np.ones(h, dtype=np.float32)
+    for name, r, c, m in plan:
+        w.write_tensor_data((rng.standard_normal((r, c), dtype=np.float32) * 0.02).astype(mdt) if m else ones)
     w.close()
 
 
@@ -266,14 +281,16 @@ def main():
     mdir = os.path.join(a.workdir, "zz-model")
     write_config(mdir, s)
     dtypes = [d for d in a.dtypes.split(",") if d]
-    paths = {"f32": os.path.join(a.workdir, "model-f32.gguf")}
+    # the file names say the shape and depth: one --workdir serves several
+    stem = os.path.join(a.workdir, "model-%s-%dL-" % (a.shape, a.layers))
+    paths = {"f32": stem + "f32.gguf"}
     if not os.path.exists(paths["f32"]):
         print("writing %s ..." % paths["f32"], file=sys.stderr)
         write_gguf(paths["f32"] + ".part", s)
         os.rename(paths["f32"] + ".part", paths["f32"])
     for d in dtypes:
         if d != "f32":
-            paths[d] = os.path.join(a.workdir, "model-%s.gguf" % d)
+            paths[d] = stem + "%s.gguf" % d
             if not os.path.exists(paths[d]):
                 print("quantizing to %s ..." % d, file=sys.stderr)
                 quantize(paths["f32"], paths[d] + ".part", d, a.threads)

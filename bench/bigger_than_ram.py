@@ -76,14 +76,36 @@ def pos_int(s):
     return v
 
 
+def rate_arg(s):
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError("'%s' is not a rate in MB/s (e.g. 550)" % s)
+    if not v > 0 or v != v or v == float("inf"):
+        raise argparse.ArgumentTypeError("'%s' must be a rate above 0 MB/s" % s)
+    if v * 1e6 < 4096:
+        raise argparse.ArgumentTypeError("'%s' MB/s is below one 4 KiB page a second" % s)
+    return v
+
+
+# the defaults per --shape: LLaMA-7B, 12 of its 32 layers (1.44 GiB in Q4_0) under
+# 1 GiB, a few minutes; LLaMA-13B whole (40 layers, 6.9 GiB) under 4 GiB, the issue's case
+SHAPE_DEFAULTS = {"7b": (12, "1G"), "13b": (40, "4G")}
+
+
 def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--zigzag", default="build/zigzag")
     p.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "zz-bigger-than-ram"),
                    help="GGUF and zigzag's disk tier (one disk for both); must not be tmpfs")
-    p.add_argument("--layers", type=pos_int, default=12)
+    p.add_argument("--shape", choices=sorted(lcc.SHAPES), default="7b",
+                   help="whose layer shapes (bench/llamacpp_compare.py's SHAPES)")
+    p.add_argument("--layers", type=pos_int, help="layers of the shape's model (default: 7b 12, 13b all 40)")
     p.add_argument("--vocab", type=pos_int, default=32000)
-    p.add_argument("--limit", type=size_arg, default=size_arg("1G"), help="the cgroup's memory limit")
+    p.add_argument("--limit", type=size_arg, help="the cgroup's memory limit (default: 7b 1G, 13b 4G)")
+    p.add_argument("--read-rate", type=rate_arg, metavar="MB/s",
+                   help="throttle both engines' (and the plan's) reads from --workdir's disk to this many MB/s "
+                        "(10^6 bytes; e.g. 550 for a SATA SSD): cgroup v1 blkio.throttle.read_bps_device or v2 io.max")
     p.add_argument("--prompt-len", type=pos_int, default=8)
     p.add_argument("--gen-len", type=pos_int, default=4)
     p.add_argument("--batch", type=pos_int, default=64)
@@ -99,78 +121,166 @@ def parse(argv=None):
     a = p.parse_args(argv)
     if a.gen_len < 2:
         p.error("--gen-len must be at least 2 (decode needs a step)")
+    full = lcc.SHAPES[a.shape]
+    a.layers = a.layers or SHAPE_DEFAULTS[a.shape][0]
+    a.limit = a.limit or size_arg(SHAPE_DEFAULTS[a.shape][1])
+    if a.layers > full["layers"]:
+        p.error("--layers %d: %s has %d layers" % (a.layers, full["name"], full["layers"]))
     return a
 
 
 # ---------------------------------------------------------------- cgroup
 
-class Cgroup:
-    """A memory cgroup of its own under this process's (v1 or v2), with a limit."""
+def own_path(ctrl_match):
+    """This process's path in the hierarchy /proc/self/cgroup's line ctrl_match picks."""
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctrl, path = line.rstrip("\n").split(":", 2)
+            if ctrl_match(ctrl):
+                return path
+    return ""
 
-    def __init__(self, limit, name):
-        root = os.environ.get("ZZ_CGROUP_ROOT", "/sys/fs/cgroup")
-        self.v1 = os.path.isfile(os.path.join(root, "memory", "memory.limit_in_bytes"))
-        mine = ""
-        with open("/proc/self/cgroup") as f:
-            for line in f:
-                _, ctrl, path = line.rstrip("\n").split(":", 2)
-                if (self.v1 and "memory" in ctrl.split(",")) or (not self.v1 and ctrl == ""):
-                    mine = path
-        if self.v1:
-            base = os.path.join(root, "memory")
-        else:
-            base = next((d for d in (os.path.join(root, "unified"), root)
-                         if os.path.isfile(os.path.join(d, "cgroup.controllers"))), None)
-            if base is None:
-                raise SystemExit("bigger_than_ram: no memory cgroup: neither %s/memory (v1) nor a cgroup2 "
-                                 "mount under %s" % (root, root))
-        parent = os.path.join(base, mine.lstrip("/"))
-        if not os.access(parent, os.W_OK):
-            parent = base
-        self.dir = os.path.join(parent, "zz-bigram-%d-%s" % (os.getpid(), name))
-        try:
-            os.mkdir(self.dir)
-        except OSError as e:
-            raise SystemExit("bigger_than_ram: cannot make the cgroup %s: %s" % (self.dir, e))
+
+def cgroup_layout():
+    """(v1?, the memory hierarchy's mount) of ZZ_CGROUP_ROOT (default /sys/fs/cgroup)."""
+    root = os.environ.get("ZZ_CGROUP_ROOT", "/sys/fs/cgroup")
+    if os.path.isfile(os.path.join(root, "memory", "memory.limit_in_bytes")):
+        return True, os.path.join(root, "memory")
+    base = next((d for d in (os.path.join(root, "unified"), root)
+                 if os.path.isfile(os.path.join(d, "cgroup.controllers"))), None)
+    if base is None:
+        raise SystemExit("bigger_than_ram: no memory cgroup: neither %s/memory (v1) nor a cgroup2 "
+                         "mount under %s" % (root, root))
+    return False, base
+
+
+def blkio_base():
+    """The v1 blkio hierarchy's mount, or None on v2 (io.max in the memory group)."""
+    v1, _ = cgroup_layout()
+    if not v1:
+        return None
+    d = os.path.join(os.environ.get("ZZ_CGROUP_ROOT", "/sys/fs/cgroup"), "blkio")
+    if not os.path.isfile(os.path.join(d, "blkio.throttle.read_bps_device")):
+        raise SystemExit("bigger_than_ram: --read-rate: no blkio controller with a read throttle: %s has no "
+                         "blkio.throttle.read_bps_device (cgroup v1; a kernel without CONFIG_BLK_DEV_THROTTLING?)" % d)
+    return d
+
+
+def block_device(path):
+    """(major, minor) of the disk that holds path's file system, or None where it is
+    on none (tmpfs, proc, overlay, btrfs's anonymous devices). A partition gives its
+    disk: the throttle takes whole disks only."""
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    st = os.stat(path)
+    sysdir = "/sys/dev/block/%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
+    if os.major(st.st_dev) == 0 or not os.path.isdir(sysdir):
+        return None
+    if os.path.exists(os.path.join(sysdir, "partition")):
+        sysdir = os.path.dirname(os.path.realpath(sysdir))
+    with open(os.path.join(sysdir, "dev")) as f:
+        mj, mn = f.read().strip().split(":")
+    return int(mj), int(mn)
+
+
+class Cgroup:
+    """A memory cgroup of its own under this process's (v1 or v2), with a limit;
+    with read_bps (bytes/s) and dev (major, minor), reads from dev throttled too:
+    on v1 in a blkio group of the same name, on v2 io.max in the same group."""
+
+    def __init__(self, limit, name, read_bps=None, dev=None):
+        self.v1, base = cgroup_layout()
+        self.dirs = []
+        mine = own_path(lambda c: "memory" in c.split(",") if self.v1 else c == "")
+        leaf = "zz-bigram-%d-%s" % (os.getpid(), name)
+        self.dir = self.mkdir(base, mine, leaf)
         limit_file = "memory.limit_in_bytes" if self.v1 else "memory.max"
         if not os.path.exists(os.path.join(self.dir, limit_file)):
             self.remove()
             raise SystemExit("bigger_than_ram: %s has no %s (the memory controller is not enabled there)" %
                              (self.dir, limit_file))
-        self.write(limit_file, limit)
+        self.write(self.dir, limit_file, limit)
         swap = "memory.memsw.limit_in_bytes" if self.v1 else "memory.swap.max"
         if os.path.exists(os.path.join(self.dir, swap)):
-            self.write(swap, limit if self.v1 else 0)
+            self.write(self.dir, swap, limit if self.v1 else 0)
+        if read_bps:
+            self.throttle(read_bps, dev, leaf)
 
-    def write(self, f, v):
-        with open(os.path.join(self.dir, f), "w") as fh:
+    def mkdir(self, base, mine, leaf):
+        parent = os.path.join(base, mine.lstrip("/"))
+        if not os.access(parent, os.W_OK):
+            parent = base
+        d = os.path.join(parent, leaf)
+        try:
+            os.mkdir(d)
+        except OSError as e:
+            self.remove()
+            raise SystemExit("bigger_than_ram: cannot make the cgroup %s: %s" % (d, e))
+        self.dirs.append(d)
+        return d
+
+    def throttle(self, bps, dev, leaf):
+        """The read limit on dev, read back: a rate the kernel did not take is refused, not reported."""
+        if self.v1:
+            d = self.mkdir(blkio_base(), own_path(lambda c: "blkio" in c.split(",")), leaf)
+            f, line, want = "blkio.throttle.read_bps_device", "%d:%d %d" % (dev + (bps,)), "%d:%d %d" % (dev + (bps,))
+        else:
+            d = self.dir
+            if not os.path.exists(os.path.join(d, "io.max")):  # the io controller, enabled for the children
+                try:
+                    self.write(os.path.dirname(d), "cgroup.subtree_control", "+io")
+                except OSError:
+                    pass
+            f, line, want = "io.max", "%d:%d rbps=%d" % (dev + (bps,)), "%d:%d rbps=%d " % (dev + (bps,))
+            if not os.path.exists(os.path.join(d, f)):
+                self.remove()
+                raise SystemExit("bigger_than_ram: --read-rate: %s has no io.max (the io controller cannot be "
+                                 "enabled there)" % d)
+        try:
+            self.write(d, f, line)
+        except OSError as e:
+            self.remove()
+            raise SystemExit("bigger_than_ram: --read-rate: writing '%s' to %s/%s: %s" % (line, d, f, e))
+        if want not in self.read(d, f):
+            got = self.read(d, f).strip()
+            self.remove()
+            raise SystemExit("bigger_than_ram: --read-rate: %s/%s reads back '%s', not '%s'" % (d, f, got, line))
+
+    @staticmethod
+    def write(d, f, v):
+        with open(os.path.join(d, f), "w") as fh:
             fh.write(str(v))
 
-    def read(self, f):
+    @staticmethod
+    def read(d, f):
         try:
-            with open(os.path.join(self.dir, f)) as fh:
+            with open(os.path.join(d, f)) as fh:
                 return fh.read()
         except OSError:
             return ""
 
-    def join(self):  # in the child, before exec
-        self.write("cgroup.procs", os.getpid())
+    def join(self):  # in the child, before exec: every hierarchy's group
+        for d in self.dirs:
+            self.write(d, "cgroup.procs", os.getpid())
 
     def stats(self):
         """peak bytes, times the limit was hit, OOM kills."""
+        r = lambda f: self.read(self.dir, f)  # noqa: E731
         if self.v1:
-            oom = re.search(r"oom_kill (\d+)", self.read("memory.oom_control"))
-            return (int(self.read("memory.max_usage_in_bytes") or 0), int(self.read("memory.failcnt") or 0),
+            oom = re.search(r"oom_kill (\d+)", r("memory.oom_control"))
+            return (int(r("memory.max_usage_in_bytes") or 0), int(r("memory.failcnt") or 0),
                     int(oom.group(1)) if oom else 0)
-        ev = self.read("memory.events")
+        ev = r("memory.events")
         get = lambda k: int((re.search(r"^%s (\d+)" % k, ev, re.M) or [0, 0])[1])  # noqa: E731
-        return int(self.read("memory.peak") or 0), get("max"), get("oom_kill")
+        return int(r("memory.peak") or 0), get("max"), get("oom_kill")
 
     def remove(self):
-        try:
-            os.rmdir(self.dir)
-        except OSError:
-            pass
+        for d in reversed(self.dirs):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+        self.dirs = []
 
 
 def drop_caches():
@@ -180,13 +290,42 @@ def drop_caches():
 
 
 def disk_sectors_read(path):
-    """Sectors read by the block device holding path (all jobs on it: context only)."""
-    st = os.stat(path)
+    """Sectors read by the disk holding path (all jobs on it: context only)."""
+    dev = block_device(path)
     try:
-        with open("/sys/dev/block/%d:%d/stat" % (os.major(st.st_dev), os.minor(st.st_dev))) as f:
+        with open("/sys/dev/block/%d:%d/stat" % dev) as f:
             return int(f.read().split()[2])
-    except (OSError, IndexError, ValueError):
+    except (TypeError, OSError, IndexError, ValueError):
         return -1
+
+
+def new_group(a, name):
+    """A group of --limit, its reads throttled to --read-rate where one is given."""
+    return Cgroup(a.limit, name, a.read_bps, a.dev)
+
+
+def model_params(s):
+    """Weights of the model s (lcc.shapes): its layers, the embedding and the output."""
+    h, f = s["hidden"], s["inter"]
+    kvd = s["kv_heads"] * (h // s["heads"])
+    return s["layers"] * (2 * h * h + 2 * kvd * h + 3 * h * f) + 2 * s["vocab"] * h
+
+
+def check_space(a, s, q4):
+    """Refuses before minutes of writing where --workdir's disk cannot hold the
+    files: the f16 GGUF beside its Q4_0 while it is quantized (18 bytes a block of
+    32, the output in Q6_K), then the Q4_0 beside zigzag's disk tier (4-bit groups
+    of 64 with their scales, and its cache); 10% and 1 GiB to spare."""
+    n = model_params(s)
+    q4_b = n * 0.6
+    need = max(0 if os.path.exists(q4) else 2 * n + q4_b, q4_b + 0.6 * n) * 1.1 + (1 << 30)
+    st = os.statvfs(a.workdir)
+    free = st.f_bavail * st.f_frsize
+    if free < need:
+        raise SystemExit("bigger_than_ram: --workdir %s has %s free; %s x %d layers needs about %s there (f16 GGUF "
+                         "%s while it is quantized, Q4_0 %s, zigzag's disk tier %s): free some or give a --workdir "
+                         "on a bigger disk" % (a.workdir, fmt_bytes(free), s["name"], s["layers"], fmt_bytes(need),
+                                               fmt_bytes(2 * n), fmt_bytes(q4_b), fmt_bytes(0.6 * n)))
 
 
 def run_in(cg, cmd, env=None):
@@ -207,7 +346,7 @@ def run_in(cg, cmd, env=None):
 def run_engine(a, name, cmd, env, how):
     """One engine's run in a fresh group of --limit, from a dropped page cache:
     (its last JSON line or None, peak bytes, failcnt, OOM kills, bytes read, device reads, wall s, how)."""
-    cg = Cgroup(a.limit, name)
+    cg = new_group(a, name)
     try:
         drop_caches()
         rc, out, err, ru, wall, dev = run_in(cg, cmd, env)
@@ -254,7 +393,16 @@ def main():
         print("bigger_than_ram: zigzag binary '%s' not found or not executable (build it first)" % a.zigzag,
               file=sys.stderr)
         return 2
-    Cgroup(a.limit, "probe").remove()  # refuses now, before minutes of writing, where there is none
+    a.read_bps, a.dev = None, None
+    if a.read_rate:  # where and how to throttle, refused now where there is no way
+        blkio_base()
+        a.dev = block_device(a.workdir)
+        if a.dev is None:
+            print("bigger_than_ram: --read-rate: --workdir %s is on no block device (tmpfs, proc, overlay or btrfs?): "
+                  "there is no disk to throttle; give a --workdir on a disk" % a.workdir, file=sys.stderr)
+            return 2
+        a.read_bps = int(a.read_rate * 1e6)
+    new_group(a, "probe").remove()  # refuses now, before minutes of writing, where there is none
     try:
         import llama_cpp  # noqa: F401
         import gguf  # noqa: F401
@@ -265,13 +413,15 @@ def main():
     s = lcc.shapes(a)
     mdir = os.path.join(a.workdir, "zz-model")
     lcc.write_config(mdir, s)
-    q4 = os.path.join(a.workdir, "model-%dL-q4_0.gguf" % a.layers)
-    if not os.path.exists(q4):
-        f32 = os.path.join(a.workdir, "model-%dL-f32.gguf.part" % a.layers)
-        print("writing %s, then quantizing to Q4_0 ..." % f32, file=sys.stderr)
-        lcc.write_gguf(f32, s)
-        lcc.quantize(f32, q4 + ".part", "q4_0", a.threads)
-        os.remove(f32)
+    stem = os.path.join(a.workdir, "model-%s-%dL-v%d-" % (a.shape, a.layers, a.vocab))
+    q4 = stem + "q4_0.gguf"
+    check_space(a, s, q4)
+    if not os.path.exists(q4):  # through f16, not f32: half the disk and the time (13B: 26 GB, not 52)
+        f16 = stem + "f16.gguf.part"
+        print("writing %s, then quantizing to Q4_0 ..." % f16, file=sys.stderr)
+        lcc.write_gguf(f16, s, "f16")
+        lcc.quantize(f16, q4 + ".part", "q4_0", a.threads)
+        os.remove(f16)
         os.rename(q4 + ".part", q4)
     gsize = os.path.getsize(q4)
     if gsize <= a.limit:
@@ -295,7 +445,7 @@ def main():
 
     policy, how = a.policy, "hand (--policy)"
     if not policy:  # planned in a group of its own with the same limit: its profile sees the limit
-        cg = Cgroup(a.limit, "plan")
+        cg = new_group(a, "plan")
         try:
             rc, out, err, _, _, _ = run_in(cg, [a.zigzag, "plan"] + zz_common + [
                 "--max-block", str(a.batch), "--profile-seconds", str(a.profile_seconds)], env)
@@ -315,10 +465,14 @@ def main():
                                               str(a.threads), "--policy", policy, "--cpu-act", a.cpu_act] +
                                 zz_common, env, "%s; --cpu-act %s; policy from %s" % (policy, a.cpu_act, how))
 
-    print("# cpu: %s (%d online); llama-cpp-python %s; LLaMA-7B layer x %d, vocab %d; Q4_0 file %s; "
-          "memory limit %s; batch %d, prompt %d, gen %d, threads %d; workdir %s" %
-          (cpu, os.cpu_count() or 0, getattr(llama_cpp, "__version__", "?"), a.layers, a.vocab, fmt_bytes(gsize),
-           fmt_bytes(a.limit), a.batch, a.prompt_len, a.gen_len, a.threads, a.workdir))
+    rate = ("throttled to %g MB/s (%d bytes/s on disk %d:%d, %s, in each engine's group and the plan's)" %
+            (a.read_rate, a.read_bps, a.dev[0], a.dev[1],
+             "blkio.throttle.read_bps_device" if blkio_base() else "io.max rbps") if a.read_rate else
+            "not throttled (the disk's own speed)")
+    print("# cpu: %s (%d online); llama-cpp-python %s; %s layer x %d, vocab %d; Q4_0 file %s; "
+          "memory limit %s; batch %d, prompt %d, gen %d, threads %d; workdir %s; disk reads %s" %
+          (cpu, os.cpu_count() or 0, getattr(llama_cpp, "__version__", "?"), s["name"], a.layers, a.vocab,
+           fmt_bytes(gsize), fmt_bytes(a.limit), a.batch, a.prompt_len, a.gen_len, a.threads, a.workdir, rate))
     print("engine,prefill_tok_s,decode_tok_s,total_tok_s,prefill_s,decode_s,cgroup_peak_bytes,failcnt,oom_kill,"
           "process_read_bytes,device_read_bytes,wall_s,config")
     total = {}

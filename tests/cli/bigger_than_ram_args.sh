@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bigger_than_ram_args.sh ZIGZAG — the refusals of bench/bigger_than_ram.py (the
 # benchmark itself takes minutes and root, so it is no test): bad sizes and
-# lengths, a missing binary, no memory cgroup, and not root. Each is refused
+# lengths, shapes and read rates, a missing binary, no memory cgroup, no blkio
+# controller or no disk under --workdir for --read-rate, and not root. Each is refused
 # before anything is written, with a message naming the option or the path, and
 # a non-zero exit. python3 only (llama-cpp-python is not needed to refuse).
 set -u
@@ -26,10 +27,22 @@ refused "'lots' is not a size" "a limit that is no size" --zigzag "$ZZ" --limit 
 refused "--gen-len must be at least 2" "one new token (no decode step)" --zigzag "$ZZ" --gen-len 1
 refused "must be at least 1" "zero layers" --zigzag "$ZZ" --layers 0
 refused "invalid choice: 'int4'" "an activation type zigzag has not" --zigzag "$ZZ" --cpu-act int4
+refused "invalid choice: '30b'" "a shape with no row in SHAPES" --zigzag "$ZZ" --shape 30b
+refused "--layers 41: LLaMA-13B has 40 layers" "more layers than the shape's model" --zigzag "$ZZ" --shape 13b --layers 41
+refused "'0' must be a rate above 0 MB/s" "a read rate of 0" --zigzag "$ZZ" --read-rate 0
+refused "'-550' must be a rate above 0 MB/s" "a negative read rate" --zigzag "$ZZ" --read-rate=-550
+refused "'fast' is not a rate in MB/s" "a read rate that is no number" --zigzag "$ZZ" --read-rate fast
 if [ "$(id -u)" = 0 ]; then
   refused "zigzag binary '$W/none' not found" "a missing zigzag binary" --zigzag "$W/none"
   mkdir -p "$W/nocg"
   ZZ_CGROUP_ROOT=$W/nocg refused "no memory cgroup" "no memory cgroup (v1 or v2) under the root given" --zigzag "$ZZ"
+  # a v1 memory hierarchy with no blkio beside it: --read-rate has no throttle
+  mkdir -p "$W/memonly/memory" && : >"$W/memonly/memory/memory.limit_in_bytes"
+  ZZ_CGROUP_ROOT=$W/memonly refused "no blkio controller with a read throttle" "--read-rate with no blkio controller" \
+    --zigzag "$ZZ" --read-rate 550 --workdir "$W/wd"
+  # proc is on no disk (tmpfs and overlay neither): nothing to throttle, refused before any cgroup is made
+  refused "is on no block device" "--read-rate with --workdir on no disk" --zigzag "$ZZ" --read-rate 550 \
+    --workdir /proc/zz-bigram-none
   # as nobody, where a python and the script are reachable for it (root's pyenv is not)
   NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
   if command -v setpriv >/dev/null && "${NOBODY[@]}" /usr/bin/python3 -c 1 2>/dev/null &&

@@ -419,7 +419,7 @@ def main():
     if not os.path.exists(q4):  # through f16, not f32: half the disk and the time (13B: 26 GB, not 52)
         f16 = stem + "f16.gguf.part"
         print("writing %s, then quantizing to Q4_0 ..." % f16, file=sys.stderr)
-        lcc.write_gguf(f16, s, "f16")
+        lcc.write_gguf(f16, s, "f16", pool=True)
         lcc.quantize(f16, q4 + ".part", "q4_0", a.threads)
         os.remove(f16)
         os.rename(q4 + ".part", q4)

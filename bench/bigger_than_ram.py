@@ -339,8 +339,11 @@ def check_space(a, s, q4):
     of 64 with their scales, and its cache); 10% and 1 GiB to spare."""
     n = model_params(s)
     q4_b = n * 0.6
-    need = max(0 if os.path.exists(q4) else 2 * n + q4_b, q4_b + 0.6 * n) * 1.1 + (1 << 30)
-    st = os.statvfs(a.workdir)
+    need = (0.6 * n if os.path.exists(q4) else max(2 * n + q4_b, q4_b + 0.6 * n)) * 1.1 + (1 << 30)
+    d = a.workdir
+    while not os.path.isdir(d):  # the disk it will be made on
+        d = os.path.dirname(d)
+    st = os.statvfs(d)
     free = st.f_bavail * st.f_frsize
     if free < need:
         raise SystemExit("bigger_than_ram: --workdir %s has %s free; %s x %d layers needs about %s there (f16 GGUF "
@@ -424,6 +427,10 @@ def main():
             return 2
         a.read_bps = int(a.read_rate * 1e6)
     new_group(a, "probe").remove()  # refuses now, before minutes of writing, where there is none
+    s = lcc.shapes(a)
+    stem = os.path.join(a.workdir, "model-%s-%dL-v%d-" % (a.shape, a.layers, a.vocab))
+    q4 = stem + "q4_0.gguf"
+    check_space(a, s, q4)
     try:
         import llama_cpp  # noqa: F401
         import gguf  # noqa: F401
@@ -431,12 +438,8 @@ def main():
         print("skip: llama-cpp-python and gguf are needed (%s); run this with a python that has them" % e)
         return 0
     os.makedirs(a.workdir, exist_ok=True)
-    s = lcc.shapes(a)
     mdir = os.path.join(a.workdir, "zz-model")
     lcc.write_config(mdir, s)
-    stem = os.path.join(a.workdir, "model-%s-%dL-v%d-" % (a.shape, a.layers, a.vocab))
-    q4 = stem + "q4_0.gguf"
-    check_space(a, s, q4)
     if not os.path.exists(q4):  # through f16, not f32: half the disk and the time (13B: 26 GB, not 52)
         f16 = stem + "f16.gguf.part"
         print("writing %s, then quantizing to Q4_0 ..." % f16, file=sys.stderr)

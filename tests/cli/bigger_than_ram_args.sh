@@ -2,9 +2,10 @@
 # bigger_than_ram_args.sh ZIGZAG — the refusals of bench/bigger_than_ram.py (the
 # benchmark itself takes minutes and root, so it is no test): bad sizes and
 # lengths, shapes and read rates, a missing binary, no memory cgroup, no blkio
-# controller or no disk under --workdir for --read-rate, and not root. Each is refused
-# before anything is written, with a message naming the option or the path, and
-# a non-zero exit. python3 only (llama-cpp-python is not needed to refuse).
+# controller or no disk under --workdir for --read-rate, no room for the GGUF
+# files, and not root. Each is refused before anything is written, with a
+# message naming the option or the path, and a non-zero exit. python3 only
+# (llama-cpp-python is not needed to refuse).
 set -u
 if [ $# -ne 1 ]; then
   echo "usage: $0 ZIGZAG" >&2
@@ -43,6 +44,13 @@ if [ "$(id -u)" = 0 ]; then
   # proc is on no disk (tmpfs and overlay neither): nothing to throttle, refused before any cgroup is made
   refused "is on no block device" "--read-rate with --workdir on no disk" --zigzag "$ZZ" --read-rate 550 \
     --workdir /proc/zz-bigram-none
+  # 13B's GGUF files (38 GB with the f16 one) on a file system with less room (tmpfs: half the RAM)
+  if [ -d /dev/shm ] && [ "$(df -B1 --output=avail /dev/shm | tail -n 1)" -lt 38000000000 ]; then
+    refused "needs about" "a --workdir with no room for the GGUF files" --zigzag "$ZZ" --shape 13b \
+      --workdir /dev/shm/zz-bigram-none
+  else
+    echo "# no-room check skipped: no /dev/shm smaller than 13B's files"
+  fi
   # as nobody, where a python and the script are reachable for it (root's pyenv is not)
   NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
   if command -v setpriv >/dev/null && "${NOBODY[@]}" /usr/bin/python3 -c 1 2>/dev/null &&

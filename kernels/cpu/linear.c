@@ -53,7 +53,7 @@
  * up to it), OpenBLAS's sgemm above (prefill), where packing is paid once for
  * many rows. Measured with bench/cpu_gemm_bench.c (docs/cpu.md, "GEMM"). */
 #define ZZ_GEMM_SMALL_M 64
-/* The same limit for the AVX2 f32 kernel (zz_micro_f32_avx2: 8 ymm lanes, a 2 × 4
+/* The limit of the AVX2 f32 kernel (zz_micro_f32_avx2: 8 ymm lanes, a 2 × 4
  * register tile, multiply then add): it beat sgemm's tiles at 1 and 8 rows of x
  * and lost from 16 (bench/cpu_gemm_bench.c, f32 against f32tiles; docs/cpu.md). */
 #define ZZ_GEMM_SMALL_M_AVX2 8

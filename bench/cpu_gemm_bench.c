@@ -5,6 +5,8 @@
  * ran before the vector bf16 and fused 4-bit micro-kernels):
  *   sgemm       zz_cpu_linear (OpenBLAS, its own threads; packs W on every call)
  *   f32         zz_cpu_linear_w, f32 weights (own kernel or sgemm tiles on the pool)
+ *   f32tiles    zz_cpu_linear_pool, f32 weights: sgemm tiles on the pool at every n (what
+ *               f32 runs above ZZ_GEMM_SMALL_M; its crossover with the own kernel)
  *   bf16        zz_cpu_linear_w, bf16 weights (x rounded to bf16 once per call)
  *   q4          zz_cpu_linear_q, 4-bit groups of 64 (fused at n <= 16, panels above)
  *   q8          the same with 8-bit groups of 64
@@ -21,7 +23,7 @@
  * CSV on stdout, the peaks on stderr. Not a test: never part of ctest.
  *
  *   cpu_gemm_bench [threads=2] [Ms=1,16,64] [shapes=llama7b|opt1.3b] [kernels=all|list]
- * kernels: a list of sgemm, f32, bf16, q4, q8, q4i8, q8i8 and portable (the portable rows of bf16
+ * kernels: a list of sgemm, f32, f32tiles, bf16, q4, q8, q4i8, q8i8 and portable (the portable rows of bf16
  * and q4); all: every one.
  */
 #include <stdbool.h>
@@ -32,8 +34,8 @@
 #include "bench_util.h"
 #include "peak.h"
 
-typedef enum { K_SGEMM, K_F32, K_BF16, K_Q4, K_Q8, K_Q4I8, K_Q8I8, K_COUNT } zz_kind;
-static const char *const zz_kind_names[K_COUNT] = {"sgemm", "f32", "bf16", "q4", "q8", "q4i8", "q8i8"};
+typedef enum { K_SGEMM, K_F32, K_F32T, K_BF16, K_Q4, K_Q8, K_Q4I8, K_Q8I8, K_COUNT } zz_kind;
+static const char *const zz_kind_names[K_COUNT] = {"sgemm", "f32", "f32tiles", "bf16", "q4", "q8", "q4i8", "q8i8"};
 static const zz_qfmt zz_q8fmt = {8, 64};
 
 typedef struct zz_gemm_call {
@@ -51,6 +53,7 @@ static void zz_gemm_run(void *arg) {
   switch (c->kind) {
     case K_SGEMM: zz_cpu_linear(c->x, c->n, c->in, c->w, c->b, c->out, c->y, 0); break;
     case K_F32: zz_cpu_linear_w(c->pool, c->x, c->n, c->in, c->w, ZZ_DTYPE_F32, c->b, c->out, c->y, 0, NULL); break;
+    case K_F32T: zz_cpu_linear_pool(c->pool, c->x, c->n, c->in, c->w, c->b, c->out, c->y, 0); break;
     case K_BF16: zz_cpu_linear_w(c->pool, c->x, c->n, c->in, c->w, ZZ_DTYPE_BF16, c->b, c->out, c->y, 0, c->xb); break;
     default: {
       zz_qfmt f = c->kind == K_Q4 || c->kind == K_Q4I8 ? ZZ_QFMT_DEFAULT : zz_q8fmt;
@@ -105,10 +108,10 @@ int main(int argc, char **argv) {
     zz_convert(ZZ_DTYPE_F32, w, ZZ_DTYPE_BF16, wb, in * out);
     zz_q_quantize(ZZ_QFMT_DEFAULT, w, out, in, wq);
     zz_q_quantize(zz_q8fmt, w, out, in, wq8);
-    const void *wk[K_COUNT] = {w, w, wb, wq, wq8, wq, wq8};
+    const void *wk[K_COUNT] = {w, w, w, wb, wq, wq8, wq, wq8};
     const double b4 = (double)zz_q_row_bytes(ZZ_QFMT_DEFAULT, in) * out,
                  b8 = (double)zz_q_row_bytes(zz_q8fmt, in) * out;
-    const double wbytes[K_COUNT] = {4.0 * in * out, 4.0 * in * out, 2.0 * in * out, b4, b8, b4, b8};
+    const double wbytes[K_COUNT] = {4.0 * in * out, 4.0 * in * out, 4.0 * in * out, 2.0 * in * out, b4, b8, b4, b8};
     double t_exact[K_COUNT] = {0}; /* q4, q8 at this m: what q4i8, q8i8 are compared with */
     for (int64_t i = 0; i < nm; i++) {
       int64_t m = mlist[i];

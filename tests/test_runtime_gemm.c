@@ -438,6 +438,75 @@ static void test_gemm_packed(void) {
   for (int t = 0; t < 3; t++) zz_pool_destroy(pools[t]);
 }
 
+/* f32 weights on AVX2 (zz_micro_f32_avx2): zz_dot's order, each product rounded
+ * before its add, so the portable kernel's bits, over every remainder: rows in
+ * the last 4-row tile (n mod 4, each 2-row pass and a 1-row one; n <= 8 streams
+ * each W panel's K blocks, 9 and 13 put the K blocks outside), W rows past a
+ * 4-row tile and a 64-row chunk (out 1, 3, 5, 66, 130), K tails past 8 lanes and
+ * past a 1024-element K block (in 1, 7, 9, 1024, 1031, 2053); on 1, 2 and 3
+ * threads; and f64 within γ_K Σ|x_k w_k| (+ the bias), the bound of any f32
+ * summation order. The dispatching linear takes the kernel for decode
+ * (zz_cpu_gemm_small(1) under AVX2) and gives the same bits there. */
+static void test_f32_avx2_bits(void) {
+  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
+  static const int64_t ns[] = {1, 2, 3, 4, 5, 6, 7, 9, 13}, ins[] = {1, 7, 9, 1024, 1031, 2053},
+                       outs[] = {1, 3, 5, 66, 130};
+  const int64_t nmax = 13, inmax = 2053, outmax = 130;
+  zz_pool *pools[3] = {NULL, NULL, NULL};
+  for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
+  zz_rng r;
+  zz_rng_seed(&r, 43, 0);
+  float *x = malloc((size_t)(nmax * inmax) * sizeof *x), *w = malloc((size_t)(outmax * inmax) * sizeof *w);
+  float *b = malloc((size_t)outmax * sizeof *b), *yp = malloc((size_t)(nmax * outmax) * sizeof *yp), *y[3];
+  for (int t = 0; t < 3; t++) y[t] = malloc((size_t)(nmax * outmax) * sizeof(float));
+  for (int64_t i = 0; i < nmax * inmax; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+  for (int64_t i = 0; i < outmax * inmax; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+  for (int64_t i = 0; i < outmax; i++) b[i] = (float)(zz_rng_uniform(&r) - 0.5);
+  int bad_bits = 0, bad_bound = 0;
+  for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+    for (size_t c = 0; c < sizeof ins / sizeof ins[0]; c++)
+      for (size_t d = 0; d < sizeof outs / sizeof outs[0]; d++) {
+        int64_t n = ns[a], in = ins[c], out = outs[d];
+        int relu = (int)((a + c + d) % 2);
+        const float *bias = relu ? b : NULL;
+        size_t bytes = (size_t)(n * out) * sizeof(float);
+        zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
+        zz_cpu_gemm(g_pool, x, n, in, w, ZZ_DTYPE_F32, bias, out, yp, relu, NULL);
+        zz_cpu_isa_set(ZZ_CPU_ISA_AVX2);
+        for (int t = 0; t < 3; t++) zz_cpu_gemm(pools[t], x, n, in, w, ZZ_DTYPE_F32, bias, out, y[t], relu, NULL);
+        if (memcmp(y[0], yp, bytes) != 0 || memcmp(y[1], yp, bytes) != 0 || memcmp(y[2], yp, bytes) != 0) {
+          if (bad_bits++ < 3)
+            printf("\n  f32 avx2 n=%lld in=%lld out=%lld: bits differ from portable or between thread counts",
+                   (long long)n, (long long)in, (long long)out);
+        }
+        if (zz_cpu_gemm_small(n)) { /* the dispatching linear: the same kernel */
+          zz_cpu_linear_w(pools[1], x, n, in, w, ZZ_DTYPE_F32, bias, out, y[1], relu, NULL);
+          if (memcmp(y[1], yp, bytes) != 0 && bad_bits++ < 3)
+            printf("\n  f32 avx2 linear_w n=%lld in=%lld out=%lld: other bits", (long long)n, (long long)in,
+                   (long long)out);
+        }
+        for (int64_t i = 0; i < n; i++)
+          for (int64_t o = 0; o < out; o++) {
+            double acc = bias ? bias[o] : 0, mag = bias ? fabs(bias[o]) : 0;
+            for (int64_t k = 0; k < in; k++) {
+              double p = (double)x[i * in + k] * w[o * in + k];
+              acc += p, mag += fabs(p);
+            }
+            double u = ldexp(1, -24), terms = (double)in + (bias ? 1 : 0), g = terms * u / (1 - terms * u);
+            double ref = relu && acc < 0 ? 0 : acc, got = y[0][i * out + o];
+            if (!(fabs(got - ref) <= g * mag) && bad_bound++ < 3)
+              printf("\n  f32 avx2 n=%lld in=%lld out=%lld y[%lld][%lld] = %.9g, f64 %.9g, bound %.3g", (long long)n,
+                     (long long)in, (long long)out, (long long)i, (long long)o, got, ref, g * mag);
+          }
+      }
+  CU_ASSERT(zz_cpu_gemm_small(1)); /* decode on AVX2 takes the own kernel, not sgemm */
+  zz_cpu_isa_set(zz_cpu_isa_best());
+  CU_ASSERT_EQUAL(bad_bits, 0);
+  CU_ASSERT_EQUAL(bad_bound, 0);
+  for (int t = 0; t < 3; t++) zz_pool_destroy(pools[t]), free(y[t]);
+  free(x), free(w), free(b), free(yp);
+}
+
 static int zz_gemm_init(void) { return zz_pool_create(2, &g_pool); }
 static int zz_gemm_clean(void) {
   zz_pool_destroy(g_pool);
@@ -461,4 +530,6 @@ void zz_test_gemm_register(void) {
   CU_add_test(s, "decode panels streamed: the bits of K blocks outside", test_gemm_stream_bits);
   CU_add_test(s, "bf16 packed GEMM (>= 128 rows): f64 within the order bound, remainders, threads, ISAs, rows",
               test_gemm_packed);
+  CU_add_test(s, "f32 avx2 micro-kernel: the portable one's bits, f64 within the order bound, remainders, threads",
+              test_f32_avx2_bits);
 }

@@ -7,8 +7,9 @@
  * blocks, MR × NR register tiles) is the same for every element type; only the
  * micro-kernel that turns a tile of rows into dot products differs (ggml's
  * vec_dot per type). Per dtype:
- *   f32   own micro-kernel for n <= ZZ_GEMM_SMALL_M where the ISA has one
- *         (AVX-512), else OpenBLAS sgemm in shape-only tiles on the pool;
+ *   f32   own micro-kernel for n <= ZZ_GEMM_SMALL_M (AVX-512) or
+ *         ZZ_GEMM_SMALL_M_AVX2 (AVX2: zz_dot's order, the portable bits), else
+ *         OpenBLAS sgemm in shape-only tiles on the pool;
  *   bf16  x rounded to bf16 once per call, then the own micro-kernel: vdpbf16ps
  *         (avx512_bf16), or bf16 widened to f32 by a shift in registers and FMA
  *         (AVX2; the product of two bf16 is exact in f32, so FMA and the portable
@@ -52,6 +53,10 @@
  * up to it), OpenBLAS's sgemm above (prefill), where packing is paid once for
  * many rows. Measured with bench/cpu_gemm_bench.c (docs/cpu.md, "GEMM"). */
 #define ZZ_GEMM_SMALL_M 64
+/* The limit of the AVX2 f32 kernel (zz_micro_f32_avx2: 8 ymm lanes, a 2 × 4
+ * register tile, multiply then add): it beat sgemm's tiles at 1 and 8 rows of x
+ * and lost from 16 (bench/cpu_gemm_bench.c, f32 against f32tiles; docs/cpu.md). */
+#define ZZ_GEMM_SMALL_M_AVX2 8
 /* Up to this many rows of x (decode), each W panel's K blocks run back to back
  * (zz_gemm_chunk): x's rows stay in L1/L2 and W streams row by row. */
 #define ZZ_GEMM_STREAM_N 8
@@ -253,6 +258,61 @@ ZZ_AVX512BF16 static void zz_round_bf16_avx512(const float *src, int64_t n, uint
     _mm256_storeu_si256((__m256i *)(dst + i), (__m256i)h);
   }
   for (; i < n; i++) dst[i] = zz_f32_to_bf16(src[i]);
+}
+
+/* ---- f32 on AVX2: zz_dot's order, hence zz_micro_f32_c's bits
+ *
+ * Lane u of each ymm accumulator sums the products of k = u mod 8, each product
+ * rounded before its add (mul, then add: compiled without "fma", so nothing
+ * contracts them), reduced by zz_tree8's tree, the k mod 8 tail added last in
+ * scalar: zz_dot step for step. Unlike the AVX-512 kernel (FMA, 16 lanes) the
+ * vector path then gives the portable kernel's bits, so ZZ_CPU_ISA=portable and
+ * avx2 decode the same tokens. On Zen 3 the cost is nil: multiplies and adds
+ * issue on separate pipes (2 + 2 a cycle), the FMA peak's rate; where they
+ * share the FMA ports (Intel) the compute-bound end (n near the limit) would
+ * pay up to 2x, decode at small n is bound by reading W either way. */
+
+/* rows (1 or 2) rows of x against the tile's 4 W rows: 8 accumulators, 2 x and
+ * 1 W register; each step 2 + 4 loads for 8 multiply-adds */
+ZZ_AVX2 static inline __attribute__((always_inline)) void zz_f32_avx2_rows(const float *const x[2],
+                                                                           const void *const wr[ZZ_NR], int64_t kc,
+                                                                           const int rows, float out[2][ZZ_NR]) {
+  const float *w0 = wr[0], *w1 = wr[1], *w2 = wr[2], *w3 = wr[3];
+  __m256 acc[2][ZZ_NR];
+  for (int r = 0; r < 2; r++)
+    for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= kc; k += 8) {
+    __m256 a[2];
+    for (int r = 0; r < rows; r++) a[r] = _mm256_loadu_ps(x[r] + k);
+    const __m256 b[ZZ_NR] = {_mm256_loadu_ps(w0 + k), _mm256_loadu_ps(w1 + k), _mm256_loadu_ps(w2 + k),
+                             _mm256_loadu_ps(w3 + k)};
+    for (int c = 0; c < ZZ_NR; c++)
+      for (int r = 0; r < rows; r++) acc[r][c] = _mm256_add_ps(acc[r][c], _mm256_mul_ps(a[r], b[c]));
+  }
+  for (int r = 0; r < rows; r++) {
+    /* zz_tree8 of the 4 accumulators at once: hadd pairs lanes (0,1) (2,3) of
+     * each 128-bit half, the second hadd those pairs, the halves added last
+     * (a scalar tree per output cost a fifth of a 1024-element K block) */
+    __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(acc[r][0], acc[r][1]), _mm256_hadd_ps(acc[r][2], acc[r][3]));
+    _mm_storeu_ps(out[r], _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+    for (int64_t t = k; t < kc; t++)
+      for (int c = 0; c < ZZ_NR; c++) out[r][c] += x[r][t] * ((const float *)wr[c])[t];
+  }
+}
+
+ZZ_AVX2 static void zz_micro_f32_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
+                                      int group, float tile[ZZ_MR][ZZ_NR]) {
+  (void)group;
+  for (int r0 = 0; r0 < mr; r0 += 2) {
+    const float *x[2] = {xr[r0], xr[r0 + 1 < mr ? r0 + 1 : r0]};
+    float out[2][ZZ_NR];
+    if (mr - r0 >= 2) zz_f32_avx2_rows(x, wr, kc, 2, out);
+    else
+      zz_f32_avx2_rows(x, wr, kc, 1, out);
+    for (int r = 0; r < 2 && r0 + r < mr; r++)
+      for (int c = 0; c < ZZ_NR; c++) tile[r0 + r][c] = out[r][c];
+  }
 }
 
 /* ---- bf16 on AVX2: widened by a shift in registers, FMA in the portable order */
@@ -577,6 +637,7 @@ typedef struct zz_gemm_isa {
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
   bool bf16_dot;  /* bf16 multiplies as it is (vdpbf16ps): no packed GEMM for prefill */
   bool pack_avx2; /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
+  int64_t f32_n;  /* the f32 kernel up to this many rows of x (zz_cpu_gemm_small), sgemm tiles above */
 } zz_gemm_isa;
 
 static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
@@ -584,13 +645,14 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
 }
 
 /* The micro-kernels for the process's ISA choice (kernels/cpu/isa.c). The f32
- * one exists under AVX-512 only: on AVX2 f32 keeps sgemm, the reference the
- * golden tests were taken with. */
+ * one: AVX-512 up to ZZ_GEMM_SMALL_M rows, AVX2 up to ZZ_GEMM_SMALL_M_AVX2
+ * (the portable kernel's bits); portable: sgemm at every n. */
 static zz_gemm_isa zz_gemm_isa_get(void) {
-  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c, false, false};
+  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c, false, false, 0};
 #ifdef ZZ_GEMM_X86
   zz_cpu_isa isa = zz_cpu_isa_get();
   if (isa >= ZZ_CPU_ISA_AVX2) {
+    s.f32 = zz_micro_f32_avx2, s.f32_n = ZZ_GEMM_SMALL_M_AVX2;
     s.bf16 = zz_micro_bf16_avx2;
     s.widen_bf16 = zz_widen_bf16_avx2;
     s.wide_tile = zz_bf16_wide_tile;
@@ -599,7 +661,7 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
     s.pack_avx2 = true;
   }
   if (isa == ZZ_CPU_ISA_AVX512) {
-    s.f32 = zz_micro_f32_avx512;
+    s.f32 = zz_micro_f32_avx512, s.f32_n = ZZ_GEMM_SMALL_M;
     s.q4 = zz_micro_q4_avx512;
     if (zz_cpu_has_bf16()) {
       s.widen_bf16 = NULL, s.wide_tile = NULL; /* vdpbf16ps reads bf16 W as it is */
@@ -987,7 +1049,10 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const voi
   zz_gemm_own(pool, &job);
 }
 
-bool zz_cpu_gemm_small(int64_t n) { return n <= ZZ_GEMM_SMALL_M && zz_gemm_isa_get().f32; }
+bool zz_cpu_gemm_small(int64_t n) {
+  const zz_gemm_isa isa = zz_gemm_isa_get();
+  return isa.f32 && n <= isa.f32_n;
+}
 
 void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
                      int64_t out, float *y, int relu, void *xb) {

@@ -44,9 +44,9 @@ static void zz_ref(const float *x, const float *w, const float *b, int64_t n, in
  * (n >= 128). */
 static const int64_t g_shapes[][3] = {
     /* n, in, out */
-    {1, 1, 1},      {1, 7, 5},      {2, 16, 4},     {3, 33, 9},    {4, 64, 64},   {5, 100, 65},   {7, 31, 130},
-    {16, 1023, 17}, {17, 1025, 70}, {33, 2049, 19}, {64, 4099, 8}, {130, 96, 67}, {40, 2600, 37}, {130, 700, 300},
-    {12, 2600, 37}, {9, 513, 70},
+    {1, 1, 1},      {1, 7, 5},       {2, 16, 4},     {3, 33, 9},     {4, 64, 64},   {5, 100, 65},
+    {7, 31, 130},   {16, 1023, 17},  {17, 1025, 70}, {33, 2049, 19}, {64, 4099, 8}, {130, 96, 67},
+    {40, 2600, 37}, {130, 700, 300}, {12, 2600, 37}, {9, 513, 70},
 };
 
 static void zz_check_gemm(zz_dtype w_dt, bool portable) {
@@ -378,8 +378,8 @@ static void test_gemm_stream_bits(void) {
  * do not depend on the rows beside it nor on the path (rows of a 16-row call,
  * the row-lane tile, = the same rows of a larger call, either tile). */
 static void test_gemm_packed(void) {
-  static const int64_t shapes[][3] = {{128, 256, 16}, {133, 513, 35}, {200, 300, 130}, {129, 7, 1},
-                                      {140, 1100, 17}, {16, 300, 50},  {17, 1100, 7},   {40, 513, 49},
+  static const int64_t shapes[][3] = {{128, 256, 16},  {133, 513, 35},  {200, 300, 130}, {129, 7, 1},
+                                      {140, 1100, 17}, {16, 300, 50},   {17, 1100, 7},   {40, 513, 49},
                                       {20, 1, 13},     {127, 600, 100}, {64, 1024, 48}};
   zz_pool *pools[3] = {NULL, NULL, NULL};
   for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
@@ -435,8 +435,8 @@ static void test_gemm_packed(void) {
       zz_cpu_linear_w(g_pool, x, 16, in, wb, ZZ_DTYPE_BF16, bias, out, y16, relu, xb);
       if (!zz_cpu_has_bf16() && memcmp(y[0], y16, (size_t)(16 * out) * sizeof(float)) != 0) {
         bad_bits++;
-        printf("\n  packed n=%lld in=%lld out=%lld: rows 0..15 differ from a 16-row call", (long long)n,
-               (long long)in, (long long)out);
+        printf("\n  packed n=%lld in=%lld out=%lld: rows 0..15 differ from a 16-row call", (long long)n, (long long)in,
+               (long long)out);
       }
     }
     for (int t = 0; t < 4; t++) free(y[t]);

@@ -61,7 +61,7 @@ void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t i
  * bits; xp: zz_pk_rl_x_bytes(n, in) of scratch. false, nothing done, where the
  * tile is not compiled (not x86-64); the caller checks the CPU has AVX2/FMA. */
 size_t zz_pk_rl_x_bytes(int64_t n, int64_t in);
-bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const uint16_t *w, const float *b,
-                   int64_t out, float *y, int relu, float *xp);
+bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const uint16_t *w, const float *b, int64_t out,
+                   float *y, int relu, float *xp);
 
 #endif

@@ -328,7 +328,7 @@ void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t i
 #ifndef ZZ_RL_KC
 #define ZZ_RL_KC 512 /* K block: a group's packed x block is 32 KiB, a tile's W piece 6 KiB */
 #endif
-#define ZZ_RL_PANELS 8 /* tiles of outputs per pool task (48 outputs) */
+#define ZZ_RL_PANELS 8  /* tiles of outputs per pool task (48 outputs) */
 #define ZZ_RL_SLICE 128 /* rows of x per pass over W */
 #define ZZ_RL_GROUPS (ZZ_RL_SLICE / ZZ_RL_MR)
 
@@ -360,49 +360,41 @@ __attribute__((target("avx2,fma"))) static void zz_rl_micro_avx2(int64_t kc, con
   static const uint32_t mask = 0xffff0000u;
   /* the whole loop in one asm block: 12 accumulators named (ymm0-11), as the
    * 6 × 16 tile above learned GCC otherwise spills them */
+  /* clang-format off */
 #define ZZ_RL_OUT(O, C0, C1)                                                                                           \
   "vbroadcastss -2(%[w" #O "],%[k],2), %%ymm14\n\t"                                                                    \
   "vandps %%ymm15, %%ymm14, %%ymm14\n\t"                                                                               \
   "vfmadd231ps %%ymm12, %%ymm14, %%ymm" #C0 "\n\t"                                                                     \
   "vfmadd231ps %%ymm13, %%ymm14, %%ymm" #C1 "\n\t"
   __asm__ volatile(
-      "vmovups 0(%[t]), %%ymm0\n\t"
-      "vmovups 32(%[t]), %%ymm1\n\t"
-      "vmovups 64(%[t]), %%ymm2\n\t"
-      "vmovups 96(%[t]), %%ymm3\n\t"
-      "vmovups 128(%[t]), %%ymm4\n\t"
-      "vmovups 160(%[t]), %%ymm5\n\t"
-      "vmovups 192(%[t]), %%ymm6\n\t"
-      "vmovups 224(%[t]), %%ymm7\n\t"
-      "vmovups 256(%[t]), %%ymm8\n\t"
-      "vmovups 288(%[t]), %%ymm9\n\t"
-      "vmovups 320(%[t]), %%ymm10\n\t"
-      "vmovups 352(%[t]), %%ymm11\n\t"
+      "vmovups 0(%[t]), %%ymm0\n\t"    "vmovups 32(%[t]), %%ymm1\n\t"
+      "vmovups 64(%[t]), %%ymm2\n\t"   "vmovups 96(%[t]), %%ymm3\n\t"
+      "vmovups 128(%[t]), %%ymm4\n\t"  "vmovups 160(%[t]), %%ymm5\n\t"
+      "vmovups 192(%[t]), %%ymm6\n\t"  "vmovups 224(%[t]), %%ymm7\n\t"
+      "vmovups 256(%[t]), %%ymm8\n\t"  "vmovups 288(%[t]), %%ymm9\n\t"
+      "vmovups 320(%[t]), %%ymm10\n\t" "vmovups 352(%[t]), %%ymm11\n\t"
       "vbroadcastss (%[m]), %%ymm15\n\t"
       "1:\n\t"
       "vmovups (%[a]), %%ymm12\n\t"
-      "vmovups 32(%[a]), %%ymm13\n\t" ZZ_RL_OUT(0, 0, 1) ZZ_RL_OUT(1, 2, 3) ZZ_RL_OUT(2, 4, 5) ZZ_RL_OUT(3, 6, 7)
-          ZZ_RL_OUT(4, 8, 9) ZZ_RL_OUT(5, 10, 11) "add $64, %[a]\n\t"
-                                                  "inc %[k]\n\t"
-                                                  "cmp %[kc], %[k]\n\t"
-                                                  "jb 1b\n\t"
-                                                  "vmovups %%ymm0, 0(%[t])\n\t"
-                                                  "vmovups %%ymm1, 32(%[t])\n\t"
-                                                  "vmovups %%ymm2, 64(%[t])\n\t"
-                                                  "vmovups %%ymm3, 96(%[t])\n\t"
-                                                  "vmovups %%ymm4, 128(%[t])\n\t"
-                                                  "vmovups %%ymm5, 160(%[t])\n\t"
-                                                  "vmovups %%ymm6, 192(%[t])\n\t"
-                                                  "vmovups %%ymm7, 224(%[t])\n\t"
-                                                  "vmovups %%ymm8, 256(%[t])\n\t"
-                                                  "vmovups %%ymm9, 288(%[t])\n\t"
-                                                  "vmovups %%ymm10, 320(%[t])\n\t"
-                                                  "vmovups %%ymm11, 352(%[t])\n\t"
+      "vmovups 32(%[a]), %%ymm13\n\t"
+      ZZ_RL_OUT(0, 0, 1) ZZ_RL_OUT(1, 2, 3) ZZ_RL_OUT(2, 4, 5)
+      ZZ_RL_OUT(3, 6, 7) ZZ_RL_OUT(4, 8, 9) ZZ_RL_OUT(5, 10, 11)
+      "add $64, %[a]\n\t"
+      "inc %[k]\n\t"
+      "cmp %[kc], %[k]\n\t"
+      "jb 1b\n\t"
+      "vmovups %%ymm0, 0(%[t])\n\t"    "vmovups %%ymm1, 32(%[t])\n\t"
+      "vmovups %%ymm2, 64(%[t])\n\t"   "vmovups %%ymm3, 96(%[t])\n\t"
+      "vmovups %%ymm4, 128(%[t])\n\t"  "vmovups %%ymm5, 160(%[t])\n\t"
+      "vmovups %%ymm6, 192(%[t])\n\t"  "vmovups %%ymm7, 224(%[t])\n\t"
+      "vmovups %%ymm8, 256(%[t])\n\t"  "vmovups %%ymm9, 288(%[t])\n\t"
+      "vmovups %%ymm10, 320(%[t])\n\t" "vmovups %%ymm11, 352(%[t])\n\t"
       : [a] "+r"(a), [k] "+r"(k)
-      : [kc] "r"(kc), [t] "r"(t), [m] "r"(&mask), [w0] "r"(w[0]), [w1] "r"(w[1]), [w2] "r"(w[2]), [w3] "r"(w[3]),
-        [w4] "r"(w[4]), [w5] "r"(w[5])
-      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
-        "xmm13", "xmm14", "xmm15", "cc", "memory");
+      : [kc] "r"(kc), [t] "r"(t), [m] "r"(&mask), [w0] "r"(w[0]), [w1] "r"(w[1]), [w2] "r"(w[2]),
+        [w3] "r"(w[3]), [w4] "r"(w[4]), [w5] "r"(w[5])
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+        "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
+  /* clang-format on */
 #undef ZZ_RL_OUT
 }
 
@@ -460,8 +452,8 @@ static void zz_rl_task(void *arg, int64_t t) {
 }
 #endif
 
-bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const uint16_t *w, const float *b,
-                   int64_t out, float *y, int relu, float *xp) {
+bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const uint16_t *w, const float *b, int64_t out,
+                   float *y, int relu, float *xp) {
 #ifdef ZZ_PK_X86
   /* slices of ZZ_RL_SLICE rows: a task's sums stay on its stack, and W, read
    * once per slice, is a small part of a slice's traffic */

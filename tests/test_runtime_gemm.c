@@ -225,9 +225,10 @@ static void test_q4_fused(void) {
   CU_ASSERT(nisa == 0 || cases > 0);
 }
 
-/* bf16 weights: the AVX2 micro-kernel (bf16 widened by a shift, FMA; above 8
- * rows of x with W's K blocks widened once by the driver) gives the portable
- * one's bits, since a product of two bf16 is exact in f32. (AVX-512
+/* bf16 weights: the AVX2 micro-kernel (bf16 widened by a shift, FMA; at 9-15
+ * rows of x with W's K blocks widened once by the driver; from 16 rows the
+ * row-lane tile or the packed GEMM, one FMA chain per output) gives the
+ * portable path's bits, since a product of two bf16 is exact in f32. (AVX-512
  * BF16's vdpbf16ps sums in another order: checked against f64 by
  * test_gemm_bf16 instead.) */
 static void test_bf16_avx2_bits(void) {

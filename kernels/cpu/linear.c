@@ -87,8 +87,9 @@
  * than the dot kernels, the same on every thread count, at every n from here on
  * and for AVX2 and portable alike. Below this (decode at batch < 16) the dot
  * kernels' bits hold at every n, which an outer-product tile cannot keep.
- * Measured (docs/cpu.md): at 16-127 rows the row-lane tile 1.2-1.4x the wide
- * path's rate; at 9-15 rows the wide path keeps them. */
+ * Measured (docs/cpu.md, "The row-lane tile"): at 16-64 rows of the LLaMA-7B
+ * shapes 1.1-1.9x the wide path's rate (0.64-0.84 of the FMA peak, one core);
+ * 9-15 rows keep the wide path and the dot bits. */
 #ifndef ZZ_BF16_PANEL_N
 #define ZZ_BF16_PANEL_N 16
 #endif

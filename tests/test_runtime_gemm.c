@@ -38,13 +38,15 @@ static void zz_ref(const float *x, const float *w, const float *b, int64_t n, in
     }
 }
 
-/* bf16 without a bf16 dot: {40, 2600, 37} takes the wide tiles over several row
- * blocks, K blocks and K pieces (n 9..127); {130, 700, 300} prefill's widened
- * panels and sgemm (n >= 128). */
+/* bf16 without a bf16 dot: {12, 2600, 37} and {9, 513, 70} take the wide tiles
+ * over K blocks and K pieces (n 9..15); {40, 2600, 37} the row-lane tile over
+ * several row groups and K blocks (n 16..127); {130, 700, 300} the packed GEMM
+ * (n >= 128). */
 static const int64_t g_shapes[][3] = {
     /* n, in, out */
-    {1, 1, 1},      {1, 7, 5},      {2, 16, 4},     {3, 33, 9},    {4, 64, 64},   {5, 100, 65},   {7, 31, 130},
-    {16, 1023, 17}, {17, 1025, 70}, {33, 2049, 19}, {64, 4099, 8}, {130, 96, 67}, {40, 2600, 37}, {130, 700, 300},
+    {1, 1, 1},      {1, 7, 5},       {2, 16, 4},     {3, 33, 9},     {4, 64, 64},   {5, 100, 65},
+    {7, 31, 130},   {16, 1023, 17},  {17, 1025, 70}, {33, 2049, 19}, {64, 4099, 8}, {130, 96, 67},
+    {40, 2600, 37}, {130, 700, 300}, {12, 2600, 37}, {9, 513, 70},
 };
 
 static void zz_check_gemm(zz_dtype w_dt, bool portable) {
@@ -223,9 +225,10 @@ static void test_q4_fused(void) {
   CU_ASSERT(nisa == 0 || cases > 0);
 }
 
-/* bf16 weights: the AVX2 micro-kernel (bf16 widened by a shift, FMA; above 8
- * rows of x with W's K blocks widened once by the driver) gives the portable
- * one's bits, since a product of two bf16 is exact in f32. (AVX-512
+/* bf16 weights: the AVX2 micro-kernel (bf16 widened by a shift, FMA; at 9-15
+ * rows of x with W's K blocks widened once by the driver; from 16 rows the
+ * row-lane tile or the packed GEMM, one FMA chain per output) gives the
+ * portable path's bits, since a product of two bf16 is exact in f32. (AVX-512
  * BF16's vdpbf16ps sums in another order: checked against f64 by
  * test_gemm_bf16 instead.) */
 static void test_bf16_avx2_bits(void) {
@@ -360,18 +363,25 @@ static void test_gemm_stream_bits(void) {
   free(x), free(w), free(y1), free(yn), free(wb), free(xb);
 }
 
-/* bf16 from ZZ_BF16_PANEL_N (128) rows without vdpbf16ps: the packed GEMM
- * (kernels/cpu/linear_pack.c; 6-row x slivers, 16-output W slivers, K blocks of
- * 256, 128 outputs a task). Shapes with every remainder: rows past a sliver (n
- * mod 6), outputs past a sliver and a task (out mod 16, out > 128), K past a
- * block (in mod 256) and shorter than one. Each output is one FMA chain along
- * K, so: within γ_K Σ|x_k w_k| of f64 (the bound of any f32 summation order,
- * γ_K = K u / (1 − K u), u = 2⁻²⁴; one more term for the bias), the portable
- * kernel's bits, the same bits on 1, 2 and 3 threads, and a row's bits do not
- * depend on the rows beside it (rows of a 128-row call = the same rows of a
- * larger call). */
+/* bf16 from ZZ_BF16_PANEL_N (16) rows without vdpbf16ps: one FMA chain per
+ * output (kernels/cpu/linear_pack.c). From 128 rows the packed GEMM (6-row x
+ * slivers, 16-output W slivers, K blocks of 256, 128 outputs a task); at
+ * 16-127 rows on AVX2 the row-lane tile (16-row x groups, 6 outputs broadcast
+ * from W, K blocks of 512, 48 outputs a task, the first product apart). Shapes
+ * with every remainder: rows past a sliver or group (n mod 6, n mod 16),
+ * outputs past a tile and a task (out mod 16, out mod 6, out > 128, out > 48),
+ * K past a block (in mod 256, in mod 512; a last block of one element) and
+ * shorter than one (in = 1: only the first product). Each output is one FMA
+ * chain along K, so: within γ_K Σ|x_k w_k| of f64 (the bound of any f32
+ * summation order, γ_K = K u / (1 − K u), u = 2⁻²⁴; one more term for the
+ * bias), the portable kernel's bits (the packed GEMM's C tile: the reference
+ * of both vector tiles), the same bits on 1, 2 and 3 threads, and a row's bits
+ * do not depend on the rows beside it nor on the path (rows of a 16-row call,
+ * the row-lane tile, = the same rows of a larger call, either tile). */
 static void test_gemm_packed(void) {
-  static const int64_t shapes[][3] = {{128, 256, 16}, {133, 513, 35}, {200, 300, 130}, {129, 7, 1}, {140, 1100, 17}};
+  static const int64_t shapes[][3] = {{128, 256, 16},  {133, 513, 35},  {200, 300, 130}, {129, 7, 1},
+                                      {140, 1100, 17}, {16, 300, 50},   {17, 1100, 7},   {40, 513, 49},
+                                      {20, 1, 13},     {127, 600, 100}, {64, 1024, 48}};
   zz_pool *pools[3] = {NULL, NULL, NULL};
   for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
   zz_rng r;
@@ -381,7 +391,7 @@ static void test_gemm_packed(void) {
     int64_t n = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
     float *x = malloc((size_t)(n * in) * sizeof *x), *xr = malloc((size_t)(n * in) * sizeof *xr);
     float *w = malloc((size_t)(out * in) * sizeof *w), *b = malloc((size_t)out * sizeof *b);
-    float *y[4], *yp = malloc((size_t)(n * out) * sizeof *yp), *y128 = malloc((size_t)(128 * out) * sizeof *y128);
+    float *y[4], *yp = malloc((size_t)(n * out) * sizeof *yp), *y16 = malloc((size_t)(16 * out) * sizeof *y16);
     for (int t = 0; t < 4; t++) y[t] = malloc((size_t)(n * out) * sizeof(float));
     uint16_t *wb = malloc((size_t)(out * in) * sizeof *wb);
     void *xb = malloc(zz_cpu_gemm_scratch(n, in, ZZ_DTYPE_BF16));
@@ -423,15 +433,15 @@ static void test_gemm_packed(void) {
         printf("\n  packed n=%lld in=%lld out=%lld: the vector and portable kernels give other bits", (long long)n,
                (long long)in, (long long)out);
       }
-      zz_cpu_linear_w(g_pool, x, 128, in, wb, ZZ_DTYPE_BF16, bias, out, y128, relu, xb);
-      if (!zz_cpu_has_bf16() && memcmp(y[0], y128, (size_t)(128 * out) * sizeof(float)) != 0) {
+      zz_cpu_linear_w(g_pool, x, 16, in, wb, ZZ_DTYPE_BF16, bias, out, y16, relu, xb);
+      if (!zz_cpu_has_bf16() && memcmp(y[0], y16, (size_t)(16 * out) * sizeof(float)) != 0) {
         bad_bits++;
-        printf("\n  packed n=%lld in=%lld out=%lld: rows 0..127 differ from a 128-row call", (long long)n,
-               (long long)in, (long long)out);
+        printf("\n  packed n=%lld in=%lld out=%lld: rows 0..15 differ from a 16-row call", (long long)n, (long long)in,
+               (long long)out);
       }
     }
     for (int t = 0; t < 4; t++) free(y[t]);
-    free(x), free(xr), free(w), free(b), free(yp), free(y128), free(wb), free(xb);
+    free(x), free(xr), free(w), free(b), free(yp), free(y16), free(wb), free(xb);
   }
   CU_ASSERT_EQUAL(bad_bound, 0);
   CU_ASSERT_EQUAL(bad_bits, 0);
@@ -528,7 +538,9 @@ void zz_test_gemm_register(void) {
   CU_add_test(s, "every dtype: the same bits on 1, 2 and 3 threads", test_linear_threads_bits);
   CU_add_test(s, "q4 dequantize: avx2 = portable bits", test_q4_dequant_bits);
   CU_add_test(s, "decode panels streamed: the bits of K blocks outside", test_gemm_stream_bits);
-  CU_add_test(s, "bf16 packed GEMM (>= 128 rows): f64 within the order bound, remainders, threads, ISAs, rows",
+  CU_add_test(s,
+              "bf16 one chain per output (>= 16 rows: row-lane tile, packed GEMM): f64 within the order bound, "
+              "remainders, threads, ISAs, rows",
               test_gemm_packed);
   CU_add_test(s, "f32 avx2 micro-kernel: the portable one's bits, f64 within the order bound, remainders, threads",
               test_f32_avx2_bits);

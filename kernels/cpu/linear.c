@@ -13,10 +13,11 @@
  *   bf16  x rounded to bf16 once per call, then the own micro-kernel: vdpbf16ps
  *         (avx512_bf16), or bf16 widened to f32 by a shift in registers and FMA
  *         (AVX2; the product of two bf16 is exact in f32, so FMA and the portable
- *         multiply-then-add give the same bits); on AVX2 above 8 rows the wide
+ *         multiply-then-add give the same bits); on AVX2 at 9-15 rows the wide
  *         tiles (zz_gemm_chunk_wide: x and pieces of W widened once, the same
- *         bits), and without vdpbf16ps from ZZ_BF16_PANEL_N rows the packed
- *         GEMM (linear_pack.c: outer-product tiles, one FMA chain per output);
+ *         bits), and without vdpbf16ps from ZZ_BF16_PANEL_N (16) rows one FMA
+ *         chain per output (linear_pack.c: the row-lane tile below 128 rows on
+ *         AVX2, the packed GEMM's outer-product tiles from 128 and portable);
  *   Q4    (4 or 8 bits) for n <= ZZ_Q_SMALL_N (decoding) the fused
  *         micro-kernel: each value widened in registers as min + q · step (multiply, then add,
  *         as zz_q_dequantize rounds it) and multiplied by x there, the dot
@@ -60,7 +61,7 @@
 /* Up to this many rows of x (decode), each W panel's K blocks run back to back
  * (zz_gemm_chunk): x's rows stay in L1/L2 and W streams row by row. */
 #define ZZ_GEMM_STREAM_N 8
-/* bf16 on AVX2: above this many rows of x, the wide path (zz_gemm_chunk_wide):
+/* bf16 on AVX2: above this many rows of x (up to ZZ_BF16_PANEL_N), the wide path (zz_gemm_chunk_wide):
  * x widened to f32 once per call, each piece of a W panel widened once for all
  * rows of a block (the same values and sums: the same bits). */
 #ifndef ZZ_BF16_WIDEN_N
@@ -82,15 +83,25 @@
 #define ZZ_WIDE_MC 36
 #endif
 /* bf16 without a bf16 dot instruction (AVX2, portable), from this many rows of x
- * (prefill): the packed GEMM (linear_pack.c: x and W copied into the order of a
- * 6 x 16 outer-product register tile; the dot kernels' tiles read each x and W
- * value for 3-4 products and stay near 0.45 of the FMA peak here). Each output
- * is one FMA chain along K: other bits than the dot kernels, the same on every
- * thread count, at every n from here on and for AVX2 and portable alike. Below
- * this the dot kernels' bits hold at every n (a row's tokens do not depend on
- * its batch), which an outer-product tile cannot keep. */
+ * (decode at batch >= 16, prefill): one FMA chain per output along K
+ * (linear_pack.c), by the row-lane tile below ZZ_BF16_PACK_N rows (AVX2: x in
+ * 16-row lanes, W broadcast from its bf16 rows, never copied) and by the packed
+ * GEMM from there (x and W copied into the order of a 6 x 16 outer-product
+ * tile; portable at every n from here). The dot kernels' tiles read each x and
+ * W value for 3-4 products and stayed near 0.45 of the FMA peak here. Other bits
+ * than the dot kernels, the same on every thread count, at every n from here on
+ * and for AVX2 and portable alike. Below this (decode at batch < 16) the dot
+ * kernels' bits hold at every n, which an outer-product tile cannot keep.
+ * Measured (docs/cpu.md, "The row-lane tile"): at 16-64 rows of the LLaMA-7B
+ * shapes 1.1-1.9x the wide path's rate (0.64-0.84 of the FMA peak, one core);
+ * 9-15 rows keep the wide path and the dot bits. */
 #ifndef ZZ_BF16_PANEL_N
-#define ZZ_BF16_PANEL_N 128
+#define ZZ_BF16_PANEL_N 16
+#endif
+/* from this many rows the packed GEMM (W widened once per call, reused by
+ * every row), below it the row-lane tile (W read once per 128 rows) */
+#ifndef ZZ_BF16_PACK_N
+#define ZZ_BF16_PACK_N 128
 #endif
 /* Q4: the fused micro-kernel up to this many rows of x; dequantized panels above. */
 #define ZZ_Q_SMALL_N 16
@@ -995,8 +1006,11 @@ size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt) {
   if (w_dt != ZZ_DTYPE_BF16) return 0;
   if (n <= ZZ_BF16_WIDEN_N) return zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in);
   size_t wide = zz_dtype_nbytes(ZZ_DTYPE_F32, n * zz_wide_x_ld(in));
-  size_t packed = n >= ZZ_BF16_PANEL_N ? zz_pk_x_bytes(n, in) : 0; /* x packed for linear_pack.c */
-  return wide > packed ? wide : packed;
+  if (n < ZZ_BF16_PANEL_N) return wide;
+  /* x packed for linear_pack.c: the packed GEMM's slivers or the row-lane
+   * tile's groups, whichever the ISA takes */
+  size_t packed = zz_pk_x_bytes(n, in), rl = zz_pk_rl_x_bytes(n, in);
+  return packed > rl ? packed : rl;
 }
 
 /* The own-kernel job's arguments for an f32 x, as every weight dtype's job starts
@@ -1040,8 +1054,11 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const voi
                  int64_t out, float *y, int relu, void *xb) {
   const zz_gemm_isa isa = zz_gemm_isa_get();
   if (w_dt == ZZ_DTYPE_BF16 && n >= ZZ_BF16_PANEL_N && !isa.bf16_dot) {
-    /* prefill: x rounded and packed into xb, W widened into packed panels by
-     * each task (linear_pack.c) */
+    /* one FMA chain per output (linear_pack.c): below ZZ_BF16_PACK_N rows the
+     * row-lane tile reads bf16 W as it is (AVX2), else (and portable) the
+     * packed GEMM, x rounded and packed into xb, W widened into slivers by
+     * each task; the same bits either way */
+    if (isa.pack_avx2 && n < ZZ_BF16_PACK_N && zz_pk_rl_gemm(pool, x, n, in, w, b, out, y, relu, xb)) return;
     zz_pk_gemm(pool, isa.pack_avx2, x, n, in, w, true, b, out, y, relu, xb);
     return;
   }

@@ -23,7 +23,9 @@
  * or the thread count, and the portable kernel (fmaf) gives the same bits as
  * the AVX2 one. For bf16 W and bf16-rounded x every product is exact in f32, so
  * these are the bits of a plain sum in that order. Other bits than the dot
- * kernels (linear.c's paths below ZZ_BF16_PANEL_N rows) and than sgemm.
+ * kernels (linear.c's paths below ZZ_BF16_PANEL_N rows) and than sgemm. The
+ * row-lane tile at the end of this file (bf16 W, 16-127 rows, AVX2) forms the
+ * same chains, hence the same bits.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -302,4 +304,168 @@ void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t i
   int64_t slivers = (n + ZZ_PK_MR - 1) / ZZ_PK_MR;
   zz_pool_run(pool, zz_pk_pack_x, &j, (slivers + ZZ_PK_XTASK - 1) / ZZ_PK_XTASK);
   zz_pool_run(pool, zz_pk_task, &j, (out + ZZ_PK_NC - 1) / ZZ_PK_NC);
+}
+
+/* ---------------------------------------------------------------- row-lane GEMM (16-127 rows, AVX2, bf16 W) */
+/*
+ * At 16-127 rows of x the packed GEMM above spends a third of its time widening
+ * and transposing W into its slivers (each widened value is used by n rows
+ * only). This tile turns the layout around: its lanes run along 16 rows of x
+ * (x packed once per call into [K block][group][k][16]) and W is broadcast
+ * straight from its bf16 rows, 6 outputs a tile: a 32-bit load ending at the
+ * element (the element and the one before it) masked to its upper half is the
+ * element widened to f32, so W is never copied. 12 accumulators (6 outputs × 2
+ * × 8 rows), per k 2 x loads, 6 broadcasts, 6 ANDs, 12 FMA.
+ *
+ * Numerics: each output is still one FMA chain along k ascending from 0 (the
+ * first product is fma(x, w, 0), as the packed GEMM's first block forms it;
+ * storing and reloading a partial sum is exact), so this gives the packed
+ * GEMM's bits — its portable kernel is this tile's reference — whatever the
+ * K block, the group, the task or the thread count.
+ */
+#define ZZ_RL_MR 16 /* rows of x per tile (2 ymm of lanes) */
+#define ZZ_RL_NR 6  /* outputs per tile (broadcast from W) */
+#ifndef ZZ_RL_KC
+#define ZZ_RL_KC 512 /* K block: a group's packed x block is 32 KiB, a tile's W piece 6 KiB */
+#endif
+#define ZZ_RL_PANELS 8  /* tiles of outputs per pool task (48 outputs) */
+#define ZZ_RL_SLICE 128 /* rows of x per pass over W */
+#define ZZ_RL_GROUPS (ZZ_RL_SLICE / ZZ_RL_MR)
+
+size_t zz_pk_rl_x_bytes(int64_t n, int64_t in) {
+  if (n > ZZ_RL_SLICE) n = ZZ_RL_SLICE;
+  return (size_t)((n + ZZ_RL_MR - 1) / ZZ_RL_MR * ZZ_RL_MR) * (size_t)in * sizeof(float);
+}
+
+#ifdef ZZ_PK_X86
+/* t[o][r] (+)= Σ_k x_r[k] · w_o[k], k < kc, for 6 outputs and 16 rows: a [kc][16]
+ * (x's packed group), w[o] the bf16 row of output o at the block's first k,
+ * t [6][16] the running sums (first: none yet, the chain starts at k = 0). */
+__attribute__((target("avx2,fma"))) static void zz_rl_micro_avx2(int64_t kc, const float *a,
+                                                                 const uint16_t *const w[ZZ_RL_NR], float *t,
+                                                                 bool first) {
+  int64_t k = 0;
+  if (first) {
+    /* k = 0 apart, as fma(x, w, 0): the loop's 32-bit load reads the element
+     * before, which for the first element of W is outside it */
+    __m256 x0 = _mm256_loadu_ps(a), x1 = _mm256_loadu_ps(a + 8), z = _mm256_setzero_ps();
+    for (int o = 0; o < ZZ_RL_NR; o++) {
+      __m256 v = _mm256_set1_ps(zz_bf16_to_f32(w[o][0]));
+      _mm256_storeu_ps(t + o * ZZ_RL_MR, _mm256_fmadd_ps(x0, v, z));
+      _mm256_storeu_ps(t + o * ZZ_RL_MR + 8, _mm256_fmadd_ps(x1, v, z));
+    }
+    k = 1, a += ZZ_RL_MR;
+  }
+  if (k >= kc) return;
+  static const uint32_t mask = 0xffff0000u;
+  /* the whole loop in one asm block: 12 accumulators named (ymm0-11), as the
+   * 6 × 16 tile above learned GCC otherwise spills them */
+  /* clang-format off */
+#define ZZ_RL_OUT(O, C0, C1)                                                                                           \
+  "vbroadcastss -2(%[w" #O "],%[k],2), %%ymm14\n\t"                                                                    \
+  "vandps %%ymm15, %%ymm14, %%ymm14\n\t"                                                                               \
+  "vfmadd231ps %%ymm12, %%ymm14, %%ymm" #C0 "\n\t"                                                                     \
+  "vfmadd231ps %%ymm13, %%ymm14, %%ymm" #C1 "\n\t"
+  __asm__ volatile(
+      "vmovups 0(%[t]), %%ymm0\n\t"    "vmovups 32(%[t]), %%ymm1\n\t"
+      "vmovups 64(%[t]), %%ymm2\n\t"   "vmovups 96(%[t]), %%ymm3\n\t"
+      "vmovups 128(%[t]), %%ymm4\n\t"  "vmovups 160(%[t]), %%ymm5\n\t"
+      "vmovups 192(%[t]), %%ymm6\n\t"  "vmovups 224(%[t]), %%ymm7\n\t"
+      "vmovups 256(%[t]), %%ymm8\n\t"  "vmovups 288(%[t]), %%ymm9\n\t"
+      "vmovups 320(%[t]), %%ymm10\n\t" "vmovups 352(%[t]), %%ymm11\n\t"
+      "vbroadcastss (%[m]), %%ymm15\n\t"
+      "1:\n\t"
+      "vmovups (%[a]), %%ymm12\n\t"
+      "vmovups 32(%[a]), %%ymm13\n\t"
+      ZZ_RL_OUT(0, 0, 1) ZZ_RL_OUT(1, 2, 3) ZZ_RL_OUT(2, 4, 5)
+      ZZ_RL_OUT(3, 6, 7) ZZ_RL_OUT(4, 8, 9) ZZ_RL_OUT(5, 10, 11)
+      "add $64, %[a]\n\t"
+      "inc %[k]\n\t"
+      "cmp %[kc], %[k]\n\t"
+      "jb 1b\n\t"
+      "vmovups %%ymm0, 0(%[t])\n\t"    "vmovups %%ymm1, 32(%[t])\n\t"
+      "vmovups %%ymm2, 64(%[t])\n\t"   "vmovups %%ymm3, 96(%[t])\n\t"
+      "vmovups %%ymm4, 128(%[t])\n\t"  "vmovups %%ymm5, 160(%[t])\n\t"
+      "vmovups %%ymm6, 192(%[t])\n\t"  "vmovups %%ymm7, 224(%[t])\n\t"
+      "vmovups %%ymm8, 256(%[t])\n\t"  "vmovups %%ymm9, 288(%[t])\n\t"
+      "vmovups %%ymm10, 320(%[t])\n\t" "vmovups %%ymm11, 352(%[t])\n\t"
+      : [a] "+r"(a), [k] "+r"(k)
+      : [kc] "r"(kc), [t] "r"(t), [m] "r"(&mask), [w0] "r"(w[0]), [w1] "r"(w[1]), [w2] "r"(w[2]),
+        [w3] "r"(w[3]), [w4] "r"(w[4]), [w5] "r"(w[5])
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+        "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
+  /* clang-format on */
+#undef ZZ_RL_OUT
+}
+
+/* The packed K block k0 of x's group g: [kc][16]. */
+static float *zz_rl_x_at(const zz_pk_job *j, int64_t g, int64_t k0) {
+  int64_t rows = (j->n + ZZ_RL_MR - 1) / ZZ_RL_MR * ZZ_RL_MR, kc = j->in - k0 < ZZ_RL_KC ? j->in - k0 : ZZ_RL_KC;
+  return j->xp + k0 * rows + g * kc * ZZ_RL_MR;
+}
+
+/* x's group g (rows 16g .. +16) rounded to bf16 into its packed blocks; rows past n zero. */
+static void zz_rl_pack_x(void *arg, int64_t g) {
+  const zz_pk_job *j = arg;
+  for (int r = 0; r < ZZ_RL_MR; r++) {
+    int64_t i = g * ZZ_RL_MR + r;
+    const float *src = i < j->n ? j->x + i * j->in : NULL;
+    for (int64_t k0 = 0; k0 < j->in; k0 += ZZ_RL_KC) {
+      int64_t kc = j->in - k0 < ZZ_RL_KC ? j->in - k0 : ZZ_RL_KC;
+      float *d = zz_rl_x_at(j, g, k0) + r;
+      for (int64_t k = 0; k < kc; k++) d[k * ZZ_RL_MR] = src ? zz_pk_round(src[k0 + k]) : 0.0f;
+    }
+  }
+}
+
+/* One task: outputs t·48 .. +48, every row of x, every K block; the sums of its
+ * tiles kept in t (lanes along rows) until the last block, then written to y. */
+static void zz_rl_task(void *arg, int64_t t) {
+  const zz_pk_job *j = arg;
+  int64_t c_lo = t * ZZ_RL_PANELS * ZZ_RL_NR, c_hi = c_lo + ZZ_RL_PANELS * ZZ_RL_NR;
+  if (c_hi > j->out) c_hi = j->out;
+  int64_t groups = (j->n + ZZ_RL_MR - 1) / ZZ_RL_MR, panels = (c_hi - c_lo + ZZ_RL_NR - 1) / ZZ_RL_NR;
+  _Alignas(64) float acc[ZZ_RL_GROUPS * ZZ_RL_PANELS * ZZ_RL_NR * ZZ_RL_MR];
+  size_t row = (size_t)j->in * sizeof(uint16_t);
+  for (int64_t k0 = 0; k0 < j->in; k0 += ZZ_RL_KC) {
+    int64_t kc = j->in - k0 < ZZ_RL_KC ? j->in - k0 : ZZ_RL_KC;
+    for (int64_t g = 0; g < groups; g++) {
+      const float *a = zz_rl_x_at(j, g, k0);
+      for (int64_t p = 0; p < panels; p++) {
+        const uint16_t *w[ZZ_RL_NR];
+        for (int o = 0; o < ZZ_RL_NR; o++) {
+          int64_t c = c_lo + p * ZZ_RL_NR + o;
+          w[o] = (const uint16_t *)(j->w + (size_t)(c < c_hi ? c : c_hi - 1) * row) + k0;
+        }
+        zz_rl_micro_avx2(kc, a, w, acc + (g * ZZ_RL_PANELS + p) * ZZ_RL_NR * ZZ_RL_MR, k0 == 0);
+      }
+    }
+  }
+  for (int64_t g = 0; g < groups; g++)
+    for (int64_t p = 0; p < panels; p++) {
+      const float *s = acc + (g * ZZ_RL_PANELS + p) * ZZ_RL_NR * ZZ_RL_MR;
+      for (int r = 0; r < ZZ_RL_MR && g * ZZ_RL_MR + r < j->n; r++)
+        for (int o = 0; o < ZZ_RL_NR && c_lo + p * ZZ_RL_NR + o < c_hi; o++)
+          j->y[(g * ZZ_RL_MR + r) * j->out + c_lo + p * ZZ_RL_NR + o] = s[o * ZZ_RL_MR + r];
+    }
+  zz_bias_relu_cols(j->y, j->n, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
+}
+#endif
+
+bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const uint16_t *w, const float *b, int64_t out,
+                   float *y, int relu, float *xp) {
+#ifdef ZZ_PK_X86
+  /* slices of ZZ_RL_SLICE rows: a task's sums stay on its stack, and W, read
+   * once per slice, is a small part of a slice's traffic */
+  for (int64_t m0 = 0; m0 < n; m0 += ZZ_RL_SLICE) {
+    int64_t m = n - m0 < ZZ_RL_SLICE ? n - m0 : ZZ_RL_SLICE;
+    zz_pk_job j = {x + m0 * in, xp, (const char *)w, b, y + m0 * out, m, in, out, relu, true, NULL, NULL};
+    zz_pool_run(pool, zz_rl_pack_x, &j, (m + ZZ_RL_MR - 1) / ZZ_RL_MR);
+    zz_pool_run(pool, zz_rl_task, &j, (out + ZZ_RL_PANELS * ZZ_RL_NR - 1) / (ZZ_RL_PANELS * ZZ_RL_NR));
+  }
+  return true;
+#else
+  (void)pool, (void)x, (void)n, (void)in, (void)w, (void)b, (void)out, (void)y, (void)relu, (void)xp;
+  return false;
+#endif
 }

@@ -2,8 +2,9 @@
  * gemv_bw_bench.c — decode at batch 1 against the streaming-read bound (issue
  * #27 item 4): one token through a LLaMA-7B-shaped layer's linears (q, k, v, o,
  * gate, up, down) on the CPU device's linear (kernels/cpu/linear.c), weights in
- * bf16 and in 4-bit groups of 64 (bytes: packed weights and their scales), and
- * the fraction
+ * bf16 and in 4-bit groups of 64 (bytes: packed weights and their scales; the
+ * exact path, and x in int8 per group as --cpu-act int8 takes it), and the
+ * fraction
  *     (weight bytes per token / seconds per token) / measured read GB/s.
  * On a shared machine the read rate moves by 1.5x between seconds, so each
  * round measures the read rate (bench/peak.c) right before the layer and
@@ -21,7 +22,7 @@
 
 typedef struct zz_layer_call {
   zz_pool *pool;
-  int q4;         /* 0: bf16 weights, 1: 4-bit groups (ZZ_QFMT_DEFAULT) */
+  int q4;         /* 0: bf16 weights, 1: 4-bit groups (ZZ_QFMT_DEFAULT), 2: the same with x in int8 */
   const float *x; /* [11008]: one token, as wide as the widest input */
   void *const *w; /* [7]: [out, in] each, the shapes below in order */
   float *y;       /* [11008] */
@@ -37,7 +38,9 @@ static void zz_layer_run(void *arg) {
   for (int s = 0; s < 3; s++)
     for (int r = 0; r < zz_gemv_shape[s][2]; r++, m++) {
       int64_t in = zz_gemv_shape[s][0], out = zz_gemv_shape[s][1];
-      if (c->q4) zz_cpu_linear_q(c->pool, c->x, 1, in, c->w[m], ZZ_QFMT_DEFAULT, ZZ_CPU_ACT_F32, NULL, out, c->y, 0);
+      if (c->q4)
+        zz_cpu_linear_q(c->pool, c->x, 1, in, c->w[m], ZZ_QFMT_DEFAULT, c->q4 == 2 ? ZZ_CPU_ACT_INT8 : ZZ_CPU_ACT_F32,
+                        NULL, out, c->y, 0);
       else
         zz_cpu_linear_w(c->pool, c->x, 1, in, c->w[m], ZZ_DTYPE_BF16, NULL, out, c->y, 0, c->xb);
     }
@@ -77,27 +80,30 @@ int main(int argc, char **argv) {
   }
   float *x = zz_bench_fill(11008, 5), *y = zz_bench_fill(11008, 8);
   void *xb = malloc(zz_cpu_gemm_scratch(1, 11008, ZZ_DTYPE_BF16));
-  double frac[2][64], best[2] = {0, 0}, best_bw = 0;
-  printf("cpu,threads,round,read_gbs,bf16_gbs,bf16_frac_read,q4_gbs,q4_frac_read\n");
+  double frac[3][64], best[3] = {0, 0, 0}, best_bw = 0;
+  printf("cpu,threads,round,read_gbs,bf16_gbs,bf16_frac_read,q4_gbs,q4_frac_read,q4i8_gbs,q4i8_frac_read\n");
   for (int r = 0; r < rounds; r++) {
-    double bw = zz_peak_read(threads), gbs[2];
+    double bw = zz_peak_read(threads), gbs[3];
     if (bw > best_bw) best_bw = bw;
-    for (int q = 0; q < 2; q++) {
-      zz_layer_call c = {pool, q, x, w[q], y, xb};
-      gbs[q] = bytes[q] / zz_bench_best(zz_layer_run, &c, 3, 0) / 1e9;
+    for (int q = 0; q < 3; q++) {
+      zz_layer_call c = {pool, q, x, w[q ? 1 : 0], y, xb};
+      gbs[q] = bytes[q ? 1 : 0] / zz_bench_best(zz_layer_run, &c, 3, 0) / 1e9;
       frac[q][r] = gbs[q] / bw;
       if (gbs[q] > best[q]) best[q] = gbs[q];
     }
-    printf("%s,%d,%d,%.2f,%.2f,%.3f,%.2f,%.3f\n", model, threads, r, bw, gbs[0], frac[0][r], gbs[1], frac[1][r]);
+    printf("%s,%d,%d,%.2f,%.2f,%.3f,%.2f,%.3f,%.2f,%.3f\n", model, threads, r, bw, gbs[0], frac[0][r], gbs[1],
+           frac[1][r], gbs[2], frac[2][r]);
     fflush(stdout);
   }
-  for (int q = 0; q < 2; q++) qsort(frac[q], (size_t)rounds, sizeof frac[q][0], zz_cmp);
-  printf("# median of %d rounds: bf16 %.3f of the read bound (%.1f MB a token), 4-bit groups of 64 %.3f (%.1f MB)\n",
-         rounds, frac[0][rounds / 2], bytes[0] / 1e6, frac[1][rounds / 2], bytes[1] / 1e6);
+  for (int q = 0; q < 3; q++) qsort(frac[q], (size_t)rounds, sizeof frac[q][0], zz_cmp);
+  printf("# median of %d rounds: bf16 %.3f of the read bound (%.1f MB a token), 4-bit groups of 64 %.3f (%.1f MB), "
+         "with x in int8 %.3f\n",
+         rounds, frac[0][rounds / 2], bytes[0] / 1e6, frac[1][rounds / 2], bytes[1] / 1e6, frac[2][rounds / 2]);
   /* Under load each round's pair is taken at other moments; the best of each
    * over all rounds (both the machine's least disturbed) is the steadier ratio. */
-  printf("# best of %d rounds: read %.2f GB/s, bf16 %.2f GB/s = %.3f of it, 4-bit %.2f GB/s = %.3f\n", rounds, best_bw,
-         best[0], best[0] / best_bw, best[1], best[1] / best_bw);
+  printf("# best of %d rounds: read %.2f GB/s, bf16 %.2f GB/s = %.3f of it, 4-bit %.2f GB/s = %.3f, int8 x %.2f GB/s = "
+         "%.3f\n",
+         rounds, best_bw, best[0], best[0] / best_bw, best[1], best[1] / best_bw, best[2], best[2] / best_bw);
   for (int m = 0; m < 7; m++) free(w[0][m]), free(w[1][m]);
   free(x), free(y), free(xb);
   zz_pool_destroy(pool);

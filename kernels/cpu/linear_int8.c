@@ -110,7 +110,7 @@ static inline zz_xq_view zz_xq_view_of(const char *rec, int64_t ng) {
 
 /* y[r * ldy + c] = row r of x (rows rows, x_row bytes apart) · W row wr[c], c < nw.
  * (The panels' last argument pf: the AVX2 ones prefetch W pf bytes past each
- * group they read; the driver passes the next panel's distance.) */
+ * group they read, none where 0; the driver passes the next panel's distance.) */
 static void zz_xq_panel_c(const char *xq, size_t x_row, int rows, const void *const wr[ZZ_XQ_NR], int nw, int64_t in,
                           int group, const int bits, float *y, int64_t ldy) {
   const float *tab = zz_f16_table();
@@ -194,7 +194,7 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_panel_avx2(co
       const unsigned char *gp = (const unsigned char *)wr[c] + (size_t)g * gb;
       memcpy(&h[c], gp, 4);
       d[c] = gp + 4;
-      _mm_prefetch((const char *)gp + pf, _MM_HINT_T0);
+      if (pf) _mm_prefetch((const char *)gp + pf, _MM_HINT_T0);
     }
     const __m256 hf = _mm256_permutevar8x32_ps(
         _mm256_cvtph_ps(_mm_setr_epi32((int)h[0], (int)h[1], (int)h[2], (int)h[3])), mins_first);
@@ -501,8 +501,11 @@ static void zz_xq_gemm_chunk(void *arg, int64_t t) {
       const int nw = c_hi - c0 < ZZ_XQ_NR ? (int)(c_hi - c0) : ZZ_XQ_NR;
       const void *wr[ZZ_XQ_NR];
       for (int c = 0; c < ZZ_XQ_NR; c++) wr[c] = j->w + (size_t)(c0 + (c < nw ? c : nw - 1)) * j->w_row;
+      /* the first block reads W from memory: prefetch the next panel (as the
+       * GEMV does); the later ones find the chunk in L2 */
+      const size_t pf = m0 == 0 && c0 + 2 * ZZ_XQ_NR <= j->out ? ZZ_XQ_NR * j->w_row : 0;
       j->panel(j->xq + (size_t)m0 * j->x_row, j->x_row, rows, wr, nw, j->in, j->group, j->y + m0 * j->out + c0, j->out,
-               ZZ_XQ_NR * j->w_row);
+               pf);
     }
     zz_bias_relu_cols(j->y + m0 * j->out, rows, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
   }

@@ -2,8 +2,9 @@
  * gemv_bw_bench.c — decode at batch 1 against the streaming-read bound (issue
  * #27 item 4): one token through a LLaMA-7B-shaped layer's linears (q, k, v, o,
  * gate, up, down) on the CPU device's linear (kernels/cpu/linear.c), weights in
- * bf16, in 4-bit groups of 64 (bytes: packed weights and their scales) and in
- * f32 (the own f32 kernel where the ISA has one, else sgemm tiles), and the
+ * bf16, in 4-bit groups of 64 (bytes: packed weights and their scales; the
+ * exact path, and x in int8 per group as --cpu-act int8 takes it) and in f32
+ * (the own f32 kernel where the ISA has one, else sgemm tiles), and the
  * fraction
  *     (weight bytes per token / seconds per token) / measured read GB/s.
  * On a shared machine the read rate moves by 1.5x between seconds, so each
@@ -23,12 +24,22 @@
 
 typedef struct zz_layer_call {
   zz_pool *pool;
-  int kind;       /* 0: bf16 weights, 1: 4-bit groups (ZZ_QFMT_DEFAULT), 2: f32 */
+  int kind;       /* an index of zz_gemv_kind */
   const float *x; /* [11008]: one token, as wide as the widest input */
   void *const *w; /* [7]: [out, in] each, the shapes below in order */
   float *y;       /* [11008] */
   void *xb;       /* bf16 scratch of x */
 } zz_layer_call;
+
+/* The rows measured: the weights' dtype, the matrices they use (0 bf16, 1 4-bit
+ * groups of ZZ_QFMT_DEFAULT, 2 f32) and x's dtype for the 4-bit ones. */
+static const struct {
+  const char *name;
+  int set;
+  zz_cpu_act act;
+} zz_gemv_kind[] = {
+    {"bf16", 0, ZZ_CPU_ACT_F32}, {"q4", 1, ZZ_CPU_ACT_F32}, {"q4i8", 1, ZZ_CPU_ACT_INT8}, {"f32", 2, ZZ_CPU_ACT_F32}};
+#define ZZ_KINDS 4
 
 /* LLaMA-7B: q, k, v, o (4096 -> 4096), gate, up (4096 -> 11008), down (11008 -> 4096) */
 static const int64_t zz_gemv_shape[3][3] = {{4096, 4096, 4}, {4096, 11008, 2}, {11008, 4096, 1}}; /* in, out, count */
@@ -39,11 +50,11 @@ static void zz_layer_run(void *arg) {
   for (int s = 0; s < 3; s++)
     for (int r = 0; r < zz_gemv_shape[s][2]; r++, m++) {
       int64_t in = zz_gemv_shape[s][0], out = zz_gemv_shape[s][1];
-      if (c->kind == 1)
-        zz_cpu_linear_q(c->pool, c->x, 1, in, c->w[m], ZZ_QFMT_DEFAULT, ZZ_CPU_ACT_F32, NULL, out, c->y, 0);
+      int set = zz_gemv_kind[c->kind].set;
+      if (set == 1)
+        zz_cpu_linear_q(c->pool, c->x, 1, in, c->w[m], ZZ_QFMT_DEFAULT, zz_gemv_kind[c->kind].act, NULL, out, c->y, 0);
       else
-        zz_cpu_linear_w(c->pool, c->x, 1, in, c->w[m], c->kind ? ZZ_DTYPE_F32 : ZZ_DTYPE_BF16, NULL, out, c->y, 0,
-                        c->xb);
+        zz_cpu_linear_w(c->pool, c->x, 1, in, c->w[m], set ? ZZ_DTYPE_F32 : ZZ_DTYPE_BF16, NULL, out, c->y, 0, c->xb);
     }
 }
 
@@ -86,31 +97,37 @@ int main(int argc, char **argv) {
   }
   float *x = zz_bench_fill(11008, 5), *y = zz_bench_fill(11008, 8);
   void *xb = malloc(zz_cpu_gemm_scratch(1, 11008, ZZ_DTYPE_BF16));
-  double frac[3][64], best[3] = {0, 0, 0}, best_bw = 0;
-  printf("cpu,threads,round,read_gbs,bf16_gbs,bf16_frac_read,q4_gbs,q4_frac_read,f32_gbs,f32_frac_read\n");
+  double frac[ZZ_KINDS][64], best[ZZ_KINDS] = {0}, best_bw = 0;
+  printf("cpu,threads,round,read_gbs");
+  for (int q = 0; q < ZZ_KINDS; q++) printf(",%s_gbs,%s_frac_read", zz_gemv_kind[q].name, zz_gemv_kind[q].name);
+  printf("\n");
   for (int r = 0; r < rounds; r++) {
-    double bw = zz_peak_read(threads), gbs[3];
+    double bw = zz_peak_read(threads);
     if (bw > best_bw) best_bw = bw;
-    for (int q = 0; q < 3; q++) {
-      zz_layer_call c = {pool, q, x, w[q], y, xb};
-      gbs[q] = bytes[q] / zz_bench_best(zz_layer_run, &c, 3, 0) / 1e9;
-      frac[q][r] = gbs[q] / bw;
-      if (gbs[q] > best[q]) best[q] = gbs[q];
+    printf("%s,%d,%d,%.2f", model, threads, r, bw);
+    for (int q = 0; q < ZZ_KINDS; q++) {
+      int set = zz_gemv_kind[q].set;
+      zz_layer_call c = {pool, q, x, w[set], y, xb};
+      double gbs = bytes[set] / zz_bench_best(zz_layer_run, &c, 3, 0) / 1e9;
+      frac[q][r] = gbs / bw;
+      if (gbs > best[q]) best[q] = gbs;
+      printf(",%.2f,%.3f", gbs, frac[q][r]);
     }
-    printf("%s,%d,%d,%.2f,%.2f,%.3f,%.2f,%.3f,%.2f,%.3f\n", model, threads, r, bw, gbs[0], frac[0][r], gbs[1],
-           frac[1][r], gbs[2], frac[2][r]);
+    printf("\n");
     fflush(stdout);
   }
-  for (int q = 0; q < 3; q++) qsort(frac[q], (size_t)rounds, sizeof frac[q][0], zz_cmp);
-  printf("# median of %d rounds: bf16 %.3f of the read bound (%.1f MB a token), 4-bit groups of 64 %.3f (%.1f MB), "
-         "f32 %.3f (%.1f MB)\n",
-         rounds, frac[0][rounds / 2], bytes[0] / 1e6, frac[1][rounds / 2], bytes[1] / 1e6, frac[2][rounds / 2],
-         bytes[2] / 1e6);
-  /* Under load each round's pair is taken at other moments; the best of each
-   * over all rounds (both the machine's least disturbed) is the steadier ratio. */
-  printf("# best of %d rounds: read %.2f GB/s, bf16 %.2f GB/s = %.3f of it, 4-bit %.2f GB/s = %.3f, f32 %.2f GB/s = "
-         "%.3f\n",
-         rounds, best_bw, best[0], best[0] / best_bw, best[1], best[1] / best_bw, best[2], best[2] / best_bw);
+  /* Under load each round's kinds are taken at other moments; the best of each
+   * over all rounds (each the machine's least disturbed) is the steadier ratio. */
+  printf("# median of %d rounds, fraction of the read bound:", rounds);
+  for (int q = 0; q < ZZ_KINDS; q++) {
+    qsort(frac[q], (size_t)rounds, sizeof frac[q][0], zz_cmp);
+    printf(" %s %.3f (%.1f MB a token)%s", zz_gemv_kind[q].name, frac[q][rounds / 2], bytes[zz_gemv_kind[q].set] / 1e6,
+           q + 1 < ZZ_KINDS ? "," : "\n");
+  }
+  printf("# best of %d rounds: read %.2f GB/s;", rounds, best_bw);
+  for (int q = 0; q < ZZ_KINDS; q++)
+    printf(" %s %.2f GB/s = %.3f of it%s", zz_gemv_kind[q].name, best[q], best[q] / best_bw,
+           q + 1 < ZZ_KINDS ? "," : "\n");
   for (int m = 0; m < 7; m++) free(w[0][m]), free(w[1][m]), free(w[2][m]);
   free(x), free(y), free(xb);
   zz_pool_destroy(pool);

@@ -25,7 +25,12 @@
  *
  * The GEMM (zz_xq_gemm) takes any number of rows of x: pool tasks of
  * ZZ_XQ_CHUNK W rows, blocks of up to ZZ_XQ_MB rows of x, and a panel kernel
- * that unpacks ZZ_XQ_NR W rows once per group step for the whole block.
+ * that unpacks ZZ_XQ_NR W rows once per group step for the whole block; one
+ * row of x with 4-bit weights (decoding at batch 1) takes a GEMV of 8 W rows
+ * a step instead (AVX2; the portable panel is its reference). There W is read
+ * once and the kernel must keep pace with memory, so every AVX2 kernel
+ * prefetches the W rows it reads next (a row of a few KB ends before the
+ * hardware prefetcher runs ahead of it).
  */
 #include <math.h>
 #include <stdint.h>
@@ -84,6 +89,9 @@ void zz_xq_quantize_row(const float *x, int64_t in, int group, int bits, void *r
   }
 }
 
+/* W rows a step of the batch-1 GEMV (AVX2 below; the driver steps by it). */
+#define ZZ_XQ_GEMV_NR 8
+
 /* ---------------------------------------------------------------- portable (the reference) */
 
 /* Where a stored row of x keeps its parts (zz_xq_row_bytes): sx, sxs, S, the int8 values. */
@@ -100,7 +108,9 @@ static inline zz_xq_view zz_xq_view_of(const char *rec, int64_t ng) {
   return v;
 }
 
-/* y[r * ldy + c] = row r of x (rows rows, x_row bytes apart) · W row wr[c], c < nw. */
+/* y[r * ldy + c] = row r of x (rows rows, x_row bytes apart) · W row wr[c], c < nw.
+ * (The panels' last argument pf: the AVX2 ones prefetch W pf bytes past each
+ * group they read, none where 0; the driver passes the next panel's distance.) */
 static void zz_xq_panel_c(const char *xq, size_t x_row, int rows, const void *const wr[ZZ_XQ_NR], int nw, int64_t in,
                           int group, const int bits, float *y, int64_t ldy) {
   const float *tab = zz_f16_table();
@@ -130,12 +140,14 @@ static void zz_xq_panel_c(const char *xq, size_t x_row, int rows, const void *co
 }
 
 static void zz_xq_panel4_c(const char *xq, size_t x_row, int rows, const void *const wr[ZZ_XQ_NR], int nw, int64_t in,
-                           int group, float *y, int64_t ldy) {
+                           int group, float *y, int64_t ldy, size_t pf) {
+  (void)pf;
   zz_xq_panel_c(xq, x_row, rows, wr, nw, in, group, 4, y, ldy);
 }
 
 static void zz_xq_panel8_c(const char *xq, size_t x_row, int rows, const void *const wr[ZZ_XQ_NR], int nw, int64_t in,
-                           int group, float *y, int64_t ldy) {
+                           int group, float *y, int64_t ldy, size_t pf) {
+  (void)pf;
   zz_xq_panel_c(xq, x_row, rows, wr, nw, in, group, 8, y, ldy);
 }
 
@@ -159,7 +171,8 @@ static void zz_xq_panel8_c(const char *xq, size_t x_row, int rows, const void *c
 ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_panel_avx2(const char *xq, size_t x_row, int rows,
                                                                               const void *const wr[ZZ_XQ_NR], int nw,
                                                                               int64_t in, int group, const int BITS,
-                                                                              const int ROWS, float *y, int64_t ldy) {
+                                                                              const int ROWS, float *y, int64_t ldy,
+                                                                              size_t pf) {
   if (ROWS) rows = ROWS; /* a constant: the row loops unroll and their sums stay in registers */
   const int64_t ng = zz_xq_groups(in, group);
   const size_t gb = zz_xq_group_bytes(BITS, group);
@@ -181,6 +194,7 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_panel_avx2(co
       const unsigned char *gp = (const unsigned char *)wr[c] + (size_t)g * gb;
       memcpy(&h[c], gp, 4);
       d[c] = gp + 4;
+      if (pf) _mm_prefetch((const char *)gp + pf, _MM_HINT_T0);
     }
     const __m256 hf = _mm256_permutevar8x32_ps(
         _mm256_cvtph_ps(_mm_setr_epi32((int)h[0], (int)h[1], (int)h[2], (int)h[3])), mins_first);
@@ -327,22 +341,128 @@ ZZ_QX_AVX2 static void zz_xq_quantize_row_avx2(const float *x, int64_t in, int g
 #define ZZ_XQ_PANEL_AVX2(BITS)                                                                                         \
   ZZ_QX_AVX2 static void zz_xq_panel##BITS##_avx2(const char *xq, size_t x_row, int rows,                              \
                                                   const void *const wr[ZZ_XQ_NR], int nw, int64_t in, int group,       \
-                                                  float *y, int64_t ldy) {                                             \
+                                                  float *y, int64_t ldy, size_t pf) {                                  \
     switch (rows) {                                                                                                    \
-      case 1: zz_xq_panel_avx2(xq, x_row, rows, wr, nw, in, group, BITS, 1, y, ldy); break;                            \
-      case 2: zz_xq_panel_avx2(xq, x_row, rows, wr, nw, in, group, BITS, 2, y, ldy); break;                            \
-      case 3: zz_xq_panel_avx2(xq, x_row, rows, wr, nw, in, group, BITS, 3, y, ldy); break;                            \
-      default: zz_xq_panel_avx2(xq, x_row, rows, wr, nw, in, group, BITS, 0, y, ldy); break;                           \
+      case 1: zz_xq_panel_avx2(xq, x_row, rows, wr, nw, in, group, BITS, 1, y, ldy, pf); break;                        \
+      case 2: zz_xq_panel_avx2(xq, x_row, rows, wr, nw, in, group, BITS, 2, y, ldy, pf); break;                        \
+      case 3: zz_xq_panel_avx2(xq, x_row, rows, wr, nw, in, group, BITS, 3, y, ldy, pf); break;                        \
+      default: zz_xq_panel_avx2(xq, x_row, rows, wr, nw, in, group, BITS, 0, y, ldy, pf); break;                       \
     }                                                                                                                  \
   }
 ZZ_XQ_PANEL_AVX2(4)
 ZZ_XQ_PANEL_AVX2(8)
+
+/* Decoding at batch 1 with 4-bit weights, where the panel above (4 W rows, its
+ * row count a variable, spills) used half the read rate: one row of x against
+ * ZZ_XQ_GEMV_NR W rows at a time, W row c at w + c · w_row, c < nw. Per group
+ * and 64-step each W row's 32 bytes are unpacked (and, shift) and multiplied
+ * with x's 32 even and 32 odd int8 (vpmaddubsw, pairs <= 7620), the 8 rows'
+ * int16 folded twice (vphaddw, <= 30480) and widened (vpmaddwd) into one vector
+ * of exact int32 sums [c0..c7]; the float part is then one 8-lane FMA pair per
+ * group, lane c in the portable order (the same bits). The 8 headers become
+ * 8-lane mins and steps by one shuffle and two vcvtph2ps. W is prefetched pf
+ * bytes ahead of each read (the driver: the next 8 rows' same group): a row is
+ * a few KB, too short for the hardware prefetcher to run ahead of its start. */
+/* 4 W rows' 16 int16 lanes of one 64-step, folded to [c0..c3 | c0..c3] int32:
+ * row c's 32 bytes at d + o[c], x's 32 even and 32 odd int8 in xe, xo. */
+ZZ_QX_AVX2 static inline __attribute__((always_inline)) __m256i zz_xq_gemv4_quad(const unsigned char *d, size_t o0,
+                                                                                 size_t o1, size_t o2, size_t o3,
+                                                                                 __m256i xe, __m256i xo) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  const size_t o[4] = {o0, o1, o2, o3};
+  __m256i p[4];
+  for (int c = 0; c < 4; c++) {
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(d + o[c]));
+    p[c] = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v, m4), xe),
+                            _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), xo));
+  }
+  return _mm256_madd_epi16(_mm256_hadd_epi16(_mm256_hadd_epi16(p[0], p[1]), _mm256_hadd_epi16(p[2], p[3])),
+                           _mm256_set1_epi16(1));
+}
+
+/* The 8 headers (min, step halves; row c's at d + o[c]) as 8-lane mins and steps, exactly. */
+ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_gemv4_heads(const unsigned char *d,
+                                                                               const size_t o[8], __m256 *mn,
+                                                                               __m256 *st) {
+  /* per 128-bit lane of 4 headers: the 4 mins' halves, then the 4 steps' */
+  const __m256i split = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8, 9, 12, 13,
+                                         2, 3, 6, 7, 10, 11, 14, 15);
+  int32_t v[ZZ_XQ_GEMV_NR];
+  for (int c = 0; c < ZZ_XQ_GEMV_NR; c++) memcpy(&v[c], d + o[c], 4);
+  /* [mins 0-3 | mins 4-7 | steps 0-3 | steps 4-7] */
+  const __m256i hv = _mm256_permute4x64_epi64(
+      _mm256_shuffle_epi8(_mm256_setr_epi32(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]), split), 0xd8);
+  *mn = _mm256_cvtph_ps(_mm256_castsi256_si128(hv));
+  *st = _mm256_cvtph_ps(_mm256_extracti128_si256(hv, 1));
+}
+
+/* FAST: groups of 64 over the whole of in and 8 rows w_row apart (the shapes of
+ * a model's linears): each group one step; else any group and in, the last
+ * rows repeated up to 8 (their outputs not stored). */
+ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_gemv4_body(const char *xq, const unsigned char *w,
+                                                                              size_t w_row, int nw, int64_t in,
+                                                                              int group, float *y, size_t pf,
+                                                                              const int FAST) {
+  if (FAST) group = 64, nw = ZZ_XQ_GEMV_NR;
+  const int64_t ng = zz_xq_groups(in, group);
+  const size_t gb = zz_xq_group_bytes(4, group);
+  const zz_xq_view xv = zz_xq_view_of(xq, ng);
+  size_t o[ZZ_XQ_GEMV_NR]; /* row c's offset from row 0 */
+  for (int c = 0; c < ZZ_XQ_GEMV_NR; c++) o[c] = (size_t)(c < nw ? c : nw - 1) * w_row;
+  __m256 acc = _mm256_setzero_ps();
+  const unsigned char *gp = w; /* group g of row 0 */
+  for (int64_t g = 0; g < ng; g++, gp += gb) {
+    const int64_t k0 = g * group, m = FAST ? 64 : in - k0 < group ? in - k0 : group, mv = m - m % 64;
+    for (int c = 0; c < ZZ_XQ_GEMV_NR; c++) _mm_prefetch((const char *)gp + pf + o[c], _MM_HINT_T0);
+    const int8_t *xp = xv.q + k0;
+    __m256i isum = _mm256_setzero_si256();
+    for (int64_t e = 0; e < mv; e += 64) {
+      const __m256i xe = _mm256_loadu_si256((const __m256i *)(xp + e)),
+                    xo = _mm256_loadu_si256((const __m256i *)(xp + e + 32));
+      const unsigned char *d = gp + 4 + e / 2;
+      const __m256i a = zz_xq_gemv4_quad(d, o[0], o[1], o[2], o[3], xe, xo);
+      const __m256i b = zz_xq_gemv4_quad(d, o[4], o[5], o[6], o[7], xe, xo);
+      /* [c0..c3 | c4..c7], each the sum of its two halves */
+      isum = _mm256_add_epi32(
+          isum, _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31)));
+    }
+    if (!FAST && mv < m) { /* the group's rest past the 64-steps, in order */
+      int32_t rest[ZZ_XQ_GEMV_NR];
+      for (int c = 0; c < ZZ_XQ_GEMV_NR; c++) {
+        const unsigned char *d = gp + o[c] + 4;
+        rest[c] = 0;
+        for (int64_t e = mv; e < m; e++) rest[c] += ((d[e / 2] >> (4 * (e & 1))) & 15) * xp[e];
+      }
+      isum = _mm256_add_epi32(isum, _mm256_loadu_si256((const __m256i *)rest));
+    }
+    __m256 vmn, vst;
+    zz_xq_gemv4_heads(gp, o, &vmn, &vst);
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(vst, _mm256_broadcast_ss(xv.sx + g)), _mm256_cvtepi32_ps(isum), acc);
+    acc = _mm256_fmadd_ps(vmn, _mm256_broadcast_ss(xv.sxs + g), acc);
+  }
+  float l[ZZ_XQ_GEMV_NR];
+  _mm256_storeu_ps(l, acc);
+  for (int c = 0; c < nw; c++) y[c] = l[c];
+}
+
+ZZ_QX_AVX2 static void zz_xq_gemv4_avx2(const char *xq, const unsigned char *w, size_t w_row, int nw, int64_t in,
+                                        int group, float *y, size_t pf) {
+  const int fast = group == 64 && in % 64 == 0 && nw == ZZ_XQ_GEMV_NR;
+  if (fast) {
+    zz_xq_gemv4_body(xq, w, w_row, nw, in, group, y, pf, 1);
+  } else {
+    zz_xq_gemv4_body(xq, w, w_row, nw, in, group, y, pf, 0);
+  }
+}
 #endif
 
 /* ---------------------------------------------------------------- the driver */
 
 typedef void (*zz_xq_panel_fn)(const char *xq, size_t x_row, int rows, const void *const wr[ZZ_XQ_NR], int nw,
-                               int64_t in, int group, float *y, int64_t ldy);
+                               int64_t in, int group, float *y, int64_t ldy, size_t pf);
+
+typedef void (*zz_xq_gemv_fn)(const char *xq, const unsigned char *w, size_t w_row, int nw, int64_t in, int group,
+                              float *y, size_t pf);
 
 typedef struct zz_xq_gemm_job {
   const char *xq;         /* [n] stored rows of x, x_row bytes apart */
@@ -353,22 +473,39 @@ typedef struct zz_xq_gemm_job {
   size_t x_row, w_row;
   int group, relu;
   zz_xq_panel_fn panel;
+  zz_xq_gemv_fn gemv; /* one row of x (n = 1), or NULL: the panel */
 } zz_xq_gemm_job;
 
 /* One task: ZZ_XQ_CHUNK rows of W against all rows of x, blocks of ZZ_XQ_MB rows
  * of x outside (a block's int8 rows stay in L2 while the chunk's W panels pass;
  * the chunk's W, 64 rows, stays in L2 for the next block). Each output is one
- * panel call's whole sum, whatever the blocking: the bits follow the shape alone. */
+ * panel call's whole sum, whatever the blocking: the bits follow the shape alone.
+ * One row of x with a GEMV: its ZZ_XQ_GEMV_NR rows a call instead. */
 static void zz_xq_gemm_chunk(void *arg, int64_t t) {
   const zz_xq_gemm_job *j = arg;
   const int64_t c_lo = t * ZZ_XQ_CHUNK, c_hi = c_lo + ZZ_XQ_CHUNK < j->out ? c_lo + ZZ_XQ_CHUNK : j->out;
+  if (j->gemv) {
+    for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_XQ_GEMV_NR) {
+      const int nw = c_hi - c0 < ZZ_XQ_GEMV_NR ? (int)(c_hi - c0) : ZZ_XQ_GEMV_NR;
+      /* prefetch the next 8 rows, past this task's too (the next task is often this
+       * thread's); none past the matrix */
+      const size_t pf = c0 + 2 * ZZ_XQ_GEMV_NR <= j->out ? ZZ_XQ_GEMV_NR * j->w_row : 0;
+      j->gemv(j->xq, j->w + (size_t)c0 * j->w_row, j->w_row, nw, j->in, j->group, j->y + c0, pf);
+    }
+    zz_bias_relu_cols(j->y, 1, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
+    return;
+  }
   for (int64_t m0 = 0; m0 < j->n; m0 += ZZ_XQ_MB) {
     const int rows = j->n - m0 < ZZ_XQ_MB ? (int)(j->n - m0) : ZZ_XQ_MB;
     for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_XQ_NR) {
       const int nw = c_hi - c0 < ZZ_XQ_NR ? (int)(c_hi - c0) : ZZ_XQ_NR;
       const void *wr[ZZ_XQ_NR];
       for (int c = 0; c < ZZ_XQ_NR; c++) wr[c] = j->w + (size_t)(c0 + (c < nw ? c : nw - 1)) * j->w_row;
-      j->panel(j->xq + (size_t)m0 * j->x_row, j->x_row, rows, wr, nw, j->in, j->group, j->y + m0 * j->out + c0, j->out);
+      /* the first block reads W from memory: prefetch the next panel (as the
+       * GEMV does); the later ones find the chunk in L2 */
+      const size_t pf = m0 == 0 && c0 + 2 * ZZ_XQ_NR <= j->out ? ZZ_XQ_NR * j->w_row : 0;
+      j->panel(j->xq + (size_t)m0 * j->x_row, j->x_row, rows, wr, nw, j->in, j->group, j->y + m0 * j->out + c0, j->out,
+               pf);
     }
     zz_bias_relu_cols(j->y + m0 * j->out, rows, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
   }
@@ -376,9 +513,13 @@ static void zz_xq_gemm_chunk(void *arg, int64_t t) {
 
 void zz_xq_gemm(zz_pool *pool, const void *xq, size_t x_row, int64_t n, int64_t in, const void *w, size_t w_row,
                 int bits, int group, const float *b, int64_t out, float *y, int relu) {
-  zz_xq_gemm_job j = {xq, w, b, y, n, in, out, x_row, w_row, group, relu, bits == 4 ? zz_xq_panel4_c : zz_xq_panel8_c};
+  zz_xq_gemm_job j = {xq,  w, b, y, n, in, out, x_row, w_row, group, relu, bits == 4 ? zz_xq_panel4_c : zz_xq_panel8_c,
+                      NULL};
 #ifdef ZZ_XQ_X86
-  if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) j.panel = bits == 4 ? zz_xq_panel4_avx2 : zz_xq_panel8_avx2;
+  if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) {
+    j.panel = bits == 4 ? zz_xq_panel4_avx2 : zz_xq_panel8_avx2;
+    if (n == 1 && bits == 4) j.gemv = zz_xq_gemv4_avx2;
+  }
 #endif
   zz_pool_run(pool, zz_xq_gemm_chunk, &j, (out + ZZ_XQ_CHUNK - 1) / ZZ_XQ_CHUNK);
 }

@@ -312,19 +312,25 @@ ZZ_AVX2 static inline __attribute__((always_inline)) void zz_f32_avx2_rows(const
   }
 }
 
-ZZ_AVX2 static void zz_micro_f32_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
-                                      int group, float tile[ZZ_MR][ZZ_NR]) {
-  (void)group;
-  for (int r0 = 0; r0 < mr; r0 += 2) {
-    const float *x[2] = {xr[r0], xr[r0 + 1 < mr ? r0 + 1 : r0]};
-    float out[2][ZZ_NR];
-    if (mr - r0 >= 2) zz_f32_avx2_rows(x, wr, kc, 2, out);
-    else
-      zz_f32_avx2_rows(x, wr, kc, 1, out);
-    for (int r = 0; r < 2 && r0 + r < mr; r++)
-      for (int c = 0; c < ZZ_NR; c++) tile[r0 + r][c] = out[r][c];
+/* An AVX2 micro-tile of one element type: its x rows in pairs (an odd last row
+ * alone) through that type's always-inlined rows kernel, `rows` a constant at
+ * each call so each count gets its own registers. */
+#define ZZ_AVX2_MICRO_PAIRS(name, attr, xt, rows_fn)                                                                   \
+  attr static void name(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr, int group,       \
+                        float tile[ZZ_MR][ZZ_NR]) {                                                                    \
+    (void)group;                                                                                                       \
+    for (int r0 = 0; r0 < mr; r0 += 2) {                                                                               \
+      const xt *x[2] = {xr[r0], xr[r0 + 1 < mr ? r0 + 1 : r0]};                                                        \
+      float out[2][ZZ_NR];                                                                                             \
+      if (mr - r0 >= 2) rows_fn(x, wr, kc, 2, out);                                                                    \
+      else                                                                                                             \
+        rows_fn(x, wr, kc, 1, out);                                                                                    \
+      for (int r = 0; r < 2 && r0 + r < mr; r++)                                                                       \
+        for (int c = 0; c < ZZ_NR; c++) tile[r0 + r][c] = out[r][c];                                                   \
+    }                                                                                                                  \
   }
-}
+
+ZZ_AVX2_MICRO_PAIRS(zz_micro_f32_avx2, ZZ_AVX2, float, zz_f32_avx2_rows)
 
 /* ---- bf16 on AVX2: widened by a shift in registers, FMA in the portable order */
 
@@ -358,19 +364,7 @@ ZZ_AVX2FMA static inline __attribute__((always_inline)) void zz_bf16_avx2_rows(c
     }
 }
 
-ZZ_AVX2FMA static void zz_micro_bf16_avx2(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
-                                          int group, float tile[ZZ_MR][ZZ_NR]) {
-  (void)group;
-  for (int r0 = 0; r0 < mr; r0 += 2) {
-    const uint16_t *x[2] = {xr[r0], xr[r0 + 1 < mr ? r0 + 1 : r0]};
-    float out[2][ZZ_NR];
-    if (mr - r0 >= 2) zz_bf16_avx2_rows(x, wr, kc, 2, out);
-    else
-      zz_bf16_avx2_rows(x, wr, kc, 1, out);
-    for (int r = 0; r < 2 && r0 + r < mr; r++)
-      for (int c = 0; c < ZZ_NR; c++) tile[r0 + r][c] = out[r][c];
-  }
-}
+ZZ_AVX2_MICRO_PAIRS(zz_micro_bf16_avx2, ZZ_AVX2FMA, uint16_t, zz_bf16_avx2_rows)
 
 /* dst[c][0..kc) = the bf16 K piece of W row c widened (a shift) */
 ZZ_AVX2 static void zz_widen_bf16_avx2(const void *const wr[ZZ_NR], int64_t kc, float *dst, int64_t ld) {

@@ -166,8 +166,9 @@ static const zz_opt_def zz_opt_table[] = {
      false, 0, 0, false, ZZ_POL, "f32 bf16"},
     {"cpu-act", "ZZ_CPU_ACT", ZZ_OPT_CHOICE, ZZ_O(cpu_act), "f32",
      "cpu device: activations of the 4/8-bit linears (--compress-weight), f32 (exact, the reference) or int8 (per "
-     "group, integer dot products; faster, perturbs the output: docs/cpu.md)",
-     false, 0, 0, false, ZZ_RUN, "f32 int8"},
+     "group, integer dot products; faster, perturbs the output: docs/cpu.md); plan prices it (compressed weights "
+     "only)",
+     false, 0, 0, false, ZZ_RUN | P, "f32 int8"},
     {"num-inner-iterations", "ZZ_NUM_INNER_ITERATIONS", ZZ_OPT_INT, ZZ_O(num_inner_iterations), "0",
      "mpirun: micro-batch groups T per block (FlexGen's name), each gbs x num-gpu-batches prompts; 0 = the planner's "
      "choice (--hw, no policy), else the number of ranks; plan plans with it as the run runs",
@@ -664,6 +665,10 @@ zz_status zz_opts_engine(const zz_opts *o, zz_device *dev, const zz_model *m, co
 
 zz_status zz_opts_device(const zz_opts *o, zz_device **out) { return zz_opts_device_at(o, 0, out); }
 
+zz_cpu_act zz_opts_cpu_act(const zz_opts *o) {
+  return o->cpu_act && strcmp(o->cpu_act, "int8") == 0 ? ZZ_CPU_ACT_INT8 : ZZ_CPU_ACT_F32;
+}
+
 zz_status zz_opts_device_at(const zz_opts *o, int ordinal, zz_device **out) {
   size_t cap = 0;
   ZZ_CHECK(zz_parse_bytes(o->gpu_mem, &cap));
@@ -680,7 +685,7 @@ zz_status zz_opts_device_at(const zz_opts *o, int ordinal, zz_device **out) {
     st = zz_device_create_best(ordinal, cap, o->threads, o->attn_threads, out);
   else
     return zz_error(ZZ_ERR_INVALID_ARG, "--device %s: want auto, cpu or cuda", o->device);
-  zz_cpu_act act = o->cpu_act && strcmp(o->cpu_act, "int8") == 0 ? ZZ_CPU_ACT_INT8 : ZZ_CPU_ACT_F32;
+  zz_cpu_act act = zz_opts_cpu_act(o);
   if (st == ZZ_OK &&
       ((st = zz_device_set_weight_dtype(*out, wdt)) != ZZ_OK || (st = zz_device_set_cpu_act(*out, act)) != ZZ_OK)) {
     zz_device_destroy(*out);

@@ -103,6 +103,8 @@ zz_status zz_opts_policy(const zz_opts *o, zz_policy *out);
 zz_status zz_opts_device(const zz_opts *o, zz_device **out);
 /* The same with CUDA device `ordinal` for --device cuda (a pipeline's local rank). */
 zz_status zz_opts_device_at(const zz_opts *o, int ordinal, zz_device **out);
+/* --cpu-act as the device and the planner take it (the row's words, checked at parse). */
+zz_cpu_act zz_opts_cpu_act(const zz_opts *o);
 /* --cpu-mem, --disk-mem, --offload-dir (the GPU capacity is the device's). */
 zz_status zz_opts_tiers(const zz_opts *o, zz_tiers *out);
 /* Builds the engine the options describe, printing the policy and the plan's

@@ -11,7 +11,10 @@
  * compute lane (LM-Offload §3, eq. 4–7: dequantization of weights and of the old
  * cache, quantization of the new cache rows). bf16 weight matrices (the CPU
  * device's --cpu-dtype bf16) are priced the same way: their bytes from sizes.c's
- * one rule (zz_weight_dtype_b), their GEMMs at the profile's bf16 rate.
+ * one rule (zz_weight_dtype_b), their GEMMs at the profile's bf16 rate. With
+ * int8 activations (the CPU device's --cpu-act int8) the 4-bit linears run at the
+ * profile's int8 rate (gemm_q4_int8) wherever the kernel's rule takes int8
+ * (zz_cpu_act_int8_applies: 4-bit weights at any rows, 8-bit up to 128).
  *
  * Every term is a linear function of the nine placement fractions (zz_lin), so
  * the same function feeds the LP (search.c) and predicts a realised policy
@@ -134,7 +137,12 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   /* GEMMs: the input embedding gathers rows, the LM head sees the last position */
   if (L->kind != ZZ_LAYER_INPUT_EMBED) {
     double rows = L->kind == ZZ_LAYER_OUTPUT_EMBED ? gbs : gbs * sq;
-    double rate = q4w                                       ? zz_hw_rate(hw->gemm_q4, hw->n_gemm_q4, rows)
+    /* int8 x where the CPU kernel takes it for these rows (its own rule), and the
+     * file prices it (zz_plan_eval refuses an int8 plan on a file without) */
+    bool i8 = q4w && in->cpu_act == ZZ_CPU_ACT_INT8 && hw->n_gemm_q4_int8 > 0 &&
+              zz_cpu_act_int8_applies(wq ? wq->bits : ZZ_QFMT_DEFAULT.bits, (int64_t)rows);
+    double rate = i8                                        ? zz_hw_rate(hw->gemm_q4_int8, hw->n_gemm_q4_int8, rows)
+                  : q4w                                     ? zz_hw_rate(hw->gemm_q4, hw->n_gemm_q4, rows)
                   : in->bf16_weights && hw->n_gemm_bf16 > 0 ? zz_hw_rate(hw->gemm_bf16, hw->n_gemm_bf16, rows)
                                                             : zz_hw_rate(hw->gemm, hw->n_gemm, rows);
     comp->c += 2 * mat * rows * in->num_gb / rate;

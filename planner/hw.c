@@ -102,8 +102,9 @@ void zz_hw_nominal(const char *device, zz_hw *out) {
              .machines = 1};
   snprintf(h.name, sizeof h.name, "nominal %s machine (no --hw: a 12 GB/s link, 20 TFLOPS)", device);
   snprintf(h.device, sizeof h.device, "%s", strcmp(device, "cpu") == 0 ? "cpu" : "cuda");
-  h.gemm[0] = h.cpu_attn[0] = h.gemm_q4[0] = h.cpu_attn_q4[0] = h.gemm_bf16[0] = (zz_hw_point){1, flops};
-  h.n_gemm_bf16 = strcmp(h.device, "cpu") == 0; /* bf16 weights are the CPU device's */
+  h.gemm[0] = h.cpu_attn[0] = h.gemm_q4[0] = h.cpu_attn_q4[0] = h.gemm_bf16[0] = h.gemm_q4_int8[0] =
+      (zz_hw_point){1, flops};
+  h.n_gemm_bf16 = h.n_gemm_q4_int8 = strcmp(h.device, "cpu") == 0; /* bf16 weights, int8 x: the CPU device's */
   *out = h;
 }
 
@@ -224,6 +225,20 @@ zz_status zz_hw_check(const zz_hw *hw, const char *where) {
                       where, hw->device);
     ZZ_CHECK(zz_hw_points_check(hw->gemm_bf16, hw->n_gemm_bf16, where, "gemm_bf16_flops", ZZ_HW_ROWS_HI, false));
   }
+  if (hw->n_gemm_q4_int8 > 0) { /* the CPU device's 4-bit linear with int8 x: beside the 4-bit rates */
+    if (strcmp(hw->device, "cpu") != 0)
+      return zz_error(ZZ_ERR_FORMAT,
+                      "%s: gemm_q4_int8_flops: int8 activations (--cpu-act int8) are an option of the cpu device, "
+                      "and this file's device is \"%s\"",
+                      where, hw->device);
+    if (!any_q4)
+      return zz_error(ZZ_ERR_FORMAT,
+                      "%s: gemm_q4_int8_flops without the 4-bit rates (gemm_q4_flops, ...): int8 activations "
+                      "multiply 4-bit weights, so the file needs those too",
+                      where);
+    ZZ_CHECK(zz_hw_points_check(hw->gemm_q4_int8, hw->n_gemm_q4_int8, where, "gemm_q4_int8_flops", ZZ_HW_ROWS_HI,
+                                false));
+  }
   /* the disk's reads beside compute: [bytes per read, B/s], sorted */
   for (int i = 0; i < hw->n_disk_read_busy; i++) {
     const zz_hw_point *q = &hw->disk_read_busy[i];
@@ -321,6 +336,7 @@ static const zz_field zz_fields[] = {
     {"cpu_attention_q4_flops", ZZ_F_POINTS, ZZ_HWO(cpu_attn_q4), ZZ_HWO(n_cpu_attn_q4), false},
     {"quant_bytes_per_s", ZZ_F_NUM, ZZ_HWO(quant_bw), 0, false},
     {"gemm_bf16_flops", ZZ_F_POINTS, ZZ_HWO(gemm_bf16), ZZ_HWO(n_gemm_bf16), false},
+    {"gemm_q4_int8_flops", ZZ_F_POINTS, ZZ_HWO(gemm_q4_int8), ZZ_HWO(n_gemm_q4_int8), false},
     {"machines", ZZ_F_INT, ZZ_HWO(machines), 0, false},
     {"net_bytes_per_s", ZZ_F_NUM, ZZ_HWO(net_bw), 0, false},
     {"net_latency_s", ZZ_F_NUM, ZZ_HWO(net_latency), 0, false},

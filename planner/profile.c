@@ -7,7 +7,8 @@
  * prefill-shaped large M), the device's attention op in prefill and decode shape,
  * the CPU attention kernel per thread count (its own pool each time), and the
  * same ops over 4-bit weights and caches plus the cache append that quantizes
- * (where the device has 4-bit ops). Each
+ * (where the device has 4-bit ops; on the CPU device the 4-bit linear again with
+ * int8 activations, --cpu-act int8). Each
  * measurement runs for ~budget/24 seconds in windows and keeps the median
  * window's time per call: what a long run sustains, also on a machine shared
  * with other jobs (the best time would describe the quiet moments only).
@@ -242,9 +243,10 @@ static zz_status zz_prof_gemm(const zz_prof *p, zz_dtype wdt, zz_hw_point *pts, 
     pts[(*n_pts)++] = (zz_hw_point){(double)m, 2.0 * (double)m * K * N / t};
     if (p->verbose)
       fprintf(stderr, "profile: GEMM%s M=%lld: %.3g GFLOP/s\n",
-              q4                     ? " (4-bit weights)"
-              : wdt == ZZ_DTYPE_BF16 ? " (bf16 weights)"
-                                     : "",
+              q4 && zz_device_describe(p->dev)->cpu_act == ZZ_CPU_ACT_INT8 ? " (4-bit weights, int8 x)"
+              : q4                                                         ? " (4-bit weights)"
+              : wdt == ZZ_DTYPE_BF16                                       ? " (bf16 weights)"
+                                                                           : "",
               (long long)m, pts[*n_pts - 1].y / 1e9);
     /* larger M only takes longer: stop once the calls are long and the curve
      * has flattened (a rate still climbing, as a slow kernel's at small M, would
@@ -443,6 +445,14 @@ static zz_status zz_prof_q4(const zz_prof *p, zz_hw *hw) {
       return ZZ_OK;
     }
   ZZ_CHECK(zz_prof_gemm(p, ZZ_DTYPE_Q4, hw->gemm_q4, &hw->n_gemm_q4));
+  /* the CPU device's same linear with x in int8 (--cpu-act int8): the device
+   * set as a run sets it, then back to the exact path for what follows */
+  if (zz_device_describe(p->dev)->kind == ZZ_DEVICE_CPU) {
+    ZZ_CHECK(zz_device_set_cpu_act(p->dev, ZZ_CPU_ACT_INT8));
+    zz_status st = zz_prof_gemm(p, ZZ_DTYPE_Q4, hw->gemm_q4_int8, &hw->n_gemm_q4_int8);
+    ZZ_CHECK(zz_device_set_cpu_act(p->dev, ZZ_CPU_ACT_F32));
+    ZZ_CHECK(st);
+  }
   ZZ_CHECK(zz_prof_bmm(p, true, 4, 256, 256, &hw->bmm_prefill_q4_flops));
   ZZ_CHECK(zz_prof_bmm(p, true, 32, 1, 512, &hw->bmm_decode_q4_flops));
   ZZ_CHECK(zz_prof_cpu_attn(p, true, hw->cpu_attn_q4, &hw->n_cpu_attn_q4));

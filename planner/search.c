@@ -71,6 +71,37 @@ static zz_status zz_bf16_rates_check(const zz_hw *hw, const zz_planner_opts *o) 
   return ZZ_OK;
 }
 
+/* int8 activations are the CPU device's option for compressed weights, priced
+ * with the file's int8 rate: the engine refuses them beside uncompressed
+ * weights (engine.c), so the search tries compressed weights only, and a request
+ * that allows none is refused here. */
+static zz_status zz_int8_rates_check(const zz_hw *hw, const zz_planner_opts *o) {
+  if (o->cpu_act != ZZ_CPU_ACT_INT8) return ZZ_OK;
+  if (strcmp(hw->device, "cpu") != 0)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "planner: --cpu-act int8: int8 activations are an option of the cpu device, and the hardware "
+                    "file \"%s\" describes a %s device",
+                    hw->name, hw->device);
+  if (hw->n_gemm_q4_int8 <= 0)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "planner: --cpu-act int8 asked for, but the hardware file \"%s\" has no gemm_q4_int8_flops "
+                    "(a file written before it was measured: zigzag profile --out FILE measures it on the cpu "
+                    "device; docs/planner.md)",
+                    hw->name);
+  if (o->bf16_weights)
+    return zz_error(ZZ_ERR_INVALID_ARG, "planner: --cpu-act int8 with --cpu-dtype bf16: int8 activations multiply "
+                                        "4- or 8-bit weights, and bf16 weights are neither; give one of them");
+  if (!o->allow_compression && !o->force_compress_weight)
+    return zz_error(ZZ_ERR_INVALID_ARG, "planner: --cpu-act int8 with --no-compression: int8 activations apply only "
+                                        "to 4- or 8-bit group weights (--compress-weight)");
+  return ZZ_OK;
+}
+
+/* Compressed weights are not a choice: given, or implied by int8 activations. */
+static bool zz_cw_forced(const zz_planner_opts *o) {
+  return o->force_compress_weight || o->cpu_act == ZZ_CPU_ACT_INT8;
+}
+
 void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TIER_COUNT]) {
   const size_t h[ZZ_TIER_COUNT] = {hw->gpu_mem, hw->cpu_mem, hw->disk_mem};
   for (int t = 0; t < ZZ_TIER_COUNT; t++) cap[t] = o->cap[t] ? o->cap[t] : h[t];
@@ -92,6 +123,7 @@ zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opt
   zz_planner_caps(hw, o, cap);
   zz_device_desc dev;
   zz_hw_device_desc(hw, cap[ZZ_TIER_GPU], o->bf16_weights, &dev);
+  dev.cpu_act = o->cpu_act; /* as zz_device_set_cpu_act sets a live one: the engine's check refuses int8 alone */
   zz_engine_opts eo = {.policy = *pol,
                        .shape = o->shape,
                        .layer_begin = o->layer_begin,
@@ -107,19 +139,20 @@ zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opt
 
 /* ---------------------------------------------------------------- cost inputs */
 
+/* What every cost input takes from the run's options rather than the policy:
+ * the one place they pass to the cost model. */
+static zz_cost_in zz_cost_in_run(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o) {
+  return (zz_cost_in){
+      .m = m, .hw = hw, .shape = o->shape, .bf16_weights = o->bf16_weights, .cpu_act = o->cpu_act};
+}
+
 zz_cost_in zz_cost_in_of(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *p) {
-  return (zz_cost_in){.m = m,
-                      .hw = hw,
-                      .shape = o->shape,
-                      .gbs = p->gpu_batch_size,
-                      .num_gb = p->num_gpu_batches,
-                      .overlap = p->overlap,
-                      .cpu_attention = p->cpu_attention,
-                      .compress_weight = p->compress_weight,
-                      .compress_cache = p->compress_cache,
-                      .wq = p->wq,
-                      .cq = p->cq,
-                      .bf16_weights = o->bf16_weights};
+  zz_cost_in in = zz_cost_in_run(m, hw, o);
+  in.gbs = p->gpu_batch_size, in.num_gb = p->num_gpu_batches, in.overlap = p->overlap;
+  in.cpu_attention = p->cpu_attention;
+  in.compress_weight = p->compress_weight, in.compress_cache = p->compress_cache;
+  in.wq = p->wq, in.cq = p->cq;
+  return in;
 }
 
 zz_status zz_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
@@ -128,6 +161,7 @@ zz_status zz_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts
   zz_planner_opts ob = *o;
   ob.force_compress_weight |= pol->compress_weight;
   ZZ_CHECK(zz_bf16_rates_check(hw, &ob));
+  ZZ_CHECK(zz_int8_rates_check(hw, &ob));
   zz_memplan plan;
   ZZ_CHECK(zz_plan_check(m, hw, o, pol, &plan));
   memset(out, 0, sizeof *out);
@@ -516,15 +550,10 @@ static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner
   zz_planner_caps(hw, o, cap);
   /* the smallest footprint the search could have chosen: 4-bit where it may */
   bool q4 = o->allow_compression && zz_hw_has_q4(hw);
-  zz_cost_in in = {.m = m,
-                   .hw = hw,
-                   .shape = o->shape,
-                   .gbs = gbs,
-                   .num_gb = 1,
-                   .overlap = true,
-                   .compress_weight = (q4 || o->force_compress_weight) && !o->bf16_weights,
-                   .compress_cache = q4 || o->force_compress_cache,
-                   .bf16_weights = o->bf16_weights};
+  zz_cost_in in = zz_cost_in_run(m, hw, o);
+  in.gbs = gbs, in.num_gb = 1, in.overlap = true;
+  in.compress_weight = (q4 || zz_cw_forced(o)) && !o->bf16_weights;
+  in.compress_cache = q4 || o->force_compress_cache;
   const char *how = in.compress_weight && in.compress_cache ? " in 4 bits"
                     : o->bf16_weights                       ? " (weights in bf16)"
                                                             : "";
@@ -585,27 +614,22 @@ static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner
 }
 
 zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int num_gb, zz_plan *out) {
-  ZZ_CHECK(zz_q4_rates_check(hw, o->force_compress_weight, o->force_compress_cache));
+  ZZ_CHECK(zz_q4_rates_check(hw, zz_cw_forced(o), o->force_compress_cache));
   ZZ_CHECK(zz_bf16_rates_check(hw, o));
+  ZZ_CHECK(zz_int8_rates_check(hw, o));
   /* compression is a choice only where the file can price it (4-bit weights
-   * not beside bf16 ones) */
+   * not beside bf16 ones, and not where int8 activations need them) */
   bool choose = o->allow_compression && zz_hw_has_q4(hw);
-  int ncw = choose && !o->force_compress_weight && !o->bf16_weights ? 2 : 1;
+  int ncw = choose && !zz_cw_forced(o) && !o->bf16_weights ? 2 : 1;
   int ncc = choose && !o->force_compress_cache ? 2 : 1;
   bool have = false;
   for (int attn = 0; attn < 2; attn++)
     for (int cw = 0; cw < ncw; cw++)
       for (int cc = 0; cc < ncc; cc++) {
-        zz_cost_in in = {.m = m,
-                         .hw = hw,
-                         .shape = o->shape,
-                         .gbs = gbs,
-                         .num_gb = num_gb,
-                         .overlap = !o->no_overlap,
-                         .cpu_attention = attn != 0,
-                         .compress_weight = o->force_compress_weight || cw,
-                         .compress_cache = o->force_compress_cache || cc,
-                         .bf16_weights = o->bf16_weights};
+        zz_cost_in in = zz_cost_in_run(m, hw, o);
+        in.gbs = gbs, in.num_gb = num_gb, in.overlap = !o->no_overlap, in.cpu_attention = attn != 0;
+        in.compress_weight = zz_cw_forced(o) || cw;
+        in.compress_cache = o->force_compress_cache || cc;
         zz_plan p;
         zz_status st = zz_candidate(m, hw, o, &in, &p);
         if (st == ZZ_ERR_INFEASIBLE) {

@@ -63,6 +63,8 @@ typedef struct zz_cost_in {
   zz_qfmt wq, cq;                       /* their formats (bits 0: FlexGen's, zz_policy's convention) */
   int attn_threads;                     /* CPU attention threads (0: the best the hw file allows) */
   bool bf16_weights;                    /* --cpu-dtype bf16: 2-D weights in bf16 (sizes.c), gemm_bf16 rates */
+  zz_cpu_act cpu_act; /* --cpu-act: compressed weights' linears at gemm_q4_int8 where int8 applies (the kernel's
+                         rule, zz_cpu_act_int8_applies), else at gemm_q4 */
 } zz_cost_in;
 
 /* hw's device as the engine's plans see it (zz_plan_check): its kind's

@@ -52,6 +52,10 @@ typedef struct zz_hw {
   int n_cpu_attn_q4;                                /* CPU attention over a 4-bit host cache, by thread count */
   zz_hw_point cpu_attn_q4[ZZ_HW_MAX_POINTS];
   double quant_bw; /* cache rows quantized at store: 4-bit bytes written per second */
+  /* the CPU device's 4-bit linear with x in int8 (--cpu-act int8; 0 points: the
+   * file cannot price it and an int8 plan is refused naming the field) */
+  int n_gemm_q4_int8; /* by rows M, as gemm_q4 */
+  zz_hw_point gemm_q4_int8[ZZ_HW_MAX_POINTS];
   /* bf16 weight matrices (--cpu-dtype bf16, CPU device only; 0 points: the file
    * cannot price them and a bf16 plan is refused naming the field) */
   int n_gemm_bf16; /* linear with bf16 weights by rows M */
@@ -121,7 +125,8 @@ typedef struct zz_plan_bind {
 zz_plan_bind zz_plan_binding(const zz_hw *hw, bool threads_given);
 
 /* A nominal machine of a device ("cpu" or "cuda") for a layer split without a
- * hardware file: a 12 GB/s link and 20 TFLOPS for every rate (4-bit, and bf16 on the cpu),
+ * hardware file: a 12 GB/s link and 20 TFLOPS for every rate (4-bit, and bf16
+ * and 4-bit with int8 activations on the cpu),
  * memories unbounded. */
 void zz_hw_nominal(const char *device, zz_hw *out);
 

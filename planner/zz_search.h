@@ -25,6 +25,9 @@ typedef struct zz_planner_opts {
   bool no_overlap;
   bool bf16_weights;   /* --cpu-dtype bf16: plan the CPU device with bf16 weight matrices (never chosen
                                    by the planner on its own; needs the file's gemm_bf16_flops) */
+  zz_cpu_act cpu_act;  /* --cpu-act: int8 plans the CPU device's 4-bit linears with int8 x (never chosen
+                          by the planner; needs the file's gemm_q4_int8_flops; the search then tries
+                          compressed weights only, as the engine runs int8 with nothing else) */
   const int *gbs_list; /* NULL: the default list */
   int n_gbs;
   const int *num_gb_list; /* NULL: the default list */

@@ -1115,6 +1115,105 @@ static void test_pipe_groups(void) {
   free(p), free(fixed);
 }
 
+/* --cpu-act int8 (issue #27): the CPU device's 4-bit linears with int8 x priced
+ * at the profile's gemm_q4_int8_flops wherever the kernel's rule takes int8
+ * (zz_cpu_act_int8_applies), the search kept to compressed weights, and a file
+ * without the rate refused naming it (docs/planner.md). */
+static void test_cpu_act_int8(void) {
+  /* a cpu file: 4-bit GEMMs at half the dense rate, int8 x at 3x the 4-bit one */
+  zz_hw hw = test_hw_q4(0.5, 1e9);
+  snprintf(hw.device, sizeof hw.device, "cpu");
+  hw.n_gemm_q4_int8 = hw.n_gemm_q4;
+  for (int i = 0; i < hw.n_gemm_q4; i++) hw.gemm_q4_int8[i] = (zz_hw_point){hw.gemm_q4[i].x, 3 * hw.gemm_q4[i].y};
+  CU_ASSERT_EQUAL_FATAL(zz_hw_check(&hw, "t"), ZZ_OK);
+  /* saved and loaded: the field is in the file's table */
+  const char *path = tmp_path("int8.json");
+  zz_hw back;
+  CU_ASSERT_EQUAL_FATAL(zz_hw_save(&hw, path), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_hw_load(path, &back), ZZ_OK);
+  unlink(path);
+  CU_ASSERT_EQUAL(back.n_gemm_q4_int8, hw.n_gemm_q4_int8);
+  CU_ASSERT(close_rel(back.gemm_q4_int8[1].y, hw.gemm_q4_int8[1].y, 1e-5));
+  /* an MLP's GEMMs, decode and prefill: int8 is exactly 3x faster for 4-bit weights */
+  int l = layer_of(ZZ_LAYER_MLP);
+  zz_cost_in in = {.m = &g_model, .hw = &hw, .shape = {16, 8}, .gbs = 16, .num_gb = 2, .overlap = true,
+                   .compress_weight = true};
+  zz_cost_in i8 = in;
+  i8.cpu_act = ZZ_CPU_ACT_INT8;
+  zz_lin a[ZZ_TERM_COUNT], b[ZZ_TERM_COUNT];
+  for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++) {
+    zz_cost_layer(&in, l, (zz_phase)ph, a);
+    zz_cost_layer(&i8, l, (zz_phase)ph, b);
+    CU_ASSERT(a[ZZ_TERM_COMPUTE].c > 0);
+    CU_ASSERT(close_rel(a[ZZ_TERM_COMPUTE].c, 3 * b[ZZ_TERM_COMPUTE].c, 1e-12));
+  }
+  /* 8-bit weights: int8 up to 128 rows (decode's 16), the exact path beyond
+   * (prefill's 16 x 16 = 256 rows), as the kernel runs them */
+  in.wq = i8.wq = (zz_qfmt){.bits = 8, .group = 64};
+  zz_cost_layer(&in, l, ZZ_PHASE_DECODE, a), zz_cost_layer(&i8, l, ZZ_PHASE_DECODE, b);
+  CU_ASSERT(close_rel(a[ZZ_TERM_COMPUTE].c, 3 * b[ZZ_TERM_COMPUTE].c, 1e-12));
+  zz_cost_layer(&in, l, ZZ_PHASE_PREFILL, a), zz_cost_layer(&i8, l, ZZ_PHASE_PREFILL, b);
+  CU_ASSERT(close_rel(a[ZZ_TERM_COMPUTE].c, b[ZZ_TERM_COMPUTE].c, 1e-12));
+  /* a compressed policy's prediction: less compute, more tokens/s */
+  zz_planner_opts o = small_opts(), oi = o;
+  oi.cpu_act = ZZ_CPU_ACT_INT8;
+  zz_policy cw = policy_all(ZZ_TIER_GPU, 4);
+  cw.compress_weight = true;
+  zz_plan ea, eb;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&g_model, &hw, &o, &cw, &ea), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&g_model, &hw, &oi, &cw, &eb), ZZ_OK);
+  CU_ASSERT(eb.cost.term_s[ZZ_PHASE_DECODE][ZZ_TERM_COMPUTE] < ea.cost.term_s[ZZ_PHASE_DECODE][ZZ_TERM_COMPUTE]);
+  CU_ASSERT(eb.cost.total_tps > ea.cost.total_tps);
+  /* the search: compressed weights only (the engine runs int8 with nothing else),
+   * and the engine's own check accepts its answer */
+  zz_plan plan;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_search(&g_model, &hw, &oi, &plan), ZZ_OK);
+  CU_ASSERT(plan.policy.compress_weight);
+  zz_memplan mp;
+  CU_ASSERT_EQUAL(zz_plan_check(&g_model, &hw, &oi, &plan.policy, &mp), ZZ_OK);
+  zz_memplan_free(&mp);
+  /* refusals: a given policy of uncompressed weights (the engine's rule) */
+  zz_policy dense = policy_all(ZZ_TIER_GPU, 4);
+  CU_ASSERT_EQUAL(zz_plan_eval(&g_model, &hw, &oi, &dense, &ea), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "--compress-weight"));
+  /* a file without the rate (written before it was measured): refused by name */
+  zz_hw old = hw;
+  old.n_gemm_q4_int8 = 0;
+  CU_ASSERT_EQUAL(zz_plan_eval(&g_model, &old, &oi, &cw, &ea), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "gemm_q4_int8_flops"));
+  CU_ASSERT_EQUAL(zz_plan_search(&g_model, &old, &oi, &plan), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "gemm_q4_int8_flops"));
+  /* ... and without int8 it plans as before, to the last bit */
+  CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&g_model, &old, &o, &cw, &eb), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_plan_eval(&g_model, &hw, &o, &cw, &ea), ZZ_OK);
+  CU_ASSERT(eb.cost.total_tps == ea.cost.total_tps);
+  /* --no-compression, --cpu-dtype bf16 beside int8; a GPU file */
+  zz_planner_opts nc = oi;
+  nc.allow_compression = false;
+  CU_ASSERT_EQUAL(zz_plan_search(&g_model, &hw, &nc, &plan), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "--no-compression"));
+  zz_planner_opts bf = oi;
+  bf.bf16_weights = true;
+  hw.n_gemm_bf16 = 1, hw.gemm_bf16[0] = (zz_hw_point){1, 1e11};
+  CU_ASSERT_EQUAL(zz_plan_search(&g_model, &hw, &bf, &plan), ZZ_ERR_INVALID_ARG);
+  zz_hw cuda = test_hw_q4(0.5, 1e9);
+  CU_ASSERT_EQUAL(zz_plan_search(&g_model, &cuda, &oi, &plan), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "cpu device"));
+  /* the file's own checks: only a cpu device's, only beside the 4-bit rates */
+  cuda.n_gemm_q4_int8 = 1, cuda.gemm_q4_int8[0] = (zz_hw_point){1, 1e12};
+  CU_ASSERT_EQUAL(zz_hw_check(&cuda, "t"), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "gemm_q4_int8_flops"));
+  zz_hw bare = test_hw();
+  snprintf(bare.device, sizeof bare.device, "cpu");
+  bare.n_gemm_q4_int8 = 1, bare.gemm_q4_int8[0] = (zz_hw_point){1, 1e12};
+  CU_ASSERT_EQUAL(zz_hw_check(&bare, "t"), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "4-bit rates"));
+  hw.n_gemm_q4_int8 = 1, hw.gemm_q4_int8[0] = (zz_hw_point){1, 1e30};
+  CU_ASSERT_EQUAL(zz_hw_check(&hw, "t"), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "gemm_q4_int8_flops[0][1]"));
+  zz_error_clear();
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(void) {
@@ -1149,6 +1248,7 @@ int main(void) {
               test_search_cpu_mem_cap);
   CU_add_test(s, "hardware file: the disk read rate beside compute prices every disk read", test_hw_disk_read_busy);
   CU_add_test(s, "pipeline: more groups than ranks where they pay; the user's T stays", test_pipe_groups);
+  CU_add_test(s, "cost model: int8 activations (--cpu-act int8)", test_cpu_act_int8);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failures = CU_get_number_of_failures();

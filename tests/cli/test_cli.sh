@@ -781,5 +781,31 @@ zz plan --model opt-1.3b --hw "$HW/t4-gcp-x4.json" --prompt-len 32 --gen-len 8 -
 check "plan --num-inner-iterations without --ranks is refused (exit 2) naming --ranks" \
   eval '[ "$RC" -eq 2 ] && has "give --ranks m too" err'
 
+# --cpu-act int8 in the planner (issue #27): plan takes it, prices the 4-bit linears at the file's
+# gemm_q4_int8_flops (compressed weights only), refuses a file without that rate by name, a bad value
+# as every command does; generate/bench --hw plan with it
+sed 's/"cpu_flops": 3e10}/"cpu_flops": 3e10, "gemm_q4_flops": [[1, 1e9], [64, 1e10]], "bmm_prefill_q4_flops": 5e9, "bmm_decode_q4_flops": 2e9, "cpu_attention_q4_flops": [[1, 1e9], [2, 2e9]], "quant_bytes_per_s": 1e8}/' \
+  tiny-hw.json >tiny-q4-hw.json
+sed 's/"quant_bytes_per_s": 1e8}/"quant_bytes_per_s": 1e8, "gemm_q4_int8_flops": [[1, 3e9], [64, 3e10]]}/' \
+  tiny-q4-hw.json >tiny-i8-hw.json
+tps_of() { sed -n 's/.*"total_tps": \([0-9.e+-]*\),.*/\1/p' "$1"; }
+zz plan --model opt-1.3b --hw tiny-i8-hw.json --prompt-len 32 --gen-len 8 --compress-weight --gpu-batch-size 4 --json
+cp outp i8-exact.json
+zz plan --model opt-1.3b --hw tiny-i8-hw.json --prompt-len 32 --gen-len 8 --compress-weight --gpu-batch-size 4 --json --cpu-act int8
+check "plan --cpu-act int8 is accepted and predicts the same compressed policy faster than the exact path" \
+  eval '[ "$RC" -eq 0 ] && [ -n "$(tps_of outp)" ] && awk -v a="$(tps_of i8-exact.json)" -v b="$(tps_of outp)" "BEGIN{exit !(b > a)}"'
+zz plan --model opt-1.3b --hw tiny-i8-hw.json --prompt-len 32 --gen-len 8 --max-block 8 --cpu-act int8
+check "plan --cpu-act int8 without --compress-weight searches compressed weights only (cw=1)" \
+  eval '[ "$RC" -eq 0 ] && grep -q "^policy .*cw=1" outp'
+zz plan --model opt-1.3b --hw tiny-q4-hw.json --prompt-len 32 --gen-len 8 --cpu-act int8
+check "plan --cpu-act int8 on a file without gemm_q4_int8_flops is refused naming the field" \
+  eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "gemm_q4_int8_flops" err'
+zz plan --model opt-1.3b --hw tiny-q4-hw.json --prompt-len 32 --gen-len 8 --cpu-act bogus
+check "plan --cpu-act bogus is refused with the choices" \
+  eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "cpu-act" err && has "int8" err'
+zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-i8-hw.json --max-block 8 --device cpu --cpu-act int8
+check "bench --hw --cpu-act int8 without a policy runs the planner's compressed policy" \
+  eval '[ "$RC" -eq 0 ] && grep -q "no policy given: the planner.*cw=1" err && has "predicted  prefill" outp'
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -471,8 +471,9 @@ def main():
     if not policy:  # planned in a group of its own with the same limit: its profile sees the limit
         cg = new_group(a, "plan")
         try:
+            # priced as the bench runs: --cpu-act int8 plans the int8 rate (compressed weights only)
             rc, out, err, _, _, _ = run_in(cg, [a.zigzag, "plan"] + zz_common + [
-                "--max-block", str(a.batch), "--profile-seconds", str(a.profile_seconds)], env)
+                "--max-block", str(a.batch), "--profile-seconds", str(a.profile_seconds), "--cpu-act", a.cpu_act], env)
         finally:
             cg.remove()
         if rc != 0:

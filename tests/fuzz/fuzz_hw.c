@@ -1,7 +1,8 @@
 /* fuzz_hw.c — the hardware file (--hw): loaded, or refused with a message; a
  * file that loads is planned for a small model (one block shape, every
- * candidate through GLPK), which must answer or refuse with a message, never
- * abort inside GLPK, spin in the simplex, or convert a number past its type. */
+ * candidate through GLPK, once more with int8 activations), which must answer
+ * or refuse with a message, never abort inside GLPK, spin in the simplex, or
+ * convert a number past its type. */
 #include <math.h>
 
 #include "fuzz_util.h"
@@ -42,6 +43,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
   zz_fuzz_expect_message(st);
   if (st == ZZ_OK && !(plan.cost.total_tps > 0 && isfinite(plan.cost.total_tps))) {
     fprintf(stderr, "a plan of %g tokens/s\n", plan.cost.total_tps);
+    abort();
+  }
+  /* int8 activations (--cpu-act int8): where the file prices them, the same
+   * search once more with them; elsewhere a refusal with a message */
+  o.cpu_act = ZZ_CPU_ACT_INT8;
+  zz_error_clear();
+  st = zz_plan_search(&m, &hw, &o, &plan);
+  zz_fuzz_expect_message(st);
+  if (st == ZZ_OK && !(plan.cost.total_tps > 0 && isfinite(plan.cost.total_tps) && plan.policy.compress_weight)) {
+    fprintf(stderr, "an int8 plan of %g tokens/s, cw=%d\n", plan.cost.total_tps, plan.policy.compress_weight);
     abort();
   }
   zz_error_clear();

@@ -52,7 +52,7 @@ static zz_status zz_opts_planner(const zz_opts *o, const zz_hw *hw, zz_planner_o
   po->max_block = o->max_block;
   po->allow_compression = !o->no_compression;
   po->bf16_weights = o->cpu_dtype && strcmp(o->cpu_dtype, "bf16") == 0; /* as the user gave it, never chosen */
-  po->cpu_act = zz_opts_cpu_act(o);                                       /* likewise */
+  po->cpu_act = zz_opts_cpu_act(o);                                     /* likewise */
   (void)hw;
   return ZZ_OK;
 }

@@ -102,8 +102,8 @@ void zz_hw_nominal(const char *device, zz_hw *out) {
              .machines = 1};
   snprintf(h.name, sizeof h.name, "nominal %s machine (no --hw: a 12 GB/s link, 20 TFLOPS)", device);
   snprintf(h.device, sizeof h.device, "%s", strcmp(device, "cpu") == 0 ? "cpu" : "cuda");
-  h.gemm[0] = h.cpu_attn[0] = h.gemm_q4[0] = h.cpu_attn_q4[0] = h.gemm_bf16[0] = h.gemm_q4_int8[0] =
-      (zz_hw_point){1, flops};
+  h.gemm[0] = h.cpu_attn[0] = h.gemm_q4[0] = h.cpu_attn_q4[0] = h.gemm_bf16[0] = h.gemm_q4_int8[0] = (zz_hw_point){
+      1, flops};
   h.n_gemm_bf16 = h.n_gemm_q4_int8 = strcmp(h.device, "cpu") == 0; /* bf16 weights, int8 x: the CPU device's */
   *out = h;
 }
@@ -236,8 +236,8 @@ zz_status zz_hw_check(const zz_hw *hw, const char *where) {
                       "%s: gemm_q4_int8_flops without the 4-bit rates (gemm_q4_flops, ...): int8 activations "
                       "multiply 4-bit weights, so the file needs those too",
                       where);
-    ZZ_CHECK(zz_hw_points_check(hw->gemm_q4_int8, hw->n_gemm_q4_int8, where, "gemm_q4_int8_flops", ZZ_HW_ROWS_HI,
-                                false));
+    ZZ_CHECK(
+        zz_hw_points_check(hw->gemm_q4_int8, hw->n_gemm_q4_int8, where, "gemm_q4_int8_flops", ZZ_HW_ROWS_HI, false));
   }
   /* the disk's reads beside compute: [bytes per read, B/s], sorted */
   for (int i = 0; i < hw->n_disk_read_busy; i++) {

@@ -98,9 +98,7 @@ static zz_status zz_int8_rates_check(const zz_hw *hw, const zz_planner_opts *o) 
 }
 
 /* Compressed weights are not a choice: given, or implied by int8 activations. */
-static bool zz_cw_forced(const zz_planner_opts *o) {
-  return o->force_compress_weight || o->cpu_act == ZZ_CPU_ACT_INT8;
-}
+static bool zz_cw_forced(const zz_planner_opts *o) { return o->force_compress_weight || o->cpu_act == ZZ_CPU_ACT_INT8; }
 
 void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TIER_COUNT]) {
   const size_t h[ZZ_TIER_COUNT] = {hw->gpu_mem, hw->cpu_mem, hw->disk_mem};
@@ -142,8 +140,7 @@ zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opt
 /* What every cost input takes from the run's options rather than the policy:
  * the one place they pass to the cost model. */
 static zz_cost_in zz_cost_in_run(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o) {
-  return (zz_cost_in){
-      .m = m, .hw = hw, .shape = o->shape, .bf16_weights = o->bf16_weights, .cpu_act = o->cpu_act};
+  return (zz_cost_in){.m = m, .hw = hw, .shape = o->shape, .bf16_weights = o->bf16_weights, .cpu_act = o->cpu_act};
 }
 
 zz_cost_in zz_cost_in_of(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *p) {
@@ -614,9 +611,9 @@ static zz_status zz_explain(const zz_model *m, const zz_hw *hw, const zz_planner
 }
 
 zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, int gbs, int num_gb, zz_plan *out) {
+  ZZ_CHECK(zz_int8_rates_check(hw, o)); /* first: its message says why weights are compressed */
   ZZ_CHECK(zz_q4_rates_check(hw, zz_cw_forced(o), o->force_compress_cache));
   ZZ_CHECK(zz_bf16_rates_check(hw, o));
-  ZZ_CHECK(zz_int8_rates_check(hw, o));
   /* compression is a choice only where the file can price it (4-bit weights
    * not beside bf16 ones, and not where int8 activations need them) */
   bool choose = o->allow_compression && zz_hw_has_q4(hw);

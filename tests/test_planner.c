@@ -1136,8 +1136,8 @@ static void test_cpu_act_int8(void) {
   CU_ASSERT(close_rel(back.gemm_q4_int8[1].y, hw.gemm_q4_int8[1].y, 1e-5));
   /* an MLP's GEMMs, decode and prefill: int8 is exactly 3x faster for 4-bit weights */
   int l = layer_of(ZZ_LAYER_MLP);
-  zz_cost_in in = {.m = &g_model, .hw = &hw, .shape = {16, 8}, .gbs = 16, .num_gb = 2, .overlap = true,
-                   .compress_weight = true};
+  zz_cost_in in = {
+      .m = &g_model, .hw = &hw, .shape = {16, 8}, .gbs = 16, .num_gb = 2, .overlap = true, .compress_weight = true};
   zz_cost_in i8 = in;
   i8.cpu_act = ZZ_CPU_ACT_INT8;
   zz_lin a[ZZ_TERM_COUNT], b[ZZ_TERM_COUNT];

@@ -803,6 +803,10 @@ check "plan --cpu-act int8 on a file without gemm_q4_int8_flops is refused namin
 zz plan --model opt-1.3b --hw tiny-q4-hw.json --prompt-len 32 --gen-len 8 --cpu-act bogus
 check "plan --cpu-act bogus is refused with the choices" \
   eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "cpu-act" err && has "int8" err'
+if grep -q '"device": "cpu"' measured.json; then
+  check "profile on the cpu device measures the 4-bit linear with int8 x too (gemm_q4_int8_flops)" \
+    has '"gemm_q4_int8_flops"' measured.json
+fi
 zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-i8-hw.json --max-block 8 --device cpu --cpu-act int8
 check "bench --hw --cpu-act int8 without a policy runs the planner's compressed policy" \
   eval '[ "$RC" -eq 0 ] && grep -q "no policy given: the planner.*cw=1" err && has "predicted  prefill" outp'

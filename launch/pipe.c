@@ -205,8 +205,10 @@ static zz_status zz_pipe_device(zz_pipe *p) {
   const zz_device_desc *d = zz_device_describe(p->dev);
   zz_hw nominal;
   if (!p->o.hw) zz_hw_nominal(d->name, &nominal);
-  return zz_plan_split(m, p->o.hw ? &p->hw : &nominal, &p->job.shape, &p->job.pol, d->bf16_weights, p->size, p->groups,
-                       p->bounds);
+  zz_planner_opts run; /* the device's own options, priced as it runs them */
+  zz_planner_opts_default(&run);
+  run.bf16_weights = d->bf16_weights, run.cpu_act = d->cpu_act;
+  return zz_plan_split(m, p->o.hw ? &p->hw : &nominal, &p->job.shape, &p->job.pol, &run, p->size, p->groups, p->bounds);
 }
 
 /* Each rank's slice planned against its own tiers before anything is allocated. */

@@ -117,11 +117,11 @@ static void zz_split_weights(int groups, double w[ZZ_PHASE_COUNT]) {
 
 /* Per-layer predicted seconds of one block under pol, per phase, for every layer. */
 static zz_status zz_plan_layer_costs(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
-                                     bool bf16_weights, double (*cost_out)[ZZ_PHASE_COUNT]) {
+                                     const zz_planner_opts *run, double (*cost_out)[ZZ_PHASE_COUNT]) {
   zz_planner_opts o;
   zz_planner_opts_default(&o);
   o.shape = *shape;
-  o.bf16_weights = bf16_weights;
+  if (run) o.bf16_weights = run->bf16_weights, o.cpu_act = run->cpu_act;
   zz_memplan plan;
   ZZ_CHECK(zz_plan_build(m, hw, &o, pol, &plan));
   zz_cost_in in = zz_cost_in_of(m, hw, &o, pol);
@@ -132,12 +132,12 @@ static zz_status zz_plan_layer_costs(const zz_model *m, const zz_hw *hw, const z
 }
 
 zz_status zz_plan_split(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
-                        bool bf16_weights, int ranks, int groups, int *bounds_out) {
+                        const zz_planner_opts *run, int ranks, int groups, int *bounds_out) {
   double(*cost)[ZZ_PHASE_COUNT] = malloc((size_t)m->n_layers * sizeof *cost);
   if (!cost) return zz_error(ZZ_ERR_NO_MEMORY, "pipeline: layer split of %d layers", m->n_layers);
   double w[ZZ_PHASE_COUNT];
   zz_split_weights(groups, w);
-  zz_status st = zz_plan_layer_costs(m, hw, shape, pol, bf16_weights, cost);
+  zz_status st = zz_plan_layer_costs(m, hw, shape, pol, run, cost);
   if (st == ZZ_OK) st = zz_split_costs(cost, m->n_layers, ranks, w, bounds_out);
   free(cost);
   return st;
@@ -344,7 +344,7 @@ zz_status zz_pipe_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner
     p->ranks = ranks;
     p->groups = zz_pipe_groups(ranks, o->n_groups); /* a given policy's T: as the run has it */
     /* the split mpirun --hw FILE --policy P runs (launch/pipe.c) */
-    st = zz_plan_split(m, hw, &o->shape, pol, o->bf16_weights, ranks, p->groups, p->bounds);
+    st = zz_plan_split(m, hw, &o->shape, pol, o, ranks, p->groups, p->bounds);
   }
   for (int r = 0; st == ZZ_OK && r < ranks; r++) {
     zz_planner_opts ro = *o;

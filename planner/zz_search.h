@@ -135,9 +135,11 @@ zz_status zz_split_costs(const double (*cost)[ZZ_PHASE_COUNT], int n, int k, con
  * per phase (prefill, all decode steps; the cost model, every layer costed as if
  * the policy applied to it) on hw, split by zz_split_costs into ranks slices for
  * a pipeline of groups T: bounds_out[ranks + 1]. Without a hardware file hw is
- * zz_hw_nominal's machine. bf16_weights: --cpu-dtype bf16. */
+ * zz_hw_nominal's machine. run: the run's device options the cost model
+ * prices (its bf16_weights and cpu_act, --cpu-dtype and --cpu-act; its other
+ * fields are not read; NULL: neither). */
 zz_status zz_plan_split(const zz_model *m, const zz_hw *hw, const zz_shape *shape, const zz_policy *pol,
-                        bool bf16_weights, int ranks, int groups, int *bounds_out);
+                        const zz_planner_opts *run, int ranks, int groups, int *bounds_out);
 
 #ifdef __cplusplus
 }

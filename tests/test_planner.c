@@ -897,27 +897,46 @@ static void test_plan_split(void) {
   zz_shape shape = {.prompt_len = 512, .gen_len = 32};
   int b[ZZ_PLAN_MAX_RANKS + 1];
   for (int n = 1; n <= 8; n++) {
-    CU_ASSERT_FATAL(zz_plan_split(&g_model, &nom, &shape, &pol, false, n, n, b) == ZZ_OK);
+    CU_ASSERT_FATAL(zz_plan_split(&g_model, &nom, &shape, &pol, NULL, n, n, b) == ZZ_OK);
     CU_ASSERT(b[0] == 0 && b[n] == g_model.n_layers);
     for (int r = 0; r < n; r++) CU_ASSERT(b[r] < b[r + 1]);
   }
-  CU_ASSERT_EQUAL(zz_plan_split(&g_model, &nom, &shape, &pol, false, g_model.n_layers + 1, 1, b), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zz_plan_split(&g_model, &nom, &shape, &pol, NULL, g_model.n_layers + 1, 1, b), ZZ_ERR_INVALID_ARG);
   zz_error_clear();
   /* short prompts, long answers: the LM head (50272 x 768, the last position of each
    * of 32 steps) costs as much as several MLPs, so the last rank gets fewer entries
    * of the layer list than the first */
   zz_shape chat = {.prompt_len = 16, .gen_len = 32};
-  CU_ASSERT_FATAL(zz_plan_split(&g_model, &nom, &chat, &pol, false, 2, 2, b) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_plan_split(&g_model, &nom, &chat, &pol, NULL, 2, 2, b) == ZZ_OK);
   CU_ASSERT(b[1] - b[0] > b[2] - b[1] + 2);
   /* the same rule as a pipeline search's rounds: on a hardware file, cuts by that
    * machine's rates */
   zz_hw hw = test_hw();
-  CU_ASSERT_FATAL(zz_plan_split(&g_model, &hw, &chat, &pol, false, 2, 2, b) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_plan_split(&g_model, &hw, &chat, &pol, NULL, 2, 2, b) == ZZ_OK);
   CU_ASSERT(b[0] == 0 && b[1] > 0 && b[1] < g_model.n_layers && b[2] == g_model.n_layers);
   /* the CPU device's nominal machine, and bf16 weights on it, split too */
   zz_hw_nominal("cpu", &nom);
   CU_ASSERT_STRING_EQUAL(nom.device, "cpu");
-  CU_ASSERT_EQUAL(zz_plan_split(&g_model, &nom, &shape, &pol, true, 3, 3, b), ZZ_OK);
+  zz_planner_opts bf;
+  zz_planner_opts_default(&bf);
+  bf.bf16_weights = true;
+  CU_ASSERT_EQUAL(zz_plan_split(&g_model, &nom, &shape, &pol, &bf, 3, 3, b), ZZ_OK);
+  /* int8 activations (--cpu-act int8, as the run's device has them): the
+   * compressed GEMMs at 50x the exact rate, and the split follows */
+  zz_hw q = test_hw_q4(0.5, 1e9);
+  snprintf(q.device, sizeof q.device, "cpu");
+  q.n_gemm_q4_int8 = q.n_gemm_q4;
+  for (int i = 0; i < q.n_gemm_q4; i++) q.gemm_q4_int8[i] = (zz_hw_point){q.gemm_q4[i].x, 50 * q.gemm_q4[i].y};
+  zz_policy cw = pol;
+  cw.compress_weight = true;
+  zz_planner_opts i8;
+  zz_planner_opts_default(&i8);
+  i8.cpu_act = ZZ_CPU_ACT_INT8;
+  int be[4], bi[4];
+  zz_shape shortp = {8, 8}; /* the LM head's GEMM (vocab x hidden) outweighs the others at short prompts */
+  CU_ASSERT_FATAL(zz_plan_split(&g_model, &q, &shortp, &cw, NULL, 3, 3, be) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_plan_split(&g_model, &q, &shortp, &cw, &i8, 3, 3, bi) == ZZ_OK);
+  CU_ASSERT(bi[2] < be[2]); /* int8 shrinks it most: the last rank takes more layers beside it */
 }
 
 /* The thread and binding rules: the cores a process is given, else the file's;

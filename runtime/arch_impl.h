@@ -27,6 +27,11 @@ typedef struct zz_step {
   const int32_t *pad;       /* [b] left padding slots */
   const int32_t *last;      /* [b] row of each sequence's last token in hidden: zz_step_last_row */
   void *hidden;             /* [b, sq, hidden] in and out */
+  void *k, *v;              /* this layer's cache [b, t_max, kv row] (ATTENTION) */
+  zz_kv_layout kv;          /* how k, v are stored (dtype, Q4 format, bytes between sequences) */
+  double keep;              /* fraction of keys each query keeps (top-k sparse attention; 1 = dense) */
+  void *logits;             /* [b, vocab] of the last position (OUTPUT_EMBED) */
+  void *work;               /* workspace of arch->workspace_bytes */
   /* Only each sequence's last row of this layer's output is read after it (the
    * schedule's zz_step_wants_all_rows said no): the layer computes what follows
    * its K and V (attention's output projection, the MLP) on those b rows alone, as
@@ -34,11 +39,6 @@ typedef struct zz_step {
    * prompt step (sq > 1, so [2b, dim] fits where [n, dim] did) of the last
    * transformer layer. */
   bool last_rows;
-  void *k, *v;              /* this layer's cache [b, t_max, kv row] (ATTENTION) */
-  zz_kv_layout kv;          /* how k, v are stored (dtype, Q4 format, bytes between sequences) */
-  double keep;              /* fraction of keys each query keeps (top-k sparse attention; 1 = dense) */
-  void *logits;             /* [b, vocab] of the last position (OUTPUT_EMBED) */
-  void *work;               /* workspace of arch->workspace_bytes */
   /* CPU attention: when set, an ATTENTION layer hands its new q ([b, sq, heads *
    * head_dim]) and k, v ([b, sq, kv row]) to attend(), which appends k, v to a
    * cache living on the host and writes the attention output ([b, sq, heads *

@@ -144,8 +144,8 @@ static void zz_check_saving(const char *name) {
     uint64_t drop = zz_prompt_macs(&f, dev, pols[p], false, tmp);
     uint64_t want = (uint64_t)(f.n * (f.s - 1)) * zz_row_macs(&f.cfg);
     if (full - drop != want)
-      fprintf(stderr, "\n%s '%s': prompt step %llu multiply-adds, all rows %llu: saved %llu, want %llu\n", name, pols[p],
-              (unsigned long long)drop, (unsigned long long)full, (unsigned long long)(full - drop),
+      fprintf(stderr, "\n%s '%s': prompt step %llu multiply-adds, all rows %llu: saved %llu, want %llu\n", name,
+              pols[p], (unsigned long long)drop, (unsigned long long)full, (unsigned long long)(full - drop),
               (unsigned long long)want);
     CU_ASSERT(full > drop);
     CU_ASSERT_EQUAL(full - drop, want);

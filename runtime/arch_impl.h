@@ -25,13 +25,20 @@ typedef struct zz_step {
   const int32_t *ids;       /* [b, sq] token ids (INPUT_EMBED) */
   const int32_t *positions; /* [b, sq] position ids of the architecture's scheme */
   const int32_t *pad;       /* [b] left padding slots */
-  const int32_t *last;      /* [b] row of each sequence's last token in hidden: i*sq + sq-1 */
+  const int32_t *last;      /* [b] row of each sequence's last token in hidden: zz_step_last_row */
   void *hidden;             /* [b, sq, hidden] in and out */
   void *k, *v;              /* this layer's cache [b, t_max, kv row] (ATTENTION) */
   zz_kv_layout kv;          /* how k, v are stored (dtype, Q4 format, bytes between sequences) */
   double keep;              /* fraction of keys each query keeps (top-k sparse attention; 1 = dense) */
   void *logits;             /* [b, vocab] of the last position (OUTPUT_EMBED) */
   void *work;               /* workspace of arch->workspace_bytes */
+  /* Only each sequence's last row of this layer's output is read after it (the
+   * schedule's zz_step_wants_all_rows said no): the layer computes what follows
+   * its K and V (attention's output projection, the MLP) on those b rows alone, as
+   * llama.cpp's inp_out_ids does, and leaves hidden's other rows stale. Set in a
+   * prompt step (sq > 1, so [2b, dim] fits where [n, dim] did) of the last
+   * transformer layer. */
+  bool last_rows;
   /* CPU attention: when set, an ATTENTION layer hands its new q ([b, sq, heads *
    * head_dim]) and k, v ([b, sq, kv row]) to attend(), which appends k, v to a
    * cache living on the host and writes the attention output ([b, sq, heads *
@@ -96,6 +103,13 @@ zz_status zz_json_eos(json_t *obj, const char *path, const char *key, int64_t vo
  * scratch is zz_device_desc_attention_scratch's. */
 zz_status zz_arch_attend(zz_device *dev, const zz_config *c, const zz_step *st, const void *q, const void *k,
                          const void *v, void *att, void *scratch);
+
+/* Row of sequence i's last new token in a step's hidden state [b, sq, hidden]. */
+static inline int64_t zz_step_last_row(int64_t sq, int64_t i) { return i * sq + sq - 1; }
+/* For a layer under st->last_rows: x's last row of each sequence (x [b * sq, dim],
+ * compute dtype) into out [b, dim]; and back, out's rows into those rows of x. */
+zz_status zz_arch_last_rows(zz_device *dev, const zz_step *st, const void *x, int64_t dim, void *out);
+zz_status zz_arch_put_last_rows(zz_device *dev, const zz_step *st, const void *out, int64_t dim, void *x);
 
 /* Weight spec *w: absent (ndim 0) unless present; name from fmt with the layer
  * index; shape [d0] or [d0, d1]; init MATRIX for 2-D, BIAS for 1-D. */

@@ -271,27 +271,45 @@ static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_laye
       ZZ_CHECK(zz_device_linear(dev, x, n, h, &w[ZZ_AT_K_W], &w[ZZ_AT_K_B], h, k, 0));
       ZZ_CHECK(zz_device_linear(dev, x, n, h, &w[ZZ_AT_V_W], &w[ZZ_AT_V_B], h, v, 0));
       ZZ_CHECK(zz_arch_attend(dev, c, st, q, k, v, att, scratch));
-      ZZ_CHECK(zz_device_linear(dev, att, n, h, &w[ZZ_AT_O_W], &w[ZZ_AT_O_B], h, q, 0));
-      ZZ_CHECK(zz_device_add(dev, st->hidden, q, n * h, st->hidden));
-      if (!c->pre_ln)
-        ZZ_CHECK(zz_device_layernorm(dev, st->hidden, n, h, &w[ZZ_AT_LN_W], &w[ZZ_AT_LN_B], c->ln_eps, st->hidden));
-      return ZZ_OK;
+      /* the rest on r rows: all, or each sequence's last (st->last_rows) gathered
+       * into xn (att's rows) and res (the residual, after the projection's in q) */
+      int64_t r = n;
+      const void *ain = att;
+      char *res = st->hidden;
+      if (st->last_rows) {
+        r = st->b;
+        ain = xn;
+        res = (char *)q + (size_t)(r * h) * es;
+        ZZ_CHECK(zz_arch_last_rows(dev, st, att, h, xn));
+        ZZ_CHECK(zz_arch_last_rows(dev, st, st->hidden, h, res));
+      }
+      ZZ_CHECK(zz_device_linear(dev, ain, r, h, &w[ZZ_AT_O_W], &w[ZZ_AT_O_B], h, q, 0));
+      ZZ_CHECK(zz_device_add(dev, res, q, r * h, res));
+      if (!c->pre_ln) ZZ_CHECK(zz_device_layernorm(dev, res, r, h, &w[ZZ_AT_LN_W], &w[ZZ_AT_LN_B], c->ln_eps, res));
+      return st->last_rows ? zz_arch_put_last_rows(dev, st, res, h, st->hidden) : ZZ_OK;
     }
 
     case ZZ_LAYER_MLP: {
-      void *xn = work, *f = work + (size_t)(n * h) * es;
-      void *o = work + (size_t)(n * (h + c->ffn)) * es;
-      const void *x = st->hidden;
+      char *xn = work, *f = work + (size_t)(n * h) * es;
+      char *o = work + (size_t)(n * (h + c->ffn)) * es;
+      /* r rows of the residual res: all, or each sequence's last after xn's (st->last_rows) */
+      int64_t r = n;
+      char *res = st->hidden;
+      if (st->last_rows) {
+        r = st->b;
+        res = xn + (size_t)(r * h) * es;
+        ZZ_CHECK(zz_arch_last_rows(dev, st, st->hidden, h, res));
+      }
+      const void *x = res;
       if (c->pre_ln) {
-        ZZ_CHECK(zz_device_layernorm(dev, st->hidden, n, h, &w[ZZ_MLP_LN_W], &w[ZZ_MLP_LN_B], c->ln_eps, xn));
+        ZZ_CHECK(zz_device_layernorm(dev, res, r, h, &w[ZZ_MLP_LN_W], &w[ZZ_MLP_LN_B], c->ln_eps, xn));
         x = xn;
       }
-      ZZ_CHECK(zz_device_linear(dev, x, n, h, &w[ZZ_MLP_FC1_W], &w[ZZ_MLP_FC1_B], c->ffn, f, 1));
-      ZZ_CHECK(zz_device_linear(dev, f, n, c->ffn, &w[ZZ_MLP_FC2_W], &w[ZZ_MLP_FC2_B], h, o, 0));
-      ZZ_CHECK(zz_device_add(dev, st->hidden, o, n * h, st->hidden));
-      if (!c->pre_ln)
-        ZZ_CHECK(zz_device_layernorm(dev, st->hidden, n, h, &w[ZZ_MLP_LN_W], &w[ZZ_MLP_LN_B], c->ln_eps, st->hidden));
-      return ZZ_OK;
+      ZZ_CHECK(zz_device_linear(dev, x, r, h, &w[ZZ_MLP_FC1_W], &w[ZZ_MLP_FC1_B], c->ffn, f, 1));
+      ZZ_CHECK(zz_device_linear(dev, f, r, c->ffn, &w[ZZ_MLP_FC2_W], &w[ZZ_MLP_FC2_B], h, o, 0));
+      ZZ_CHECK(zz_device_add(dev, res, o, r * h, res));
+      if (!c->pre_ln) ZZ_CHECK(zz_device_layernorm(dev, res, r, h, &w[ZZ_MLP_LN_W], &w[ZZ_MLP_LN_B], c->ln_eps, res));
+      return st->last_rows ? zz_arch_put_last_rows(dev, st, res, h, st->hidden) : ZZ_OK;
     }
 
     case ZZ_LAYER_OUTPUT_EMBED: {

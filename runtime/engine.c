@@ -251,6 +251,7 @@ zz_status zz_engine_create_opts(zz_device *dev, const zz_model *m, const zz_chec
   e->l0 = plan.spec.layer_begin;
   e->l1 = plan.spec.layer_end;
   e->n_groups = plan.spec.n_groups;
+  e->all_rows = o->all_rows;
   e->t_max = e->shape.prompt_len + e->shape.gen_len;
   e->plan = plan;
   e->disk.fd = -1;

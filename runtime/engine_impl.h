@@ -57,6 +57,7 @@ struct zz_engine {
   zz_shape shape;
   int l0, l1; /* the slice [l0, l1) of m->layers */
   int n_groups;
+  bool all_rows;     /* zz_engine_opts.all_rows */
   int *cache_of;     /* [l1 - l0] cache layer of the slice, -1 for layers without cache */
   int lc;            /* cache layers in the slice */
   uint64_t *tickets; /* [(l1 - l0) * num_gb] the schedule's store tickets */

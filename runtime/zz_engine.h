@@ -78,6 +78,10 @@ typedef struct zz_engine_opts {
   zz_tiers tiers;
   int layer_begin, layer_end; /* 0, 0: the whole model */
   int n_groups;               /* 0 or 1: one group */
+  /* true: a prompt step computes every row of the last transformer layer; false
+   * (every command today: the engine gives only the last position's logits): only
+   * each sequence's last row, which is all the output embedding reads */
+  bool all_rows;
 } zz_engine_opts;
 
 /* Builds the engine: plans every buffer (refusing a plan that does not fit before

@@ -137,7 +137,8 @@ void zz_test_int8_register(void) {
 /* The packed tile (4-bit groups of whole 64s over a K of whole 64s, 4 or more
  * rows of x; kernels/cpu/linear_int8.c zz_xq_tile_chunk) against the portable
  * kernel's bits, at every leftover of its blocking: rows of x past the tile of
- * 3 (4, 5, 7) and past the row block (100 at a K block of 2048: 96 rows);
+ * 4 (5, 6, 7, 9; 4 and 12 whole) and past the row block (100 at a K block of
+ * 2048: 96 rows);
  * W rows past the panel of 8 (13, 70: 6 left in the second task; 137: 9 left,
  * a whole panel and 1 row) and a whole task (64); K in one 64-block, in two
  * K blocks (2112 = 2048 + 64, 4096), with groups of 64, 128 (the last group

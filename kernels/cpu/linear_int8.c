@@ -26,7 +26,7 @@
  * The GEMM (zz_xq_gemm) takes any number of rows of x: pool tasks of
  * ZZ_XQ_CHUNK W rows; on AVX2 from 4 rows of x with 4-bit groups of whole 64s
  * (a model's linears) each panel of 8 W rows is unpacked once per block of
- * rows and K into an int8 buffer that a 3-row register tile multiplies with
+ * rows and K into an int8 buffer that a 4-row register tile multiplies with
  * x broadcast 8 bytes at a time (zz_xq_tile_chunk); otherwise blocks of up to
  * ZZ_XQ_MB rows of x and a panel kernel that unpacks ZZ_XQ_NR W rows once per
  * group step for the whole block; one
@@ -472,7 +472,7 @@ ZZ_QX_AVX2 static void zz_xq_gemv4_avx2(const char *xq, const unsigned char *w, 
  * 64-block and x row give the 8 rows' exact int32 sums, with no fold per step.
  * The float part is the panel's: per group, lane c in the portable order. */
 #define ZZ_XQ_PW 8       /* W rows of a packed panel: the 8 float lanes */
-#define ZZ_XQ_TM 3 /* rows of x in a register tile: 2 · 3 int16 sums, 2 W vectors, x (of 2-6: best on Zen 3) */
+#define ZZ_XQ_TM 4 /* rows of x in a register tile: 2 · 4 int16 sums, 2 W vectors, x, a product (of 2-6: best on Zen 3) */
 #define ZZ_XQ_KC_MAX 2048 /* K of a packed panel: 8 · 2048 int8 + heads on the stack, in L1 */
 #define ZZ_XQ_TILE_MIN 4
 #define ZZ_XQ_XBLOCK (192 << 10) /* bytes of x's int8 in a row block's K block: in L2 across the panels */
@@ -562,19 +562,49 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_tile4_avx2(co
   for (int b = 0, jb = 0; b < nb; b++) { /* jb: the block's place in its group */
     const int8_t *p = pk + (size_t)b * ZZ_XQ_PB;
     __m256i aa[ZZ_XQ_TM], ab[ZZ_XQ_TM];
-    for (int r = 0; r < ROWS; r++) aa[r] = ab[r] = _mm256_setzero_si256();
-    /* one step at a time, not all 8 unrolled: the compiler would compute every
-     * product first and spill them */
+    if (ROWS == 4) {
+      /* a whole step (4 rows of x times 2 W vectors) in assembly: written with
+       * intrinsics the compiler copied each int16 sum to another register every
+       * step (and, unrolled, computed every product first and spilled them); this
+       * keeps the 8 sums, 2 W vectors, x and a product in 12 registers */
+#define ZZ_XQ_STEP_ROW(X, A, C)                                                                                        \
+  "vpbroadcastq %[" X "], %[t]\n\t"                                                                                   \
+  "vpmaddubsw %[t], %[wa], %[u]\n\t"                                                                                  \
+  "vpaddw %[u], %[" A "], %[" A "]\n\t"                                                                                \
+  "vpmaddubsw %[t], %[wb], %[u]\n\t"                                                                                  \
+  "vpaddw %[u], %[" C "], %[" C "]\n\t"
+      const int8_t *x0 = xb[0] + b * 64, *x1 = xb[ROWS - 3] + b * 64, *x2 = xb[ROWS - 2] + b * 64,
+                   *x3 = xb[ROWS - 1] + b * 64;
+      __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+      for (int s = 0; s < 8; s++) {
+        __m256i wa, wb, t, u;
+        __asm__("vmovdqa %[pa], %[wa]\n\t"
+                "vmovdqa %[pb], %[wb]\n\t" ZZ_XQ_STEP_ROW("x0", "a0", "c0") ZZ_XQ_STEP_ROW("x1", "a1", "c1")
+                    ZZ_XQ_STEP_ROW("x2", "a2", "c2") ZZ_XQ_STEP_ROW("x3", "a3", "c3")
+                : [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [c0] "+x"(c0), [c1] "+x"(c1),
+                  [c2] "+x"(c2), [c3] "+x"(c3), [wa] "=&x"(wa), [wb] "=&x"(wb), [t] "=&x"(t), [u] "=&x"(u)
+                : [pa] "m"(*(const __m256i *)(p + s * 64)), [pb] "m"(*(const __m256i *)(p + s * 64 + 32)),
+                  [x0] "m"(*(const int64_t *)(x0 + s * 8)), [x1] "m"(*(const int64_t *)(x1 + s * 8)),
+                  [x2] "m"(*(const int64_t *)(x2 + s * 8)), [x3] "m"(*(const int64_t *)(x3 + s * 8)));
+      }
+#undef ZZ_XQ_STEP_ROW
+      aa[0] = a0, aa[ROWS - 3] = a1, aa[ROWS - 2] = a2, aa[ROWS - 1] = a3;
+      ab[0] = c0, ab[ROWS - 3] = c1, ab[ROWS - 2] = c2, ab[ROWS - 1] = c3;
+    } else {
+      /* the leftover 1-3 rows: one step at a time (all 8 unrolled, the compiler
+       * computed every product first and spilled them) */
+      for (int r = 0; r < ROWS; r++) aa[r] = ab[r] = _mm256_setzero_si256();
 #pragma GCC unroll 2
-    for (int s = 0; s < 8; s++) {
-      const __m256i wa = _mm256_load_si256((const __m256i *)(p + s * 64)),
-                    wb = _mm256_load_si256((const __m256i *)(p + s * 64 + 32));
-      for (int r = 0; r < ROWS; r++) {
-        int64_t q;
-        memcpy(&q, xb[r] + b * 64 + s * 8, 8);
-        const __m256i xv = _mm256_set1_epi64x(q);
-        aa[r] = _mm256_add_epi16(aa[r], _mm256_maddubs_epi16(wa, xv));
-        ab[r] = _mm256_add_epi16(ab[r], _mm256_maddubs_epi16(wb, xv));
+      for (int s = 0; s < 8; s++) {
+        const __m256i wa = _mm256_load_si256((const __m256i *)(p + s * 64)),
+                      wb = _mm256_load_si256((const __m256i *)(p + s * 64 + 32));
+        for (int r = 0; r < ROWS; r++) {
+          int64_t q;
+          memcpy(&q, xb[r] + b * 64 + s * 8, 8);
+          const __m256i xv = _mm256_set1_epi64x(q);
+          aa[r] = _mm256_add_epi16(aa[r], _mm256_maddubs_epi16(wa, xv));
+          ab[r] = _mm256_add_epi16(ab[r], _mm256_maddubs_epi16(wb, xv));
+        }
       }
     }
     const int start = G64 || jb == 0, end = G64 || jb == bpg - 1 || (b0 + b + 1) * 64 == in;

@@ -134,29 +134,29 @@ void zz_test_int8_register(void) {
   CU_add_test(s, "int8 activations: the packed 4-bit tile = portable bits at every leftover", test_int8_tile_bits);
 }
 
-/* The packed tile (4-bit groups of whole 64s over a K of whole 64s, 4 or more
- * rows of x; kernels/cpu/linear_int8.c zz_xq_tile_chunk) against the portable
+/* The packed tile (4- and 8-bit groups of whole 64s over a K of whole 64s, 4
+ * or more rows of x; kernels/cpu/linear_int8.c zz_xq_tile_chunk) against the portable
  * kernel's bits, at every leftover of its blocking: rows of x past the tile of
  * 4 (5, 6, 7, 9; 4 and 12 whole) and past the row block (100 at a K block of
  * 2048: 96 rows);
  * W rows past the panel of 8 (13, 70: 6 left in the second task; 137: 9 left,
  * a whole panel and 1 row) and a whole task (64); K in one 64-block, in two
- * K blocks (2112 = 2048 + 64, 4096), with groups of 64, 128 (the last group
- * short at 2112), 192 (K blocks of 1920) and 256; 1, 2 and 3 threads, with and
- * without bias and ReLU. */
+ * K blocks (2112 = 2048 + 64, 4096; 8-bit: blocks of 1024), with groups of
+ * 64, 128 (the last group short at 2112), 192 (K blocks of 1920, 8-bit 960)
+ * and 256; 1, 2 and 3 threads, with and without bias and ReLU. */
 static void test_int8_tile_bits(void) {
   static const int64_t shapes[][3] = {{4, 64, 8},     {5, 192, 13},   {7, 2112, 70}, {6, 256, 64},
                                       {100, 2112, 9}, {9, 4096, 137}, {4, 768, 1},   {12, 384, 16}};
-  static const int groups[] = {64, 128, 192, 256};
+  static const zz_qfmt fmts[] = {{4, 64}, {4, 128}, {4, 192}, {4, 256}, {8, 64}, {8, 128}, {8, 192}, {8, 256}};
   if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
   zz_pool *pools[3] = {NULL, NULL, NULL};
   for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
   zz_rng r;
   zz_rng_seed(&r, 43, 0);
   int bad = 0, cases = 0;
-  for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++)
+  for (size_t gi = 0; gi < sizeof fmts / sizeof fmts[0]; gi++)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-      const zz_qfmt f = {4, groups[gi]};
+      const zz_qfmt f = fmts[gi];
       const int64_t n = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
       float *x = malloc((size_t)(n * in) * sizeof *x), *w = malloc((size_t)(out * in) * sizeof *w);
       float *b = malloc((size_t)out * sizeof *b), *y0 = malloc((size_t)(n * out) * sizeof *y0);
@@ -178,7 +178,7 @@ static void test_int8_tile_bits(void) {
         cases++;
         if (memcmp(y0, y1, (size_t)(n * out) * sizeof *y0) != 0) {
           bad++;
-          printf("\n  int8 tile group=%d n=%lld in=%lld out=%lld threads=%d: bits differ from portable", f.group,
+          printf("\n  int8 tile bits=%d group=%d n=%lld in=%lld out=%lld threads=%d: bits differ from portable", f.bits, f.group,
                  (long long)n, (long long)in, (long long)out, t + 1);
         }
       }
@@ -186,6 +186,6 @@ static void test_int8_tile_bits(void) {
     }
   zz_cpu_isa_set(zz_cpu_isa_best());
   CU_ASSERT_EQUAL(bad, 0);
-  CU_ASSERT_EQUAL(cases, 3 * (int)(sizeof groups / sizeof groups[0] * (sizeof shapes / sizeof shapes[0])));
+  CU_ASSERT_EQUAL(cases, 3 * (int)(sizeof fmts / sizeof fmts[0] * (sizeof shapes / sizeof shapes[0])));
   for (int t = 0; t < 3; t++) zz_pool_destroy(pools[t]);
 }

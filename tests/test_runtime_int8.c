@@ -178,8 +178,8 @@ static void test_int8_tile_bits(void) {
         cases++;
         if (memcmp(y0, y1, (size_t)(n * out) * sizeof *y0) != 0) {
           bad++;
-          printf("\n  int8 tile bits=%d group=%d n=%lld in=%lld out=%lld threads=%d: bits differ from portable", f.bits, f.group,
-                 (long long)n, (long long)in, (long long)out, t + 1);
+          printf("\n  int8 tile bits=%d group=%d n=%lld in=%lld out=%lld threads=%d: bits differ from portable", f.bits,
+                 f.group, (long long)n, (long long)in, (long long)out, t + 1);
         }
       }
       free(x), free(w), free(b), free(y0), free(y1), free(q);

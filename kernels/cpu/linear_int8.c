@@ -464,8 +464,9 @@ ZZ_QX_AVX2 static void zz_xq_gemv4_avx2(const char *xq, const unsigned char *w, 
 /* From ZZ_XQ_TILE_MIN rows of x, groups that are whole 64s over a K of whole
  * 64s (a model's linears) take this path instead of the panel above, which
  * spent a third of its work folding int16 lanes (vphaddw) per W row, x row
- * and group (8-bit: a vpmaddwd per W row and x row, and the sign trick). Here each W panel of ZZ_XQ_PW rows is unpacked once per
- * K block into an int8 buffer laid out for a broadcast of x (8 bytes, one
+ * and group (8-bit: a vpmaddwd per W row and x row, and the sign trick).
+ * Here each W panel of ZZ_XQ_PW rows is unpacked once per block of rows and
+ * K into an int8 buffer laid out for a broadcast of x (8 bytes, one
  * vpbroadcastq) against 4 W rows × 8 bytes a vector: a lane of vpmaddubsw is
  * then one W row's pair, it sums in int16 over the 8 steps of a 64-block
  * (8 · 2 · 15 · 127 = 30480: no saturation), and one vpmaddwd + vphaddd per
@@ -473,8 +474,9 @@ ZZ_QX_AVX2 static void zz_xq_gemv4_avx2(const char *xq, const unsigned char *w, 
  * 8-bit values are split into their two nibbles (two such sub-blocks, the
  * sums added as lo + 16 · hi, exact): twice 4-bit's work, without the sign
  * trick. The float part is the panel's: per group, lane c in the portable order. */
-#define ZZ_XQ_PW 8       /* W rows of a packed panel: the 8 float lanes */
-#define ZZ_XQ_TM 4 /* rows of x in a register tile: 2 · 4 int16 sums, 2 W vectors, x, a product (of 2-6: best on Zen 3) */
+#define ZZ_XQ_PW 8 /* W rows of a packed panel: the 8 float lanes */
+/* rows of x in a register tile: 2 · 4 int16 sums, 2 W vectors, x, a product (of 2-6: best on Zen 3) */
+#define ZZ_XQ_TM 4
 #define ZZ_XQ_KC_MAX 2048 /* K of a 4-bit packed panel (8-bit: half): 16 KB + heads on the stack, in L1 */
 #define ZZ_XQ_TILE_MIN 4
 #define ZZ_XQ_XBLOCK (192 << 10) /* bytes of x's int8 in a row block's K block: in L2 across the panels */
@@ -551,21 +553,20 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_tile_steps(co
      * step (and, unrolled, computed every product first and spilled them); this
      * keeps the 8 sums, 2 W vectors, x and a product in 12 registers */
 #define ZZ_XQ_STEP_ROW(X, A, C)                                                                                        \
-"vpbroadcastq %[" X "], %[t]\n\t"                                                                                   \
-"vpmaddubsw %[t], %[wa], %[u]\n\t"                                                                                  \
-"vpaddw %[u], %[" A "], %[" A "]\n\t"                                                                                \
-"vpmaddubsw %[t], %[wb], %[u]\n\t"                                                                                  \
-"vpaddw %[u], %[" C "], %[" C "]\n\t"
-    const int8_t *x0 = xb[0] + o, *x1 = xb[ROWS - 3] + o, *x2 = xb[ROWS - 2] + o,
-                 *x3 = xb[ROWS - 1] + o;
+  "vpbroadcastq %[" X "], %[t]\n\t"                                                                                    \
+  "vpmaddubsw %[t], %[wa], %[u]\n\t"                                                                                   \
+  "vpaddw %[u], %[" A "], %[" A "]\n\t"                                                                                \
+  "vpmaddubsw %[t], %[wb], %[u]\n\t"                                                                                   \
+  "vpaddw %[u], %[" C "], %[" C "]\n\t"
+    const int8_t *x0 = xb[0] + o, *x1 = xb[ROWS - 3] + o, *x2 = xb[ROWS - 2] + o, *x3 = xb[ROWS - 1] + o;
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, c0 = a0, c1 = a0, c2 = a0, c3 = a0;
     for (int s = 0; s < 8; s++) {
       __m256i wa, wb, t, u;
       __asm__("vmovdqa %[pa], %[wa]\n\t"
               "vmovdqa %[pb], %[wb]\n\t" ZZ_XQ_STEP_ROW("x0", "a0", "c0") ZZ_XQ_STEP_ROW("x1", "a1", "c1")
                   ZZ_XQ_STEP_ROW("x2", "a2", "c2") ZZ_XQ_STEP_ROW("x3", "a3", "c3")
-              : [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [c0] "+x"(c0), [c1] "+x"(c1),
-                [c2] "+x"(c2), [c3] "+x"(c3), [wa] "=&x"(wa), [wb] "=&x"(wb), [t] "=&x"(t), [u] "=&x"(u)
+              : [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2),
+                [c3] "+x"(c3), [wa] "=&x"(wa), [wb] "=&x"(wb), [t] "=&x"(t), [u] "=&x"(u)
               : [pa] "m"(*(const __m256i *)(p + s * 64)), [pb] "m"(*(const __m256i *)(p + s * 64 + 32)),
                 [x0] "m"(*(const int64_t *)(x0 + s * 8)), [x1] "m"(*(const int64_t *)(x1 + s * 8)),
                 [x2] "m"(*(const int64_t *)(x2 + s * 8)), [x3] "m"(*(const int64_t *)(x3 + s * 8)));
@@ -598,13 +599,9 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_tile_steps(co
  * kernel starts), the block's groups added in order, stored back. G64: groups
  * of 64 (each 64-block a group); else a group's blocks' int32 sums add up
  * before its float part. */
-ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_tile4_avx2(const int8_t *pk, const float *hd,
-                                                                              int64_t b0, int nb, int group,
-                                                                              int64_t in, const char *xq,
-                                                                              size_t x_row, int64_t ng, float *y,
-                                                                              int64_t ldy, int nw, int first,
-                                                                              const int ROWS, const int G64,
-                                                                              const int BITS) {
+ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_tile_avx2(
+    const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in, const char *xq, size_t x_row,
+    int64_t ng, float *y, int64_t ldy, int nw, int first, const int ROWS, const int G64, const int BITS) {
   if (G64) group = 64;
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(nw), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -617,9 +614,9 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_tile4_avx2(co
     const char *rec = xq + (size_t)r * x_row;
     sx[r] = (const float *)rec;
     xb[r] = (const int8_t *)rec + ng * 12 + b0 * 64;
-    facc[r] = first ? _mm256_setzero_ps()
-                    : nw == ZZ_XQ_PW ? _mm256_loadu_ps(y + r * ldy)
-                                     : _mm256_maskload_ps(y + r * ldy, mask);
+    facc[r] = first            ? _mm256_setzero_ps()
+              : nw == ZZ_XQ_PW ? _mm256_loadu_ps(y + r * ldy)
+                               : _mm256_maskload_ps(y + r * ldy, mask);
     isum[r] = _mm256_setzero_si256();
   }
   const int bpg = group / 64;
@@ -646,8 +643,8 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_tile4_avx2(co
         isum[r] = iv[r];
       }
       if (end) {
-        const __m256 f = _mm256_fmadd_ps(_mm256_mul_ps(st, _mm256_broadcast_ss(sx[r] + g)),
-                                         _mm256_cvtepi32_ps(iv[r]), facc[r]);
+        const __m256 f = _mm256_fmadd_ps(_mm256_mul_ps(st, _mm256_broadcast_ss(sx[r] + g)), _mm256_cvtepi32_ps(iv[r]),
+                                         facc[r]);
         facc[r] = _mm256_fmadd_ps(mn, _mm256_broadcast_ss(sx[r] + ng + g), f);
       }
     }
@@ -666,11 +663,14 @@ ZZ_QX_AVX2 static void zz_xq_tile_rows(const int8_t *pk, const float *hd, int64_
                                        int nw, int first, int bits) {
 #define ZZ_XQ_TILE_CASE(R)                                                                                             \
   case R:                                                                                                              \
-    if (group == 64 && bits == 4) zz_xq_tile4_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 1, 4); \
-    else if (group == 64) zz_xq_tile4_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 1, 8);      \
-    else if (bits == 4) zz_xq_tile4_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 0, 4);        \
+    if (group == 64 && bits == 4)                                                                                      \
+      zz_xq_tile_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 1, 4);                           \
+    else if (group == 64)                                                                                              \
+      zz_xq_tile_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 1, 8);                           \
+    else if (bits == 4)                                                                                                \
+      zz_xq_tile_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 0, 4);                           \
     else                                                                                                               \
-      zz_xq_tile4_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 0, 8);                          \
+      zz_xq_tile_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 0, 8);                           \
     break;
   switch (rows) {
     ZZ_XQ_TILE_CASE(1)
@@ -731,8 +731,8 @@ ZZ_QX_AVX2 static void zz_xq_tile_chunk(const char *xq, size_t x_row, int64_t n,
         (bits == 4 ? zz_xq_pack4_avx2 : zz_xq_pack8_avx2)(wr, k0 / 64, nb, group, gb, pk, hd, pf);
         for (int64_t r0 = m0; r0 < m1; r0 += ZZ_XQ_TM) {
           const int rows = m1 - r0 < ZZ_XQ_TM ? (int)(m1 - r0) : ZZ_XQ_TM;
-          zz_xq_tile_rows(pk, hd, k0 / 64, nb, group, in, xq + (size_t)r0 * x_row, x_row, rows, ng,
-                          y + r0 * out + c0, out, nw, k0 == 0, bits);
+          zz_xq_tile_rows(pk, hd, k0 / 64, nb, group, in, xq + (size_t)r0 * x_row, x_row, rows, ng, y + r0 * out + c0,
+                          out, nw, k0 == 0, bits);
         }
       }
     }
@@ -806,8 +806,8 @@ static void zz_xq_gemm_chunk(void *arg, int64_t t) {
 
 void zz_xq_gemm(zz_pool *pool, const void *xq, size_t x_row, int64_t n, int64_t in, const void *w, size_t w_row,
                 int bits, int group, const float *b, int64_t out, float *y, int relu) {
-  zz_xq_gemm_job j = {xq,  w, b, y, n, in, out, x_row, w_row, group, relu, bits == 4 ? zz_xq_panel4_c : zz_xq_panel8_c,
-                      NULL, 0, bits};
+  zz_xq_gemm_job j = {
+      xq, w, b, y, n, in, out, x_row, w_row, group, relu, bits == 4 ? zz_xq_panel4_c : zz_xq_panel8_c, NULL, 0, bits};
 #ifdef ZZ_XQ_X86
   if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) {
     j.panel = bits == 4 ? zz_xq_panel4_avx2 : zz_xq_panel8_avx2;

@@ -124,9 +124,68 @@ static void test_int8_device_option(void) {
   zz_device_destroy(dev);
 }
 
+static void test_int8_tile_bits(void); /* below */
+
 void zz_test_int8_register(void) {
   CU_pSuite s = CU_add_suite("int8", NULL, NULL);
   CU_add_test(s, "int8 activations: avx2 = portable bits on any threads, within the rounding bound of exact",
               test_int8_bits_and_bound);
   CU_add_test(s, "int8 activations: the cpu device's option", test_int8_device_option);
+  CU_add_test(s, "int8 activations: the packed 4-bit tile = portable bits at every leftover", test_int8_tile_bits);
+}
+
+/* The packed tile (4- and 8-bit groups of whole 64s over a K of whole 64s, 4
+ * or more rows of x; kernels/cpu/linear_int8.c zz_xq_tile_chunk) against the portable
+ * kernel's bits, at every leftover of its blocking: rows of x past the tile of
+ * 4 (5, 6, 7, 9; 4 and 12 whole) and past the row block (100 at a K block of
+ * 2048: 96 rows);
+ * W rows past the panel of 8 (13, 70: 6 left in the second task; 137: 9 left,
+ * a whole panel and 1 row) and a whole task (64); K in one 64-block, in two
+ * K blocks (2112 = 2048 + 64, 4096; 8-bit: blocks of 1024), with groups of
+ * 64, 128 (the last group short at 2112), 192 (K blocks of 1920, 8-bit 960)
+ * and 256; 1, 2 and 3 threads, with and without bias and ReLU. */
+static void test_int8_tile_bits(void) {
+  static const int64_t shapes[][3] = {{4, 64, 8},     {5, 192, 13},   {7, 2112, 70}, {6, 256, 64},
+                                      {100, 2112, 9}, {9, 4096, 137}, {4, 768, 1},   {12, 384, 16}};
+  static const zz_qfmt fmts[] = {{4, 64}, {4, 128}, {4, 192}, {4, 256}, {8, 64}, {8, 128}, {8, 192}, {8, 256}};
+  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
+  zz_pool *pools[3] = {NULL, NULL, NULL};
+  for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
+  zz_rng r;
+  zz_rng_seed(&r, 43, 0);
+  int bad = 0, cases = 0;
+  for (size_t gi = 0; gi < sizeof fmts / sizeof fmts[0]; gi++)
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+      const zz_qfmt f = fmts[gi];
+      const int64_t n = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
+      float *x = malloc((size_t)(n * in) * sizeof *x), *w = malloc((size_t)(out * in) * sizeof *w);
+      float *b = malloc((size_t)out * sizeof *b), *y0 = malloc((size_t)(n * out) * sizeof *y0);
+      float *y1 = malloc((size_t)(n * out) * sizeof *y1);
+      void *q = malloc(zz_q_row_bytes(f, in) * (size_t)out);
+      for (int64_t i = 0; i < n * in; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1) * (i % 89 == 0 ? 30 : 1);
+      /* weights at both ends of each group's range too: nibbles 0 and 15 */
+      for (int64_t i = 0; i < out * in; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1) * (i % 5 == 0 ? 6 : 1);
+      for (int64_t i = 0; i < out; i++) b[i] = (float)(zz_rng_uniform(&r) - 0.5);
+      zz_q_quantize(f, w, out, in, q);
+      const int relu = (int)((s + gi) % 2);
+      const float *bb = s % 3 ? b : NULL;
+      zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
+      zz_cpu_linear_q(pools[0], x, n, in, q, f, ZZ_CPU_ACT_INT8, bb, out, y0, relu);
+      zz_cpu_isa_set(ZZ_CPU_ISA_AVX2);
+      for (int t = 0; t < 3; t++) {
+        for (int64_t i = 0; i < n * out; i++) y1[i] = NAN; /* every output written */
+        zz_cpu_linear_q(pools[t], x, n, in, q, f, ZZ_CPU_ACT_INT8, bb, out, y1, relu);
+        cases++;
+        if (memcmp(y0, y1, (size_t)(n * out) * sizeof *y0) != 0) {
+          bad++;
+          printf("\n  int8 tile bits=%d group=%d n=%lld in=%lld out=%lld threads=%d: bits differ from portable", f.bits,
+                 f.group, (long long)n, (long long)in, (long long)out, t + 1);
+        }
+      }
+      free(x), free(w), free(b), free(y0), free(y1), free(q);
+    }
+  zz_cpu_isa_set(zz_cpu_isa_best());
+  CU_ASSERT_EQUAL(bad, 0);
+  CU_ASSERT_EQUAL(cases, 3 * (int)(sizeof fmts / sizeof fmts[0] * (sizeof shapes / sizeof shapes[0])));
+  for (int t = 0; t < 3; t++) zz_pool_destroy(pools[t]);
 }

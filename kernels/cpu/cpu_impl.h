@@ -35,9 +35,11 @@ static inline void zz_bias_relu_cols(float *y, int64_t n, int64_t ld, int64_t c0
 /* linear_int8.c: the 4/8-bit linear with x in int8 (--cpu-act int8). A stored
  * row of x: zz_xq_row_bytes(in, group) bytes, filled by zz_xq_quantize_row for
  * weights of `bits`; zz_xq_gemm then multiplies n such rows (x_row bytes apart)
- * by W [out] rows of w_row bytes on the pool: y[n, out] (+ b) (then ReLU). Its
- * register tile: ZZ_XQ_NR rows of W unpacked once per group and step for up to
- * ZZ_XQ_MB rows of x; ZZ_XQ_CHUNK rows of W per pool task. */
+ * by W [out] rows of w_row bytes on the pool: y[n, out] (+ b) (then ReLU).
+ * ZZ_XQ_CHUNK rows of W per pool task; from 4 rows of x on AVX2 (groups of
+ * whole 64s) W panels packed to int8 once per block of rows and K, else the
+ * panel: ZZ_XQ_NR rows of W unpacked once per group and step for up to
+ * ZZ_XQ_MB rows of x. */
 #define ZZ_XQ_NR 4
 #ifndef ZZ_XQ_MB
 #define ZZ_XQ_MB 16

@@ -24,8 +24,12 @@
  * multiplies nibbles as they lie; the rest of a group is in order.
  *
  * The GEMM (zz_xq_gemm) takes any number of rows of x: pool tasks of
- * ZZ_XQ_CHUNK W rows, blocks of up to ZZ_XQ_MB rows of x, and a panel kernel
- * that unpacks ZZ_XQ_NR W rows once per group step for the whole block; one
+ * ZZ_XQ_CHUNK W rows; on AVX2 from 4 rows of x with groups of whole 64s
+ * (a model's linears) each panel of 8 W rows is unpacked once per block of
+ * rows and K into an int8 buffer that a 4-row register tile multiplies with
+ * x broadcast 8 bytes at a time (zz_xq_tile_chunk); otherwise blocks of up to
+ * ZZ_XQ_MB rows of x and a panel kernel that unpacks ZZ_XQ_NR W rows once per
+ * group step for the whole block; one
  * row of x with 4-bit weights (decoding at batch 1) takes a GEMV of 8 W rows
  * a step instead (AVX2; the portable panel is its reference). There W is read
  * once and the kernel must keep pace with memory, so every AVX2 kernel
@@ -454,6 +458,286 @@ ZZ_QX_AVX2 static void zz_xq_gemv4_avx2(const char *xq, const unsigned char *w, 
     zz_xq_gemv4_body(xq, w, w_row, nw, in, group, y, pf, 0);
   }
 }
+
+/* ---------------------------------------------------------------- AVX2 packed tile (4 and 8 bits, 4+ rows of x) */
+
+/* From ZZ_XQ_TILE_MIN rows of x, groups that are whole 64s over a K of whole
+ * 64s (a model's linears) take this path instead of the panel above, which
+ * spent a third of its work folding int16 lanes (vphaddw) per W row, x row
+ * and group (8-bit: a vpmaddwd per W row and x row, and the sign trick).
+ * Here each W panel of ZZ_XQ_PW rows is unpacked once per block of rows and
+ * K into an int8 buffer laid out for a broadcast of x (8 bytes, one
+ * vpbroadcastq) against 4 W rows × 8 bytes a vector: a lane of vpmaddubsw is
+ * then one W row's pair, it sums in int16 over the 8 steps of a 64-block
+ * (8 · 2 · 15 · 127 = 30480: no saturation), and one vpmaddwd + vphaddd per
+ * 64-block and x row give the 8 rows' exact int32 sums, with no fold per step.
+ * 8-bit values are split into their two nibbles (two such sub-blocks, the
+ * sums added as lo + 16 · hi, exact): twice 4-bit's work, without the sign
+ * trick. The float part is the panel's: per group, lane c in the portable order. */
+#define ZZ_XQ_PW 8 /* W rows of a packed panel: the 8 float lanes */
+/* rows of x in a register tile: 2 · 4 int16 sums, 2 W vectors, x, a product (of 2-6: best on Zen 3) */
+#define ZZ_XQ_TM 4
+#define ZZ_XQ_KC_MAX 2048 /* K of a 4-bit packed panel (8-bit: half): 16 KB + heads on the stack, in L1 */
+#define ZZ_XQ_TILE_MIN 4
+#define ZZ_XQ_XBLOCK (192 << 10) /* bytes of x's int8 in a row block's K block: in L2 across the panels */
+
+/* Bytes of one 64-block of a packed panel: 8 steps of [rows 0,1,4,5 | rows 2,3,6,7], 8 bytes each. */
+#define ZZ_XQ_PB 512
+
+/* The 4 rows' qwords q_s (s < 4) of a, b, c, d as 4 vectors [a.q_s b.q_s | c.q_s d.q_s], stored 64 bytes apart. */
+ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_pack_t4(__m256i a, __m256i b, __m256i c, __m256i d,
+                                                                           int8_t *o) {
+  const __m256i u = _mm256_unpacklo_epi64(a, b), v = _mm256_unpackhi_epi64(a, b);
+  const __m256i u2 = _mm256_unpacklo_epi64(c, d), v2 = _mm256_unpackhi_epi64(c, d);
+  _mm256_store_si256((__m256i *)o, _mm256_permute2x128_si256(u, u2, 0x20));
+  _mm256_store_si256((__m256i *)(o + 64), _mm256_permute2x128_si256(v, v2, 0x20));
+  _mm256_store_si256((__m256i *)(o + 128), _mm256_permute2x128_si256(u, u2, 0x31));
+  _mm256_store_si256((__m256i *)(o + 192), _mm256_permute2x128_si256(v, v2, 0x31));
+}
+
+/* W rows wr[0..7], 64-blocks b0 .. b0 + nb - 1 (b0 at a group's start) into pk
+ * (nb · ZZ_XQ_PB · BITS / 4 bytes, 32-aligned) and hd (per group of the block:
+ * the 8 steps, then the 8 mins, as floats). 4-bit: step s of a block holds the
+ * stored positions of x 8s .. 8s + 7: low nibbles of bytes 8s.. for s < 4
+ * (x's even elements), high nibbles of bytes 8(s - 4).. after (the odd ones).
+ * 8-bit: two such sub-blocks, the bytes' low nibbles then their high ones, each
+ * in x's order (q · xi = 16 · qh · xi + ql · xi, both in 4-bit ranges). W is
+ * prefetched pf bytes ahead of each read (the next panel's rows), none where 0. */
+ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_pack_avx2(const void *const wr[ZZ_XQ_PW], int64_t b0,
+                                                                             int nb, int group, size_t gb, int8_t *pk,
+                                                                             float *hd, size_t pf, const int BITS) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  const unsigned char *w0 = wr[0];
+  size_t o[ZZ_XQ_PW];
+  for (int c = 0; c < ZZ_XQ_PW; c++) o[c] = (size_t)((const unsigned char *)wr[c] - w0);
+  const int64_t g0 = b0 * 64 / group;
+  for (int b = 0; b < nb; b++) {
+    const int64_t k = (b0 + b) * 64, g = k / group, e = k % group;
+    const unsigned char *gp = w0 + (size_t)g * gb;
+    int8_t *p = pk + (size_t)b * ZZ_XQ_PB * BITS / 4;
+    for (int h = 0; h < BITS / 4; h++) { /* 4-bit: the block; 8-bit: its halves of 32 bytes */
+      __m256i lo[ZZ_XQ_PW], hi[ZZ_XQ_PW];
+      for (int c = 0; c < ZZ_XQ_PW; c++) {
+        const unsigned char *d = gp + o[c] + 4 + (BITS == 4 ? e / 2 : e + 32 * h);
+        if (pf) _mm_prefetch((const char *)d + pf, _MM_HINT_T0);
+        const __m256i v = _mm256_loadu_si256((const __m256i *)d);
+        lo[c] = _mm256_and_si256(v, m4), hi[c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+      }
+      /* 4-bit: lo steps 0-3, hi steps 4-7; 8-bit half h: steps 4h.. of the low
+       * sub-block from lo, of the high sub-block (ZZ_XQ_PB on) from hi */
+      int8_t *pl = p + (BITS == 4 ? 0 : 256 * h), *ph = p + (BITS == 4 ? 256 : ZZ_XQ_PB + 256 * h);
+      zz_xq_pack_t4(lo[0], lo[1], lo[4], lo[5], pl);
+      zz_xq_pack_t4(lo[2], lo[3], lo[6], lo[7], pl + 32);
+      zz_xq_pack_t4(hi[0], hi[1], hi[4], hi[5], ph);
+      zz_xq_pack_t4(hi[2], hi[3], hi[6], hi[7], ph + 32);
+    }
+    if (e == 0) {
+      __m256 mn, st;
+      zz_xq_gemv4_heads(gp, o, &mn, &st);
+      _mm256_storeu_ps(hd + (g - g0) * 16, st);
+      _mm256_storeu_ps(hd + (g - g0) * 16 + 8, mn);
+    }
+  }
+}
+
+/* One 64-block's 8 steps of a packed sub-block p (ZZ_XQ_PB bytes) against x's
+ * bytes o .. o + 63 of rows xb[r]: per row the int16 sums of W rows 0,1,4,5
+ * (aa) and 2,3,6,7 (ab), each lane one row's pair, <= 8 · 2 · 15 · 127. */
+ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_tile_steps(const int8_t *p,
+                                                                              const int8_t *const xb[ZZ_XQ_TM],
+                                                                              int64_t o, __m256i aa[ZZ_XQ_TM],
+                                                                              __m256i ab[ZZ_XQ_TM], const int ROWS) {
+  if (ROWS == 4) {
+    /* a whole step (4 rows of x times 2 W vectors) in assembly: written with
+     * intrinsics the compiler copied each int16 sum to another register every
+     * step (and, unrolled, computed every product first and spilled them); this
+     * keeps the 8 sums, 2 W vectors, x and a product in 12 registers */
+#define ZZ_XQ_STEP_ROW(X, A, C)                                                                                        \
+  "vpbroadcastq %[" X "], %[t]\n\t"                                                                                    \
+  "vpmaddubsw %[t], %[wa], %[u]\n\t"                                                                                   \
+  "vpaddw %[u], %[" A "], %[" A "]\n\t"                                                                                \
+  "vpmaddubsw %[t], %[wb], %[u]\n\t"                                                                                   \
+  "vpaddw %[u], %[" C "], %[" C "]\n\t"
+    const int8_t *x0 = xb[0] + o, *x1 = xb[ROWS - 3] + o, *x2 = xb[ROWS - 2] + o, *x3 = xb[ROWS - 1] + o;
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+    for (int s = 0; s < 8; s++) {
+      __m256i wa, wb, t, u;
+      __asm__("vmovdqa %[pa], %[wa]\n\t"
+              "vmovdqa %[pb], %[wb]\n\t" ZZ_XQ_STEP_ROW("x0", "a0", "c0") ZZ_XQ_STEP_ROW("x1", "a1", "c1")
+                  ZZ_XQ_STEP_ROW("x2", "a2", "c2") ZZ_XQ_STEP_ROW("x3", "a3", "c3")
+              : [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2),
+                [c3] "+x"(c3), [wa] "=&x"(wa), [wb] "=&x"(wb), [t] "=&x"(t), [u] "=&x"(u)
+              : [pa] "m"(*(const __m256i *)(p + s * 64)), [pb] "m"(*(const __m256i *)(p + s * 64 + 32)),
+                [x0] "m"(*(const int64_t *)(x0 + s * 8)), [x1] "m"(*(const int64_t *)(x1 + s * 8)),
+                [x2] "m"(*(const int64_t *)(x2 + s * 8)), [x3] "m"(*(const int64_t *)(x3 + s * 8)));
+    }
+#undef ZZ_XQ_STEP_ROW
+    aa[0] = a0, aa[ROWS - 3] = a1, aa[ROWS - 2] = a2, aa[ROWS - 1] = a3;
+    ab[0] = c0, ab[ROWS - 3] = c1, ab[ROWS - 2] = c2, ab[ROWS - 1] = c3;
+  } else {
+    /* the leftover 1-3 rows: one step at a time (all 8 unrolled, the compiler
+     * computed every product first and spilled them) */
+    for (int r = 0; r < ROWS; r++) aa[r] = ab[r] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int s = 0; s < 8; s++) {
+      const __m256i wa = _mm256_load_si256((const __m256i *)(p + s * 64)),
+                    wb = _mm256_load_si256((const __m256i *)(p + s * 64 + 32));
+      for (int r = 0; r < ROWS; r++) {
+        int64_t q;
+        memcpy(&q, xb[r] + o + s * 8, 8);
+        const __m256i xv = _mm256_set1_epi64x(q);
+        aa[r] = _mm256_add_epi16(aa[r], _mm256_maddubs_epi16(wa, xv));
+        ab[r] = _mm256_add_epi16(ab[r], _mm256_maddubs_epi16(wb, xv));
+      }
+    }
+  }
+}
+
+/* ROWS rows of x (x_row bytes apart, whole rows of ng groups) times a packed
+ * panel (zz_xq_pack4_avx2: 64-blocks b0 .. b0 + nb - 1), into y[r * ldy + c],
+ * c < nw: the sums so far loaded from y (first: from 0, as the portable
+ * kernel starts), the block's groups added in order, stored back. G64: groups
+ * of 64 (each 64-block a group); else a group's blocks' int32 sums add up
+ * before its float part. */
+ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_tile_avx2(
+    const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in, const char *xq, size_t x_row,
+    int64_t ng, float *y, int64_t ldy, int nw, int first, const int ROWS, const int G64, const int BITS) {
+  if (G64) group = 64;
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(nw), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const int64_t g0 = b0 * 64 / group;
+  __m256 facc[ZZ_XQ_TM];
+  __m256i isum[ZZ_XQ_TM];
+  const int8_t *xb[ZZ_XQ_TM];
+  const float *sx[ZZ_XQ_TM];
+  for (int r = 0; r < ROWS; r++) {
+    const char *rec = xq + (size_t)r * x_row;
+    sx[r] = (const float *)rec;
+    xb[r] = (const int8_t *)rec + ng * 12 + b0 * 64;
+    facc[r] = first            ? _mm256_setzero_ps()
+              : nw == ZZ_XQ_PW ? _mm256_loadu_ps(y + r * ldy)
+                               : _mm256_maskload_ps(y + r * ldy, mask);
+    isum[r] = _mm256_setzero_si256();
+  }
+  const int bpg = group / 64;
+  int64_t g = g0;
+  for (int b = 0, jb = 0; b < nb; b++) { /* jb: the block's place in its group */
+    __m256i iv[ZZ_XQ_TM];
+    for (int r = 0; r < ROWS; r++) iv[r] = _mm256_setzero_si256(); /* (gcc's maybe-uninitialized) */
+    for (int h = 0; h < BITS / 4; h++) { /* 8-bit: the low nibbles' sums, then 16 · the high ones' */
+      __m256i aa[ZZ_XQ_TM], ab[ZZ_XQ_TM];
+      zz_xq_tile_steps(pk + ((size_t)b * BITS / 4 + h) * ZZ_XQ_PB, xb, b * 64, aa, ab, ROWS);
+      for (int r = 0; r < ROWS; r++) {
+        /* [r0..r3 | r4..r7]: rows 0,1,4,5 of aa and 2,3,6,7 of ab, each lane pair one row */
+        const __m256i v = _mm256_hadd_epi32(_mm256_madd_epi16(aa[r], ones), _mm256_madd_epi16(ab[r], ones));
+        iv[r] = h ? _mm256_add_epi32(iv[r], _mm256_slli_epi32(v, 4)) : v;
+      }
+    }
+    const int start = G64 || jb == 0, end = G64 || jb == bpg - 1 || (b0 + b + 1) * 64 == in;
+    jb = end ? 0 : jb + 1;
+    __m256 st = _mm256_setzero_ps(), mn = _mm256_setzero_ps();
+    if (end) st = _mm256_load_ps(hd + (g - g0) * 16), mn = _mm256_load_ps(hd + (g - g0) * 16 + 8);
+    for (int r = 0; r < ROWS; r++) {
+      if (!G64) {
+        if (!start) iv[r] = _mm256_add_epi32(isum[r], iv[r]);
+        isum[r] = iv[r];
+      }
+      if (end) {
+        const __m256 f = _mm256_fmadd_ps(_mm256_mul_ps(st, _mm256_broadcast_ss(sx[r] + g)), _mm256_cvtepi32_ps(iv[r]),
+                                         facc[r]);
+        facc[r] = _mm256_fmadd_ps(mn, _mm256_broadcast_ss(sx[r] + ng + g), f);
+      }
+    }
+    g += end;
+  }
+  for (int r = 0; r < ROWS; r++) {
+    if (nw == ZZ_XQ_PW) _mm256_storeu_ps(y + r * ldy, facc[r]);
+    else
+      _mm256_maskstore_ps(y + r * ldy, mask, facc[r]);
+  }
+}
+
+/* The tile with its row count, G64 and BITS constants. */
+ZZ_QX_AVX2 static void zz_xq_tile_rows(const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in,
+                                       const char *xq, size_t x_row, int rows, int64_t ng, float *y, int64_t ldy,
+                                       int nw, int first, int bits) {
+#define ZZ_XQ_TILE_CASE(R)                                                                                             \
+  case R:                                                                                                              \
+    if (group == 64 && bits == 4)                                                                                      \
+      zz_xq_tile_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 1, 4);                           \
+    else if (group == 64)                                                                                              \
+      zz_xq_tile_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 1, 8);                           \
+    else if (bits == 4)                                                                                                \
+      zz_xq_tile_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 0, 4);                           \
+    else                                                                                                               \
+      zz_xq_tile_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 0, 8);                           \
+    break;
+  switch (rows) {
+    ZZ_XQ_TILE_CASE(1)
+    ZZ_XQ_TILE_CASE(2)
+    ZZ_XQ_TILE_CASE(3)
+    ZZ_XQ_TILE_CASE(4)
+  }
+#undef ZZ_XQ_TILE_CASE
+}
+
+ZZ_QX_AVX2 static void zz_xq_pack4_avx2(const void *const wr[ZZ_XQ_PW], int64_t b0, int nb, int group, size_t gb,
+                                        int8_t *pk, float *hd, size_t pf) {
+  zz_xq_pack_avx2(wr, b0, nb, group, gb, pk, hd, pf, 4);
+}
+
+ZZ_QX_AVX2 static void zz_xq_pack8_avx2(const void *const wr[ZZ_XQ_PW], int64_t b0, int nb, int group, size_t gb,
+                                        int8_t *pk, float *hd, size_t pf) {
+  zz_xq_pack_avx2(wr, b0, nb, group, gb, pk, hd, pf, 8);
+}
+
+/* K of a packed panel: 8-bit's blocks take twice the bytes. */
+static inline int64_t zz_xq_tile_kc_max(int bits) { return ZZ_XQ_KC_MAX * 4 / bits; }
+
+/* Whether the packed tile takes n rows of x of `in` against groups of `bits`, `group`. */
+static int zz_xq_tile_applies(int bits, int64_t n, int64_t in, int group) {
+  return n >= ZZ_XQ_TILE_MIN && group % 64 == 0 && group <= zz_xq_tile_kc_max(bits) && in % 64 == 0;
+}
+
+/* One task's W rows [c_lo, c_hi) against all n rows of x: blocks of rows of x
+ * (their int8 within ZZ_XQ_XBLOCK over a K block: in L2 across the panels)
+ * outside, then K blocks of up to ZZ_XQ_KC_MAX, then panels of 8 W rows
+ * (packed once per row block, in L1) times every tile of ZZ_XQ_TM rows of the
+ * block. A row block's outputs (its rows × the task's 64 columns) stay in
+ * cache across the K blocks: small K blocks over all n rows sent each tile's
+ * sums to L3 and back (half the speed at 512 rows). y holds each output's
+ * float sum between K blocks; groups go in order, so the bits are the panel's. */
+ZZ_QX_AVX2 static void zz_xq_tile_chunk(const char *xq, size_t x_row, int64_t n, int64_t in, const unsigned char *w,
+                                        size_t w_row, int bits, int group, int64_t out, int64_t c_lo, int64_t c_hi,
+                                        float *y) {
+  _Alignas(32) int8_t pk[ZZ_XQ_KC_MAX / 64 * ZZ_XQ_PB];
+  _Alignas(32) float hd[ZZ_XQ_KC_MAX / 64 * 16];
+  const int64_t kmax = zz_xq_tile_kc_max(bits) / group * group;
+  const int64_t ng = zz_xq_groups(in, group), kc = kmax < in ? kmax : in;
+  int64_t mb = ZZ_XQ_XBLOCK / kc;
+  mb = mb < ZZ_XQ_TM ? ZZ_XQ_TM : mb - mb % ZZ_XQ_TM;
+  const size_t gb = zz_xq_group_bytes(bits, group);
+  for (int64_t m0 = 0; m0 < n; m0 += mb) {
+    const int64_t m1 = n - m0 < mb ? n : m0 + mb;
+    for (int64_t k0 = 0; k0 < in; k0 += kc) {
+      const int nb = (int)((in - k0 < kc ? in - k0 : kc) / 64);
+      for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_XQ_PW) {
+        const int nw = c_hi - c0 < ZZ_XQ_PW ? (int)(c_hi - c0) : ZZ_XQ_PW;
+        const void *wr[ZZ_XQ_PW];
+        for (int c = 0; c < ZZ_XQ_PW; c++) wr[c] = w + (size_t)(c0 + (c < nw ? c : nw - 1)) * w_row;
+        /* the first row block reads W from memory: prefetch the next panel's rows,
+         * past this task's too (often this thread's next); none past the matrix */
+        const size_t pf = m0 == 0 && c0 + 2 * ZZ_XQ_PW <= out ? ZZ_XQ_PW * w_row : 0;
+        (bits == 4 ? zz_xq_pack4_avx2 : zz_xq_pack8_avx2)(wr, k0 / 64, nb, group, gb, pk, hd, pf);
+        for (int64_t r0 = m0; r0 < m1; r0 += ZZ_XQ_TM) {
+          const int rows = m1 - r0 < ZZ_XQ_TM ? (int)(m1 - r0) : ZZ_XQ_TM;
+          zz_xq_tile_rows(pk, hd, k0 / 64, nb, group, in, xq + (size_t)r0 * x_row, x_row, rows, ng, y + r0 * out + c0,
+                          out, nw, k0 == 0, bits);
+        }
+      }
+    }
+  }
+}
 #endif
 
 /* ---------------------------------------------------------------- the driver */
@@ -474,6 +758,8 @@ typedef struct zz_xq_gemm_job {
   int group, relu;
   zz_xq_panel_fn panel;
   zz_xq_gemv_fn gemv; /* one row of x (n = 1), or NULL: the panel */
+  int tile;           /* the packed tile (zz_xq_tile_applies) instead of both */
+  int bits;           /* 4 or 8 */
 } zz_xq_gemm_job;
 
 /* One task: ZZ_XQ_CHUNK rows of W against all rows of x, blocks of ZZ_XQ_MB rows
@@ -495,6 +781,13 @@ static void zz_xq_gemm_chunk(void *arg, int64_t t) {
     zz_bias_relu_cols(j->y, 1, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
     return;
   }
+#ifdef ZZ_XQ_X86
+  if (j->tile) {
+    zz_xq_tile_chunk(j->xq, j->x_row, j->n, j->in, j->w, j->w_row, j->bits, j->group, j->out, c_lo, c_hi, j->y);
+    zz_bias_relu_cols(j->y, j->n, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
+    return;
+  }
+#endif
   for (int64_t m0 = 0; m0 < j->n; m0 += ZZ_XQ_MB) {
     const int rows = j->n - m0 < ZZ_XQ_MB ? (int)(j->n - m0) : ZZ_XQ_MB;
     for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_XQ_NR) {
@@ -513,12 +806,13 @@ static void zz_xq_gemm_chunk(void *arg, int64_t t) {
 
 void zz_xq_gemm(zz_pool *pool, const void *xq, size_t x_row, int64_t n, int64_t in, const void *w, size_t w_row,
                 int bits, int group, const float *b, int64_t out, float *y, int relu) {
-  zz_xq_gemm_job j = {xq,  w, b, y, n, in, out, x_row, w_row, group, relu, bits == 4 ? zz_xq_panel4_c : zz_xq_panel8_c,
-                      NULL};
+  zz_xq_gemm_job j = {
+      xq, w, b, y, n, in, out, x_row, w_row, group, relu, bits == 4 ? zz_xq_panel4_c : zz_xq_panel8_c, NULL, 0, bits};
 #ifdef ZZ_XQ_X86
   if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) {
     j.panel = bits == 4 ? zz_xq_panel4_avx2 : zz_xq_panel8_avx2;
     if (n == 1 && bits == 4) j.gemv = zz_xq_gemv4_avx2;
+    j.tile = zz_xq_tile_applies(bits, n, in, group);
   }
 #endif
   zz_pool_run(pool, zz_xq_gemm_chunk, &j, (out + ZZ_XQ_CHUNK - 1) / ZZ_XQ_CHUNK);

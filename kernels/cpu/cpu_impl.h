@@ -56,12 +56,13 @@ typedef struct zz_pool zz_pool;
 size_t zz_pk_x_bytes(int64_t n, int64_t in);
 void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16,
                 const float *b, int64_t out, float *y, int relu, float *xp);
-/* The same product for bf16 W by the row-lane tile (x in lanes of 16 rows, W
- * broadcast from its rows, never copied; for 16-127 rows): the packed GEMM's
- * bits; xp: zz_pk_rl_x_bytes(n, in) of scratch. false, nothing done, where the
- * tile is not compiled (not x86-64); the caller checks the CPU has AVX2/FMA. */
+/* The same product by the row-lane tile (x in lanes of 16 rows, W f32 or
+ * (w_bf16) bf16 broadcast from its rows, never copied; for 16-127 rows): the
+ * packed GEMM's bits; xp: zz_pk_rl_x_bytes(n, in) of scratch. false, nothing
+ * done, where the tile is not compiled (not x86-64); the caller checks the CPU
+ * has AVX2/FMA. */
 size_t zz_pk_rl_x_bytes(int64_t n, int64_t in);
-bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const uint16_t *w, const float *b, int64_t out,
-                   float *y, int relu, float *xp);
+bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16, const float *b,
+                   int64_t out, float *y, int relu, float *xp);
 
 #endif

@@ -530,6 +530,15 @@ static void test_f32_avx2_bits(void) {
   free(x), free(w), free(b), free(yp);
 }
 
+/* One output as one fmaf chain along k from 0, then + bias, then ReLU (as
+ * zz_bias_relu_cols): the bits linear_pack.c's paths promise. */
+static float zz_fma_chain(const float *xi, const float *wo, int64_t in, const float *bias_o, int relu) {
+  float chain = 0.0f;
+  for (int64_t k = 0; k < in; k++) chain = fmaf(xi[k], wo[k], chain);
+  if (bias_o) chain += *bias_o;
+  return relu ? (chain > 0 ? chain : 0) : chain;
+}
+
 /* f32 weights on AVX2 from ZZ_F32_LANE_N (9) rows: the row-lane tile
  * (kernels/cpu/linear_pack.c, x in 16-row lanes, 6 outputs broadcast from W's
  * f32 rows, K blocks of 512, 48 outputs a task, slices of 128 rows), one FMA
@@ -582,10 +591,8 @@ static void test_gemm_f32_lanes(void) {
                  (long long)in, (long long)out);
         for (int64_t i = 0; i < n; i++)
           for (int64_t o = 0; o < out; o++) {
-            float chain = 0.0f, got = y[0][i * out + o];
-            for (int64_t k = 0; k < in; k++) chain = fmaf(x[i * in + k], w[o * in + k], chain);
-            if (bias) chain += bias[o];
-            if (relu) chain = chain > 0 ? chain : 0;
+            float got = y[0][i * out + o],
+                  chain = zz_fma_chain(x + i * in, w + o * in, in, bias ? bias + o : NULL, relu);
             if (memcmp(&got, &chain, sizeof got) != 0 && bad_chain++ < 3)
               printf("\n  f32 lanes n=%lld in=%lld out=%lld y[%lld][%lld] = %.9g, the fmaf chain %.9g", (long long)n,
                      (long long)in, (long long)out, (long long)i, (long long)o, got, chain);
@@ -605,6 +612,59 @@ static void test_gemm_f32_lanes(void) {
   CU_ASSERT_EQUAL(bad_rows, 0);
   for (int t = 0; t < 3; t++) zz_pool_destroy(pools[t]), free(y[t]);
   free(x), free(w), free(b), free(y9), free(xb);
+}
+
+/* The exact 4- and 8-bit linear at 17-127 rows on AVX2: its widened panels
+ * (64 outputs each) multiplied by the f32 row-lane tile, x packed once per
+ * call: each output bit for bit the fmaf chain over the dequantized row (then
+ * + bias, ReLU), the same bits on 1 and 2 threads. Rows 17 (one past the fused
+ * kernels), 40, 127 (the last before sgemm); outputs past a panel and a 6-output
+ * tile (70); K with a ragged last group and past a 512 block (600). */
+static void test_q_lanes(void) {
+  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
+  zz_cpu_isa_set(ZZ_CPU_ISA_AVX2);
+  static const int64_t ns[] = {17, 40, 127};
+  const int64_t nmax = 127, in = 600, out = 70;
+  const zz_qfmt fmts[2] = {ZZ_QFMT_DEFAULT, {8, 64}};
+  zz_pool *pools[2] = {NULL, NULL};
+  for (int t = 0; t < 2; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
+  zz_rng r;
+  zz_rng_seed(&r, 53, 0);
+  float *x = malloc((size_t)(nmax * in) * sizeof *x), *w = malloc((size_t)(out * in) * sizeof *w);
+  float *wd = malloc((size_t)(out * in) * sizeof *wd), *b = malloc((size_t)out * sizeof *b), *y[2];
+  for (int t = 0; t < 2; t++) y[t] = malloc((size_t)(nmax * out) * sizeof(float));
+  for (int64_t i = 0; i < nmax * in; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+  for (int64_t i = 0; i < out * in; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+  for (int64_t i = 0; i < out; i++) b[i] = (float)(zz_rng_uniform(&r) - 0.5);
+  int bad_chain = 0, bad_threads = 0;
+  for (int f = 0; f < 2; f++) {
+    void *q = malloc(zz_q_row_bytes(fmts[f], in) * (size_t)out);
+    zz_q_quantize(fmts[f], w, out, in, q);
+    zz_q_dequantize(fmts[f], q, out, in, wd);
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++) {
+      int64_t n = ns[a];
+      int relu = (int)((f + a) % 2);
+      const float *bias = relu ? b : NULL;
+      for (int t = 0; t < 2; t++)
+        zz_cpu_linear_q(pools[t], x, n, in, q, fmts[f], ZZ_CPU_ACT_F32, bias, out, y[t], relu);
+      if (memcmp(y[0], y[1], (size_t)(n * out) * sizeof(float)) != 0 && bad_threads++ < 3)
+        printf("\n  q%d lanes n=%lld: bits depend on the thread count", fmts[f].bits, (long long)n);
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t o = 0; o < out; o++) {
+          float got = y[0][i * out + o],
+                chain = zz_fma_chain(x + i * in, wd + o * in, in, bias ? bias + o : NULL, relu);
+          if (memcmp(&got, &chain, sizeof got) != 0 && bad_chain++ < 3)
+            printf("\n  q%d lanes n=%lld y[%lld][%lld] = %.9g, the fmaf chain %.9g", fmts[f].bits, (long long)n,
+                   (long long)i, (long long)o, got, chain);
+        }
+    }
+    free(q);
+  }
+  zz_cpu_isa_set(zz_cpu_isa_best());
+  CU_ASSERT_EQUAL(bad_chain, 0);
+  CU_ASSERT_EQUAL(bad_threads, 0);
+  for (int t = 0; t < 2; t++) zz_pool_destroy(pools[t]), free(y[t]);
+  free(x), free(w), free(wd), free(b);
 }
 
 static int zz_gemm_init(void) { return zz_pool_create(2, &g_pool); }
@@ -638,4 +698,7 @@ void zz_test_gemm_register(void) {
               "f32 avx2 row-lane tile (>= 9 rows): the fmaf chain's bits, f64 within the order bound, remainders, "
               "threads, rows",
               test_gemm_f32_lanes);
+  CU_add_test(s,
+              "4/8-bit exact linear at 17-127 rows on avx2: widened panels by the row-lane tile, the fmaf chain's bits",
+              test_q_lanes);
 }

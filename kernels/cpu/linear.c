@@ -8,8 +8,11 @@
  * micro-kernel that turns a tile of rows into dot products differs (ggml's
  * vec_dot per type). Per dtype:
  *   f32   own micro-kernel for n <= ZZ_GEMM_SMALL_M (AVX-512) or
- *         ZZ_GEMM_SMALL_M_AVX2 (AVX2: zz_dot's order, the portable bits), else
- *         OpenBLAS sgemm in shape-only tiles on the pool;
+ *         ZZ_GEMM_SMALL_M_AVX2 (AVX2: zz_dot's order, the portable bits); on
+ *         AVX2 from ZZ_F32_LANE_N below ZZ_F32_SGEMM_N rows bf16's row-lane
+ *         tile with an f32 W load (linear_pack.c, one FMA chain per output);
+ *         else OpenBLAS sgemm in shape-only tiles on the pool (zz_cpu_gemm_own
+ *         is the rule);
  *   bf16  x rounded to bf16 once per call, then the own micro-kernel: vdpbf16ps
  *         (avx512_bf16), or bf16 widened to f32 by a shift in registers and FMA
  *         (AVX2; the product of two bf16 is exact in f32, so FMA and the portable
@@ -24,8 +27,8 @@
  *         summed in the order of zz_dot (8 lanes over k mod 8, the same tree,
  *         the tail last), so it gives the bits of dequantize-then-zz_dot;
  *         above, or without a vector ISA, panels of output rows dequantized
- *         into a thread's buffer and multiplied (dots, or a single-threaded
- *         sgemm for many rows).
+ *         into a thread's buffer and multiplied (dots, or as f32 W at that n:
+ *         the row-lane tile where zz_f32_lane, else a single-threaded sgemm).
  * Every path's tiles are a function of the shape alone, never of the thread
  * count: each output's sum is formed by one task in one order, so --threads
  * and an mpirun rank's smaller share never change a bit (docs/cpu.md).
@@ -693,6 +696,12 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
   return s;
 }
 
+/* f32 W (and the 4/8-bit linear's widened panels) at n rows by the row-lane
+ * tile, not sgemm: AVX2 from ZZ_F32_LANE_N below ZZ_F32_SGEMM_N rows. */
+static bool zz_f32_lane(const zz_gemm_isa *isa, int64_t n) {
+  return isa->f32_lane_n && n >= isa->f32_lane_n && n < ZZ_F32_SGEMM_N;
+}
+
 /* ---------------------------------------------------------------- the own-kernel driver */
 
 /* y[i0.., c0..] (mr × nr valid) = tile, += when not the first K block */
@@ -943,6 +952,7 @@ typedef struct zz_qlin_job {
   float *y;
   int relu;
   int64_t ldx;
+  const float *xp; /* x packed for the row-lane tile (zz_pk_rl_pack_x), or NULL: sgemm */
 } zz_qlin_job;
 
 static void zz_qlin_panel(void *arg, int64_t p) {
@@ -954,6 +964,9 @@ static void zz_qlin_panel(void *arg, int64_t p) {
     /* decoding without a fused micro-kernel: dot products on this thread */
     for (int64_t i = 0; i < j->n; i++)
       for (int64_t o = 0; o < rows; o++) j->y[i * j->out + o0 + o] = zz_dot(j->x + i * j->in, wp + o * j->in, j->in);
+  } else if (j->xp) {
+    /* the f32 row-lane tile on this thread, as f32 weights at this n (zz_f32_lane) */
+    zz_pk_rl_panel(j->xp, j->n, j->in, wp, rows, j->y + o0, j->out);
   } else {
     /* y[:, o0 .. o0+rows) = x · panelᵀ, single-threaded on the CPU device (zz_cpu_blas_single) */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)j->n, (blasint)rows, (blasint)j->in, 1.0f, j->x,
@@ -1081,7 +1094,7 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const voi
 
 bool zz_cpu_gemm_own(int64_t n) {
   const zz_gemm_isa isa = zz_gemm_isa_get();
-  return isa.f32 && (n <= isa.f32_n || (isa.f32_lane_n && n >= isa.f32_lane_n && n < ZZ_F32_SGEMM_N));
+  return isa.f32 && (n <= isa.f32_n || zz_f32_lane(&isa, n));
 }
 
 void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
@@ -1127,6 +1140,12 @@ void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const
     zz_gemm_own(pool, &job);
     return;
   }
-  zz_qlin_job job = {x, b, w, f, n, in, out, zz_qlin_panel_rows(n, in), zz_q_row_bytes(f, in), y, relu, in};
+  zz_qlin_job job = {x, b, w, f, n, in, out, zz_qlin_panel_rows(n, in), zz_q_row_bytes(f, in), y, relu, in, NULL};
+  if (n > ZZ_Q_SMALL_N && zz_f32_lane(&isa, n)) {
+    /* the widened panels multiplied as f32 weights are at this n: x packed once
+     * for the row-lane tile (the calling thread's buffer, read by the tasks) */
+    float *xp = zz_q_scratch(1, zz_pk_rl_x_bytes(n, in), "rows of x packed");
+    if (zz_pk_rl_pack_x(pool, x, n, in, xp)) job.xp = xp;
+  }
   zz_pool_run(pool, zz_qlin_panel, &job, (out + job.panel - 1) / job.panel);
 }

@@ -172,12 +172,13 @@ typedef struct zz_pk_job {
   float *xp;
   const char *w;  /* [out, in], f32 or bf16 */
   const float *b; /* [out] or NULL */
-  float *y;       /* [n, out] */
+  float *y;       /* [n, out], rows ldy apart (the row-lane tile; the packed GEMM: out) */
   int64_t n, in, out;
   int relu;
   bool bf16;
   void (*micro)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, bool load);
   void (*widen8x8)(const uint16_t *const src[8], float *dst); /* NULL: scalar widening */
+  int64_t ldy;
 } zz_pk_job;
 
 /* f rounded to bf16 and widened back (zz_f32_to_bf16's rounding, inline) */
@@ -295,7 +296,7 @@ static void zz_pk_task(void *arg, int64_t t) {
 
 void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16,
                 const float *b, int64_t out, float *y, int relu, float *xp) {
-  zz_pk_job j = {x, xp, w, b, y, n, in, out, relu, w_bf16, zz_pk_micro_c, NULL};
+  zz_pk_job j = {x, xp, w, b, y, n, in, out, relu, w_bf16, zz_pk_micro_c, NULL, out};
 #ifdef ZZ_PK_X86
   if (vector) j.micro = zz_pk_micro_avx2, j.widen8x8 = zz_pk_widen8x8;
 #else
@@ -469,9 +470,9 @@ static void zz_rl_task(void *arg, int64_t t) {
       const float *s = acc + (g * ZZ_RL_PANELS + p) * ZZ_RL_NR * ZZ_RL_MR;
       for (int r = 0; r < ZZ_RL_MR && g * ZZ_RL_MR + r < j->n; r++)
         for (int o = 0; o < ZZ_RL_NR && c_lo + p * ZZ_RL_NR + o < c_hi; o++)
-          j->y[(g * ZZ_RL_MR + r) * j->out + c_lo + p * ZZ_RL_NR + o] = s[o * ZZ_RL_MR + r];
+          j->y[(g * ZZ_RL_MR + r) * j->ldy + c_lo + p * ZZ_RL_NR + o] = s[o * ZZ_RL_MR + r];
     }
-  zz_bias_relu_cols(j->y, j->n, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
+  zz_bias_relu_cols(j->y, j->n, j->ldy, c_lo, c_hi - c_lo, j->b, j->relu);
 }
 #endif
 
@@ -482,7 +483,7 @@ bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const v
    * once per slice, is a small part of a slice's traffic */
   for (int64_t m0 = 0; m0 < n; m0 += ZZ_RL_SLICE) {
     int64_t m = n - m0 < ZZ_RL_SLICE ? n - m0 : ZZ_RL_SLICE;
-    zz_pk_job j = {x + m0 * in, xp, (const char *)w, b, y + m0 * out, m, in, out, relu, w_bf16, NULL, NULL};
+    zz_pk_job j = {x + m0 * in, xp, (const char *)w, b, y + m0 * out, m, in, out, relu, w_bf16, NULL, NULL, out};
     zz_pool_run(pool, zz_rl_pack_x, &j, (m + ZZ_RL_MR - 1) / ZZ_RL_MR);
     zz_pool_run(pool, zz_rl_task, &j, (out + ZZ_RL_PANELS * ZZ_RL_NR - 1) / (ZZ_RL_PANELS * ZZ_RL_NR));
   }
@@ -490,5 +491,26 @@ bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const v
 #else
   (void)pool, (void)x, (void)n, (void)in, (void)w, (void)w_bf16, (void)b, (void)out, (void)y, (void)relu, (void)xp;
   return false;
+#endif
+}
+
+bool zz_pk_rl_pack_x(zz_pool *pool, const float *x, int64_t n, int64_t in, float *xp) {
+#ifdef ZZ_PK_X86
+  zz_pk_job j = {.x = x, .xp = xp, .n = n, .in = in};
+  zz_pool_run(pool, zz_rl_pack_x, &j, (n + ZZ_RL_MR - 1) / ZZ_RL_MR);
+  return true;
+#else
+  (void)pool, (void)x, (void)n, (void)in, (void)xp;
+  return false;
+#endif
+}
+
+void zz_pk_rl_panel(const float *xp, int64_t n, int64_t in, const float *w, int64_t out, float *y, int64_t ldy) {
+#ifdef ZZ_PK_X86
+  /* the tasks only read xp (the job's is writable for the packing) */
+  zz_pk_job j = {.xp = (float *)xp, .w = (const char *)w, .y = y, .n = n, .in = in, .out = out, .ldy = ldy};
+  for (int64_t t = 0; t < (out + ZZ_RL_PANELS * ZZ_RL_NR - 1) / (ZZ_RL_PANELS * ZZ_RL_NR); t++) zz_rl_task(&j, t);
+#else
+  (void)xp, (void)n, (void)in, (void)w, (void)out, (void)y, (void)ldy;
 #endif
 }

@@ -35,16 +35,17 @@ void zz_cpu_linear(const float *x, int64_t n, int64_t in, const float *w, const 
  * w [out, in] in f32, bf16 or Q4 in its natural row-major layout, register-blocked
  * dot products along in on the pool's threads, split over output columns in tiles
  * that follow the shape alone (per-dtype micro-kernels for AVX-512, AVX-512 BF16
- * or AVX2 chosen at run time, portable C otherwise). bf16: x is rounded to bf16 once into xb
- * (zz_cpu_gemm_scratch bytes; NULL when that is 0), products accumulate in f32.
- * zz_cpu_linear_w picks: bf16 always here; f32 here for small n
- * (zz_cpu_gemm_small: decode), OpenBLAS sgemm tiles on the pool (zz_cpu_linear_pool) otherwise. */
+ * or AVX2 chosen at run time, portable C otherwise). xb: zz_cpu_gemm_scratch bytes (NULL
+ * when that is 0) for x rounded to bf16 once, or packed for linear_pack.c (bf16, and f32
+ * from 16 rows); products accumulate in f32. zz_cpu_linear_w picks: bf16 always here; f32
+ * here where zz_cpu_gemm_own(n) (decode; on AVX2 also from 16 rows), OpenBLAS sgemm tiles
+ * on the pool (zz_cpu_linear_pool) otherwise. */
 void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
                  int64_t out, float *y, int relu, void *xb);
 void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
                      int64_t out, float *y, int relu, void *xb);
 size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt);
-bool zz_cpu_gemm_small(int64_t n);
+bool zz_cpu_gemm_own(int64_t n);
 /* out[i, :] = row ids[i] of a bf16 table [rows, dim] widened to f32; add: += instead. */
 void zz_cpu_rows_bf16(const uint16_t *table, int64_t dim, const int32_t *ids, int64_t n, float *out, int add);
 /* The CPU runs vdpbf16ps (avx512_bf16 with avx512f/bw/vl): bf16 weights at speed. */

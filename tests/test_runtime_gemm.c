@@ -109,16 +109,17 @@ static void test_linear_w_every_n(void) {
   const int64_t in = 75, out = 37, nmax = 130;
   float *x = malloc((size_t)(nmax * in) * sizeof *x), *w = malloc((size_t)(out * in) * sizeof *w);
   float *y = malloc((size_t)(nmax * out) * sizeof *y), *ref = malloc((size_t)(nmax * out) * sizeof *ref);
+  void *xb = malloc(zz_cpu_gemm_scratch(nmax, in, ZZ_DTYPE_F32));
   for (int64_t i = 0; i < nmax * in; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
   for (int64_t i = 0; i < out * in; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
   int bad = 0;
   for (int64_t n = 1; n <= nmax; n++) {
-    zz_cpu_linear_w(g_pool, x, n, in, w, ZZ_DTYPE_F32, NULL, out, y, 0, NULL);
+    zz_cpu_linear_w(g_pool, x, n, in, w, ZZ_DTYPE_F32, NULL, out, y, 0, xb);
     zz_ref(x, w, NULL, n, in, out, 0, ref);
     if (!(zz_rel(y, ref, n * out) < 1e-5)) bad++;
   }
   CU_ASSERT_EQUAL(bad, 0);
-  free(x), free(w), free(y), free(ref);
+  free(x), free(w), free(y), free(ref), free(xb);
 }
 
 /* --cpu-dtype bf16 on the golden fixtures against Hugging Face's f32 logits (which
@@ -273,7 +274,8 @@ static void test_linear_threads_bits(void) {
   float *x = malloc((size_t)(nmax * in) * sizeof *x), *w = malloc((size_t)(out * in) * sizeof *w);
   float *y[3];
   uint16_t *wb = malloc((size_t)(out * in) * sizeof *wb);
-  void *q = malloc(zz_q_row_bytes(f, in) * (size_t)out), *xb = malloc(zz_cpu_gemm_scratch(nmax, in, ZZ_DTYPE_BF16));
+  size_t xb_f32 = zz_cpu_gemm_scratch(nmax, in, ZZ_DTYPE_F32), xb_bf16 = zz_cpu_gemm_scratch(nmax, in, ZZ_DTYPE_BF16);
+  void *q = malloc(zz_q_row_bytes(f, in) * (size_t)out), *xb = malloc(xb_f32 > xb_bf16 ? xb_f32 : xb_bf16);
   for (int t = 0; t < 3; t++) y[t] = malloc((size_t)(nmax * out) * sizeof(float));
   for (int64_t i = 0; i < nmax * in; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
   for (int64_t i = 0; i < out * in; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
@@ -283,7 +285,7 @@ static void test_linear_threads_bits(void) {
   for (int d = 0; d < 3; d++)
     for (int k = 0; k < 5; k++) {
       for (int t = 0; t < 3; t++) {
-        if (d == 0) zz_cpu_linear_w(pools[t], x, ns[k], in, w, ZZ_DTYPE_F32, NULL, out, y[t], 0, NULL);
+        if (d == 0) zz_cpu_linear_w(pools[t], x, ns[k], in, w, ZZ_DTYPE_F32, NULL, out, y[t], 0, xb);
         if (d == 1) zz_cpu_linear_w(pools[t], x, ns[k], in, wb, ZZ_DTYPE_BF16, NULL, out, y[t], 0, xb);
         if (d == 2) zz_cpu_linear_q(pools[t], x, ns[k], in, q, f, ZZ_CPU_ACT_F32, NULL, out, y[t], 0);
       }
@@ -332,7 +334,8 @@ static void test_q4_dequant_bits(void) {
  * back to back, above it the K blocks outside the panels: every output must
  * still get its K blocks' sums in the same order, so row 0 of a 1-row call
  * equals row 0 of a 12-row call bit for bit (f32 and bf16, each ISA, K of
- * several blocks and a ragged last one). */
+ * several blocks and a ragged last one; not f32 on AVX2, where 12 rows take
+ * the row-lane tile, its own chain per output). */
 static void test_gemm_stream_bits(void) {
   zz_rng r;
   zz_rng_seed(&r, 37, 0);
@@ -340,7 +343,8 @@ static void test_gemm_stream_bits(void) {
   float *x = malloc((size_t)(n * in) * sizeof *x), *w = malloc((size_t)(out * in) * sizeof *w);
   float *y1 = malloc((size_t)out * sizeof *y1), *yn = malloc((size_t)(n * out) * sizeof *yn);
   uint16_t *wb = malloc((size_t)(out * in) * sizeof *wb);
-  void *xb = malloc(zz_cpu_gemm_scratch(n, in, ZZ_DTYPE_BF16));
+  size_t xb_f32 = zz_cpu_gemm_scratch(n, in, ZZ_DTYPE_F32), xb_bf16 = zz_cpu_gemm_scratch(n, in, ZZ_DTYPE_BF16);
+  void *xb = malloc(xb_f32 > xb_bf16 ? xb_f32 : xb_bf16);
   for (int64_t i = 0; i < n * in; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
   for (int64_t i = 0; i < out * in; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
   zz_convert(ZZ_DTYPE_F32, w, ZZ_DTYPE_BF16, wb, out * in);
@@ -349,6 +353,7 @@ static void test_gemm_stream_bits(void) {
   for (int a = 0; a < 2; a++)
     for (int d = 0; d < 2; d++) {
       zz_dtype dt = d ? ZZ_DTYPE_BF16 : ZZ_DTYPE_F32;
+      if (!d && isas[a] == ZZ_CPU_ISA_AVX2) continue;
       const void *wk = d ? (const void *)wb : (const void *)w;
       zz_cpu_isa_set(isas[a]);
       zz_cpu_gemm(g_pool, x, 1, in, wk, dt, NULL, out, y1, 0, xb);
@@ -361,6 +366,23 @@ static void test_gemm_stream_bits(void) {
   zz_cpu_isa_set(zz_cpu_isa_best());
   CU_ASSERT_EQUAL(bad, 0);
   free(x), free(w), free(y1), free(yn), free(wb), free(xb);
+}
+
+/* Whether got, one output of a linear (x_i · w_o (+ bias_o), ReLU), is within
+ * γ_K Σ|x_k w_k| of f64 (the bound of any f32 summation order, γ_K = K u /
+ * (1 − K u), u = 2⁻²⁴; one more term for the bias); the f64 value and the bound
+ * into ref_out, bound_out for the message. */
+static bool zz_order_bound_ok(const float *xi, const float *wo, int64_t in, const float *bias_o, int relu, float got,
+                              double *ref_out, double *bound_out) {
+  double acc = bias_o ? *bias_o : 0, mag = bias_o ? fabs(*bias_o) : 0;
+  for (int64_t k = 0; k < in; k++) {
+    double p = (double)xi[k] * wo[k];
+    acc += p, mag += fabs(p);
+  }
+  double u = ldexp(1, -24), terms = (double)in + (bias_o ? 1 : 0), g = terms * u / (1 - terms * u);
+  *ref_out = relu && acc < 0 ? 0 : acc;
+  *bound_out = g * mag;
+  return fabs(got - *ref_out) <= *bound_out;
 }
 
 /* bf16 from ZZ_BF16_PANEL_N (16) rows without vdpbf16ps: one FMA chain per
@@ -406,17 +428,11 @@ static void test_gemm_packed(void) {
       for (int t = 0; t < 3; t++) zz_cpu_linear_w(pools[t], x, n, in, wb, ZZ_DTYPE_BF16, bias, out, y[t], relu, xb);
       for (int64_t i = 0; i < n; i++)
         for (int64_t o = 0; o < out; o++) {
-          double acc = bias ? bias[o] : 0, mag = bias ? fabs(bias[o]) : 0;
-          for (int64_t k = 0; k < in; k++) {
-            double p = (double)xr[i * in + k] * w[o * in + k];
-            acc += p, mag += fabs(p);
-          }
-          double u = ldexp(1, -24), terms = (double)in + (bias ? 1 : 0), g = terms * u / (1 - terms * u);
-          double ref = relu && acc < 0 ? 0 : acc, got = y[0][i * out + o];
-          if (!(fabs(got - ref) <= g * mag)) {
+          double ref, bound, got = y[0][i * out + o];
+          if (!zz_order_bound_ok(xr + i * in, w + o * in, in, bias ? bias + o : NULL, relu, (float)got, &ref, &bound)) {
             if (bad_bound++ < 3)
               printf("\n  packed n=%lld in=%lld out=%lld relu=%d y[%lld][%lld] = %.9g, f64 %.9g, bound %.3g",
-                     (long long)n, (long long)in, (long long)out, relu, (long long)i, (long long)o, got, ref, g * mag);
+                     (long long)n, (long long)in, (long long)out, relu, (long long)i, (long long)o, got, ref, bound);
           }
         }
       size_t bytes = (size_t)(n * out) * sizeof(float);
@@ -451,17 +467,18 @@ static void test_gemm_packed(void) {
 /* f32 weights on AVX2 (zz_micro_f32_avx2): zz_dot's order, each product rounded
  * before its add, so the portable kernel's bits, over every remainder: rows in
  * the last 4-row tile (n mod 4, each 2-row pass and a 1-row one; n <= 8 streams
- * each W panel's K blocks, 9 and 13 put the K blocks outside), W rows past a
+ * each W panel's K blocks; from 9 rows f32 takes the row-lane tile, checked by
+ * test_gemm_f32_lanes), W rows past a
  * 4-row tile and a 64-row chunk (out 1, 3, 5, 66, 130), K tails past 8 lanes and
  * past a 1024-element K block (in 1, 7, 9, 1024, 1031, 2053); on 1, 2 and 3
  * threads; and f64 within γ_K Σ|x_k w_k| (+ the bias), the bound of any f32
  * summation order. The dispatching linear takes the kernel for decode
- * (zz_cpu_gemm_small(1) under AVX2) and gives the same bits there. */
+ * (zz_cpu_gemm_own(1) under AVX2) and gives the same bits there. */
 static void test_f32_avx2_bits(void) {
   if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
-  static const int64_t ns[] = {1, 2, 3, 4, 5, 6, 7, 9, 13}, ins[] = {1, 7, 9, 1024, 1031, 2053},
+  static const int64_t ns[] = {1, 2, 3, 4, 5, 6, 7, 8}, ins[] = {1, 7, 9, 1024, 1031, 2053},
                        outs[] = {1, 3, 5, 66, 130};
-  const int64_t nmax = 13, inmax = 2053, outmax = 130;
+  const int64_t nmax = 8, inmax = 2053, outmax = 130;
   zz_pool *pools[3] = {NULL, NULL, NULL};
   for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
   zz_rng r;
@@ -489,7 +506,7 @@ static void test_f32_avx2_bits(void) {
             printf("\n  f32 avx2 n=%lld in=%lld out=%lld: bits differ from portable or between thread counts",
                    (long long)n, (long long)in, (long long)out);
         }
-        if (zz_cpu_gemm_small(n)) { /* the dispatching linear: the same kernel */
+        if (zz_cpu_gemm_own(n)) { /* the dispatching linear: the same kernel */
           zz_cpu_linear_w(pools[1], x, n, in, w, ZZ_DTYPE_F32, bias, out, y[1], relu, NULL);
           if (memcmp(y[1], yp, bytes) != 0 && bad_bits++ < 3)
             printf("\n  f32 avx2 linear_w n=%lld in=%lld out=%lld: other bits", (long long)n, (long long)in,
@@ -497,24 +514,157 @@ static void test_f32_avx2_bits(void) {
         }
         for (int64_t i = 0; i < n; i++)
           for (int64_t o = 0; o < out; o++) {
-            double acc = bias ? bias[o] : 0, mag = bias ? fabs(bias[o]) : 0;
-            for (int64_t k = 0; k < in; k++) {
-              double p = (double)x[i * in + k] * w[o * in + k];
-              acc += p, mag += fabs(p);
-            }
-            double u = ldexp(1, -24), terms = (double)in + (bias ? 1 : 0), g = terms * u / (1 - terms * u);
-            double ref = relu && acc < 0 ? 0 : acc, got = y[0][i * out + o];
-            if (!(fabs(got - ref) <= g * mag) && bad_bound++ < 3)
+            double ref, bound, got = y[0][i * out + o];
+            if (!zz_order_bound_ok(x + i * in, w + o * in, in, bias ? bias + o : NULL, relu, (float)got, &ref,
+                                   &bound) &&
+                bad_bound++ < 3)
               printf("\n  f32 avx2 n=%lld in=%lld out=%lld y[%lld][%lld] = %.9g, f64 %.9g, bound %.3g", (long long)n,
-                     (long long)in, (long long)out, (long long)i, (long long)o, got, ref, g * mag);
+                     (long long)in, (long long)out, (long long)i, (long long)o, got, ref, bound);
           }
       }
-  CU_ASSERT(zz_cpu_gemm_small(1)); /* decode on AVX2 takes the own kernel, not sgemm */
+  CU_ASSERT(zz_cpu_gemm_own(1)); /* decode on AVX2 takes the own kernel, not sgemm */
   zz_cpu_isa_set(zz_cpu_isa_best());
   CU_ASSERT_EQUAL(bad_bits, 0);
   CU_ASSERT_EQUAL(bad_bound, 0);
   for (int t = 0; t < 3; t++) zz_pool_destroy(pools[t]), free(y[t]);
   free(x), free(w), free(b), free(yp);
+}
+
+/* One output as one fmaf chain along k from 0, then + bias, then ReLU (as
+ * zz_bias_relu_cols): the bits linear_pack.c's paths promise. */
+static float zz_fma_chain(const float *xi, const float *wo, int64_t in, const float *bias_o, int relu) {
+  float chain = 0.0f;
+  for (int64_t k = 0; k < in; k++) chain = fmaf(xi[k], wo[k], chain);
+  if (bias_o) chain += *bias_o;
+  return relu ? (chain > 0 ? chain : 0) : chain;
+}
+
+/* f32 weights on AVX2 from ZZ_F32_LANE_N (9) rows: the row-lane tile
+ * (kernels/cpu/linear_pack.c, x in 16-row lanes, 6 outputs broadcast from W's
+ * f32 rows, K blocks of 512, 48 outputs a task, slices of 128 rows), one FMA
+ * chain per output along k from 0. Shapes with every remainder: rows past a
+ * 16-row group and a 128-row slice (n 9, 16, 17, 40, 127 through the
+ * dispatching linear; 130 and 260 through zz_cpu_gemm, which keeps the tile
+ * where zz_cpu_linear_w takes sgemm), outputs past a 6-output tile and a
+ * 48-output task (out 1, 7, 49, 100), K past a block (in 1: only the first
+ * product; 513: a last block of one; 1100). Checked: each output bit for bit
+ * the plain fmaf chain (then + bias, ReLU, as zz_bias_relu_cols), hence f64
+ * within γ_K Σ|x_k w_k| (checked too); the same bits on 1, 2 and 3 threads;
+ * a row's bits the same in a 9-row call as in a larger one. */
+static void test_gemm_f32_lanes(void) {
+  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
+  zz_cpu_isa_set(ZZ_CPU_ISA_AVX2);
+  static const int64_t ns[] = {9, 16, 17, 40, 127, 130, 260}, ins[] = {1, 513, 1100}, outs[] = {1, 7, 49, 100};
+  const int64_t nmax = 260, inmax = 1100, outmax = 100;
+  zz_pool *pools[3] = {NULL, NULL, NULL};
+  for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
+  zz_rng r;
+  zz_rng_seed(&r, 47, 0);
+  float *x = malloc((size_t)(nmax * inmax) * sizeof *x), *w = malloc((size_t)(outmax * inmax) * sizeof *w);
+  float *b = malloc((size_t)outmax * sizeof *b), *y[3], *y9 = malloc((size_t)(9 * outmax) * sizeof *y9);
+  void *xb = malloc(zz_cpu_gemm_scratch(nmax, inmax, ZZ_DTYPE_F32));
+  for (int t = 0; t < 3; t++) y[t] = malloc((size_t)(nmax * outmax) * sizeof(float));
+  for (int64_t i = 0; i < nmax * inmax; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+  for (int64_t i = 0; i < outmax * inmax; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+  for (int64_t i = 0; i < outmax; i++) b[i] = (float)(zz_rng_uniform(&r) - 0.5);
+  int bad_chain = 0, bad_bound = 0, bad_threads = 0, bad_rows = 0, own = 0;
+  for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+    for (size_t c = 0; c < sizeof ins / sizeof ins[0]; c++)
+      for (size_t d = 0; d < sizeof outs / sizeof outs[0]; d++) {
+        int64_t n = ns[a], in = ins[c], out = outs[d];
+        int relu = (int)((a + c + d) % 2);
+        const float *bias = relu ? b : NULL;
+        bool linear_w = zz_cpu_gemm_own(n); /* below ZZ_F32_SGEMM_N: the dispatching linear */
+        own += linear_w;
+        for (int t = 0; t < 3; t++) {
+          if (linear_w) zz_cpu_linear_w(pools[t], x, n, in, w, ZZ_DTYPE_F32, bias, out, y[t], relu, xb);
+          else
+            zz_cpu_gemm(pools[t], x, n, in, w, ZZ_DTYPE_F32, bias, out, y[t], relu, xb);
+        }
+        size_t bytes = (size_t)(n * out) * sizeof(float);
+        if ((memcmp(y[0], y[1], bytes) != 0 || memcmp(y[0], y[2], bytes) != 0) && bad_threads++ < 3)
+          printf("\n  f32 lanes n=%lld in=%lld out=%lld: bits depend on the thread count", (long long)n, (long long)in,
+                 (long long)out);
+        zz_cpu_gemm(g_pool, x, 9, in, w, ZZ_DTYPE_F32, bias, out, y9, relu, xb);
+        if (memcmp(y[0], y9, (size_t)(9 * out) * sizeof(float)) != 0 && bad_rows++ < 3)
+          printf("\n  f32 lanes n=%lld in=%lld out=%lld: rows 0..8 differ from a 9-row call", (long long)n,
+                 (long long)in, (long long)out);
+        for (int64_t i = 0; i < n; i++)
+          for (int64_t o = 0; o < out; o++) {
+            float got = y[0][i * out + o],
+                  chain = zz_fma_chain(x + i * in, w + o * in, in, bias ? bias + o : NULL, relu);
+            if (memcmp(&got, &chain, sizeof got) != 0 && bad_chain++ < 3)
+              printf("\n  f32 lanes n=%lld in=%lld out=%lld y[%lld][%lld] = %.9g, the fmaf chain %.9g", (long long)n,
+                     (long long)in, (long long)out, (long long)i, (long long)o, got, chain);
+            double ref, bound;
+            if (!zz_order_bound_ok(x + i * in, w + o * in, in, bias ? bias + o : NULL, relu, got, &ref, &bound) &&
+                bad_bound++ < 3)
+              printf("\n  f32 lanes n=%lld in=%lld out=%lld y[%lld][%lld] = %.9g, f64 %.9g, bound %.3g", (long long)n,
+                     (long long)in, (long long)out, (long long)i, (long long)o, got, ref, bound);
+          }
+      }
+  CU_ASSERT(zz_cpu_gemm_own(16) && zz_cpu_gemm_own(9)); /* prefill rows on AVX2 take the tile, not sgemm */
+  CU_ASSERT(own > 0);
+  zz_cpu_isa_set(zz_cpu_isa_best());
+  CU_ASSERT_EQUAL(bad_chain, 0);
+  CU_ASSERT_EQUAL(bad_bound, 0);
+  CU_ASSERT_EQUAL(bad_threads, 0);
+  CU_ASSERT_EQUAL(bad_rows, 0);
+  for (int t = 0; t < 3; t++) zz_pool_destroy(pools[t]), free(y[t]);
+  free(x), free(w), free(b), free(y9), free(xb);
+}
+
+/* The exact 4- and 8-bit linear at 17-127 rows on AVX2: its widened panels
+ * (64 outputs each) multiplied by the f32 row-lane tile, x packed once per
+ * call: each output bit for bit the fmaf chain over the dequantized row (then
+ * + bias, ReLU), the same bits on 1 and 2 threads. Rows 17 (one past the fused
+ * kernels), 40, 127 (the last before sgemm); outputs past a panel and a 6-output
+ * tile (70); K with a ragged last group and past a 512 block (600). */
+static void test_q_lanes(void) {
+  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
+  zz_cpu_isa_set(ZZ_CPU_ISA_AVX2);
+  static const int64_t ns[] = {17, 40, 127};
+  const int64_t nmax = 127, in = 600, out = 70;
+  const zz_qfmt fmts[2] = {ZZ_QFMT_DEFAULT, {8, 64}};
+  zz_pool *pools[2] = {NULL, NULL};
+  for (int t = 0; t < 2; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
+  zz_rng r;
+  zz_rng_seed(&r, 53, 0);
+  float *x = malloc((size_t)(nmax * in) * sizeof *x), *w = malloc((size_t)(out * in) * sizeof *w);
+  float *wd = malloc((size_t)(out * in) * sizeof *wd), *b = malloc((size_t)out * sizeof *b), *y[2];
+  for (int t = 0; t < 2; t++) y[t] = malloc((size_t)(nmax * out) * sizeof(float));
+  for (int64_t i = 0; i < nmax * in; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+  for (int64_t i = 0; i < out * in; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
+  for (int64_t i = 0; i < out; i++) b[i] = (float)(zz_rng_uniform(&r) - 0.5);
+  int bad_chain = 0, bad_threads = 0;
+  for (int f = 0; f < 2; f++) {
+    void *q = malloc(zz_q_row_bytes(fmts[f], in) * (size_t)out);
+    zz_q_quantize(fmts[f], w, out, in, q);
+    zz_q_dequantize(fmts[f], q, out, in, wd);
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++) {
+      int64_t n = ns[a];
+      int relu = (int)((f + a) % 2);
+      const float *bias = relu ? b : NULL;
+      for (int t = 0; t < 2; t++)
+        zz_cpu_linear_q(pools[t], x, n, in, q, fmts[f], ZZ_CPU_ACT_F32, bias, out, y[t], relu);
+      if (memcmp(y[0], y[1], (size_t)(n * out) * sizeof(float)) != 0 && bad_threads++ < 3)
+        printf("\n  q%d lanes n=%lld: bits depend on the thread count", fmts[f].bits, (long long)n);
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t o = 0; o < out; o++) {
+          float got = y[0][i * out + o],
+                chain = zz_fma_chain(x + i * in, wd + o * in, in, bias ? bias + o : NULL, relu);
+          if (memcmp(&got, &chain, sizeof got) != 0 && bad_chain++ < 3)
+            printf("\n  q%d lanes n=%lld y[%lld][%lld] = %.9g, the fmaf chain %.9g", fmts[f].bits, (long long)n,
+                   (long long)i, (long long)o, got, chain);
+        }
+    }
+    free(q);
+  }
+  zz_cpu_isa_set(zz_cpu_isa_best());
+  CU_ASSERT_EQUAL(bad_chain, 0);
+  CU_ASSERT_EQUAL(bad_threads, 0);
+  for (int t = 0; t < 2; t++) zz_pool_destroy(pools[t]), free(y[t]);
+  free(x), free(w), free(wd), free(b);
 }
 
 static int zz_gemm_init(void) { return zz_pool_create(2, &g_pool); }
@@ -544,4 +694,11 @@ void zz_test_gemm_register(void) {
               test_gemm_packed);
   CU_add_test(s, "f32 avx2 micro-kernel: the portable one's bits, f64 within the order bound, remainders, threads",
               test_f32_avx2_bits);
+  CU_add_test(s,
+              "f32 avx2 row-lane tile (>= 9 rows): the fmaf chain's bits, f64 within the order bound, remainders, "
+              "threads, rows",
+              test_gemm_f32_lanes);
+  CU_add_test(s,
+              "4/8-bit exact linear at 17-127 rows on avx2: widened panels by the row-lane tile, the fmaf chain's bits",
+              test_q_lanes);
 }

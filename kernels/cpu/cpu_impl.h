@@ -58,12 +58,20 @@ typedef struct zz_pool zz_pool;
 size_t zz_pk_x_bytes(int64_t n, int64_t in);
 void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16,
                 const float *b, int64_t out, float *y, int relu, float *xp);
-/* The same product for bf16 W by the row-lane tile (x in lanes of 16 rows, W
- * broadcast from its rows, never copied; for 16-127 rows): the packed GEMM's
- * bits; xp: zz_pk_rl_x_bytes(n, in) of scratch. false, nothing done, where the
- * tile is not compiled (not x86-64); the caller checks the CPU has AVX2/FMA. */
+/* The same product by the row-lane tile (x in lanes of 16 rows, W f32 or
+ * (w_bf16) bf16 broadcast from its rows, never copied; for 16-127 rows): the
+ * packed GEMM's bits; xp: zz_pk_rl_x_bytes(n, in) of scratch. false, nothing
+ * done, where the tile is not compiled (not x86-64); the caller checks the CPU
+ * has AVX2/FMA. */
 size_t zz_pk_rl_x_bytes(int64_t n, int64_t in);
-bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const uint16_t *w, const float *b, int64_t out,
-                   float *y, int relu, float *xp);
+bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16, const float *b,
+                   int64_t out, float *y, int relu, float *xp);
+/* The row-lane tile in two steps, for a caller that makes its own f32 W panels
+ * (the 4/8-bit linear's widened panels): x (n <= 128 rows, f32) packed once on
+ * the pool into xp (zz_pk_rl_x_bytes; false, nothing done, where the tile is not
+ * compiled), then per panel, on the calling thread, y[:, 0..out) (rows ldy
+ * apart) = x · w[out, in]ᵀ: the bits of zz_pk_rl_gemm on that W. */
+bool zz_pk_rl_pack_x(zz_pool *pool, const float *x, int64_t n, int64_t in, float *xp);
+void zz_pk_rl_panel(const float *xp, int64_t n, int64_t in, const float *w, int64_t out, float *y, int64_t ldy);
 
 #endif

@@ -8,8 +8,11 @@
  * micro-kernel that turns a tile of rows into dot products differs (ggml's
  * vec_dot per type). Per dtype:
  *   f32   own micro-kernel for n <= ZZ_GEMM_SMALL_M (AVX-512) or
- *         ZZ_GEMM_SMALL_M_AVX2 (AVX2: zz_dot's order, the portable bits), else
- *         OpenBLAS sgemm in shape-only tiles on the pool;
+ *         ZZ_GEMM_SMALL_M_AVX2 (AVX2: zz_dot's order, the portable bits); on
+ *         AVX2 from ZZ_F32_LANE_N below ZZ_F32_SGEMM_N rows bf16's row-lane
+ *         tile with an f32 W load (linear_pack.c, one FMA chain per output);
+ *         else OpenBLAS sgemm in shape-only tiles on the pool (zz_cpu_gemm_own
+ *         is the rule);
  *   bf16  x rounded to bf16 once per call, then the own micro-kernel: vdpbf16ps
  *         (avx512_bf16), or bf16 widened to f32 by a shift in registers and FMA
  *         (AVX2; the product of two bf16 is exact in f32, so FMA and the portable
@@ -24,8 +27,8 @@
  *         summed in the order of zz_dot (8 lanes over k mod 8, the same tree,
  *         the tail last), so it gives the bits of dequantize-then-zz_dot;
  *         above, or without a vector ISA, panels of output rows dequantized
- *         into a thread's buffer and multiplied (dots, or a single-threaded
- *         sgemm for many rows).
+ *         into a thread's buffer and multiplied (dots, or as f32 W at that n:
+ *         the row-lane tile where zz_f32_lane, else a single-threaded sgemm).
  * Every path's tiles are a function of the shape alone, never of the thread
  * count: each output's sum is formed by one task in one order, so --threads
  * and an mpirun rank's smaller share never change a bit (docs/cpu.md).
@@ -97,6 +100,19 @@
  * 9-15 rows keep the wide path and the dot bits. */
 #ifndef ZZ_BF16_PANEL_N
 #define ZZ_BF16_PANEL_N 16
+#endif
+/* f32 on AVX2 (not AVX-512: OpenBLAS's zmm sgemm there) from ZZ_F32_LANE_N
+ * rows up to ZZ_F32_SGEMM_N: the row-lane tile of linear_pack.c (x in 16-row
+ * lanes, W broadcast from its f32 rows as they are; bf16's tile with another
+ * load), one FMA chain per output, so a row's bits do not depend on the rows
+ * beside it in that range. Measured (bench/cpu_gemm_bench.c, f32 against
+ * f32tiles; docs/cpu.md "GEMM"): 1.5-2x sgemm's tiles at 9-64 rows, about even
+ * at 128, behind from 256 (down 11008 -> 4096: 0.75-0.85), so sgemm tiles from
+ * there, where packing W pays for many rows. The dot kernel keeps 1-8 rows
+ * (decode: the portable bits; the tile was 0.8x it at 4 rows). */
+#define ZZ_F32_LANE_N (ZZ_GEMM_SMALL_M_AVX2 + 1)
+#ifndef ZZ_F32_SGEMM_N
+#define ZZ_F32_SGEMM_N 128
 #endif
 /* from this many rows the packed GEMM (W widened once per call, reused by
  * every row), below it the row-lane tile (W read once per 128 rows) */
@@ -640,9 +656,10 @@ typedef struct zz_gemm_isa {
   zz_gemm_micro q4; /* 4 bits, groups of a multiple of 8; NULL: dequantized panels */
   zz_gemm_micro q8; /* 8 bits, the same */
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
-  bool bf16_dot;  /* bf16 multiplies as it is (vdpbf16ps): no packed GEMM for prefill */
-  bool pack_avx2; /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
-  int64_t f32_n;  /* the f32 kernel up to this many rows of x (zz_cpu_gemm_small), sgemm tiles above */
+  bool bf16_dot;      /* bf16 multiplies as it is (vdpbf16ps): no packed GEMM for prefill */
+  bool pack_avx2;     /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
+  int64_t f32_n;      /* the f32 kernel up to this many rows of x (zz_cpu_gemm_own), sgemm tiles above */
+  int64_t f32_lane_n; /* f32 from this many rows by the row-lane tile (zz_cpu_gemm_own); 0: never */
 } zz_gemm_isa;
 
 static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
@@ -653,11 +670,11 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
  * one: AVX-512 up to ZZ_GEMM_SMALL_M rows, AVX2 up to ZZ_GEMM_SMALL_M_AVX2
  * (the portable kernel's bits); portable: sgemm at every n. */
 static zz_gemm_isa zz_gemm_isa_get(void) {
-  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c, false, false, 0};
+  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c, false, false, 0, 0};
 #ifdef ZZ_GEMM_X86
   zz_cpu_isa isa = zz_cpu_isa_get();
   if (isa >= ZZ_CPU_ISA_AVX2) {
-    s.f32 = zz_micro_f32_avx2, s.f32_n = ZZ_GEMM_SMALL_M_AVX2;
+    s.f32 = zz_micro_f32_avx2, s.f32_n = ZZ_GEMM_SMALL_M_AVX2, s.f32_lane_n = ZZ_F32_LANE_N;
     s.bf16 = zz_micro_bf16_avx2;
     s.widen_bf16 = zz_widen_bf16_avx2;
     s.wide_tile = zz_bf16_wide_tile;
@@ -666,7 +683,7 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
     s.pack_avx2 = true;
   }
   if (isa == ZZ_CPU_ISA_AVX512) {
-    s.f32 = zz_micro_f32_avx512, s.f32_n = ZZ_GEMM_SMALL_M;
+    s.f32 = zz_micro_f32_avx512, s.f32_n = ZZ_GEMM_SMALL_M, s.f32_lane_n = 0;
     s.q4 = zz_micro_q4_avx512;
     if (zz_cpu_has_bf16()) {
       s.widen_bf16 = NULL, s.wide_tile = NULL; /* vdpbf16ps reads bf16 W as it is */
@@ -677,6 +694,12 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
   }
 #endif
   return s;
+}
+
+/* f32 W (and the 4/8-bit linear's widened panels) at n rows by the row-lane
+ * tile, not sgemm: AVX2 from ZZ_F32_LANE_N below ZZ_F32_SGEMM_N rows. */
+static bool zz_f32_lane(const zz_gemm_isa *isa, int64_t n) {
+  return isa->f32_lane_n && n >= isa->f32_lane_n && n < ZZ_F32_SGEMM_N;
 }
 
 /* ---------------------------------------------------------------- the own-kernel driver */
@@ -929,6 +952,7 @@ typedef struct zz_qlin_job {
   float *y;
   int relu;
   int64_t ldx;
+  const float *xp; /* x packed for the row-lane tile (zz_pk_rl_pack_x), or NULL: sgemm */
 } zz_qlin_job;
 
 static void zz_qlin_panel(void *arg, int64_t p) {
@@ -940,6 +964,9 @@ static void zz_qlin_panel(void *arg, int64_t p) {
     /* decoding without a fused micro-kernel: dot products on this thread */
     for (int64_t i = 0; i < j->n; i++)
       for (int64_t o = 0; o < rows; o++) j->y[i * j->out + o0 + o] = zz_dot(j->x + i * j->in, wp + o * j->in, j->in);
+  } else if (j->xp) {
+    /* the f32 row-lane tile on this thread, as f32 weights at this n (zz_f32_lane) */
+    zz_pk_rl_panel(j->xp, j->n, j->in, wp, rows, j->y + o0, j->out);
   } else {
     /* y[:, o0 .. o0+rows) = x · panelᵀ, single-threaded on the CPU device (zz_cpu_blas_single) */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)j->n, (blasint)rows, (blasint)j->in, 1.0f, j->x,
@@ -997,6 +1024,8 @@ static int64_t zz_wide_x_ld(int64_t in) { return in + ZZ_WIDE_PAD; }
  * keeps x widened to f32; the same bound on every ISA, so a buffer sized here
  * fits whichever path runs). */
 size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt) {
+  /* f32: the row-lane tile's groups (any ISA: a bound) */
+  if (w_dt == ZZ_DTYPE_F32) return n >= ZZ_F32_LANE_N ? zz_pk_rl_x_bytes(n, in) : 0;
   if (w_dt != ZZ_DTYPE_BF16) return 0;
   if (n <= ZZ_BF16_WIDEN_N) return zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in);
   size_t wide = zz_dtype_nbytes(ZZ_DTYPE_F32, n * zz_wide_x_ld(in));
@@ -1047,27 +1076,30 @@ static zz_gemm_job zz_gemm_dense(zz_pool *pool, const zz_gemm_isa *isa, const fl
 void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
                  int64_t out, float *y, int relu, void *xb) {
   const zz_gemm_isa isa = zz_gemm_isa_get();
-  if (w_dt == ZZ_DTYPE_BF16 && n >= ZZ_BF16_PANEL_N && !isa.bf16_dot) {
-    /* one FMA chain per output (linear_pack.c): below ZZ_BF16_PACK_N rows the
-     * row-lane tile reads bf16 W as it is (AVX2), else (and portable) the
-     * packed GEMM, x rounded and packed into xb, W widened into slivers by
-     * each task; the same bits either way */
-    if (isa.pack_avx2 && n < ZZ_BF16_PACK_N && zz_pk_rl_gemm(pool, x, n, in, w, b, out, y, relu, xb)) return;
-    zz_pk_gemm(pool, isa.pack_avx2, x, n, in, w, true, b, out, y, relu, xb);
+  bool bf16 = w_dt == ZZ_DTYPE_BF16;
+  if (bf16 ? n >= ZZ_BF16_PANEL_N && !isa.bf16_dot : isa.f32_lane_n && n >= isa.f32_lane_n) {
+    /* one FMA chain per output (linear_pack.c): the row-lane tile reads W as it
+     * is (AVX2; bf16 below ZZ_BF16_PACK_N rows, f32 at every n: it beat the
+     * packed GEMM's f32 tiles there), else (and portable) the packed GEMM, x
+     * rounded and packed into xb, W widened into slivers by each task; the same
+     * bits either way */
+    if (isa.pack_avx2 && (n < ZZ_BF16_PACK_N || !bf16) && zz_pk_rl_gemm(pool, x, n, in, w, bf16, b, out, y, relu, xb))
+      return;
+    zz_pk_gemm(pool, isa.pack_avx2, x, n, in, w, bf16, b, out, y, relu, xb);
     return;
   }
   zz_gemm_job job = zz_gemm_dense(pool, &isa, x, n, in, w, w_dt, b, out, y, relu, xb);
   zz_gemm_own(pool, &job);
 }
 
-bool zz_cpu_gemm_small(int64_t n) {
+bool zz_cpu_gemm_own(int64_t n) {
   const zz_gemm_isa isa = zz_gemm_isa_get();
-  return isa.f32 && n <= isa.f32_n;
+  return isa.f32 && (n <= isa.f32_n || zz_f32_lane(&isa, n));
 }
 
 void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
                      int64_t out, float *y, int relu, void *xb) {
-  if (w_dt == ZZ_DTYPE_BF16 || zz_cpu_gemm_small(n)) zz_cpu_gemm(pool, x, n, in, w, w_dt, b, out, y, relu, xb);
+  if (w_dt == ZZ_DTYPE_BF16 || zz_cpu_gemm_own(n)) zz_cpu_gemm(pool, x, n, in, w, w_dt, b, out, y, relu, xb);
   else
     zz_cpu_linear_pool(pool, x, n, in, w, b, out, y, relu);
 }
@@ -1108,6 +1140,12 @@ void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const
     zz_gemm_own(pool, &job);
     return;
   }
-  zz_qlin_job job = {x, b, w, f, n, in, out, zz_qlin_panel_rows(n, in), zz_q_row_bytes(f, in), y, relu, in};
+  zz_qlin_job job = {x, b, w, f, n, in, out, zz_qlin_panel_rows(n, in), zz_q_row_bytes(f, in), y, relu, in, NULL};
+  if (n > ZZ_Q_SMALL_N && zz_f32_lane(&isa, n)) {
+    /* the widened panels multiplied as f32 weights are at this n: x packed once
+     * for the row-lane tile (the calling thread's buffer, read by the tasks) */
+    float *xp = zz_q_scratch(1, zz_pk_rl_x_bytes(n, in), "rows of x packed");
+    if (zz_pk_rl_pack_x(pool, x, n, in, xp)) job.xp = xp;
+  }
   zz_pool_run(pool, zz_qlin_panel, &job, (out + job.panel - 1) / job.panel);
 }

@@ -172,12 +172,13 @@ typedef struct zz_pk_job {
   float *xp;
   const char *w;  /* [out, in], f32 or bf16 */
   const float *b; /* [out] or NULL */
-  float *y;       /* [n, out] */
+  float *y;       /* [n, out], rows ldy apart (the row-lane tile; the packed GEMM: out) */
   int64_t n, in, out;
   int relu;
   bool bf16;
   void (*micro)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, bool load);
   void (*widen8x8)(const uint16_t *const src[8], float *dst); /* NULL: scalar widening */
+  int64_t ldy;
 } zz_pk_job;
 
 /* f rounded to bf16 and widened back (zz_f32_to_bf16's rounding, inline) */
@@ -295,7 +296,7 @@ static void zz_pk_task(void *arg, int64_t t) {
 
 void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16,
                 const float *b, int64_t out, float *y, int relu, float *xp) {
-  zz_pk_job j = {x, xp, w, b, y, n, in, out, relu, w_bf16, zz_pk_micro_c, NULL};
+  zz_pk_job j = {x, xp, w, b, y, n, in, out, relu, w_bf16, zz_pk_micro_c, NULL, out};
 #ifdef ZZ_PK_X86
   if (vector) j.micro = zz_pk_micro_avx2, j.widen8x8 = zz_pk_widen8x8;
 #else
@@ -338,65 +339,86 @@ size_t zz_pk_rl_x_bytes(int64_t n, int64_t in) {
 }
 
 #ifdef ZZ_PK_X86
-/* t[o][r] (+)= Σ_k x_r[k] · w_o[k], k < kc, for 6 outputs and 16 rows: a [kc][16]
- * (x's packed group), w[o] the bf16 row of output o at the block's first k,
- * t [6][16] the running sums (first: none yet, the chain starts at k = 0). */
-__attribute__((target("avx2,fma"))) static void zz_rl_micro_avx2(int64_t kc, const float *a,
-                                                                 const uint16_t *const w[ZZ_RL_NR], float *t,
-                                                                 bool first) {
-  int64_t k = 0;
-  if (first) {
-    /* k = 0 apart, as fma(x, w, 0): the loop's 32-bit load reads the element
-     * before, which for the first element of W is outside it */
-    __m256 x0 = _mm256_loadu_ps(a), x1 = _mm256_loadu_ps(a + 8), z = _mm256_setzero_ps();
-    for (int o = 0; o < ZZ_RL_NR; o++) {
-      __m256 v = _mm256_set1_ps(zz_bf16_to_f32(w[o][0]));
-      _mm256_storeu_ps(t + o * ZZ_RL_MR, _mm256_fmadd_ps(x0, v, z));
-      _mm256_storeu_ps(t + o * ZZ_RL_MR + 8, _mm256_fmadd_ps(x1, v, z));
-    }
-    k = 1, a += ZZ_RL_MR;
-  }
-  if (k >= kc) return;
-  static const uint32_t mask = 0xffff0000u;
-  /* the whole loop in one asm block: 12 accumulators named (ymm0-11), as the
-   * 6 × 16 tile above learned GCC otherwise spills them */
-  /* clang-format off */
-#define ZZ_RL_OUT(O, C0, C1)                                                                                           \
+/* The first element of each W row piece widened: the loop's first k apart. */
+static inline float zz_rl_w0_bf16(const void *p) { return zz_bf16_to_f32(*(const uint16_t *)p); }
+static inline float zz_rl_w0_f32(const void *p) { return *(const float *)p; }
+
+/* One output's step per dtype (asm text): W's element k of output O into ymm14
+ * as f32, then 2 FMA into accumulators C0, C1 (16 rows). bf16: a 32-bit load
+ * ending at the element (it and the one before) masked to its upper half (ymm15)
+ * is the element widened; f32: the element as it is. */
+/* clang-format off */
+#define ZZ_RL_OUT_BF16(O, C0, C1)                                                                                      \
   "vbroadcastss -2(%[w" #O "],%[k],2), %%ymm14\n\t"                                                                    \
   "vandps %%ymm15, %%ymm14, %%ymm14\n\t"                                                                               \
   "vfmadd231ps %%ymm12, %%ymm14, %%ymm" #C0 "\n\t"                                                                     \
   "vfmadd231ps %%ymm13, %%ymm14, %%ymm" #C1 "\n\t"
-  __asm__ volatile(
-      "vmovups 0(%[t]), %%ymm0\n\t"    "vmovups 32(%[t]), %%ymm1\n\t"
-      "vmovups 64(%[t]), %%ymm2\n\t"   "vmovups 96(%[t]), %%ymm3\n\t"
-      "vmovups 128(%[t]), %%ymm4\n\t"  "vmovups 160(%[t]), %%ymm5\n\t"
-      "vmovups 192(%[t]), %%ymm6\n\t"  "vmovups 224(%[t]), %%ymm7\n\t"
-      "vmovups 256(%[t]), %%ymm8\n\t"  "vmovups 288(%[t]), %%ymm9\n\t"
-      "vmovups 320(%[t]), %%ymm10\n\t" "vmovups 352(%[t]), %%ymm11\n\t"
-      "vbroadcastss (%[m]), %%ymm15\n\t"
-      "1:\n\t"
-      "vmovups (%[a]), %%ymm12\n\t"
-      "vmovups 32(%[a]), %%ymm13\n\t"
-      ZZ_RL_OUT(0, 0, 1) ZZ_RL_OUT(1, 2, 3) ZZ_RL_OUT(2, 4, 5)
-      ZZ_RL_OUT(3, 6, 7) ZZ_RL_OUT(4, 8, 9) ZZ_RL_OUT(5, 10, 11)
-      "add $64, %[a]\n\t"
-      "inc %[k]\n\t"
-      "cmp %[kc], %[k]\n\t"
-      "jb 1b\n\t"
-      "vmovups %%ymm0, 0(%[t])\n\t"    "vmovups %%ymm1, 32(%[t])\n\t"
-      "vmovups %%ymm2, 64(%[t])\n\t"   "vmovups %%ymm3, 96(%[t])\n\t"
-      "vmovups %%ymm4, 128(%[t])\n\t"  "vmovups %%ymm5, 160(%[t])\n\t"
-      "vmovups %%ymm6, 192(%[t])\n\t"  "vmovups %%ymm7, 224(%[t])\n\t"
-      "vmovups %%ymm8, 256(%[t])\n\t"  "vmovups %%ymm9, 288(%[t])\n\t"
-      "vmovups %%ymm10, 320(%[t])\n\t" "vmovups %%ymm11, 352(%[t])\n\t"
-      : [a] "+r"(a), [k] "+r"(k)
-      : [kc] "r"(kc), [t] "r"(t), [m] "r"(&mask), [w0] "r"(w[0]), [w1] "r"(w[1]), [w2] "r"(w[2]),
-        [w3] "r"(w[3]), [w4] "r"(w[4]), [w5] "r"(w[5])
-      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
-        "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
-  /* clang-format on */
-#undef ZZ_RL_OUT
-}
+#define ZZ_RL_OUT_F32(O, C0, C1)                                                                                       \
+  "vbroadcastss (%[w" #O "],%[k],4), %%ymm14\n\t"                                                                      \
+  "vfmadd231ps %%ymm12, %%ymm14, %%ymm" #C0 "\n\t"                                                                     \
+  "vfmadd231ps %%ymm13, %%ymm14, %%ymm" #C1 "\n\t"
+/* clang-format on */
+
+/* clang-format off */
+/* t[o][r] (+)= Σ_k x_r[k] · w_o[k], k < kc, for 6 outputs and 16 rows: a [kc][16]
+ * (x's packed group), w[o] the row of output o at the block's first k (bf16 or
+ * f32: W0 reads its element 0, OUT is its asm step), t [6][16] the running sums
+ * (first: none yet, the chain starts at k = 0). One body for both weight dtypes:
+ * only the W load differs. */
+#define ZZ_RL_MICRO(name, W0, OUT)                                                                                     \
+  __attribute__((target("avx2,fma"))) static void name(int64_t kc, const float *a, const void *const w[ZZ_RL_NR],      \
+                                                       float *t, bool first) {                                         \
+    int64_t k = 0;                                                                                                     \
+    if (first) {                                                                                                       \
+      /* k = 0 apart, as fma(x, w, 0): the bf16 loop's 32-bit load reads the                                           \
+       * element before, which for the first element of W is outside it */                                            \
+      __m256 x0 = _mm256_loadu_ps(a), x1 = _mm256_loadu_ps(a + 8), z = _mm256_setzero_ps();                            \
+      for (int o = 0; o < ZZ_RL_NR; o++) {                                                                             \
+        __m256 v = _mm256_set1_ps(W0(w[o]));                                                                           \
+        _mm256_storeu_ps(t + o * ZZ_RL_MR, _mm256_fmadd_ps(x0, v, z));                                                 \
+        _mm256_storeu_ps(t + o * ZZ_RL_MR + 8, _mm256_fmadd_ps(x1, v, z));                                             \
+      }                                                                                                                \
+      k = 1, a += ZZ_RL_MR;                                                                                            \
+    }                                                                                                                  \
+    if (k >= kc) return;                                                                                               \
+    static const uint32_t mask = 0xffff0000u;                                                                          \
+    /* the whole loop in one asm block: 12 accumulators named (ymm0-11), as the                                        \
+     * 6 × 16 tile above learned GCC otherwise spills them */                                                          \
+    __asm__ volatile(                                                                                                  \
+        "vmovups 0(%[t]), %%ymm0\n\t"    "vmovups 32(%[t]), %%ymm1\n\t"                                                   \
+        "vmovups 64(%[t]), %%ymm2\n\t"   "vmovups 96(%[t]), %%ymm3\n\t"                                                   \
+        "vmovups 128(%[t]), %%ymm4\n\t"  "vmovups 160(%[t]), %%ymm5\n\t"                                                  \
+        "vmovups 192(%[t]), %%ymm6\n\t"  "vmovups 224(%[t]), %%ymm7\n\t"                                                  \
+        "vmovups 256(%[t]), %%ymm8\n\t"  "vmovups 288(%[t]), %%ymm9\n\t"                                                  \
+        "vmovups 320(%[t]), %%ymm10\n\t" "vmovups 352(%[t]), %%ymm11\n\t"                                                 \
+        "vbroadcastss (%[m]), %%ymm15\n\t"                                                                             \
+        "1:\n\t"                                                                                                       \
+        "vmovups (%[a]), %%ymm12\n\t"                                                                                  \
+        "vmovups 32(%[a]), %%ymm13\n\t"                                                                                \
+        OUT(0, 0, 1) OUT(1, 2, 3) OUT(2, 4, 5) OUT(3, 6, 7) OUT(4, 8, 9) OUT(5, 10, 11)                               \
+        "add $64, %[a]\n\t"                                                                                            \
+        "inc %[k]\n\t"                                                                                                 \
+        "cmp %[kc], %[k]\n\t"                                                                                          \
+        "jb 1b\n\t"                                                                                                    \
+        "vmovups %%ymm0, 0(%[t])\n\t"    "vmovups %%ymm1, 32(%[t])\n\t"                                                   \
+        "vmovups %%ymm2, 64(%[t])\n\t"   "vmovups %%ymm3, 96(%[t])\n\t"                                                   \
+        "vmovups %%ymm4, 128(%[t])\n\t"  "vmovups %%ymm5, 160(%[t])\n\t"                                                  \
+        "vmovups %%ymm6, 192(%[t])\n\t"  "vmovups %%ymm7, 224(%[t])\n\t"                                                  \
+        "vmovups %%ymm8, 256(%[t])\n\t"  "vmovups %%ymm9, 288(%[t])\n\t"                                                  \
+        "vmovups %%ymm10, 320(%[t])\n\t" "vmovups %%ymm11, 352(%[t])\n\t"                                                 \
+                     : [a] "+r"(a), [k] "+r"(k)                                                                        \
+                     : [kc] "r"(kc), [t] "r"(t), [m] "r"(&mask), [w0] "r"(w[0]), [w1] "r"(w[1]), [w2] "r"(w[2]),       \
+                       [w3] "r"(w[3]), [w4] "r"(w[4]), [w5] "r"(w[5])                                                  \
+                     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",        \
+                       "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");                                   \
+  }
+/* clang-format on */
+
+ZZ_RL_MICRO(zz_rl_micro_bf16, zz_rl_w0_bf16, ZZ_RL_OUT_BF16)
+ZZ_RL_MICRO(zz_rl_micro_f32, zz_rl_w0_f32, ZZ_RL_OUT_F32)
+#undef ZZ_RL_MICRO
+#undef ZZ_RL_OUT_BF16
+#undef ZZ_RL_OUT_F32
 
 /* The packed K block k0 of x's group g: [kc][16]. */
 static float *zz_rl_x_at(const zz_pk_job *j, int64_t g, int64_t k0) {
@@ -404,7 +426,7 @@ static float *zz_rl_x_at(const zz_pk_job *j, int64_t g, int64_t k0) {
   return j->xp + k0 * rows + g * kc * ZZ_RL_MR;
 }
 
-/* x's group g (rows 16g .. +16) rounded to bf16 into its packed blocks; rows past n zero. */
+/* x's group g (rows 16g .. +16) into its packed blocks (rounded to bf16 for bf16 W); rows past n zero. */
 static void zz_rl_pack_x(void *arg, int64_t g) {
   const zz_pk_job *j = arg;
   for (int r = 0; r < ZZ_RL_MR; r++) {
@@ -413,7 +435,7 @@ static void zz_rl_pack_x(void *arg, int64_t g) {
     for (int64_t k0 = 0; k0 < j->in; k0 += ZZ_RL_KC) {
       int64_t kc = j->in - k0 < ZZ_RL_KC ? j->in - k0 : ZZ_RL_KC;
       float *d = zz_rl_x_at(j, g, k0) + r;
-      for (int64_t k = 0; k < kc; k++) d[k * ZZ_RL_MR] = src ? zz_pk_round(src[k0 + k]) : 0.0f;
+      for (int64_t k = 0; k < kc; k++) d[k * ZZ_RL_MR] = !src ? 0.0f : j->bf16 ? zz_pk_round(src[k0 + k]) : src[k0 + k];
     }
   }
 }
@@ -426,18 +448,20 @@ static void zz_rl_task(void *arg, int64_t t) {
   if (c_hi > j->out) c_hi = j->out;
   int64_t groups = (j->n + ZZ_RL_MR - 1) / ZZ_RL_MR, panels = (c_hi - c_lo + ZZ_RL_NR - 1) / ZZ_RL_NR;
   _Alignas(64) float acc[ZZ_RL_GROUPS * ZZ_RL_PANELS * ZZ_RL_NR * ZZ_RL_MR];
-  size_t row = (size_t)j->in * sizeof(uint16_t);
+  size_t esz = j->bf16 ? sizeof(uint16_t) : sizeof(float), row = (size_t)j->in * esz;
+  void (*micro)(int64_t, const float *, const void *const[ZZ_RL_NR], float *, bool) = j->bf16 ? zz_rl_micro_bf16
+                                                                                              : zz_rl_micro_f32;
   for (int64_t k0 = 0; k0 < j->in; k0 += ZZ_RL_KC) {
     int64_t kc = j->in - k0 < ZZ_RL_KC ? j->in - k0 : ZZ_RL_KC;
     for (int64_t g = 0; g < groups; g++) {
       const float *a = zz_rl_x_at(j, g, k0);
       for (int64_t p = 0; p < panels; p++) {
-        const uint16_t *w[ZZ_RL_NR];
+        const void *w[ZZ_RL_NR];
         for (int o = 0; o < ZZ_RL_NR; o++) {
           int64_t c = c_lo + p * ZZ_RL_NR + o;
-          w[o] = (const uint16_t *)(j->w + (size_t)(c < c_hi ? c : c_hi - 1) * row) + k0;
+          w[o] = j->w + (size_t)(c < c_hi ? c : c_hi - 1) * row + (size_t)k0 * esz;
         }
-        zz_rl_micro_avx2(kc, a, w, acc + (g * ZZ_RL_PANELS + p) * ZZ_RL_NR * ZZ_RL_MR, k0 == 0);
+        micro(kc, a, w, acc + (g * ZZ_RL_PANELS + p) * ZZ_RL_NR * ZZ_RL_MR, k0 == 0);
       }
     }
   }
@@ -446,26 +470,47 @@ static void zz_rl_task(void *arg, int64_t t) {
       const float *s = acc + (g * ZZ_RL_PANELS + p) * ZZ_RL_NR * ZZ_RL_MR;
       for (int r = 0; r < ZZ_RL_MR && g * ZZ_RL_MR + r < j->n; r++)
         for (int o = 0; o < ZZ_RL_NR && c_lo + p * ZZ_RL_NR + o < c_hi; o++)
-          j->y[(g * ZZ_RL_MR + r) * j->out + c_lo + p * ZZ_RL_NR + o] = s[o * ZZ_RL_MR + r];
+          j->y[(g * ZZ_RL_MR + r) * j->ldy + c_lo + p * ZZ_RL_NR + o] = s[o * ZZ_RL_MR + r];
     }
-  zz_bias_relu_cols(j->y, j->n, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
+  zz_bias_relu_cols(j->y, j->n, j->ldy, c_lo, c_hi - c_lo, j->b, j->relu);
 }
 #endif
 
-bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const uint16_t *w, const float *b, int64_t out,
-                   float *y, int relu, float *xp) {
+bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16, const float *b,
+                   int64_t out, float *y, int relu, float *xp) {
 #ifdef ZZ_PK_X86
   /* slices of ZZ_RL_SLICE rows: a task's sums stay on its stack, and W, read
    * once per slice, is a small part of a slice's traffic */
   for (int64_t m0 = 0; m0 < n; m0 += ZZ_RL_SLICE) {
     int64_t m = n - m0 < ZZ_RL_SLICE ? n - m0 : ZZ_RL_SLICE;
-    zz_pk_job j = {x + m0 * in, xp, (const char *)w, b, y + m0 * out, m, in, out, relu, true, NULL, NULL};
+    zz_pk_job j = {x + m0 * in, xp, (const char *)w, b, y + m0 * out, m, in, out, relu, w_bf16, NULL, NULL, out};
     zz_pool_run(pool, zz_rl_pack_x, &j, (m + ZZ_RL_MR - 1) / ZZ_RL_MR);
     zz_pool_run(pool, zz_rl_task, &j, (out + ZZ_RL_PANELS * ZZ_RL_NR - 1) / (ZZ_RL_PANELS * ZZ_RL_NR));
   }
   return true;
 #else
-  (void)pool, (void)x, (void)n, (void)in, (void)w, (void)b, (void)out, (void)y, (void)relu, (void)xp;
+  (void)pool, (void)x, (void)n, (void)in, (void)w, (void)w_bf16, (void)b, (void)out, (void)y, (void)relu, (void)xp;
   return false;
+#endif
+}
+
+bool zz_pk_rl_pack_x(zz_pool *pool, const float *x, int64_t n, int64_t in, float *xp) {
+#ifdef ZZ_PK_X86
+  zz_pk_job j = {.x = x, .xp = xp, .n = n, .in = in};
+  zz_pool_run(pool, zz_rl_pack_x, &j, (n + ZZ_RL_MR - 1) / ZZ_RL_MR);
+  return true;
+#else
+  (void)pool, (void)x, (void)n, (void)in, (void)xp;
+  return false;
+#endif
+}
+
+void zz_pk_rl_panel(const float *xp, int64_t n, int64_t in, const float *w, int64_t out, float *y, int64_t ldy) {
+#ifdef ZZ_PK_X86
+  /* the tasks only read xp (the job's is writable for the packing) */
+  zz_pk_job j = {.xp = (float *)xp, .w = (const char *)w, .y = y, .n = n, .in = in, .out = out, .ldy = ldy};
+  for (int64_t t = 0; t < (out + ZZ_RL_PANELS * ZZ_RL_NR - 1) / (ZZ_RL_PANELS * ZZ_RL_NR); t++) zz_rl_task(&j, t);
+#else
+  (void)xp, (void)n, (void)in, (void)w, (void)out, (void)y, (void)ldy;
 #endif
 }

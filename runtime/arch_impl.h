@@ -106,10 +106,13 @@ zz_status zz_arch_attend(zz_device *dev, const zz_config *c, const zz_step *st, 
 
 /* Row of sequence i's last new token in a step's hidden state [b, sq, hidden]. */
 static inline int64_t zz_step_last_row(int64_t sq, int64_t i) { return i * sq + sq - 1; }
-/* For a layer under st->last_rows: x's last row of each sequence (x [b * sq, dim],
- * compute dtype) into out [b, dim]; and back, out's rows into those rows of x. */
-zz_status zz_arch_last_rows(zz_device *dev, const zz_step *st, const void *x, int64_t dim, void *out);
-zz_status zz_arch_put_last_rows(zz_device *dev, const zz_step *st, const void *out, int64_t dim, void *x);
+/* The rows of x ([b * sq, dim], compute dtype) a layer computes after its K and V
+ * (zz_step.last_rows): all of them in place, or each sequence's last gathered
+ * into spare ([b, dim]); *rows gets their count, *at where they are. */
+zz_status zz_arch_rows(zz_device *dev, const zz_step *st, void *x, int64_t dim, void *spare, int64_t *rows, void **at);
+/* The residual res computed on zz_arch_rows' rows of st->hidden back into them:
+ * under st->last_rows a copy of each sequence's last row, else nothing to do. */
+zz_status zz_arch_rows_done(zz_device *dev, const zz_step *st, const void *res, int64_t dim);
 
 /* Weight spec *w: absent (ndim 0) unless present; name from fmt with the layer
  * index; shape [d0] or [d0, d1]; init MATRIX for 2-D, BIAS for 1-D. */

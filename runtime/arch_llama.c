@@ -327,40 +327,30 @@ static zz_status zz_llama_forward(zz_device *dev, const zz_model *m, const zz_la
       ZZ_CHECK(zz_device_rope(dev, q, n, c->n_heads, hd, st->positions, &c->rope));
       ZZ_CHECK(zz_device_rope(dev, k, n, c->n_kv_heads, hd, st->positions, &c->rope));
       ZZ_CHECK(zz_arch_attend(dev, c, st, q, k, v, att, scratch));
-      /* the rest on r rows: all, or each sequence's last (st->last_rows) gathered
-       * into q (att's rows) and x (the residual, after the projection's in xn) */
-      int64_t r = n;
-      const char *ain = att;
-      char *x = st->hidden;
-      if (st->last_rows) {
-        r = st->b;
-        ain = q;
-        x = xn + (size_t)(r * h) * es;
-        ZZ_CHECK(zz_arch_last_rows(dev, st, att, qw, q));
-        ZZ_CHECK(zz_arch_last_rows(dev, st, st->hidden, h, x));
-      }
+      /* the rest on r rows (zz_arch_rows): att's gathered into q, the residual's
+       * after the projection's output in xn */
+      int64_t r;
+      void *ain, *x;
+      ZZ_CHECK(zz_arch_rows(dev, st, att, qw, q, &r, &ain));
+      ZZ_CHECK(zz_arch_rows(dev, st, st->hidden, h, xn + (size_t)(st->b * h) * es, &r, &x));
       ZZ_CHECK(zz_device_linear(dev, ain, r, qw, &w[ZZ_LL_AT_O], NULL, h, xn, 0));
       ZZ_CHECK(zz_device_add(dev, x, xn, r * h, x));
-      return st->last_rows ? zz_arch_put_last_rows(dev, st, x, h, st->hidden) : ZZ_OK;
+      return zz_arch_rows_done(dev, st, x, h);
     }
 
     case ZZ_LAYER_MLP: {
       char *xn = work, *g = xn + (size_t)(n * h) * es, *u = g + (size_t)(n * c->ffn) * es;
-      /* r rows of the residual x: all, or each sequence's last after xn's (st->last_rows) */
-      int64_t r = n;
-      char *x = st->hidden;
-      if (st->last_rows) {
-        r = st->b;
-        x = xn + (size_t)(r * h) * es;
-        ZZ_CHECK(zz_arch_last_rows(dev, st, st->hidden, h, x));
-      }
+      /* r rows of the residual x (zz_arch_rows), gathered after xn's */
+      int64_t r;
+      void *x;
+      ZZ_CHECK(zz_arch_rows(dev, st, st->hidden, h, xn + (size_t)(st->b * h) * es, &r, &x));
       ZZ_CHECK(zz_device_rmsnorm(dev, x, r, h, &w[ZZ_LL_MLP_NORM], c->ln_eps, xn));
       ZZ_CHECK(zz_device_linear(dev, xn, r, h, &w[ZZ_LL_MLP_GATE], NULL, c->ffn, g, 0));
       ZZ_CHECK(zz_device_linear(dev, xn, r, h, &w[ZZ_LL_MLP_UP], NULL, c->ffn, u, 0));
       ZZ_CHECK(zz_device_silu_mul(dev, g, u, r * c->ffn, g));
       ZZ_CHECK(zz_device_linear(dev, g, r, c->ffn, &w[ZZ_LL_MLP_DOWN], NULL, h, xn, 0));
       ZZ_CHECK(zz_device_add(dev, x, xn, r * h, x));
-      return st->last_rows ? zz_arch_put_last_rows(dev, st, x, h, st->hidden) : ZZ_OK;
+      return zz_arch_rows_done(dev, st, x, h);
     }
 
     case ZZ_LAYER_OUTPUT_EMBED: {

@@ -271,35 +271,25 @@ static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_laye
       ZZ_CHECK(zz_device_linear(dev, x, n, h, &w[ZZ_AT_K_W], &w[ZZ_AT_K_B], h, k, 0));
       ZZ_CHECK(zz_device_linear(dev, x, n, h, &w[ZZ_AT_V_W], &w[ZZ_AT_V_B], h, v, 0));
       ZZ_CHECK(zz_arch_attend(dev, c, st, q, k, v, att, scratch));
-      /* the rest on r rows: all, or each sequence's last (st->last_rows) gathered
-       * into xn (att's rows) and res (the residual, after the projection's in q) */
-      int64_t r = n;
-      const void *ain = att;
-      char *res = st->hidden;
-      if (st->last_rows) {
-        r = st->b;
-        ain = xn;
-        res = (char *)q + (size_t)(r * h) * es;
-        ZZ_CHECK(zz_arch_last_rows(dev, st, att, h, xn));
-        ZZ_CHECK(zz_arch_last_rows(dev, st, st->hidden, h, res));
-      }
+      /* the rest on r rows (zz_arch_rows): att's gathered into xn, the residual
+       * res's after the projection's output in q */
+      int64_t r;
+      void *ain, *res;
+      ZZ_CHECK(zz_arch_rows(dev, st, att, h, xn, &r, &ain));
+      ZZ_CHECK(zz_arch_rows(dev, st, st->hidden, h, (char *)q + (size_t)(st->b * h) * es, &r, &res));
       ZZ_CHECK(zz_device_linear(dev, ain, r, h, &w[ZZ_AT_O_W], &w[ZZ_AT_O_B], h, q, 0));
       ZZ_CHECK(zz_device_add(dev, res, q, r * h, res));
       if (!c->pre_ln) ZZ_CHECK(zz_device_layernorm(dev, res, r, h, &w[ZZ_AT_LN_W], &w[ZZ_AT_LN_B], c->ln_eps, res));
-      return st->last_rows ? zz_arch_put_last_rows(dev, st, res, h, st->hidden) : ZZ_OK;
+      return zz_arch_rows_done(dev, st, res, h);
     }
 
     case ZZ_LAYER_MLP: {
       char *xn = work, *f = work + (size_t)(n * h) * es;
       char *o = work + (size_t)(n * (h + c->ffn)) * es;
-      /* r rows of the residual res: all, or each sequence's last after xn's (st->last_rows) */
-      int64_t r = n;
-      char *res = st->hidden;
-      if (st->last_rows) {
-        r = st->b;
-        res = xn + (size_t)(r * h) * es;
-        ZZ_CHECK(zz_arch_last_rows(dev, st, st->hidden, h, res));
-      }
+      /* r rows of the residual res (zz_arch_rows), gathered after xn's */
+      int64_t r;
+      void *res;
+      ZZ_CHECK(zz_arch_rows(dev, st, st->hidden, h, xn + (size_t)(st->b * h) * es, &r, &res));
       const void *x = res;
       if (c->pre_ln) {
         ZZ_CHECK(zz_device_layernorm(dev, res, r, h, &w[ZZ_MLP_LN_W], &w[ZZ_MLP_LN_B], c->ln_eps, xn));
@@ -309,7 +299,7 @@ static zz_status zz_opt_forward(zz_device *dev, const zz_model *m, const zz_laye
       ZZ_CHECK(zz_device_linear(dev, f, r, c->ffn, &w[ZZ_MLP_FC2_W], &w[ZZ_MLP_FC2_B], h, o, 0));
       ZZ_CHECK(zz_device_add(dev, res, o, r * h, res));
       if (!c->pre_ln) ZZ_CHECK(zz_device_layernorm(dev, res, r, h, &w[ZZ_MLP_LN_W], &w[ZZ_MLP_LN_B], c->ln_eps, res));
-      return st->last_rows ? zz_arch_put_last_rows(dev, st, res, h, st->hidden) : ZZ_OK;
+      return zz_arch_rows_done(dev, st, res, h);
     }
 
     case ZZ_LAYER_OUTPUT_EMBED: {

@@ -36,17 +36,20 @@ zz_status zz_arch_attend(zz_device *dev, const zz_config *c, const zz_step *st, 
   return zz_device_attention(dev, &a);
 }
 
-zz_status zz_arch_last_rows(zz_device *dev, const zz_step *st, const void *x, int64_t dim, void *out) {
-  return zz_device_gather_rows(dev, x, st->b * st->sq, dim, st->last, st->b, out);
+zz_status zz_arch_rows(zz_device *dev, const zz_step *st, void *x, int64_t dim, void *spare, int64_t *rows, void **at) {
+  *rows = st->last_rows ? st->b : st->b * st->sq;
+  *at = st->last_rows ? spare : x;
+  return st->last_rows ? zz_device_gather_rows(dev, x, st->b * st->sq, dim, st->last, st->b, spare) : ZZ_OK;
 }
 
 /* b row copies on the compute lane: no device op scatters rows, and b rows of a
  * prompt step are nothing beside its linears */
-zz_status zz_arch_put_last_rows(zz_device *dev, const zz_step *st, const void *out, int64_t dim, void *x) {
+zz_status zz_arch_rows_done(zz_device *dev, const zz_step *st, const void *res, int64_t dim) {
+  if (!st->last_rows) return ZZ_OK;
   size_t row = zz_dtype_nbytes(zz_device_describe(dev)->compute_dtype, dim);
   for (int64_t i = 0; i < st->b; i++)
-    ZZ_CHECK(zz_device_copy(dev, ZZ_LANE_COMPUTE, (char *)x + (size_t)zz_step_last_row(st->sq, i) * row,
-                            (const char *)out + (size_t)i * row, row));
+    ZZ_CHECK(zz_device_copy(dev, ZZ_LANE_COMPUTE, (char *)st->hidden + (size_t)zz_step_last_row(st->sq, i) * row,
+                            (const char *)res + (size_t)i * row, row));
   return ZZ_OK;
 }
 

@@ -53,18 +53,26 @@ static zz_status zz_q4_rates_check(const zz_hw *hw, bool cw, bool cc) {
 
 /* bf16 weights are the CPU device's option, priced with the file's bf16 GEMM
  * rate; 4-bit weights exclude them (the engine refuses both at once). */
-static zz_status zz_bf16_rates_check(const zz_hw *hw, const zz_planner_opts *o) {
-  if (!o->bf16_weights) return ZZ_OK;
+/* An option `opt` of the cpu device (what it does: `what`) that the file prices
+ * with its field `field` (n points): refused on another device's file and on a
+ * file without the field (written before it was measured). */
+static zz_status zz_cpu_rate_check(const zz_hw *hw, const char *opt, const char *what, const char *field, int n) {
   if (strcmp(hw->device, "cpu") != 0)
     return zz_error(ZZ_ERR_INVALID_ARG,
-                    "planner: --cpu-dtype bf16: bf16 weights are an option of the cpu device, and "
-                    "the hardware file \"%s\" describes a %s device",
-                    hw->name, hw->device);
-  if (hw->n_gemm_bf16 <= 0)
+                    "planner: %s: %s are an option of the cpu device, and the hardware file \"%s\" describes a %s "
+                    "device",
+                    opt, what, hw->name, hw->device);
+  if (n <= 0)
     return zz_error(ZZ_ERR_INVALID_ARG,
-                    "planner: --cpu-dtype bf16 asked for, but the hardware file \"%s\" has no "
-                    "gemm_bf16_flops (zigzag profile measures it where the cpu device has bf16 linear)",
-                    hw->name);
+                    "planner: %s asked for, but the hardware file \"%s\" has no %s (zigzag profile --out FILE "
+                    "measures it where the cpu device has it; docs/planner.md)",
+                    opt, hw->name, field);
+  return ZZ_OK;
+}
+
+static zz_status zz_bf16_rates_check(const zz_hw *hw, const zz_planner_opts *o) {
+  if (!o->bf16_weights) return ZZ_OK;
+  ZZ_CHECK(zz_cpu_rate_check(hw, "--cpu-dtype bf16", "bf16 weights", "gemm_bf16_flops", hw->n_gemm_bf16));
   if (o->force_compress_weight)
     return zz_error(ZZ_ERR_INVALID_ARG, "planner: --cpu-dtype bf16 with --compress-weight: weights are either 4-bit "
                                         "or bf16; give one of them");
@@ -77,17 +85,7 @@ static zz_status zz_bf16_rates_check(const zz_hw *hw, const zz_planner_opts *o) 
  * that allows none is refused here. */
 static zz_status zz_int8_rates_check(const zz_hw *hw, const zz_planner_opts *o) {
   if (o->cpu_act != ZZ_CPU_ACT_INT8) return ZZ_OK;
-  if (strcmp(hw->device, "cpu") != 0)
-    return zz_error(ZZ_ERR_INVALID_ARG,
-                    "planner: --cpu-act int8: int8 activations are an option of the cpu device, and the hardware "
-                    "file \"%s\" describes a %s device",
-                    hw->name, hw->device);
-  if (hw->n_gemm_q4_int8 <= 0)
-    return zz_error(ZZ_ERR_INVALID_ARG,
-                    "planner: --cpu-act int8 asked for, but the hardware file \"%s\" has no gemm_q4_int8_flops "
-                    "(a file written before it was measured: zigzag profile --out FILE measures it on the cpu "
-                    "device; docs/planner.md)",
-                    hw->name);
+  ZZ_CHECK(zz_cpu_rate_check(hw, "--cpu-act int8", "int8 activations", "gemm_q4_int8_flops", hw->n_gemm_q4_int8));
   if (o->bf16_weights)
     return zz_error(ZZ_ERR_INVALID_ARG, "planner: --cpu-act int8 with --cpu-dtype bf16: int8 activations multiply "
                                         "4- or 8-bit weights, and bf16 weights are neither; give one of them");

@@ -30,8 +30,11 @@
  *   hidden       each (layer, batch) loads and stores its hidden state when it
  *                lives off the GPU
  *   compute      2 x matrix elements x rows of GEMM at the rate for M = gbs x sq
- *                rows; attention 4 x sq x t x hidden per sequence on the device
- *                (bmm rates) or the CPU (CPU attention rate)
+ *                rows (the LM head: gbs, each sequence's last position; the
+ *                prompt step's last transformer layer: its matrices after K and V,
+ *                zz_weight_spec.after_kv, at gbs rows too, by the runtime's rule
+ *                zz_layer_wants_all_rows); attention 4 x sq x t x hidden per
+ *                sequence on the device (bmm rates) or the CPU (CPU attention rate)
  */
 #include <math.h>
 #include <string.h>
@@ -75,6 +78,20 @@ static int zz_attn_threads(const zz_cost_in *in) {
 
 static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin t[ZZ_TERM_COUNT]);
 
+/* FLOP/s of a layer's linears at M = rows: int8 x where the CPU kernel takes it
+ * for these rows (its own rule) and the file prices it (zz_plan_eval refuses an
+ * int8 plan on a file without), else the rate of the weights' dtype. q4w: 4-bit
+ * weights priced at the file's 4-bit rates; wq: their format. */
+static double zz_gemm_rate(const zz_cost_in *in, bool q4w, const zz_qfmt *wq, double rows) {
+  const zz_hw *hw = in->hw;
+  bool i8 = q4w && in->cpu_act == ZZ_CPU_ACT_INT8 && hw->n_gemm_q4_int8 > 0 &&
+            zz_cpu_act_int8_applies(wq ? wq->bits : ZZ_QFMT_DEFAULT.bits, (int64_t)rows);
+  return i8                                        ? zz_hw_rate(hw->gemm_q4_int8, hw->n_gemm_q4_int8, rows)
+         : q4w                                     ? zz_hw_rate(hw->gemm_q4, hw->n_gemm_q4, rows)
+         : in->bf16_weights && hw->n_gemm_bf16 > 0 ? zz_hw_rate(hw->gemm_bf16, hw->n_gemm_bf16, rows)
+                                                   : zz_hw_rate(hw->gemm, hw->n_gemm, rows);
+}
+
 /* On the CPU device the "link" is memcpy and f16 -> f32 conversion run by host
  * threads on the very cores the GEMMs use: besides delaying its own lane, the
  * copying takes time from compute (the host term; the disk's DMA still
@@ -116,7 +133,7 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
 
   /* weights: loaded once per step for the whole block; from disk one tensor a
    * read, each at the rate of its size (zz_hw_disk_read_bw) */
-  double W = 0, Wd = 0, mat = 0;
+  double W = 0, Wd = 0, mat = 0, mat_kv = 0; /* mat_kv: the after_kv matrices' share */
   for (int k = 0; k < L->n_weights; k++) {
     const zz_weight_spec *ws = &L->weights[k];
     if (!ws->ndim) continue;
@@ -125,6 +142,7 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
     W += b;
     Wd += b / zz_hw_disk_read_bw(hw, b);
     if (ws->ndim == 2) mat += (double)zz_weight_numel(ws);
+    if (ws->ndim == 2 && ws->after_kv) mat_kv += (double)zz_weight_numel(ws);
   }
   /* one rate for every size (a file without the curve): as one division, as
    * before, so such a file's plans stay the same to the last bit */
@@ -134,18 +152,16 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   zz_add(disk, Wd, WD);
   zz_add(in_, W / hw->ctog_bw, WOFF);
 
-  /* GEMMs: the input embedding gathers rows, the LM head sees the last position */
+  /* GEMMs: the input embedding gathers rows, the LM head sees the last position,
+   * and where the runtime's rule drops rows (the prompt step's last transformer
+   * layer; all_rows false: no engine reads every position today) the matrices
+   * after K and V see each sequence's last row alone, at that M's rate. With
+   * nothing dropped the sum is the one term it always was, to the last bit. */
   if (L->kind != ZZ_LAYER_INPUT_EMBED) {
     double rows = L->kind == ZZ_LAYER_OUTPUT_EMBED ? gbs : gbs * sq;
-    /* int8 x where the CPU kernel takes it for these rows (its own rule), and the
-     * file prices it (zz_plan_eval refuses an int8 plan on a file without) */
-    bool i8 = q4w && in->cpu_act == ZZ_CPU_ACT_INT8 && hw->n_gemm_q4_int8 > 0 &&
-              zz_cpu_act_int8_applies(wq ? wq->bits : ZZ_QFMT_DEFAULT.bits, (int64_t)rows);
-    double rate = i8                                        ? zz_hw_rate(hw->gemm_q4_int8, hw->n_gemm_q4_int8, rows)
-                  : q4w                                     ? zz_hw_rate(hw->gemm_q4, hw->n_gemm_q4, rows)
-                  : in->bf16_weights && hw->n_gemm_bf16 > 0 ? zz_hw_rate(hw->gemm_bf16, hw->n_gemm_bf16, rows)
-                                                            : zz_hw_rate(hw->gemm, hw->n_gemm, rows);
-    comp->c += 2 * mat * rows * in->num_gb / rate;
+    double kept = zz_layer_wants_all_rows(m, L, (int64_t)sq, false) ? 0 : mat_kv;
+    comp->c += 2 * (mat - kept) * rows * in->num_gb / zz_gemm_rate(in, q4w, wq, rows);
+    if (kept > 0) comp->c += 2 * kept * gbs * in->num_gb / zz_gemm_rate(in, q4w, wq, gbs);
   }
 
   /* hidden states of each (layer, batch) to and from their home */

@@ -33,7 +33,7 @@ typedef struct zz_step {
   void *logits;             /* [b, vocab] of the last position (OUTPUT_EMBED) */
   void *work;               /* workspace of arch->workspace_bytes */
   /* Only each sequence's last row of this layer's output is read after it (the
-   * schedule's zz_step_wants_all_rows said no): the layer computes what follows
+   * rule zz_layer_wants_all_rows said no): the layer computes what follows
    * its K and V (attention's output projection, the MLP) on those b rows alone, as
    * llama.cpp's inp_out_ids does, and leaves hidden's other rows stale. Set in a
    * prompt step (sq > 1, so [2b, dim] fits where [n, dim] did) of the last

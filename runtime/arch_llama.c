@@ -256,6 +256,7 @@ static zz_status zz_llama_build(zz_model *m) {
     zz_arch_spec(&a->weights[ZZ_LL_AT_K], true, 2, kvw, h, "model.layers.%d.self_attn.k_proj.weight", i);
     zz_arch_spec(&a->weights[ZZ_LL_AT_V], true, 2, kvw, h, "model.layers.%d.self_attn.v_proj.weight", i);
     zz_arch_spec(&a->weights[ZZ_LL_AT_O], true, 2, h, qw, "model.layers.%d.self_attn.o_proj.weight", i);
+    a->weights[ZZ_LL_AT_O].after_kv = true;
     zz_arch_spec(&a->weights[ZZ_LL_AT_NORM], true, 1, h, 0, "model.layers.%d.input_layernorm.weight", i);
     a->weights[ZZ_LL_AT_NORM].init = ZZ_INIT_NORM_GAIN;
     a->cache = (zz_cache_spec){.kv_heads = c->n_kv_heads, .head_dim = c->head_dim};
@@ -266,6 +267,7 @@ static zz_status zz_llama_build(zz_model *m) {
     zz_arch_spec(&f->weights[ZZ_LL_MLP_GATE], true, 2, c->ffn, h, "model.layers.%d.mlp.gate_proj.weight", i);
     zz_arch_spec(&f->weights[ZZ_LL_MLP_UP], true, 2, c->ffn, h, "model.layers.%d.mlp.up_proj.weight", i);
     zz_arch_spec(&f->weights[ZZ_LL_MLP_DOWN], true, 2, h, c->ffn, "model.layers.%d.mlp.down_proj.weight", i);
+    f->weights[ZZ_LL_MLP_GATE].after_kv = f->weights[ZZ_LL_MLP_UP].after_kv = f->weights[ZZ_LL_MLP_DOWN].after_kv = true;
     zz_arch_spec(&f->weights[ZZ_LL_MLP_NORM], true, 1, h, 0, "model.layers.%d.post_attention_layernorm.weight", i);
     f->weights[ZZ_LL_MLP_NORM].init = ZZ_INIT_NORM_GAIN;
   }

@@ -183,6 +183,7 @@ static zz_status zz_opt_build(zz_model *m) {
     for (int p = 0; p < 4; p++) {
       snprintf(fmt, sizeof fmt, "%s%s.weight", pfx, proj_names[p]);
       zz_arch_spec(&a->weights[2 * p], true, 2, h, h, fmt, i);
+      a->weights[2 * p].after_kv = 2 * p == ZZ_AT_O_W; /* zz_opt_forward gathers its rows */
       snprintf(fmt, sizeof fmt, "%s%s.bias", pfx, proj_names[p]);
       zz_arch_spec(&a->weights[2 * p + 1], bias, 1, h, 0, fmt, i);
     }
@@ -197,6 +198,7 @@ static zz_status zz_opt_build(zz_model *m) {
     zz_arch_spec(&f->weights[ZZ_MLP_FC1_W], true, 2, c->ffn, h, "model.decoder.layers.%d.fc1.weight", i);
     zz_arch_spec(&f->weights[ZZ_MLP_FC1_B], bias, 1, c->ffn, 0, "model.decoder.layers.%d.fc1.bias", i);
     zz_arch_spec(&f->weights[ZZ_MLP_FC2_W], true, 2, h, c->ffn, "model.decoder.layers.%d.fc2.weight", i);
+    f->weights[ZZ_MLP_FC1_W].after_kv = f->weights[ZZ_MLP_FC2_W].after_kv = true;
     zz_arch_spec(&f->weights[ZZ_MLP_FC2_B], bias, 1, h, 0, "model.decoder.layers.%d.fc2.bias", i);
     zz_arch_spec(&f->weights[ZZ_MLP_LN_W], true, 1, h, 0, "model.decoder.layers.%d.final_layer_norm.weight", i);
     zz_arch_spec(&f->weights[ZZ_MLP_LN_B], true, 1, h, 0, "model.decoder.layers.%d.final_layer_norm.bias", i);

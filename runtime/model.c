@@ -36,6 +36,14 @@ zz_status zz_arch_attend(zz_device *dev, const zz_config *c, const zz_step *st, 
   return zz_device_attention(dev, &a);
 }
 
+/* A slice that ends before the output embedding hands the rows it did not
+ * compute on stale: the next rank's output embedding reads only the last ones. */
+bool zz_layer_wants_all_rows(const zz_model *m, const zz_layer *layer, int64_t sq, bool all_rows) {
+  bool last_block = (layer->kind == ZZ_LAYER_ATTENTION || layer->kind == ZZ_LAYER_MLP) &&
+                    layer->index == m->cfg.n_layers - 1;
+  return all_rows || sq <= 1 || !last_block;
+}
+
 zz_status zz_arch_rows(zz_device *dev, const zz_step *st, void *x, int64_t dim, void *spare, int64_t *rows, void **at) {
   *rows = st->last_rows ? st->b : st->b * st->sq;
   *at = st->last_rows ? spare : x;

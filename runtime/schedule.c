@@ -312,19 +312,6 @@ static void zz_caller_rows(const zz_run *r, int64_t k, size_t *off, size_t *byte
   *bytes = zz_hidden_bytes(h, zz_device_describe(e->dev)->compute_dtype, zz_group_batch_count(e, r->g, k), r->sq);
 }
 
-/* The one rule for which rows of a layer's output a step must compute: every row,
- * except in a prompt step (sq > 1) for the last transformer layer, whose output
- * only the output embedding reads, at each sequence's last position (the logits
- * the engine gives); there the layer computes those rows alone (zz_step.last_rows)
- * unless the engine was built for all rows (zz_engine_opts.all_rows). A slice
- * that ends before the output embedding hands the other rows on stale; the next
- * rank's output embedding reads only the last ones. */
-static bool zz_step_wants_all_rows(const zz_engine *e, const zz_layer *layer, int64_t sq) {
-  bool last_block = (layer->kind == ZZ_LAYER_ATTENTION || layer->kind == ZZ_LAYER_MLP) &&
-                    layer->index == e->m->cfg.n_layers - 1;
-  return e->all_rows || sq <= 1 || !last_block;
-}
-
 /* compute: layer jl on batch k; the hidden state comes in from the caller at the
  * first layer of a later slice. */
 static zz_status zz_compute(zz_run *r, int64_t q) {
@@ -355,7 +342,7 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
                 .pad = b->d_pad,
                 .last = b->d_last,
                 .hidden = hidden,
-                .last_rows = !zz_step_wants_all_rows(e, layer, r->sq),
+                .last_rows = !zz_layer_wants_all_rows(m, layer, r->sq, e->all_rows),
                 .logits = e->d_logits,
                 .work = e->work,
                 .keep = r->step > 0 ? e->pol.attn_sparsity : 1.0,

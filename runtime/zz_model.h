@@ -87,6 +87,11 @@ typedef struct zz_weight_spec {
   int ndim;               /* 0: absent in this configuration (e.g. no bias) */
   int64_t shape[2];
   zz_init_kind init; /* for --dummy */
+  /* A matrix its layer applies after the attention's K and V (an output
+   * projection, an MLP's): on each sequence's last row alone where
+   * zz_layer_wants_all_rows says no; set by the architecture's build beside the
+   * forward that gathers those rows (zz_arch_rows), read by the cost model. */
+  bool after_kv;
 } zz_weight_spec;
 
 /* What an attention layer keeps per position: K and V rows of kv_heads × head_dim
@@ -121,6 +126,16 @@ zz_status zz_model_init(const zz_config *cfg, zz_model *out);
 void zz_model_free(zz_model *m);
 /* Total weight elements of the model. */
 int64_t zz_model_numel(const zz_model *m);
+/* The one rule for which rows of a layer's output a step of sq new tokens per
+ * sequence computes: every row, except in a prompt step (sq > 1) for the last
+ * transformer layer's ATTENTION and MLP, whose output only the output embedding
+ * reads, at each sequence's last position (the logits the engine gives); there
+ * the layer's after_kv matrices run on those rows alone (llama.cpp's
+ * inp_out_ids). all_rows (zz_engine_opts.all_rows): a reader of every position
+ * keeps them. The schedule (zz_step.last_rows) and the planner's cost model ask
+ * it, with the global layer, so in a pipeline only the rank holding the last
+ * transformer layer drops rows. */
+bool zz_layer_wants_all_rows(const zz_model *m, const zz_layer *layer, int64_t sq, bool all_rows);
 
 #ifdef __cplusplus
 }

@@ -1233,6 +1233,76 @@ static void test_cpu_act_int8(void) {
   zz_error_clear();
 }
 
+/* ---------------------------------------------------------------- the prompt step's last layer */
+
+/* The runtime computes the prompt step's last transformer layer after its K and V
+ * on each sequence's last row alone (zz_layer_wants_all_rows, zz_arch_rows): the
+ * cost model charges that layer's output projection and MLP for gbs rows at the
+ * rate for gbs rows, its Q, K, V and attention for every row, and every other
+ * layer as before. LLaMA-7B's shapes at 2 layers (embed, att0, mlp0, att1, mlp1,
+ * head), gbs 4, 2 batches, prompt 16: the numbers below are written out from
+ * the shapes and test_hw's curve (1 row: 1e11, 1024 rows: 1e13, log-linear), so
+ * at M = 64 rows 6.04e12 and at M = 4 rows 2.08e12. */
+static void test_cost_last_layer_rows(void) {
+  zz_config cfg;
+  CU_ASSERT_FATAL(zz_config_preset("llama-7b", &cfg) == ZZ_OK);
+  cfg.n_layers = 2;
+  zz_model m;
+  CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
+  CU_ASSERT_FATAL(m.n_layers == 6 && cfg.hidden == 4096 && cfg.ffn == 11008 && cfg.n_heads == 32 &&
+                  cfg.n_kv_heads == 32 && cfg.head_dim == 128 && cfg.vocab_size == 32000 && !cfg.tied_head);
+  zz_hw hw = test_hw();
+  zz_cost_in in = {.m = &m, .hw = &hw, .shape = {16, 8}, .gbs = 4, .num_gb = 2, .overlap = true};
+  const double h = 4096, f = 11008, V = 32000, R64 = 6.04e12, R4 = 2.08e12;
+  CU_ASSERT(close_rel(zz_hw_rate(hw.gemm, hw.n_gemm, 64), R64, 1e-12));
+  CU_ASSERT(close_rel(zz_hw_rate(hw.gemm, hw.n_gemm, 4), R4, 1e-12));
+  const double att = 4.0 * 8 * 16 * 16 * h / 5e12; /* QK^T and PV: 4 bls s s hidden at bmm_prefill */
+  double want[6] = {
+      0,                                                          /* the embedding gathers rows */
+      2 * 4 * h * h * 128 / R64 + att,                            /* att0: q, k, v, o on 4 x 16 rows, 2 batches */
+      2 * 3 * h * f * 128 / R64,                                  /* mlp0: gate, up, down on every row */
+      2 * 3 * h * h * 128 / R64 + 2 * h * h * 8 / R4 + att,       /* att1: q, k, v every row, o 4 rows a batch */
+      2 * 3 * h * f * 8 / R4,                                     /* mlp1: 4 rows a batch */
+      2 * V * h * 8 / R4,                                         /* the head: each sequence's last position */
+  };
+  double sum = 0, total = 0;
+  for (int l = 0; l < 6; l++) {
+    zz_lin t[ZZ_TERM_COUNT];
+    zz_cost_layer(&in, l, ZZ_PHASE_PREFILL, t);
+    if (!close_rel(t[ZZ_TERM_COMPUTE].c, want[l], 1e-12))
+      fprintf(stderr, "\nlayer %d: prefill compute %.9g s, want %.9g s\n", l, t[ZZ_TERM_COMPUTE].c, want[l]);
+    CU_ASSERT(close_rel(t[ZZ_TERM_COMPUTE].c, want[l], 1e-12));
+    sum += t[ZZ_TERM_COMPUTE].c, total += want[l];
+  }
+  CU_ASSERT(close_rel(sum, total, 1e-12));
+  /* decode (one new row) drops nothing: the last layers price as the first */
+  zz_lin a[ZZ_TERM_COUNT], b[ZZ_TERM_COUNT];
+  for (int l = 1; l <= 2; l++) {
+    zz_cost_layer(&in, l, ZZ_PHASE_DECODE, a), zz_cost_layer(&in, l + 2, ZZ_PHASE_DECODE, b);
+    CU_ASSERT_EQUAL(a[ZZ_TERM_COMPUTE].c, b[ZZ_TERM_COMPUTE].c);
+  }
+  /* a pipeline: each rank's plan prices the global layer, so the last transformer
+   * layer drops rows on whichever rank holds it (here att1 on rank 0, mlp1 on rank
+   * 1), as the engine of that rank's slice does; everything on the GPU: the
+   * prompt step is its compute */
+  zz_planner_opts o;
+  zz_planner_opts_default(&o);
+  o.shape = in.shape;
+  zz_policy p = policy_all(ZZ_TIER_GPU, 4);
+  p.num_gpu_batches = 2;
+  static const int cut[3] = {0, 4, 6};
+  for (int r = 0; r < 2; r++) {
+    o.layer_begin = cut[r], o.layer_end = cut[r + 1];
+    zz_plan ev;
+    CU_ASSERT_FATAL(zz_plan_eval(&m, &hw, &o, &p, &ev) == ZZ_OK);
+    double w = 0;
+    for (int l = cut[r]; l < cut[r + 1]; l++) w += want[l];
+    CU_ASSERT(close_rel(ev.cost.term_s[ZZ_PHASE_PREFILL][ZZ_TERM_COMPUTE], w, 1e-12));
+    CU_ASSERT(close_rel(ev.cost.prefill_s, w, 1e-12));
+  }
+  zz_model_free(&m);
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(void) {
@@ -1268,6 +1338,7 @@ int main(void) {
   CU_add_test(s, "hardware file: the disk read rate beside compute prices every disk read", test_hw_disk_read_busy);
   CU_add_test(s, "pipeline: more groups than ranks where they pay; the user's T stays", test_pipe_groups);
   CU_add_test(s, "cost model: int8 activations (--cpu-act int8)", test_cpu_act_int8);
+  CU_add_test(s, "cost model: the prompt step's last layer after K and V on the last rows", test_cost_last_layer_rows);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failures = CU_get_number_of_failures();

@@ -1,6 +1,6 @@
 /*
  * test_rowdrop.c — the prompt step's last-layer row drop (zz_step.last_rows, the
- * schedule's zz_step_wants_all_rows): in a prompt step the last transformer
+ * rule zz_layer_wants_all_rows, runtime/model.c): in a prompt step the last transformer
  * layer computes its output projection and MLP on each sequence's last row
  * alone, as llama.cpp's inp_out_ids does.
  *
@@ -139,6 +139,16 @@ static void zz_check_saving(const char *name) {
   zz_device *dev = zz_counting_device();
   zz_fix f;
   zz_fix_open(name, &f);
+  /* the matrices the architecture marks after_kv (what the planner's cost model
+   * charges at one row a sequence there) are the ones the layer saves on */
+  uint64_t marked = 0;
+  for (int l = 0; l < f.m.n_layers; l++) {
+    const zz_layer *L = &f.m.layers[l];
+    for (int k = 0; k < L->n_weights; k++)
+      if (L->weights[k].ndim == 2 && L->weights[k].after_kv && !zz_layer_wants_all_rows(&f.m, L, f.s, false))
+        marked += (uint64_t)zz_weight_numel(&L->weights[k]);
+  }
+  CU_ASSERT_EQUAL(marked, zz_row_macs(&f.cfg));
   for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
     uint64_t full = zz_prompt_macs(&f, dev, pols[p], true, tmp);
     uint64_t drop = zz_prompt_macs(&f, dev, pols[p], false, tmp);

@@ -24,8 +24,9 @@
  * CSV on stdout, the peaks on stderr. Not a test: never part of ctest.
  *
  *   cpu_gemm_bench [threads=2] [Ms=1,16,64] [shapes=llama7b|opt1.3b] [kernels=all|list]
- * kernels: a list of sgemm, f32, f32tiles, bf16, q4, q8, q4i8, q8i8 and portable (the portable rows of bf16
- * and q4); all: every one.
+ * kernels: a comma list of whole names from sgemm, f32, f32tiles, bf16, q4, q8, q4i8, q8i8 and portable
+ * (the portable rows of bf16 and q4, when those are listed); all: every one. A name never matches inside
+ * another (q4i8 runs q4i8 alone; q4i8's last column then needs q4 in the list too); an unknown one is refused.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -65,11 +66,45 @@ static void zz_gemm_run(void *arg) {
   }
 }
 
+/* Whether the comma list names `name` whole, or is "all": the one filter of
+ * every kernel and the portable rows. */
+static bool zz_list_has(const char *list, const char *name) {
+  if (strcmp(list, "all") == 0) return true;
+  size_t n = strlen(name);
+  for (const char *p = list;; p++) {
+    size_t len = strcspn(p, ",");
+    if (len == n && strncmp(p, name, n) == 0) return true;
+    p += len;
+    if (!*p) return false;
+  }
+}
+
+/* Every name of the list a kernel or "portable" (or the list "all"); else says which is not. */
+static bool zz_list_known(const char *list) {
+  if (strcmp(list, "all") == 0) return true;
+  for (const char *p = list;; p++) {
+    size_t len = strcspn(p, ",");
+    bool ok = len == strlen("portable") && strncmp(p, "portable", len) == 0;
+    for (int k = 0; k < K_COUNT && !ok; k++)
+      ok = len == strlen(zz_kind_names[k]) && strncmp(p, zz_kind_names[k], len) == 0;
+    if (!ok) {
+      fprintf(stderr,
+              "cpu_gemm_bench: kernels: unknown name \"%.*s\" (want all, or a comma list of sgemm, f32, "
+              "f32tiles, bf16, q4, q8, q4i8, q8i8, portable)\n",
+              (int)len, p);
+      return false;
+    }
+    p += len;
+    if (!*p) return true;
+  }
+}
+
 int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 2;
   const char *ms = argc > 2 ? argv[2] : "1,16,64";
   const char *shapes = argc > 3 ? argv[3] : "llama7b";
   const char *kinds = argc > 4 ? argv[4] : "all";
+  if (!zz_list_known(kinds)) return 1;
   zz_pool *pool = NULL;
   if (threads < 1 || zz_pool_create(threads, &pool) != 0) {
     fprintf(stderr, "cpu_gemm_bench: cannot make a pool of %d threads\n", threads);
@@ -125,9 +160,9 @@ int main(int argc, char **argv) {
       double tk[K_COUNT][2] = {{0}}; /* best ISA, portable */
       for (int round = 0; round < 3; round++)
         for (int kind = 0; kind < K_COUNT; kind++) {
-          if (strcmp(kinds, "all") != 0 && !strstr(kinds, zz_kind_names[kind])) continue;
+          if (!zz_list_has(kinds, zz_kind_names[kind])) continue;
           zz_gemm_call c = {pool, (zz_kind)kind, x, b, wk[kind], m, in, out, y, xb};
-          int np = kind >= K_BF16 && kind <= K_Q4 && (!strcmp(kinds, "all") || strstr(kinds, "portable")) ? 2 : 1;
+          int np = kind >= K_BF16 && kind <= K_Q4 && zz_list_has(kinds, "portable") ? 2 : 1;
           for (int p = 0; p < np; p++) {
             zz_cpu_isa_set(p ? ZZ_CPU_ISA_PORTABLE : best);
             double tt = zz_bench_best(zz_gemm_run, &c, 1, flop > 2e10 ? 0 : 0.1);
@@ -136,7 +171,7 @@ int main(int argc, char **argv) {
           zz_cpu_isa_set(best);
         }
       for (int kind = 0; kind < K_COUNT; kind++) {
-        if (strcmp(kinds, "all") != 0 && !strstr(kinds, zz_kind_names[kind])) continue;
+        if (!zz_list_has(kinds, zz_kind_names[kind])) continue;
         double t[2] = {tk[kind][0], tk[kind][1]};
         t_exact[kind] = t[0];
         if (kind >= K_Q4I8 && t_exact[kind - 2] > 0) t[1] = t_exact[kind - 2]; /* the last column: exact over int8 */

@@ -267,7 +267,8 @@ static zz_status zz_llama_build(zz_model *m) {
     zz_arch_spec(&f->weights[ZZ_LL_MLP_GATE], true, 2, c->ffn, h, "model.layers.%d.mlp.gate_proj.weight", i);
     zz_arch_spec(&f->weights[ZZ_LL_MLP_UP], true, 2, c->ffn, h, "model.layers.%d.mlp.up_proj.weight", i);
     zz_arch_spec(&f->weights[ZZ_LL_MLP_DOWN], true, 2, h, c->ffn, "model.layers.%d.mlp.down_proj.weight", i);
-    f->weights[ZZ_LL_MLP_GATE].after_kv = f->weights[ZZ_LL_MLP_UP].after_kv = f->weights[ZZ_LL_MLP_DOWN].after_kv = true;
+    f->weights[ZZ_LL_MLP_GATE].after_kv = f->weights[ZZ_LL_MLP_UP].after_kv = f->weights[ZZ_LL_MLP_DOWN].after_kv =
+        true;
     zz_arch_spec(&f->weights[ZZ_LL_MLP_NORM], true, 1, h, 0, "model.layers.%d.post_attention_layernorm.weight", i);
     f->weights[ZZ_LL_MLP_NORM].init = ZZ_INIT_NORM_GAIN;
   }

@@ -1258,12 +1258,12 @@ static void test_cost_last_layer_rows(void) {
   CU_ASSERT(close_rel(zz_hw_rate(hw.gemm, hw.n_gemm, 4), R4, 1e-12));
   const double att = 4.0 * 8 * 16 * 16 * h / 5e12; /* QK^T and PV: 4 bls s s hidden at bmm_prefill */
   double want[6] = {
-      0,                                                          /* the embedding gathers rows */
-      2 * 4 * h * h * 128 / R64 + att,                            /* att0: q, k, v, o on 4 x 16 rows, 2 batches */
-      2 * 3 * h * f * 128 / R64,                                  /* mlp0: gate, up, down on every row */
-      2 * 3 * h * h * 128 / R64 + 2 * h * h * 8 / R4 + att,       /* att1: q, k, v every row, o 4 rows a batch */
-      2 * 3 * h * f * 8 / R4,                                     /* mlp1: 4 rows a batch */
-      2 * V * h * 8 / R4,                                         /* the head: each sequence's last position */
+      0,                                                    /* the embedding gathers rows */
+      2 * 4 * h * h * 128 / R64 + att,                      /* att0: q, k, v, o on 4 x 16 rows, 2 batches */
+      2 * 3 * h * f * 128 / R64,                            /* mlp0: gate, up, down on every row */
+      2 * 3 * h * h * 128 / R64 + 2 * h * h * 8 / R4 + att, /* att1: q, k, v every row, o 4 rows a batch */
+      2 * 3 * h * f * 8 / R4,                               /* mlp1: 4 rows a batch */
+      2 * V * h * 8 / R4,                                   /* the head: each sequence's last position */
   };
   double sum = 0, total = 0;
   for (int l = 0; l < 6; l++) {

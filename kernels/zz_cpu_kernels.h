@@ -50,6 +50,9 @@ bool zz_cpu_gemm_own(int64_t n);
 void zz_cpu_rows_bf16(const uint16_t *table, int64_t dim, const int32_t *ids, int64_t n, float *out, int add);
 /* The CPU runs vdpbf16ps (avx512_bf16 with avx512f/bw/vl): bf16 weights at speed. */
 bool zz_cpu_has_bf16(void);
+/* The CPU runs vpdpbusd on zmm (avx512_vnni with avx512f/bw/vl): the int8-activation
+ * GEMM's VNNI tile (kernels/cpu/linear_int8.c) where the ISA in use is avx512. */
+bool zz_cpu_has_vnni(void);
 /* zz_cpu_linear cut into tiles over pool's threads, each a single-threaded sgemm
  * (kernels/cpu/linear.c); call zz_cpu_blas_single() first (OpenBLAS then runs
  * every call on its caller's thread, process-wide). */

@@ -8,7 +8,9 @@
 
 #include "zz_tests.h"
 
-int main(void) {
+/* test_runtime [SUITE]: every suite, or the one named (e.g. "int8", to check one
+ * kernel under an emulated CPU: tools/isa_emu.sh, docs/cpu.md). */
+int main(int argc, char **argv) {
   setenv("OPENBLAS_NUM_THREADS", "1", 0);
   if (CU_initialize_registry() != CUE_SUCCESS) return 2;
   zz_test_kernels_register();
@@ -31,7 +33,17 @@ int main(void) {
   zz_test_genif_register();
   zz_test_int8_register();
   CU_basic_set_mode(CU_BRM_VERBOSE);
-  CU_basic_run_tests();
+  if (argc > 1) {
+    CU_pSuite only = CU_get_suite(argv[1]);
+    if (!only) {
+      fprintf(stderr, "test_runtime: no suite named '%s'\n", argv[1]);
+      CU_cleanup_registry();
+      return 2;
+    }
+    CU_basic_run_suite(only);
+  } else {
+    CU_basic_run_tests();
+  }
   unsigned failures = CU_get_number_of_failures();
   unsigned asserts = CU_get_number_of_asserts();
   unsigned tests = CU_get_number_of_tests_run(), failed_tests = CU_get_number_of_tests_failed();

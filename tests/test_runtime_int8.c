@@ -143,10 +143,19 @@ void zz_test_int8_register(void) {
  * a whole panel and 1 row) and a whole task (64); K in one 64-block, in two
  * K blocks (2112 = 2048 + 64, 4096; 8-bit: blocks of 1024), with groups of
  * 64, 128 (the last group short at 2112), 192 (K blocks of 1920, 8-bit 960)
- * and 256; 1, 2 and 3 threads, with and without bias and ReLU. */
+ * and 256; 1, 2 and 3 threads, with and without bias and ReLU.
+ * Where the CPU has avx512_vnni the same cases run again under ZZ_CPU_ISA_AVX512,
+ * the VNNI tile's blocking: tiles of 8 rows (leftovers 1-7; 8, 16 whole), its
+ * row block (192 rows at a K block of 1024: 200), panels of 16 W rows (13,
+ * 20, 33, 70, 137 leave 13, 4, 1, 6, 9), K blocks of 1024 (1088, 2112, 4096;
+ * 960 for groups of 192). */
 static void test_int8_tile_bits(void) {
-  static const int64_t shapes[][3] = {{4, 64, 8},     {5, 192, 13},   {7, 2112, 70}, {6, 256, 64},
-                                      {100, 2112, 9}, {9, 4096, 137}, {4, 768, 1},   {12, 384, 16}};
+  static const int64_t shapes[][3] = {{4, 64, 8},     {5, 192, 13},   {7, 2112, 70},  {6, 256, 64},
+                                      {100, 2112, 9}, {9, 4096, 137}, {4, 768, 1},    {12, 384, 16},
+                                      {8, 128, 16},   {17, 1088, 33}, {200, 1088, 20}};
+  const zz_cpu_isa isas[] = {ZZ_CPU_ISA_AVX2, ZZ_CPU_ISA_AVX512};
+  const int nisa = zz_cpu_has_vnni() ? 2 : 1;
+  if (nisa == 2) printf("\n  (the VNNI tile too: this CPU has avx512_vnni)");
   static const zz_qfmt fmts[] = {{4, 64}, {4, 128}, {4, 192}, {4, 256}, {8, 64}, {8, 128}, {8, 192}, {8, 256}};
   if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
   zz_pool *pools[3] = {NULL, NULL, NULL};
@@ -171,21 +180,23 @@ static void test_int8_tile_bits(void) {
       const float *bb = s % 3 ? b : NULL;
       zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
       zz_cpu_linear_q(pools[0], x, n, in, q, f, ZZ_CPU_ACT_INT8, bb, out, y0, relu);
-      zz_cpu_isa_set(ZZ_CPU_ISA_AVX2);
-      for (int t = 0; t < 3; t++) {
-        for (int64_t i = 0; i < n * out; i++) y1[i] = NAN; /* every output written */
-        zz_cpu_linear_q(pools[t], x, n, in, q, f, ZZ_CPU_ACT_INT8, bb, out, y1, relu);
-        cases++;
-        if (memcmp(y0, y1, (size_t)(n * out) * sizeof *y0) != 0) {
-          bad++;
-          printf("\n  int8 tile bits=%d group=%d n=%lld in=%lld out=%lld threads=%d: bits differ from portable", f.bits,
-                 f.group, (long long)n, (long long)in, (long long)out, t + 1);
+      for (int ii = 0; ii < nisa; ii++) {
+        CU_ASSERT_FATAL(zz_cpu_isa_set(isas[ii]) == 0);
+        for (int t = 0; t < 3; t++) {
+          for (int64_t i = 0; i < n * out; i++) y1[i] = NAN; /* every output written */
+          zz_cpu_linear_q(pools[t], x, n, in, q, f, ZZ_CPU_ACT_INT8, bb, out, y1, relu);
+          cases++;
+          if (memcmp(y0, y1, (size_t)(n * out) * sizeof *y0) != 0) {
+            bad++;
+            printf("\n  int8 tile (%s) bits=%d group=%d n=%lld in=%lld out=%lld threads=%d: bits differ from portable",
+                   zz_cpu_isa_name(isas[ii]), f.bits, f.group, (long long)n, (long long)in, (long long)out, t + 1);
+          }
         }
       }
       free(x), free(w), free(b), free(y0), free(y1), free(q);
     }
   zz_cpu_isa_set(zz_cpu_isa_best());
   CU_ASSERT_EQUAL(bad, 0);
-  CU_ASSERT_EQUAL(cases, 3 * (int)(sizeof fmts / sizeof fmts[0] * (sizeof shapes / sizeof shapes[0])));
+  CU_ASSERT_EQUAL(cases, nisa * 3 * (int)(sizeof fmts / sizeof fmts[0] * (sizeof shapes / sizeof shapes[0])));
   for (int t = 0; t < 3; t++) zz_pool_destroy(pools[t]);
 }

@@ -99,6 +99,15 @@ int zz_cpu_isa_set(zz_cpu_isa isa) {
   return 0;
 }
 
+bool zz_cpu_has_vnni(void) {
+#if ZZ_ISA_X86
+  __builtin_cpu_init();
+  return zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512) && __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
 bool zz_cpu_has_bf16(void) {
 #if ZZ_ISA_X86
   __builtin_cpu_init();

@@ -27,7 +27,8 @@
  * ZZ_XQ_CHUNK W rows; on AVX2 from 4 rows of x with groups of whole 64s
  * (a model's linears) each panel of 8 W rows is unpacked once per block of
  * rows and K into an int8 buffer that a 4-row register tile multiplies with
- * x broadcast 8 bytes at a time (zz_xq_tile_chunk); otherwise blocks of up to
+ * x broadcast 8 bytes at a time (zz_xq_tile_chunk; with AVX-512 VNNI panels of
+ * 16 W rows and vpdpbusd, zz_xv_tile_chunk); otherwise blocks of up to
  * ZZ_XQ_MB rows of x and a panel kernel that unpacks ZZ_XQ_NR W rows once per
  * group step for the whole block; one
  * row of x with 4-bit weights (decoding at batch 1) takes a GEMV of 8 W rows
@@ -694,11 +695,6 @@ ZZ_QX_AVX2 static void zz_xq_pack8_avx2(const void *const wr[ZZ_XQ_PW], int64_t 
 /* K of a packed panel: 8-bit's blocks take twice the bytes. */
 static inline int64_t zz_xq_tile_kc_max(int bits) { return ZZ_XQ_KC_MAX * 4 / bits; }
 
-/* Whether the packed tile takes n rows of x of `in` against groups of `bits`, `group`. */
-static int zz_xq_tile_applies(int bits, int64_t n, int64_t in, int group) {
-  return n >= ZZ_XQ_TILE_MIN && group % 64 == 0 && group <= zz_xq_tile_kc_max(bits) && in % 64 == 0;
-}
-
 /* One task's W rows [c_lo, c_hi) against all n rows of x: blocks of rows of x
  * (their int8 within ZZ_XQ_XBLOCK over a K block: in L2 across the panels)
  * outside, then K blocks of up to ZZ_XQ_KC_MAX, then panels of 8 W rows
@@ -738,6 +734,241 @@ ZZ_QX_AVX2 static void zz_xq_tile_chunk(const char *xq, size_t x_row, int64_t n,
     }
   }
 }
+
+/* ---------------------------------------------------------------- AVX-512 VNNI
+ *
+ * The packed tile with vpdpbusd (avx512_vnni): each int32 lane adds the 4
+ * products of 4 u8 W values with 4 s8 x values, so a zmm holds 16 W rows' sums
+ * directly in int32 (exact: 64 · 255 · 127 per 64-block), with none of AVX2's
+ * int16 sums, folds or nibble split for 8 bits. A panel is 16 W rows; each
+ * 64-block of it is packed once per block of rows and K as 16 steps of 64 bytes,
+ * step s = [row c's stored positions 4s .. 4s + 3 for c = 0..15] (4-bit: the
+ * nibbles unpacked to bytes in x's stored order, low nibbles then high ones;
+ * 8-bit: the bytes as they lie), by a 16 × 16 transpose of dwords. A register
+ * tile of ZZ_XV_TM rows of x then pays one W load and, per row, one vpdpbusd
+ * with x's 4 bytes broadcast from memory per step; the int32 sums run over a
+ * whole group and the float part is the portable one per lane (same products,
+ * same fused operations: the same bits as zz_xq_panel_c). */
+#define ZZ_QX_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define ZZ_XV_PW 16   /* W rows of a panel: the 16 int32 lanes */
+#define ZZ_XV_TM 8    /* rows of x in a register tile: 8 int32 and 8 float accumulators */
+#define ZZ_XV_KC 1024 /* K of a packed panel (4 and 8 bits alike: a byte per value): 16 KB + heads, in L1 */
+#define ZZ_XV_PB 1024 /* bytes of one 64-block of a panel: 16 steps × 16 rows × 4 */
+
+/* r[c] (dword s: row c's positions 4s .. 4s + 3) transposed: step s = [r[0].s .. r[15].s] at o + 64 s. */
+ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_transpose(const __m512i r[ZZ_XV_PW], int8_t *o) {
+  __m512i a[16], b[16];
+  for (int k = 0; k < 8; k++) { /* per 128-bit lane L: [r2k.4L r2k+1.4L r2k.4L+1 r2k+1.4L+1], then the .4L+2, .4L+3 */
+    a[2 * k] = _mm512_unpacklo_epi32(r[2 * k], r[2 * k + 1]);
+    a[2 * k + 1] = _mm512_unpackhi_epi32(r[2 * k], r[2 * k + 1]);
+  }
+  for (int k = 0; k < 4; k++) { /* b[4k + m], lane L: column 4L + m of rows 4k .. 4k + 3 */
+    b[4 * k] = _mm512_unpacklo_epi64(a[4 * k], a[4 * k + 2]);
+    b[4 * k + 1] = _mm512_unpackhi_epi64(a[4 * k], a[4 * k + 2]);
+    b[4 * k + 2] = _mm512_unpacklo_epi64(a[4 * k + 1], a[4 * k + 3]);
+    b[4 * k + 3] = _mm512_unpackhi_epi64(a[4 * k + 1], a[4 * k + 3]);
+  }
+  for (int m = 0; m < 4; m++) { /* column 4L + m: lane L of b[m], b[4 + m], b[8 + m], b[12 + m] */
+    const __m512i c0 = _mm512_shuffle_i32x4(b[m], b[4 + m], 0x44), c1 = _mm512_shuffle_i32x4(b[m], b[4 + m], 0xee);
+    const __m512i d0 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0x44),
+                  d1 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0xee);
+    _mm512_store_si512(o + 64 * m, _mm512_shuffle_i32x4(c0, d0, 0x88));
+    _mm512_store_si512(o + 64 * (4 + m), _mm512_shuffle_i32x4(c0, d0, 0xdd));
+    _mm512_store_si512(o + 64 * (8 + m), _mm512_shuffle_i32x4(c1, d1, 0x88));
+    _mm512_store_si512(o + 64 * (12 + m), _mm512_shuffle_i32x4(c1, d1, 0xdd));
+  }
+}
+
+/* W rows wr[0..15], 64-blocks b0 .. b0 + nb - 1 (b0 at a group's start) into pk
+ * (nb · ZZ_XV_PB bytes, 64-aligned) and hd (per group of the block: the 16
+ * steps, then the 16 mins, as floats). W is prefetched pf bytes ahead of each
+ * read (the next panel's rows), none where 0. */
+ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_pack(const void *const wr[ZZ_XV_PW], int64_t b0,
+                                                                        int nb, int group, size_t gb, int8_t *pk,
+                                                                        float *hd, size_t pf, const int BITS) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  const unsigned char *w0 = wr[0];
+  size_t o[ZZ_XV_PW];
+  for (int c = 0; c < ZZ_XV_PW; c++) o[c] = (size_t)((const unsigned char *)wr[c] - w0);
+  const int64_t g0 = b0 * 64 / group;
+  for (int b = 0; b < nb; b++) {
+    const int64_t k = (b0 + b) * 64, g = k / group, e = k % group;
+    const unsigned char *gp = w0 + (size_t)g * gb;
+    __m512i r[ZZ_XV_PW];
+    for (int c = 0; c < ZZ_XV_PW; c++) {
+      const unsigned char *d = gp + o[c] + 4 + (BITS == 4 ? e / 2 : e);
+      if (pf) _mm_prefetch((const char *)d + pf, _MM_HINT_T0);
+      if (BITS == 4) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)d);
+        r[c] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
+                                  _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1);
+      } else {
+        r[c] = _mm512_loadu_si512(d);
+      }
+    }
+    zz_xv_transpose(r, pk + (size_t)b * ZZ_XV_PB);
+    if (e == 0) {
+      uint16_t mn[ZZ_XV_PW], st[ZZ_XV_PW];
+      for (int c = 0; c < ZZ_XV_PW; c++) memcpy(&mn[c], gp + o[c], 2), memcpy(&st[c], gp + o[c] + 2, 2);
+      _mm512_storeu_ps(hd + (g - g0) * 32, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)st)));
+      _mm512_storeu_ps(hd + (g - g0) * 32 + 16, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)mn)));
+    }
+  }
+}
+
+/* One 64-block's 16 steps of a packed panel p against x's bytes o .. o + 63 of
+ * rows xb[r]: acc[r] lane c += Σ W row c · x row r over the block. */
+ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_tile_steps(const int8_t *p,
+                                                                              const int8_t *const xb[ZZ_XV_TM],
+                                                                              int64_t o, __m512i acc[ZZ_XV_TM],
+                                                                              const int ROWS) {
+  if (ROWS == ZZ_XV_TM) {
+    /* the block's 16 steps in one asm block, x's 4 bytes broadcast by the
+     * vpdpbusd itself ({1to16}): with the intrinsic GCC copied each sum to
+     * another register every step (its vpdpbusd overwrites the sum it adds to),
+     * and a step per asm block still had the sums change registers between them */
+    __m512i a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], a4 = acc[4], a5 = acc[5], a6 = acc[6], a7 = acc[7], wv;
+/* clang-format off */
+#define ZZ_XV_ROW(S4, X, A) "vpdpbusd " #S4 "(%[" X "])%{1to16%}, %[wv], %[" A "]\n\t"
+#define ZZ_XV_STEP(S64, S4)                                                                                            \
+  "vmovdqa64 " #S64 "(%[p]), %[wv]\n\t"                                                                                \
+  ZZ_XV_ROW(S4, "x0", "a0") ZZ_XV_ROW(S4, "x1", "a1") ZZ_XV_ROW(S4, "x2", "a2") ZZ_XV_ROW(S4, "x3", "a3")             \
+  ZZ_XV_ROW(S4, "x4", "a4") ZZ_XV_ROW(S4, "x5", "a5") ZZ_XV_ROW(S4, "x6", "a6") ZZ_XV_ROW(S4, "x7", "a7")
+    __asm__(ZZ_XV_STEP(0, 0) ZZ_XV_STEP(64, 4) ZZ_XV_STEP(128, 8) ZZ_XV_STEP(192, 12)
+            ZZ_XV_STEP(256, 16) ZZ_XV_STEP(320, 20) ZZ_XV_STEP(384, 24) ZZ_XV_STEP(448, 28)
+            ZZ_XV_STEP(512, 32) ZZ_XV_STEP(576, 36) ZZ_XV_STEP(640, 40) ZZ_XV_STEP(704, 44)
+            ZZ_XV_STEP(768, 48) ZZ_XV_STEP(832, 52) ZZ_XV_STEP(896, 56) ZZ_XV_STEP(960, 60)
+            : [a0] "+v"(a0), [a1] "+v"(a1), [a2] "+v"(a2), [a3] "+v"(a3), [a4] "+v"(a4), [a5] "+v"(a5),
+              [a6] "+v"(a6), [a7] "+v"(a7), [wv] "=&v"(wv)
+            : [p] "r"(p), [x0] "r"(xb[0] + o), [x1] "r"(xb[1] + o), [x2] "r"(xb[2] + o), [x3] "r"(xb[3] + o),
+              [x4] "r"(xb[4] + o), [x5] "r"(xb[5] + o), [x6] "r"(xb[6] + o), [x7] "r"(xb[7] + o)
+            : "memory");
+#undef ZZ_XV_STEP
+#undef ZZ_XV_ROW
+    /* clang-format on */
+    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3, acc[4] = a4, acc[5] = a5, acc[6] = a6, acc[7] = a7;
+  } else {
+    for (int s = 0; s < 16; s++) {
+      const __m512i wv = _mm512_load_si512(p + 64 * s);
+      for (int r = 0; r < ROWS; r++) {
+        int32_t xd;
+        memcpy(&xd, xb[r] + o + 4 * s, 4);
+        acc[r] = _mm512_dpbusd_epi32(acc[r], wv, _mm512_set1_epi32(xd));
+      }
+    }
+  }
+}
+
+/* ROWS rows of x (x_row bytes apart, whole rows of ng groups) times a packed
+ * panel (64-blocks b0 .. b0 + nb - 1, whole groups), into y[r * ldy + c], c < nw:
+ * the sums so far loaded from y (first: from 0, as the portable kernel starts),
+ * the block's groups added in order, stored back. */
+ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_tile(const int8_t *pk, const float *hd, int64_t b0,
+                                                                        int nb, int group, int64_t in, const char *xq,
+                                                                        size_t x_row, int64_t ng, float *y, int64_t ldy,
+                                                                        int nw, int first, const int ROWS) {
+  const __mmask16 mask = (__mmask16)(nw >= ZZ_XV_PW ? 0xffff : (1u << nw) - 1);
+  const int64_t g0 = b0 * 64 / group;
+  __m512 facc[ZZ_XV_TM];
+  __m512i acc[ZZ_XV_TM];
+  const int8_t *xb[ZZ_XV_TM];
+  const float *sx[ZZ_XV_TM];
+  for (int r = 0; r < ROWS; r++) {
+    const char *rec = xq + (size_t)r * x_row;
+    sx[r] = (const float *)rec;
+    xb[r] = (const int8_t *)rec + ng * 12 + b0 * 64;
+    facc[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, y + r * ldy);
+    acc[r] = _mm512_setzero_si512();
+  }
+  const int bpg = group / 64;
+  int64_t g = g0;
+  for (int b = 0, jb = 0; b < nb; b++) { /* jb: the block's place in its group */
+    zz_xv_tile_steps(pk + (size_t)b * ZZ_XV_PB, xb, b * 64, acc, ROWS);
+    if (++jb < bpg && (b0 + b + 1) * 64 != in) continue; /* the group goes on */
+    jb = 0;
+    const __m512 st = _mm512_load_ps(hd + (g - g0) * 32), mn = _mm512_load_ps(hd + (g - g0) * 32 + 16);
+    for (int r = 0; r < ROWS; r++) {
+      const __m512 f = _mm512_fmadd_ps(_mm512_mul_ps(st, _mm512_set1_ps(sx[r][g])), _mm512_cvtepi32_ps(acc[r]),
+                                       facc[r]);
+      facc[r] = _mm512_fmadd_ps(mn, _mm512_set1_ps(sx[r][ng + g]), f);
+      acc[r] = _mm512_setzero_si512();
+    }
+    g++;
+  }
+  for (int r = 0; r < ROWS; r++) _mm512_mask_storeu_ps(y + r * ldy, mask, facc[r]);
+}
+
+/* The tile with its row count a constant. */
+ZZ_QX_VNNI static void zz_xv_tile_rows(const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in,
+                                       const char *xq, size_t x_row, int rows, int64_t ng, float *y, int64_t ldy,
+                                       int nw, int first) {
+  switch (rows) {
+#define ZZ_XV_TILE_CASE(R)                                                                                             \
+  case R: zz_xv_tile(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R); break;
+    ZZ_XV_TILE_CASE(1)
+    ZZ_XV_TILE_CASE(2)
+    ZZ_XV_TILE_CASE(3)
+    ZZ_XV_TILE_CASE(4)
+    ZZ_XV_TILE_CASE(5)
+    ZZ_XV_TILE_CASE(6)
+    ZZ_XV_TILE_CASE(7)
+    ZZ_XV_TILE_CASE(8)
+#undef ZZ_XV_TILE_CASE
+  }
+}
+
+ZZ_QX_VNNI static void zz_xv_pack4(const void *const wr[ZZ_XV_PW], int64_t b0, int nb, int group, size_t gb, int8_t *pk,
+                                   float *hd, size_t pf) {
+  zz_xv_pack(wr, b0, nb, group, gb, pk, hd, pf, 4);
+}
+
+ZZ_QX_VNNI static void zz_xv_pack8(const void *const wr[ZZ_XV_PW], int64_t b0, int nb, int group, size_t gb, int8_t *pk,
+                                   float *hd, size_t pf) {
+  zz_xv_pack(wr, b0, nb, group, gb, pk, hd, pf, 8);
+}
+
+/* zz_xq_tile_chunk's loops (row blocks, K blocks, panels, tiles) with the VNNI
+ * panel and tile: panels of 16 W rows, K blocks of whole groups within ZZ_XV_KC. */
+ZZ_QX_VNNI static void zz_xv_tile_chunk(const char *xq, size_t x_row, int64_t n, int64_t in, const unsigned char *w,
+                                        size_t w_row, int bits, int group, int64_t out, int64_t c_lo, int64_t c_hi,
+                                        float *y) {
+  _Alignas(64) int8_t pk[ZZ_XV_KC / 64 * ZZ_XV_PB];
+  _Alignas(64) float hd[ZZ_XV_KC / 64 * 32];
+  const int64_t kmax = ZZ_XV_KC / group * group;
+  const int64_t ng = zz_xq_groups(in, group), kc = kmax < in ? kmax : in;
+  int64_t mb = ZZ_XQ_XBLOCK / kc;
+  mb = mb < ZZ_XV_TM ? ZZ_XV_TM : mb - mb % ZZ_XV_TM;
+  const size_t gb = zz_xq_group_bytes(bits, group);
+  for (int64_t m0 = 0; m0 < n; m0 += mb) {
+    const int64_t m1 = n - m0 < mb ? n : m0 + mb;
+    for (int64_t k0 = 0; k0 < in; k0 += kc) {
+      const int nb = (int)((in - k0 < kc ? in - k0 : kc) / 64);
+      for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_XV_PW) {
+        const int nw = c_hi - c0 < ZZ_XV_PW ? (int)(c_hi - c0) : ZZ_XV_PW;
+        const void *wr[ZZ_XV_PW];
+        for (int c = 0; c < ZZ_XV_PW; c++) wr[c] = w + (size_t)(c0 + (c < nw ? c : nw - 1)) * w_row;
+        const size_t pf = m0 == 0 && c0 + 2 * ZZ_XV_PW <= out ? ZZ_XV_PW * w_row : 0;
+        (bits == 4 ? zz_xv_pack4 : zz_xv_pack8)(wr, k0 / 64, nb, group, gb, pk, hd, pf);
+        for (int64_t r0 = m0; r0 < m1; r0 += ZZ_XV_TM) {
+          const int rows = m1 - r0 < ZZ_XV_TM ? (int)(m1 - r0) : ZZ_XV_TM;
+          zz_xv_tile_rows(pk, hd, k0 / 64, nb, group, in, xq + (size_t)r0 * x_row, x_row, rows, ng, y + r0 * out + c0,
+                          out, nw, k0 == 0);
+        }
+      }
+    }
+  }
+}
+
+/* Which packed tile takes n rows of x of `in` against groups of `bits`, `group`:
+ * the VNNI one where the process's ISA is AVX-512 and the CPU has avx512_vnni,
+ * else the AVX2 one; 0 where neither applies (fewer than ZZ_XQ_TILE_MIN rows,
+ * groups or K not whole 64s, a group larger than the tile's K block). */
+enum { ZZ_XQ_TILE_AVX2 = 1, ZZ_XQ_TILE_VNNI };
+static int zz_xq_tile_kind(int bits, int64_t n, int64_t in, int group) {
+  if (n < ZZ_XQ_TILE_MIN || group % 64 != 0 || in % 64 != 0) return 0;
+  if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX512 && zz_cpu_has_vnni() && group <= ZZ_XV_KC) return ZZ_XQ_TILE_VNNI;
+  return group <= zz_xq_tile_kc_max(bits) ? ZZ_XQ_TILE_AVX2 : 0;
+}
 #endif
 
 /* ---------------------------------------------------------------- the driver */
@@ -758,7 +989,7 @@ typedef struct zz_xq_gemm_job {
   int group, relu;
   zz_xq_panel_fn panel;
   zz_xq_gemv_fn gemv; /* one row of x (n = 1), or NULL: the panel */
-  int tile;           /* the packed tile (zz_xq_tile_applies) instead of both */
+  int tile;           /* the packed tile instead of both: ZZ_XQ_TILE_AVX2 or _VNNI (zz_xq_tile_kind), or 0 */
   int bits;           /* 4 or 8 */
 } zz_xq_gemm_job;
 
@@ -783,7 +1014,8 @@ static void zz_xq_gemm_chunk(void *arg, int64_t t) {
   }
 #ifdef ZZ_XQ_X86
   if (j->tile) {
-    zz_xq_tile_chunk(j->xq, j->x_row, j->n, j->in, j->w, j->w_row, j->bits, j->group, j->out, c_lo, c_hi, j->y);
+    (j->tile == ZZ_XQ_TILE_VNNI ? zz_xv_tile_chunk : zz_xq_tile_chunk)(j->xq, j->x_row, j->n, j->in, j->w, j->w_row,
+                                                                       j->bits, j->group, j->out, c_lo, c_hi, j->y);
     zz_bias_relu_cols(j->y, j->n, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
     return;
   }
@@ -812,7 +1044,7 @@ void zz_xq_gemm(zz_pool *pool, const void *xq, size_t x_row, int64_t n, int64_t 
   if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) {
     j.panel = bits == 4 ? zz_xq_panel4_avx2 : zz_xq_panel8_avx2;
     if (n == 1 && bits == 4) j.gemv = zz_xq_gemv4_avx2;
-    j.tile = zz_xq_tile_applies(bits, n, in, group);
+    j.tile = zz_xq_tile_kind(bits, n, in, group);
   }
 #endif
   zz_pool_run(pool, zz_xq_gemm_chunk, &j, (out + ZZ_XQ_CHUNK - 1) / ZZ_XQ_CHUNK);

@@ -9,7 +9,7 @@
 #include "zz_tests.h"
 
 /* test_runtime [SUITE]: every suite, or the one named (e.g. "int8", to check one
- * kernel under an emulated CPU: tools/isa_emu.sh, docs/cpu.md). */
+ * kernel under an emulated CPU: scripts/isa_emu.sh, docs/cpu.md). */
 int main(int argc, char **argv) {
   setenv("OPENBLAS_NUM_THREADS", "1", 0);
   if (CU_initialize_registry() != CUE_SUCCESS) return 2;

@@ -27,8 +27,8 @@
  * ZZ_XQ_CHUNK W rows; on AVX2 from 4 rows of x with groups of whole 64s
  * (a model's linears) each panel of 8 W rows is unpacked once per block of
  * rows and K into an int8 buffer that a 4-row register tile multiplies with
- * x broadcast 8 bytes at a time (zz_xq_tile_chunk; with AVX-512 VNNI panels of
- * 16 W rows and vpdpbusd, zz_xv_tile_chunk); otherwise blocks of up to
+ * x broadcast 8 bytes at a time (zz_xq_tile_chunk walks any tile; with AVX-512
+ * VNNI panels of 16 W rows and vpdpbusd, zz_xq_tiles_vnni); otherwise blocks of up to
  * ZZ_XQ_MB rows of x and a panel kernel that unpacks ZZ_XQ_NR W rows once per
  * group step for the whole block; one
  * row of x with 4-bit weights (decoding at batch 1) takes a GEMV of 8 W rows
@@ -692,48 +692,18 @@ ZZ_QX_AVX2 static void zz_xq_pack8_avx2(const void *const wr[ZZ_XQ_PW], int64_t 
   zz_xq_pack_avx2(wr, b0, nb, group, gb, pk, hd, pf, 8);
 }
 
-/* K of a packed panel: 8-bit's blocks take twice the bytes. */
-static inline int64_t zz_xq_tile_kc_max(int bits) { return ZZ_XQ_KC_MAX * 4 / bits; }
-
-/* One task's W rows [c_lo, c_hi) against all n rows of x: blocks of rows of x
- * (their int8 within ZZ_XQ_XBLOCK over a K block: in L2 across the panels)
- * outside, then K blocks of up to ZZ_XQ_KC_MAX, then panels of 8 W rows
- * (packed once per row block, in L1) times every tile of ZZ_XQ_TM rows of the
- * block. A row block's outputs (its rows × the task's 64 columns) stay in
- * cache across the K blocks: small K blocks over all n rows sent each tile's
- * sums to L3 and back (half the speed at 512 rows). y holds each output's
- * float sum between K blocks; groups go in order, so the bits are the panel's. */
-ZZ_QX_AVX2 static void zz_xq_tile_chunk(const char *xq, size_t x_row, int64_t n, int64_t in, const unsigned char *w,
-                                        size_t w_row, int bits, int group, int64_t out, int64_t c_lo, int64_t c_hi,
-                                        float *y) {
-  _Alignas(32) int8_t pk[ZZ_XQ_KC_MAX / 64 * ZZ_XQ_PB];
-  _Alignas(32) float hd[ZZ_XQ_KC_MAX / 64 * 16];
-  const int64_t kmax = zz_xq_tile_kc_max(bits) / group * group;
-  const int64_t ng = zz_xq_groups(in, group), kc = kmax < in ? kmax : in;
-  int64_t mb = ZZ_XQ_XBLOCK / kc;
-  mb = mb < ZZ_XQ_TM ? ZZ_XQ_TM : mb - mb % ZZ_XQ_TM;
-  const size_t gb = zz_xq_group_bytes(bits, group);
-  for (int64_t m0 = 0; m0 < n; m0 += mb) {
-    const int64_t m1 = n - m0 < mb ? n : m0 + mb;
-    for (int64_t k0 = 0; k0 < in; k0 += kc) {
-      const int nb = (int)((in - k0 < kc ? in - k0 : kc) / 64);
-      for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_XQ_PW) {
-        const int nw = c_hi - c0 < ZZ_XQ_PW ? (int)(c_hi - c0) : ZZ_XQ_PW;
-        const void *wr[ZZ_XQ_PW];
-        for (int c = 0; c < ZZ_XQ_PW; c++) wr[c] = w + (size_t)(c0 + (c < nw ? c : nw - 1)) * w_row;
-        /* the first row block reads W from memory: prefetch the next panel's rows,
-         * past this task's too (often this thread's next); none past the matrix */
-        const size_t pf = m0 == 0 && c0 + 2 * ZZ_XQ_PW <= out ? ZZ_XQ_PW * w_row : 0;
-        (bits == 4 ? zz_xq_pack4_avx2 : zz_xq_pack8_avx2)(wr, k0 / 64, nb, group, gb, pk, hd, pf);
-        for (int64_t r0 = m0; r0 < m1; r0 += ZZ_XQ_TM) {
-          const int rows = m1 - r0 < ZZ_XQ_TM ? (int)(m1 - r0) : ZZ_XQ_TM;
-          zz_xq_tile_rows(pk, hd, k0 / 64, nb, group, in, xq + (size_t)r0 * x_row, x_row, rows, ng, y + r0 * out + c0,
-                          out, nw, k0 == 0, bits);
-        }
-      }
-    }
-  }
+ZZ_QX_AVX2 static void zz_xq_rows4_avx2(const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in,
+                                        const char *xq, size_t x_row, int rows, int64_t ng, float *y, int64_t ldy,
+                                        int nw, int first) {
+  zz_xq_tile_rows(pk, hd, b0, nb, group, in, xq, x_row, rows, ng, y, ldy, nw, first, 4);
 }
+
+ZZ_QX_AVX2 static void zz_xq_rows8_avx2(const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in,
+                                        const char *xq, size_t x_row, int rows, int64_t ng, float *y, int64_t ldy,
+                                        int nw, int first) {
+  zz_xq_tile_rows(pk, hd, b0, nb, group, in, xq, x_row, rows, ng, y, ldy, nw, first, 8);
+}
+
 
 /* ---------------------------------------------------------------- AVX-512 VNNI
  *
@@ -927,47 +897,88 @@ ZZ_QX_VNNI static void zz_xv_pack8(const void *const wr[ZZ_XV_PW], int64_t b0, i
   zz_xv_pack(wr, b0, nb, group, gb, pk, hd, pf, 8);
 }
 
-/* zz_xq_tile_chunk's loops (row blocks, K blocks, panels, tiles) with the VNNI
- * panel and tile: panels of 16 W rows, K blocks of whole groups within ZZ_XV_KC. */
-ZZ_QX_VNNI static void zz_xv_tile_chunk(const char *xq, size_t x_row, int64_t n, int64_t in, const unsigned char *w,
-                                        size_t w_row, int bits, int group, int64_t out, int64_t c_lo, int64_t c_hi,
-                                        float *y) {
-  _Alignas(64) int8_t pk[ZZ_XV_KC / 64 * ZZ_XV_PB];
-  _Alignas(64) float hd[ZZ_XV_KC / 64 * 32];
-  const int64_t kmax = ZZ_XV_KC / group * group;
+
+/* A packed tile's kernels and blocking: W rows of a panel, rows of x of a
+ * register tile, K of a packed panel (whole groups within it), the panel's
+ * packing and the tile over rows of x (both at one number of bits). */
+typedef void (*zz_xq_pack_fn)(const void *const *wr, int64_t b0, int nb, int group, size_t gb, int8_t *pk, float *hd,
+                              size_t pf);
+typedef void (*zz_xq_rows_fn)(const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in,
+                              const char *xq, size_t x_row, int rows, int64_t ng, float *y, int64_t ldy, int nw,
+                              int first);
+typedef struct zz_xq_tile_ops {
+  int pw, tm;
+  int64_t kc;
+  zz_xq_pack_fn pack;
+  zz_xq_rows_fn rows;
+} zz_xq_tile_ops;
+
+/* the walker's stack buffers hold a packed panel and its heads of either tile */
+#define ZZ_XQ_PK_BYTES (16 << 10)
+#define ZZ_XQ_HD_FLOATS 512
+#define ZZ_XQ_PW_MAX ZZ_XV_PW
+_Static_assert(ZZ_XQ_KC_MAX / 64 * ZZ_XQ_PB <= ZZ_XQ_PK_BYTES && ZZ_XV_KC / 64 * ZZ_XV_PB <= ZZ_XQ_PK_BYTES,
+               "a packed panel fits the walker's buffer");
+_Static_assert(ZZ_XQ_KC_MAX / 64 * 16 <= ZZ_XQ_HD_FLOATS && ZZ_XV_KC / 64 * 32 <= ZZ_XQ_HD_FLOATS,
+               "a panel's heads fit the walker's buffer");
+_Static_assert(ZZ_XQ_PW <= ZZ_XQ_PW_MAX, "a panel's rows fit the walker's pointers");
+
+/* AVX2 [4-bit, 8-bit] (8-bit's blocks take twice the bytes: half the K), AVX-512 VNNI [4-bit, 8-bit]. */
+static const zz_xq_tile_ops zz_xq_tiles_avx2[2] = {
+    {ZZ_XQ_PW, ZZ_XQ_TM, ZZ_XQ_KC_MAX, zz_xq_pack4_avx2, zz_xq_rows4_avx2},
+    {ZZ_XQ_PW, ZZ_XQ_TM, ZZ_XQ_KC_MAX / 2, zz_xq_pack8_avx2, zz_xq_rows8_avx2}};
+static const zz_xq_tile_ops zz_xq_tiles_vnni[2] = {{ZZ_XV_PW, ZZ_XV_TM, ZZ_XV_KC, zz_xv_pack4, zz_xv_tile_rows},
+                                                   {ZZ_XV_PW, ZZ_XV_TM, ZZ_XV_KC, zz_xv_pack8, zz_xv_tile_rows}};
+
+/* Which packed tile takes n rows of x of `in` against groups of `bits`, `group`:
+ * the VNNI one where the process's ISA is AVX-512 and the CPU has avx512_vnni,
+ * else the AVX2 one; NULL where neither applies (fewer than ZZ_XQ_TILE_MIN rows,
+ * groups or K not whole 64s, a group larger than the tile's K block). */
+static const zz_xq_tile_ops *zz_xq_tile_pick(int bits, int64_t n, int64_t in, int group) {
+  if (n < ZZ_XQ_TILE_MIN || group % 64 != 0 || in % 64 != 0) return NULL;
+  const zz_xq_tile_ops *t = zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX512 && zz_cpu_has_vnni() ? &zz_xq_tiles_vnni[bits == 8]
+                                                                                       : &zz_xq_tiles_avx2[bits == 8];
+  return group <= t->kc ? t : NULL;
+}
+
+/* One task's W rows [c_lo, c_hi) against all n rows of x: blocks of rows of x
+ * (their int8 within ZZ_XQ_XBLOCK over a K block: in L2 across the panels)
+ * outside, then K blocks of up to t->kc, then panels of t->pw W rows
+ * (packed once per row block, in L1) times every tile of t->tm rows of the
+ * block. A row block's outputs (its rows × the task's 64 columns) stay in
+ * cache across the K blocks: small K blocks over all n rows sent each tile's
+ * sums to L3 and back (half the speed at 512 rows). y holds each output's
+ * float sum between K blocks; groups go in order, so the bits are the panel's. */
+static void zz_xq_tile_chunk(const zz_xq_tile_ops *t, const char *xq, size_t x_row, int64_t n, int64_t in,
+                             const unsigned char *w, size_t w_row, int bits, int group, int64_t out, int64_t c_lo,
+                             int64_t c_hi, float *y) {
+  _Alignas(64) int8_t pk[ZZ_XQ_PK_BYTES];
+  _Alignas(64) float hd[ZZ_XQ_HD_FLOATS];
+  const int64_t kmax = t->kc / group * group;
   const int64_t ng = zz_xq_groups(in, group), kc = kmax < in ? kmax : in;
   int64_t mb = ZZ_XQ_XBLOCK / kc;
-  mb = mb < ZZ_XV_TM ? ZZ_XV_TM : mb - mb % ZZ_XV_TM;
+  mb = mb < t->tm ? t->tm : mb - mb % t->tm;
   const size_t gb = zz_xq_group_bytes(bits, group);
   for (int64_t m0 = 0; m0 < n; m0 += mb) {
     const int64_t m1 = n - m0 < mb ? n : m0 + mb;
     for (int64_t k0 = 0; k0 < in; k0 += kc) {
       const int nb = (int)((in - k0 < kc ? in - k0 : kc) / 64);
-      for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_XV_PW) {
-        const int nw = c_hi - c0 < ZZ_XV_PW ? (int)(c_hi - c0) : ZZ_XV_PW;
-        const void *wr[ZZ_XV_PW];
-        for (int c = 0; c < ZZ_XV_PW; c++) wr[c] = w + (size_t)(c0 + (c < nw ? c : nw - 1)) * w_row;
-        const size_t pf = m0 == 0 && c0 + 2 * ZZ_XV_PW <= out ? ZZ_XV_PW * w_row : 0;
-        (bits == 4 ? zz_xv_pack4 : zz_xv_pack8)(wr, k0 / 64, nb, group, gb, pk, hd, pf);
-        for (int64_t r0 = m0; r0 < m1; r0 += ZZ_XV_TM) {
-          const int rows = m1 - r0 < ZZ_XV_TM ? (int)(m1 - r0) : ZZ_XV_TM;
-          zz_xv_tile_rows(pk, hd, k0 / 64, nb, group, in, xq + (size_t)r0 * x_row, x_row, rows, ng, y + r0 * out + c0,
-                          out, nw, k0 == 0);
+      for (int64_t c0 = c_lo; c0 < c_hi; c0 += t->pw) {
+        const int nw = c_hi - c0 < t->pw ? (int)(c_hi - c0) : t->pw;
+        const void *wr[ZZ_XQ_PW_MAX];
+        for (int c = 0; c < t->pw; c++) wr[c] = w + (size_t)(c0 + (c < nw ? c : nw - 1)) * w_row;
+        /* the first row block reads W from memory: prefetch the next panel's rows,
+         * past this task's too (often this thread's next); none past the matrix */
+        const size_t pf = m0 == 0 && c0 + 2 * t->pw <= out ? (size_t)t->pw * w_row : 0;
+        t->pack(wr, k0 / 64, nb, group, gb, pk, hd, pf);
+        for (int64_t r0 = m0; r0 < m1; r0 += t->tm) {
+          const int rows = m1 - r0 < t->tm ? (int)(m1 - r0) : t->tm;
+          t->rows(pk, hd, k0 / 64, nb, group, in, xq + (size_t)r0 * x_row, x_row, rows, ng, y + r0 * out + c0, out, nw,
+                  k0 == 0);
         }
       }
     }
   }
-}
-
-/* Which packed tile takes n rows of x of `in` against groups of `bits`, `group`:
- * the VNNI one where the process's ISA is AVX-512 and the CPU has avx512_vnni,
- * else the AVX2 one; 0 where neither applies (fewer than ZZ_XQ_TILE_MIN rows,
- * groups or K not whole 64s, a group larger than the tile's K block). */
-enum { ZZ_XQ_TILE_AVX2 = 1, ZZ_XQ_TILE_VNNI };
-static int zz_xq_tile_kind(int bits, int64_t n, int64_t in, int group) {
-  if (n < ZZ_XQ_TILE_MIN || group % 64 != 0 || in % 64 != 0) return 0;
-  if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX512 && zz_cpu_has_vnni() && group <= ZZ_XV_KC) return ZZ_XQ_TILE_VNNI;
-  return group <= zz_xq_tile_kc_max(bits) ? ZZ_XQ_TILE_AVX2 : 0;
 }
 #endif
 
@@ -988,9 +999,9 @@ typedef struct zz_xq_gemm_job {
   size_t x_row, w_row;
   int group, relu;
   zz_xq_panel_fn panel;
-  zz_xq_gemv_fn gemv; /* one row of x (n = 1), or NULL: the panel */
-  int tile;           /* the packed tile instead of both: ZZ_XQ_TILE_AVX2 or _VNNI (zz_xq_tile_kind), or 0 */
-  int bits;           /* 4 or 8 */
+  zz_xq_gemv_fn gemv;                /* one row of x (n = 1), or NULL: the panel */
+  const struct zz_xq_tile_ops *tile; /* the packed tile instead of both (zz_xq_tile_pick), or NULL */
+  int bits;                          /* 4 or 8 */
 } zz_xq_gemm_job;
 
 /* One task: ZZ_XQ_CHUNK rows of W against all rows of x, blocks of ZZ_XQ_MB rows
@@ -1014,8 +1025,8 @@ static void zz_xq_gemm_chunk(void *arg, int64_t t) {
   }
 #ifdef ZZ_XQ_X86
   if (j->tile) {
-    (j->tile == ZZ_XQ_TILE_VNNI ? zz_xv_tile_chunk : zz_xq_tile_chunk)(j->xq, j->x_row, j->n, j->in, j->w, j->w_row,
-                                                                       j->bits, j->group, j->out, c_lo, c_hi, j->y);
+    zz_xq_tile_chunk(j->tile, j->xq, j->x_row, j->n, j->in, j->w, j->w_row, j->bits, j->group, j->out, c_lo, c_hi,
+                     j->y);
     zz_bias_relu_cols(j->y, j->n, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
     return;
   }
@@ -1038,13 +1049,14 @@ static void zz_xq_gemm_chunk(void *arg, int64_t t) {
 
 void zz_xq_gemm(zz_pool *pool, const void *xq, size_t x_row, int64_t n, int64_t in, const void *w, size_t w_row,
                 int bits, int group, const float *b, int64_t out, float *y, int relu) {
-  zz_xq_gemm_job j = {
-      xq, w, b, y, n, in, out, x_row, w_row, group, relu, bits == 4 ? zz_xq_panel4_c : zz_xq_panel8_c, NULL, 0, bits};
+  zz_xq_gemm_job j = {xq,   w,     b,     y,     n,    in,
+                      out,  x_row, w_row, group, relu, bits == 4 ? zz_xq_panel4_c : zz_xq_panel8_c,
+                      NULL, NULL,  bits};
 #ifdef ZZ_XQ_X86
   if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) {
     j.panel = bits == 4 ? zz_xq_panel4_avx2 : zz_xq_panel8_avx2;
     if (n == 1 && bits == 4) j.gemv = zz_xq_gemv4_avx2;
-    j.tile = zz_xq_tile_kind(bits, n, in, group);
+    j.tile = zz_xq_tile_pick(bits, n, in, group);
   }
 #endif
   zz_pool_run(pool, zz_xq_gemm_chunk, &j, (out + ZZ_XQ_CHUNK - 1) / ZZ_XQ_CHUNK);

@@ -443,8 +443,20 @@ static void test_gemm_packed(void) {
       }
       zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
       zz_cpu_linear_w(g_pool, x, n, in, wb, ZZ_DTYPE_BF16, bias, out, yp, relu, xb);
+      /* every vector ISA here (AVX2's tile, AVX-512's) against the portable
+       * kernel; vdpbf16ps (avx512_bf16) has its own kernel and order */
+      for (zz_cpu_isa isa = ZZ_CPU_ISA_AVX2; isa <= ZZ_CPU_ISA_AVX512; isa++) {
+        if (!zz_cpu_isa_supported(isa) || (isa == ZZ_CPU_ISA_AVX512 && zz_cpu_has_bf16())) continue;
+        zz_cpu_isa_set(isa);
+        zz_cpu_linear_w(g_pool, x, n, in, wb, ZZ_DTYPE_BF16, bias, out, y[3], relu, xb);
+        if (memcmp(y[3], yp, bytes) != 0) {
+          bad_bits++;
+          printf("\n  packed n=%lld in=%lld out=%lld: isa %d and the portable kernel give other bits", (long long)n,
+                 (long long)in, (long long)out, (int)isa);
+        }
+      }
       zz_cpu_isa_set(zz_cpu_isa_best());
-      if (!zz_cpu_has_bf16() && memcmp(y[0], yp, bytes) != 0) { /* vdpbf16ps: its own kernel, its own order */
+      if (!zz_cpu_has_bf16() && memcmp(y[0], yp, bytes) != 0) {
         bad_bits++;
         printf("\n  packed n=%lld in=%lld out=%lld: the vector and portable kernels give other bits", (long long)n,
                (long long)in, (long long)out);

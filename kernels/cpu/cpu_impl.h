@@ -59,10 +59,10 @@ size_t zz_pk_x_bytes(int64_t n, int64_t in);
 void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16,
                 const float *b, int64_t out, float *y, int relu, float *xp);
 /* The same product by the row-lane tile (x in lanes of 16 rows, W f32 or
- * (w_bf16) bf16 broadcast from its rows, never copied; for 16-127 rows): the
- * packed GEMM's bits; xp: zz_pk_rl_x_bytes(n, in) of scratch. false, nothing
- * done, where the tile is not compiled (not x86-64); the caller checks the CPU
- * has AVX2/FMA. */
+ * (w_bf16) bf16 broadcast from its rows (AVX2) or from pieces widened into L1
+ * (AVX-512, by the process's ISA choice); for 16-127 rows): the packed GEMM's
+ * bits; xp: zz_pk_rl_x_bytes(n, in) of scratch. false, nothing done, where the
+ * tile is not compiled (not x86-64); the caller checks the CPU has AVX2/FMA. */
 size_t zz_pk_rl_x_bytes(int64_t n, int64_t in);
 bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16, const float *b,
                    int64_t out, float *y, int relu, float *xp);

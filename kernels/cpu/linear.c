@@ -20,7 +20,8 @@
  *         tiles (zz_gemm_chunk_wide: x and pieces of W widened once, the same
  *         bits), and without vdpbf16ps from ZZ_BF16_PANEL_N (16) rows one FMA
  *         chain per output (linear_pack.c: the row-lane tile below 128 rows on
- *         AVX2, the packed GEMM's outer-product tiles from 128 and portable);
+ *         AVX2 and AVX-512 (there W widened once per piece into L1, zmm
+ *         lanes), the packed GEMM's outer-product tiles from 128 and portable);
  *   Q4    (4 or 8 bits) for n <= ZZ_Q_SMALL_N (decoding) the fused
  *         micro-kernel: each value widened in registers as min + q · step (multiply, then add,
  *         as zz_q_dequantize rounds it) and multiplied by x there, the dot
@@ -1079,7 +1080,8 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const voi
   bool bf16 = w_dt == ZZ_DTYPE_BF16;
   if (bf16 ? n >= ZZ_BF16_PANEL_N && !isa.bf16_dot : isa.f32_lane_n && n >= isa.f32_lane_n) {
     /* one FMA chain per output (linear_pack.c): the row-lane tile reads W as it
-     * is (AVX2; bf16 below ZZ_BF16_PACK_N rows, f32 at every n: it beat the
+     * is (AVX2; AVX-512 widens pieces of it into L1; bf16 below ZZ_BF16_PACK_N
+     * rows, f32 at every n on AVX2: it beat the
      * packed GEMM's f32 tiles there), else (and portable) the packed GEMM, x
      * rounded and packed into xb, W widened into slivers by each task; the same
      * bits either way */

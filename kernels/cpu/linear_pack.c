@@ -24,7 +24,7 @@
  * the AVX2 one. For bf16 W and bf16-rounded x every product is exact in f32, so
  * these are the bits of a plain sum in that order. Other bits than the dot
  * kernels (linear.c's paths below ZZ_BF16_PANEL_N rows) and than sgemm. The
- * row-lane tile at the end of this file (bf16 W, 16-127 rows, AVX2) forms the
+ * row-lane tile at the end of this file (bf16 W, 16-127 rows, AVX2 or AVX-512) forms the
  * same chains, hence the same bits.
  */
 #include <math.h>
@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "cpu_impl.h"
+#include "zz_cpu_kernels.h"
 #include "zz_kernels.h"
 
 #define ZZ_PK_MR 6  /* rows of x per register tile */
@@ -420,6 +421,87 @@ ZZ_RL_MICRO(zz_rl_micro_f32, zz_rl_w0_f32, ZZ_RL_OUT_F32)
 #undef ZZ_RL_OUT_BF16
 #undef ZZ_RL_OUT_F32
 
+/*
+ * The AVX-512 tile (AVX-512 F without vdpbf16ps): a zmm holds the 16 rows of a
+ * group, one x load per k. Widening bf16 in registers as above (a broadcast and
+ * an AND per output and k) would cost as many 512-bit ops as the FMAs (a
+ * Cascade Lake has two such ports, both taken by FMA), so each task widens a
+ * piece of ZZ_RL5_NR outputs × ZZ_RL5_KS of W once into an L1 buffer
+ * [NR][KS] (f32 W: copied), and every group of rows reads it there, each FMA
+ * broadcasting its W element from memory ({1to16}): per k one x load and 24
+ * FMA, no other vector op. Each output is the same FMA chain along k from 0
+ * (a chain starting at 0 is fma(x, w, 0) at k = 0): the AVX2 tile's bits.
+ */
+#define ZZ_RL5_NR 24 /* outputs per tile: 24 accumulators, x in zmm24 */
+#ifndef ZZ_RL5_KS
+#define ZZ_RL5_KS 128 /* K piece: the widened W piece (12 KiB) and a group's x piece (8 KiB) share L1 */
+#endif
+#ifndef ZZ_RL5_PFA
+#define ZZ_RL5_PFA 1024 /* bytes of packed x fetched ahead (16 k steps) */
+#endif
+#define ZZ_RL_TASK (ZZ_RL_PANELS * ZZ_RL_NR) /* outputs per pool task, both tiles */
+_Static_assert(ZZ_RL_TASK % ZZ_RL5_NR == 0 && ZZ_RL_KC % ZZ_RL5_KS == 0, "the AVX-512 tile divides a task and a block");
+
+/* clang-format off */
+#define ZZ_RL5_ACC(O, OP) OP " " #O "*64(%[t]), %%zmm" #O "\n\t"
+#define ZZ_RL5_ST(O) "vmovups %%zmm" #O ", " #O "*64(%[t])\n\t"
+#define ZZ_RL5_S(v) #v
+#define ZZ_RL5_X(v) ZZ_RL5_S(v)
+#define ZZ_RL5_FMA(O) "vfmadd231ps " #O "*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w],%[k],4)%{1to16%}, %%zmm24, %%zmm" #O "\n\t"
+#define ZZ_RL5_ALL(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) \
+  M(12) M(13) M(14) M(15) M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23)
+#define ZZ_RL5_LD(O) ZZ_RL5_ACC(O, "vmovups")
+/* t[o][r] += Σ_{k<len} a[k][r] · w[o][k] for 24 outputs and 16 rows: a [len][16]
+ * (x's packed group, from L2: fetched ahead, which took the tile at 64 rows
+ * from 0.42-0.55 to 0.55-0.6 of the FMA peak), w the widened piece
+ * [24][ZZ_RL5_KS], t [24][16] the running sums (zero before the first k of a
+ * chain). */
+__attribute__((target("avx512f"))) static void zz_rl5_micro(int64_t len, const float *a, const float *w, float *t) {
+  int64_t k = 0;
+  __asm__ volatile(
+      ZZ_RL5_ALL(ZZ_RL5_LD)
+      "1:\n\t"
+      "prefetcht0 " ZZ_RL5_X(ZZ_RL5_PFA) "(%[a])\n\t"
+      "vmovups (%[a]), %%zmm24\n\t"
+      ZZ_RL5_ALL(ZZ_RL5_FMA)
+      "add $64, %[a]\n\t"
+      "inc %[k]\n\t"
+      "cmp %[len], %[k]\n\t"
+      "jb 1b\n\t"
+      ZZ_RL5_ALL(ZZ_RL5_ST)
+      : [a] "+r"(a), [k] "+r"(k)
+      : [len] "r"(len), [t] "r"(t), [w] "r"(w)
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+        "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
+        "cc", "memory");
+}
+#undef ZZ_RL5_ALL
+#undef ZZ_RL5_LD
+#undef ZZ_RL5_FMA
+#undef ZZ_RL5_X
+#undef ZZ_RL5_S
+#undef ZZ_RL5_ST
+#undef ZZ_RL5_ACC
+/* clang-format on */
+
+/* W rows w[o] (o < 24; bf16 or f32), elements 0 .. len, into dst [24][ZZ_RL5_KS] as f32. */
+__attribute__((target("avx512f"))) static void zz_rl5_widen(const void *const w[ZZ_RL5_NR], bool bf16, int64_t len,
+                                                            float *dst) {
+  for (int o = 0; o < ZZ_RL5_NR; o++) {
+    float *d = dst + o * ZZ_RL5_KS;
+    if (!bf16) {
+      memcpy(d, w[o], (size_t)len * sizeof(float));
+      continue;
+    }
+    const uint16_t *src = w[o];
+    int64_t k = 0;
+    for (; k + 16 <= len; k += 16)
+      _mm512_store_ps(d + k, _mm512_castsi512_ps(_mm512_slli_epi32(
+                                 _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + k))), 16)));
+    for (; k < len; k++) d[k] = zz_bf16_to_f32(src[k]);
+  }
+}
+
 /* The packed K block k0 of x's group g: [kc][16]. */
 static float *zz_rl_x_at(const zz_pk_job *j, int64_t g, int64_t k0) {
   int64_t rows = (j->n + ZZ_RL_MR - 1) / ZZ_RL_MR * ZZ_RL_MR, kc = j->in - k0 < ZZ_RL_KC ? j->in - k0 : ZZ_RL_KC;
@@ -440,15 +522,41 @@ static void zz_rl_pack_x(void *arg, int64_t g) {
   }
 }
 
+/* The task's outputs for pool task t: [*c_lo, *c_hi). */
+static void zz_rl_span(const zz_pk_job *j, int64_t t, int64_t *c_lo, int64_t *c_hi) {
+  *c_lo = t * ZZ_RL_TASK;
+  *c_hi = *c_lo + ZZ_RL_TASK < j->out ? *c_lo + ZZ_RL_TASK : j->out;
+}
+
+/* A task's sums (acc: per group, ZZ_RL_TASK / nr tiles of nr outputs, each
+ * [nr][16]) written to y, then the bias and ReLU. */
+static void zz_rl_store(const zz_pk_job *j, const float *acc, int64_t c_lo, int64_t c_hi, int nr) {
+  int64_t groups = (j->n + ZZ_RL_MR - 1) / ZZ_RL_MR, per = ZZ_RL_TASK / nr;
+  for (int64_t g = 0; g < groups; g++)
+    for (int64_t p = 0; p * nr < c_hi - c_lo; p++) {
+      const float *s = acc + (g * per + p) * nr * ZZ_RL_MR;
+      for (int r = 0; r < ZZ_RL_MR && g * ZZ_RL_MR + r < j->n; r++)
+        for (int o = 0; o < nr && c_lo + p * nr + o < c_hi; o++)
+          j->y[(g * ZZ_RL_MR + r) * j->ldy + c_lo + p * nr + o] = s[o * ZZ_RL_MR + r];
+    }
+  zz_bias_relu_cols(j->y, j->n, j->ldy, c_lo, c_hi - c_lo, j->b, j->relu);
+}
+
+/* The row of W of output c (clamped into the task: a tile past its end repeats
+ * the last output, whose copies are not stored) at element k0. */
+static const void *zz_rl_w_at(const zz_pk_job *j, int64_t c, int64_t c_hi, int64_t k0) {
+  size_t esz = j->bf16 ? sizeof(uint16_t) : sizeof(float);
+  return j->w + (size_t)(c < c_hi ? c : c_hi - 1) * (size_t)j->in * esz + (size_t)k0 * esz;
+}
+
 /* One task: outputs t·48 .. +48, every row of x, every K block; the sums of its
- * tiles kept in t (lanes along rows) until the last block, then written to y. */
+ * tiles kept in acc (lanes along rows) until the last block, then written to y. */
 static void zz_rl_task(void *arg, int64_t t) {
   const zz_pk_job *j = arg;
-  int64_t c_lo = t * ZZ_RL_PANELS * ZZ_RL_NR, c_hi = c_lo + ZZ_RL_PANELS * ZZ_RL_NR;
-  if (c_hi > j->out) c_hi = j->out;
+  int64_t c_lo, c_hi;
+  zz_rl_span(j, t, &c_lo, &c_hi);
   int64_t groups = (j->n + ZZ_RL_MR - 1) / ZZ_RL_MR, panels = (c_hi - c_lo + ZZ_RL_NR - 1) / ZZ_RL_NR;
-  _Alignas(64) float acc[ZZ_RL_GROUPS * ZZ_RL_PANELS * ZZ_RL_NR * ZZ_RL_MR];
-  size_t esz = j->bf16 ? sizeof(uint16_t) : sizeof(float), row = (size_t)j->in * esz;
+  _Alignas(64) float acc[ZZ_RL_GROUPS * ZZ_RL_TASK * ZZ_RL_MR];
   void (*micro)(int64_t, const float *, const void *const[ZZ_RL_NR], float *, bool) = j->bf16 ? zz_rl_micro_bf16
                                                                                               : zz_rl_micro_f32;
   for (int64_t k0 = 0; k0 < j->in; k0 += ZZ_RL_KC) {
@@ -457,22 +565,50 @@ static void zz_rl_task(void *arg, int64_t t) {
       const float *a = zz_rl_x_at(j, g, k0);
       for (int64_t p = 0; p < panels; p++) {
         const void *w[ZZ_RL_NR];
-        for (int o = 0; o < ZZ_RL_NR; o++) {
-          int64_t c = c_lo + p * ZZ_RL_NR + o;
-          w[o] = j->w + (size_t)(c < c_hi ? c : c_hi - 1) * row + (size_t)k0 * esz;
-        }
+        for (int o = 0; o < ZZ_RL_NR; o++) w[o] = zz_rl_w_at(j, c_lo + p * ZZ_RL_NR + o, c_hi, k0);
         micro(kc, a, w, acc + (g * ZZ_RL_PANELS + p) * ZZ_RL_NR * ZZ_RL_MR, k0 == 0);
       }
     }
   }
-  for (int64_t g = 0; g < groups; g++)
-    for (int64_t p = 0; p < panels; p++) {
-      const float *s = acc + (g * ZZ_RL_PANELS + p) * ZZ_RL_NR * ZZ_RL_MR;
-      for (int r = 0; r < ZZ_RL_MR && g * ZZ_RL_MR + r < j->n; r++)
-        for (int o = 0; o < ZZ_RL_NR && c_lo + p * ZZ_RL_NR + o < c_hi; o++)
-          j->y[(g * ZZ_RL_MR + r) * j->ldy + c_lo + p * ZZ_RL_NR + o] = s[o * ZZ_RL_MR + r];
-    }
-  zz_bias_relu_cols(j->y, j->n, j->ldy, c_lo, c_hi - c_lo, j->b, j->relu);
+  zz_rl_store(j, acc, c_lo, c_hi, ZZ_RL_NR);
+}
+
+/* The AVX-512 tile's task: the same outputs and sums; per K piece and tile of
+ * 24 outputs, W widened once into the L1 buffer, then every group of rows.
+ * Up to ZZ_RL5_STREAM_G groups (decode at batch 16-32) a tile's K pieces run
+ * back to back, so its 24 W rows stream start to end (x, at most 512 KiB,
+ * stays in L2); with the pieces outside, the task's 48 rows were 48 streams
+ * revisited in 256-byte steps, more than the L2 prefetcher follows. Each
+ * output's chain runs along k ascending either way: the same bits. */
+#ifndef ZZ_RL5_STREAM_G
+#define ZZ_RL5_STREAM_G 2
+#endif
+static void zz_rl5_task(void *arg, int64_t t) {
+  const zz_pk_job *j = arg;
+  int64_t c_lo, c_hi;
+  zz_rl_span(j, t, &c_lo, &c_hi);
+  int64_t groups = (j->n + ZZ_RL_MR - 1) / ZZ_RL_MR, panels = (c_hi - c_lo + ZZ_RL5_NR - 1) / ZZ_RL5_NR;
+  int64_t pieces = (j->in + ZZ_RL5_KS - 1) / ZZ_RL5_KS; /* ZZ_RL5_KS divides ZZ_RL_KC */
+  bool stream = groups <= ZZ_RL5_STREAM_G;
+  _Alignas(64) float acc[ZZ_RL_GROUPS * ZZ_RL_TASK * ZZ_RL_MR];
+  _Alignas(64) float wp[ZZ_RL5_NR * ZZ_RL5_KS];
+  memset(acc, 0, sizeof acc); /* every chain starts at 0 */
+  for (int64_t e = 0; e < panels * pieces; e++) {
+    int64_t p = stream ? e / pieces : e % panels, q = stream ? e % pieces : e / panels;
+    int64_t k = q * ZZ_RL5_KS, k0 = k - k % ZZ_RL_KC, len = j->in - k < ZZ_RL5_KS ? j->in - k : ZZ_RL5_KS;
+    const void *w[ZZ_RL5_NR];
+    for (int o = 0; o < ZZ_RL5_NR; o++) w[o] = zz_rl_w_at(j, c_lo + p * ZZ_RL5_NR + o, c_hi, k);
+    zz_rl5_widen(w, j->bf16, len, wp);
+    for (int64_t g = 0; g < groups; g++)
+      zz_rl5_micro(len, zz_rl_x_at(j, g, k0) + (k - k0) * ZZ_RL_MR, wp,
+                   acc + (g * (ZZ_RL_TASK / ZZ_RL5_NR) + p) * ZZ_RL5_NR * ZZ_RL_MR);
+  }
+  zz_rl_store(j, acc, c_lo, c_hi, ZZ_RL5_NR);
+}
+
+/* The row-lane task for the process's ISA choice (kernels/cpu/isa.c). */
+static void (*zz_rl_task_for_isa(void))(void *, int64_t) {
+  return zz_cpu_isa_get() == ZZ_CPU_ISA_AVX512 ? zz_rl5_task : zz_rl_task;
 }
 #endif
 
@@ -485,7 +621,7 @@ bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const v
     int64_t m = n - m0 < ZZ_RL_SLICE ? n - m0 : ZZ_RL_SLICE;
     zz_pk_job j = {x + m0 * in, xp, (const char *)w, b, y + m0 * out, m, in, out, relu, w_bf16, NULL, NULL, out};
     zz_pool_run(pool, zz_rl_pack_x, &j, (m + ZZ_RL_MR - 1) / ZZ_RL_MR);
-    zz_pool_run(pool, zz_rl_task, &j, (out + ZZ_RL_PANELS * ZZ_RL_NR - 1) / (ZZ_RL_PANELS * ZZ_RL_NR));
+    zz_pool_run(pool, zz_rl_task_for_isa(), &j, (out + ZZ_RL_TASK - 1) / ZZ_RL_TASK);
   }
   return true;
 #else
@@ -509,7 +645,8 @@ void zz_pk_rl_panel(const float *xp, int64_t n, int64_t in, const float *w, int6
 #ifdef ZZ_PK_X86
   /* the tasks only read xp (the job's is writable for the packing) */
   zz_pk_job j = {.xp = (float *)xp, .w = (const char *)w, .y = y, .n = n, .in = in, .out = out, .ldy = ldy};
-  for (int64_t t = 0; t < (out + ZZ_RL_PANELS * ZZ_RL_NR - 1) / (ZZ_RL_PANELS * ZZ_RL_NR); t++) zz_rl_task(&j, t);
+  void (*task)(void *, int64_t) = zz_rl_task_for_isa();
+  for (int64_t t = 0; t < (out + ZZ_RL_TASK - 1) / ZZ_RL_TASK; t++) task(&j, t);
 #else
   (void)xp, (void)n, (void)in, (void)w, (void)out, (void)y, (void)ldy;
 #endif

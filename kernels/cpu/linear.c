@@ -115,8 +115,11 @@
 #ifndef ZZ_F32_SGEMM_N
 #define ZZ_F32_SGEMM_N 128
 #endif
-/* from this many rows the packed GEMM (W widened once per call, reused by
- * every row), below it the row-lane tile (W read once per 128 rows) */
+/* AVX2: from this many rows the packed GEMM (W widened once per call, reused
+ * by every row), below it the row-lane tile (W read once per 128 rows).
+ * AVX-512 (without vdpbf16ps) keeps its row-lane tile at every n: on a
+ * Cascade Lake-class Xeon it ran 1.4-1.8x the packed GEMM's AVX2 tiles at 128
+ * and 512 rows (bench/cpu_gemm_bench.c, docs/cpu.md "The row-lane tile"). */
 #ifndef ZZ_BF16_PACK_N
 #define ZZ_BF16_PACK_N 128
 #endif
@@ -657,10 +660,11 @@ typedef struct zz_gemm_isa {
   zz_gemm_micro q4; /* 4 bits, groups of a multiple of 8; NULL: dequantized panels */
   zz_gemm_micro q8; /* 8 bits, the same */
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
-  bool bf16_dot;      /* bf16 multiplies as it is (vdpbf16ps): no packed GEMM for prefill */
-  bool pack_avx2;     /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
-  int64_t f32_n;      /* the f32 kernel up to this many rows of x (zz_cpu_gemm_own), sgemm tiles above */
-  int64_t f32_lane_n; /* f32 from this many rows by the row-lane tile (zz_cpu_gemm_own); 0: never */
+  bool bf16_dot;       /* bf16 multiplies as it is (vdpbf16ps): no packed GEMM for prefill */
+  bool pack_avx2;      /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
+  int64_t bf16_pack_n; /* bf16 by the packed GEMM from this many rows, by the row-lane tile below (vector ISAs) */
+  int64_t f32_n;       /* the f32 kernel up to this many rows of x (zz_cpu_gemm_own), sgemm tiles above */
+  int64_t f32_lane_n;  /* f32 from this many rows by the row-lane tile (zz_cpu_gemm_own); 0: never */
 } zz_gemm_isa;
 
 static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
@@ -671,7 +675,7 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
  * one: AVX-512 up to ZZ_GEMM_SMALL_M rows, AVX2 up to ZZ_GEMM_SMALL_M_AVX2
  * (the portable kernel's bits); portable: sgemm at every n. */
 static zz_gemm_isa zz_gemm_isa_get(void) {
-  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c, false, false, 0, 0};
+  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c, false, false, 0, 0, 0};
 #ifdef ZZ_GEMM_X86
   zz_cpu_isa isa = zz_cpu_isa_get();
   if (isa >= ZZ_CPU_ISA_AVX2) {
@@ -682,10 +686,12 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
     s.q4 = zz_micro_q4_avx2;
     s.q8 = zz_micro_q8_avx2; /* also under avx512: no zmm variant yet */
     s.pack_avx2 = true;
+    s.bf16_pack_n = ZZ_BF16_PACK_N;
   }
   if (isa == ZZ_CPU_ISA_AVX512) {
     s.f32 = zz_micro_f32_avx512, s.f32_n = ZZ_GEMM_SMALL_M, s.f32_lane_n = 0;
     s.q4 = zz_micro_q4_avx512;
+    s.bf16_pack_n = INT64_MAX; /* the row-lane tile's zmm form at every n */
     if (zz_cpu_has_bf16()) {
       s.widen_bf16 = NULL, s.wide_tile = NULL; /* vdpbf16ps reads bf16 W as it is */
       s.bf16 = zz_micro_bf16_avx512;
@@ -1080,12 +1086,12 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const voi
   bool bf16 = w_dt == ZZ_DTYPE_BF16;
   if (bf16 ? n >= ZZ_BF16_PANEL_N && !isa.bf16_dot : isa.f32_lane_n && n >= isa.f32_lane_n) {
     /* one FMA chain per output (linear_pack.c): the row-lane tile reads W as it
-     * is (AVX2; AVX-512 widens pieces of it into L1; bf16 below ZZ_BF16_PACK_N
-     * rows, f32 at every n on AVX2: it beat the
+     * is (AVX2; AVX-512 widens pieces of it into L1; bf16 below
+     * isa.bf16_pack_n rows, f32 at every n on AVX2: it beat the
      * packed GEMM's f32 tiles there), else (and portable) the packed GEMM, x
      * rounded and packed into xb, W widened into slivers by each task; the same
      * bits either way */
-    if (isa.pack_avx2 && (n < ZZ_BF16_PACK_N || !bf16) && zz_pk_rl_gemm(pool, x, n, in, w, bf16, b, out, y, relu, xb))
+    if (isa.pack_avx2 && (n < isa.bf16_pack_n || !bf16) && zz_pk_rl_gemm(pool, x, n, in, w, bf16, b, out, y, relu, xb))
       return;
     zz_pk_gemm(pool, isa.pack_avx2, x, n, in, w, bf16, b, out, y, relu, xb);
     return;

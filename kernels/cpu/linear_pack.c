@@ -475,6 +475,53 @@ __attribute__((target("avx512f"))) static void zz_rl5_micro(int64_t len, const f
         "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
         "cc", "memory");
 }
+
+/* The same for two groups (32 rows) and 12 outputs: t0, t1 [12][16] the two
+ * groups' sums, a the first group's x, a + gs floats the second's. Each W
+ * element is broadcast once (a load) for two FMAs, so per k 14 loads feed 24
+ * FMA (the 24-output tile: 25 loads, more than the two load ports keep up with). */
+#define ZZ_RL5_LD2(O) ZZ_RL5_ACC2(O, "vmovups")
+#define ZZ_RL5_ACC2(O, OP) OP " " #O "*64(%[t0]), %%zmm" #O "\n\t" OP " " #O "*64(%[t1]), %%zmm1" #O "\n\t"
+#define ZZ_RL5_ST2(O) "vmovups %%zmm" #O ", " #O "*64(%[t0])\n\t" "vmovups %%zmm1" #O ", " #O "*64(%[t1])\n\t"
+#define ZZ_RL5_FMA2(O) "vbroadcastss " #O "*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w],%[k],4), %%zmm24\n\t" \
+  "vfmadd231ps %%zmm24, %%zmm22, %%zmm" #O "\n\t" "vfmadd231ps %%zmm24, %%zmm23, %%zmm1" #O "\n\t"
+#define ZZ_RL5_ALL2(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9)
+__attribute__((target("avx512f"))) static void zz_rl5_micro2(int64_t len, const float *a, int64_t gs, const float *w,
+                                                             float *t0, float *t1) {
+  int64_t k = 0;
+  /* outputs 0-9 in zmm0-9 / zmm10-19 (the "1" prefix), 10-11 in zmm20-21 / zmm25-26 */
+  __asm__ volatile(
+      ZZ_RL5_ALL2(ZZ_RL5_LD2)
+      "vmovups 640(%[t0]), %%zmm20\n\t" "vmovups 704(%[t0]), %%zmm21\n\t"
+      "vmovups 640(%[t1]), %%zmm25\n\t" "vmovups 704(%[t1]), %%zmm26\n\t"
+      "1:\n\t"
+      "prefetcht0 " ZZ_RL5_X(ZZ_RL5_PFA) "(%[a])\n\t"
+      "prefetcht0 " ZZ_RL5_X(ZZ_RL5_PFA) "(%[a],%[gs],4)\n\t"
+      "vmovups (%[a]), %%zmm22\n\t"
+      "vmovups (%[a],%[gs],4), %%zmm23\n\t"
+      ZZ_RL5_ALL2(ZZ_RL5_FMA2)
+      "vbroadcastss 10*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w],%[k],4), %%zmm24\n\t"
+      "vfmadd231ps %%zmm24, %%zmm22, %%zmm20\n\t" "vfmadd231ps %%zmm24, %%zmm23, %%zmm25\n\t"
+      "vbroadcastss 11*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w],%[k],4), %%zmm24\n\t"
+      "vfmadd231ps %%zmm24, %%zmm22, %%zmm21\n\t" "vfmadd231ps %%zmm24, %%zmm23, %%zmm26\n\t"
+      "add $64, %[a]\n\t"
+      "inc %[k]\n\t"
+      "cmp %[len], %[k]\n\t"
+      "jb 1b\n\t"
+      ZZ_RL5_ALL2(ZZ_RL5_ST2)
+      "vmovups %%zmm20, 640(%[t0])\n\t" "vmovups %%zmm21, 704(%[t0])\n\t"
+      "vmovups %%zmm25, 640(%[t1])\n\t" "vmovups %%zmm26, 704(%[t1])\n\t"
+      : [a] "+r"(a), [k] "+r"(k)
+      : [len] "r"(len), [gs] "r"(gs), [t0] "r"(t0), [t1] "r"(t1), [w] "r"(w)
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+        "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
+        "xmm25", "xmm26", "cc", "memory");
+}
+#undef ZZ_RL5_ALL2
+#undef ZZ_RL5_FMA2
+#undef ZZ_RL5_ST2
+#undef ZZ_RL5_ACC2
+#undef ZZ_RL5_LD2
 #undef ZZ_RL5_ALL
 #undef ZZ_RL5_LD
 #undef ZZ_RL5_FMA
@@ -599,7 +646,16 @@ static void zz_rl5_task(void *arg, int64_t t) {
     const void *w[ZZ_RL5_NR];
     for (int o = 0; o < ZZ_RL5_NR; o++) w[o] = zz_rl_w_at(j, c_lo + p * ZZ_RL5_NR + o, c_hi, k);
     zz_rl5_widen(w, j->bf16, len, wp);
-    for (int64_t g = 0; g < groups; g++)
+    int64_t g = 0;
+    for (; g + 2 <= groups; g += 2) {
+      const float *a = zz_rl_x_at(j, g, k0) + (k - k0) * ZZ_RL_MR;
+      int64_t gs = zz_rl_x_at(j, g + 1, k0) - zz_rl_x_at(j, g, k0);
+      float *t0 = acc + (g * (ZZ_RL_TASK / ZZ_RL5_NR) + p) * ZZ_RL5_NR * ZZ_RL_MR;
+      float *t1 = acc + ((g + 1) * (ZZ_RL_TASK / ZZ_RL5_NR) + p) * ZZ_RL5_NR * ZZ_RL_MR;
+      for (int h = 0; h < ZZ_RL5_NR; h += ZZ_RL5_NR / 2)
+        zz_rl5_micro2(len, a, gs, wp + h * ZZ_RL5_KS, t0 + h * ZZ_RL_MR, t1 + h * ZZ_RL_MR);
+    }
+    for (; g < groups; g++)
       zz_rl5_micro(len, zz_rl_x_at(j, g, k0) + (k - k0) * ZZ_RL_MR, wp,
                    acc + (g * (ZZ_RL_TASK / ZZ_RL5_NR) + p) * ZZ_RL5_NR * ZZ_RL_MR);
   }

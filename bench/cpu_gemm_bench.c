@@ -7,7 +7,7 @@
  *   f32         zz_cpu_linear_w, f32 weights (own kernels, or sgemm tiles on the pool where
  *               zz_cpu_gemm_own says no)
  *   f32tiles    zz_cpu_linear_pool, f32 weights: sgemm tiles on the pool at every n (what
- *               f32 runs above ZZ_GEMM_SMALL_M; its crossover with the own kernel)
+ *               f32 runs from ZZ_F32_SGEMM_N; its crossover with the own kernels)
  *   bf16        zz_cpu_linear_w, bf16 weights (x rounded to bf16 once per call)
  *   q4          zz_cpu_linear_q, 4-bit groups of 64 (fused at n <= 16, panels above)
  *   q8          the same with 8-bit groups of 64

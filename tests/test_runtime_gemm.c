@@ -334,8 +334,8 @@ static void test_q4_dequant_bits(void) {
  * back to back, above it the K blocks outside the panels: every output must
  * still get its K blocks' sums in the same order, so row 0 of a 1-row call
  * equals row 0 of a 12-row call bit for bit (f32 and bf16, each ISA, K of
- * several blocks and a ragged last one; not f32 on AVX2, where 12 rows take
- * the row-lane tile, its own chain per output). */
+ * several blocks and a ragged last one; not f32 on a vector ISA, where 12 rows
+ * take the row-lane tile, its own chain per output). */
 static void test_gemm_stream_bits(void) {
   zz_rng r;
   zz_rng_seed(&r, 37, 0);
@@ -353,7 +353,7 @@ static void test_gemm_stream_bits(void) {
   for (int a = 0; a < 2; a++)
     for (int d = 0; d < 2; d++) {
       zz_dtype dt = d ? ZZ_DTYPE_BF16 : ZZ_DTYPE_F32;
-      if (!d && isas[a] == ZZ_CPU_ISA_AVX2) continue;
+      if (!d && isas[a] != ZZ_CPU_ISA_PORTABLE) continue;
       const void *wk = d ? (const void *)wb : (const void *)w;
       zz_cpu_isa_set(isas[a]);
       zz_cpu_gemm(g_pool, x, 1, in, wk, dt, NULL, out, y1, 0, xb);
@@ -551,9 +551,10 @@ static float zz_fma_chain(const float *xi, const float *wo, int64_t in, const fl
   return relu ? (chain > 0 ? chain : 0) : chain;
 }
 
-/* f32 weights on AVX2 from ZZ_F32_LANE_N (9) rows: the row-lane tile
- * (kernels/cpu/linear_pack.c, x in 16-row lanes, 6 outputs broadcast from W's
- * f32 rows, K blocks of 512, 48 outputs a task, slices of 128 rows), one FMA
+/* f32 weights on AVX2 and AVX-512 from ZZ_F32_LANE_N (9) rows: the row-lane
+ * tile (kernels/cpu/linear_pack.c, x in 16-row lanes; AVX2: 6 outputs
+ * broadcast from W's f32 rows, AVX-512: 24, or 12 for two groups, from a copy
+ * in L1; K blocks of 512, 48 outputs a task, slices of 128 rows), one FMA
  * chain per output along k from 0. Shapes with every remainder: rows past a
  * 16-row group and a 128-row slice (n 9, 16, 17, 40, 127 through the
  * dispatching linear; 130 and 260 through zz_cpu_gemm, which keeps the tile
@@ -563,9 +564,8 @@ static float zz_fma_chain(const float *xi, const float *wo, int64_t in, const fl
  * the plain fmaf chain (then + bias, ReLU, as zz_bias_relu_cols), hence f64
  * within γ_K Σ|x_k w_k| (checked too); the same bits on 1, 2 and 3 threads;
  * a row's bits the same in a 9-row call as in a larger one. */
-static void test_gemm_f32_lanes(void) {
-  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
-  zz_cpu_isa_set(ZZ_CPU_ISA_AVX2);
+static void zz_f32_lanes_on(zz_cpu_isa isa) {
+  zz_cpu_isa_set(isa);
   static const int64_t ns[] = {9, 16, 17, 40, 127, 130, 260}, ins[] = {1, 513, 1100}, outs[] = {1, 7, 49, 100};
   const int64_t nmax = 260, inmax = 1100, outmax = 100;
   zz_pool *pools[3] = {NULL, NULL, NULL};
@@ -615,7 +615,7 @@ static void test_gemm_f32_lanes(void) {
                      (long long)in, (long long)out, (long long)i, (long long)o, got, ref, bound);
           }
       }
-  CU_ASSERT(zz_cpu_gemm_own(16) && zz_cpu_gemm_own(9)); /* prefill rows on AVX2 take the tile, not sgemm */
+  CU_ASSERT(zz_cpu_gemm_own(16) && zz_cpu_gemm_own(9)); /* prefill rows take the tile, not sgemm */
   CU_ASSERT(own > 0);
   zz_cpu_isa_set(zz_cpu_isa_best());
   CU_ASSERT_EQUAL(bad_chain, 0);
@@ -626,15 +626,20 @@ static void test_gemm_f32_lanes(void) {
   free(x), free(w), free(b), free(y9), free(xb);
 }
 
-/* The exact 4- and 8-bit linear at 17-127 rows on AVX2: its widened panels
+/* ... on every vector ISA the CPU has (AVX2's tile, AVX-512's). */
+static void test_gemm_f32_lanes(void) {
+  for (zz_cpu_isa isa = ZZ_CPU_ISA_AVX2; isa <= ZZ_CPU_ISA_AVX512; isa++)
+    if (zz_cpu_isa_supported(isa)) zz_f32_lanes_on(isa);
+}
+
+/* The exact 4- and 8-bit linear at 17-127 rows on AVX2 and AVX-512: its widened panels
  * (64 outputs each) multiplied by the f32 row-lane tile, x packed once per
  * call: each output bit for bit the fmaf chain over the dequantized row (then
  * + bias, ReLU), the same bits on 1 and 2 threads. Rows 17 (one past the fused
  * kernels), 40, 127 (the last before sgemm); outputs past a panel and a 6-output
  * tile (70); K with a ragged last group and past a 512 block (600). */
-static void test_q_lanes(void) {
-  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
-  zz_cpu_isa_set(ZZ_CPU_ISA_AVX2);
+static void zz_q_lanes_on(zz_cpu_isa isa) {
+  zz_cpu_isa_set(isa);
   static const int64_t ns[] = {17, 40, 127};
   const int64_t nmax = 127, in = 600, out = 70;
   const zz_qfmt fmts[2] = {ZZ_QFMT_DEFAULT, {8, 64}};
@@ -679,6 +684,12 @@ static void test_q_lanes(void) {
   free(x), free(w), free(wd), free(b);
 }
 
+/* ... on every vector ISA the CPU has. */
+static void test_q_lanes(void) {
+  for (zz_cpu_isa isa = ZZ_CPU_ISA_AVX2; isa <= ZZ_CPU_ISA_AVX512; isa++)
+    if (zz_cpu_isa_supported(isa)) zz_q_lanes_on(isa);
+}
+
 static int zz_gemm_init(void) { return zz_pool_create(2, &g_pool); }
 static int zz_gemm_clean(void) {
   zz_pool_destroy(g_pool);
@@ -706,11 +717,13 @@ void zz_test_gemm_register(void) {
               test_gemm_packed);
   CU_add_test(s, "f32 avx2 micro-kernel: the portable one's bits, f64 within the order bound, remainders, threads",
               test_f32_avx2_bits);
-  CU_add_test(s,
-              "f32 avx2 row-lane tile (>= 9 rows): the fmaf chain's bits, f64 within the order bound, remainders, "
-              "threads, rows",
-              test_gemm_f32_lanes);
-  CU_add_test(s,
-              "4/8-bit exact linear at 17-127 rows on avx2: widened panels by the row-lane tile, the fmaf chain's bits",
-              test_q_lanes);
+  CU_add_test(
+      s,
+      "f32 row-lane tile (>= 9 rows, avx2 and avx512): the fmaf chain's bits, f64 within the order bound, remainders, "
+      "threads, rows",
+      test_gemm_f32_lanes);
+  CU_add_test(
+      s,
+      "4/8-bit exact linear at 17-127 rows on avx2 and avx512: widened panels by the row-lane tile, the fmaf chain's bits",
+      test_q_lanes);
 }

@@ -7,10 +7,10 @@
  * blocks, MR × NR register tiles) is the same for every element type; only the
  * micro-kernel that turns a tile of rows into dot products differs (ggml's
  * vec_dot per type). Per dtype:
- *   f32   own micro-kernel for n <= ZZ_GEMM_SMALL_M (AVX-512) or
- *         ZZ_GEMM_SMALL_M_AVX2 (AVX2: zz_dot's order, the portable bits); on
- *         AVX2 from ZZ_F32_LANE_N below ZZ_F32_SGEMM_N rows bf16's row-lane
- *         tile with an f32 W load (linear_pack.c, one FMA chain per output);
+ *   f32   own micro-kernel for n <= ZZ_GEMM_SMALL_M (AVX-512; AVX2: zz_dot's
+ *         order, the portable bits); from ZZ_F32_LANE_N below ZZ_F32_SGEMM_N
+ *         rows bf16's row-lane tile with an f32 W load (linear_pack.c, one FMA
+ *         chain per output; AVX2 and AVX-512);
  *         else OpenBLAS sgemm in shape-only tiles on the pool (zz_cpu_gemm_own
  *         is the rule);
  *   bf16  x rounded to bf16 once per call, then the own micro-kernel: vdpbf16ps
@@ -54,14 +54,13 @@
 #define ZZ_GEMM_KC_BYTES 4096 /* K block: bytes of one f32/bf16 W row (a 4-row panel is 16 KiB of L1) */
 #define ZZ_GEMM_CHUNK 64      /* W rows per pool task */
 #define ZZ_GEMM_MC 128        /* rows of x per block: its K block (128 × 4 KiB) stays in L2 */
-/* f32: the own kernel up to n = ZZ_GEMM_SMALL_M rows of x (decode at GPU batches
- * up to it), OpenBLAS's sgemm above (prefill), where packing is paid once for
- * many rows. Measured with bench/cpu_gemm_bench.c (docs/cpu.md, "GEMM"). */
-#define ZZ_GEMM_SMALL_M 64
-/* The limit of the AVX2 f32 kernel (zz_micro_f32_avx2: 8 ymm lanes, a 2 × 4
- * register tile, multiply then add): it beat sgemm's tiles at 1 and 8 rows of x
- * and lost from 16 (bench/cpu_gemm_bench.c, f32 against f32tiles; docs/cpu.md). */
-#define ZZ_GEMM_SMALL_M_AVX2 8
+/* The limit of the f32 dot kernels (zz_micro_f32_avx2: 8 ymm lanes, a 2 × 4
+ * register tile, multiply then add; zz_micro_f32_avx512: a 4 × 4 tile of zmm
+ * FMA): the AVX2 one beat sgemm's tiles at 1 and 8 rows of x and lost from 16
+ * (bench/cpu_gemm_bench.c, f32 against f32tiles; docs/cpu.md); the AVX-512 one
+ * ran up to 64 rows until the row-lane tile's zmm form beat it 1.2-1.9x at
+ * 16-127 rows (a Cascade Lake-class Xeon; docs/cpu.md "The row-lane tile"). */
+#define ZZ_GEMM_SMALL_M 8
 /* Up to this many rows of x (decode), each W panel's K blocks run back to back
  * (zz_gemm_chunk): x's rows stay in L1/L2 and W streams row by row. */
 #define ZZ_GEMM_STREAM_N 8
@@ -102,7 +101,7 @@
 #ifndef ZZ_BF16_PANEL_N
 #define ZZ_BF16_PANEL_N 16
 #endif
-/* f32 on AVX2 (not AVX-512: OpenBLAS's zmm sgemm there) from ZZ_F32_LANE_N
+/* f32 on AVX2 and AVX-512 from ZZ_F32_LANE_N
  * rows up to ZZ_F32_SGEMM_N: the row-lane tile of linear_pack.c (x in 16-row
  * lanes, W broadcast from its f32 rows as they are; bf16's tile with another
  * load), one FMA chain per output, so a row's bits do not depend on the rows
@@ -111,7 +110,7 @@
  * at 128, behind from 256 (down 11008 -> 4096: 0.75-0.85), so sgemm tiles from
  * there, where packing W pays for many rows. The dot kernel keeps 1-8 rows
  * (decode: the portable bits; the tile was 0.8x it at 4 rows). */
-#define ZZ_F32_LANE_N (ZZ_GEMM_SMALL_M_AVX2 + 1)
+#define ZZ_F32_LANE_N (ZZ_GEMM_SMALL_M + 1)
 #ifndef ZZ_F32_SGEMM_N
 #define ZZ_F32_SGEMM_N 128
 #endif
@@ -672,14 +671,14 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
 }
 
 /* The micro-kernels for the process's ISA choice (kernels/cpu/isa.c). The f32
- * one: AVX-512 up to ZZ_GEMM_SMALL_M rows, AVX2 up to ZZ_GEMM_SMALL_M_AVX2
- * (the portable kernel's bits); portable: sgemm at every n. */
+ * one up to ZZ_GEMM_SMALL_M rows (AVX2: the portable kernel's bits), the
+ * row-lane tile from there below ZZ_F32_SGEMM_N; portable: sgemm at every n. */
 static zz_gemm_isa zz_gemm_isa_get(void) {
   zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c, false, false, 0, 0, 0};
 #ifdef ZZ_GEMM_X86
   zz_cpu_isa isa = zz_cpu_isa_get();
   if (isa >= ZZ_CPU_ISA_AVX2) {
-    s.f32 = zz_micro_f32_avx2, s.f32_n = ZZ_GEMM_SMALL_M_AVX2, s.f32_lane_n = ZZ_F32_LANE_N;
+    s.f32 = zz_micro_f32_avx2, s.f32_n = ZZ_GEMM_SMALL_M, s.f32_lane_n = ZZ_F32_LANE_N;
     s.bf16 = zz_micro_bf16_avx2;
     s.widen_bf16 = zz_widen_bf16_avx2;
     s.wide_tile = zz_bf16_wide_tile;
@@ -689,7 +688,7 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
     s.bf16_pack_n = ZZ_BF16_PACK_N;
   }
   if (isa == ZZ_CPU_ISA_AVX512) {
-    s.f32 = zz_micro_f32_avx512, s.f32_n = ZZ_GEMM_SMALL_M, s.f32_lane_n = 0;
+    s.f32 = zz_micro_f32_avx512;
     s.q4 = zz_micro_q4_avx512;
     s.bf16_pack_n = INT64_MAX; /* the row-lane tile's zmm form at every n */
     if (zz_cpu_has_bf16()) {

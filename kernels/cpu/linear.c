@@ -58,8 +58,9 @@
  * register tile, multiply then add; zz_micro_f32_avx512: a 4 × 4 tile of zmm
  * FMA): the AVX2 one beat sgemm's tiles at 1 and 8 rows of x and lost from 16
  * (bench/cpu_gemm_bench.c, f32 against f32tiles; docs/cpu.md); the AVX-512 one
- * ran up to 64 rows until the row-lane tile's zmm form beat it 1.2-1.9x at
- * 16-127 rows (a Cascade Lake-class Xeon; docs/cpu.md "The row-lane tile"). */
+ * ran up to 64 rows until the row-lane tile's zmm form beat it 1.0-1.65x at
+ * 16-127 rows (a Cascade Lake-class Xeon; docs/cpu.md "The row-lane tile on
+ * AVX-512"; not measured on CPUs with avx512_bf16). */
 #define ZZ_GEMM_SMALL_M 8
 /* Up to this many rows of x (decode), each W panel's K blocks run back to back
  * (zz_gemm_chunk): x's rows stay in L1/L2 and W streams row by row. */
@@ -1086,7 +1087,7 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const voi
   if (bf16 ? n >= ZZ_BF16_PANEL_N && !isa.bf16_dot : isa.f32_lane_n && n >= isa.f32_lane_n) {
     /* one FMA chain per output (linear_pack.c): the row-lane tile reads W as it
      * is (AVX2; AVX-512 widens pieces of it into L1; bf16 below
-     * isa.bf16_pack_n rows, f32 at every n on AVX2: it beat the
+     * isa.bf16_pack_n rows, f32 at every n: it beat the
      * packed GEMM's f32 tiles there), else (and portable) the packed GEMM, x
      * rounded and packed into xb, W widened into slivers by each task; the same
      * bits either way */

@@ -71,7 +71,14 @@ static const char *launcher_job(void) {
 
 /* ================================================================ the arrival directory */
 
-/* /dev/shm/zigzag-init.<uid>.<job>; "" when the job has no id (not under a launcher). */
+/* Under Open MPI <session>/zigzag-init.<job>, in the job family's session
+ * directory (OMPI_MCA_orte_jobfam_session_dir), which mpirun (or the host's
+ * orted) removes with everything in it when the job ends, however its ranks
+ * ended: a rank that resumes from SIGSTOP when the launcher tears the job down
+ * can write its arrival just before the launcher's SIGKILL, which no handler
+ * sees, and in /dev/shm that file stayed (4 runs in 12 of stage_init-stop under
+ * ASan on a loaded machine). Else /dev/shm/zigzag-init.<uid>.<job>; "" when the
+ * job has no id (not under a launcher). */
 static void arrival_dir(char *out, size_t n) {
   const char *job = launcher_job();
   out[0] = '\0';
@@ -82,6 +89,11 @@ static void arrival_dir(char *out, size_t n) {
     safe[k++] = (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ? *c : '_';
   safe[k] = '\0';
   struct stat sb;
+  const char *session = getenv("OMPI_MCA_orte_jobfam_session_dir");
+  if (session && *session && stat(session, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    snprintf(out, n, "%s/zigzag-init.%s", session, safe);
+    return;
+  }
   const char *base = stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) ? "/dev/shm" : "/tmp";
   snprintf(out, n, "%s/zigzag-init.%u.%s", base, (unsigned)getuid(), safe);
 }

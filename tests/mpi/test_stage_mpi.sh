@@ -162,11 +162,17 @@ init-stop)
   grep -q "^zigzag: rank [013] (host [^)]*): MPI_Init_thread did not complete within 2.0 s: rank 2 never arrived" <<<"$out" ||
     bad "init-stop: no rank named rank 2"
   check_fault init-stop lines 4
-  # nothing left in /dev/shm: the arrival directory of this job (Open MPI's job id is
-  # family << 16 | 1, as mpirun's "Process name: [[family,1],rank]" shows it)
+  # nothing left of the arrival directory of this job (Open MPI's job id is family <<
+  # 16 | 1, as mpirun's "Process name: [[family,1],rank]" shows it): not in the job
+  # family's session directory under Open MPI's tmpdir, which mpirun removes with
+  # the job, nor in /dev/shm, where other launchers keep it
   fam=$(grep -o 'Process name: \[\[[0-9]*,1\]' <<<"$out" | head -1 | grep -o '[0-9]*,' | tr -d ,)
   if [ -n "$fam" ]; then
-    ls -d "/dev/shm/zigzag-init.$(id -u).$((fam * 65536 + 1))" 2>/dev/null && bad "init-stop: its arrival directory is left in /dev/shm"
+    job=$((fam * 65536 + 1))
+    ls -d "/dev/shm/zigzag-init.$(id -u).$job" "${TMPDIR:-/tmp}"/ompi.*/pid.*/zigzag-init."$job" 2>/dev/null &&
+      bad "init-stop: its arrival directory is left behind"
+  else
+    bad "init-stop: no Open MPI process name in the output, so the arrival directory could not be checked"
   fi
   ;;
 launcher-kill)

@@ -49,6 +49,19 @@ static inline size_t zz_xq_group_bytes(int bits, int64_t m) { return 4 + (size_t
 
 static inline int64_t zz_xq_groups(int64_t in, int group) { return (in + group - 1) / group; }
 
+/* The packing's walk, shared by both packed tiles: each W row's byte offset
+ * from row 0 (o[c], rows of one weight lie a row's bytes apart, so one base
+ * and offsets address them all), and 64-block kb's group g, element e in it,
+ * and that group's record in row 0 (gb bytes a group). */
+static inline __attribute__((always_inline)) void zz_xq_row_offsets(const void *const *wr, int rows, size_t *o) {
+  for (int c = 0; c < rows; c++) o[c] = (size_t)((const unsigned char *)wr[c] - (const unsigned char *)wr[0]);
+}
+static inline __attribute__((always_inline)) const unsigned char *zz_xq_block_at(const void *w0, int64_t kb, int group,
+                                                                                 size_t gb, int64_t *g, int64_t *e) {
+  *g = kb * 64 / group, *e = kb * 64 % group;
+  return (const unsigned char *)w0 + (size_t)*g * gb;
+}
+
 size_t zz_xq_row_bytes(int64_t in, int group) {
   size_t b = (size_t)zz_xq_groups(in, group) * 12 + (size_t)in;
   return (b + 63) / 64 * 64;
@@ -508,13 +521,12 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_pack_avx2(con
                                                                              int nb, int group, size_t gb, int8_t *pk,
                                                                              float *hd, size_t pf, const int BITS) {
   const __m256i m4 = _mm256_set1_epi8(0x0f);
-  const unsigned char *w0 = wr[0];
   size_t o[ZZ_XQ_PW];
-  for (int c = 0; c < ZZ_XQ_PW; c++) o[c] = (size_t)((const unsigned char *)wr[c] - w0);
+  zz_xq_row_offsets(wr, ZZ_XQ_PW, o);
   const int64_t g0 = b0 * 64 / group;
   for (int b = 0; b < nb; b++) {
-    const int64_t k = (b0 + b) * 64, g = k / group, e = k % group;
-    const unsigned char *gp = w0 + (size_t)g * gb;
+    int64_t g, e;
+    const unsigned char *gp = zz_xq_block_at(wr[0], b0 + b, group, gb, &g, &e);
     int8_t *p = pk + (size_t)b * ZZ_XQ_PB * BITS / 4;
     for (int h = 0; h < BITS / 4; h++) { /* 4-bit: the block; 8-bit: its halves of 32 bytes */
       __m256i lo[ZZ_XQ_PW], hi[ZZ_XQ_PW];
@@ -757,13 +769,12 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_pack(const vo
                                                                         int nb, int group, size_t gb, int8_t *pk,
                                                                         float *hd, size_t pf, const int BITS) {
   const __m256i m4 = _mm256_set1_epi8(0x0f);
-  const unsigned char *w0 = wr[0];
   size_t o[ZZ_XV_PW];
-  for (int c = 0; c < ZZ_XV_PW; c++) o[c] = (size_t)((const unsigned char *)wr[c] - w0);
+  zz_xq_row_offsets(wr, ZZ_XV_PW, o);
   const int64_t g0 = b0 * 64 / group;
   for (int b = 0; b < nb; b++) {
-    const int64_t k = (b0 + b) * 64, g = k / group, e = k % group;
-    const unsigned char *gp = w0 + (size_t)g * gb;
+    int64_t g, e;
+    const unsigned char *gp = zz_xq_block_at(wr[0], b0 + b, group, gb, &g, &e);
     __m512i r[ZZ_XV_PW];
     for (int c = 0; c < ZZ_XV_PW; c++) {
       const unsigned char *d = gp + o[c] + 4 + (BITS == 4 ? e / 2 : e);

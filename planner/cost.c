@@ -159,9 +159,9 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
    * nothing dropped the sum is the one term it always was, to the last bit. */
   if (L->kind != ZZ_LAYER_INPUT_EMBED) {
     double rows = L->kind == ZZ_LAYER_OUTPUT_EMBED ? gbs : gbs * sq;
-    double kept = zz_layer_wants_all_rows(m, L, (int64_t)sq, false) ? 0 : mat_kv;
-    comp->c += 2 * (mat - kept) * rows * in->num_gb / zz_gemm_rate(in, q4w, wq, rows);
-    if (kept > 0) comp->c += 2 * kept * gbs * in->num_gb / zz_gemm_rate(in, q4w, wq, gbs);
+    double last_rows_only = zz_layer_wants_all_rows(m, L, (int64_t)sq, false) ? 0 : mat_kv;
+    comp->c += 2 * (mat - last_rows_only) * rows * in->num_gb / zz_gemm_rate(in, q4w, wq, rows);
+    if (last_rows_only > 0) comp->c += 2 * last_rows_only * gbs * in->num_gb / zz_gemm_rate(in, q4w, wq, gbs);
   }
 
   /* hidden states of each (layer, batch) to and from their home */

@@ -639,7 +639,7 @@ static void zz_rl5_task(void *arg, int64_t t) {
   bool stream = groups <= ZZ_RL5_STREAM_G;
   _Alignas(64) float acc[ZZ_RL_GROUPS * ZZ_RL_TASK * ZZ_RL_MR];
   _Alignas(64) float wp[ZZ_RL5_NR * ZZ_RL5_KS];
-  memset(acc, 0, sizeof acc); /* every chain starts at 0 */
+  memset(acc, 0, (size_t)groups * ZZ_RL_TASK * ZZ_RL_MR * sizeof *acc); /* the groups' chains start at 0 */
   for (int64_t e = 0; e < panels * pieces; e++) {
     int64_t p = stream ? e / pieces : e % panels, q = stream ? e % pieces : e / panels;
     int64_t k = q * ZZ_RL5_KS, k0 = k - k % ZZ_RL_KC, len = j->in - k < ZZ_RL5_KS ? j->in - k : ZZ_RL5_KS;

@@ -21,6 +21,10 @@
  * (GOP/s of the u8 x s8 dot the probe found) for q4i8 and q8i8,
  * and the weight bytes per second and their fraction of the streaming read
  * bandwidth (the bound at small n, where a linear reads each weight once).
+ * Each call reads its weights from memory, as a model's layers do: the calls
+ * cycle through copies of W that together exceed any last-level cache
+ * (ZZ_BENCH_COLD_BYTES); with one copy, a 32 MiB W sat in a 36 MiB L3 in
+ * some runs and not in others.
  * CSV on stdout, the peaks on stderr. Not a test: never part of ctest.
  *
  *   cpu_gemm_bench [threads=2] [Ms=1,16,64] [shapes=llama7b|opt1.3b] [kernels=all|list]
@@ -44,23 +48,43 @@ typedef struct zz_gemm_call {
   zz_pool *pool;
   zz_kind kind;
   const float *x, *b;
-  const void *w;
+  void *const *ws; /* the copies of W, one per call in turn */
+  int nw, next;
   int64_t n, in, out;
   float *y;
   void *xb;
 } zz_gemm_call;
 
+#define ZZ_BENCH_COLD_BYTES ((size_t)256 << 20) /* more than the L3 of any CPU these runs meet */
+
+/* Copies of w (bytes long; w itself the first) that together reach
+ * ZZ_BENCH_COLD_BYTES: *n of them. */
+static void **zz_cold_copies(void *w, size_t bytes, int *n) {
+  *n = (int)((ZZ_BENCH_COLD_BYTES + bytes - 1) / bytes);
+  void **c = malloc((size_t)*n * sizeof *c);
+  c[0] = w;
+  for (int i = 1; i < *n; i++) c[i] = memcpy(malloc(bytes), w, bytes);
+  return c;
+}
+
+static void zz_cold_free(void **c, int n) {
+  for (int i = 0; i < n; i++) free(c[i]);
+  free(c);
+}
+
 static void zz_gemm_run(void *arg) {
-  const zz_gemm_call *c = arg;
+  zz_gemm_call *c = arg;
+  const void *w = c->ws[c->next];
+  c->next = (c->next + 1) % c->nw;
   switch (c->kind) {
-    case K_SGEMM: zz_cpu_linear(c->x, c->n, c->in, c->w, c->b, c->out, c->y, 0); break;
-    case K_F32: zz_cpu_linear_w(c->pool, c->x, c->n, c->in, c->w, ZZ_DTYPE_F32, c->b, c->out, c->y, 0, c->xb); break;
-    case K_F32T: zz_cpu_linear_pool(c->pool, c->x, c->n, c->in, c->w, c->b, c->out, c->y, 0); break;
-    case K_BF16: zz_cpu_linear_w(c->pool, c->x, c->n, c->in, c->w, ZZ_DTYPE_BF16, c->b, c->out, c->y, 0, c->xb); break;
+    case K_SGEMM: zz_cpu_linear(c->x, c->n, c->in, w, c->b, c->out, c->y, 0); break;
+    case K_F32: zz_cpu_linear_w(c->pool, c->x, c->n, c->in, w, ZZ_DTYPE_F32, c->b, c->out, c->y, 0, c->xb); break;
+    case K_F32T: zz_cpu_linear_pool(c->pool, c->x, c->n, c->in, w, c->b, c->out, c->y, 0); break;
+    case K_BF16: zz_cpu_linear_w(c->pool, c->x, c->n, c->in, w, ZZ_DTYPE_BF16, c->b, c->out, c->y, 0, c->xb); break;
     default: {
       zz_qfmt f = c->kind == K_Q4 || c->kind == K_Q4I8 ? ZZ_QFMT_DEFAULT : zz_q8fmt;
       zz_cpu_act act = c->kind >= K_Q4I8 ? ZZ_CPU_ACT_INT8 : ZZ_CPU_ACT_F32;
-      zz_cpu_linear_q(c->pool, c->x, c->n, c->in, c->w, f, act, c->b, c->out, c->y, 0);
+      zz_cpu_linear_q(c->pool, c->x, c->n, c->in, w, f, act, c->b, c->out, c->y, 0);
       break;
     }
   }
@@ -144,9 +168,14 @@ int main(int argc, char **argv) {
     zz_convert(ZZ_DTYPE_F32, w, ZZ_DTYPE_BF16, wb, in * out);
     zz_q_quantize(ZZ_QFMT_DEFAULT, w, out, in, wq);
     zz_q_quantize(zz_q8fmt, w, out, in, wq8);
-    const void *wk[K_COUNT] = {w, w, w, wb, wq, wq8, wq, wq8};
     const double b4 = (double)zz_q_row_bytes(ZZ_QFMT_DEFAULT, in) * out,
                  b8 = (double)zz_q_row_bytes(zz_q8fmt, in) * out;
+    int n32, n16, nq4, nq8;
+    void **c32 = zz_cold_copies(w, 4 * (size_t)(in * out), &n32),
+         **c16 = zz_cold_copies(wb, 2 * (size_t)(in * out), &n16);
+    void **cq4 = zz_cold_copies(wq, (size_t)b4, &nq4), **cq8 = zz_cold_copies(wq8, (size_t)b8, &nq8);
+    void **const wk[K_COUNT] = {c32, c32, c32, c16, cq4, cq8, cq4, cq8};
+    const int nwk[K_COUNT] = {n32, n32, n32, n16, nq4, nq8, nq4, nq8};
     const double wbytes[K_COUNT] = {4.0 * in * out, 4.0 * in * out, 4.0 * in * out, 2.0 * in * out, b4, b8, b4, b8};
     double t_exact[K_COUNT] = {0}; /* q4, q8 at this m: what q4i8, q8i8 are compared with */
     for (int64_t i = 0; i < nm; i++) {
@@ -161,7 +190,7 @@ int main(int argc, char **argv) {
       for (int round = 0; round < 3; round++)
         for (int kind = 0; kind < K_COUNT; kind++) {
           if (!zz_list_has(kinds, zz_kind_names[kind])) continue;
-          zz_gemm_call c = {pool, (zz_kind)kind, x, b, wk[kind], m, in, out, y, xb};
+          zz_gemm_call c = {pool, (zz_kind)kind, x, b, wk[kind], nwk[kind], 0, m, in, out, y, xb};
           int np = kind >= K_BF16 && kind <= K_Q4 && zz_list_has(kinds, "portable") ? 2 : 1;
           for (int p = 0; p < np; p++) {
             zz_cpu_isa_set(p ? ZZ_CPU_ISA_PORTABLE : best);
@@ -196,7 +225,8 @@ int main(int argc, char **argv) {
       }
       free(x), free(y), free(xb);
     }
-    free(w), free(b), free(wb), free(wq), free(wq8);
+    free(b);
+    zz_cold_free(c32, n32), zz_cold_free(c16, n16), zz_cold_free(cq4, nq4), zz_cold_free(cq8, nq8);
   }
   zz_pool_destroy(pool);
   return 0;

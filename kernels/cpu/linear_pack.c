@@ -447,7 +447,28 @@ _Static_assert(ZZ_RL_TASK % ZZ_RL5_NR == 0 && ZZ_RL_KC % ZZ_RL5_KS == 0, "the AV
 #define ZZ_RL5_ST(O) "vmovups %%zmm" #O ", " #O "*64(%[t])\n\t"
 #define ZZ_RL5_S(v) #v
 #define ZZ_RL5_X(v) ZZ_RL5_S(v)
-#define ZZ_RL5_FMA(O) "vfmadd231ps " #O "*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w],%[k],4)%{1to16%}, %%zmm24, %%zmm" #O "\n\t"
+#define ZZ_RL5_FMA(O) "vfmadd231ps " #O "*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w])%{1to16%}, %%zmm24, %%zmm" #O "\n\t"
+/* One line of the W rows widened next, fetched at each k step: row min(k >> S,
+ * R) of the call's rows (pf + row·pfs), its line (k mod 2^S)·pfl bytes in. With
+ * the rows' lines spread over the loop, the next pieces arrive while this one
+ * is multiplied (decode at batch 16: 1.1-1.5x over no fetch, where the widening
+ * had been half the time, waiting on memory). pfs 0: no fetch (the 11 µops
+ * per k cost 3-9% where x's rows are many and the pieces' W a small part). */
+#define ZZ_RL5_PF(S, R)                                       \
+  "test %[pfs], %[pfs]\n\t"                                  \
+  "jz 2f\n\t"                                                \
+  "mov %[k], %[r]\n\t"                                       \
+  "shr $" #S ", %[r]\n\t"                                    \
+  "cmp $" #R ", %[r]\n\t"                                    \
+  "cmova %[rmax], %[r]\n\t"                                  \
+  "imul %[pfs], %[r]\n\t"                                    \
+  "mov %[k], %[o]\n\t"                                       \
+  "and $((1<<" #S ")-1), %[o]\n\t"                           \
+  "imul %[pfl], %[o]\n\t"                                    \
+  "add %[o], %[r]\n\t"                                       \
+  "prefetcht0 (%[pf],%[r])\n\t"                              \
+  "2:\n\t"                                                   \
+  "inc %[k]\n\t"
 #define ZZ_RL5_ALL(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) \
   M(12) M(13) M(14) M(15) M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23)
 #define ZZ_RL5_LD(O) ZZ_RL5_ACC(O, "vmovups")
@@ -455,40 +476,48 @@ _Static_assert(ZZ_RL_TASK % ZZ_RL5_NR == 0 && ZZ_RL_KC % ZZ_RL5_KS == 0, "the AV
  * (x's packed group, from L2: fetched ahead, which took the tile at 64 rows
  * from 0.42-0.55 to 0.55-0.6 of the FMA peak), w the widened piece
  * [24][ZZ_RL5_KS], t [24][16] the running sums (zero before the first k of a
- * chain). */
-__attribute__((target("avx512f"))) static void zz_rl5_micro(int64_t len, const float *a, const float *w, float *t) {
-  int64_t k = 0;
+ * chain); pf, pfs, pfl: the 24 W rows to fetch (ZZ_RL5_PF). The weight
+ * operands are base + displacement: an indexed one splits each FMA in two
+ * µops at issue (1.0-1.1x at 16 rows). */
+__attribute__((target("avx512f"))) static void zz_rl5_micro(int64_t len, const float *a, const float *w, float *t,
+                                                            const char *pf, int64_t pfs, int64_t pfl) {
+  const float *end = a + len * ZZ_RL_MR;
+  int64_t k = 0, r, o;
   __asm__ volatile(
       ZZ_RL5_ALL(ZZ_RL5_LD)
       "1:\n\t"
       "prefetcht0 " ZZ_RL5_X(ZZ_RL5_PFA) "(%[a])\n\t"
+      ZZ_RL5_PF(2, 23)
       "vmovups (%[a]), %%zmm24\n\t"
       ZZ_RL5_ALL(ZZ_RL5_FMA)
       "add $64, %[a]\n\t"
-      "inc %[k]\n\t"
-      "cmp %[len], %[k]\n\t"
+      "add $4, %[w]\n\t"
+      "cmp %[end], %[a]\n\t"
       "jb 1b\n\t"
       ZZ_RL5_ALL(ZZ_RL5_ST)
-      : [a] "+r"(a), [k] "+r"(k)
-      : [len] "r"(len), [t] "r"(t), [w] "r"(w)
+      : [a] "+r"(a), [w] "+r"(w), [k] "+r"(k), [r] "=&r"(r), [o] "=&r"(o)
+      : [end] "r"(end), [t] "r"(t), [pf] "r"(pf), [pfs] "r"(pfs), [pfl] "r"(pfl), [rmax] "r"((int64_t)23)
       : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
         "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
         "cc", "memory");
 }
 
 /* The same for two groups (32 rows) and 12 outputs: t0, t1 [12][16] the two
- * groups' sums, a the first group's x, a + gs floats the second's. Each W
+ * groups' sums, a the first group's x, a + gs floats the second's, and
+ * the 12 W rows to fetch. Each W
  * element is broadcast once (a load) for two FMAs, so per k 14 loads feed 24
  * FMA (the 24-output tile: 25 loads, more than the two load ports keep up with). */
 #define ZZ_RL5_LD2(O) ZZ_RL5_ACC2(O, "vmovups")
 #define ZZ_RL5_ACC2(O, OP) OP " " #O "*64(%[t0]), %%zmm" #O "\n\t" OP " " #O "*64(%[t1]), %%zmm1" #O "\n\t"
 #define ZZ_RL5_ST2(O) "vmovups %%zmm" #O ", " #O "*64(%[t0])\n\t" "vmovups %%zmm1" #O ", " #O "*64(%[t1])\n\t"
-#define ZZ_RL5_FMA2(O) "vbroadcastss " #O "*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w],%[k],4), %%zmm24\n\t" \
+#define ZZ_RL5_FMA2(O) "vbroadcastss " #O "*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w]), %%zmm24\n\t" \
   "vfmadd231ps %%zmm24, %%zmm22, %%zmm" #O "\n\t" "vfmadd231ps %%zmm24, %%zmm23, %%zmm1" #O "\n\t"
 #define ZZ_RL5_ALL2(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9)
 __attribute__((target("avx512f"))) static void zz_rl5_micro2(int64_t len, const float *a, int64_t gs, const float *w,
-                                                             float *t0, float *t1) {
-  int64_t k = 0;
+                                                             float *t0, float *t1, const char *pf, int64_t pfs,
+                                                             int64_t pfl) {
+  const float *end = a + len * ZZ_RL_MR;
+  int64_t k = 0, r, o;
   /* outputs 0-9 in zmm0-9 / zmm10-19 (the "1" prefix), 10-11 in zmm20-21 / zmm25-26 */
   __asm__ volatile(
       ZZ_RL5_ALL2(ZZ_RL5_LD2)
@@ -497,22 +526,24 @@ __attribute__((target("avx512f"))) static void zz_rl5_micro2(int64_t len, const 
       "1:\n\t"
       "prefetcht0 " ZZ_RL5_X(ZZ_RL5_PFA) "(%[a])\n\t"
       "prefetcht0 " ZZ_RL5_X(ZZ_RL5_PFA) "(%[a],%[gs],4)\n\t"
+      ZZ_RL5_PF(3, 11)
       "vmovups (%[a]), %%zmm22\n\t"
       "vmovups (%[a],%[gs],4), %%zmm23\n\t"
       ZZ_RL5_ALL2(ZZ_RL5_FMA2)
-      "vbroadcastss 10*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w],%[k],4), %%zmm24\n\t"
+      "vbroadcastss 10*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w]), %%zmm24\n\t"
       "vfmadd231ps %%zmm24, %%zmm22, %%zmm20\n\t" "vfmadd231ps %%zmm24, %%zmm23, %%zmm25\n\t"
-      "vbroadcastss 11*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w],%[k],4), %%zmm24\n\t"
+      "vbroadcastss 11*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w]), %%zmm24\n\t"
       "vfmadd231ps %%zmm24, %%zmm22, %%zmm21\n\t" "vfmadd231ps %%zmm24, %%zmm23, %%zmm26\n\t"
       "add $64, %[a]\n\t"
-      "inc %[k]\n\t"
-      "cmp %[len], %[k]\n\t"
+      "add $4, %[w]\n\t"
+      "cmp %[end], %[a]\n\t"
       "jb 1b\n\t"
       ZZ_RL5_ALL2(ZZ_RL5_ST2)
       "vmovups %%zmm20, 640(%[t0])\n\t" "vmovups %%zmm21, 704(%[t0])\n\t"
       "vmovups %%zmm25, 640(%[t1])\n\t" "vmovups %%zmm26, 704(%[t1])\n\t"
-      : [a] "+r"(a), [k] "+r"(k)
-      : [len] "r"(len), [gs] "r"(gs), [t0] "r"(t0), [t1] "r"(t1), [w] "r"(w)
+      : [a] "+r"(a), [w] "+r"(w), [k] "+r"(k), [r] "=&r"(r), [o] "=&r"(o)
+      : [end] "r"(end), [gs] "r"(gs), [t0] "r"(t0), [t1] "r"(t1), [pf] "r"(pf), [pfs] "r"(pfs), [pfl] "r"(pfl),
+        [rmax] "r"((int64_t)11)
       : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
         "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
         "xmm25", "xmm26", "cc", "memory");
@@ -525,6 +556,7 @@ __attribute__((target("avx512f"))) static void zz_rl5_micro2(int64_t len, const 
 #undef ZZ_RL5_ALL
 #undef ZZ_RL5_LD
 #undef ZZ_RL5_FMA
+#undef ZZ_RL5_PF
 #undef ZZ_RL5_X
 #undef ZZ_RL5_S
 #undef ZZ_RL5_ST
@@ -630,6 +662,9 @@ static void zz_rl_task(void *arg, int64_t t) {
 #ifndef ZZ_RL5_STREAM_G
 #define ZZ_RL5_STREAM_G 2
 #endif
+#ifndef ZZ_RL5_PFD
+#define ZZ_RL5_PFD 2
+#endif
 static void zz_rl5_task(void *arg, int64_t t) {
   const zz_pk_job *j = arg;
   int64_t c_lo, c_hi;
@@ -637,12 +672,18 @@ static void zz_rl5_task(void *arg, int64_t t) {
   int64_t groups = (j->n + ZZ_RL_MR - 1) / ZZ_RL_MR, panels = (c_hi - c_lo + ZZ_RL5_NR - 1) / ZZ_RL5_NR;
   int64_t pieces = (j->in + ZZ_RL5_KS - 1) / ZZ_RL5_KS; /* ZZ_RL5_KS divides ZZ_RL_KC */
   bool stream = groups <= ZZ_RL5_STREAM_G;
+  /* streaming, the W rows of the unit (tile p, piece q) ZZ_RL5_PFD ahead are
+   * fetched during a unit (1 left too little time, 4 too much) */
+  int64_t units = panels * pieces;
+  int64_t esz = j->bf16 ? (int64_t)sizeof(uint16_t) : (int64_t)sizeof(float), pfs = stream ? j->in * esz : 0;
   _Alignas(64) float acc[ZZ_RL_GROUPS * ZZ_RL_TASK * ZZ_RL_MR];
   _Alignas(64) float wp[ZZ_RL5_NR * ZZ_RL5_KS];
   memset(acc, 0, (size_t)groups * ZZ_RL_TASK * ZZ_RL_MR * sizeof *acc); /* the groups' chains start at 0 */
-  for (int64_t e = 0; e < panels * pieces; e++) {
+  for (int64_t e = 0; e < units; e++) {
     int64_t p = stream ? e / pieces : e % panels, q = stream ? e % pieces : e / panels;
     int64_t k = q * ZZ_RL5_KS, k0 = k - k % ZZ_RL_KC, len = j->in - k < ZZ_RL5_KS ? j->in - k : ZZ_RL5_KS;
+    int64_t f = stream && e + ZZ_RL5_PFD < units ? e + ZZ_RL5_PFD : e;
+    const char *pf = zz_rl_w_at(j, c_lo + f / pieces * ZZ_RL5_NR, c_hi, f % pieces * ZZ_RL5_KS);
     const void *w[ZZ_RL5_NR];
     for (int o = 0; o < ZZ_RL5_NR; o++) w[o] = zz_rl_w_at(j, c_lo + p * ZZ_RL5_NR + o, c_hi, k);
     zz_rl5_widen(w, j->bf16, len, wp);
@@ -653,11 +694,12 @@ static void zz_rl5_task(void *arg, int64_t t) {
       float *t0 = acc + (g * (ZZ_RL_TASK / ZZ_RL5_NR) + p) * ZZ_RL5_NR * ZZ_RL_MR;
       float *t1 = acc + ((g + 1) * (ZZ_RL_TASK / ZZ_RL5_NR) + p) * ZZ_RL5_NR * ZZ_RL_MR;
       for (int h = 0; h < ZZ_RL5_NR; h += ZZ_RL5_NR / 2)
-        zz_rl5_micro2(len, a, gs, wp + h * ZZ_RL5_KS, t0 + h * ZZ_RL_MR, t1 + h * ZZ_RL_MR);
+        zz_rl5_micro2(len, a, gs, wp + h * ZZ_RL5_KS, t0 + h * ZZ_RL_MR, t1 + h * ZZ_RL_MR, pf + h * pfs, pfs,
+                      ZZ_RL5_KS * esz / 8);
     }
     for (; g < groups; g++)
       zz_rl5_micro(len, zz_rl_x_at(j, g, k0) + (k - k0) * ZZ_RL_MR, wp,
-                   acc + (g * (ZZ_RL_TASK / ZZ_RL5_NR) + p) * ZZ_RL5_NR * ZZ_RL_MR);
+                   acc + (g * (ZZ_RL_TASK / ZZ_RL5_NR) + p) * ZZ_RL5_NR * ZZ_RL_MR, pf, pfs, ZZ_RL5_KS * esz / 4);
   }
   zz_rl_store(j, acc, c_lo, c_hi, ZZ_RL5_NR);
 }

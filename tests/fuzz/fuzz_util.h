@@ -3,6 +3,7 @@
 #ifndef ZZ_FUZZ_UTIL_H
 #define ZZ_FUZZ_UTIL_H
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdint.h>
@@ -14,14 +15,34 @@
 #include "zz_launch.h"
 #include "zz_runtime.h"
 
-/* A directory of this process, created once; removed by nobody (the fuzzer
- * exits with _exit), so it lives in the temporary filesystem. */
+/* path and everything under it (the scratch directory's files). */
+static inline void zz_fuzz_remove_tree(const char *path) {
+  DIR *d = opendir(path);
+  if (d) {
+    for (struct dirent *e; (e = readdir(d));) {
+      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+      char sub[512];
+      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+      zz_fuzz_remove_tree(sub);
+    }
+    closedir(d);
+  }
+  remove(path);
+}
+
+static inline const char *zz_fuzz_dir(void);
+static inline void zz_fuzz_dir_remove(void) { zz_fuzz_remove_tree(zz_fuzz_dir()); }
+
+/* A directory of this process, created once, in the temporary filesystem;
+ * removed when the fuzzer ends its run (libFuzzer's exit runs atexit), kept
+ * after a crash (_Exit), beside the input that made it. */
 static inline const char *zz_fuzz_dir(void) {
   static char dir[256];
   if (!dir[0]) {
     const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(dir, sizeof dir, "%s/zz-fuzz-XXXXXX", base);
     if (!mkdtemp(dir)) abort();
+    atexit(zz_fuzz_dir_remove);
   }
   return dir;
 }

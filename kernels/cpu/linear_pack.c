@@ -448,27 +448,32 @@ _Static_assert(ZZ_RL_TASK % ZZ_RL5_NR == 0 && ZZ_RL_KC % ZZ_RL5_KS == 0, "the AV
 #define ZZ_RL5_S(v) #v
 #define ZZ_RL5_X(v) ZZ_RL5_S(v)
 #define ZZ_RL5_FMA(O) "vfmadd231ps " #O "*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w])%{1to16%}, %%zmm24, %%zmm" #O "\n\t"
-/* One line of the W rows widened next, fetched at each k step: row min(k >> S,
- * R) of the call's rows (pf + row·pfs), its line (k mod 2^S)·pfl bytes in. With
+/* One line of the W rows widened next, fetched at each k step: q walks the
+ * call's rows (pf, pf + pfs, … below qend) 4 lines of pfl bytes each (bf16: the
+ * row's 256 bytes of the piece; f32 every other line), then stops (pfl 0: no
+ * fetch). 4 µops a step: the same walk computed from k (a multiply for the
+ * row) took 13, and left the 32-row tile bound by the 4-wide front end. With
  * the rows' lines spread over the loop, the next pieces arrive while this one
  * is multiplied (decode at batch 16: 1.1-1.5x over no fetch, where the widening
- * had been half the time, waiting on memory). pfs 0: no fetch (the 11 µops
- * per k cost 3-9% where x's rows are many and the pieces' W a small part). */
-#define ZZ_RL5_PF(S, R)                                       \
-  "test %[pfs], %[pfs]\n\t"                                  \
+ * had been half the time, waiting on memory). */
+#define ZZ_RL5_PF                                             \
+  "test %[pfl], %[pfl]\n\t"                                  \
   "jz 2f\n\t"                                                \
-  "mov %[k], %[r]\n\t"                                       \
-  "shr $" #S ", %[r]\n\t"                                    \
-  "cmp $" #R ", %[r]\n\t"                                    \
-  "cmova %[rmax], %[r]\n\t"                                  \
-  "imul %[pfs], %[r]\n\t"                                    \
-  "mov %[k], %[o]\n\t"                                       \
-  "and $((1<<" #S ")-1), %[o]\n\t"                           \
-  "imul %[pfl], %[o]\n\t"                                    \
-  "add %[o], %[r]\n\t"                                       \
-  "prefetcht0 (%[pf],%[r])\n\t"                              \
-  "2:\n\t"                                                   \
-  "inc %[k]\n\t"
+  "prefetcht0 (%[q])\n\t"                                    \
+  "add %[pfl], %[q]\n\t"                                     \
+  "dec %[c]\n\t"                                             \
+  "jnz 2f\n\t"                                               \
+  "add %[jump], %[q]\n\t"                                    \
+  "mov $4, %[c]\n\t"                                         \
+  "cmp %[qend], %[q]\n\t"                                    \
+  "jb 2f\n\t"                                                \
+  "xor %k[pfl], %k[pfl]\n\t"                                 \
+  "2:\n\t"
+/* The walk's registers for rows rows of pf (ZZ_RL5_PF). */
+#define ZZ_RL5_PF_VARS(rows)                                                                                           \
+  const char *q = pf, *qend = pf + (rows) * pfs;                                                                       \
+  int64_t c = 4, jump = pfs - 4 * pfl;                                                                                 \
+  if (!pfs) pfl = 0
 #define ZZ_RL5_ALL(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) \
   M(12) M(13) M(14) M(15) M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23)
 #define ZZ_RL5_LD(O) ZZ_RL5_ACC(O, "vmovups")
@@ -476,18 +481,18 @@ _Static_assert(ZZ_RL_TASK % ZZ_RL5_NR == 0 && ZZ_RL_KC % ZZ_RL5_KS == 0, "the AV
  * (x's packed group, from L2: fetched ahead, which took the tile at 64 rows
  * from 0.42-0.55 to 0.55-0.6 of the FMA peak), w the widened piece
  * [24][ZZ_RL5_KS], t [24][16] the running sums (zero before the first k of a
- * chain); pf, pfs, pfl: the 24 W rows to fetch (ZZ_RL5_PF). The weight
+ * chain); pf, pfs, pfl: the 24 W rows to fetch (ZZ_RL5_PF; pfs 0: none). The weight
  * operands are base + displacement: an indexed one splits each FMA in two
  * µops at issue (1.0-1.1x at 16 rows). */
 __attribute__((target("avx512f"))) static void zz_rl5_micro(int64_t len, const float *a, const float *w, float *t,
                                                             const char *pf, int64_t pfs, int64_t pfl) {
   const float *end = a + len * ZZ_RL_MR;
-  int64_t k = 0, r, o;
+  ZZ_RL5_PF_VARS(ZZ_RL5_NR);
   __asm__ volatile(
       ZZ_RL5_ALL(ZZ_RL5_LD)
       "1:\n\t"
       "prefetcht0 " ZZ_RL5_X(ZZ_RL5_PFA) "(%[a])\n\t"
-      ZZ_RL5_PF(2, 23)
+      ZZ_RL5_PF
       "vmovups (%[a]), %%zmm24\n\t"
       ZZ_RL5_ALL(ZZ_RL5_FMA)
       "add $64, %[a]\n\t"
@@ -495,8 +500,8 @@ __attribute__((target("avx512f"))) static void zz_rl5_micro(int64_t len, const f
       "cmp %[end], %[a]\n\t"
       "jb 1b\n\t"
       ZZ_RL5_ALL(ZZ_RL5_ST)
-      : [a] "+r"(a), [w] "+r"(w), [k] "+r"(k), [r] "=&r"(r), [o] "=&r"(o)
-      : [end] "r"(end), [t] "r"(t), [pf] "r"(pf), [pfs] "r"(pfs), [pfl] "r"(pfl), [rmax] "r"((int64_t)23)
+      : [a] "+r"(a), [w] "+r"(w), [q] "+r"(q), [c] "+r"(c), [pfl] "+r"(pfl)
+      : [end] "r"(end), [t] "r"(t), [jump] "r"(jump), [qend] "r"(qend)
       : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
         "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
         "cc", "memory");
@@ -517,7 +522,7 @@ __attribute__((target("avx512f"))) static void zz_rl5_micro2(int64_t len, const 
                                                              float *t0, float *t1, const char *pf, int64_t pfs,
                                                              int64_t pfl) {
   const float *end = a + len * ZZ_RL_MR;
-  int64_t k = 0, r, o;
+  ZZ_RL5_PF_VARS(ZZ_RL5_NR / 2);
   /* outputs 0-9 in zmm0-9 / zmm10-19 (the "1" prefix), 10-11 in zmm20-21 / zmm25-26 */
   __asm__ volatile(
       ZZ_RL5_ALL2(ZZ_RL5_LD2)
@@ -526,7 +531,7 @@ __attribute__((target("avx512f"))) static void zz_rl5_micro2(int64_t len, const 
       "1:\n\t"
       "prefetcht0 " ZZ_RL5_X(ZZ_RL5_PFA) "(%[a])\n\t"
       "prefetcht0 " ZZ_RL5_X(ZZ_RL5_PFA) "(%[a],%[gs],4)\n\t"
-      ZZ_RL5_PF(3, 11)
+      ZZ_RL5_PF
       "vmovups (%[a]), %%zmm22\n\t"
       "vmovups (%[a],%[gs],4), %%zmm23\n\t"
       ZZ_RL5_ALL2(ZZ_RL5_FMA2)
@@ -541,9 +546,8 @@ __attribute__((target("avx512f"))) static void zz_rl5_micro2(int64_t len, const 
       ZZ_RL5_ALL2(ZZ_RL5_ST2)
       "vmovups %%zmm20, 640(%[t0])\n\t" "vmovups %%zmm21, 704(%[t0])\n\t"
       "vmovups %%zmm25, 640(%[t1])\n\t" "vmovups %%zmm26, 704(%[t1])\n\t"
-      : [a] "+r"(a), [w] "+r"(w), [k] "+r"(k), [r] "=&r"(r), [o] "=&r"(o)
-      : [end] "r"(end), [gs] "r"(gs), [t0] "r"(t0), [t1] "r"(t1), [pf] "r"(pf), [pfs] "r"(pfs), [pfl] "r"(pfl),
-        [rmax] "r"((int64_t)11)
+      : [a] "+r"(a), [w] "+r"(w), [q] "+r"(q), [c] "+r"(c), [pfl] "+r"(pfl)
+      : [end] "r"(end), [gs] "r"(gs), [t0] "r"(t0), [t1] "r"(t1), [jump] "r"(jump), [qend] "r"(qend)
       : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
         "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
         "xmm25", "xmm26", "cc", "memory");
@@ -557,6 +561,7 @@ __attribute__((target("avx512f"))) static void zz_rl5_micro2(int64_t len, const 
 #undef ZZ_RL5_LD
 #undef ZZ_RL5_FMA
 #undef ZZ_RL5_PF
+#undef ZZ_RL5_PF_VARS
 #undef ZZ_RL5_X
 #undef ZZ_RL5_S
 #undef ZZ_RL5_ST
@@ -673,7 +678,9 @@ static void zz_rl5_task(void *arg, int64_t t) {
   int64_t pieces = (j->in + ZZ_RL5_KS - 1) / ZZ_RL5_KS; /* ZZ_RL5_KS divides ZZ_RL_KC */
   bool stream = groups <= ZZ_RL5_STREAM_G;
   /* streaming, the W rows of the unit (tile p, piece q) ZZ_RL5_PFD ahead are
-   * fetched during a unit (1 left too little time, 4 too much) */
+   * fetched during a unit (1 left too little time, 4 too much); with more
+   * groups none (W is a small part of the traffic there, and a first form of
+   * the walk, 13 µops a step, cost 3-9% at 512 rows) */
   int64_t units = panels * pieces;
   int64_t esz = j->bf16 ? (int64_t)sizeof(uint16_t) : (int64_t)sizeof(float), pfs = stream ? j->in * esz : 0;
   _Alignas(64) float acc[ZZ_RL_GROUPS * ZZ_RL_TASK * ZZ_RL_MR];
@@ -695,7 +702,7 @@ static void zz_rl5_task(void *arg, int64_t t) {
       float *t1 = acc + ((g + 1) * (ZZ_RL_TASK / ZZ_RL5_NR) + p) * ZZ_RL5_NR * ZZ_RL_MR;
       for (int h = 0; h < ZZ_RL5_NR; h += ZZ_RL5_NR / 2)
         zz_rl5_micro2(len, a, gs, wp + h * ZZ_RL5_KS, t0 + h * ZZ_RL_MR, t1 + h * ZZ_RL_MR, pf + h * pfs, pfs,
-                      ZZ_RL5_KS * esz / 8);
+                      ZZ_RL5_KS * esz / 4);
     }
     for (; g < groups; g++)
       zz_rl5_micro(len, zz_rl_x_at(j, g, k0) + (k - k0) * ZZ_RL_MR, wp,

@@ -450,8 +450,8 @@ _Static_assert(ZZ_RL_TASK % ZZ_RL5_NR == 0 && ZZ_RL_KC % ZZ_RL5_KS == 0, "the AV
 #define ZZ_RL5_FMA(O) "vfmadd231ps " #O "*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w])%{1to16%}, %%zmm24, %%zmm" #O "\n\t"
 /* One line of the W rows widened next, fetched at each k step: q walks the
  * call's rows (pf, pf + pfs, … below qend) 4 lines of pfl bytes each (bf16: the
- * row's 256 bytes of the piece; f32 every other line), then stops (pfl 0: no
- * fetch). 4 µops a step: the same walk computed from k (a multiply for the
+ * row's 256 bytes of the piece; f32 every other line), then stops (pfl set to
+ * 0). 4 µops a step: the same walk computed from k (a multiply for the
  * row) took 13, and left the 32-row tile bound by the 4-wide front end. With
  * the rows' lines spread over the loop, the next pieces arrive while this one
  * is multiplied (decode at batch 16: 1.1-1.5x over no fetch, where the widening
@@ -472,8 +472,7 @@ _Static_assert(ZZ_RL_TASK % ZZ_RL5_NR == 0 && ZZ_RL_KC % ZZ_RL5_KS == 0, "the AV
 /* The walk's registers for rows rows of pf (ZZ_RL5_PF). */
 #define ZZ_RL5_PF_VARS(rows)                                                                                           \
   const char *q = pf, *qend = pf + (rows) * pfs;                                                                       \
-  int64_t c = 4, jump = pfs - 4 * pfl;                                                                                 \
-  if (!pfs) pfl = 0
+  int64_t c = 4, jump = pfs - 4 * pfl
 #define ZZ_RL5_ALL(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) \
   M(12) M(13) M(14) M(15) M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23)
 #define ZZ_RL5_LD(O) ZZ_RL5_ACC(O, "vmovups")
@@ -481,7 +480,7 @@ _Static_assert(ZZ_RL_TASK % ZZ_RL5_NR == 0 && ZZ_RL_KC % ZZ_RL5_KS == 0, "the AV
  * (x's packed group, from L2: fetched ahead, which took the tile at 64 rows
  * from 0.42-0.55 to 0.55-0.6 of the FMA peak), w the widened piece
  * [24][ZZ_RL5_KS], t [24][16] the running sums (zero before the first k of a
- * chain); pf, pfs, pfl: the 24 W rows to fetch (ZZ_RL5_PF; pfs 0: none). The weight
+ * chain); pf, pfs, pfl: the 24 W rows to fetch (ZZ_RL5_PF). The weight
  * operands are base + displacement: an indexed one splits each FMA in two
  * µops at issue (1.0-1.1x at 16 rows). */
 __attribute__((target("avx512f"))) static void zz_rl5_micro(int64_t len, const float *a, const float *w, float *t,
@@ -677,20 +676,21 @@ static void zz_rl5_task(void *arg, int64_t t) {
   int64_t groups = (j->n + ZZ_RL_MR - 1) / ZZ_RL_MR, panels = (c_hi - c_lo + ZZ_RL5_NR - 1) / ZZ_RL5_NR;
   int64_t pieces = (j->in + ZZ_RL5_KS - 1) / ZZ_RL5_KS; /* ZZ_RL5_KS divides ZZ_RL_KC */
   bool stream = groups <= ZZ_RL5_STREAM_G;
-  /* streaming, the W rows of the unit (tile p, piece q) ZZ_RL5_PFD ahead are
-   * fetched during a unit (1 left too little time, 4 too much); with more
-   * groups none (W is a small part of the traffic there, and a first form of
-   * the walk, 13 µops a step, cost 3-9% at 512 rows) */
+  /* the W rows of the unit (tile p, piece q) ZZ_RL5_PFD ahead when streaming
+   * (1 left too little time, 4 too much), else of the next unit, are fetched
+   * during a unit (with more groups the first form of the walk, 13 µops a
+   * step, cost 3-9% at 512 rows; this one gains there too) */
   int64_t units = panels * pieces;
-  int64_t esz = j->bf16 ? (int64_t)sizeof(uint16_t) : (int64_t)sizeof(float), pfs = stream ? j->in * esz : 0;
+  int64_t esz = j->bf16 ? (int64_t)sizeof(uint16_t) : (int64_t)sizeof(float), pfs = j->in * esz;
   _Alignas(64) float acc[ZZ_RL_GROUPS * ZZ_RL_TASK * ZZ_RL_MR];
   _Alignas(64) float wp[ZZ_RL5_NR * ZZ_RL5_KS];
   memset(acc, 0, (size_t)groups * ZZ_RL_TASK * ZZ_RL_MR * sizeof *acc); /* the groups' chains start at 0 */
   for (int64_t e = 0; e < units; e++) {
     int64_t p = stream ? e / pieces : e % panels, q = stream ? e % pieces : e / panels;
     int64_t k = q * ZZ_RL5_KS, k0 = k - k % ZZ_RL_KC, len = j->in - k < ZZ_RL5_KS ? j->in - k : ZZ_RL5_KS;
-    int64_t f = stream && e + ZZ_RL5_PFD < units ? e + ZZ_RL5_PFD : e;
-    const char *pf = zz_rl_w_at(j, c_lo + f / pieces * ZZ_RL5_NR, c_hi, f % pieces * ZZ_RL5_KS);
+    int64_t ahead = stream ? ZZ_RL5_PFD : 1, f = e + ahead < units ? e + ahead : e;
+    int64_t fp = stream ? f / pieces : f % panels, fq = stream ? f % pieces : f / panels;
+    const char *pf = zz_rl_w_at(j, c_lo + fp * ZZ_RL5_NR, c_hi, fq * ZZ_RL5_KS);
     const void *w[ZZ_RL5_NR];
     for (int o = 0; o < ZZ_RL5_NR; o++) w[o] = zz_rl_w_at(j, c_lo + p * ZZ_RL5_NR + o, c_hi, k);
     zz_rl5_widen(w, j->bf16, len, wp);

@@ -455,11 +455,13 @@ _Static_assert(ZZ_RL_TASK % ZZ_RL5_NR == 0 && ZZ_RL_KC % ZZ_RL5_KS == 0, "the AV
  * row) took 13, and left the 32-row tile bound by the 4-wide front end. With
  * the rows' lines spread over the loop, the next pieces arrive while this one
  * is multiplied (decode at batch 16: 1.1-1.5x over no fetch, where the widening
- * had been half the time, waiting on memory). */
+ * had been half the time, waiting on memory). Into L2, where the widening
+ * reads them soon after: into L1 they crowded out x and the W buffer (1.00-1.04x
+ * for L2, in one process, 16-512 rows). */
 #define ZZ_RL5_PF                                             \
   "test %[pfl], %[pfl]\n\t"                                  \
   "jz 2f\n\t"                                                \
-  "prefetcht0 (%[q])\n\t"                                    \
+  "prefetcht1 (%[q])\n\t"                                    \
   "add %[pfl], %[q]\n\t"                                     \
   "dec %[c]\n\t"                                             \
   "jnz 2f\n\t"                                               \

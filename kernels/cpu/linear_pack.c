@@ -182,6 +182,9 @@ typedef struct zz_pk_job {
   int64_t ldy;
 } zz_pk_job;
 
+/* Bytes of one W element. */
+static inline size_t zz_pk_esz(const zz_pk_job *j) { return j->bf16 ? sizeof(uint16_t) : sizeof(float); }
+
 /* f rounded to bf16 and widened back (zz_f32_to_bf16's rounding, inline) */
 static inline float zz_pk_round(float f) {
   uint32_t u;
@@ -223,7 +226,7 @@ static void zz_pk_pack_x(void *arg, int64_t t) {
 /* W rows c0 .. c0 + nr (nr <= NR), K block k0 .. k0 + kc, into dst [kc][NR],
  * rows past nr zero. */
 static void zz_pk_pack_w(const zz_pk_job *j, int64_t c0, int nr, int64_t k0, int64_t kc, float *dst) {
-  size_t esz = j->bf16 ? sizeof(uint16_t) : sizeof(float), row = (size_t)j->in * esz;
+  size_t row = (size_t)j->in * zz_pk_esz(j);
   int64_t k = 0;
   if (j->bf16 && j->widen8x8 && nr == ZZ_PK_NR)
     for (; k + 8 <= kc; k += 8)
@@ -449,15 +452,16 @@ _Static_assert(ZZ_RL_TASK % ZZ_RL5_NR == 0 && ZZ_RL_KC % ZZ_RL5_KS == 0, "the AV
 #define ZZ_RL5_X(v) ZZ_RL5_S(v)
 #define ZZ_RL5_FMA(O) "vfmadd231ps " #O "*" ZZ_RL5_X(ZZ_RL5_KS) "*4(%[w])%{1to16%}, %%zmm24, %%zmm" #O "\n\t"
 /* One line of the W rows widened next, fetched at each k step: q walks the
- * call's rows (pf, pf + pfs, … below qend) 4 lines of pfl bytes each (bf16: the
- * row's 256 bytes of the piece; f32 every other line), then stops (pfl set to
- * 0). 4 µops a step: the same walk computed from k (a multiply for the
+ * call's rows (pf, pf + pfs, … below qend), ZZ_RL5_PF_STEPS lines of pfl
+ * bytes each (bf16: the row's 256 bytes of the piece; f32 every other line),
+ * then stops (pfl set to 0). 4 µops a step: the same walk computed from k (a multiply for the
  * row) took 13, and left the 32-row tile bound by the 4-wide front end. With
  * the rows' lines spread over the loop, the next pieces arrive while this one
  * is multiplied (decode at batch 16: 1.1-1.5x over no fetch, where the widening
  * had been half the time, waiting on memory). Into L2, where the widening
  * reads them soon after: into L1 they crowded out x and the W buffer (1.00-1.04x
  * for L2, in one process, 16-512 rows). */
+#define ZZ_RL5_PF_STEPS 4 /* k steps (and lines) per W row of the walk */
 #define ZZ_RL5_PF                                             \
   "test %[pfl], %[pfl]\n\t"                                  \
   "jz 2f\n\t"                                                \
@@ -466,7 +470,7 @@ _Static_assert(ZZ_RL_TASK % ZZ_RL5_NR == 0 && ZZ_RL_KC % ZZ_RL5_KS == 0, "the AV
   "dec %[c]\n\t"                                             \
   "jnz 2f\n\t"                                               \
   "add %[jump], %[q]\n\t"                                    \
-  "mov $4, %[c]\n\t"                                         \
+  "mov $" ZZ_RL5_X(ZZ_RL5_PF_STEPS) ", %[c]\n\t"               \
   "cmp %[qend], %[q]\n\t"                                    \
   "jb 2f\n\t"                                                \
   "xor %k[pfl], %k[pfl]\n\t"                                 \
@@ -474,7 +478,7 @@ _Static_assert(ZZ_RL_TASK % ZZ_RL5_NR == 0 && ZZ_RL_KC % ZZ_RL5_KS == 0, "the AV
 /* The walk's registers for rows rows of pf (ZZ_RL5_PF). */
 #define ZZ_RL5_PF_VARS(rows)                                                                                           \
   const char *q = pf, *qend = pf + (rows) * pfs;                                                                       \
-  int64_t c = 4, jump = pfs - 4 * pfl
+  int64_t c = ZZ_RL5_PF_STEPS, jump = pfs - ZZ_RL5_PF_STEPS * pfl
 #define ZZ_RL5_ALL(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) \
   M(12) M(13) M(14) M(15) M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23)
 #define ZZ_RL5_LD(O) ZZ_RL5_ACC(O, "vmovups")
@@ -613,13 +617,18 @@ static void zz_rl_span(const zz_pk_job *j, int64_t t, int64_t *c_lo, int64_t *c_
   *c_hi = *c_lo + ZZ_RL_TASK < j->out ? *c_lo + ZZ_RL_TASK : j->out;
 }
 
-/* A task's sums (acc: per group, ZZ_RL_TASK / nr tiles of nr outputs, each
- * [nr][16]) written to y, then the bias and ReLU. */
-static void zz_rl_store(const zz_pk_job *j, const float *acc, int64_t c_lo, int64_t c_hi, int nr) {
-  int64_t groups = (j->n + ZZ_RL_MR - 1) / ZZ_RL_MR, per = ZZ_RL_TASK / nr;
+/* A task's sums of group g, tile p (of nr outputs): acc holds per group
+ * ZZ_RL_TASK / nr tiles, each [nr][16]. */
+static inline float *zz_rl_sums(float *acc, int64_t g, int64_t p, int nr) {
+  return acc + (g * (ZZ_RL_TASK / nr) + p) * nr * ZZ_RL_MR;
+}
+
+/* A task's sums written to y, then the bias and ReLU. */
+static void zz_rl_store(const zz_pk_job *j, float *acc, int64_t c_lo, int64_t c_hi, int nr) {
+  int64_t groups = (j->n + ZZ_RL_MR - 1) / ZZ_RL_MR;
   for (int64_t g = 0; g < groups; g++)
     for (int64_t p = 0; p * nr < c_hi - c_lo; p++) {
-      const float *s = acc + (g * per + p) * nr * ZZ_RL_MR;
+      const float *s = zz_rl_sums(acc, g, p, nr);
       for (int r = 0; r < ZZ_RL_MR && g * ZZ_RL_MR + r < j->n; r++)
         for (int o = 0; o < nr && c_lo + p * nr + o < c_hi; o++)
           j->y[(g * ZZ_RL_MR + r) * j->ldy + c_lo + p * nr + o] = s[o * ZZ_RL_MR + r];
@@ -630,7 +639,7 @@ static void zz_rl_store(const zz_pk_job *j, const float *acc, int64_t c_lo, int6
 /* The row of W of output c (clamped into the task: a tile past its end repeats
  * the last output, whose copies are not stored) at element k0. */
 static const void *zz_rl_w_at(const zz_pk_job *j, int64_t c, int64_t c_hi, int64_t k0) {
-  size_t esz = j->bf16 ? sizeof(uint16_t) : sizeof(float);
+  size_t esz = zz_pk_esz(j);
   return j->w + (size_t)(c < c_hi ? c : c_hi - 1) * (size_t)j->in * esz + (size_t)k0 * esz;
 }
 
@@ -651,7 +660,7 @@ static void zz_rl_task(void *arg, int64_t t) {
       for (int64_t p = 0; p < panels; p++) {
         const void *w[ZZ_RL_NR];
         for (int o = 0; o < ZZ_RL_NR; o++) w[o] = zz_rl_w_at(j, c_lo + p * ZZ_RL_NR + o, c_hi, k0);
-        micro(kc, a, w, acc + (g * ZZ_RL_PANELS + p) * ZZ_RL_NR * ZZ_RL_MR, k0 == 0);
+        micro(kc, a, w, zz_rl_sums(acc, g, p, ZZ_RL_NR), k0 == 0);
       }
     }
   }
@@ -671,6 +680,13 @@ static void zz_rl_task(void *arg, int64_t t) {
 #ifndef ZZ_RL5_PFD
 #define ZZ_RL5_PFD 2
 #endif
+/* Unit e of a task (panels tiles × pieces K pieces) as its tile *p and piece
+ * *q: streaming, a tile's pieces back to back; else a piece's tiles. */
+static inline void zz_rl5_unit(bool stream, int64_t panels, int64_t pieces, int64_t e, int64_t *p, int64_t *q) {
+  *p = stream ? e / pieces : e % panels;
+  *q = stream ? e % pieces : e / panels;
+}
+
 static void zz_rl5_task(void *arg, int64_t t) {
   const zz_pk_job *j = arg;
   int64_t c_lo, c_hi;
@@ -683,15 +699,15 @@ static void zz_rl5_task(void *arg, int64_t t) {
    * during a unit (with more groups the first form of the walk, 13 µops a
    * step, cost 3-9% at 512 rows; this one gains there too) */
   int64_t units = panels * pieces;
-  int64_t esz = j->bf16 ? (int64_t)sizeof(uint16_t) : (int64_t)sizeof(float), pfs = j->in * esz;
+  int64_t esz = (int64_t)zz_pk_esz(j), pfs = j->in * esz, pfl = ZZ_RL5_KS * esz / ZZ_RL5_PF_STEPS;
   _Alignas(64) float acc[ZZ_RL_GROUPS * ZZ_RL_TASK * ZZ_RL_MR];
   _Alignas(64) float wp[ZZ_RL5_NR * ZZ_RL5_KS];
   memset(acc, 0, (size_t)groups * ZZ_RL_TASK * ZZ_RL_MR * sizeof *acc); /* the groups' chains start at 0 */
   for (int64_t e = 0; e < units; e++) {
-    int64_t p = stream ? e / pieces : e % panels, q = stream ? e % pieces : e / panels;
+    int64_t p, q, fp, fq, ahead = stream ? ZZ_RL5_PFD : 1;
+    zz_rl5_unit(stream, panels, pieces, e, &p, &q);
+    zz_rl5_unit(stream, panels, pieces, e + ahead < units ? e + ahead : e, &fp, &fq);
     int64_t k = q * ZZ_RL5_KS, k0 = k - k % ZZ_RL_KC, len = j->in - k < ZZ_RL5_KS ? j->in - k : ZZ_RL5_KS;
-    int64_t ahead = stream ? ZZ_RL5_PFD : 1, f = e + ahead < units ? e + ahead : e;
-    int64_t fp = stream ? f / pieces : f % panels, fq = stream ? f % pieces : f / panels;
     const char *pf = zz_rl_w_at(j, c_lo + fp * ZZ_RL5_NR, c_hi, fq * ZZ_RL5_KS);
     const void *w[ZZ_RL5_NR];
     for (int o = 0; o < ZZ_RL5_NR; o++) w[o] = zz_rl_w_at(j, c_lo + p * ZZ_RL5_NR + o, c_hi, k);
@@ -700,15 +716,12 @@ static void zz_rl5_task(void *arg, int64_t t) {
     for (; g + 2 <= groups; g += 2) {
       const float *a = zz_rl_x_at(j, g, k0) + (k - k0) * ZZ_RL_MR;
       int64_t gs = zz_rl_x_at(j, g + 1, k0) - zz_rl_x_at(j, g, k0);
-      float *t0 = acc + (g * (ZZ_RL_TASK / ZZ_RL5_NR) + p) * ZZ_RL5_NR * ZZ_RL_MR;
-      float *t1 = acc + ((g + 1) * (ZZ_RL_TASK / ZZ_RL5_NR) + p) * ZZ_RL5_NR * ZZ_RL_MR;
+      float *t0 = zz_rl_sums(acc, g, p, ZZ_RL5_NR), *t1 = zz_rl_sums(acc, g + 1, p, ZZ_RL5_NR);
       for (int h = 0; h < ZZ_RL5_NR; h += ZZ_RL5_NR / 2)
-        zz_rl5_micro2(len, a, gs, wp + h * ZZ_RL5_KS, t0 + h * ZZ_RL_MR, t1 + h * ZZ_RL_MR, pf + h * pfs, pfs,
-                      ZZ_RL5_KS * esz / 4);
+        zz_rl5_micro2(len, a, gs, wp + h * ZZ_RL5_KS, t0 + h * ZZ_RL_MR, t1 + h * ZZ_RL_MR, pf + h * pfs, pfs, pfl);
     }
     for (; g < groups; g++)
-      zz_rl5_micro(len, zz_rl_x_at(j, g, k0) + (k - k0) * ZZ_RL_MR, wp,
-                   acc + (g * (ZZ_RL_TASK / ZZ_RL5_NR) + p) * ZZ_RL5_NR * ZZ_RL_MR, pf, pfs, ZZ_RL5_KS * esz / 4);
+      zz_rl5_micro(len, zz_rl_x_at(j, g, k0) + (k - k0) * ZZ_RL_MR, wp, zz_rl_sums(acc, g, p, ZZ_RL5_NR), pf, pfs, pfl);
   }
   zz_rl_store(j, acc, c_lo, c_hi, ZZ_RL5_NR);
 }

@@ -626,11 +626,13 @@ static void zz_f32_lanes_on(zz_cpu_isa isa) {
   free(x), free(w), free(b), free(y9), free(xb);
 }
 
-/* ... on every vector ISA the CPU has (AVX2's tile, AVX-512's). */
-static void test_gemm_f32_lanes(void) {
+/* check on every vector ISA the CPU has (AVX2's tiles, AVX-512's). */
+static void zz_on_vector_isas(void (*check)(zz_cpu_isa)) {
   for (zz_cpu_isa isa = ZZ_CPU_ISA_AVX2; isa <= ZZ_CPU_ISA_AVX512; isa++)
-    if (zz_cpu_isa_supported(isa)) zz_f32_lanes_on(isa);
+    if (zz_cpu_isa_supported(isa)) check(isa);
 }
+
+static void test_gemm_f32_lanes(void) { zz_on_vector_isas(zz_f32_lanes_on); }
 
 /* The exact 4- and 8-bit linear at 17-127 rows on AVX2 and AVX-512: its widened panels
  * (64 outputs each) multiplied by the f32 row-lane tile, x packed once per
@@ -684,11 +686,7 @@ static void zz_q_lanes_on(zz_cpu_isa isa) {
   free(x), free(w), free(wd), free(b);
 }
 
-/* ... on every vector ISA the CPU has. */
-static void test_q_lanes(void) {
-  for (zz_cpu_isa isa = ZZ_CPU_ISA_AVX2; isa <= ZZ_CPU_ISA_AVX512; isa++)
-    if (zz_cpu_isa_supported(isa)) zz_q_lanes_on(isa);
-}
+static void test_q_lanes(void) { zz_on_vector_isas(zz_q_lanes_on); }
 
 static int zz_gemm_init(void) { return zz_pool_create(2, &g_pool); }
 static int zz_gemm_clean(void) {

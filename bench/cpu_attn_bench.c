@@ -89,6 +89,7 @@ static uint64_t zz_sum_c(const unsigned char *p, size_t n) {
 static uint64_t zz_sum(const unsigned char *p, size_t n) {
 #if defined(__x86_64__) || defined(__i386__)
   switch (zz_cpu_isa_get()) {
+    case ZZ_CPU_ISA_AMX:
     case ZZ_CPU_ISA_AVX512: return zz_sum512(p, n);
     case ZZ_CPU_ISA_AVX2: return zz_sum256(p, n);
     default: break;

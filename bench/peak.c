@@ -53,8 +53,6 @@ static double zz_probe_f32_c(long n) {
 #define ZZ_PEAK_X86 1
 #include <cpuid.h>
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 /* ---------------------------------------------------------------- AVX2 / AVX-512 */
 
@@ -184,37 +182,12 @@ static int zz_cpuid7(unsigned sub, int reg, int bit) {
   return (int)(r[reg] >> bit & 1);
 }
 
-#define ZZ_ARCH_REQ_XCOMP_PERM 0x1023
-#define ZZ_XFEATURE_XTILEDATA 18
-
-/* 0 when the kernel lets this process use AMX tiles, else why not. Without the
- * request the first tile instruction raises SIGILL. */
-static const char *zz_amx_permit(void) {
-  if (!zz_cpuid7(0, 3, 24) || !zz_cpuid7(0, 3, 22) || !zz_cpuid7(0, 3, 25)) return "none (no amx-tile/bf16/int8)";
-  if (syscall(SYS_arch_prctl, ZZ_ARCH_REQ_XCOMP_PERM, ZZ_XFEATURE_XTILEDATA) != 0) return "refused by the kernel";
-  return NULL;
-}
-
-typedef struct __attribute__((packed, aligned(64))) zz_tilecfg {
-  uint8_t palette, start_row, pad[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-} zz_tilecfg;
-
-/* Tiles 0-3 accumulate 16 × 16 i32/f32, tiles 4-5 hold A (16 rows × 64 bytes),
- * 6-7 B: four independent products per iteration. */
-static void zz_amx_config(zz_tilecfg *c) {
-  memset(c, 0, sizeof *c);
-  c->palette = 1;
-  for (int t = 0; t < 8; t++) c->colsb[t] = 64, c->rows[t] = 16;
-}
-
 /* read by every thread's tile loads; each thread stores its result to its own stack */
 static _Alignas(64) const char zz_amx_zero[1024];
 
 __attribute__((target("amx-tile,amx-bf16"))) static double zz_probe_amx_bf16(long n) {
-  zz_tilecfg c;
-  zz_amx_config(&c);
+  zz_amx_cfg c;
+  zz_amx_cfg_fill(&c, 16, 16); /* tiles 0-3 accumulate 16 × 16 i32/f32, 4-5 hold A, 6-7 B */
   _tile_loadconfig(&c);
   _tile_loadd(0, zz_amx_zero, 64);
   _tile_loadd(1, zz_amx_zero, 64);
@@ -238,8 +211,8 @@ __attribute__((target("amx-tile,amx-bf16"))) static double zz_probe_amx_bf16(lon
 }
 
 __attribute__((target("amx-tile,amx-int8"))) static double zz_probe_amx_int8(long n) {
-  zz_tilecfg c;
-  zz_amx_config(&c);
+  zz_amx_cfg c;
+  zz_amx_cfg_fill(&c, 16, 16);
   _tile_loadconfig(&c);
   _tile_loadd(0, zz_amx_zero, 64);
   _tile_loadd(1, zz_amx_zero, 64);
@@ -403,7 +376,7 @@ void zz_peak_measure(int threads, double secs, zz_peak *out) {
     int8 = zz_probe_int8_avxvnni, out->int8_isa = "avx_vnni vpdpbusd ymm";
   if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512) && __builtin_cpu_supports("avx512vnni"))
     int8 = zz_probe_int8_avx512, out->int8_isa = "avx512_vnni vpdpbusd zmm";
-  const char *why = zz_amx_permit();
+  const char *why = zz_cpu_amx_refusal();
   if (!why) {
     out->amx = "amx tdpbf16ps / tdpbusd";
     out->amx_bf16 = zz_peak_rate(zz_probe_amx_bf16, threads, secs);

@@ -159,16 +159,36 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a);
 void zz_cpu_attention_ref(zz_pool *pool, const zz_attn_args *a);
 /* Vector code paths of the CPU kernels (kernels/cpu/isa.c; attention and the
  * linear follow it), chosen at run time: the best the CPU has, or the environment's
- * ZZ_CPU_ISA (auto, portable, avx2, avx512), or zz_cpu_isa_set. */
-typedef enum zz_cpu_isa { ZZ_CPU_ISA_PORTABLE, ZZ_CPU_ISA_AVX2, ZZ_CPU_ISA_AVX512 } zz_cpu_isa;
+ * ZZ_CPU_ISA (auto, portable, avx2, avx512, amx), or zz_cpu_isa_set. Each level
+ * includes the one below it: amx is avx512 (with avx512_bf16) plus AMX tiles
+ * for the bf16 linear, where the kernel grants this process their state. */
+typedef enum zz_cpu_isa { ZZ_CPU_ISA_PORTABLE, ZZ_CPU_ISA_AVX2, ZZ_CPU_ISA_AVX512, ZZ_CPU_ISA_AMX } zz_cpu_isa;
+#define ZZ_CPU_ISA_NAMES "auto, portable, avx2, avx512 or amx" /* what zz_cpu_isa_parse takes */
 zz_cpu_isa zz_cpu_isa_get(void);
 /* 0, or -1 (nothing changed) when this CPU lacks isa. */
 int zz_cpu_isa_set(zz_cpu_isa isa);
 int zz_cpu_isa_supported(zz_cpu_isa isa);
+/* NULL where zz_cpu_isa_supported, else why not ("this CPU lacks it", or for
+ * amx on a CPU with AMX zz_cpu_amx_refusal's reason). */
+const char *zz_cpu_isa_why_not(zz_cpu_isa isa);
 zz_cpu_isa zz_cpu_isa_best(void);
 const char *zz_cpu_isa_name(zz_cpu_isa isa);
-/* name (auto, portable, avx2, avx512) → *out; -1 when it is none of those. */
+/* name (ZZ_CPU_ISA_NAMES) → *out; -1 when it is none of those. */
 int zz_cpu_isa_parse(const char *name, zz_cpu_isa *out);
+/* Why this process may not use AMX tiles (no amx-tile, amx-bf16 and amx-int8
+ * in CPUID, or the kernel refused their state: the permission,
+ * arch_prctl(ARCH_REQ_XCOMP_PERM), is asked once per process, the first time
+ * this is called; without it the first tile instruction is SIGILL); NULL when it may. */
+const char *zz_cpu_amx_refusal(void);
+/* The tile configuration (ldtilecfg's 64 bytes) of the AMX kernels and probes:
+ * every tile rows of 64 bytes; tiles 0, 1 (C) and 4 (A) m0 rows, 2, 3 (C) and 5
+ * (A) m1 rows (0: not used), 6 and 7 (B) 16. */
+typedef struct __attribute__((packed, aligned(64))) zz_amx_cfg {
+  uint8_t palette, start_row, pad[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} zz_amx_cfg;
+void zz_amx_cfg_fill(zz_amx_cfg *c, int m0, int m1);
 /* Top-k sparsity is exact: the fraction of keys kept is a decimal of at most 9
  * places, a whole number of billionths ("units"). Every kept count (the CPU kernels
  * here, the CUDA kernel in kernels/cuda/quant.cu) and the policy line (printed and

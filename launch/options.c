@@ -197,8 +197,9 @@ static const zz_opt_def zz_opt_table[] = {
      "plan: leave 4-bit weights and cache out of the search (tried by default where the hardware file has 4-bit rates)",
      false, 0, 0, false, G | B | P, NULL},
     {"cpu-isa", "ZZ_CPU_ISA", ZZ_OPT_CHOICE, ZZ_O(cpu_isa), "auto",
-     "vector code of the CPU kernels (attention, linear): auto (the best this CPU has), portable, avx2, avx512", false,
-     0, 0, false, ZZ_RUN | P | F, "auto portable avx2 avx512"},
+     "vector code of the CPU kernels (attention, linear): auto (the best this CPU has), portable, avx2, avx512, amx "
+     "(avx512 and AMX tiles for the bf16 linear)",
+     false, 0, 0, false, ZZ_RUN | P | F, "auto portable avx2 avx512 amx"},
     {NULL, "ZZ_FAULT_KILL_AFTER_BLOCKS", ZZ_OPT_LL, ZZ_O(fault_kill_after), "-1",
      "testing: generate commits N blocks, half-writes a line, SIGKILLs itself; -1 = off", false, -1, 1e18, false, G | B,
      NULL},
@@ -382,10 +383,10 @@ zz_status zz_opts_cpu_isa(const zz_opts *o, zz_cpu_isa *out) {
   const char *name = o->cpu_isa ? o->cpu_isa : "auto";
   zz_cpu_isa isa;
   if (zz_cpu_isa_parse(name, &isa) != 0)
-    return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-isa %s (ZZ_CPU_ISA): want auto, portable, avx2 or avx512", name);
+    return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-isa %s (ZZ_CPU_ISA): want " ZZ_CPU_ISA_NAMES, name);
   if (!zz_cpu_isa_supported(isa))
-    return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-isa %s (ZZ_CPU_ISA): this CPU lacks it (the best it has: %s)", name,
-                    zz_cpu_isa_name(zz_cpu_isa_best()));
+    return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-isa %s (ZZ_CPU_ISA): %s (the best it has: %s)", name,
+                    zz_cpu_isa_why_not(isa), zz_cpu_isa_name(zz_cpu_isa_best()));
   *out = isa;
   return ZZ_OK;
 }

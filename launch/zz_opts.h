@@ -53,7 +53,7 @@ typedef struct zz_opts {
   int max_block;         /* plan: largest block gbs x num_gb considered (0: any) */
   bool no_compression;   /* plan: do not search 4-bit weights / cache */
   float profile_seconds; /* profile: rough total seconds */
-  const char *cpu_isa;   /* vector code of the CPU kernels: auto, portable, avx2, avx512 */
+  const char *cpu_isa;   /* vector code of the CPU kernels: auto, portable, avx2, avx512, amx */
   /* fault injection for the tests (environment only) */
   long long fault_kill_after; /* ZZ_FAULT_KILL_AFTER_BLOCKS: blocks committed before the kill; -1 = off */
   int fault_kill_rank;        /* ZZ_FAULT_KILL_RANK: the rank that fails (mpirun) */

@@ -233,7 +233,7 @@ static void test_bad_environment_is_an_error(void) {
       {"ZZ_SEED", "abc", "ZZ_SEED=abc (--seed)"},
       {"ZZ_GPU_BATCH_SIZE", "0", "ZZ_GPU_BATCH_SIZE=0 (--gpu-batch-size)"},
       {"ZZ_DEVICE", "gpu", "ZZ_DEVICE=gpu (--device): want auto, cpu or cuda"},
-      {"ZZ_CPU_ISA", "sse9", "ZZ_CPU_ISA=sse9 (--cpu-isa): want auto, portable, avx2 or avx512"},
+      {"ZZ_CPU_ISA", "sse9", "ZZ_CPU_ISA=sse9 (--cpu-isa): want auto, portable, avx2, avx512 or amx"},
       {"ZZ_FAULT_KIND", "boom", "ZZ_FAULT_KIND=boom: want kill, stop or error"},
       {"ZZ_FAULT_KILL_AFTER_BLOCKS", "soon", "ZZ_FAULT_KILL_AFTER_BLOCKS=soon"},
       {"ZZ_FAULT_KILL_AFTER_BLOCKS", "-2", "[-1, "},
@@ -275,11 +275,17 @@ static void test_cpu_isa_option(void) {
   CU_ASSERT_EQUAL(zz_parse_said(port, said, sizeof said), 0);
   const char *bad[] = {"zigzag", "bench", "--cpu-isa", "neon", NULL};
   CU_ASSERT_EQUAL(zz_parse_said(bad, said, sizeof said), 2);
-  CU_ASSERT_PTR_NOT_NULL(strstr(said, "--cpu-isa neon: want auto, portable, avx2 or avx512"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(said, "--cpu-isa neon: want auto, portable, avx2, avx512 or amx"));
   if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512)) { /* a name this CPU lacks: refused, naming the best it has */
     const char *lack[] = {"zigzag", "bench", "--cpu-isa", "avx512", NULL};
     CU_ASSERT_EQUAL(zz_parse_said(lack, said, sizeof said), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(said, "this CPU lacks it"));
+  }
+  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AMX)) { /* no AMX, or the kernel refused its state: refused, saying which */
+    const char *amx[] = {"zigzag", "bench", "--cpu-isa", "amx", NULL};
+    CU_ASSERT_EQUAL(zz_parse_said(amx, said, sizeof said), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(said, zz_cpu_isa_why_not(ZZ_CPU_ISA_AMX)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(said, "--cpu-isa amx"));
   }
   zz_opts o;
   zz_opts_defaults(&o);

@@ -1057,6 +1057,7 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
   static zz_kpass_fn *const k5[] = {zz_kpass_avx512_f32, zz_kpass_avx512_f16, zz_kpass_avx512_q};
   static zz_vpass_fn *const v5[] = {zz_vpass_avx512_f32, zz_vpass_avx512_f16, zz_vpass_avx512_q};
   switch (zz_cpu_isa_get()) {
+    case ZZ_CPU_ISA_AMX:
     case ZZ_CPU_ISA_AVX512:
       jb.kpass = k5[jb.mode], jb.vpass = v5[jb.mode];
       if (jb.mode == ZZ_KV_F16 && a->hd <= ZZ_ATTN_F16_FMA_HD) /* tolerance-checked, not the reference's bits */

@@ -142,6 +142,7 @@ const float *zz_f16_table(void) {
 static void zz_f16_f32(const uint16_t *s, float *d, int64_t n) {
 #if defined(__x86_64__)
   switch (zz_cpu_isa_get()) {
+    case ZZ_CPU_ISA_AMX:
     case ZZ_CPU_ISA_AVX512: zz_f16_f32_avx512(s, d, n); return;
     case ZZ_CPU_ISA_AVX2: zz_f16_f32_f16c(s, d, n); return;
     default: break;

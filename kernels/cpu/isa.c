@@ -1,12 +1,14 @@
 /*
  * isa.c — which vector code paths the CPU kernels take, chosen once at run time
  * for the whole process (attention in attn.c, the linear in linear.c): the best
- * this CPU has, or the environment's ZZ_CPU_ISA (auto, portable, avx2, avx512),
+ * this CPU has, or the environment's ZZ_CPU_ISA (ZZ_CPU_ISA_NAMES),
  * or zz_cpu_isa_set (tests and benches; zigzag itself reads ZZ_CPU_ISA and
  * --cpu-isa through its options table, refusing a bad name or an ISA this CPU
  * lacks, and sets it here). No -march flags anywhere: each vector
  * path is compiled with target attributes and taken only where this file says so.
  */
+#define _GNU_SOURCE /* syscall (arch_prctl has no libc wrapper) */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,15 +18,17 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #define ZZ_ISA_X86 1
 #else
 #define ZZ_ISA_X86 0
 #endif
 
-static const char *const zz_isa_names[] = {"portable", "avx2", "avx512"};
+static const char *const zz_isa_names[] = {"portable", "avx2", "avx512", "amx"};
 
 const char *zz_cpu_isa_name(zz_cpu_isa isa) {
-  return isa >= ZZ_CPU_ISA_PORTABLE && isa <= ZZ_CPU_ISA_AVX512 ? zz_isa_names[isa] : "?";
+  return isa >= ZZ_CPU_ISA_PORTABLE && isa <= ZZ_CPU_ISA_AMX ? zz_isa_names[isa] : "?";
 }
 
 int zz_cpu_isa_parse(const char *name, zz_cpu_isa *out) {
@@ -32,7 +36,7 @@ int zz_cpu_isa_parse(const char *name, zz_cpu_isa *out) {
     *out = zz_cpu_isa_best();
     return 0;
   }
-  for (int i = ZZ_CPU_ISA_PORTABLE; i <= ZZ_CPU_ISA_AVX512; i++)
+  for (int i = ZZ_CPU_ISA_PORTABLE; i <= ZZ_CPU_ISA_AMX; i++)
     if (strcmp(name, zz_isa_names[i]) == 0) {
       *out = (zz_cpu_isa)i;
       return 0;
@@ -46,7 +50,49 @@ static int zz_cpu_has_f16c(void) {
   unsigned a, b, c, d;
   return __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
 }
+
+/* CPUID leaf 7 subleaf 0, EDX bit. */
+static int zz_cpuid7_edx(int bit) {
+  unsigned a, b, c, d;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> bit & 1);
+}
+
+#define ZZ_ARCH_REQ_XCOMP_PERM 0x1023 /* arch_prctl: ask for an XSAVE feature's state (Linux 5.16) */
+#define ZZ_XFEATURE_XTILEDATA 18      /* the AMX tiles' data */
 #endif
+
+static const char *zz_amx_why = "not asked";
+static char zz_amx_why_buf[160];
+static pthread_once_t zz_amx_once = PTHREAD_ONCE_INIT;
+static void zz_amx_ask(void) {
+#if ZZ_ISA_X86
+  /* EDX bits 22, 24, 25: amx-bf16, amx-tile, amx-int8 */
+  if (!zz_cpuid7_edx(24) || !zz_cpuid7_edx(22) || !zz_cpuid7_edx(25)) {
+    zz_amx_why = "the CPU has no AMX (amx-tile, amx-bf16, amx-int8)";
+    return;
+  }
+  if (syscall(SYS_arch_prctl, ZZ_ARCH_REQ_XCOMP_PERM, ZZ_XFEATURE_XTILEDATA) != 0) {
+    snprintf(zz_amx_why_buf, sizeof zz_amx_why_buf, "the kernel refused the AMX tiles' state (arch_prctl: %s)",
+             strerror(errno));
+    zz_amx_why = zz_amx_why_buf;
+    return;
+  }
+  zz_amx_why = NULL;
+#else
+  zz_amx_why = "not an x86-64 CPU";
+#endif
+}
+const char *zz_cpu_amx_refusal(void) {
+  pthread_once(&zz_amx_once, zz_amx_ask);
+  return zz_amx_why;
+}
+void zz_amx_cfg_fill(zz_amx_cfg *c, int m0, int m1) {
+  memset(c, 0, sizeof *c);
+  c->palette = 1;
+  const int rows[8] = {m0, m0, m1, m1, m0, m1, 16, 16};
+  for (int t = 0; t < 8; t++)
+    if (rows[t]) c->rows[t] = (uint8_t)rows[t], c->colsb[t] = 64;
+}
 
 int zz_cpu_isa_supported(zz_cpu_isa isa) {
   switch (isa) {
@@ -56,12 +102,20 @@ int zz_cpu_isa_supported(zz_cpu_isa isa) {
     case ZZ_CPU_ISA_AVX512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2);
+    case ZZ_CPU_ISA_AMX: return zz_cpu_has_bf16() && zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512) && !zz_cpu_amx_refusal();
 #endif
     default: return 0;
   }
 }
 
+const char *zz_cpu_isa_why_not(zz_cpu_isa isa) {
+  if (zz_cpu_isa_supported(isa)) return NULL;
+  if (isa == ZZ_CPU_ISA_AMX && zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512) && zz_cpu_has_bf16())
+    return zz_cpu_amx_refusal();
+  return "this CPU lacks it";
+}
 zz_cpu_isa zz_cpu_isa_best(void) {
+  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AMX)) return ZZ_CPU_ISA_AMX;
   if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512)) return ZZ_CPU_ISA_AVX512;
   if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return ZZ_CPU_ISA_AVX2;
   return ZZ_CPU_ISA_PORTABLE;
@@ -76,10 +130,10 @@ static void zz_isa_from_env(void) {
   if (env && *env) {
     zz_cpu_isa want;
     if (zz_cpu_isa_parse(env, &want) != 0)
-      fprintf(stderr, "zigzag: ZZ_CPU_ISA=%s is not one of auto, portable, avx2, avx512; using %s\n", env,
+      fprintf(stderr, "zigzag: ZZ_CPU_ISA=%s is not one of " ZZ_CPU_ISA_NAMES "; using %s\n", env,
               zz_cpu_isa_name(isa));
     else if (!zz_cpu_isa_supported(want))
-      fprintf(stderr, "zigzag: ZZ_CPU_ISA=%s: this CPU lacks it; using %s\n", env, zz_cpu_isa_name(isa));
+      fprintf(stderr, "zigzag: ZZ_CPU_ISA=%s: %s; using %s\n", env, zz_cpu_isa_why_not(want), zz_cpu_isa_name(isa));
     else
       isa = want;
   }

@@ -688,7 +688,7 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
     s.pack_avx2 = true;
     s.bf16_pack_n = ZZ_BF16_PACK_N;
   }
-  if (isa == ZZ_CPU_ISA_AVX512) {
+  if (isa >= ZZ_CPU_ISA_AVX512) {
     s.f32 = zz_micro_f32_avx512;
     s.q4 = zz_micro_q4_avx512;
     s.bf16_pack_n = INT64_MAX; /* the row-lane tile's zmm form at every n */

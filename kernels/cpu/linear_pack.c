@@ -728,7 +728,7 @@ static void zz_rl5_task(void *arg, int64_t t) {
 
 /* The row-lane task for the process's ISA choice (kernels/cpu/isa.c). */
 static void (*zz_rl_task_for_isa(void))(void *, int64_t) {
-  return zz_cpu_isa_get() == ZZ_CPU_ISA_AVX512 ? zz_rl5_task : zz_rl_task;
+  return zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX512 ? zz_rl5_task : zz_rl_task;
 }
 #endif
 

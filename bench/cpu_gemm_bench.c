@@ -17,7 +17,8 @@
  * Each row: GFLOP/s and its fraction of the compute peak of the instructions the
  * kernel can use, named in the ceiling column: f32_fma, or bf16_dot (vdpbf16ps)
  * for bf16 where the CPU has avx512_bf16; without it bf16 is widened to f32 and
- * multiplied by FMA, so f32_fma is its ceiling (bf16_widened_f32_fma); int8_dot
+ * multiplied by FMA, so f32_fma is its ceiling (bf16_widened_f32_fma); amx_bf16
+ * (tdpbf16ps) where bf16 takes AMX tiles (ISA amx, zz_cpu_gemm_amx); int8_dot
  * (GOP/s of the u8 x s8 dot the probe found) for q4i8 and q8i8,
  * and the weight bytes per second and their fraction of the streaming read
  * bandwidth (the bound at small n, where a linear reads each weight once).
@@ -206,10 +207,13 @@ int main(int argc, char **argv) {
         if (kind >= K_Q4I8 && t_exact[kind - 2] > 0) t[1] = t_exact[kind - 2]; /* the last column: exact over int8 */
         for (int p = 0; p < 2 && !(p == 1 && kind >= K_Q4I8); p++) {
           if (t[p] <= 0) continue;
+          /* bf16 on AMX tiles (ISA amx, from enough rows): the AMX bf16 peak */
+          bool amx = kind == K_BF16 && pk.amx_bf16 > 0 && p == 0 && zz_cpu_gemm_amx(m, in, ZZ_DTYPE_BF16);
           bool dot = kind == K_BF16 && pk.bf16 > 0 && zz_cpu_has_bf16() && p == 0;
           bool i8 = kind >= K_Q4I8 && pk.int8 > 0; /* integer dots: the int8 dot peak (GOP/s) */
-          double peak = dot ? pk.bf16 : i8 ? pk.int8 : pk.f32;
-          const char *ceiling = dot              ? "bf16_dot"
+          double peak = amx ? pk.amx_bf16 : dot ? pk.bf16 : i8 ? pk.int8 : pk.f32;
+          const char *ceiling = amx              ? "amx_bf16"
+                                : dot            ? "bf16_dot"
                                 : i8             ? "int8_dot"
                                 : kind == K_BF16 ? "bf16_widened_f32_fma"
                                                  : "f32_fma";

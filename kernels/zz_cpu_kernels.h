@@ -46,6 +46,9 @@ void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const
                      int64_t out, float *y, int relu, void *xb);
 size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt);
 bool zz_cpu_gemm_own(int64_t n);
+/* Whether zz_cpu_gemm takes AMX tiles for this product (ISA amx, bf16 W, enough
+ * rows, `in` a whole number of tile steps; kernels/cpu/linear_amx.c). */
+bool zz_cpu_gemm_amx(int64_t n, int64_t in, zz_dtype w_dt);
 /* out[i, :] = row ids[i] of a bf16 table [rows, dim] widened to f32; add: += instead. */
 void zz_cpu_rows_bf16(const uint16_t *table, int64_t dim, const int32_t *ids, int64_t n, float *out, int add);
 /* The CPU runs vdpbf16ps (avx512_bf16 with avx512f/bw/vl): bf16 weights at speed. */

@@ -261,12 +261,20 @@ static void test_bf16_avx2_bits(void) {
   CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* Pools of 1, 2 and 3 threads, for the thread-count checks. */
+static void zz_pools3_new(zz_pool *pools[3]) {
+  for (int t = 0; t < 3; t++) {
+    pools[t] = NULL;
+    CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
+  }
+}
+
 /* The one driver's tiles follow the shape alone: pools of 1, 2 and 3 threads give
  * the same bits for every dtype (f32: own kernel or sgemm tiles; bf16; Q4 fused
  * and panels, wide panels from 256 rows), at decode and prefill row counts. */
 static void test_linear_threads_bits(void) {
-  zz_pool *pools[3] = {NULL, NULL, NULL};
-  for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
+  zz_pool *pools[3];
+  zz_pools3_new(pools);
   zz_rng r;
   zz_rng_seed(&r, 31, 0);
   const int64_t in = 300, out = 200, ns[5] = {1, 5, 16, 70, 300}, nmax = 300;
@@ -385,6 +393,68 @@ static bool zz_order_bound_ok(const float *xi, const float *wo, int64_t in, cons
   return fabs(got - *ref_out) <= *bound_out;
 }
 
+/* A bf16 linear of n rows, in, out for the tests below: x, x rounded to bf16
+ * (xr), W in bf16 (wb) and as f32 (w: the same values), a bias, xb of
+ * zz_cpu_gemm_scratch, and y[t] for a run on t + 1 threads. */
+typedef struct zz_bf16_case {
+  int64_t n, in, out;
+  float *x, *xr, *w, *b, *y[3];
+  uint16_t *wb;
+  void *xb;
+} zz_bf16_case;
+
+static zz_bf16_case zz_bf16_case_new(zz_rng *r, int64_t n, int64_t in, int64_t out) {
+  zz_bf16_case c = {n,
+                    in,
+                    out,
+                    malloc((size_t)(n * in) * sizeof(float)),
+                    malloc((size_t)(n * in) * sizeof(float)),
+                    malloc((size_t)(out * in) * sizeof(float)),
+                    malloc((size_t)out * sizeof(float)),
+                    {NULL},
+                    malloc((size_t)(out * in) * sizeof(uint16_t)),
+                    malloc(zz_cpu_gemm_scratch(n, in, ZZ_DTYPE_BF16))};
+  for (int t = 0; t < 3; t++) c.y[t] = malloc((size_t)(n * out) * sizeof(float));
+  for (int64_t i = 0; i < n * in; i++) c.x[i] = (float)(zz_rng_uniform(r) * 2 - 1);
+  for (int64_t i = 0; i < out * in; i++) c.w[i] = (float)(zz_rng_uniform(r) * 2 - 1);
+  for (int64_t i = 0; i < out; i++) c.b[i] = (float)(zz_rng_uniform(r) - 0.5);
+  zz_convert(ZZ_DTYPE_F32, c.w, ZZ_DTYPE_BF16, c.wb, out * in);
+  zz_convert(ZZ_DTYPE_BF16, c.wb, ZZ_DTYPE_F32, c.w, out * in);
+  for (int64_t i = 0; i < n * in; i++) c.xr[i] = zz_bf16_to_f32(zz_f32_to_bf16(c.x[i]));
+  return c;
+}
+
+static void zz_bf16_case_free(zz_bf16_case *c) {
+  for (int t = 0; t < 3; t++) free(c->y[t]);
+  free(c->x), free(c->xr), free(c->w), free(c->b), free(c->wb), free(c->xb);
+}
+
+/* The case on 1, 2 and 3 threads (pools[t]; relu: with the bias and ReLU, else
+ * neither): every output of y[0] within the order bound of f64 (else
+ * ++*bad_bound, the first three printed), y[1] and y[2] its bits (else ++*bad_bits). */
+static void zz_bf16_case_run(zz_bf16_case *c, zz_pool *pools[3], int relu, const char *what, int *bad_bound,
+                             int *bad_bits) {
+  int64_t n = c->n, in = c->in, out = c->out;
+  const float *bias = relu ? c->b : NULL;
+  for (int t = 0; t < 3; t++)
+    zz_cpu_linear_w(pools[t], c->x, n, in, c->wb, ZZ_DTYPE_BF16, bias, out, c->y[t], relu, c->xb);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t o = 0; o < out; o++) {
+      double ref, bound, got = c->y[0][i * out + o];
+      if (!zz_order_bound_ok(c->xr + i * in, c->w + o * in, in, bias ? bias + o : NULL, relu, (float)got, &ref,
+                             &bound) &&
+          (*bad_bound)++ < 3)
+        printf("\n  %s n=%lld in=%lld out=%lld relu=%d y[%lld][%lld] = %.9g, f64 %.9g, bound %.3g", what, (long long)n,
+               (long long)in, (long long)out, relu, (long long)i, (long long)o, got, ref, bound);
+    }
+  size_t bytes = (size_t)(n * out) * sizeof(float);
+  if (memcmp(c->y[0], c->y[1], bytes) != 0 || memcmp(c->y[0], c->y[2], bytes) != 0) {
+    (*bad_bits)++;
+    printf("\n  %s n=%lld in=%lld out=%lld: bits depend on the thread count", what, (long long)n, (long long)in,
+           (long long)out);
+  }
+}
+
 /* bf16 from ZZ_BF16_PANEL_N (16) rows without vdpbf16ps: one FMA chain per
  * output (kernels/cpu/linear_pack.c). From 128 rows the packed GEMM (6-row x
  * slivers, 16-output W slivers, K blocks of 256, 128 outputs a task); at
@@ -400,80 +470,72 @@ static bool zz_order_bound_ok(const float *xi, const float *wo, int64_t in, cons
  * of both vector tiles), the same bits on 1, 2 and 3 threads, and a row's bits
  * do not depend on the rows beside it nor on the path (rows of a 16-row call,
  * the row-lane tile, = the same rows of a larger call, either tile). */
+/* Each case of shapes (n, in, out; x, W, bias drawn from seed) run by
+ * zz_bf16_case_run with and without bias and ReLU, then extra (when not NULL)
+ * on the same case: the counts of outputs off the order bound and of bit
+ * mismatches must be 0. */
+typedef void (*zz_bf16_extra)(zz_bf16_case *c, int relu, int *bad_bits);
+static void zz_bf16_cases(const int64_t (*shapes)[3], size_t count, uint64_t seed, const char *what,
+                          zz_bf16_extra extra) {
+  zz_pool *pools[3];
+  zz_pools3_new(pools);
+  zz_rng r;
+  zz_rng_seed(&r, seed, 0);
+  int bad_bound = 0, bad_bits = 0;
+  for (size_t s = 0; s < count; s++) {
+    zz_bf16_case c = zz_bf16_case_new(&r, shapes[s][0], shapes[s][1], shapes[s][2]);
+    for (int relu = 0; relu < 2; relu++) {
+      zz_bf16_case_run(&c, pools, relu, what, &bad_bound, &bad_bits);
+      if (extra) extra(&c, relu, &bad_bits);
+    }
+    zz_bf16_case_free(&c);
+  }
+  for (int t = 0; t < 3; t++) zz_pool_destroy(pools[t]);
+  CU_ASSERT_EQUAL(bad_bound, 0);
+  CU_ASSERT_EQUAL(bad_bits, 0);
+}
+
+/* test_gemm_packed's checks past the order bound and the thread count: every
+ * vector ISA here against the portable kernel, and rows 0..15 against a 16-row call. */
+static void zz_packed_extra(zz_bf16_case *c, int relu, int *bad_bits) {
+  int64_t n = c->n, in = c->in, out = c->out;
+  const float *bias = relu ? c->b : NULL;
+  size_t bytes = (size_t)(n * out) * sizeof(float);
+  float *yp = malloc(bytes), *yi = malloc(bytes), *y16 = malloc((size_t)(16 * out) * sizeof *y16);
+  zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
+  zz_cpu_linear_w(g_pool, c->x, n, in, c->wb, ZZ_DTYPE_BF16, bias, out, yp, relu, c->xb);
+  /* every vector ISA here (AVX2's tile, AVX-512's) against the portable
+   * kernel; vdpbf16ps (avx512_bf16) has its own kernel and order */
+  for (zz_cpu_isa isa = ZZ_CPU_ISA_AVX2; isa <= ZZ_CPU_ISA_AVX512; isa++) {
+    if (!zz_cpu_isa_supported(isa) || (isa == ZZ_CPU_ISA_AVX512 && zz_cpu_has_bf16())) continue;
+    zz_cpu_isa_set(isa);
+    zz_cpu_linear_w(g_pool, c->x, n, in, c->wb, ZZ_DTYPE_BF16, bias, out, yi, relu, c->xb);
+    if (memcmp(yi, yp, bytes) != 0) {
+      (*bad_bits)++;
+      printf("\n  packed n=%lld in=%lld out=%lld: isa %d and the portable kernel give other bits", (long long)n,
+             (long long)in, (long long)out, (int)isa);
+    }
+  }
+  zz_cpu_isa_set(zz_cpu_isa_best());
+  if (!zz_cpu_has_bf16() && memcmp(c->y[0], yp, bytes) != 0) {
+    (*bad_bits)++;
+    printf("\n  packed n=%lld in=%lld out=%lld: the vector and portable kernels give other bits", (long long)n,
+           (long long)in, (long long)out);
+  }
+  zz_cpu_linear_w(g_pool, c->x, 16, in, c->wb, ZZ_DTYPE_BF16, bias, out, y16, relu, c->xb);
+  if (!zz_cpu_has_bf16() && memcmp(c->y[0], y16, (size_t)(16 * out) * sizeof(float)) != 0) {
+    (*bad_bits)++;
+    printf("\n  packed n=%lld in=%lld out=%lld: rows 0..15 differ from a 16-row call", (long long)n, (long long)in,
+           (long long)out);
+  }
+  free(yp), free(yi), free(y16);
+}
+
 static void test_gemm_packed(void) {
   static const int64_t shapes[][3] = {{128, 256, 16},  {133, 513, 35},  {200, 300, 130}, {129, 7, 1},
                                       {140, 1100, 17}, {16, 300, 50},   {17, 1100, 7},   {40, 513, 49},
                                       {20, 1, 13},     {127, 600, 100}, {64, 1024, 48}};
-  zz_pool *pools[3] = {NULL, NULL, NULL};
-  for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
-  zz_rng r;
-  zz_rng_seed(&r, 41, 0);
-  int bad_bound = 0, bad_bits = 0;
-  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-    int64_t n = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
-    float *x = malloc((size_t)(n * in) * sizeof *x), *xr = malloc((size_t)(n * in) * sizeof *xr);
-    float *w = malloc((size_t)(out * in) * sizeof *w), *b = malloc((size_t)out * sizeof *b);
-    float *y[4], *yp = malloc((size_t)(n * out) * sizeof *yp), *y16 = malloc((size_t)(16 * out) * sizeof *y16);
-    for (int t = 0; t < 4; t++) y[t] = malloc((size_t)(n * out) * sizeof(float));
-    uint16_t *wb = malloc((size_t)(out * in) * sizeof *wb);
-    void *xb = malloc(zz_cpu_gemm_scratch(n, in, ZZ_DTYPE_BF16));
-    for (int64_t i = 0; i < n * in; i++) x[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
-    for (int64_t i = 0; i < out * in; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
-    for (int64_t i = 0; i < out; i++) b[i] = (float)(zz_rng_uniform(&r) - 0.5);
-    zz_convert(ZZ_DTYPE_F32, w, ZZ_DTYPE_BF16, wb, out * in);
-    zz_convert(ZZ_DTYPE_BF16, wb, ZZ_DTYPE_F32, w, out * in);
-    for (int64_t i = 0; i < n * in; i++) xr[i] = zz_bf16_to_f32(zz_f32_to_bf16(x[i]));
-    for (int relu = 0; relu < 2; relu++) {
-      const float *bias = relu ? b : NULL;
-      for (int t = 0; t < 3; t++) zz_cpu_linear_w(pools[t], x, n, in, wb, ZZ_DTYPE_BF16, bias, out, y[t], relu, xb);
-      for (int64_t i = 0; i < n; i++)
-        for (int64_t o = 0; o < out; o++) {
-          double ref, bound, got = y[0][i * out + o];
-          if (!zz_order_bound_ok(xr + i * in, w + o * in, in, bias ? bias + o : NULL, relu, (float)got, &ref, &bound)) {
-            if (bad_bound++ < 3)
-              printf("\n  packed n=%lld in=%lld out=%lld relu=%d y[%lld][%lld] = %.9g, f64 %.9g, bound %.3g",
-                     (long long)n, (long long)in, (long long)out, relu, (long long)i, (long long)o, got, ref, bound);
-          }
-        }
-      size_t bytes = (size_t)(n * out) * sizeof(float);
-      if (memcmp(y[0], y[1], bytes) != 0 || memcmp(y[0], y[2], bytes) != 0) {
-        bad_bits++;
-        printf("\n  packed n=%lld in=%lld out=%lld: bits depend on the thread count", (long long)n, (long long)in,
-               (long long)out);
-      }
-      zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
-      zz_cpu_linear_w(g_pool, x, n, in, wb, ZZ_DTYPE_BF16, bias, out, yp, relu, xb);
-      /* every vector ISA here (AVX2's tile, AVX-512's) against the portable
-       * kernel; vdpbf16ps (avx512_bf16) has its own kernel and order */
-      for (zz_cpu_isa isa = ZZ_CPU_ISA_AVX2; isa <= ZZ_CPU_ISA_AVX512; isa++) {
-        if (!zz_cpu_isa_supported(isa) || (isa == ZZ_CPU_ISA_AVX512 && zz_cpu_has_bf16())) continue;
-        zz_cpu_isa_set(isa);
-        zz_cpu_linear_w(g_pool, x, n, in, wb, ZZ_DTYPE_BF16, bias, out, y[3], relu, xb);
-        if (memcmp(y[3], yp, bytes) != 0) {
-          bad_bits++;
-          printf("\n  packed n=%lld in=%lld out=%lld: isa %d and the portable kernel give other bits", (long long)n,
-                 (long long)in, (long long)out, (int)isa);
-        }
-      }
-      zz_cpu_isa_set(zz_cpu_isa_best());
-      if (!zz_cpu_has_bf16() && memcmp(y[0], yp, bytes) != 0) {
-        bad_bits++;
-        printf("\n  packed n=%lld in=%lld out=%lld: the vector and portable kernels give other bits", (long long)n,
-               (long long)in, (long long)out);
-      }
-      zz_cpu_linear_w(g_pool, x, 16, in, wb, ZZ_DTYPE_BF16, bias, out, y16, relu, xb);
-      if (!zz_cpu_has_bf16() && memcmp(y[0], y16, (size_t)(16 * out) * sizeof(float)) != 0) {
-        bad_bits++;
-        printf("\n  packed n=%lld in=%lld out=%lld: rows 0..15 differ from a 16-row call", (long long)n, (long long)in,
-               (long long)out);
-      }
-    }
-    for (int t = 0; t < 4; t++) free(y[t]);
-    free(x), free(xr), free(w), free(b), free(yp), free(y16), free(wb), free(xb);
-  }
-  CU_ASSERT_EQUAL(bad_bound, 0);
-  CU_ASSERT_EQUAL(bad_bits, 0);
-  for (int t = 0; t < 3; t++) zz_pool_destroy(pools[t]);
+  zz_bf16_cases(shapes, sizeof shapes / sizeof shapes[0], 41, "packed", zz_packed_extra);
 }
 
 /* f32 weights on AVX2 (zz_micro_f32_avx2): zz_dot's order, each product rounded
@@ -491,8 +553,8 @@ static void test_f32_avx2_bits(void) {
   static const int64_t ns[] = {1, 2, 3, 4, 5, 6, 7, 8}, ins[] = {1, 7, 9, 1024, 1031, 2053},
                        outs[] = {1, 3, 5, 66, 130};
   const int64_t nmax = 8, inmax = 2053, outmax = 130;
-  zz_pool *pools[3] = {NULL, NULL, NULL};
-  for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
+  zz_pool *pools[3];
+  zz_pools3_new(pools);
   zz_rng r;
   zz_rng_seed(&r, 43, 0);
   float *x = malloc((size_t)(nmax * inmax) * sizeof *x), *w = malloc((size_t)(outmax * inmax) * sizeof *w);
@@ -568,8 +630,8 @@ static void zz_f32_lanes_on(zz_cpu_isa isa) {
   zz_cpu_isa_set(isa);
   static const int64_t ns[] = {9, 16, 17, 40, 127, 130, 260}, ins[] = {1, 513, 1100}, outs[] = {1, 7, 49, 100};
   const int64_t nmax = 260, inmax = 1100, outmax = 100;
-  zz_pool *pools[3] = {NULL, NULL, NULL};
-  for (int t = 0; t < 3; t++) CU_ASSERT_FATAL(zz_pool_create(t + 1, &pools[t]) == 0);
+  zz_pool *pools[3];
+  zz_pools3_new(pools);
   zz_rng r;
   zz_rng_seed(&r, 47, 0);
   float *x = malloc((size_t)(nmax * inmax) * sizeof *x), *w = malloc((size_t)(outmax * inmax) * sizeof *w);
@@ -688,6 +750,43 @@ static void zz_q_lanes_on(zz_cpu_isa isa) {
 
 static void test_q_lanes(void) { zz_on_vector_isas(zz_q_lanes_on); }
 
+/* Every case of test_gemm_amx takes the tiles. */
+static void zz_amx_extra(zz_bf16_case *c, int relu, int *bad_bits) {
+  (void)relu, (void)bad_bits;
+  CU_ASSERT(zz_cpu_gemm_amx(c->n, c->in, ZZ_DTYPE_BF16));
+}
+
+/* bf16 on AMX tiles (ISA amx, kernels/cpu/linear_amx.c), from 32 rows where
+ * `in` is a whole number of 32s. Where the process may use AMX: every output
+ * within γ_K Σ|x_k w_k| of f64 (tdpbf16ps sums in its own order), the same bits
+ * on 1, 2 and 3 threads, with rows past a pair of 16-row tiles (33, 50, 100),
+ * outputs past a pair of 16-output tiles (17, 40: the last task's tiles
+ * configured with fewer rows; 16: one tile), bias and ReLU; K of one tile
+ * step and of several; `in` not a whole number of 32s and fewer than 32 rows
+ * left to the other kernels. Elsewhere (no AMX in CPUID, or the kernel refused
+ * the tiles' state): amx is refused with the reason, never chosen, and no
+ * product takes it. */
+static void test_gemm_amx(void) {
+  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AMX)) {
+    const char *why = zz_cpu_isa_why_not(ZZ_CPU_ISA_AMX);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(why);
+    CU_ASSERT_EQUAL(zz_cpu_isa_set(ZZ_CPU_ISA_AMX), -1);
+    CU_ASSERT_NOT_EQUAL(zz_cpu_isa_best(), ZZ_CPU_ISA_AMX);
+    CU_ASSERT_NOT_EQUAL(zz_cpu_isa_get(), ZZ_CPU_ISA_AMX);
+    CU_ASSERT_FALSE(zz_cpu_gemm_amx(64, 64, ZZ_DTYPE_BF16));
+    printf("\n  amx: %s (checked the fallback only)", why);
+    return;
+  }
+  CU_ASSERT_EQUAL(zz_cpu_isa_best(), ZZ_CPU_ISA_AMX);
+  CU_ASSERT_EQUAL_FATAL(zz_cpu_isa_set(ZZ_CPU_ISA_AMX), 0);
+  CU_ASSERT_FALSE(zz_cpu_gemm_amx(64, 40, ZZ_DTYPE_BF16));
+  CU_ASSERT_FALSE(zz_cpu_gemm_amx(31, 64, ZZ_DTYPE_BF16));
+  CU_ASSERT_FALSE(zz_cpu_gemm_amx(64, 64, ZZ_DTYPE_F32));
+  static const int64_t shapes[][3] = {{32, 32, 16}, {33, 64, 17}, {50, 96, 40}, {100, 256, 33}, {64, 512, 64}};
+  zz_bf16_cases(shapes, sizeof shapes / sizeof shapes[0], 43, "amx", zz_amx_extra);
+  zz_cpu_isa_set(zz_cpu_isa_best());
+}
+
 static int zz_gemm_init(void) { return zz_pool_create(2, &g_pool); }
 static int zz_gemm_clean(void) {
   zz_pool_destroy(g_pool);
@@ -724,4 +823,6 @@ void zz_test_gemm_register(void) {
       s,
       "4/8-bit exact linear at 17-127 rows on avx2 and avx512: widened panels by the row-lane tile, the fmaf chain's bits",
       test_q_lanes);
+  CU_add_test(s, "bf16 on AMX tiles (>= 32 rows): f64 within the order bound, remainders, threads; else refused",
+              test_gemm_amx);
 }

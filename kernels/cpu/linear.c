@@ -22,6 +22,8 @@
  *         chain per output (linear_pack.c: the row-lane tile below 128 rows on
  *         AVX2 and AVX-512 (there W widened once per piece into L1, zmm
  *         lanes), the packed GEMM's outer-product tiles from 128 and portable);
+ *         under ISA amx from ZZ_AMX_BF16_N rows AMX tiles (linear_amx.c,
+ *         tdpbf16ps's order; zz_cpu_gemm_amx is the rule);
  *   Q4    (4 or 8 bits) for n <= ZZ_Q_SMALL_N (decoding) the fused
  *         micro-kernel: each value widened in registers as min + q · step (multiply, then add,
  *         as zz_q_dequantize rounds it) and multiplied by x there, the dot
@@ -122,6 +124,13 @@
  * and 512 rows (bench/cpu_gemm_bench.c, docs/cpu.md "The row-lane tile"). */
 #ifndef ZZ_BF16_PACK_N
 #define ZZ_BF16_PACK_N 128
+#endif
+/* bf16 under ISA amx (linear_amx.c) from this many rows of x, where `in` is a
+ * whole number of the tiles' 32; below it, and for other `in`, vdpbf16ps's
+ * kernel. 32: a pair of 16-row tiles (the tile's x step), so no tile runs
+ * half empty. Not measured yet: no AMX hardware in this project's machines. */
+#ifndef ZZ_AMX_BF16_N
+#define ZZ_AMX_BF16_N 32
 #endif
 /* Q4: the fused micro-kernel up to this many rows of x; dequantized panels above. */
 #define ZZ_Q_SMALL_N 16
@@ -661,6 +670,7 @@ typedef struct zz_gemm_isa {
   zz_gemm_micro q8; /* 8 bits, the same */
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
   bool bf16_dot;       /* bf16 multiplies as it is (vdpbf16ps): no packed GEMM for prefill */
+  bool amx;            /* bf16 on AMX tiles where zz_gemm_amx_takes (ISA amx) */
   bool pack_avx2;      /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
   int64_t bf16_pack_n; /* bf16 by the packed GEMM from this many rows, by the row-lane tile below (vector ISAs) */
   int64_t f32_n;       /* the f32 kernel up to this many rows of x (zz_cpu_gemm_own), sgemm tiles above */
@@ -675,7 +685,7 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
  * one up to ZZ_GEMM_SMALL_M rows (AVX2: the portable kernel's bits), the
  * row-lane tile from there below ZZ_F32_SGEMM_N; portable: sgemm at every n. */
 static zz_gemm_isa zz_gemm_isa_get(void) {
-  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c, false, false, 0, 0, 0};
+  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c, false, false, false, 0, 0, 0};
 #ifdef ZZ_GEMM_X86
   zz_cpu_isa isa = zz_cpu_isa_get();
   if (isa >= ZZ_CPU_ISA_AVX2) {
@@ -698,9 +708,20 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
       s.round_bf16 = zz_round_bf16_avx512;
       s.bf16_dot = true;
     }
+    s.amx = isa == ZZ_CPU_ISA_AMX;
   }
 #endif
   return s;
+}
+
+/* The AMX rule: bf16 W, from ZZ_AMX_BF16_N rows, `in` a whole number of tile steps. */
+static bool zz_gemm_amx_takes(const zz_gemm_isa *isa, int64_t n, int64_t in, zz_dtype w_dt) {
+  return isa->amx && w_dt == ZZ_DTYPE_BF16 && n >= ZZ_AMX_BF16_N && zz_amx_bf16_fits(in);
+}
+
+bool zz_cpu_gemm_amx(int64_t n, int64_t in, zz_dtype w_dt) {
+  const zz_gemm_isa isa = zz_gemm_isa_get();
+  return zz_gemm_amx_takes(&isa, n, in, w_dt);
 }
 
 /* f32 W (and the 4/8-bit linear's widened panels) at n rows by the row-lane
@@ -1039,8 +1060,9 @@ size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt) {
   if (n < ZZ_BF16_PANEL_N) return wide;
   /* x packed for linear_pack.c: the packed GEMM's slivers or the row-lane
    * tile's groups, whichever the ISA takes */
-  size_t packed = zz_pk_x_bytes(n, in), rl = zz_pk_rl_x_bytes(n, in);
-  return packed > rl ? packed : rl;
+  size_t packed = zz_pk_x_bytes(n, in), rl = zz_pk_rl_x_bytes(n, in), amx = zz_amx_x_bytes(n, in);
+  size_t most = packed > rl ? packed : rl;
+  return most > amx ? most : amx;
 }
 
 /* The own-kernel job's arguments for an f32 x, as every weight dtype's job starts
@@ -1084,6 +1106,10 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const voi
                  int64_t out, float *y, int relu, void *xb) {
   const zz_gemm_isa isa = zz_gemm_isa_get();
   bool bf16 = w_dt == ZZ_DTYPE_BF16;
+  if (zz_gemm_amx_takes(&isa, n, in, w_dt)) {
+    zz_amx_bf16_gemm(pool, x, n, in, w, b, out, y, relu, xb);
+    return;
+  }
   if (bf16 ? n >= ZZ_BF16_PANEL_N && !isa.bf16_dot : isa.f32_lane_n && n >= isa.f32_lane_n) {
     /* one FMA chain per output (linear_pack.c): the row-lane tile reads W as it
      * is (AVX2; AVX-512 widens pieces of it into L1; bf16 below

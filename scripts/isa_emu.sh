@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # isa_emu.sh — runs one Linux x86-64 program under an emulated CPU with AVX-512
-# F/BW/VL/DQ and VNNI (Bochs 2.7's `tigerlake` model), so the AVX-512 paths of
-# kernels/cpu can be checked bit for bit against the portable ones on a machine
-# that lacks those instructions. Slow (minutes; docs/cpu.md, "Under an emulated
-# AVX-512 CPU"), so no ctest and no CI step.
+# F/BW/VL/DQ and VNNI (Bochs 2.7's `tigerlake` model), or with AVX512_BF16 and
+# AMX (Bochs 3.0's `sapphire_rapids`), so the AVX-512 and AMX paths of
+# kernels/cpu can be checked against the portable ones on a machine that lacks
+# those instructions. Slow (minutes; docs/cpu.md, "Under an emulated AVX-512
+# CPU"), so no ctest and no CI step.
 #
 #   bash scripts/isa_emu.sh [options] -- BINARY [ARGS...]
 #     --cpu MODEL      Bochs CPU model (default tigerlake; corei7_icelake_u,
-#                      corei7_skylake_x: `bochs -help cpu` lists them)
+#                      corei7_skylake_x: `bochs -help cpu` lists them;
+#                      sapphire_rapids and arrow_lake run on Bochs 3.0, built
+#                      once from Debian's source with scripts/bochs-3.0-xfd.patch)
+#     --bochs DIR      a Bochs installed under DIR (DIR/bin/bochs,
+#                      DIR/share/bochs) instead of the one the model picks
 #     --timeout SEC    whole run, boot included (default 1800)
 #     --mem MIB        guest memory (default 2048)
 #     --env VAR=VAL    set in the program's environment (repeatable)
@@ -38,11 +43,12 @@ die() {
   exit 125
 }
 
-cpu=tigerlake timeout_s=1800 mem=2048 keep=0 boot_log=0 cu_suite="" cu_test=""
+cpu=tigerlake timeout_s=1800 mem=2048 keep=0 boot_log=0 cu_suite="" cu_test="" bochs_dir=""
 envs=() files=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --cpu) cpu=${2:?--cpu needs a model}; shift 2 ;;
+    --bochs) bochs_dir=${2:?--bochs needs a folder}; shift 2 ;;
     --timeout) timeout_s=${2:?--timeout needs seconds}; shift 2 ;;
     --mem) mem=${2:?--mem needs MiB}; shift 2 ;;
     --env) envs+=("${2:?--env needs VAR=VAL}"); shift 2 ;;
@@ -80,9 +86,9 @@ need=()
 for p in bochs bochsbios vgabios busybox-static syslinux syslinux-common mtools dosfstools cpio file gcc libcunit1-dev; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
 done
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
 if [ ${#need[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "isa_emu: installing ${need[*]}" >&2
   { $sudo apt-get update -qq &&
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null; } ||
@@ -105,6 +111,53 @@ if [ ! -s "$kernel" ]; then
   mv "$kdir"/boot/vmlinuz-* "$kernel.tmp" && mv "$kernel.tmp" "$kernel"
   echo "$kpkg" >"$cache/vmlinuz.package"
   rm -rf "$kdir"
+fi
+
+# ---- Bochs 3.0 (once), for the models Debian 12's Bochs 2.7 lacks -------------
+# Debian 13's source of Bochs 3.0, checked against its sha256, with
+# scripts/bochs-3.0-xfd.patch: Bochs 3.0 emulates AMX but not XFD (IA32_XFD,
+# the #NM on first use of the tile data), which Linux needs before it lets a
+# process use the tiles (arch_prctl ARCH_REQ_XCOMP_PERM): without it Linux 6.1
+# sets XCR0 with the tile configuration and not the data, and faults at boot.
+b3_url=http://deb.debian.org/debian/pool/main/b/bochs/bochs_3.0+dfsg.orig.tar.xz
+b3_sha=78f6c73d4a6472d5130a87ab9dc306d02c7c71ed8e25b3a8ef642e2a7acd282b
+b3_patch=$(dirname "$0")/bochs-3.0-xfd.patch
+build_bochs3() { # $1: install prefix
+  local src=$cache/bochs-3.0-src
+  echo "isa_emu: building Bochs 3.0 into $1 (once; about 15 minutes on 2 cores)" >&2
+  for p in g++ make curl xz-utils patch; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$p" >/dev/null ||
+      die "could not install $p (needed to build Bochs 3.0)"
+  done
+  rm -rf "$src" && mkdir -p "$src"
+  curl -fsSL -o "$src.tar.xz" "$b3_url" || die "could not download $b3_url"
+  echo "$b3_sha  $src.tar.xz" | sha256sum -c --quiet - || die "$b3_url: not the sha256 this script knows"
+  tar -xJf "$src.tar.xz" -C "$src" --strip-components=1 && rm -f "$src.tar.xz"
+  patch -d "$src" -p1 -s <"$b3_patch" || die "scripts/bochs-3.0-xfd.patch does not apply"
+  # the same features as Debian's own build of 3.0, less its GUIs, plugins and devices
+  (cd "$src" && ./configure --prefix="$1" --with-rfb --enable-debugger --disable-debugger-gui --enable-sb16 \
+    --enable-x86-64 --enable-cpu-level=6 --enable-all-optimizations --enable-amx --enable-avx --enable-evex \
+    --enable-cet --enable-pci --enable-fpu --enable-a20-pin --enable-protection-keys --enable-uintr \
+    --enable-vmx=2 --enable-svm --enable-repeat-speedups --enable-memtype --disable-docbook >configure.log 2>&1 &&
+    make -j"$(nproc)" >make.log 2>&1 && make install >install.log 2>&1) ||
+    die "Bochs 3.0 did not build (logs in $src)"
+  rm -rf "$src"
+}
+bochs=bochs bochs3=0
+case "$cpu" in sapphire_rapids | arrow_lake) bochs3=1 ;; esac
+if [ -z "$bochs_dir" ] && [ "$bochs3" = 1 ]; then
+  bochs_dir=$cache/bochs-3.0-xfd
+  # rebuilt when the patch changes
+  if [ ! -x "$bochs_dir/bin/bochs" ] || [ "$bochs_dir/bin/bochs" -ot "$b3_patch" ]; then
+    build_bochs3 "$bochs_dir"
+  fi
+fi
+if [ -n "$bochs_dir" ]; then
+  [ -x "$bochs_dir/bin/bochs" ] || die "--bochs $bochs_dir: no bin/bochs there"
+  bochs=$bochs_dir/bin/bochs
+  export BXSHARE=$bochs_dir/share/bochs
+  "$bochs" --help 2>&1 | grep -q 'Bochs x86 Emulator 2\.' || bochs3=1
 fi
 
 # The CUnit filter: a program's CU_basic_run_tests runs one suite or test only.
@@ -208,10 +261,14 @@ chmod +x "$root/init"
 # ---- boot disk: FAT with syslinux, kernel and initramfs ------------------------
 # Bochs 2.7 reports the XSAVE area of PKRU and the compacted (XSAVEC/XSAVES) size
 # wrongly in CPUID leaf 0xD, and Linux then turns XSAVE (so AVX and AVX-512) off:
-# clearcpuid keeps those three out, leaving the standard XSAVE layout. Its TSC
+# clearcpuid keeps those three out, leaving the standard XSAVE layout. Bochs 3.0
+# keeps XSAVES (Linux ties XFD, so AMX, to it), but its SMM restore refuses
+# CR4.LA57, so the kernel keeps 4-level paging (no5lvl). Its TSC
 # counts one per instruction while the model's CPUID claims 2.4 GHz, so the
 # kernel is told the rate the timers run at (ips).
 ips=100000000
+kopts="clearcpuid=pku,ospke,xsaves,xsavec,fsrm"
+[ "$bochs3" = 0 ] || kopts="no5lvl clearcpuid=pku,ospke,fsrm"
 cat >"$run/syslinux.cfg" <<EOF
 DEFAULT linux
 PROMPT 0
@@ -219,7 +276,7 @@ TIMEOUT 0
 LABEL linux
   KERNEL vmlinuz
   INITRD initrd.gz
-  APPEND console=ttyS0,115200 quiet nokaslr mitigations=off panic=-1 clearcpuid=pku,ospke,xsaves,xsavec,fsrm tsc_early_khz=$((ips / 1000))
+  APPEND console=ttyS0,115200 quiet nokaslr mitigations=off panic=-1 $kopts tsc_early_khz=$((ips / 1000))
 EOF
 cyl_bytes=$((16 * 63 * 512)) # Bochs's flat disk: 16 heads, 63 sectors per track
 bytes=$(($(stat -c %s "$kernel") + $(stat -c %s "$run/initrd.gz") + 4 * 1048576))
@@ -256,7 +313,7 @@ printf 'c\nquit\n' >"$run/debugger.rc"
 
 # ---- run ---------------------------------------------------------------------
 start=$(date +%s)
-(cd "$run" && exec bochs -q -f bochsrc -rc debugger.rc </dev/null >bochs.out 2>&1) &
+(cd "$run" && exec "$bochs" -q -f bochsrc -rc debugger.rc </dev/null >bochs.out 2>&1) &
 bochs_pid=$!
 status="" why=""
 while :; do

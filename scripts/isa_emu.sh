@@ -10,7 +10,7 @@
 #     --cpu MODEL      Bochs CPU model (default tigerlake; corei7_icelake_u,
 #                      corei7_skylake_x: `bochs -help cpu` lists them;
 #                      sapphire_rapids and arrow_lake run on Bochs 3.0, built
-#                      once from Debian's source with scripts/bochs-3.0-xfd.patch)
+#                      once from Debian's source with scripts/bochs-3.0-amx.patch)
 #     --bochs DIR      a Bochs installed under DIR (DIR/bin/bochs,
 #                      DIR/share/bochs) instead of the one the model picks
 #     --timeout SEC    whole run, boot included (default 1800)
@@ -115,16 +115,18 @@ fi
 
 # ---- Bochs 3.0 (once), for the models Debian 12's Bochs 2.7 lacks -------------
 # Debian 13's source of Bochs 3.0, checked against its sha256, with
-# scripts/bochs-3.0-xfd.patch: Bochs 3.0 emulates AMX but not XFD (IA32_XFD,
+# scripts/bochs-3.0-amx.patch: Bochs 3.0 emulates AMX but not XFD (IA32_XFD,
 # the #NM on first use of the tile data), which Linux needs before it lets a
 # process use the tiles (arch_prctl ARCH_REQ_XCOMP_PERM): without it Linux 6.1
 # sets XCR0 with the tile configuration and not the data, and faults at boot.
+# The patch adds XFD and sign-extends the signed bytes of tdpbssd, tdpbsud and
+# tdpbusd (3.0 widens them as unsigned: a -1 counts as 255).
 b3_url=http://deb.debian.org/debian/pool/main/b/bochs/bochs_3.0+dfsg.orig.tar.xz
 b3_sha=78f6c73d4a6472d5130a87ab9dc306d02c7c71ed8e25b3a8ef642e2a7acd282b
-b3_patch=$(dirname "$0")/bochs-3.0-xfd.patch
+b3_patch=$(dirname "$0")/bochs-3.0-amx.patch
 build_bochs3() { # $1: install prefix
   local src=$cache/bochs-3.0-src
-  echo "isa_emu: building Bochs 3.0 into $1 (once; about 15 minutes on 2 cores)" >&2
+  echo "isa_emu: building Bochs 3.0 into $1 (once; 4 minutes on 2 cores here)" >&2
   for p in g++ make curl xz-utils patch; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
       DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$p" >/dev/null ||
@@ -134,7 +136,7 @@ build_bochs3() { # $1: install prefix
   curl -fsSL -o "$src.tar.xz" "$b3_url" || die "could not download $b3_url"
   echo "$b3_sha  $src.tar.xz" | sha256sum -c --quiet - || die "$b3_url: not the sha256 this script knows"
   tar -xJf "$src.tar.xz" -C "$src" --strip-components=1 && rm -f "$src.tar.xz"
-  patch -d "$src" -p1 -s <"$b3_patch" || die "scripts/bochs-3.0-xfd.patch does not apply"
+  patch -d "$src" -p1 -s <"$b3_patch" || die "scripts/bochs-3.0-amx.patch does not apply"
   # the same features as Debian's own build of 3.0, less its GUIs, plugins and devices
   (cd "$src" && ./configure --prefix="$1" --with-rfb --enable-debugger --disable-debugger-gui --enable-sb16 \
     --enable-x86-64 --enable-cpu-level=6 --enable-all-optimizations --enable-amx --enable-avx --enable-evex \
@@ -147,7 +149,7 @@ build_bochs3() { # $1: install prefix
 bochs=bochs bochs3=0
 case "$cpu" in sapphire_rapids | arrow_lake) bochs3=1 ;; esac
 if [ -z "$bochs_dir" ] && [ "$bochs3" = 1 ]; then
-  bochs_dir=$cache/bochs-3.0-xfd
+  bochs_dir=$cache/bochs-3.0-amx
   # rebuilt when the patch changes
   if [ ! -x "$bochs_dir/bin/bochs" ] || [ "$bochs_dir/bin/bochs" -ot "$b3_patch" ]; then
     build_bochs3 "$bochs_dir"

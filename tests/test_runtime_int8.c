@@ -148,14 +148,17 @@ void zz_test_int8_register(void) {
  * the VNNI tile's blocking: tiles of 8 rows (leftovers 1-7; 8, 16 whole), its
  * row block (192 rows at a K block of 1024: 200), panels of 16 W rows (13,
  * 20, 33, 70, 137 leave 13, 4, 1, 6, 9), K blocks of 1024 (1088, 2112, 4096;
- * 960 for groups of 192). */
+ * 960 for groups of 192). Where the process may use AMX, again under
+ * ZZ_CPU_ISA_AMX: the same panels, tiles of 16 rows (fewer: 4-9 and 12 rows;
+ * 17 and 100 leave 1 and 4 past whole tiles; 200: a row block of 192, then 8). */
 static void test_int8_tile_bits(void) {
   static const int64_t shapes[][3] = {{4, 64, 8},     {5, 192, 13},   {7, 2112, 70},  {6, 256, 64},
                                       {100, 2112, 9}, {9, 4096, 137}, {4, 768, 1},    {12, 384, 16},
                                       {8, 128, 16},   {17, 1088, 33}, {200, 1088, 20}};
-  const zz_cpu_isa isas[] = {ZZ_CPU_ISA_AVX2, ZZ_CPU_ISA_AVX512};
-  const int nisa = zz_cpu_has_vnni() ? 2 : 1;
-  if (nisa == 2) printf("\n  (the VNNI tile too: this CPU has avx512_vnni)");
+  zz_cpu_isa isas[3] = {ZZ_CPU_ISA_AVX2};
+  int nisa = 1;
+  if (zz_cpu_has_vnni()) isas[nisa++] = ZZ_CPU_ISA_AVX512, printf("\n  (the VNNI tile too: this CPU has avx512_vnni)");
+  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AMX)) isas[nisa++] = ZZ_CPU_ISA_AMX, printf("\n  (the AMX tile too)");
   static const zz_qfmt fmts[] = {{4, 64}, {4, 128}, {4, 192}, {4, 256}, {8, 64}, {8, 128}, {8, 192}, {8, 256}};
   if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
   zz_pool *pools[3] = {NULL, NULL, NULL};

@@ -840,6 +840,17 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_tile_steps(co
   }
 }
 
+/* One group's float part for a row of x (its scales sx, ng groups) and 16 W
+ * rows: acc (+)= step · sx_g · I + min · sx_g · Σxi, the portable kernel's
+ * rounding per lane (hd_g: the group's 16 steps, then its 16 mins; i32: the
+ * group's integer sums). */
+ZZ_QX_VNNI static inline __attribute__((always_inline)) __m512 zz_xv_fold(const float *hd_g, const float *sx, int64_t g,
+                                                                          int64_t ng, __m512i i32, __m512 acc) {
+  const __m512 st = _mm512_load_ps(hd_g), mn = _mm512_load_ps(hd_g + 16);
+  const __m512 f = _mm512_fmadd_ps(_mm512_mul_ps(st, _mm512_set1_ps(sx[g])), _mm512_cvtepi32_ps(i32), acc);
+  return _mm512_fmadd_ps(mn, _mm512_set1_ps(sx[ng + g]), f);
+}
+
 /* ROWS rows of x (x_row bytes apart, whole rows of ng groups) times a packed
  * panel (64-blocks b0 .. b0 + nb - 1, whole groups), into y[r * ldy + c], c < nw:
  * the sums so far loaded from y (first: from 0, as the portable kernel starts),
@@ -867,11 +878,8 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_tile(const in
     zz_xv_tile_steps(pk + (size_t)b * ZZ_XV_PB, xb, b * 64, acc, ROWS);
     if (++jb < bpg && (b0 + b + 1) * 64 != in) continue; /* the group goes on */
     jb = 0;
-    const __m512 st = _mm512_load_ps(hd + (g - g0) * 32), mn = _mm512_load_ps(hd + (g - g0) * 32 + 16);
     for (int r = 0; r < ROWS; r++) {
-      const __m512 f = _mm512_fmadd_ps(_mm512_mul_ps(st, _mm512_set1_ps(sx[r][g])), _mm512_cvtepi32_ps(acc[r]),
-                                       facc[r]);
-      facc[r] = _mm512_fmadd_ps(mn, _mm512_set1_ps(sx[r][ng + g]), f);
+      facc[r] = zz_xv_fold(hd + (g - g0) * 32, sx[r], g, ng, acc[r], facc[r]);
       acc[r] = _mm512_setzero_si512();
     }
     g++;
@@ -908,6 +916,51 @@ ZZ_QX_VNNI static void zz_xv_pack8(const void *const wr[ZZ_XV_PW], int64_t b0, i
   zz_xv_pack(wr, b0, nb, group, gb, pk, hd, pf, 8);
 }
 
+/* ---------------------------------------------------------------- AMX (ISA amx)
+ *
+ * The VNNI tile's panel is, 64-block by 64-block, an AMX B tile as it lies:
+ * 16 rows (steps s: positions 4s .. 4s + 3) of 16 W rows × 4 u8. So under ISA
+ * amx the same packing feeds tdpbsud (s8 A × u8 B into i32): A = up to 16 rows
+ * of x's int8, the block's 64 bytes of each, loaded from the stored rows as
+ * they are (x_row apart), C = those rows × the panel's 16 W rows, the exact
+ * integer sums over a group (tiles 4, 6 and 0 of zz_amx_cfg_fill), stored at
+ * the group's end and folded by the VNNI tile's float part (zz_xv_fold): the
+ * same bits as zz_xq_panel_c, 16 rows of x a tile. */
+#define ZZ_XA_TM 16 /* rows of x in a tile */
+#define ZZ_QX_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,amx-tile,amx-int8")))
+
+ZZ_QX_AMX static void zz_xa_tile_rows(const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in,
+                                      const char *xq, size_t x_row, int rows, int64_t ng, float *y, int64_t ldy, int nw,
+                                      int first) {
+  const __mmask16 mask = (__mmask16)(nw >= ZZ_XV_PW ? 0xffff : (1u << nw) - 1);
+  const int64_t g0 = b0 * 64 / group;
+  zz_amx_cfg cfg;
+  zz_amx_cfg_fill(&cfg, rows, 0);
+  _tile_loadconfig(&cfg);
+  __m512 facc[ZZ_XA_TM];
+  for (int r = 0; r < rows; r++) facc[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, y + r * ldy);
+  const int8_t *xb = (const int8_t *)xq + ng * 12 + b0 * 64;
+  _Alignas(64) int32_t c[ZZ_XA_TM][ZZ_XV_PW];
+  const int bpg = group / 64;
+  int64_t g = g0;
+  _tile_zero(0);
+  for (int b = 0, jb = 0; b < nb; b++) { /* jb: the block's place in its group */
+    _tile_loadd(4, xb + b * 64, x_row);
+    _tile_loadd(6, pk + (size_t)b * ZZ_XV_PB, 64);
+    _tile_dpbsud(0, 4, 6);
+    if (++jb < bpg && (b0 + b + 1) * 64 != in) continue; /* the group goes on */
+    jb = 0;
+    _tile_stored(0, c, sizeof c[0]);
+    _tile_zero(0);
+    for (int r = 0; r < rows; r++)
+      facc[r] = zz_xv_fold(hd + (g - g0) * 32, (const float *)(xq + (size_t)r * x_row), g, ng, _mm512_load_si512(c[r]),
+                           facc[r]);
+    g++;
+  }
+  _tile_release();
+  for (int r = 0; r < rows; r++) _mm512_mask_storeu_ps(y + r * ldy, mask, facc[r]);
+}
+
 
 /* A packed tile's kernels and blocking: W rows of a panel, rows of x of a
  * register tile, K of a packed panel (whole groups within it), the panel's
@@ -940,15 +993,19 @@ static const zz_xq_tile_ops zz_xq_tiles_avx2[2] = {
     {ZZ_XQ_PW, ZZ_XQ_TM, ZZ_XQ_KC_MAX / 2, zz_xq_pack8_avx2, zz_xq_rows8_avx2}};
 static const zz_xq_tile_ops zz_xq_tiles_vnni[2] = {{ZZ_XV_PW, ZZ_XV_TM, ZZ_XV_KC, zz_xv_pack4, zz_xv_tile_rows},
                                                    {ZZ_XV_PW, ZZ_XV_TM, ZZ_XV_KC, zz_xv_pack8, zz_xv_tile_rows}};
+static const zz_xq_tile_ops zz_xq_tiles_amx[2] = {{ZZ_XV_PW, ZZ_XA_TM, ZZ_XV_KC, zz_xv_pack4, zz_xa_tile_rows},
+                                                  {ZZ_XV_PW, ZZ_XA_TM, ZZ_XV_KC, zz_xv_pack8, zz_xa_tile_rows}};
 
 /* Which packed tile takes n rows of x of `in` against groups of `bits`, `group`:
- * the VNNI one where the process's ISA is AVX-512 and the CPU has avx512_vnni,
- * else the AVX2 one; NULL where neither applies (fewer than ZZ_XQ_TILE_MIN rows,
+ * the AMX one under ISA amx, the VNNI one where the process's ISA is AVX-512
+ * and the CPU has avx512_vnni, else the AVX2 one; NULL where neither applies (fewer than ZZ_XQ_TILE_MIN rows,
  * groups or K not whole 64s, a group larger than the tile's K block). */
 static const zz_xq_tile_ops *zz_xq_tile_pick(int bits, int64_t n, int64_t in, int group) {
   if (n < ZZ_XQ_TILE_MIN || group % 64 != 0 || in % 64 != 0) return NULL;
-  const zz_xq_tile_ops *t = zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX512 && zz_cpu_has_vnni() ? &zz_xq_tiles_vnni[bits == 8]
-                                                                                       : &zz_xq_tiles_avx2[bits == 8];
+  const zz_cpu_isa isa = zz_cpu_isa_get();
+  const zz_xq_tile_ops *t = isa == ZZ_CPU_ISA_AMX                           ? &zz_xq_tiles_amx[bits == 8]
+                            : isa >= ZZ_CPU_ISA_AVX512 && zz_cpu_has_vnni() ? &zz_xq_tiles_vnni[bits == 8]
+                                                                            : &zz_xq_tiles_avx2[bits == 8];
   return group <= t->kc ? t : NULL;
 }
 

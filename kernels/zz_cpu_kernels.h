@@ -164,7 +164,8 @@ void zz_cpu_attention_ref(zz_pool *pool, const zz_attn_args *a);
  * linear follow it), chosen at run time: the best the CPU has, or the environment's
  * ZZ_CPU_ISA (auto, portable, avx2, avx512, amx), or zz_cpu_isa_set. Each level
  * includes the one below it: amx is avx512 (with avx512_bf16) plus AMX tiles
- * for the bf16 linear, where the kernel grants this process their state. */
+ * for the bf16 linear and the int8-activation one, where the kernel grants this
+ * process their state. */
 typedef enum zz_cpu_isa { ZZ_CPU_ISA_PORTABLE, ZZ_CPU_ISA_AVX2, ZZ_CPU_ISA_AVX512, ZZ_CPU_ISA_AMX } zz_cpu_isa;
 #define ZZ_CPU_ISA_NAMES "auto, portable, avx2, avx512 or amx" /* what zz_cpu_isa_parse takes */
 zz_cpu_isa zz_cpu_isa_get(void);

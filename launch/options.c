@@ -198,7 +198,7 @@ static const zz_opt_def zz_opt_table[] = {
      false, 0, 0, false, G | B | P, NULL},
     {"cpu-isa", "ZZ_CPU_ISA", ZZ_OPT_CHOICE, ZZ_O(cpu_isa), "auto",
      "vector code of the CPU kernels (attention, linear): auto (the best this CPU has), portable, avx2, avx512, amx "
-     "(avx512 and AMX tiles for the bf16 linear)",
+     "(avx512 and AMX tiles for the bf16 and int8 linears)",
      false, 0, 0, false, ZZ_RUN | P | F, "auto portable avx2 avx512 amx"},
     {NULL, "ZZ_FAULT_KILL_AFTER_BLOCKS", ZZ_OPT_LL, ZZ_O(fault_kill_after), "-1",
      "testing: generate commits N blocks, half-writes a line, SIGKILLs itself; -1 = off", false, -1, 1e18, false, G | B,

@@ -998,8 +998,9 @@ static const zz_xq_tile_ops zz_xq_tiles_amx[2] = {{ZZ_XV_PW, ZZ_XA_TM, ZZ_XV_KC,
 
 /* Which packed tile takes n rows of x of `in` against groups of `bits`, `group`:
  * the AMX one under ISA amx, the VNNI one where the process's ISA is AVX-512
- * and the CPU has avx512_vnni, else the AVX2 one; NULL where neither applies (fewer than ZZ_XQ_TILE_MIN rows,
- * groups or K not whole 64s, a group larger than the tile's K block). */
+ * and the CPU has avx512_vnni, else the AVX2 one; NULL where none applies
+ * (fewer than ZZ_XQ_TILE_MIN rows, groups or K not whole 64s, a group larger
+ * than the tile's K block). */
 static const zz_xq_tile_ops *zz_xq_tile_pick(int bits, int64_t n, int64_t in, int group) {
   if (n < ZZ_XQ_TILE_MIN || group % 64 != 0 || in % 64 != 0) return NULL;
   const zz_cpu_isa isa = zz_cpu_isa_get();

@@ -712,16 +712,18 @@ static void zz_rl5_task(void *arg, int64_t t) {
     const void *w[ZZ_RL5_NR];
     for (int o = 0; o < ZZ_RL5_NR; o++) w[o] = zz_rl_w_at(j, c_lo + p * ZZ_RL5_NR + o, c_hi, k);
     zz_rl5_widen(w, j->bf16, len, wp);
+    /* the first group (pair) walks the fetch: once is all it takes */
     int64_t g = 0;
     for (; g + 2 <= groups; g += 2) {
       const float *a = zz_rl_x_at(j, g, k0) + (k - k0) * ZZ_RL_MR;
-      int64_t gs = zz_rl_x_at(j, g + 1, k0) - zz_rl_x_at(j, g, k0);
+      int64_t gs = zz_rl_x_at(j, g + 1, k0) - zz_rl_x_at(j, g, k0), l = g ? 0 : pfl;
       float *t0 = zz_rl_sums(acc, g, p, ZZ_RL5_NR), *t1 = zz_rl_sums(acc, g + 1, p, ZZ_RL5_NR);
       for (int h = 0; h < ZZ_RL5_NR; h += ZZ_RL5_NR / 2)
-        zz_rl5_micro2(len, a, gs, wp + h * ZZ_RL5_KS, t0 + h * ZZ_RL_MR, t1 + h * ZZ_RL_MR, pf + h * pfs, pfs, pfl);
+        zz_rl5_micro2(len, a, gs, wp + h * ZZ_RL5_KS, t0 + h * ZZ_RL_MR, t1 + h * ZZ_RL_MR, pf + h * pfs, pfs, l);
     }
     for (; g < groups; g++)
-      zz_rl5_micro(len, zz_rl_x_at(j, g, k0) + (k - k0) * ZZ_RL_MR, wp, zz_rl_sums(acc, g, p, ZZ_RL5_NR), pf, pfs, pfl);
+      zz_rl5_micro(len, zz_rl_x_at(j, g, k0) + (k - k0) * ZZ_RL_MR, wp, zz_rl_sums(acc, g, p, ZZ_RL5_NR), pf, pfs,
+                   g ? 0 : pfl);
   }
   zz_rl_store(j, acc, c_lo, c_hi, ZZ_RL5_NR);
 }

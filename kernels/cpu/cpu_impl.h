@@ -75,12 +75,13 @@ bool zz_pk_rl_pack_x(zz_pool *pool, const float *x, int64_t n, int64_t in, float
 void zz_pk_rl_panel(const float *xp, int64_t n, int64_t in, const float *w, int64_t out, float *y, int64_t ldy);
 
 /* linear_amx.c: the bf16 linear on AMX tiles (ISA "amx"). y[n, out] = x[n, in] ·
- * W[out, in]ᵀ (+ b) (ReLU), x rounded to bf16 and packed into xp
+ * W[out, in]ᵀ (+ b) (ReLU), x rounded to bf16 by round_bf16 and packed into xp
  * (zz_amx_x_bytes(n, in) of scratch) for `in` where zz_amx_bf16_fits; the
  * caller checks the process may use AMX (zz_cpu_isa_get() == ZZ_CPU_ISA_AMX). */
 bool zz_amx_bf16_fits(int64_t in);
 size_t zz_amx_x_bytes(int64_t n, int64_t in);
 void zz_amx_bf16_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const uint16_t *w, const float *b,
-                      int64_t out, float *y, int relu, void *xp);
+                      int64_t out, float *y, int relu, void *xp,
+                      void (*round_bf16)(const float *src, int64_t n, uint16_t *dst));
 
 #endif

@@ -1107,7 +1107,7 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const voi
   const zz_gemm_isa isa = zz_gemm_isa_get();
   bool bf16 = w_dt == ZZ_DTYPE_BF16;
   if (zz_gemm_amx_takes(&isa, n, in, w_dt)) {
-    zz_amx_bf16_gemm(pool, x, n, in, w, b, out, y, relu, xb);
+    zz_amx_bf16_gemm(pool, x, n, in, w, b, out, y, relu, xb, isa.round_bf16);
     return;
   }
   if (bf16 ? n >= ZZ_BF16_PANEL_N && !isa.bf16_dot : isa.f32_lane_n && n >= isa.f32_lane_n) {

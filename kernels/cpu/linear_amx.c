@@ -1,8 +1,8 @@
 /*
  * linear_amx.c — the bf16 linear on AMX tiles (Sapphire Rapids and later, ISA
  * "amx" in kernels/cpu/isa.c): y[n, out] = x[n, in] · W[out, in]ᵀ (+ b) (then
- * ReLU) for bf16 W, x rounded to bf16 (zz_f32_to_bf16, as every bf16 path
- * rounds it).
+ * ReLU) for bf16 W, x rounded to bf16 (round to nearest even, as every bf16
+ * path rounds it: the caller's vector rounding).
  *
  * The tiles compute the product W-side first, so that W is read where it lies:
  *   A  16 rows of W (16 outputs × 32 k, 64 bytes a row, rows `in` apart),
@@ -43,6 +43,7 @@
 #define ZZ_AMX_KB 32                /* k per tile step: a 64-byte tile row of bf16 */
 #define ZZ_AMX_TASK (2 * ZZ_AMX_TM) /* outputs per pool task: two A tiles */
 #define ZZ_AMX_RB (2 * ZZ_AMX_TM)   /* rows of x per step: two B tiles */
+#define ZZ_AMX_PIECE 256            /* values of a row of x rounded at a time */
 
 bool zz_amx_bf16_fits(int64_t in) { return in > 0 && in % ZZ_AMX_KB == 0; }
 
@@ -59,17 +60,26 @@ typedef struct zz_amx_job {
   float *y;
   int64_t n, in, out;
   int relu;
+  void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
 } zz_amx_job;
 
-/* x's rows 16g .. +16, rounded to bf16, into their B tiles' order [in/2][16][2]
- * (group g's block is 16·in values); rows past n zero. */
+/* x's rows 16g .. +16, rounded to bf16 (the ISA's rounding, a piece at a time)
+ * and interleaved into their B tiles' order [in/2][16][2] (group g's block is
+ * 16·in values): row r's pair k/2 is the 32-bit word k/2 · 16 + r; rows past n zero. */
 static void zz_amx_pack_x(void *arg, int64_t g) {
   const zz_amx_job *j = arg;
-  uint16_t *d = j->xp + g * ZZ_AMX_TM * j->in;
+  char *d = (char *)(j->xp + g * ZZ_AMX_TM * j->in);
+  uint16_t piece[ZZ_AMX_PIECE];
   for (int r = 0; r < ZZ_AMX_TM; r++) {
     int64_t i = g * ZZ_AMX_TM + r;
-    const float *src = i < j->n ? j->x + i * j->in : NULL;
-    for (int64_t k = 0; k < j->in; k++) d[(k / 2) * 2 * ZZ_AMX_TM + 2 * r + (k & 1)] = src ? zz_f32_to_bf16(src[k]) : 0;
+    for (int64_t k0 = 0; k0 < j->in; k0 += ZZ_AMX_PIECE) {
+      int64_t len = j->in - k0 < ZZ_AMX_PIECE ? j->in - k0 : ZZ_AMX_PIECE; /* even: in is a whole number of 32s */
+      if (i < j->n) j->round_bf16(j->x + i * j->in + k0, len, piece);
+      else
+        memset(piece, 0, (size_t)len * sizeof piece[0]);
+      for (int64_t p = 0; p < len / 2; p++)
+        memcpy(d + ((k0 / 2 + p) * ZZ_AMX_TM + r) * 2 * sizeof(uint16_t), piece + 2 * p, 2 * sizeof(uint16_t));
+    }
   }
 }
 
@@ -143,12 +153,13 @@ __attribute__((target("amx-tile,amx-bf16"))) static void zz_amx_task(void *arg, 
 #endif
 
 void zz_amx_bf16_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const uint16_t *w, const float *b,
-                      int64_t out, float *y, int relu, void *xp) {
+                      int64_t out, float *y, int relu, void *xp,
+                      void (*round_bf16)(const float *src, int64_t n, uint16_t *dst)) {
 #ifdef ZZ_AMX_X86
-  zz_amx_job j = {x, xp, w, b, y, n, in, out, relu};
+  zz_amx_job j = {x, xp, w, b, y, n, in, out, relu, round_bf16};
   zz_pool_run(pool, zz_amx_pack_x, &j, zz_amx_rows(n) / ZZ_AMX_TM);
   zz_pool_run(pool, zz_amx_task, &j, (out + ZZ_AMX_TASK - 1) / ZZ_AMX_TASK);
 #else
-  (void)pool, (void)x, (void)n, (void)in, (void)w, (void)b, (void)out, (void)y, (void)relu, (void)xp;
+  (void)pool, (void)x, (void)n, (void)in, (void)w, (void)b, (void)out, (void)y, (void)relu, (void)xp, (void)round_bf16;
 #endif
 }

@@ -116,23 +116,17 @@ __attribute__((target("amx-tile,amx-bf16"))) static void zz_amx_task(void *arg, 
     if (m1) {
       _tile_zero(2);
       _tile_zero(3);
-      for (int64_t k = 0; k < j->in; k += ZZ_AMX_KB) {
-        _tile_loadd(4, a0 + k * sizeof(uint16_t), lda);
-        _tile_loadd(5, a1 + k * sizeof(uint16_t), lda);
-        _tile_loadd(6, zz_amx_b(j, g, k), ldb);
-        _tile_loadd(7, zz_amx_b(j, g + 1, k), ldb);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
+    }
+    for (int64_t k = 0; k < j->in; k += ZZ_AMX_KB) {
+      _tile_loadd(4, a0 + k * sizeof(uint16_t), lda);
+      if (m1) _tile_loadd(5, a1 + k * sizeof(uint16_t), lda);
+      _tile_loadd(6, zz_amx_b(j, g, k), ldb);
+      _tile_loadd(7, zz_amx_b(j, g + 1, k), ldb);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      if (m1) {
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
-      }
-    } else {
-      for (int64_t k = 0; k < j->in; k += ZZ_AMX_KB) {
-        _tile_loadd(4, a0 + k * sizeof(uint16_t), lda);
-        _tile_loadd(6, zz_amx_b(j, g, k), ldb);
-        _tile_loadd(7, zz_amx_b(j, g + 1, k), ldb);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
       }
     }
     /* tile stores take constant tile numbers: one line each */

@@ -578,28 +578,82 @@ ZZ_AVX2 static void zz_micro_q8_avx2(const void *const xr[ZZ_MR], const void *co
 
 /* ---- Q4 on AVX-512: two W rows per zmm (lanes 0-7 row c, 8-15 row c+1), so each
  * half keeps zz_dot's 8 lanes and the bits equal the AVX2 and portable paths.
+ * A group's 16 possible values, min + q · step for q = 0 … 15 (the product
+ * rounded before the add, as zz_q_dequantize rounds it), are computed once per
+ * group and W row into a table (one zmm), and each weight is looked up in the
+ * pair's two tables by its nibble (vpermi2ps): per 8 values of a row a 4-byte
+ * broadcast load, a shift, a mask and the permute, where widening them took an
+ * unpack, a widen, a convert, a multiply and an add. The rows' chains are
+ * independent and held in registers (ROWS a constant): each output's sums still
+ * run along k in zz_dot's order.
  * avx512f brings FMA, and GCC contracts a multiply and an add of intrinsics
  * into one (-ffp-contract=fast): an empty asm on each product keeps them two
  * roundings, as zz_q_dequantize and zz_dot round them. */
 #define ZZ_KEEP(v) __asm__("" : "+v"(v))
 
-/* a in lanes 0-7, b in 8-15 (avx512f alone: no f32x8 inserts) */
-ZZ_AVX512 static inline __m512 zz_halves(float a, float b) {
-  return _mm512_castpd_ps(
-      _mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a)), _mm256_castps_pd(_mm256_set1_ps(b)), 1));
+/* The 16 values min + q · step of a group whose header is g (f16 min, f16 step). */
+ZZ_AVX512 static inline __m512 zz_q4_table(const unsigned char *g, const float *tab) {
+  uint16_t h[2];
+  memcpy(h, g, sizeof h);
+  const __m512 q = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  __m512 p = _mm512_mul_ps(q, _mm512_set1_ps(tab[h[1]]));
+  ZZ_KEEP(p);
+  return _mm512_add_ps(_mm512_set1_ps(tab[h[0]]), p);
 }
 
-ZZ_AVX512 static inline __m512 zz_q4x8x2(const unsigned char *d0, const unsigned char *d1, __m512 lo, __m512 step) {
+/* 8 values of W row c (4 bytes at d0) in lanes 0-7, of row c+1 (d1) in 8-15,
+ * each looked up in its row's table (t0, t1) by its nibble (element 2i in byte
+ * i's low nibble, 2i+1 in its high: lane i's nibble is at bit 4i of the dword;
+ * the index's bit 4 picks row c+1's table). */
+ZZ_AVX512 static inline __m512 zz_q4_lookup(const unsigned char *d0, const unsigned char *d1, __m512 t0, __m512 t1) {
+  const __m512i shift = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+  const __m512i nibble = _mm512_set1_epi32(15),
+                second = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 16, 16, 16, 16, 16, 16, 16, 16);
   uint32_t b0, b1;
   memcpy(&b0, d0, 4);
   memcpy(&b1, d1, 4);
-  const __m128i m4 = _mm_set1_epi8(0x0f);
-  __m128i v = _mm_set_epi32(0, 0, (int)b1, (int)b0);
-  __m128i l4 = _mm_and_si128(v, m4), h4 = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
-  __m128i q = _mm_unpacklo_epi8(l4, h4); /* row c's 8 values, then row c+1's */
-  __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q)), step);
-  ZZ_KEEP(p);
-  return _mm512_add_ps(lo, p);
+  __m512i v = _mm512_mask_set1_epi32(_mm512_set1_epi32((int)b0), 0xff00, (int)b1);
+  /* (v >> shift & 15) | second: ternary logic A & B | C */
+  __m512i idx = _mm512_ternarylogic_epi32(_mm512_srlv_epi32(v, shift), nibble, second, 0xea);
+  return _mm512_permutex2var_ps(t0, idx, t1);
+}
+
+/* ROWS rows of x against the 4 W rows (two pairs) over k < kmain (whole groups
+ * of 8): acc[r][p] lanes 0-7 output 2p's zz_dot lanes, 8-15 output 2p+1's. */
+ZZ_AVX512 static inline __attribute__((always_inline)) void zz_q4_avx512_rows(const void *const xr[ZZ_MR],
+                                                                              const void *const wr[ZZ_NR],
+                                                                              int64_t kmain, int group, const int ROWS,
+                                                                              __m512 acc[ZZ_MR][ZZ_NR / 2]) {
+  const float *tab = zz_f16_table();
+  const size_t gb = zz_q4_group_bytes(group);
+  for (int r = 0; r < ROWS; r++)
+    for (int p = 0; p < ZZ_NR / 2; p++) acc[r][p] = _mm512_setzero_ps();
+  /* goff: the group's offset in a W row, kept as a sum (a 64-bit division
+   * per group, as before, cost a quarter of this kernel's time) */
+  for (int64_t g0 = 0, goff = 0; g0 < kmain; g0 += group, goff += (int64_t)gb) {
+    const int64_t m = kmain - g0 < group ? kmain - g0 : group;
+    const unsigned char *d[ZZ_NR];
+    __m512 t[ZZ_NR];
+    for (int c = 0; c < ZZ_NR; c++) {
+      const unsigned char *g = (const unsigned char *)wr[c] + goff;
+      t[c] = zz_q4_table(g, tab);
+      d[c] = g + 4;
+    }
+    for (int64_t e = 0; e < m; e += 8) {
+      __m512 w[ZZ_NR / 2];
+      for (int p = 0; p < ZZ_NR / 2; p++)
+        w[p] = zz_q4_lookup(d[2 * p] + e / 2, d[2 * p + 1] + e / 2, t[2 * p], t[2 * p + 1]);
+      for (int r = 0; r < ROWS; r++) {
+        __m512 a = _mm512_castpd_ps(
+            _mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps((const float *)xr[r] + g0 + e))));
+        for (int p = 0; p < ZZ_NR / 2; p++) {
+          __m512 prod = _mm512_mul_ps(a, w[p]);
+          ZZ_KEEP(prod);
+          acc[r][p] = _mm512_add_ps(acc[r][p], prod);
+        }
+      }
+    }
+  }
 }
 
 ZZ_AVX512 static void zz_micro_q4_avx512(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
@@ -608,31 +662,13 @@ ZZ_AVX512 static void zz_micro_q4_avx512(const void *const xr[ZZ_MR], const void
   const int64_t kmain = kc - kc % 8;
   const size_t gb = zz_q4_group_bytes(group);
   __m512 acc[ZZ_MR][ZZ_NR / 2];
-  for (int r = 0; r < ZZ_MR; r++)
-    for (int p = 0; p < ZZ_NR / 2; p++) acc[r][p] = _mm512_setzero_ps();
-  for (int64_t g0 = 0; g0 < kmain; g0 += group) {
-    const int64_t m = kmain - g0 < group ? kmain - g0 : group;
-    const size_t goff = (size_t)(g0 / group) * gb;
-    for (int p = 0; p < ZZ_NR / 2; p++) {
-      const unsigned char *ga = (const unsigned char *)wr[2 * p] + goff,
-                          *gc = (const unsigned char *)wr[2 * p + 1] + goff;
-      uint16_t h[4];
-      memcpy(h, ga, 4);
-      memcpy(h + 2, gc, 4);
-      const __m512 lo = zz_halves(tab[h[0]], tab[h[2]]);
-      const __m512 step = zz_halves(tab[h[1]], tab[h[3]]);
-      for (int64_t e = 0; e < m; e += 8) {
-        __m512 w = zz_q4x8x2(ga + 4 + e / 2, gc + 4 + e / 2, lo, step);
-        for (int r = 0; r < mr; r++) {
-          __m512 a = _mm512_castpd_ps(
-              _mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps((const float *)xr[r] + g0 + e))));
-          __m512 prod = _mm512_mul_ps(a, w);
-          ZZ_KEEP(prod);
-          acc[r][p] = _mm512_add_ps(acc[r][p], prod);
-        }
-      }
-    }
-  }
+  if (mr == 1) zz_q4_avx512_rows(xr, wr, kmain, group, 1, acc);
+  else if (mr == 2)
+    zz_q4_avx512_rows(xr, wr, kmain, group, 2, acc);
+  else if (mr == 3)
+    zz_q4_avx512_rows(xr, wr, kmain, group, 3, acc);
+  else
+    zz_q4_avx512_rows(xr, wr, kmain, group, 4, acc);
   for (int r = 0; r < mr; r++)
     for (int c = 0; c < ZZ_NR; c++) {
       float l[16];

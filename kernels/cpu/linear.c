@@ -577,8 +577,9 @@ ZZ_AVX2 static void zz_micro_q8_avx2(const void *const xr[ZZ_MR], const void *co
   zz_micro_q_avx2(xr, wr, kc, mr, group, 8, tile);
 }
 
-/* ---- Q4 on AVX-512: two W rows per zmm (lanes 0-7 row c, 8-15 row c+1), so each
- * half keeps zz_dot's 8 lanes and the bits equal the AVX2 and portable paths.
+/* ---- Q4 and Q8 on AVX-512: two W rows per zmm (lanes 0-7 row c, 8-15 row c+1),
+ * so each half keeps zz_dot's 8 lanes and the bits equal the AVX2 and portable
+ * paths. 8 bits widen each value (convert, multiply, add).
  * A group's 16 possible values, min + q · step for q = 0 … 15 (the product
  * rounded before the add, as zz_q_dequantize rounds it), are computed once per
  * group and W row into a table (one zmm), and each weight is looked up in the
@@ -619,14 +620,34 @@ ZZ_AVX512 static inline __m512 zz_q4_lookup(const unsigned char *d0, const unsig
   return _mm512_permutex2var_ps(t0, idx, t1);
 }
 
-/* ROWS rows of x against the 4 W rows (two pairs) over k < kmain (whole groups
- * of 8): acc[r][p] lanes 0-7 output 2p's zz_dot lanes, 8-15 output 2p+1's. */
-ZZ_AVX512 static inline __attribute__((always_inline)) void zz_q4_avx512_rows(const void *const xr[ZZ_MR],
-                                                                              const void *const wr[ZZ_NR],
-                                                                              int64_t kmain, int group, const int ROWS,
-                                                                              __m512 acc[ZZ_MR][ZZ_NR / 2]) {
+/* 8 values of W row c (8 bytes at d0) in lanes 0-7, of row c+1 (d1) in 8-15,
+ * widened to min + q · step (lo, step: row c's in lanes 0-7, row c+1's in 8-15;
+ * the product rounded before the add). */
+ZZ_AVX512 static inline __m512 zz_q8_widen(const unsigned char *d0, const unsigned char *d1, __m512 lo, __m512 step) {
+  int64_t b1;
+  memcpy(&b1, d1, 8);
+  __m128i v = _mm_insert_epi64(_mm_loadl_epi64((const __m128i *)d0), b1, 1);
+  __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v)), step);
+  ZZ_KEEP(p);
+  return _mm512_add_ps(lo, p);
+}
+
+/* a in lanes 0-7, b in 8-15 */
+ZZ_AVX512 static inline __m512 zz_halves(float a, float b) {
+  return _mm512_castpd_ps(
+      _mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a)), _mm256_castps_pd(_mm256_set1_ps(b)), 1));
+}
+
+/* ROWS rows of x against the 4 W rows (two pairs) of BITS (4 or 8) values over
+ * k < kmain (whole groups of 8): acc[r][p] lanes 0-7 output 2p's zz_dot lanes,
+ * 8-15 output 2p+1's. Per group, 4 bits: each W row's table; 8 bits: each
+ * pair's min and step in halves. */
+ZZ_AVX512 static inline __attribute__((always_inline)) void zz_q_avx512_rows(const void *const xr[ZZ_MR],
+                                                                             const void *const wr[ZZ_NR], int64_t kmain,
+                                                                             int group, const int BITS, const int ROWS,
+                                                                             __m512 acc[ZZ_MR][ZZ_NR / 2]) {
   const float *tab = zz_f16_table();
-  const size_t gb = zz_q4_group_bytes(group);
+  const size_t gb = zz_qg_bytes(BITS, group);
   for (int r = 0; r < ROWS; r++)
     for (int p = 0; p < ZZ_NR / 2; p++) acc[r][p] = _mm512_setzero_ps();
   /* goff: the group's offset in a W row, kept as a sum (a 64-bit division
@@ -634,16 +655,25 @@ ZZ_AVX512 static inline __attribute__((always_inline)) void zz_q4_avx512_rows(co
   for (int64_t g0 = 0, goff = 0; g0 < kmain; g0 += group, goff += (int64_t)gb) {
     const int64_t m = kmain - g0 < group ? kmain - g0 : group;
     const unsigned char *d[ZZ_NR];
-    __m512 t[ZZ_NR];
+    __m512 t[ZZ_NR]; /* 4 bits: row c's table; 8 bits: pair p's min (2p) and step (2p + 1) */
     for (int c = 0; c < ZZ_NR; c++) {
       const unsigned char *g = (const unsigned char *)wr[c] + goff;
-      t[c] = zz_q4_table(g, tab);
+      if (BITS == 4) t[c] = zz_q4_table(g, tab);
       d[c] = g + 4;
     }
+    if (BITS == 8)
+      for (int p = 0; p < ZZ_NR / 2; p++) {
+        uint16_t h0[2], h1[2];
+        memcpy(h0, d[2 * p] - 4, sizeof h0);
+        memcpy(h1, d[2 * p + 1] - 4, sizeof h1);
+        t[2 * p] = zz_halves(tab[h0[0]], tab[h1[0]]);
+        t[2 * p + 1] = zz_halves(tab[h0[1]], tab[h1[1]]);
+      }
     for (int64_t e = 0; e < m; e += 8) {
       __m512 w[ZZ_NR / 2];
       for (int p = 0; p < ZZ_NR / 2; p++)
-        w[p] = zz_q4_lookup(d[2 * p] + e / 2, d[2 * p + 1] + e / 2, t[2 * p], t[2 * p + 1]);
+        w[p] = BITS == 4 ? zz_q4_lookup(d[2 * p] + e / 2, d[2 * p + 1] + e / 2, t[2 * p], t[2 * p + 1])
+                         : zz_q8_widen(d[2 * p] + e, d[2 * p + 1] + e, t[2 * p], t[2 * p + 1]);
       for (int r = 0; r < ROWS; r++) {
         __m512 a = _mm512_castpd_ps(
             _mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps((const float *)xr[r] + g0 + e))));
@@ -657,32 +687,34 @@ ZZ_AVX512 static inline __attribute__((always_inline)) void zz_q4_avx512_rows(co
   }
 }
 
-ZZ_AVX512 static void zz_micro_q4_avx512(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
-                                         int group, float tile[ZZ_MR][ZZ_NR]) {
+ZZ_AVX512 static inline __attribute__((always_inline)) void zz_micro_q_avx512(const void *const xr[ZZ_MR],
+                                                                              const void *const wr[ZZ_NR], int64_t kc,
+                                                                              int mr, int group, const int BITS,
+                                                                              float tile[ZZ_MR][ZZ_NR]) {
   const float *tab = zz_f16_table();
   const int64_t kmain = kc - kc % 8;
-  const size_t gb = zz_q4_group_bytes(group);
+  const size_t gb = zz_qg_bytes(BITS, group);
   __m512 acc[ZZ_MR][ZZ_NR / 2];
-  if (mr == 1) zz_q4_avx512_rows(xr, wr, kmain, group, 1, acc);
+  if (mr == 1) zz_q_avx512_rows(xr, wr, kmain, group, BITS, 1, acc);
   else if (mr == 2)
-    zz_q4_avx512_rows(xr, wr, kmain, group, 2, acc);
+    zz_q_avx512_rows(xr, wr, kmain, group, BITS, 2, acc);
   else if (mr == 3)
-    zz_q4_avx512_rows(xr, wr, kmain, group, 3, acc);
+    zz_q_avx512_rows(xr, wr, kmain, group, BITS, 3, acc);
   else
-    zz_q4_avx512_rows(xr, wr, kmain, group, 4, acc);
+    zz_q_avx512_rows(xr, wr, kmain, group, BITS, 4, acc);
   for (int r = 0; r < mr; r++)
     for (int c = 0; c < ZZ_NR; c++) {
       float l[16];
       _mm512_storeu_ps(l, acc[r][c / 2]);
       float s = zz_tree8(l + 8 * (c & 1));
       const float *x = xr[r];
-      for (int64_t k = kmain; k < kc; k++) {
+      for (int64_t k = kmain; k < kc; k++) { /* the tail, in the last group */
         const unsigned char *g = (const unsigned char *)wr[c] + (size_t)(k / group) * gb;
         uint16_t hmin, hstep;
         memcpy(&hmin, g, 2);
         memcpy(&hstep, g + 2, 2);
         int64_t e = k % group;
-        float q = (float)((g[4 + e / 2] >> (4 * (e & 1))) & 15);
+        float q = BITS == 4 ? (float)((g[4 + e / 2] >> (4 * (e & 1))) & 15) : (float)g[4 + e];
         float qs = q * tab[hstep];
         ZZ_KEEP(qs);
         float wv = tab[hmin] + qs, xw = x[k] * wv;
@@ -691,6 +723,16 @@ ZZ_AVX512 static void zz_micro_q4_avx512(const void *const xr[ZZ_MR], const void
       }
       tile[r][c] = s;
     }
+}
+
+ZZ_AVX512 static void zz_micro_q4_avx512(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
+                                         int group, float tile[ZZ_MR][ZZ_NR]) {
+  zz_micro_q_avx512(xr, wr, kc, mr, group, 4, tile);
+}
+
+ZZ_AVX512 static void zz_micro_q8_avx512(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
+                                         int group, float tile[ZZ_MR][ZZ_NR]) {
+  zz_micro_q_avx512(xr, wr, kc, mr, group, 8, tile);
 }
 #endif
 
@@ -731,13 +773,14 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
     s.widen_bf16 = zz_widen_bf16_avx2;
     s.wide_tile = zz_bf16_wide_tile;
     s.q4 = zz_micro_q4_avx2;
-    s.q8 = zz_micro_q8_avx2; /* also under avx512: no zmm variant yet */
+    s.q8 = zz_micro_q8_avx2;
     s.pack_avx2 = true;
     s.bf16_pack_n = ZZ_BF16_PACK_N;
   }
   if (isa >= ZZ_CPU_ISA_AVX512) {
     s.f32 = zz_micro_f32_avx512;
     s.q4 = zz_micro_q4_avx512;
+    s.q8 = zz_micro_q8_avx512;
     s.bf16_pack_n = INT64_MAX; /* the row-lane tile's zmm form at every n */
     if (zz_cpu_has_bf16()) {
       s.widen_bf16 = NULL, s.wide_tile = NULL; /* vdpbf16ps reads bf16 W as it is */

@@ -74,6 +74,8 @@ size_t zz_kv_row_bytes(zz_dtype dt, zz_qfmt f, int64_t heads, int64_t hd);
 void zz_q_quantize(zz_qfmt f, const float *x, int64_t rows, int64_t len, void *dst);
 /* y [rows, len] = the rows stored at src. */
 void zz_q_dequantize(zz_qfmt f, const void *src, int64_t rows, int64_t len, float *y);
+/* Element e of a row stored at row, as zz_q_dequantize widens it. */
+float zz_q_at(zz_qfmt f, const void *row, int64_t e);
 /* The half-step error bound of element e of a row (what the round trip keeps
  * every element within): step / 2 of e's group. */
 float zz_q_half_step(zz_qfmt f, const void *row, int64_t len, int64_t e);

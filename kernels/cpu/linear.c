@@ -212,6 +212,22 @@ static inline float zz_tree8(const float a[8]) {
 static inline size_t zz_qg_bytes(int bits, int64_t m) { return 4 + (size_t)((m * bits + 7) / 8 + 1) / 2 * 2; }
 static inline size_t zz_q4_group_bytes(int64_t m) { return zz_qg_bytes(4, m); }
 
+/* s plus zz_dot's tail of one output: x[k] times W's element k (zz_q_at, as
+ * zz_q_dequantize widens it) for k0 <= k < kc, each product rounded before its
+ * add, as the dot's tail after its 8 lanes: the fused kernels' last elements
+ * past a whole 8. Compiled for the baseline ISA, where nothing contracts the
+ * multiply and add; never inlined, since inside an AVX-512 kernel GCC would
+ * make them one FMA. */
+#if defined(__GNUC__) || defined(__clang__)
+#define ZZ_NOINLINE __attribute__((noinline))
+#else
+#define ZZ_NOINLINE
+#endif
+ZZ_NOINLINE static float zz_q_tail(const float *x, const void *w, zz_qfmt f, int64_t k0, int64_t kc, float s) {
+  for (int64_t k = k0; k < kc; k++) s += x[k] * zz_q_at(f, w, k);
+  return s;
+}
+
 /* ---------------------------------------------------------------- x86 micro-kernels */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -528,17 +544,7 @@ ZZ_AVX2 static inline __attribute__((always_inline)) void zz_q_avx2_tile(const f
       float l[8];
       _mm256_storeu_ps(l, acc[r][c]);
       float s = zz_tree8(l);
-      for (int64_t k = kmain; k < kc; k++) { /* the tail, in the last group */
-        const unsigned char *g = (const unsigned char *)wr[c] + (size_t)(k / group) * gb;
-        uint16_t hmin, hstep;
-        memcpy(&hmin, g, 2);
-        memcpy(&hstep, g + 2, 2);
-        int64_t e = k % group;
-        float q = BITS == 4 ? (float)((g[4 + e / 2] >> (4 * (e & 1))) & 15) : (float)g[4 + e];
-        float wv = tab[hmin] + q * tab[hstep];
-        s += x[r][k] * wv;
-      }
-      out[r][c] = s;
+      out[r][c] = zz_q_tail(x[r], wr[c], (zz_qfmt){BITS, group}, kmain, kc, s);
     }
 }
 
@@ -691,9 +697,7 @@ ZZ_AVX512 static inline __attribute__((always_inline)) void zz_micro_q_avx512(co
                                                                               const void *const wr[ZZ_NR], int64_t kc,
                                                                               int mr, int group, const int BITS,
                                                                               float tile[ZZ_MR][ZZ_NR]) {
-  const float *tab = zz_f16_table();
   const int64_t kmain = kc - kc % 8;
-  const size_t gb = zz_qg_bytes(BITS, group);
   __m512 acc[ZZ_MR][ZZ_NR / 2];
   if (mr == 1) zz_q_avx512_rows(xr, wr, kmain, group, BITS, 1, acc);
   else if (mr == 2)
@@ -707,21 +711,7 @@ ZZ_AVX512 static inline __attribute__((always_inline)) void zz_micro_q_avx512(co
       float l[16];
       _mm512_storeu_ps(l, acc[r][c / 2]);
       float s = zz_tree8(l + 8 * (c & 1));
-      const float *x = xr[r];
-      for (int64_t k = kmain; k < kc; k++) { /* the tail, in the last group */
-        const unsigned char *g = (const unsigned char *)wr[c] + (size_t)(k / group) * gb;
-        uint16_t hmin, hstep;
-        memcpy(&hmin, g, 2);
-        memcpy(&hstep, g + 2, 2);
-        int64_t e = k % group;
-        float q = BITS == 4 ? (float)((g[4 + e / 2] >> (4 * (e & 1))) & 15) : (float)g[4 + e];
-        float qs = q * tab[hstep];
-        ZZ_KEEP(qs);
-        float wv = tab[hmin] + qs, xw = x[k] * wv;
-        ZZ_KEEP(xw);
-        s += xw;
-      }
-      tile[r][c] = s;
+      tile[r][c] = zz_q_tail(xr[r], wr[c], (zz_qfmt){BITS, group}, kmain, kc, s);
     }
 }
 

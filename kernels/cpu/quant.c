@@ -100,6 +100,12 @@ __attribute__((target("avx2"))) static int64_t zz_q4_get_avx2(const unsigned cha
 #define ZZ_Q_X86 1
 #endif
 
+/* The code of element e of a group's packed values d (bits divides 8). */
+static inline unsigned zz_q_code(zz_qfmt f, const unsigned char *d, int64_t e) {
+  int64_t bit = e * f.bits;
+  return (d[bit / 8] >> (bit % 8)) & ((1u << f.bits) - 1);
+}
+
 /* vec: the process's ISA has AVX2 (zz_cpu_isa_get, asked once per call by the caller) */
 static void zz_q_get_group(zz_qfmt f, const unsigned char *g, int64_t m, float *y, bool vec) {
   uint16_t hmin, hstep;
@@ -123,11 +129,7 @@ static void zz_q_get_group(zz_qfmt f, const unsigned char *g, int64_t m, float *
     if (e < m) y[e] = lo + (float)(d[e / 2] & 15) * step;
     return;
   }
-  const unsigned mask = (1u << f.bits) - 1;
-  for (int64_t e = 0; e < m; e++) {
-    int64_t bit = e * f.bits;
-    y[e] = lo + (float)((d[bit / 8] >> (bit % 8)) & mask) * step;
-  }
+  for (int64_t e = 0; e < m; e++) y[e] = lo + (float)zz_q_code(f, d, e) * step;
 }
 
 /* ---------------------------------------------------------------- rows */
@@ -151,6 +153,15 @@ void zz_q_dequantize(zz_qfmt f, const void *src, int64_t rows, int64_t len, floa
       zz_q_get_group(f, p, m, y + r * len + at, vec);
       p += zz_q_group_bytes(f, m);
     }
+}
+
+float zz_q_at(zz_qfmt f, const void *row, int64_t e) {
+  const unsigned char *g = (const unsigned char *)row + (size_t)(e / f.group) * zz_q_group_bytes(f, f.group);
+  uint16_t hmin, hstep;
+  memcpy(&hmin, g, 2);
+  memcpy(&hstep, g + 2, 2);
+  const float *tab = zz_f16_table();
+  return tab[hmin] + (float)zz_q_code(f, g + 4, e % f.group) * tab[hstep];
 }
 
 float zz_q_half_step(zz_qfmt f, const void *row, int64_t len, int64_t e) {

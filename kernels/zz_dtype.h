@@ -66,6 +66,14 @@ typedef struct zz_qfmt {
 #define ZZ_QFMT_DEFAULT ((zz_qfmt){.bits = 4, .group = 64})
 /* 1 when f is a format this module stores. */
 int zz_qfmt_valid(zz_qfmt f);
+/* Bytes of a group of m elements of `bits` bits as laid out above: the 4-byte
+ * header, then the values padded to an even byte count (host and CUDA code). */
+#ifdef __CUDACC__
+#define ZZ_Q_HD __host__ __device__
+#else
+#define ZZ_Q_HD
+#endif
+ZZ_Q_HD static inline int64_t zz_q_group_nbytes(int bits, int64_t m) { return 4 + ((m * bits + 7) / 8 + 1) / 2 * 2; }
 /* Bytes of one row of len elements (groups with their headers). */
 size_t zz_q_row_bytes(zz_qfmt f, int64_t len);
 /* Bytes of a cache row: heads rows of hd elements each in dt (Q4: format f). */

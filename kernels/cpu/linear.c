@@ -207,10 +207,6 @@ static inline float zz_tree8(const float a[8]) {
   return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
-/* Bytes of the group holding m elements of `bits` (header, values padded to even
- * bytes), as kernels/cpu/quant.c lays it out. */
-static inline size_t zz_qg_bytes(int bits, int64_t m) { return 4 + (size_t)((m * bits + 7) / 8 + 1) / 2 * 2; }
-static inline size_t zz_q4_group_bytes(int64_t m) { return zz_qg_bytes(4, m); }
 
 /* s plus zz_dot's tail of one output: x[k] times W's element k (zz_q_at, as
  * zz_q_dequantize widens it) for k0 <= k < kc, each product rounded before its
@@ -493,7 +489,7 @@ ZZ_AVX2 static inline __attribute__((always_inline)) void zz_q_avx2_tile(const f
                                                                          float out[ZZ_MR][ZZ_NR]) {
   const float *tab = zz_f16_table();
   const int64_t kmain = kc - kc % 8; /* zz_dot's lanes; the rest is its tail */
-  const size_t gb = zz_qg_bytes(BITS, group);
+  const size_t gb = zz_q_group_nbytes(BITS, group);
   const __m128i m4 = _mm_set1_epi8(0x0f);
   __m256 acc[ZZ_MR][ZZ_NR];
   for (int r = 0; r < ROWS; r++)
@@ -653,7 +649,7 @@ ZZ_AVX512 static inline __attribute__((always_inline)) void zz_q_avx512_rows(con
                                                                              int group, const int BITS, const int ROWS,
                                                                              __m512 acc[ZZ_MR][ZZ_NR / 2]) {
   const float *tab = zz_f16_table();
-  const size_t gb = zz_qg_bytes(BITS, group);
+  const size_t gb = zz_q_group_nbytes(BITS, group);
   for (int r = 0; r < ROWS; r++)
     for (int p = 0; p < ZZ_NR / 2; p++) acc[r][p] = _mm512_setzero_ps();
   /* goff: the group's offset in a W row, kept as a sum (a 64-bit division

@@ -44,8 +44,6 @@
 #include "cpu_impl.h"
 #include "zz_kernels.h"
 
-/* Bytes of the group holding m elements of `bits`, as kernels/cpu/quant.c lays it out. */
-static inline size_t zz_xq_group_bytes(int bits, int64_t m) { return 4 + (size_t)((m * bits + 7) / 8 + 1) / 2 * 2; }
 
 static inline int64_t zz_xq_groups(int64_t in, int group) { return (in + group - 1) / group; }
 
@@ -133,7 +131,7 @@ static void zz_xq_panel_c(const char *xq, size_t x_row, int rows, const void *co
                           int group, const int bits, float *y, int64_t ldy) {
   const float *tab = zz_f16_table();
   const int64_t ng = zz_xq_groups(in, group);
-  const size_t gb = zz_xq_group_bytes(bits, group);
+  const size_t gb = zz_q_group_nbytes(bits, group);
   for (int r = 0; r < rows; r++) {
     const zz_xq_view x = zz_xq_view_of(xq + (size_t)r * x_row, ng);
     for (int c = 0; c < nw; c++) {
@@ -193,7 +191,7 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_panel_avx2(co
                                                                               size_t pf) {
   if (ROWS) rows = ROWS; /* a constant: the row loops unroll and their sums stay in registers */
   const int64_t ng = zz_xq_groups(in, group);
-  const size_t gb = zz_xq_group_bytes(BITS, group);
+  const size_t gb = zz_q_group_nbytes(BITS, group);
   const int STEP = BITS == 4 ? 64 : 32;
   const __m256i mins_first = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
   const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), bias = _mm256_set1_epi8((char)0x80);
@@ -423,7 +421,7 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_gemv4_body(co
                                                                               const int FAST) {
   if (FAST) group = 64, nw = ZZ_XQ_GEMV_NR;
   const int64_t ng = zz_xq_groups(in, group);
-  const size_t gb = zz_xq_group_bytes(4, group);
+  const size_t gb = zz_q_group_nbytes(4, group);
   const zz_xq_view xv = zz_xq_view_of(xq, ng);
   size_t o[ZZ_XQ_GEMV_NR]; /* row c's offset from row 0 */
   for (int c = 0; c < ZZ_XQ_GEMV_NR; c++) o[c] = (size_t)(c < nw ? c : nw - 1) * w_row;
@@ -1027,7 +1025,7 @@ static void zz_xq_tile_chunk(const zz_xq_tile_ops *t, const char *xq, size_t x_r
   const int64_t ng = zz_xq_groups(in, group), kc = kmax < in ? kmax : in;
   int64_t mb = ZZ_XQ_XBLOCK / kc;
   mb = mb < t->tm ? t->tm : mb - mb % t->tm;
-  const size_t gb = zz_xq_group_bytes(bits, group);
+  const size_t gb = zz_q_group_nbytes(bits, group);
   for (int64_t m0 = 0; m0 < n; m0 += mb) {
     const int64_t m1 = n - m0 < mb ? n : m0 + mb;
     for (int64_t k0 = 0; k0 < in; k0 += kc) {

@@ -20,10 +20,7 @@ int zz_qfmt_valid(zz_qfmt f) {
 }
 
 /* Header (min, step) then the packed values, padded to an even byte count. */
-static size_t zz_q_group_bytes(zz_qfmt f, int64_t m) {
-  size_t data = (size_t)((m * f.bits + 7) / 8);
-  return 4 + (data + 1) / 2 * 2;
-}
+static size_t zz_q_group_bytes(zz_qfmt f, int64_t m) { return (size_t)zz_q_group_nbytes(f.bits, m); }
 
 size_t zz_q_row_bytes(zz_qfmt f, int64_t len) {
   int64_t full = len / f.group, rest = len % f.group;

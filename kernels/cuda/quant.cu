@@ -14,19 +14,14 @@
 
 /* ---------------------------------------------------------------- the format */
 
-__host__ __device__ static inline int64_t zz_cq_group_bytes(int bits, int64_t m) {
-  int64_t data = (m * bits + 7) / 8;
-  return 4 + (data + 1) / 2 * 2;
-}
-
 __host__ __device__ static inline int64_t zz_cq_row_bytes(zz_qfmt f, int64_t len) {
   int64_t full = len / f.group, rest = len % f.group;
-  return full * zz_cq_group_bytes(f.bits, f.group) + (rest ? zz_cq_group_bytes(f.bits, rest) : 0);
+  return full * zz_q_group_nbytes(f.bits, f.group) + (rest ? zz_q_group_nbytes(f.bits, rest) : 0);
 }
 
 /* Element e of a quantized row of len elements starting at row. */
 __device__ static inline float zz_cq_elem(zz_qfmt f, const unsigned char *row, int64_t e) {
-  const unsigned char *g = row + (e / f.group) * zz_cq_group_bytes(f.bits, f.group);
+  const unsigned char *g = row + (e / f.group) * zz_q_group_nbytes(f.bits, f.group);
   float lo = __half2float(__ushort_as_half(*(const unsigned short *)g));
   float step = __half2float(__ushort_as_half(*(const unsigned short *)(g + 2)));
   int64_t bit = (e % f.group) * f.bits;
@@ -111,7 +106,7 @@ __global__ void zz_cq_append_kernel(const __half *x, int64_t b, int64_t sq, int6
     int64_t at = g * f.group, m = hd - at < f.group ? hd - at : f.group;
     const __half *src = x + ((i * sq + r) * heads + hh) * hd + at;
     unsigned char *dst = cache + i * seq_bytes + (pos + r) * heads * head_bytes + hh * head_bytes +
-                         g * zz_cq_group_bytes(f.bits, f.group);
+                         g * zz_q_group_nbytes(f.bits, f.group);
     float mn = __half2float(src[0]), mx = mn;
     for (int64_t e = 1; e < m; e++) {
       float v = __half2float(src[e]);
@@ -124,7 +119,7 @@ __global__ void zz_cq_append_kernel(const __half *x, int64_t b, int64_t sq, int6
     float step = __half2float(__ushort_as_half(hstep)), inv = step > 0 ? __fdiv_rn(1.0f, step) : 0;
     *(unsigned short *)dst = hmin;
     *(unsigned short *)(dst + 2) = hstep;
-    int64_t nb = zz_cq_group_bytes(f.bits, m) - 4;
+    int64_t nb = zz_q_group_nbytes(f.bits, m) - 4;
     for (int64_t j = 0; j < nb; j++) dst[4 + j] = 0;
     for (int64_t e = 0; e < m; e++) {
       int q = __float2int_rn(__fmul_rn(__fsub_rn(__half2float(src[e]), lo), inv));

@@ -47,6 +47,15 @@
 
 static inline int64_t zz_xq_groups(int64_t in, int group) { return (in + group - 1) / group; }
 
+/* Whether block blk (64 values of K), the *jb-th block of its group (bpg blocks
+ * of 64), ends that group: its last block, or K's (in); *jb moves on to the
+ * next block's place (0 after an end). Every tile's walk over K blocks. */
+static inline int zz_xq_group_end(int *jb, int bpg, int64_t blk, int64_t in) {
+  const int end = *jb == bpg - 1 || (blk + 1) * 64 == in;
+  *jb = end ? 0 : *jb + 1;
+  return end;
+}
+
 /* The packing's walk, shared by both packed tiles: each W row's byte offset
  * from row 0 (o[c], rows of one weight lie a row's bytes apart, so one base
  * and offsets address them all), and 64-block kb's group g, element e in it,
@@ -644,8 +653,7 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_tile_avx2(
         iv[r] = h ? _mm256_add_epi32(iv[r], _mm256_slli_epi32(v, 4)) : v;
       }
     }
-    const int start = G64 || jb == 0, end = G64 || jb == bpg - 1 || (b0 + b + 1) * 64 == in;
-    jb = end ? 0 : jb + 1;
+    const int start = G64 || jb == 0, end = G64 || zz_xq_group_end(&jb, bpg, b0 + b, in);
     __m256 st = _mm256_setzero_ps(), mn = _mm256_setzero_ps();
     if (end) st = _mm256_load_ps(hd + (g - g0) * 16), mn = _mm256_load_ps(hd + (g - g0) * 16 + 8);
     for (int r = 0; r < ROWS; r++) {
@@ -874,8 +882,7 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_tile(const in
   int64_t g = g0;
   for (int b = 0, jb = 0; b < nb; b++) { /* jb: the block's place in its group */
     zz_xv_tile_steps(pk + (size_t)b * ZZ_XV_PB, xb, b * 64, acc, ROWS);
-    if (++jb < bpg && (b0 + b + 1) * 64 != in) continue; /* the group goes on */
-    jb = 0;
+    if (!zz_xq_group_end(&jb, bpg, b0 + b, in)) continue; /* the group goes on */
     for (int r = 0; r < ROWS; r++) {
       facc[r] = zz_xv_fold(hd + (g - g0) * 32, sx[r], g, ng, acc[r], facc[r]);
       acc[r] = _mm512_setzero_si512();
@@ -946,8 +953,7 @@ ZZ_QX_AMX static void zz_xa_tile_rows(const int8_t *pk, const float *hd, int64_t
     _tile_loadd(4, xb + b * 64, x_row);
     _tile_loadd(6, pk + (size_t)b * ZZ_XV_PB, 64);
     _tile_dpbsud(0, 4, 6);
-    if (++jb < bpg && (b0 + b + 1) * 64 != in) continue; /* the group goes on */
-    jb = 0;
+    if (!zz_xq_group_end(&jb, bpg, b0 + b, in)) continue; /* the group goes on */
     _tile_stored(0, c, sizeof c[0]);
     _tile_zero(0);
     for (int r = 0; r < rows; r++)

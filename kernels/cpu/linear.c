@@ -495,7 +495,7 @@ ZZ_AVX2 static inline __attribute__((always_inline)) void zz_q_avx2_tile(const f
   for (int r = 0; r < ROWS; r++)
     for (int c = 0; c < COLS; c++) acc[r][c] = _mm256_setzero_ps();
   /* goff: the group's offset in a W row, kept as a sum (a 64-bit division
-   * per group cost 8-bit 1.0-1.5x on AVX-512 with this tile) */
+   * per group cost 1.0-1.5x in 8-bit's time, measured while AVX-512 ran it) */
   for (int64_t g0 = 0, goff = 0; g0 < kmain; g0 += group, goff += (int64_t)gb) {
     const int64_t m = kmain - g0 < group ? kmain - g0 : group; /* a multiple of 8 */
     for (int c = 0; c < COLS; c++) {

@@ -64,3 +64,13 @@ double zz_bench_best(void (*fn)(void *arg), void *arg, int reps, double min_s) {
   }
   return best;
 }
+
+static int zz_bench_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double zz_bench_median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, zz_bench_cmp);
+  return v[n / 2];
+}

@@ -17,4 +17,6 @@ float *zz_bench_fill(int64_t n, uint64_t seed);
 /* Seconds per call of fn(arg): the best of reps repetitions, each calling it for
  * at least min_s seconds (and at least once). */
 double zz_bench_best(void (*fn)(void *arg), void *arg, int reps, double min_s);
+/* The median of v[0..n) (n >= 1; v sorted in place: the upper middle for even n). */
+double zz_bench_median(double *v, int n);
 #endif

@@ -14,14 +14,19 @@
  *   q4i8, q8i8  the same with x in int8 (--cpu-act int8, kernels/cpu/linear_int8.c);
  *               their last column is the time of q4 (q8) over theirs, same run
  *   ..._portable the same under ZZ_CPU_ISA=portable
- * Each row: GFLOP/s and its fraction of the compute peak of the instructions the
- * kernel can use, named in the ceiling column: f32_fma, or bf16_dot (vdpbf16ps)
+ * Each row: GFLOP/s (the best of 3 rounds) and its fraction of the compute peak
+ * of the instructions the kernel can use (the median over the rounds of the
+ * round's GFLOP/s over that peak measured again right after it, zz_peak_now:
+ * this host's peaks drift by half within an hour, so a peak taken once at the
+ * start gave the same bf16 shape 0.55 in one run and 0.74 in the next;
+ * ceiling_gflops: the median of those peaks), named in the ceiling column: f32_fma, or bf16_dot (vdpbf16ps)
  * for bf16 where the CPU has avx512_bf16; without it bf16 is widened to f32 and
  * multiplied by FMA, so f32_fma is its ceiling (bf16_widened_f32_fma); amx_bf16
  * (tdpbf16ps) where bf16 takes AMX tiles (ISA amx, zz_cpu_gemm_amx); int8_dot
  * (GOP/s of the u8 x s8 dot the probe found) for q4i8 and q8i8,
  * and the weight bytes per second and their fraction of the streaming read
- * bandwidth (the bound at small n, where a linear reads each weight once).
+ * bandwidth (the bound at small n, where a linear reads each weight once; paired
+ * the same way, zz_peak_read right after each round: read_gbs, the median).
  * Each call reads its weights from memory, as a model's layers do: the calls
  * cycle through copies of W that together exceed any last-level cache
  * (ZZ_BENCH_COLD_BYTES); with one copy, a 32 MiB W sat in a 36 MiB L3 in
@@ -91,6 +96,24 @@ static void zz_gemm_run(void *arg) {
   }
 }
 
+/* The ceiling of kind (p: its portable row) at m rows, and its name. */
+static zz_peak_kind zz_ceiling_of(zz_kind kind, int p, int64_t m, int64_t in, const zz_peak *pk, const char **name) {
+  if (kind == K_BF16 && p == 0 && pk->amx_bf16 > 0 && zz_cpu_gemm_amx(m, in, ZZ_DTYPE_BF16)) {
+    *name = "amx_bf16"; /* bf16 on AMX tiles (ISA amx, from enough rows) */
+    return ZZ_PEAK_AMX_BF16;
+  }
+  if (kind == K_BF16 && p == 0 && pk->bf16 > 0 && zz_cpu_has_bf16()) {
+    *name = "bf16_dot";
+    return ZZ_PEAK_BF16;
+  }
+  if (kind >= K_Q4I8 && pk->int8 > 0) { /* integer dots: the int8 dot peak (GOP/s) */
+    *name = "int8_dot";
+    return ZZ_PEAK_INT8;
+  }
+  *name = kind == K_BF16 ? "bf16_widened_f32_fma" : "f32_fma";
+  return ZZ_PEAK_F32;
+}
+
 /* Whether the comma list names `name` whole, or is "all": the one filter of
  * every kernel and the portable rows. */
 static bool zz_list_has(const char *list, const char *name) {
@@ -158,7 +181,8 @@ int main(int argc, char **argv) {
     if (atoll(tok) > 0) mlist[nm++] = atoll(tok);
   free(list);
 
-  printf("cpu,op,m,in,out,kernel,isa,gflops,frac_compute_peak,ceiling,weight_gbs,frac_read_bw,vs_portable\n");
+  printf("cpu,op,m,in,out,kernel,isa,gflops,frac_compute_peak,ceiling,ceiling_gflops,weight_gbs,frac_read_bw,read_gbs,"
+         "vs_portable\n");
   for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
     if (strcmp(ops[k].model, shapes) != 0) continue;
     int64_t in = ops[k].in, out = ops[k].out;
@@ -187,8 +211,10 @@ int main(int argc, char **argv) {
       double flop = 2.0 * (double)m * (double)in * (double)out;
       /* the best of 3 rounds, the kernels interleaved in each (A B A B …): on a
        * shared machine a neighbour's burst then hits every kernel alike */
+      enum { ROUNDS = 3 };
       double tk[K_COUNT][2] = {{0}}; /* best ISA, portable */
-      for (int round = 0; round < 3; round++)
+      double frac[K_COUNT][2][ROUNDS], cpk[K_COUNT][2][ROUNDS], rfrac[K_COUNT][2][ROUNDS], rbw[K_COUNT][2][ROUNDS];
+      for (int round = 0; round < ROUNDS; round++)
         for (int kind = 0; kind < K_COUNT; kind++) {
           if (!zz_list_has(kinds, zz_kind_names[kind])) continue;
           zz_gemm_call c = {pool, (zz_kind)kind, x, b, wk[kind], nwk[kind], 0, m, in, out, y, xb};
@@ -197,6 +223,12 @@ int main(int argc, char **argv) {
             zz_cpu_isa_set(p ? ZZ_CPU_ISA_PORTABLE : best);
             double tt = zz_bench_best(zz_gemm_run, &c, 1, flop > 2e10 ? 0 : 0.1);
             if (tk[kind][p] == 0 || tt < tk[kind][p]) tk[kind][p] = tt;
+            const char *name;
+            double now = zz_peak_now(zz_ceiling_of((zz_kind)kind, p, m, in, &pk, &name), threads, 0.02);
+            cpk[kind][p][round] = now;
+            frac[kind][p][round] = now > 0 ? flop / tt / 1e9 / now : 0;
+            rbw[kind][p][round] = zz_peak_read(threads);
+            rfrac[kind][p][round] = rbw[kind][p][round] > 0 ? wbytes[kind] / tt / 1e9 / rbw[kind][p][round] : 0;
           }
           zz_cpu_isa_set(best);
         }
@@ -207,20 +239,14 @@ int main(int argc, char **argv) {
         if (kind >= K_Q4I8 && t_exact[kind - 2] > 0) t[1] = t_exact[kind - 2]; /* the last column: exact over int8 */
         for (int p = 0; p < 2 && !(p == 1 && kind >= K_Q4I8); p++) {
           if (t[p] <= 0) continue;
-          /* bf16 on AMX tiles (ISA amx, from enough rows): the AMX bf16 peak */
-          bool amx = kind == K_BF16 && pk.amx_bf16 > 0 && p == 0 && zz_cpu_gemm_amx(m, in, ZZ_DTYPE_BF16);
-          bool dot = kind == K_BF16 && pk.bf16 > 0 && zz_cpu_has_bf16() && p == 0;
-          bool i8 = kind >= K_Q4I8 && pk.int8 > 0; /* integer dots: the int8 dot peak (GOP/s) */
-          double peak = amx ? pk.amx_bf16 : dot ? pk.bf16 : i8 ? pk.int8 : pk.f32;
-          const char *ceiling = amx              ? "amx_bf16"
-                                : dot            ? "bf16_dot"
-                                : i8             ? "int8_dot"
-                                : kind == K_BF16 ? "bf16_widened_f32_fma"
-                                                 : "f32_fma";
+          const char *ceiling;
+          zz_ceiling_of((zz_kind)kind, p, m, in, &pk, &ceiling);
           double gf = flop / t[p] / 1e9, gbs = wbytes[kind] / t[p] / 1e9;
-          printf("%s,%s,%lld,%lld,%lld,%s%s,%s,%.1f,%.3f,%s,%.2f,%.3f,", model, ops[k].name, (long long)m,
+          printf("%s,%s,%lld,%lld,%lld,%s%s,%s,%.1f,%.3f,%s,%.1f,%.2f,%.3f,%.1f,", model, ops[k].name, (long long)m,
                  (long long)in, (long long)out, zz_kind_names[kind], p ? "_portable" : "",
-                 p ? "portable" : zz_cpu_isa_name(best), gf, gf / peak, ceiling, gbs, gbs / pk.read_gbs);
+                 p ? "portable" : zz_cpu_isa_name(best), gf, zz_bench_median(frac[kind][p], ROUNDS), ceiling,
+                 zz_bench_median(cpk[kind][p], ROUNDS), gbs, zz_bench_median(rfrac[kind][p], ROUNDS),
+                 zz_bench_median(rbw[kind][p], ROUNDS));
           if (p == 0 && t[1] > 0) printf("%.2f\n", t[1] / t[0]);
           else
             printf("\n");

@@ -58,11 +58,6 @@ static void zz_layer_run(void *arg) {
     }
 }
 
-static int zz_cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 2, rounds = argc > 2 ? atoi(argv[2]) : 5;
   zz_pool *pool = NULL;
@@ -119,11 +114,9 @@ int main(int argc, char **argv) {
   /* Under load each round's kinds are taken at other moments; the best of each
    * over all rounds (each the machine's least disturbed) is the steadier ratio. */
   printf("# median of %d rounds, fraction of the read bound:", rounds);
-  for (int q = 0; q < ZZ_KINDS; q++) {
-    qsort(frac[q], (size_t)rounds, sizeof frac[q][0], zz_cmp);
-    printf(" %s %.3f (%.1f MB a token)%s", zz_gemv_kind[q].name, frac[q][rounds / 2], bytes[zz_gemv_kind[q].set] / 1e6,
-           q + 1 < ZZ_KINDS ? "," : "\n");
-  }
+  for (int q = 0; q < ZZ_KINDS; q++)
+    printf(" %s %.3f (%.1f MB a token)%s", zz_gemv_kind[q].name, zz_bench_median(frac[q], rounds),
+           bytes[zz_gemv_kind[q].set] / 1e6, q + 1 < ZZ_KINDS ? "," : "\n");
   printf("# best of %d rounds: read %.2f GB/s;", rounds, best_bw);
   for (int q = 0; q < ZZ_KINDS; q++)
     printf(" %s %.2f GB/s = %.3f of it%s", zz_gemv_kind[q].name, best[q], best[q] / best_bw,

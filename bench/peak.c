@@ -11,6 +11,7 @@
 #include "peak.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,37 +355,66 @@ double zz_peak_read(int threads) {
   return best;
 }
 
+/* The probe of a compute figure on this CPU, and in *isa the instructions it
+ * runs; NULL where the CPU lacks them or the kernel refused AMX (*isa then says
+ * which): the one choice zz_peak_measure and zz_peak_now share. */
+static zz_probe_fn zz_peak_probe(zz_peak_kind kind, const char **isa) {
+  static const char *const none[ZZ_PEAK_KINDS] = {"scalar C", "none (bf16 widened to f32: the f32 peak)", "none",
+                                                  "none", "none"};
+  zz_probe_fn fn = kind == ZZ_PEAK_F32 ? zz_probe_f32_c : NULL;
+  *isa = none[kind];
+#ifdef ZZ_PEAK_X86
+  __builtin_cpu_init();
+  bool avx2 = zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2), avx512 = zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512);
+  switch (kind) {
+    case ZZ_PEAK_F32:
+      if (avx2) fn = zz_probe_f32_avx2, *isa = "avx2 vfmadd231ps ymm";
+      if (avx512) fn = zz_probe_f32_avx512, *isa = "avx512 vfmadd231ps zmm";
+      break;
+    case ZZ_PEAK_BF16:
+      if (zz_cpu_has_bf16()) fn = zz_probe_bf16_avx512, *isa = "avx512_bf16 vdpbf16ps zmm";
+      break;
+    case ZZ_PEAK_INT8:
+      if (avx2) fn = zz_probe_int8_avx2, *isa = "avx2 vpmaddubsw+vpmaddwd+vpaddd";
+      if (zz_cpuid7(1, 0, 4) && avx2) fn = zz_probe_int8_avxvnni, *isa = "avx_vnni vpdpbusd ymm";
+      if (avx512 && __builtin_cpu_supports("avx512vnni")) fn = zz_probe_int8_avx512, *isa = "avx512_vnni vpdpbusd zmm";
+      break;
+    default: { /* AMX: asked of the kernel once (zz_cpu_amx_refusal) */
+      const char *why = zz_cpu_amx_refusal();
+      if (why) {
+        *isa = why;
+        break;
+      }
+      fn = kind == ZZ_PEAK_AMX_BF16 ? zz_probe_amx_bf16 : zz_probe_amx_int8;
+      *isa = "amx tdpbf16ps / tdpbusd";
+      break;
+    }
+  }
+#endif
+  return fn;
+}
+
+double zz_peak_now(zz_peak_kind kind, int threads, double secs) {
+  if (threads < 1) threads = 1;
+  if (threads > ZZ_POOL_MAX_THREADS) threads = ZZ_POOL_MAX_THREADS;
+  const char *isa;
+  zz_probe_fn fn = zz_peak_probe(kind, &isa);
+  return fn ? zz_peak_rate(fn, threads, secs) : 0;
+}
+
 void zz_peak_measure(int threads, double secs, zz_peak *out) {
   if (threads < 1) threads = 1;
   if (threads > ZZ_POOL_MAX_THREADS) threads = ZZ_POOL_MAX_THREADS;
   memset(out, 0, sizeof *out);
   out->threads = threads;
-  zz_probe_fn f32 = zz_probe_f32_c, bf16 = NULL, int8 = NULL;
-  out->f32_isa = "scalar C";
-  out->bf16_isa = "none (bf16 widened to f32: the f32 peak)";
-  out->int8_isa = "none";
-  out->amx = "none";
-#ifdef ZZ_PEAK_X86
-  __builtin_cpu_init();
-  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) {
-    f32 = zz_probe_f32_avx2, out->f32_isa = "avx2 vfmadd231ps ymm";
-    int8 = zz_probe_int8_avx2, out->int8_isa = "avx2 vpmaddubsw+vpmaddwd+vpaddd";
+  const char *amx_isa;
+  zz_probe_fn f32 = zz_peak_probe(ZZ_PEAK_F32, &out->f32_isa), bf16 = zz_peak_probe(ZZ_PEAK_BF16, &out->bf16_isa),
+              int8 = zz_peak_probe(ZZ_PEAK_INT8, &out->int8_isa), amx = zz_peak_probe(ZZ_PEAK_AMX_BF16, &amx_isa);
+  out->amx = amx_isa;
+  if (amx) {
+    out->amx_bf16 = zz_peak_rate(amx, threads, secs);
+    out->amx_int8 = zz_peak_rate(zz_peak_probe(ZZ_PEAK_AMX_INT8, &amx_isa), threads, secs);
   }
-  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512)) f32 = zz_probe_f32_avx512, out->f32_isa = "avx512 vfmadd231ps zmm";
-  if (zz_cpu_has_bf16()) bf16 = zz_probe_bf16_avx512, out->bf16_isa = "avx512_bf16 vdpbf16ps zmm";
-  if (zz_cpuid7(1, 0, 4) && zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2))
-    int8 = zz_probe_int8_avxvnni, out->int8_isa = "avx_vnni vpdpbusd ymm";
-  if (zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512) && __builtin_cpu_supports("avx512vnni"))
-    int8 = zz_probe_int8_avx512, out->int8_isa = "avx512_vnni vpdpbusd zmm";
-  const char *why = zz_cpu_amx_refusal();
-  if (!why) {
-    out->amx = "amx tdpbf16ps / tdpbusd";
-    out->amx_bf16 = zz_peak_rate(zz_probe_amx_bf16, threads, secs);
-    out->amx_int8 = zz_peak_rate(zz_probe_amx_int8, threads, secs);
-  } else {
-    out->amx = why;
-  }
-#endif
   out->f32 = zz_peak_rate(f32, threads, secs);
   out->bf16 = bf16 ? zz_peak_rate(bf16, threads, secs) : 0;
   out->int8 = int8 ? zz_peak_rate(int8, threads, secs) : 0;

@@ -29,6 +29,21 @@ typedef struct zz_peak {
  * secs seconds. AMX is asked of the kernel with arch_prctl(ARCH_REQ_XCOMP_PERM)
  * first; where refused its figures stay 0 and amx says why. */
 void zz_peak_measure(int threads, double secs, zz_peak *out);
+/* Which compute figure: the zz_peak fields f32, bf16, int8, amx_bf16, amx_int8. */
+typedef enum {
+  ZZ_PEAK_F32,
+  ZZ_PEAK_BF16,
+  ZZ_PEAK_INT8,
+  ZZ_PEAK_AMX_BF16,
+  ZZ_PEAK_AMX_INT8,
+  ZZ_PEAK_KINDS
+} zz_peak_kind;
+/* One compute figure of zz_peak_measure measured again, now (0 where the CPU
+ * lacks it): on a shared host whose speed drifts within minutes (neighbours,
+ * clocks; this project's machines read 204-303 GFLOP/s of f32 FMA across one
+ * hour), a bench divides each kernel timing by this, taken right beside it,
+ * rather than by a peak measured once at its start. */
+double zz_peak_now(zz_peak_kind kind, int threads, double secs);
 /* Only the streaming read: GB/s of `threads` threads reading 256 MiB (1 GiB past
  * 4 threads) at once, the best of 4 passes (zz_peak_measure's read_gbs). */
 double zz_peak_read(int threads);

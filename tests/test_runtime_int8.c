@@ -21,12 +21,14 @@
  * (zz_cpu_act_int8_applies: the exact path's bits there). One row of x (4-bit:
  * the GEMV of 8 W rows, its fast path where groups of 64 cover in and 8 rows
  * remain): out with every tail of 8 (1-7 rows left) inside and past a chunk, in
- * at whole 64s, past them, and below one group. */
+ * at whole 64s, past them, and below one group; 2 and 3 rows take the same GEMV
+ * (its fast path at groups of 64 over whole 64s and 8 rows left, else the other). */
 static const int64_t g_i8shapes[][3] = {
     {1, 64, 4},     {1, 4096, 67}, {2, 100, 9},   {3, 131, 5},    {4, 256, 64}, {5, 1000, 13},
     {7, 72, 130},   {13, 520, 7},  {16, 333, 21}, {17, 200, 70},  {19, 64, 3},  {33, 130, 131},
     {37, 2048, 66}, {70, 96, 9},   {129, 72, 6},  {150, 260, 67}, {1, 512, 8},  {1, 768, 521},
     {1, 640, 15},   {1, 192, 70},  {1, 1000, 27}, {1, 30, 11},    {1, 256, 1},  {1, 4160, 17},
+    {2, 512, 8},    {3, 768, 70},  {2, 1000, 27}, {3, 4160, 131}, {2, 30, 1},
 };
 static const zz_qfmt g_i8fmts[] = {{4, 64}, {4, 32}, {4, 128}, {4, 256}, {4, 40}, {4, 34},
                                    {8, 64}, {8, 32}, {8, 256}, {8, 40},  {8, 34}};

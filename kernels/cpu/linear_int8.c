@@ -30,9 +30,9 @@
  * x broadcast 8 bytes at a time (zz_xq_tile_chunk walks any tile; with AVX-512
  * VNNI panels of 16 W rows and vpdpbusd, zz_xq_tiles_vnni); otherwise blocks of up to
  * ZZ_XQ_MB rows of x and a panel kernel that unpacks ZZ_XQ_NR W rows once per
- * group step for the whole block; one
- * row of x with 4-bit weights (decoding at batch 1) takes a GEMV of 8 W rows
- * a step instead (AVX2; the portable panel is its reference). There W is read
+ * group step for the whole block; one to three
+ * rows of x with 4-bit weights (decoding at batch 1-3) take a GEMV of 8 W rows
+ * a step instead, one pass over W (AVX2; the portable panel is its reference). There W is read
  * once and the kernel must keep pace with memory, so every AVX2 kernel
  * prefetches the W rows it reads next (a row of a few KB ends before the
  * hardware prefetcher runs ahead of it).
@@ -114,8 +114,12 @@ void zz_xq_quantize_row(const float *x, int64_t in, int group, int bits, void *r
   }
 }
 
-/* W rows a step of the batch-1 GEMV (AVX2 below; the driver steps by it). */
+/* W rows a step of the decoding GEMV (AVX2 below; the driver steps by it), and
+ * the most rows of x it takes: at 2-3 rows the 4-row panel read LLaMA-7B's W at
+ * 0.24-0.51 of the read rate (the one-row GEMV 0.62-0.97), this GEMV at
+ * 0.36-0.69 (bench/cpu_gemm_bench q4i8, AVX-512 Xeon, docs/cpu.md). */
 #define ZZ_XQ_GEMV_NR 8
+#define ZZ_XQ_GEMV_ROWS 3
 
 /* ---------------------------------------------------------------- portable (the reference) */
 
@@ -378,7 +382,8 @@ ZZ_XQ_PANEL_AVX2(4)
 ZZ_XQ_PANEL_AVX2(8)
 
 /* Decoding at batch 1 with 4-bit weights, where the panel above (4 W rows, its
- * row count a variable, spills) used half the read rate: one row of x against
+ * row count a variable, spills) used half the read rate (and at batch 2-3,
+ * with the count a constant, 0.24-0.51 of it): one row of x (or 2-3) against
  * ZZ_XQ_GEMV_NR W rows at a time, W row c at w + c · w_row, c < nw. Per group
  * and 64-step each W row's 32 bytes are unpacked (and, shift) and multiplied
  * with x's 32 even and 32 odd int8 (vpmaddubsw, pairs <= 7620), the 8 rows'
@@ -423,62 +428,85 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_gemv4_heads(c
 
 /* FAST: groups of 64 over the whole of in and 8 rows w_row apart (the shapes of
  * a model's linears): each group one step; else any group and in, the last
- * rows repeated up to 8 (their outputs not stored). */
-ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_gemv4_body(const char *xq, const unsigned char *w,
-                                                                              size_t w_row, int nw, int64_t in,
-                                                                              int group, float *y, size_t pf,
-                                                                              const int FAST) {
+ * rows repeated up to 8 (their outputs not stored). ROWS (1 to
+ * ZZ_XQ_GEMV_ROWS, a constant) rows of x, x_row bytes apart, against the same
+ * pass over W, y's rows ldy apart: each row's sums are the one-row GEMV's. */
+ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_gemv4_body(const char *xq, size_t x_row,
+                                                                              const unsigned char *w, size_t w_row,
+                                                                              int nw, int64_t in, int group, float *y,
+                                                                              int64_t ldy, size_t pf, const int FAST,
+                                                                              const int ROWS) {
   if (FAST) group = 64, nw = ZZ_XQ_GEMV_NR;
   const int64_t ng = zz_xq_groups(in, group);
   const size_t gb = zz_q_group_nbytes(4, group);
-  const zz_xq_view xv = zz_xq_view_of(xq, ng);
+  zz_xq_view xv[ZZ_XQ_GEMV_ROWS];
+  for (int r = 0; r < ROWS; r++) xv[r] = zz_xq_view_of(xq + (size_t)r * x_row, ng);
   size_t o[ZZ_XQ_GEMV_NR]; /* row c's offset from row 0 */
   for (int c = 0; c < ZZ_XQ_GEMV_NR; c++) o[c] = (size_t)(c < nw ? c : nw - 1) * w_row;
-  __m256 acc = _mm256_setzero_ps();
+  __m256 acc[ZZ_XQ_GEMV_ROWS];
+  for (int r = 0; r < ROWS; r++) acc[r] = _mm256_setzero_ps();
   const unsigned char *gp = w; /* group g of row 0 */
   for (int64_t g = 0; g < ng; g++, gp += gb) {
     const int64_t k0 = g * group, m = FAST ? 64 : in - k0 < group ? in - k0 : group, mv = m - m % 64;
     for (int c = 0; c < ZZ_XQ_GEMV_NR; c++) _mm_prefetch((const char *)gp + pf + o[c], _MM_HINT_T0);
-    const int8_t *xp = xv.q + k0;
-    __m256i isum = _mm256_setzero_si256();
+    __m256i isum[ZZ_XQ_GEMV_ROWS];
+    for (int r = 0; r < ROWS; r++) isum[r] = _mm256_setzero_si256();
     for (int64_t e = 0; e < mv; e += 64) {
-      const __m256i xe = _mm256_loadu_si256((const __m256i *)(xp + e)),
-                    xo = _mm256_loadu_si256((const __m256i *)(xp + e + 32));
       const unsigned char *d = gp + 4 + e / 2;
-      const __m256i a = zz_xq_gemv4_quad(d, o[0], o[1], o[2], o[3], xe, xo);
-      const __m256i b = zz_xq_gemv4_quad(d, o[4], o[5], o[6], o[7], xe, xo);
-      /* [c0..c3 | c4..c7], each the sum of its two halves */
-      isum = _mm256_add_epi32(
-          isum, _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31)));
+      for (int r = 0; r < ROWS; r++) { /* W's lines are in L1 after the first row */
+        const int8_t *xp = xv[r].q + k0 + e;
+        const __m256i xe = _mm256_loadu_si256((const __m256i *)xp), xo = _mm256_loadu_si256((const __m256i *)(xp + 32));
+        const __m256i a = zz_xq_gemv4_quad(d, o[0], o[1], o[2], o[3], xe, xo);
+        const __m256i b = zz_xq_gemv4_quad(d, o[4], o[5], o[6], o[7], xe, xo);
+        /* [c0..c3 | c4..c7], each the sum of its two halves */
+        isum[r] = _mm256_add_epi32(
+            isum[r], _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31)));
+      }
     }
     if (!FAST && mv < m) { /* the group's rest past the 64-steps, in order */
-      int32_t rest[ZZ_XQ_GEMV_NR];
-      for (int c = 0; c < ZZ_XQ_GEMV_NR; c++) {
-        const unsigned char *d = gp + o[c] + 4;
-        rest[c] = 0;
-        for (int64_t e = mv; e < m; e++) rest[c] += ((d[e / 2] >> (4 * (e & 1))) & 15) * xp[e];
+      for (int r = 0; r < ROWS; r++) {
+        const int8_t *xp = xv[r].q + k0;
+        int32_t rest[ZZ_XQ_GEMV_NR];
+        for (int c = 0; c < ZZ_XQ_GEMV_NR; c++) {
+          const unsigned char *d = gp + o[c] + 4;
+          rest[c] = 0;
+          for (int64_t e = mv; e < m; e++) rest[c] += ((d[e / 2] >> (4 * (e & 1))) & 15) * xp[e];
+        }
+        isum[r] = _mm256_add_epi32(isum[r], _mm256_loadu_si256((const __m256i *)rest));
       }
-      isum = _mm256_add_epi32(isum, _mm256_loadu_si256((const __m256i *)rest));
     }
     __m256 vmn, vst;
     zz_xq_gemv4_heads(gp, o, &vmn, &vst);
-    acc = _mm256_fmadd_ps(_mm256_mul_ps(vst, _mm256_broadcast_ss(xv.sx + g)), _mm256_cvtepi32_ps(isum), acc);
-    acc = _mm256_fmadd_ps(vmn, _mm256_broadcast_ss(xv.sxs + g), acc);
+    for (int r = 0; r < ROWS; r++) {
+      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(vst, _mm256_broadcast_ss(xv[r].sx + g)), _mm256_cvtepi32_ps(isum[r]),
+                               acc[r]);
+      acc[r] = _mm256_fmadd_ps(vmn, _mm256_broadcast_ss(xv[r].sxs + g), acc[r]);
+    }
   }
-  float l[ZZ_XQ_GEMV_NR];
-  _mm256_storeu_ps(l, acc);
-  for (int c = 0; c < nw; c++) y[c] = l[c];
+  for (int r = 0; r < ROWS; r++) {
+    float l[ZZ_XQ_GEMV_NR];
+    _mm256_storeu_ps(l, acc[r]);
+    for (int c = 0; c < nw; c++) y[r * ldy + c] = l[c];
+  }
 }
 
-ZZ_QX_AVX2 static void zz_xq_gemv4_avx2(const char *xq, const unsigned char *w, size_t w_row, int nw, int64_t in,
-                                        int group, float *y, size_t pf) {
+/* The body for rows (1 to ZZ_XQ_GEMV_ROWS) rows of x, each count and the fast shape its own constants. */
+#define ZZ_XQ_GEMV_CASE(R)                                                                                             \
+  case R:                                                                                                              \
+    if (fast) zz_xq_gemv4_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 1, R);                                  \
+    else                                                                                                               \
+      zz_xq_gemv4_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 0, R);                                          \
+    break;
+ZZ_QX_AVX2 static void zz_xq_gemv4_avx2(const char *xq, size_t x_row, int rows, const unsigned char *w, size_t w_row,
+                                        int nw, int64_t in, int group, float *y, int64_t ldy, size_t pf) {
   const int fast = group == 64 && in % 64 == 0 && nw == ZZ_XQ_GEMV_NR;
-  if (fast) {
-    zz_xq_gemv4_body(xq, w, w_row, nw, in, group, y, pf, 1);
-  } else {
-    zz_xq_gemv4_body(xq, w, w_row, nw, in, group, y, pf, 0);
+  switch (rows) {
+    ZZ_XQ_GEMV_CASE(1)
+    ZZ_XQ_GEMV_CASE(2)
+    default: ZZ_XQ_GEMV_CASE(3)
   }
 }
+#undef ZZ_XQ_GEMV_CASE
 
 /* ---------------------------------------------------------------- AVX2 packed tile (4 and 8 bits, 4+ rows of x) */
 
@@ -1060,8 +1088,8 @@ static void zz_xq_tile_chunk(const zz_xq_tile_ops *t, const char *xq, size_t x_r
 typedef void (*zz_xq_panel_fn)(const char *xq, size_t x_row, int rows, const void *const wr[ZZ_XQ_NR], int nw,
                                int64_t in, int group, float *y, int64_t ldy, size_t pf);
 
-typedef void (*zz_xq_gemv_fn)(const char *xq, const unsigned char *w, size_t w_row, int nw, int64_t in, int group,
-                              float *y, size_t pf);
+typedef void (*zz_xq_gemv_fn)(const char *xq, size_t x_row, int rows, const unsigned char *w, size_t w_row, int nw,
+                              int64_t in, int group, float *y, int64_t ldy, size_t pf);
 
 typedef struct zz_xq_gemm_job {
   const char *xq;         /* [n] stored rows of x, x_row bytes apart */
@@ -1072,7 +1100,7 @@ typedef struct zz_xq_gemm_job {
   size_t x_row, w_row;
   int group, relu;
   zz_xq_panel_fn panel;
-  zz_xq_gemv_fn gemv;                /* one row of x (n = 1), or NULL: the panel */
+  zz_xq_gemv_fn gemv;                /* 1-3 rows of x (n <= ZZ_XQ_GEMV_ROWS), or NULL: the panel */
   const struct zz_xq_tile_ops *tile; /* the packed tile instead of both (zz_xq_tile_pick), or NULL */
   int bits;                          /* 4 or 8 */
 } zz_xq_gemm_job;
@@ -1081,7 +1109,7 @@ typedef struct zz_xq_gemm_job {
  * of x outside (a block's int8 rows stay in L2 while the chunk's W panels pass;
  * the chunk's W, 64 rows, stays in L2 for the next block). Each output is one
  * panel call's whole sum, whatever the blocking: the bits follow the shape alone.
- * One row of x with a GEMV: its ZZ_XQ_GEMV_NR rows a call instead. */
+ * 1-3 rows of x with a GEMV: its ZZ_XQ_GEMV_NR rows a call instead. */
 static void zz_xq_gemm_chunk(void *arg, int64_t t) {
   const zz_xq_gemm_job *j = arg;
   const int64_t c_lo = t * ZZ_XQ_CHUNK, c_hi = c_lo + ZZ_XQ_CHUNK < j->out ? c_lo + ZZ_XQ_CHUNK : j->out;
@@ -1091,9 +1119,10 @@ static void zz_xq_gemm_chunk(void *arg, int64_t t) {
       /* prefetch the next 8 rows, past this task's too (the next task is often this
        * thread's); none past the matrix */
       const size_t pf = c0 + 2 * ZZ_XQ_GEMV_NR <= j->out ? ZZ_XQ_GEMV_NR * j->w_row : 0;
-      j->gemv(j->xq, j->w + (size_t)c0 * j->w_row, j->w_row, nw, j->in, j->group, j->y + c0, pf);
+      j->gemv(j->xq, j->x_row, (int)j->n, j->w + (size_t)c0 * j->w_row, j->w_row, nw, j->in, j->group, j->y + c0,
+              j->out, pf);
     }
-    zz_bias_relu_cols(j->y, 1, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
+    zz_bias_relu_cols(j->y, j->n, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
     return;
   }
 #ifdef ZZ_XQ_X86
@@ -1128,7 +1157,7 @@ void zz_xq_gemm(zz_pool *pool, const void *xq, size_t x_row, int64_t n, int64_t 
 #ifdef ZZ_XQ_X86
   if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) {
     j.panel = bits == 4 ? zz_xq_panel4_avx2 : zz_xq_panel8_avx2;
-    if (n == 1 && bits == 4) j.gemv = zz_xq_gemv4_avx2;
+    if (n <= ZZ_XQ_GEMV_ROWS && bits == 4) j.gemv = zz_xq_gemv4_avx2;
     j.tile = zz_xq_tile_pick(bits, n, in, group);
   }
 #endif

@@ -342,8 +342,9 @@ static void test_q4_dequant_bits(void) {
  * back to back, above it the K blocks outside the panels: every output must
  * still get its K blocks' sums in the same order, so row 0 of a 1-row call
  * equals row 0 of a 12-row call bit for bit (f32 and bf16, each ISA, K of
- * several blocks and a ragged last one; not f32 on a vector ISA, where 12 rows
- * take the row-lane tile, its own chain per output). */
+ * several blocks and a ragged last one; not f32 on a vector ISA, nor bf16 on
+ * AVX-512 without vdpbf16ps, where 12 rows take the row-lane tile, its own
+ * chain per output; AVX2 keeps the dot kernels' bits to 15 rows). */
 static void test_gemm_stream_bits(void) {
   zz_rng r;
   zz_rng_seed(&r, 37, 0);
@@ -357,11 +358,12 @@ static void test_gemm_stream_bits(void) {
   for (int64_t i = 0; i < out * in; i++) w[i] = (float)(zz_rng_uniform(&r) * 2 - 1);
   zz_convert(ZZ_DTYPE_F32, w, ZZ_DTYPE_BF16, wb, out * in);
   int bad = 0;
-  const zz_cpu_isa isas[2] = {ZZ_CPU_ISA_PORTABLE, zz_cpu_isa_best()};
-  for (int a = 0; a < 2; a++)
+  const zz_cpu_isa isas[3] = {ZZ_CPU_ISA_PORTABLE, ZZ_CPU_ISA_AVX2, zz_cpu_isa_best()};
+  for (int a = 0; a < 3; a++)
     for (int d = 0; d < 2; d++) {
       zz_dtype dt = d ? ZZ_DTYPE_BF16 : ZZ_DTYPE_F32;
-      if (!d && isas[a] != ZZ_CPU_ISA_PORTABLE) continue;
+      if (!zz_cpu_isa_supported(isas[a]) || (!d && isas[a] != ZZ_CPU_ISA_PORTABLE)) continue;
+      if (d && isas[a] >= ZZ_CPU_ISA_AVX512 && !zz_cpu_has_bf16()) continue;
       const void *wk = d ? (const void *)wb : (const void *)w;
       zz_cpu_isa_set(isas[a]);
       zz_cpu_gemm(g_pool, x, 1, in, wk, dt, NULL, out, y1, 0, xb);
@@ -688,6 +690,31 @@ static void zz_f32_lanes_on(zz_cpu_isa isa) {
   free(x), free(w), free(b), free(y9), free(xb);
 }
 
+/* bf16 at 9-15 rows (decode at batch 9-15): on AVX-512 without vdpbf16ps the
+ * row-lane tile (ZZ_BF16_PANEL5_N), so each output is the fmaf chain of the
+ * rounded x and W along k ascending from 0 (the tile's W is widened into L1,
+ * K pieces of 128, groups of 16 rows: n mod 16 leaves 7-1 lanes idle); on AVX2
+ * the wide tiles, with bf16_dot vdpbf16ps (their bits: the tests above). On
+ * every ISA: f64 within the order bound and the same bits on 1-3 threads. */
+static void zz_bf16_chain_extra(zz_bf16_case *c, int relu, int *bad_bits) {
+  if (zz_cpu_isa_get() < ZZ_CPU_ISA_AVX512 || zz_cpu_has_bf16()) return;
+  const float *bias = relu ? c->b : NULL;
+  for (int64_t i = 0; i < c->n; i++)
+    for (int64_t o = 0; o < c->out; o++) {
+      float got = c->y[0][i * c->out + o],
+            chain = zz_fma_chain(c->xr + i * c->in, c->w + o * c->in, c->in, bias ? bias + o : NULL, relu);
+      if (memcmp(&got, &chain, sizeof got) != 0 && (*bad_bits)++ < 3)
+        printf("\n  bf16 9-15 rows n=%lld in=%lld out=%lld y[%lld][%lld] = %.9g, the fmaf chain %.9g", (long long)c->n,
+               (long long)c->in, (long long)c->out, (long long)i, (long long)o, got, chain);
+    }
+}
+
+static void test_gemm_bf16_9_15(void) {
+  static const int64_t shapes[][3] = {{9, 300, 50}, {12, 1100, 7},  {15, 513, 49},
+                                      {10, 1, 13},  {13, 600, 100}, {11, 1024, 48}};
+  zz_bf16_cases(shapes, sizeof shapes / sizeof shapes[0], 47, "bf16 9-15 rows", zz_bf16_chain_extra);
+}
+
 /* check on every vector ISA the CPU has (AVX2's tiles, AVX-512's). */
 static void zz_on_vector_isas(void (*check)(zz_cpu_isa)) {
   for (zz_cpu_isa isa = ZZ_CPU_ISA_AVX2; isa <= ZZ_CPU_ISA_AVX512; isa++)
@@ -823,6 +850,10 @@ void zz_test_gemm_register(void) {
       s,
       "4/8-bit exact linear at 17-127 rows on avx2 and avx512: widened panels by the row-lane tile, the fmaf chain's bits",
       test_q_lanes);
+  CU_add_test(s,
+              "bf16 at 9-15 rows: the row-lane tile's fmaf chain on avx512 without vdpbf16ps; f64 within the order "
+              "bound, threads",
+              test_gemm_bf16_9_15);
   CU_add_test(s, "bf16 on AMX tiles (>= 32 rows): f64 within the order bound, remainders, threads; else refused",
               test_gemm_amx);
 }

@@ -18,7 +18,8 @@
  *         (AVX2; the product of two bf16 is exact in f32, so FMA and the portable
  *         multiply-then-add give the same bits); on AVX2 at 9-15 rows the wide
  *         tiles (zz_gemm_chunk_wide: x and pieces of W widened once, the same
- *         bits), and without vdpbf16ps from ZZ_BF16_PANEL_N (16) rows one FMA
+ *         bits), and without vdpbf16ps from ZZ_BF16_PANEL_N (16) rows (AVX-512:
+ *         ZZ_BF16_PANEL5_N, 9) one FMA
  *         chain per output (linear_pack.c: the row-lane tile below 128 rows on
  *         AVX2 and AVX-512 (there W widened once per piece into L1, zmm
  *         lanes), the packed GEMM's outer-product tiles from 128 and portable);
@@ -100,10 +101,17 @@
  * kernels' bits hold at every n, which an outer-product tile cannot keep.
  * Measured (docs/cpu.md, "The row-lane tile"): at 16-64 rows of the LLaMA-7B
  * shapes 1.1-1.9x the wide path's rate (0.64-0.84 of the FMA peak, one core);
- * 9-15 rows keep the wide path and the dot bits. */
+ * on AVX2 9-15 rows keep the wide path and the dot bits (AVX-512: below). */
 #ifndef ZZ_BF16_PANEL_N
 #define ZZ_BF16_PANEL_N 16
 #endif
+/* The same on AVX-512 without vdpbf16ps, from the first row count past the dot
+ * kernels' (ZZ_BF16_WIDEN_N): the row-lane tile's zmm form ran 1.8-2.7x the
+ * wide tiles at 9-15 rows of the LLaMA-7B shapes, even with most of its 16
+ * lanes idle at 9 (bench/cpu_gemm_bench bf16, a Cascade Lake-class Xeon;
+ * docs/cpu.md "bf16 at 9-15 rows"); so the wide path runs on AVX2 alone, and
+ * on AVX-512 a row's bits from 9 rows on do not depend on its batch. */
+#define ZZ_BF16_PANEL5_N (ZZ_BF16_WIDEN_N + 1)
 /* f32 on AVX2 and AVX-512 from ZZ_F32_LANE_N
  * rows up to ZZ_F32_SGEMM_N: the row-lane tile of linear_pack.c (x in 16-row
  * lanes, W broadcast from its f32 rows as they are; bf16's tile with another
@@ -734,12 +742,13 @@ typedef struct zz_gemm_isa {
   zz_gemm_micro q4; /* 4 bits, groups of a multiple of 8; NULL: dequantized panels */
   zz_gemm_micro q8; /* 8 bits, the same */
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
-  bool bf16_dot;       /* bf16 multiplies as it is (vdpbf16ps): no packed GEMM for prefill */
-  bool amx;            /* bf16 on AMX tiles where zz_gemm_amx_takes (ISA amx) */
-  bool pack_avx2;      /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
-  int64_t bf16_pack_n; /* bf16 by the packed GEMM from this many rows, by the row-lane tile below (vector ISAs) */
-  int64_t f32_n;       /* the f32 kernel up to this many rows of x (zz_cpu_gemm_own), sgemm tiles above */
-  int64_t f32_lane_n;  /* f32 from this many rows by the row-lane tile (zz_cpu_gemm_own); 0: never */
+  bool bf16_dot;        /* bf16 multiplies as it is (vdpbf16ps): no packed GEMM for prefill */
+  bool amx;             /* bf16 on AMX tiles where zz_gemm_amx_takes (ISA amx) */
+  bool pack_avx2;       /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
+  int64_t bf16_panel_n; /* bf16 without vdpbf16ps: one FMA chain per output from this many rows */
+  int64_t bf16_pack_n;  /* bf16 by the packed GEMM from this many rows, by the row-lane tile below (vector ISAs) */
+  int64_t f32_n;        /* the f32 kernel up to this many rows of x (zz_cpu_gemm_own), sgemm tiles above */
+  int64_t f32_lane_n;   /* f32 from this many rows by the row-lane tile (zz_cpu_gemm_own); 0: never */
 } zz_gemm_isa;
 
 static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
@@ -750,7 +759,7 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
  * one up to ZZ_GEMM_SMALL_M rows (AVX2: the portable kernel's bits), the
  * row-lane tile from there below ZZ_F32_SGEMM_N; portable: sgemm at every n. */
 static zz_gemm_isa zz_gemm_isa_get(void) {
-  zz_gemm_isa s = {NULL, zz_micro_bf16_c, NULL, NULL, NULL, NULL, zz_round_bf16_c, false, false, false, 0, 0, 0};
+  zz_gemm_isa s = {.bf16 = zz_micro_bf16_c, .round_bf16 = zz_round_bf16_c, .bf16_panel_n = ZZ_BF16_PANEL_N};
 #ifdef ZZ_GEMM_X86
   zz_cpu_isa isa = zz_cpu_isa_get();
   if (isa >= ZZ_CPU_ISA_AVX2) {
@@ -768,8 +777,9 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
     s.q4 = zz_micro_q4_avx512;
     s.q8 = zz_micro_q8_avx512;
     s.bf16_pack_n = INT64_MAX; /* the row-lane tile's zmm form at every n */
+    s.bf16_panel_n = ZZ_BF16_PANEL5_N;
+    s.widen_bf16 = NULL, s.wide_tile = NULL; /* the wide path: AVX2 alone */
     if (zz_cpu_has_bf16()) {
-      s.widen_bf16 = NULL, s.wide_tile = NULL; /* vdpbf16ps reads bf16 W as it is */
       s.bf16 = zz_micro_bf16_avx512;
       s.round_bf16 = zz_round_bf16_avx512;
       s.bf16_dot = true;
@@ -1123,10 +1133,10 @@ size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt) {
   if (w_dt != ZZ_DTYPE_BF16) return 0;
   if (n <= ZZ_BF16_WIDEN_N) return zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in);
   size_t wide = zz_dtype_nbytes(ZZ_DTYPE_F32, n * zz_wide_x_ld(in));
-  if (n < ZZ_BF16_PANEL_N) return wide;
+  size_t packed = zz_pk_x_bytes(n, in), rl = zz_pk_rl_x_bytes(n, in), amx = zz_amx_x_bytes(n, in);
+  if (n < ZZ_BF16_PANEL_N) return wide > rl ? wide : rl; /* AVX2's wide path, AVX-512's row-lane tile */
   /* x packed for linear_pack.c: the packed GEMM's slivers or the row-lane
    * tile's groups, whichever the ISA takes */
-  size_t packed = zz_pk_x_bytes(n, in), rl = zz_pk_rl_x_bytes(n, in), amx = zz_amx_x_bytes(n, in);
   size_t most = packed > rl ? packed : rl;
   return most > amx ? most : amx;
 }
@@ -1176,7 +1186,7 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const voi
     zz_amx_bf16_gemm(pool, x, n, in, w, b, out, y, relu, xb, isa.round_bf16);
     return;
   }
-  if (bf16 ? n >= ZZ_BF16_PANEL_N && !isa.bf16_dot : isa.f32_lane_n && n >= isa.f32_lane_n) {
+  if (bf16 ? n >= isa.bf16_panel_n && !isa.bf16_dot : isa.f32_lane_n && n >= isa.f32_lane_n) {
     /* one FMA chain per output (linear_pack.c): the row-lane tile reads W as it
      * is (AVX2; AVX-512 widens pieces of it into L1; bf16 below
      * isa.bf16_pack_n rows, f32 at every n: it beat the

@@ -46,7 +46,7 @@ static const int64_t g_shapes[][3] = {
     /* n, in, out */
     {1, 1, 1},      {1, 7, 5},       {2, 16, 4},     {3, 33, 9},     {4, 64, 64},   {5, 100, 65},
     {7, 31, 130},   {16, 1023, 17},  {17, 1025, 70}, {33, 2049, 19}, {64, 4099, 8}, {130, 96, 67},
-    {40, 2600, 37}, {130, 700, 300}, {12, 2600, 37}, {9, 513, 70},
+    {40, 2600, 37}, {130, 700, 300}, {12, 2600, 37}, {9, 513, 70},   {8, 1030, 33}, {6, 520, 21},
 };
 
 static void zz_check_gemm(zz_dtype w_dt, bool portable) {
@@ -226,14 +226,9 @@ static void test_q4_fused(void) {
   CU_ASSERT(nisa == 0 || cases > 0);
 }
 
-/* bf16 weights: the AVX2 micro-kernel (bf16 widened by a shift, FMA; at 9-15
- * rows of x with W's K blocks widened once by the driver; from 16 rows the
- * row-lane tile or the packed GEMM, one FMA chain per output) gives the
- * portable path's bits, since a product of two bf16 is exact in f32. (AVX-512
- * BF16's vdpbf16ps sums in another order: checked against f64 by
- * test_gemm_bf16 instead.) */
-static void test_bf16_avx2_bits(void) {
-  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX2)) return;
+/* The bf16 linear under isa against the portable path, bit for bit, over g_shapes
+ * (on AVX-512, only n <= 8: the micro-kernels' rows). */
+static void zz_bf16_bits_on(zz_cpu_isa isa) {
   zz_rng r;
   zz_rng_seed(&r, 29, 0);
   int bad = 0;
@@ -248,17 +243,30 @@ static void test_bf16_avx2_bits(void) {
     zz_convert(ZZ_DTYPE_F32, w, ZZ_DTYPE_BF16, wb, out * in);
     zz_cpu_isa_set(ZZ_CPU_ISA_PORTABLE);
     zz_cpu_linear_w(g_pool, x, n, in, wb, ZZ_DTYPE_BF16, NULL, out, y0, 0, xb);
-    zz_cpu_isa_set(ZZ_CPU_ISA_AVX2);
+    zz_cpu_isa_set(isa);
     zz_cpu_linear_w(g_pool, x, n, in, wb, ZZ_DTYPE_BF16, NULL, out, y1, 0, xb);
-    if (memcmp(y0, y1, (size_t)(n * out) * sizeof *y0) != 0) {
+    if ((isa == ZZ_CPU_ISA_AVX2 || n <= 8) && memcmp(y0, y1, (size_t)(n * out) * sizeof *y0) != 0) {
       bad++;
-      printf("\n  bf16 avx2 n=%lld in=%lld out=%lld: bits differ from portable", (long long)n, (long long)in,
-             (long long)out);
+      printf("\n  bf16 %s n=%lld in=%lld out=%lld: bits differ from portable", zz_cpu_isa_name(isa), (long long)n,
+             (long long)in, (long long)out);
     }
     free(x), free(w), free(y0), free(y1), free(wb), free(xb);
   }
   zz_cpu_isa_set(zz_cpu_isa_best());
   CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* bf16 weights: the AVX2 micro-kernel (bf16 widened by a shift, FMA; at 9-15
+ * rows of x with W's K blocks widened once by the driver; from 16 rows the
+ * row-lane tile or the packed GEMM, one FMA chain per output) and, on AVX-512
+ * without vdpbf16ps, its zmm form for tiles of 3-4 rows (two rows of x a zmm,
+ * each W value widened once for the tile) give the portable path's bits, since
+ * a product of two bf16 is exact in f32 (from 9 rows AVX-512 takes the
+ * row-lane tile: test_gemm_bf16_9_15). (AVX-512 BF16's vdpbf16ps sums in
+ * another order: checked against f64 by test_gemm_bf16 instead.) */
+static void test_bf16_avx2_bits(void) {
+  for (zz_cpu_isa isa = ZZ_CPU_ISA_AVX2; isa <= ZZ_CPU_ISA_AVX512; isa++)
+    if (zz_cpu_isa_supported(isa) && !(isa == ZZ_CPU_ISA_AVX512 && zz_cpu_has_bf16())) zz_bf16_bits_on(isa);
 }
 
 /* Pools of 1, 2 and 3 threads, for the thread-count checks. */
@@ -831,7 +839,7 @@ void zz_test_gemm_register(void) {
   CU_add_test(s, "bf16 weights on the golden fixtures", test_bf16_golden);
   CU_add_test(s, "q4 fused micro-kernels: the bits of dequantize-then-multiply, f64 within the order bound",
               test_q4_fused);
-  CU_add_test(s, "bf16 avx2 micro-kernel: the portable one's bits", test_bf16_avx2_bits);
+  CU_add_test(s, "bf16 avx2 and avx512 micro-kernels: the portable one's bits", test_bf16_avx2_bits);
   CU_add_test(s, "every dtype: the same bits on 1, 2 and 3 threads", test_linear_threads_bits);
   CU_add_test(s, "q4 dequantize: avx2 = portable bits", test_q4_dequant_bits);
   CU_add_test(s, "decode panels streamed: the bits of K blocks outside", test_gemm_stream_bits);

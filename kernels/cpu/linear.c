@@ -16,7 +16,8 @@
  *   bf16  x rounded to bf16 once per call, then the own micro-kernel: vdpbf16ps
  *         (avx512_bf16), or bf16 widened to f32 by a shift in registers and FMA
  *         (AVX2; the product of two bf16 is exact in f32, so FMA and the portable
- *         multiply-then-add give the same bits); on AVX2 at 9-15 rows the wide
+ *         multiply-then-add give the same bits; AVX-512 without vdpbf16ps: its
+ *         zmm form, two rows a zmm, for tiles of 3-4 rows); on AVX2 at 9-15 rows the wide
  *         tiles (zz_gemm_chunk_wide: x and pieces of W widened once, the same
  *         bits), and without vdpbf16ps from ZZ_BF16_PANEL_N (16) rows (AVX-512:
  *         ZZ_BF16_PANEL5_N, 9) one FMA
@@ -415,6 +416,47 @@ ZZ_AVX2FMA static inline __attribute__((always_inline)) void zz_bf16_avx2_rows(c
 
 ZZ_AVX2_MICRO_PAIRS(zz_micro_bf16_avx2, ZZ_AVX2FMA, uint16_t, zz_bf16_avx2_rows)
 
+/* bf16 on AVX-512 without vdpbf16ps, tiles of 3-4 rows of x (decode at batch
+ * 3-8): the AVX2 kernel's 8-lane chains, two rows of x to a zmm (row 2p in
+ * lanes 0-7, row 2p + 1 in 8-15; a third row alone repeated in both halves)
+ * and each W row's 8 values widened once into both halves for the tile's rows
+ * (the AVX2 kernel widens them once per pair): the same lanes, FMAs, tree8 and
+ * tail, so the same bits. Tiles of 1-2 rows keep the AVX2 kernel (a zmm would
+ * multiply a wasted half). */
+ZZ_AVX512 static void zz_micro_bf16_avx512w(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc,
+                                            int mr, int group, float tile[ZZ_MR][ZZ_NR]) {
+  if (mr < 3) {
+    zz_micro_bf16_avx2(xr, wr, kc, mr, group, tile);
+    return;
+  }
+  const uint16_t *x[ZZ_MR] = {xr[0], xr[1], xr[2], xr[mr > 3 ? 3 : 2]}; /* a repeated row's sums are not stored */
+  __m512 acc[2][ZZ_NR];
+  for (int p = 0; p < 2; p++)
+    for (int c = 0; c < ZZ_NR; c++) acc[p][c] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= kc; k += 8) {
+    __m512 a[2];
+    for (int p = 0; p < 2; p++) {
+      __m256i xx = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(x[2 * p] + k))),
+                                           _mm_loadu_si128((const __m128i *)(x[2 * p + 1] + k)), 1);
+      a[p] = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(xx), 16));
+    }
+    for (int c = 0; c < ZZ_NR; c++) {
+      __m256i wv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)((const uint16_t *)wr[c] + k)));
+      __m512 b = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(wv), 16));
+      for (int p = 0; p < 2; p++) acc[p][c] = _mm512_fmadd_ps(a[p], b, acc[p][c]);
+    }
+  }
+  for (int r = 0; r < mr; r++)
+    for (int c = 0; c < ZZ_NR; c++) {
+      float l[16];
+      _mm512_storeu_ps(l, acc[r / 2][c]);
+      float s = zz_tree8(l + 8 * (r & 1));
+      for (int64_t t = k; t < kc; t++) s += zz_bf16_to_f32(x[r][t]) * zz_bf16_to_f32(((const uint16_t *)wr[c])[t]);
+      tile[r][c] = s;
+    }
+}
+
 /* dst[c][0..kc) = the bf16 K piece of W row c widened (a shift) */
 ZZ_AVX2 static void zz_widen_bf16_avx2(const void *const wr[ZZ_NR], int64_t kc, float *dst, int64_t ld) {
   for (int c = 0; c < ZZ_NR; c++) {
@@ -779,6 +821,7 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
     s.bf16_pack_n = INT64_MAX; /* the row-lane tile's zmm form at every n */
     s.bf16_panel_n = ZZ_BF16_PANEL5_N;
     s.widen_bf16 = NULL, s.wide_tile = NULL; /* the wide path: AVX2 alone */
+    s.bf16 = zz_micro_bf16_avx512w;
     if (zz_cpu_has_bf16()) {
       s.bf16 = zz_micro_bf16_avx512;
       s.round_bf16 = zz_round_bf16_avx512;

@@ -394,17 +394,19 @@ static zz_probe_fn zz_peak_probe(zz_peak_kind kind, const char **isa) {
   return fn;
 }
 
+/* A thread count clamped to 1 .. ZZ_POOL_MAX_THREADS. */
+static int zz_peak_threads(int threads) {
+  return threads < 1 ? 1 : threads > ZZ_POOL_MAX_THREADS ? ZZ_POOL_MAX_THREADS : threads;
+}
+
 double zz_peak_now(zz_peak_kind kind, int threads, double secs) {
-  if (threads < 1) threads = 1;
-  if (threads > ZZ_POOL_MAX_THREADS) threads = ZZ_POOL_MAX_THREADS;
   const char *isa;
   zz_probe_fn fn = zz_peak_probe(kind, &isa);
-  return fn ? zz_peak_rate(fn, threads, secs) : 0;
+  return fn ? zz_peak_rate(fn, zz_peak_threads(threads), secs) : 0;
 }
 
 void zz_peak_measure(int threads, double secs, zz_peak *out) {
-  if (threads < 1) threads = 1;
-  if (threads > ZZ_POOL_MAX_THREADS) threads = ZZ_POOL_MAX_THREADS;
+  threads = zz_peak_threads(threads);
   memset(out, 0, sizeof *out);
   out->threads = threads;
   const char *amx_isa;

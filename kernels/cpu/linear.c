@@ -195,6 +195,19 @@ static void zz_micro_f32_c(const void *const xr[ZZ_MR], const void *const wr[ZZ_
     for (int c = 0; c < ZZ_NR; c++) tile[r][c] = zz_dot(xr[r], wr[c], kc);
 }
 
+/* The tree zz_dot reduces its 8 partial sums with. */
+static inline float zz_tree8(const float a[8]) {
+  return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+/* s plus the bf16 dot's tail past its 8 lanes, a[t] · b[t] for k <= t < kc in
+ * order: every bf16 kernel's last elements (a product of two bf16 is exact in
+ * f32, so contracting it into an FMA changes no bit). */
+static inline float zz_bf16_tail(const uint16_t *a, const uint16_t *b, int64_t k, int64_t kc, float s) {
+  for (; k < kc; k++) s += zz_bf16_to_f32(a[k]) * zz_bf16_to_f32(b[k]);
+  return s;
+}
+
 static void zz_micro_bf16_c(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr, int group,
                             float tile[ZZ_MR][ZZ_NR]) {
   (void)group;
@@ -205,15 +218,8 @@ static void zz_micro_bf16_c(const void *const xr[ZZ_MR], const void *const wr[ZZ
       int64_t k = 0;
       for (; k + 8 <= kc; k += 8)
         for (int u = 0; u < 8; u++) acc[u] += zz_bf16_to_f32(a[k + u]) * zz_bf16_to_f32(b[k + u]);
-      float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-      for (; k < kc; k++) s += zz_bf16_to_f32(a[k]) * zz_bf16_to_f32(b[k]);
-      tile[r][c] = s;
+      tile[r][c] = zz_bf16_tail(a, b, k, kc, zz_tree8(acc));
     }
-}
-
-/* The tree zz_dot reduces its 8 partial sums with. */
-static inline float zz_tree8(const float a[8]) {
-  return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
 
@@ -408,9 +414,7 @@ ZZ_AVX2FMA static inline __attribute__((always_inline)) void zz_bf16_avx2_rows(c
     for (int c = 0; c < ZZ_NR; c++) {
       float l[8];
       _mm256_storeu_ps(l, acc[r][c]);
-      float s = zz_tree8(l);
-      for (int64_t t = k; t < kc; t++) s += zz_bf16_to_f32(x[r][t]) * zz_bf16_to_f32(((const uint16_t *)wr[c])[t]);
-      out[r][c] = s;
+      out[r][c] = zz_bf16_tail(x[r], wr[c], k, kc, zz_tree8(l));
     }
 }
 
@@ -451,9 +455,7 @@ ZZ_AVX512 static void zz_micro_bf16_avx512w(const void *const xr[ZZ_MR], const v
     for (int c = 0; c < ZZ_NR; c++) {
       float l[16];
       _mm512_storeu_ps(l, acc[r / 2][c]);
-      float s = zz_tree8(l + 8 * (r & 1));
-      for (int64_t t = k; t < kc; t++) s += zz_bf16_to_f32(x[r][t]) * zz_bf16_to_f32(((const uint16_t *)wr[c])[t]);
-      tile[r][c] = s;
+      tile[r][c] = zz_bf16_tail(x[r], wr[c], k, kc, zz_tree8(l + 8 * (r & 1)));
     }
 }
 

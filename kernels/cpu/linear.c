@@ -54,6 +54,7 @@
 #include "zz_kernels.h"
 
 #define ZZ_MR 4               /* rows of x per micro-tile */
+#define ZZ_MR8 8              /* ... the most any micro-tile takes (bf16 on AVX-512 without vdpbf16ps) */
 #define ZZ_NR 4               /* rows of W per micro-tile */
 #define ZZ_GEMM_KC_BYTES 4096 /* K block: bytes of one f32/bf16 W row (a 4-row panel is 16 KiB of L1) */
 #define ZZ_GEMM_CHUNK 64      /* W rows per pool task */
@@ -163,9 +164,11 @@
 #define ZZ_GEMM_ROW_TILE 512
 
 /* tile[r][c] = Σ_{k<kc} x_r[k] · w_c[k] for r < mr (rows past mr may be
- * computed on repeated pointers or skipped); group: Q4's group size (else 0). */
-typedef void (*zz_gemm_micro)(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr, int group,
-                              float tile[ZZ_MR][ZZ_NR]);
+ * computed on repeated pointers or skipped); mr is at most the job's tile_rows
+ * (ZZ_MR; ZZ_MR8 for the one kernel that takes more); group: Q4's group size
+ * (else 0). */
+typedef void (*zz_gemm_micro)(const void *const xr[ZZ_MR8], const void *const wr[ZZ_NR], int64_t kc, int mr, int group,
+                              float tile[ZZ_MR8][ZZ_NR]);
 
 typedef struct zz_gemm_job {
   const char *x;  /* [n, in]: f32, or bf16 (the rounded copy) */
@@ -178,6 +181,7 @@ typedef struct zz_gemm_job {
   size_t x_row, w_row; /* bytes of one row of x, of w */
   int64_t kc;          /* K block in elements */
   zz_gemm_micro micro;
+  int tile_rows; /* rows of x per call of micro: ZZ_MR, or ZZ_MR8 for the bf16 tile of zz_gemm_isa.bf16_rows */
   /* NULL, or the wide path (bf16 on AVX2, many rows; x is then f32): widens
    * ZZ_NR rows of a K piece of W into f32 (row stride ld), and the register
    * tile that multiplies them (zz_bf16_wide_tile) */
@@ -246,6 +250,7 @@ ZZ_NOINLINE static float zz_q_tail(const float *x, const void *w, zz_qfmt f, int
 #include <immintrin.h>
 
 #define ZZ_AVX512 __attribute__((target("avx512f")))
+#define ZZ_AVX512BW __attribute__((target("avx512f,avx512bw,avx512dq")))
 #define ZZ_AVX512BF16 __attribute__((target("avx512f,avx512bf16,avx512bw,avx512vl")))
 /* no "fma": the Q4 kernels must round the widening's product and sum apart (as
  * zz_q_dequantize and zz_dot do), so the compiler may not contract them */
@@ -420,35 +425,48 @@ ZZ_AVX2FMA static inline __attribute__((always_inline)) void zz_bf16_avx2_rows(c
 
 ZZ_AVX2_MICRO_PAIRS(zz_micro_bf16_avx2, ZZ_AVX2FMA, uint16_t, zz_bf16_avx2_rows)
 
-/* bf16 on AVX-512 without vdpbf16ps, tiles of 3-4 rows of x (decode at batch
- * 3-8): the AVX2 kernel's 8-lane chains, two rows of x to a zmm (row 2p in
- * lanes 0-7, row 2p + 1 in 8-15; a third row alone repeated in both halves)
- * and each W row's 8 values widened once into both halves for the tile's rows
- * (the AVX2 kernel widens them once per pair): the same lanes, FMAs, tree8 and
- * tail, so the same bits. Tiles of 1-2 rows keep the AVX2 kernel (a zmm would
- * multiply a wasted half). */
-ZZ_AVX512 static void zz_micro_bf16_avx512w(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc,
-                                            int mr, int group, float tile[ZZ_MR][ZZ_NR]) {
-  if (mr < 3) {
-    zz_micro_bf16_avx2(xr, wr, kc, mr, group, tile);
-    return;
-  }
-  const uint16_t *x[ZZ_MR] = {xr[0], xr[1], xr[2], xr[mr > 3 ? 3 : 2]}; /* a repeated row's sums are not stored */
-  __m512 acc[2][ZZ_NR];
-  for (int p = 0; p < 2; p++)
+/* bf16 on AVX-512 without vdpbf16ps, tiles of 3-8 rows of x (decode at batch
+ * 3-8, one tile of all rows: ZZ_MR8): the AVX2 kernel's 8-lane chains, two rows
+ * of x to a zmm (row 2p in lanes 0-7, row 2p + 1 in 8-15; an odd last row
+ * repeated in both halves) and each W row's 8 values widened once into both
+ * halves for all the tile's rows (the AVX2 kernel widens them once per pair):
+ * the same lanes, FMAs, tree8 and tail, so the same bits. A value is widened by
+ * one byte shuffle of a 128-bit broadcast load (zz_bf16_dup8_idx), not a
+ * widening move and a shift: the shuffle and FMA ports are the same ones on a
+ * Cascade Lake, so every µop of widening saved is an FMA slot. Tiles of 1-2 rows
+ * keep the AVX2 kernel (a zmm would multiply a wasted half). */
+/* The byte shuffle that widens 8 bf16 values broadcast to every 128-bit lane
+ * into [v0..v7 | v0..v7] as f32 (each value into a lane's upper half, its lower
+ * half zero): lanes 0 and 2 take values 0-3, lanes 1 and 3 values 4-7. */
+static const int8_t zz_bf16_dup8_idx[64] __attribute__((aligned(64))) = {
+    -1, -1, 0,  1,  -1, -1, 2,  3,  -1, -1, 4,  5,  -1, -1, 6,  7,  -1, -1, 8,  9,  -1, -1,
+    10, 11, -1, -1, 12, 13, -1, -1, 14, 15, -1, -1, 0,  1,  -1, -1, 2,  3,  -1, -1, 4,  5,
+    -1, -1, 6,  7,  -1, -1, 8,  9,  -1, -1, 10, 11, -1, -1, 12, 13, -1, -1, 14, 15};
+
+/* PAIRS pairs of rows of x (the last row repeated past mr) against 4 W rows. */
+ZZ_AVX512BW static inline __attribute__((always_inline)) void zz_bf16_avx512w_rows(const void *const xr[ZZ_MR8],
+                                                                                   const void *const wr[ZZ_NR],
+                                                                                   int64_t kc, int mr, const int PAIRS,
+                                                                                   float tile[ZZ_MR8][ZZ_NR]) {
+  const uint16_t *x[ZZ_MR8];
+  for (int r = 0; r < 2 * PAIRS; r++) x[r] = xr[r < mr ? r : mr - 1]; /* a repeated row's sums are not stored */
+  const __m512i dup = _mm512_load_si512(zz_bf16_dup8_idx);
+  __m512 acc[ZZ_MR8 / 2][ZZ_NR];
+  for (int p = 0; p < PAIRS; p++)
     for (int c = 0; c < ZZ_NR; c++) acc[p][c] = _mm512_setzero_ps();
   int64_t k = 0;
   for (; k + 8 <= kc; k += 8) {
-    __m512 a[2];
-    for (int p = 0; p < 2; p++) {
-      __m256i xx = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(x[2 * p] + k))),
-                                           _mm_loadu_si128((const __m128i *)(x[2 * p + 1] + k)), 1);
-      a[p] = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(xx), 16));
+    __m512 a[ZZ_MR8 / 2];
+    for (int p = 0; p < PAIRS; p++) {
+      __m512i xx = _mm512_inserti32x8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x[2 * p] + k))),
+                                      _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(x[2 * p + 1] + k))),
+                                      1);
+      a[p] = _mm512_castsi512_ps(_mm512_shuffle_epi8(xx, dup));
     }
     for (int c = 0; c < ZZ_NR; c++) {
-      __m256i wv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)((const uint16_t *)wr[c] + k)));
-      __m512 b = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(wv), 16));
-      for (int p = 0; p < 2; p++) acc[p][c] = _mm512_fmadd_ps(a[p], b, acc[p][c]);
+      __m512i wv = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)((const uint16_t *)wr[c] + k)));
+      __m512 b = _mm512_castsi512_ps(_mm512_shuffle_epi8(wv, dup));
+      for (int p = 0; p < PAIRS; p++) acc[p][c] = _mm512_fmadd_ps(a[p], b, acc[p][c]);
     }
   }
   for (int r = 0; r < mr; r++)
@@ -457,6 +475,17 @@ ZZ_AVX512 static void zz_micro_bf16_avx512w(const void *const xr[ZZ_MR], const v
       _mm512_storeu_ps(l, acc[r / 2][c]);
       tile[r][c] = zz_bf16_tail(x[r], wr[c], k, kc, zz_tree8(l + 8 * (r & 1)));
     }
+}
+
+ZZ_AVX512BW static void zz_micro_bf16_avx512w(const void *const xr[ZZ_MR8], const void *const wr[ZZ_NR], int64_t kc,
+                                              int mr, int group, float tile[ZZ_MR8][ZZ_NR]) {
+  if (mr < 3) zz_micro_bf16_avx2(xr, wr, kc, mr, group, tile);
+  else if (mr <= 4)
+    zz_bf16_avx512w_rows(xr, wr, kc, mr, 2, tile);
+  else if (mr <= 6)
+    zz_bf16_avx512w_rows(xr, wr, kc, mr, 3, tile);
+  else
+    zz_bf16_avx512w_rows(xr, wr, kc, mr, 4, tile);
 }
 
 /* dst[c][0..kc) = the bf16 K piece of W row c widened (a shift) */
@@ -790,6 +819,7 @@ typedef struct zz_gemm_isa {
   bool amx;             /* bf16 on AMX tiles where zz_gemm_amx_takes (ISA amx) */
   bool pack_avx2;       /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
   int64_t bf16_panel_n; /* bf16 without vdpbf16ps: one FMA chain per output from this many rows */
+  int bf16_rows;        /* rows of x the bf16 micro-kernel takes at once */
   int64_t bf16_pack_n;  /* bf16 by the packed GEMM from this many rows, by the row-lane tile below (vector ISAs) */
   int64_t f32_n;        /* the f32 kernel up to this many rows of x (zz_cpu_gemm_own), sgemm tiles above */
   int64_t f32_lane_n;   /* f32 from this many rows by the row-lane tile (zz_cpu_gemm_own); 0: never */
@@ -803,7 +833,8 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
  * one up to ZZ_GEMM_SMALL_M rows (AVX2: the portable kernel's bits), the
  * row-lane tile from there below ZZ_F32_SGEMM_N; portable: sgemm at every n. */
 static zz_gemm_isa zz_gemm_isa_get(void) {
-  zz_gemm_isa s = {.bf16 = zz_micro_bf16_c, .round_bf16 = zz_round_bf16_c, .bf16_panel_n = ZZ_BF16_PANEL_N};
+  zz_gemm_isa s = {
+      .bf16 = zz_micro_bf16_c, .round_bf16 = zz_round_bf16_c, .bf16_panel_n = ZZ_BF16_PANEL_N, .bf16_rows = ZZ_MR};
 #ifdef ZZ_GEMM_X86
   zz_cpu_isa isa = zz_cpu_isa_get();
   if (isa >= ZZ_CPU_ISA_AVX2) {
@@ -823,9 +854,9 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
     s.bf16_pack_n = INT64_MAX; /* the row-lane tile's zmm form at every n */
     s.bf16_panel_n = ZZ_BF16_PANEL5_N;
     s.widen_bf16 = NULL, s.wide_tile = NULL; /* the wide path: AVX2 alone */
-    s.bf16 = zz_micro_bf16_avx512w;
+    s.bf16 = zz_micro_bf16_avx512w, s.bf16_rows = ZZ_MR8;
     if (zz_cpu_has_bf16()) {
-      s.bf16 = zz_micro_bf16_avx512;
+      s.bf16 = zz_micro_bf16_avx512, s.bf16_rows = ZZ_MR;
       s.round_bf16 = zz_round_bf16_avx512;
       s.bf16_dot = true;
     }
@@ -854,7 +885,7 @@ static bool zz_f32_lane(const zz_gemm_isa *isa, int64_t n) {
 /* ---------------------------------------------------------------- the own-kernel driver */
 
 /* y[i0.., c0..] (mr × nr valid) = tile, += when not the first K block */
-static void zz_gemm_store(const zz_gemm_job *j, float tile[ZZ_MR][ZZ_NR], int64_t i0, int mr, int64_t c0, int nr,
+static void zz_gemm_store(const zz_gemm_job *j, float tile[ZZ_MR8][ZZ_NR], int64_t i0, int mr, int64_t c0, int nr,
                           bool first) {
   for (int r = 0; r < mr; r++) {
     float *yr = j->y + (i0 + r) * j->out + c0;
@@ -868,12 +899,12 @@ static void zz_gemm_panel(const zz_gemm_job *j, int64_t m0, int64_t m1, int64_t 
   int64_t kc = j->in - k0 < j->kc ? j->in - k0 : j->kc;
   const void *wr[ZZ_NR];
   for (int c = 0; c < ZZ_NR; c++) wr[c] = j->w + (size_t)(c0 + (c < nr ? c : nr - 1)) * j->w_row + (size_t)k0 * j->wsz;
-  for (int64_t i0 = m0; i0 < m1; i0 += ZZ_MR) {
-    int mr = m1 - i0 < ZZ_MR ? (int)(m1 - i0) : ZZ_MR;
-    const void *xr[ZZ_MR];
-    for (int r = 0; r < ZZ_MR; r++)
+  for (int64_t i0 = m0; i0 < m1; i0 += j->tile_rows) {
+    int mr = m1 - i0 < j->tile_rows ? (int)(m1 - i0) : j->tile_rows;
+    const void *xr[ZZ_MR8];
+    for (int r = 0; r < j->tile_rows; r++)
       xr[r] = j->x + (size_t)(i0 + (r < mr ? r : mr - 1)) * j->x_row + (size_t)k0 * j->xsz;
-    float tile[ZZ_MR][ZZ_NR];
+    float tile[ZZ_MR8][ZZ_NR];
     j->micro(xr, wr, kc, mr, j->group, tile);
     zz_gemm_store(j, tile, i0, mr, c0, nr, k0 == 0);
   }
@@ -1199,7 +1230,8 @@ static zz_gemm_job zz_gemm_job_of(const float *x, int64_t n, int64_t in, const v
                        .out = out,
                        .relu = relu,
                        .xsz = sizeof(float),
-                       .micro = micro};
+                       .micro = micro,
+                       .tile_rows = ZZ_MR};
 }
 
 /* The own-kernel job for an f32 or bf16 weight (bf16: x rounded into xb first). */
@@ -1215,6 +1247,7 @@ static zz_gemm_job zz_gemm_dense(zz_pool *pool, const zz_gemm_isa *isa, const fl
     job.x = xb;
     job.xsz = job.wsz = sizeof(uint16_t);
     job.micro = isa->bf16;
+    job.tile_rows = isa->bf16_rows;
     if (wide) job.xsz = sizeof(float), job.widen_w = isa->widen_bf16, job.wide_tile = isa->wide_tile;
   }
   job.x_row = (size_t)(job.widen_w ? zz_wide_x_ld(in) : in) * job.xsz;

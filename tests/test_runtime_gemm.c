@@ -260,9 +260,9 @@ static void zz_bf16_bits_on(zz_cpu_isa isa) {
  * rows of x with W's K blocks widened once by the driver; from 16 rows the
  * row-lane tile or the packed GEMM, one FMA chain per output) and, on AVX-512
  * without vdpbf16ps, its zmm form for tiles of 3-8 rows (two rows of x a zmm,
- * each W value widened once for the tile by a byte shuffle) give the portable path's bits, since
- * a product of two bf16 is exact in f32 (from 9 rows AVX-512 takes the
- * row-lane tile: test_gemm_bf16_9_15). (AVX-512 BF16's vdpbf16ps sums in
+ * each W value widened once for the tile by a byte shuffle) give the portable
+ * path's bits, since a product of two bf16 is exact in f32 (from 9 rows AVX-512
+ * takes the row-lane tile: test_gemm_bf16_9_15). (AVX-512 BF16's vdpbf16ps sums in
  * another order: checked against f64 by test_gemm_bf16 instead.) */
 static void test_bf16_avx2_bits(void) {
   for (zz_cpu_isa isa = ZZ_CPU_ISA_AVX2; isa <= ZZ_CPU_ISA_AVX512; isa++)

@@ -138,6 +138,17 @@ static void test_bf16(void) {
   zz_convert(ZZ_DTYPE_F32, in, ZZ_DTYPE_BF16, mid, 3);
   zz_convert(ZZ_DTYPE_BF16, mid, ZZ_DTYPE_F32, out, 3);
   CU_ASSERT_EQUAL(memcmp(in, out, sizeof in), 0);
+  /* the array conversion (a vectorised loop) is zz_f32_to_bf16 value by value:
+   * ties both ways, NaNs, infinities, subnormals, signs, past a vector's width */
+  float v[67];
+  uint16_t got[67];
+  const float special[] = {1.00390625f, 1.01171875f, -1.00390625f, NAN,   -NAN,
+                           INFINITY,    -INFINITY,   0x1p-140f,    -0.0f, 3.4028235e38f};
+  for (int i = 0; i < 67; i++) v[i] = i < 10 ? special[i] : (float)(i - 33) * 0.3377f + (float)i * 1e-3f;
+  zz_convert(ZZ_DTYPE_F32, v, ZZ_DTYPE_BF16, got, 67);
+  int diff = 0;
+  for (int i = 0; i < 67; i++) diff += got[i] != zz_f32_to_bf16(v[i]);
+  CU_ASSERT_EQUAL(diff, 0);
   CU_ASSERT_EQUAL(zz_dtype_nbytes(ZZ_DTYPE_Q4, 64), 36);
   CU_ASSERT_EQUAL(zz_dtype_nbytes(ZZ_DTYPE_Q4, 65), 42); /* a ragged last group: 1 value, 2 padded bytes */
 }

@@ -161,6 +161,13 @@ static void zz_f32_f16(const float *s, uint16_t *d, int64_t n) {
   for (int64_t i = 0; i < n; i++) d[i] = zz_f32_to_f16(s[i]);
 }
 
+/* zz_f32_to_bf16 of each value, its rule inline (zz_bf16_round_bits) so the
+ * loop vectorises: a call per value (the generic loop below) was half the time
+ * of a bf16 linear of 64 outputs, which rounds its x with it. */
+static void zz_f32_bf16(const float *s, uint16_t *d, int64_t n) {
+  for (int64_t i = 0; i < n; i++) d[i] = (uint16_t)(zz_bf16_round_bits(zz_f32_bits(s[i])) >> 16);
+}
+
 void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, int64_t n) {
   if (src_dt == dst_dt) {
     memmove(dst, src, zz_dtype_nbytes(src_dt, n));
@@ -172,6 +179,10 @@ void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, in
   }
   if (src_dt == ZZ_DTYPE_F32 && dst_dt == ZZ_DTYPE_F16) {
     zz_f32_f16(src, dst, n);
+    return;
+  }
+  if (src_dt == ZZ_DTYPE_F32 && dst_dt == ZZ_DTYPE_BF16) {
+    zz_f32_bf16(src, dst, n);
     return;
   }
   switch (dst_dt) {

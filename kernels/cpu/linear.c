@@ -17,7 +17,7 @@
  *         (avx512_bf16), or bf16 widened to f32 by a shift in registers and FMA
  *         (AVX2; the product of two bf16 is exact in f32, so FMA and the portable
  *         multiply-then-add give the same bits; AVX-512 without vdpbf16ps: its
- *         zmm form, two rows a zmm, for tiles of 3-4 rows); on AVX2 at 9-15 rows the wide
+ *         zmm form, two rows a zmm, one tile of 3-8 rows); on AVX2 at 9-15 rows the wide
  *         tiles (zz_gemm_chunk_wide: x and pieces of W widened once, the same
  *         bits), and without vdpbf16ps from ZZ_BF16_PANEL_N (16) rows (AVX-512:
  *         ZZ_BF16_PANEL5_N, 9) one FMA
@@ -425,6 +425,14 @@ ZZ_AVX2FMA static inline __attribute__((always_inline)) void zz_bf16_avx2_rows(c
 
 ZZ_AVX2_MICRO_PAIRS(zz_micro_bf16_avx2, ZZ_AVX2FMA, uint16_t, zz_bf16_avx2_rows)
 
+/* The byte shuffle that widens 8 bf16 values broadcast to every 128-bit lane
+ * into [v0..v7 | v0..v7] as f32 (each value into a lane's upper half, its lower
+ * half zero): lanes 0 and 2 take values 0-3, lanes 1 and 3 values 4-7. */
+static const int8_t zz_bf16_dup8_idx[64] __attribute__((aligned(64))) = {
+    -1, -1, 0,  1,  -1, -1, 2,  3,  -1, -1, 4,  5,  -1, -1, 6,  7,  -1, -1, 8,  9,  -1, -1,
+    10, 11, -1, -1, 12, 13, -1, -1, 14, 15, -1, -1, 0,  1,  -1, -1, 2,  3,  -1, -1, 4,  5,
+    -1, -1, 6,  7,  -1, -1, 8,  9,  -1, -1, 10, 11, -1, -1, 12, 13, -1, -1, 14, 15};
+
 /* bf16 on AVX-512 without vdpbf16ps, tiles of 3-8 rows of x (decode at batch
  * 3-8, one tile of all rows: ZZ_MR8): the AVX2 kernel's 8-lane chains, two rows
  * of x to a zmm (row 2p in lanes 0-7, row 2p + 1 in 8-15; an odd last row
@@ -434,16 +442,8 @@ ZZ_AVX2_MICRO_PAIRS(zz_micro_bf16_avx2, ZZ_AVX2FMA, uint16_t, zz_bf16_avx2_rows)
  * one byte shuffle of a 128-bit broadcast load (zz_bf16_dup8_idx), not a
  * widening move and a shift: the shuffle and FMA ports are the same ones on a
  * Cascade Lake, so every µop of widening saved is an FMA slot. Tiles of 1-2 rows
- * keep the AVX2 kernel (a zmm would multiply a wasted half). */
-/* The byte shuffle that widens 8 bf16 values broadcast to every 128-bit lane
- * into [v0..v7 | v0..v7] as f32 (each value into a lane's upper half, its lower
- * half zero): lanes 0 and 2 take values 0-3, lanes 1 and 3 values 4-7. */
-static const int8_t zz_bf16_dup8_idx[64] __attribute__((aligned(64))) = {
-    -1, -1, 0,  1,  -1, -1, 2,  3,  -1, -1, 4,  5,  -1, -1, 6,  7,  -1, -1, 8,  9,  -1, -1,
-    10, 11, -1, -1, 12, 13, -1, -1, 14, 15, -1, -1, 0,  1,  -1, -1, 2,  3,  -1, -1, 4,  5,
-    -1, -1, 6,  7,  -1, -1, 8,  9,  -1, -1, 10, 11, -1, -1, 12, 13, -1, -1, 14, 15};
-
-/* PAIRS pairs of rows of x (the last row repeated past mr) against 4 W rows. */
+ * keep the AVX2 kernel (a zmm would multiply a wasted half). Here: PAIRS pairs
+ * of rows of x (the last row repeated past mr) against 4 W rows. */
 ZZ_AVX512BW static inline __attribute__((always_inline)) void zz_bf16_avx512w_rows(const void *const xr[ZZ_MR8],
                                                                                    const void *const wr[ZZ_NR],
                                                                                    int64_t kc, int mr, const int PAIRS,
@@ -825,15 +825,9 @@ typedef struct zz_gemm_isa {
   int64_t f32_lane_n;   /* f32 from this many rows by the row-lane tile (zz_cpu_gemm_own); 0: never */
 } zz_gemm_isa;
 
-/* zz_f32_to_bf16 of each value, its rule inline (zz_bf16_round_bits) so the
- * loop vectorises: a call per value took as long as 80-90 of the multiply's
- * FMAs per value of x, a few percent of a decode step's bf16 linears. */
+/* x rounded where the CPU has no bf16 convert: zz_convert's (vectorised) loop. */
 static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
-  for (int64_t i = 0; i < n; i++) {
-    uint32_t u;
-    memcpy(&u, src + i, sizeof u);
-    dst[i] = (uint16_t)(zz_bf16_round_bits(u) >> 16);
-  }
+  zz_convert(ZZ_DTYPE_F32, src, ZZ_DTYPE_BF16, dst, n);
 }
 
 /* The micro-kernels for the process's ISA choice (kernels/cpu/isa.c). The f32

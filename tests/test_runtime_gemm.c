@@ -41,12 +41,13 @@ static void zz_ref(const float *x, const float *w, const float *b, int64_t n, in
 /* bf16 without a bf16 dot: {12, 2600, 37} and {9, 513, 70} take the wide tiles
  * over K blocks and K pieces (n 9..15); {40, 2600, 37} the row-lane tile over
  * several row groups and K blocks (n 16..127); {130, 700, 300} the packed GEMM
- * (n >= 128). */
+ * (n >= 128); {5, 4100, 9} AVX-512's 3-8-row tile over three K blocks (x's
+ * widened pairs at each block's offset, an odd last row, a last block of 4). */
 static const int64_t g_shapes[][3] = {
     /* n, in, out */
-    {1, 1, 1},      {1, 7, 5},       {2, 16, 4},     {3, 33, 9},     {4, 64, 64},   {5, 100, 65},
-    {7, 31, 130},   {16, 1023, 17},  {17, 1025, 70}, {33, 2049, 19}, {64, 4099, 8}, {130, 96, 67},
-    {40, 2600, 37}, {130, 700, 300}, {12, 2600, 37}, {9, 513, 70},   {8, 1030, 33}, {6, 520, 21},
+    {1, 1, 1},      {1, 7, 5},      {2, 16, 4},     {3, 33, 9},    {4, 64, 64},   {5, 100, 65},   {7, 31, 130},
+    {16, 1023, 17}, {17, 1025, 70}, {33, 2049, 19}, {64, 4099, 8}, {130, 96, 67}, {40, 2600, 37}, {130, 700, 300},
+    {12, 2600, 37}, {9, 513, 70},   {8, 1030, 33},  {6, 520, 21},  {5, 4100, 9},
 };
 
 static void zz_check_gemm(zz_dtype w_dt, bool portable) {

@@ -17,7 +17,8 @@
  *         (avx512_bf16), or bf16 widened to f32 by a shift in registers and FMA
  *         (AVX2; the product of two bf16 is exact in f32, so FMA and the portable
  *         multiply-then-add give the same bits; AVX-512 without vdpbf16ps: its
- *         zmm form, two rows a zmm, one tile of 3-8 rows); on AVX2 at 9-15 rows the wide
+ *         zmm form, two rows a zmm, one tile of 3-8 rows, x's pairs widened
+ *         once per call); on AVX2 at 9-15 rows the wide
  *         tiles (zz_gemm_chunk_wide: x and pieces of W widened once, the same
  *         bits), and without vdpbf16ps from ZZ_BF16_PANEL_N (16) rows (AVX-512:
  *         ZZ_BF16_PANEL5_N, 9) one FMA
@@ -76,6 +77,8 @@
 #ifndef ZZ_BF16_WIDEN_N
 #define ZZ_BF16_WIDEN_N 8
 #endif
+#define ZZ_MR_PAIRS 3 /* the fewest rows bf16's pairs tile takes (AVX-512 without vdpbf16ps; 1-2: AVX2's) */
+_Static_assert(ZZ_MR8 <= ZZ_BF16_WIDEN_N, "zz_cpu_gemm_scratch sizes x's pairs up to ZZ_BF16_WIDEN_N rows");
 #define ZZ_WIDE_MR 3 /* rows of x per register tile of the wide path */
 #ifndef ZZ_WIDE_KS
 #define ZZ_WIDE_KS 512 /* its K piece: a widened 4-row W piece is 8 KiB, kept in L1 */
@@ -170,6 +173,12 @@
 typedef void (*zz_gemm_micro)(const void *const xr[ZZ_MR8], const void *const wr[ZZ_NR], int64_t kc, int mr, int group,
                               float tile[ZZ_MR8][ZZ_NR]);
 
+/* The same for bf16 with x's rows also widened two to a vector (zz_xpairs_of):
+ * xp the tile's first pair at the K block's first element, pairs pld floats
+ * apart; xr the rows in bf16, for the K block's tail past its last 8. */
+typedef void (*zz_gemm_micro_pairs)(const float *xp, int64_t pld, const void *const xr[ZZ_MR8],
+                                    const void *const wr[ZZ_NR], int64_t kc, int mr, float tile[ZZ_MR8][ZZ_NR]);
+
 typedef struct zz_gemm_job {
   const char *x;  /* [n, in]: f32, or bf16 (the rounded copy) */
   const char *w;  /* [out, in]: f32, bf16 or Q4 rows */
@@ -181,7 +190,12 @@ typedef struct zz_gemm_job {
   size_t x_row, w_row; /* bytes of one row of x, of w */
   int64_t kc;          /* K block in elements */
   zz_gemm_micro micro;
-  int tile_rows; /* rows of x per call of micro: ZZ_MR, or ZZ_MR8 for the bf16 tile of zz_gemm_isa.bf16_rows */
+  int tile_rows; /* rows of x per call of micro: ZZ_MR, or ZZ_MR8 for micro_pairs */
+  /* NULL, or bf16's tile of 3-8 rows on x's widened pairs (xpair, pairs
+   * xpair_ld floats apart), which then runs in place of micro */
+  zz_gemm_micro_pairs micro_pairs;
+  const float *xpair;
+  int64_t xpair_ld;
   /* NULL, or the wide path (bf16 on AVX2, many rows; x is then f32): widens
    * ZZ_NR rows of a K piece of W into f32 (row stride ld), and the register
    * tile that multiplies them (zz_bf16_wide_tile) */
@@ -438,18 +452,20 @@ static const int8_t zz_bf16_dup8_idx[64] __attribute__((aligned(64))) = {
  * of x to a zmm (row 2p in lanes 0-7, row 2p + 1 in 8-15; an odd last row
  * repeated in both halves) and each W row's 8 values widened once into both
  * halves for all the tile's rows (the AVX2 kernel widens them once per pair):
- * the same lanes, FMAs, tree8 and tail, so the same bits. A value is widened by
- * one byte shuffle of a 128-bit broadcast load (zz_bf16_dup8_idx), not a
- * widening move and a shift: the shuffle and FMA ports are the same ones on a
- * Cascade Lake, so every µop of widening saved is an FMA slot. Tiles of 1-2 rows
- * keep the AVX2 kernel (a zmm would multiply a wasted half). Here: PAIRS pairs
- * of rows of x (the last row repeated past mr) against 4 W rows. */
-ZZ_AVX512BW static inline __attribute__((always_inline)) void zz_bf16_avx512w_rows(const void *const xr[ZZ_MR8],
+ * the same lanes, FMAs, tree8 and tail, so the same bits. The pairs of x come
+ * widened (zz_xpairs_of: once per call, not once per 4 outputs), a load each;
+ * a W value is widened by one byte shuffle of a 128-bit broadcast load
+ * (zz_bf16_dup8_idx), not a widening move and a shift. On a Cascade Lake the
+ * shuffles and the FMAs share two ports, so every µop of widening is an FMA
+ * slot: with x's pairs widened in the tile (an insert and a shuffle per pair
+ * and 8 values) the tile was bound by those ports at 6-8 rows, below the read
+ * rate. Tiles of 1-2 rows keep the AVX2 kernel (a zmm would multiply a wasted
+ * half). Here: PAIRS pairs of rows (xp's, pld floats apart) against 4 W rows. */
+ZZ_AVX512BW static inline __attribute__((always_inline)) void zz_bf16_avx512w_rows(const float *xp, int64_t pld,
+                                                                                   const void *const xr[ZZ_MR8],
                                                                                    const void *const wr[ZZ_NR],
                                                                                    int64_t kc, int mr, const int PAIRS,
                                                                                    float tile[ZZ_MR8][ZZ_NR]) {
-  const uint16_t *x[ZZ_MR8];
-  for (int r = 0; r < 2 * PAIRS; r++) x[r] = xr[r < mr ? r : mr - 1]; /* a repeated row's sums are not stored */
   const __m512i dup = _mm512_load_si512(zz_bf16_dup8_idx);
   __m512 acc[ZZ_MR8 / 2][ZZ_NR];
   for (int p = 0; p < PAIRS; p++)
@@ -457,12 +473,7 @@ ZZ_AVX512BW static inline __attribute__((always_inline)) void zz_bf16_avx512w_ro
   int64_t k = 0;
   for (; k + 8 <= kc; k += 8) {
     __m512 a[ZZ_MR8 / 2];
-    for (int p = 0; p < PAIRS; p++) {
-      __m512i xx = _mm512_inserti32x8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x[2 * p] + k))),
-                                      _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(x[2 * p + 1] + k))),
-                                      1);
-      a[p] = _mm512_castsi512_ps(_mm512_shuffle_epi8(xx, dup));
-    }
+    for (int p = 0; p < PAIRS; p++) a[p] = _mm512_loadu_ps(xp + p * pld + 2 * k);
     for (int c = 0; c < ZZ_NR; c++) {
       __m512i wv = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)((const uint16_t *)wr[c] + k)));
       __m512 b = _mm512_castsi512_ps(_mm512_shuffle_epi8(wv, dup));
@@ -473,19 +484,20 @@ ZZ_AVX512BW static inline __attribute__((always_inline)) void zz_bf16_avx512w_ro
     for (int c = 0; c < ZZ_NR; c++) {
       float l[16];
       _mm512_storeu_ps(l, acc[r / 2][c]);
-      tile[r][c] = zz_bf16_tail(x[r], wr[c], k, kc, zz_tree8(l + 8 * (r & 1)));
+      tile[r][c] = zz_bf16_tail(xr[r], wr[c], k, kc, zz_tree8(l + 8 * (r & 1)));
     }
 }
 
-ZZ_AVX512BW static void zz_micro_bf16_avx512w(const void *const xr[ZZ_MR8], const void *const wr[ZZ_NR], int64_t kc,
-                                              int mr, int group, float tile[ZZ_MR8][ZZ_NR]) {
-  if (mr < 3) zz_micro_bf16_avx2(xr, wr, kc, mr, group, tile);
+ZZ_AVX512BW static void zz_micro_bf16_avx512w(const float *xp, int64_t pld, const void *const xr[ZZ_MR8],
+                                              const void *const wr[ZZ_NR], int64_t kc, int mr,
+                                              float tile[ZZ_MR8][ZZ_NR]) {
+  if (mr < ZZ_MR_PAIRS) zz_micro_bf16_avx2(xr, wr, kc, mr, 0, tile);
   else if (mr <= 4)
-    zz_bf16_avx512w_rows(xr, wr, kc, mr, 2, tile);
+    zz_bf16_avx512w_rows(xp, pld, xr, wr, kc, mr, 2, tile);
   else if (mr <= 6)
-    zz_bf16_avx512w_rows(xr, wr, kc, mr, 3, tile);
+    zz_bf16_avx512w_rows(xp, pld, xr, wr, kc, mr, 3, tile);
   else
-    zz_bf16_avx512w_rows(xr, wr, kc, mr, 4, tile);
+    zz_bf16_avx512w_rows(xp, pld, xr, wr, kc, mr, 4, tile);
 }
 
 /* dst[c][0..kc) = the bf16 K piece of W row c widened (a shift) */
@@ -815,14 +827,14 @@ typedef struct zz_gemm_isa {
   zz_gemm_micro q4; /* 4 bits, groups of a multiple of 8; NULL: dequantized panels */
   zz_gemm_micro q8; /* 8 bits, the same */
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
-  bool bf16_dot;        /* bf16 multiplies as it is (vdpbf16ps): no packed GEMM for prefill */
-  bool amx;             /* bf16 on AMX tiles where zz_gemm_amx_takes (ISA amx) */
-  bool pack_avx2;       /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
-  int64_t bf16_panel_n; /* bf16 without vdpbf16ps: one FMA chain per output from this many rows */
-  int bf16_rows;        /* rows of x the bf16 micro-kernel takes at once */
-  int64_t bf16_pack_n;  /* bf16 by the packed GEMM from this many rows, by the row-lane tile below (vector ISAs) */
-  int64_t f32_n;        /* the f32 kernel up to this many rows of x (zz_cpu_gemm_own), sgemm tiles above */
-  int64_t f32_lane_n;   /* f32 from this many rows by the row-lane tile (zz_cpu_gemm_own); 0: never */
+  bool bf16_dot;                  /* bf16 multiplies as it is (vdpbf16ps): no packed GEMM for prefill */
+  bool amx;                       /* bf16 on AMX tiles where zz_gemm_amx_takes (ISA amx) */
+  bool pack_avx2;                 /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
+  int64_t bf16_panel_n;           /* bf16 without vdpbf16ps: one FMA chain per output from this many rows */
+  zz_gemm_micro_pairs bf16_pairs; /* bf16 at 3-8 rows on x's widened pairs (zz_xpairs_of), one tile; NULL: bf16 */
+  int64_t bf16_pack_n; /* bf16 by the packed GEMM from this many rows, by the row-lane tile below (vector ISAs) */
+  int64_t f32_n;       /* the f32 kernel up to this many rows of x (zz_cpu_gemm_own), sgemm tiles above */
+  int64_t f32_lane_n;  /* f32 from this many rows by the row-lane tile (zz_cpu_gemm_own); 0: never */
 } zz_gemm_isa;
 
 /* x rounded where the CPU has no bf16 convert: zz_convert's (vectorised) loop. */
@@ -834,8 +846,7 @@ static void zz_round_bf16_c(const float *src, int64_t n, uint16_t *dst) {
  * one up to ZZ_GEMM_SMALL_M rows (AVX2: the portable kernel's bits), the
  * row-lane tile from there below ZZ_F32_SGEMM_N; portable: sgemm at every n. */
 static zz_gemm_isa zz_gemm_isa_get(void) {
-  zz_gemm_isa s = {
-      .bf16 = zz_micro_bf16_c, .round_bf16 = zz_round_bf16_c, .bf16_panel_n = ZZ_BF16_PANEL_N, .bf16_rows = ZZ_MR};
+  zz_gemm_isa s = {.bf16 = zz_micro_bf16_c, .round_bf16 = zz_round_bf16_c, .bf16_panel_n = ZZ_BF16_PANEL_N};
 #ifdef ZZ_GEMM_X86
   zz_cpu_isa isa = zz_cpu_isa_get();
   if (isa >= ZZ_CPU_ISA_AVX2) {
@@ -855,9 +866,9 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
     s.bf16_pack_n = INT64_MAX; /* the row-lane tile's zmm form at every n */
     s.bf16_panel_n = ZZ_BF16_PANEL5_N;
     s.widen_bf16 = NULL, s.wide_tile = NULL; /* the wide path: AVX2 alone */
-    s.bf16 = zz_micro_bf16_avx512w, s.bf16_rows = ZZ_MR8;
+    s.bf16_pairs = zz_micro_bf16_avx512w;
     if (zz_cpu_has_bf16()) {
-      s.bf16 = zz_micro_bf16_avx512, s.bf16_rows = ZZ_MR;
+      s.bf16 = zz_micro_bf16_avx512, s.bf16_pairs = NULL;
       s.round_bf16 = zz_round_bf16_avx512;
       s.bf16_dot = true;
     }
@@ -906,7 +917,9 @@ static void zz_gemm_panel(const zz_gemm_job *j, int64_t m0, int64_t m1, int64_t 
     for (int r = 0; r < j->tile_rows; r++)
       xr[r] = j->x + (size_t)(i0 + (r < mr ? r : mr - 1)) * j->x_row + (size_t)k0 * j->xsz;
     float tile[ZZ_MR8][ZZ_NR];
-    j->micro(xr, wr, kc, mr, j->group, tile);
+    if (j->micro_pairs) j->micro_pairs(j->xpair + i0 / 2 * j->xpair_ld + 2 * k0, j->xpair_ld, xr, wr, kc, mr, tile);
+    else
+      j->micro(xr, wr, kc, mr, j->group, tile);
     zz_gemm_store(j, tile, i0, mr, c0, nr, k0 == 0);
   }
 }
@@ -1171,18 +1184,48 @@ static int64_t zz_qlin_panel_rows(int64_t n, int64_t in) {
 
 /* ---------------------------------------------------------------- entry points */
 
+/* x's rows widened two to a vector for bf16's 3-8-row tile (zz_bf16_avx512w_rows):
+ * pair p (rows 2p and 2p + 1) holds for each 8 values of K 16 floats, row 2p's
+ * 8 then row 2p + 1's (an odd last row in both halves), over the whole steps
+ * of K (the tail is read from the bf16 rows); pairs zz_xpairs_ld floats apart,
+ * after the n bf16 rows in xb on a 64-byte boundary. */
+static int64_t zz_xpairs_ld(int64_t in) { return 2 * (in - in % 8); }
+
+static float *zz_xpairs_of(void *xb, int64_t n, int64_t in) {
+  uintptr_t end = (uintptr_t)xb + zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in);
+  return (float *)((end + 63) & ~(uintptr_t)63);
+}
+
+/* xb's bytes for n bf16 rows and their widened pairs */
+static size_t zz_xpairs_scratch(int64_t n, int64_t in) {
+  return zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in) + 64 + (size_t)((n + 1) / 2 * zz_xpairs_ld(in)) * sizeof(float);
+}
+
 typedef struct zz_round_job {
   const float *x;
   void *xb; /* [n, in]: bf16, or (wide) f32 holding the bf16 values, rows ld apart */
-  int64_t in, ld;
+  int64_t n, in, ld;
   bool wide;
+  float *pairs; /* NULL, or the bf16 rows widened into pairs too (zz_xpairs_of) */
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
 } zz_round_job;
 
 static void zz_round_row(void *arg, int64_t i) {
   const zz_round_job *j = arg;
   if (!j->wide) {
-    j->round_bf16(j->x + i * j->in, j->in, (uint16_t *)j->xb + i * j->in);
+    uint16_t *row = (uint16_t *)j->xb + i * j->in;
+    j->round_bf16(j->x + i * j->in, j->in, row);
+    if (!j->pairs) return;
+    /* its half of its pair, widened exactly (a shift); an odd last row fills both */
+    int64_t ld = zz_xpairs_ld(j->in);
+    int h0 = (int)(i & 1), h1 = i + 1 == j->n ? 1 : h0;
+    for (int h = h0; h <= h1; h++) {
+      float *dst = j->pairs + i / 2 * ld + 8 * h;
+      for (int64_t k = 0; k < ld / 2; k++) {
+        uint32_t u = (uint32_t)row[k] << 16;
+        memcpy(dst + k / 8 * 16 + k % 8, &u, sizeof u);
+      }
+    }
     return;
   }
   /* rounded in pieces on the stack, then widened exactly (a shift) */
@@ -1208,7 +1251,8 @@ size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt) {
   /* f32: the row-lane tile's groups (any ISA: a bound) */
   if (w_dt == ZZ_DTYPE_F32) return n >= ZZ_F32_LANE_N ? zz_pk_rl_x_bytes(n, in) : 0;
   if (w_dt != ZZ_DTYPE_BF16) return 0;
-  if (n <= ZZ_BF16_WIDEN_N) return zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in);
+  if (n <= ZZ_BF16_WIDEN_N)
+    return zz_xpairs_scratch(n, in); /* the bf16 rows, and their pairs where the ISA takes them */
   size_t wide = zz_dtype_nbytes(ZZ_DTYPE_F32, n * zz_wide_x_ld(in));
   size_t packed = zz_pk_x_bytes(n, in), rl = zz_pk_rl_x_bytes(n, in), amx = zz_amx_x_bytes(n, in);
   if (n < ZZ_BF16_PANEL_N) return wide > rl ? wide : rl; /* AVX2's wide path, AVX-512's row-lane tile */
@@ -1242,13 +1286,14 @@ static zz_gemm_job zz_gemm_dense(zz_pool *pool, const zz_gemm_isa *isa, const fl
   zz_gemm_job job = zz_gemm_job_of(x, n, in, w, b, out, y, relu, isa->f32 ? isa->f32 : zz_micro_f32_c);
   job.wsz = sizeof(float);
   if (w_dt == ZZ_DTYPE_BF16) {
-    bool wide = isa->wide_tile && n > ZZ_BF16_WIDEN_N;
-    zz_round_job r = {x, xb, in, zz_wide_x_ld(in), wide, isa->round_bf16};
+    bool wide = isa->wide_tile && n > ZZ_BF16_WIDEN_N, pairs = isa->bf16_pairs && n >= ZZ_MR_PAIRS && n <= ZZ_MR8;
+    zz_round_job r = {x, xb, n, in, zz_wide_x_ld(in), wide, pairs ? zz_xpairs_of(xb, n, in) : NULL, isa->round_bf16};
     zz_pool_run(pool, zz_round_row, &r, n);
     job.x = xb;
     job.xsz = job.wsz = sizeof(uint16_t);
     job.micro = isa->bf16;
-    job.tile_rows = isa->bf16_rows;
+    if (pairs)
+      job.micro_pairs = isa->bf16_pairs, job.xpair = r.pairs, job.xpair_ld = zz_xpairs_ld(in), job.tile_rows = ZZ_MR8;
     if (wide) job.xsz = sizeof(float), job.widen_w = isa->widen_bf16, job.wide_tile = isa->wide_tile;
   }
   job.x_row = (size_t)(job.widen_w ? zz_wide_x_ld(in) : in) * job.xsz;

@@ -141,7 +141,7 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
                                          wq ? *wq : ZZ_QFMT_DEFAULT);
     W += b;
     Wd += b / zz_hw_disk_read_bw(hw, b);
-    if (ws->ndim == 2) mat += (double)zz_weight_numel(ws);
+    if (ws->ndim == 2 && !ws->gathered) mat += (double)zz_weight_numel(ws);
     if (ws->ndim == 2 && ws->after_kv) mat_kv += (double)zz_weight_numel(ws);
   }
   /* one rate for every size (a file without the curve): as one division, as
@@ -152,12 +152,14 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   zz_add(disk, Wd, WD);
   zz_add(in_, W / hw->ctog_bw, WOFF);
 
-  /* GEMMs: the input embedding gathers rows, the LM head sees the last position,
-   * and where the runtime's rule drops rows (the prompt step's last transformer
-   * layer; all_rows false: no engine reads every position today) the matrices
-   * after K and V see each sequence's last row alone, at that M's rate. With
-   * nothing dropped the sum is the one term it always was, to the last bit. */
-  if (L->kind != ZZ_LAYER_INPUT_EMBED) {
+  /* GEMMs: an embedding table is gathered, not multiplied (zz_weight_spec.
+   * gathered: the input embedding's matrices are OPT-350M's project_in alone,
+   * on every row), the LM head sees the last position, and where the runtime's
+   * rule drops rows (the prompt step's last transformer layer; all_rows false:
+   * no engine reads every position today) the matrices after K and V see each
+   * sequence's last row alone, at that M's rate. With nothing dropped the sum
+   * is the one term it always was, to the last bit. */
+  if (mat > 0) {
     double rows = L->kind == ZZ_LAYER_OUTPUT_EMBED ? gbs : gbs * sq;
     double last_rows_only = zz_layer_wants_all_rows(m, L, (int64_t)sq, false) ? 0 : mat_kv;
     comp->c += 2 * (mat - last_rows_only) * rows * in->num_gb / zz_gemm_rate(in, q4w, wq, rows);

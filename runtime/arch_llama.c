@@ -245,6 +245,7 @@ static zz_status zz_llama_build(zz_model *m) {
   L[0].index = -1;
   L[0].n_weights = ZZ_LL_IN_N;
   zz_arch_spec(&L[0].weights[ZZ_LL_IN_TOKENS], true, 2, c->vocab_size, h, "model.embed_tokens.weight", 0);
+  L[0].weights[ZZ_LL_IN_TOKENS].gathered = true;
 
   for (int i = 0; i < c->n_layers; i++) {
     zz_layer *a = &L[1 + 2 * i], *f = &L[2 + 2 * i];

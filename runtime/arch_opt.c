@@ -170,6 +170,7 @@ static zz_status zz_opt_build(zz_model *m) {
   zz_arch_spec(&L[0].weights[ZZ_IN_POSITIONS], true, 2, c->max_pos + ZZ_OPT_POS_OFFSET, h,
                "model.decoder.embed_positions.weight", 0);
   zz_arch_spec(&L[0].weights[ZZ_IN_PROJECT], proj, 2, h, c->embed_dim, "model.decoder.project_in.weight", 0);
+  L[0].weights[ZZ_IN_TOKENS].gathered = L[0].weights[ZZ_IN_POSITIONS].gathered = true; /* project_in multiplies */
 
   for (int i = 0; i < c->n_layers; i++) {
     zz_layer *a = &L[1 + 2 * i], *f = &L[2 + 2 * i];

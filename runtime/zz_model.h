@@ -92,6 +92,9 @@ typedef struct zz_weight_spec {
    * zz_layer_wants_all_rows says no; set by the architecture's build beside the
    * forward that gathers those rows (zz_arch_rows), read by the cost model. */
   bool after_kv;
+  /* A table its layer reads rows of (an input embedding), never multiplied:
+   * no GEMM to price; set by the architecture's build, read by the cost model. */
+  bool gathered;
 } zz_weight_spec;
 
 /* What an attention layer keeps per position: K and V rows of kv_heads × head_dim

@@ -1303,6 +1303,36 @@ static void test_cost_last_layer_rows(void) {
   zz_model_free(&m);
 }
 
+/* OPT-350M's project_in (word_embed_proj_dim 512 into hidden 1024) is a GEMM
+ * of the input embedding on every row; the embedding tables themselves are
+ * gathered (zz_weight_spec.gathered), so a model without the projection prices
+ * its input layer at no compute. */
+static void test_cost_project_in(void) {
+  zz_config cfg;
+  CU_ASSERT_FATAL(zz_config_preset("opt-350m", &cfg) == ZZ_OK);
+  cfg.n_layers = 2;
+  zz_model m;
+  CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
+  CU_ASSERT_FATAL(m.layers[0].kind == ZZ_LAYER_INPUT_EMBED && cfg.hidden == 1024 && cfg.embed_dim == 512);
+  zz_hw hw = test_hw();
+  zz_cost_in in = {.m = &m, .hw = &hw, .shape = {16, 8}, .gbs = 4, .num_gb = 2, .overlap = true};
+  const double h = 1024, e = 512;
+  zz_lin t[ZZ_TERM_COUNT];
+  zz_cost_layer(&in, 0, ZZ_PHASE_PREFILL, t);
+  CU_ASSERT(close_rel(t[ZZ_TERM_COMPUTE].c, 2 * h * e * 64 * 2 / zz_hw_rate(hw.gemm, hw.n_gemm, 64), 1e-12));
+  zz_cost_layer(&in, 0, ZZ_PHASE_DECODE, t);
+  CU_ASSERT(close_rel(t[ZZ_TERM_COMPUTE].c, 2 * h * e * 4 * 2 / zz_hw_rate(hw.gemm, hw.n_gemm, 4), 1e-12));
+  /* the output side's project_out and LM head, on each sequence's last position */
+  zz_cost_layer(&in, m.n_layers - 1, ZZ_PHASE_PREFILL, t);
+  CU_ASSERT(close_rel(t[ZZ_TERM_COMPUTE].c,
+                      2 * (h * e + (double)cfg.vocab_size * e) * 4 * 2 / zz_hw_rate(hw.gemm, hw.n_gemm, 4), 1e-12));
+  zz_model_free(&m);
+  /* OPT-125M: tokens and positions gathered, nothing multiplied */
+  in.m = &g_model;
+  zz_cost_layer(&in, 0, ZZ_PHASE_PREFILL, t);
+  CU_ASSERT_EQUAL(t[ZZ_TERM_COMPUTE].c, 0);
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(void) {
@@ -1316,6 +1346,7 @@ int main(void) {
   CU_add_test(s, "hardware file: 4-bit rates", test_hw_q4_rates);
   CU_add_test(s, "cost model: terms against the formulas", test_cost_terms);
   CU_add_test(s, "cost model: 4-bit rates", test_cost_q4);
+  CU_add_test(s, "cost model: project_in priced, embedding tables gathered", test_cost_project_in);
   CU_add_test(s, "cost model: bf16 weights (--cpu-dtype bf16)", test_bf16_weights);
   CU_add_test(s, "LP: everything fits the GPU", test_lp_all_fit);
   CU_add_test(s, "LP: half the weights fit", test_lp_half_weights);

@@ -101,17 +101,22 @@ void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const voi
  * the bits of dequantize-then-multiply) or x in int8 per group (--cpu-act). */
 typedef enum zz_cpu_act { ZZ_CPU_ACT_F32 = 0, ZZ_CPU_ACT_INT8 } zz_cpu_act;
 /* Where ZZ_CPU_ACT_INT8 applies (the exact path elsewhere): 4-bit weights at any
- * number of rows of x, 8-bit ones up to ZZ_CPU_ACT_INT8_MAX_N8 rows. Its GEMM
- * (kernels/cpu/linear_int8.c) unpacks each W group once for up to 16 rows of x;
- * on a Zen 3 (AVX2, 2 threads, 4096 x 4096) 4-bit int8 was 2.9x the exact path
- * at 64 rows and 1.1x at 512 (sgemm over widened panels there); 8-bit pays a
- * sign and a widening per W row and x row: 2.0x at 64, 0.73x at 256 (docs/cpu.md,
- * "int8 activations"). A build may set the limit (-D). */
+ * number of rows of x; 8-bit ones at any number on a CPU with avx512_vnni (its
+ * integer dot: the VNNI and AMX tiles), else up to ZZ_CPU_ACT_INT8_MAX_N8 rows.
+ * Its GEMM (kernels/cpu/linear_int8.c) unpacks each W group once for a block
+ * of rows of x; on a Zen 3 (AVX2, 2 threads, 4096 x 4096) 4-bit int8 was 2.9x
+ * the exact path at 64 rows and 1.1x at 512 (sgemm over widened panels there);
+ * 8-bit pays a sign and a widening per W row and x row there: 2.0x at 64, 0.73x
+ * at 256, and on a Cascade Lake's AVX2 tile 0.41-0.77x at 256-2048; its VNNI
+ * tile ran 2.2-3.2x the exact path at 256-512 rows (docs/cpu.md, "int8
+ * activations"). A property of the CPU, not of the process's ISA choice: the
+ * same machine takes the same path, hence the same bits, under any ZZ_CPU_ISA.
+ * A build may set the limit (-D). */
 #ifndef ZZ_CPU_ACT_INT8_MAX_N8
 #define ZZ_CPU_ACT_INT8_MAX_N8 128
 #endif
 static inline int zz_cpu_act_int8_applies(int bits, int64_t n) {
-  return bits == 4 || (bits == 8 && n <= ZZ_CPU_ACT_INT8_MAX_N8);
+  return bits == 4 || (bits == 8 && (n <= ZZ_CPU_ACT_INT8_MAX_N8 || zz_cpu_has_vnni()));
 }
 /* y[n, out] = x[n, in] · w[out, in]ᵀ (+ b) (then ReLU) with w stored in format f
  * (rows grouped along in), the same driver: for few rows (decoding) 4-bit values

@@ -14,7 +14,8 @@
  * one rule (zz_weight_dtype_b), their GEMMs at the profile's bf16 rate. With
  * int8 activations (the CPU device's --cpu-act int8) the 4-bit linears run at the
  * profile's int8 rate (gemm_q4_int8) wherever the kernel's rule takes int8
- * (zz_cpu_act_int8_applies: 4-bit weights at any rows, 8-bit up to 128).
+ * (zz_cpu_act_int8_applies: 4-bit weights at any rows, 8-bit up to 128, or at
+ * any where this CPU has avx512_vnni).
  *
  * Every term is a linear function of the nine placement fractions (zz_lin), so
  * the same function feeds the LP (search.c) and predicts a realised policy

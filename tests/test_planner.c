@@ -1166,13 +1166,16 @@ static void test_cpu_act_int8(void) {
     CU_ASSERT(a[ZZ_TERM_COMPUTE].c > 0);
     CU_ASSERT(close_rel(a[ZZ_TERM_COMPUTE].c, 3 * b[ZZ_TERM_COMPUTE].c, 1e-12));
   }
-  /* 8-bit weights: int8 up to 128 rows (decode's 16), the exact path beyond
-   * (prefill's 16 x 16 = 256 rows), as the kernel runs them */
+  /* 8-bit weights: int8 up to 128 rows (decode's 16); beyond (prefill's 16 x 16
+   * = 256 rows) where this CPU has avx512_vnni, else the exact path, as the
+   * kernel runs them (zz_cpu_act_int8_applies) */
   in.wq = i8.wq = (zz_qfmt){.bits = 8, .group = 64};
   zz_cost_layer(&in, l, ZZ_PHASE_DECODE, a), zz_cost_layer(&i8, l, ZZ_PHASE_DECODE, b);
   CU_ASSERT(close_rel(a[ZZ_TERM_COMPUTE].c, 3 * b[ZZ_TERM_COMPUTE].c, 1e-12));
+  CU_ASSERT(zz_cpu_act_int8_applies(8, 16) && zz_cpu_act_int8_applies(8, 128));
+  CU_ASSERT_EQUAL(zz_cpu_act_int8_applies(8, 256), zz_cpu_has_vnni());
   zz_cost_layer(&in, l, ZZ_PHASE_PREFILL, a), zz_cost_layer(&i8, l, ZZ_PHASE_PREFILL, b);
-  CU_ASSERT(close_rel(a[ZZ_TERM_COMPUTE].c, b[ZZ_TERM_COMPUTE].c, 1e-12));
+  CU_ASSERT(close_rel(a[ZZ_TERM_COMPUTE].c, (zz_cpu_has_vnni() ? 3 : 1) * b[ZZ_TERM_COMPUTE].c, 1e-12));
   /* a compressed policy's prediction: less compute, more tokens/s */
   zz_planner_opts o = small_opts(), oi = o;
   oi.cpu_act = ZZ_CPU_ACT_INT8;

@@ -63,10 +63,20 @@ static inline int zz_xq_group_end(int *jb, int bpg, int64_t blk, int64_t in) {
 static inline __attribute__((always_inline)) void zz_xq_row_offsets(const void *const *wr, int rows, size_t *o) {
   for (int c = 0; c < rows; c++) o[c] = (size_t)((const unsigned char *)wr[c] - (const unsigned char *)wr[0]);
 }
-static inline __attribute__((always_inline)) const unsigned char *zz_xq_block_at(const void *w0, int64_t kb, int group,
-                                                                                 size_t gb, int64_t *g, int64_t *e) {
-  *g = kb * 64 / group, *e = kb * 64 % group;
-  return (const unsigned char *)w0 + (size_t)*g * gb;
+/* A walk over 64-blocks of K from block kb: the block's group g and its place e
+ * (elements) in it, moved on a block at a time (groups of whole 64s; one
+ * division at the start, none per block). */
+typedef struct zz_xq_walk {
+  int64_t g, e;
+} zz_xq_walk;
+
+static inline __attribute__((always_inline)) zz_xq_walk zz_xq_walk_at(int64_t kb, int group) {
+  return (zz_xq_walk){kb * 64 / group, kb * 64 % group};
+}
+
+static inline __attribute__((always_inline)) void zz_xq_walk_next(zz_xq_walk *k, int group) {
+  k->e += 64;
+  if (k->e == group) k->e = 0, k->g++;
 }
 
 size_t zz_xq_row_bytes(int64_t in, int group) {
@@ -558,10 +568,11 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_pack_avx2(con
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   size_t o[ZZ_XQ_PW];
   zz_xq_row_offsets(wr, ZZ_XQ_PW, o);
-  const int64_t g0 = b0 * 64 / group;
-  for (int b = 0; b < nb; b++) {
-    int64_t g, e;
-    const unsigned char *gp = zz_xq_block_at(wr[0], b0 + b, group, gb, &g, &e);
+  zz_xq_walk k = zz_xq_walk_at(b0, group);
+  const int64_t g0 = k.g;
+  for (int b = 0; b < nb; b++, zz_xq_walk_next(&k, group)) {
+    const int64_t g = k.g, e = k.e;
+    const unsigned char *gp = (const unsigned char *)wr[0] + (size_t)g * gb;
     int8_t *p = pk + (size_t)b * ZZ_XQ_PB * BITS / 4;
     for (int h = 0; h < BITS / 4; h++) { /* 4-bit: the block; 8-bit: its halves of 32 bytes */
       __m256i lo[ZZ_XQ_PW], hi[ZZ_XQ_PW];
@@ -802,31 +813,37 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_transpose(con
 ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_pack(const void *const wr[ZZ_XV_PW], int64_t b0,
                                                                         int nb, int group, size_t gb, int8_t *pk,
                                                                         float *hd, size_t pf, const int BITS) {
-  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
   size_t o[ZZ_XV_PW];
   zz_xq_row_offsets(wr, ZZ_XV_PW, o);
-  const int64_t g0 = b0 * 64 / group;
-  for (int b = 0; b < nb; b++) {
-    int64_t g, e;
-    const unsigned char *gp = zz_xq_block_at(wr[0], b0 + b, group, gb, &g, &e);
+  /* the rows' offsets for one gather of their heads (each group's min and
+   * step, f16, a dword): 16 rows of a weight lie well within 2 GiB (a row of
+   * the largest K the runtime admits, 4 Mi 8-bit values, is 4.3 MB) */
+  int32_t ot[ZZ_XV_PW];
+  for (int c = 0; c < ZZ_XV_PW; c++) ot[c] = (int32_t)o[c];
+  const __m512i oi = _mm512_loadu_si512(ot);
+  zz_xq_walk k = zz_xq_walk_at(b0, group);
+  const int64_t g0 = k.g;
+  for (int b = 0; b < nb; b++, zz_xq_walk_next(&k, group)) {
+    const int64_t g = k.g, e = k.e;
+    const unsigned char *gp = (const unsigned char *)wr[0] + (size_t)g * gb;
     __m512i r[ZZ_XV_PW];
     for (int c = 0; c < ZZ_XV_PW; c++) {
       const unsigned char *d = gp + o[c] + 4 + (BITS == 4 ? e / 2 : e);
       if (pf) _mm_prefetch((const char *)d + pf, _MM_HINT_T0);
       if (BITS == 4) {
-        const __m256i v = _mm256_loadu_si256((const __m256i *)d);
-        r[c] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
-                                  _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1);
+        /* the 32 bytes in both halves; the upper half's nibbles shifted down */
+        const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)d));
+        r[c] = _mm512_and_si512(_mm512_mask_srli_epi16(v, (__mmask32)0xffff0000u, v, 4), m4);
       } else {
         r[c] = _mm512_loadu_si512(d);
       }
     }
     zz_xv_transpose(r, pk + (size_t)b * ZZ_XV_PB);
     if (e == 0) {
-      uint16_t mn[ZZ_XV_PW], st[ZZ_XV_PW];
-      for (int c = 0; c < ZZ_XV_PW; c++) memcpy(&mn[c], gp + o[c], 2), memcpy(&st[c], gp + o[c] + 2, 2);
-      _mm512_storeu_ps(hd + (g - g0) * 32, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)st)));
-      _mm512_storeu_ps(hd + (g - g0) * 32 + 16, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)mn)));
+      const __m512i v = _mm512_i32gather_epi32(oi, gp, 1); /* min in the low half, step in the high */
+      _mm512_storeu_ps(hd + (g - g0) * 32, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))));
+      _mm512_storeu_ps(hd + (g - g0) * 32 + 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)));
     }
   }
 }
@@ -837,41 +854,59 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_tile_steps(co
                                                                               const int8_t *const xb[ZZ_XV_TM],
                                                                               int64_t o, __m512i acc[ZZ_XV_TM],
                                                                               const int ROWS) {
-  if (ROWS == ZZ_XV_TM) {
-    /* the block's 16 steps in one asm block, x's 4 bytes broadcast by the
-     * vpdpbusd itself ({1to16}): with the intrinsic GCC copied each sum to
-     * another register every step (its vpdpbusd overwrites the sum it adds to),
-     * and a step per asm block still had the sums change registers between them */
-    __m512i a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], a4 = acc[4], a5 = acc[5], a6 = acc[6], a7 = acc[7], wv;
+  /* the block's 16 steps in one asm block, x's 4 bytes broadcast by the
+   * vpdpbusd itself ({1to16}): with the intrinsic GCC copied each sum to another
+   * register every step (its vpdpbusd overwrites the sum it adds to), and a step
+   * per asm block still had the sums change registers between them. One text
+   * per row count (the first ROWS rows of the 8 operands; the rest unused). */
+  __m512i a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], a4 = acc[4], a5 = acc[5], a6 = acc[6], a7 = acc[7], wv;
 /* clang-format off */
 #define ZZ_XV_ROW(S4, X, A) "vpdpbusd " #S4 "(%[" X "])%{1to16%}, %[wv], %[" A "]\n\t"
-#define ZZ_XV_STEP(S64, S4)                                                                                            \
-  "vmovdqa64 " #S64 "(%[p]), %[wv]\n\t"                                                                                \
-  ZZ_XV_ROW(S4, "x0", "a0") ZZ_XV_ROW(S4, "x1", "a1") ZZ_XV_ROW(S4, "x2", "a2") ZZ_XV_ROW(S4, "x3", "a3")             \
-  ZZ_XV_ROW(S4, "x4", "a4") ZZ_XV_ROW(S4, "x5", "a5") ZZ_XV_ROW(S4, "x6", "a6") ZZ_XV_ROW(S4, "x7", "a7")
-    __asm__(ZZ_XV_STEP(0, 0) ZZ_XV_STEP(64, 4) ZZ_XV_STEP(128, 8) ZZ_XV_STEP(192, 12)
-            ZZ_XV_STEP(256, 16) ZZ_XV_STEP(320, 20) ZZ_XV_STEP(384, 24) ZZ_XV_STEP(448, 28)
-            ZZ_XV_STEP(512, 32) ZZ_XV_STEP(576, 36) ZZ_XV_STEP(640, 40) ZZ_XV_STEP(704, 44)
-            ZZ_XV_STEP(768, 48) ZZ_XV_STEP(832, 52) ZZ_XV_STEP(896, 56) ZZ_XV_STEP(960, 60)
-            : [a0] "+v"(a0), [a1] "+v"(a1), [a2] "+v"(a2), [a3] "+v"(a3), [a4] "+v"(a4), [a5] "+v"(a5),
-              [a6] "+v"(a6), [a7] "+v"(a7), [wv] "=&v"(wv)
-            : [p] "r"(p), [x0] "r"(xb[0] + o), [x1] "r"(xb[1] + o), [x2] "r"(xb[2] + o), [x3] "r"(xb[3] + o),
-              [x4] "r"(xb[4] + o), [x5] "r"(xb[5] + o), [x6] "r"(xb[6] + o), [x7] "r"(xb[7] + o)
-            : "memory");
-#undef ZZ_XV_STEP
-#undef ZZ_XV_ROW
-    /* clang-format on */
-    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3, acc[4] = a4, acc[5] = a5, acc[6] = a6, acc[7] = a7;
-  } else {
-    for (int s = 0; s < 16; s++) {
-      const __m512i wv = _mm512_load_si512(p + 64 * s);
-      for (int r = 0; r < ROWS; r++) {
-        int32_t xd;
-        memcpy(&xd, xb[r] + o + 4 * s, 4);
-        acc[r] = _mm512_dpbusd_epi32(acc[r], wv, _mm512_set1_epi32(xd));
-      }
-    }
+#define ZZ_XV_R1(S4) ZZ_XV_ROW(S4, "x0", "a0")
+#define ZZ_XV_R2(S4) ZZ_XV_R1(S4) ZZ_XV_ROW(S4, "x1", "a1")
+#define ZZ_XV_R3(S4) ZZ_XV_R2(S4) ZZ_XV_ROW(S4, "x2", "a2")
+#define ZZ_XV_R4(S4) ZZ_XV_R3(S4) ZZ_XV_ROW(S4, "x3", "a3")
+#define ZZ_XV_R5(S4) ZZ_XV_R4(S4) ZZ_XV_ROW(S4, "x4", "a4")
+#define ZZ_XV_R6(S4) ZZ_XV_R5(S4) ZZ_XV_ROW(S4, "x5", "a5")
+#define ZZ_XV_R7(S4) ZZ_XV_R6(S4) ZZ_XV_ROW(S4, "x6", "a6")
+#define ZZ_XV_R8(S4) ZZ_XV_R7(S4) ZZ_XV_ROW(S4, "x7", "a7")
+#define ZZ_XV_STEP(R, S64, S4) "vmovdqa64 " #S64 "(%[p]), %[wv]\n\t" R(S4)
+#define ZZ_XV_BLOCK(R)                                                                                                 \
+  ZZ_XV_STEP(R, 0, 0) ZZ_XV_STEP(R, 64, 4) ZZ_XV_STEP(R, 128, 8) ZZ_XV_STEP(R, 192, 12)                              \
+  ZZ_XV_STEP(R, 256, 16) ZZ_XV_STEP(R, 320, 20) ZZ_XV_STEP(R, 384, 24) ZZ_XV_STEP(R, 448, 28)                        \
+  ZZ_XV_STEP(R, 512, 32) ZZ_XV_STEP(R, 576, 36) ZZ_XV_STEP(R, 640, 40) ZZ_XV_STEP(R, 704, 44)                        \
+  ZZ_XV_STEP(R, 768, 48) ZZ_XV_STEP(R, 832, 52) ZZ_XV_STEP(R, 896, 56) ZZ_XV_STEP(R, 960, 60)
+#define ZZ_XV_ASM(R)                                                                                                   \
+  __asm__(ZZ_XV_BLOCK(R)                                                                                               \
+          : [a0] "+v"(a0), [a1] "+v"(a1), [a2] "+v"(a2), [a3] "+v"(a3), [a4] "+v"(a4), [a5] "+v"(a5),                  \
+            [a6] "+v"(a6), [a7] "+v"(a7), [wv] "=&v"(wv)                                                               \
+          : [p] "r"(p), [x0] "r"(xb[0] + o), [x1] "r"(xb[1] + o), [x2] "r"(xb[2] + o), [x3] "r"(xb[3] + o),           \
+            [x4] "r"(xb[4] + o), [x5] "r"(xb[5] + o), [x6] "r"(xb[6] + o), [x7] "r"(xb[7] + o)                         \
+          : "memory")
+  switch (ROWS) {
+    case 1: ZZ_XV_ASM(ZZ_XV_R1); break;
+    case 2: ZZ_XV_ASM(ZZ_XV_R2); break;
+    case 3: ZZ_XV_ASM(ZZ_XV_R3); break;
+    case 4: ZZ_XV_ASM(ZZ_XV_R4); break;
+    case 5: ZZ_XV_ASM(ZZ_XV_R5); break;
+    case 6: ZZ_XV_ASM(ZZ_XV_R6); break;
+    case 7: ZZ_XV_ASM(ZZ_XV_R7); break;
+    default: ZZ_XV_ASM(ZZ_XV_R8); break;
   }
+#undef ZZ_XV_ASM
+#undef ZZ_XV_BLOCK
+#undef ZZ_XV_STEP
+#undef ZZ_XV_R8
+#undef ZZ_XV_R7
+#undef ZZ_XV_R6
+#undef ZZ_XV_R5
+#undef ZZ_XV_R4
+#undef ZZ_XV_R3
+#undef ZZ_XV_R2
+#undef ZZ_XV_R1
+#undef ZZ_XV_ROW
+  /* clang-format on */
+  acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3, acc[4] = a4, acc[5] = a5, acc[6] = a6, acc[7] = a7;
 }
 
 /* One group's float part for a row of x (its scales sx, ng groups) and 16 W
@@ -899,11 +934,11 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_tile(const in
   __m512i acc[ZZ_XV_TM];
   const int8_t *xb[ZZ_XV_TM];
   const float *sx[ZZ_XV_TM];
-  for (int r = 0; r < ROWS; r++) {
-    const char *rec = xq + (size_t)r * x_row;
+  for (int r = 0; r < ZZ_XV_TM; r++) { /* rows past ROWS: row 0's pointers, sums never read */
+    const char *rec = xq + (size_t)(r < ROWS ? r : 0) * x_row;
     sx[r] = (const float *)rec;
     xb[r] = (const int8_t *)rec + ng * 12 + b0 * 64;
-    facc[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, y + r * ldy);
+    facc[r] = first || r >= ROWS ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, y + r * ldy);
     acc[r] = _mm512_setzero_si512();
   }
   const int bpg = group / 64;
@@ -1042,14 +1077,37 @@ static const zz_xq_tile_ops *zz_xq_tile_pick(int bits, int64_t n, int64_t in, in
   return group <= t->kc ? t : NULL;
 }
 
-/* One task's W rows [c_lo, c_hi) against all n rows of x: blocks of rows of x
- * (their int8 within ZZ_XQ_XBLOCK over a K block: in L2 across the panels)
- * outside, then K blocks of up to t->kc, then panels of t->pw W rows
- * (packed once per row block, in L1) times every tile of t->tm rows of the
- * block. A row block's outputs (its rows × the task's 64 columns) stay in
- * cache across the K blocks: small K blocks over all n rows sent each tile's
- * sums to L3 and back (half the speed at 512 rows). y holds each output's
- * float sum between K blocks; groups go in order, so the bits are the panel's. */
+/* Panel c0 (W rows c0 .. c0 + t->pw, clamped to c_hi) over K block k0 (nb
+ * 64-blocks): packed into pk / hd (W fetched pf bytes ahead of each read),
+ * then times every tile of t->tm rows of x in m0 .. m1. */
+static inline void zz_xq_tile_panel(const zz_xq_tile_ops *t, const char *xq, size_t x_row, int64_t in,
+                                    const unsigned char *w, size_t w_row, int group, size_t gb, int64_t ng, int64_t out,
+                                    int64_t c0, int64_t c_hi, int64_t k0, int nb, int64_t m0, int64_t m1, size_t pf,
+                                    int8_t *pk, float *hd, float *y) {
+  const int nw = c_hi - c0 < t->pw ? (int)(c_hi - c0) : t->pw;
+  const void *wr[ZZ_XQ_PW_MAX];
+  for (int c = 0; c < t->pw; c++) wr[c] = w + (size_t)(c0 + (c < nw ? c : nw - 1)) * w_row;
+  t->pack(wr, k0 / 64, nb, group, gb, pk, hd, pf);
+  for (int64_t r0 = m0; r0 < m1; r0 += t->tm) {
+    const int rows = m1 - r0 < t->tm ? (int)(m1 - r0) : t->tm;
+    t->rows(pk, hd, k0 / 64, nb, group, in, xq + (size_t)r0 * x_row, x_row, rows, ng, y + r0 * out + c0, out, nw,
+            k0 == 0);
+  }
+}
+
+/* One task's W rows [c_lo, c_hi) against all n rows of x. Up to
+ * ZZ_XQ_STREAM_N rows (decode) each panel's K blocks run back to back, so its
+ * W rows stream start to end and x (at most 16 rows) stays in L2; each read
+ * fetches the same place of the panel's next K block, or of the next panel's
+ * first. With more rows, blocks of rows of x (their int8 within ZZ_XQ_XBLOCK
+ * over a K block: in L2 across the panels) outside, then K blocks of up to
+ * t->kc, then panels of t->pw W rows (packed once per row block, in L1) times
+ * every tile of t->tm rows of the block: a row block's outputs (its rows × the
+ * task's 64 columns) stay in cache across the K blocks (small K blocks over
+ * all n rows sent each tile's sums to L3 and back: half the speed at 512
+ * rows). y holds each output's float sum between K blocks; groups go in order
+ * either way, so the bits are the panel's. */
+#define ZZ_XQ_STREAM_N 16
 static void zz_xq_tile_chunk(const zz_xq_tile_ops *t, const char *xq, size_t x_row, int64_t n, int64_t in,
                              const unsigned char *w, size_t w_row, int bits, int group, int64_t out, int64_t c_lo,
                              int64_t c_hi, float *y) {
@@ -1057,28 +1115,31 @@ static void zz_xq_tile_chunk(const zz_xq_tile_ops *t, const char *xq, size_t x_r
   _Alignas(64) float hd[ZZ_XQ_HD_FLOATS];
   const int64_t kmax = t->kc / group * group;
   const int64_t ng = zz_xq_groups(in, group), kc = kmax < in ? kmax : in;
+  const size_t gb = zz_q_group_nbytes(bits, group);
+  if (n <= ZZ_XQ_STREAM_N) {
+    for (int64_t c0 = c_lo; c0 < c_hi; c0 += t->pw)
+      for (int64_t k0 = 0; k0 < in; k0 += kc) {
+        const size_t kb = (size_t)(k0 / group) * gb; /* the K block's first byte in a row */
+        const size_t pf = k0 + kc < in            ? (size_t)(kc / group) * gb
+                          : c0 + 2 * t->pw <= out ? (size_t)t->pw * w_row - kb
+                                                  : 0;
+        zz_xq_tile_panel(t, xq, x_row, in, w, w_row, group, gb, ng, out, c0, c_hi, k0,
+                         (int)((in - k0 < kc ? in - k0 : kc) / 64), 0, n, pf, pk, hd, y);
+      }
+    return;
+  }
   int64_t mb = ZZ_XQ_XBLOCK / kc;
   mb = mb < t->tm ? t->tm : mb - mb % t->tm;
-  const size_t gb = zz_q_group_nbytes(bits, group);
   for (int64_t m0 = 0; m0 < n; m0 += mb) {
     const int64_t m1 = n - m0 < mb ? n : m0 + mb;
-    for (int64_t k0 = 0; k0 < in; k0 += kc) {
-      const int nb = (int)((in - k0 < kc ? in - k0 : kc) / 64);
+    for (int64_t k0 = 0; k0 < in; k0 += kc)
       for (int64_t c0 = c_lo; c0 < c_hi; c0 += t->pw) {
-        const int nw = c_hi - c0 < t->pw ? (int)(c_hi - c0) : t->pw;
-        const void *wr[ZZ_XQ_PW_MAX];
-        for (int c = 0; c < t->pw; c++) wr[c] = w + (size_t)(c0 + (c < nw ? c : nw - 1)) * w_row;
         /* the first row block reads W from memory: prefetch the next panel's rows,
          * past this task's too (often this thread's next); none past the matrix */
         const size_t pf = m0 == 0 && c0 + 2 * t->pw <= out ? (size_t)t->pw * w_row : 0;
-        t->pack(wr, k0 / 64, nb, group, gb, pk, hd, pf);
-        for (int64_t r0 = m0; r0 < m1; r0 += t->tm) {
-          const int rows = m1 - r0 < t->tm ? (int)(m1 - r0) : t->tm;
-          t->rows(pk, hd, k0 / 64, nb, group, in, xq + (size_t)r0 * x_row, x_row, rows, ng, y + r0 * out + c0, out, nw,
-                  k0 == 0);
-        }
+        zz_xq_tile_panel(t, xq, x_row, in, w, w_row, group, gb, ng, out, c0, c_hi, k0,
+                         (int)((in - k0 < kc ? in - k0 : kc) / 64), m0, m1, pf, pk, hd, y);
       }
-    }
   }
 }
 #endif

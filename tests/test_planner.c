@@ -72,6 +72,13 @@ static zz_status load_text(const char *text) {
 
 static int close_rel(double a, double b, double tol) { return fabs(a - b) <= tol * fmax(fabs(a), fabs(b)) + 1e-300; }
 
+/* A preset cut to `layers` transformer layers: its config in *cfg, the model in *m. */
+static void preset_model(const char *name, int layers, zz_config *cfg, zz_model *m) {
+  CU_ASSERT_FATAL(zz_config_preset(name, cfg) == ZZ_OK);
+  cfg->n_layers = layers;
+  CU_ASSERT_FATAL(zz_model_init(cfg, m) == ZZ_OK);
+}
+
 /* ---------------------------------------------------------------- hardware file */
 
 static void test_hw_rate(void) {
@@ -1248,10 +1255,8 @@ static void test_cpu_act_int8(void) {
  * at M = 64 rows 6.04e12 and at M = 4 rows 2.08e12. */
 static void test_cost_last_layer_rows(void) {
   zz_config cfg;
-  CU_ASSERT_FATAL(zz_config_preset("llama-7b", &cfg) == ZZ_OK);
-  cfg.n_layers = 2;
   zz_model m;
-  CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
+  preset_model("llama-7b", 2, &cfg, &m);
   CU_ASSERT_FATAL(m.n_layers == 6 && cfg.hidden == 4096 && cfg.ffn == 11008 && cfg.n_heads == 32 &&
                   cfg.n_kv_heads == 32 && cfg.head_dim == 128 && cfg.vocab_size == 32000 && !cfg.tied_head);
   zz_hw hw = test_hw();
@@ -1312,10 +1317,8 @@ static void test_cost_last_layer_rows(void) {
  * its input layer at no compute. */
 static void test_cost_project_in(void) {
   zz_config cfg;
-  CU_ASSERT_FATAL(zz_config_preset("opt-350m", &cfg) == ZZ_OK);
-  cfg.n_layers = 2;
   zz_model m;
-  CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
+  preset_model("opt-350m", 2, &cfg, &m);
   CU_ASSERT_FATAL(m.layers[0].kind == ZZ_LAYER_INPUT_EMBED && cfg.hidden == 1024 && cfg.embed_dim == 512);
   zz_hw hw = test_hw();
   zz_cost_in in = {.m = &m, .hw = &hw, .shape = {16, 8}, .gbs = 4, .num_gb = 2, .overlap = true};

@@ -816,12 +816,6 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_pack(const vo
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   size_t o[ZZ_XV_PW];
   zz_xq_row_offsets(wr, ZZ_XV_PW, o);
-  /* the rows' offsets for one gather of their heads (each group's min and
-   * step, f16, a dword): 16 rows of a weight lie well within 2 GiB (a row of
-   * the largest K the runtime admits, 4 Mi 8-bit values, is 4.3 MB) */
-  int32_t ot[ZZ_XV_PW];
-  for (int c = 0; c < ZZ_XV_PW; c++) ot[c] = (int32_t)o[c];
-  const __m512i oi = _mm512_loadu_si512(ot);
   zz_xq_walk k = zz_xq_walk_at(b0, group);
   const int64_t g0 = k.g;
   for (int b = 0; b < nb; b++, zz_xq_walk_next(&k, group)) {
@@ -841,7 +835,13 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_pack(const vo
     }
     zz_xv_transpose(r, pk + (size_t)b * ZZ_XV_PB);
     if (e == 0) {
-      const __m512i v = _mm512_i32gather_epi32(oi, gp, 1); /* min in the low half, step in the high */
+      /* the 16 rows' heads (min, step: f16, one dword each) in one vector, then
+       * split by halves: not a vpgatherdd, which an index in zmm16-31 made an
+       * invalid opcode under the emulator the AVX-512 paths are checked on
+       * (scripts/isa_emu.sh), and not 32 two-byte inserts (the old way) */
+      uint32_t hw[ZZ_XV_PW];
+      for (int c = 0; c < ZZ_XV_PW; c++) memcpy(&hw[c], gp + o[c], 4);
+      const __m512i v = _mm512_loadu_si512(hw); /* min in each dword's low half, step in the high */
       _mm512_storeu_ps(hd + (g - g0) * 32, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))));
       _mm512_storeu_ps(hd + (g - g0) * 32 + 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)));
     }

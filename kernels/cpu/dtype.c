@@ -168,6 +168,11 @@ static void zz_f32_bf16(const float *s, uint16_t *d, int64_t n) {
   for (int64_t i = 0; i < n; i++) d[i] = (uint16_t)(zz_bf16_round_bits(zz_f32_bits(s[i])) >> 16);
 }
 
+/* bf16 widened exactly (a shift), inline for the same reason. */
+static void zz_bf16_f32(const uint16_t *s, float *d, int64_t n) {
+  for (int64_t i = 0; i < n; i++) d[i] = zz_bits_f32((uint32_t)s[i] << 16);
+}
+
 void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, int64_t n) {
   if (src_dt == dst_dt) {
     memmove(dst, src, zz_dtype_nbytes(src_dt, n));
@@ -183,6 +188,10 @@ void zz_convert(zz_dtype src_dt, const void *src, zz_dtype dst_dt, void *dst, in
   }
   if (src_dt == ZZ_DTYPE_F32 && dst_dt == ZZ_DTYPE_BF16) {
     zz_f32_bf16(src, dst, n);
+    return;
+  }
+  if (src_dt == ZZ_DTYPE_BF16 && dst_dt == ZZ_DTYPE_F32) {
+    zz_bf16_f32(src, dst, n);
     return;
   }
   switch (dst_dt) {

@@ -488,12 +488,11 @@ ZZ_AVX512BW static inline __attribute__((always_inline)) void zz_bf16_avx512w_ro
     }
 }
 
+/* mr: ZZ_MR_PAIRS .. ZZ_MR8 (zz_gemm_dense gives it no other tile) */
 ZZ_AVX512BW static void zz_micro_bf16_avx512w(const float *xp, int64_t pld, const void *const xr[ZZ_MR8],
                                               const void *const wr[ZZ_NR], int64_t kc, int mr,
                                               float tile[ZZ_MR8][ZZ_NR]) {
-  if (mr < ZZ_MR_PAIRS) zz_micro_bf16_avx2(xr, wr, kc, mr, 0, tile);
-  else if (mr <= 4)
-    zz_bf16_avx512w_rows(xp, pld, xr, wr, kc, mr, 2, tile);
+  if (mr <= 4) zz_bf16_avx512w_rows(xp, pld, xr, wr, kc, mr, 2, tile);
   else if (mr <= 6)
     zz_bf16_avx512w_rows(xp, pld, xr, wr, kc, mr, 3, tile);
   else
@@ -1216,28 +1215,21 @@ static void zz_round_row(void *arg, int64_t i) {
     uint16_t *row = (uint16_t *)j->xb + i * j->in;
     j->round_bf16(j->x + i * j->in, j->in, row);
     if (!j->pairs) return;
-    /* its half of its pair, widened exactly (a shift); an odd last row fills both */
+    /* its half of its pair, 8 values a step, widened exactly; an odd last row fills both */
     int64_t ld = zz_xpairs_ld(j->in);
     int h0 = (int)(i & 1), h1 = i + 1 == j->n ? 1 : h0;
-    for (int h = h0; h <= h1; h++) {
-      float *dst = j->pairs + i / 2 * ld + 8 * h;
-      for (int64_t k = 0; k < ld / 2; k++) {
-        uint32_t u = (uint32_t)row[k] << 16;
-        memcpy(dst + k / 8 * 16 + k % 8, &u, sizeof u);
-      }
-    }
+    for (int h = h0; h <= h1; h++)
+      for (int64_t k = 0; k < ld / 2; k += 8)
+        zz_convert(ZZ_DTYPE_BF16, row + k, ZZ_DTYPE_F32, j->pairs + i / 2 * ld + 2 * k + 8 * h, 8);
     return;
   }
-  /* rounded in pieces on the stack, then widened exactly (a shift) */
+  /* rounded in pieces on the stack, then widened exactly */
   float *dst = (float *)j->xb + i * j->ld;
   uint16_t piece[256];
   for (int64_t k0 = 0; k0 < j->in; k0 += 256) {
     int64_t m = j->in - k0 < 256 ? j->in - k0 : 256;
     j->round_bf16(j->x + i * j->in + k0, m, piece);
-    for (int64_t k = 0; k < m; k++) {
-      uint32_t u = (uint32_t)piece[k] << 16;
-      memcpy(dst + k0 + k, &u, sizeof u);
-    }
+    zz_convert(ZZ_DTYPE_BF16, piece, ZZ_DTYPE_F32, dst + k0, m);
   }
 }
 

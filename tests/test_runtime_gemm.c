@@ -470,7 +470,9 @@ static void zz_bf16_case_run(zz_bf16_case *c, zz_pool *pools[3], int relu, const
  * output (kernels/cpu/linear_pack.c). From 128 rows the packed GEMM (6-row x
  * slivers, 16-output W slivers, K blocks of 256, 128 outputs a task); at
  * 16-127 rows on AVX2 the row-lane tile (16-row x groups, 6 outputs broadcast
- * from W, K blocks of 512, 48 outputs a task, the first product apart). Shapes
+ * from W, K blocks of 512, 48 outputs a task, the first product apart);
+ * AVX-512 takes its row-lane tile at every n from 16, in slices of 512 rows
+ * (n 530 crosses one). Shapes
  * with every remainder: rows past a sliver or group (n mod 6, n mod 16),
  * outputs past a tile and a task (out mod 16, out mod 6, out > 128, out > 48),
  * K past a block (in mod 256, in mod 512; a last block of one element) and
@@ -545,7 +547,7 @@ static void zz_packed_extra(zz_bf16_case *c, int relu, int *bad_bits) {
 static void test_gemm_packed(void) {
   static const int64_t shapes[][3] = {{128, 256, 16},  {133, 513, 35},  {200, 300, 130}, {129, 7, 1},
                                       {140, 1100, 17}, {16, 300, 50},   {17, 1100, 7},   {40, 513, 49},
-                                      {20, 1, 13},     {127, 600, 100}, {64, 1024, 48}};
+                                      {20, 1, 13},     {127, 600, 100}, {64, 1024, 48},  {530, 300, 50}};
   zz_bf16_cases(shapes, sizeof shapes / sizeof shapes[0], 41, "packed", zz_packed_extra);
 }
 
@@ -627,10 +629,10 @@ static float zz_fma_chain(const float *xi, const float *wo, int64_t in, const fl
 /* f32 weights on AVX2 and AVX-512 from ZZ_F32_LANE_N (9) rows: the row-lane
  * tile (kernels/cpu/linear_pack.c, x in 16-row lanes; AVX2: 6 outputs
  * broadcast from W's f32 rows, AVX-512: 24, or 12 for two groups, from a copy
- * in L1; K blocks of 512, 48 outputs a task, slices of 128 rows), one FMA
+ * in L1; K blocks of 512, 48 outputs a task, slices of 512 rows), one FMA
  * chain per output along k from 0. Shapes with every remainder: rows past a
- * 16-row group and a 128-row slice (n 9, 16, 17, 40, 127 through the
- * dispatching linear; 130 and 260 through zz_cpu_gemm, which keeps the tile
+ * 16-row group and a 512-row slice (n 9, 16, 17, 40, 127 through the
+ * dispatching linear; 130, 260 and 530 through zz_cpu_gemm, which keeps the tile
  * where zz_cpu_linear_w takes sgemm), outputs past a 6-output tile and a
  * 48-output task (out 1, 7, 49, 100), K past a block (in 1: only the first
  * product; 513: a last block of one; 1100). Checked: each output bit for bit
@@ -639,8 +641,8 @@ static float zz_fma_chain(const float *xi, const float *wo, int64_t in, const fl
  * a row's bits the same in a 9-row call as in a larger one. */
 static void zz_f32_lanes_on(zz_cpu_isa isa) {
   zz_cpu_isa_set(isa);
-  static const int64_t ns[] = {9, 16, 17, 40, 127, 130, 260}, ins[] = {1, 513, 1100}, outs[] = {1, 7, 49, 100};
-  const int64_t nmax = 260, inmax = 1100, outmax = 100;
+  static const int64_t ns[] = {9, 16, 17, 40, 127, 130, 260, 530}, ins[] = {1, 513, 1100}, outs[] = {1, 7, 49, 100};
+  const int64_t nmax = 530, inmax = 1100, outmax = 100;
   zz_pool *pools[3];
   zz_pools3_new(pools);
   zz_rng r;

@@ -334,12 +334,22 @@ void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t i
 #define ZZ_RL_KC 512 /* K block: a group's packed x block is 32 KiB, a tile's W piece 6 KiB */
 #endif
 #define ZZ_RL_PANELS 8  /* tiles of outputs per pool task (48 outputs) */
-#define ZZ_RL_SLICE 128 /* rows of x per pass over W */
+#define ZZ_RL_SLICE 512 /* rows of x per pass over W */
 #define ZZ_RL_GROUPS (ZZ_RL_SLICE / ZZ_RL_MR)
+
+/* The packed x's start in the caller's buffer: its first 64-byte boundary. The
+ * tiles load x a line at a time (AVX-512: a zmm, 16 rows of one k); from a
+ * buffer that malloc aligns to 16 bytes every load spanned two lines (bf16
+ * at 512-2048 rows, one process: 0.94x of the aligned time).
+ * zz_pk_rl_x_bytes counts the bytes this may skip. */
+#define ZZ_RL_ALIGN 64
+static inline float *zz_rl_xp(float *xp) {
+  return (float *)(((uintptr_t)xp + ZZ_RL_ALIGN - 1) & ~(uintptr_t)(ZZ_RL_ALIGN - 1));
+}
 
 size_t zz_pk_rl_x_bytes(int64_t n, int64_t in) {
   if (n > ZZ_RL_SLICE) n = ZZ_RL_SLICE;
-  return (size_t)((n + ZZ_RL_MR - 1) / ZZ_RL_MR * ZZ_RL_MR) * (size_t)in * sizeof(float);
+  return (size_t)((n + ZZ_RL_MR - 1) / ZZ_RL_MR * ZZ_RL_MR) * (size_t)in * sizeof(float) + ZZ_RL_ALIGN;
 }
 
 #ifdef ZZ_PK_X86
@@ -737,11 +747,15 @@ static void (*zz_rl_task_for_isa(void))(void *, int64_t) {
 bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16, const float *b,
                    int64_t out, float *y, int relu, float *xp) {
 #ifdef ZZ_PK_X86
-  /* slices of ZZ_RL_SLICE rows: a task's sums stay on its stack, and W, read
-   * once per slice, is a small part of a slice's traffic */
+  /* slices of ZZ_RL_SLICE rows: a task's sums (96 KiB) stay on its stack,
+   * and W is read from memory and widened once per slice (bf16 at 512-2048
+   * rows in one process: 1.02-1.09x over slices of 128, where the widening
+   * took ~9% of the GEMM's samples); x's piece of a unit, 512
+   * rows × ZZ_RL5_KS, is 256 KiB, in L2 */
   for (int64_t m0 = 0; m0 < n; m0 += ZZ_RL_SLICE) {
     int64_t m = n - m0 < ZZ_RL_SLICE ? n - m0 : ZZ_RL_SLICE;
-    zz_pk_job j = {x + m0 * in, xp, (const char *)w, b, y + m0 * out, m, in, out, relu, w_bf16, NULL, NULL, out};
+    zz_pk_job j = {x + m0 * in, zz_rl_xp(xp), (const char *)w, b,    y + m0 * out, m,  in,
+                   out,         relu,         w_bf16,          NULL, NULL,         out};
     zz_pool_run(pool, zz_rl_pack_x, &j, (m + ZZ_RL_MR - 1) / ZZ_RL_MR);
     zz_pool_run(pool, zz_rl_task_for_isa(), &j, (out + ZZ_RL_TASK - 1) / ZZ_RL_TASK);
   }
@@ -754,7 +768,7 @@ bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const v
 
 bool zz_pk_rl_pack_x(zz_pool *pool, const float *x, int64_t n, int64_t in, float *xp) {
 #ifdef ZZ_PK_X86
-  zz_pk_job j = {.x = x, .xp = xp, .n = n, .in = in};
+  zz_pk_job j = {.x = x, .xp = zz_rl_xp(xp), .n = n, .in = in};
   zz_pool_run(pool, zz_rl_pack_x, &j, (n + ZZ_RL_MR - 1) / ZZ_RL_MR);
   return true;
 #else
@@ -766,7 +780,7 @@ bool zz_pk_rl_pack_x(zz_pool *pool, const float *x, int64_t n, int64_t in, float
 void zz_pk_rl_panel(const float *xp, int64_t n, int64_t in, const float *w, int64_t out, float *y, int64_t ldy) {
 #ifdef ZZ_PK_X86
   /* the tasks only read xp (the job's is writable for the packing) */
-  zz_pk_job j = {.xp = (float *)xp, .w = (const char *)w, .y = y, .n = n, .in = in, .out = out, .ldy = ldy};
+  zz_pk_job j = {.xp = zz_rl_xp((float *)xp), .w = (const char *)w, .y = y, .n = n, .in = in, .out = out, .ldy = ldy};
   void (*task)(void *, int64_t) = zz_rl_task_for_isa();
   for (int64_t t = 0; t < (out + ZZ_RL_TASK - 1) / ZZ_RL_TASK; t++) task(&j, t);
 #else

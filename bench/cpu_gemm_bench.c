@@ -18,7 +18,11 @@
  * of the instructions the kernel can use (the median over the rounds of the
  * round's GFLOP/s over that peak measured again right after it, zz_peak_now:
  * this host's peaks drift by half within an hour, so a peak taken once at the
- * start gave the same bf16 shape 0.55 in one run and 0.74 in the next;
+ * start gave the same bf16 shape 0.55 in one run and 0.74 in the next; in a
+ * round the kernel and the peak are each the best of 3 runs of the same
+ * length, a call or calls filling 0.1 s: with one run of the kernel against
+ * the best of three 20 ms bursts of the probe, a neighbour's burst of a few
+ * hundred ms lowered the kernel's figure and rarely the peak's;
  * ceiling_gflops: the median of those peaks), named in the ceiling column: f32_fma, or bf16_dot (vdpbf16ps)
  * for bf16 where the CPU has avx512_bf16; without it bf16 is widened to f32 and
  * multiplied by FMA, so f32_fma is its ceiling (bf16_widened_f32_fma); amx_bf16
@@ -221,10 +225,14 @@ int main(int argc, char **argv) {
           int np = kind >= K_BF16 && kind <= K_Q4 && zz_list_has(kinds, "portable") ? 2 : 1;
           for (int p = 0; p < np; p++) {
             zz_cpu_isa_set(p ? ZZ_CPU_ISA_PORTABLE : best);
-            double tt = zz_bench_best(zz_gemm_run, &c, 1, flop > 2e10 ? 0 : 0.1);
+            /* the kernel and its peak timed alike, one right after the other:
+             * each the best of 3 runs of the same length (a call, or calls
+             * filling 0.1 s) */
+            double min_s = flop > 2e10 ? 0 : 0.1, tt = zz_bench_best(zz_gemm_run, &c, 3, min_s);
             if (tk[kind][p] == 0 || tt < tk[kind][p]) tk[kind][p] = tt;
             const char *name;
-            double now = zz_peak_now(zz_ceiling_of((zz_kind)kind, p, m, in, &pk, &name), threads, 0.02);
+            double now = zz_peak_now(zz_ceiling_of((zz_kind)kind, p, m, in, &pk, &name), threads,
+                                     tt > min_s ? tt : min_s);
             cpk[kind][p][round] = now;
             frac[kind][p][round] = now > 0 ? flop / tt / 1e9 / now : 0;
             rbw[kind][p][round] = zz_peak_read(threads);

@@ -472,7 +472,8 @@ static void zz_bf16_case_run(zz_bf16_case *c, zz_pool *pools[3], int relu, const
  * 16-127 rows on AVX2 the row-lane tile (16-row x groups, 6 outputs broadcast
  * from W, K blocks of 512, 48 outputs a task, the first product apart);
  * AVX-512 takes its row-lane tile at every n from 16, in slices of 512 rows
- * (n 530 crosses one). Shapes
+ * and of at most 8 MiB of packed x (n 530 crosses a slice of 512, n 130 at
+ * K 16400 two of 96). Shapes
  * with every remainder: rows past a sliver or group (n mod 6, n mod 16),
  * outputs past a tile and a task (out mod 16, out mod 6, out > 128, out > 48),
  * K past a block (in mod 256, in mod 512; a last block of one element) and
@@ -545,9 +546,9 @@ static void zz_packed_extra(zz_bf16_case *c, int relu, int *bad_bits) {
 }
 
 static void test_gemm_packed(void) {
-  static const int64_t shapes[][3] = {{128, 256, 16},  {133, 513, 35},  {200, 300, 130}, {129, 7, 1},
-                                      {140, 1100, 17}, {16, 300, 50},   {17, 1100, 7},   {40, 513, 49},
-                                      {20, 1, 13},     {127, 600, 100}, {64, 1024, 48},  {530, 300, 50}};
+  static const int64_t shapes[][3] = {{128, 256, 16}, {133, 513, 35}, {200, 300, 130}, {129, 7, 1}, {140, 1100, 17},
+                                      {16, 300, 50},  {17, 1100, 7},  {40, 513, 49},   {20, 1, 13}, {127, 600, 100},
+                                      {64, 1024, 48}, {530, 300, 50}, {130, 16400, 30}};
   zz_bf16_cases(shapes, sizeof shapes / sizeof shapes[0], 41, "packed", zz_packed_extra);
 }
 

@@ -334,8 +334,11 @@ void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t i
 #define ZZ_RL_KC 512 /* K block: a group's packed x block is 32 KiB, a tile's W piece 6 KiB */
 #endif
 #define ZZ_RL_PANELS 8  /* tiles of outputs per pool task (48 outputs) */
-#define ZZ_RL_SLICE 512 /* rows of x per pass over W */
+#define ZZ_RL_SLICE 512 /* most rows of x per pass over W (zz_rl_slice) */
 #define ZZ_RL_GROUPS (ZZ_RL_SLICE / ZZ_RL_MR)
+#ifndef ZZ_RL_SLICE_BYTES
+#define ZZ_RL_SLICE_BYTES (8 << 20) /* most bytes of packed x per pass over W */
+#endif
 
 /* The packed x's start in the caller's buffer: its first 64-byte boundary. The
  * tiles load x a line at a time (AVX-512: a zmm, 16 rows of one k); from a
@@ -345,6 +348,18 @@ void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t i
 #define ZZ_RL_ALIGN 64
 static inline float *zz_rl_xp(float *xp) {
   return (float *)(((uintptr_t)xp + ZZ_RL_ALIGN - 1) & ~(uintptr_t)(ZZ_RL_ALIGN - 1));
+}
+
+/* Rows of x per pass over W for rows of `in`: as many as fit ZZ_RL_SLICE_BYTES
+ * packed, whole pairs of groups, at most ZZ_RL_SLICE. Every task reads the
+ * slice's packed x once from L3 (each unit's piece of it then serves its
+ * tiles from L2) and W is read from memory and widened once per slice, so
+ * the slice is as long as L3 keeps it: bf16 at 512 rows in one process,
+ * slices of 512 rows against 128 gave 1.02-1.09x where x's slice is 8 MiB
+ * (K = 4096) and 0.91x where it is 22 MiB (K = 11008, against 160-192 rows). */
+static inline int64_t zz_rl_slice(int64_t in) {
+  const int64_t pair = 2 * ZZ_RL_MR, rows = ZZ_RL_SLICE_BYTES / (int64_t)sizeof(float) / in / pair * pair;
+  return rows < pair ? pair : rows > ZZ_RL_SLICE ? ZZ_RL_SLICE : rows;
 }
 
 size_t zz_pk_rl_x_bytes(int64_t n, int64_t in) {
@@ -747,13 +762,11 @@ static void (*zz_rl_task_for_isa(void))(void *, int64_t) {
 bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16, const float *b,
                    int64_t out, float *y, int relu, float *xp) {
 #ifdef ZZ_PK_X86
-  /* slices of ZZ_RL_SLICE rows: a task's sums (96 KiB) stay on its stack,
-   * and W is read from memory and widened once per slice (bf16 at 512-2048
-   * rows in one process: 1.02-1.09x over slices of 128, where the widening
-   * took ~9% of the GEMM's samples); x's piece of a unit, 512
-   * rows × ZZ_RL5_KS, is 256 KiB, in L2 */
-  for (int64_t m0 = 0; m0 < n; m0 += ZZ_RL_SLICE) {
-    int64_t m = n - m0 < ZZ_RL_SLICE ? n - m0 : ZZ_RL_SLICE;
+  /* slices of zz_rl_slice rows: a task's sums (at most 96 KiB) stay on its
+   * stack; x's piece of a unit, 512 rows × ZZ_RL5_KS at most, is 256 KiB, in L2 */
+  const int64_t slice = zz_rl_slice(in);
+  for (int64_t m0 = 0; m0 < n; m0 += slice) {
+    int64_t m = n - m0 < slice ? n - m0 : slice;
     zz_pk_job j = {x + m0 * in, zz_rl_xp(xp), (const char *)w, b,    y + m0 * out, m,  in,
                    out,         relu,         w_bf16,          NULL, NULL,         out};
     zz_pool_run(pool, zz_rl_pack_x, &j, (m + ZZ_RL_MR - 1) / ZZ_RL_MR);

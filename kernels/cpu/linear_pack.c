@@ -762,9 +762,12 @@ static void (*zz_rl_task_for_isa(void))(void *, int64_t) {
 bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16, const float *b,
                    int64_t out, float *y, int relu, float *xp) {
 #ifdef ZZ_PK_X86
-  /* slices of zz_rl_slice rows: a task's sums (at most 96 KiB) stay on its
-   * stack; x's piece of a unit, 512 rows × ZZ_RL5_KS at most, is 256 KiB, in L2 */
-  const int64_t slice = zz_rl_slice(in);
+  /* slices of at most zz_rl_slice rows, as even as whole pairs of groups
+   * allow (512 rows at 160 a slice: 4 of 128, not a last one of 32 that
+   * reads W for so few): a task's sums (at most 96 KiB) stay on its stack;
+   * x's piece of a unit, 512 rows × ZZ_RL5_KS at most, is 256 KiB, in L2 */
+  const int64_t most = zz_rl_slice(in), pair = 2 * ZZ_RL_MR, slices = (n + most - 1) / most;
+  const int64_t slice = ((n + slices - 1) / slices + pair - 1) / pair * pair;
   for (int64_t m0 = 0; m0 < n; m0 += slice) {
     int64_t m = n - m0 < slice ? n - m0 : slice;
     zz_pk_job j = {x + m0 * in, zz_rl_xp(xp), (const char *)w, b,    y + m0 * out, m,  in,

@@ -358,7 +358,8 @@ static inline float *zz_rl_xp(float *xp) {
  * slices of 512 rows against 128 gave 1.02-1.09x where x's slice is 8 MiB
  * (K = 4096) and 0.91x where it is 22 MiB (K = 11008, against 160-192 rows). */
 static inline int64_t zz_rl_slice(int64_t in) {
-  const int64_t pair = 2 * ZZ_RL_MR, rows = ZZ_RL_SLICE_BYTES / (int64_t)sizeof(float) / in / pair * pair;
+  const int64_t pair = 2 * ZZ_RL_MR,
+                rows = ZZ_RL_SLICE_BYTES / (int64_t)sizeof(float) / (in > 0 ? in : 1) / pair * pair;
   return rows < pair ? pair : rows > ZZ_RL_SLICE ? ZZ_RL_SLICE : rows;
 }
 
@@ -766,12 +767,12 @@ bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const v
    * allow (512 rows at 160 a slice: 4 of 128, not a last one of 32 that
    * reads W for so few): a task's sums (at most 96 KiB) stay on its stack;
    * x's piece of a unit, 512 rows × ZZ_RL5_KS at most, is 256 KiB, in L2 */
-  const int64_t most = zz_rl_slice(in), pair = 2 * ZZ_RL_MR, slices = (n + most - 1) / most;
+  const int64_t most = zz_rl_slice(in), pair = 2 * ZZ_RL_MR, slices = n > most ? (n + most - 1) / most : 1;
   const int64_t slice = ((n + slices - 1) / slices + pair - 1) / pair * pair;
+  float *xa = zz_rl_xp(xp);
   for (int64_t m0 = 0; m0 < n; m0 += slice) {
     int64_t m = n - m0 < slice ? n - m0 : slice;
-    zz_pk_job j = {x + m0 * in, zz_rl_xp(xp), (const char *)w, b,    y + m0 * out, m,  in,
-                   out,         relu,         w_bf16,          NULL, NULL,         out};
+    zz_pk_job j = {x + m0 * in, xa, (const char *)w, b, y + m0 * out, m, in, out, relu, w_bf16, NULL, NULL, out};
     zz_pool_run(pool, zz_rl_pack_x, &j, (m + ZZ_RL_MR - 1) / ZZ_RL_MR);
     zz_pool_run(pool, zz_rl_task_for_isa(), &j, (out + ZZ_RL_TASK - 1) / ZZ_RL_TASK);
   }

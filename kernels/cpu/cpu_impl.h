@@ -7,6 +7,13 @@
 
 #include "zz_pool.h"
 
+/* A cache line: scratch that a kernel loads a vector at a time starts on one
+ * (zz_cpu_line_up), and its size counts the ZZ_CPU_LINE bytes that may skip. */
+#define ZZ_CPU_LINE 64
+static inline void *zz_cpu_line_up(void *p) {
+  return (void *)(((uintptr_t)p + ZZ_CPU_LINE - 1) & ~(uintptr_t)(ZZ_CPU_LINE - 1));
+}
+
 /* Eight independent partial sums: the compiler may vectorise them without
  * reassociating one long float chain (which it must not do on its own). */
 static inline float zz_dot(const float *a, const float *b, int64_t n) {

@@ -1191,13 +1191,13 @@ static int64_t zz_qlin_panel_rows(int64_t n, int64_t in) {
 static int64_t zz_xpairs_ld(int64_t in) { return 2 * (in - in % 8); }
 
 static float *zz_xpairs_of(void *xb, int64_t n, int64_t in) {
-  uintptr_t end = (uintptr_t)xb + zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in);
-  return (float *)((end + 63) & ~(uintptr_t)63);
+  return zz_cpu_line_up((char *)xb + zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in));
 }
 
 /* xb's bytes for n bf16 rows and their widened pairs */
 static size_t zz_xpairs_scratch(int64_t n, int64_t in) {
-  return zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in) + 64 + (size_t)((n + 1) / 2 * zz_xpairs_ld(in)) * sizeof(float);
+  return zz_dtype_nbytes(ZZ_DTYPE_BF16, n * in) + ZZ_CPU_LINE +
+         (size_t)((n + 1) / 2 * zz_xpairs_ld(in)) * sizeof(float);
 }
 
 typedef struct zz_round_job {
@@ -1215,12 +1215,18 @@ static void zz_round_row(void *arg, int64_t i) {
     uint16_t *row = (uint16_t *)j->xb + i * j->in;
     j->round_bf16(j->x + i * j->in, j->in, row);
     if (!j->pairs) return;
-    /* its half of its pair, 8 values a step, widened exactly; an odd last row fills both */
+    /* its half of its pair, 8 values a step: widened exactly in pieces on the
+     * stack, then dealt out; an odd last row fills both halves */
     int64_t ld = zz_xpairs_ld(j->in);
     int h0 = (int)(i & 1), h1 = i + 1 == j->n ? 1 : h0;
-    for (int h = h0; h <= h1; h++)
-      for (int64_t k = 0; k < ld / 2; k += 8)
-        zz_convert(ZZ_DTYPE_BF16, row + k, ZZ_DTYPE_F32, j->pairs + i / 2 * ld + 2 * k + 8 * h, 8);
+    float piece[256];
+    for (int64_t k0 = 0; k0 < ld / 2; k0 += 256) {
+      int64_t m = ld / 2 - k0 < 256 ? ld / 2 - k0 : 256; /* a multiple of 8 */
+      zz_convert(ZZ_DTYPE_BF16, row + k0, ZZ_DTYPE_F32, piece, m);
+      for (int h = h0; h <= h1; h++)
+        for (int64_t k = 0; k < m; k += 8)
+          memcpy(j->pairs + i / 2 * ld + 2 * (k0 + k) + 8 * h, piece + k, 8 * sizeof(float));
+    }
     return;
   }
   /* rounded in pieces on the stack, then widened exactly */

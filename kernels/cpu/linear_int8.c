@@ -1077,21 +1077,34 @@ static const zz_xq_tile_ops *zz_xq_tile_pick(int bits, int64_t n, int64_t in, in
   return group <= t->kc ? t : NULL;
 }
 
-/* Panel c0 (W rows c0 .. c0 + t->pw, clamped to c_hi) over K block k0 (nb
- * 64-blocks): packed into pk / hd (W fetched pf bytes ahead of each read),
- * then times every tile of t->tm rows of x in m0 .. m1. */
-static inline void zz_xq_tile_panel(const zz_xq_tile_ops *t, const char *xq, size_t x_row, int64_t in,
-                                    const unsigned char *w, size_t w_row, int group, size_t gb, int64_t ng, int64_t out,
-                                    int64_t c0, int64_t c_hi, int64_t k0, int nb, int64_t m0, int64_t m1, size_t pf,
-                                    int8_t *pk, float *hd, float *y) {
-  const int nw = c_hi - c0 < t->pw ? (int)(c_hi - c0) : t->pw;
+/* What every panel of one task reads and writes: its tile, x's int8 rows, W's
+ * rows, the task's last output c_hi, the K block kc, and its packing buffers. */
+typedef struct zz_xq_chunk {
+  const zz_xq_tile_ops *t;
+  const char *xq;
+  size_t x_row, w_row, gb;
+  const unsigned char *w;
+  int64_t in, out, ng, kc, c_hi;
+  int group;
+  int8_t *pk;
+  float *hd;
+  float *y;
+} zz_xq_chunk;
+
+/* Panel c0 (W rows c0 .. c0 + t->pw, clamped to c_hi) over the K block from k0:
+ * packed into pk / hd (W fetched pf bytes ahead of each read), then times every
+ * tile of t->tm rows of x in m0 .. m1. */
+static inline void zz_xq_tile_panel(const zz_xq_chunk *q, int64_t c0, int64_t k0, int64_t m0, int64_t m1, size_t pf) {
+  const zz_xq_tile_ops *t = q->t;
+  const int nw = q->c_hi - c0 < t->pw ? (int)(q->c_hi - c0) : t->pw;
+  const int nb = (int)((q->in - k0 < q->kc ? q->in - k0 : q->kc) / 64);
   const void *wr[ZZ_XQ_PW_MAX];
-  for (int c = 0; c < t->pw; c++) wr[c] = w + (size_t)(c0 + (c < nw ? c : nw - 1)) * w_row;
-  t->pack(wr, k0 / 64, nb, group, gb, pk, hd, pf);
+  for (int c = 0; c < t->pw; c++) wr[c] = q->w + (size_t)(c0 + (c < nw ? c : nw - 1)) * q->w_row;
+  t->pack(wr, k0 / 64, nb, q->group, q->gb, q->pk, q->hd, pf);
   for (int64_t r0 = m0; r0 < m1; r0 += t->tm) {
     const int rows = m1 - r0 < t->tm ? (int)(m1 - r0) : t->tm;
-    t->rows(pk, hd, k0 / 64, nb, group, in, xq + (size_t)r0 * x_row, x_row, rows, ng, y + r0 * out + c0, out, nw,
-            k0 == 0);
+    t->rows(q->pk, q->hd, k0 / 64, nb, q->group, q->in, q->xq + (size_t)r0 * q->x_row, q->x_row, rows, q->ng,
+            q->y + r0 * q->out + c0, q->out, nw, k0 == 0);
   }
 }
 
@@ -1114,8 +1127,9 @@ static void zz_xq_tile_chunk(const zz_xq_tile_ops *t, const char *xq, size_t x_r
   _Alignas(64) int8_t pk[ZZ_XQ_PK_BYTES];
   _Alignas(64) float hd[ZZ_XQ_HD_FLOATS];
   const int64_t kmax = t->kc / group * group;
-  const int64_t ng = zz_xq_groups(in, group), kc = kmax < in ? kmax : in;
+  const int64_t kc = kmax < in ? kmax : in;
   const size_t gb = zz_q_group_nbytes(bits, group);
+  const zz_xq_chunk q = {t, xq, x_row, w_row, gb, w, in, out, zz_xq_groups(in, group), kc, c_hi, group, pk, hd, y};
   if (n <= ZZ_XQ_STREAM_N) {
     for (int64_t c0 = c_lo; c0 < c_hi; c0 += t->pw)
       for (int64_t k0 = 0; k0 < in; k0 += kc) {
@@ -1123,8 +1137,7 @@ static void zz_xq_tile_chunk(const zz_xq_tile_ops *t, const char *xq, size_t x_r
         const size_t pf = k0 + kc < in            ? (size_t)(kc / group) * gb
                           : c0 + 2 * t->pw <= out ? (size_t)t->pw * w_row - kb
                                                   : 0;
-        zz_xq_tile_panel(t, xq, x_row, in, w, w_row, group, gb, ng, out, c0, c_hi, k0,
-                         (int)((in - k0 < kc ? in - k0 : kc) / 64), 0, n, pf, pk, hd, y);
+        zz_xq_tile_panel(&q, c0, k0, 0, n, pf);
       }
     return;
   }
@@ -1137,8 +1150,7 @@ static void zz_xq_tile_chunk(const zz_xq_tile_ops *t, const char *xq, size_t x_r
         /* the first row block reads W from memory: prefetch the next panel's rows,
          * past this task's too (often this thread's next); none past the matrix */
         const size_t pf = m0 == 0 && c0 + 2 * t->pw <= out ? (size_t)t->pw * w_row : 0;
-        zz_xq_tile_panel(t, xq, x_row, in, w, w_row, group, gb, ng, out, c0, c_hi, k0,
-                         (int)((in - k0 < kc ? in - k0 : kc) / 64), m0, m1, pf, pk, hd, y);
+        zz_xq_tile_panel(&q, c0, k0, m0, m1, pf);
       }
   }
 }

@@ -340,15 +340,11 @@ void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t i
 #define ZZ_RL_SLICE_BYTES (8 << 20) /* most bytes of packed x per pass over W */
 #endif
 
-/* The packed x's start in the caller's buffer: its first 64-byte boundary. The
- * tiles load x a line at a time (AVX-512: a zmm, 16 rows of one k); from a
- * buffer that malloc aligns to 16 bytes every load spanned two lines (bf16
- * at 512-2048 rows, one process: 0.94x of the aligned time).
- * zz_pk_rl_x_bytes counts the bytes this may skip. */
-#define ZZ_RL_ALIGN 64
-static inline float *zz_rl_xp(float *xp) {
-  return (float *)(((uintptr_t)xp + ZZ_RL_ALIGN - 1) & ~(uintptr_t)(ZZ_RL_ALIGN - 1));
-}
+/* The packed x's start in the caller's buffer: its first line (zz_cpu_line_up).
+ * The tiles load x a line at a time (AVX-512: a zmm, 16 rows of one k); from
+ * a buffer that malloc aligns to 16 bytes every load spanned two lines (bf16
+ * at 512-2048 rows, one process: 0.94x of the aligned time). */
+static inline float *zz_rl_xp(float *xp) { return zz_cpu_line_up(xp); }
 
 /* Rows of x per pass over W for rows of `in`: as many as fit ZZ_RL_SLICE_BYTES
  * packed, whole pairs of groups, at most ZZ_RL_SLICE. Every task reads the
@@ -365,7 +361,7 @@ static inline int64_t zz_rl_slice(int64_t in) {
 
 size_t zz_pk_rl_x_bytes(int64_t n, int64_t in) {
   if (n > ZZ_RL_SLICE) n = ZZ_RL_SLICE;
-  return (size_t)((n + ZZ_RL_MR - 1) / ZZ_RL_MR * ZZ_RL_MR) * (size_t)in * sizeof(float) + ZZ_RL_ALIGN;
+  return (size_t)((n + ZZ_RL_MR - 1) / ZZ_RL_MR * ZZ_RL_MR) * (size_t)in * sizeof(float) + ZZ_CPU_LINE;
 }
 
 #ifdef ZZ_PK_X86

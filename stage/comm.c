@@ -1,7 +1,7 @@
 /*
  * comm.c — the messages between neighbour ranks: tags that encode (kind, token step,
  * group), waits that always end (done, a fault anywhere, or a deadline), and the
- * block-composition message rank 0 sends to everyone.
+ * block broadcast: the composition of each block, rank 0 to everyone.
  */
 #include <stdint.h>
 #include <stdarg.h>
@@ -194,4 +194,57 @@ zz_status zz_block_check(const zz_stage_block *b, int groups_max, int max_new_to
     if (b->prompt_len[i] < 1)
       return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: sequence %d has an empty prompt", (long long)b->index, i);
   return ZZ_OK;
+}
+
+/* ================================================================ block broadcast */
+
+zz_status zz_block_bcast_send(zz_block_bcast *m, MPI_Comm comm, int groups_max, const zz_stage_block *b, int more,
+                              zz_stage_stats *stats) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  size_t nw = more ? zz_block_words(b) : 5;
+  m->words = calloc(nw, sizeof *m->words);
+  m->req = malloc((size_t)size * sizeof *m->req);
+  if (!m->words || !m->req) {
+    free(m->words);
+    free(m->req);
+    *m = (zz_block_bcast){0};
+    return zz_error(ZZ_ERR_NO_MEMORY, "stage: block message");
+  }
+  if (more) zz_block_pack(b, m->words);
+  else
+    m->words[0] = ZZ_BLOCK_MAGIC, m->words[1] = (uint64_t)b->index;
+  int tag = zz_tag_make(ZZ_KIND_BLOCK, 0, 0, groups_max);
+  for (int r = 1; r < size; r++) {
+    int rc = MPI_Isend(m->words, (int)(nw * sizeof *m->words), MPI_BYTE, r, tag, comm, &m->req[r]);
+    stats->bytes_sent += nw * sizeof *m->words;
+    stats->messages_sent++;
+    if (rc != MPI_SUCCESS) return zz_error(ZZ_ERR_MPI, "stage: sending block %lld to rank %d", (long long)b->index, r);
+  }
+  return ZZ_OK;
+}
+
+zz_status zz_block_bcast_recv(zz_block_bcast *m, zz_faults *f, MPI_Comm comm, int groups_max, double deadline_s,
+                              zz_stage_block *b, int *more, zz_stage_stats *stats) {
+  int bytes = 0;
+  void *buf = NULL;
+  ZZ_CHECK(zz_comm_recv_any_size(f, comm, 0, zz_tag_make(ZZ_KIND_BLOCK, 0, 0, groups_max), deadline_s,
+                                 "stage: waiting for the next block", &buf, &bytes, &stats->bubble_s));
+  m->words = buf;
+  stats->bytes_received += (uint64_t)bytes;
+  size_t nw = (size_t)bytes / sizeof *m->words;
+  *more = !(nw == 5 && m->words[0] == ZZ_BLOCK_MAGIC && m->words[2] == 0);
+  return *more ? zz_block_unpack(m->words, nw, b, &m->storage) : ZZ_OK;
+}
+
+zz_status zz_block_bcast_end(zz_block_bcast *m, zz_faults *f, MPI_Comm comm, double deadline_s, zz_status s) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  for (int r = 1; m->req && r < size && s == ZZ_OK; r++)
+    s = zz_comm_wait(f, &m->req[r], NULL, deadline_s, "stage: sending the block", r, NULL);
+  if (s == ZZ_OK || !m->req) free(m->words); /* after a failure MPI may still read it */
+  free(m->req);
+  free(m->storage);
+  *m = (zz_block_bcast){0};
+  return s;
 }

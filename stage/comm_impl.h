@@ -1,4 +1,4 @@
-/* comm_impl.h — tags, deadline-bounded waits and the block message of a stage (internal). */
+/* comm_impl.h — tags, deadline-bounded waits and the block broadcast of a stage (internal). */
 #ifndef ZZ_COMM_IMPL_H
 #define ZZ_COMM_IMPL_H
 
@@ -56,5 +56,25 @@ void zz_block_pack(const zz_stage_block *b, uint64_t *words);
 zz_status zz_block_unpack(const uint64_t *words, size_t nwords, zz_stage_block *b, void **storage_out);
 /* A block's shape is sane (groups, lengths, limits). */
 zz_status zz_block_check(const zz_stage_block *b, int groups_max, int max_new_tokens);
+
+/* The block broadcast: rank 0 sends each block's composition (or the end of the run:
+ * 5 words, nseq 0) to every other rank without waiting, runs the block, then waits
+ * for the sends; every other rank receives and unpacks it before its block starts.
+ * Bytes and messages are counted in stats. */
+typedef struct zz_block_bcast {
+  uint64_t *words;  /* rank 0: the message, kept until every send completed */
+  MPI_Request *req; /* rank 0: [size] the sends to ranks 1 .. size-1 */
+  void *storage;    /* other ranks: the unpacked block's arrays */
+} zz_block_bcast;
+/* Rank 0: posts block b (more = 1) or the end of the run (more = 0, b's index only). */
+zz_status zz_block_bcast_send(zz_block_bcast *m, MPI_Comm comm, int groups_max, const zz_stage_block *b, int more,
+                              zz_stage_stats *stats);
+/* Other ranks: the next message from rank 0 into *b (*more = 0: the run is over). */
+zz_status zz_block_bcast_recv(zz_block_bcast *m, zz_faults *f, MPI_Comm comm, int groups_max, double deadline_s,
+                              zz_stage_block *b, int *more, zz_stage_stats *stats);
+/* The block is over with status s: rank 0 waits for its sends while s is ZZ_OK; then
+ * frees what it may (after a failure the words stay: MPI may still read them).
+ * Returns s, or the first failed wait. */
+zz_status zz_block_bcast_end(zz_block_bcast *m, zz_faults *f, MPI_Comm comm, double deadline_s, zz_status s);
 
 #endif

@@ -1,20 +1,35 @@
 /*
- * stage.c — the wavefront driver.
+ * stage.c — the wavefront driver: the pipeline's schedule across ranks, one item at
+ * a time, each item as named steps, each its own function below.
  *
- * Every rank walks the same sequence of items: for each block, for step = 0, 1, ...,
- * for each group g not yet stopped: (step, g). Per item:
- *   rank 0      input = the group's prompt (step 0) or the ids of (step-1, g) from the
- *               last rank; if that message says "stop", send an empty hidden message
- *               for (step, g) instead of computing, and the group is over here.
- *   rank r > 0  input = hidden of (step, g) from r-1 (received into one of two
- *               buffers, the receive of the next item already posted); an empty
- *               message means the group stopped: pass it on, skip the compute.
- *   compute, then: not last: Isend hidden to r+1 (one of three send buffers, reused
- *               only when its previous send completed); last: sample, Isend ids, done
- *               flags and stop = (all done or max new tokens reached) to rank 0.
- * So the stop decision is taken once (by the last rank's sampler state) and reaches
- * every rank inside the message stream; no rank decides alone. With one rank the
- * same loop runs with no messages.
+ * Every rank walks the same items: for each block, for step = 0, 1, ..., for each
+ * group g not yet stopped here: (step, g). The ranks form a ring, 0 -> 1 -> ... ->
+ * last -> 0: hidden states go forward, the sampled tokens come back to rank 0. One
+ * rank is a ring of one: its token message stays where it was written.
+ *
+ *   item (step, g) on rank r, the item count i:
+ *     receive input  rank 0: the prompt (step 0), else the ring's token message of
+ *                    (step-1, g) from the last rank: ids, done flags, stop
+ *                    rank r > 0: the hidden state of (step, g) from r-1 in receive
+ *                    slot i % 2 (posted one item ahead: item i+1's is posted now);
+ *                    an empty message: the group stopped
+ *     pass the stop  (stopped) an empty message to r+1; the group is over here
+ *     compute        r's layers into the oldest of 3 send slots (free once its send
+ *                    is through); the last rank samples
+ *     send output    r < last: the hidden state to r+1 (rank 0 posts the receive of
+ *                    the tokens this item brings back); last: the token message
+ *                    of (step, g), with stop = all done or max new tokens reached
+ *
+ *   ranks 0..2, T = 2 groups, time going down:
+ *     rank 0         rank 1         rank 2
+ *     (0,0) ------>  (0,0) ------>  (0,0) sample --.
+ *     (0,1) ------>  (0,1) ------>  (0,1) sample   |  tokens of (0,0)
+ *     (1,0) <--------------------------------------'
+ *
+ * So the stop is decided once (by the last rank's sampler state) and reaches every
+ * rank inside the message stream; no rank decides alone. The block's composition
+ * comes from rank 0 by the block broadcast (comm.c), the hidden states go through
+ * the exchange (xchg.c), faults are watched by faults.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -207,11 +222,12 @@ typedef struct run {
   int gmax;         /* tag space: configured groups */
   size_t cap;       /* bytes of each hidden buffer */
   uint8_t *stopped; /* [ngroups] */
+  int active;       /* groups not stopped here */
   slot recv[ZZ_RECV_SLOTS], send[ZZ_SEND_SLOTS];
   int next_send;
   int item; /* items walked in this block: receive slot = item % ZZ_RECV_SLOTS */
-  /* rank 0: per group the token message of the last sampled step and its receive;
-   * last rank: per group the token message sent and its send (reused when done) */
+  /* the ring's token messages, one per group: the last rank writes (step, g)'s and
+   * sends it; rank 0 receives it into the same place (one rank: it is there) */
   int32_t **tok; /* [ngroups][2 + 2 * nseq]: stop, nseq, ids[nseq], done[nseq] */
   MPI_Request *tok_req;
   int32_t *ids;   /* [nseq of the block] rank 0's next input */
@@ -220,7 +236,18 @@ typedef struct run {
   int32_t *sids;  /* [nseq] */
 } run;
 
+/* One item (step, group) as it goes through the steps. */
+typedef struct item {
+  zz_stage_item in;            /* what compute sees: its input and output */
+  int stop;                    /* the group stopped before this step: nothing to compute */
+  int has_next, nstep, ngroup; /* the item after it, as known when it started */
+  slot *out;                   /* the send slot of its output */
+} item;
+
 static int gsize(const zz_stage_block *b, int g) { return b->group_first[g + 1] - b->group_first[g]; }
+static int first_rank(const run *R) { return R->st->rank == 0; }
+static int last_rank(const run *R) { return R->st->rank == R->st->size - 1; }
+static size_t tok_bytes(int n) { return (2 + 2 * (size_t)n) * sizeof(int32_t); }
 
 static zz_status wait_send(run *R, slot *s) {
   if (!zz_xchg_busy(R->st->x, s->x)) return ZZ_OK;
@@ -243,18 +270,6 @@ static zz_status send_hidden(run *R, slot *s, size_t bytes, int step, int group)
   if (e != ZZ_OK)
     return zz_error(e, "stage: send of step %d group %d to rank %d failed: %s", step, group, st->rank + 1,
                     zz_error_message());
-  st->stats.bytes_sent += bytes;
-  st->stats.messages_sent++;
-  return ZZ_OK;
-}
-
-/* The last rank's token message of (step, group) to rank 0. */
-static zz_status send_tokens(run *R, int group, size_t bytes, int step) {
-  zz_stage *st = R->st;
-  int rc = MPI_Isend(R->tok[group], (int)bytes, MPI_BYTE, 0, zz_tag_make(ZZ_KIND_TOKENS, step, group, R->gmax),
-                     st->data, &R->tok_req[group]);
-  if (rc != MPI_SUCCESS)
-    return zz_error(ZZ_ERR_MPI, "stage: send of the tokens of step %d group %d to rank 0 failed", step, group);
   st->stats.bytes_sent += bytes;
   st->stats.messages_sent++;
   return ZZ_OK;
@@ -296,6 +311,7 @@ static zz_status cb_fail(run *R, zz_status s, const char *what, int step, int g)
 static size_t hidden_bytes(run *R, int step, int g) { return R->cb->hidden_bytes(R->ctx, R->b, step, g); }
 
 static void block_init(run *R) {
+  R->active = R->b->ngroups;
   for (int k = 0; k < ZZ_RECV_SLOTS; k++) R->recv[k] = (slot){.x = k, .step = -1, .group = -1};
   for (int k = 0; k < ZZ_SEND_SLOTS; k++) R->send[k] = (slot){.x = ZZ_RECV_SLOTS + k, .step = -1, .group = -1};
 }
@@ -364,166 +380,234 @@ static zz_status block_free(run *R, int clean) {
   return s;
 }
 
-static zz_status run_block(run *R) {
+/* ---------------------------------------------------------------- the ring */
+
+/* Rank 0: the token message of (step - 1, g), sent by the last rank around the ring
+ * (one rank: written in place by its own ring_send); its ids and done flags become
+ * the item's input, its stop flag says whether the group is over. */
+static zz_status ring_receive(run *R, item *I) {
+  zz_stage *st = R->st;
+  int step = I->in.step, g = I->in.group, n = I->in.nseq, first = I->in.first;
+  if (st->size > 1) {
+    ZZ_CHECK(zz_comm_wait(st->faults, &R->tok_req[g], NULL, st->cfg.step_timeout, "stage: waiting for token ids",
+                          st->size - 1, &st->stats.bubble_s));
+    st->stats.bytes_received += tok_bytes(n);
+  }
+  int32_t *m = R->tok[g];
+  if (m[1] != n)
+    return zz_error(ZZ_ERR_MPI, "stage: token message of step %d group %d holds %d sequences, expected %d", step - 1, g,
+                    m[1], n);
+  for (int i = 0; i < n; i++) {
+    R->ids[first + i] = m[2 + i];
+    R->done[first + i] = (uint8_t)m[2 + n + i];
+  }
+  I->stop = m[0];
+  if (R->cb->tokens) {
+    zz_status s = R->cb->tokens(R->ctx, R->b, step - 1, g, R->ids + first, R->done + first);
+    if (s != ZZ_OK) return cb_fail(R, s, "tokens", step - 1, g);
+  }
+  I->in.ids = R->ids + first;
+  I->in.nids = n;
+  I->in.done = R->done + first;
+  return ZZ_OK;
+}
+
+/* Last rank: the token message of (step, g) - the sampled ids, the done flags and
+ * whether the group stops (every sequence done, or max new tokens reached) - to rank 0
+ * (one rank: left in place for its ring_receive). The stop is decided here, once, and
+ * reaches every rank inside the message stream. */
+static zz_status ring_send(run *R, const item *I) {
+  zz_stage *st = R->st;
+  int step = I->in.step, g = I->in.group, n = I->in.nseq, first = I->in.first;
+  int all_done = 1;
+  for (int i = 0; i < n; i++) all_done &= R->sdone[first + i] != 0;
+  if (R->tok_req[g] != MPI_REQUEST_NULL) /* the previous step's message of this group */
+    ZZ_CHECK(zz_comm_wait(st->faults, &R->tok_req[g], NULL, st->cfg.step_timeout, "stage: sending token ids", 0,
+                          &st->stats.send_wait_s));
+  int32_t *m = R->tok[g];
+  m[0] = all_done || step + 1 >= R->b->max_new_tokens;
+  m[1] = n;
+  for (int i = 0; i < n; i++) {
+    m[2 + i] = R->sids[first + i];
+    m[2 + n + i] = R->sdone[first + i];
+  }
+  if (st->size == 1) return ZZ_OK;
+  if (MPI_Isend(m, (int)tok_bytes(n), MPI_BYTE, 0, zz_tag_make(ZZ_KIND_TOKENS, step, g, R->gmax), st->data,
+                &R->tok_req[g]) != MPI_SUCCESS)
+    return zz_error(ZZ_ERR_MPI, "stage: send of the tokens of step %d group %d to rank 0 failed", step, g);
+  st->stats.bytes_sent += tok_bytes(n);
+  st->stats.messages_sent++;
+  return ZZ_OK;
+}
+
+/* ---------------------------------------------------------------- the steps of an item */
+
+/* receive input. Rank 0: the group's prompt (step 0) or the ring's token message.
+ * Rank r > 0: the hidden state from r - 1, its receive posted one item ahead (the
+ * next item's is posted here, before the wait); 0 bytes: the group stopped. */
+static zz_status receive_input(run *R, item *I) {
   zz_stage *st = R->st;
   const zz_stage_block *b = R->b;
-  int rank = st->rank, last = st->size - 1;
-  double tmo = st->cfg.step_timeout;
-  int active = b->ngroups;
-  int step = 0, g = 0;
-  if (rank > 0) ZZ_CHECK(post_hidden_recv(R, 0, 0, 0));
-  while (active > 0) {
-    int ns = -1, ng = -1, has_next = next_item(R, step, g, &ns, &ng);
-    int n = gsize(b, g), first = b->group_first[g];
-    zz_stage_item it = {.block = b, .step = step, .group = g, .nseq = n, .first = first};
-    int stop_here = 0;
-    if (rank == 0) {
-      if (step == 0) {
-        int64_t off = 0;
-        for (int i = 0; i < first; i++) off += b->prompt_len[i];
-        int64_t len = 0;
-        for (int i = first; i < first + n; i++) len += b->prompt_len[i];
-        it.ids = b->prompt_ids + off;
-        it.nids = len;
-      } else {
-        if (st->size > 1) { /* the ring: ids of (step-1, g) from the last rank */
-          MPI_Status status;
-          ZZ_CHECK(zz_comm_wait(st->faults, &R->tok_req[g], &status, tmo, "stage: waiting for token ids", last,
-                                &st->stats.bubble_s));
-          int32_t *m = R->tok[g];
-          if (m[1] != n)
-            return zz_error(ZZ_ERR_MPI,
-                            "stage: token message of step %d group %d holds %d "
-                            "sequences, expected %d",
-                            step - 1, g, m[1], n);
-          st->stats.bytes_received += (2 + 2 * (uint64_t)n) * sizeof(int32_t);
-          for (int i = 0; i < n; i++) {
-            R->ids[first + i] = m[2 + i];
-            R->done[first + i] = (uint8_t)m[2 + n + i];
-          }
-          stop_here = m[0];
-          if (R->cb->tokens) {
-            zz_status s = R->cb->tokens(R->ctx, b, step - 1, g, R->ids + first, R->done + first);
-            if (s != ZZ_OK) return cb_fail(R, s, "tokens", step - 1, g);
-          }
-        } else {
-          stop_here = R->tok[g][0]; /* one rank: set by the sampler below, last step */
-        }
-        it.ids = R->ids + first;
-        it.nids = n;
-        it.done = R->done + first;
-      }
-    } else {
-      slot *rs = &R->recv[R->item % ZZ_RECV_SLOTS];
-      if (rs->step != step || rs->group != g)
-        return zz_error(ZZ_ERR_MPI, "stage: internal: step %d group %d has no receive posted", step, g);
-      if (has_next) ZZ_CHECK(post_hidden_recv(R, R->item + 1, ns, ng));
-      size_t got = 0;
-      ZZ_CHECK(zz_xchg_wait(st->x, rs->x, "stage: waiting for hidden state", &st->stats.bubble_s, &got));
-      st->stats.bytes_received += (uint64_t)got;
-      if (got == 0) {
-        stop_here = 1;
-      } else {
-        size_t want = hidden_bytes(R, step, g);
-        if (got != want)
-          return zz_error(ZZ_ERR_MPI,
-                          "stage: hidden state of step %d group %d from rank %d is "
-                          "%zu bytes, this rank expects %zu",
-                          step, g, rank - 1, got, want);
-        it.hidden_in = rs->buf;
-        it.hidden_in_bytes = got;
-      }
-    }
+  int step = I->in.step, g = I->in.group, first = I->in.first;
+  if (first_rank(R) && step > 0) return ring_receive(R, I);
+  if (first_rank(R)) {
+    int64_t off = 0, len = 0;
+    for (int i = 0; i < first; i++) off += b->prompt_len[i];
+    for (int i = first; i < first + I->in.nseq; i++) len += b->prompt_len[i];
+    I->in.ids = b->prompt_ids + off;
+    I->in.nids = len;
+    return ZZ_OK;
+  }
+  slot *rs = &R->recv[R->item % ZZ_RECV_SLOTS];
+  if (rs->step != step || rs->group != g)
+    return zz_error(ZZ_ERR_MPI, "stage: internal: step %d group %d has no receive posted", step, g);
+  if (I->has_next) ZZ_CHECK(post_hidden_recv(R, R->item + 1, I->nstep, I->ngroup));
+  size_t got = 0;
+  ZZ_CHECK(zz_xchg_wait(st->x, rs->x, "stage: waiting for hidden state", &st->stats.bubble_s, &got));
+  st->stats.bytes_received += (uint64_t)got;
+  if (got == 0) {
+    I->stop = 1;
+    return ZZ_OK;
+  }
+  size_t want = hidden_bytes(R, step, g);
+  if (got != want)
+    return zz_error(ZZ_ERR_MPI,
+                    "stage: hidden state of step %d group %d from rank %d is %zu bytes, this rank expects %zu", step, g,
+                    st->rank - 1, got, want);
+  I->in.hidden_in = rs->buf;
+  I->in.hidden_in_bytes = got;
+  return ZZ_OK;
+}
 
-    if (stop_here) { /* the group is over: tell the next rank, do not compute */
-      if (rank < last) {
-        slot *ss;
-        ZZ_CHECK(take_send(R, &ss));
-        ZZ_CHECK(send_hidden(R, ss, 0, step, g));
-      }
-      R->stopped[g] = 1;
-      active--;
+/* pass the stop. The group is over: the next rank hears it (an empty hidden
+ * message), nothing is computed, the group leaves the walk on this rank. */
+static zz_status pass_stop(run *R, const item *I) {
+  if (!last_rank(R)) {
+    slot *out;
+    ZZ_CHECK(take_send(R, &out));
+    ZZ_CHECK(send_hidden(R, out, 0, I->in.step, I->in.group));
+  }
+  R->stopped[I->in.group] = 1;
+  R->active--;
+  return ZZ_OK;
+}
+
+/* compute. This rank's layers into the oldest send slot (once its last send is
+ * through); the last rank samples too. Meanwhile the next item's hidden state may
+ * have announced itself: it starts moving first. */
+static zz_status compute(run *R, item *I) {
+  zz_stage *st = R->st;
+  int step = I->in.step, g = I->in.group;
+  ZZ_CHECK(take_send(R, &I->out));
+  I->in.hidden_out = I->out->buf;
+  I->in.hidden_out_bytes = hidden_bytes(R, step, g);
+  I->in.hidden_on_device = st->x->ops->on_device;
+  if (!first_rank(R) && I->has_next) ZZ_CHECK(zz_xchg_poke(st->x, R->recv[(R->item + 1) % ZZ_RECV_SLOTS].x));
+  if (I->in.hidden_out_bytes > R->cap)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "stage: hidden state of step %d group %d is %zu bytes, more than steps 0 and 1 needed (%zu)", step,
+                    g, I->in.hidden_out_bytes, R->cap);
+  double t0 = zz_now();
+  zz_status s = R->cb->compute(R->ctx, &I->in);
+  if (s != ZZ_OK) return cb_fail(R, s, "compute", step, g);
+  if (last_rank(R)) {
+    s = R->cb->sample(R->ctx, &I->in, R->sids + I->in.first, R->sdone + I->in.first);
+    if (s != ZZ_OK) return cb_fail(R, s, "sample", step, g);
+  }
+  st->stats.busy_s += zz_now() - t0;
+  st->stats.items++;
+  st->stats.tokens += I->in.nseq;
+  return ZZ_OK;
+}
+
+/* send output. Not the last rank: the hidden state to the next (rank 0 also posts
+ * the receive of the tokens this item will bring back around the ring). The last
+ * rank: the token message. */
+static zz_status send_output(run *R, const item *I) {
+  zz_stage *st = R->st;
+  int step = I->in.step, g = I->in.group;
+  if (last_rank(R)) return ring_send(R, I);
+  ZZ_CHECK(send_hidden(R, I->out, I->in.hidden_out_bytes, step, g));
+  if (first_rank(R) &&
+      MPI_Irecv(R->tok[g], 2 + 2 * I->in.nseq, MPI_INT32_T, st->size - 1, zz_tag_make(ZZ_KIND_TOKENS, step, g, R->gmax),
+                st->data, &R->tok_req[g]) != MPI_SUCCESS)
+    return zz_error(ZZ_ERR_MPI, "stage: posting the token receive of step %d group %d", step, g);
+  return ZZ_OK;
+}
+
+/* The block's items in wavefront order, each through its steps, until every group
+ * has stopped here; then every send of the block is waited for, as its buffers go. */
+static zz_status run_block(run *R) {
+  const zz_stage_block *b = R->b;
+  int step = 0, g = 0;
+  if (!first_rank(R)) ZZ_CHECK(post_hidden_recv(R, 0, 0, 0));
+  while (R->active > 0) {
+    item I = {.in = {.block = b, .step = step, .group = g, .nseq = gsize(b, g), .first = b->group_first[g]}};
+    I.has_next = next_item(R, step, g, &I.nstep, &I.ngroup);
+    ZZ_CHECK(receive_input(R, &I));
+    if (I.stop) {
+      ZZ_CHECK(pass_stop(R, &I));
     } else {
-      slot *ss;
-      ZZ_CHECK(take_send(R, &ss));
-      it.hidden_out = ss->buf;
-      it.hidden_out_bytes = hidden_bytes(R, step, g);
-      it.hidden_on_device = st->x->ops->on_device;
-      /* the next item's hidden state may have announced itself: start moving it */
-      if (rank > 0 && has_next) ZZ_CHECK(zz_xchg_poke(st->x, R->recv[(R->item + 1) % ZZ_RECV_SLOTS].x));
-      if (it.hidden_out_bytes > R->cap)
-        return zz_error(ZZ_ERR_INVALID_ARG,
-                        "stage: hidden state of step %d group %d is %zu "
-                        "bytes, more than steps 0 and 1 needed (%zu)",
-                        step, g, it.hidden_out_bytes, R->cap);
-      double t0 = zz_now();
-      zz_status s = R->cb->compute(R->ctx, &it);
-      if (s != ZZ_OK) return cb_fail(R, s, "compute", step, g);
-      if (rank == last) {
-        s = R->cb->sample(R->ctx, &it, R->sids + first, R->sdone + first);
-        if (s != ZZ_OK) return cb_fail(R, s, "sample", step, g);
-      }
-      st->stats.busy_s += zz_now() - t0;
-      st->stats.items++;
-      st->stats.tokens += n;
-      if (rank < last) {
-        ZZ_CHECK(send_hidden(R, ss, it.hidden_out_bytes, step, g));
-        if (rank == 0) { /* the ids of this item will come back around the ring */
-          int rc = MPI_Irecv(R->tok[g], 2 + 2 * n, MPI_INT32_T, last, zz_tag_make(ZZ_KIND_TOKENS, step, g, R->gmax),
-                             st->data, &R->tok_req[g]);
-          if (rc != MPI_SUCCESS)
-            return zz_error(ZZ_ERR_MPI, "stage: posting the token receive of step %d group %d", step, g);
-        }
-      } else {
-        int all_done = 1;
-        for (int i = 0; i < n; i++) all_done &= R->sdone[first + i] != 0;
-        int stop = all_done || step + 1 >= b->max_new_tokens;
-        if (R->tok_req[g] != MPI_REQUEST_NULL) /* the previous step's message of this group */
-          ZZ_CHECK(zz_comm_wait(st->faults, &R->tok_req[g], NULL, tmo, "stage: sending token ids", 0,
-                                &st->stats.send_wait_s));
-        int32_t *m = R->tok[g];
-        m[0] = stop;
-        m[1] = n;
-        for (int i = 0; i < n; i++) {
-          m[2 + i] = R->sids[first + i];
-          m[2 + n + i] = R->sdone[first + i];
-        }
-        if (rank == 0) { /* one rank: the ring is local */
-          for (int i = 0; i < n; i++) {
-            R->ids[first + i] = R->sids[first + i];
-            R->done[first + i] = R->sdone[first + i];
-          }
-          if (R->cb->tokens) {
-            s = R->cb->tokens(R->ctx, b, step, g, R->ids + first, R->done + first);
-            if (s != ZZ_OK) return cb_fail(R, s, "tokens", step, g);
-          }
-          if (stop) {
-            R->stopped[g] = 1;
-            active--;
-          }
-        } else {
-          ZZ_CHECK(send_tokens(R, g, (2 + 2 * (size_t)n) * sizeof(int32_t), step));
-        }
-      }
+      ZZ_CHECK(compute(R, &I));
+      ZZ_CHECK(send_output(R, &I));
     }
     R->item++;
     /* again: this item may have stopped its group (then a receive posted for it, when
      * it was the last group going, is cancelled with the block's buffers) */
-    if (active == 0 || !next_item(R, step, g, &ns, &ng)) break;
-    step = ns;
-    g = ng;
+    if (R->active == 0 || !next_item(R, step, g, &step, &g)) break;
   }
-  /* every send of this block must be delivered before its buffers go */
   for (int k = 0; k < ZZ_SEND_SLOTS; k++) ZZ_CHECK(wait_send(R, &R->send[k]));
-  if (rank == last && rank > 0)
-    for (int gg = 0; gg < b->ngroups; gg++)
-      if (R->tok_req[gg] != MPI_REQUEST_NULL)
-        ZZ_CHECK(zz_comm_wait(st->faults, &R->tok_req[gg], NULL, tmo, "stage: sending token ids", 0,
-                              &st->stats.send_wait_s));
+  for (int gg = 0; last_rank(R) && gg < b->ngroups; gg++)
+    if (R->tok_req[gg] != MPI_REQUEST_NULL)
+      ZZ_CHECK(zz_comm_wait(R->st->faults, &R->tok_req[gg], NULL, R->st->cfg.step_timeout, "stage: sending token ids",
+                            0, &R->st->stats.send_wait_s));
   return ZZ_OK;
 }
 
 /* ================================================================ the loop over blocks */
+
+/* Rank 0: the next block from the caller's feed, checked (*more = 0: none left). */
+static zz_status take_block(zz_stage *st, const zz_stage_callbacks *cb, void *ctx, int64_t index, zz_stage_block *b,
+                            int *more) {
+  zz_status s = cb->next_block(ctx, b, more);
+  if (s != ZZ_OK) {
+    char cause[400];
+    snprintf(cause, sizeof cause, "next_block failed at block %lld: %s", (long long)index, zz_error_message());
+    zz_faults_report(st->faults, cause);
+    return zz_error(s, "%s", cause);
+  }
+  if (!*more) {
+    *b = (zz_stage_block){.index = index};
+    return ZZ_OK;
+  }
+  b->index = index;
+  if ((s = zz_block_check(b, st->cfg.groups, st->cfg.max_new_tokens)) != ZZ_OK)
+    zz_faults_report(st->faults, zz_error_message());
+  return s;
+}
+
+/* One block on this rank: begin_block, the items, end_block, its buffers freed. */
+static zz_status one_block(zz_stage *st, const zz_stage_callbacks *cb, void *ctx, const zz_stage_block *b) {
+  run R = {.st = st, .cb = cb, .ctx = ctx, .b = b, .gmax = st->cfg.groups};
+  block_init(&R);
+  zz_status s = ZZ_OK;
+  if (cb->begin_block && (s = cb->begin_block(ctx, b)) != ZZ_OK) s = cb_fail(&R, s, "begin_block", 0, 0);
+  if (s == ZZ_OK) s = block_buffers(&R);
+  if (s == ZZ_OK) s = run_block(&R);
+  if (s == ZZ_OK && cb->end_block && (s = cb->end_block(ctx, b)) != ZZ_OK) s = cb_fail(&R, s, "end_block", 0, 0);
+  zz_status fs = block_free(&R, s == ZZ_OK);
+  if (s == ZZ_OK) s = fs;
+  if (s == ZZ_OK) st->stats.blocks++;
+  if (s == ZZ_OK && st->cfg.verbose) {
+    zz_stage_stats x;
+    zz_stage_get_stats(st, &x);
+    fprintf(stderr,
+            "zigzag: rank %d: block %lld done: busy %.3f s, bubble %.3f s, "
+            "%.0f bytes sent per token\n",
+            st->rank, (long long)b->index, x.busy_s, x.bubble_s, x.bytes_per_token);
+  }
+  return s;
+}
 
 zz_status zz_stage_run(zz_stage *st, const zz_stage_callbacks *cb, void *ctx) {
   if (!cb || !cb->hidden_bytes || !cb->compute || (st->rank == st->size - 1 && !cb->sample) ||
@@ -534,94 +618,16 @@ zz_status zz_stage_run(zz_stage *st, const zz_stage_callbacks *cb, void *ctx) {
   zz_status s = ZZ_OK;
   for (int64_t index = 0;; index++) {
     zz_stage_block b = {0};
-    void *storage = NULL;
-    uint64_t *words = NULL;
-    MPI_Request *breq = NULL;
+    zz_block_bcast msg = {0};
     int more = 0;
     if (st->rank == 0) {
-      s = cb->next_block(ctx, &b, &more);
-      if (s != ZZ_OK) {
-        char cause[400];
-        snprintf(cause, sizeof cause, "next_block failed at block %lld: %s", (long long)index, zz_error_message());
-        zz_faults_report(st->faults, cause);
-        s = zz_error(s, "%s", cause);
-        break;
-      }
-      if (more) {
-        b.index = index;
-        if ((s = zz_block_check(&b, st->cfg.groups, st->cfg.max_new_tokens)) != ZZ_OK) {
-          zz_faults_report(st->faults, zz_error_message());
-          break;
-        }
-      } else {
-        b = (zz_stage_block){.index = index};
-      }
-      size_t nw = more ? zz_block_words(&b) : 5;
-      words = calloc(nw, sizeof *words);
-      breq = malloc((size_t)st->size * sizeof *breq);
-      if (!words || !breq) {
-        free(words);
-        free(breq);
-        s = zz_error(ZZ_ERR_NO_MEMORY, "stage: block message");
-        break;
-      }
-      if (more) zz_block_pack(&b, words);
-      else
-        words[0] = ZZ_BLOCK_MAGIC, words[1] = (uint64_t)index;
-      for (int r = 1; r < st->size && s == ZZ_OK; r++) {
-        if (MPI_Isend(words, (int)(nw * sizeof *words), MPI_BYTE, r, zz_tag_make(ZZ_KIND_BLOCK, 0, 0, st->cfg.groups),
-                      st->data, &breq[r]) != MPI_SUCCESS)
-          s = zz_error(ZZ_ERR_MPI, "stage: sending block %lld to rank %d", (long long)index, r);
-        st->stats.bytes_sent += nw * sizeof *words;
-        st->stats.messages_sent++;
-      }
+      s = take_block(st, cb, ctx, index, &b, &more);
+      if (s == ZZ_OK) s = zz_block_bcast_send(&msg, st->data, st->cfg.groups, &b, more, &st->stats);
     } else {
-      int bytes = 0;
-      s = zz_comm_recv_any_size(st->faults, st->data, 0, zz_tag_make(ZZ_KIND_BLOCK, 0, 0, st->cfg.groups),
-                                st->cfg.step_timeout, "stage: waiting for the next block", (void **)&words, &bytes,
-                                &st->stats.bubble_s);
-      if (s == ZZ_OK) {
-        st->stats.bytes_received += (uint64_t)bytes;
-        size_t nw = (size_t)bytes / sizeof *words;
-        if (nw == 5 && words[0] == ZZ_BLOCK_MAGIC && words[2] == 0) {
-          more = 0;
-        } else {
-          s = zz_block_unpack(words, nw, &b, &storage);
-          more = 1;
-        }
-      }
+      s = zz_block_bcast_recv(&msg, st->faults, st->data, st->cfg.groups, st->cfg.step_timeout, &b, &more, &st->stats);
     }
-    if (s == ZZ_OK && more) {
-      run R = {.st = st, .cb = cb, .ctx = ctx, .b = &b, .gmax = st->cfg.groups};
-      block_init(&R);
-      if (cb->begin_block && (s = cb->begin_block(ctx, &b)) != ZZ_OK) s = cb_fail(&R, s, "begin_block", 0, 0);
-      if (s == ZZ_OK) s = block_buffers(&R);
-      if (s == ZZ_OK) s = run_block(&R);
-      if (s == ZZ_OK && cb->end_block && (s = cb->end_block(ctx, &b)) != ZZ_OK) s = cb_fail(&R, s, "end_block", 0, 0);
-      zz_status fs = block_free(&R, s == ZZ_OK);
-      if (s == ZZ_OK) s = fs;
-      if (s == ZZ_OK) st->stats.blocks++;
-      if (s == ZZ_OK && st->cfg.verbose) {
-        zz_stage_stats x;
-        zz_stage_get_stats(st, &x);
-        fprintf(stderr,
-                "zigzag: rank %d: block %lld done: busy %.3f s, bubble %.3f s, "
-                "%.0f bytes sent per token\n",
-                st->rank, (long long)b.index, x.busy_s, x.bubble_s, x.bytes_per_token);
-      }
-    }
-    if (breq) {
-      for (int r = 1; r < st->size; r++) {
-        if (s == ZZ_OK) {
-          zz_status w = zz_comm_wait(st->faults, &breq[r], NULL, st->cfg.step_timeout, "stage: sending the block", r,
-                                     NULL);
-          if (w != ZZ_OK) s = w;
-        }
-      }
-    }
-    if (s == ZZ_OK || !breq) free(words); /* after a failure MPI may still read it */
-    free(breq);
-    free(storage);
+    if (s == ZZ_OK && more) s = one_block(st, cb, ctx, &b);
+    s = zz_block_bcast_end(&msg, st->faults, st->data, st->cfg.step_timeout, s);
     if (s != ZZ_OK || !more) break;
   }
   /* an MPI-level failure that no fault has explained yet is this rank's to report */

@@ -13,8 +13,10 @@
  *   zigzag: rank R (host H): MPI_Init_thread did not complete within 5.0 s: rank 2 never
  *   arrived (stopped, killed or unreachable before MPI started)
  * and exits non-zero, which makes the launcher end the rest of the job. The clock
- * restarts whenever a rank of this machine arrives, so a slow start is not taken for a
- * missing rank.
+ * restarts whenever a rank of this machine arrives, and a rank not arrived whose
+ * process is there and running (a sibling: its launcher started it here, its
+ * environment names its rank) is starting, not missing: a slow start on a loaded
+ * machine is not taken for a missing rank.
  *
  * Open MPI's shared-memory transport (btl vader) keeps one file per rank,
  * <backing dir>/vader_segment.<host>.<uid>.<job id in hex>.<local rank>, which the
@@ -100,6 +102,25 @@ static void arrival_dir(char *out, size_t n) {
 
 static void arrival_path(const char *dir, int rank, char *out, size_t n) { snprintf(out, n, "%s/rank%d", dir, rank); }
 
+/* A process's state: 1 running (or sleeping), 2 stopped, 3 dead; its parent in
+ * *ppid_out (0: unknown). */
+static int proc_state(long pid, long *ppid_out) {
+  char stat_path[64], buf[512];
+  if (ppid_out) *ppid_out = 0;
+  snprintf(stat_path, sizeof stat_path, "/proc/%ld/stat", pid);
+  FILE *s = fopen(stat_path, "r");
+  if (!s) return kill((pid_t)pid, 0) == 0 || errno == EPERM ? 1 : 3;
+  size_t len = fread(buf, 1, sizeof buf - 1, s);
+  fclose(s);
+  buf[len] = '\0';
+  const char *close_paren = strrchr(buf, ')'); /* the state follows "(comm) ", the parent after it */
+  char st = close_paren && close_paren[1] ? close_paren[2] : 'R';
+  if (ppid_out && close_paren && close_paren[1] && close_paren[2]) *ppid_out = strtol(close_paren + 3, NULL, 10);
+  if (st == 'T' || st == 't') return 2;
+  if (st == 'Z' || st == 'X') return 3;
+  return 1;
+}
+
 /* A rank's state from its file: 0 no file (never arrived), 1 running, 2 stopped, 3 dead. */
 static int arrival_state(const char *dir, int rank, long *pid_out) {
   char path[600];
@@ -112,18 +133,7 @@ static int arrival_state(const char *dir, int rank, long *pid_out) {
   fclose(f);
   if (!ok || pid <= 0) return 1;
   *pid_out = pid;
-  char stat_path[64], buf[512];
-  snprintf(stat_path, sizeof stat_path, "/proc/%ld/stat", pid);
-  FILE *s = fopen(stat_path, "r");
-  if (!s) return kill((pid_t)pid, 0) == 0 || errno == EPERM ? 1 : 3;
-  size_t len = fread(buf, 1, sizeof buf - 1, s);
-  fclose(s);
-  buf[len] = '\0';
-  const char *close_paren = strrchr(buf, ')'); /* the state follows "(comm) " */
-  char st = close_paren && close_paren[1] ? close_paren[2] : 'R';
-  if (st == 'T' || st == 't') return 2;
-  if (st == 'Z' || st == 'X') return 3;
-  return 1;
+  return proc_state(pid, NULL);
 }
 
 /* Newest arrival of this machine (mtime of the directory, touched by each file). */
@@ -165,22 +175,65 @@ static void list_add(char *list, size_t n, int r, long pid) {
     snprintf(list + len, n - len, "%s%d", len ? ", " : "", r);
 }
 
+/* This rank's siblings: the other processes its launcher (the parent: mpirun, orted,
+ * slurmstepd) started on this machine, by the rank their environment names:
+ * pid_of[r] for rank r, 0 where none was found (not started here, gone, or started
+ * through a wrapper). A rank that has not arrived yet may only be slow to start (a
+ * loaded machine can take seconds to load a rank's libraries): its process is there,
+ * running. */
+static void siblings(const init_watch *w, long *pid_of) {
+  static const char *const names[] = {"OMPI_COMM_WORLD_RANK=", "PMIX_RANK=", "PMI_RANK="};
+  long parent = (long)getppid(), me = (long)getpid();
+  DIR *d = parent > 1 ? opendir("/proc") : NULL;
+  if (!d) return;
+  struct dirent *e;
+  static char env[65536]; /* the watchdog thread's alone */
+  while ((e = readdir(d)) != NULL) {
+    char *end = NULL;
+    long pid = strtol(e->d_name, &end, 10), ppid = 0;
+    if (pid <= 0 || *end || pid == me) continue;
+    if (proc_state(pid, &ppid) == 3 || ppid != parent) continue;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t n = fread(env, 1, sizeof env - 1, f);
+    fclose(f);
+    env[n] = '\0';
+    int rank = -1;
+    for (size_t k = 0; k < sizeof names / sizeof *names && rank < 0; k++)
+      for (size_t i = 0; i < n; i += strlen(env + i) + 1)
+        if (strncmp(env + i, names[k], strlen(names[k])) == 0) {
+          rank = atoi(env + i + strlen(names[k]));
+          break;
+        }
+    if (rank >= 0 && rank < w->size && rank != w->rank) pid_of[rank] = pid;
+  }
+  closedir(d);
+}
+
 /* What this machine can tell about the ranks that did not finish starting; 1 when that
  * is evidence of a missing rank (one stopped or dead, one of this machine that never
  * arrived, or ranks this machine cannot see), 0 when every rank is here and running
  * (a slow start, not a missing rank). */
 static int describe_missing(const init_watch *w, char *out, size_t n) {
-  char never[256] = "", stopped[256] = "", dead[256] = "";
-  int nnever = 0, nstopped = 0, ndead = 0;
+  char never[256] = "", stopped[256] = "", dead[256] = "", starting[256] = "";
+  int nnever = 0, nstopped = 0, ndead = 0, nstarting = 0;
+  long *sib = *w->dir ? calloc((size_t)w->size, sizeof *sib) : NULL;
+  if (sib) siblings(w, sib);
   for (int r = 0; r < w->size && *w->dir; r++) {
     long pid = 0;
     int st = r == w->rank ? 1 : arrival_state(w->dir, r, &pid);
-    if (st == 0) list_add(never, sizeof never, r, 0), nnever++;
+    if (st == 0 && sib && sib[r] && proc_state(sib[r], NULL) == 1) /* not here yet, but coming */
+      list_add(starting, sizeof starting, r, sib[r]), nstarting++;
+    else if (st == 0)
+      list_add(never, sizeof never, r, 0), nnever++;
     if (st == 2) list_add(stopped, sizeof stopped, r, pid), nstopped++;
     if (st == 3) list_add(dead, sizeof dead, r, pid), ndead++;
   }
   int all_here = w->local_size >= w->size; /* one machine runs every rank (unknown: assume not) */
-  int arrived_here = w->size - nnever;
+  free(sib);
+  int arrived_here = w->size - nnever - nstarting;
   size_t k = 0;
   out[0] = '\0';
   if (nstopped) k += (size_t)snprintf(out + k, n - k, "%s %s stopped; ", nstopped > 1 ? "ranks" : "rank", stopped);
@@ -203,6 +256,8 @@ static int describe_missing(const init_watch *w, char *out, size_t n) {
                           "visible here); ",
                           never);
   int evidence = k > 0;
+  if (nstarting && k < n)
+    k += (size_t)snprintf(out + k, n - k, "%s %s still starting; ", nstarting > 1 ? "ranks" : "rank", starting);
   if (k == 0) snprintf(out, n, "every rank arrived and runs, none got through; ");
   size_t len = strlen(out);
   if (len >= 2) out[len - 2] = '\0'; /* the last "; " */
@@ -231,6 +286,7 @@ static void *init_watchdog(void *arg) {
     if (from < w->start) from = w->start;
     if (now - from >= w->timeout && describe_missing(w, why, sizeof why)) break;
     if (now - w->start >= w->backstop) {
+      describe_missing(w, why, sizeof why);
       waited = w->backstop;
       break;
     }

@@ -11,6 +11,9 @@
 #   stop            rank 2 is SIGSTOPped: every other rank names it within 10 s, non-zero
 #   init-stop       rank 2 is SIGSTOPped before MPI_Init_thread: every other rank says
 #                   rank 2 never arrived within the peer timeout, all end, non-zero
+#   init-late       the same with rank 3 starting 3 s late (a loaded machine, where a
+#                   rank's start can take seconds): rank 3 is starting, not missing, so
+#                   a rank names rank 2 alone
 #   launcher-kill   mpirun is SIGKILLed mid-run: every rank says its launcher is gone and
 #                   ends within 10 s, no vader segment of the job left in /dev/shm
 #   slow            rank 2 spends 5 s in one step with a 2.5 s peer timeout (margin for a loaded machine): not lost, tokens ok
@@ -49,7 +52,7 @@ bad() { echo "FAIL: $*"; fail=1; }
 run() {
   local np=$1; shift
   rm -rf "$work/pids"; mkdir -p "$work/pids"
-  timeout -k 5 60 "$MPIEXEC" "${FLAGS[@]}" "${EXTRA[@]}" -np "$np" "$MOCK" --piddir "$work/pids" "$@" \
+  timeout -k 5 60 "$MPIEXEC" "${FLAGS[@]}" "${EXTRA[@]}" -np "$np" "${PRE[@]}" "$MOCK" --piddir "$work/pids" "$@" \
     >"$work/out" 2>&1 &
   local mp=$!
   end=""
@@ -108,6 +111,7 @@ check_fault() {
 }
 
 EXTRA=()
+PRE=() # what starts the mock (a wrapper that delays one rank)
 EXCEPT=2 # the rank a fault is injected into
 case "$SCENARIO" in
 tokens)
@@ -153,15 +157,18 @@ stop)
   [ "$rc" != 0 ] || bad "stop: mpirun returned 0"
   check_fault stop heartbeat 4
   ;;
-init-stop)
+init-stop | init-late)
   # rank 2 stops before MPI_Init_thread: the others' init watchdogs name it within the
-  # peer timeout and exit non-zero, which ends the job
+  # peer timeout and exit non-zero, which ends the job. init-late: rank 3 sleeps 3 s
+  # before its exec (the same process, running, its rank in its environment), longer
+  # than the peer timeout: it must not be named with rank 2 ("ranks 2, 3 never arrived")
+  [ "$SCENARIO" = init-late ] && PRE=(sh -c 'if [ "$OMPI_COMM_WORLD_RANK" = 3 ]; then sleep 3; fi; exec "$0" "$@"')
   run 4 --groups 4 --no-bind --fault init-stop --fault-rank 2 --peer-timeout 2
-  [ "$rc" != 0 ] || bad "init-stop: mpirun returned 0"
+  [ "$rc" != 0 ] || bad "$SCENARIO: mpirun returned 0"
   # the first watchdog to fire ends the job: the launcher may cut the others off
   grep -q "^zigzag: rank [013] (host [^)]*): MPI_Init_thread did not complete within 2.0 s: rank 2 never arrived" <<<"$out" ||
-    bad "init-stop: no rank named rank 2"
-  check_fault init-stop lines 4
+    bad "$SCENARIO: no rank named rank 2"
+  check_fault "$SCENARIO" lines 4
   # nothing left of the arrival directory of this job (Open MPI's job id is family <<
   # 16 | 1, as mpirun's "Process name: [[family,1],rank]" shows it): not in the job
   # family's session directory under Open MPI's tmpdir, which mpirun removes with
@@ -170,9 +177,9 @@ init-stop)
   if [ -n "$fam" ]; then
     job=$((fam * 65536 + 1))
     ls -d "/dev/shm/zigzag-init.$(id -u).$job" "${TMPDIR:-/tmp}"/ompi.*/pid.*/zigzag-init."$job" 2>/dev/null &&
-      bad "init-stop: its arrival directory is left behind"
+      bad "$SCENARIO: its arrival directory is left behind"
   else
-    bad "init-stop: no Open MPI process name in the output, so the arrival directory could not be checked"
+    bad "$SCENARIO: no Open MPI process name in the output, so the arrival directory could not be checked"
   fi
   ;;
 launcher-kill)

@@ -321,13 +321,18 @@ static void *init_watchdog(void *arg) {
 
 /* A rank the launcher ends while it waits in MPI_Init_thread (SIGTERM after another
  * rank's watchdog fired) removes its arrival first; only async-signal-safe calls. */
-static char g_arrival_file[600], g_arrival_dir[512];
-static const int g_leave_signals[] = {SIGTERM, SIGINT, SIGHUP};
-static struct sigaction g_old_actions[3];
+#define ZZ_LEAVE_SIGNALS 3
+static const int g_leave_signals[ZZ_LEAVE_SIGNALS] = {SIGTERM, SIGINT, SIGHUP};
+/* The handler's state: what it removes, and the actions it replaced (put back after
+ * init). One per process, set before the handler is installed. */
+static struct {
+  char file[600], dir[512];
+  struct sigaction old[ZZ_LEAVE_SIGNALS];
+} g_leave;
 
 static void leave_on_signal(int sig) {
-  unlink(g_arrival_file);
-  rmdir(g_arrival_dir);
+  unlink(g_leave.file);
+  rmdir(g_leave.dir);
   signal(sig, SIG_DFL);
   raise(sig);
 }
@@ -350,7 +355,7 @@ zz_status zz_stage_mpi_init(double timeout_s, int *provided_out) {
    * place, so no file or directory is ever left without someone to remove it */
   sigset_t leave_set, old_set;
   sigemptyset(&leave_set);
-  for (int i = 0; i < 3; i++) sigaddset(&leave_set, g_leave_signals[i]);
+  for (int i = 0; i < ZZ_LEAVE_SIGNALS; i++) sigaddset(&leave_set, g_leave_signals[i]);
   pthread_sigmask(SIG_BLOCK, &leave_set, &old_set);
   if (*w.dir && w.rank >= 0) {
     if (mkdir(w.dir, 0700) != 0 && errno != EEXIST) w.dir[0] = '\0';
@@ -366,11 +371,11 @@ zz_status zz_stage_mpi_init(double timeout_s, int *provided_out) {
   }
   int trapped = *w.dir != '\0';
   if (trapped) {
-    snprintf(g_arrival_dir, sizeof g_arrival_dir, "%s", w.dir);
-    arrival_path(w.dir, w.rank, g_arrival_file, sizeof g_arrival_file);
+    snprintf(g_leave.dir, sizeof g_leave.dir, "%s", w.dir);
+    arrival_path(w.dir, w.rank, g_leave.file, sizeof g_leave.file);
     struct sigaction sa = {.sa_handler = leave_on_signal};
     sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 3; i++) sigaction(g_leave_signals[i], &sa, &g_old_actions[i]);
+    for (int i = 0; i < ZZ_LEAVE_SIGNALS; i++) sigaction(g_leave_signals[i], &sa, &g_leave.old[i]);
   }
   pthread_sigmask(SIG_SETMASK, &old_set, NULL);
   pthread_t t;
@@ -388,10 +393,10 @@ zz_status zz_stage_mpi_init(double timeout_s, int *provided_out) {
   pthread_sigmask(SIG_BLOCK, &leave_set, &old_set);
   arrival_leave(&w);
   if (trapped) /* back to what was there, unless MPI put its own handler in meanwhile */
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < ZZ_LEAVE_SIGNALS; i++) {
       struct sigaction cur;
       if (sigaction(g_leave_signals[i], NULL, &cur) == 0 && cur.sa_handler == leave_on_signal)
-        sigaction(g_leave_signals[i], &g_old_actions[i], NULL);
+        sigaction(g_leave_signals[i], &g_leave.old[i], NULL);
     }
   pthread_sigmask(SIG_SETMASK, &old_set, NULL);
   if (rc != MPI_SUCCESS) return zz_error(ZZ_ERR_MPI, "rank %d (host %s): MPI_Init_thread failed", w.rank, w.host);

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fault_inject_impl.h"
 #include "lines_impl.h"
 #include "zz_launch.h"
 
@@ -80,21 +81,6 @@ static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const 
   *ids_out = ids;
   *n_out = n;
   return ZZ_OK;
-}
-
-/* Fault injection for the kill/resume tests (tests/cli/test_cli.sh,
- * tests/mpi/test_pipe.sh): ZZ_FAULT_KILL_AFTER_BLOCKS=N lets N blocks commit, then
- * writes the first half of the next block's first output line, flushes it and
- * raises SIGKILL — what a job killed in the middle of a write leaves behind. Under
- * mpirun ZZ_FAULT_KILL_RANK=R (default 0) names the rank that dies; a rank other
- * than 0 SIGKILLs itself in the middle of block N instead (pipe.c). Unset or empty:
- * off (-1). */
-static void zz_fault_kill_now(zz_output *out, const char *line) {
-  if (line) fwrite(line, 1, strlen(line) / 2, out->f);
-  fflush(out->f);
-  fprintf(stderr, "zigzag: ZZ_FAULT_KILL_AFTER_BLOCKS: killing myself in the middle of a write\n");
-  raise(SIGKILL);
-  abort(); /* not reached */
 }
 
 /* SIGINT / SIGTERM: the first asks the job to stop at its next safe point (the
@@ -651,7 +637,7 @@ static zz_status zz_job_write_block(zz_job *j, const zz_result *res) {
     }
     char *line = zz_line_answer(&j->prompts[i], l, j->tok, &j->cfg, c, lx->plen[i], &lx->defs);
     if (!line) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
-    if (i == 0 && j->kill_after >= 0 && j->committed == j->kill_after) zz_fault_kill_now(&j->out, line);
+    if (i == 0) zz_fault_at_commit(j->kill_after, j->committed, j->out.f, line); /* ZZ_FAULT_* */
     int bad = fputs(line, j->out.f) < 0;
     free(line);
     if (bad) return zz_error(ZZ_ERR_IO, "%s: write failed: %s", o->out, strerror(errno));

@@ -18,10 +18,10 @@
  * progress; the last rank samples.
  */
 #include <mpi.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault_inject_impl.h"
 #include "zz_launch.h"
 #include "zz_planner.h"
 #include "zz_stage.h"
@@ -44,8 +44,8 @@ typedef struct zz_pipe {
   bool planned;         /* --hw, no policy given, no --layers: the planner's pipeline runs */
   zz_pipeline_plan *pp; /* planned: rank 0's plan, broadcast to every rank */
   zz_hw hw;             /* --hw: the file, as this rank read and checked it */
-  int64_t kill_rank, kill_after;
-  char fault_kind; /* ZZ_FAULT_KIND: 'k' kill (default), 's' stop, 'e' error */
+  /* ZZ_FAULT_*: the fault injected into this rank (fault_inject.c) */
+  zz_fault_inject fault;
   /* bench, rank 0: the request of the current run (0: none left) and its result */
   zz_request breq;
   bool bgiven;
@@ -75,28 +75,11 @@ static zz_status zz_pipe_finished(void *ctx, const zz_request *req, const zz_res
   return ZZ_OK;
 }
 
-/* Every rank: a stop request (SIGINT, SIGTERM) ends the pipeline at the next item.
- * Fault injection for tests/mpi/test_pipe.sh: ZZ_FAULT_KILL_RANK=R with
- * ZZ_FAULT_KILL_AFTER_BLOCKS=N makes rank R fail in the middle of block N (its first
- * decode step) the way ZZ_FAULT_KIND says: kill (default; R > 0, rank 0 half-writes a
- * line and dies in zz_job_commit instead) raises SIGKILL as a crashed host would,
- * stop raises SIGSTOP (a hung host: alive, silent), error fails the step with an
- * error as a failing disk or device would (any R). */
-static bool zz_pipe_fault_here(const zz_pipe *p, int64_t block, int step, int group) {
-  int fault_step = p->o.max_new_tokens > 1 ? 1 : 0;
-  if (p->kill_after < 0 || p->rank != p->kill_rank || (p->fault_kind == 'k' && p->kill_rank == 0)) return false;
-  return block == p->kill_after && step == fault_step && group == 0;
-}
-
+/* Every rank: the injected fault (ZZ_FAULT_*), then a stop request (SIGINT, SIGTERM)
+ * ends the pipeline at the next item. */
 static zz_status zz_pipe_step_hook(void *ctx, int64_t block, int step, int group) {
   zz_pipe *p = ctx;
-  if (zz_pipe_fault_here(p, block, step, group)) {
-    if (p->fault_kind == 'e')
-      return zz_error(ZZ_ERR_IO, "ZZ_FAULT_KIND=error: injected failure in block %lld", (long long)block);
-    fprintf(stderr, "zigzag: rank %d: ZZ_FAULT_KILL_AFTER_BLOCKS: %s myself in block %lld\n", p->rank,
-            p->fault_kind == 's' ? "stopping (SIGSTOP)" : "killing", (long long)block);
-    raise(p->fault_kind == 's' ? SIGSTOP : SIGKILL);
-  }
+  ZZ_CHECK(zz_fault_at_step(&p->fault, p->rank, p->o.max_new_tokens, block, step, group));
   return zz_check_stop();
 }
 
@@ -108,7 +91,7 @@ static zz_status zz_pipe_step_hook(void *ctx, int64_t block, int step, int group
 static zz_status zz_pipe_plan_root(zz_pipe *p) {
   if (p->bench && p->o.gen_len < 2)
     return zz_error(ZZ_ERR_INVALID_ARG, "bench: --gen-len must be at least 2 (decode throughput needs a decode step)");
-  if (p->kill_rank != 0 || p->fault_kind != 'k') p->job.kill_after = -1; /* the step hook fails instead */
+  if (zz_fault_commit_block(&p->fault, p->rank) < 0) p->job.kill_after = -1; /* the step hook fails instead */
   ZZ_CHECK(zz_stage_comm_parse(p->o.comm ? p->o.comm : "mpi", &p->comm));
   if (!(p->bounds = calloc((size_t)p->size + 1, sizeof *p->bounds))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   bool given = p->o.policy || p->o.policy_flags_given;
@@ -367,9 +350,7 @@ int zz_cmd_pipe(const zz_opts *opts) {
   p->groups = zz_pipe_groups(p->size, p->o.num_inner_iterations);
   zz_catch_stop_signals();
   zz_status s = ZZ_OK;
-  p->kill_after = p->o.fault_kill_after; /* the options table checked them */
-  p->kill_rank = p->o.fault_kill_rank;
-  p->fault_kind = p->o.fault_kind ? p->o.fault_kind[0] : 'k';
+  p->fault = zz_fault_inject_of(&p->o);
   int gpu = strcmp(p->o.device, "cuda") == 0 ? zz_pipe_gpu() : -1;
   if (s == ZZ_OK) s = zz_binding_init(MPI_COMM_WORLD, gpu, &p->bind);
   p->bound = s == ZZ_OK;

@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 
-#include "faults_impl.h"
+#include "launcher_impl.h"
 
 /* What the exit path knows: who this rank is, who launched it, what was lost. Set up
  * by zz_exit_init; the atomics are written by the progress thread and read by

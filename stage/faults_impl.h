@@ -4,9 +4,8 @@
 
 #include <mpi.h>
 
+#include "launcher_impl.h"
 #include "zz_stage.h"
-
-#define ZZ_HOST_LEN 64
 
 typedef struct zz_faults zz_faults;
 

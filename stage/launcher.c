@@ -156,7 +156,7 @@ typedef struct init_watch {
   double backstop; /* seconds after which it fires whatever it sees */
   int rank, size, local_size;
   char dir[512];
-  char host[64];
+  char host[ZZ_HOST_LEN];
 } init_watch;
 
 static void say_line(const init_watch *w, const char *text) {

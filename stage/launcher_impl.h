@@ -4,6 +4,10 @@
 
 #include "zz_stage.h"
 
+/* A rank's host name as the ranks exchange it and name it in their lines (gethostname,
+ * cut to ZZ_HOST_LEN - 1 characters). */
+#define ZZ_HOST_LEN 64
+
 /* This process's rank from the launcher's environment (Open MPI, PMIx, PMI); -1 when
  * not started by one. Readable before MPI_Init. */
 int zz_launcher_rank(void);

@@ -1,11 +1,12 @@
 /*
  * normalize.c — the normalizer: the steps tokenizer.json's "normalizer" lists
- * (Prepend, Replace with a String pattern), applied in order to each piece of text
+ * (NFC, Prepend, Replace with a String pattern), applied in order to each piece of text
  * between added tokens before it is pre-tokenized. Replace is also the decoder's.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "nfc_impl.h"
 #include "tokenizer_impl.h"
 
 size_t zz_tok_replace_size(const zz_tok_replace *r, const char *s, size_t len) {
@@ -54,8 +55,18 @@ zz_status zz_tok_replace_in(const zz_tok_replace *r, char **buf, size_t *n) {
   return ZZ_OK;
 }
 
+/* Replaces *buf (length *n, malloc'd) with its NFC. */
+static zz_status zz_tok_nfc_in(char **buf, size_t *n) {
+  char *out;
+  ZZ_CHECK(zz_nfc(*buf, *n, &out, n));
+  free(*buf);
+  *buf = out;
+  return ZZ_OK;
+}
+
 zz_status zz_tok_normalize(const zz_tokenizer *tok, char **buf, size_t *n) {
   zz_status st = ZZ_OK;
-  for (int i = 0; i < tok->n_norm && st == ZZ_OK; i++) st = zz_tok_replace_in(&tok->norm[i], buf, n);
+  for (int i = 0; i < tok->n_norm && st == ZZ_OK; i++)
+    st = tok->norm[i].nfc ? zz_tok_nfc_in(buf, n) : zz_tok_replace_in(&tok->norm[i].replace, buf, n);
   return st;
 }

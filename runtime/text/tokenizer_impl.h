@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "map_impl.h"
+#include "regex_impl.h"
 #include "utf8_impl.h"
 #include "zz_text.h"
 
@@ -52,6 +53,12 @@ typedef struct zz_tok_replace {
   size_t from_len, to_len;
 } zz_tok_replace;
 
+/* A normalizer step: Unicode NFC (nfc.c), or else `replace`. */
+typedef struct zz_tok_norm {
+  bool nfc;
+  zz_tok_replace replace;
+} zz_tok_norm;
+
 /* An entry of tokenizer.json's added_tokens, matched in the text before anything
  * else (longest first at the leftmost place). */
 typedef struct zz_tok_added {
@@ -64,8 +71,7 @@ typedef struct zz_tok_added {
 /* How the pieces between added tokens are cut into words. */
 typedef enum zz_tok_split {
   ZZ_SPLIT_NONE = 0, /* the whole piece is one word */
-  ZZ_SPLIT_GPT2,     /* GPT-2's regex (ByteLevel use_regex, or Split with it) */
-  ZZ_SPLIT_LLAMA3,   /* LLaMA-3's regex (Split) */
+  ZZ_SPLIT_REGEX,    /* the matches of split_re and the text between them (Split, Isolated) */
   ZZ_SPLIT_META,     /* Metaspace split: a new word before each replacement char */
 } zz_tok_split;
 
@@ -96,15 +102,16 @@ struct zz_tokenizer {
   bool json;
   zz_tok_added *added; /* [n_added], longest first */
   int n_added;
-  /* normalizer steps in order: Prepend (replace.from NULL, replace.to the prefix)
-   * or Replace */
-  zz_tok_replace norm[ZZ_TOK_MAX_STEPS];
+  /* normalizer steps in order: NFC, Prepend (replace.from NULL, replace.to the
+   * prefix) or Replace */
+  zz_tok_norm norm[ZZ_TOK_MAX_STEPS];
   int n_norm;
   zz_tok_split split;
-  bool byte_level;   /* ByteLevel pre-tokenizer: words become mapped bytes */
-  bool prefix_space; /* ByteLevel add_prefix_space */
-  bool metaspace;    /* Metaspace pre-tokenizer */
-  char meta_rep[5];  /* its replacement character (UTF-8), also the decoder's */
+  zz_regex *split_re; /* ZZ_SPLIT_REGEX: GPT-2's pattern, or the Split's */
+  bool byte_level;    /* ByteLevel pre-tokenizer: words become mapped bytes */
+  bool prefix_space;  /* ByteLevel add_prefix_space */
+  bool metaspace;     /* Metaspace pre-tokenizer */
+  char meta_rep[5];   /* its replacement character (UTF-8), also the decoder's */
   size_t meta_rep_len;
   zz_tok_prepend meta_prepend;
   /* the BPE model */
@@ -229,6 +236,10 @@ zz_status zz_bpe_word(zz_enc *e, const char *s, size_t m);
  * place, then cut into words by tok->split, each through zz_enc_raw_word; first:
  * the piece starts the text (pretokenize.c). */
 zz_status zz_pretok_words(zz_enc *e, char **buf, size_t *n, bool first);
+/* tok->split becomes ZZ_SPLIT_REGEX with pattern (NULL: GPT-2's, as ByteLevel's
+ * use_regex and vocab.json + merges.txt have it); `where` names it in errors
+ * (pretokenize.c). */
+zz_status zz_tok_set_split(zz_tokenizer *tok, const char *pattern, const char *where);
 /* *buf (malloc'd, length *n), a piece between added tokens, replaced by its text
  * after the normalizer's steps (normalize.c). */
 zz_status zz_tok_normalize(const zz_tokenizer *tok, char **buf, size_t *n);

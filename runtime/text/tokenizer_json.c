@@ -9,9 +9,9 @@
  *                   continuing_subword_prefix / end_of_word_suffix
  *   added_tokens    matched in the text before anything else; no lstrip, rstrip,
  *                   single_word; "normalized" ones only without a normalizer
- *   normalizer      null, Prepend, Replace (String pattern), Sequence of them
+ *   normalizer      null, NFC, Prepend, Replace (String pattern), Sequence of them
  *   pre_tokenizer   null; ByteLevel (use_regex: GPT-2's pattern; add_prefix_space);
- *                   Sequence [Split (GPT-2's or LLaMA-3's pattern, Isolated), ByteLevel
+ *                   Sequence [Split (a Regex pattern regex.c understands, Isolated), ByteLevel
  *                   (use_regex false)]; Metaspace (prepend_scheme, split)
  *   decoder         ByteLevel; Metaspace; Sequence [Replace..., ByteFallback, Fuse, Strip]
  *   post_processor  null, ByteLevel, TemplateProcessing (a special token before and/or
@@ -28,12 +28,6 @@
 #include <unistd.h>
 
 #include "tokenizer_impl.h"
-
-static const char zz_gpt2_pattern[] =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-static const char zz_llama3_pattern[] =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 bool zz_tokenizer_has_json(const char *dir) {
   if (!dir) return false;
@@ -268,8 +262,11 @@ static zz_status zz_json_normalizer(zz_tokenizer *tok, const json_t *root, const
   json_t *s;
   json_array_foreach(steps, i, s) {
     const char *type = zz_j_type(s);
-    zz_tok_replace *r = &tok->norm[tok->n_norm++];
-    if (type && strcmp(type, "Prepend") == 0) {
+    zz_tok_norm *step = &tok->norm[tok->n_norm++];
+    zz_tok_replace *r = &step->replace;
+    if (type && strcmp(type, "NFC") == 0) {
+      step->nfc = true;
+    } else if (type && strcmp(type, "Prepend") == 0) {
       const char *pre;
       st = zz_j_str(s, "prepend", &pre, path, "normalizer Prepend");
       if (st == ZZ_OK) st = zz_replace_set(r, NULL, pre, path);
@@ -277,7 +274,7 @@ static zz_status zz_json_normalizer(zz_tokenizer *tok, const json_t *root, const
       st = zz_j_replace(s, r, path, "normalizer Replace");
     } else {
       st = zz_error(ZZ_ERR_UNSUPPORTED,
-                    "%s: normalizer type \"%.40s\" is not supported (supported: Prepend, "
+                    "%s: normalizer type \"%.40s\" is not supported (supported: NFC, Prepend, "
                     "Replace with a String pattern, a Sequence of them)",
                     path, type ? type : "(none)");
     }
@@ -320,15 +317,9 @@ static zz_status zz_json_pre_step(zz_tokenizer *tok, const json_t *s, size_t i, 
                       "%s: pre_tokenizer Split: only a Regex pattern with behavior "
                       "\"Isolated\" and invert false is supported",
                       path);
-    if (strcmp(pat, zz_llama3_pattern) == 0) tok->split = ZZ_SPLIT_LLAMA3;
-    else if (strcmp(pat, zz_gpt2_pattern) == 0)
-      tok->split = ZZ_SPLIT_GPT2;
-    else
-      return zz_error(ZZ_ERR_UNSUPPORTED,
-                      "%s: pre_tokenizer Split pattern \"%.120s\" is not supported (only "
-                      "GPT-2's and LLaMA-3's patterns)",
-                      path, pat);
-    return ZZ_OK;
+    char where[4200];
+    snprintf(where, sizeof where, "%.4000s: pre_tokenizer Split", path);
+    return zz_tok_set_split(tok, pat, where);
   }
   if (type && strcmp(type, "ByteLevel") == 0) {
     bool use_regex = false;
@@ -341,7 +332,7 @@ static zz_status zz_json_pre_step(zz_tokenizer *tok, const json_t *s, size_t i, 
                       "%s: pre_tokenizer: ByteLevel after a Split needs use_regex and "
                       "add_prefix_space false",
                       path);
-    if (use_regex) tok->split = ZZ_SPLIT_GPT2;
+    if (use_regex) ZZ_CHECK(zz_tok_set_split(tok, NULL, path));
     tok->byte_level = true;
     return ZZ_OK;
   }

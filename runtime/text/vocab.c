@@ -44,11 +44,12 @@ void zz_tokenizer_free(zz_tokenizer *tok) {
   free(tok->by_text);
   free(tok->by_id.slots);
   free(tok->merges.slots);
+  zz_regex_free(tok->split_re);
   for (int i = 0; i < tok->n_added; i++) free(tok->added[i].text);
   free(tok->added);
   for (int i = 0; i < tok->n_norm; i++) {
-    free(tok->norm[i].from);
-    free(tok->norm[i].to);
+    free(tok->norm[i].replace.from);
+    free(tok->norm[i].replace.to);
   }
   for (int i = 0; i < tok->n_dec_rep; i++) {
     free(tok->dec_rep[i].from);

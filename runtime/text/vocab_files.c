@@ -166,7 +166,7 @@ zz_status zz_tokenizer_load(const char *dir, zz_tokenizer **out) {
   ZZ_CHECK_GOTO(zz_tok_load_merges(tok, merges_path), st, fail);
   ZZ_CHECK_GOTO(zz_tok_finish(tok, vocab_path), st, fail);
   /* GPT-2: its regex, byte-level words, nothing else */
-  tok->split = ZZ_SPLIT_GPT2;
+  ZZ_CHECK_GOTO(zz_tok_set_split(tok, NULL, vocab_path), st, fail);
   tok->byte_level = true;
   tok->unk_id = tok->bos_id = tok->eos_id = -1;
   free(vocab_path);

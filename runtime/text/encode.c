@@ -83,7 +83,19 @@ static zz_status zz_enc_added(zz_enc *e, const char *s, size_t from, size_t to, 
   for (size_t i = from; i < to;) {
     size_t at = to;
     const zz_tok_added *a = zz_added_find(e->tok, s, i, to, normalized, &at);
-    size_t end = a ? at : to;
+    size_t end = a ? at : to, stop = a ? at + a->len : to;
+    while (a && a->lstrip && end > i) { /* back over the whitespace before it, not before i */
+      size_t k = end - 1;
+      while (k > i && ((uint8_t)s[k] & 0xC0) == 0x80) k--; /* the start of the code point before end */
+      uint32_t cp;
+      if (zz_utf8_next((const uint8_t *)s + k, end - k, &cp) != end - k || zz_regex_class(cp) != ZZ_RE_SPACE) break;
+      end = k;
+    }
+    for (size_t k; a && a->rstrip && stop < to; stop += k) {
+      uint32_t cp;
+      k = zz_utf8_next((const uint8_t *)s + stop, to - stop, &cp);
+      if (k == 0 || zz_regex_class(cp) != ZZ_RE_SPACE) break;
+    }
     if (end > i) {
       zz_status st = normalized ? zz_enc_piece(e, s + i, end - i, i == 0) : zz_enc_added(e, s, i, end, true);
       if (st != ZZ_OK) return st;
@@ -91,7 +103,7 @@ static zz_status zz_enc_added(zz_enc *e, const char *s, size_t from, size_t to, 
     if (!a) break;
     if (!zz_enc_room(e, 1)) return zz_enc_oom(a->len);
     e->ids[e->n++] = a->id;
-    i = at + a->len;
+    i = stop;
   }
   return ZZ_OK;
 }

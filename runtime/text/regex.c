@@ -132,7 +132,7 @@ typedef struct zz_re_parse {
 
 #define ZZ_RE_MAX_DEPTH 32
 /* The matcher recurses once per item on its way: a bound on the pattern bounds the stack. */
-#define ZZ_RE_MAX_LEN 4096
+#define ZZ_RE_MAX_LEN 2048
 
 static zz_status zz_re_refuse(const zz_re_parse *ps, const char *what) {
   return zz_error(ZZ_ERR_UNSUPPORTED, "%s pattern \"%.120s\": %s (\"%.8s\" at offset %d) is not supported", ps->where,
@@ -190,7 +190,7 @@ static zz_status zz_re_escape(zz_re_parse *ps, zz_re_set *s, uint32_t *c, bool *
           cls = ZZ_RE_NUMBER;
       }
       if (!cls) {
-        ps->p--;
+        ps->p -= 2; /* at the backslash */
         return zz_re_refuse(ps, "a Unicode class other than \\p{L} and \\p{N}");
       }
       ps->p = close + 1;
@@ -206,7 +206,7 @@ static zz_status zz_re_escape(zz_re_parse *ps, zz_re_set *s, uint32_t *c, bool *
     case 'v': *c = '\v'; break;
     default:
       if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9') || (unsigned char)e >= 0x80) {
-        ps->p--;
+        ps->p -= 2; /* at the backslash */
         return zz_re_refuse(ps, "an escape other than \\s \\S \\p{L} \\p{N} \\P{L} \\P{N} \\r \\n \\t \\f \\v");
       }
       *c = (uint32_t)e;
@@ -338,6 +338,7 @@ static zz_status zz_re_item(zz_re_parse *ps, zz_re_node *node) {
   }
   /* the repeat */
   if (ps->p >= ps->end) return ZZ_OK;
+  const char *repeat = ps->p;
   size_t min = 1, max = 1;
   c = *ps->p;
   if (c == '?' || c == '*' || c == '+') {
@@ -353,7 +354,10 @@ static zz_status zz_re_item(zz_re_parse *ps, zz_re_node *node) {
   } else {
     return ZZ_OK;
   }
-  if (node->kind != ZZ_RE_SET) return zz_re_refuse(ps, "a repeated group");
+  if (node->kind != ZZ_RE_SET) {
+    ps->p = repeat;
+    return zz_re_refuse(ps, "a repeated group");
+  }
   if (ps->p < ps->end && (*ps->p == '?' || *ps->p == '+')) return zz_re_refuse(ps, "a lazy or possessive repeat");
   node->min = min;
   node->max = max;

@@ -65,7 +65,8 @@ typedef struct zz_tok_added {
   char *text; /* content */
   size_t len;
   int32_t id;
-  bool normalized; /* matched in the normalized text (only without a normalizer here) */
+  bool normalized;     /* matched in the normalized text (only without a normalizer here) */
+  bool lstrip, rstrip; /* the whitespace before / after it is part of the match */
 } zz_tok_added;
 
 /* How the pieces between added tokens are cut into words. */

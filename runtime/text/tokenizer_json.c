@@ -7,8 +7,9 @@
  *   model           BPE: vocab, merges ("a b" strings or [a, b] pairs), unk_token,
  *                   fuse_unk, byte_fallback, ignore_merges; no dropout, no
  *                   continuing_subword_prefix / end_of_word_suffix
- *   added_tokens    matched in the text before anything else; no lstrip, rstrip,
- *                   single_word; "normalized" ones only without a normalizer
+ *   added_tokens    matched in the text before anything else, with the whitespace
+ *                   before (lstrip) and after (rstrip) them; no single_word;
+ *                   "normalized" ones only without a normalizer
  *   normalizer      null, NFC, Prepend, Replace (String pattern), Sequence of them
  *   pre_tokenizer   null; ByteLevel (use_regex: GPT-2's pattern; add_prefix_space);
  *                   Sequence [Split (a Regex pattern regex.c understands, Isolated), ByteLevel
@@ -205,18 +206,17 @@ static zz_status zz_json_model(zz_tokenizer *tok, const json_t *root, const char
     if (!json_is_integer(jid) || !content || !len || strlen(content) != len)
       return zz_error(ZZ_ERR_FORMAT, "%s: %s needs an integer \"id\" and a non-empty \"content\"", path, where);
     bool flag = false;
-    static const char *const unsupported[] = {"lstrip", "rstrip", "single_word"};
-    for (int k = 0; k < 3; k++) {
-      ZZ_CHECK(zz_tok_json_bool(v, unsupported[k], false, &flag, path, where));
-      if (flag)
-        return zz_error(ZZ_ERR_UNSUPPORTED, "%s: %s (\"%.80s\"): %s true is not supported", path, where, content,
-                        unsupported[k]);
-    }
+    ZZ_CHECK(zz_tok_json_bool(v, "single_word", false, &flag, path, where));
+    if (flag)
+      return zz_error(ZZ_ERR_UNSUPPORTED, "%s: %s (\"%.80s\"): single_word true is not supported", path, where,
+                      content);
     bool special = false;
     ZZ_CHECK(zz_tok_json_bool(v, "special", false, &special, path, where));
     zz_tok_added *a = &tok->added[tok->n_added];
     /* the library's default: special tokens are matched in the raw text */
     ZZ_CHECK(zz_tok_json_bool(v, "normalized", !special, &a->normalized, path, where));
+    ZZ_CHECK(zz_tok_json_bool(v, "lstrip", false, &a->lstrip, path, where));
+    ZZ_CHECK(zz_tok_json_bool(v, "rstrip", false, &a->rstrip, path, where));
     json_int_t id = json_integer_value(jid);
     const zz_tok_entry *in_vocab = zz_tok_find(tok, content, len);
     if (in_vocab && in_vocab->id != id)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "regex_impl.h" /* the Split patterns' matcher, fuzzed below */
 #include "zz_tests.h"
 
 #ifndef ZZ_FIXTURES_DIR
@@ -414,6 +415,62 @@ static void test_tokjson_split_patterns(void) {
   zz_tj_rm(dir);
 }
 
+/* Qwen's pattern mutated (bytes changed, regex syntax put in): each one compiles or
+ * is refused with a message, and a compiled one matches random text within its
+ * budget, ending inside the text. ASan and UBSan watch it in CI. */
+static void test_tokjson_regex_mutations(void) {
+  static const char base[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+"
+                             "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+  static const char syntax[] = "()[]{}|?*+\\^$.-,:!=<i0123pPsSLN'";
+  static const uint32_t chars[] = {'a', 'Z', '5', ' ', '\n', '\r', '\'', 's', 0xE9, 0x17F, 0x3000, 0x4E2D, '!', '{'};
+  zz_rng rng;
+  zz_rng_seed(&rng, 20261207, 0);
+  int compiled = 0, refused = 0;
+  uint32_t cp[64];
+  uint8_t cls[64];
+  for (int it = 0; it < 4000; it++) {
+    char pat[sizeof base + 8];
+    memcpy(pat, base, sizeof base);
+    size_t len = sizeof base - 1;
+    for (int m = 0, edits = 1 + (int)(zz_rng_next(&rng) % 4); m < edits; m++) {
+      uint64_t r = zz_rng_next(&rng);
+      size_t at = (size_t)(r >> 8) % len;
+      char c = syntax[(r >> 40) % (sizeof syntax - 1)];
+      if (r % 3 == 0 && len + 1 < sizeof pat) { /* insert */
+        memmove(pat + at + 1, pat + at, len - at + 1);
+        pat[at] = c;
+        len++;
+      } else if (r % 3 == 1 && len > 1) { /* delete */
+        memmove(pat + at, pat + at + 1, len - at);
+        len--;
+      } else {
+        pat[at] = c;
+      }
+    }
+    zz_regex *re = NULL;
+    zz_error_clear();
+    zz_status st = zz_regex_compile(pat, "fuzz", &re);
+    if (st != ZZ_OK) {
+      CU_ASSERT(re == NULL && strstr(zz_error_message(), "fuzz pattern") != NULL);
+      refused++;
+      continue;
+    }
+    compiled++;
+    size_t n = 1 + zz_rng_next(&rng) % 64;
+    for (size_t k = 0; k < n; k++) {
+      cp[k] = chars[zz_rng_next(&rng) % (sizeof chars / sizeof chars[0])];
+      cls[k] = zz_regex_class(cp[k]);
+    }
+    for (size_t i = 0; i < n; i++) {
+      size_t budget = 1 << 16;
+      size_t end = zz_regex_match(re, cp, cls, n, i, &budget);
+      CU_ASSERT(end >= i && end <= n);
+    }
+    zz_regex_free(re);
+  }
+  CU_ASSERT(compiled > 500 && refused > 500); /* both sides reached */
+}
+
 /* Not JSON at all, and a tokenizer_config.json asking for a BOS the file lacks. */
 static void test_tokjson_bad_files(void) {
   char dir[4096], p[4200];
@@ -508,6 +565,7 @@ void zz_test_tokjson_register(void) {
   CU_add_test(s, "tokenizer.json preferred over vocab.json", test_tokjson_preferred);
   CU_add_test(s, "unsupported or broken tokenizer.json refused", test_tokjson_refused);
   CU_add_test(s, "Split patterns with gaps, lookahead, (?i:); runaway backtracking", test_tokjson_split_patterns);
+  CU_add_test(s, "mutated Split patterns: compiled or refused, matches in bounds", test_tokjson_regex_mutations);
   CU_add_test(s, "broken JSON, tokenizer_config.json BOS/EOS", test_tokjson_bad_files);
   CU_add_test(s, "tokenizer_config.json as real directories ship it", test_tokjson_hub_config);
 }

@@ -41,7 +41,7 @@ zz_status zz_enc_raw_word(zz_enc *e, const char *s, size_t m) {
   char *mapped = malloc(2 * m); /* each byte maps to a code point below U+0800 */
   if (!mapped) return zz_enc_oom(m);
   size_t n = 0;
-  for (size_t i = 0; i < m; i++) n += zz_utf8_put_small(e->cp_of_byte[(uint8_t)s[i]], mapped + n);
+  for (size_t i = 0; i < m; i++) n += zz_utf8_put(e->cp_of_byte[(uint8_t)s[i]], mapped + n);
   zz_status st = zz_bpe_word(e, mapped, n);
   free(mapped);
   return st;

@@ -35,30 +35,29 @@ enum {
  * every code point, class 0, composing with nothing. */
 #define ZZ_NFC_RAW 0x80000000u
 
-static uint32_t zz_nfc_ccc_of(uint32_t cp) {
-  size_t lo = 0, hi = ZZ_NFC_N_CCCS;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (cp < zz_nfc_cccs[mid].lo) hi = mid;
-    else if (cp > zz_nfc_cccs[mid].hi)
-      lo = mid + 1;
-    else
-      return zz_nfc_cccs[mid].ccc;
-  }
-  return 0;
+/* bsearch comparators: a code point against a range of one class, against a
+ * decomposition's code point; a pair against a primary composite's pair. */
+static int zz_nfc_cmp_ccc(const void *key, const void *elem) {
+  uint32_t cp = *(const uint32_t *)key;
+  const zz_nfc_ccc *r = elem;
+  return cp < r->lo ? -1 : cp > r->hi;
 }
 
-static const zz_nfc_decomp *zz_nfc_decomp_of(uint32_t cp) {
-  size_t lo = 0, hi = ZZ_NFC_N_DECOMPS;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (cp < zz_nfc_decomps[mid].cp) hi = mid;
-    else if (cp > zz_nfc_decomps[mid].cp)
-      lo = mid + 1;
-    else
-      return &zz_nfc_decomps[mid];
-  }
-  return NULL;
+static int zz_nfc_cmp_decomp(const void *key, const void *elem) {
+  uint32_t cp = *(const uint32_t *)key, at = ((const zz_nfc_decomp *)elem)->cp;
+  return cp < at ? -1 : cp > at;
+}
+
+static int zz_nfc_cmp_pair(const void *key, const void *elem) {
+  const uint32_t *ab = key;
+  const zz_nfc_decomp *d = &zz_nfc_decomps[*(const uint16_t *)elem];
+  if (ab[0] != d->a) return ab[0] < d->a ? -1 : 1;
+  return ab[1] < d->b ? -1 : ab[1] > d->b;
+}
+
+static uint32_t zz_nfc_ccc_of(uint32_t cp) {
+  const zz_nfc_ccc *r = bsearch(&cp, zz_nfc_cccs, ZZ_NFC_N_CCCS, sizeof *zz_nfc_cccs, zz_nfc_cmp_ccc);
+  return r ? r->ccc : 0;
 }
 
 /* The primary composite of a followed by b, or 0. */
@@ -69,17 +68,9 @@ static uint32_t zz_nfc_compose_pair(uint32_t a, uint32_t b) {
   if (a >= ZZ_HANGUL_SBASE && a < ZZ_HANGUL_SBASE + ZZ_HANGUL_SCOUNT && (a - ZZ_HANGUL_SBASE) % ZZ_HANGUL_TCOUNT == 0 &&
       b > ZZ_HANGUL_TBASE && b < ZZ_HANGUL_TBASE + ZZ_HANGUL_TCOUNT)
     return a + (b - ZZ_HANGUL_TBASE);
-  size_t lo = 0, hi = ZZ_NFC_N_COMPOSE;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    const zz_nfc_decomp *d = &zz_nfc_decomps[zz_nfc_compose[mid]];
-    if (a < d->a || (a == d->a && b < d->b)) hi = mid;
-    else if (a > d->a || b > d->b)
-      lo = mid + 1;
-    else
-      return d->cp;
-  }
-  return 0;
+  uint32_t ab[2] = {a, b};
+  const uint16_t *i = bsearch(ab, zz_nfc_compose, ZZ_NFC_N_COMPOSE, sizeof *zz_nfc_compose, zz_nfc_cmp_pair);
+  return i ? zz_nfc_decomps[*i].cp : 0;
 }
 
 /* The full canonical decomposition of cp appended at out; returns its length. */
@@ -92,7 +83,9 @@ static size_t zz_nfc_decompose(uint32_t cp, uint32_t *out) {
     out[2] = ZZ_HANGUL_TBASE + t;
     return 3;
   }
-  const zz_nfc_decomp *d = cp < 0xC0 ? NULL : zz_nfc_decomp_of(cp);
+  const zz_nfc_decomp *d = cp < 0xC0 ? NULL
+                                     : bsearch(&cp, zz_nfc_decomps, ZZ_NFC_N_DECOMPS, sizeof *zz_nfc_decomps,
+                                               zz_nfc_cmp_decomp);
   if (!d) {
     out[0] = cp;
     return 1;
@@ -180,23 +173,9 @@ zz_status zz_nfc(const char *s, size_t len, char **out, size_t *out_len) {
   size_t at = 0;
   for (size_t i = 0; i < m; i++) {
     uint32_t c = cp[i];
-    if (c & ZZ_NFC_RAW) {
-      text[at++] = (char)(c & 0xFF);
-    } else if (c < 0x80) {
-      text[at++] = (char)c;
-    } else if (c < 0x800) {
-      text[at++] = (char)(0xC0 | (c >> 6));
-      text[at++] = (char)(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-      text[at++] = (char)(0xE0 | (c >> 12));
-      text[at++] = (char)(0x80 | ((c >> 6) & 0x3F));
-      text[at++] = (char)(0x80 | (c & 0x3F));
-    } else {
-      text[at++] = (char)(0xF0 | (c >> 18));
-      text[at++] = (char)(0x80 | ((c >> 12) & 0x3F));
-      text[at++] = (char)(0x80 | ((c >> 6) & 0x3F));
-      text[at++] = (char)(0x80 | (c & 0x3F));
-    }
+    if (c & ZZ_NFC_RAW) text[at++] = (char)(c & 0xFF);
+    else
+      at += zz_utf8_put(c, text + at);
   }
   text[at] = '\0';
   free(cp);

@@ -19,15 +19,16 @@ void zz_byte_map(uint32_t cp_of_byte[256], int16_t byte_of_cp[ZZ_BYTE_CP_MAX + 1
   }
 }
 
-/* Writes cp (< 0x800, all the mapping needs) as UTF-8; returns the length. */
-size_t zz_utf8_put_small(uint32_t cp, char *out) {
+size_t zz_utf8_put(uint32_t cp, char *out) {
   if (cp < 0x80) {
     out[0] = (char)cp;
     return 1;
   }
-  out[0] = (char)(0xC0 | (cp >> 6));
-  out[1] = (char)(0x80 | (cp & 0x3F));
-  return 2;
+  size_t n = cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+  static const uint8_t lead[5] = {0, 0, 0xC0, 0xE0, 0xF0};
+  for (size_t k = n - 1; k > 0; k--, cp >>= 6) out[k] = (char)(0x80 | (cp & 0x3F));
+  out[0] = (char)(lead[n] | cp);
+  return n;
 }
 
 /* The UTF-8 sequence at s[0..avail) (RFC 3629: no overlong forms, no surrogates,

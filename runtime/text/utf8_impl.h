@@ -27,8 +27,8 @@ bool zz_utf8_valid(const char *s, size_t len);
 /* s with each maximal ill-formed subpart replaced by U+FFFD, in out (room for 3 *
  * len bytes); returns the length. */
 size_t zz_utf8_lossy(const char *s, size_t len, char *out);
-/* Writes cp (< 0x800, all the byte mapping needs) as UTF-8; returns the length. */
-size_t zz_utf8_put_small(uint32_t cp, char *out);
+/* Writes cp (at most U+10FFFF) as UTF-8, 1 to 4 bytes; returns the length. */
+size_t zz_utf8_put(uint32_t cp, char *out);
 
 /* The highest code point the byte mapping uses: U+0100 + 67. */
 #define ZZ_BYTE_CP_MAX 0x143

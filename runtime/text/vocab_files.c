@@ -51,7 +51,7 @@ static zz_status zz_tok_load_vocab(zz_tokenizer *tok, const char *path) {
   zz_byte_map(cp_of_byte, byte_of_cp);
   for (int b = 0; b < 256; b++) {
     char s[2];
-    size_t len = zz_utf8_put_small(cp_of_byte[b], s);
+    size_t len = zz_utf8_put(cp_of_byte[b], s);
     const zz_tok_entry *e = zz_tok_find(tok, s, len);
     if (!e) {
       st = zz_error(ZZ_ERR_FORMAT,

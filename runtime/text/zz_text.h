@@ -23,8 +23,9 @@ extern "C" {
 /* ================================================================ tokenizer */
 
 /* Byte-pair encoding from a model directory: tokenizer.json when it has one (as
- * AutoTokenizer prefers it; LLaMA-3 byte-level, LLaMA-1/2 SentencePiece-style,
- * GPT-2 style; see docs/llama.md), else GPT-2's vocab.json + merges.txt. */
+ * AutoTokenizer prefers it; LLaMA-3 and Qwen2/2.5/3 byte-level, LLaMA-1/2, Mistral and
+ * Phi-3 SentencePiece-style, GPT-2 style; see docs/llama.md), else GPT-2's vocab.json +
+ * merges.txt. */
 typedef struct zz_tokenizer zz_tokenizer;
 
 zz_status zz_tokenizer_load(const char *dir, zz_tokenizer **out);

@@ -135,8 +135,10 @@ typedef struct zz_re_parse {
 #define ZZ_RE_MAX_LEN 2048
 
 static zz_status zz_re_refuse(const zz_re_parse *ps, const char *what) {
-  return zz_error(ZZ_ERR_UNSUPPORTED, "%s pattern \"%.120s\": %s (\"%.8s\" at offset %d) is not supported", ps->where,
-                  ps->pat, what, ps->p, (int)(ps->p - ps->pat));
+  int quote = ps->end - ps->p < 8 ? (int)(ps->end - ps->p) : 8; /* ending on a whole character */
+  while (quote > 0 && ps->p + quote < ps->end && ((uint8_t)ps->p[quote] & 0xC0) == 0x80) quote--;
+  return zz_error(ZZ_ERR_UNSUPPORTED, "%s pattern \"%.120s\": %s (\"%.*s\" at offset %d) is not supported", ps->where,
+                  ps->pat, what, quote, ps->p, (int)(ps->p - ps->pat));
 }
 
 static zz_status zz_re_bad(const zz_re_parse *ps, const char *what) {

@@ -6,8 +6,10 @@
  *   vocab_files.c     GPT-2's vocab.json + merges.txt; zz_tokenizer_load
  *   tokenizer_json.c  tokenizer.json
  *   tokenizer_config.c  tokenizer_config.json, special_tokens_map.json
- *   normalize.c       a piece of text normalized (Prepend, Replace, ...)
+ *   normalize.c       a piece of text normalized (NFC, Prepend, Replace)
+ *   nfc.c             Unicode NFC (nfc_impl.h; tables nfc_tables.c, generated)
  *   pretokenize.c     a normalized piece cut into words
+ *   regex.c           the Split patterns (regex_impl.h)
  *   bpe.c             a word into ids by the BPE model
  *   encode.c          text into ids: added tokens, then the steps above
  *   decode.c          ids into text; each token's decoded bytes

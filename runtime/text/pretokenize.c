@@ -52,9 +52,13 @@ static zz_status zz_pretok_regex_words(zz_enc *e, const char *cur, size_t n) {
     i += k;
   }
   off[ncp] = (uint32_t)n;
-  size_t budget = zz_pretok_budget(ncp), gap = 0;
-  for (size_t i = 0; i < ncp && st == ZZ_OK;) {
-    size_t j = zz_regex_match(e->tok->split_re, cp, cls, ncp, i, &budget);
+  /* Oniguruma's find_iter: the leftmost match from `from` on; an empty one where the
+   * last match ended is passed over (the search moves one character on), so text
+   * that only empty matches meet falls into pieces of one character */
+  size_t budget = zz_pretok_budget(ncp), gap = 0, from = 0, last_end = SIZE_MAX;
+  while (from <= ncp && st == ZZ_OK) {
+    size_t i = from, j = 0;
+    while (i <= ncp && !zz_regex_match(e->tok->split_re, cp, cls, ncp, i, &j, &budget) && budget > 0) i++;
     if (budget == 0) {
       st = zz_error(ZZ_ERR_UNSUPPORTED,
                     "tokenizer encode: the pre-tokenizer's Split pattern backtracks too much on a piece of %zu "
@@ -62,13 +66,14 @@ static zz_status zz_pretok_regex_words(zz_enc *e, const char *cur, size_t n) {
                     ncp, zz_pretok_budget(ncp));
       break;
     }
-    if (j == i) { /* no match here: the character joins the text between matches */
-      i++;
+    if (i > ncp) break; /* no match from here on */
+    if (j == i && i == last_end) {
+      from = i + 1;
       continue;
     }
     if (gap < i) st = zz_enc_raw_word(e, cur + off[gap], off[i] - off[gap]);
-    if (st == ZZ_OK) st = zz_enc_raw_word(e, cur + off[i], off[j] - off[i]);
-    i = gap = j;
+    if (st == ZZ_OK && j > i) st = zz_enc_raw_word(e, cur + off[i], off[j] - off[i]);
+    gap = from = last_end = j;
   }
   if (st == ZZ_OK && gap < ncp) st = zz_enc_raw_word(e, cur + off[gap], off[ncp] - off[gap]);
 done:

@@ -270,16 +270,18 @@ static long zz_re_number(zz_re_parse *ps) {
   return v;
 }
 
-/* {m}, {m,}, {m,n} after its '{' into *min, *max; false (ps->p back where it was)
- * when the brace does not start one, which Oniguruma then reads as a literal. */
+/* {m}, {m,}, {m,n}, {,n} (Oniguruma's {0,n}) after its '{' into *min, *max; false
+ * (ps->p back where it was) when the brace does not start one ({,} neither), which
+ * Oniguruma then reads as a literal. */
 static bool zz_re_braces(zz_re_parse *ps, size_t *min, size_t *max) {
   const char *at = ps->p;
-  long m = zz_re_number(ps), n = m;
+  bool no_min = ps->p < ps->end && *ps->p == ',';
+  long m = no_min ? 0 : zz_re_number(ps), n = m;
   if (m >= 0 && ps->p < ps->end && *ps->p == ',') {
     ps->p++;
     n = ps->p < ps->end && *ps->p == '}' ? -2 : zz_re_number(ps);
   }
-  if (m < 0 || n == -1 || ps->p >= ps->end || *ps->p != '}' || (n >= 0 && n < m)) {
+  if (m < 0 || n == -1 || (no_min && n == -2) || ps->p >= ps->end || *ps->p != '}' || (n >= 0 && n < m)) {
     ps->p = at;
     return false;
   }
@@ -465,9 +467,8 @@ static bool zz_re_alt_at(const zz_re_text *t, const zz_re_alt *a, size_t pos, co
   return false;
 }
 
-size_t zz_regex_match(const zz_regex *re, const uint32_t *cp, const uint8_t *cls, size_t n, size_t i, size_t *budget) {
+bool zz_regex_match(const zz_regex *re, const uint32_t *cp, const uint8_t *cls, size_t n, size_t i, size_t *end,
+                    size_t *budget) {
   zz_re_text t = {.cp = cp, .cls = cls, .n = n, .budget = budget};
-  size_t end = i;
-  if (!zz_re_alt_at(&t, re->root, i, NULL, &end)) return i;
-  return end;
+  return zz_re_alt_at(&t, re->root, i, NULL, end);
 }

@@ -9,7 +9,8 @@
  *     zz_regex *re;
  *     ZZ_CHECK(zz_regex_compile(pattern, "tokenizer.json: pre_tokenizer Split", &re));
  *     size_t budget = 1 << 20;
- *     size_t end = zz_regex_match(re, cp, cls, n, i, &budget);   // i: no match at i
+ *     size_t end;
+ *     if (zz_regex_match(re, cp, cls, n, i, &end, &budget)) ...   // [i, end) matched
  *     zz_regex_free(re);
  */
 #ifndef ZZ_REGEX_IMPL_H
@@ -37,12 +38,13 @@ enum { ZZ_RE_LETTER = 1, ZZ_RE_NUMBER = 2, ZZ_RE_SPACE = 4 };
 /* The class bit of cp (0: none of them), by the generated Unicode tables. */
 uint8_t zz_regex_class(uint32_t cp);
 
-/* The end (exclusive) of the match of re starting at code point i of cp[0, n)
- * (cls[k] = zz_regex_class(cp[k])), or i when none starts there: an empty match
- * counts as none, as the pre-tokenizer drops empty pieces. *budget: the steps the
- * matcher may still take, decreased by those it takes; at 0 it gives up (returns
- * i), and the caller reports a pattern that backtracks too much. */
-size_t zz_regex_match(const zz_regex *re, const uint32_t *cp, const uint8_t *cls, size_t n, size_t i, size_t *budget);
+/* Whether a match of re starts at code point i of cp[0, n) (cls[k] =
+ * zz_regex_class(cp[k]), i <= n); its end (exclusive, i for an empty match) in
+ * *end. *budget: the steps the matcher may still take, decreased by those it
+ * takes; at 0 it gives up (false), and the caller reports a pattern that
+ * backtracks too much. */
+bool zz_regex_match(const zz_regex *re, const uint32_t *cp, const uint8_t *cls, size_t n, size_t i, size_t *end,
+                    size_t *budget);
 
 #ifdef __cplusplus
 }

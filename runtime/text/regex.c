@@ -461,9 +461,16 @@ static bool zz_re_seq_at(const zz_re_text *t, const zz_re_seq *seq, int idx, siz
   }
 }
 
+/* Whether seq cannot start at pos: its first item is a set that must match once
+ * and the code point there is not in it (a shortcut; seq_at would fail alike). */
+static bool zz_re_cannot_start(const zz_re_text *t, const zz_re_seq *seq, size_t pos) {
+  if (seq->n == 0 || seq->items[0].kind != ZZ_RE_SET || seq->items[0].min == 0) return false;
+  return pos >= t->n || !zz_re_set_has(&seq->items[0].set, t->cp[pos], t->cls[pos]);
+}
+
 static bool zz_re_alt_at(const zz_re_text *t, const zz_re_alt *a, size_t pos, const zz_re_cont *k, size_t *end) {
   for (int i = 0; i < a->n; i++)
-    if (zz_re_seq_at(t, &a->seqs[i], 0, pos, k, end)) return true;
+    if (!zz_re_cannot_start(t, &a->seqs[i], pos) && zz_re_seq_at(t, &a->seqs[i], 0, pos, k, end)) return true;
   return false;
 }
 

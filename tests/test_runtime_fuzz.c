@@ -189,6 +189,8 @@ static void test_fuzz_merges(void) { zz_fuzz_text("merges.txt", 200, zz_load_tok
 static void test_fuzz_tokenizer_json(void) {
   zz_fuzz_text_in("tok-llama3", "tokenizer.json", 100, zz_load_tokenizer);
   zz_fuzz_text_in("tok-llama2", "tokenizer.json", 100, zz_load_tokenizer);
+  zz_fuzz_text_in("tok-qwen2", "tokenizer.json", 100, zz_load_tokenizer);
+  zz_fuzz_text_in("tok-phi3", "tokenizer.json", 100, zz_load_tokenizer);
 }
 /* config.json read as a prompts file: every line is a malformed prompt */
 static void test_fuzz_prompts(void) { zz_fuzz_text("config.json", 200, zz_load_prompts); }

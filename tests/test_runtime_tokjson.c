@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "regex_impl.h" /* the Split patterns' matcher, fuzzed below */
 #include "zz_tests.h"
 
 #ifndef ZZ_FIXTURES_DIR
@@ -104,6 +105,25 @@ static void test_tokjson_spm_split(void) {
 static void test_tokjson_gpt2(void) {
   int rt = 0;
   zz_tj_cases("tok-gpt2-json", &rt);
+}
+
+/* The families of issue 45 (make_tokenizer_family_fixtures.py): Qwen2/2.5/3's NFC
+ * and Split regex, Mistral v0.1 and v0.3, Phi-3's added tokens with rstrip. */
+static void test_tokjson_qwen2(void) {
+  int rt = 0;
+  zz_tj_cases("tok-qwen2", &rt);
+  CU_ASSERT(rt >= 75); /* byte-level: all but the texts NFC changes */
+}
+static void test_tokjson_mistral(void) {
+  int rt = 0;
+  zz_tj_cases("tok-mistral", &rt);
+  CU_ASSERT(rt >= 75);
+  zz_tj_cases("tok-mistral-v3", &rt);
+}
+static void test_tokjson_phi3(void) {
+  int rt = 0;
+  zz_tj_cases("tok-phi3", &rt);
+  CU_ASSERT(rt >= 70);
 }
 
 /* Random UTF-8 (all planes, whitespace, digits, the added tokens' characters)
@@ -271,11 +291,23 @@ static void edit_split(json_t *r) {
   json_t *split = json_array_get(json_object_get(json_object_get(r, "pre_tokenizer"), "pretokenizers"), 0);
   zz_set(json_object_get(split, "pattern"), "Regex", json_string("\\w+|\\s+"));
 }
+/* Qwen2's pre-tokenizer with another Split pattern. */
+static void zz_tj_split_pattern(json_t *r, const char *pattern) {
+  json_t *split = json_array_get(json_object_get(json_object_get(r, "pre_tokenizer"), "pretokenizers"), 0);
+  zz_set(json_object_get(split, "pattern"), "Regex", json_string(pattern));
+}
+static void edit_split_lu(json_t *r) { zz_tj_split_pattern(r, "\\p{Lu}+|\\s+"); }
+static void edit_split_behind(json_t *r) { zz_tj_split_pattern(r, "(?<=a)b"); }
+static void edit_split_lazy(json_t *r) { zz_tj_split_pattern(r, "\\p{L}+?"); }
+static void edit_split_group(json_t *r) { zz_tj_split_pattern(r, "(?:ab)+"); }
+static void edit_split_anchor(json_t *r) { zz_tj_split_pattern(r, "^\\s+"); }
+static void edit_split_open(json_t *r) { zz_tj_split_pattern(r, "(?:ab"); }
+static void edit_nfd(json_t *r) { zz_set(r, "normalizer", json_pack("{ss}", "type", "NFD")); }
 static void edit_bert_pre(json_t *r) { zz_set(r, "pre_tokenizer", json_pack("{ss}", "type", "BertPreTokenizer")); }
 static void edit_decoder_null(json_t *r) { zz_set(r, "decoder", json_null()); }
 static void edit_decoder_wp(json_t *r) { zz_set(r, "decoder", json_pack("{ss}", "type", "WordPiece")); }
-static void edit_lstrip(json_t *r) {
-  zz_set(json_array_get(json_object_get(r, "added_tokens"), 0), "lstrip", json_true());
+static void edit_single_word(json_t *r) {
+  zz_set(json_array_get(json_object_get(r, "added_tokens"), 0), "single_word", json_true());
 }
 static void edit_added_id(json_t *r) {
   zz_set(json_array_get(json_object_get(r, "added_tokens"), 0), "id", json_integer(5));
@@ -298,13 +330,156 @@ static void test_tokjson_refused(void) {
   zz_tj_refused("tok-llama3", edit_nfkc, "normalizer type \"NFKC\"");
   zz_tj_refused("tok-llama2", edit_regex_replace, "Regex pattern");
   zz_tj_refused("tok-llama3", edit_split, "Split pattern");
+  zz_tj_refused("tok-qwen2", edit_split_lu, "a Unicode class other than \\p{L} and \\p{N} (\"\\p{Lu}");
+  zz_tj_refused("tok-qwen2", edit_split_behind, "a (? group other than");
+  zz_tj_refused("tok-qwen2", edit_split_lazy, "a lazy or possessive repeat");
+  zz_tj_refused("tok-qwen2", edit_split_group, "a repeated group (\"+\" at offset 6)");
+  zz_tj_refused("tok-qwen2", edit_split_anchor, "an anchor");
+  zz_tj_refused("tok-qwen2", edit_split_open, "an unclosed (");
+  zz_tj_refused("tok-qwen2", edit_nfd, "normalizer type \"NFD\"");
   zz_tj_refused("tok-llama3", edit_bert_pre, "pre_tokenizer type \"BertPreTokenizer\"");
   zz_tj_refused("tok-llama3", edit_decoder_null, "decoder is null");
   zz_tj_refused("tok-llama3", edit_decoder_wp, "\"WordPiece\"");
-  zz_tj_refused("tok-llama3", edit_lstrip, "lstrip");
+  zz_tj_refused("tok-llama3", edit_single_word, "single_word true is not supported");
   zz_tj_refused("tok-llama2", edit_added_id, "model.vocab gives it 0");
   zz_tj_refused("tok-llama3", edit_roberta, "post_processor type \"RobertaProcessing\"");
   zz_tj_refused("tok-llama2-meta", edit_prepend_scheme, "prepend_scheme \"sometimes\"");
+}
+
+/* tok-qwen2 with its Split pattern replaced, written to a fresh directory. */
+static zz_tokenizer *zz_tj_with_pattern(const char *pattern, char *dir, size_t dir_size) {
+  char src[4200], dst[4200];
+  snprintf(src, sizeof src, "%s/tok-qwen2/tokenizer.json", ZZ_FIXTURES_DIR);
+  snprintf(dir, dir_size, "%s", zz_test_tmpdir());
+  snprintf(dst, sizeof dst, "%s/tokenizer.json", dir);
+  json_error_t jerr;
+  json_t *root = json_load_file(src, 0, &jerr);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+  zz_tj_split_pattern(root, pattern);
+  CU_ASSERT_EQUAL_FATAL(json_dump_file(root, dst, 0), 0);
+  json_decref(root);
+  zz_tokenizer *tok = NULL;
+  CU_ASSERT_EQUAL(zz_tokenizer_load(dir, &tok), ZZ_OK);
+  return tok;
+}
+
+/* Split patterns other than the shipped ones: text no match covers is a piece of
+ * its own, lookahead and (?i:) sets work, empty matches split as Oniguruma's
+ * find_iter does (ids from tokenizers 0.23.3 with the same edit: make_tokenizer_
+ * family_fixtures.py --split-goldens); a pattern that backtracks without bound is
+ * an error, not a hang. */
+static void test_tokjson_split_patterns(void) {
+  static const struct {
+    const char *pattern, *text;
+    int32_t ids[24];
+    int n;
+  } cases[] = {
+      {"\\p{L}+|[0-9]{2}",
+       "Hello 12345 world!!  ok",
+       {359, 287, 78, 220, 16, 17, 18, 19, 20, 220, 86, 278, 494, 0, 0, 324, 78, 74},
+       18},
+      {"[^\\s]+(?=\\s)|(?i:[A-C])",
+       "Hello 12345 world!!  ok",
+       {359, 287, 78, 220, 16, 17, 18, 19, 20, 220, 86, 278, 494, 0, 0, 220, 260, 74},
+       18},
+      {"[^\\s]+(?=\\s)|(?i:[A-C])",
+       "abc  Cab\n\n12 3 45678",
+       {364, 66, 324, 34, 364, 198, 198, 16, 17, 220, 18, 220, 19, 20, 21, 22, 23},
+       17},
+      /* empty matches (Oniguruma's find_iter): the text between falls into characters */
+      {"l{,2}",
+       "Hello 12345 world!!  ok",
+       {39, 68, 287, 78, 220, 16, 17, 18, 19, 20, 220, 86, 78, 81, 75, 67, 0, 0, 220, 220, 78, 74},
+       22},
+      /* {,} is no repeat but the literal text "{,}" */
+      {"o{,}|\\s+",
+       "Hello 12345 world!!  ok",
+       {359, 287, 78, 220, 16, 17, 18, 19, 20, 220, 86, 278, 494, 0, 0, 324, 78, 74},
+       18},
+  };
+  char dir[4096];
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    zz_tokenizer *tok = zz_tj_with_pattern(cases[c].pattern, dir, sizeof dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(zz_tokenizer_encode(tok, cases[c].text, strlen(cases[c].text), &ids, &n), ZZ_OK);
+    bool same = n == cases[c].n && memcmp(ids, cases[c].ids, (size_t)n * sizeof *ids) == 0;
+    if (!same) fprintf(stderr, "\n  pattern %s on \"%s\": %lld ids\n", cases[c].pattern, cases[c].text, (long long)n);
+    CU_ASSERT(same);
+    free(ids);
+    zz_tokenizer_free(tok);
+    zz_tj_rm(dir);
+  }
+  /* each start tries every split of the run among four stars */
+  zz_tokenizer *tok = zz_tj_with_pattern("\\p{L}*\\p{L}*\\p{L}*\\p{L}*x", dir, sizeof dir);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
+  char text[3001];
+  memset(text, 'a', 3000);
+  text[3000] = '\0';
+  int32_t *ids = NULL;
+  int64_t n = 0;
+  zz_error_clear();
+  CU_ASSERT_EQUAL(zz_tokenizer_encode(tok, text, 3000, &ids, &n), ZZ_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "backtracks too much"));
+  free(ids);
+  zz_tokenizer_free(tok);
+  zz_tj_rm(dir);
+}
+
+/* Qwen's pattern mutated (bytes changed, regex syntax put in): each one compiles or
+ * is refused with a message, and a compiled one matches random text within its
+ * budget, ending inside the text. ASan and UBSan watch it in CI. */
+static void test_tokjson_regex_mutations(void) {
+  static const char base[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+"
+                             "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+  static const char syntax[] = "()[]{}|?*+\\^$.-,:!=<i0123pPsSLN'";
+  static const uint32_t chars[] = {'a', 'Z', '5', ' ', '\n', '\r', '\'', 's', 0xE9, 0x17F, 0x3000, 0x4E2D, '!', '{'};
+  zz_rng rng;
+  zz_rng_seed(&rng, 20261207, 0);
+  int compiled = 0, refused = 0;
+  uint32_t cp[64];
+  uint8_t cls[64];
+  for (int it = 0; it < 4000; it++) {
+    char pat[sizeof base + 8];
+    memcpy(pat, base, sizeof base);
+    size_t len = sizeof base - 1;
+    for (int m = 0, edits = 1 + (int)(zz_rng_next(&rng) % 4); m < edits; m++) {
+      uint64_t r = zz_rng_next(&rng);
+      size_t at = (size_t)(r >> 8) % len;
+      char c = syntax[(r >> 40) % (sizeof syntax - 1)];
+      if (r % 3 == 0 && len + 1 < sizeof pat) { /* insert */
+        memmove(pat + at + 1, pat + at, len - at + 1);
+        pat[at] = c;
+        len++;
+      } else if (r % 3 == 1 && len > 1) { /* delete */
+        memmove(pat + at, pat + at + 1, len - at);
+        len--;
+      } else {
+        pat[at] = c;
+      }
+    }
+    zz_regex *re = NULL;
+    zz_error_clear();
+    zz_status st = zz_regex_compile(pat, "fuzz", &re);
+    if (st != ZZ_OK) {
+      CU_ASSERT(re == NULL && strstr(zz_error_message(), "fuzz pattern") != NULL);
+      refused++;
+      continue;
+    }
+    compiled++;
+    size_t n = 1 + zz_rng_next(&rng) % 64;
+    for (size_t k = 0; k < n; k++) {
+      cp[k] = chars[zz_rng_next(&rng) % (sizeof chars / sizeof chars[0])];
+      cls[k] = zz_regex_class(cp[k]);
+    }
+    for (size_t i = 0; i <= n; i++) {
+      size_t budget = 1 << 16, end = SIZE_MAX;
+      if (zz_regex_match(re, cp, cls, n, i, &end, &budget)) CU_ASSERT(end >= i && end <= n);
+    }
+    zz_regex_free(re);
+  }
+  CU_ASSERT(compiled > 500 && refused > 500); /* both sides reached */
 }
 
 /* Not JSON at all, and a tokenizer_config.json asking for a BOS the file lacks. */
@@ -394,9 +569,14 @@ void zz_test_tokjson_register(void) {
   CU_add_test(s, "LLaMA-2 Metaspace (prepend first, no split)", test_tokjson_llama2_meta);
   CU_add_test(s, "Metaspace split, fused <unk>, Metaspace decoder", test_tokjson_spm_split);
   CU_add_test(s, "GPT-2 style tokenizer.json (prefix space)", test_tokjson_gpt2);
+  CU_add_test(s, "Qwen2/2.5/3: NFC, Qwen's Split regex, ByteLevel", test_tokjson_qwen2);
+  CU_add_test(s, "Mistral v0.1 (Prepend + Replace) and v0.3 (control tokens, Metaspace)", test_tokjson_mistral);
+  CU_add_test(s, "Phi-3: added tokens with rstrip", test_tokjson_phi3);
   CU_add_test(s, "random UTF-8 round trips", test_tokjson_random_round_trip);
   CU_add_test(s, "tokenizer.json preferred over vocab.json", test_tokjson_preferred);
   CU_add_test(s, "unsupported or broken tokenizer.json refused", test_tokjson_refused);
+  CU_add_test(s, "Split patterns with gaps, lookahead, (?i:); runaway backtracking", test_tokjson_split_patterns);
+  CU_add_test(s, "mutated Split patterns: compiled or refused, matches in bounds", test_tokjson_regex_mutations);
   CU_add_test(s, "broken JSON, tokenizer_config.json BOS/EOS", test_tokjson_bad_files);
   CU_add_test(s, "tokenizer_config.json as real directories ship it", test_tokjson_hub_config);
 }

@@ -1,17 +1,18 @@
 /*
  * tokenizer_json.c — reads a Hugging Face tokenizer.json (the tokenizers library's
- * serialization) and the tokenizer_config.json beside it into a zz_tokenizer that
- * tokenizer.c encodes and decodes.
+ * serialization) into a zz_tokenizer that encode.c and decode.c use; the
+ * tokenizer_config.json beside it is read by tokenizer_config.c.
  *
  * What is understood (everything else is refused, naming the field and the file):
  *   model           BPE: vocab, merges ("a b" strings or [a, b] pairs), unk_token,
  *                   fuse_unk, byte_fallback, ignore_merges; no dropout, no
  *                   continuing_subword_prefix / end_of_word_suffix
- *   added_tokens    matched in the text before anything else; no lstrip, rstrip,
- *                   single_word; "normalized" ones only without a normalizer
- *   normalizer      null, Prepend, Replace (String pattern), Sequence of them
+ *   added_tokens    matched in the text before anything else, with the whitespace
+ *                   before (lstrip) and after (rstrip) them; no single_word;
+ *                   "normalized" ones only without a normalizer
+ *   normalizer      null, NFC, Prepend, Replace (String pattern), Sequence of them
  *   pre_tokenizer   null; ByteLevel (use_regex: GPT-2's pattern; add_prefix_space);
- *                   Sequence [Split (GPT-2's or LLaMA-3's pattern, Isolated), ByteLevel
+ *                   Sequence [Split (a Regex pattern regex.c understands, Isolated), ByteLevel
  *                   (use_regex false)]; Metaspace (prepend_scheme, split)
  *   decoder         ByteLevel; Metaspace; Sequence [Replace..., ByteFallback, Fuse, Strip]
  *   post_processor  null, ByteLevel, TemplateProcessing (a special token before and/or
@@ -20,7 +21,7 @@
  * tokenizer_config.json: for tokenizer_class LlamaTokenizer(Fast), add_bos_token
  * (default true) and add_eos_token (default false) replace the post-processor, as
  * LlamaTokenizerFast.update_post_processor does; added_tokens_decoder must agree
- * with tokenizer.json; the other keys are ignored (zz_json_config says which).
+ * with tokenizer.json; the other keys are ignored (zz_tok_load_config says which).
  */
 #include <jansson.h>
 #include <stdlib.h>
@@ -28,14 +29,6 @@
 #include <unistd.h>
 
 #include "tokenizer_impl.h"
-#include "zz_hf_json.h" /* zz_json_load_hf: the reading of Hugging Face's JSON files */
-
-/* The two split patterns the pre-tokenizer matches by hand (tokenizer.c). */
-static const char zz_gpt2_pattern[] =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-static const char zz_llama3_pattern[] =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 bool zz_tokenizer_has_json(const char *dir) {
   if (!dir) return false;
@@ -49,8 +42,7 @@ bool zz_tokenizer_has_json(const char *dir) {
 /* The "type" of a component object, or NULL. */
 static const char *zz_j_type(const json_t *o) { return json_string_value(json_object_get(o, "type")); }
 
-/* A bool member: absent or null gives def; another type is an error. */
-static zz_status zz_j_bool(const json_t *o, const char *key, bool def, bool *out, const char *path, const char *where) {
+zz_status zz_tok_json_bool(const json_t *o, const char *key, bool def, bool *out, const char *path, const char *where) {
   json_t *v = json_object_get(o, key);
   if (!v || json_is_null(v)) {
     *out = def;
@@ -163,12 +155,6 @@ static zz_status zz_json_merges(zz_tokenizer *tok, const json_t *merges, const c
   return ZZ_OK;
 }
 
-static int zz_added_cmp(const void *pa, const void *pb) {
-  const zz_tok_added *a = pa, *b = pb;
-  if (a->len != b->len) return a->len > b->len ? -1 : 1;
-  return a->id < b->id ? -1 : a->id > b->id;
-}
-
 /* The vocabulary (model.vocab, then the added tokens not in it), the merges and
  * the BPE options. */
 static zz_status zz_json_model(zz_tokenizer *tok, const json_t *root, const char *path) {
@@ -186,9 +172,9 @@ static zz_status zz_json_model(zz_tokenizer *tok, const json_t *root, const char
     if (v && !json_is_null(v) && !(json_is_string(v) && !json_string_value(v)[0]))
       return zz_error(ZZ_ERR_UNSUPPORTED, "%s: model.%s is not supported (must be null)", path, affixes[i]);
   }
-  ZZ_CHECK(zz_j_bool(model, "fuse_unk", false, &tok->fuse_unk, path, "model"));
-  ZZ_CHECK(zz_j_bool(model, "byte_fallback", false, &tok->byte_fallback, path, "model"));
-  ZZ_CHECK(zz_j_bool(model, "ignore_merges", false, &tok->ignore_merges, path, "model"));
+  ZZ_CHECK(zz_tok_json_bool(model, "fuse_unk", false, &tok->fuse_unk, path, "model"));
+  ZZ_CHECK(zz_tok_json_bool(model, "byte_fallback", false, &tok->byte_fallback, path, "model"));
+  ZZ_CHECK(zz_tok_json_bool(model, "ignore_merges", false, &tok->ignore_merges, path, "model"));
 
   json_t *vocab = json_object_get(model, "vocab");
   if (!json_is_object(vocab)) return zz_error(ZZ_ERR_FORMAT, "%s: model.vocab must be an object", path);
@@ -220,18 +206,17 @@ static zz_status zz_json_model(zz_tokenizer *tok, const json_t *root, const char
     if (!json_is_integer(jid) || !content || !len || strlen(content) != len)
       return zz_error(ZZ_ERR_FORMAT, "%s: %s needs an integer \"id\" and a non-empty \"content\"", path, where);
     bool flag = false;
-    static const char *const unsupported[] = {"lstrip", "rstrip", "single_word"};
-    for (int k = 0; k < 3; k++) {
-      ZZ_CHECK(zz_j_bool(v, unsupported[k], false, &flag, path, where));
-      if (flag)
-        return zz_error(ZZ_ERR_UNSUPPORTED, "%s: %s (\"%.80s\"): %s true is not supported", path, where, content,
-                        unsupported[k]);
-    }
+    ZZ_CHECK(zz_tok_json_bool(v, "single_word", false, &flag, path, where));
+    if (flag)
+      return zz_error(ZZ_ERR_UNSUPPORTED, "%s: %s (\"%.80s\"): single_word true is not supported", path, where,
+                      content);
     bool special = false;
-    ZZ_CHECK(zz_j_bool(v, "special", false, &special, path, where));
+    ZZ_CHECK(zz_tok_json_bool(v, "special", false, &special, path, where));
     zz_tok_added *a = &tok->added[tok->n_added];
     /* the library's default: special tokens are matched in the raw text */
-    ZZ_CHECK(zz_j_bool(v, "normalized", !special, &a->normalized, path, where));
+    ZZ_CHECK(zz_tok_json_bool(v, "normalized", !special, &a->normalized, path, where));
+    ZZ_CHECK(zz_tok_json_bool(v, "lstrip", false, &a->lstrip, path, where));
+    ZZ_CHECK(zz_tok_json_bool(v, "rstrip", false, &a->rstrip, path, where));
     json_int_t id = json_integer_value(jid);
     const zz_tok_entry *in_vocab = zz_tok_find(tok, content, len);
     if (in_vocab && in_vocab->id != id)
@@ -244,7 +229,7 @@ static zz_status zz_json_model(zz_tokenizer *tok, const json_t *root, const char
     a->id = (int32_t)id;
     tok->n_added++;
   }
-  qsort(tok->added, (size_t)tok->n_added, sizeof *tok->added, zz_added_cmp);
+  zz_tok_added_sort(tok);
 
   ZZ_CHECK(zz_json_merges(tok, json_object_get(model, "merges"), path));
 
@@ -277,8 +262,11 @@ static zz_status zz_json_normalizer(zz_tokenizer *tok, const json_t *root, const
   json_t *s;
   json_array_foreach(steps, i, s) {
     const char *type = zz_j_type(s);
-    zz_tok_replace *r = &tok->norm[tok->n_norm++];
-    if (type && strcmp(type, "Prepend") == 0) {
+    zz_tok_norm *step = &tok->norm[tok->n_norm++];
+    zz_tok_replace *r = &step->replace;
+    if (type && strcmp(type, "NFC") == 0) {
+      step->nfc = true;
+    } else if (type && strcmp(type, "Prepend") == 0) {
       const char *pre;
       st = zz_j_str(s, "prepend", &pre, path, "normalizer Prepend");
       if (st == ZZ_OK) st = zz_replace_set(r, NULL, pre, path);
@@ -286,7 +274,7 @@ static zz_status zz_json_normalizer(zz_tokenizer *tok, const json_t *root, const
       st = zz_j_replace(s, r, path, "normalizer Replace");
     } else {
       st = zz_error(ZZ_ERR_UNSUPPORTED,
-                    "%s: normalizer type \"%.40s\" is not supported (supported: Prepend, "
+                    "%s: normalizer type \"%.40s\" is not supported (supported: NFC, Prepend, "
                     "Replace with a String pattern, a Sequence of them)",
                     path, type ? type : "(none)");
     }
@@ -300,7 +288,7 @@ static zz_status zz_json_prepend_scheme(const json_t *o, zz_tok_prepend *out, co
   const char *scheme = json_string_value(json_object_get(o, "prepend_scheme"));
   if (!scheme) { /* files before tokenizers 0.14 say add_prefix_space */
     bool add = true;
-    ZZ_CHECK(zz_j_bool(o, "add_prefix_space", true, &add, path, where));
+    ZZ_CHECK(zz_tok_json_bool(o, "add_prefix_space", true, &add, path, where));
     *out = add ? ZZ_PREPEND_ALWAYS : ZZ_PREPEND_NEVER;
   } else if (strcmp(scheme, "always") == 0) {
     *out = ZZ_PREPEND_ALWAYS;
@@ -321,7 +309,7 @@ static zz_status zz_json_pre_step(zz_tokenizer *tok, const json_t *s, size_t i, 
     const char *pat = json_string_value(json_object_get(json_object_get(s, "pattern"), "Regex"));
     const char *behavior = json_string_value(json_object_get(s, "behavior"));
     bool invert = false;
-    ZZ_CHECK(zz_j_bool(s, "invert", false, &invert, path, "pre_tokenizer Split"));
+    ZZ_CHECK(zz_tok_json_bool(s, "invert", false, &invert, path, "pre_tokenizer Split"));
     if (i != 0 || tok->split != ZZ_SPLIT_NONE)
       return zz_error(ZZ_ERR_UNSUPPORTED, "%s: pre_tokenizer: a Split is supported only as the first step", path);
     if (!pat || !behavior || strcmp(behavior, "Isolated") != 0 || invert)
@@ -329,20 +317,14 @@ static zz_status zz_json_pre_step(zz_tokenizer *tok, const json_t *s, size_t i, 
                       "%s: pre_tokenizer Split: only a Regex pattern with behavior "
                       "\"Isolated\" and invert false is supported",
                       path);
-    if (strcmp(pat, zz_llama3_pattern) == 0) tok->split = ZZ_SPLIT_LLAMA3;
-    else if (strcmp(pat, zz_gpt2_pattern) == 0)
-      tok->split = ZZ_SPLIT_GPT2;
-    else
-      return zz_error(ZZ_ERR_UNSUPPORTED,
-                      "%s: pre_tokenizer Split pattern \"%.120s\" is not supported (only "
-                      "GPT-2's and LLaMA-3's patterns)",
-                      path, pat);
-    return ZZ_OK;
+    char where[4200];
+    snprintf(where, sizeof where, "%.4000s: pre_tokenizer Split", path);
+    return zz_tok_set_split(tok, pat, where);
   }
   if (type && strcmp(type, "ByteLevel") == 0) {
     bool use_regex = false;
-    ZZ_CHECK(zz_j_bool(s, "use_regex", true, &use_regex, path, "pre_tokenizer ByteLevel"));
-    ZZ_CHECK(zz_j_bool(s, "add_prefix_space", false, &tok->prefix_space, path, "pre_tokenizer ByteLevel"));
+    ZZ_CHECK(zz_tok_json_bool(s, "use_regex", true, &use_regex, path, "pre_tokenizer ByteLevel"));
+    ZZ_CHECK(zz_tok_json_bool(s, "add_prefix_space", false, &tok->prefix_space, path, "pre_tokenizer ByteLevel"));
     if (tok->byte_level || i + 1 != n)
       return zz_error(ZZ_ERR_UNSUPPORTED, "%s: pre_tokenizer: ByteLevel is supported only as the last step", path);
     if (tok->split != ZZ_SPLIT_NONE && (use_regex || tok->prefix_space))
@@ -350,7 +332,7 @@ static zz_status zz_json_pre_step(zz_tokenizer *tok, const json_t *s, size_t i, 
                       "%s: pre_tokenizer: ByteLevel after a Split needs use_regex and "
                       "add_prefix_space false",
                       path);
-    if (use_regex) tok->split = ZZ_SPLIT_GPT2;
+    if (use_regex) ZZ_CHECK(zz_tok_set_split(tok, NULL, path));
     tok->byte_level = true;
     return ZZ_OK;
   }
@@ -360,7 +342,7 @@ static zz_status zz_json_pre_step(zz_tokenizer *tok, const json_t *s, size_t i, 
     ZZ_CHECK(zz_j_char(s, "replacement", tok->meta_rep, &tok->meta_rep_len, path, "pre_tokenizer Metaspace"));
     ZZ_CHECK(zz_json_prepend_scheme(s, &tok->meta_prepend, path, "pre_tokenizer Metaspace"));
     bool split = false;
-    ZZ_CHECK(zz_j_bool(s, "split", true, &split, path, "pre_tokenizer Metaspace"));
+    ZZ_CHECK(zz_tok_json_bool(s, "split", true, &split, path, "pre_tokenizer Metaspace"));
     if (split) tok->split = ZZ_SPLIT_META;
     return ZZ_OK;
   }
@@ -522,214 +504,6 @@ static zz_status zz_json_post_processor(zz_tokenizer *tok, const json_t *root, c
   return st;
 }
 
-/* ================================================================ tokenizer_config.json */
-
-/* A token of the tokenizer (added tokens first) by its text. */
-static const zz_tok_entry *zz_tok_find_any(const zz_tokenizer *tok, const char *s) {
-  for (int i = 0; i < tok->n_added; i++)
-    if (strcmp(tok->added[i].text, s) == 0) return zz_tok_by_id(tok, tok->added[i].id);
-  return zz_tok_find(tok, s, strlen(s));
-}
-
-/* bos_token / eos_token: a string or {"content": ...}; absent: def; null: NULL
- * (the tokenizer has none). */
-static const char *zz_config_token(const json_t *cfg, const char *key, const char *def) {
-  json_t *v = json_object_get(cfg, key);
-  if (!v) return def;
-  if (json_is_object(v)) v = json_object_get(v, "content");
-  return json_string_value(v);
-}
-
-/* added_tokens_decoder {"id": {"content": …, "special": …, …}}: transformers adds
- * an entry tokenizer.json lacks to the tokenizer it builds, so each one must be
- * that id of tokenizer.json already, or the ids would differ from transformers'. */
-static zz_status zz_json_config_added(const zz_tokenizer *tok, const json_t *cfg, const char *path) {
-  json_t *dec = json_object_get(cfg, "added_tokens_decoder");
-  if (!dec || json_is_null(dec)) return ZZ_OK;
-  if (!json_is_object(dec)) return zz_error(ZZ_ERR_FORMAT, "%s: \"added_tokens_decoder\" must be an object", path);
-  const char *key;
-  json_t *v;
-  json_object_foreach((json_t *)dec, key, v) {
-    char *end = NULL;
-    long long id = strtoll(key, &end, 10);
-    const char *content = json_string_value(json_object_get(v, "content"));
-    if (!*key || *end || id < 0 || id > INT32_MAX || !content)
-      return zz_error(ZZ_ERR_FORMAT, "%s: added_tokens_decoder \"%.40s\" must map an id to {\"content\": ...}", path,
-                      key);
-    const zz_tok_entry *e = zz_tok_by_id(tok, (int32_t)id);
-    if (!e || strcmp(e->text, content) != 0)
-      return zz_error(ZZ_ERR_UNSUPPORTED,
-                      "%s: added_tokens_decoder %lld \"%.80s\" is not that id of tokenizer.json "
-                      "(transformers would add it; zigzag reads tokenizer.json's tokens only)",
-                      path, id, content);
-  }
-  return ZZ_OK;
-}
-
-/* What is read of tokenizer_config.json, and what is ignored on purpose:
- *   tokenizer_class, add_bos_token, add_eos_token, bos_token, eos_token: read (above)
- *   added_tokens_decoder: checked against tokenizer.json's tokens
- *   model_max_length (often the sentinel 1e30: no bound), chat_template, padding /
- *   truncation sides, clean_up_tokenization_spaces, legacy, unk / pad / mask tokens:
- *   ignored; zigzag neither truncates, pads by text nor renders chat templates, and
- *   tokenizer.json already fixes the encoding. */
-static zz_status zz_json_config(zz_tokenizer *tok, const char *dir) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-  json_t *cfg;
-  ZZ_CHECK(zz_json_load_hf(path, false, &cfg));
-  if (!cfg) return ZZ_OK;
-  zz_status st = zz_json_config_added(tok, cfg, path);
-  const char *cls = json_string_value(json_object_get(cfg, "tokenizer_class"));
-  if (st == ZZ_OK && cls && (strcmp(cls, "LlamaTokenizer") == 0 || strcmp(cls, "LlamaTokenizerFast") == 0)) {
-    /* LlamaTokenizerFast rebuilds the post-processor from these two */
-    bool add[2] = {false, false};
-    const char *keys[2] = {"add_bos_token", "add_eos_token"};
-    const char *tokens[2] = {"bos_token", "eos_token"};
-    const char *names[2] = {zz_config_token(cfg, "bos_token", "<s>"), zz_config_token(cfg, "eos_token", "</s>")};
-    int32_t *ids[2] = {&tok->bos_id, &tok->eos_id};
-    for (int k = 0; k < 2 && st == ZZ_OK; k++) {
-      st = zz_j_bool(cfg, keys[k], k == 0, &add[k], path, "tokenizer_config");
-      *ids[k] = -1;
-      if (st != ZZ_OK || !add[k]) continue;
-      const zz_tok_entry *e = names[k] ? zz_tok_find_any(tok, names[k]) : NULL;
-      if (!names[k]) st = zz_error(ZZ_ERR_FORMAT, "%s: %s is true but %s is null", path, keys[k], tokens[k]);
-      else if (!e)
-        st = zz_error(ZZ_ERR_FORMAT, "%s: %s is true but \"%.80s\" is not a token of tokenizer.json", path, keys[k],
-                      names[k]);
-      else
-        *ids[k] = e->id;
-    }
-  }
-  json_decref(cfg);
-  return st;
-}
-
-/* ================================================================ vocab.json's special tokens */
-
-/* GPT2Tokenizer's special token attributes in transformers' order
- * (SPECIAL_TOKENS_ATTRIBUTES); the first three default to "<|endoftext|>". */
-static const char *const zz_special_keys[] = {"bos_token", "eos_token", "unk_token", "sep_token",
-                                              "pad_token", "cls_token", "mask_token"};
-#define ZZ_GPT2_DEFAULT_SPECIAL "<|endoftext|>"
-
-/* Appends the token v (a string or an AddedToken object {"content": ...}) to
- * tok->added, id -1 when it is to be found by its text, unless a token with that
- * text is there already (transformers keeps the first). */
-static zz_status zz_added_push(zz_tokenizer *tok, const json_t *v, int64_t id, const char *path, const char *where) {
-  if (json_is_object(v)) {
-    static const char *const unsupported[] = {"lstrip", "rstrip", "single_word"};
-    for (int k = 0; k < 3; k++) {
-      bool flag = false;
-      ZZ_CHECK(zz_j_bool(v, unsupported[k], false, &flag, path, where));
-      if (flag) return zz_error(ZZ_ERR_UNSUPPORTED, "%s: %s: %s true is not supported", path, where, unsupported[k]);
-    }
-    v = json_object_get(v, "content");
-  }
-  const char *text = json_string_value(v);
-  size_t len = json_string_length(v);
-  if (!text || !len || strlen(text) != len)
-    return zz_error(ZZ_ERR_FORMAT, "%s: %s must be a token: a non-empty string or {\"content\": string}", path, where);
-  if (id > INT32_MAX) return zz_error(ZZ_ERR_FORMAT, "%s: %s: id %lld is over 2^31", path, where, (long long)id);
-  for (int i = 0; i < tok->n_added; i++)
-    if (tok->added[i].len == len && memcmp(tok->added[i].text, text, len) == 0) return ZZ_OK;
-  zz_tok_added *grown = realloc(tok->added, (size_t)(tok->n_added + 1) * sizeof *grown);
-  if (!grown) return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory", path);
-  tok->added = grown;
-  zz_tok_added *a = &tok->added[tok->n_added];
-  *a = (zz_tok_added){.text = strdup(text), .len = len, .id = (int32_t)id};
-  if (!a->text) return zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory", path);
-  tok->n_added++;
-  return ZZ_OK;
-}
-
-zz_status zz_tok_gpt2_specials(zz_tokenizer *tok, const char *dir) {
-  static const char *const names[2] = {"tokenizer_config.json", "special_tokens_map.json"};
-  char path[2][4200];
-  json_t *file[2] = {NULL, NULL};
-  zz_status st = ZZ_OK;
-  for (int f = 0; f < 2 && st == ZZ_OK; f++) {
-    snprintf(path[f], sizeof path[f], "%s/%s", dir, names[f]);
-    st = zz_json_load_hf(path[f], false, &file[f]);
-  }
-  /* tokenizer_config.json's added_tokens_decoder: tokens with their ids */
-  json_t *fixed = file[0] ? json_object_get(file[0], "added_tokens_decoder") : NULL;
-  if (st == ZZ_OK && fixed && !json_is_null(fixed) && !json_is_object(fixed))
-    st = zz_error(ZZ_ERR_FORMAT, "%s: added_tokens_decoder must be an object of id: token", path[0]);
-  const char *key;
-  json_t *v;
-  json_object_foreach(fixed, key, v) {
-    if (st != ZZ_OK) break;
-    char where[96], *end = NULL;
-    snprintf(where, sizeof where, "added_tokens_decoder[\"%.40s\"]", key);
-    long long id = strtoll(key, &end, 10);
-    if (end == key || *end || id < 0)
-      st = zz_error(ZZ_ERR_FORMAT, "%s: %s: the key must be an id >= 0", path[0], where);
-    else
-      st = zz_added_push(tok, v, id, path[0], where);
-  }
-  /* the named special tokens: special_tokens_map.json's over tokenizer_config.json's
-   * (transformers' from_pretrained), GPT2Tokenizer's defaults where neither names
-   * one, none where one says null */
-  for (size_t k = 0; k <= sizeof zz_special_keys / sizeof zz_special_keys[0] && st == ZZ_OK; k++) {
-    const char *name = k < sizeof zz_special_keys / sizeof zz_special_keys[0] ? zz_special_keys[k]
-                                                                              : "additional_special_tokens";
-    int f = file[1] && json_object_get(file[1], name) ? 1 : 0;
-    v = file[f] ? json_object_get(file[f], name) : NULL;
-    if (!v) {
-      if (k < 3) {
-        json_t *def = json_string(ZZ_GPT2_DEFAULT_SPECIAL);
-        st = def ? zz_added_push(tok, def, -1, dir, name) : zz_error(ZZ_ERR_NO_MEMORY, "%s: out of memory", dir);
-        json_decref(def);
-      }
-      continue;
-    }
-    if (json_is_null(v)) continue;
-    if (strcmp(name, "additional_special_tokens") != 0) {
-      st = zz_added_push(tok, v, -1, path[f], name);
-      continue;
-    }
-    if (!json_is_array(v)) {
-      st = zz_error(ZZ_ERR_FORMAT, "%s: additional_special_tokens must be an array", path[f]);
-      continue;
-    }
-    size_t i;
-    json_t *t;
-    json_array_foreach(v, i, t) {
-      char where[64];
-      snprintf(where, sizeof where, "additional_special_tokens[%zu]", i);
-      if (st == ZZ_OK) st = zz_added_push(tok, t, -1, path[f], where);
-    }
-  }
-  json_decref(file[0]);
-  json_decref(file[1]);
-  return st;
-}
-
-zz_status zz_tok_added_ids(zz_tokenizer *tok, const char *path) {
-  /* tokens with ids first, which may lie past the vocabulary; then each new one
-   * takes the next id, as transformers' _add_tokens gives them */
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < tok->n_added; i++) {
-      zz_tok_added *a = &tok->added[i];
-      if ((a->id >= 0) != (pass == 0)) continue;
-      const zz_tok_entry *e = zz_tok_find(tok, a->text, a->len);
-      if (e && a->id >= 0 && e->id != a->id)
-        return zz_error(ZZ_ERR_FORMAT, "%s: added token \"%.80s\" has id %d but the vocabulary gives it %d", path,
-                        a->text, (int)a->id, (int)e->id);
-      if (e) {
-        a->id = e->id;
-        continue;
-      }
-      if (a->id < 0) {
-        if (tok->vocab_size >= INT32_MAX) return zz_error(ZZ_ERR_FORMAT, "%s: too many tokens", path);
-        a->id = (int32_t)tok->vocab_size;
-      }
-      ZZ_CHECK(zz_tok_vocab_add(tok, a->text, a->len, a->id, false, path));
-    }
-  qsort(tok->added, (size_t)tok->n_added, sizeof *tok->added, zz_added_cmp);
-  return ZZ_OK;
-}
 
 /* ================================================================ loading */
 
@@ -757,7 +531,7 @@ zz_status zz_tok_load_json(zz_tokenizer *tok, const char *dir) {
       }
   if (st == ZZ_OK) st = zz_json_decoder(tok, root, path);
   if (st == ZZ_OK) st = zz_json_post_processor(tok, root, path);
-  if (st == ZZ_OK) st = zz_json_config(tok, dir);
+  if (st == ZZ_OK) st = zz_tok_load_config(tok, dir);
   if (st == ZZ_OK) st = zz_tok_finish(tok, path);
   json_decref(root);
   return st;

@@ -1,7 +1,8 @@
 /*
  * zz_text.h — text to token ids and back: byte-pair encoding read from a model
  * directory's tokenizer.json, or GPT-2's vocab.json + merges.txt, with the special
- * tokens Hugging Face adds (runtime/text/tokenizer.c, runtime/text/tokenizer_json.c).
+ * tokens Hugging Face adds (runtime/text/: encode.c, decode.c, tokenizer_json.c, ...;
+ * tokenizer_impl.h lists the files).
  *
  * Usage:
  *     zz_tokenizer *tok;  int32_t *ids;  int64_t n;  char *text;  size_t len;
@@ -22,8 +23,9 @@ extern "C" {
 /* ================================================================ tokenizer */
 
 /* Byte-pair encoding from a model directory: tokenizer.json when it has one (as
- * AutoTokenizer prefers it; LLaMA-3 byte-level, LLaMA-1/2 SentencePiece-style,
- * GPT-2 style; see docs/llama.md), else GPT-2's vocab.json + merges.txt. */
+ * AutoTokenizer prefers it; LLaMA-3 and Qwen2/2.5/3 byte-level, LLaMA-1/2, Mistral and
+ * Phi-3 SentencePiece-style, GPT-2 style; see docs/llama.md), else GPT-2's vocab.json +
+ * merges.txt. */
 typedef struct zz_tokenizer zz_tokenizer;
 
 zz_status zz_tokenizer_load(const char *dir, zz_tokenizer **out);
@@ -47,7 +49,7 @@ zz_status zz_tokenizer_encode(const zz_tokenizer *tok, const char *text, size_t 
 zz_status zz_tokenizer_encode_file(const zz_tokenizer *tok, const char *path, int32_t **ids_out, int64_t *n_out);
 /* ids → *text_out (malloc'd, NUL terminated), *len_out bytes, by the decoder
  * (tokenizer.json's, or GPT-2's byte mapping): the string Hugging Face's decode
- * gives, always UTF-8 (U+FFFD where the tokens' bytes are not; see tokenizer.c).
+ * gives, always UTF-8 (U+FFFD where the tokens' bytes are not; see decode.c).
  * Ids out of range are an error; special tokens decode to their text. */
 zz_status zz_tokenizer_decode(const zz_tokenizer *tok, const int32_t *ids, int64_t n, char **text_out, size_t *len_out);
 

@@ -332,6 +332,13 @@ check "tokenize with a LLaMA-3 style tokenizer.json (byte-level, <|eot_id|> foun
 zz tokenize --model "$FX/tok-llama2" "$TJ_TEXT"
 check "tokenize with a LLaMA-2 style tokenizer.json (Prepend/Replace, byte_fallback, <s> found in the text)" \
   eval '[ "$RC" -eq 0 ] && [ "$(cat outp)" = "427 306 358 316 372 344 699 342 343 262 345 266 53 267 268 269 328 231 187 176 233 153 138 328 1 328 325 63 127 306 316 321 98 504 127 65" ]'
+# Qwen2's NFC + Split regex, Phi-3's rstrip (make_tokenizer_family_fixtures.py)
+zz tokenize --model "$FX/tok-qwen2" "$(printf '<|im_start|>user\nCafe\314\201 12345<|im_end|>')"
+check "tokenize with a Qwen2 tokenizer.json (NFC: e + U+0301 is one é; one digit a word)" \
+  eval '[ "$RC" -eq 0 ] && [ "$(cat outp)" = "701 292 276 198 34 64 69 127 102 220 16 17 18 19 20 702" ]'
+zz tokenize --model "$FX/tok-phi3" "$(printf '<|user|>\nHello world<|end|>\n<|assistant|>')"
+check "tokenize with a Phi-3 tokenizer.json (the newline after <|user|> and <|end|> is theirs)" \
+  eval '[ "$RC" -eq 0 ] && [ "$(cat outp)" = "910 427 306 358 316 372 344 699 907 901" ]'
 mkdir badtok && echo '{"model": {"type": "WordPiece"}}' >badtok/tokenizer.json
 refused "tokenize with an unsupported tokenizer.json" 'model.type "WordPiece"' tokenize --model badtok "hi"
 # a LLaMA model with tokenizer.json: text prompts get the tokenizer's BOS

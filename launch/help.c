@@ -31,7 +31,7 @@ static const struct {
      "held-out perplexity of a model under a policy"},
     {"tokenize", "zigzag tokenize --model DIR [--] TEXT", "the token ids of TEXT"},
     {"chat-template", "zigzag chat-template --model DIR --messages FILE",
-     "the text the model's chat template (tokenizer_config.json) renders for the messages, with the generation prompt"},
+     "the text the model's chat template (chat_template.jinja or tokenizer_config.json) renders for the messages, with the generation prompt"},
 };
 #define ZZ_N_USAGE (sizeof zz_cmd_usage / sizeof zz_cmd_usage[0])
 

@@ -80,16 +80,20 @@ typedef struct zz_completion {
 char *zz_line_answer(const zz_prompt *p, const zz_line *l, const zz_tokenizer *tok, const zz_config *cfg,
                      const zz_completion *c, int64_t prompt_tokens, const zz_line_defaults *d);
 
-/* ---- chat templates (tokenizer_config.json) */
+/* ---- chat templates (chat_template.jinja, tokenizer_config.json: launch/chat.c) */
 
-/* The rendering context of a model directory: its chat_template and special tokens.
+/* The rendering context of a model directory: its chat templates and special tokens.
  * An absent template is not an error here: a line with "messages" is. */
 typedef struct zz_chat_ctx {
-  char *tmpl;      /* NULL: none */
-  char *bos, *eos; /* the tokens' text, or NULL */
+  char *tmpl;       /* the default template; NULL: none */
+  char *tmpl_tools; /* the "tool_use" one, for a request with tools; NULL: none */
+  char *bos, *eos;  /* the tokens' text, or NULL */
 } zz_chat_ctx;
 zz_status zz_chat_ctx_load(const char *model_dir, zz_chat_ctx *out);
 void zz_chat_ctx_free(zz_chat_ctx *c);
+/* The template a request renders with (tools: it has tools); NULL, with the places
+ * looked in err, where the model has none. */
+const char *zz_chat_ctx_template(const zz_chat_ctx *c, bool tools, char *err, size_t errlen);
 /* messages (a JSON list of {"role", "content"}) rendered with add_generation_prompt;
  * *text_out malloc'd. On failure a message in err (the line's error). */
 bool zz_chat_render_messages(const zz_chat_ctx *c, json_t *messages, char **text_out, char *err, size_t errlen);

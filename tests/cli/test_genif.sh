@@ -222,7 +222,7 @@ check "... and in a job, the line's error (the job goes on)" \
 rm -f mistral/tokenizer_config.json
 zz generate --model mistral --no-progress --prompts chat.jsonl --out mis3.out --max-new-tokens 2
 check "a model without a chat template: a chat line's error says so" \
-  eval '[ "$RC" -eq 0 ] && line 1 mis3.out | grep -q "no chat_template in tokenizer_config.json"'
+  eval '[ "$RC" -eq 0 ] && line 1 mis3.out | grep -q "no chat template (looked for chat_template.jinja"'
 
 # ------------------------------------------------------------ 6. the command line explains and installs itself
 

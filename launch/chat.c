@@ -73,6 +73,7 @@ static void zz_chat_config_templates(json_t *t, zz_chat_ctx *out) {
 zz_status zz_chat_ctx_load(const char *model_dir, zz_chat_ctx *out) {
   memset(out, 0, sizeof *out);
   struct stat sb;
+  if (!(out->vars = json_object())) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   if (!model_dir || stat(model_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return ZZ_OK;
   char path[4200];
   snprintf(path, sizeof path, "%s/chat_template.jinja", model_dir);
@@ -85,8 +86,14 @@ zz_status zz_chat_ctx_load(const char *model_dir, zz_chat_ctx *out) {
   json_t *root = json_load_file(path, JSON_DECODE_INT_AS_REAL, &e); /* 1e30 sentinels */
   if (!root) return zz_error(ZZ_ERR_FORMAT, "%s:%d: bad JSON: %s", path, e.line, e.text);
   if (!out->tmpl && !out->tmpl_tools) zz_chat_config_templates(json_object_get(root, "chat_template"), out);
-  out->bos = zz_token_text_of(json_object_get(root, "bos_token"));
-  out->eos = zz_token_text_of(json_object_get(root, "eos_token"));
+  /* transformers' special_tokens_map: the named special tokens the template sees */
+  static const char *const specials[] = {"bos_token", "eos_token", "unk_token", "sep_token",
+                                         "pad_token", "cls_token", "mask_token"};
+  for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) {
+    char *t = zz_token_text_of(json_object_get(root, specials[i]));
+    if (t) json_object_set_new(out->vars, specials[i], json_string(t));
+    free(t);
+  }
   json_decref(root);
   return ZZ_OK;
 }
@@ -95,8 +102,7 @@ void zz_chat_ctx_free(zz_chat_ctx *c) {
   if (!c) return;
   free(c->tmpl);
   free(c->tmpl_tools);
-  free(c->bos);
-  free(c->eos);
+  json_decref(c->vars);
   memset(c, 0, sizeof *c);
 }
 
@@ -110,26 +116,88 @@ const char *zz_chat_ctx_template(const zz_chat_ctx *c, bool tools, char *err, si
   return t;
 }
 
-bool zz_chat_render_messages(const zz_chat_ctx *c, json_t *messages, char **text_out, char *err, size_t errlen) {
-  const char *tmpl = zz_chat_ctx_template(c, false, err, errlen);
+/* Whether the template walks a message's content as a list of parts (vLLM's
+ * "openai" content format); else a list of text parts is joined by "\n" into one
+ * string, as vLLM does for templates that print the content whole. */
+static bool zz_chat_walks_parts(const char *tmpl) {
+  static const char *const forms[] = {
+      "in message['content']", "in message[\"content\"]", "in message.content",  "in content",
+      "content is not string", "content is string",       "content is iterable", "content is sequence"};
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+    if (strstr(tmpl, forms[i])) return true;
+  return false;
+}
+
+/* A copy of the messages as the templates expect them: a tool call's arguments (a
+ * JSON string in OpenAI's form) as the object they hold (vLLM does the same: the
+ * templates of transformers write arguments | tojson); content parts joined where
+ * the template does not walk them. */
+static json_t *zz_chat_messages_for(const char *tmpl, json_t *messages, char *err, size_t errlen) {
+  json_t *out = json_deep_copy(messages), *m, *tc, *part;
+  size_t i, k;
+  bool parts = zz_chat_walks_parts(tmpl);
+  if (!out) return snprintf(err, errlen, "out of memory"), NULL;
+  json_array_foreach(out, i, m) {
+    json_array_foreach(json_object_get(m, "tool_calls"), k, tc) {
+      json_t *fn = json_object_get(tc, "function"), *args = json_object_get(fn, "arguments");
+      json_t *obj = json_is_string(args) ? json_loads(json_string_value(args), JSON_DECODE_ANY, NULL) : NULL;
+      if (obj && json_is_object(obj)) json_object_set(fn, "arguments", obj);
+      json_decref(obj);
+    }
+    json_t *content = json_object_get(m, "content");
+    if (parts || !json_is_array(content)) continue;
+    size_t len = 0, n = 0;
+    json_array_foreach(content, k, part) len += json_string_length(json_object_get(part, "text")) + 1;
+    char *joined = malloc(len + 1);
+    if (!joined) return json_decref(out), snprintf(err, errlen, "out of memory"), NULL;
+    json_array_foreach(content, k, part) {
+      json_t *t = json_object_get(part, "text");
+      if (!json_is_string(t)) continue;
+      if (n) joined[n++] = '\n';
+      memcpy(joined + n, json_string_value(t), json_string_length(t));
+      n += json_string_length(t);
+    }
+    json_object_set_new(m, "content", json_stringn(joined, n));
+    free(joined);
+  }
+  return out;
+}
+
+bool zz_chat_render_request(const zz_chat_ctx *c, json_t *body, char **text_out, char *err, size_t errlen) {
+  json_t *tools = json_object_get(body, "tools"), *kw = json_object_get(body, "chat_template_kwargs");
+  json_t *agp = json_object_get(body, "add_generation_prompt"), *cont = json_object_get(body, "continue_final_message");
+  if (json_is_null(tools)) tools = NULL;
+  const char *tmpl = zz_chat_ctx_template(c, tools != NULL, err, errlen);
   if (!tmpl) return false;
-  size_t n = json_array_size(messages);
-  zz_chat_msg *m = calloc(n ? n : 1, sizeof *m);
-  if (!m) {
+  json_t *msgs = zz_chat_messages_for(tmpl, json_object_get(body, "messages"), err, errlen);
+  json_t *vars = json_copy(c->vars);
+  if (!msgs || !vars) {
+    json_decref(msgs);
+    json_decref(vars);
     snprintf(err, errlen, "out of memory");
     return false;
   }
-  for (size_t i = 0; i < n; i++) {
-    json_t *x = json_array_get(messages, i);
-    m[i].role = json_string_value(json_object_get(x, "role"));
-    m[i].content = json_string_value(json_object_get(x, "content"));
-  }
-  zz_status st = zz_chat_template_render(tmpl, m, (int)n, c->bos, c->eos, true, text_out);
-  free(m);
+  if (json_is_object(kw)) json_object_update(vars, kw); /* kwargs over special tokens, as transformers has it */
+  zz_chat_input in = {.messages = msgs,
+                      .tools = tools,
+                      .vars = vars,
+                      .add_generation_prompt = agp ? json_is_true(agp) : true,
+                      .continue_final_message = json_is_true(cont)};
+  zz_status st = zz_chat_render(tmpl, &in, text_out);
+  json_decref(msgs);
+  json_decref(vars);
   if (st != ZZ_OK) {
     snprintf(err, errlen, "chat template: %s", zz_error_message());
     zz_error_clear();
     return false;
   }
   return true;
+}
+
+bool zz_chat_render_messages(const zz_chat_ctx *c, json_t *messages, char **text_out, char *err, size_t errlen) {
+  json_t *body = json_pack("{sO}", "messages", messages);
+  bool ok = body && zz_chat_render_request(c, body, text_out, err, errlen);
+  if (!body) snprintf(err, errlen, "out of memory");
+  json_decref(body);
+  return ok;
 }

@@ -87,15 +87,20 @@ char *zz_line_answer(const zz_prompt *p, const zz_line *l, const zz_tokenizer *t
 typedef struct zz_chat_ctx {
   char *tmpl;       /* the default template; NULL: none */
   char *tmpl_tools; /* the "tool_use" one, for a request with tools; NULL: none */
-  char *bos, *eos;  /* the tokens' text, or NULL */
+  json_t *vars;     /* the named special tokens (bos_token, eos_token, ...) as text */
 } zz_chat_ctx;
 zz_status zz_chat_ctx_load(const char *model_dir, zz_chat_ctx *out);
 void zz_chat_ctx_free(zz_chat_ctx *c);
 /* The template a request renders with (tools: it has tools); NULL, with the places
  * looked in err, where the model has none. */
 const char *zz_chat_ctx_template(const zz_chat_ctx *c, bool tools, char *err, size_t errlen);
-/* messages (a JSON list of {"role", "content"}) rendered with add_generation_prompt;
- * *text_out malloc'd. On failure a message in err (the line's error). */
+/* A chat request's body rendered (launch/chat.c): its messages (whole objects:
+ * tool_calls, tool messages, content parts), tools, chat_template_kwargs,
+ * add_generation_prompt (default true) and continue_final_message, as vLLM's batch
+ * runner takes them; *text_out malloc'd. On failure a message in err (the line's
+ * error). */
+bool zz_chat_render_request(const zz_chat_ctx *c, json_t *body, char **text_out, char *err, size_t errlen);
+/* The same for messages alone, with the generation prompt. */
 bool zz_chat_render_messages(const zz_chat_ctx *c, json_t *messages, char **text_out, char *err, size_t errlen);
 
 #endif /* ZZ_LINES_IMPL_H */

@@ -25,7 +25,9 @@ static void test_chat_dirs(void) {
   CU_ASSERT_FATAL(c5.tmpl && c5.tmpl_tools && c4.tmpl && c4.tmpl_tools);
   CU_ASSERT(strcmp(c5.tmpl, c4.tmpl) == 0 && strcmp(c5.tmpl_tools, c4.tmpl_tools) == 0);
   CU_ASSERT(strcmp(c5.tmpl, c5.tmpl_tools) != 0);
-  CU_ASSERT(c5.bos && c4.bos && !strcmp(c5.bos, "<s>") && !strcmp(c4.eos, "</s>"));
+  CU_ASSERT(json_equal(c5.vars, c4.vars));
+  CU_ASSERT(!strcmp(json_string_value(json_object_get(c5.vars, "bos_token")), "<s>"));
+  CU_ASSERT(!strcmp(json_string_value(json_object_get(c4.vars, "eos_token")), "</s>"));
   CU_ASSERT(zz_chat_ctx_template(&c5, false, err, sizeof err) == c5.tmpl);
   CU_ASSERT(zz_chat_ctx_template(&c5, true, err, sizeof err) == c5.tmpl_tools);
   /* the default renders transformers' text */
@@ -47,8 +49,150 @@ static void test_chat_dirs(void) {
   zz_chat_ctx_free(&none);
 }
 
+/* ---------------------------------------------------------------- the sandbox's Jinja */
+
+/* Each case of a fixture file rendered and compared with the text transformers
+ * gave; a case transformers refused must be refused. Returns the cases that agree. */
+static size_t zz_chat_cases(const char *path, size_t *total) {
+  json_error_t e;
+  json_t *root = json_load_file(path, 0, &e), *c;
+  CU_ASSERT_FATAL(root != NULL);
+  size_t i, same = 0;
+  json_array_foreach(json_object_get(root, "cases"), i, c) {
+    json_t *msgs = json_object_get(c, "messages") ? json_object_get(c, "messages") : json_object_get(root, "messages");
+    json_t *tools = json_object_get(c, "tools") ? json_object_get(c, "tools") : json_object_get(root, "tools");
+    json_t *vars = json_object_get(c, "vars") ? json_object_get(c, "vars") : json_object_get(root, "vars");
+    json_t *agp = json_object_get(c, "add_generation_prompt");
+    zz_chat_input in = {.messages = msgs,
+                        .tools = json_is_null(tools) ? NULL : tools,
+                        .vars = vars,
+                        .add_generation_prompt = agp ? json_is_true(agp) : true,
+                        .now = 1700000000};
+    char *out = NULL;
+    const char *tmpl = json_string_value(json_object_get(c, "template"));
+    zz_status st = zz_chat_render(tmpl, &in, &out);
+    const char *want = json_string_value(json_object_get(c, "expected"));
+    bool ok = want ? st == ZZ_OK && strcmp(out, want) == 0 : st != ZZ_OK;
+    if (!ok)
+      fprintf(stderr, "\n%s case %zu (%s): %s\n got: [%s]\nwant: [%s]\n", path, i,
+              json_string_value(json_object_get(c, "name")) ? json_string_value(json_object_get(c, "name")) : "",
+              st == ZZ_OK ? "differs" : zz_error_message(), out ? out : "", want ? want : "an error");
+    same += ok;
+    free(out);
+    zz_error_clear();
+  }
+  *total = json_array_size(json_object_get(root, "cases"));
+  json_decref(root);
+  return same;
+}
+
+static void test_chat_jinja(void) {
+  size_t total, same = zz_chat_cases(ZZ_FIXTURES_DIR "/chat_jinja_cases.json", &total);
+  CU_ASSERT(total >= 50);
+  CU_ASSERT(same == total);
+}
+
+/* ---------------------------------------------------------------- refusals and limits */
+
+static zz_status zz_chat_try(const char *tmpl, const zz_chat_limits *lim, char **out) {
+  json_t *msgs = json_loads("[{\"role\": \"user\", \"content\": \"hi\"}]", 0, NULL);
+  zz_chat_input in = {.messages = msgs, .add_generation_prompt = true, .limits = lim};
+  *out = NULL;
+  zz_status st = zz_chat_render(tmpl, &in, out);
+  json_decref(msgs);
+  return st;
+}
+
+/* what differs from jinja2 is refused naming the line and the construct */
+static void test_chat_refusals(void) {
+  static const struct {
+    const char *tmpl, *want;
+  } cases[] = {
+      {"a\n{{ messages | wordwrap }}", "line 2 of the template: the filter 'wordwrap' is not supported"},
+      {"{% include 'x.jinja' %}", "line 1 of the template: the statement {% include %} is not supported"},
+      {"{{ messages[0]['content'] ", "a tag that does not end"},
+      {"{% if true %}x", "a block without its end (elif else endif)"},
+      {"{% endfor %}", "{% endfor %} without its start"},
+      {"{{ '%s' % 1 }}", "string formatting with '%' is not supported"},
+      {"{{ 'Straße'.upper() }}", "changing the case of non-ASCII text is not supported"},
+      {"{{ 99999999999999999999 }}", "an integer too large"}, /* fuzz_chat_template found the overflow */
+      {"{{ 9000000000000000000 * 2 }}", "an integer past 64 bits"},
+      {"{% for x in messages recursive %}{% endfor %}", "a recursive for is not supported"},
+      {"{% break %}", "{% break %} outside a for loop"},
+      {"{% set ns = namespace(_x=1) %}", "starting with '_'"},
+      {"{{ {1: 2} }}", "a dict key that is a integer is not supported"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *out;
+    zz_status st = zz_chat_try(cases[i].tmpl, NULL, &out);
+    CU_ASSERT(st == ZZ_ERR_FORMAT);
+    if (st == ZZ_OK || !strstr(zz_error_message(), cases[i].want))
+      fprintf(stderr, "\ncase %zu: %s\n", i, st == ZZ_OK ? out : zz_error_message());
+    CU_ASSERT(st != ZZ_OK && strstr(zz_error_message(), cases[i].want) != NULL);
+    free(out);
+    zz_error_clear();
+  }
+}
+
+/* hostile templates stop with an error naming the limit (under the default limits:
+ * each stops in milliseconds; ctest's time is the bound, no timed assertion) */
+static void test_chat_limits(void) {
+  static const struct {
+    const char *tmpl, *want;
+  } cases[] = {
+      {"{% for i in range(10**9) %}x{% endfor %}", "max_steps"},
+      {"{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}", "max_"},
+      {"{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "max_depth"},
+      {"{% set ns = namespace(s='ab') %}{% for i in range(200) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s }}",
+       "max_output"},
+      {"{{ 'x' * 10**12 }}", "max_output"},
+      {"{% set ns = namespace(l=[1]) %}{% for i in range(100) %}{% set ns.l = ns.l + ns.l %}{% endfor %}", "max_"},
+      {"{{ 2 ** 10**18 }}", "64 bits"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *out;
+    zz_status st = zz_chat_try(cases[i].tmpl, NULL, &out);
+    if (st == ZZ_OK || !strstr(zz_error_message(), cases[i].want))
+      fprintf(stderr, "\ncase %zu: %s\n", i, st == ZZ_OK ? "rendered" : zz_error_message());
+    CU_ASSERT(st == ZZ_ERR_FORMAT && strstr(zz_error_message(), cases[i].want) != NULL);
+    free(out);
+    zz_error_clear();
+  }
+  /* nesting past the parser's depth */
+  char deep[4200];
+  memset(deep, '(', 2000);
+  sprintf(deep + 2000, "1");
+  memset(deep + 2001, ')', 2000);
+  deep[4001] = '\0';
+  char *t = malloc(4300), *out;
+  sprintf(t, "{{ %s }}", deep);
+  CU_ASSERT(zz_chat_try(t, NULL, &out) == ZZ_ERR_FORMAT && strstr(zz_error_message(), "max_depth"));
+  free(t);
+  zz_error_clear();
+  /* each limit as set: time, memory, output */
+  zz_chat_limits lim = zz_chat_limits_default();
+  lim.max_seconds = 0;
+  CU_ASSERT(zz_chat_try("{% for i in range(100000) %}{% endfor %}", &lim, &out) == ZZ_ERR_FORMAT &&
+            strstr(zz_error_message(), "max_seconds"));
+  lim = zz_chat_limits_default();
+  lim.max_memory = 1 << 20;
+  CU_ASSERT(zz_chat_try("{% for i in range(1000) %}{% set x = 'y' * 10000 %}{% endfor %}", &lim, &out) ==
+                ZZ_ERR_FORMAT &&
+            strstr(zz_error_message(), "max_memory"));
+  lim = zz_chat_limits_default();
+  lim.max_output = 10;
+  CU_ASSERT(zz_chat_try("{{ 'abcdefghijk' }}", &lim, &out) == ZZ_ERR_FORMAT &&
+            strstr(zz_error_message(), "max_output"));
+  CU_ASSERT(zz_chat_try("{{ 'abcdefghij' }}", &lim, &out) == ZZ_OK && out && !strcmp(out, "abcdefghij"));
+  free(out);
+  zz_error_clear();
+}
+
 void zz_test_chat_register(void) {
   CU_pSuite s = CU_add_suite("chat", NULL, NULL);
   CU_add_test(s, "a template where transformers 5 and 4 save it (chat_template.jinja, tokenizer_config.json)",
               test_chat_dirs);
+  CU_add_test(s, "the sandbox's Jinja construct by construct, as transformers renders it", test_chat_jinja);
+  CU_add_test(s, "what differs from jinja2 is refused naming the line and the construct", test_chat_refusals);
+  CU_add_test(s, "hostile templates stop with an error naming the limit", test_chat_limits);
 }

@@ -212,13 +212,13 @@ check "a chat line without messages (prompt is not a chat key): its error names 
   eval 'has "nomsg error" chat.txt && line 2 chat.out | grep -q "body.prompt is not supported"'
 check "a template that refuses the messages (Mistral: a system role) is that line's error, with its message" \
   eval 'line 3 chat.out | grep -q "\"code\":\"chat_template_error\",\"message\":\"chat template: the template refused the messages: Conversation roles must alternate"'
-printf '{"chat_template": "{%% for m in messages %%}{{ m.content | tojson }}{%% endfor %%}"}\n' >mistral/tokenizer_config.json
+printf '{"chat_template": "{%% for m in messages %%}{{ m.content | wordwrap }}{%% endfor %%}"}\n' >mistral/tokenizer_config.json
 zz chat-template --model mistral --messages msgs.json
 check "a template outside the subset: refused naming the construct and its line, never a guess" \
-  eval '[ "$RC" -eq 1 ] && has "line 1 of the template: the filter '"'"'tojson'"'"' is not supported" err && [ ! -s outp ]'
+  eval '[ "$RC" -eq 1 ] && has "line 1 of the template: the filter '"'"'wordwrap'"'"' is not supported" err && [ ! -s outp ]'
 zz generate --model mistral --no-progress --prompts chat.jsonl --out mis2.out --max-new-tokens 2
 check "... and in a job, the line's error (the job goes on)" \
-  eval '[ "$RC" -eq 0 ] && line 1 mis2.out | grep -q "tojson" && [ "$(wc -l <mis2.out)" -eq 3 ]'
+  eval '[ "$RC" -eq 0 ] && line 1 mis2.out | grep -q "wordwrap" && [ "$(wc -l <mis2.out)" -eq 3 ]'
 rm -f mistral/tokenizer_config.json
 zz generate --model mistral --no-progress --prompts chat.jsonl --out mis3.out --max-new-tokens 2
 check "a model without a chat template: a chat line's error says so" \

@@ -70,14 +70,30 @@ static size_t zz_chat_cases(const char *path, size_t *total) {
                         .now = 1700000000};
     char *out = NULL;
     const char *tmpl = json_string_value(json_object_get(c, "template"));
+    char *file = NULL;
+    if (json_object_get(root, "conversations")) { /* the corpus: a template file and a named conversation */
+      char tpath[600];
+      snprintf(tpath, sizeof tpath, "%s/chat_corpus/%s", ZZ_FIXTURES_DIR, tmpl);
+      file = zz_test_read_file(tpath, NULL);
+      CU_ASSERT_FATAL(file != NULL);
+      tmpl = file;
+      in.messages = json_object_get(json_object_get(root, "conversations"),
+                                    json_string_value(json_object_get(c, "conversation")));
+      in.now = json_integer_value(json_object_get(root, "now"));
+    }
     zz_status st = zz_chat_render(tmpl, &in, &out);
     const char *want = json_string_value(json_object_get(c, "expected"));
     bool ok = want ? st == ZZ_OK && strcmp(out, want) == 0 : st != ZZ_OK;
     if (!ok)
-      fprintf(stderr, "\n%s case %zu (%s): %s\n got: [%s]\nwant: [%s]\n", path, i,
-              json_string_value(json_object_get(c, "name")) ? json_string_value(json_object_get(c, "name")) : "",
+      fprintf(stderr, "\n%s case %zu (%s %s): %s\n got: [%s]\nwant: [%s]\n", path, i,
+              json_string_value(json_object_get(c, "conversation")) ? json_string_value(json_object_get(c, "template"))
+                                                                    : "",
+              json_string_value(json_object_get(c, "conversation"))
+                  ? json_string_value(json_object_get(c, "conversation"))
+                  : "",
               st == ZZ_OK ? "differs" : zz_error_message(), out ? out : "", want ? want : "an error");
     same += ok;
+    free(file);
     free(out);
     zz_error_clear();
   }
@@ -120,7 +136,7 @@ static void test_chat_refusals(void) {
       {"{% for x in messages recursive %}{% endfor %}", "a recursive for is not supported"},
       {"{% break %}", "{% break %} outside a for loop"},
       {"{% set ns = namespace(_x=1) %}", "starting with '_'"},
-      {"{{ {1: 2} }}", "a dict key that is a integer is not supported"},
+      {"{{ {[1]: 2} }}", "a dict key that is a list is not supported"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *out;
@@ -188,11 +204,20 @@ static void test_chat_limits(void) {
   zz_error_clear();
 }
 
+/* real templates of 40 model families, transformers' text byte for byte */
+static void test_chat_corpus(void) {
+  size_t total, same = zz_chat_cases(ZZ_FIXTURES_DIR "/chat_corpus.json", &total);
+  fprintf(stderr, "(%zu of %zu equal) ", same, total);
+  CU_ASSERT(total >= 150);
+  CU_ASSERT(same == total);
+}
+
 void zz_test_chat_register(void) {
   CU_pSuite s = CU_add_suite("chat", NULL, NULL);
   CU_add_test(s, "a template where transformers 5 and 4 save it (chat_template.jinja, tokenizer_config.json)",
               test_chat_dirs);
   CU_add_test(s, "the sandbox's Jinja construct by construct, as transformers renders it", test_chat_jinja);
+  CU_add_test(s, "real templates (chat_corpus/): transformers 5's text byte for byte", test_chat_corpus);
   CU_add_test(s, "what differs from jinja2 is refused naming the line and the construct", test_chat_refusals);
   CU_add_test(s, "hostile templates stop with an error naming the limit", test_chat_limits);
 }

@@ -15,11 +15,8 @@
 #include "chat_impl.h"
 
 zz_chat_limits zz_chat_limits_default(void) {
-  return (zz_chat_limits){.max_steps = 5000000,
-                          .max_output = 32u << 20,
-                          .max_memory = 512u << 20,
-                          .max_depth = 64,
-                          .max_seconds = 2.0};
+  return (zz_chat_limits){
+      .max_steps = 5000000, .max_output = 32u << 20, .max_memory = 512u << 20, .max_depth = 64, .max_seconds = 2.0};
 }
 
 /* the template as jinja2's lexer sees it: "\r\n" and "\r" as "\n", without one final "\n" */
@@ -136,7 +133,8 @@ static bool zz_cj_run_all(zz_cj *c, const char *tmpl, const zz_chat_input *in, z
   if (c->err[0]) return false;
   if (in->continue_final_message) {
     if (in->add_generation_prompt)
-      return zz_cj_fail(c, NULL, "continue_final_message and add_generation_prompt together (transformers refuses them)");
+      return zz_cj_fail(c, NULL,
+                        "continue_final_message and add_generation_prompt together (transformers refuses them)");
     if (!json_array_size(in->messages)) return zz_cj_fail(c, NULL, "continue_final_message with no messages");
     if (!strstr(src, "content"))
       return zz_cj_fail(c, NULL, "continue_final_message: the template does not read \"content\"");
@@ -145,8 +143,8 @@ static bool zz_cj_run_all(zz_cj *c, const char *tmpl, const zz_chat_input *in, z
   msgs = zz_cj_new_list(c, json_array_size(in->messages));
   if (msgs.k != ZZ_CJ_LIST) return false;
   for (size_t i = 0; i < json_array_size(in->messages); i++, msgs.l->n++)
-    if (!zz_cj_message(c, json_array_get(in->messages, i), in->continue_final_message && i + 1 == json_array_size(in->messages),
-                       &msgs.l->v[i], &final))
+    if (!zz_cj_message(c, json_array_get(in->messages, i),
+                       in->continue_final_message && i + 1 == json_array_size(in->messages), &msgs.l->v[i], &final))
       return false;
   if (!zz_cj_scope_set(c, &top, "messages", msgs)) return false;
   if (in->tools ? !zz_cj_from_json(c, in->tools, &v) : (v = zz_cj_none(), false)) return false;

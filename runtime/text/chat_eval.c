@@ -89,15 +89,15 @@ static bool zz_cj_get(zz_cj *c, const zz_cj_val *a, const zz_cj_val *key, const 
     return zz_cj_fail(c, at, "'%.*s' of an undefined value (jinja2's UndefinedError)", (int)k.n, k.s);
   }
   if (a->k == ZZ_CJ_NONE) return zz_cj_fail(c, at, "an attribute or item of None (jinja2's UndefinedError)");
-  if ((a->k == ZZ_CJ_DICT || a->k == ZZ_CJ_NS) && key->k == ZZ_CJ_STR) {
-    zz_cj_dict_get(a->d, key->s, key->n, out);
+  if (a->k == ZZ_CJ_DICT || a->k == ZZ_CJ_NS) {
+    zz_cj_dict_get_val(a->d, key, out);
     return true;
   }
   if (a->k == ZZ_CJ_LOOP && key->k == ZZ_CJ_STR) {
     const zz_cj_loop *lp = a->lp;
     long long i = (long long)lp->i, n = (long long)lp->items->n;
-    static const char *const f[] = {"index", "index0", "revindex", "revindex0", "first", "last",
-                                    "length", "previtem", "nextitem", "depth", "depth0", NULL};
+    static const char *const f[] = {"index",  "index0",   "revindex", "revindex0", "first",  "last",
+                                    "length", "previtem", "nextitem", "depth",     "depth0", NULL};
     int k = 0;
     while (f[k] && (strlen(f[k]) != key->n || memcmp(f[k], key->s, key->n))) k++;
     switch (k) {
@@ -118,7 +118,9 @@ static bool zz_cj_get(zz_cj *c, const zz_cj_val *a, const zz_cj_val *key, const 
   }
   if ((a->k == ZZ_CJ_LIST || a->k == ZZ_CJ_STR) && (key->k == ZZ_CJ_INT || key->k == ZZ_CJ_BOOL)) {
     bool ascii = a->k == ZZ_CJ_STR && zz_cj_ascii(a->s, a->n);
-    long long n = a->k == ZZ_CJ_LIST ? (long long)a->l->n : ascii ? (long long)a->n : (long long)zz_cj_utf8_len(a->s, a->n);
+    long long n = a->k == ZZ_CJ_LIST ? (long long)a->l->n
+                  : ascii            ? (long long)a->n
+                                     : (long long)zz_cj_utf8_len(a->s, a->n);
     long long i = key->i < 0 ? key->i + n : key->i;
     if (i < 0 || i >= n) return true; /* past the end: undefined, as jinja2 has it */
     if (a->k == ZZ_CJ_LIST) {
@@ -144,7 +146,9 @@ static bool zz_cj_slice(zz_cj *c, const zz_cj_val *a, const zz_cj_val *lo_v, con
   long long step = st_v && st_v->k != ZZ_CJ_NONE ? st_v->i : 1;
   if (step == 0) return zz_cj_fail(c, at, "a slice step of zero");
   bool ascii = a->k == ZZ_CJ_LIST || zz_cj_ascii(a->s, a->n);
-  long long n = a->k == ZZ_CJ_LIST ? (long long)a->l->n : ascii ? (long long)a->n : (long long)zz_cj_utf8_len(a->s, a->n);
+  long long n = a->k == ZZ_CJ_LIST ? (long long)a->l->n
+                : ascii            ? (long long)a->n
+                                   : (long long)zz_cj_utf8_len(a->s, a->n);
   long long lo, hi;
   if (!lo_v || lo_v->k == ZZ_CJ_NONE) lo = step > 0 ? 0 : n - 1;
   else {
@@ -156,7 +160,8 @@ static bool zz_cj_slice(zz_cj *c, const zz_cj_val *a, const zz_cj_val *lo_v, con
     hi = hi_v->i < 0 ? hi_v->i + n : hi_v->i;
     hi = step > 0 ? (hi < 0 ? 0 : hi > n ? n : hi) : (hi < -1 ? -1 : hi > n - 1 ? n - 1 : hi);
   }
-  if (a->k == ZZ_CJ_STR && ascii && step == 1) return *out = zz_cj_str(a->s + lo, hi > lo ? (size_t)(hi - lo) : 0), true;
+  if (a->k == ZZ_CJ_STR && ascii && step == 1)
+    return *out = zz_cj_str(a->s + lo, hi > lo ? (size_t)(hi - lo) : 0), true;
   zz_cj_val l = zz_cj_new_list(c, 0);
   zz_cj_buf sb = {.limit = c->lim.max_output};
   if (l.k != ZZ_CJ_LIST || !zz_cj_buf_put(c, &sb, "", 0)) return false;
@@ -189,7 +194,7 @@ static bool zz_cj_arith(zz_cj *c, int op, const zz_cj_val *a, const zz_cj_val *b
         if (x == INT64_MIN && y == -1) over = true;
         else {
           r = op == '%' ? x % y : x / y;
-          if (op == '%' && r != 0 && (r < 0) != (y < 0)) r += y;          /* Python's sign: the divisor's */
+          if (op == '%' && r != 0 && (r < 0) != (y < 0)) r += y;         /* Python's sign: the divisor's */
           if (op == 'f' && (x % y != 0) && ((x < 0) != (y < 0))) r -= 1; /* floor */
         }
         break;
@@ -258,11 +263,9 @@ static bool zz_cj_contains(zz_cj *c, const zz_cj_val *x, const zz_cj_val *in, co
     for (size_t k = 0; !*out && k < in->l->n; k++) *out = zz_cj_equal(x, &in->l->v[k]);
   } else if (in->k == ZZ_CJ_DICT || in->k == ZZ_CJ_NS) {
     zz_cj_val v;
-    *out = x->k == ZZ_CJ_STR && zz_cj_dict_get(in->d, x->s, x->n, &v);
-  } else if (in->k != ZZ_CJ_UNDEF) {
+    *out = zz_cj_dict_get_val(in->d, x, &v);
+  } else if (in->k != ZZ_CJ_UNDEF) { /* in undefined: jinja2's Undefined iterates as nothing */
     return zz_cj_fail(c, at, "'in' a %s", zz_cj_kind_name(in->k));
-  } else {
-    return zz_cj_fail(c, at, "'in' an undefined value (jinja2's UndefinedError)");
   }
   return true;
 }
@@ -272,6 +275,7 @@ static bool zz_cj_binary(zz_cj *c, const zz_cj_expr *e, const zz_cj_val *a, cons
   zz_cj_val x, y;
   if (op == '~') {
     if (!zz_cj_to_str(c, a, false, e->at, &x) || !zz_cj_to_str(c, b, false, e->at, &y)) return false;
+    x.tuple = y.tuple = false; /* jinja2 joins as plain str */
     a = &x, b = &y, op = '+';
   }
   if (op == 'i' || op == 'o') {
@@ -282,14 +286,27 @@ static bool zz_cj_binary(zz_cj *c, const zz_cj_expr *e, const zz_cj_val *a, cons
   if (a->k == ZZ_CJ_UNDEF || b->k == ZZ_CJ_UNDEF)
     return zz_cj_fail(c, e->at, "an undefined value in arithmetic (jinja2's UndefinedError)");
   if (zz_cj_is_number(a) && zz_cj_is_number(b)) return zz_cj_arith(c, op, a, b, e->at, out);
+  if (op == '+' && a->k == ZZ_CJ_STR && b->k == ZZ_CJ_STR && a->tuple != b->tuple) { /* Markup + str escapes it */
+    zz_cj_val esc;
+    if (!zz_cj_html_escape(c, a->tuple ? b : a, e->at, &esc)) return false;
+    if (a->tuple) y = esc, b = &y;
+    else
+      x = esc, a = &x;
+    x = *a, y = *b;
+    x.tuple = y.tuple = true;
+    a = &x, b = &y;
+  }
   if (op == '+' && a->k == ZZ_CJ_STR && b->k == ZZ_CJ_STR) {
+    bool markup = a->tuple;
     if (a->n + b->n > c->lim.max_output)
       return zz_cj_fail(c, e->at, "a string longer than the output limit of %zu bytes (max_output)", c->lim.max_output);
     char *p = zz_cj_alloc(c, a->n + b->n + 1);
     if (!p) return false;
     memcpy(p, a->s, a->n);
     memcpy(p + a->n, b->s, b->n);
-    return *out = zz_cj_str(p, a->n + b->n), true;
+    *out = zz_cj_str(p, a->n + b->n);
+    out->tuple = markup;
+    return true;
   }
   if (op == '+' && a->k == ZZ_CJ_LIST && b->k == ZZ_CJ_LIST && a->tuple == b->tuple) {
     *out = zz_cj_new_list(c, a->l->n + b->l->n);
@@ -410,14 +427,13 @@ bool zz_cj_eval(zz_cj *c, zz_cj_scope *s, const zz_cj_expr *e, zz_cj_val *out) {
       if (zz_cj_scope_get(s, e->name, out)) return true;
       *out = zz_cj_is_global(e->name) ? (zz_cj_val){.k = ZZ_CJ_FUNC, .s = e->name} : zz_cj_undef;
       return true;
-    case ZZ_CJ_E_ATTR:
-      b = zz_cj_cstr(e->name);
-      return zz_cj_eval(c, s, e->a, &a) && zz_cj_get(c, &a, &b, e->at, out);
-    case ZZ_CJ_E_INDEX: return zz_cj_eval(c, s, e->a, &a) && zz_cj_eval(c, s, e->b, &b) && zz_cj_get(c, &a, &b, e->at, out);
+    case ZZ_CJ_E_ATTR: b = zz_cj_cstr(e->name); return zz_cj_eval(c, s, e->a, &a) && zz_cj_get(c, &a, &b, e->at, out);
+    case ZZ_CJ_E_INDEX:
+      return zz_cj_eval(c, s, e->a, &a) && zz_cj_eval(c, s, e->b, &b) && zz_cj_get(c, &a, &b, e->at, out);
     case ZZ_CJ_E_SLICE: {
       zz_cj_val lo = zz_cj_none(), hi = zz_cj_none(), st = zz_cj_none();
-      if (!zz_cj_eval(c, s, e->a, &a) || (e->b && !zz_cj_eval(c, s, e->b, &lo)) || (e->c && !zz_cj_eval(c, s, e->c, &hi)) ||
-          (e->d && !zz_cj_eval(c, s, e->d, &st)))
+      if (!zz_cj_eval(c, s, e->a, &a) || (e->b && !zz_cj_eval(c, s, e->b, &lo)) ||
+          (e->c && !zz_cj_eval(c, s, e->c, &hi)) || (e->d && !zz_cj_eval(c, s, e->d, &st)))
         return false;
       return zz_cj_slice(c, &a, &lo, &hi, &st, e->at, out);
     }
@@ -437,7 +453,8 @@ bool zz_cj_eval(zz_cj *c, zz_cj_scope *s, const zz_cj_expr *e, zz_cj_val *out) {
     case ZZ_CJ_E_NEG:
     case ZZ_CJ_E_POS:
       if (!zz_cj_eval(c, s, e->a, &a)) return false;
-      if (!zz_cj_is_number(&a)) return zz_cj_fail(c, e->at, "unary '%c' of a %s", e->k == ZZ_CJ_E_NEG ? '-' : '+', zz_cj_kind_name(a.k));
+      if (!zz_cj_is_number(&a))
+        return zz_cj_fail(c, e->at, "unary '%c' of a %s", e->k == ZZ_CJ_E_NEG ? '-' : '+', zz_cj_kind_name(a.k));
       if (e->k == ZZ_CJ_E_POS) return *out = a.k == ZZ_CJ_BOOL ? zz_cj_int(a.i) : a, true;
       if (a.k == ZZ_CJ_FLOAT) return *out = zz_cj_float(-a.f), true;
       if (a.i == INT64_MIN) return zz_cj_fail(c, e->at, "an integer past 64 bits (Python's would grow; not supported)");
@@ -455,7 +472,8 @@ bool zz_cj_eval(zz_cj *c, zz_cj_scope *s, const zz_cj_expr *e, zz_cj_val *out) {
       if (zz_cj_truthy(&a)) return zz_cj_eval(c, s, e->b, out);
       if (!e->c) return *out = zz_cj_undef, true;
       return zz_cj_eval(c, s, e->c, out);
-    case ZZ_CJ_E_BIN: return zz_cj_eval(c, s, e->a, &a) && zz_cj_eval(c, s, e->b, &b) && zz_cj_binary(c, e, &a, &b, out);
+    case ZZ_CJ_E_BIN:
+      return zz_cj_eval(c, s, e->a, &a) && zz_cj_eval(c, s, e->b, &b) && zz_cj_binary(c, e, &a, &b, out);
     case ZZ_CJ_E_CMP: return zz_cj_chain(c, s, e, out);
     case ZZ_CJ_E_LIST:
     case ZZ_CJ_E_TUPLE:

@@ -165,7 +165,8 @@ static bool zz_cj_indent(zz_cj *c, const val *v, const zz_cj_args *a, const char
     unsigned char ch = (unsigned char)s.s[i];
     if (ch == '\r' || ch == '\v' || ch == '\f' || (ch >= 0x1c && ch <= 0x1e) || ch == 0xc2 || ch == 0xe2)
       if (ch < 0x80 || (ch == 0xc2 && i + 1 < s.n && (unsigned char)s.s[i + 1] == 0x85) ||
-          (ch == 0xe2 && i + 2 < s.n && (unsigned char)s.s[i + 1] == 0x80 && ((unsigned char)s.s[i + 2] & 0xfe) == 0xa8))
+          (ch == 0xe2 && i + 2 < s.n && (unsigned char)s.s[i + 1] == 0x80 &&
+           ((unsigned char)s.s[i + 2] & 0xfe) == 0xa8))
         return zz_cj_fail(c, at, "indent of text with line ends other than \\n is not supported");
   }
   zz_cj_buf b = {.limit = c->lim.max_output};
@@ -225,6 +226,24 @@ static bool zz_cj_to_number(zz_cj *c, const val *v, bool as_int, const val *def,
   return *out = as_int ? zz_cj_int((long long)f) : zz_cj_float(f), true;
 }
 
+bool zz_cj_html_escape(zz_cj *c, const val *v, const char *at, val *out) {
+  zz_cj_buf b = {.limit = c->lim.max_output};
+  if (!zz_cj_buf_put(c, &b, "", 0)) return false;
+  for (size_t i = 0; i < v->n; i++) {
+    char ch = v->s[i];
+    const char *t = ch == '&'    ? "&amp;"
+                    : ch == '<'  ? "&lt;"
+                    : ch == '>'  ? "&gt;"
+                    : ch == '"'  ? "&#34;"
+                    : ch == '\'' ? "&#39;"
+                                 : NULL;
+    if (!zz_cj_buf_put(c, &b, t ? t : &v->s[i], t ? strlen(t) : 1)) return false;
+  }
+  (void)at;
+  *out = zz_cj_str(b.s, b.n);
+  return true;
+}
+
 bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const zz_cj_args *a, const char *at,
                   val *out) {
 #define ZZ_IS(name) (!strcmp(f, name))
@@ -232,8 +251,10 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
   if (ZZ_IS("tojson")) {
     static const char *const kw[] = {"ensure_ascii", "indent", "separators", "sort_keys", NULL};
     if (!zz_cj_args_check(c, a, 4, kw, "tojson", at)) return false;
-    const val *ea = zz_cj_arg(a, 0, "ensure_ascii"), *sk = zz_cj_arg(a, 3, "sort_keys"), *sep = zz_cj_arg(a, 2, "separators");
-    zz_cj_json_opts o = {.ensure_ascii = ea && zz_cj_truthy(ea), .sort_keys = sk && zz_cj_truthy(sk),
+    const val *ea = zz_cj_arg(a, 0, "ensure_ascii"), *sk = zz_cj_arg(a, 3, "sort_keys"),
+              *sep = zz_cj_arg(a, 2, "separators");
+    zz_cj_json_opts o = {.ensure_ascii = ea && zz_cj_truthy(ea),
+                         .sort_keys = sk && zz_cj_truthy(sk),
                          .indent = zz_cj_arg(a, 1, "indent")};
     if (sep && sep->k != ZZ_CJ_NONE) {
       if (sep->k != ZZ_CJ_LIST || sep->l->n != 2 || sep->l->v[0].k != ZZ_CJ_STR || sep->l->v[1].k != ZZ_CJ_STR)
@@ -242,7 +263,15 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
     }
     return zz_cj_to_json(c, v, &o, at, out);
   }
-  if (ZZ_IS("safe") || (ZZ_IS("list") && v->k == ZZ_CJ_LIST && !v->tuple)) return *out = *v, true;
+  if (ZZ_IS("safe")) { /* markupsafe's Markup: a str that + escapes the other side of */
+    if (!zz_cj_to_str(c, v, false, at, out)) return false;
+    out->tuple = true;
+    return true;
+  }
+  if (ZZ_IS("list") && v->k == ZZ_CJ_LIST && !v->tuple) return *out = *v, true;
+  if ((ZZ_IS("map") || ZZ_IS("select") || ZZ_IS("reject") || ZZ_IS("selectattr") || ZZ_IS("rejectattr")) &&
+      !zz_cj_truthy(v)) /* jinja2 walks them only "if value" */
+    return *out = zz_cj_new_list(c, 0), out->k == ZZ_CJ_LIST;
   if (ZZ_IS("string")) return zz_cj_to_str(c, v, false, at, out);
   if (ZZ_IS("trim")) return zz_cj_strip(c, v, a0, true, true, at, out);
   if (ZZ_IS("upper") || ZZ_IS("lower") || ZZ_IS("title") || ZZ_IS("capitalize"))
@@ -313,10 +342,34 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
   if (ZZ_IS("items") || ZZ_IS("dictsort")) {
     if (v->k == ZZ_CJ_UNDEF) return *out = zz_cj_new_list(c, 0), out->k == ZZ_CJ_LIST;
     if (v->k != ZZ_CJ_DICT) return zz_cj_fail(c, at, "%s of a %s", f, zz_cj_kind_name(v->k));
-    if (ZZ_IS("dictsort")) return zz_cj_fail(c, at, "the filter 'dictsort' is not supported");
     zz_cj_args none = {0};
     bool found;
-    return zz_cj_method(c, v, "items", &none, at, &found, out);
+    if (!zz_cj_method(c, v, "items", &none, at, &found, out) || ZZ_IS("items")) return !c->err[0];
+    /* dictsort(case_sensitive=False, by='key', reverse=False): insertion sort, Python's order */
+    static const char *const kw[] = {"case_sensitive", "by", "reverse", NULL};
+    if (!zz_cj_args_check(c, a, 3, kw, "dictsort", at)) return false;
+    const val *cs = zz_cj_arg(a, 0, "case_sensitive"), *by = zz_cj_arg(a, 1, "by"), *rev = zz_cj_arg(a, 2, "reverse");
+    int col = by && by->k == ZZ_CJ_STR && by->n == 5 && !memcmp(by->s, "value", 5) ? 1 : 0;
+    bool down = rev && zz_cj_truthy(rev);
+    zz_cj_val *it = out->l->v;
+    for (size_t i = 0; i < out->l->n; i++) {
+      val k = it[i].l->v[col];
+      if (k.k == ZZ_CJ_STR && !(cs && zz_cj_truthy(cs))) {
+        if (!zz_cj_ascii(k.s, k.n)) return zz_cj_fail(c, at, "dictsort of non-ASCII keys is not supported");
+        for (size_t j = 0; j < k.n; j++)
+          if (k.s[j] >= 'A' && k.s[j] <= 'Z')
+            return zz_cj_fail(c, at, "dictsort of upper-case keys (case-folded) is not supported");
+      }
+    }
+    for (size_t i = 1; i < out->l->n; i++)
+      for (size_t j = i; j > 0; j--) {
+        int r;
+        if (!zz_cj_compare(c, &it[j - 1].l->v[col], &it[j].l->v[col], at, &r)) return false;
+        if (down ? r >= 0 : r <= 0) break;
+        val t = it[j];
+        it[j] = it[j - 1], it[j - 1] = t;
+      }
+    return true;
   }
   if (ZZ_IS("int") || ZZ_IS("float")) return zz_cj_to_number(c, v, f[0] == 'i', zz_cj_arg(a, 0, "default"), at, out);
   if (ZZ_IS("abs")) {
@@ -332,25 +385,36 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
 #undef ZZ_IS
 }
 
-bool zz_cj_test(zz_cj *c, zz_cj_scope *s, const char *t, const val *v, const zz_cj_args *a, const char *at,
-                bool *out) {
+bool zz_cj_test(zz_cj *c, zz_cj_scope *s, const char *t, const val *v, const zz_cj_args *a, const char *at, bool *out) {
   (void)s;
 #define ZZ_IS(name) (!strcmp(t, name))
   const val *a0 = zz_cj_arg(a, 0, NULL);
   zz_cj_kind k = v->k;
   if (ZZ_IS("defined")) *out = k != ZZ_CJ_UNDEF;
-  else if (ZZ_IS("undefined")) *out = k == ZZ_CJ_UNDEF;
-  else if (ZZ_IS("none")) *out = k == ZZ_CJ_NONE;
-  else if (ZZ_IS("boolean")) *out = k == ZZ_CJ_BOOL;
-  else if (ZZ_IS("true") || ZZ_IS("false")) *out = k == ZZ_CJ_BOOL && v->i == (t[0] == 't');
-  else if (ZZ_IS("integer")) *out = k == ZZ_CJ_INT;
-  else if (ZZ_IS("float")) *out = k == ZZ_CJ_FLOAT;
-  else if (ZZ_IS("number")) *out = zz_cj_is_number(v);
-  else if (ZZ_IS("string")) *out = k == ZZ_CJ_STR;
-  else if (ZZ_IS("mapping")) *out = k == ZZ_CJ_DICT;
-  else if (ZZ_IS("iterable")) *out = k == ZZ_CJ_STR || k == ZZ_CJ_LIST || k == ZZ_CJ_DICT;
-  else if (ZZ_IS("sequence")) *out = k == ZZ_CJ_STR || k == ZZ_CJ_LIST || k == ZZ_CJ_DICT;
-  else if (ZZ_IS("callable")) *out = k == ZZ_CJ_MACRO || k == ZZ_CJ_FUNC;
+  else if (ZZ_IS("undefined"))
+    *out = k == ZZ_CJ_UNDEF;
+  else if (ZZ_IS("none"))
+    *out = k == ZZ_CJ_NONE;
+  else if (ZZ_IS("boolean"))
+    *out = k == ZZ_CJ_BOOL;
+  else if (ZZ_IS("true") || ZZ_IS("false"))
+    *out = k == ZZ_CJ_BOOL && v->i == (t[0] == 't');
+  else if (ZZ_IS("integer"))
+    *out = k == ZZ_CJ_INT;
+  else if (ZZ_IS("float"))
+    *out = k == ZZ_CJ_FLOAT;
+  else if (ZZ_IS("number"))
+    *out = zz_cj_is_number(v);
+  else if (ZZ_IS("string"))
+    *out = k == ZZ_CJ_STR;
+  else if (ZZ_IS("mapping"))
+    *out = k == ZZ_CJ_DICT;
+  else if (ZZ_IS("iterable"))
+    *out = k == ZZ_CJ_STR || k == ZZ_CJ_LIST || k == ZZ_CJ_DICT;
+  else if (ZZ_IS("sequence"))
+    *out = k == ZZ_CJ_STR || k == ZZ_CJ_LIST || k == ZZ_CJ_DICT;
+  else if (ZZ_IS("callable"))
+    *out = k == ZZ_CJ_MACRO || k == ZZ_CJ_FUNC;
   else if (ZZ_IS("lower") || ZZ_IS("upper")) {
     if (k != ZZ_CJ_STR) return zz_cj_fail(c, at, "the test '%s' of a %s", t, zz_cj_kind_name(k));
     val x;

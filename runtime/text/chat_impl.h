@@ -3,13 +3,11 @@
  * Hugging Face's chat-template sandbox runs it. One render goes
  *
  *   source ─ chat_lex.c ─→ chunks (text / {{ }} / {% %}) and expression tokens
- *          ─ chat_parse.c ─→ nodes and expressions
- *          ─ chat_eval.c ─→ text, with the values of chat_value.c, the filters and
- *            tests of chat_filters.c, the methods and globals of chat_methods.c.
- *
- * Everything of one render lives in one arena (zz_cj_alloc), freed at the end, and
- * every step is counted against the render's limits (zz_chat_limits).
- */
+ *   ─ chat_parse.c, chat_stmt.c ─→ nodes and expressions ─ chat_eval.c, chat_render.c
+ *   ─→ text, with chat_value.c's values, chat_filters.c's filters and tests,
+ *   chat_methods.c's methods and globals.
+ * One render's everything lives in one arena (zz_cj_alloc); every step counts
+ * against the render's limits (zz_chat_limits). */
 #ifndef ZZ_CHAT_IMPL_H
 #define ZZ_CHAT_IMPL_H
 
@@ -24,16 +22,16 @@
 
 typedef struct zz_cj_block zz_cj_block;
 typedef struct zz_cj {
-  zz_cj_block *blocks;    /* the arena */
-  size_t held;            /* bytes the arena holds (limits.max_memory) */
-  zz_chat_limits lim;     /* the limits of this render */
-  int64_t steps;          /* evaluations, loop turns and calls so far (lim.max_steps) */
-  int depth;              /* macro calls now nested (lim.max_depth) */
-  double t0;              /* the start, seconds of CLOCK_MONOTONIC (lim.max_seconds) */
-  int64_t now;            /* strftime_now's time */
-  char err[600];          /* the first error; the render stops at it */
-  bool raised;            /* the error is the template's raise_exception */
-  const char *src;        /* the template (normalised), for line numbers */
+  zz_cj_block *blocks; /* the arena */
+  size_t held;         /* bytes the arena holds (limits.max_memory) */
+  zz_chat_limits lim;  /* the limits of this render */
+  int64_t steps;       /* evaluations, loop turns and calls so far (lim.max_steps) */
+  int depth;           /* macro calls now nested (lim.max_depth) */
+  double t0;           /* the start, seconds of CLOCK_MONOTONIC (lim.max_seconds) */
+  int64_t now;         /* strftime_now's time */
+  char err[600];       /* the first error; the render stops at it */
+  bool raised;         /* the error is the template's raise_exception */
+  const char *src;     /* the template (normalised), for line numbers */
 } zz_cj;
 
 void *zz_cj_alloc(zz_cj *c, size_t n); /* zeroed; NULL (with the error set) past the limit */
@@ -69,7 +67,7 @@ typedef struct zz_cj_macro zz_cj_macro;
 
 typedef struct zz_cj_val {
   zz_cj_kind k;
-  bool tuple;     /* LIST: a Python tuple */
+  bool tuple;     /* LIST: a Python tuple; STR: markupsafe's Markup (the safe filter) */
   long long i;    /* BOOL, INT */
   double f;       /* FLOAT */
   const char *s;  /* STR; FUNC: its name */
@@ -111,8 +109,9 @@ zz_cj_val zz_cj_new_list(zz_cj *c, size_t cap); /* LIST with room for cap; k UND
 zz_cj_val zz_cj_new_dict(zz_cj *c, zz_cj_kind k);
 bool zz_cj_list_push(zz_cj *c, zz_cj_list *l, zz_cj_val v);
 bool zz_cj_dict_set(zz_cj *c, zz_cj_dict *d, zz_cj_val key, zz_cj_val v);
-/* d[key]: true and *out where d has it */
+/* d[key] (a string key; _val: any): true and *out where d has it */
 bool zz_cj_dict_get(const zz_cj_dict *d, const char *key, size_t n, zz_cj_val *out);
+bool zz_cj_dict_get_val(const zz_cj_dict *d, const zz_cj_val *key, zz_cj_val *out);
 
 const char *zz_cj_kind_name(zz_cj_kind k);
 bool zz_cj_truthy(const zz_cj_val *v);
@@ -164,8 +163,8 @@ typedef enum {
   ZZ_CJ_E_NOT,
   ZZ_CJ_E_NEG,
   ZZ_CJ_E_POS,
-  ZZ_CJ_E_BIN,  /* a op b: + - * / // % ** ~ in, "not in" as op 'o' */
-  ZZ_CJ_E_CMP,  /* args[0] ops[0] args[1] ops[1] ...: a chain of == != < > <= >= */
+  ZZ_CJ_E_BIN, /* a op b: + - * / // % ** ~ in, "not in" as op 'o' */
+  ZZ_CJ_E_CMP, /* args[0] ops[0] args[1] ops[1] ...: a chain of == != < > <= >= */
   ZZ_CJ_E_AND,
   ZZ_CJ_E_OR,
   ZZ_CJ_E_COND, /* b if a else c */
@@ -211,7 +210,7 @@ struct zz_cj_node {
   const char *text; /* TEXT */
   size_t n;
   zz_cj_expr *e, *cond;
-  const char **names; /* FOR, SET targets; MACRO name then parameters */
+  const char **names;    /* FOR, SET targets; MACRO name then parameters */
   zz_cj_expr **defaults; /* MACRO: each parameter's default, NULL where none */
   int nnames;
   const char *attr; /* SET ns.attr */
@@ -243,9 +242,9 @@ bool zz_cj_lex_next(zz_cj_lex *L);
 bool zz_cj_lex_is(const zz_cj_lex *L, const char *s); /* the token is the operator or name s */
 bool zz_cj_lex_expect(zz_cj_lex *L, const char *s);
 
-/* chat_parse.c: one expression from L (with_if: the inline "x if c else y" too) */
+/* chat_parse.c: one expression from L (with_if: the inline "x if c else y" too);
+ * chat_stmt.c: the whole template (NULL with the error set when it cannot be) */
 zz_cj_expr *zz_cj_parse_expr(zz_cj_lex *L, bool with_if);
-/* chat_stmt.c: the whole template (NULL with the error set when it cannot be) */
 zz_cj_node *zz_cj_parse(zz_cj *c, const char *src);
 
 /* ================================================================ evaluation */
@@ -278,16 +277,17 @@ const zz_cj_val *zz_cj_arg(const zz_cj_args *a, int pos, const char *name);
 bool zz_cj_args_check(zz_cj *c, const zz_cj_args *a, int max, const char *const *names, const char *what,
                       const char *at);
 
-/* chat_filters.c */
-bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *name, const zz_cj_val *v, const zz_cj_args *a,
-                  const char *at, zz_cj_val *out);
-bool zz_cj_test(zz_cj *c, zz_cj_scope *s, const char *name, const zz_cj_val *v, const zz_cj_args *a,
-                const char *at, bool *out);
+/* chat_filters.c (html_escape: markupsafe's, for Markup + str) */
+bool zz_cj_html_escape(zz_cj *c, const zz_cj_val *v, const char *at, zz_cj_val *out);
+bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *name, const zz_cj_val *v, const zz_cj_args *a, const char *at,
+                  zz_cj_val *out);
+bool zz_cj_test(zz_cj *c, zz_cj_scope *s, const char *name, const zz_cj_val *v, const zz_cj_args *a, const char *at,
+                bool *out);
 
 /* chat_methods.c: obj.name(args) (*found false where obj has no such method) and
  * the global functions */
-bool zz_cj_method(zz_cj *c, const zz_cj_val *obj, const char *name, const zz_cj_args *a, const char *at,
-                  bool *found, zz_cj_val *out);
+bool zz_cj_method(zz_cj *c, const zz_cj_val *obj, const char *name, const zz_cj_args *a, const char *at, bool *found,
+                  zz_cj_val *out);
 bool zz_cj_is_global(const char *name);
 bool zz_cj_call_global(zz_cj *c, const char *name, const zz_cj_args *a, const char *at, zz_cj_val *out);
 /* the string ops filters and methods share */

@@ -104,7 +104,8 @@ bool zz_cj_cut(zz_cj *c, const char *src, zz_cj_chunk **out, size_t *n_out) {
     char kind = t[1];
     const char *in = t + 2 + (t[2] == '-' || t[2] == '+');
     const char *close = kind == '#' ? strstr(in, "#}") : zz_cj_tag_end(in, kind == '{' ? "}}" : "%}");
-    if (!close) return zz_cj_fail(c, t, "a tag that does not end ('%s' missing)", kind == '{' ? "}}" : kind == '#' ? "#}" : "%}");
+    if (!close)
+      return zz_cj_fail(c, t, "a tag that does not end ('%s' missing)", kind == '{' ? "}}" : kind == '#' ? "#}" : "%}");
     const char *ie = close;
     char mark = ie > in ? ie[-1] : 0; /* "-" or "+" before the close */
     if (mark == '-' || mark == '+') ie--;
@@ -120,7 +121,8 @@ bool zz_cj_cut(zz_cj *c, const char *src, zz_cj_chunk **out, size_t *n_out) {
       if (re > rs && !zz_cj_cut_push(&u, ZZ_CJ_C_TEXT, rs, (size_t)(re - rs), rs)) return false;
       close = rclose, mark = rclose[-1];
       kind = '%';
-    } else if (kind != '#' && !zz_cj_cut_push(&u, kind == '{' ? ZZ_CJ_C_EXPR : ZZ_CJ_C_STMT, in, (size_t)(ie - in), t)) {
+    } else if (kind != '#' &&
+               !zz_cj_cut_push(&u, kind == '{' ? ZZ_CJ_C_EXPR : ZZ_CJ_C_STMT, in, (size_t)(ie - in), t)) {
       return false;
     }
     p = close + 2;
@@ -137,7 +139,10 @@ bool zz_cj_cut(zz_cj *c, const char *src, zz_cj_chunk **out, size_t *n_out) {
 /* ================================================================ tokens */
 
 static int zz_cj_hex(char ch) {
-  return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+  return ch >= '0' && ch <= '9'   ? ch - '0'
+         : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+         : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                  : -1;
 }
 
 static size_t zz_cj_utf8_put(char *o, unsigned cp) {

@@ -40,7 +40,8 @@ static bool zz_cj_strip_one(const val *chars, const char *s, size_t n, bool at_e
 bool zz_cj_strip(zz_cj *c, const val *v, const val *chars, bool left, bool right, const char *at, val *out) {
   if (v->k == ZZ_CJ_UNDEF) return *out = zz_cj_str("", 0), true; /* jinja2's trim of undefined */
   if (!zz_cj_need_str(c, v, "strip", at)) return false;
-  if (chars && chars->k != ZZ_CJ_NONE && chars->k != ZZ_CJ_STR) return zz_cj_fail(c, at, "strip chars that are a %s", zz_cj_kind_name(chars->k));
+  if (chars && chars->k != ZZ_CJ_NONE && chars->k != ZZ_CJ_STR)
+    return zz_cj_fail(c, at, "strip chars that are a %s", zz_cj_kind_name(chars->k));
   const char *p = v->s;
   size_t n = v->n, w;
   while (left && n && zz_cj_strip_one(chars, p, n, false, &w)) p += w, n -= w;
@@ -199,13 +200,16 @@ static bool zz_cj_str_method(zz_cj *c, const val *v, const char *m, const zz_cj_
     zz_cj_args ja = {.v = (val *)v, .kw = (const char *[]){NULL}, .n = 1};
     const val *items = a0;
     for (size_t i = 0; items->k == ZZ_CJ_LIST && i < items->l->n; i++)
-      if (items->l->v[i].k != ZZ_CJ_STR) return zz_cj_fail(c, at, "join() of a list holding a %s (Python refuses it)", zz_cj_kind_name(items->l->v[i].k));
+      if (items->l->v[i].k != ZZ_CJ_STR)
+        return zz_cj_fail(c, at, "join() of a list holding a %s (Python refuses it)",
+                          zz_cj_kind_name(items->l->v[i].k));
     zz_cj_scope none = {0};
     return zz_cj_filter(c, &none, "join", items, &ja, at, out);
   }
   if (!strcmp(m, "find") || !strcmp(m, "count")) {
     if (!a0 || !zz_cj_need_str(c, a0, m, at)) return zz_cj_fail(c, at, "%s() wants a string", m);
-    if (a->n > 1 || !zz_cj_ascii(v->s, v->n)) return zz_cj_fail(c, at, "%s() with start / end, or in non-ASCII text, is not supported", m);
+    if (a->n > 1 || !zz_cj_ascii(v->s, v->n))
+      return zz_cj_fail(c, at, "%s() with start / end, or in non-ASCII text, is not supported", m);
     long long k = 0, first = -1;
     for (size_t i = 0; i + a0->n <= v->n;)
       if (!memcmp(v->s + i, a0->s, a0->n)) {
@@ -223,8 +227,10 @@ static bool zz_cj_str_method(zz_cj *c, const val *v, const char *m, const zz_cj_
     for (size_t i = 0; i < v->n && r; i++) {
       char ch = v->s[i];
       bool d = ch >= '0' && ch <= '9', al = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
-      r = m[2] == 'd' ? d : m[2] == 's' ? (ch == ' ' || (ch >= 9 && ch <= 13) || (ch >= 0x1c && ch <= 0x1f))
-          : !strcmp(m, "isalpha") ? al : (al || d);
+      r = m[2] == 'd'             ? d
+          : m[2] == 's'           ? (ch == ' ' || (ch >= 9 && ch <= 13) || (ch >= 0x1c && ch <= 0x1f))
+          : !strcmp(m, "isalpha") ? al
+                                  : (al || d);
     }
     return *out = zz_cj_bool(r), true;
   }
@@ -265,8 +271,9 @@ bool zz_cj_method(zz_cj *c, const val *obj, const char *m, const zz_cj_args *a, 
     *found = false;
     return true;
   }
-  if (obj->k == ZZ_CJ_LIST && (!strcmp(m, "append") || !strcmp(m, "pop") || !strcmp(m, "extend") ||
-                               !strcmp(m, "insert") || !strcmp(m, "remove") || !strcmp(m, "sort") || !strcmp(m, "reverse")))
+  if (obj->k == ZZ_CJ_LIST &&
+      (!strcmp(m, "append") || !strcmp(m, "pop") || !strcmp(m, "extend") || !strcmp(m, "insert") ||
+       !strcmp(m, "remove") || !strcmp(m, "sort") || !strcmp(m, "reverse")))
     return zz_cj_fail(c, at, "%s() changes a list, which the sandbox refuses", m);
   if (obj->k == ZZ_CJ_LOOP && !strcmp(m, "cycle")) {
     *found = true;
@@ -304,7 +311,8 @@ bool zz_cj_call_global(zz_cj *c, const char *name, const zz_cj_args *a, const ch
     if (np == 0) return zz_cj_fail(c, at, "range() takes 1 to 3 integers");
     if (np == 1) v[1] = v[0], v[0] = 0;
     if (v[2] == 0) return zz_cj_fail(c, at, "range() step must not be zero");
-    double count = v[2] > 0 ? ((double)v[1] - (double)v[0]) / (double)v[2] : ((double)v[0] - (double)v[1]) / (double)-v[2];
+    double count = v[2] > 0 ? ((double)v[1] - (double)v[0]) / (double)v[2]
+                            : ((double)v[0] - (double)v[1]) / (double)-v[2];
     count = count <= 0 ? 0 : (double)(long long)(count + 0.999999);
     if (count > (double)(c->lim.max_steps - c->steps) || count > 1e8)
       return zz_cj_fail(c, at, "range() of %.0f numbers is more than the limit of %lld steps (max_steps)", count,

@@ -201,15 +201,15 @@ static expr *zz_cj_p_filters(lex *L, expr *e) {
         x->negate = true;
         if (!zz_cj_lex_next(L)) return NULL;
       }
-      if (L->k != ZZ_CJ_T_NAME)
-        return zz_cj_fail(L->c, L->ts, "expected a %s name", filter ? "filter" : "test"), NULL;
+      if (L->k != ZZ_CJ_T_NAME) return zz_cj_fail(L->c, L->ts, "expected a %s name", filter ? "filter" : "test"), NULL;
       if (!(x->name = zz_cj_lex_name(L)) || !zz_cj_lex_next(L)) return NULL;
       x->a = e, e = x;
       if (zz_cj_lex_is(L, ".")) return zz_cj_fail(L->c, L->ts, "a dotted filter or test name is not supported"), NULL;
       if (zz_cj_lex_is(L, "(")) {
         if (!zz_cj_p_args(L, x)) return NULL;
-      } else if (!filter && (L->k == ZZ_CJ_T_NAME || L->k == ZZ_CJ_T_STR || L->k == ZZ_CJ_T_INT ||
-                             L->k == ZZ_CJ_T_FLOAT || zz_cj_lex_is(L, "[") || zz_cj_lex_is(L, "{")) &&
+      } else if (!filter &&
+                 (L->k == ZZ_CJ_T_NAME || L->k == ZZ_CJ_T_STR || L->k == ZZ_CJ_T_INT || L->k == ZZ_CJ_T_FLOAT ||
+                  zz_cj_lex_is(L, "[") || zz_cj_lex_is(L, "{")) &&
                  !zz_cj_lex_is(L, "else") && !zz_cj_lex_is(L, "or") && !zz_cj_lex_is(L, "and")) {
         /* "is divisibleby 3": one argument without parentheses */
         x->args = zz_cj_alloc(L->c, sizeof *x->args);

@@ -42,10 +42,10 @@ static bool zz_cj_iterable(zz_cj *c, const zz_cj_val *v, const char *at, zz_cj_l
 static bool zz_cj_assign(zz_cj *c, zz_cj_scope *s, const zz_cj_node *nd, const zz_cj_val *v) {
   if (nd->nnames == 1) return zz_cj_scope_set(c, s, nd->names[0], *v);
   zz_cj_list *l;
-  if (v->k != ZZ_CJ_LIST && v->k != ZZ_CJ_STR) return zz_cj_fail(c, nd->at, "unpacking a %s into %d names", zz_cj_kind_name(v->k), nd->nnames);
+  if (v->k != ZZ_CJ_LIST && v->k != ZZ_CJ_STR)
+    return zz_cj_fail(c, nd->at, "unpacking a %s into %d names", zz_cj_kind_name(v->k), nd->nnames);
   if (!zz_cj_iterable(c, v, nd->at, &l)) return false;
-  if (l->n != (size_t)nd->nnames)
-    return zz_cj_fail(c, nd->at, "unpacking %zu values into %d names", l->n, nd->nnames);
+  if (l->n != (size_t)nd->nnames) return zz_cj_fail(c, nd->at, "unpacking %zu values into %d names", l->n, nd->nnames);
   for (int i = 0; i < nd->nnames; i++)
     if (!zz_cj_scope_set(c, s, nd->names[i], l->v[i])) return false;
   return true;
@@ -96,7 +96,8 @@ static bool zz_cj_run_set(zz_cj *c, zz_cj_scope *s, const zz_cj_node *nd) {
   zz_cj_val ns;
   if (!zz_cj_scope_get(s, nd->names[0], &ns) || ns.k != ZZ_CJ_NS)
     return zz_cj_fail(c, nd->at, "{%% set %s.%s %%}: %s is not a namespace()", nd->names[0], nd->attr, nd->names[0]);
-  if (nd->attr[0] == '_') return zz_cj_fail(c, nd->at, "a namespace attribute starting with '_' (transformers refuses it)");
+  if (nd->attr[0] == '_')
+    return zz_cj_fail(c, nd->at, "a namespace attribute starting with '_' (transformers refuses it)");
   return zz_cj_dict_set(c, ns.d, zz_cj_cstr(nd->attr), v);
 }
 
@@ -140,7 +141,8 @@ static bool zz_cj_run(zz_cj *c, zz_cj_scope *s, const zz_cj_node *nd, zz_cj_buf 
         const zz_cj_expr *call = nd->e;
         zz_cj_val fn;
         if (!zz_cj_eval(c, s, call->a, &fn)) return false;
-        if (fn.k != ZZ_CJ_MACRO) return zz_cj_fail(c, nd->at, "{%% call %%} of a %s, not a macro", zz_cj_kind_name(fn.k));
+        if (fn.k != ZZ_CJ_MACRO)
+          return zz_cj_fail(c, nd->at, "{%% call %%} of a %s, not a macro", zz_cj_kind_name(fn.k));
         zz_cj_macro *m = zz_cj_alloc(c, sizeof *m);
         zz_cj_val *args = zz_cj_alloc(c, (size_t)(call->nargs + 1) * sizeof *args);
         if (!m || !args) return false;

@@ -119,7 +119,8 @@ static bool zz_cj_p_set(zz_cj_parser *P, zz_cj_node *nd, zz_cj_lex *L) {
   if (zz_cj_lex_is(L, "|")) return zz_cj_fail(P->c, L->ts, "a filtered {%% set %%} block is not supported");
   if (!zz_cj_lex_expect(L, "=")) return false;
   if (!(nd->e = zz_cj_parse_expr(L, true))) return false;
-  if (zz_cj_lex_is(L, ",")) return zz_cj_fail(P->c, L->ts, "{%% set x = a, b %%} (a tuple without parentheses) is not supported");
+  if (zz_cj_lex_is(L, ","))
+    return zz_cj_fail(P->c, L->ts, "{%% set x = a, b %%} (a tuple without parentheses) is not supported");
   return zz_cj_at_end(L, "{% set %}");
 }
 
@@ -130,8 +131,7 @@ static bool zz_cj_p_macro(zz_cj_parser *P, zz_cj_node *nd, zz_cj_lex *L) {
   int n = 0;
   nd->k = ZZ_CJ_N_MACRO;
   if (L->k != ZZ_CJ_T_NAME) return zz_cj_fail(P->c, L->ts, "{%% macro NAME(...) %%}");
-  if (!(names[n++] = zz_cj_strdup(P->c, L->ts, L->tn)) || !zz_cj_lex_next(L) || !zz_cj_lex_expect(L, "("))
-    return false;
+  if (!(names[n++] = zz_cj_strdup(P->c, L->ts, L->tn)) || !zz_cj_lex_next(L) || !zz_cj_lex_expect(L, "(")) return false;
   while (!zz_cj_lex_is(L, ")")) {
     if (L->k != ZZ_CJ_T_NAME) return zz_cj_fail(P->c, L->ts, "expected a parameter name");
     if (n == 33) return zz_cj_fail(P->c, L->ts, "a macro of more than 32 parameters");

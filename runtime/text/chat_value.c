@@ -107,8 +107,7 @@ bool zz_cj_step(zz_cj *c, const char *at, int64_t n) {
   if ((before >> 12) != (c->steps >> 12)) { /* the clock every 4096 steps */
     if (c->t0 == 0) c->t0 = zz_cj_clock();
     else if (zz_cj_clock() - c->t0 > c->lim.max_seconds)
-      return zz_cj_fail(c, at, "the template takes more than the time limit of %g s (max_seconds)",
-                        c->lim.max_seconds);
+      return zz_cj_fail(c, at, "the template takes more than the time limit of %g s (max_seconds)", c->lim.max_seconds);
   }
   return true;
 }
@@ -168,7 +167,17 @@ bool zz_cj_list_push(zz_cj *c, zz_cj_list *l, zz_cj_val v) {
 
 bool zz_cj_dict_get(const zz_cj_dict *d, const char *key, size_t n, zz_cj_val *out) {
   for (size_t i = 0; d && i < d->n; i++)
-    if (d->keys[i].n == n && memcmp(d->keys[i].s, key, n) == 0) {
+    if (d->keys[i].k == ZZ_CJ_STR && d->keys[i].n == n && memcmp(d->keys[i].s, key, n) == 0) {
+      *out = d->vals[i];
+      return true;
+    }
+  return false;
+}
+
+bool zz_cj_dict_get_val(const zz_cj_dict *d, const zz_cj_val *key, zz_cj_val *out) {
+  if (key->k == ZZ_CJ_STR) return zz_cj_dict_get(d, key->s, key->n, out);
+  for (size_t i = 0; d && i < d->n; i++)
+    if (zz_cj_equal(&d->keys[i], key)) {
       *out = d->vals[i];
       return true;
     }
@@ -176,9 +185,11 @@ bool zz_cj_dict_get(const zz_cj_dict *d, const char *key, size_t n, zz_cj_val *o
 }
 
 bool zz_cj_dict_set(zz_cj *c, zz_cj_dict *d, zz_cj_val key, zz_cj_val v) {
-  if (key.k != ZZ_CJ_STR) return zz_cj_fail(c, NULL, "a dict key that is a %s is not supported", zz_cj_kind_name(key.k));
+  if (key.k != ZZ_CJ_STR && key.k != ZZ_CJ_INT && key.k != ZZ_CJ_BOOL && key.k != ZZ_CJ_FLOAT && key.k != ZZ_CJ_NONE)
+    return zz_cj_fail(c, NULL, "a dict key that is a %s is not supported", zz_cj_kind_name(key.k));
   for (size_t i = 0; i < d->n; i++)
-    if (d->keys[i].n == key.n && memcmp(d->keys[i].s, key.s, key.n) == 0) {
+    if (key.k == ZZ_CJ_STR ? d->keys[i].k == ZZ_CJ_STR && d->keys[i].n == key.n && !memcmp(d->keys[i].s, key.s, key.n)
+                           : zz_cj_equal(&d->keys[i], &key)) {
       d->vals[i] = v;
       return true;
     }
@@ -195,8 +206,8 @@ bool zz_cj_dict_set(zz_cj *c, zz_cj_dict *d, zz_cj_val key, zz_cj_val v) {
 }
 
 const char *zz_cj_kind_name(zz_cj_kind k) {
-  static const char *const names[] = {"undefined", "none",      "boolean", "integer", "float",    "string",
-                                      "list",      "dict",      "namespace", "loop",  "macro",    "function"};
+  static const char *const names[] = {"undefined", "none", "boolean",   "integer", "float", "string",
+                                      "list",      "dict", "namespace", "loop",    "macro", "function"};
   return names[k];
 }
 
@@ -236,8 +247,7 @@ bool zz_cj_equal(const zz_cj_val *a, const zz_cj_val *b) {
       if (a->d->n != b->d->n) return false;
       for (size_t i = 0; i < a->d->n; i++) {
         zz_cj_val o;
-        if (!zz_cj_dict_get(b->d, a->d->keys[i].s, a->d->keys[i].n, &o) || !zz_cj_equal(&a->d->vals[i], &o))
-          return false;
+        if (!zz_cj_dict_get_val(b->d, &a->d->keys[i], &o) || !zz_cj_equal(&a->d->vals[i], &o)) return false;
       }
       return true;
     case ZZ_CJ_NS: return a->d == b->d;
@@ -540,14 +550,21 @@ static bool zz_cj_json_into(zz_cj *c, zz_cj_buf *b, const zz_cj_val *v, const zz
       const zz_cj_val **keys = zz_cj_alloc(c, n * sizeof *keys);
       if (!keys) return false;
       for (size_t i = 0; i < n; i++) keys[i] = &v->d->keys[i];
+      for (size_t i = 0; x->o->sort_keys && i < n; i++)
+        if (keys[i]->k != ZZ_CJ_STR) return zz_cj_fail(c, x->at, "tojson sort_keys over keys that are not all strings");
       if (x->o->sort_keys) qsort(keys, n, sizeof *keys, zz_cj_key_cmp);
       if (!zz_cj_buf_put(c, b, "{", 1) || !zz_cj_json_nl(c, b, x, level + 1)) return false;
       for (size_t i = 0; i < n; i++) {
-        zz_cj_val val;
-        zz_cj_dict_get(v->d, keys[i]->s, keys[i]->n, &val);
+        zz_cj_val val, ks = *keys[i];
+        zz_cj_dict_get_val(v->d, keys[i], &val);
         if (i && (!zz_cj_buf_put(c, b, x->isep, x->isep_n) || !zz_cj_json_nl(c, b, x, level + 1))) return false;
-        if (!zz_cj_json_str(c, b, keys[i]->s, keys[i]->n, x->o->ensure_ascii) ||
-            !zz_cj_buf_put(c, b, x->ksep, x->ksep_n) || !zz_cj_json_into(c, b, &val, x, level + 1))
+        if (ks.k != ZZ_CJ_STR) { /* json.dumps writes 1, true, null keys as strings */
+          zz_cj_buf kb = {.limit = c->lim.max_output};
+          if (!zz_cj_buf_put(c, &kb, "", 0) || !zz_cj_json_into(c, &kb, keys[i], x, level + 1)) return false;
+          ks = zz_cj_str(kb.s, kb.n);
+        }
+        if (!zz_cj_json_str(c, b, ks.s, ks.n, x->o->ensure_ascii) || !zz_cj_buf_put(c, b, x->ksep, x->ksep_n) ||
+            !zz_cj_json_into(c, b, &val, x, level + 1))
           return false;
       }
       return zz_cj_json_nl(c, b, x, level) && zz_cj_buf_put(c, b, "}", 1);

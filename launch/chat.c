@@ -120,9 +120,8 @@ const char *zz_chat_ctx_template(const zz_chat_ctx *c, bool tools, char *err, si
  * "openai" content format); else a list of text parts is joined by "\n" into one
  * string, as vLLM does for templates that print the content whole. */
 static bool zz_chat_walks_parts(const char *tmpl) {
-  static const char *const forms[] = {
-      "in message['content']", "in message[\"content\"]", "in message.content",  "in content",
-      "content is not string", "content is string",       "content is iterable", "content is sequence"};
+  static const char *const forms[] = {"in message['content']", "in message[\"content\"]", "in message.content",
+                                      "in content"};
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
     if (strstr(tmpl, forms[i])) return true;
   return false;

@@ -212,12 +212,45 @@ static void test_chat_corpus(void) {
   CU_ASSERT(same == total);
 }
 
+/* ---------------------------------------------------------------- OpenAI requests */
+
+/* request bodies as clients send them (tool_calls with string arguments, tool
+ * messages, content parts, tools, chat_template_kwargs, add_generation_prompt,
+ * continue_final_message) through launch/chat.c: transformers' text for them */
+static void test_chat_requests(void) {
+  json_error_t e;
+  json_t *root = json_load_file(ZZ_FIXTURES_DIR "/chat_requests.json", 0, &e), *c;
+  CU_ASSERT_FATAL(root != NULL);
+  size_t i, same = 0;
+  json_array_foreach(json_object_get(root, "cases"), i, c) {
+    char path[600], err[600], *text = NULL;
+    snprintf(path, sizeof path, "%s/chat_corpus/%s", ZZ_FIXTURES_DIR,
+             json_string_value(json_object_get(c, "template")));
+    zz_chat_ctx ctx = {.tmpl = zz_test_read_file(path, NULL),
+                       .vars = json_deep_copy(json_object_get(root, "specials"))};
+    CU_ASSERT_FATAL(ctx.tmpl != NULL);
+    bool ok = zz_chat_render_request(&ctx, json_object_get(c, "body"), &text, err, sizeof err);
+    const char *want = json_string_value(json_object_get(c, "expected"));
+    bool good = want ? ok && !strcmp(text, want) : !ok;
+    if (!good)
+      fprintf(stderr, "\nrequest %zu: %s\n got: [%s]\nwant: [%s]\n", i, ok ? "differs" : err, text ? text : "",
+              want ? want : "an error");
+    same += good;
+    free(text);
+    zz_chat_ctx_free(&ctx);
+  }
+  CU_ASSERT(i >= 10 && same == i);
+  json_decref(root);
+}
+
 void zz_test_chat_register(void) {
   CU_pSuite s = CU_add_suite("chat", NULL, NULL);
   CU_add_test(s, "a template where transformers 5 and 4 save it (chat_template.jinja, tokenizer_config.json)",
               test_chat_dirs);
   CU_add_test(s, "the sandbox's Jinja construct by construct, as transformers renders it", test_chat_jinja);
   CU_add_test(s, "real templates (chat_corpus/): transformers 5's text byte for byte", test_chat_corpus);
+  CU_add_test(s, "OpenAI request bodies (tools, tool_calls, parts, kwargs) render as transformers does",
+              test_chat_requests);
   CU_add_test(s, "what differs from jinja2 is refused naming the line and the construct", test_chat_refusals);
   CU_add_test(s, "hostile templates stop with an error naming the limit", test_chat_limits);
 }

@@ -124,6 +124,18 @@ static void test_line_keys(void) {
       {"{\"custom_id\": \"x\", \"url\": \"/v1/chat/completions\", \"body\": {\"messages\": [{\"role\": \"user\", "
        "\"content\": \"hi\"}], \"top_logprobs\": 2}}",
        true, "body.top_logprobs needs body.logprobs true"},
+      {"{\"custom_id\": \"x\", \"url\": \"/v1/chat/completions\", \"body\": {\"messages\": [{\"role\": \"user\", "
+       "\"content\": [{\"type\": \"text\", \"text\": \"hi\"}]}, {\"role\": \"assistant\", \"content\": null, \"tool_calls\": "
+       "[]}, {\"role\": \"tool\", \"tool_call_id\": \"a\", \"content\": \"1\"}], \"tools\": [], \"tool_choice\": \"auto\", "
+       "\"chat_template_kwargs\": {\"enable_thinking\": false}, \"add_generation_prompt\": false, "
+       "\"continue_final_message\": true, \"parallel_tool_calls\": false}}",
+       true, NULL},
+      {"{\"custom_id\": \"x\", \"url\": \"/v1/chat/completions\", \"body\": {\"messages\": [{\"role\": \"user\", "
+       "\"content\": \"hi\"}], \"chat_template_kwargs\": [1]}}",
+       true, "body.chat_template_kwargs must be an object"},
+      {"{\"custom_id\": \"x\", \"url\": \"/v1/chat/completions\", \"body\": {\"messages\": [{\"role\": \"user\", "
+       "\"content\": 5}]}}",
+       true, "body.messages[0] must be"},
       {"{\"custom_id\": \"x\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"hi\", \"stream\": true}}", true,
        "body.stream other than false is not supported"},
       {"{\"custom_id\": \"x\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": [\"a\", \"b\"]}}", true,

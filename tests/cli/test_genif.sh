@@ -224,6 +224,19 @@ zz generate --model mistral --no-progress --prompts chat.jsonl --out mis3.out --
 check "a model without a chat template: a chat line's error says so" \
   eval '[ "$RC" -eq 0 ] && line 1 mis3.out | grep -q "no chat template (looked for chat_template.jinja"'
 
+# issue 46: a template as transformers 5 saves it (chat_template.jinja), tools, tool calls
+mkdir qwen && cp "$FX/chat_corpus/Qwen-Qwen2.5-7B-Instruct.jinja" qwen/chat_template.jinja
+printf '[{"role": "user", "content": "Weather in Paris?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "abc123xyz", "type": "function", "function": {"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}]}, {"role": "tool", "tool_call_id": "abc123xyz", "content": "21 C"}]\n' >tc.json
+printf '[{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]\n' >tools.json
+zz chat-template --model qwen --messages tc.json --tools tools.json
+check "chat-template --tools: Qwen2.5's <tool_call> block from OpenAI's string arguments, the tools in the system turn" \
+  eval '[ "$RC" -eq 0 ] && grep -qx "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}" outp && has "<tools>" outp && [ "$(tail -n 1 outp)" = "<|im_start|>assistant" ]'
+zz chat-template --model qwen --messages tc.json --no-generation-prompt --chat-template-kwargs '{"enable_thinking": false}'
+check "chat-template --no-generation-prompt and --chat-template-kwargs: no assistant header at the end" \
+  eval '[ "$RC" -eq 0 ] && [ "$(tail -n 1 outp)" = "</tool_response><|im_end|>" ]'
+zz chat-template --model qwen --messages tc.json --chat-template-kwargs '[1]'
+check "--chat-template-kwargs that is not a JSON object is refused" eval '[ "$RC" -eq 2 ] && has "want a JSON object" err'
+
 # ------------------------------------------------------------ 6. the command line explains and installs itself
 
 zz --version

@@ -162,12 +162,18 @@ static json_t *zz_chat_messages_for(const char *tmpl, json_t *messages, char *er
   return out;
 }
 
-bool zz_chat_render_request(const zz_chat_ctx *c, json_t *body, char **text_out, char *err, size_t errlen) {
+bool zz_chat_render_request(const zz_chat_ctx *c, json_t *body, char **text_out, int *tool_format_out, char *err,
+                            size_t errlen) {
   json_t *tools = json_object_get(body, "tools"), *kw = json_object_get(body, "chat_template_kwargs");
   json_t *agp = json_object_get(body, "add_generation_prompt"), *cont = json_object_get(body, "continue_final_message");
   if (json_is_null(tools)) tools = NULL;
   const char *tmpl = zz_chat_ctx_template(c, tools != NULL, err, errlen);
   if (!tmpl) return false;
+  json_t *choice = json_object_get(body, "tool_choice");
+  if (tool_format_out)
+    *tool_format_out = tools && !(json_is_string(choice) && !strcmp(json_string_value(choice), "none"))
+                           ? (int)zz_chat_tool_format(tmpl)
+                           : ZZ_TOOLS_NONE;
   json_t *msgs = zz_chat_messages_for(tmpl, json_object_get(body, "messages"), err, errlen);
   json_t *vars = json_copy(c->vars);
   if (!msgs || !vars) {
@@ -195,8 +201,83 @@ bool zz_chat_render_request(const zz_chat_ctx *c, json_t *body, char **text_out,
 
 bool zz_chat_render_messages(const zz_chat_ctx *c, json_t *messages, char **text_out, char *err, size_t errlen) {
   json_t *body = json_pack("{sO}", "messages", messages);
-  bool ok = body && zz_chat_render_request(c, body, text_out, err, errlen);
+  bool ok = body && zz_chat_render_request(c, body, text_out, NULL, err, errlen);
   if (!body) snprintf(err, errlen, "out of memory");
   json_decref(body);
   return ok;
+}
+
+/* ---------------------------------------------------------------- tool calls in the answer */
+
+zz_tool_format zz_chat_tool_format(const char *tmpl) {
+  if (strstr(tmpl, "<tool_call>")) return ZZ_TOOLS_HERMES;
+  if (strstr(tmpl, "[TOOL_CALLS]")) return ZZ_TOOLS_MISTRAL;
+  if (strstr(tmpl, "<|python_tag|>") || strstr(tmpl, "\"parameters\": dictionary of argument name"))
+    return ZZ_TOOLS_LLAMA_JSON;
+  return ZZ_TOOLS_NONE;
+}
+
+/* One call {"name": text, "arguments" or "parameters": object} appended as OpenAI's
+ * form: arguments a JSON string (json.dumps with ensure_ascii=False, as vLLM). */
+static bool zz_chat_add_call(json_t *calls, json_t *call, const char *id_base) {
+  json_t *name = json_object_get(call, "name"), *args = json_object_get(call, "arguments");
+  if (!args) args = json_object_get(call, "parameters");
+  if (!json_is_object(call) || !json_is_string(name) || !(json_is_object(args) || json_is_string(args))) return false;
+  /* jansson's separators without JSON_COMPACT are json.dumps' (", " and ": ") */
+  char *text = json_is_string(args) ? strdup(json_string_value(args)) : json_dumps(args, JSON_PRESERVE_ORDER);
+  char id[96];
+  snprintf(id, sizeof id, "call_%s_%zu", id_base, json_array_size(calls));
+  json_t *fn = json_pack("{sOss}", "name", name, "arguments", text ? text : "{}");
+  free(text);
+  json_array_append_new(calls, json_pack("{ssssso}", "id", id, "type", "function", "function", fn));
+  return true;
+}
+
+bool zz_chat_tool_calls(zz_tool_format f, const char *text, const char *id_base, json_t **content_out,
+                        json_t **calls_out) {
+  json_t *calls = json_array();
+  const char *first = NULL;
+  bool good = calls != NULL;
+  if (f == ZZ_TOOLS_HERMES) { /* <tool_call>{json}</tool_call>, one or more */
+    for (const char *p = strstr(text, "<tool_call>"); good && p; p = strstr(p, "<tool_call>")) {
+      if (!first) first = p;
+      const char *b = p + strlen("<tool_call>"), *e = strstr(b, "</tool_call>");
+      size_t n = e ? (size_t)(e - b) : strlen(b); /* an unclosed last one: to the end, as vLLM reads it */
+      json_t *call = json_loadb(b, n, 0, NULL);
+      good = call && zz_chat_add_call(calls, call, id_base);
+      json_decref(call);
+      p = e ? e + strlen("</tool_call>") : b + n;
+    }
+  } else if (f == ZZ_TOOLS_MISTRAL) { /* [TOOL_CALLS][{"name", "arguments"}, ...] */
+    first = strstr(text, "[TOOL_CALLS]");
+    json_t *arr = first ? json_loads(first + strlen("[TOOL_CALLS]"), 0, NULL) : NULL;
+    size_t i;
+    json_t *call;
+    good = good && json_is_array(arr);
+    json_array_foreach(arr, i, call) good = good && zz_chat_add_call(calls, call, id_base);
+    json_decref(arr);
+  } else if (f == ZZ_TOOLS_LLAMA_JSON) { /* [<|python_tag|>]{"name", "parameters"}[; {...}] */
+    const char *p = text;
+    while (*p == ' ' || *p == '\n' || *p == '\t') p++;
+    if (!strncmp(p, "<|python_tag|>", 14)) p += 14;
+    first = *p == '{' ? text : NULL;
+    while (good && first && *p) {
+      json_error_t e;
+      json_t *call = json_loads(p, JSON_DISABLE_EOF_CHECK, &e);
+      good = call && zz_chat_add_call(calls, call, id_base);
+      json_decref(call);
+      if (!good) break;
+      p += e.position;
+      while (*p == ' ' || *p == '\n' || *p == '\t' || *p == ';') p++;
+    }
+  }
+  if (!good || !first || !json_array_size(calls)) {
+    json_decref(calls);
+    return false;
+  }
+  size_t lead = (size_t)(first - text);
+  while (lead && (text[lead - 1] == ' ' || text[lead - 1] == '\n')) lead--;
+  *content_out = lead ? json_stringn(text, lead) : json_null();
+  *calls_out = calls;
+  return true;
 }

@@ -130,7 +130,7 @@ static int zz_cmd_chat_template(const zz_opts *o) {
   if (zz_chat_ctx_load(o->model, &chat) != ZZ_OK) {
     rc = zz_report_failure(ZZ_ERR_FORMAT);
   } else {
-    if (!zz_chat_render_request(&chat, body, &text, err, sizeof err)) {
+    if (!zz_chat_render_request(&chat, body, &text, NULL, err, sizeof err)) {
       fprintf(stderr, "zigzag: --model %s: %s\n", o->model, err);
       rc = 1;
     } else {

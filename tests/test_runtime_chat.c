@@ -229,7 +229,7 @@ static void test_chat_requests(void) {
     zz_chat_ctx ctx = {.tmpl = zz_test_read_file(path, NULL),
                        .vars = json_deep_copy(json_object_get(root, "specials"))};
     CU_ASSERT_FATAL(ctx.tmpl != NULL);
-    bool ok = zz_chat_render_request(&ctx, json_object_get(c, "body"), &text, err, sizeof err);
+    bool ok = zz_chat_render_request(&ctx, json_object_get(c, "body"), &text, NULL, err, sizeof err);
     const char *want = json_string_value(json_object_get(c, "expected"));
     bool good = want ? ok && !strcmp(text, want) : !ok;
     if (!good)
@@ -243,6 +243,110 @@ static void test_chat_requests(void) {
   json_decref(root);
 }
 
+/* ---------------------------------------------------------------- tool calls in the answer */
+
+static void test_chat_tool_calls(void) {
+  static const struct {
+    int format;
+    const char *text, *content, *name0, *args0; /* content NULL: JSON null; name0 NULL: not tool calls */
+    size_t n;
+  } cases[] = {
+      {ZZ_TOOLS_HERMES,
+       "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+       "Let me check.", "get_weather", "{\"city\": \"Paris\"}", 1},
+      {ZZ_TOOLS_HERMES,
+       "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call>\n<tool_call>{\"name\": \"b\", "
+       "\"arguments\": {\"x\": [1, 2]}}</tool_call>",
+       NULL, "a", "{}", 2},
+      {ZZ_TOOLS_HERMES, "<tool_call>{not json}</tool_call>", NULL, NULL, NULL, 0},
+      {ZZ_TOOLS_HERMES, "Paris is sunny.", NULL, NULL, NULL, 0},
+      {ZZ_TOOLS_LLAMA_JSON, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Zürich\"}}", NULL, "get_weather",
+       "{\"city\": \"Zürich\"}", 1},
+      {ZZ_TOOLS_LLAMA_JSON,
+       "<|python_tag|>{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"k\": 1}}", NULL, "a",
+       "{}", 2},
+      {ZZ_TOOLS_LLAMA_JSON, "The answer is {x}.", NULL, NULL, NULL, 0},
+      {ZZ_TOOLS_MISTRAL, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1, \"b\": \"c\"}}]", NULL, "f",
+       "{\"a\": 1, \"b\": \"c\"}", 1},
+      {ZZ_TOOLS_MISTRAL, "[TOOL_CALLS]oops", NULL, NULL, NULL, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    json_t *content = NULL, *calls = NULL;
+    bool got = zz_chat_tool_calls(cases[i].format, cases[i].text, "x", &content, &calls);
+    CU_ASSERT(got == (cases[i].name0 != NULL));
+    if (!got) continue;
+    json_t *fn = json_object_get(json_array_get(calls, 0), "function");
+    bool same = json_array_size(calls) == cases[i].n &&
+                !strcmp(json_string_value(json_object_get(fn, "name")), cases[i].name0) &&
+                !strcmp(json_string_value(json_object_get(fn, "arguments")), cases[i].args0) &&
+                (cases[i].content ? json_is_string(content) && !strcmp(json_string_value(content), cases[i].content)
+                                  : json_is_null(content)) &&
+                !strcmp(json_string_value(json_object_get(json_array_get(calls, 0), "type")), "function") &&
+                json_is_string(json_object_get(json_array_get(calls, 0), "id"));
+    if (!same) fprintf(stderr, "\ntool case %zu: %s\n", i, json_dumps(calls, 0));
+    CU_ASSERT(same);
+    json_decref(content);
+    json_decref(calls);
+  }
+  /* the family's form, from its template */
+  static const struct {
+    const char *file;
+    int format;
+  } fams[] = {{"Qwen-Qwen2.5-7B-Instruct.jinja", ZZ_TOOLS_HERMES},
+              {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja", ZZ_TOOLS_HERMES},
+              {"meta-llama-Llama-3.1-8B-Instruct.jinja", ZZ_TOOLS_LLAMA_JSON},
+              {"mistralai-Mistral-Nemo-Instruct-2407.jinja", ZZ_TOOLS_MISTRAL},
+              {"cz-zephyr.jinja", ZZ_TOOLS_NONE}};
+  for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/chat_corpus/%s", ZZ_FIXTURES_DIR, fams[i].file);
+    char *t = zz_test_read_file(path, NULL);
+    CU_ASSERT_FATAL(t != NULL);
+    CU_ASSERT((int)zz_chat_tool_format(t) == fams[i].format);
+    free(t);
+  }
+  /* the answer line: tool_calls and finish_reason "tool_calls", as OpenAI's */
+  zz_tokenizer *tok;
+  CU_ASSERT_FATAL(zz_tokenizer_load(ZZ_FIXTURES_DIR "/tok-gpt2-json", &tok) == ZZ_OK);
+  const char *said = "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>";
+  int32_t *ids;
+  int64_t n;
+  CU_ASSERT_FATAL(zz_tokenizer_encode(tok, said, strlen(said), &ids, &n) == ZZ_OK);
+  zz_opts o;
+  zz_opts_defaults(&o);
+  zz_line_defaults d;
+  zz_line_defaults_init(&o, &d);
+  d.pipeline = false;
+  zz_prompt p = {.id = "\"t1\"",
+                 .line = 1,
+                 .openai = true,
+                 .raw = "{\"custom_id\": \"t1\", \"method\": \"POST\", \"url\": \"/v1/chat/completions\", \"body\": "
+                        "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tools\": []}}"};
+  zz_line l;
+  CU_ASSERT_FATAL(zz_line_parse(&p, &d, &l) == ZZ_OK);
+  if (l.err) fprintf(stderr, "\n%s\n", l.err);
+  CU_ASSERT_FATAL(!l.err);
+  l.tool_format = ZZ_TOOLS_HERMES;
+  zz_config cfg = {0};
+  zz_completion c = {.tokens = ids, .n_tokens = n, .finish = ZZ_FINISH_LENGTH};
+  char *line = zz_line_answer(&p, &l, tok, &cfg, &c, 3, &d);
+  json_t *ans = line ? json_loads(line, 0, NULL) : NULL;
+  json_t *ch = json_array_get(json_object_get(json_object_get(json_object_get(ans, "response"), "body"), "choices"), 0);
+  json_t *msg = json_object_get(ch, "message");
+  CU_ASSERT(json_is_null(json_object_get(msg, "content")));
+  CU_ASSERT(!strcmp(json_string_value(json_object_get(ch, "finish_reason")) ?: "", "tool_calls"));
+  CU_ASSERT(
+      !strcmp(json_string_value(json_object_get(
+                  json_object_get(json_array_get(json_object_get(msg, "tool_calls"), 0), "function"), "arguments"))
+                  ?: "",
+              "{\"city\": \"Paris\"}"));
+  json_decref(ans);
+  free(line);
+  free(ids);
+  zz_line_free(&l);
+  zz_tokenizer_free(tok);
+}
+
 void zz_test_chat_register(void) {
   CU_pSuite s = CU_add_suite("chat", NULL, NULL);
   CU_add_test(s, "a template where transformers 5 and 4 save it (chat_template.jinja, tokenizer_config.json)",
@@ -251,6 +355,8 @@ void zz_test_chat_register(void) {
   CU_add_test(s, "real templates (chat_corpus/): transformers 5's text byte for byte", test_chat_corpus);
   CU_add_test(s, "OpenAI request bodies (tools, tool_calls, parts, kwargs) render as transformers does",
               test_chat_requests);
+  CU_add_test(s, "tool calls in the answer: Hermes/Qwen, Llama 3.1 JSON, Mistral into OpenAI's tool_calls",
+              test_chat_tool_calls);
   CU_add_test(s, "what differs from jinja2 is refused naming the line and the construct", test_chat_refusals);
   CU_add_test(s, "hostile templates stop with an error naming the limit", test_chat_limits);
 }

@@ -236,6 +236,21 @@ check "chat-template --no-generation-prompt and --chat-template-kwargs: no assis
   eval '[ "$RC" -eq 0 ] && [ "$(tail -n 1 outp)" = "</tool_response><|im_end|>" ]'
 zz chat-template --model qwen --messages tc.json --chat-template-kwargs '[1]'
 check "--chat-template-kwargs that is not a JSON object is refused" eval '[ "$RC" -eq 2 ] && has "want a JSON object" err'
+# a tiny instruct model saved by transformers 5 (chat_template.jinja; make_chat_model_fixture.py):
+# the chat line's prompt ids and greedy text are transformers' (apply_chat_template, generate)
+CM=$FX/chat-llama3-v5
+printf '{"custom_id": "c1", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "tiny", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "zigzag the"}], "max_completion_tokens": 6, "temperature": 0}}\n' >cm.jsonl
+printf '[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "zigzag the"}]\n' >cm.json
+zz chat-template --model "$CM" --messages cm.json
+RENDERED=$(cat outp; printf x)
+zz tokenize --model "$CM" -- "${RENDERED%x}"
+WANT_IDS=$(tr -d ' \n' <"$CM/expected.json" | grep -o '"prompt_ids":\[[0-9,]*\]' | sed 's/.*\[//; s/\]//; s/,/ /g')
+check "transformers 5's layout: the rendered chat tokenizes to apply_chat_template(tokenize=True)'s ids" \
+  eval '[ "$RC" -eq 0 ] && [ "$(tr -s " \n" " " <outp | sed "s/ $//")" = "$WANT_IDS" ]'
+zz generate --model "$CM" --no-progress --prompts cm.jsonl --out cm.out --max-prompt-len 40 --max-new-tokens 6
+WANT_TEXT=$(grep -o '"text": "[^"]*"' "$CM/expected.json" | sed 's/"text": //')
+check "... and generate answers it with transformers' greedy text and token counts" \
+  eval '[ "$RC" -eq 0 ] && grep -qF "\"content\":$WANT_TEXT}" cm.out && grep -q "\"prompt_tokens\":35,\"completion_tokens\":6," cm.out'
 
 # ------------------------------------------------------------ 6. the command line explains and installs itself
 

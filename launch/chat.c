@@ -70,8 +70,7 @@ static void zz_chat_config_templates(json_t *t, zz_chat_ctx *out) {
   }
 }
 
-zz_status zz_chat_ctx_load(const char *model_dir, zz_chat_ctx *out) {
-  memset(out, 0, sizeof *out);
+static zz_status zz_chat_ctx_read(const char *model_dir, zz_chat_ctx *out) {
   struct stat sb;
   if (!(out->vars = json_object())) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   if (!model_dir || stat(model_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return ZZ_OK;
@@ -79,9 +78,9 @@ zz_status zz_chat_ctx_load(const char *model_dir, zz_chat_ctx *out) {
   snprintf(path, sizeof path, "%s/chat_template.jinja", model_dir);
   ZZ_CHECK(zz_chat_read_file(path, &out->tmpl));
   snprintf(path, sizeof path, "%s/additional_chat_templates/tool_use.jinja", model_dir);
-  zz_status st = zz_chat_read_file(path, &out->tmpl_tools);
+  ZZ_CHECK(zz_chat_read_file(path, &out->tmpl_tools));
   snprintf(path, sizeof path, "%s/tokenizer_config.json", model_dir);
-  if (st != ZZ_OK || stat(path, &sb) != 0) return st;
+  if (stat(path, &sb) != 0) return ZZ_OK;
   json_error_t e;
   json_t *root = json_load_file(path, JSON_DECODE_INT_AS_REAL, &e); /* 1e30 sentinels */
   if (!root) return zz_error(ZZ_ERR_FORMAT, "%s:%d: bad JSON: %s", path, e.line, e.text);
@@ -96,6 +95,13 @@ zz_status zz_chat_ctx_load(const char *model_dir, zz_chat_ctx *out) {
   }
   json_decref(root);
   return ZZ_OK;
+}
+
+zz_status zz_chat_ctx_load(const char *model_dir, zz_chat_ctx *out) {
+  memset(out, 0, sizeof *out);
+  zz_status st = zz_chat_ctx_read(model_dir, out);
+  if (st != ZZ_OK) zz_chat_ctx_free(out); /* nothing held after a failure */
+  return st;
 }
 
 void zz_chat_ctx_free(zz_chat_ctx *c) {

@@ -13,29 +13,6 @@
 
 typedef zz_cj_val val;
 
-static bool zz_cj_list_of(zz_cj *c, const val *v, const char *at, zz_cj_list **out) {
-  val l = zz_cj_new_list(c, 0);
-  if (l.k != ZZ_CJ_LIST) return false;
-  *out = l.l;
-  if (v->k == ZZ_CJ_LIST) return *out = v->l, true;
-  if (v->k == ZZ_CJ_UNDEF) return true;
-  if (v->k == ZZ_CJ_DICT) {
-    for (size_t i = 0; i < v->d->n; i++)
-      if (!zz_cj_list_push(c, l.l, v->d->keys[i])) return false;
-    return true;
-  }
-  if (v->k == ZZ_CJ_STR) {
-    for (size_t i = 0; i < v->n;) {
-      size_t w = 1;
-      while (i + w < v->n && ((unsigned char)v->s[i + w] & 0xc0) == 0x80) w++;
-      if (!zz_cj_list_push(c, l.l, zz_cj_str(v->s + i, w))) return false;
-      i += w;
-    }
-    return true;
-  }
-  return zz_cj_fail(c, at, "a %s is not iterable", zz_cj_kind_name(v->k));
-}
-
 /* item.attr, with jinja2's dotted attributes ("a.b") and integer parts */
 static bool zz_cj_attr_path(zz_cj *c, const val *item, const val *attr, const char *at, val *out) {
   if (attr->k == ZZ_CJ_INT) {
@@ -85,7 +62,7 @@ static bool zz_cj_select(zz_cj *c, zz_cj_scope *s, const val *v, const zz_cj_arg
   if (attr && !an) return zz_cj_fail(c, at, "selectattr / rejectattr want an attribute name");
   if (tn && tn->k != ZZ_CJ_STR) return zz_cj_fail(c, at, "a test name that is a %s", zz_cj_kind_name(tn->k));
   zz_cj_args rest;
-  if (!zz_cj_list_of(c, v, at, &in) || !zz_cj_sub_args(c, a, a->n < skip ? a->n : skip, &rest)) return false;
+  if (!zz_cj_iterate(c, v, at, &in) || !zz_cj_sub_args(c, a, a->n < skip ? a->n : skip, &rest)) return false;
   *out = zz_cj_new_list(c, 0);
   if (out->k != ZZ_CJ_LIST) return false;
   for (size_t i = 0; i < in->n; i++) {
@@ -109,7 +86,7 @@ static bool zz_cj_map(zz_cj *c, zz_cj_scope *s, const val *v, const zz_cj_args *
   if (!attr && !fn) return zz_cj_fail(c, at, "map wants a filter name or attribute=");
   if (!attr && fn->k != ZZ_CJ_STR) return zz_cj_fail(c, at, "map's filter name is a %s", zz_cj_kind_name(fn->k));
   zz_cj_args rest;
-  if (!zz_cj_list_of(c, v, at, &in) || !zz_cj_sub_args(c, a, attr ? a->n : 1, &rest)) return false;
+  if (!zz_cj_iterate(c, v, at, &in) || !zz_cj_sub_args(c, a, attr ? a->n : 1, &rest)) return false;
   *out = zz_cj_new_list(c, in->n);
   if (out->k != ZZ_CJ_LIST) return false;
   char *name = attr ? NULL : zz_cj_strdup(c, fn->s, fn->n);
@@ -132,7 +109,7 @@ static bool zz_cj_join(zz_cj *c, const val *v, const zz_cj_args *a, const char *
   const val *sep = zz_cj_arg(a, 0, "d"), *attr = zz_cj_arg(a, 1, "attribute");
   val sepv = zz_cj_str("", 0);
   if (sep && !zz_cj_to_str(c, sep, false, at, &sepv)) return false;
-  if (!zz_cj_list_of(c, v, at, &in)) return false;
+  if (!zz_cj_iterate(c, v, at, &in)) return false;
   zz_cj_buf b = {.limit = c->lim.max_output};
   if (!zz_cj_buf_put(c, &b, "", 0)) return false;
   for (size_t i = 0; i < in->n; i++) {
@@ -297,7 +274,7 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
   }
   if (ZZ_IS("first") || ZZ_IS("last")) {
     zz_cj_list *l;
-    if (!zz_cj_list_of(c, v, at, &l)) return false;
+    if (!zz_cj_iterate(c, v, at, &l)) return false;
     *out = l->n ? l->v[f[0] == 'f' ? 0 : l->n - 1] : zz_cj_undef;
     return true;
   }
@@ -312,7 +289,7 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
       zz_cj_expr e = {.k = ZZ_CJ_E_SLICE};
       (void)e;
       zz_cj_list *chars;
-      if (!zz_cj_list_of(c, v, at, &chars)) return false;
+      if (!zz_cj_iterate(c, v, at, &chars)) return false;
       zz_cj_buf b = {.limit = c->lim.max_output};
       if (!zz_cj_buf_put(c, &b, "", 0)) return false;
       for (size_t i = chars->n; i-- > 0;)
@@ -320,7 +297,7 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
       (void)st, (void)none;
       return *out = zz_cj_str(b.s, b.n), true;
     }
-    if (!zz_cj_list_of(c, v, at, &l)) return false;
+    if (!zz_cj_iterate(c, v, at, &l)) return false;
     *out = zz_cj_new_list(c, l->n);
     if (out->k != ZZ_CJ_LIST) return false;
     for (size_t i = 0; i < l->n; i++) {

@@ -82,7 +82,6 @@ struct zz_cj_list {
   zz_cj_val *v;
   size_t n, cap;
 };
-
 struct zz_cj_dict {
   zz_cj_val *keys; /* strings */
   zz_cj_val *vals;
@@ -105,14 +104,15 @@ struct zz_cj_loop {
 extern const zz_cj_val zz_cj_undef;
 zz_cj_val zz_cj_str(const char *s, size_t n), zz_cj_cstr(const char *s), zz_cj_none(void);
 zz_cj_val zz_cj_int(long long i), zz_cj_float(double f), zz_cj_bool(bool b);
-zz_cj_val zz_cj_new_list(zz_cj *c, size_t cap); /* LIST with room for cap; k UNDEF when out of memory */
-zz_cj_val zz_cj_new_dict(zz_cj *c, zz_cj_kind k);
+zz_cj_val zz_cj_new_list(zz_cj *c, size_t cap), zz_cj_new_dict(zz_cj *c, zz_cj_kind k); /* k UNDEF: no memory */
 bool zz_cj_list_push(zz_cj *c, zz_cj_list *l, zz_cj_val v);
 bool zz_cj_dict_set(zz_cj *c, zz_cj_dict *d, zz_cj_val key, zz_cj_val v);
 /* d[key] (a string key; _val: any): true and *out where d has it */
 bool zz_cj_dict_get(const zz_cj_dict *d, const char *key, size_t n, zz_cj_val *out);
 bool zz_cj_dict_get_val(const zz_cj_dict *d, const zz_cj_val *key, zz_cj_val *out);
 
+/* a for's items: a list, a dict's keys, a string's code points; none for undefined */
+bool zz_cj_iterate(zz_cj *c, const zz_cj_val *v, const char *at, zz_cj_list **out);
 const char *zz_cj_kind_name(zz_cj_kind k);
 bool zz_cj_truthy(const zz_cj_val *v);
 bool zz_cj_equal(const zz_cj_val *a, const zz_cj_val *b); /* Python's == */

@@ -73,6 +73,14 @@ static bool zz_cj_p_args(lex *L, expr *e) {
   return zz_cj_lex_next(L);
 }
 
+/* f(args) */
+static expr *zz_cj_p_call(lex *L, expr *f) {
+  expr *x = zz_cj_new_expr(L, ZZ_CJ_E_CALL);
+  if (!x) return NULL;
+  x->a = f;
+  return zz_cj_p_args(L, x) ? x : NULL;
+}
+
 /* items of a list, tuple or dict literal up to close */
 static bool zz_cj_p_items(lex *L, expr *e, const char *close, bool dict) {
   expr **v = NULL;
@@ -178,11 +186,7 @@ static expr *zz_cj_p_postfix(lex *L, expr *e) {
     } else if (zz_cj_lex_is(L, "[")) {
       e = zz_cj_p_subscript(L, e);
     } else if (zz_cj_lex_is(L, "(")) {
-      expr *x = zz_cj_new_expr(L, ZZ_CJ_E_CALL);
-      if (!x) return NULL;
-      x->a = e;
-      if (!zz_cj_p_args(L, x)) return NULL;
-      e = x;
+      e = zz_cj_p_call(L, e);
     } else {
       break;
     }
@@ -218,11 +222,7 @@ static expr *zz_cj_p_filters(lex *L, expr *e) {
         x->nargs = 1;
       }
     } else if (zz_cj_lex_is(L, "(")) {
-      expr *x = zz_cj_new_expr(L, ZZ_CJ_E_CALL);
-      if (!x) return NULL;
-      x->a = e;
-      if (!zz_cj_p_args(L, x)) return NULL;
-      e = x;
+      e = zz_cj_p_call(L, e);
     } else {
       break;
     }

@@ -14,37 +14,13 @@ typedef enum { ZZ_CJ_GO, ZZ_CJ_BREAK, ZZ_CJ_CONTINUE } zz_cj_flow;
 
 static bool zz_cj_run(zz_cj *c, zz_cj_scope *s, const zz_cj_node *nd, zz_cj_buf *o, zz_cj_flow *flow);
 
-/* what a for goes over: a list, a dict's keys, a string's characters; nothing for undefined */
-static bool zz_cj_iterable(zz_cj *c, const zz_cj_val *v, const char *at, zz_cj_list **out) {
-  zz_cj_val l = zz_cj_new_list(c, 0);
-  if (l.k != ZZ_CJ_LIST) return false;
-  *out = l.l;
-  switch (v->k) {
-    case ZZ_CJ_UNDEF: return true;
-    case ZZ_CJ_LIST: *out = v->l; return true;
-    case ZZ_CJ_DICT:
-      for (size_t i = 0; i < v->d->n; i++)
-        if (!zz_cj_list_push(c, l.l, v->d->keys[i])) return false;
-      return true;
-    case ZZ_CJ_STR:
-      for (size_t i = 0; i < v->n;) {
-        size_t w = 1;
-        while (i + w < v->n && ((unsigned char)v->s[i + w] & 0xc0) == 0x80) w++;
-        if (!zz_cj_list_push(c, l.l, zz_cj_str(v->s + i, w))) return false;
-        i += w;
-      }
-      return true;
-    default: return zz_cj_fail(c, at, "a for over a %s", zz_cj_kind_name(v->k));
-  }
-}
-
 /* names = v: one name, or a list / tuple of as many */
 static bool zz_cj_assign(zz_cj *c, zz_cj_scope *s, const zz_cj_node *nd, const zz_cj_val *v) {
   if (nd->nnames == 1) return zz_cj_scope_set(c, s, nd->names[0], *v);
   zz_cj_list *l;
   if (v->k != ZZ_CJ_LIST && v->k != ZZ_CJ_STR)
     return zz_cj_fail(c, nd->at, "unpacking a %s into %d names", zz_cj_kind_name(v->k), nd->nnames);
-  if (!zz_cj_iterable(c, v, nd->at, &l)) return false;
+  if (!zz_cj_iterate(c, v, nd->at, &l)) return false;
   if (l->n != (size_t)nd->nnames) return zz_cj_fail(c, nd->at, "unpacking %zu values into %d names", l->n, nd->nnames);
   for (int i = 0; i < nd->nnames; i++)
     if (!zz_cj_scope_set(c, s, nd->names[i], l->v[i])) return false;
@@ -54,7 +30,7 @@ static bool zz_cj_assign(zz_cj *c, zz_cj_scope *s, const zz_cj_node *nd, const z
 static bool zz_cj_run_for(zz_cj *c, zz_cj_scope *s, const zz_cj_node *nd, zz_cj_buf *o) {
   zz_cj_val v;
   zz_cj_list *all;
-  if (!zz_cj_eval(c, s, nd->e, &v) || !zz_cj_iterable(c, &v, nd->at, &all)) return false;
+  if (!zz_cj_eval(c, s, nd->e, &v) || !zz_cj_iterate(c, &v, nd->at, &all)) return false;
   zz_cj_list *items = all;
   if (nd->cond) { /* {% for x in xs if c %}: loop.* counts what passes */
     zz_cj_val l = zz_cj_new_list(c, 0);

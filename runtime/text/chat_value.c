@@ -205,6 +205,29 @@ bool zz_cj_dict_set(zz_cj *c, zz_cj_dict *d, zz_cj_val key, zz_cj_val v) {
   return true;
 }
 
+bool zz_cj_iterate(zz_cj *c, const zz_cj_val *v, const char *at, zz_cj_list **out) {
+  zz_cj_val l = zz_cj_new_list(c, 0);
+  if (l.k != ZZ_CJ_LIST) return false;
+  *out = l.l;
+  switch (v->k) {
+    case ZZ_CJ_UNDEF: return true;
+    case ZZ_CJ_LIST: *out = v->l; return true;
+    case ZZ_CJ_DICT:
+      for (size_t i = 0; i < v->d->n; i++)
+        if (!zz_cj_list_push(c, l.l, v->d->keys[i])) return false;
+      return true;
+    case ZZ_CJ_STR:
+      for (size_t i = 0; i < v->n;) {
+        size_t w = 1;
+        while (i + w < v->n && ((unsigned char)v->s[i + w] & 0xc0) == 0x80) w++;
+        if (!zz_cj_list_push(c, l.l, zz_cj_str(v->s + i, w))) return false;
+        i += w;
+      }
+      return true;
+    default: return zz_cj_fail(c, at, "a %s is not iterable", zz_cj_kind_name(v->k));
+  }
+}
+
 const char *zz_cj_kind_name(zz_cj_kind k) {
   static const char *const names[] = {"undefined", "none", "boolean",   "integer", "float", "string",
                                       "list",      "dict", "namespace", "loop",    "macro", "function"};

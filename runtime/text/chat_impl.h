@@ -67,15 +67,19 @@ typedef struct zz_cj_macro zz_cj_macro;
 
 typedef struct zz_cj_val {
   zz_cj_kind k;
-  bool tuple;     /* LIST: a Python tuple; STR: markupsafe's Markup (the safe filter) */
-  long long i;    /* BOOL, INT */
-  double f;       /* FLOAT */
-  const char *s;  /* STR; FUNC: its name */
-  size_t n;       /* STR: bytes */
-  zz_cj_list *l;  /* LIST */
-  zz_cj_dict *d;  /* DICT, NS */
-  zz_cj_loop *lp; /* LOOP */
-  zz_cj_macro *m; /* MACRO */
+  bool tuple;    /* LIST: a Python tuple; STR: markupsafe's Markup (the safe filter) */
+  union {        /* by k: */
+    long long i; /* BOOL, INT */
+    double f;    /* FLOAT */
+    struct {     /* STR: UTF-8 bytes s[0..n); FUNC: its name in s */
+      const char *s;
+      size_t n;
+    };
+    zz_cj_list *l;  /* LIST */
+    zz_cj_dict *d;  /* DICT, NS */
+    zz_cj_loop *lp; /* LOOP */
+    zz_cj_macro *m; /* MACRO */
+  };
 } zz_cj_val;
 
 struct zz_cj_list {
@@ -151,28 +155,24 @@ bool zz_cj_buf_put(zz_cj *c, zz_cj_buf *b, const char *s, size_t n);
 
 /* ================================================================ the parsed template */
 
+/* clang-format off */
 typedef enum {
-  ZZ_CJ_E_LIT,
-  ZZ_CJ_E_NAME,
+  ZZ_CJ_E_LIT, ZZ_CJ_E_NAME,
   ZZ_CJ_E_ATTR,   /* a.name */
   ZZ_CJ_E_INDEX,  /* a[b] */
   ZZ_CJ_E_SLICE,  /* a[b:c:d], each may be NULL */
   ZZ_CJ_E_CALL,   /* a(args) */
   ZZ_CJ_E_FILTER, /* a | name(args) */
   ZZ_CJ_E_TEST,   /* a is [not] name(args) */
-  ZZ_CJ_E_NOT,
-  ZZ_CJ_E_NEG,
-  ZZ_CJ_E_POS,
+  ZZ_CJ_E_NOT, ZZ_CJ_E_NEG, ZZ_CJ_E_POS,
   ZZ_CJ_E_BIN, /* a op b: + - * / // % ** ~ in, "not in" as op 'o' */
   ZZ_CJ_E_CMP, /* args[0] ops[0] args[1] ops[1] ...: a chain of == != < > <= >= */
-  ZZ_CJ_E_AND,
-  ZZ_CJ_E_OR,
+  ZZ_CJ_E_AND, ZZ_CJ_E_OR,
   ZZ_CJ_E_COND, /* b if a else c */
-  ZZ_CJ_E_LIST,
-  ZZ_CJ_E_TUPLE,
+  ZZ_CJ_E_LIST, ZZ_CJ_E_TUPLE,
   ZZ_CJ_E_DICT, /* args: key, value, key, value ... */
 } zz_cj_ekind;
-
+/* clang-format on */
 typedef struct zz_cj_expr zz_cj_expr;
 struct zz_cj_expr {
   zz_cj_ekind k;

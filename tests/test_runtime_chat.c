@@ -168,6 +168,11 @@ static void test_chat_limits(void) {
       {"{{ 'x' * 10**12 }}", "max_output"},
       {"{% set ns = namespace(l=[1]) %}{% for i in range(100) %}{% set ns.l = ns.l + ns.l %}{% endfor %}", "max_"},
       {"{{ 2 ** 10**18 }}", "64 bits"},
+      /* work that allocates nothing counts too: scans, unique, sorts */
+      {"{% set big = range(100000) | list %}{% for i in range(100000) %}{% if i in big %}{% endif %}{% endfor %}",
+       "max_steps"},
+      {"{{ range(3000000) | unique | list | length }}", "max_steps"},
+      {"{% set s = 'ab' * 10000000 %}{% for i in range(100000) %}{{ s.find('c') }}{% endfor %}", "max_"},
   };
   zz_chat_expect_refusals(cases, sizeof cases / sizeof cases[0]);
   /* nesting past the parser's depth */

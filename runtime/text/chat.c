@@ -16,7 +16,7 @@
 
 zz_chat_limits zz_chat_limits_default(void) {
   return (zz_chat_limits){
-      .max_steps = 5000000, .max_output = 32u << 20, .max_memory = 512u << 20, .max_depth = 64, .max_seconds = 2.0};
+      .max_steps = 5000000, .max_output = 32u << 20, .max_memory = 512u << 20, .max_depth = 64, .max_seconds = 1.0};
 }
 
 /* the template as jinja2's lexer sees it: "\r\n" and "\r" as "\n", without one final "\n" */

@@ -240,8 +240,7 @@ static bool zz_cj_repeat(zz_cj *c, const zz_cj_val *s, long long k, const char *
   if (k <= 0 || unit == 0) return *out = s->k == ZZ_CJ_STR ? zz_cj_str("", 0) : zz_cj_new_list(c, 0), true;
   if ((unsigned long long)k > c->lim.max_output / unit)
     return zz_cj_fail(c, at, "a repeat past the output limit of %zu bytes (max_output)", c->lim.max_output);
-  if (!zz_cj_step(c, at, k)) return false;
-  if (s->k == ZZ_CJ_STR) {
+  if (s->k == ZZ_CJ_STR) { /* the copy counts as work in zz_cj_alloc */
     char *p = zz_cj_alloc(c, s->n * (size_t)k + 1);
     if (!p) return false;
     for (long long i = 0; i < k; i++) memcpy(p + (size_t)i * s->n, s->s, s->n);
@@ -256,9 +255,15 @@ static bool zz_cj_repeat(zz_cj *c, const zz_cj_val *s, long long k, const char *
 
 static bool zz_cj_contains(zz_cj *c, const zz_cj_val *x, const zz_cj_val *in, const char *at, bool *out) {
   *out = false;
+  /* a scan is work: a step per 16 items or 64 bytes */
+  if (!zz_cj_step(c, at,
+                  in->k == ZZ_CJ_LIST  ? (int64_t)(in->l->n >> 4)
+                  : in->k == ZZ_CJ_STR ? (int64_t)(in->n >> 6)
+                                       : 0))
+    return false;
   if (in->k == ZZ_CJ_STR) {
     if (x->k != ZZ_CJ_STR) return zz_cj_fail(c, at, "'in <string>' wants a string, not a %s", zz_cj_kind_name(x->k));
-    for (size_t k = 0; !*out && x->n <= in->n && k + x->n <= in->n; k++) *out = !memcmp(in->s + k, x->s, x->n);
+    *out = zz_cj_find(in->s, in->n, x->s, x->n) != NULL;
   } else if (in->k == ZZ_CJ_LIST) {
     for (size_t k = 0; !*out && k < in->l->n; k++) *out = zz_cj_equal(x, &in->l->v[k]);
   } else if (in->k == ZZ_CJ_DICT || in->k == ZZ_CJ_NS) {

@@ -302,11 +302,13 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
     if (out->k != ZZ_CJ_LIST) return false;
     for (size_t i = 0; i < l->n; i++) {
       bool dup = false;
+      if (ZZ_IS("unique") && !zz_cj_step(c, at, (int64_t)(out->l->n >> 4) + 1)) return false;
       for (size_t k = 0; ZZ_IS("unique") && !dup && k < out->l->n; k++) dup = zz_cj_equal(&out->l->v[k], &l->v[i]);
       if (!dup) out->l->v[out->l->n++] = ZZ_IS("reverse") ? l->v[l->n - 1 - i] : l->v[i];
     }
     if (ZZ_IS("sort")) {
       if (a->n) return zz_cj_fail(c, at, "sort with arguments is not supported");
+      if (!zz_cj_step(c, at, (int64_t)out->l->n * 2)) return false; /* n log n compares */
       zz_cj_sort_cmp_err = 0, zz_cj_sort_ctx = c;
       qsort(out->l->v, out->l->n, sizeof *out->l->v, zz_cj_sort_cmp);
       if (zz_cj_sort_cmp_err) return false;
@@ -339,14 +341,14 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
       }
     }
     for (size_t i = 1; i < out->l->n; i++)
-      for (size_t j = i; j > 0; j--) {
+      for (size_t j = i; j > 0 && zz_cj_step(c, at, 1); j--) {
         int r;
         if (!zz_cj_compare(c, &it[j - 1].l->v[col], &it[j].l->v[col], at, &r)) return false;
         if (down ? r >= 0 : r <= 0) break;
         val t = it[j];
         it[j] = it[j - 1], it[j - 1] = t;
       }
-    return true;
+    return !c->err[0];
   }
   if (ZZ_IS("int") || ZZ_IS("float")) return zz_cj_to_number(c, v, f[0] == 'i', zz_cj_arg(a, 0, "default"), at, out);
   if (ZZ_IS("abs")) {

@@ -135,8 +135,7 @@ typedef struct zz_cj_json_opts {
   const zz_cj_val *item_sep, *key_sep;
 } zz_cj_json_opts;
 bool zz_cj_to_json(zz_cj *c, const zz_cj_val *v, const zz_cj_json_opts *o, const char *at, zz_cj_val *out);
-/* A JSON value (jansson) as a template value: objects dicts, arrays lists. */
-bool zz_cj_from_json(zz_cj *c, json_t *j, zz_cj_val *out);
+bool zz_cj_from_json(zz_cj *c, json_t *j, zz_cj_val *out); /* a JSON value (jansson) as a template value */
 
 /* strings as Python sees them: code points, Unicode white space */
 size_t zz_cj_utf8_len(const char *s, size_t n);             /* code points */
@@ -144,6 +143,7 @@ size_t zz_cj_utf8_off(const char *s, size_t n, size_t cp);  /* byte offset of co
 bool zz_cj_is_space_at(const char *s, size_t n, size_t *w); /* a Python-space code point at s: its bytes in *w */
 size_t zz_cj_space_before(const char *s, size_t n);         /* bytes of the space code point ending at s + n, or 0 */
 bool zz_cj_ascii(const char *s, size_t n);
+const char *zz_cj_find(const char *h, size_t hn, const char *w, size_t wn); /* w in h[0..hn), or NULL */
 
 /* A growing string in the arena (the output, a macro's text, a join). */
 typedef struct zz_cj_buf {

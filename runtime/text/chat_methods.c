@@ -140,12 +140,7 @@ static bool zz_cj_split(zz_cj *c, const val *v, const zz_cj_args *a, const char 
   if (!sep->n) return zz_cj_fail(c, at, "split with an empty separator (Python refuses it)");
   for (;;) {
     const char *hit = NULL;
-    if (max < 0 || (long long)out->l->n < max)
-      for (const char *q = s; q + sep->n <= end; q++)
-        if (!memcmp(q, sep->s, sep->n)) {
-          hit = q;
-          break;
-        }
+    if (max < 0 || (long long)out->l->n < max) hit = zz_cj_find(s, (size_t)(end - s), sep->s, sep->n);
     if (!zz_cj_step(c, at, 1) || !zz_cj_list_push(c, out->l, zz_cj_str(s, hit ? (size_t)(hit - s) : (size_t)(end - s))))
       return false;
     if (!hit) return true;
@@ -211,14 +206,12 @@ static bool zz_cj_str_method(zz_cj *c, const val *v, const char *m, const zz_cj_
     if (a->n > 1 || !zz_cj_ascii(v->s, v->n))
       return zz_cj_fail(c, at, "%s() with start / end, or in non-ASCII text, is not supported", m);
     long long k = 0, first = -1;
-    for (size_t i = 0; i + a0->n <= v->n;)
-      if (!memcmp(v->s + i, a0->s, a0->n)) {
-        if (first < 0) first = (long long)i;
-        k++;
-        i += a0->n ? a0->n : 1;
-      } else {
-        i++;
-      }
+    for (const char *p = v->s, *end = v->s + v->n; (p = zz_cj_find(p, (size_t)(end - p), a0->s, a0->n));) {
+      if (first < 0) first = (long long)(p - v->s);
+      k++;
+      if (a0->n == 0 && p == end) break;
+      p += a0->n ? a0->n : 1;
+    }
     return *out = zz_cj_int(m[0] == 'f' ? first : k), true;
   }
   if (!strcmp(m, "isdigit") || !strcmp(m, "isspace") || !strcmp(m, "isalpha") || !strcmp(m, "isalnum")) {
@@ -240,7 +233,7 @@ static bool zz_cj_str_method(zz_cj *c, const val *v, const char *m, const zz_cj_
 
 bool zz_cj_method(zz_cj *c, const val *obj, const char *m, const zz_cj_args *a, const char *at, bool *found, val *out) {
   *found = false;
-  if (!zz_cj_step(c, at, 1)) return false;
+  if (!zz_cj_step(c, at, 1 + (obj->k == ZZ_CJ_STR ? (int64_t)(obj->n >> 6) : 0))) return false; /* a scan is work */
   if (obj->k == ZZ_CJ_STR) return zz_cj_str_method(c, obj, m, a, at, found, out);
   if (obj->k == ZZ_CJ_DICT) {
     *found = true;

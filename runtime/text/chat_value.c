@@ -23,6 +23,7 @@ struct zz_cj_block {
 };
 
 void *zz_cj_alloc(zz_cj *c, size_t n) {
+  if (n >= 4096 && !zz_cj_step(c, NULL, (int64_t)(n >> 12))) return NULL; /* big copies count as work */
   n = (n + 15) & ~(size_t)15;
   zz_cj_block *b = c->blocks;
   if (!b || b->used + n > b->cap) {
@@ -116,6 +117,7 @@ bool zz_cj_buf_put(zz_cj *c, zz_cj_buf *b, const char *s, size_t n) {
   if (c->err[0]) return false;
   if (b->n + n > b->limit)
     return zz_cj_fail(c, NULL, "the text grows past the output limit of %zu bytes (max_output)", b->limit);
+  if (n >= 4096 && !zz_cj_step(c, NULL, (int64_t)(n >> 12))) return false;
   if (b->n + n + 1 > b->cap) {
     size_t cap = (b->n + n + 1) * 2;
     if (cap < 256) cap = 256;
@@ -331,6 +333,17 @@ size_t zz_cj_utf8_off(const char *s, size_t n, size_t cp) {
     if (k++ == cp) return i;
   }
   return n;
+}
+
+const char *zz_cj_find(const char *h, size_t hn, const char *w, size_t wn) {
+  if (wn == 0) return h;
+  for (const char *p = h, *end = h + hn; (size_t)(end - p) >= wn;) {
+    p = memchr(p, w[0], (size_t)(end - p) - wn + 1);
+    if (!p) return NULL;
+    if (!memcmp(p, w, wn)) return p;
+    p++;
+  }
+  return NULL;
 }
 
 bool zz_cj_ascii(const char *s, size_t n) {

@@ -170,8 +170,8 @@ static void test_chat_limits(void) {
       {"{{ 2 ** 10**18 }}", "64 bits"},
       /* work that allocates nothing counts too: scans, unique, sorts */
       {"{% set big = range(100000) | list %}{% for i in range(100000) %}{% if i in big %}{% endif %}{% endfor %}",
-       "max_steps"},
-      {"{{ range(3000000) | unique | list | length }}", "max_steps"},
+       "max_"},
+      {"{{ range(3000000) | unique | list | length }}", "max_"}, /* steps, or under ASan, seconds */
       {"{% set s = 'ab' * 10000000 %}{% for i in range(100000) %}{{ s.find('c') }}{% endfor %}", "max_"},
   };
   zz_chat_expect_refusals(cases, sizeof cases / sizeof cases[0]);

@@ -152,6 +152,7 @@ static void test_chat_refusals(void) {
       {"{% break %}", "{% break %} outside a for loop"},
       {"{% set ns = namespace(_x=1) %}", "starting with '_'"},
       {"{{ {[1]: 2} }}", "a dict key that is a list is not supported"},
+      {"{{ ['b', 'A'] | sort }}", "sort of strings with upper-case"},
   };
   zz_chat_expect_refusals(cases, sizeof cases / sizeof cases[0]);
 }

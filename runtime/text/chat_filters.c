@@ -203,6 +203,16 @@ static bool zz_cj_to_number(zz_cj *c, const val *v, bool as_int, const val *def,
   return *out = as_int ? zz_cj_int((long long)f) : zz_cj_float(f), true;
 }
 
+/* jinja2 sorts strings case-folded: a string folding changes (upper case, or
+ * beyond ASCII) would sort otherwise here, so it is refused */
+static bool zz_cj_fold_same(zz_cj *c, const val *k, const char *what, const char *at) {
+  for (size_t j = 0; k->k == ZZ_CJ_STR && j < k->n; j++)
+    if ((k->s[j] >= 'A' && k->s[j] <= 'Z') || (unsigned char)k->s[j] >= 0x80)
+      return zz_cj_fail(c, at, "%s of strings with upper-case or non-ASCII letters (case-folded) is not supported",
+                        what);
+  return true;
+}
+
 bool zz_cj_html_escape(zz_cj *c, const val *v, const char *at, val *out) {
   zz_cj_buf b = {.limit = c->lim.max_output};
   if (!zz_cj_buf_put(c, &b, "", 0)) return false;
@@ -302,7 +312,9 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
     if (out->k != ZZ_CJ_LIST) return false;
     for (size_t i = 0; i < l->n; i++) {
       bool dup = false;
-      if (ZZ_IS("unique") && !zz_cj_step(c, at, (int64_t)(out->l->n >> 4) + 1)) return false;
+      if (ZZ_IS("unique") &&
+          (!zz_cj_step(c, at, (int64_t)(out->l->n >> 4) + 1) || !zz_cj_fold_same(c, &l->v[i], "unique", at)))
+        return false;
       for (size_t k = 0; ZZ_IS("unique") && !dup && k < out->l->n; k++) dup = zz_cj_equal(&out->l->v[k], &l->v[i]);
       if (!dup) out->l->v[out->l->n++] = ZZ_IS("reverse") ? l->v[l->n - 1 - i] : l->v[i];
     }
@@ -313,8 +325,7 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
       qsort(out->l->v, out->l->n, sizeof *out->l->v, zz_cj_sort_cmp);
       if (zz_cj_sort_cmp_err) return false;
       for (size_t i = 0; i < out->l->n; i++)
-        if (out->l->v[i].k == ZZ_CJ_STR && !zz_cj_ascii(out->l->v[i].s, out->l->v[i].n))
-          return zz_cj_fail(c, at, "sort of non-ASCII strings is not supported (jinja2 sorts them case-folded)");
+        if (!zz_cj_fold_same(c, &out->l->v[i], "sort", at)) return false;
     }
     return true;
   }
@@ -331,15 +342,8 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
     int col = by && by->k == ZZ_CJ_STR && by->n == 5 && !memcmp(by->s, "value", 5) ? 1 : 0;
     bool down = rev && zz_cj_truthy(rev);
     zz_cj_val *it = out->l->v;
-    for (size_t i = 0; i < out->l->n; i++) {
-      val k = it[i].l->v[col];
-      if (k.k == ZZ_CJ_STR && !(cs && zz_cj_truthy(cs))) {
-        if (!zz_cj_ascii(k.s, k.n)) return zz_cj_fail(c, at, "dictsort of non-ASCII keys is not supported");
-        for (size_t j = 0; j < k.n; j++)
-          if (k.s[j] >= 'A' && k.s[j] <= 'Z')
-            return zz_cj_fail(c, at, "dictsort of upper-case keys (case-folded) is not supported");
-      }
-    }
+    for (size_t i = 0; i < out->l->n; i++)
+      if (!(cs && zz_cj_truthy(cs)) && !zz_cj_fold_same(c, &it[i].l->v[col], "dictsort", at)) return false;
     for (size_t i = 1; i < out->l->n; i++)
       for (size_t j = i; j > 0 && zz_cj_step(c, at, 1); j--) {
         int r;

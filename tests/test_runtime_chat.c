@@ -153,6 +153,8 @@ static void test_chat_refusals(void) {
       {"{% set ns = namespace(_x=1) %}", "starting with '_'"},
       {"{{ {[1]: 2} }}", "a dict key that is a list is not supported"},
       {"{{ ['b', 'A'] | sort }}", "sort of strings with upper-case"},
+      {"{{ [1, 2] | unique(attribute='x') }}", "the filter 'unique' with arguments is not supported"},
+      {"{{ '10' | int(base=16) }}", "int has no argument 'base'"},
   };
   zz_chat_expect_refusals(cases, sizeof cases / sizeof cases[0]);
 }

@@ -235,6 +235,13 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
                   val *out) {
 #define ZZ_IS(name) (!strcmp(f, name))
   const val *a0 = zz_cj_arg(a, 0, NULL);
+  static const char *const bare[] = {"safe",   "string",  "upper",  "lower", "title", "capitalize",
+                                     "length", "count",   "first",  "last",  "items", "abs",
+                                     "list",   "reverse", "unique", "sort",  NULL}; /* as zigzag has them: no arguments */
+  for (int i = 0; bare[i]; i++)
+    if (a->n && ZZ_IS(bare[i])) return zz_cj_fail(c, at, "the filter '%s' with arguments is not supported", f);
+  static const char *const num_kw[] = {"default", NULL};
+  if ((ZZ_IS("int") || ZZ_IS("float")) && !zz_cj_args_check(c, a, 1, num_kw, f, at)) return false;
   if (ZZ_IS("tojson")) {
     static const char *const kw[] = {"ensure_ascii", "indent", "separators", "sort_keys", NULL};
     if (!zz_cj_args_check(c, a, 4, kw, "tojson", at)) return false;
@@ -295,16 +302,12 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
   if (ZZ_IS("list") || ZZ_IS("reverse") || ZZ_IS("unique") || ZZ_IS("sort")) {
     zz_cj_list *l;
     if (v->k == ZZ_CJ_STR && ZZ_IS("reverse")) {
-      val st = zz_cj_int(-1), none = zz_cj_none();
-      zz_cj_expr e = {.k = ZZ_CJ_E_SLICE};
-      (void)e;
       zz_cj_list *chars;
       if (!zz_cj_iterate(c, v, at, &chars)) return false;
       zz_cj_buf b = {.limit = c->lim.max_output};
       if (!zz_cj_buf_put(c, &b, "", 0)) return false;
       for (size_t i = chars->n; i-- > 0;)
         if (!zz_cj_buf_put(c, &b, chars->v[i].s, chars->v[i].n)) return false;
-      (void)st, (void)none;
       return *out = zz_cj_str(b.s, b.n), true;
     }
     if (!zz_cj_iterate(c, v, at, &l)) return false;
@@ -319,7 +322,6 @@ bool zz_cj_filter(zz_cj *c, zz_cj_scope *s, const char *f, const val *v, const z
       if (!dup) out->l->v[out->l->n++] = ZZ_IS("reverse") ? l->v[l->n - 1 - i] : l->v[i];
     }
     if (ZZ_IS("sort")) {
-      if (a->n) return zz_cj_fail(c, at, "sort with arguments is not supported");
       if (!zz_cj_step(c, at, (int64_t)out->l->n * 2)) return false; /* n log n compares */
       zz_cj_sort_cmp_err = 0, zz_cj_sort_ctx = c;
       qsort(out->l->v, out->l->n, sizeof *out->l->v, zz_cj_sort_cmp);

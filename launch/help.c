@@ -30,8 +30,8 @@ static const struct {
     {"perplexity", "zigzag perplexity --model DIR --text FILE [--window N] [policy flags]",
      "held-out perplexity of a model under a policy"},
     {"tokenize", "zigzag tokenize --model DIR [--] TEXT", "the token ids of TEXT"},
-    {"chat-template", "zigzag chat-template --model DIR --messages FILE",
-     "the text the model's chat template (tokenizer_config.json) renders for the messages, with the generation prompt"},
+    {"chat-template", "zigzag chat-template --model DIR --messages FILE [--tools FILE] [--no-generation-prompt]",
+     "the text the model's chat template (chat_template.jinja or tokenizer_config.json) renders for the messages, with the generation prompt"},
 };
 #define ZZ_N_USAGE (sizeof zz_cmd_usage / sizeof zz_cmd_usage[0])
 

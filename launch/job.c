@@ -172,7 +172,7 @@ static zz_status zz_job_line(zz_job *j, const zz_prompt *p, zz_line *l, int32_t 
     json_t *v = json_object_get(l->body, l->kind == ZZ_LINE_CHAT ? "messages" : "prompt");
     char err[512];
     if (l->kind == ZZ_LINE_CHAT) {
-      if (!zz_chat_render_messages(&j->lx->chat, v, &rendered, err, sizeof err))
+      if (!zz_chat_render_request(&j->lx->chat, l->body, &rendered, &l->tool_format, err, sizeof err))
         zz_line_fail(l, "chat_template_error", "%s", err);
       q.text = rendered;
     } else if (json_is_string(v)) {

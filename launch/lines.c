@@ -244,15 +244,24 @@ static void zz_line_openai(zz_line *l, json_t *o, const zz_line_defaults *d) {
     } else if (!strcmp(key, "messages") && chat) {
       if (!json_is_array(v) || json_array_size(v) == 0)
         zz_line_fail(l, "invalid_type", "body.messages must be a non-empty list");
-      for (size_t i = 0; i < json_array_size(v); i++) {
-        json_t *m = json_array_get(v, i);
+      for (size_t i = 0; i < json_array_size(v); i++) { /* the template reads the rest of each message */
+        json_t *m = json_array_get(v, i), *content = json_object_get(m, "content");
         if (!json_is_object(m) || !json_is_string(json_object_get(m, "role")) ||
-            !json_is_string(json_object_get(m, "content")))
+            !(json_is_string(content) || json_is_array(content) || json_is_null(content) ||
+              (!content && json_object_get(m, "tool_calls"))))
           zz_line_fail(l, "invalid_value",
-                       "body.messages[%zu] must be {\"role\": text, \"content\": text} (content "
-                       "as a list of parts is not supported)",
+                       "body.messages[%zu] must be {\"role\": text, \"content\": text, a list of parts or "
+                       "null, ...}",
                        i);
       }
+    } else if (chat && (!strcmp(key, "tools") || !strcmp(key, "chat_template_kwargs"))) {
+      if (!json_is_null(v) && !(key[0] == 't' ? json_is_array(v) : json_is_object(v)))
+        zz_line_fail(l, "invalid_type", "body.%s must be %s", key, key[0] == 't' ? "a list" : "an object");
+    } else if (chat && (!strcmp(key, "add_generation_prompt") || !strcmp(key, "continue_final_message") ||
+                        !strcmp(key, "parallel_tool_calls"))) {
+      if (!json_is_boolean(v)) zz_line_fail(l, "invalid_type", "body.%s must be true or false", key);
+    } else if (chat && !strcmp(key, "tool_choice")) {
+      /* "auto", "none", "required" or a named function: the template sees the tools either way */
     } else if (!strcmp(key, "max_tokens") || (chat && !strcmp(key, "max_completion_tokens"))) {
       if (zz_int(l, v, where, 1, ZZ_MAX_POSITIONS, &k)) l->sp.max_new_tokens = (int)k;
     } else if (chat && !strcmp(key, "top_logprobs")) {

@@ -42,6 +42,7 @@ typedef struct zz_line {
   bool top_logprobs_chat; /* chat: logprobs true (top_logprobs in sp.logprobs) */
   char *model;            /* OpenAI: the body's "model", echoed in the answer */
   json_t *body;           /* OpenAI: the request body (owned) */
+  int tool_format;        /* chat with tools: the zz_tool_format its answer is read in (launch/chat.c) */
   char *err_code;         /* a per-line error: NULL, or its code ("unsupported_parameter", ...) */
   char *err;              /* and its message naming the key */
 } zz_line;
@@ -80,18 +81,40 @@ typedef struct zz_completion {
 char *zz_line_answer(const zz_prompt *p, const zz_line *l, const zz_tokenizer *tok, const zz_config *cfg,
                      const zz_completion *c, int64_t prompt_tokens, const zz_line_defaults *d);
 
-/* ---- chat templates (tokenizer_config.json) */
+/* ---- chat templates (chat_template.jinja, tokenizer_config.json: launch/chat.c) */
 
-/* The rendering context of a model directory: its chat_template and special tokens.
+/* The rendering context of a model directory: its chat templates and special tokens.
  * An absent template is not an error here: a line with "messages" is. */
 typedef struct zz_chat_ctx {
-  char *tmpl;      /* NULL: none */
-  char *bos, *eos; /* the tokens' text, or NULL */
+  char *tmpl;       /* the default template; NULL: none */
+  char *tmpl_tools; /* the "tool_use" one, for a request with tools; NULL: none */
+  json_t *vars;     /* the named special tokens (bos_token, eos_token, ...) as text */
 } zz_chat_ctx;
 zz_status zz_chat_ctx_load(const char *model_dir, zz_chat_ctx *out);
 void zz_chat_ctx_free(zz_chat_ctx *c);
-/* messages (a JSON list of {"role", "content"}) rendered with add_generation_prompt;
- * *text_out malloc'd. On failure a message in err (the line's error). */
+/* The template a request renders with (tools: it has tools); NULL, with the places
+ * looked in err, where the model has none. */
+const char *zz_chat_ctx_template(const zz_chat_ctx *c, bool tools, char *err, size_t errlen);
+/* A chat request's body rendered (launch/chat.c): its messages (whole objects:
+ * tool_calls, tool messages, content parts), tools, chat_template_kwargs,
+ * add_generation_prompt (default true) and continue_final_message, as vLLM's batch
+ * runner takes them; *text_out malloc'd. On failure a message in err (the line's
+ * error). */
+bool zz_chat_render_request(const zz_chat_ctx *c, json_t *body, char **text_out, int *tool_format_out, char *err,
+                            size_t errlen);
+/* The tool-call forms of the template families whose answers are read back into
+ * OpenAI's tool_calls: Qwen / Hermes "<tool_call>{json}</tool_call>", Llama 3.1's
+ * JSON {"name", "parameters"}, Mistral's "[TOOL_CALLS][...]". */
+typedef enum { ZZ_TOOLS_NONE, ZZ_TOOLS_HERMES, ZZ_TOOLS_LLAMA_JSON, ZZ_TOOLS_MISTRAL } zz_tool_format;
+/* The form a template's family writes (ZZ_TOOLS_NONE: unknown, the text stays text). */
+zz_tool_format zz_chat_tool_format(const char *tmpl);
+/* text in form f: true with *content_out (the text before the calls, or JSON null)
+ * and *calls_out (OpenAI's [{"id", "type": "function", "function": {"name",
+ * "arguments": a JSON string}}], ids from id_base) where it is tool calls; false
+ * (nothing set) where it is not. */
+bool zz_chat_tool_calls(zz_tool_format f, const char *text, const char *id_base, json_t **content_out,
+                        json_t **calls_out);
+/* The same for messages alone, with the generation prompt. */
 bool zz_chat_render_messages(const zz_chat_ctx *c, json_t *messages, char **text_out, char *err, size_t errlen);
 
 #endif /* ZZ_LINES_IMPL_H */

@@ -7,7 +7,7 @@
  *   zigzag plan     --model M --prompt-len S --gen-len N [--hw FILE] [--ranks m] [--json]
  *   zigzag profile  [--out FILE]
  *   zigzag perplexity --model DIR --text FILE [--window N] [--compress-weight] [--compress-cache] ...
- *   zigzag chat-template --model DIR --messages FILE
+ *   zigzag chat-template --model DIR --messages FILE [--tools FILE] [--chat-template-kwargs JSON]
  *   zigzag CMD --help | zigzag --version | zigzag man | zigzag completion
  */
 #include <stdlib.h>
@@ -94,33 +94,43 @@ static int zz_cmd_tokenize(const zz_opts *o) {
 /* ---------------------------------------------------------------- chat-template */
 
 /* The text the model's chat template renders for --messages (a JSON list of
- * {"role", "content"}), with the generation prompt: what a "messages" line runs. */
+ * messages as a chat request carries them), --tools and --chat-template-kwargs,
+ * with the generation prompt unless --no-generation-prompt: what a chat line runs. */
 static int zz_cmd_chat_template(const zz_opts *o) {
   if (!o->messages) {
     fprintf(stderr, "zigzag chat-template: give --messages FILE (a JSON list of {\"role\", \"content\"})\n");
     return 2;
   }
   json_error_t e;
-  json_t *msgs = json_load_file(o->messages, 0, &e);
-  if (!msgs) {
-    fprintf(stderr, "zigzag: %s:%d: %s\n", o->messages, e.line, e.text);
-    return 2;
+  json_t *body = json_object(), *v;
+  const char *files[2] = {o->messages, o->tools}, *keys[2] = {"messages", "tools"};
+  for (int i = 0; i < 2; i++) {
+    if (!files[i]) continue;
+    if (!(v = json_load_file(files[i], 0, &e)) || !json_is_array(v)) {
+      fprintf(stderr, "zigzag: %s:%d: %s\n", files[i], v ? 1 : e.line, v ? "want a JSON list" : e.text);
+      json_decref(v);
+      json_decref(body);
+      return 2;
+    }
+    json_object_set_new(body, keys[i], v);
   }
+  if (o->chat_kwargs) {
+    if (!(v = json_loads(o->chat_kwargs, 0, &e)) || !json_is_object(v)) {
+      fprintf(stderr, "zigzag: --chat-template-kwargs: want a JSON object (%s)\n", v ? "not an object" : e.text);
+      json_decref(v);
+      json_decref(body);
+      return 2;
+    }
+    json_object_set_new(body, "chat_template_kwargs", v);
+  }
+  json_object_set_new(body, "add_generation_prompt", json_boolean(!o->no_generation_prompt));
   int rc = 0;
-  bool good = json_is_array(msgs) && json_array_size(msgs) > 0;
-  for (size_t i = 0; good && i < json_array_size(msgs); i++) {
-    json_t *m = json_array_get(msgs, i);
-    good = json_is_string(json_object_get(m, "role")) && json_is_string(json_object_get(m, "content"));
-  }
   zz_chat_ctx chat;
   char err[600], *text = NULL;
-  if (!good) {
-    fprintf(stderr, "zigzag: %s: want a non-empty JSON list of {\"role\": text, \"content\": text}\n", o->messages);
-    rc = 2;
-  } else if (zz_chat_ctx_load(o->model, &chat) != ZZ_OK) {
+  if (zz_chat_ctx_load(o->model, &chat) != ZZ_OK) {
     rc = zz_report_failure(ZZ_ERR_FORMAT);
   } else {
-    if (!zz_chat_render_messages(&chat, msgs, &text, err, sizeof err)) {
+    if (!zz_chat_render_request(&chat, body, &text, NULL, err, sizeof err)) {
       fprintf(stderr, "zigzag: --model %s: %s\n", o->model, err);
       rc = 1;
     } else {
@@ -129,7 +139,7 @@ static int zz_cmd_chat_template(const zz_opts *o) {
     zz_chat_ctx_free(&chat);
   }
   free(text);
-  json_decref(msgs);
+  json_decref(body);
   return rc;
 }
 

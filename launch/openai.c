@@ -198,9 +198,16 @@ static json_t *zz_openai_line(const zz_prompt *p, const zz_line *l, const zz_tok
     json_t *ch = json_object();
     json_object_set_new(ch, "index", json_integer(i));
     if (chat) {
-      json_t *msg = json_object();
+      json_t *msg = json_object(), *text = zz_completion_text(l, tok, cfg, ci), *content, *calls = NULL;
       json_object_set_new(msg, "role", json_string("assistant"));
-      json_object_set_new(msg, "content", zz_completion_text(l, tok, cfg, ci));
+      /* a template family's tool calls become OpenAI's tool_calls (launch/chat.c) */
+      if (json_is_string(text) && l->tool_format != ZZ_TOOLS_NONE &&
+          zz_chat_tool_calls(l->tool_format, json_string_value(text), hex, &content, &calls)) {
+        json_decref(text);
+        text = content;
+        json_object_set_new(msg, "tool_calls", calls);
+      }
+      json_object_set_new(msg, "content", text);
       json_object_set_new(ch, "message", msg);
     } else {
       json_object_set_new(ch, "text", zz_completion_text(l, tok, cfg, ci));
@@ -210,7 +217,8 @@ static json_t *zz_openai_line(const zz_prompt *p, const zz_line *l, const zz_tok
                         !lp    ? json_null()
                         : chat ? zz_chat_logprobs(tok, ci, shown)
                                : zz_completion_logprobs(tok, ci, shown));
-    json_object_set_new(ch, "finish_reason", json_string(zz_finish_name(ci->finish)));
+    bool called = json_object_get(json_object_get(ch, "message"), "tool_calls") != NULL;
+    json_object_set_new(ch, "finish_reason", json_string(called ? "tool_calls" : zz_finish_name(ci->finish)));
     json_array_append_new(choices, ch);
   }
   json_object_set_new(body, "choices", choices);

@@ -80,6 +80,14 @@ static const zz_opt_def zz_opt_table[] = {
     {"messages", NULL, ZZ_OPT_STR, ZZ_O(messages), NULL,
      "chat-template: a JSON file holding the messages, [{\"role\": ..., \"content\": ...}, ...]", false, 0, 0, false,
      ZZ_CMD_CHAT_TEMPLATE, NULL},
+    {"tools", NULL, ZZ_OPT_STR, ZZ_O(tools), NULL,
+     "chat-template: a JSON file holding the tools, [{\"type\": \"function\", \"function\": {...}}, ...]", false, 0, 0,
+     false, ZZ_CMD_CHAT_TEMPLATE, NULL},
+    {"chat-template-kwargs", NULL, ZZ_OPT_STR, ZZ_O(chat_kwargs), NULL,
+     "chat-template: more template variables as a JSON object, e.g. '{\"enable_thinking\": false}'", false, 0, 0, false,
+     ZZ_CMD_CHAT_TEMPLATE, NULL},
+    {"no-generation-prompt", NULL, ZZ_OPT_FLAG, ZZ_O(no_generation_prompt), NULL,
+     "chat-template: render with add_generation_prompt false", false, 0, 0, false, ZZ_CMD_CHAT_TEMPLATE, NULL},
     {"dummy", NULL, ZZ_OPT_FLAG, ZZ_O(dummy), NULL, "use deterministic random weights (presets need it)", false, 0, 0,
      false, G | B, NULL},
     {"prompts", NULL, ZZ_OPT_STR, ZZ_O(prompts), NULL,
@@ -435,7 +443,8 @@ void zz_opts_help(FILE *f) {
       "                  [--ranks m] [--json]   (the policy the planner chooses, predicted throughput)\n"
       "  zigzag profile  [--out FILE]   (measure this machine: a hardware file for plan --hw)\n"
       "  zigzag perplexity --model DIR --text FILE [--window N] [policy flags]\n"
-      "  zigzag chat-template --model DIR --messages FILE   (the text the model's chat template renders)\n"
+      "  zigzag chat-template --model DIR --messages FILE [--tools FILE] [--chat-template-kwargs JSON]\n"
+      "                      [--no-generation-prompt]   (the text the model's chat template renders)\n"
       "  zigzag CMD --help   (that command's options only);  zigzag --version\n"
       "  mpirun -np M zigzag generate|bench ...   (a pipeline of M ranks, each a slice of the layers)\n\n"
       "options (environment variable in brackets sets the default; a bad value there is an error; an\n"

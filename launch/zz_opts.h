@@ -32,10 +32,13 @@ typedef struct zz_opts {
   const char *cpu_dtype; /* CPU device: dtype of weight matrices, f32 or bf16 */
   const char *cpu_act;   /* CPU device: x of 4/8-bit linears, f32 (exact) or int8 */
   bool resume, progress, no_progress;
-  const char *text;      /* tokenize's argument */
-  const char *text_file; /* perplexity: --text FILE */
-  const char *messages;  /* chat-template: --messages FILE */
-  int window;            /* perplexity: tokens per window (0: the model's positions - 1) */
+  const char *text;          /* tokenize's argument */
+  const char *text_file;     /* perplexity: --text FILE */
+  const char *messages;      /* chat-template: --messages FILE */
+  const char *tools;         /* chat-template: --tools FILE (a JSON list of tools) */
+  const char *chat_kwargs;   /* chat-template: --chat-template-kwargs JSON (template variables) */
+  bool no_generation_prompt; /* chat-template: add_generation_prompt false */
+  int window;                /* perplexity: tokens per window (0: the model's positions - 1) */
   /* the policy flags (FlexGen's names) and the tiers */
   double percent[6]; /* --percent WG WC CG CC HG HC */
   bool cpu_cache_compute, compress_weight, compress_cache, no_overlap;

@@ -31,6 +31,7 @@ int main(int argc, char **argv) {
   zz_test_cli_register();
   zz_test_limits_register();
   zz_test_genif_register();
+  zz_test_chat_register();
   zz_test_int8_register();
   CU_basic_set_mode(CU_BRM_VERBOSE);
   if (argc > 1) {

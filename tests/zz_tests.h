@@ -21,6 +21,7 @@ void zz_test_llama_register(void);
 void zz_test_tokjson_register(void);
 void zz_test_gemm_register(void);
 void zz_test_genif_register(void); /* test_runtime_genif.c: issue #25 */
+void zz_test_chat_register(void);  /* test_runtime_chat.c: issue 46 */
 void zz_test_attn_register(void);
 void zz_test_cli_register(void);
 void zz_test_limits_register(void);

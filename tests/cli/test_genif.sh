@@ -212,17 +212,45 @@ check "a chat line without messages (prompt is not a chat key): its error names 
   eval 'has "nomsg error" chat.txt && line 2 chat.out | grep -q "body.prompt is not supported"'
 check "a template that refuses the messages (Mistral: a system role) is that line's error, with its message" \
   eval 'line 3 chat.out | grep -q "\"code\":\"chat_template_error\",\"message\":\"chat template: the template refused the messages: Conversation roles must alternate"'
-printf '{"chat_template": "{%% for m in messages %%}{{ m.content | tojson }}{%% endfor %%}"}\n' >mistral/tokenizer_config.json
+printf '{"chat_template": "{%% for m in messages %%}{{ m.content | wordwrap }}{%% endfor %%}"}\n' >mistral/tokenizer_config.json
 zz chat-template --model mistral --messages msgs.json
 check "a template outside the subset: refused naming the construct and its line, never a guess" \
-  eval '[ "$RC" -eq 1 ] && has "line 1 of the template: the filter '"'"'tojson'"'"' is not supported" err && [ ! -s outp ]'
+  eval '[ "$RC" -eq 1 ] && has "line 1 of the template: the filter '"'"'wordwrap'"'"' is not supported" err && [ ! -s outp ]'
 zz generate --model mistral --no-progress --prompts chat.jsonl --out mis2.out --max-new-tokens 2
 check "... and in a job, the line's error (the job goes on)" \
-  eval '[ "$RC" -eq 0 ] && line 1 mis2.out | grep -q "tojson" && [ "$(wc -l <mis2.out)" -eq 3 ]'
+  eval '[ "$RC" -eq 0 ] && line 1 mis2.out | grep -q "wordwrap" && [ "$(wc -l <mis2.out)" -eq 3 ]'
 rm -f mistral/tokenizer_config.json
 zz generate --model mistral --no-progress --prompts chat.jsonl --out mis3.out --max-new-tokens 2
 check "a model without a chat template: a chat line's error says so" \
-  eval '[ "$RC" -eq 0 ] && line 1 mis3.out | grep -q "no chat_template in tokenizer_config.json"'
+  eval '[ "$RC" -eq 0 ] && line 1 mis3.out | grep -q "no chat template (looked for chat_template.jinja"'
+
+# issue 46: a template as transformers 5 saves it (chat_template.jinja), tools, tool calls
+mkdir qwen && cp "$FX/chat_corpus/Qwen-Qwen2.5-7B-Instruct.jinja" qwen/chat_template.jinja
+printf '[{"role": "user", "content": "Weather in Paris?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "abc123xyz", "type": "function", "function": {"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}]}, {"role": "tool", "tool_call_id": "abc123xyz", "content": "21 C"}]\n' >tc.json
+printf '[{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]\n' >tools.json
+zz chat-template --model qwen --messages tc.json --tools tools.json
+check "chat-template --tools: Qwen2.5's <tool_call> block from OpenAI's string arguments, the tools in the system turn" \
+  eval '[ "$RC" -eq 0 ] && grep -qx "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}" outp && has "<tools>" outp && [ "$(tail -n 1 outp)" = "<|im_start|>assistant" ]'
+zz chat-template --model qwen --messages tc.json --no-generation-prompt --chat-template-kwargs '{"enable_thinking": false}'
+check "chat-template --no-generation-prompt and --chat-template-kwargs: no assistant header at the end" \
+  eval '[ "$RC" -eq 0 ] && [ "$(tail -n 1 outp)" = "</tool_response><|im_end|>" ]'
+zz chat-template --model qwen --messages tc.json --chat-template-kwargs '[1]'
+check "--chat-template-kwargs that is not a JSON object is refused" eval '[ "$RC" -eq 2 ] && has "want a JSON object" err'
+# a tiny instruct model saved by transformers 5 (chat_template.jinja; make_chat_model_fixture.py):
+# the chat line's prompt ids and greedy text are transformers' (apply_chat_template, generate)
+CM=$FX/chat-llama3-v5
+printf '{"custom_id": "c1", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "tiny", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "zigzag the"}], "max_completion_tokens": 6, "temperature": 0}}\n' >cm.jsonl
+printf '[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "zigzag the"}]\n' >cm.json
+zz chat-template --model "$CM" --messages cm.json
+RENDERED=$(cat outp; printf x)
+zz tokenize --model "$CM" -- "${RENDERED%x}"
+WANT_IDS=$(tr -d ' \n' <"$CM/expected.json" | grep -o '"prompt_ids":\[[0-9,]*\]' | sed 's/.*\[//; s/\]//; s/,/ /g')
+check "transformers 5's layout: the rendered chat tokenizes to apply_chat_template(tokenize=True)'s ids" \
+  eval '[ "$RC" -eq 0 ] && [ "$(tr -s " \n" " " <outp | sed "s/ $//")" = "$WANT_IDS" ]'
+zz generate --model "$CM" --no-progress --prompts cm.jsonl --out cm.out --max-prompt-len 40 --max-new-tokens 6
+WANT_TEXT=$(grep -o '"text": "[^"]*"' "$CM/expected.json" | sed 's/"text": //')
+check "... and generate answers it with transformers' greedy text and token counts" \
+  eval '[ "$RC" -eq 0 ] && grep -qF "\"content\":$WANT_TEXT}" cm.out && grep -q "\"prompt_tokens\":35,\"completion_tokens\":6," cm.out'
 
 # ------------------------------------------------------------ 6. the command line explains and installs itself
 

@@ -13,6 +13,7 @@
 
 #include "chat_impl.h"
 #include "unicode_impl.h"
+#include "utf8_impl.h"
 
 /* ================================================================ arena, errors, steps */
 
@@ -309,15 +310,13 @@ bool zz_cj_compare(zz_cj *c, const zz_cj_val *a, const zz_cj_val *b, const char 
 
 /* ================================================================ strings */
 
+/* One code point at s (the tree's one decoder, utf8.c); an ill-formed byte stands
+ * for itself, as jinja2 never sees one (Python strings are decoded text) */
 static size_t zz_cj_utf8_dec(const char *s, size_t n, uint32_t *cp) {
-  const unsigned char *u = (const unsigned char *)s;
-  if (u[0] < 0x80 || n < 2) return *cp = u[0], 1;
-  size_t w = u[0] >= 0xf0 ? 4 : u[0] >= 0xe0 ? 3 : 2;
-  if (w > n) return *cp = u[0], 1;
-  uint32_t v = u[0] & (0x7f >> w);
-  for (size_t i = 1; i < w; i++) v = v << 6 | (u[i] & 0x3f);
-  *cp = v;
-  return w;
+  size_t w = zz_utf8_next((const uint8_t *)s, n, cp);
+  if (w) return w;
+  *cp = (unsigned char)s[0];
+  return 1;
 }
 
 size_t zz_cj_utf8_len(const char *s, size_t n) {

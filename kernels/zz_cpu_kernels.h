@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zz_attn.h"
 #include "zz_dtype.h"
 #include "zz_pool.h"
 #include "zz_rope.h"
@@ -85,7 +86,8 @@ void zz_cpu_silu_mul(const float *g, const float *u, int64_t n, float *y);
  *   out [b, sq, heads*hd]
  *   pad [b] left padding slots of each sequence (keys j < pad[i] are masked)
  * Query r of sequence i sits at key position q_start + r and sees keys
- * pad[i] <= j <= q_start + r (causal). A query that sees no key gets zeros.
+ * pad[i] <= j <= q_start + r (causal; zz_attn_args.window narrows it:
+ * zz_attn_first_key). A query that sees no key gets zeros.
  * scratch: zz_cpu_attention_scratch(b, heads, t) floats.
  */
 void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride, int64_t b,
@@ -154,6 +156,7 @@ typedef struct zz_attn_args {
   int64_t kv_heads;   /* heads of the cache, dividing heads (grouped-query) */
   const int32_t *pad; /* [b] */
   double keep;        /* fraction of the visible keys kept, (0, 1] */
+  int64_t window;     /* sliding window (zz_attn_first_key): keys j > position - window; 0: none */
   float *out;         /* [b, sq, heads*hd] */
   float *scratch;
   int q4_unfused; /* 4-bit cache: 1 dequantizes each row onto the stack first (the path

@@ -214,6 +214,7 @@ static zz_status zz_cpu_attn(zz_device *dev, const zz_attn_call *c) {
                     .hd = c->hd,
                     .pad = c->pad,
                     .keep = c->keep,
+                    .window = c->window,
                     .out = c->out,
                     .scratch = c->scratch};
   zz_cpu_attention_ex(dev->pool, &a);

@@ -500,7 +500,7 @@ static zz_status zz_cuda_attn(zz_device *dev, const zz_attn_call *a) {
   if (!zz_attention_general(a->kv.dt, a->keep)) {
     ZZ_CUDA_OK(d,
                zz_cuda_attention(d->blas, a->q, a->k, a->v, a->kv.seq_bytes / 2, a->b, a->sq, a->t, a->q_start,
-                                 a->heads, a->kv_heads, a->hd, a->pad, a->out, a->scratch, s),
+                                 a->window, a->heads, a->kv_heads, a->hd, a->pad, a->out, a->scratch, s),
                "attention b=%lld sq=%lld t=%lld q_start=%lld heads=%lld kv_heads=%lld hd=%lld", (long long)a->b,
                (long long)a->sq, (long long)a->t, (long long)a->q_start, (long long)a->heads, (long long)a->kv_heads,
                (long long)a->hd);
@@ -509,7 +509,7 @@ static zz_status zz_cuda_attn(zz_device *dev, const zz_attn_call *a) {
   ZZ_CUDA_OK(
       d,
       zz_cuda_attention_ex(a->q, a->k, a->v, a->kv.dt == ZZ_DTYPE_Q4, a->kv.q, a->kv.seq_bytes, a->b, a->sq, a->t,
-                           a->q_start, a->heads, a->kv_heads, a->hd, a->pad, a->keep, a->out, a->scratch, s),
+                           a->q_start, a->window, a->heads, a->kv_heads, a->hd, a->pad, a->keep, a->out, a->scratch, s),
       "attention (%s cache, keep %g) b=%lld sq=%lld t=%lld heads=%lld kv_heads=%lld hd=%lld", zz_dtype_name(a->kv.dt),
       a->keep, (long long)a->b, (long long)a->sq, (long long)a->t, (long long)a->heads, (long long)a->kv_heads,
       (long long)a->hd);

@@ -9,7 +9,8 @@
 #include "arch_impl.h"
 
 /* The registry: one line per architecture. */
-static const zz_arch *const zz_archs[] = {&zz_arch_opt, &zz_arch_llama, NULL};
+static const zz_arch *const zz_archs[] = {
+    &zz_arch_opt, &zz_arch_llama, &zz_arch_qwen2, &zz_arch_mistral, &zz_arch_qwen3, &zz_arch_phi3, NULL};
 
 const zz_arch *const *zz_arch_all(void) { return zz_archs; }
 
@@ -31,6 +32,7 @@ zz_status zz_arch_attend(zz_device *dev, const zz_config *c, const zz_step *st, 
                     .hd = c->head_dim,
                     .pad = st->pad,
                     .keep = st->keep,
+                    .window = st->window,
                     .out = att,
                     .scratch = scratch};
   return zz_device_attention(dev, &a);

@@ -141,6 +141,7 @@ typedef struct zz_attend_ctx {
   char *k, *v;     /* host cache of this (layer, batch) */
   zz_kv_layout kv; /* its layout: the device's compute dtype or Q4, bytes between two sequences */
   double keep;     /* top-k sparsity */
+  int64_t window;  /* sliding window */
   int64_t cnt, pos;
   const int32_t *pad; /* host */
 } zz_attend_ctx;
@@ -186,6 +187,7 @@ static zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const vo
                        .hd = c->head_dim,
                        .pad = a->pad,
                        .keep = a->keep,
+                       .window = a->window,
                        .out = e->ca[3],
                        .scratch = e->ca[4]};
   if (c->head_dim > ZZ_ATTN_MAX_HEAD_DIM)
@@ -346,6 +348,7 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
                 .logits = e->d_logits,
                 .work = e->work,
                 .keep = r->step > 0 ? e->pol.attn_sparsity : 1.0,
+                .window = spec.window,
                 .kv = {.dt = spec.dtype, .q = spec.q, .seq_bytes = e->t_max * (int64_t)zz_cache_row_bytes(&spec)}};
   zz_attend_ctx actx;
   int ci = zz_cache_index(r, jl, k);
@@ -363,6 +366,7 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
                .q = spec.q,
                .seq_bytes = on_cpu ? st.kv.seq_bytes : (int64_t)zz_cache_region_bytes(&spec, e->t_max)},
         .keep = st.keep,
+        .window = st.window,
         .cnt = cnt,
         .pos = r->pos,
         .pad = b->pad};

@@ -86,6 +86,7 @@ typedef struct zz_attn_call {
   int64_t heads, kv_heads, hd; /* kv_heads divides heads (grouped-query attention) */
   const int32_t *pad;          /* [b] device int32: left padding of each sequence */
   double keep;                 /* fraction of the visible keys each query keeps, (0, 1]; 1: dense */
+  int64_t window;              /* sliding window (zz_attn_first_key); 0: none */
   void *out;                   /* [b, sq, heads * hd] compute dtype */
   void *scratch;               /* zz_device_attention_scratch bytes (NULL when that is 0) */
 } zz_attn_call;

@@ -46,6 +46,12 @@ typedef struct zz_config {
   zz_dtype dtype; /* torch_dtype (dtype) of the checkpoint */
   zz_rope rope;   /* rotary embeddings (architectures with rotary positions) */
   bool tied_head; /* the LM head is the token embedding (tie_word_embeddings) */
+  /* LLaMA-like families (runtime/arch_llama.c; each family's keys: arch_dense.c) */
+  bool qkv_bias;       /* biases on the q, k and v projections (Qwen2) */
+  bool qk_norm;        /* RMSNorm of each q and k head before RoPE (Qwen3's q_norm, k_norm) */
+  bool fused_proj;     /* q, k, v as one qkv_proj and gate, up as one gate_up_proj (Phi-3) */
+  int64_t window;      /* sliding_window: a query attends to itself and the window - 1 keys before it; 0: all */
+  int64_t window_from; /* the first transformer layer with that window (Qwen2's max_window_layers) */
 } zz_config;
 
 /* Bounds a configuration is checked against (config.json may lie). */
@@ -102,7 +108,8 @@ typedef struct zz_weight_spec {
 typedef struct zz_cache_spec {
   int64_t kv_heads, head_dim;
   zz_dtype dtype;
-  zz_qfmt q; /* dtype Q4: groups along head_dim */
+  zz_qfmt q;      /* dtype Q4: groups along head_dim */
+  int64_t window; /* sliding window of the layer's attention (zz_attn_args.window); 0: none */
 } zz_cache_spec;
 
 /* One unit of the schedule: loaded once per block, used by every GPU batch. */

@@ -18,6 +18,7 @@ void zz_test_slices_register(void);
 void zz_test_harden_register(void);
 void zz_test_quant_register(void);
 void zz_test_llama_register(void);
+void zz_test_dense_register(void);
 void zz_test_tokjson_register(void);
 void zz_test_gemm_register(void);
 void zz_test_genif_register(void); /* test_runtime_genif.c: issue #25 */

@@ -118,11 +118,10 @@ static void zz_attn_task(void *arg, int64_t task) {
   float *scores = a->scratch + 2 * task * a->t, *sel = scores + a->t;
   float buf[ZZ_ATTN_MAX_HEAD_DIM];
   const float scale = 1.0f / sqrtf((float)a->hd);
-  int64_t lo = a->pad[i] > 0 ? a->pad[i] : 0;
   for (int64_t r = 0; r < a->sq; r++) {
     const float *q = a->q + (i * a->sq + r) * h + hh * a->hd;
     float *o = a->out + (i * a->sq + r) * h + hh * a->hd;
-    int64_t hi = a->q_start + r; /* last visible key */
+    int64_t hi = a->q_start + r, lo = zz_attn_first_key(a->pad[i], hi, a->window); /* visible keys */
     if (hi >= a->t) hi = a->t - 1;
     memset(o, 0, (size_t)a->hd * sizeof(float));
     if (hi < lo) continue;
@@ -1006,11 +1005,11 @@ static void zz_fattn_task(void *arg, int64_t task) {
   float *sc = a->scratch + 2 * (i * a->heads + qh0) * t;
   const char *kb = (const char *)a->k + (size_t)(i * a->seq_bytes) + (size_t)g0 * jb->head_bytes;
   const char *vb = (const char *)a->v + (size_t)(i * a->seq_bytes) + (size_t)g0 * jb->head_bytes;
-  const int64_t lo = a->pad[i] > 0 ? a->pad[i] : 0;
   for (int64_t r = 0; r < a->sq; r++) {
     const float *q = a->q + (i * a->sq + r) * h + qh0 * a->hd; /* [nq, hd] */
     float *o = a->out + (i * a->sq + r) * h + qh0 * a->hd;     /* [nq, hd] */
     int64_t hi = a->q_start + r;                               /* last visible key (causal) */
+    const int64_t lo = zz_attn_first_key(a->pad[i], hi, a->window);
     if (hi >= t) hi = t - 1;
     memset(o, 0, (size_t)(nq * a->hd) * sizeof(float));
     if (hi < lo) continue; /* sees no key: zeros */

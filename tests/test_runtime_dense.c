@@ -70,9 +70,98 @@ static void test_dense_configs(void) {
   }
 }
 
+
+/* Weight counts of the presets equal what transformers 5.25 reports for the
+ * published shapes (sum of p.numel() on the meta device; no head is tied), and
+ * each preset carries its family's flags and window. */
+static void test_dense_presets(void) {
+  static const struct {
+    const char *name, *type;
+    int64_t params, head_dim, window;
+  } want[] = {
+      {"mistral-7b", "mistral", 7241732096, 128, 4096}, {"Qwen/Qwen2.5-7B", "qwen2", 7615616512, 128, 0},
+      {"qwen2.5-72b", "qwen2", 72706203648, 128, 0},    {"qwen3-32b", "qwen3", 32762123264, 128, 0},
+      {"phi-3-mini", "phi3", 3821079552, 96, 2047},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    zz_config c;
+    zz_model m;
+    CU_ASSERT_FATAL(zz_config_preset(want[i].name, &c) == ZZ_OK);
+    CU_ASSERT_STRING_EQUAL(c.model_type, want[i].type);
+    CU_ASSERT_EQUAL(c.head_dim, want[i].head_dim);
+    CU_ASSERT_EQUAL(c.window, want[i].window);
+    CU_ASSERT_FATAL(zz_model_init(&c, &m) == ZZ_OK);
+    int64_t n = zz_model_numel(&m);
+    if (n != want[i].params)
+      fprintf(stderr, "\n%s: %lld weights, transformers %lld\n", want[i].name, (long long)n, (long long)want[i].params);
+    CU_ASSERT_EQUAL(n, want[i].params);
+    CU_ASSERT_EQUAL(m.layers[1].cache.window, want[i].window);
+    zz_model_free(&m);
+  }
+}
+
+#define ZZ_DN_BASE(type)                                                                                               \
+  "{\"model_type\": \"" type "\", \"vocab_size\": 256, \"hidden_size\": 64, \"intermediate_size\": 96, "               \
+  "\"num_hidden_layers\": 2, \"num_attention_heads\": 4"
+
+/* What a family's config.json may ask for that is not implemented is refused by
+ * name when the file is read, before any weight is. */
+static void test_dense_refusals(void) {
+  static const char *const good[] = {
+      ZZ_DN_BASE("qwen2") ", \"use_sliding_window\": false, \"sliding_window\": 4096, \"max_window_layers\": 1}",
+      ZZ_DN_BASE("qwen2") ", \"layer_types\": [\"full_attention\", \"full_attention\"], \"sliding_window\": null}",
+      ZZ_DN_BASE("mistral") ", \"sliding_window\": null}",
+      ZZ_DN_BASE("qwen3") "}",
+      ZZ_DN_BASE("phi3") ", \"rope_scaling\": null, \"rope_theta\": 10000.0, \"sliding_window\": 2047}",
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    zz_status st = zz_test_load_config(good[i]);
+    if (st != ZZ_OK) fprintf(stderr, "\nconfig %s: %s\n", good[i], zz_error_message());
+    CU_ASSERT_EQUAL(st, ZZ_OK);
+  }
+  static const struct {
+    const char *json;
+    zz_status st;
+    const char *needle;
+  } bad[] = {
+      {ZZ_DN_BASE("qwen2") ", \"use_sliding_window\": true, \"sliding_window\": 8, "
+                           "\"layer_types\": [\"sliding_attention\", \"full_attention\"]}",
+       ZZ_ERR_UNSUPPORTED, "full_attention layer 1 after sliding layer 0 is not supported"},
+      {ZZ_DN_BASE("qwen2") ", \"layer_types\": [\"full_attention\", \"chunked_attention\"]}", ZZ_ERR_UNSUPPORTED,
+       "layer_types[1] \"chunked_attention\" is not supported"},
+      {ZZ_DN_BASE("qwen2") ", \"layer_types\": [\"full_attention\"]}", ZZ_ERR_FORMAT,
+       "\"layer_types\" must list num_hidden_layers (2) types"},
+      {ZZ_DN_BASE("qwen3") ", \"layer_types\": [\"full_attention\", \"sliding_attention\"]}", ZZ_ERR_FORMAT,
+       "layer_types lists sliding_attention layers but the sliding window is off"},
+      {ZZ_DN_BASE("qwen2") ", \"use_sliding_window\": true, \"sliding_window\": 0}", ZZ_ERR_FORMAT,
+       "\"sliding_window\" = 0 must be an integer"},
+      {ZZ_DN_BASE("qwen3") ", \"attention_bias\": true}", ZZ_ERR_UNSUPPORTED, "attention_bias"},
+      {ZZ_DN_BASE("mistral") ", \"hidden_act\": \"gelu\"}", ZZ_ERR_UNSUPPORTED, "hidden_act \"gelu\""},
+      {ZZ_DN_BASE("phi3") ", \"rope_scaling\": {\"type\": \"longrope\", \"long_factor\": [1], \"short_factor\": [1]}}",
+       ZZ_ERR_UNSUPPORTED, "rope_type \"longrope\" is not supported"},
+      {ZZ_DN_BASE("phi3") ", \"rope_parameters\": {\"rope_type\": \"longrope\", \"rope_theta\": 10000.0}}",
+       ZZ_ERR_UNSUPPORTED, "rope_type \"longrope\" is not supported"},
+      {ZZ_DN_BASE("phi3") ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0, "
+                          "\"partial_rotary_factor\": 0.75}}",
+       ZZ_ERR_UNSUPPORTED, "partial_rotary_factor 0.75 is not supported"},
+      {ZZ_DN_BASE("phi3") ", \"rope_scaling\": {\"type\": \"su\", \"long_factor\": [1], \"short_factor\": [1]}}",
+       ZZ_ERR_UNSUPPORTED, "rope_type \"su\" is not supported"},
+      {ZZ_DN_BASE("llama") ", \"sliding_window\": 4096}", ZZ_ERR_UNSUPPORTED,
+       "sliding_window is not supported by model_type \"llama\""},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    zz_status st = zz_test_load_config(bad[i].json);
+    bool ok = st == bad[i].st && strstr(zz_error_message(), bad[i].needle);
+    if (!ok) fprintf(stderr, "\nconfig %s: got %s '%s'\n", bad[i].json, zz_status_str(st), zz_error_message());
+    CU_ASSERT(ok);
+  }
+}
+
 void zz_test_dense_register(void) {
   CU_pSuite s = CU_add_suite("dense", NULL, NULL);
   CU_add_test(s, "golden qwen2 (both forms), mistral, qwen3, phi3, three cuttings", test_golden_dense);
   CU_add_test(s, "mistral's window changes the tokens", test_window_matters);
   CU_add_test(s, "config.json of each family read to its flags", test_dense_configs);
+  CU_add_test(s, "presets: transformers' parameter counts, flags, windows", test_dense_presets);
+  CU_add_test(s, "what is not implemented is refused by name", test_dense_refusals);
 }

@@ -174,28 +174,12 @@ static void test_presets_numel(void) {
   zz_model_free(&m);
 }
 
-/* Writes DIR/config.json with `text` and loads it. */
-static zz_status zz_load_text(const char *text) {
-  char dir[4096], path[4200];
-  snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
-  snprintf(path, sizeof path, "%s/config.json", dir);
-  FILE *f = fopen(path, "w");
-  if (!f) return ZZ_ERR_IO;
-  fputs(text, f);
-  fclose(f);
-  zz_config c;
-  zz_status st = zz_config_load(dir, &c);
-  unlink(path);
-  rmdir(dir);
-  return st;
-}
-
 #define ZZ_LL_BASE                                                                                                     \
   "\"model_type\": \"llama\", \"vocab_size\": 256, \"hidden_size\": 64, \"intermediate_size\": 96, "                   \
   "\"num_hidden_layers\": 2, \"num_attention_heads\": 4"
 
 static void test_config_errors(void) {
-  CU_ASSERT_EQUAL(zz_load_text("{" ZZ_LL_BASE ", \"num_key_value_heads\": 2, \"eos_token_id\": [2, 5]}"), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_test_load_config("{" ZZ_LL_BASE ", \"num_key_value_heads\": 2, \"eos_token_id\": [2, 5]}"), ZZ_OK);
   static const struct {
     const char *json;
     zz_status st;
@@ -218,7 +202,7 @@ static void test_config_errors(void) {
       {"{\"model_type\": \"llama\", \"vocab_size\": 256}", ZZ_ERR_FORMAT, "\"hidden_size\" is missing"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    zz_status st = zz_load_text(bad[i].json);
+    zz_status st = zz_test_load_config(bad[i].json);
     bool ok = st == bad[i].st && strstr(zz_error_message(), bad[i].needle);
     if (!ok) fprintf(stderr, "\nconfig %s: got %s '%s'\n", bad[i].json, zz_status_str(st), zz_error_message());
     CU_ASSERT(ok);
@@ -289,7 +273,7 @@ static void test_config_ranges(void) {
       "{" ZZ_LL_BASE ", \"eos_token_id\": [2, 8, 9]}",
   };
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-    zz_status st = zz_load_text(good[i]);
+    zz_status st = zz_test_load_config(good[i]);
     if (st != ZZ_OK) fprintf(stderr, "\nconfig %s: %s\n", good[i], zz_error_message());
     CU_ASSERT_EQUAL(st, ZZ_OK);
   }
@@ -338,7 +322,7 @@ static void test_config_ranges(void) {
       {"{" ZZ_LL_BASE ", \"hidden_act\": 5}", ZZ_ERR_FORMAT, "\"hidden_act\" must be a string"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    zz_status st = zz_load_text(bad[i].json);
+    zz_status st = zz_test_load_config(bad[i].json);
     bool ok = st == bad[i].st && strstr(zz_error_message(), bad[i].needle);
     if (!ok) fprintf(stderr, "\nconfig %s: got %s '%s'\n", bad[i].json, zz_status_str(st), zz_error_message());
     CU_ASSERT(ok);

@@ -58,3 +58,15 @@ void zz_test_dot_f64(const float *x, const float *w, const float *b, int64_t in,
   *acc = relu && a < 0 ? 0 : a;
   *mag = m;
 }
+
+zz_status zz_test_load_config(const char *text) {
+  char dir[4096], path[4200];
+  snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  if (zz_test_write_file(path, text, strlen(text)) != 0) return ZZ_ERR_IO;
+  zz_config c;
+  zz_status st = zz_config_load(dir, &c);
+  unlink(path);
+  rmdir(dir);
+  return st;
+}

@@ -44,6 +44,9 @@ void zz_test_dot_f64(const float *x, const float *w, const float *b, int64_t in,
 
 #include "zz_runtime.h"
 
+/* Writes a fresh directory's config.json with `text` and loads it (zz_config_load). */
+zz_status zz_test_load_config(const char *text);
+
 /* What zz_golden_run found for a fixture's golden prompts. */
 #define ZZ_GOLDEN_MAX_PROMPTS 8
 #define ZZ_GOLDEN_MAX_NEW 32

@@ -68,6 +68,12 @@ zz_status zz_config_preset(const char *name, zz_config *out);
 zz_status zz_config_load(const char *dir, zz_config *out);
 /* A preset name, or a directory holding config.json. */
 zz_status zz_config_resolve(const char *model, zz_config *out);
+/* Where --model's files are: a directory as given; "org/name" not a directory
+ * but in the Hugging Face cache: its snapshot of the main branch (runtime/hub.c:
+ * $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub; offline, as
+ * transformers and vLLM read it); anything else (a preset name) as given. An
+ * "org/name" found nowhere and not a preset: ZZ_ERR_IO naming where it looked. */
+zz_status zz_model_locate(const char *model, char *dir, size_t len);
 /* Preset names of every architecture, NULL terminated. */
 const char *const *zz_config_preset_names(void);
 

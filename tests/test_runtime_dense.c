@@ -157,6 +157,70 @@ static void test_dense_refusals(void) {
   }
 }
 
+
+/* zz_model_locate's search order, each variable over the next: HF_HUB_CACHE,
+ * HF_HOME/hub, ~/.cache/huggingface/hub; refs/main names the snapshot; a preset
+ * spelled as on the hub needs no cache; anything missing is named. */
+static void test_hub_cache(void) {
+  static const char *const vars[] = {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "HOME"};
+  char *saved[5];
+  for (int i = 0; i < 5; i++) {
+    const char *v = getenv(vars[i]);
+    saved[i] = v ? strdup(v) : NULL;
+    unsetenv(vars[i]);
+  }
+  char root[1024], path[4600], dir[8192], want[4700];
+  snprintf(root, sizeof root, "%s", zz_test_tmpdir());
+  /* the same snapshot under three homes: <root>/a (a hub cache itself), <root>/b/hub, <root>/c/.cache/huggingface/hub */
+  const char *const hubs[] = {"a", "b/hub", "c/.cache/huggingface/hub"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "mkdir -p %s/%s/models--Org--m/refs %s/%s/models--Org--m/snapshots/c%d", root, hubs[i],
+             root, hubs[i], i);
+    CU_ASSERT_FATAL(system(path) == 0);
+    snprintf(path, sizeof path, "%s/%s/models--Org--m/refs/main", root, hubs[i]);
+    char commit[8];
+    snprintf(commit, sizeof commit, "c%d\n", i);
+    CU_ASSERT_FATAL(zz_test_write_file(path, commit, strlen(commit)) == 0);
+  }
+  snprintf(path, sizeof path, "%s/c", root);
+  setenv("HOME", path, 1);
+  CU_ASSERT_EQUAL(zz_model_locate("Org/m", dir, sizeof dir), ZZ_OK);
+  snprintf(want, sizeof want, "%s/c/.cache/huggingface/hub/models--Org--m/snapshots/c2", root);
+  CU_ASSERT_STRING_EQUAL(dir, want);
+  snprintf(path, sizeof path, "%s/b", root);
+  setenv("HF_HOME", path, 1);
+  CU_ASSERT_EQUAL(zz_model_locate("Org/m", dir, sizeof dir), ZZ_OK);
+  snprintf(want, sizeof want, "%s/b/hub/models--Org--m/snapshots/c1", root);
+  CU_ASSERT_STRING_EQUAL(dir, want);
+  snprintf(path, sizeof path, "%s/a", root);
+  setenv("HF_HUB_CACHE", path, 1);
+  CU_ASSERT_EQUAL(zz_model_locate("Org/m", dir, sizeof dir), ZZ_OK);
+  snprintf(want, sizeof want, "%s/a/models--Org--m/snapshots/c0", root);
+  CU_ASSERT_STRING_EQUAL(dir, want);
+  /* not cached: a preset as it is; else refused naming where it looked */
+  CU_ASSERT_EQUAL(zz_model_locate("Qwen/Qwen2.5-72B", dir, sizeof dir), ZZ_OK);
+  CU_ASSERT_STRING_EQUAL(dir, "Qwen/Qwen2.5-72B");
+  CU_ASSERT_EQUAL(zz_model_locate("opt-125m", dir, sizeof dir), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_model_locate("Org/absent", dir, sizeof dir), ZZ_ERR_IO);
+  snprintf(want, sizeof want, "%s/a/models--Org--absent/refs/main", root);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), want));
+  snprintf(path, sizeof path, "%s/a/models--Org--m/refs/main", root);
+  CU_ASSERT_FATAL(zz_test_write_file(path, "gone", 4) == 0);
+  CU_ASSERT_EQUAL(zz_model_locate("Org/m", dir, sizeof dir), ZZ_ERR_IO);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "names commit \"gone\""));
+  /* a directory is read as it is, even if it looks like org/name */
+  CU_ASSERT_EQUAL(zz_model_locate(root, dir, sizeof dir), ZZ_OK);
+  CU_ASSERT_STRING_EQUAL(dir, root);
+  snprintf(path, sizeof path, "rm -rf %s", root);
+  CU_ASSERT(system(path) == 0);
+  for (int i = 0; i < 5; i++) {
+    if (saved[i]) setenv(vars[i], saved[i], 1);
+    else
+      unsetenv(vars[i]);
+    free(saved[i]);
+  }
+}
+
 void zz_test_dense_register(void) {
   CU_pSuite s = CU_add_suite("dense", NULL, NULL);
   CU_add_test(s, "golden qwen2 (both forms), mistral, qwen3, phi3, three cuttings", test_golden_dense);
@@ -164,4 +228,5 @@ void zz_test_dense_register(void) {
   CU_add_test(s, "config.json of each family read to its flags", test_dense_configs);
   CU_add_test(s, "presets: transformers' parameter counts, flags, windows", test_dense_presets);
   CU_add_test(s, "what is not implemented is refused by name", test_dense_refusals);
+  CU_add_test(s, "--model org/name found in the Hugging Face cache", test_hub_cache);
 }

@@ -19,7 +19,7 @@ zz_status zz_arch_attend(zz_device *dev, const zz_config *c, const zz_step *st, 
   if (st->attend) return st->attend(st->attend_ctx, q, k, v, att);
   ZZ_CHECK(zz_device_kv_append(dev, k, st->b, st->sq, c->n_kv_heads, c->head_dim, st->k, &st->kv, st->pos));
   ZZ_CHECK(zz_device_kv_append(dev, v, st->b, st->sq, c->n_kv_heads, c->head_dim, st->v, &st->kv, st->pos));
-  zz_attn_call a = {.q = q,
+  zz_attn_args a = {.q = q,
                     .k = st->k,
                     .v = st->v,
                     .kv = st->kv,

@@ -80,31 +80,32 @@ static void zz_check_case(zz_rng *r, const zz_attn_case *c) {
   for (int64_t i = 0; i < c->b; i++) pad[i] = (int32_t)((i * 7) % (c->t / 2 + 1));
   if (c->b >= 3) pad[c->b - 1] = (int32_t)c->t;
   for (int dt = 0; dt < 3; dt++) {
-    zz_attn_args a = {.q = q,
-                      .k = dt == 0   ? (const void *)k
-                           : dt == 1 ? (const void *)k16
-                                     : (const void *)kq,
-                      .v = dt == 0   ? (const void *)v
-                           : dt == 1 ? (const void *)v16
-                                     : (const void *)vq,
-                      .kv_dt = dt == 0   ? ZZ_DTYPE_F32
-                               : dt == 1 ? ZZ_DTYPE_F16
-                                         : ZZ_DTYPE_Q4,
-                      .kv_q = f,
-                      .seq_bytes = dt == 2 ? (int64_t)(t_max * qrow)
-                                           : (int64_t)zz_dtype_nbytes(dt ? ZZ_DTYPE_F16 : ZZ_DTYPE_F32, t_max * kvw),
-                      .b = c->b,
-                      .sq = c->sq,
-                      .t = c->t,
-                      .q_start = c->t - c->sq - c->q_back,
-                      .heads = c->heads,
-                      .kv_heads = c->kv_heads,
-                      .hd = c->hd,
-                      .pad = pad,
-                      .keep = 1,
-                      .window = c->window,
-                      .out = ref,
-                      .scratch = scratch};
+    zz_attn_args a = {
+        .q = q,
+        .k = dt == 0   ? (const void *)k
+             : dt == 1 ? (const void *)k16
+                       : (const void *)kq,
+        .v = dt == 0   ? (const void *)v
+             : dt == 1 ? (const void *)v16
+                       : (const void *)vq,
+        .kv = {.dt = dt == 0   ? ZZ_DTYPE_F32
+                     : dt == 1 ? ZZ_DTYPE_F16
+                               : ZZ_DTYPE_Q4,
+               .q = f,
+               .seq_bytes = dt == 2 ? (int64_t)(t_max * qrow)
+                                    : (int64_t)zz_dtype_nbytes(dt ? ZZ_DTYPE_F16 : ZZ_DTYPE_F32, t_max * kvw)},
+        .b = c->b,
+        .sq = c->sq,
+        .t = c->t,
+        .q_start = c->t - c->sq - c->q_back,
+        .heads = c->heads,
+        .kv_heads = c->kv_heads,
+        .hd = c->hd,
+        .pad = pad,
+        .keep = 1,
+        .window = c->window,
+        .out = ref,
+        .scratch = scratch};
     zz_cpu_attention_ref(g_pool, &a);
     for (int isa = ZZ_CPU_ISA_PORTABLE; isa <= ZZ_CPU_ISA_AVX512; isa++) {
       if (zz_cpu_isa_set((zz_cpu_isa)isa) != 0) continue; /* this CPU lacks it */
@@ -113,15 +114,15 @@ static void zz_check_case(zz_rng *r, const zz_attn_case *c) {
       zz_cpu_attention_ex(g_pool, &a);
       /* the same operations in the same order: the same bits (f16 on AVX-512 and the
        * fused Q4 passes: FMA, within their bounds) */
-      const double tol = a.kv_dt == ZZ_DTYPE_F16 && isa >= ZZ_CPU_ISA_AVX512 ? ZZ_ATTN_F16_TOL
-                         : a.kv_dt == ZZ_DTYPE_Q4                            ? ZZ_ATTN_Q4_TOL
+      const double tol = a.kv.dt == ZZ_DTYPE_F16 && isa >= ZZ_CPU_ISA_AVX512 ? ZZ_ATTN_F16_TOL
+                         : a.kv.dt == ZZ_DTYPE_Q4                            ? ZZ_ATTN_Q4_TOL
                                                                              : 0;
       int64_t bad = tol > 0 ? zz_attn_diff_tol(out, ref, n_q, c->hd, tol) : zz_attn_diff(out, ref, n_q);
       if (bad) {
         fprintf(stderr,
                 "\nattention %s cache, %s: b %ld sq %ld t %ld heads %ld/%ld hd %ld window %ld: %ld of %ld outputs "
                 "differ%s\n",
-                zz_dtype_name(a.kv_dt), zz_cpu_isa_name((zz_cpu_isa)isa), (long)c->b, (long)c->sq, (long)c->t,
+                zz_dtype_name(a.kv.dt), zz_cpu_isa_name((zz_cpu_isa)isa), (long)c->b, (long)c->sq, (long)c->t,
                 (long)c->heads, (long)c->kv_heads, (long)c->hd, (long)c->window, (long)bad, (long)n_q,
                 tol ? " beyond the tolerance" : "");
         CU_FAIL("fast attention differs from the reference");
@@ -198,9 +199,7 @@ static void test_attn_window_is_padding(void) {
       zz_attn_args a = {.q = q,
                         .k = ks[dt],
                         .v = vs[dt],
-                        .kv_dt = dts[dt],
-                        .kv_q = f,
-                        .seq_bytes = seq[dt],
+                        .kv = {.dt = dts[dt], .q = f, .seq_bytes = seq[dt]},
                         .b = 1,
                         .sq = t,
                         .t = t,
@@ -275,9 +274,7 @@ static double zz_check_q4(zz_rng *r, const zz_q4_case *c, zz_pool *pools[3]) {
   zz_attn_args a = {.q = q,
                     .k = kq,
                     .v = vq,
-                    .kv_dt = ZZ_DTYPE_Q4,
-                    .kv_q = f,
-                    .seq_bytes = (int64_t)(t_max * qrow),
+                    .kv = {.dt = ZZ_DTYPE_Q4, .q = f, .seq_bytes = (int64_t)(t_max * qrow)},
                     .b = c->b,
                     .sq = c->sq,
                     .t = c->t,
@@ -389,9 +386,7 @@ static void test_attn_q4_pad_shift(void) {
           zz_attn_args a = {.q = q,
                             .k = k + skip,
                             .v = v + skip,
-                            .kv_dt = ZZ_DTYPE_Q4,
-                            .kv_q = f,
-                            .seq_bytes = (int64_t)((size_t)t * qrow),
+                            .kv = {.dt = ZZ_DTYPE_Q4, .q = f, .seq_bytes = (int64_t)((size_t)t * qrow)},
                             .b = 1,
                             .sq = 1,
                             .t = shifted ? t : n,

@@ -2,14 +2,15 @@
  * attention.cu — masked multi-head attention over a left-padded KV cache, f16 storage,
  * f32 scores and softmax.
  *
- * Contract (zz_kernels.h, same as zz_cpu_attention):
+ * Contract: zz_attn_args (kernels/zz_attn.h), as the CPU's, over an f16 cache:
  *   q   [b, sq, heads*hd]                 pre-projection queries, scaled here by 1/sqrt(hd)
- *   k,v element (i, j, :) at k + i*kv_stride + j*kv_heads*hd, keys j < t; query head h
- *       reads K/V head h / (heads / kv_heads) (grouped-query attention)
+ *   k,v element (i, j, :) at k + i*kv_stride + j*kv_heads*hd (kv_stride = seq_bytes / 2),
+ *       keys j < t; query head h reads K/V head h / (heads / kv_heads) (grouped-query)
  *   pad [b] (device) left padding of each sequence
  *   out [b, sq, heads*hd]
  * Query r of sequence i sits at key position q_start + r and sees keys
- * pad[i] <= j <= min(q_start + r, t - 1); a query that sees no key gets zeros.
+ * zz_attn_first_key(pad[i], q_start + r, window) <= j <= min(q_start + r, t - 1); a
+ * query that sees no key gets zeros.
  *
  * Two paths:
  *
@@ -316,24 +317,23 @@ int zz_attention_decode(const __half *q, const __half *k, const __half *v, int64
 
 } // namespace
 
-extern "C" int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                                 int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t window,
-                                 int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, uint16_t *out,
-                                 void *scratch, void *stream) {
-  if (b < 0 || sq < 0 || t < 0 || q_start < 0 || window < 0 || heads < 0 || hd < 0 || kv_stride < 0 || kv_heads <= 0 ||
-      heads % kv_heads != 0)
+extern "C" int zz_cuda_attention(void *cublas, const zz_attn_args *a, void *stream) {
+  const int64_t b = a->b, sq = a->sq, t = a->t, q_start = a->q_start, window = a->window, heads = a->heads;
+  const int64_t kv_heads = a->kv_heads, hd = a->hd, kv_stride = a->kv.seq_bytes / 2; /* in halves */
+  if (b < 0 || sq < 0 || t < 0 || q_start < 0 || window < 0 || heads < 0 || hd < 0 || a->kv.seq_bytes < 0 ||
+      a->kv.seq_bytes % 2 != 0 || kv_heads <= 0 || heads % kv_heads != 0)
     return (int)cudaErrorInvalidValue;
   if (b == 0 || sq == 0 || heads == 0 || hd == 0) return 0;
   cudaStream_t st = zz_cu_stream(stream);
+  const __half *q = (const __half *)a->q, *k = (const __half *)a->k, *v = (const __half *)a->v;
   if (t == 0) { /* no key at all: every query sees none */
-    ZZ_CU_TRY(cudaMemsetAsync(out, 0, (size_t)(b * sq * heads * hd) * 2, st));
+    ZZ_CU_TRY(cudaMemsetAsync(a->out, 0, (size_t)(b * sq * heads * hd) * 2, st));
     return 0;
   }
   if (sq == 1)
-    return zz_attention_decode((const __half *)q, (const __half *)k, (const __half *)v, kv_stride, b, t, q_start,
-                               window, heads, kv_heads, hd, pad, (__half *)out, st);
-  if (!scratch) return (int)cudaErrorInvalidValue;
-  return zz_attention_prefill((cublasHandle_t)cublas, (const __half *)q, (const __half *)k, (const __half *)v,
-                              kv_stride, b, sq, t, q_start, window, heads, kv_heads, hd, pad, (__half *)out,
-                              (float *)scratch, st);
+    return zz_attention_decode(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, a->pad, (__half *)a->out,
+                               st);
+  if (!a->scratch) return (int)cudaErrorInvalidValue;
+  return zz_attention_prefill((cublasHandle_t)cublas, q, k, v, kv_stride, b, sq, t, q_start, window, heads, kv_heads,
+                              hd, a->pad, (__half *)a->out, (float *)a->scratch, st);
 }

@@ -209,15 +209,13 @@ __global__ void zz_cq_attn_kernel(const __half *q, const unsigned char *k, const
   }
 }
 
-extern "C" int zz_cuda_attention_ex(const uint16_t *q, const void *k, const void *v, int q4, zz_qfmt f,
-                                    int64_t seq_bytes, int64_t b, int64_t sq, int64_t t, int64_t q_start,
-                                    int64_t window, int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad,
-                                    double keep, uint16_t *out, void *scratch, void *stream) {
-  int64_t blocks = b * heads * sq;
+extern "C" int zz_cuda_attention_ex(const zz_attn_args *a, void *stream) {
+  int64_t blocks = a->b * a->heads * a->sq;
   if (!zz_cu_fits_int(blocks)) return (int)cudaErrorInvalidValue;
   zz_cq_attn_kernel<<<(unsigned)blocks, 128, 0, zz_cu_stream(stream)>>>(
-      (const __half *)q, (const unsigned char *)k, (const unsigned char *)v, q4, f, seq_bytes, sq, t, q_start, window,
-      heads, kv_heads, hd, pad, zz_attn_keep_units(keep), (__half *)out, (float *)scratch);
+      (const __half *)a->q, (const unsigned char *)a->k, (const unsigned char *)a->v, a->kv.dt == ZZ_DTYPE_Q4, a->kv.q,
+      a->kv.seq_bytes, a->sq, a->t, a->q_start, a->window, a->heads, a->kv_heads, a->hd, a->pad,
+      zz_attn_keep_units(a->keep), (__half *)a->out, (float *)a->scratch);
   ZZ_CU_LAUNCHED();
   return 0;
 }

@@ -115,9 +115,7 @@ static void test_dense_refusals(void) {
       ZZ_DN_BASE("phi3") ", \"rope_scaling\": null, \"rope_theta\": 10000.0, \"sliding_window\": 2047}",
   };
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-    zz_status st = zz_test_load_config(good[i]);
-    if (st != ZZ_OK) fprintf(stderr, "\nconfig %s: %s\n", good[i], zz_error_message());
-    CU_ASSERT_EQUAL(st, ZZ_OK);
+    CU_ASSERT(zz_test_config_gives(good[i], ZZ_OK, NULL));
   }
   static const struct {
     const char *json;
@@ -150,10 +148,7 @@ static void test_dense_refusals(void) {
        "sliding_window is not supported by model_type \"llama\""},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    zz_status st = zz_test_load_config(bad[i].json);
-    bool ok = st == bad[i].st && strstr(zz_error_message(), bad[i].needle);
-    if (!ok) fprintf(stderr, "\nconfig %s: got %s '%s'\n", bad[i].json, zz_status_str(st), zz_error_message());
-    CU_ASSERT(ok);
+    CU_ASSERT(zz_test_config_gives(bad[i].json, bad[i].st, bad[i].needle));
   }
 }
 

@@ -202,10 +202,7 @@ static void test_config_errors(void) {
       {"{\"model_type\": \"llama\", \"vocab_size\": 256}", ZZ_ERR_FORMAT, "\"hidden_size\" is missing"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    zz_status st = zz_test_load_config(bad[i].json);
-    bool ok = st == bad[i].st && strstr(zz_error_message(), bad[i].needle);
-    if (!ok) fprintf(stderr, "\nconfig %s: got %s '%s'\n", bad[i].json, zz_status_str(st), zz_error_message());
-    CU_ASSERT(ok);
+    CU_ASSERT(zz_test_config_gives(bad[i].json, bad[i].st, bad[i].needle));
   }
 }
 
@@ -273,9 +270,7 @@ static void test_config_ranges(void) {
       "{" ZZ_LL_BASE ", \"eos_token_id\": [2, 8, 9]}",
   };
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-    zz_status st = zz_test_load_config(good[i]);
-    if (st != ZZ_OK) fprintf(stderr, "\nconfig %s: %s\n", good[i], zz_error_message());
-    CU_ASSERT_EQUAL(st, ZZ_OK);
+    CU_ASSERT(zz_test_config_gives(good[i], ZZ_OK, NULL));
   }
   static const struct {
     const char *json;
@@ -322,10 +317,7 @@ static void test_config_ranges(void) {
       {"{" ZZ_LL_BASE ", \"hidden_act\": 5}", ZZ_ERR_FORMAT, "\"hidden_act\" must be a string"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    zz_status st = zz_test_load_config(bad[i].json);
-    bool ok = st == bad[i].st && strstr(zz_error_message(), bad[i].needle);
-    if (!ok) fprintf(stderr, "\nconfig %s: got %s '%s'\n", bad[i].json, zz_status_str(st), zz_error_message());
-    CU_ASSERT(ok);
+    CU_ASSERT(zz_test_config_gives(bad[i].json, bad[i].st, bad[i].needle));
   }
 }
 

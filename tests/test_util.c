@@ -70,3 +70,10 @@ zz_status zz_test_load_config(const char *text) {
   rmdir(dir);
   return st;
 }
+
+bool zz_test_config_gives(const char *text, zz_status want, const char *needle) {
+  zz_status st = zz_test_load_config(text);
+  bool ok = st == want && (!needle || strstr(zz_error_message(), needle));
+  if (!ok) fprintf(stderr, "\nconfig %s: got %s '%s'\n", text, zz_status_str(st), zz_error_message());
+  return ok;
+}

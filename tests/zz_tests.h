@@ -46,6 +46,9 @@ void zz_test_dot_f64(const float *x, const float *w, const float *b, int64_t in,
 
 /* Writes a fresh directory's config.json with `text` and loads it (zz_config_load). */
 zz_status zz_test_load_config(const char *text);
+/* zz_test_load_config(text) gives want, with needle in the message (NULL: any);
+ * false after printing what it gave instead. */
+bool zz_test_config_gives(const char *text, zz_status want, const char *needle);
 
 /* What zz_golden_run found for a fixture's golden prompts. */
 #define ZZ_GOLDEN_MAX_PROMPTS 8

@@ -10,6 +10,8 @@
  * policy matrix and 4-bit runs join the LLaMA tests' loops (test_runtime_llama.c).
  */
 #include <CUnit/CUnit.h>
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +218,56 @@ static void test_hub_cache(void) {
   }
 }
 
+
+/* zigzag's perplexity of tiny-mistral (make_dense_fixtures.py's perplexity.json:
+ * the golden prompts' 72 tokens in windows of 20 after BOS, each window longer
+ * than the sliding window of 5) equals transformers', on the device and with CPU
+ * attention beside a cache on the CPU tier. */
+static void test_perplexity_hf(void) {
+  char dir[4096], path[4200], tmp[4096];
+  snprintf(dir, sizeof dir, "%s/tiny-mistral", ZZ_FIXTURES_DIR);
+  snprintf(path, sizeof path, "%s/perplexity.json", dir);
+  json_error_t jerr;
+  json_t *root = json_load_file(path, 0, &jerr);
+  CU_ASSERT_FATAL(root != NULL);
+  json_t *jids = json_object_get(root, "ids");
+  int64_t n = (int64_t)json_array_size(jids), w = json_integer_value(json_object_get(root, "window"));
+  double want = json_real_value(json_object_get(root, "perplexity"));
+  int32_t *ids = malloc((size_t)n * sizeof *ids);
+  for (int64_t i = 0; i < n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(jids, (size_t)i));
+  zz_config cfg;
+  zz_model m;
+  zz_checkpoint *ck = NULL;
+  zz_device *dev = NULL;
+  CU_ASSERT_FATAL(zz_device_create_cpu(0, 2, 2, &dev) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_config_load(dir, &cfg) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_checkpoint_open(dir, &ck) == ZZ_OK);
+  static const char *const pols[] = {"gbs=4 num_gb=1", "gbs=2 num_gb=2 w=0,100 c=0,100 a=100,0 cpu_attn=1"};
+  for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
+    zz_policy pol;
+    zz_engine *eng = NULL;
+    zz_ppl r = {0};
+    snprintf(tmp, sizeof tmp, "%s", zz_test_tmpdir());
+    zz_tiers tiers = {.offload_dir = tmp};
+    zz_shape shape = {.prompt_len = 1, .gen_len = w};
+    CU_ASSERT_FATAL(zz_policy_parse(pols[p], &pol) == ZZ_OK);
+    CU_ASSERT_FATAL(zz_engine_create_tiers(dev, &m, ck, &pol, &shape, &tiers, &eng) == ZZ_OK);
+    CU_ASSERT_FATAL(zz_perplexity(eng, ids, n, &r) == ZZ_OK);
+    fprintf(stderr, "\n  tiny-mistral [%s]: perplexity %.6f, transformers %.6f", pols[p], r.ppl, want);
+    CU_ASSERT_EQUAL(r.tokens, n);
+    CU_ASSERT(fabs(r.ppl - want) <= 1e-5 * want);
+    zz_ppl_free(&r);
+    zz_engine_destroy(eng);
+    rmdir(tmp);
+  }
+  zz_checkpoint_close(ck);
+  zz_model_free(&m);
+  zz_device_destroy(dev);
+  free(ids);
+  json_decref(root);
+}
+
 void zz_test_dense_register(void) {
   CU_pSuite s = CU_add_suite("dense", NULL, NULL);
   CU_add_test(s, "golden qwen2 (both forms), mistral, qwen3, phi3, three cuttings", test_golden_dense);
@@ -224,4 +276,6 @@ void zz_test_dense_register(void) {
   CU_add_test(s, "presets: transformers' parameter counts, flags, windows", test_dense_presets);
   CU_add_test(s, "what is not implemented is refused by name", test_dense_refusals);
   CU_add_test(s, "--model org/name found in the Hugging Face cache", test_hub_cache);
+  CU_add_test(s, "perplexity = transformers' (tiny-mistral, windows longer than its sliding window)",
+              test_perplexity_hf);
 }

@@ -8,6 +8,12 @@
  *
  * FlexGen's layer list as for OPT: input embedding, per transformer layer an
  * attention layer and an MLP layer, the output embedding.
+ *
+ * The LLaMA-like families (arch_dense.c: Qwen2, Mistral, Qwen3, Phi-3) share the
+ * layers, the config reader and the forward here; zz_config's flags vary them:
+ * q/k/v biases (qkv_bias), per-head q/k RMSNorm before RoPE (qk_norm), fused
+ * qkv_proj / gate_up_proj read as row views (fused_proj), and a sliding window
+ * per attention layer (window, window_from → zz_cache_spec.window).
  */
 #include <math.h>
 #include <stdlib.h>

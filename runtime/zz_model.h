@@ -33,7 +33,7 @@ typedef struct zz_config {
   int64_t n_layers;   /* transformer layers */
   int64_t n_heads;    /* query heads */
   int64_t n_kv_heads; /* key/value heads (== n_heads without grouped-query attention) */
-  int64_t head_dim;   /* hidden / n_heads */
+  int64_t head_dim;   /* per head: hidden / n_heads unless config.json says (Qwen3: 128) */
   int64_t max_pos;    /* max_position_embeddings */
   int64_t embed_dim;  /* token embedding width (== hidden unless projected) */
   bool pre_ln;        /* normalisation before each sublayer */

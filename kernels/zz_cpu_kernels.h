@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zz_attn.h"
 #include "zz_dtype.h"
 #include "zz_pool.h"
 #include "zz_rope.h"
@@ -76,27 +77,9 @@ void zz_cpu_rope(float *x, int64_t n, int64_t heads, int64_t hd, const int32_t *
 /* y[i] = silu(g[i]) · u[i] (the SwiGLU MLP's gate); y may alias g or u. */
 void zz_cpu_silu_mul(const float *g, const float *u, int64_t n, float *y);
 
-/*
- * Multi-head attention of sq queries per sequence against t keys, with
- * grouped-query attention: kv_heads divides heads, and query head hh reads
- * K/V head hh / (heads / kv_heads) (kv_heads == heads: plain multi-head).
- *   q   [b, sq, heads*hd]           (scaled inside by 1/sqrt(hd))
- *   k,v [b, kv_stride/… ] : element (i, j, :) at k + i*kv_stride + j*kv_heads*hd, j < t
- *   out [b, sq, heads*hd]
- *   pad [b] left padding slots of each sequence (keys j < pad[i] are masked)
- * Query r of sequence i sits at key position q_start + r and sees keys
- * pad[i] <= j <= q_start + r (causal). A query that sees no key gets zeros.
- * scratch: zz_cpu_attention_scratch(b, heads, t) floats.
- */
-void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride, int64_t b,
-                      int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
-                      const int32_t *pad, float *out, float *scratch);
+/* Scratch of CPU attention (zz_attn_args.scratch): floats for b sequences of heads
+ * query heads over t keys. */
 size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t);
-/* The same over a cache stored in kv_dt (f32 or f16): CPU attention beside the
- * f16 cache a GPU run keeps on the host. */
-void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
-                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
-                         const int32_t *pad, float *out, float *scratch);
 /* What the 4/8-bit linear multiplies W's values with: x as it is (f32, exact:
  * the bits of dequantize-then-multiply) or x in int8 per group (--cpu-act). */
 typedef enum zz_cpu_act { ZZ_CPU_ACT_F32 = 0, ZZ_CPU_ACT_INT8 } zz_cpu_act;
@@ -136,29 +119,11 @@ void zz_cpu_embed_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_
 void zz_cpu_kv_append_q(const float *x, int64_t b, int64_t sq, int64_t heads, int64_t hd, void *cache, zz_qfmt f,
                         int64_t seq_bytes, int64_t pos);
 
-/* Attention in full generality: a cache in f32, f16 or Q4 (4-bit rows read from
- * their nibbles in registers, within a tolerance of the reference; other widths
- * dequantized as they are read), addressed in bytes, and top-k sparsity: with keep < 1 each
- * query keeps the ceil(keep * visible) keys of highest score and reads only their
- * V rows, weighted by their probabilities under the softmax over every visible
- * key (FlexGen's sparse attention, no renormalisation). Otherwise zz_cpu_attention's
- * contract; hd <= ZZ_ATTN_MAX_HEAD_DIM. scratch: zz_cpu_attention_scratch(b, heads, t) floats. */
+/* Attention as zz_attn_args says (kernels/zz_attn.h), q, out and scratch f32: a
+ * cache in f32, f16 or Q4 (4-bit rows read from their nibbles in registers, within
+ * a tolerance of the reference; other widths dequantized as they are read),
+ * top-k by the reference's selection. hd <= ZZ_ATTN_MAX_HEAD_DIM. */
 #define ZZ_ATTN_MAX_HEAD_DIM 1024 /* widest head zz_cpu_attention_ex widens on its stack */
-typedef struct zz_attn_args {
-  const float *q;    /* [b, sq, heads*hd] */
-  const void *k, *v; /* row j of sequence i at byte i*seq_bytes + j*zz_kv_row_bytes(..) */
-  zz_dtype kv_dt;    /* f32, f16 or Q4 */
-  zz_qfmt kv_q;      /* Q4: groups along the head dimension */
-  int64_t seq_bytes;
-  int64_t b, sq, t, q_start, heads, hd;
-  int64_t kv_heads;   /* heads of the cache, dividing heads (grouped-query) */
-  const int32_t *pad; /* [b] */
-  double keep;        /* fraction of the visible keys kept, (0, 1] */
-  float *out;         /* [b, sq, heads*hd] */
-  float *scratch;
-  int q4_unfused; /* 4-bit cache: 1 dequantizes each row onto the stack first (the path
-                     before the fused one, kept for benches); 0 (default) fused */
-} zz_attn_args;
 void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a);
 /* The scalar reference of zz_cpu_attention_ex (one task per query head, rows widened
  * by scalar code): the oracle of the tests, and the top-k path. zz_cpu_attention_ex

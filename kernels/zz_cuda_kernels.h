@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zz_attn.h"
 #include "zz_dtype.h"
 #include "zz_rope.h"
 
@@ -35,27 +36,24 @@ int zz_cuda_linear(void *cublas, const uint16_t *x, int64_t n, int64_t in, const
 int zz_cuda_add(const uint16_t *a, const uint16_t *b, int64_t n, uint16_t *y, void *stream);
 int zz_cuda_kv_append(const uint16_t *x, int64_t b, int64_t sq, int64_t h, uint16_t *cache, int64_t kv_stride,
                       int64_t pos, void *stream);
-/* Same contract as zz_cpu_attention; pad is a device array. scratch: device
+/* Attention as zz_attn_args says (kernels/zz_attn.h) over an f16 cache (kv.dt
+ * f16, kv.seq_bytes even), dense: q, out f16, pad a device array; scratch device
  * memory of zz_attention_scores_bytes(b, sq, t, heads) bytes (runtime/sizes.c: f32
  * scores [b, heads, sq, t] when sq > 1, none for a decode step). */
-int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k, const uint16_t *v, int64_t kv_stride,
-                      int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
-                      const int32_t *pad, uint16_t *out, void *scratch, void *stream);
+int zz_cuda_attention(void *cublas, const zz_attn_args *a, void *stream);
 /* Compression (kernels/cuda/quant.cu): the CPU's Q4 layout byte for byte. y = x · wᵀ
  * (+ b) (ReLU) with w [out, in] Q4 in format f; rows of a Q4 table gathered (add 0)
  * or added (add 1); x [b, sq, heads*hd] quantized into rows pos.. of a Q4 cache
- * (sequence stride seq_bytes); attention over an f16 (q4 = 0) or Q4 cache with top-k
- * sparsity (keep < 1), scratch of zz_gpu_attention_scratch_bytes bytes (runtime/sizes.c:
- * 2 x f32 [b, heads, sq, t]). */
+ * (sequence stride seq_bytes); attention (zz_attn_args) over an f16 or Q4 cache with
+ * top-k sparsity (keep < 1), scratch of zz_gpu_attention_scratch_bytes bytes
+ * (runtime/sizes.c: 2 x f32 [b, heads, sq, t]). */
 int zz_cuda_linear_q(const uint16_t *x, int64_t n, int64_t in, const void *w, zz_qfmt f, const uint16_t *b, int64_t out,
                      uint16_t *y, int relu, void *stream);
 int zz_cuda_rows_q(const void *table, zz_qfmt f, int64_t dim, const int32_t *ids, int64_t n, uint16_t *out, int add,
                    void *stream);
 int zz_cuda_kv_append_q(const uint16_t *x, int64_t b, int64_t sq, int64_t heads, int64_t hd, void *cache, zz_qfmt f,
                         int64_t seq_bytes, int64_t pos, void *stream);
-int zz_cuda_attention_ex(const uint16_t *q, const void *k, const void *v, int q4, zz_qfmt f, int64_t seq_bytes,
-                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
-                         const int32_t *pad, double keep, uint16_t *out, void *scratch, void *stream);
+int zz_cuda_attention_ex(const zz_attn_args *a, void *stream);
 int zz_cuda_rmsnorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *gamma, float eps, uint16_t *y,
                     void *stream);
 /* pos is a device array [n]. */

@@ -150,7 +150,11 @@ int main(int argc, char **argv) {
   zz_opts_defaults(&o);
   int r = zz_opts_parse(argc, argv, &o);
   if (r != 0) return r < 0 ? 0 : r; /* -1: --help was printed */
-  zz_cpu_isa isa;                   /* --cpu-isa / ZZ_CPU_ISA, checked by the parse */
+  static char model_dir[4096];      /* --model org/name: its snapshot in the Hugging Face cache */
+  zz_status located = zz_model_locate(o.model, model_dir, sizeof model_dir);
+  if (located != ZZ_OK) return zz_report_failure(located);
+  o.model = model_dir;
+  zz_cpu_isa isa; /* --cpu-isa / ZZ_CPU_ISA, checked by the parse */
   if (zz_opts_cpu_isa(&o, &isa) == ZZ_OK) zz_cpu_isa_set(isa);
   /* generation_config.json's settings under the command line's, for every rank */
   if (strcmp(o.command, "generate") == 0 && zz_opts_generation_defaults(&o) != ZZ_OK)

@@ -184,7 +184,10 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   zz_cache_spec cs = zz_cache_spec_for(L, &fmt, cdt);
   double row2 = 2.0 * (double)zz_cache_row_bytes(&cs);
   double cload = pre ? 0 : bls * keys * row2, cstore = bls * sq * row2;
-  double flops = 4 * bls * sq * keys * (double)c->hidden; /* QK^T and PV */
+  /* QK^T and PV over the keys a query sees: a sliding window's at most
+   * (zz_attn_first_key), by heads × head_dim (Qwen3's exceed hidden) */
+  double seen = cs.window > 0 && (double)cs.window < keys ? (double)cs.window : keys;
+  double flops = 4 * bls * sq * seen * (double)(c->n_heads * c->head_dim);
   double bmm = q4c ? (pre ? hw->bmm_prefill_q4_flops : hw->bmm_decode_q4_flops)
                    : (pre ? hw->bmm_prefill_flops : hw->bmm_decode_flops);
   if (q4c) comp->c += cstore / hw->quant_bw;       /* new rows quantized where they are appended */

@@ -277,28 +277,7 @@ typedef struct {
 
 static zz_status zz_attn_once(void *a_) {
   zz_attn_arg *a = a_;
-  if (a->pool) {
-    zz_attn_args args = {.q = a->q,
-                         .k = a->k,
-                         .v = a->v,
-                         .kv_dt = a->kv.dt,
-                         .kv_q = a->kv.q,
-                         .seq_bytes = a->kv.seq_bytes,
-                         .b = a->b,
-                         .sq = a->sq,
-                         .t = a->t,
-                         .q_start = a->t - a->sq,
-                         .heads = a->heads,
-                         .hd = a->hd,
-                         .kv_heads = a->heads,
-                         .pad = a->pad,
-                         .keep = 1,
-                         .out = a->out,
-                         .scratch = a->scratch};
-    zz_cpu_attention_ex(a->pool, &args);
-    return ZZ_OK;
-  }
-  zz_attn_call call = {.q = a->q,
+  zz_attn_args call = {.q = a->q,
                        .k = a->k,
                        .v = a->v,
                        .kv = a->kv,
@@ -313,6 +292,10 @@ static zz_status zz_attn_once(void *a_) {
                        .keep = 1,
                        .out = a->out,
                        .scratch = a->scratch};
+  if (a->pool) {
+    zz_cpu_attention_ex(a->pool, &call);
+    return ZZ_OK;
+  }
   ZZ_CHECK(zz_device_attention(a->dev, &call));
   return zz_device_sync(a->dev, ZZ_LANE_COMPUTE);
 }

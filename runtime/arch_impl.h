@@ -30,6 +30,7 @@ typedef struct zz_step {
   void *k, *v;              /* this layer's cache [b, t_max, kv row] (ATTENTION) */
   zz_kv_layout kv;          /* how k, v are stored (dtype, Q4 format, bytes between sequences) */
   double keep;              /* fraction of keys each query keeps (top-k sparse attention; 1 = dense) */
+  int64_t window;           /* this layer's sliding window (zz_cache_spec.window); 0: none */
   void *logits;             /* [b, vocab] of the last position (OUTPUT_EMBED) */
   void *work;               /* workspace of arch->workspace_bytes */
   /* Only each sequence's last row of this layer's output is read after it (the
@@ -71,6 +72,42 @@ typedef struct zz_arch {
 
 extern const zz_arch zz_arch_opt;
 extern const zz_arch zz_arch_llama;
+extern const zz_arch zz_arch_qwen2, zz_arch_mistral, zz_arch_qwen3, zz_arch_phi3; /* arch_dense.c */
+
+/* ---------------------------------------------------------------- LLaMA-like families
+ * (arch_llama.c): LLaMA's layers and math, varied by zz_config's family flags
+ * (qkv_bias, qk_norm, fused_proj, window); each family (arch_dense.c) reads its
+ * own keys after zz_llama_config and shares the rest of the table. */
+typedef struct zz_llama_size {
+  const char *name;
+  int64_t hidden, ffn, n_layers, n_heads, n_kv_heads;
+  int64_t head_dim; /* 0: hidden / n_heads */
+  int64_t vocab, max_pos;
+  float eps, theta;
+  int32_t bos, eos;
+  int64_t window; /* sliding_window on every layer; 0: none */
+} zz_llama_size;
+/* The preset `name` of table (case-insensitive; "org/" accepted) as model_type → *out */
+bool zz_llama_preset_in(const zz_llama_size *table, size_t n, const char *model_type, const char *name, zz_config *out);
+/* The keys every LLaMA-like config.json shares (sizes, ids, RoPE in both forms, the
+ * norm's eps, the head, dtype; head_dim defaults to head_dim_def, or hidden / heads
+ * when 0); anything else it names that LLaMA's math does not do is refused. */
+zz_status zz_llama_config(json_t *root, const char *path, const char *model_type, int64_t head_dim_def, zz_config *out);
+/* Qwen2's and Qwen3's windows: use_sliding_window, sliding_window and
+ * max_window_layers (transformers 4), or layer_types (5; its sliding layers must be
+ * the last ones) → c->window, c->window_from. */
+zz_status zz_dense_window_layers(json_t *root, const char *path, zz_config *c);
+/* ZZ_ERR_UNSUPPORTED where config.json sets a sliding_window (LLaMA has none). */
+zz_status zz_llama_no_window(json_t *root, const char *path, const zz_config *c);
+zz_status zz_llama_build(struct zz_model *m);
+void zz_llama_positions(const zz_config *c, int64_t pad, int64_t from, int64_t n, int32_t *out);
+size_t zz_llama_workspace(const struct zz_model *m, const zz_device_desc *dev, int64_t b, int64_t sq, int64_t t,
+                          bool general_attn);
+zz_status zz_llama_forward(zz_device *dev, const struct zz_model *m, const zz_layer *layer, const zz_tensor *w,
+                           const zz_step *st);
+#define ZZ_LLAMA_LAYERS                                                                                                \
+  .build = zz_llama_build, .positions = zz_llama_positions, .workspace_bytes = zz_llama_workspace,                     \
+  .forward = zz_llama_forward
 
 /* The registry (model.c): every architecture, NULL terminated. */
 const zz_arch *const *zz_arch_all(void);

@@ -8,6 +8,12 @@
  *
  * FlexGen's layer list as for OPT: input embedding, per transformer layer an
  * attention layer and an MLP layer, the output embedding.
+ *
+ * The LLaMA-like families (arch_dense.c: Qwen2, Mistral, Qwen3, Phi-3) share the
+ * layers, the config reader and the forward here; zz_config's flags vary them:
+ * q/k/v biases (qkv_bias), per-head q/k RMSNorm before RoPE (qk_norm), fused
+ * qkv_proj / gate_up_proj read as row views (fused_proj), and a sliding window
+ * per attention layer (window, window_from → zz_cache_spec.window).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -18,29 +24,36 @@
 
 /* Slots of each layer's weight list. */
 enum { ZZ_LL_IN_TOKENS, ZZ_LL_IN_N };
-enum { ZZ_LL_AT_Q, ZZ_LL_AT_K, ZZ_LL_AT_V, ZZ_LL_AT_O, ZZ_LL_AT_NORM, ZZ_LL_AT_N };
+/* Q alone is Phi-3's fused qkv_proj and GATE its gate_up_proj (K, V, UP then
+ * absent); the biases are Qwen2's, the head norms Qwen3's (absent elsewhere). */
+enum {
+  ZZ_LL_AT_Q,
+  ZZ_LL_AT_K,
+  ZZ_LL_AT_V,
+  ZZ_LL_AT_O,
+  ZZ_LL_AT_NORM,
+  ZZ_LL_AT_QB,
+  ZZ_LL_AT_KB,
+  ZZ_LL_AT_VB,
+  ZZ_LL_AT_QN,
+  ZZ_LL_AT_KN,
+  ZZ_LL_AT_N
+};
 enum { ZZ_LL_MLP_GATE, ZZ_LL_MLP_UP, ZZ_LL_MLP_DOWN, ZZ_LL_MLP_NORM, ZZ_LL_MLP_N };
 enum { ZZ_LL_OUT_NORM, ZZ_LL_OUT_HEAD, ZZ_LL_OUT_N };
 
 /* ---------------------------------------------------------------- config */
 
-typedef struct zz_llama_size {
-  const char *name;
-  int64_t hidden, ffn, n_layers, n_heads, n_kv_heads, vocab, max_pos;
-  float eps, theta;
-  int32_t bos, eos;
-} zz_llama_size;
-
 /* Shapes of the published configs (huggyllama/llama-*, meta-llama/Llama-2-70b-hf,
  * meta-llama/Meta-Llama-3-8B and -70B). */
 static const zz_llama_size zz_llama_presets[] = {
-    {"llama-7b", 4096, 11008, 32, 32, 32, 32000, 2048, 1e-6f, 10000.0f, 1, 2},
-    {"llama-13b", 5120, 13824, 40, 40, 40, 32000, 2048, 1e-6f, 10000.0f, 1, 2},
-    {"llama-30b", 6656, 17920, 60, 52, 52, 32000, 2048, 1e-6f, 10000.0f, 1, 2},
-    {"llama-65b", 8192, 22016, 80, 64, 64, 32000, 2048, 1e-5f, 10000.0f, 1, 2},
-    {"llama-2-70b", 8192, 28672, 80, 64, 8, 32000, 4096, 1e-5f, 10000.0f, 1, 2},
-    {"llama-3-8b", 4096, 14336, 32, 32, 8, 128256, 8192, 1e-5f, 500000.0f, 128000, 128001},
-    {"llama-3-70b", 8192, 28672, 80, 64, 8, 128256, 8192, 1e-5f, 500000.0f, 128000, 128001},
+    {"llama-7b", 4096, 11008, 32, 32, 32, 0, 32000, 2048, 1e-6f, 10000.0f, 1, 2, 0},
+    {"llama-13b", 5120, 13824, 40, 40, 40, 0, 32000, 2048, 1e-6f, 10000.0f, 1, 2, 0},
+    {"llama-30b", 6656, 17920, 60, 52, 52, 0, 32000, 2048, 1e-6f, 10000.0f, 1, 2, 0},
+    {"llama-65b", 8192, 22016, 80, 64, 64, 0, 32000, 2048, 1e-5f, 10000.0f, 1, 2, 0},
+    {"llama-2-70b", 8192, 28672, 80, 64, 8, 0, 32000, 4096, 1e-5f, 10000.0f, 1, 2, 0},
+    {"llama-3-8b", 4096, 14336, 32, 32, 8, 0, 128256, 8192, 1e-5f, 500000.0f, 128000, 128001, 0},
+    {"llama-3-70b", 8192, 28672, 80, 64, 8, 0, 128256, 8192, 1e-5f, 500000.0f, 128000, 128001, 0},
 };
 #define ZZ_LLAMA_N_PRESETS (sizeof zz_llama_presets / sizeof zz_llama_presets[0])
 
@@ -48,9 +61,9 @@ static const char *zz_llama_preset_name(int i) {
   return i >= 0 && (size_t)i < ZZ_LLAMA_N_PRESETS ? zz_llama_presets[i].name : NULL;
 }
 
-static void zz_llama_defaults(zz_config *c) {
+static void zz_llama_defaults(zz_config *c, const char *model_type) {
   memset(c, 0, sizeof *c);
-  strcpy(c->model_type, "llama");
+  snprintf(c->model_type, sizeof c->model_type, "%s", model_type);
   c->max_pos = 2048;
   c->pre_ln = true;
   c->final_ln = true;
@@ -62,20 +75,21 @@ static void zz_llama_defaults(zz_config *c) {
   c->rope = (zz_rope){.type = ZZ_ROPE_DEFAULT, .theta = 10000.0f, .factor = 1.0f};
 }
 
-static bool zz_llama_preset(const char *name, zz_config *out) {
-  const char *slash = strchr(name, '/'); /* "meta-llama/...", "huggyllama/..." */
+bool zz_llama_preset_in(const zz_llama_size *table, size_t n, const char *model_type, const char *name,
+                        zz_config *out) {
+  const char *slash = strchr(name, '/'); /* "meta-llama/...", "Qwen/..." */
   const char *base = slash ? slash + 1 : name;
-  for (size_t i = 0; i < ZZ_LLAMA_N_PRESETS; i++) {
-    const zz_llama_size *p = &zz_llama_presets[i];
+  for (size_t i = 0; i < n; i++) {
+    const zz_llama_size *p = &table[i];
     if (strcasecmp(base, p->name) != 0) continue;
-    zz_llama_defaults(out);
+    zz_llama_defaults(out, model_type);
     snprintf(out->name, sizeof out->name, "%s", p->name);
     out->hidden = out->embed_dim = p->hidden;
     out->ffn = p->ffn;
     out->n_layers = p->n_layers;
     out->n_heads = p->n_heads;
     out->n_kv_heads = p->n_kv_heads;
-    out->head_dim = p->hidden / p->n_heads;
+    out->head_dim = p->head_dim ? p->head_dim : p->hidden / p->n_heads;
     out->vocab_size = p->vocab;
     out->max_pos = p->max_pos;
     out->ln_eps = p->eps;
@@ -83,9 +97,14 @@ static bool zz_llama_preset(const char *name, zz_config *out) {
     out->bos = p->bos;
     out->eos_ids[0] = p->eos;
     out->pad = p->eos;
+    out->window = p->window;
     return true;
   }
   return false;
+}
+
+static bool zz_llama_preset(const char *name, zz_config *out) {
+  return zz_llama_preset_in(zz_llama_presets, ZZ_LLAMA_N_PRESETS, "llama", name, out);
 }
 
 /* Ranges of the RoPE numbers: past them a config is lying (theta 1e-300 or a
@@ -176,9 +195,10 @@ static zz_status zz_llama_rope(json_t *root, const char *path, zz_rope *out) {
   return ZZ_OK;
 }
 
-static zz_status zz_llama_parse_config(json_t *root, const char *path, zz_config *out) {
+zz_status zz_llama_config(json_t *root, const char *path, const char *model_type, int64_t head_dim_def,
+                          zz_config *out) {
   zz_config c;
-  zz_llama_defaults(&c);
+  zz_llama_defaults(&c, model_type);
   int64_t bos = 0, pad = -1;
   double eps;
   /* each size in its own range, before anything is sized by it */
@@ -211,7 +231,7 @@ static zz_status zz_llama_parse_config(json_t *root, const char *path, zz_config
   if (c.n_heads % c.n_kv_heads != 0)
     return zz_error(ZZ_ERR_FORMAT, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld", path,
                     (long long)c.n_heads, (long long)c.n_kv_heads);
-  ZZ_CHECK(zz_json_int(root, path, "head_dim", c.hidden / c.n_heads, &c.head_dim));
+  ZZ_CHECK(zz_json_int(root, path, "head_dim", head_dim_def ? head_dim_def : c.hidden / c.n_heads, &c.head_dim));
   if (c.head_dim < 2 || c.head_dim % 2 != 0 || c.head_dim > 1024)
     return zz_error(ZZ_ERR_FORMAT, "%s: head_dim %lld must be even, in [2, 1024]", path, (long long)c.head_dim);
   c.embed_dim = c.hidden;
@@ -222,9 +242,22 @@ static zz_status zz_llama_parse_config(json_t *root, const char *path, zz_config
   return ZZ_OK;
 }
 
+static zz_status zz_llama_parse_config(json_t *root, const char *path, zz_config *out) {
+  ZZ_CHECK(zz_llama_config(root, path, "llama", 0, out));
+  return zz_llama_no_window(root, path, out);
+}
+
+zz_status zz_llama_no_window(json_t *root, const char *path, const zz_config *c) {
+  json_t *w = json_object_get(root, "sliding_window");
+  if (w && !json_is_null(w))
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: sliding_window is not supported by model_type \"%s\"", path,
+                    c->model_type);
+  return ZZ_OK;
+}
+
 /* Hugging Face's positions under left padding: real tokens count from 0; padding
  * slots get 1, which no real token attends to. */
-static void zz_llama_positions(const zz_config *c, int64_t pad, int64_t from, int64_t n, int32_t *out) {
+void zz_llama_positions(const zz_config *c, int64_t pad, int64_t from, int64_t n, int32_t *out) {
   (void)c;
   for (int64_t r = 0; r < n; r++) {
     int64_t row = from + r;
@@ -234,7 +267,7 @@ static void zz_llama_positions(const zz_config *c, int64_t pad, int64_t from, in
 
 /* ---------------------------------------------------------------- layers */
 
-static zz_status zz_llama_build(zz_model *m) {
+zz_status zz_llama_build(zz_model *m) {
   const zz_config *c = &m->cfg;
   int n = (int)(2 * c->n_layers + 2);
   zz_layer *L = calloc((size_t)n, sizeof *L);
@@ -253,20 +286,33 @@ static zz_status zz_llama_build(zz_model *m) {
     a->index = i;
     a->has_cache = true;
     a->n_weights = ZZ_LL_AT_N;
-    zz_arch_spec(&a->weights[ZZ_LL_AT_Q], true, 2, qw, h, "model.layers.%d.self_attn.q_proj.weight", i);
-    zz_arch_spec(&a->weights[ZZ_LL_AT_K], true, 2, kvw, h, "model.layers.%d.self_attn.k_proj.weight", i);
-    zz_arch_spec(&a->weights[ZZ_LL_AT_V], true, 2, kvw, h, "model.layers.%d.self_attn.v_proj.weight", i);
+    if (c->fused_proj)
+      zz_arch_spec(&a->weights[ZZ_LL_AT_Q], true, 2, qw + 2 * kvw, h, "model.layers.%d.self_attn.qkv_proj.weight", i);
+    else
+      zz_arch_spec(&a->weights[ZZ_LL_AT_Q], true, 2, qw, h, "model.layers.%d.self_attn.q_proj.weight", i);
+    zz_arch_spec(&a->weights[ZZ_LL_AT_K], !c->fused_proj, 2, kvw, h, "model.layers.%d.self_attn.k_proj.weight", i);
+    zz_arch_spec(&a->weights[ZZ_LL_AT_V], !c->fused_proj, 2, kvw, h, "model.layers.%d.self_attn.v_proj.weight", i);
+    zz_arch_spec(&a->weights[ZZ_LL_AT_QB], c->qkv_bias, 1, qw, 0, "model.layers.%d.self_attn.q_proj.bias", i);
+    zz_arch_spec(&a->weights[ZZ_LL_AT_KB], c->qkv_bias, 1, kvw, 0, "model.layers.%d.self_attn.k_proj.bias", i);
+    zz_arch_spec(&a->weights[ZZ_LL_AT_VB], c->qkv_bias, 1, kvw, 0, "model.layers.%d.self_attn.v_proj.bias", i);
+    zz_arch_spec(&a->weights[ZZ_LL_AT_QN], c->qk_norm, 1, c->head_dim, 0, "model.layers.%d.self_attn.q_norm.weight", i);
+    zz_arch_spec(&a->weights[ZZ_LL_AT_KN], c->qk_norm, 1, c->head_dim, 0, "model.layers.%d.self_attn.k_norm.weight", i);
+    a->weights[ZZ_LL_AT_QN].init = a->weights[ZZ_LL_AT_KN].init = ZZ_INIT_NORM_GAIN;
     zz_arch_spec(&a->weights[ZZ_LL_AT_O], true, 2, h, qw, "model.layers.%d.self_attn.o_proj.weight", i);
     a->weights[ZZ_LL_AT_O].after_kv = true;
     zz_arch_spec(&a->weights[ZZ_LL_AT_NORM], true, 1, h, 0, "model.layers.%d.input_layernorm.weight", i);
     a->weights[ZZ_LL_AT_NORM].init = ZZ_INIT_NORM_GAIN;
-    a->cache = (zz_cache_spec){.kv_heads = c->n_kv_heads, .head_dim = c->head_dim};
+    a->cache = (zz_cache_spec){
+        .kv_heads = c->n_kv_heads, .head_dim = c->head_dim, .window = i >= c->window_from ? c->window : 0};
 
     f->kind = ZZ_LAYER_MLP;
     f->index = i;
     f->n_weights = ZZ_LL_MLP_N;
-    zz_arch_spec(&f->weights[ZZ_LL_MLP_GATE], true, 2, c->ffn, h, "model.layers.%d.mlp.gate_proj.weight", i);
-    zz_arch_spec(&f->weights[ZZ_LL_MLP_UP], true, 2, c->ffn, h, "model.layers.%d.mlp.up_proj.weight", i);
+    if (c->fused_proj)
+      zz_arch_spec(&f->weights[ZZ_LL_MLP_GATE], true, 2, 2 * c->ffn, h, "model.layers.%d.mlp.gate_up_proj.weight", i);
+    else
+      zz_arch_spec(&f->weights[ZZ_LL_MLP_GATE], true, 2, c->ffn, h, "model.layers.%d.mlp.gate_proj.weight", i);
+    zz_arch_spec(&f->weights[ZZ_LL_MLP_UP], !c->fused_proj, 2, c->ffn, h, "model.layers.%d.mlp.up_proj.weight", i);
     zz_arch_spec(&f->weights[ZZ_LL_MLP_DOWN], true, 2, h, c->ffn, "model.layers.%d.mlp.down_proj.weight", i);
     f->weights[ZZ_LL_MLP_GATE].after_kv = f->weights[ZZ_LL_MLP_UP].after_kv = f->weights[ZZ_LL_MLP_DOWN].after_kv =
         true;
@@ -295,8 +341,8 @@ static zz_status zz_llama_build(zz_model *m) {
  *   attn:   xn [n, h], q [n, qw], k, v [n, kvw], att [n, qw], then attention scratch
  *   mlp:    xn [n, h], gate [n, ffn], up [n, ffn]
  *   output: x [b, h] */
-static size_t zz_llama_workspace(const zz_model *m, const zz_device_desc *dev, int64_t b, int64_t sq, int64_t t,
-                                 bool general_attn) {
+size_t zz_llama_workspace(const zz_model *m, const zz_device_desc *dev, int64_t b, int64_t sq, int64_t t,
+                          bool general_attn) {
   const zz_config *c = &m->cfg;
   size_t es = zz_dtype_nbytes(dev->compute_dtype, 1);
   int64_t n = b * sq, h = c->hidden, qw = c->n_heads * c->head_dim, kvw = c->n_kv_heads * c->head_dim;
@@ -310,8 +356,22 @@ static size_t zz_llama_workspace(const zz_model *m, const zz_device_desc *dev, i
   return mx;
 }
 
-static zz_status zz_llama_forward(zz_device *dev, const zz_model *m, const zz_layer *layer, const zz_tensor *w,
-                                  const zz_step *st) {
+/* Rows [row0, row0 + rows) of a weight [out, in]: contiguous in every dtype (a Q4
+ * row is its own groups), so a view into the same device memory. */
+static zz_tensor zz_llama_rows(const zz_tensor *w, int64_t row0, int64_t rows) {
+  zz_tensor v = *w;
+  size_t row = w->dtype == ZZ_DTYPE_Q4 ? zz_q_row_bytes(w->q, w->shape[1]) : zz_dtype_nbytes(w->dtype, w->shape[1]);
+  v.data = (char *)w->data + (size_t)row0 * row;
+  v.shape[0] = rows;
+  v.nbytes = (size_t)rows * row;
+  return v;
+}
+
+/* An optional weight: NULL where the configuration has none. */
+static const zz_tensor *zz_llama_opt(const zz_tensor *w) { return w->ndim ? w : NULL; }
+
+zz_status zz_llama_forward(zz_device *dev, const zz_model *m, const zz_layer *layer, const zz_tensor *w,
+                           const zz_step *st) {
   const zz_config *c = &m->cfg;
   size_t es = zz_dtype_nbytes(zz_device_describe(dev)->compute_dtype, 1);
   int64_t n = st->b * st->sq, h = c->hidden, hd = c->head_dim;
@@ -325,9 +385,20 @@ static zz_status zz_llama_forward(zz_device *dev, const zz_model *m, const zz_la
       char *v = k + (size_t)(n * kvw) * es, *att = v + (size_t)(n * kvw) * es;
       void *scratch = work + zz_align_up((size_t)(n * (h + 2 * qw + 2 * kvw)) * es, 256);
       ZZ_CHECK(zz_device_rmsnorm(dev, st->hidden, n, h, &w[ZZ_LL_AT_NORM], c->ln_eps, xn));
-      ZZ_CHECK(zz_device_linear(dev, xn, n, h, &w[ZZ_LL_AT_Q], NULL, qw, q, 0));
-      ZZ_CHECK(zz_device_linear(dev, xn, n, h, &w[ZZ_LL_AT_K], NULL, kvw, k, 0));
-      ZZ_CHECK(zz_device_linear(dev, xn, n, h, &w[ZZ_LL_AT_V], NULL, kvw, v, 0));
+      /* Phi-3's qkv_proj: its q, k and v rows are three matrices one after another */
+      zz_tensor wq = w[ZZ_LL_AT_Q], wk = w[ZZ_LL_AT_K], wv = w[ZZ_LL_AT_V];
+      if (c->fused_proj) {
+        wq = zz_llama_rows(&w[ZZ_LL_AT_Q], 0, qw);
+        wk = zz_llama_rows(&w[ZZ_LL_AT_Q], qw, kvw);
+        wv = zz_llama_rows(&w[ZZ_LL_AT_Q], qw + kvw, kvw);
+      }
+      ZZ_CHECK(zz_device_linear(dev, xn, n, h, &wq, zz_llama_opt(&w[ZZ_LL_AT_QB]), qw, q, 0));
+      ZZ_CHECK(zz_device_linear(dev, xn, n, h, &wk, zz_llama_opt(&w[ZZ_LL_AT_KB]), kvw, k, 0));
+      ZZ_CHECK(zz_device_linear(dev, xn, n, h, &wv, zz_llama_opt(&w[ZZ_LL_AT_VB]), kvw, v, 0));
+      if (c->qk_norm) { /* Qwen3: each head's q and k normalised over its head_dim */
+        ZZ_CHECK(zz_device_rmsnorm(dev, q, n * c->n_heads, hd, &w[ZZ_LL_AT_QN], c->ln_eps, q));
+        ZZ_CHECK(zz_device_rmsnorm(dev, k, n * c->n_kv_heads, hd, &w[ZZ_LL_AT_KN], c->ln_eps, k));
+      }
       ZZ_CHECK(zz_device_rope(dev, q, n, c->n_heads, hd, st->positions, &c->rope));
       ZZ_CHECK(zz_device_rope(dev, k, n, c->n_kv_heads, hd, st->positions, &c->rope));
       ZZ_CHECK(zz_arch_attend(dev, c, st, q, k, v, att, scratch));
@@ -349,8 +420,13 @@ static zz_status zz_llama_forward(zz_device *dev, const zz_model *m, const zz_la
       void *x;
       ZZ_CHECK(zz_arch_rows(dev, st, st->hidden, h, xn + (size_t)(st->b * h) * es, &r, &x));
       ZZ_CHECK(zz_device_rmsnorm(dev, x, r, h, &w[ZZ_LL_MLP_NORM], c->ln_eps, xn));
-      ZZ_CHECK(zz_device_linear(dev, xn, r, h, &w[ZZ_LL_MLP_GATE], NULL, c->ffn, g, 0));
-      ZZ_CHECK(zz_device_linear(dev, xn, r, h, &w[ZZ_LL_MLP_UP], NULL, c->ffn, u, 0));
+      zz_tensor wg = w[ZZ_LL_MLP_GATE], wu = w[ZZ_LL_MLP_UP]; /* Phi-3's gate_up_proj: gate rows, then up rows */
+      if (c->fused_proj) {
+        wg = zz_llama_rows(&w[ZZ_LL_MLP_GATE], 0, c->ffn);
+        wu = zz_llama_rows(&w[ZZ_LL_MLP_GATE], c->ffn, c->ffn);
+      }
+      ZZ_CHECK(zz_device_linear(dev, xn, r, h, &wg, NULL, c->ffn, g, 0));
+      ZZ_CHECK(zz_device_linear(dev, xn, r, h, &wu, NULL, c->ffn, u, 0));
       ZZ_CHECK(zz_device_silu_mul(dev, g, u, r * c->ffn, g));
       ZZ_CHECK(zz_device_linear(dev, g, r, c->ffn, &w[ZZ_LL_MLP_DOWN], NULL, h, xn, 0));
       ZZ_CHECK(zz_device_add(dev, x, xn, r * h, x));
@@ -372,8 +448,5 @@ const zz_arch zz_arch_llama = {
     .preset_name = zz_llama_preset_name,
     .preset = zz_llama_preset,
     .parse_config = zz_llama_parse_config,
-    .build = zz_llama_build,
-    .positions = zz_llama_positions,
-    .workspace_bytes = zz_llama_workspace,
-    .forward = zz_llama_forward,
+    ZZ_LLAMA_LAYERS,
 };

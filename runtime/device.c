@@ -686,7 +686,7 @@ zz_status zz_device_kv_append(zz_device *dev, const void *x, int64_t b, int64_t 
   return dev->ops->kv_append(dev, x, b, sq, heads, hd, cache, l, pos);
 }
 
-zz_status zz_device_attention(zz_device *dev, const zz_attn_call *a) {
+zz_status zz_device_attention(zz_device *dev, const zz_attn_args *a) {
   zz_site s = {dev, "attention"};
   int64_t h;
   if (!a) return zz_bad(s, "the call is NULL");
@@ -695,6 +695,7 @@ zz_status zz_device_attention(zz_device *dev, const zz_attn_call *a) {
   ZZ_CHECK(zz_arg_pos(s, "t", a->t));
   if (a->q_start < 0) return zz_bad(s, "q_start = %lld, must not be negative", (long long)a->q_start);
   if (!(a->keep > 0 && a->keep <= 1)) return zz_bad(s, "keep = %g, must be in (0, 1]", a->keep);
+  if (a->window < 0) return zz_bad(s, "window = %lld, must not be negative", (long long)a->window);
   if (a->hd > ZZ_ATTN_MAX_HEAD_DIM)
     return zz_bad(s, "hd = %lld is above the %d a head may have", (long long)a->hd, ZZ_ATTN_MAX_HEAD_DIM);
   ZZ_CHECK(zz_arg_act3(s, "q", a->q, a->b, a->sq, h));

@@ -198,25 +198,8 @@ static zz_status zz_cpu_append(zz_device *dev, const void *x, int64_t b, int64_t
   return ZZ_OK;
 }
 
-static zz_status zz_cpu_attn(zz_device *dev, const zz_attn_call *c) {
-  zz_attn_args a = {.q = c->q,
-                    .k = c->k,
-                    .v = c->v,
-                    .kv_dt = c->kv.dt,
-                    .kv_q = c->kv.q,
-                    .seq_bytes = c->kv.seq_bytes,
-                    .b = c->b,
-                    .sq = c->sq,
-                    .t = c->t,
-                    .q_start = c->q_start,
-                    .heads = c->heads,
-                    .kv_heads = c->kv_heads,
-                    .hd = c->hd,
-                    .pad = c->pad,
-                    .keep = c->keep,
-                    .out = c->out,
-                    .scratch = c->scratch};
-  zz_cpu_attention_ex(dev->pool, &a);
+static zz_status zz_cpu_attn(zz_device *dev, const zz_attn_args *a) {
+  zz_cpu_attention_ex(dev->pool, a);
   return ZZ_OK;
 }
 

@@ -492,27 +492,22 @@ static zz_status zz_cuda_append(zz_device *dev, const void *x, int64_t b, int64_
   return ZZ_OK;
 }
 
-static zz_status zz_cuda_attn(zz_device *dev, const zz_attn_call *a) {
+static zz_status zz_cuda_attn(zz_device *dev, const zz_attn_args *a) {
   zz_cuda_dev *d = zz_cuda_impl(dev);
   cudaStream_t s = NULL;
   ZZ_CHECK(zz_cuda_compute(d, &s));
   /* a dense f16 cache keeps the cuBLAS path; Q4 and top-k take quant.cu's kernel */
   if (!zz_attention_general(a->kv.dt, a->keep)) {
-    ZZ_CUDA_OK(d,
-               zz_cuda_attention(d->blas, a->q, a->k, a->v, a->kv.seq_bytes / 2, a->b, a->sq, a->t, a->q_start,
-                                 a->heads, a->kv_heads, a->hd, a->pad, a->out, a->scratch, s),
-               "attention b=%lld sq=%lld t=%lld q_start=%lld heads=%lld kv_heads=%lld hd=%lld", (long long)a->b,
-               (long long)a->sq, (long long)a->t, (long long)a->q_start, (long long)a->heads, (long long)a->kv_heads,
-               (long long)a->hd);
+    ZZ_CUDA_OK(d, zz_cuda_attention(d->blas, a, s),
+               "attention b=%lld sq=%lld t=%lld q_start=%lld heads=%lld kv_heads=%lld hd=%lld window=%lld",
+               (long long)a->b, (long long)a->sq, (long long)a->t, (long long)a->q_start, (long long)a->heads,
+               (long long)a->kv_heads, (long long)a->hd, (long long)a->window);
     return ZZ_OK;
   }
-  ZZ_CUDA_OK(
-      d,
-      zz_cuda_attention_ex(a->q, a->k, a->v, a->kv.dt == ZZ_DTYPE_Q4, a->kv.q, a->kv.seq_bytes, a->b, a->sq, a->t,
-                           a->q_start, a->heads, a->kv_heads, a->hd, a->pad, a->keep, a->out, a->scratch, s),
-      "attention (%s cache, keep %g) b=%lld sq=%lld t=%lld heads=%lld kv_heads=%lld hd=%lld", zz_dtype_name(a->kv.dt),
-      a->keep, (long long)a->b, (long long)a->sq, (long long)a->t, (long long)a->heads, (long long)a->kv_heads,
-      (long long)a->hd);
+  ZZ_CUDA_OK(d, zz_cuda_attention_ex(a, s),
+             "attention (%s cache, keep %g) b=%lld sq=%lld t=%lld heads=%lld kv_heads=%lld hd=%lld window=%lld",
+             zz_dtype_name(a->kv.dt), a->keep, (long long)a->b, (long long)a->sq, (long long)a->t, (long long)a->heads,
+             (long long)a->kv_heads, (long long)a->hd, (long long)a->window);
   return ZZ_OK;
 }
 

@@ -91,6 +91,20 @@ zz_status zz_weights_load_slot(zz_engine *e, int jl, zz_lane lane);
 
 /* schedule.c */
 zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *io);
+
+/* CPU attention beside a host cache (attend_cpu.c): one (layer, batch) of a decode
+ * step, zz_step.attend's context. */
+typedef struct zz_attend_ctx {
+  zz_engine *e;
+  char *k, *v;     /* host cache of this (layer, batch) */
+  zz_kv_layout kv; /* its layout: the device's compute dtype or Q4, bytes between two sequences */
+  double keep;     /* top-k sparsity */
+  int64_t window;  /* sliding window */
+  int64_t cnt, pos;
+  const int32_t *pad; /* host */
+} zz_attend_ctx;
+/* zz_step.attend: q, k, v of the new token (device) → out (device) */
+zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const void *v, void *out);
 zz_status zz_io_run(void *ctx, const void *args);
 
 /* engine.c */

@@ -9,7 +9,8 @@
 #include "arch_impl.h"
 
 /* The registry: one line per architecture. */
-static const zz_arch *const zz_archs[] = {&zz_arch_opt, &zz_arch_llama, NULL};
+static const zz_arch *const zz_archs[] = {
+    &zz_arch_opt, &zz_arch_llama, &zz_arch_qwen2, &zz_arch_mistral, &zz_arch_qwen3, &zz_arch_phi3, NULL};
 
 const zz_arch *const *zz_arch_all(void) { return zz_archs; }
 
@@ -18,7 +19,7 @@ zz_status zz_arch_attend(zz_device *dev, const zz_config *c, const zz_step *st, 
   if (st->attend) return st->attend(st->attend_ctx, q, k, v, att);
   ZZ_CHECK(zz_device_kv_append(dev, k, st->b, st->sq, c->n_kv_heads, c->head_dim, st->k, &st->kv, st->pos));
   ZZ_CHECK(zz_device_kv_append(dev, v, st->b, st->sq, c->n_kv_heads, c->head_dim, st->v, &st->kv, st->pos));
-  zz_attn_call a = {.q = q,
+  zz_attn_args a = {.q = q,
                     .k = st->k,
                     .v = st->v,
                     .kv = st->kv,
@@ -31,6 +32,7 @@ zz_status zz_arch_attend(zz_device *dev, const zz_config *c, const zz_step *st, 
                     .hd = c->head_dim,
                     .pad = st->pad,
                     .keep = st->keep,
+                    .window = st->window,
                     .out = att,
                     .scratch = scratch};
   return zz_device_attention(dev, &a);

@@ -67,28 +67,9 @@ const char *zz_op_name(zz_op op); /* "embed_rows", ..., "?" when out of range */
  * index arrays (ids, positions, pad) are device arrays too. Compute runs on the
  * compute lane.
  */
-/* How a KV cache is stored: rows of heads × hd elements in dt (the compute dtype,
- * or Q4 grouped along hd in format q), sequence i starting at byte i * seq_bytes. */
-typedef struct zz_kv_layout {
-  zz_dtype dt;
-  zz_qfmt q;
-  int64_t seq_bytes;
-} zz_kv_layout;
-
-/* One attention call (zz_cpu_attention_ex's contract at the device's compute
- * dtype): queries of b sequences × sq positions, the first at position q_start,
- * against t positions of a K and a V cache laid out as kv. */
-typedef struct zz_attn_call {
-  const void *q;     /* [b, sq, heads * hd] compute dtype */
-  const void *k, *v; /* caches of kv_heads × hd rows, laid out as kv */
-  zz_kv_layout kv;
-  int64_t b, sq, t, q_start;
-  int64_t heads, kv_heads, hd; /* kv_heads divides heads (grouped-query attention) */
-  const int32_t *pad;          /* [b] device int32: left padding of each sequence */
-  double keep;                 /* fraction of the visible keys each query keeps, (0, 1]; 1: dense */
-  void *out;                   /* [b, sq, heads * hd] compute dtype */
-  void *scratch;               /* zz_device_attention_scratch bytes (NULL when that is 0) */
-} zz_attn_call;
+/* A KV cache's layout (zz_kv_layout) and one attention call (zz_attn_args, at the
+ * device's compute dtype): kernels/zz_attn.h, the one struct from the engine to
+ * every backend. */
 
 typedef struct zz_device_ops {
   zz_device_kind kind; /* what it is (name, dtype, what it runs): zz_device_desc_init */
@@ -128,7 +109,7 @@ typedef struct zz_device_ops {
   zz_status (*kv_append)(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd, void *cache,
                          const zz_kv_layout *l, int64_t pos);
   /* over a cache in any layout; top-k when a->keep < 1 */
-  zz_status (*attention)(zz_device *dev, const zz_attn_call *a);
+  zz_status (*attention)(zz_device *dev, const zz_attn_args *a);
   zz_status (*rmsnorm)(zz_device *dev, const void *x, int64_t n, int64_t dim, const void *gamma, zz_dtype w_dt,
                        float eps, void *y);
   zz_status (*rope)(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
@@ -246,9 +227,9 @@ zz_status zz_device_add(zz_device *dev, const void *a, const void *b, int64_t n,
  * cache[i, pos + r, :] = x[i, r, :]: x [b, sq, heads * hd], cache laid out as l. */
 zz_status zz_device_kv_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
                               void *cache, const zz_kv_layout *l, int64_t pos);
-/* Attention as zz_attn_call says; with a->keep < 1, top-k sparse attention
+/* Attention as zz_attn_args says; with a->keep < 1, top-k sparse attention
  * (zz_cpu_attention_ex), which needs supports(ZZ_OP_ATTENTION_SPARSE, a->kv.dt). */
-zz_status zz_device_attention(zz_device *dev, const zz_attn_call *a);
+zz_status zz_device_attention(zz_device *dev, const zz_attn_args *a);
 size_t zz_device_attention_scratch(const zz_device *dev, int64_t b, int64_t sq, int64_t t, int64_t heads, bool general);
 /* Whether attention over a cache stored in dt with fraction keep takes the general
  * path (a Q4 cache or top-k: keep < 1) rather than the dense kernel; it decides the

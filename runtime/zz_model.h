@@ -33,7 +33,7 @@ typedef struct zz_config {
   int64_t n_layers;   /* transformer layers */
   int64_t n_heads;    /* query heads */
   int64_t n_kv_heads; /* key/value heads (== n_heads without grouped-query attention) */
-  int64_t head_dim;   /* hidden / n_heads */
+  int64_t head_dim;   /* per head: hidden / n_heads unless config.json says (Qwen3: 128) */
   int64_t max_pos;    /* max_position_embeddings */
   int64_t embed_dim;  /* token embedding width (== hidden unless projected) */
   bool pre_ln;        /* normalisation before each sublayer */
@@ -46,6 +46,12 @@ typedef struct zz_config {
   zz_dtype dtype; /* torch_dtype (dtype) of the checkpoint */
   zz_rope rope;   /* rotary embeddings (architectures with rotary positions) */
   bool tied_head; /* the LM head is the token embedding (tie_word_embeddings) */
+  /* LLaMA-like families (runtime/arch_llama.c; each family's keys: arch_dense.c) */
+  bool qkv_bias;       /* biases on the q, k and v projections (Qwen2) */
+  bool qk_norm;        /* RMSNorm of each q and k head before RoPE (Qwen3's q_norm, k_norm) */
+  bool fused_proj;     /* q, k, v as one qkv_proj and gate, up as one gate_up_proj (Phi-3) */
+  int64_t window;      /* sliding_window: a query attends to itself and the window - 1 keys before it; 0: all */
+  int64_t window_from; /* the first transformer layer with that window (Qwen2's max_window_layers) */
 } zz_config;
 
 /* Bounds a configuration is checked against (config.json may lie). */
@@ -62,6 +68,12 @@ zz_status zz_config_preset(const char *name, zz_config *out);
 zz_status zz_config_load(const char *dir, zz_config *out);
 /* A preset name, or a directory holding config.json. */
 zz_status zz_config_resolve(const char *model, zz_config *out);
+/* Where --model's files are: a directory as given; "org/name" not a directory
+ * but in the Hugging Face cache: its snapshot of the main branch (runtime/hub.c:
+ * $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub; offline, as
+ * transformers and vLLM read it); anything else (a preset name) as given. An
+ * "org/name" found nowhere and not a preset: ZZ_ERR_IO naming where it looked. */
+zz_status zz_model_locate(const char *model, char *dir, size_t len);
 /* Preset names of every architecture, NULL terminated. */
 const char *const *zz_config_preset_names(void);
 
@@ -102,7 +114,8 @@ typedef struct zz_weight_spec {
 typedef struct zz_cache_spec {
   int64_t kv_heads, head_dim;
   zz_dtype dtype;
-  zz_qfmt q; /* dtype Q4: groups along head_dim */
+  zz_qfmt q;      /* dtype Q4: groups along head_dim */
+  int64_t window; /* sliding window of the layer's attention (zz_attn_args.window); 0: none */
 } zz_cache_spec;
 
 /* One unit of the schedule: loaded once per block, used by every GPU batch. */

@@ -265,7 +265,7 @@ static zz_status bo_attention(zz_bo *r, const int64_t *z, int64_t kv_heads, int 
   void *o = bo_poisoned(r, b * sq * h);
   size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads, false);
   void *scratch = sb ? bo_poison(r, sb) : NULL; /* masked scores must never be read */
-  zz_attn_call a = {.q = q,
+  zz_attn_args a = {.q = q,
                     .k = k,
                     .v = v,
                     .kv = {.dt = zz_device_describe(r->dev)->compute_dtype, .seq_bytes = stride * (int64_t)bo_es(r)},
@@ -401,7 +401,8 @@ static zz_status op_kv_append_q(zz_bo *r, const int64_t *z, zz_bo_out *out) {
 
 /* Attention of z[4] query heads over a cache of z[7] K/V heads (grouped-query
  * when fewer) stored as z[8] (0: the compute dtype, else Q4 of z[8] bits, groups
- * of z[9]), keeping z[10] per mille of the keys (1000: dense); pads from z[11]. */
+ * of z[9]), keeping z[10] per mille of the keys (1000: dense); pads from z[11]
+ * (b <= 4), a sliding window of z[15] (0: none). */
 static zz_status op_attention_any(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   int64_t b = z[0], sq = z[1], t = z[2], q0 = z[3], heads = z[4], hd = z[5], t_max = z[6], h = heads * hd;
   int64_t kv_heads = z[7], kvw = kv_heads * hd;
@@ -424,7 +425,7 @@ static zz_status op_attention_any(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   void *o = bo_poisoned(r, b * sq * h);
   size_t sb = zz_device_attention_scratch(r->dev, b, sq, t, heads, zz_attention_general(l.dt, keep));
   void *scratch = sb ? bo_poison(r, sb) : NULL;
-  zz_attn_call a = {.q = q,
+  zz_attn_args a = {.q = q,
                     .k = k,
                     .v = v,
                     .kv = l,
@@ -437,6 +438,7 @@ static zz_status op_attention_any(zz_bo *r, const int64_t *z, zz_bo_out *out) {
                     .hd = hd,
                     .pad = d_pad,
                     .keep = keep,
+                    .window = z[15],
                     .out = o,
                     .scratch = scratch};
   zz_status st = zz_device_attention(r->dev, &a);
@@ -670,6 +672,19 @@ static const zz_bo_op zz_bo_ops[] = {
       /* grouped-query, dense and Q4 caches */
       {3, 1, 37, 36, 8, 64, 40, 2, 0, 64, 200, 0, 5, 36},
       {2, 1, 64, 63, 8, 64, 70, 4, 4, 64, 100, 0, 3}}},
+    {ZZ_OP_ATTENTION,
+     "attention_window",
+     op_attention_any,
+     {"b", "sq", "t", "q0", "heads", "hd", "t_max", "kv_heads", "bits", "group", "keep_pm", "pad0", "pad1", "pad2",
+      "pad3", "window"},
+     ZZ_BO_TOL,
+     {/* Mistral's and Qwen2's sliding windows: decode and prefill, dense, Q4, top-k */
+      {3, 1, 37, 36, 8, 64, 40, 2, 0, 64, 1000, 0, 5, 36, 0, 5},
+      {2, 1, 300, 299, 32, 128, 301, 8, 0, 64, 1000, 0, 9, 0, 0, 64},
+      {2, 17, 17, 0, 4, 80, 17, 2, 0, 64, 1000, 1, 0, 0, 0, 6},
+      {1, 600, 600, 0, 8, 64, 601, 2, 0, 64, 1000, 5, 0, 0, 0, 100},
+      {2, 7, 7, 0, 4, 16, 7, 2, 4, 64, 1000, 0, 3, 0, 0, 3},
+      {2, 1, 64, 63, 8, 64, 70, 4, 4, 64, 100, 0, 3, 0, 0, 20}}},
     {ZZ_OP_ATTENTION,
      "attention_gqa",
      op_attention_gqa,
@@ -984,13 +999,13 @@ static zz_status bad_kv_append_stride(zz_bo *r) { return bo_kv_append(r, 2 * 16,
 static zz_status bad_kv_append_cache_short(zz_bo *r) { return bo_kv_append(r, 2 * 20 - 1, 20); }
 
 /* attention of b 2, sq 1, t 4, kv_heads 2, heads × hd 6 over a cache of t_max 5 */
-static zz_status bo_attn_heads(zz_bo *r, int64_t heads, int64_t hd, int64_t kv_stride, bool scratch,
-                               bool pad_on_device) {
+static zz_status bo_attn_heads(zz_bo *r, int64_t heads, int64_t hd, int64_t kv_stride, bool scratch, bool pad_on_device,
+                               int64_t window) {
   static const int32_t host_pad[2] = {0, 1};
   void *q = bo_rand(r, 2 * 6, -1, 1), *k = bo_rand(r, 2 * 30, -1, 1), *v = bo_rand(r, 2 * 30, -1, 1);
   const int32_t *pad = pad_on_device ? bo_i32(r, host_pad, 2) : host_pad;
   size_t sb = zz_device_attention_scratch(r->dev, 2, 1, 4, heads, false);
-  zz_attn_call a = {.q = q,
+  zz_attn_args a = {.q = q,
                     .k = k,
                     .v = v,
                     .kv = bo_dense(r, kv_stride),
@@ -1003,6 +1018,7 @@ static zz_status bo_attn_heads(zz_bo *r, int64_t heads, int64_t hd, int64_t kv_s
                     .hd = hd,
                     .pad = pad,
                     .keep = 1,
+                    .window = window,
                     .out = bo_poisoned(r, 2 * 6),
                     .scratch = scratch && sb ? bo_poison(r, sb) : NULL};
   return zz_device_attention(r->dev, &a);
@@ -1010,7 +1026,7 @@ static zz_status bo_attn_heads(zz_bo *r, int64_t heads, int64_t hd, int64_t kv_s
 
 /* heads 2, hd 3 */
 static zz_status bo_attn(zz_bo *r, int64_t kv_stride, bool scratch, bool pad_on_device) {
-  return bo_attn_heads(r, 2, 3, kv_stride, scratch, pad_on_device);
+  return bo_attn_heads(r, 2, 3, kv_stride, scratch, pad_on_device, 0);
 }
 
 static zz_status bad_attention_stride(zz_bo *r) { return bo_attn(r, 20, true, true); }
@@ -1023,7 +1039,8 @@ static zz_status bad_attention_no_scratch(zz_bo *r) {
   return bo_attn(r, 30, false, true);
 }
 
-static zz_status bad_attention_kv_heads(zz_bo *r) { return bo_attn_heads(r, 3, 2, 30, true, true); }
+static zz_status bad_attention_kv_heads(zz_bo *r) { return bo_attn_heads(r, 3, 2, 30, true, true, 0); }
+static zz_status bad_attention_window(zz_bo *r) { return bo_attn_heads(r, 2, 3, 30, true, true, -1); }
 
 static zz_status bad_rmsnorm_gamma(zz_bo *r) {
   zz_tensor g = bo_weight(r, "gamma", 1, 5, 0, 0.5f, 1.5f);
@@ -1120,6 +1137,7 @@ static const zz_bo_bad zz_bo_bads[] = {
     {"attention: no call", bad_attention_null, "attention: the call is NULL"},
     {"attention: scratch missing", bad_attention_no_scratch, "attention: "},
     {"attention: heads 3, kv_heads 2", bad_attention_kv_heads, "heads = 3 is not a multiple of kv_heads = 2"},
+    {"attention: window -1", bad_attention_window, "window = -1, must not be negative"},
     {"rmsnorm: gamma [dim-1]", bad_rmsnorm_gamma, "rmsnorm: weight gamma (gamma) is [5], want [6]"},
     {"rope: odd head size", bad_rope_odd, "rope: hd = 7, must be even"},
     {"rope: pos in host memory", bad_rope_pos_host, "rope: pos ["},

@@ -22,7 +22,10 @@ int main(int argc, char **argv) {
     printf("no CUDA device: skipped (%s)\n", zz_error_message());
     return 77;
   }
-  static const char *const models[] = {"tiny-opt", "tiny-opt-postln", "tiny-llama", "tiny-llama3", "tiny-llama-tied"};
+  /* the dense families' sliding windows (tiny-mistral 5, tiny-qwen2's last layer 6,
+   * tiny-phi3 7) reach the prefill, decode and Q4/top-k kernels here */
+  static const char *const models[] = {"tiny-opt",   "tiny-opt-postln", "tiny-llama", "tiny-llama3", "tiny-llama-tied",
+                                       "tiny-qwen2", "tiny-mistral",    "tiny-qwen3", "tiny-phi3"};
   static const char *const policies[] = {
       "gbs=4 num_gb=1",
       "gbs=2 num_gb=2 w=50,50 c=0,100 a=100,0 cpu_attn=1",

@@ -238,6 +238,12 @@ static void test_cost_terms(void) {
   double flops = 4 * bls * keys * h;
   double gemm = 2 * 4.0 * h * h * bls / zz_hw_rate(hw.gemm, hw.n_gemm, 4); /* q, k, v, out projections */
   CU_ASSERT(close_rel(t[ZZ_TERM_COMPUTE].c, gemm + flops / 1e11, 1e-9));
+  /* a sliding window of 4 keys (of the 20 cached) cuts the attention's FLOPs, not the cache read */
+  g_model.layers[l].cache.window = 4;
+  zz_cost_layer(&in, l, ZZ_PHASE_DECODE, t);
+  g_model.layers[l].cache.window = 0;
+  CU_ASSERT(close_rel(t[ZZ_TERM_COMPUTE].c, gemm + 4 * bls * 4 * h / 1e11, 1e-9));
+  CU_ASSERT(close_rel(t[ZZ_TERM_LOAD].a[ZZ_X_CC], bls * keys * row2 / 1e10, 1e-12));
   /* with CPU attention the cache stays put and the CPU computes its share at 4 threads */
   in.cpu_attention = true;
   zz_cost_layer(&in, l, ZZ_PHASE_DECODE, t);

@@ -25,6 +25,7 @@ int main(int argc, char **argv) {
   zz_test_harden_register();
   zz_test_quant_register();
   zz_test_llama_register();
+  zz_test_dense_register();
   zz_test_tokjson_register();
   zz_test_gemm_register();
   zz_test_attn_register();

@@ -52,6 +52,7 @@ static void zz_fill(zz_rng *r, float *x, int64_t n, float amp) {
 typedef struct zz_attn_case {
   int64_t b, sq, t, heads, kv_heads, hd;
   int64_t q_back; /* q_start = t - sq - q_back: the last q_back keys are in the future */
+  int64_t window; /* sliding window (0: none) */
 } zz_attn_case;
 
 /* f32, f16 and Q4 caches of the same random values; every ISA against the reference. */
@@ -79,30 +80,32 @@ static void zz_check_case(zz_rng *r, const zz_attn_case *c) {
   for (int64_t i = 0; i < c->b; i++) pad[i] = (int32_t)((i * 7) % (c->t / 2 + 1));
   if (c->b >= 3) pad[c->b - 1] = (int32_t)c->t;
   for (int dt = 0; dt < 3; dt++) {
-    zz_attn_args a = {.q = q,
-                      .k = dt == 0   ? (const void *)k
-                           : dt == 1 ? (const void *)k16
-                                     : (const void *)kq,
-                      .v = dt == 0   ? (const void *)v
-                           : dt == 1 ? (const void *)v16
-                                     : (const void *)vq,
-                      .kv_dt = dt == 0   ? ZZ_DTYPE_F32
-                               : dt == 1 ? ZZ_DTYPE_F16
-                                         : ZZ_DTYPE_Q4,
-                      .kv_q = f,
-                      .seq_bytes = dt == 2 ? (int64_t)(t_max * qrow)
-                                           : (int64_t)zz_dtype_nbytes(dt ? ZZ_DTYPE_F16 : ZZ_DTYPE_F32, t_max * kvw),
-                      .b = c->b,
-                      .sq = c->sq,
-                      .t = c->t,
-                      .q_start = c->t - c->sq - c->q_back,
-                      .heads = c->heads,
-                      .kv_heads = c->kv_heads,
-                      .hd = c->hd,
-                      .pad = pad,
-                      .keep = 1,
-                      .out = ref,
-                      .scratch = scratch};
+    zz_attn_args a = {
+        .q = q,
+        .k = dt == 0   ? (const void *)k
+             : dt == 1 ? (const void *)k16
+                       : (const void *)kq,
+        .v = dt == 0   ? (const void *)v
+             : dt == 1 ? (const void *)v16
+                       : (const void *)vq,
+        .kv = {.dt = dt == 0   ? ZZ_DTYPE_F32
+                     : dt == 1 ? ZZ_DTYPE_F16
+                               : ZZ_DTYPE_Q4,
+               .q = f,
+               .seq_bytes = dt == 2 ? (int64_t)(t_max * qrow)
+                                    : (int64_t)zz_dtype_nbytes(dt ? ZZ_DTYPE_F16 : ZZ_DTYPE_F32, t_max * kvw)},
+        .b = c->b,
+        .sq = c->sq,
+        .t = c->t,
+        .q_start = c->t - c->sq - c->q_back,
+        .heads = c->heads,
+        .kv_heads = c->kv_heads,
+        .hd = c->hd,
+        .pad = pad,
+        .keep = 1,
+        .window = c->window,
+        .out = ref,
+        .scratch = scratch};
     zz_cpu_attention_ref(g_pool, &a);
     for (int isa = ZZ_CPU_ISA_PORTABLE; isa <= ZZ_CPU_ISA_AVX512; isa++) {
       if (zz_cpu_isa_set((zz_cpu_isa)isa) != 0) continue; /* this CPU lacks it */
@@ -111,15 +114,17 @@ static void zz_check_case(zz_rng *r, const zz_attn_case *c) {
       zz_cpu_attention_ex(g_pool, &a);
       /* the same operations in the same order: the same bits (f16 on AVX-512 and the
        * fused Q4 passes: FMA, within their bounds) */
-      const double tol = a.kv_dt == ZZ_DTYPE_F16 && isa >= ZZ_CPU_ISA_AVX512 ? ZZ_ATTN_F16_TOL
-                         : a.kv_dt == ZZ_DTYPE_Q4                            ? ZZ_ATTN_Q4_TOL
+      const double tol = a.kv.dt == ZZ_DTYPE_F16 && isa >= ZZ_CPU_ISA_AVX512 ? ZZ_ATTN_F16_TOL
+                         : a.kv.dt == ZZ_DTYPE_Q4                            ? ZZ_ATTN_Q4_TOL
                                                                              : 0;
       int64_t bad = tol > 0 ? zz_attn_diff_tol(out, ref, n_q, c->hd, tol) : zz_attn_diff(out, ref, n_q);
       if (bad) {
-        fprintf(
-            stderr, "\nattention %s cache, %s: b %ld sq %ld t %ld heads %ld/%ld hd %ld: %ld of %ld outputs differ%s\n",
-            zz_dtype_name(a.kv_dt), zz_cpu_isa_name((zz_cpu_isa)isa), (long)c->b, (long)c->sq, (long)c->t,
-            (long)c->heads, (long)c->kv_heads, (long)c->hd, (long)bad, (long)n_q, tol ? " beyond the tolerance" : "");
+        fprintf(stderr,
+                "\nattention %s cache, %s: b %ld sq %ld t %ld heads %ld/%ld hd %ld window %ld: %ld of %ld outputs "
+                "differ%s\n",
+                zz_dtype_name(a.kv.dt), zz_cpu_isa_name((zz_cpu_isa)isa), (long)c->b, (long)c->sq, (long)c->t,
+                (long)c->heads, (long)c->kv_heads, (long)c->hd, (long)c->window, (long)bad, (long)n_q,
+                tol ? " beyond the tolerance" : "");
         CU_FAIL("fast attention differs from the reference");
       }
       a.out = ref;
@@ -134,22 +139,94 @@ static void test_attn_fast_vs_ref(void) {
   zz_rng_seed(&r, 14, 1);
   /* b, sq, t, heads, kv_heads, hd, q_back */
   const zz_attn_case cases[] = {
-      {1, 1, 1, 1, 1, 64, 0},     /* one key */
-      {2, 1, 17, 4, 4, 64, 0},    /* t not a multiple of 16 */
-      {3, 1, 100, 4, 1, 80, 0},   /* grouped-query 4:1, hd 80 (AVX-512 tail of 0, 5 vectors) */
-      {5, 1, 2100, 8, 2, 128, 0}, /* GQA 4:1 over a long cache */
-      {2, 1, 1023, 2, 2, 80, 0},  {4, 1, 513, 6, 3, 72, 0}, /* hd 72: an AVX-512 tail of 8 */
-      {2, 1, 50, 2, 2, 20, 9},                              /* hd 20: an AVX2 tail of 4; q_start before the end */
-      {3, 37, 37, 4, 2, 64, 0},                             /* prefill with left padding */
-      {2, 5, 300, 4, 4, 128, 0},                            /* several query rows over a history */
-      {5, 3, 64, 2, 1, 64, 2},                              /* multi-query attention, rows in the future masked */
-      {9, 1, 130, 6, 3, 64, 0},  /* a batch that fills the pool: whole rows (3 KV heads) per task */
-      {2, 1, 40, 20, 20, 16, 0}, /* hd 16 (one vector, no tail); 20 query heads: a block of 16 and 4 */
-      {9, 1, 33, 36, 12, 32, 0}, /* GQA 3:1 with whole rows: 36 query heads per task (16, 16, 4) */
+      {1, 1, 1, 1, 1, 64, 0, 0},     /* one key */
+      {2, 1, 17, 4, 4, 64, 0, 0},    /* t not a multiple of 16 */
+      {3, 1, 100, 4, 1, 80, 0, 0},   /* grouped-query 4:1, hd 80 (AVX-512 tail of 0, 5 vectors) */
+      {5, 1, 2100, 8, 2, 128, 0, 0}, /* GQA 4:1 over a long cache */
+      {2, 1, 1023, 2, 2, 80, 0, 0},
+      {4, 1, 513, 6, 3, 72, 0, 0},  /* hd 72: an AVX-512 tail of 8 */
+      {2, 1, 50, 2, 2, 20, 9, 0},   /* hd 20: an AVX2 tail of 4; q_start before the end */
+      {3, 37, 37, 4, 2, 64, 0, 0},  /* prefill with left padding */
+      {2, 5, 300, 4, 4, 128, 0, 0}, /* several query rows over a history */
+      {5, 3, 64, 2, 1, 64, 2, 0},   /* multi-query attention, rows in the future masked */
+      {9, 1, 130, 6, 3, 64, 0, 0},  /* a batch that fills the pool: whole rows (3 KV heads) per task */
+      {2, 1, 40, 20, 20, 16, 0, 0}, /* hd 16 (one vector, no tail); 20 query heads: a block of 16 and 4 */
+      {9, 1, 33, 36, 12, 32, 0, 0}, /* GQA 3:1 with whole rows: 36 query heads per task (16, 16, 4) */
+      /* sliding windows: prefill rows each starting elsewhere, past the padding or not */
+      {3, 37, 37, 4, 2, 64, 0, 5},
+      {5, 1, 2100, 8, 2, 128, 0, 1000}, /* decode over a long cache */
+      {2, 5, 300, 4, 4, 128, 0, 7},
+      {5, 3, 64, 2, 1, 64, 2, 1}, /* a window of one: each query sees itself */
   };
   CU_ASSERT_FATAL(zz_pool_create(2, &g_pool) == 0);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) zz_check_case(&r, &cases[i]);
   zz_pool_destroy(g_pool);
+}
+
+/* A sliding window is padding that moves with the query: a decode query at
+ * position p with window w over keys [0, p] gives, on every path (f32, f16, Q4
+ * cache, top-k), exactly what the same query gives with no window and the first
+ * p - w + 1 keys padded; a prompt row r of a window equals that row decoded
+ * alone. Guards the window rule itself, which the fast-vs-reference cases share. */
+static void test_attn_window_is_padding(void) {
+  zz_rng r;
+  zz_rng_seed(&r, 45, 1);
+  zz_pool *pool;
+  CU_ASSERT_FATAL(zz_pool_create(2, &pool) == 0);
+  const int64_t t = 40, heads = 4, kvh = 2, hd = 32, kvw = kvh * hd, h = heads * hd, w = 6;
+  const zz_qfmt f = ZZ_QFMT_DEFAULT;
+  const size_t qrow = zz_kv_row_bytes(ZZ_DTYPE_Q4, f, kvh, hd);
+  float *q = malloc((size_t)(t * h) * 4), *k = malloc((size_t)(t * kvw) * 4), *v = malloc((size_t)(t * kvw) * 4);
+  float *o_win = malloc((size_t)(t * h) * 4), *o_pad = malloc((size_t)h * 4);
+  float *scratch = malloc(zz_cpu_attention_scratch(1, heads, t) * sizeof(float));
+  uint16_t *k16 = malloc((size_t)(t * kvw) * 2), *v16 = malloc((size_t)(t * kvw) * 2);
+  unsigned char *kq = malloc((size_t)t * qrow), *vq = malloc((size_t)t * qrow);
+  zz_fill(&r, q, t * h, 3.0f);
+  zz_fill(&r, k, t * kvw, 1.0f);
+  zz_fill(&r, v, t * kvw, 1.0f);
+  zz_convert(ZZ_DTYPE_F32, k, ZZ_DTYPE_F16, k16, t * kvw);
+  zz_convert(ZZ_DTYPE_F32, v, ZZ_DTYPE_F16, v16, t * kvw);
+  zz_q_quantize(f, k, t * kvh, hd, kq);
+  zz_q_quantize(f, v, t * kvh, hd, vq);
+  const void *ks[3] = {k, k16, kq}, *vs[3] = {v, v16, vq};
+  const zz_dtype dts[3] = {ZZ_DTYPE_F32, ZZ_DTYPE_F16, ZZ_DTYPE_Q4};
+  const int64_t seq[3] = {t * kvw * 4, t * kvw * 2, (int64_t)(t * qrow)};
+  const double keeps[2] = {1.0, 0.5};
+  int64_t bad = 0;
+  for (int dt = 0; dt < 3; dt++)
+    for (int kp = 0; kp < 2; kp++) {
+      const int32_t none = 0;
+      zz_attn_args a = {.q = q,
+                        .k = ks[dt],
+                        .v = vs[dt],
+                        .kv = {.dt = dts[dt], .q = f, .seq_bytes = seq[dt]},
+                        .b = 1,
+                        .sq = t,
+                        .t = t,
+                        .q_start = 0,
+                        .heads = heads,
+                        .kv_heads = kvh,
+                        .hd = hd,
+                        .pad = &none,
+                        .keep = keeps[kp],
+                        .window = w,
+                        .out = o_win,
+                        .scratch = scratch};
+      zz_cpu_attention_ex(pool, &a); /* every row of a prompt under the window */
+      for (int64_t p = 0; p < t; p++) {
+        const int32_t pad = (int32_t)(p - w + 1 > 0 ? p - w + 1 : 0);
+        zz_attn_args d = a;
+        d.q = q + p * h, d.sq = 1, d.t = p + 1, d.q_start = p, d.pad = &pad, d.window = 0, d.out = o_pad;
+        zz_cpu_attention_ex(pool, &d);
+        /* the prompt's rows take the same path as one decode row only in f32/f16
+         * order; Q4 fuses per block of keys from the first visible one (same here) */
+        bad += zz_attn_diff_tol(o_win + p * h, o_pad, h, hd, dt == 0 ? 0 : ZZ_ATTN_Q4_TOL);
+      }
+    }
+  if (bad) fprintf(stderr, "\nwindowed attention: %ld outputs differ from padding the old keys\n", (long)bad);
+  CU_ASSERT_EQUAL(bad, 0);
+  free(q), free(k), free(v), free(o_win), free(o_pad), free(scratch), free(k16), free(v16), free(kq), free(vq);
+  zz_pool_destroy(pool);
 }
 
 /* The ISA names round trip; an unknown name is refused. */
@@ -197,9 +274,7 @@ static double zz_check_q4(zz_rng *r, const zz_q4_case *c, zz_pool *pools[3]) {
   zz_attn_args a = {.q = q,
                     .k = kq,
                     .v = vq,
-                    .kv_dt = ZZ_DTYPE_Q4,
-                    .kv_q = f,
-                    .seq_bytes = (int64_t)(t_max * qrow),
+                    .kv = {.dt = ZZ_DTYPE_Q4, .q = f, .seq_bytes = (int64_t)(t_max * qrow)},
                     .b = c->b,
                     .sq = c->sq,
                     .t = c->t,
@@ -311,9 +386,7 @@ static void test_attn_q4_pad_shift(void) {
           zz_attn_args a = {.q = q,
                             .k = k + skip,
                             .v = v + skip,
-                            .kv_dt = ZZ_DTYPE_Q4,
-                            .kv_q = f,
-                            .seq_bytes = (int64_t)((size_t)t * qrow),
+                            .kv = {.dt = ZZ_DTYPE_Q4, .q = f, .seq_bytes = (int64_t)((size_t)t * qrow)},
                             .b = 1,
                             .sq = 1,
                             .t = shifted ? t : n,
@@ -343,6 +416,7 @@ void zz_test_attn_register(void) {
   CU_pSuite s = CU_add_suite("attn", NULL, NULL);
   CU_add_test(s, "fast attention vs the reference, every ISA, f32/f16/q4", test_attn_fast_vs_ref);
   CU_add_test(s, "ISA names and selection", test_attn_isa_names);
+  CU_add_test(s, "a sliding window is padding that moves with the query", test_attn_window_is_padding);
   CU_add_test(s, "fused 4-bit cache attention vs the reference, every ISA, 1-3 threads", test_attn_q4_fused);
   CU_add_test(s, "fused 4-bit cache attention: the same bits behind left padding", test_attn_q4_pad_shift);
 }

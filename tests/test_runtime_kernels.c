@@ -268,7 +268,22 @@ static void test_attention(void) {
     float *scratch = malloc(zz_cpu_attention_scratch(b, heads, t) * sizeof(float));
     int32_t pad[3] = {0, 2, 4};
     if (c == 2) pad[0] = 3;
-    zz_cpu_attention(g_pool, q, k, v, t_max * kvw, b, sq, t, q_start, heads, kvh, hd, pad, out, scratch);
+    zz_attn_args a = {.q = q,
+                      .k = k,
+                      .v = v,
+                      .kv = {.dt = ZZ_DTYPE_F32, .seq_bytes = t_max * kvw * 4},
+                      .b = b,
+                      .sq = sq,
+                      .t = t,
+                      .q_start = q_start,
+                      .heads = heads,
+                      .kv_heads = kvh,
+                      .hd = hd,
+                      .pad = pad,
+                      .keep = 1,
+                      .out = out,
+                      .scratch = scratch};
+    zz_cpu_attention_ex(g_pool, &a);
     zz_ref_attention(q, k, v, t_max * kvw, b, sq, t, q_start, heads, kvh, hd, pad, ref);
     CU_ASSERT(zz_max_rel(out, ref, b * sq * h) < 1e-5);
     if (c == 2) /* padded query rows see nothing and must be zero, not NaN */
@@ -281,9 +296,10 @@ static void test_attention(void) {
     zz_convert(ZZ_DTYPE_F32, v, ZZ_DTYPE_F16, v16, nkv);
     zz_convert(ZZ_DTYPE_F16, k16, ZZ_DTYPE_F32, k, nkv);
     zz_convert(ZZ_DTYPE_F16, v16, ZZ_DTYPE_F32, v, nkv);
-    zz_cpu_attention(g_pool, q, k, v, t_max * kvw, b, sq, t, q_start, heads, kvh, hd, pad, ref, scratch);
-    zz_cpu_attention_kv(g_pool, q, k16, v16, ZZ_DTYPE_F16, t_max * kvw, b, sq, t, q_start, heads, kvh, hd, pad, out,
-                        scratch);
+    a.out = ref;
+    zz_cpu_attention_ex(g_pool, &a);
+    a.k = k16, a.v = v16, a.kv = (zz_kv_layout){.dt = ZZ_DTYPE_F16, .seq_bytes = t_max * kvw * 2}, a.out = out;
+    zz_cpu_attention_ex(g_pool, &a);
     CU_ASSERT(zz_max_rel(out, ref, b * sq * h) < 1e-6);
     free(k16), free(v16);
     free(q), free(k), free(v), free(out), free(ref), free(scratch);

@@ -204,23 +204,22 @@ static void test_q_attention(void) {
   const double keeps[4] = {1.0, 0.5, 0.1, 0.01};
   for (int dtq = 0; dtq < 2; dtq++)
     for (int kp = 0; kp < 4; kp++) {
-      zz_attn_args a = {.q = &q[0][0],
-                        .k = dtq ? (const void *)kq : (const void *)K,
-                        .v = dtq ? (const void *)vq : (const void *)V,
-                        .kv_dt = dtq ? ZZ_DTYPE_Q4 : ZZ_DTYPE_F32,
-                        .kv_q = f,
-                        .seq_bytes = dtq ? seq : (int64_t)sizeof K[0],
-                        .b = B,
-                        .sq = 1,
-                        .t = T,
-                        .q_start = T - 1,
-                        .heads = QH,
-                        .kv_heads = H,
-                        .hd = HD,
-                        .pad = pad,
-                        .keep = keeps[kp],
-                        .out = &out[0][0],
-                        .scratch = scratch};
+      zz_attn_args a = {
+          .q = &q[0][0],
+          .k = dtq ? (const void *)kq : (const void *)K,
+          .v = dtq ? (const void *)vq : (const void *)V,
+          .kv = {.dt = dtq ? ZZ_DTYPE_Q4 : ZZ_DTYPE_F32, .q = f, .seq_bytes = dtq ? seq : (int64_t)sizeof K[0]},
+          .b = B,
+          .sq = 1,
+          .t = T,
+          .q_start = T - 1,
+          .heads = QH,
+          .kv_heads = H,
+          .hd = HD,
+          .pad = pad,
+          .keep = keeps[kp],
+          .out = &out[0][0],
+          .scratch = scratch};
       zz_cpu_attention_ex(pool, &a);
       int bad = 0;
       for (int i = 0; i < B; i++)

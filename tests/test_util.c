@@ -58,3 +58,22 @@ void zz_test_dot_f64(const float *x, const float *w, const float *b, int64_t in,
   *acc = relu && a < 0 ? 0 : a;
   *mag = m;
 }
+
+zz_status zz_test_load_config(const char *text) {
+  char dir[4096], path[4200];
+  snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  if (zz_test_write_file(path, text, strlen(text)) != 0) return ZZ_ERR_IO;
+  zz_config c;
+  zz_status st = zz_config_load(dir, &c);
+  unlink(path);
+  rmdir(dir);
+  return st;
+}
+
+bool zz_test_config_gives(const char *text, zz_status want, const char *needle) {
+  zz_status st = zz_test_load_config(text);
+  bool ok = st == want && (!needle || strstr(zz_error_message(), needle));
+  if (!ok) fprintf(stderr, "\nconfig %s: got %s '%s'\n", text, zz_status_str(st), zz_error_message());
+  return ok;
+}

@@ -18,6 +18,7 @@ void zz_test_slices_register(void);
 void zz_test_harden_register(void);
 void zz_test_quant_register(void);
 void zz_test_llama_register(void);
+void zz_test_dense_register(void);
 void zz_test_tokjson_register(void);
 void zz_test_gemm_register(void);
 void zz_test_genif_register(void); /* test_runtime_genif.c: issue #25 */
@@ -43,6 +44,12 @@ const char *zz_test_tmpdir(void);
 void zz_test_dot_f64(const float *x, const float *w, const float *b, int64_t in, int relu, double *acc, double *mag);
 
 #include "zz_runtime.h"
+
+/* Writes a fresh directory's config.json with `text` and loads it (zz_config_load). */
+zz_status zz_test_load_config(const char *text);
+/* zz_test_load_config(text) gives want, with needle in the message (NULL: any);
+ * false after printing what it gave instead. */
+bool zz_test_config_gives(const char *text, zz_status want, const char *needle);
 
 /* What zz_golden_run found for a fixture's golden prompts. */
 #define ZZ_GOLDEN_MAX_PROMPTS 8

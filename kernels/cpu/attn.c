@@ -1,7 +1,7 @@
 /*
  * attn.c — attention on the CPU: the scalar reference and the fast decode kernel.
  *
- * Two kernels share one contract (zz_attn_args, zz_kernels.h):
+ * Two kernels share one contract (zz_attn_args, kernels/zz_attn.h):
  *
  *  - zz_cpu_attention_ref: one task per (sequence, query head), every K/V row
  *    widened to f32 through scalar code (f16 by a table, Q4 by zz_q_dequantize).
@@ -70,15 +70,15 @@ typedef struct zz_attn_job {
  * cache, or widened (f16) / dequantized (Q4) into buf. */
 static const float *zz_kv_head(const zz_attn_job *j, const void *base, int64_t i, int64_t kk, int64_t hh, float *buf) {
   const zz_attn_args *a = &j->a;
-  const char *row = (const char *)base + (size_t)(i * a->seq_bytes) + (size_t)kk * j->row_bytes;
-  switch (a->kv_dt) {
+  const char *row = (const char *)base + (size_t)(i * a->kv.seq_bytes) + (size_t)kk * j->row_bytes;
+  switch (a->kv.dt) {
     case ZZ_DTYPE_F32: return (const float *)row + hh * a->hd;
     case ZZ_DTYPE_F16: {
       const uint16_t *h = (const uint16_t *)row + hh * a->hd;
       for (int64_t d = 0; d < a->hd; d++) buf[d] = j->lut[h[d]];
       return buf;
     }
-    default: zz_q_dequantize(a->kv_q, row + (size_t)hh * zz_q_row_bytes(a->kv_q, a->hd), 1, a->hd, buf); return buf;
+    default: zz_q_dequantize(a->kv.q, row + (size_t)hh * zz_q_row_bytes(a->kv.q, a->hd), 1, a->hd, buf); return buf;
   }
 }
 
@@ -115,14 +115,13 @@ static void zz_attn_task(void *arg, int64_t task) {
   int64_t i = task / a->heads, hh = task % a->heads;
   int64_t h = a->heads * a->hd;
   int64_t kvh = hh / (a->heads / a->kv_heads); /* the K/V head query head hh reads (grouped-query) */
-  float *scores = a->scratch + 2 * task * a->t, *sel = scores + a->t;
+  float *scores = (float *)a->scratch + 2 * task * a->t, *sel = scores + a->t;
   float buf[ZZ_ATTN_MAX_HEAD_DIM];
   const float scale = 1.0f / sqrtf((float)a->hd);
-  int64_t lo = a->pad[i] > 0 ? a->pad[i] : 0;
   for (int64_t r = 0; r < a->sq; r++) {
-    const float *q = a->q + (i * a->sq + r) * h + hh * a->hd;
-    float *o = a->out + (i * a->sq + r) * h + hh * a->hd;
-    int64_t hi = a->q_start + r; /* last visible key */
+    const float *q = (const float *)a->q + (i * a->sq + r) * h + hh * a->hd;
+    float *o = (float *)a->out + (i * a->sq + r) * h + hh * a->hd;
+    int64_t hi = a->q_start + r, lo = zz_attn_first_key(a->pad[i], hi, a->window); /* visible keys */
     if (hi >= a->t) hi = a->t - 1;
     memset(o, 0, (size_t)a->hd * sizeof(float));
     if (hi < lo) continue;
@@ -162,8 +161,8 @@ static void zz_attn_task(void *arg, int64_t task) {
 }
 
 void zz_cpu_attention_ref(zz_pool *pool, const zz_attn_args *a) {
-  zz_attn_job job = {*a, a->kv_dt == ZZ_DTYPE_F16 ? zz_f16_table() : NULL,
-                     zz_kv_row_bytes(a->kv_dt, a->kv_q, a->kv_heads, a->hd)};
+  zz_attn_job job = {*a, a->kv.dt == ZZ_DTYPE_F16 ? zz_f16_table() : NULL,
+                     zz_kv_row_bytes(a->kv.dt, a->kv.q, a->kv_heads, a->hd)};
   zz_pool_run(pool, zz_attn_task, &job, a->b * a->heads);
 }
 
@@ -209,7 +208,7 @@ ZZ_INLINE const void *zz_attn_row(const zz_fattn_job *jb, const char *base, int6
                                   int widen) {
   const char *row = base + (size_t)kk * jb->row_bytes + (size_t)g * jb->head_bytes;
   if (mode == ZZ_KV_Q) {
-    zz_q_dequantize(jb->a.kv_q, row, 1, jb->a.hd, buf);
+    zz_q_dequantize(jb->a.kv.q, row, 1, jb->a.hd, buf);
     return buf;
   }
   if (widen && mode == ZZ_KV_F16) {
@@ -606,7 +605,7 @@ static int64_t zz_q4_sweep(const zz_fattn_job *jb, int64_t nq) {
 
 /* qs[(j - j0) * ngh + gi] = Σ of query head j's elements over group gi, j in [j0, j1). */
 static void zz_q4_qsum(const zz_fattn_job *jb, const float *q, int64_t j0, int64_t j1, float *qs) {
-  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group;
+  const int64_t hd = jb->a.hd, grp = jb->a.kv.q.group;
   for (int64_t j = j0; j < j1; j++)
     for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
       const int64_t m = hd - e0 < grp ? hd - e0 : grp;
@@ -651,7 +650,7 @@ static void zz_q4_perm(const float *x, float *y, int64_t hd, int64_t grp, int in
 
 static void zz_kpass_q4_c(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo, int64_t hi,
                           float *sc) {
-  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv.q.group, ngh = jb->q4_ngh;
   const int64_t nsub = zz_q4_sweep(jb, nq);
   const float *tab = zz_f16_table();
   float qs[ZZ_Q4_SBUF], n[ZZ_QGROUP_MAX];
@@ -680,7 +679,7 @@ static void zz_kpass_q4_c(const zz_fattn_job *jb, const float *q, const char *kb
 
 /* lt[(j - jA) * ngh + gi]: Σ_kk p · mid of query head j and group gi, added to o at the end. */
 static void zz_q4_add_lo(const zz_fattn_job *jb, const float *lt, int64_t jA, int64_t jB, float *o) {
-  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group;
+  const int64_t hd = jb->a.hd, grp = jb->a.kv.q.group;
   for (int64_t j = jA; j < jB; j++)
     for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp)
       for (int64_t e = e0; e < e0 + grp && e < hd; e++) o[j * hd + e] += lt[(j - jA) * jb->q4_ngh + gi];
@@ -688,7 +687,7 @@ static void zz_q4_add_lo(const zz_fattn_job *jb, const float *lt, int64_t jA, in
 
 static void zz_vpass_q4_c(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo, int64_t hi,
                           float *o) {
-  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv.q.group, ngh = jb->q4_ngh;
   const int64_t nsub = zz_q4_sweep(jb, nq);
   const float *tab = zz_f16_table();
   float lt[ZZ_Q4_SBUF], n[ZZ_QGROUP_MAX];
@@ -747,7 +746,7 @@ static int zz_q4_tile_q(int64_t G) { return G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1;
  * elements of q, lane-wise as the group's vectors of permuted q add up (the
  * scalar tail into lane 0), so the lo term joins the score's vector sum. */
 static void zz_q4_qsum8(const zz_fattn_job *jb, const float *qp, int64_t j0, int64_t j1, float *qv) {
-  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group;
+  const int64_t hd = jb->a.hd, grp = jb->a.kv.q.group;
   for (int64_t j = j0; j < j1; j++)
     for (int64_t gi = 0, e0 = 0; e0 < hd; gi++, e0 += grp) {
       const int64_t m = hd - e0 < grp ? hd - e0 : grp, full = m & ~(int64_t)15;
@@ -772,7 +771,7 @@ static void zz_q4_qsum8(const zz_fattn_job *jb, const float *qp, int64_t j0, int
 ZZ_AVX2 ZZ_INLINE void zz_q4_ktile_avx2(const zz_fattn_job *jb, const char *kb, int64_t kk0, int64_t g, const float *qp,
                                         const float *qv, int64_t jA, int64_t j0, float *sc, int64_t nq, const int KT,
                                         const int QT) {
-  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
+  const int64_t hd = jb->a.hd, grp = jb->a.kv.q.group, ngh = jb->q4_ngh;
   const unsigned char *hp[4];
   const float *qj[4];
   __m256 tot[4];
@@ -838,7 +837,7 @@ ZZ_AVX2 ZZ_INLINE void zz_q4_krange_avx2(const zz_fattn_job *jb, const char *kb,
 
 ZZ_AVX2 static void zz_kpass_q4_avx2(const zz_fattn_job *jb, const float *q, const char *kb, int64_t ng, int64_t lo,
                                      int64_t hi, float *sc) {
-  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv_q.group;
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv.q.group;
   const int64_t QT = zz_q4_tile_q(G), nsub = zz_q4_sweep(jb, nq) / QT * QT; /* >= 4 >= QT */
   float qp[ZZ_Q4_QBUF], qv[8 * ZZ_Q4_SBUF];
   for (int64_t jA = 0; jA < nq; jA += nsub) {
@@ -897,7 +896,7 @@ ZZ_AVX2 ZZ_INLINE void zz_q4_vunits_avx2(const unsigned char *const *hp, int64_t
 ZZ_AVX2 ZZ_INLINE void zz_q4_vtile_avx2(const zz_fattn_job *jb, const char *vb, int64_t kk0, int64_t nk, int64_t g,
                                         const float *p, int64_t nq, int64_t jA, int64_t j0, float *o, float *lt,
                                         const int QT) {
-  const int64_t hd = jb->a.hd, grp = jb->a.kv_q.group, ngh = jb->q4_ngh;
+  const int64_t hd = jb->a.hd, grp = jb->a.kv.q.group, ngh = jb->q4_ngh;
   const float *tab = zz_f16_table();
   const unsigned char *hp[ZZ_Q4_KBLOCK];
   float ps[ZZ_Q4_KBLOCK * 4];
@@ -931,7 +930,7 @@ ZZ_AVX2 ZZ_INLINE void zz_q4_vtile_avx2(const zz_fattn_job *jb, const char *vb, 
 
 ZZ_AVX2 static void zz_vpass_q4_avx2(const zz_fattn_job *jb, const float *p, const char *vb, int64_t ng, int64_t lo,
                                      int64_t hi, float *o) {
-  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv_q.group;
+  const int64_t hd = jb->a.hd, G = jb->group, nq = ng * G, grp = jb->a.kv.q.group;
   const int QT = zz_q4_tile_q(G);
   const int64_t nsub = zz_q4_sweep(jb, nq) / QT * QT;
   float lt[ZZ_Q4_SBUF], tmp[ZZ_ATTN_MAX_HEAD_DIM];
@@ -1003,14 +1002,14 @@ static void zz_fattn_task(void *arg, int64_t task) {
   const int64_t i = task / jb->blocks, g0 = task % jb->blocks * jb->block, t = a->t;
   const int64_t ng = a->kv_heads - g0 < jb->block ? a->kv_heads - g0 : jb->block, nq = ng * jb->group;
   const int64_t h = a->heads * a->hd, qh0 = g0 * jb->group; /* first query head */
-  float *sc = a->scratch + 2 * (i * a->heads + qh0) * t;
-  const char *kb = (const char *)a->k + (size_t)(i * a->seq_bytes) + (size_t)g0 * jb->head_bytes;
-  const char *vb = (const char *)a->v + (size_t)(i * a->seq_bytes) + (size_t)g0 * jb->head_bytes;
-  const int64_t lo = a->pad[i] > 0 ? a->pad[i] : 0;
+  float *sc = (float *)a->scratch + 2 * (i * a->heads + qh0) * t;
+  const char *kb = (const char *)a->k + (size_t)(i * a->kv.seq_bytes) + (size_t)g0 * jb->head_bytes;
+  const char *vb = (const char *)a->v + (size_t)(i * a->kv.seq_bytes) + (size_t)g0 * jb->head_bytes;
   for (int64_t r = 0; r < a->sq; r++) {
-    const float *q = a->q + (i * a->sq + r) * h + qh0 * a->hd; /* [nq, hd] */
-    float *o = a->out + (i * a->sq + r) * h + qh0 * a->hd;     /* [nq, hd] */
-    int64_t hi = a->q_start + r;                               /* last visible key (causal) */
+    const float *q = (const float *)a->q + (i * a->sq + r) * h + qh0 * a->hd; /* [nq, hd] */
+    float *o = (float *)a->out + (i * a->sq + r) * h + qh0 * a->hd;           /* [nq, hd] */
+    int64_t hi = a->q_start + r;                                              /* last visible key (causal) */
+    const int64_t lo = zz_attn_first_key(a->pad[i], hi, a->window);
     if (hi >= t) hi = t - 1;
     memset(o, 0, (size_t)(nq * a->hd) * sizeof(float));
     if (hi < lo) continue; /* sees no key: zeros */
@@ -1038,13 +1037,13 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
   }
   zz_fattn_job jb = {
       .a = *a,
-      .row_bytes = zz_kv_row_bytes(a->kv_dt, a->kv_q, a->kv_heads, a->hd),
-      .head_bytes = zz_kv_row_bytes(a->kv_dt, a->kv_q, 1, a->hd),
+      .row_bytes = zz_kv_row_bytes(a->kv.dt, a->kv.q, a->kv_heads, a->hd),
+      .head_bytes = zz_kv_row_bytes(a->kv.dt, a->kv.q, 1, a->hd),
       .group = a->heads / a->kv_heads,
       .block = zz_attn_block(a, pool ? zz_pool_threads(pool) : 1),
       .scale = 1.0f / sqrtf((float)a->hd),
-      .mode = a->kv_dt == ZZ_DTYPE_F32   ? ZZ_KV_F32
-              : a->kv_dt == ZZ_DTYPE_F16 ? ZZ_KV_F16
+      .mode = a->kv.dt == ZZ_DTYPE_F32   ? ZZ_KV_F32
+              : a->kv.dt == ZZ_DTYPE_F16 ? ZZ_KV_F16
                                          : ZZ_KV_Q,
   };
   jb.blocks = (a->kv_heads + jb.block - 1) / jb.block;
@@ -1068,9 +1067,9 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
     default: break;
   }
 #endif
-  if (jb.mode == ZZ_KV_Q && a->kv_q.bits == 4 && !a->q4_unfused) { /* tolerance-checked, not the reference's bits */
-    jb.q4_gbytes = zz_q_row_bytes(a->kv_q, a->kv_q.group);
-    jb.q4_ngh = (a->hd + a->kv_q.group - 1) / a->kv_q.group;
+  if (jb.mode == ZZ_KV_Q && a->kv.q.bits == 4 && !a->q4_unfused) { /* tolerance-checked, not the reference's bits */
+    jb.q4_gbytes = zz_q_row_bytes(a->kv.q, a->kv.q.group);
+    jb.q4_ngh = (a->hd + a->kv.q.group - 1) / a->kv.q.group;
     jb.kpass = zz_kpass_q4_c, jb.vpass = zz_vpass_q4_c;
 #if ZZ_ATTN_X86
     if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) jb.kpass = zz_kpass_q4_avx2, jb.vpass = zz_vpass_q4_avx2;
@@ -1080,36 +1079,6 @@ void zz_cpu_attention_ex(zz_pool *pool, const zz_attn_args *a) {
 }
 
 /* ================================================================ entry points */
-
-void zz_cpu_attention_kv(zz_pool *pool, const float *q, const void *k, const void *v, zz_dtype kv_dt, int64_t kv_stride,
-                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
-                         const int32_t *pad, float *out, float *scratch) {
-  zz_attn_args a = {.q = q,
-                    .k = k,
-                    .v = v,
-                    .kv_dt = kv_dt,
-                    .kv_q = ZZ_QFMT_DEFAULT,
-                    .seq_bytes = (int64_t)zz_dtype_nbytes(kv_dt, kv_stride),
-                    .b = b,
-                    .sq = sq,
-                    .t = t,
-                    .q_start = q_start,
-                    .heads = heads,
-                    .kv_heads = kv_heads,
-                    .hd = hd,
-                    .pad = pad,
-                    .keep = 1,
-                    .out = out,
-                    .scratch = scratch};
-  zz_cpu_attention_ex(pool, &a);
-}
-
-void zz_cpu_attention(zz_pool *pool, const float *q, const float *k, const float *v, int64_t kv_stride, int64_t b,
-                      int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
-                      const int32_t *pad, float *out, float *scratch) {
-  zz_cpu_attention_kv(pool, q, k, v, ZZ_DTYPE_F32, kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad, out,
-                      scratch);
-}
 
 size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t) {
   /* per query head 2t floats: its scores, and (top-k, the reference) their copy for

@@ -2,14 +2,15 @@
  * attention.cu — masked multi-head attention over a left-padded KV cache, f16 storage,
  * f32 scores and softmax.
  *
- * Contract (zz_kernels.h, same as zz_cpu_attention):
+ * Contract: zz_attn_args (kernels/zz_attn.h), as the CPU's, over an f16 cache:
  *   q   [b, sq, heads*hd]                 pre-projection queries, scaled here by 1/sqrt(hd)
- *   k,v element (i, j, :) at k + i*kv_stride + j*kv_heads*hd, keys j < t; query head h
- *       reads K/V head h / (heads / kv_heads) (grouped-query attention)
+ *   k,v element (i, j, :) at k + i*kv_stride + j*kv_heads*hd (kv_stride = seq_bytes / 2),
+ *       keys j < t; query head h reads K/V head h / (heads / kv_heads) (grouped-query)
  *   pad [b] (device) left padding of each sequence
  *   out [b, sq, heads*hd]
  * Query r of sequence i sits at key position q_start + r and sees keys
- * pad[i] <= j <= min(q_start + r, t - 1); a query that sees no key gets zeros.
+ * zz_attn_first_key(pad[i], q_start + r, window) <= j <= min(q_start + r, t - 1); a
+ * query that sees no key gets zeros.
  *
  * Two paths:
  *
@@ -55,14 +56,14 @@ namespace {
  * [2cB, 2cB + 2B) of the row (B = blockDim.x) into registers, the block meets at a
  * barrier, then chunk c writes halves [2cB, 2cB + 2B), which cover floats
  * [cB, cB + B) — all read by chunks <= c already, and never read again. */
-__global__ void zz_attn_softmax_kernel(float *s, int64_t heads, int64_t sq, int64_t t, int64_t q_start,
+__global__ void zz_attn_softmax_kernel(float *s, int64_t heads, int64_t sq, int64_t t, int64_t q_start, int64_t window,
                                        const int32_t *__restrict__ pad) {
   __shared__ float shm[32];
   const int64_t R = blockIdx.x;
   const int64_t i = R / (heads * sq), r = R % sq;
   float *row = s + R * t;
   __half *prow = (__half *)row;
-  const int64_t lo = pad[i] > 0 ? pad[i] : 0;
+  const int64_t lo = zz_attn_first_key(pad[i], q_start + r, window);
   const int64_t hi = q_start + r < t - 1 ? q_start + r : t - 1;
 
   float mx = -INFINITY;
@@ -85,8 +86,9 @@ __global__ void zz_attn_softmax_kernel(float *s, int64_t heads, int64_t sq, int6
 }
 
 int zz_attention_prefill(cublasHandle_t blas, const __half *q, const __half *k, const __half *v, int64_t kv_stride,
-                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd,
-                         const int32_t *pad, __half *out, float *scores, cudaStream_t st) {
+                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t window, int64_t heads,
+                         int64_t kv_heads, int64_t hd, const int32_t *pad, __half *out, float *scores,
+                         cudaStream_t st) {
   const int64_t row = heads * hd;      /* elements between two positions of q, out */
   const int64_t kvrow = kv_heads * hd; /* ... of k, v */
   const int64_t G = heads / kv_heads;  /* query heads per K/V head */
@@ -107,7 +109,7 @@ int zz_attention_prefill(cublasHandle_t blas, const __half *q, const __half *k, 
 
   int threads = 64;
   while (threads < 512 && (int64_t)threads * 4 < t) threads *= 2;
-  zz_attn_softmax_kernel<<<(unsigned)(b * heads * sq), threads, 0, st>>>(scores, heads, sq, t, q_start, pad);
+  zz_attn_softmax_kernel<<<(unsigned)(b * heads * sq), threads, 0, st>>>(scores, heads, sq, t, q_start, window, pad);
   ZZ_CU_LAUNCHED();
 
   const __half *probs = (const __half *)scores; /* [b*heads*sq, 2t] halves, first t used */
@@ -152,8 +154,8 @@ struct zz_hvec<2> {
 template <int VEC, int NI>
 __global__ void __launch_bounds__(kDecodeThreads)
     zz_attn_decode_kernel(const __half *__restrict__ q, const __half *__restrict__ k, const __half *__restrict__ v,
-                          int64_t kv_stride, int64_t t, int64_t q_start, int heads, int kv_heads, int hd,
-                          const int32_t *__restrict__ pad, float scale, __half *__restrict__ out) {
+                          int64_t kv_stride, int64_t t, int64_t q_start, int64_t window, int heads, int kv_heads,
+                          int hd, const int32_t *__restrict__ pad, float scale, __half *__restrict__ out) {
   __shared__ float sm_m[kDecodeWarps], sm_l[kDecodeWarps];
   __shared__ float sm_acc[kDecodeWarps][kMaxHd];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -181,7 +183,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
     acc[e] = 0.0f;
   }
 
-  const int64_t lo = pad[i] > 0 ? pad[i] : 0;
+  const int64_t lo = zz_attn_first_key(pad[i], q_start, window);
   const int64_t hi = q_start < t - 1 ? q_start : t - 1;
   float m = -INFINITY, l = 0.0f;
   /* Two keys per iteration (j and j + W), so that four row loads are in flight
@@ -263,60 +265,75 @@ __global__ void __launch_bounds__(kDecodeThreads)
 
 template <int VEC, int NI>
 int zz_attn_decode_launch(const __half *q, const __half *k, const __half *v, int64_t kv_stride, int64_t b, int64_t t,
-                          int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, __half *out,
-                          cudaStream_t st) {
+                          int64_t q_start, int64_t window, int64_t heads, int64_t kv_heads, int64_t hd,
+                          const int32_t *pad, __half *out, cudaStream_t st) {
   zz_attn_decode_kernel<VEC, NI><<<(unsigned)(b * heads), kDecodeThreads, 0, st>>>(
-      q, k, v, kv_stride, t, q_start, (int)heads, (int)kv_heads, (int)hd, pad, 1.0f / sqrtf((float)hd), out);
+      q, k, v, kv_stride, t, q_start, window, (int)heads, (int)kv_heads, (int)hd, pad, 1.0f / sqrtf((float)hd), out);
   ZZ_CU_LAUNCHED();
   return 0;
 }
 
 int zz_attention_decode(const __half *q, const __half *k, const __half *v, int64_t kv_stride, int64_t b, int64_t t,
-                        int64_t q_start, int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, __half *out,
-                        cudaStream_t st) {
+                        int64_t q_start, int64_t window, int64_t heads, int64_t kv_heads, int64_t hd,
+                        const int32_t *pad, __half *out, cudaStream_t st) {
   if (hd > kMaxHd || !zz_cu_fits_int(heads) || !zz_cu_fits_int(b * heads)) return (int)cudaErrorNotSupported;
   const uintptr_t bits = (uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)out;
   const bool pairs = hd % 2 == 0 && kv_stride % 2 == 0 && (bits & 3) == 0;
   if (pairs) {
     switch ((hd + 63) / 64) {
-      case 1: return zz_attn_decode_launch<2, 1>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-      case 2: return zz_attn_decode_launch<2, 2>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-      case 3: return zz_attn_decode_launch<2, 3>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-      default: return zz_attn_decode_launch<2, 4>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+      case 1:
+        return zz_attn_decode_launch<2, 1>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out,
+                                           st);
+      case 2:
+        return zz_attn_decode_launch<2, 2>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out,
+                                           st);
+      case 3:
+        return zz_attn_decode_launch<2, 3>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out,
+                                           st);
+      default:
+        return zz_attn_decode_launch<2, 4>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out,
+                                           st);
     }
   }
   switch ((hd + 31) / 32) {
-    case 1: return zz_attn_decode_launch<1, 1>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-    case 2: return zz_attn_decode_launch<1, 2>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-    case 3: return zz_attn_decode_launch<1, 3>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-    case 4: return zz_attn_decode_launch<1, 4>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-    case 5: return zz_attn_decode_launch<1, 5>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-    case 6: return zz_attn_decode_launch<1, 6>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-    case 7: return zz_attn_decode_launch<1, 7>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
-    default: return zz_attn_decode_launch<1, 8>(q, k, v, kv_stride, b, t, q_start, heads, kv_heads, hd, pad, out, st);
+    case 1:
+      return zz_attn_decode_launch<1, 1>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
+    case 2:
+      return zz_attn_decode_launch<1, 2>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
+    case 3:
+      return zz_attn_decode_launch<1, 3>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
+    case 4:
+      return zz_attn_decode_launch<1, 4>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
+    case 5:
+      return zz_attn_decode_launch<1, 5>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
+    case 6:
+      return zz_attn_decode_launch<1, 6>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
+    case 7:
+      return zz_attn_decode_launch<1, 7>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
+    default:
+      return zz_attn_decode_launch<1, 8>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
   }
 }
 
 } // namespace
 
-extern "C" int zz_cuda_attention(void *cublas, const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                                 int64_t kv_stride, int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
-                                 int64_t kv_heads, int64_t hd, const int32_t *pad, uint16_t *out, void *scratch,
-                                 void *stream) {
-  if (b < 0 || sq < 0 || t < 0 || q_start < 0 || heads < 0 || hd < 0 || kv_stride < 0 || kv_heads <= 0 ||
-      heads % kv_heads != 0)
+extern "C" int zz_cuda_attention(void *cublas, const zz_attn_args *a, void *stream) {
+  const int64_t b = a->b, sq = a->sq, t = a->t, q_start = a->q_start, window = a->window, heads = a->heads;
+  const int64_t kv_heads = a->kv_heads, hd = a->hd, kv_stride = a->kv.seq_bytes / 2; /* in halves */
+  if (b < 0 || sq < 0 || t < 0 || q_start < 0 || window < 0 || heads < 0 || hd < 0 || a->kv.seq_bytes < 0 ||
+      a->kv.seq_bytes % 2 != 0 || kv_heads <= 0 || heads % kv_heads != 0)
     return (int)cudaErrorInvalidValue;
   if (b == 0 || sq == 0 || heads == 0 || hd == 0) return 0;
   cudaStream_t st = zz_cu_stream(stream);
+  const __half *q = (const __half *)a->q, *k = (const __half *)a->k, *v = (const __half *)a->v;
   if (t == 0) { /* no key at all: every query sees none */
-    ZZ_CU_TRY(cudaMemsetAsync(out, 0, (size_t)(b * sq * heads * hd) * 2, st));
+    ZZ_CU_TRY(cudaMemsetAsync(a->out, 0, (size_t)(b * sq * heads * hd) * 2, st));
     return 0;
   }
   if (sq == 1)
-    return zz_attention_decode((const __half *)q, (const __half *)k, (const __half *)v, kv_stride, b, t, q_start, heads,
-                               kv_heads, hd, pad, (__half *)out, st);
-  if (!scratch) return (int)cudaErrorInvalidValue;
-  return zz_attention_prefill((cublasHandle_t)cublas, (const __half *)q, (const __half *)k, (const __half *)v,
-                              kv_stride, b, sq, t, q_start, heads, kv_heads, hd, pad, (__half *)out, (float *)scratch,
-                              st);
+    return zz_attention_decode(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, a->pad, (__half *)a->out,
+                               st);
+  if (!a->scratch) return (int)cudaErrorInvalidValue;
+  return zz_attention_prefill((cublasHandle_t)cublas, q, k, v, kv_stride, b, sq, t, q_start, window, heads, kv_heads,
+                              hd, a->pad, (__half *)a->out, (float *)a->scratch, st);
 }

@@ -154,9 +154,9 @@ __device__ static inline float zz_cq_kv(const unsigned char *base, int q4, zz_qf
  * counting (ties at the threshold taken in key order, as the CPU does), then the
  * output from the kept V rows with their dense probabilities. */
 __global__ void zz_cq_attn_kernel(const __half *q, const unsigned char *k, const unsigned char *v, int q4, zz_qfmt f,
-                                  int64_t seq_bytes, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
-                                  int64_t kv_heads, int64_t hd, const int32_t *pad, int64_t keep_units, __half *out,
-                                  float *scratch) {
+                                  int64_t seq_bytes, int64_t sq, int64_t t, int64_t q_start, int64_t window,
+                                  int64_t heads, int64_t kv_heads, int64_t hd, const int32_t *pad, int64_t keep_units,
+                                  __half *out, float *scratch) {
   __shared__ float shm[32];
   int64_t blk = blockIdx.x, r = blk % sq, hh = (blk / sq) % heads, i = blk / sq / heads;
   int64_t h = heads * hd, kvh = hh / (heads / kv_heads);
@@ -164,7 +164,7 @@ __global__ void zz_cq_attn_kernel(const __half *q, const unsigned char *k, const
   float *s = scratch + blk * 2 * t, *kept = s + t;
   const __half *qr = q + (i * sq + r) * h + hh * hd;
   __half *o = out + (i * sq + r) * h + hh * hd;
-  int64_t lo = pad[i] > 0 ? pad[i] : 0, hi = q_start + r;
+  int64_t hi = q_start + r, lo = zz_attn_first_key(pad[i], hi, window);
   if (hi >= t) hi = t - 1;
   if (hi < lo) {
     for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) o[d] = __float2half(0.0f);
@@ -209,15 +209,13 @@ __global__ void zz_cq_attn_kernel(const __half *q, const unsigned char *k, const
   }
 }
 
-extern "C" int zz_cuda_attention_ex(const uint16_t *q, const void *k, const void *v, int q4, zz_qfmt f,
-                                    int64_t seq_bytes, int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t heads,
-                                    int64_t kv_heads, int64_t hd, const int32_t *pad, double keep, uint16_t *out,
-                                    void *scratch, void *stream) {
-  int64_t blocks = b * heads * sq;
+extern "C" int zz_cuda_attention_ex(const zz_attn_args *a, void *stream) {
+  int64_t blocks = a->b * a->heads * a->sq;
   if (!zz_cu_fits_int(blocks)) return (int)cudaErrorInvalidValue;
   zz_cq_attn_kernel<<<(unsigned)blocks, 128, 0, zz_cu_stream(stream)>>>(
-      (const __half *)q, (const unsigned char *)k, (const unsigned char *)v, q4, f, seq_bytes, sq, t, q_start, heads,
-      kv_heads, hd, pad, zz_attn_keep_units(keep), (__half *)out, (float *)scratch);
+      (const __half *)a->q, (const unsigned char *)a->k, (const unsigned char *)a->v, a->kv.dt == ZZ_DTYPE_Q4, a->kv.q,
+      a->kv.seq_bytes, a->sq, a->t, a->q_start, a->window, a->heads, a->kv_heads, a->hd, a->pad,
+      zz_attn_keep_units(a->keep), (__half *)a->out, (float *)a->scratch);
   ZZ_CU_LAUNCHED();
   return 0;
 }

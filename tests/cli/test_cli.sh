@@ -598,6 +598,17 @@ printf '{"id": 0, "input_ids": [1, 169, 178]}\n' >eos.jsonl
 zz generate --model "$FX/tiny-llama-eos-gen" --prompts eos.jsonl --out eos_out.jsonl --max-new-tokens 8 --temperature 0
 check "generate stops at the second end id generation_config.json lists" \
   eval '[ "$RC" -eq 0 ] && [ "$(ids_of eos_out.jsonl)" = "\"id\":0,\"output_ids\":[66,1,182]" ]'
+# --model org/name from the Hugging Face cache, offline (runtime/hub.c): $HF_HOME/hub's
+# models--org--name/refs/main names the snapshot; tiny-qwen2's golden prompt 0 from there
+mkdir -p hfh/hub/models--Org--tiny-qwen2/refs hfh/hub/models--Org--tiny-qwen2/snapshots/c0ffee
+printf 'c0ffee' >hfh/hub/models--Org--tiny-qwen2/refs/main
+cp "$FX/tiny-qwen2/config.json" "$FX/tiny-qwen2/model.safetensors" hfh/hub/models--Org--tiny-qwen2/snapshots/c0ffee/
+printf '{"id": 0, "input_ids": [1, 26, 38]}\n' >q2.jsonl
+HF_HOME=$PWD/hfh zz generate --model Org/tiny-qwen2 --prompts q2.jsonl --out q2_out.jsonl --max-new-tokens 7 --temperature 0
+check "generate --model org/name reads the Hugging Face cache's snapshot (tiny-qwen2: transformers' tokens)" \
+  eval '[ "$RC" -eq 0 ] && [ "$(ids_of q2_out.jsonl)" = "\"id\":0,\"output_ids\":[211,105,91,92,25,129,2]" ]'
+HF_HOME=$PWD/hfh refused "--model org/name in no cache: refused naming where it looked" \
+  "hfh/hub/models--Org--absent/refs/main" generate --model Org/absent --prompts q2.jsonl --out o.jsonl
 # a RoPE zigzag does not compute is refused by name from config.json alone (no weights here)
 mkdir yarn && sed 's/"rope_type": "llama3"/"rope_type": "yarn"/' "$FX/tiny-llama3-v5/config.json" >yarn/config.json
 refused "rope_parameters with rope_type yarn: refused by name before any weight is read" 'rope_type "yarn"' \

@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "zz_bind.h"
 #include "zz_launch.h"
 #include "zz_planner.h"
 
@@ -51,6 +52,21 @@ bool zz_run_take_threads(zz_run *r, const zz_opts *o, const zz_threads *th) {
   return gemm || attn;
 }
 
+/* The plan's binding of this process, before its device starts its threads: the
+ * planner decides (zz_plan_binding), the runtime binds (runtime/bind.c, hwloc). A
+ * run that cannot bind still runs, saying why. A pipeline's ranks bind in
+ * launch/pipe.c, collectively. */
+static void zz_run_bind(const zz_plan_bind *b) {
+  if (!b->on) return;
+  zz_binding bd;
+  if (zz_binding_init_local(b->gpu_ordinal, &bd) != ZZ_OK) {
+    fprintf(stderr, "zigzag: not bound: %s\n", zz_error_message());
+    zz_error_clear();
+    return;
+  }
+  zz_binding_free(&bd); /* the process stays bound; only the handles go */
+}
+
 /* --hw: the planner's policy when none is given (or the prediction of the given
  * one), the device the file was made for under --device auto, the plan's threads
  * where none are given, and its binding, applied before any device starts its
@@ -75,7 +91,7 @@ static zz_status zz_run_plan(zz_run *r, const zz_opts *o, const zz_model *m, con
             "--attn-threads override)\n",
             r->threads, r->attn_threads, th.io);
   r->pred.bind = zz_plan_binding(&hw, o->threads || o->attn_threads);
-  zz_run_bind(&r->pred.bind); /* before the device starts its threads */
+  zz_run_bind(&r->pred.bind);
   r->predicted = true;
   return ZZ_OK;
 }

@@ -82,11 +82,6 @@ struct zz_planner_opts;
  * --gen-len), the tiers' capacities, the compression and overlap given, --max-block,
  * --no-compression, --cpu-dtype and --cpu-act (launch/plan.c). */
 zz_status zz_opts_planner(const zz_opts *o, struct zz_planner_opts *po);
-struct zz_plan_bind;
-/* Applies a plan's binding (stage/bind.c, hwloc) to this process, before its
- * device starts its threads; says on stderr where, or why it is not bound (never
- * fails the run). Does nothing when b->on is false. */
-void zz_run_bind(const struct zz_plan_bind *b);
 /* zigzag plan / zigzag profile (launch/plan.c). */
 int zz_cmd_plan(const zz_opts *o);
 int zz_cmd_profile(const zz_opts *o);

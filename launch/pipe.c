@@ -32,7 +32,7 @@ typedef struct zz_pipe {
   int rank, size, groups;
   int max_new; /* new tokens per sequence: --max-new-tokens, bench's --gen-len */
   zz_job job;  /* rank 0: the files; every rank: model, checkpoint, shape */
-  zz_run run;  /* this rank's policy, device, threads, device and engine on its slice */
+  zz_run run;  /* this rank's policy, device kind and threads, its device and its engine (its slice) */
   zz_binding bind;
   bool bound;
   zz_stage *st;

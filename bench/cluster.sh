@@ -89,6 +89,26 @@ cg_join() {
   for d in $(cg_dirs "$1"); do echo "$2" >"$d/cgroup.procs"; done
 }
 
+# Host $1 of this run on the bridge: namespace $P$1, its end ${P}v$1 of a link
+# whose other end ${P}p$1 is on the hub's bridge, address $2; the link shaped both
+# ways to tc rate $3 (0: not shaped); /etc/netns/$P$1 for its hosts file.
+on_bridge() {
+  ns=$P$1 me=${P}v$1 hubside=${P}p$1
+  ip netns add "$ns"
+  ip link add "$me" type veth peer name "$hubside"
+  ip link set "$me" netns "$ns"
+  ip link set "$hubside" netns "${P}hub"
+  ip netns exec "${P}hub" ip link set "$hubside" master "${P}br" up
+  ip netns exec "$ns" ip addr add "$2/24" dev "$me"
+  ip netns exec "$ns" ip link set "$me" up
+  ip netns exec "$ns" ip link set lo up
+  if [ "$3" != 0 ]; then # what the host sends, and what the bridge sends to it
+    ip netns exec "$ns" tc qdisc replace dev "$me" root tbf rate "$3" burst 1mb latency 50ms
+    ip netns exec "${P}hub" tc qdisc replace dev "$hubside" root tbf rate "$3" burst 1mb latency 50ms
+  fi
+  mkdir -p "/etc/netns/$ns"
+}
+
 up() {
   n=${1:?number of machines}
   [ "$n" -ge 1 ] 2>/dev/null || die "up: want a number of machines >= 1, not '$n'"
@@ -121,30 +141,10 @@ up() {
   ip netns exec "$hub" ip link add "${P}br" type bridge
   ip netns exec "$hub" ip link set "${P}br" up
   # the launcher: mpirun's namespace, on the bridge, in no machine
-  ip netns add "${P}l"
-  ip link add "${P}vl" type veth peer name "${P}pl"
-  ip link set "${P}vl" netns "${P}l"
-  ip link set "${P}pl" netns "$hub"
-  ip netns exec "$hub" ip link set "${P}pl" master "${P}br" up
-  ip netns exec "${P}l" ip addr add "$NET.254/24" dev "${P}vl"
-  ip netns exec "${P}l" ip link set "${P}vl" up
-  ip netns exec "${P}l" ip link set lo up
-  mkdir -p "/etc/netns/${P}l"
+  on_bridge l "$NET.254" 0
   i=0
   while [ "$i" -lt "$n" ]; do
-    ip netns add "$P$i"
-    ip link add "${P}v$i" type veth peer name "${P}p$i"
-    ip link set "${P}v$i" netns "$P$i"
-    ip link set "${P}p$i" netns "$hub"
-    ip netns exec "$hub" ip link set "${P}p$i" master "${P}br" up
-    ip netns exec "$P$i" ip addr add "$NET.$((i + 1))/24" dev "${P}v$i"
-    ip netns exec "$P$i" ip link set "${P}v$i" up
-    ip netns exec "$P$i" ip link set lo up
-    if [ "$link" != 0 ]; then # what the machine sends, and what the bridge sends to it
-      ip netns exec "$P$i" tc qdisc replace dev "${P}v$i" root tbf rate "$link" burst 1mb latency 50ms
-      ip netns exec "$hub" tc qdisc replace dev "${P}p$i" root tbf rate "$link" burst 1mb latency 50ms
-    fi
-    mkdir -p "/etc/netns/$P$i"
+    on_bridge "$i" "$NET.$((i + 1))" "$link"
     cpu=$(echo "${CPUSET:-}" | awk -v i="$i" '{ print $(i + 1) }')
     [ -n "$cpu" ] || cpu=$(echo "$list" | sed -n "$((i % ncpu + 1))p")
     if [ "$v" = 1 ]; then

@@ -32,6 +32,8 @@ max=0
 for n in $MACHINES; do [ "$n" -gt "$max" ] && max=$n; done
 W=$(mktemp -d /tmp/zz_cluster_scaling.XXXXXX)
 export OFFLOAD_DIR=$W
+# this run's own cluster: every call below names it, and the trap tears down it alone
+export ZZ_CLUSTER_ID=${ZZ_CLUSTER_ID:-s$$}
 trap '"$CL" down; rm -rf "$W"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM

@@ -52,28 +52,26 @@ int zz_cmd_bench(const zz_opts *o) {
   zz_config cfg;
   zz_model model = {0};
   zz_checkpoint *ck = NULL;
-  zz_setup su = {0};
+  zz_run run = {0};
   int32_t **ids = NULL;
   int64_t *lens = NULL, b = 0;
   zz_result res = {0}, warm = {0};
   zz_status st;
   int rc = 1;
   ZZ_CHECK_GOTO(zz_setup_model(o, ZZ_SETUP_WEIGHTS, &cfg, &model, &ck, NULL), st, fail);
-  zz_shape shape = {.prompt_len = o->prompt_len, .gen_len = o->gen_len};
-  /* --hw: plan when no policy is given, and predict the run's throughput */
-  ZZ_CHECK_GOTO(zz_setup_policy(&su, o, true, &model, &shape), st, fail);
-  o = &su.opts;
-  const zz_policy *pol = &su.pol;
-  const zz_plan *pred = &su.pred;
-  bool have_pred = su.predicted;
   if (o->gen_len < 2) {
     st = zz_error(ZZ_ERR_INVALID_ARG, "bench: --gen-len must be at least 2 (decode throughput needs a decode step)");
     goto fail;
   }
-  ZZ_CHECK_GOTO(zz_setup_engine(&su, &model, ck, &shape), st, fail);
-  zz_device *dev = su.dev;
-  zz_engine *eng = su.eng;
-  double t_load = su.load_s;
+  zz_shape shape = {.prompt_len = o->prompt_len, .gen_len = o->gen_len};
+  /* --hw: plan when no policy is given, and predict the run's throughput */
+  ZZ_CHECK_GOTO(zz_run_open(&run, o, true, &model, ck, &shape), st, fail);
+  const zz_policy *pol = &run.pol;
+  const zz_plan *pred = &run.pred;
+  bool have_pred = run.predicted;
+  zz_device *dev = run.dev;
+  zz_engine *eng = run.eng;
+  double t_load = run.load_s;
 
   b = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches;
   ZZ_CHECK_GOTO(zz_bench_prompts(&cfg, b, o->prompt_len, &ids, &lens), st, fail);
@@ -164,7 +162,7 @@ fail:
 done:
   zz_result_free(&res, b);
   zz_bench_prompts_free(ids, lens, b);
-  zz_setup_free(&su);
+  zz_run_free(&run);
   zz_checkpoint_close(ck);
   zz_model_free(&model);
   return rc;

@@ -28,8 +28,10 @@
  * Face adds (tokenizer.json's post-processor or tokenizer_config.json; config.json's
  * BOS first for vocab.json + merges.txt, as OPT's tokenizer does); input_ids are
  * taken as given. Sets the outputs only on success. */
-static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const zz_config *cfg, const zz_prompt *p,
-                               bool specials, int32_t **ids_out, int64_t *n_out) {
+static zz_status zz_prompt_ids(const zz_job *j, const zz_prompt *p, bool specials, int32_t **ids_out, int64_t *n_out) {
+  const zz_opts *o = j->o;
+  const zz_tokenizer *tok = j->tok;
+  const zz_config *cfg = &j->cfg;
   int32_t *ids = NULL;
   int64_t n = 0;
   if (p->ids) {
@@ -73,10 +75,10 @@ static zz_status zz_prompt_ids(const zz_opts *o, const zz_tokenizer *tok, const 
       free(ids);
       return st;
     }
-  if (n > o->max_prompt_len) {
+  if (n > j->max_prompt_len) {
     free(ids);
     return zz_error(ZZ_ERR_INVALID_ARG, "%s:%lld: prompt has %lld tokens, more than --max-prompt-len %d", o->prompts,
-                    (long long)p->line, (long long)n, o->max_prompt_len);
+                    (long long)p->line, (long long)n, j->max_prompt_len);
   }
   *ids_out = ids;
   *n_out = n;
@@ -156,7 +158,6 @@ static uint64_t zz_line_stream(const zz_line *l, uint64_t index, int c) {
 /* Reads prompt p's line into *l and its tokens: a native line's bad prompt stops the
  * job (as it always has); anything else wrong is the line's error (l->err). */
 static zz_status zz_job_line(zz_job *j, const zz_prompt *p, zz_line *l, int32_t **ids_out, int64_t *n_out) {
-  const zz_opts *o = &j->opts;
   *ids_out = NULL;
   *n_out = 0;
   ZZ_CHECK(zz_line_parse(p, &j->lx->defs, l));
@@ -165,7 +166,7 @@ static zz_status zz_job_line(zz_job *j, const zz_prompt *p, zz_line *l, int32_t 
     zz_line_fail(l, "invalid_value", "stop strings need the model's tokenizer (tokenizer.json or vocab.json)");
   zz_status st = ZZ_OK;
   if (l->kind == ZZ_LINE_NATIVE) {
-    ZZ_CHECK(zz_prompt_ids(o, j->tok, &j->cfg, p, true, ids_out, n_out));
+    ZZ_CHECK(zz_prompt_ids(j, p, true, ids_out, n_out));
   } else if (!l->err) {
     zz_prompt q = {.id = p->id, .line = p->line};
     char *rendered = NULL;
@@ -186,8 +187,7 @@ static zz_status zz_job_line(zz_job *j, const zz_prompt *p, zz_line *l, int32_t 
       }
       if (!q.ids) st = zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
     }
-    if (st == ZZ_OK && !l->err &&
-        zz_prompt_ids(o, j->tok, &j->cfg, &q, l->kind != ZZ_LINE_CHAT, ids_out, n_out) != ZZ_OK) {
+    if (st == ZZ_OK && !l->err && zz_prompt_ids(j, &q, l->kind != ZZ_LINE_CHAT, ids_out, n_out) != ZZ_OK) {
       zz_line_fail(l, "invalid_value", "%s", zz_error_message());
       zz_error_clear();
     }
@@ -212,7 +212,7 @@ static zz_status zz_job_line(zz_job *j, const zz_prompt *p, zz_line *l, int32_t 
  * and a resumed job may move to other hardware. Sampling settings only when
  * sampling: a greedy job's tokens do not depend on them. */
 static zz_status zz_job_record_head(const zz_job *j, json_t *rec) {
-  const zz_opts *o = &j->opts;
+  const zz_opts *o = j->o;
   char real[4096] = "", cfgpath[4200];
   struct stat sb;
   json_t *cfg_hash = NULL;
@@ -257,7 +257,7 @@ static char *zz_json_text(const json_t *v) {
 /* --resume into an output with lines: its record must be this job's, and its
  * lines this job's prompts. Says the first thing that differs. */
 static zz_status zz_job_record_check(const zz_job *j, const json_t *mine) {
-  const zz_opts *o = &j->opts;
+  const zz_opts *o = j->o;
   char rp[4200];
   zz_output_record_path(o->out, rp, sizeof rp);
   json_error_t err;
@@ -339,7 +339,7 @@ static zz_status zz_job_record_check(const zz_job *j, const json_t *mine) {
  * job record, and the count and longest of the prompts still to run. Then back to
  * the first line for zz_job_gather. */
 static zz_status zz_job_scan(zz_job *j, json_t *prompts) {
-  const zz_opts *o = &j->opts;
+  const zz_opts *o = j->o;
   zz_status st = ZZ_OK;
   uint64_t index = 0;
   for (;;) {
@@ -380,12 +380,11 @@ static zz_status zz_job_scan(zz_job *j, json_t *prompts) {
 
 /* ---------------------------------------------------------------- the job */
 
-zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
+zz_status zz_job_open(zz_job *j, const zz_opts *o, zz_shape asked, bool files) {
   memset(j, 0, sizeof *j);
-  j->opts = *opts;
+  j->o = o;
   j->files = files;
   j->kill_after = -1;
-  zz_opts *o = &j->opts;
   if (!(j->lx = calloc(1, sizeof *j->lx))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   zz_line_defaults_init(o, &j->lx->defs);
   /* a pipeline's last rank samples with the job's temperature, top-k/p and seed only */
@@ -406,21 +405,21 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
   }
   ZZ_CHECK(zz_setup_model(o, files ? ZZ_SETUP_WEIGHTS | ZZ_SETUP_TOKENIZER_IF_ANY : ZZ_SETUP_WEIGHTS, &j->cfg,
                           &j->model, &j->ck, &j->tok));
-  if (o->max_new_tokens >= j->cfg.max_pos)
+  int max_new = (int)asked.gen_len;
+  if (max_new >= j->cfg.max_pos)
     return zz_error(ZZ_ERR_INVALID_ARG,
                     "--max-new-tokens %d leaves no position for a prompt: the model has %lld "
                     "positions",
-                    o->max_new_tokens, (long long)j->cfg.max_pos);
-  bool len_given = o->max_prompt_len > 0; /* else the longest prompt sizes the plan */
-  if (!len_given) o->max_prompt_len = (int)(j->cfg.max_pos - o->max_new_tokens);
-  if (o->max_prompt_len < 1 || o->max_prompt_len + o->max_new_tokens > j->cfg.max_pos)
+                    max_new, (long long)j->cfg.max_pos);
+  bool len_given = asked.prompt_len > 0; /* else the longest prompt sizes the plan */
+  j->max_prompt_len = len_given ? (int)asked.prompt_len : (int)(j->cfg.max_pos - max_new);
+  if (j->max_prompt_len < 1 || j->max_prompt_len + max_new > j->cfg.max_pos)
     return zz_error(ZZ_ERR_INVALID_ARG, "--max-prompt-len %d + --max-new-tokens %d exceed the model's %lld positions",
-                    o->max_prompt_len, o->max_new_tokens, (long long)j->cfg.max_pos);
+                    j->max_prompt_len, max_new, (long long)j->cfg.max_pos);
   /* the model's chat template, for /v1/chat/completions lines and `messages` */
   struct stat sb;
   if (files && stat(o->model, &sb) == 0 && S_ISDIR(sb.st_mode)) ZZ_CHECK(zz_chat_ctx_load(o->model, &j->lx->chat));
-  j->shape = (zz_shape){.prompt_len = o->max_prompt_len, .gen_len = o->max_new_tokens};
-  ZZ_CHECK(zz_opts_policy(o, &j->pol));
+  j->shape = (zz_shape){.prompt_len = j->max_prompt_len, .gen_len = max_new};
   if (!files) return ZZ_OK;
   /* every path and every prompt before the weights: a missing --prompts, a bad line
    * anywhere in it, an --out that cannot be written, is another job's or is not
@@ -455,7 +454,7 @@ zz_status zz_job_open(zz_job *j, const zz_opts *opts, bool files) {
 }
 
 zz_status zz_job_start(zz_job *j, int64_t cap) {
-  const zz_opts *o = &j->opts;
+  const zz_opts *o = j->o;
   struct zz_job_lines *lx = j->lx;
   ZZ_CHECK(zz_output_begin(&j->out, j->record));
   j->cap = cap;
@@ -514,7 +513,7 @@ static bool zz_job_on_token(void *ctx, int64_t q, const int32_t *tokens, int64_t
 static zz_status zz_job_write_block(zz_job *j, const zz_result *res);
 
 zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out) {
-  const zz_opts *o = &j->opts;
+  const zz_opts *o = j->o;
   struct zz_job_lines *lx = j->lx;
   if (max_n > j->cap) max_n = j->cap;
   for (;;) {
@@ -620,7 +619,7 @@ static zz_finish zz_job_finish(const zz_job *j, const zz_result *res, int64_t q)
 
 /* The block's lines in order, flushed and synced (res NULL: every line an error). */
 static zz_status zz_job_write_block(zz_job *j, const zz_result *res) {
-  const zz_opts *o = &j->opts;
+  const zz_opts *o = j->o;
   struct zz_job_lines *lx = j->lx;
   int64_t new_tokens = 0;
   for (int64_t i = 0; i < j->n; i++) {
@@ -656,7 +655,7 @@ zz_status zz_job_commit(zz_job *j, const zz_result *res) { return zz_job_write_b
 
 int zz_job_fail(const zz_job *j, zz_status st) {
   if (st == ZZ_ERR_INTERRUPTED || zz_stop_requested())
-    return zz_report_interrupt(&j->opts, zz_resume_count(j->done_ids) + j->written, j->written);
+    return zz_report_interrupt(j->o, zz_resume_count(j->done_ids) + j->written, j->written);
   return zz_report_failure(st);
 }
 

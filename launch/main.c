@@ -20,9 +20,12 @@
 
 /* ---------------------------------------------------------------- generate */
 
+/* The job (every prompt read and checked, --out opened) sizes the run (the longest
+ * prompt, the most new tokens); the run (policy, device, engine) then takes blocks
+ * of the job's prompts until none are left. */
 static int zz_cmd_generate(const zz_opts *o) {
   zz_job job;
-  zz_setup su = {0};
+  zz_run run = {0};
   zz_status st;
   int rc = 1;
   if (!o->prompts || !o->out) {
@@ -30,37 +33,33 @@ static int zz_cmd_generate(const zz_opts *o) {
     return 2;
   }
   zz_catch_stop_signals();
-  ZZ_CHECK_GOTO(zz_job_open(&job, o, true), st, fail);
-  /* --hw: the planner's policy when none is given, for the engine's shape */
-  ZZ_CHECK_GOTO(zz_setup_policy(&su, &job.opts, true, &job.model, &job.shape), st, fail);
-  job.opts = su.opts;
-  job.pol = su.pol;
-  if (su.predicted)
+  zz_shape asked = {.prompt_len = o->max_prompt_len, .gen_len = o->max_new_tokens};
+  ZZ_CHECK_GOTO(zz_job_open(&job, o, asked, true), st, fail);
+  ZZ_CHECK_GOTO(zz_run_open(&run, o, true, &job.model, job.ck, &job.shape), st, fail);
+  if (run.predicted)
     fprintf(stderr, "zigzag: predicted for full blocks: %.4g tokens/s total (prompts of %lld tokens, %lld new)\n",
-            su.pred.cost.total_tps, (long long)job.shape.prompt_len, (long long)job.shape.gen_len);
-  ZZ_CHECK_GOTO(zz_setup_engine(&su, &job.model, job.ck, &job.shape), st, fail);
-  zz_engine *eng = su.eng;
-  int64_t bls = (int64_t)job.pol.gpu_batch_size * job.pol.num_gpu_batches;
+            run.pred.cost.total_tps, (long long)job.shape.prompt_len, (long long)job.shape.gen_len);
+  int64_t bls = (int64_t)run.pol.gpu_batch_size * run.pol.num_gpu_batches;
   ZZ_CHECK_GOTO(zz_job_start(&job, bls), st, fail);
   for (;;) {
     zz_request req;
     ZZ_CHECK_GOTO(zz_job_gather(&job, bls, &req), st, fail);
     if (req.n == 0) break;
     zz_result res;
-    ZZ_CHECK_GOTO(zz_generate(eng, &req, &res), st, fail);
+    ZZ_CHECK_GOTO(zz_generate(run.eng, &req, &res), st, fail);
     st = zz_job_commit(&job, &res);
     zz_result_free(&res, req.n);
     if (st != ZZ_OK) goto fail;
   }
   zz_progress_finish(&job.prog);
-  zz_report_peaks(eng, stderr);
+  zz_report_peaks(run.eng, stderr);
   rc = 0;
   goto done;
 fail:
   rc = zz_job_fail(&job, st);
 done:
   zz_job_close(&job);
-  zz_setup_free(&su);
+  zz_run_free(&run);
   return rc;
 }
 

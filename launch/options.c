@@ -498,6 +498,34 @@ bool zz_opt_row(size_t i, zz_opt_info *out) {
 
 const char *const *zz_opt_commands(void) { return zz_cmd_names; }
 
+/* The policy the flags or the --policy line give (both: refused). */
+static zz_status zz_opts_read_policy(const zz_opts *o, zz_policy *out) {
+  if (o->policy) {
+    if (o->policy_flags_given)
+      return zz_error(ZZ_ERR_INVALID_ARG,
+                      "give either --policy or the policy flags (--percent, --gpu-batch-size, ...), not both");
+    return zz_policy_parse(o->policy, out);
+  }
+  zz_policy p;
+  zz_policy_default(&p);
+  p.gpu_batch_size = o->gpu_batch_size;
+  p.num_gpu_batches = o->num_gpu_batches;
+  p.w_gpu = o->percent[0];
+  p.w_cpu = o->percent[1];
+  p.c_gpu = o->percent[2];
+  p.c_cpu = o->percent[3];
+  p.a_gpu = o->percent[4];
+  p.a_cpu = o->percent[5];
+  p.cpu_attention = o->cpu_cache_compute;
+  p.compress_weight = o->compress_weight;
+  p.compress_cache = o->compress_cache;
+  p.attn_sparsity = o->attn_sparsity;
+  p.overlap = !o->no_overlap;
+  ZZ_CHECK(zz_policy_check(&p));
+  *out = p;
+  return ZZ_OK;
+}
+
 int zz_opts_parse(int argc, char **argv, zz_opts *o) {
   bool given[ZZ_N_OPTS] = {0};
   bool options = true; /* false after "--": the rest are the command and its text (POSIX) */
@@ -596,40 +624,13 @@ int zz_opts_parse(int argc, char **argv, zz_opts *o) {
   if (r) return r;
   zz_cpu_isa isa;
   if (zz_opts_cpu_isa(o, &isa) != ZZ_OK) return zz_report_failure(ZZ_ERR_INVALID_ARG);
-  /* the policy (flags or --policy line) and the tier sizes are whole only now */
-  zz_policy pol;
+  /* the policy (flags or --policy line) and the tier sizes are whole only now:
+   * the policy is read here, once (a run takes o->pol, or the planner's) */
   zz_tiers tiers;
-  zz_status st = zz_opts_policy(o, &pol);
+  zz_status st = zz_opts_read_policy(o, &o->pol);
   if (st == ZZ_OK) st = zz_opts_tiers(o, &tiers);
   if (st != ZZ_OK) return zz_report_failure(st);
   return 0;
-}
-
-zz_status zz_opts_policy(const zz_opts *o, zz_policy *out) {
-  if (o->policy) {
-    if (o->policy_flags_given)
-      return zz_error(ZZ_ERR_INVALID_ARG,
-                      "give either --policy or the policy flags (--percent, --gpu-batch-size, ...), not both");
-    return zz_policy_parse(o->policy, out);
-  }
-  zz_policy p;
-  zz_policy_default(&p);
-  p.gpu_batch_size = o->gpu_batch_size;
-  p.num_gpu_batches = o->num_gpu_batches;
-  p.w_gpu = o->percent[0];
-  p.w_cpu = o->percent[1];
-  p.c_gpu = o->percent[2];
-  p.c_cpu = o->percent[3];
-  p.a_gpu = o->percent[4];
-  p.a_cpu = o->percent[5];
-  p.cpu_attention = o->cpu_cache_compute;
-  p.compress_weight = o->compress_weight;
-  p.compress_cache = o->compress_cache;
-  p.attn_sparsity = o->attn_sparsity;
-  p.overlap = !o->no_overlap;
-  ZZ_CHECK(zz_policy_check(&p));
-  *out = p;
-  return ZZ_OK;
 }
 
 zz_status zz_opts_tiers(const zz_opts *o, zz_tiers *out) {
@@ -644,64 +645,8 @@ zz_sampling zz_opts_sampling(const zz_opts *o) {
   return (zz_sampling){.temperature = o->temperature, .top_k = o->top_k, .top_p = o->top_p, .seed = (uint64_t)o->seed};
 }
 
-zz_status zz_opts_engine_opts(const zz_opts *o, const zz_shape *shape, int layer_begin, int layer_end, int groups,
-                              zz_engine_opts *out) {
-  zz_engine_opts e = {.shape = *shape, .layer_begin = layer_begin, .layer_end = layer_end, .n_groups = groups};
-  ZZ_CHECK(zz_opts_policy(o, &e.policy));
-  ZZ_CHECK(zz_opts_tiers(o, &e.tiers));
-  *out = e;
-  return ZZ_OK;
-}
-
-zz_status zz_opts_engine_slice(zz_device *dev, const zz_model *m, const zz_checkpoint *ck, const zz_engine_opts *eo,
-                               const char *who, zz_engine **out) {
-  ZZ_CHECK(zz_engine_create_opts(dev, m, ck, eo, out));
-  char pb[256], g[32], c[32], d[32];
-  const zz_memplan *p = zz_engine_plan(*out);
-  fprintf(stderr, "zigzag: %spolicy %s; plan: device (%s) %s, cpu %s, disk %s\n", who,
-          zz_policy_str(&eo->policy, pb, sizeof pb), zz_device_describe(dev)->name,
-          zz_format_bytes(zz_memplan_tier_total(p, ZZ_TIER_GPU), g, sizeof g),
-          zz_format_bytes(zz_memplan_tier_total(p, ZZ_TIER_CPU), c, sizeof c),
-          zz_format_bytes(zz_memplan_tier_total(p, ZZ_TIER_DISK), d, sizeof d));
-  return ZZ_OK;
-}
-
-zz_status zz_opts_engine(const zz_opts *o, zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
-                         const zz_shape *shape, zz_engine **out) {
-  zz_engine_opts eo;
-  ZZ_CHECK(zz_opts_engine_opts(o, shape, 0, 0, 1, &eo));
-  return zz_opts_engine_slice(dev, m, ck, &eo, "", out);
-}
-
-zz_status zz_opts_device(const zz_opts *o, zz_device **out) { return zz_opts_device_at(o, 0, out); }
-
 zz_cpu_act zz_opts_cpu_act(const zz_opts *o) {
   return o->cpu_act && strcmp(o->cpu_act, "int8") == 0 ? ZZ_CPU_ACT_INT8 : ZZ_CPU_ACT_F32;
-}
-
-zz_status zz_opts_device_at(const zz_opts *o, int ordinal, zz_device **out) {
-  size_t cap = 0;
-  ZZ_CHECK(zz_parse_bytes(o->gpu_mem, &cap));
-  zz_dtype wdt = ZZ_DTYPE_F32;
-  const char *cd = o->cpu_dtype ? o->cpu_dtype : "f32";
-  if (strcmp(cd, "bf16") == 0) wdt = ZZ_DTYPE_BF16;
-  else if (strcmp(cd, "f32") != 0)
-    return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-dtype %s: want f32 or bf16", cd);
-  zz_status st;
-  if (strcmp(o->device, "cpu") == 0) st = zz_device_create_cpu(cap, o->threads, o->attn_threads, out);
-  else if (strcmp(o->device, "cuda") == 0)
-    st = zz_device_create_cuda(ordinal, cap, o->attn_threads, out);
-  else if (strcmp(o->device, "auto") == 0)
-    st = zz_device_create_best(ordinal, cap, o->threads, o->attn_threads, out);
-  else
-    return zz_error(ZZ_ERR_INVALID_ARG, "--device %s: want auto, cpu or cuda", o->device);
-  zz_cpu_act act = zz_opts_cpu_act(o);
-  if (st == ZZ_OK &&
-      ((st = zz_device_set_weight_dtype(*out, wdt)) != ZZ_OK || (st = zz_device_set_cpu_act(*out, act)) != ZZ_OK)) {
-    zz_device_destroy(*out);
-    *out = NULL;
-  }
-  return st;
 }
 
 /* --layers "a,b,c": exactly nranks - 1 strictly increasing cut points inside the
@@ -744,19 +689,4 @@ zz_status zz_opts_parse_layers(const char *text, int nlayers, int nranks, int *b
 int zz_report_failure(zz_status st) {
   fprintf(stderr, "zigzag: %s: %s\n", zz_status_str(st), zz_error_message());
   return st == ZZ_ERR_INVALID_ARG ? 2 : 1;
-}
-
-void zz_report_peaks(const zz_engine *eng, FILE *f) {
-  size_t peak[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT];
-  zz_engine_peaks(eng, peak);
-  const zz_memplan *plan = zz_engine_plan(eng);
-  fprintf(f, "zigzag: peak memory");
-  for (int t = 0; t < ZZ_TIER_COUNT; t++) {
-    size_t sum = 0;
-    for (int p = 0; p < ZZ_PURPOSE_COUNT; p++) sum += peak[t][p];
-    char a[32], b[32];
-    fprintf(f, "%s %s %s of %s planned", t ? "," : ":", t == ZZ_TIER_GPU ? "device" : zz_tier_name((zz_tier)t),
-            zz_format_bytes(sum, a, sizeof a), zz_format_bytes(zz_memplan_tier_total(plan, (zz_tier)t), b, sizeof b));
-  }
-  fprintf(f, "\n");
 }

@@ -15,7 +15,7 @@ int zz_cmd_perplexity(const zz_opts *o) {
   zz_model model = {0};
   zz_checkpoint *ck = NULL;
   zz_tokenizer *tok = NULL;
-  zz_setup su = {0};
+  zz_run run = {0};
   int32_t *ids = NULL;
   zz_ppl r = {0};
   zz_status st = ZZ_OK;
@@ -42,17 +42,16 @@ int zz_cmd_perplexity(const zz_opts *o) {
     goto done;
   }
   zz_shape shape = {.prompt_len = 1, .gen_len = w};
-  ZZ_CHECK_GOTO(zz_setup_policy(&su, o, false, &model, &shape), st, done); /* no --hw for perplexity */
-  ZZ_CHECK_GOTO(zz_setup_engine(&su, &model, ck, &shape), st, done);
-  ZZ_CHECK_GOTO(zz_perplexity(su.eng, ids, n, &r), st, done);
+  ZZ_CHECK_GOTO(zz_run_open(&run, o, false, &model, ck, &shape), st, done); /* no --hw for perplexity */
+  ZZ_CHECK_GOTO(zz_perplexity(run.eng, ids, n, &r), st, done);
   char pol[256];
   printf("perplexity %.4f over %lld tokens (%lld windows of up to %lld) policy: %s\n", r.ppl, (long long)r.tokens,
-         (long long)r.windows, (long long)w, zz_policy_str(zz_engine_policy(su.eng), pol, sizeof pol));
+         (long long)r.windows, (long long)w, zz_policy_str(zz_engine_policy(run.eng), pol, sizeof pol));
 done:
   if (st != ZZ_OK) fprintf(stderr, "zigzag perplexity: %s\n", zz_error_message());
   zz_ppl_free(&r);
   free(ids);
-  zz_setup_free(&su);
+  zz_run_free(&run);
   zz_tokenizer_free(tok);
   zz_checkpoint_close(ck);
   zz_model_free(&model);

@@ -27,19 +27,18 @@
 #include "zz_stage.h"
 
 typedef struct zz_pipe {
-  zz_opts o; /* as the job resolved them */
+  const zz_opts *o; /* as parsed; read only */
   bool bench;
   int rank, size, groups;
-  zz_job job; /* rank 0: the files; every rank: model, checkpoint, shape, policy */
+  int max_new; /* new tokens per sequence: --max-new-tokens, bench's --gen-len */
+  zz_job job;  /* rank 0: the files; every rank: model, checkpoint, shape */
+  zz_run run;  /* this rank's policy, device kind and threads, its device and its engine (its slice) */
   zz_binding bind;
   bool bound;
   zz_stage *st;
   zz_stage_comm comm; /* --comm */
-  zz_device *dev;
-  zz_engine *eng;
   zz_engine_stage *es;
   int *bounds;          /* [size + 1] layers of rank r: [bounds[r], bounds[r + 1]) */
-  char pline[256];      /* --hw, no policy given: this rank's planned policy (o.policy points here) */
   double predicted;     /* --hw, no policy given: the planner's pipeline total tokens/s (0: not planned) */
   bool planned;         /* --hw, no policy given, no --layers: the planner's pipeline runs */
   zz_pipeline_plan *pp; /* planned: rank 0's plan, broadcast to every rank */
@@ -79,7 +78,7 @@ static zz_status zz_pipe_finished(void *ctx, const zz_request *req, const zz_res
  * ends the pipeline at the next item. */
 static zz_status zz_pipe_step_hook(void *ctx, int64_t block, int step, int group) {
   zz_pipe *p = ctx;
-  ZZ_CHECK(zz_fault_at_step(&p->fault, p->rank, p->o.max_new_tokens, block, step, group));
+  ZZ_CHECK(zz_fault_at_step(&p->fault, p->rank, p->o->max_new_tokens, block, step, group));
   return zz_check_stop();
 }
 
@@ -89,19 +88,20 @@ static zz_status zz_pipe_step_hook(void *ctx, int64_t block, int step, int group
  * `zigzag plan --ranks m --hw FILE` does, for every rank; with --hw and a policy,
  * rank 0 reads the file for its split (zz_pipe_device). */
 static zz_status zz_pipe_plan_root(zz_pipe *p) {
-  if (p->bench && p->o.gen_len < 2)
+  const zz_opts *o = p->o;
+  if (p->bench && o->gen_len < 2)
     return zz_error(ZZ_ERR_INVALID_ARG, "bench: --gen-len must be at least 2 (decode throughput needs a decode step)");
   if (zz_fault_commit_block(&p->fault, p->rank) < 0) p->job.kill_after = -1; /* the step hook fails instead */
-  ZZ_CHECK(zz_stage_comm_parse(p->o.comm ? p->o.comm : "mpi", &p->comm));
+  ZZ_CHECK(zz_stage_comm_parse(o->comm ? o->comm : "mpi", &p->comm));
   if (!(p->bounds = calloc((size_t)p->size + 1, sizeof *p->bounds))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
-  bool given = p->o.policy || p->o.policy_flags_given;
-  p->planned = !p->o.layers && p->o.hw && !given;
+  bool given = o->policy || o->policy_flags_given;
+  p->planned = !o->layers && o->hw && !given;
   if (!p->planned) /* rank 0's split for the given policy prices it on the file's machine */
-    return p->o.hw && !p->o.layers && p->rank == 0 ? zz_hw_load(p->o.hw, &p->hw) : ZZ_OK;
+    return o->hw && !o->layers && p->rank == 0 ? zz_hw_load(o->hw, &p->hw) : ZZ_OK;
   if (!(p->pp = calloc(1, sizeof *p->pp))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   /* T: the user's, or the plan's choice (taken after the broadcast) */
-  return zz_opts_plan_pipeline(&p->o, &p->job.model, &p->job.shape, p->size, p->o.num_inner_iterations,
-                               p->rank == 0 ? p->pp : NULL, &p->hw);
+  return zz_run_plan_pipeline(o, &p->job.model, &p->job.shape, p->size, o->num_inner_iterations,
+                              p->rank == 0 ? p->pp : NULL, &p->hw);
 }
 
 /* Planned: this rank takes its part of rank 0's plan (broadcast), and the thread
@@ -109,13 +109,11 @@ static zz_status zz_pipe_plan_root(zz_pipe *p) {
 static zz_status zz_pipe_take_plan(zz_pipe *p) {
   zz_pipeline_plan *pp = p->pp;
   memcpy(p->bounds, pp->bounds, (size_t)(p->size + 1) * sizeof *p->bounds);
-  zz_policy_str(&pp->rank[p->rank].policy, p->pline, sizeof p->pline);
-  p->o.policy = p->pline;
-  p->o.device = zz_hw_run_device(&p->hw, p->o.device); /* --device auto: the device the plan was made for */
+  ZZ_CHECK(zz_run_take_policy(&p->run, &pp->rank[p->rank].policy));
+  p->run.device = zz_hw_run_device(&p->hw, p->o->device); /* --device auto: the device the plan was made for */
   p->predicted = pp->total_tps;
-  ZZ_CHECK(zz_opts_policy(&p->o, &p->job.pol));
   zz_threads th = zz_plan_threads(&p->hw, p->bound ? p->bind.ncores : 0);
-  if (zz_opts_take_threads(&p->o, &p->o, &th))
+  if (zz_run_take_threads(&p->run, p->o, &th))
     fprintf(stderr,
             "zigzag: rank %d: threads from the plan for its %d cores: GEMM %d, CPU attention %d, I/O lanes "
             "%d x 1 (--threads, --attn-threads override)\n",
@@ -126,7 +124,7 @@ static zz_status zz_pipe_take_plan(zz_pipe *p) {
     FILE *f = open_memstream(&buf, &len);
     if (f) {
       fprintf(f, "zigzag: no policy given: the planner's pipeline for %s on %d ranks, %d groups (--hw %s)\n",
-              p->job.model.cfg.name, p->size, p->groups, p->o.hw);
+              p->job.model.cfg.name, p->size, p->groups, p->o->hw);
       fprintf(f, "zigzag: layers:");
       for (int r = 0; r < p->size; r++) fprintf(f, " rank %d [%d, %d)", r, pp->bounds[r], pp->bounds[r + 1]);
       fprintf(f, "\n");
@@ -153,19 +151,20 @@ static zz_status zz_pipe_take_plan(zz_pipe *p) {
  * engine plans its slice. */
 static zz_status zz_pipe_comm(zz_pipe *p) {
   if (p->comm == ZZ_STAGE_COMM_MPI) return ZZ_OK;
-  int64_t bls = (int64_t)p->job.pol.gpu_batch_size * p->job.pol.num_gpu_batches;
-  size_t max_hidden = zz_hidden_bytes(p->job.model.cfg.hidden, zz_device_describe(p->dev)->compute_dtype, bls,
+  int64_t bls = (int64_t)p->run.pol.gpu_batch_size * p->run.pol.num_gpu_batches;
+  size_t max_hidden = zz_hidden_bytes(p->job.model.cfg.hidden, zz_device_describe(p->run.dev)->compute_dtype, bls,
                                       p->job.shape.prompt_len);
-  return zz_stage_use_comm(p->st, p->comm, p->dev, max_hidden);
+  return zz_stage_use_comm(p->st, p->comm, p->run.dev, max_hidden);
 }
 
-/* Every rank opens the job (rank 0: the files, every prompt checked); the shape
- * is then rank 0's (the longest prompt to run), so every rank splits and plans
- * for the same one. */
+/* Every rank opens the job (rank 0: the files, every prompt checked) for the
+ * shape the command asks (bench: --prompt-len and --gen-len); the shape is then
+ * rank 0's (the longest prompt to run), so every rank splits and plans for the
+ * same one. */
 static zz_status zz_pipe_open(zz_pipe *p) {
-  ZZ_CHECK(zz_job_open(&p->job, &p->o, !p->bench && p->rank == 0));
-  p->o = p->job.opts;
-  return ZZ_OK;
+  const zz_opts *o = p->o;
+  zz_shape asked = {.prompt_len = p->bench ? o->prompt_len : o->max_prompt_len, .gen_len = p->max_new};
+  return zz_job_open(&p->job, o, asked, !p->bench && p->rank == 0);
 }
 
 /* This rank's GPU: its local rank on its node, round-robin over the GPUs there. */
@@ -180,27 +179,29 @@ static int zz_pipe_gpu(void) {
  * for the given policy, on the --hw file's machine or the nominal one. */
 static zz_status zz_pipe_device(zz_pipe *p) {
   const zz_model *m = &p->job.model;
+  const zz_opts *o = p->o;
   if (p->planned) ZZ_CHECK(zz_pipe_take_plan(p));
-  ZZ_CHECK(zz_opts_device_at(&p->o, strcmp(p->o.device, "cpu") == 0 ? 0 : zz_pipe_gpu(), &p->dev));
-  ZZ_CHECK(zz_stage_comm_check(p->comm, p->dev));
-  if (p->o.layers) return zz_opts_parse_layers(p->o.layers, m->n_layers, p->size, p->bounds);
+  ZZ_CHECK(zz_run_device(&p->run, o, strcmp(p->run.device, "cpu") == 0 ? 0 : zz_pipe_gpu()));
+  ZZ_CHECK(zz_stage_comm_check(p->comm, p->run.dev));
+  if (o->layers) return zz_opts_parse_layers(o->layers, m->n_layers, p->size, p->bounds);
   if (p->planned || p->rank != 0) return ZZ_OK;
-  const zz_device_desc *d = zz_device_describe(p->dev);
+  const zz_device_desc *d = zz_device_describe(p->run.dev);
   zz_hw nominal;
-  if (!p->o.hw) zz_hw_nominal(d->name, &nominal);
+  if (!o->hw) zz_hw_nominal(d->name, &nominal);
   zz_planner_opts run; /* the device's own options, priced as it runs them */
   zz_planner_opts_default(&run);
   run.bf16_weights = d->bf16_weights, run.cpu_act = d->cpu_act;
-  return zz_plan_split(m, p->o.hw ? &p->hw : &nominal, &p->job.shape, &p->job.pol, &run, p->size, p->groups, p->bounds);
+  return zz_plan_split(m, o->hw ? &p->hw : &nominal, &p->job.shape, &p->run.pol, &run, p->size, p->groups, p->bounds);
 }
 
 /* Each rank's slice planned against its own tiers before anything is allocated. */
 static zz_status zz_pipe_check(zz_pipe *p) {
   const zz_model *m = &p->job.model;
   zz_engine_opts eo;
-  ZZ_CHECK(zz_opts_engine_opts(&p->o, &p->job.shape, p->bounds[p->rank], p->bounds[p->rank + 1], p->groups, &eo));
+  ZZ_CHECK(
+      zz_run_engine_opts(&p->run, p->o, &p->job.shape, p->bounds[p->rank], p->bounds[p->rank + 1], p->groups, &eo));
   zz_memplan plan;
-  zz_status s = zz_engine_plan_check(zz_device_describe(p->dev), m, &eo, &plan);
+  zz_status s = zz_engine_plan_check(zz_device_describe(p->run.dev), m, &eo, &plan);
   if (s != ZZ_OK)
     return zz_error(s, "layers [%d, %d) of %d, %d groups: %s", eo.layer_begin, eo.layer_end, m->n_layers, p->groups,
                     zz_error_message());
@@ -210,23 +211,24 @@ static zz_status zz_pipe_check(zz_pipe *p) {
 
 static zz_status zz_pipe_build(zz_pipe *p) {
   zz_engine_opts eo;
-  ZZ_CHECK(zz_opts_engine_opts(&p->o, &p->job.shape, p->bounds[p->rank], p->bounds[p->rank + 1], p->groups, &eo));
+  ZZ_CHECK(
+      zz_run_engine_opts(&p->run, p->o, &p->job.shape, p->bounds[p->rank], p->bounds[p->rank + 1], p->groups, &eo));
   char who[96];
   snprintf(who, sizeof who, "rank %d: layers [%d, %d) of %d, %d groups; ", p->rank, eo.layer_begin, eo.layer_end,
            p->job.model.n_layers, p->groups);
-  ZZ_CHECK(zz_opts_engine_slice(p->dev, &p->job.model, p->job.ck, &eo, who, &p->eng));
-  zz_engine_stage_config ec = {.engine = p->eng,
-                               .device = p->dev,
-                               .max_new_tokens = p->bench ? p->o.gen_len : p->o.max_new_tokens,
+  ZZ_CHECK(zz_run_engine(&p->run, &p->job.model, p->job.ck, &eo, who));
+  zz_engine_stage_config ec = {.engine = p->run.eng,
+                               .device = p->run.dev,
+                               .max_new_tokens = p->max_new,
                                .ignore_eos = p->bench,
-                               .sampling = zz_opts_sampling(&p->o),
+                               .sampling = zz_opts_sampling(p->o),
                                .next = zz_pipe_next,
                                .finished = zz_pipe_finished,
                                .step_hook = zz_pipe_step_hook,
                                .ctx = p};
   ZZ_CHECK(zz_engine_stage_create(&ec, &p->es));
   if (p->rank != 0) return ZZ_OK;
-  int64_t cap = (int64_t)p->groups * p->job.pol.gpu_batch_size * p->job.pol.num_gpu_batches;
+  int64_t cap = (int64_t)p->groups * p->run.pol.gpu_batch_size * p->run.pol.num_gpu_batches;
   if (p->bench) return ZZ_OK;
   return zz_job_start(&p->job, cap);
 }
@@ -237,7 +239,7 @@ static void zz_pipe_report_peaks(const zz_pipe *p) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return;
-  zz_report_peaks(p->eng, f);
+  zz_report_peaks(p->run.eng, f);
   fclose(f);
   if (buf && len > 8) fprintf(stderr, "zigzag: rank %d:%s", p->rank, buf + strlen("zigzag:"));
   free(buf);
@@ -255,8 +257,8 @@ static zz_status zz_pipe_bench_run(zz_pipe *p, zz_request req) {
  * of T x gbs x num_gb prompts; throughput at rank 0 as one process reports it, and
  * each rank's busy, bubble and bytes per token over the measured block. */
 static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
-  const zz_opts *o = &p->o;
-  int64_t b = (int64_t)p->groups * p->job.pol.gpu_batch_size * p->job.pol.num_gpu_batches, one = 1;
+  const zz_opts *o = p->o;
+  int64_t b = (int64_t)p->groups * p->run.pol.gpu_batch_size * p->run.pol.num_gpu_batches, one = 1;
   int32_t **ids = NULL;
   int64_t *lens = NULL;
   zz_status s = ZZ_OK;
@@ -286,13 +288,13 @@ static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
     double rate[3];
     zz_bench_rates(b, o->prompt_len, o->gen_len, &p->bres, rate);
     char pbuf[256];
-    zz_policy_str(&p->job.pol, pbuf, sizeof pbuf);
+    zz_policy_str(&p->run.pol, pbuf, sizeof pbuf);
     if (o->json) {
       printf("{\"model\": \"%s\", \"device\": \"%s\", \"ranks\": %d, \"groups\": %d, \"prompt_len\": %d, "
              "\"gen_len\": %d, \"batch\": %lld, \"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, "
              "\"total_tok_s\": %.3f, \"prefill_s\": %.4f, \"decode_s\": %.4f, \"policy\": \"%s\", \"predicted\": %.3f, "
              "\"stages\": [",
-             p->job.cfg.name, zz_device_describe(p->dev)->name, p->size, p->groups, o->prompt_len, o->gen_len,
+             p->job.cfg.name, zz_device_describe(p->run.dev)->name, p->size, p->groups, o->prompt_len, o->gen_len,
              (long long)b, rate[0], rate[1], rate[2], p->bres.prefill_s, p->bres.decode_s, pbuf, p->predicted);
       for (int r = 0; r < p->size; r++)
         printf("%s{\"rank\": %d, \"layers\": [%d, %d], \"busy_s\": %.4f, \"bubble_s\": %.4f, \"total_s\": %.4f, "
@@ -304,7 +306,7 @@ static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
     } else {
       printf("zigzag bench: %s on %s, %d ranks, %d groups, %lld prompts x %d tokens, %d new tokens each "
              "(warm-up excluded)\n",
-             p->job.cfg.name, zz_device_describe(p->dev)->name, p->size, p->groups, (long long)b, o->prompt_len,
+             p->job.cfg.name, zz_device_describe(p->run.dev)->name, p->size, p->groups, (long long)b, o->prompt_len,
              o->gen_len);
       printf("  policy     %s (%s)\n", pbuf,
              p->predicted > 0 ? "rank 0's; each rank's planned for its slice" : "per rank");
@@ -329,7 +331,8 @@ static zz_status zz_pipe_bench(zz_pipe *p, int *rc) {
 /* ---------------------------------------------------------------- the command */
 
 int zz_cmd_pipe(const zz_opts *opts) {
-  zz_pipe pp = {.o = *opts, .bench = strcmp(opts->command, "bench") == 0}, *p = &pp;
+  bool bench = strcmp(opts->command, "bench") == 0;
+  zz_pipe pp = {.o = opts, .bench = bench, .max_new = bench ? opts->gen_len : opts->max_new_tokens}, *p = &pp;
   int provided = 0, rc = 1;
   if (!pp.bench && (!opts->prompts || !opts->out)) {
     fprintf(stderr, "zigzag generate: --prompts and --out are required (see zigzag --help)\n");
@@ -342,23 +345,20 @@ int zz_cmd_pipe(const zz_opts *opts) {
   zz_set_fatal_hook(zz_pipe_abort_hook);
   MPI_Comm_rank(MPI_COMM_WORLD, &p->rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p->size);
-  if (p->bench) { /* bench's shape as the job sizes it */
-    p->o.max_prompt_len = p->o.prompt_len;
-    p->o.max_new_tokens = p->o.gen_len;
-  }
   /* T for the stage's tag space until a plan (if any) says otherwise */
-  p->groups = zz_pipe_groups(p->size, p->o.num_inner_iterations);
+  p->groups = zz_pipe_groups(p->size, opts->num_inner_iterations);
   zz_catch_stop_signals();
   zz_status s = ZZ_OK;
-  p->fault = zz_fault_inject_of(&p->o);
-  int gpu = strcmp(p->o.device, "cuda") == 0 ? zz_pipe_gpu() : -1;
+  p->fault = zz_fault_inject_of(opts);
+  zz_run_init(&p->run, opts); /* the options' policy, device and threads until a plan says otherwise */
+  int gpu = strcmp(opts->device, "cuda") == 0 ? zz_pipe_gpu() : -1;
   if (s == ZZ_OK) s = zz_binding_init(MPI_COMM_WORLD, gpu, &p->bind);
   p->bound = s == ZZ_OK;
   zz_stage_config cfg;
   zz_stage_config_default(&cfg);
   cfg.groups = p->groups;
-  cfg.peer_timeout = p->o.peer_timeout;
-  cfg.max_new_tokens = p->o.max_new_tokens;
+  cfg.peer_timeout = opts->peer_timeout;
+  cfg.max_new_tokens = p->max_new;
   if (s == ZZ_OK) s = zz_stage_create(MPI_COMM_WORLD, &cfg, &p->st);
   if (s != ZZ_OK) { /* no stage to stop the others with: the launcher does */
     fprintf(stderr, "zigzag: rank %d: %s: %s\n", p->rank, zz_status_str(s), zz_error_message());
@@ -375,10 +375,10 @@ int zz_cmd_pipe(const zz_opts *opts) {
     p->groups = p->pp->groups;
     s = zz_stage_agree(p->st, zz_stage_set_groups(p->st, p->groups));
   }
-  if (s == ZZ_OK && p->o.plan_trace)
+  if (s == ZZ_OK && opts->plan_trace)
     fprintf(stderr, "zigzag: rank %d: planner searches run here: %d\n", p->rank, zz_planner_searches());
   if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_device(p));
-  if (s == ZZ_OK && !p->planned && !p->o.layers)
+  if (s == ZZ_OK && !p->planned && !opts->layers)
     s = zz_stage_bcast(p->st, p->bounds, (int)((size_t)(p->size + 1) * sizeof *p->bounds), 0);
   if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_check(p));
   if (s == ZZ_OK && p->comm != ZZ_STAGE_COMM_MPI) s = zz_stage_agree(p->st, zz_pipe_comm(p));
@@ -395,8 +395,7 @@ int zz_cmd_pipe(const zz_opts *opts) {
   zz_stage_destroy(p->st);
   if (p->bound) zz_binding_free(&p->bind);
   zz_engine_stage_destroy(p->es);
-  zz_engine_destroy(p->eng);
-  zz_device_destroy(p->dev);
+  zz_run_free(&p->run);
   zz_job_close(&p->job);
   free(p->bounds);
   free(p->pp);

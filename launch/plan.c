@@ -40,7 +40,7 @@ static zz_status zz_plan_hw(const zz_opts *o, zz_hw *hw) {
   return zz_profile_run(&po, hw);
 }
 
-static zz_status zz_opts_planner(const zz_opts *o, const zz_hw *hw, zz_planner_opts *po) {
+zz_status zz_opts_planner(const zz_opts *o, zz_planner_opts *po) {
   zz_planner_opts_default(po);
   po->shape = (zz_shape){o->prompt_len, o->gen_len};
   ZZ_CHECK(zz_parse_bytes(o->gpu_mem, &po->cap[ZZ_TIER_GPU]));
@@ -53,65 +53,6 @@ static zz_status zz_opts_planner(const zz_opts *o, const zz_hw *hw, zz_planner_o
   po->allow_compression = !o->no_compression;
   po->bf16_weights = o->cpu_dtype && strcmp(o->cpu_dtype, "bf16") == 0; /* as the user gave it, never chosen */
   po->cpu_act = zz_opts_cpu_act(o);                                     /* likewise */
-  (void)hw;
-  return ZZ_OK;
-}
-
-/* A run's --hw file, read and checked against the machine the run is on (it
- * runs here, unlike `zigzag plan`'s), and the planner's options for shape. */
-static zz_status zz_opts_plan_here(const zz_opts *o, const zz_shape *shape, zz_hw *hw, zz_planner_opts *po) {
-  ZZ_CHECK(zz_hw_load(o->hw, hw));
-  ZZ_CHECK(zz_opts_planner(o, hw, po));
-  ZZ_CHECK(zz_hw_check_here(hw, o->hw, o->device, po->cap[ZZ_TIER_CPU], po->cap[ZZ_TIER_GPU]));
-  po->shape = *shape;
-  return ZZ_OK;
-}
-
-zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_shape *shape, int ranks, int groups,
-                                zz_pipeline_plan *out, zz_hw *hw_out) {
-  zz_hw hw;
-  zz_planner_opts po;
-  ZZ_CHECK(zz_opts_plan_here(o, shape, &hw, &po));
-  po.n_groups = groups;
-  if (hw_out) *hw_out = hw;
-  return out ? zz_pipe_plan_search(m, &hw, &po, ranks, out) : ZZ_OK;
-}
-
-bool zz_opts_take_threads(zz_opts *out, const zz_opts *given, const zz_threads *th) {
-  bool gemm = !given->threads && th->gemm, attn = !given->attn_threads; /* th->gemm is 0 beside a GPU */
-  zz_threads here = zz_plan_threads_here(th);                           /* at most this process's cores */
-  if (gemm) out->threads = here.gemm;
-  if (attn) out->attn_threads = here.attn;
-  return gemm || attn;
-}
-
-zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shape *shape, zz_opts *out, char *line,
-                              size_t len, zz_plan *pred) {
-  zz_hw hw;
-  zz_planner_opts po;
-  ZZ_CHECK(zz_opts_plan_here(o, shape, &hw, &po));
-  *out = *o;
-  out->device = zz_hw_run_device(&hw, o->device); /* --device auto: the device the plan was made for */
-  bool given = o->policy || o->policy_flags_given;
-  if (given) {
-    zz_policy pol;
-    ZZ_CHECK(zz_opts_policy(o, &pol));
-    ZZ_CHECK(zz_plan_eval(m, &hw, &po, &pol, pred));
-  } else {
-    ZZ_CHECK(zz_plan_search(m, &hw, &po, pred));
-    zz_policy_str(&pred->policy, line, len);
-    out->policy = line;
-    fprintf(stderr, "zigzag: no policy given: the planner's for %s (--hw %s): %s\n", m->cfg.name, o->hw, line);
-  }
-  /* LM-Offload's thread control: the split the plan assumed, where none is given;
-   * the binding the caller applies before its device starts (zz_run_bind) */
-  zz_threads th = pred->cost.threads;
-  if (zz_opts_take_threads(out, o, &th))
-    fprintf(stderr,
-            "zigzag: threads from the plan: GEMM %d, CPU attention %d, I/O lanes %d x 1 (--threads, "
-            "--attn-threads override)\n",
-            out->threads, out->attn_threads, th.io);
-  pred->bind = zz_plan_binding(&hw, o->threads || o->attn_threads);
   return ZZ_OK;
 }
 
@@ -194,13 +135,12 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
   /* a given policy (--policy or its flags) is planned around: every rank runs it
    * on the split it implies, or the plan is refused naming the rank */
   bool given = o->policy || o->policy_flags_given;
-  zz_policy pol;
+  const zz_policy *pol = &o->pol;
   zz_pipeline_plan *p = malloc(sizeof *p), *more = malloc(sizeof *more), *fewer = malloc(sizeof *fewer),
                    *one = malloc(sizeof *one);
   zz_status st = p && more && fewer && one ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "plan: out of memory");
-  if (st == ZZ_OK && given) st = zz_opts_policy(o, &pol);
 #define ZZ_PIPE_PLAN(k, out)                                                                                           \
-  (given ? zz_pipe_plan_eval(m, hw, po, (k), &pol, (out)) : zz_pipe_plan_search(m, hw, po, (k), (out)))
+  (given ? zz_pipe_plan_eval(m, hw, po, (k), pol, (out)) : zz_pipe_plan_search(m, hw, po, (k), (out)))
   double t0 = zz_now();
   if (st == ZZ_OK) st = ZZ_PIPE_PLAN(M, p);
   double dt = zz_now() - t0;
@@ -315,7 +255,7 @@ int zz_cmd_plan(const zz_opts *o) {
                                       o->num_inner_iterations));
   zz_status st = zz_setup_model(o, 0, &cfg, &m, NULL, NULL);
   if (st == ZZ_OK) st = zz_plan_hw(o, &hw);
-  if (st == ZZ_OK) st = zz_opts_planner(o, &hw, &po);
+  if (st == ZZ_OK) st = zz_opts_planner(o, &po);
   if (st == ZZ_OK && (int64_t)o->prompt_len + o->gen_len > cfg.max_pos)
     st = zz_error(ZZ_ERR_INVALID_ARG, "plan: prompt length %d + generation length %d exceed %s's %lld positions",
                   o->prompt_len, o->gen_len, cfg.name, (long long)cfg.max_pos);
@@ -331,9 +271,7 @@ int zz_cmd_plan(const zz_opts *o) {
   zz_plan plan;
   bool given = o->policy || o->policy_flags_given; /* predict that policy instead of searching */
   if (given) {
-    zz_policy pol;
-    st = zz_opts_policy(o, &pol);
-    if (st == ZZ_OK) st = zz_plan_eval(&m, &hw, &po, &pol, &plan);
+    st = zz_plan_eval(&m, &hw, &po, &o->pol, &plan);
   } else {
     st = zz_plan_search(&m, &hw, &po, &plan);
   }

@@ -1,17 +1,14 @@
 /*
- * setup.c — the one setup sequence of every command: options → the model (config,
- * weights, tokenizer) → the policy (with --hw the planner's, its threads and
- * binding) → the device → the engine. generate, bench, perplexity and plan call
- * these steps instead of each writing the sequence again; a command checks its own
- * arguments between them (generate reads and checks every prompt after the model
- * and before the weights are loaded into an engine).
+ * setup.c — the model every command opens from --model: config.json or the preset,
+ * the model, and as the command asks the checkpoint and the tokenizer. generate
+ * (launch/job.c), bench, perplexity and plan open it here; what runs it is the run
+ * (launch/run.c).
  */
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "zz_launch.h"
-#include "zz_planner.h"
 
 zz_status zz_setup_model(const zz_opts *o, unsigned what, zz_config *cfg, zz_model *model, zz_checkpoint **ck,
                          zz_tokenizer **tok) {
@@ -34,29 +31,4 @@ zz_status zz_setup_model(const zz_opts *o, unsigned what, zz_config *cfg, zz_mod
       ZZ_CHECK(zz_tokenizer_load(o->model, tok));
   }
   return ZZ_OK;
-}
-
-zz_status zz_setup_policy(zz_setup *s, const zz_opts *o, bool plan, const zz_model *m, const zz_shape *shape) {
-  s->opts = *o;
-  if (plan && o->hw) { /* --hw: the planner's policy when none is given, for the engine's shape */
-    ZZ_CHECK(zz_opts_plan_policy(o, m, shape, &s->opts, s->pline, sizeof s->pline, &s->pred));
-    zz_run_bind(&s->pred.bind); /* before the device starts its threads */
-    s->predicted = true;
-  }
-  return zz_opts_policy(&s->opts, &s->pol);
-}
-
-zz_status zz_setup_engine(zz_setup *s, const zz_model *m, const zz_checkpoint *ck, const zz_shape *shape) {
-  ZZ_CHECK(zz_opts_device(&s->opts, &s->dev));
-  double t0 = zz_now();
-  ZZ_CHECK(zz_opts_engine(&s->opts, s->dev, m, ck, shape, &s->eng));
-  s->load_s = zz_now() - t0;
-  return ZZ_OK;
-}
-
-void zz_setup_free(zz_setup *s) {
-  zz_engine_destroy(s->eng);
-  zz_device_destroy(s->dev);
-  s->eng = NULL;
-  s->dev = NULL;
 }

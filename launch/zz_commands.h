@@ -1,19 +1,16 @@
 /*
- * zz_commands.h — the setup sequence every command runs (launch/setup.c), the
- * commands (bench, plan, profile, perplexity, the pipeline) and their reports.
+ * zz_commands.h — the model a command opens (launch/setup.c), the run its options
+ * become (launch/run.c), the commands (bench, plan, profile, perplexity, the
+ * pipeline) and their reports.
  */
 #ifndef ZZ_COMMANDS_H
 #define ZZ_COMMANDS_H
 
 #include "zz_opts.h"
-#include "zz_planner.h" /* zz_plan, which a setup keeps */
+#include "zz_planner.h" /* zz_plan, which a run keeps */
 
-/* The setup sequence every command runs (launch/setup.c): options → model →
- * policy → device → engine, in steps a command checks its own arguments between.
- *   zz_setup s = {0};
- *   zz_setup_model(o, ZZ_SETUP_WEIGHTS, &cfg, &model, &ck, NULL);
- *   zz_setup_policy(&s, o, true, &model, &shape);  zz_setup_engine(&s, &model, ck, &shape);
- *   ... s.eng ...  zz_setup_free(&s); */
+/* The model a command opens (launch/setup.c), before its run:
+ *   zz_setup_model(o, ZZ_SETUP_WEIGHTS, &cfg, &model, &ck, NULL); */
 enum {
   ZZ_SETUP_WEIGHTS = 1,          /* a directory's checkpoint (none with --dummy); a preset needs --dummy */
   ZZ_SETUP_TOKENIZER = 2,        /* the directory's tokenizer, required */
@@ -24,35 +21,52 @@ enum {
  * caller to free. */
 zz_status zz_setup_model(const zz_opts *o, unsigned what, zz_config *cfg, zz_model *model, zz_checkpoint **ck,
                          zz_tokenizer **tok);
-typedef struct zz_setup {
-  zz_opts opts;    /* as the run uses them: with --hw the planner's policy, device and threads */
-  char pline[256]; /* the planner's policy line (opts.policy points here when it chose) */
-  zz_policy pol;   /* the policy that runs */
-  zz_plan pred;    /* predicted: the plan of that policy on the --hw machine */
+/* A run: what the options become, once (launch/run.c). The options are read and
+ * never written; what the run decides (the planner's policy, the device, the
+ * threads) is here.
+ *   zz_run r;
+ *   zz_run_open(&r, o, true, &model, ck, &shape);  ... r.eng ...  zz_run_free(&r); */
+typedef struct zz_run {
+  zz_policy pol;             /* the policy that runs: the options', or with --hw and none given the planner's */
+  char pline[256];           /* the planner's policy line ("" when the options gave the policy) */
+  const char *device;        /* auto, cpu or cuda: --device, or with --hw under auto the file's device */
+  int threads, attn_threads; /* --threads, --attn-threads, or where not given the plan's */
+  zz_plan pred;              /* --hw: the plan of the policy that runs on the file's machine, and its binding */
   bool predicted;
   zz_device *dev;
   zz_engine *eng;
-  double load_s; /* seconds zz_setup_engine took to build the engine (weights loaded) */
-} zz_setup;
-/* s->opts from o; with plan and --hw the planner's policy when none is given
- * (zz_opts_plan_policy) and its binding applied, before any device starts; then
- * the policy. */
-zz_status zz_setup_policy(zz_setup *s, const zz_opts *o, bool plan, const zz_model *m, const zz_shape *shape);
-/* The device, then the engine for shape (printing the policy and the plan). */
-zz_status zz_setup_engine(zz_setup *s, const zz_model *m, const zz_checkpoint *ck, const zz_shape *shape);
+  double load_s; /* seconds the engine took to build (weights loaded) */
+} zz_run;
+/* The whole run of one process: the options' policy, device and threads (with
+ * plan and --hw the planner's where none are given, and its binding applied before
+ * the device starts), the device, the engine for shape (printing the policy and the
+ * plan). On failure what was built stays in r for zz_run_free. */
+zz_status zz_run_open(zz_run *r, const zz_opts *o, bool plan, const zz_model *m, const zz_checkpoint *ck,
+                      const zz_shape *shape);
 /* The engine and the device (NULL after). */
-void zz_setup_free(zz_setup *s);
+void zz_run_free(zz_run *r);
+/* The steps of zz_run_open, which a pipeline's rank takes one at a time, agreeing
+ * with the other ranks between them (launch/pipe.c): */
+/* the options' policy, device and threads; nothing built */
+void zz_run_init(zz_run *r, const zz_opts *o);
+/* a planned policy as the run takes it: its printed line (r->pline), read back */
+zz_status zz_run_take_policy(zz_run *r, const zz_policy *planned);
+struct zz_threads;
+/* a plan's thread split th: each of --threads (th.gemm, 0 beside a GPU) and
+ * --attn-threads that o does not give takes the plan's; whether any did */
+bool zz_run_take_threads(zz_run *r, const zz_opts *o, const struct zz_threads *th);
+/* r->dev: r->device (CUDA device `ordinal` for cuda, a pipeline's local rank) with
+ * r's threads, --gpu-mem, --cpu-dtype and --cpu-act */
+zz_status zz_run_device(zz_run *r, const zz_opts *o, int ordinal);
+/* the engine options of layers [layer_begin, layer_end) (0, 0: all) and groups */
+zz_status zz_run_engine_opts(const zz_run *r, const zz_opts *o, const zz_shape *shape, int layer_begin, int layer_end,
+                             int groups, zz_engine_opts *out);
+/* r->eng from eo, printing the policy and the plan's bytes per tier, prefixed by
+ * who ("" or "rank 1: ") */
+zz_status zz_run_engine(zz_run *r, const zz_model *m, const zz_checkpoint *ck, const zz_engine_opts *eo,
+                        const char *who);
 
 int zz_cmd_bench(const zz_opts *o);
-struct zz_plan;
-struct zz_plan_bind;
-/* With --hw: the options a run uses (out), the planner's policy as out->policy
- * (line, len) when none was given (saying so on stderr), its threads where none
- * are given, and the plan of the policy that runs (pred: prediction and
- * pred->bind, which the caller applies with zz_run_bind before its device starts;
- * nothing is bound here). */
-zz_status zz_opts_plan_policy(const zz_opts *o, const zz_model *m, const zz_shape *shape, zz_opts *out, char *line,
-                              size_t len, struct zz_plan *pred);
 struct zz_pipeline_plan;
 struct zz_hw;
 /* `mpirun ... --hw FILE` with no policy given: the planner's split and each
@@ -61,17 +75,13 @@ struct zz_hw;
  * planner's choice, out->groups); hw_out (or
  * NULL): the hardware file it read and checked. out NULL: read and check only
  * (the ranks that receive rank 0's plan). */
-zz_status zz_opts_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_shape *shape, int ranks, int groups,
-                                struct zz_pipeline_plan *out, struct zz_hw *hw_out);
-struct zz_threads;
-/* The plan's thread split th into out: each of --threads (th.gemm, 0 beside a GPU)
- * and --attn-threads that given does not set takes the plan's; whether any did.
- * out may be given. */
-bool zz_opts_take_threads(zz_opts *out, const zz_opts *given, const struct zz_threads *th);
-/* Applies a plan's binding (stage/bind.c, hwloc) to this process, before its
- * device starts its threads; says on stderr where, or why it is not bound (never
- * fails the run). Does nothing when b->on is false. */
-void zz_run_bind(const struct zz_plan_bind *b);
+zz_status zz_run_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_shape *shape, int ranks, int groups,
+                               struct zz_pipeline_plan *out, struct zz_hw *hw_out);
+struct zz_planner_opts;
+/* The planner's options from the command line: the shape (--prompt-len,
+ * --gen-len), the tiers' capacities, the compression and overlap given, --max-block,
+ * --no-compression, --cpu-dtype and --cpu-act (launch/plan.c). */
+zz_status zz_opts_planner(const zz_opts *o, struct zz_planner_opts *po);
 /* zigzag plan / zigzag profile (launch/plan.c). */
 int zz_cmd_plan(const zz_opts *o);
 int zz_cmd_profile(const zz_opts *o);

@@ -80,14 +80,14 @@ void zz_progress_finish(zz_progress *p);
 /* A generate job's files and prompts (launch/job.c): the one process, or rank 0 of
  * a pipeline. The other ranks open only the model side (files = false). */
 typedef struct zz_job {
-  zz_opts opts; /* the options, max_prompt_len resolved */
-  bool files;   /* holds the prompts, the output and the tokenizer */
+  const zz_opts *o;   /* the options (the caller's, read only) */
+  bool files;         /* holds the prompts, the output and the tokenizer */
+  int max_prompt_len; /* --max-prompt-len, or without it the positions --max-new-tokens leaves */
   zz_config cfg;
   zz_model model;
   zz_checkpoint *ck; /* NULL with --dummy */
   zz_tokenizer *tok; /* NULL without vocab.json */
-  zz_shape shape;    /* max_prompt_len, max_new_tokens */
-  zz_policy pol;
+  zz_shape shape;    /* the longest prompt to run (or --max-prompt-len), the most new tokens a line asks */
   zz_prompt_reader *rd;
   zz_resume_set *done_ids; /* ids already in --out (--resume) */
   zz_resume_set *hashes;   /* every prompt's id and hash (zz_job_scan), each id once */
@@ -108,9 +108,11 @@ typedef struct zz_job {
   struct zz_job_lines *lx;                /* each line's own settings, its completions, its error (launch/job.c) */
 } zz_job;
 
-/* Resolves the model, checkpoint, shape and policy; with files also the tokenizer,
- * the prompt reader and --out (locked; with --resume its ids read). */
-zz_status zz_job_open(zz_job *j, const zz_opts *o, bool files);
+/* Resolves the model, checkpoint and shape for asked (the longest prompt, 0: the
+ * job's longest, and the new tokens the command line asks); with files also the
+ * tokenizer, the prompt reader and --out (locked; with --resume its ids read), every
+ * prompt read and checked. o must outlive the job. */
+zz_status zz_job_open(zz_job *j, const zz_opts *o, zz_shape asked, bool files);
 /* Starts writing --out (truncated unless --resume) and the progress line; blocks of
  * up to cap prompts. Called once nothing else can refuse the job. */
 zz_status zz_job_start(zz_job *j, int64_t cap);

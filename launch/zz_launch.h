@@ -16,6 +16,6 @@
 
 #include "zz_opts.h"     /* the options table and what it builds */
 #include "zz_jobfile.h"  /* --resume, the output file, progress, a job's prompts */
-#include "zz_commands.h" /* the setup sequence, the commands */
+#include "zz_commands.h" /* the model, the run, the commands */
 
 #endif /* ZZ_LAUNCH_H */

@@ -1,7 +1,9 @@
 /*
  * zz_opts.h — the options table of zigzag (launch/options.c, launch/help.c):
  * every option and tunable with its environment variable, default and meaning,
- * and what the options build (policy, device, tiers, engine, sampling).
+ * the parser (the policy read once, o->pol) and the values options name (tiers,
+ * sampling, --cpu-act, --layers). What the options become is the run
+ * (launch/run.c, zz_commands.h).
  */
 #ifndef ZZ_OPTS_H
 #define ZZ_OPTS_H
@@ -45,6 +47,7 @@ typedef struct zz_opts {
   double attn_sparsity; /* a whole number of billionths (zz_sparsity_parse) */
   const char *offload_dir, *cpu_mem, *disk_mem;
   bool policy_flags_given; /* any policy flag on the command line */
+  zz_policy pol;           /* the policy the flags or --policy give, read once by zz_opts_parse */
   /* the pipeline (mpirun with more than one rank) */
   int num_inner_iterations; /* T micro-batch groups; 0 = the number of ranks */
   float peer_timeout;       /* seconds of silence after which a rank is lost */
@@ -102,24 +105,10 @@ bool zz_opts_help_command(FILE *f, const char *cmd);
 void zz_print_version(FILE *f);
 void zz_print_man(FILE *f);
 void zz_print_bash_completion(FILE *f);
-zz_status zz_opts_policy(const zz_opts *o, zz_policy *out);
-zz_status zz_opts_device(const zz_opts *o, zz_device **out);
-/* The same with CUDA device `ordinal` for --device cuda (a pipeline's local rank). */
-zz_status zz_opts_device_at(const zz_opts *o, int ordinal, zz_device **out);
 /* --cpu-act as the device and the planner take it (the row's words, checked at parse). */
 zz_cpu_act zz_opts_cpu_act(const zz_opts *o);
 /* --cpu-mem, --disk-mem, --offload-dir (the GPU capacity is the device's). */
 zz_status zz_opts_tiers(const zz_opts *o, zz_tiers *out);
-/* Builds the engine the options describe, printing the policy and the plan's
- * bytes per tier on stderr when verbose. */
-zz_status zz_opts_engine(const zz_opts *o, zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
-                         const zz_shape *shape, zz_engine **out);
-/* The engine options for layers [layer_begin, layer_end) (0, 0: all) and groups. */
-zz_status zz_opts_engine_opts(const zz_opts *o, const zz_shape *shape, int layer_begin, int layer_end, int groups,
-                              zz_engine_opts *out);
-/* Builds an engine from eo, printing the same line, prefixed by who ("" or "rank 1: "). */
-zz_status zz_opts_engine_slice(zz_device *dev, const zz_model *m, const zz_checkpoint *ck, const zz_engine_opts *eo,
-                               const char *who, zz_engine **out);
 /* --layers "a,b,c": bounds[nranks + 1] of the slices of nlayers layers over nranks
  * ranks (bounds[0] = 0, bounds[nranks] = nlayers). */
 zz_status zz_opts_parse_layers(const char *text, int nlayers, int nranks, int *bounds);

@@ -115,7 +115,7 @@ zz_threads zz_plan_threads(const zz_hw *hw, int cores);
  * predicted. */
 zz_threads zz_plan_threads_here(const zz_threads *th);
 
-/* How the runtime binds the process that runs a plan (stage/bind.c applies it,
+/* How the runtime binds the process that runs a plan (runtime/bind.c applies it,
  * before the device starts its threads; the planner only decides). */
 typedef struct zz_plan_bind {
   bool on;         /* bind: the plan's thread split runs (no --threads / --attn-threads given) */

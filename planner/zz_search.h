@@ -44,7 +44,7 @@ void zz_planner_caps(const zz_hw *hw, const zz_planner_opts *o, size_t cap[ZZ_TI
 
 /* The planner's answer for one process or one rank's slice: the policy, its
  * prediction (cost.threads: the thread split it assumed, zz_plan_threads), and
- * for a run the binding (zz_opts_plan_policy fills it; the runtime applies it).
+ * for a run the binding (a run fills it, launch/run.c; the runtime applies it).
  * A pipeline's plan adds the layer cuts (zz_pipeline_plan). Plain data: a
  * pipeline broadcasts it from rank 0. */
 typedef struct zz_plan {

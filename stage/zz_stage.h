@@ -43,6 +43,7 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include "zz_bind.h" /* zz_binding: hwloc, runtime/bind.c */
 #include "zz_runtime.h"
 
 #ifdef __cplusplus
@@ -59,28 +60,12 @@ zz_status zz_mpi_status(int rc, const char *fmt, ...) __attribute__((format(prin
 
 /* ================================================================ binding */
 
-/* Where hwloc bound this rank. */
-typedef struct zz_binding {
-  int numa_node;  /* logical index of the NUMA node bound to, -1 when unknown */
-  int ncores;     /* cores in the cpuset, at most the cgroup's quota rounded up (threads for GEMM, CPU attention) */
-  int shared;     /* 1 when this rank's cores are shared with other local ranks */
-  int local_rank; /* rank among the ranks of this machine */
-  int local_size; /* ranks on this machine */
-  char cpus[128]; /* the cpuset as a list of PUs, "0-3,8-11" */
-  char note[384]; /* why it bound there ("nearest GPU 0000:3b:00.0", "spread: ...") */
-  void *cpuset;   /* hwloc_bitmap_t, owned: the cores bound to */
-  void *topology; /* hwloc_topology_t, owned */
-} zz_binding;
-
 /* Binds the calling process to the NUMA node nearest CUDA device gpu_ordinal (when
  * >= 0 and found), else spreads this machine's ranks over its NUMA nodes; ranks on a
  * node get disjoint cores (shared, and said so, when too few). Collective over comm
  * (MPI_COMM_TYPE_SHARED). Prints `zigzag: rank R (host H): bound to cores ..., NUMA node ...`. */
 zz_status zz_binding_init(MPI_Comm comm, int gpu_ordinal, zz_binding *out);
-/* The same for a process alone on its machine (no MPI): the whole NUMA node
- * nearest the GPU (or the first node with cores); prints the same line. */
-zz_status zz_binding_init_local(int gpu_ordinal, zz_binding *out);
-void zz_binding_free(zz_binding *b);
+/* (zz_binding_free, and a process alone: zz_binding_init_local, in zz_bind.h) */
 
 /* ================================================================ the stage */
 

@@ -783,7 +783,7 @@ else
   ok "# skip cgroup checks: not root or no writable cgroup v1 memory/cpu/cpuset"
 fi
 
-# one setup sequence (launch/setup.c): bench and generate refuse a preset without --dummy in the same words
+# one model setup (zz_setup_model, launch/setup.c): bench and generate refuse a preset without --dummy in the same words
 zz bench --model opt-125m --device cpu --prompt-len 4 --gen-len 2
 check "bench: a preset without --dummy is refused as generate refuses it" \
   eval '[ "$RC" -ne 0 ] && has "--model opt-125m is a preset: add --dummy" err'

@@ -30,10 +30,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
   zz_opts o;
   zz_opts_defaults(&o);
   if (zz_opts_parse(argc, argv, &o) == 0) {
-    zz_policy p;
     zz_tiers t;
     zz_cpu_isa isa;
-    if (zz_opts_policy(&o, &p) != ZZ_OK || zz_opts_tiers(&o, &t) != ZZ_OK || zz_opts_cpu_isa(&o, &isa) != ZZ_OK)
+    if (zz_policy_check(&o.pol) != ZZ_OK || zz_opts_tiers(&o, &t) != ZZ_OK || zz_opts_cpu_isa(&o, &isa) != ZZ_OK)
       abort(); /* parse checked them */
   }
   /* --layers as the pipeline reads it, over 1 to 4 ranks of 8 layers: refused or

@@ -71,6 +71,7 @@ typedef struct zz_arch {
 
 extern const zz_arch zz_arch_opt;
 extern const zz_arch zz_arch_llama;
+extern const zz_arch zz_arch_mixtral; /* arch_mixtral.c: LLaMA with a mixture of experts */
 
 /* The registry (model.c): every architecture, NULL terminated. */
 const zz_arch *const *zz_arch_all(void);

@@ -9,7 +9,7 @@
 #include "arch_impl.h"
 
 /* The registry: one line per architecture. */
-static const zz_arch *const zz_archs[] = {&zz_arch_opt, &zz_arch_llama, NULL};
+static const zz_arch *const zz_archs[] = {&zz_arch_opt, &zz_arch_llama, &zz_arch_mixtral, NULL};
 
 const zz_arch *const *zz_arch_all(void) { return zz_archs; }
 

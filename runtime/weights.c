@@ -59,7 +59,7 @@ zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
         zz_weights_dummy(w, sdt, h->data, pool); /* straight into its home: no copy */
         continue;
       }
-      if (ck) ZZ_CHECK(zz_checkpoint_read(ck, w->name, sdt, e->w.load, n));
+      if (ck) ZZ_CHECK(zz_checkpoint_read_weight(ck, w, sdt, e->w.load));
       else
         zz_weights_dummy(w, sdt, e->w.load, pool);
       if (h->dtype == ZZ_DTYPE_Q4) {

@@ -46,6 +46,13 @@ typedef struct zz_config {
   zz_dtype dtype; /* torch_dtype (dtype) of the checkpoint */
   zz_rope rope;   /* rotary embeddings (architectures with rotary positions) */
   bool tied_head; /* the LM head is the token embedding (tie_word_embeddings) */
+  /* Mixture of experts (runtime/moe.c); n_experts 0: every MLP dense. A MoE MLP
+   * routes each row to n_experts_used of n_experts SwiGLU experts of width
+   * expert_ffn, weighted by the router's softmax. */
+  int64_t n_experts;      /* num_local_experts (mixtral), num_experts (qwen) */
+  int64_t n_experts_used; /* num_experts_per_tok: the router's top-k */
+  int64_t expert_ffn;     /* an expert's width: intermediate_size (mixtral), moe_intermediate_size (qwen) */
+  bool norm_topk;         /* the k weights divided by their sum (mixtral always; qwen norm_topk_prob) */
 } zz_config;
 
 /* Bounds a configuration is checked against (config.json may lie). */
@@ -95,6 +102,14 @@ typedef struct zz_weight_spec {
   /* A table its layer reads rows of (an input embedding), never multiplied:
    * no GEMM to price; set by the architecture's build, read by the cost model. */
   bool gathered;
+  /* > 0: the matrices of this many experts stacked along dim 0 (expert e's rows
+   * [e * shape[0] / experts, ...)); the name holds a '*' where a checkpoint's
+   * tensor names put the expert's index (runtime/moe.c) */
+  int64_t experts;
+  /* A matrix kept in the compute dtype under --compress-weight and bf16 weights: a
+   * router, whose small errors move whole experts (llama.cpp keeps its
+   * ffn_gate_inp unquantized too) */
+  bool precise;
 } zz_weight_spec;
 
 /* What an attention layer keeps per position: K and V rows of kv_heads × head_dim

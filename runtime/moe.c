@@ -31,19 +31,25 @@ void zz_moe_specs(zz_weight_spec *w, const zz_config *c, int layer, const char *
 
 /* The workspace, in order, each part on a 256-byte line. */
 typedef struct zz_moe_work {
-  void *logits;   /* [r, experts] */
-  int32_t *idx;   /* [r, k] the router's experts */
-  float *w;       /* [r, k] and their weights */
-  int32_t *rows;  /* [r * k] rows grouped by expert, ascending */
-  float *rw;      /* [r * k] each row's weight for that expert */
+  void *logits;        /* [r, experts] */
+  int32_t *idx;        /* [r, k] the router's experts */
+  float *w;            /* [r, k] and their weights */
+  int32_t *rows;       /* [r * k] rows grouped by expert, ascending */
+  float *rw;           /* [r * k] each row's weight for that expert */
   void *x, *g, *u, *y; /* one expert's rows: [r, h], [r, f] twice, [r, h] */
 } zz_moe_work;
 
 static size_t zz_moe_carve(const zz_config *c, size_t es, int64_t r, char *base, zz_moe_work *out) {
   int64_t k = c->n_experts_used, h = c->hidden, f = c->expert_ffn;
-  const size_t sz[] = {(size_t)(r * c->n_experts) * es, (size_t)(r * k) * sizeof(int32_t), (size_t)(r * k) * 4,
-                       (size_t)(r * k) * sizeof(int32_t), (size_t)(r * k) * 4, (size_t)(r * h) * es,
-                       (size_t)(r * f) * es, (size_t)(r * f) * es, (size_t)(r * h) * es};
+  const size_t sz[] = {(size_t)(r * c->n_experts) * es,
+                       (size_t)(r * k) * sizeof(int32_t),
+                       (size_t)(r * k) * 4,
+                       (size_t)(r * k) * sizeof(int32_t),
+                       (size_t)(r * k) * 4,
+                       (size_t)(r * h) * es,
+                       (size_t)(r * f) * es,
+                       (size_t)(r * f) * es,
+                       (size_t)(r * h) * es};
   void *p[9];
   size_t off = 0;
   for (int i = 0; i < 9; i++) {

@@ -22,8 +22,8 @@
 static void test_route_order_ties(void) {
   /* row 0: a clear order; row 1: three equal logits (the lower experts win);
    * row 2: a NaN logit makes every probability NaN, all equal: the lower first */
-  const float logits[3 * 5] = {0.1f, 2.0f, -1.0f, 3.0f, 0.5f, 1.0f, 2.0f, 2.0f, 0.0f, 2.0f,
-                               0.0f, 1.0f, NAN,   3.0f, 2.0f};
+  const float logits[3 * 5] = {0.1f, 2.0f, -1.0f, 3.0f, 0.5f, 1.0f, 2.0f, 2.0f,
+                               0.0f, 2.0f, 0.0f,  1.0f, NAN,  3.0f, 2.0f};
   int32_t idx[3 * 2];
   float w[3 * 2];
   zz_cpu_moe_route(NULL, logits, 3, 5, 2, false, idx, w);

@@ -145,7 +145,7 @@ static zz_status zz_mixtral_forward(zz_device *dev, const zz_model *m, const zz_
   void *x;
   ZZ_CHECK(zz_arch_rows(dev, st, st->hidden, h, xn + (size_t)(st->b * h) * es, &r, &x));
   ZZ_CHECK(zz_device_rmsnorm(dev, x, r, h, &w[ZZ_MX_NORM], c->ln_eps, xn));
-  ZZ_CHECK(zz_moe_forward(dev, c, &w[ZZ_MX_MOE], xn, r, sum, moe_work));
+  ZZ_CHECK(zz_moe_forward(dev, c, &w[ZZ_MX_MOE], xn, r, sum, moe_work, st));
   ZZ_CHECK(zz_device_add(dev, x, sum, r * h, x));
   return zz_arch_rows_done(dev, st, x, h);
 }

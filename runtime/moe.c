@@ -108,7 +108,7 @@ static zz_status zz_moe_group(zz_device *dev, const zz_config *c, int64_t r, con
 }
 
 zz_status zz_moe_forward(zz_device *dev, const zz_config *c, const zz_tensor *w, const void *xn, int64_t r, void *out,
-                         void *work) {
+                         void *work, const zz_step *st_in) {
   size_t es = zz_dtype_nbytes(zz_device_describe(dev)->compute_dtype, 1);
   int64_t ne = c->n_experts, h = c->hidden, f = c->expert_ffn;
   zz_moe_work wk;
@@ -122,6 +122,8 @@ zz_status zz_moe_forward(zz_device *dev, const zz_config *c, const zz_tensor *w,
   for (int64_t e = 0; st == ZZ_OK && e < ne; e++) {
     int64_t n = first[e + 1] - first[e];
     if (!n) continue; /* no row chose it: never read */
+    if (st_in && st_in->need_expert) st = st_in->need_expert(st_in->expert_ctx, e);
+    if (st != ZZ_OK) break;
     const int32_t *rows = wk.rows + first[e];
     zz_tensor gate = zz_moe_expert(&w[ZZ_MOE_GATE], ne, e), up = zz_moe_expert(&w[ZZ_MOE_UP], ne, e);
     zz_tensor down = zz_moe_expert(&w[ZZ_MOE_DOWN], ne, e);

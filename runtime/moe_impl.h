@@ -29,8 +29,9 @@ size_t zz_moe_workspace(const zz_config *c, size_t es, int64_t r);
  * per row, then each chosen expert on its rows alone (gather, gate/up, SiLU, down,
  * weighted scatter-add), experts in ascending order into a zeroed sum, as
  * transformers adds them. w: the ZZ_MOE_N tensors; work: zz_moe_workspace bytes.
- * Waits for the compute lane once, to read the routing. */
+ * Waits for the compute lane once, to read the routing. st: its need_expert
+ * (when set) asked for each chosen expert first; st may be NULL. */
 zz_status zz_moe_forward(zz_device *dev, const zz_config *c, const zz_tensor *w, const void *xn, int64_t r, void *out,
-                         void *work);
+                         void *work, const zz_step *st);
 
 #endif

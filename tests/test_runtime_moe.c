@@ -107,7 +107,7 @@ static void moe_forward_dense(zz_qfmt q) {
   }
   void *dx = moe_up(dev, x, R * H), *dout = moe_up(dev, x, R * H), *work = NULL;
   CU_ASSERT_FATAL(zz_device_alloc(dev, zz_moe_workspace(&c, sizeof(float), R), &work) == ZZ_OK);
-  zz_status st = zz_moe_forward(dev, &c, w, dx, R, dout, work);
+  zz_status st = zz_moe_forward(dev, &c, w, dx, R, dout, work, NULL);
   if (st != ZZ_OK) fprintf(stderr, "\nmoe forward: %s\n", zz_error_message());
   CU_ASSERT_FATAL(st == ZZ_OK);
   CU_ASSERT_FATAL(zz_device_download(dev, ZZ_LANE_COMPUTE, out, ZZ_DTYPE_F32, dout, R * H) == ZZ_OK);
@@ -224,6 +224,55 @@ static void test_golden_mixtral_compressed(void) {
   }
 }
 
+/* Offloaded experts load as routed (zz_weights_load_expert): a decode step of one
+ * sequence with every weight on the CPU tier moves each layer's other weights
+ * whole but only the k experts its row chose of each MoE layer's E, so the bytes
+ * to the device are the non-expert weights plus k/E of the experts' (plus the
+ * step's few index bytes). Tokens stay exact (the golden policies above). */
+static void test_experts_loaded_as_routed(void) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s/tiny-mixtral", ZZ_FIXTURES_DIR);
+  zz_config c;
+  zz_model m;
+  zz_checkpoint *ck = NULL;
+  zz_device *dev = NULL;
+  CU_ASSERT_FATAL(zz_config_load(dir, &c) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_model_init(&c, &m) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_checkpoint_open(dir, &ck) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_device_create_cpu(0, 1, 1, &dev) == ZZ_OK);
+  zz_policy pol;
+  CU_ASSERT_FATAL(zz_policy_parse("gbs=1 num_gb=1 w=0,100 c=100,0 a=100,0", &pol) == ZZ_OK);
+  zz_shape shape = {.prompt_len = 5, .gen_len = 4};
+  zz_engine *eng = NULL;
+  CU_ASSERT_FATAL(zz_engine_create(dev, &m, ck, &pol, &shape, &eng) == ZZ_OK);
+  double whole = 0, experts = 0;
+  for (int l = 0; l < m.n_layers; l++)
+    for (int k = 0; k < m.layers[l].n_weights; k++) {
+      const zz_weight_spec *w = &m.layers[l].weights[k];
+      double b = (double)zz_weight_bytes(w, ZZ_DTYPE_F32);
+      whole += b;
+      if (w->experts) experts += b;
+    }
+  const int32_t p0[] = {1, 40, 41, 90, 7};
+  const int32_t *prompts[] = {p0};
+  int64_t lens[] = {5};
+  CU_ASSERT_FATAL(zz_engine_begin_block(eng, 0, 1, lens) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_engine_step(eng, 0, 0, &(zz_step_io){.prompts = prompts}) == ZZ_OK);
+  int32_t tok = 9;
+  CU_ASSERT_FATAL(zz_engine_step(eng, 0, 1, &(zz_step_io){.tokens = &tok}) == ZZ_OK);
+  uint64_t before = dev->bytes_to_device;
+  CU_ASSERT_FATAL(zz_engine_step(eng, 0, 2, &(zz_step_io){.tokens = &tok}) == ZZ_OK);
+  double moved = (double)(dev->bytes_to_device - before);
+  double want = whole - experts + experts * 2 / 8;
+  fprintf(stderr, "\n  decode step, weights on the cpu tier: %.0f bytes moved, %.0f whole, %.0f expected", moved, whole,
+          want);
+  CU_ASSERT(moved >= want && moved <= want + 4096);
+  zz_engine_destroy(eng);
+  zz_device_destroy(dev);
+  zz_checkpoint_close(ck);
+  zz_model_free(&m);
+}
+
 /* Weight counts of the presets equal what transformers 5.25 reports for
  * MixtralForCausalLM of these shapes (parameters' numel summed on the meta device). */
 static void test_mixtral_presets(void) {
@@ -299,6 +348,7 @@ void zz_test_moe_register(void) {
   CU_add_test(s, "mixtral golden", test_golden_mixtral);
   CU_add_test(s, "mixtral golden, offloaded", test_golden_mixtral_policies);
   CU_add_test(s, "mixtral 4- and 8-bit", test_golden_mixtral_compressed);
+  CU_add_test(s, "mixtral: offloaded experts load as routed", test_experts_loaded_as_routed);
   CU_add_test(s, "mixtral presets", test_mixtral_presets);
   CU_add_test(s, "mixtral config.json", test_mixtral_config);
 }

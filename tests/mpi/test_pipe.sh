@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_pipe.sh ZIGZAG MPIEXEC FIXTURES SCENARIO — `mpirun -np m zigzag generate|bench`
 # on the golden fixtures, against the one-process run of the same command.
-#   tokens   tiny-opt (3 transformer layers), tiny-opt-postln (2) and tiny-llama (2, GQA;
+#   tokens   tiny-opt (3 transformer layers), tiny-opt-postln (2), tiny-llama (2, GQA) and tiny-mixtral (2, MoE;
 #            token-id prompts, it has no tokenizer): -np 1, 2, 3, 4 with
 #            T = m and T = m + 2 give byte-identical output files to one process, for
 #            weights/cache/activations on the device, on the CPU (CPU attention) and on
@@ -117,7 +117,7 @@ GEN=(generate --prompts prompts.jsonl --gpu-batch-size 2 --num-gpu-batches 2)
 
 case $SCENARIO in
 tokens)
-  for model in tiny-opt tiny-opt-postln tiny-llama; do
+  for model in tiny-opt tiny-opt-postln tiny-llama tiny-mixtral; do
     prompts=prompts.jsonl
     [ -f "$FX/$model/vocab.json" ] || prompts=ids.jsonl
     while IFS='|' read -r name pol; do

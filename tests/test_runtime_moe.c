@@ -181,15 +181,6 @@ static void test_golden_mixtral_policies(void) {
   zz_check_golden("tiny-mixtral-k3", pols[1]);
 }
 
-static void moe_tokens(const char *name, const char *policy, zz_golden_report *r) {
-  zz_device *dev = NULL;
-  CU_ASSERT_FATAL(zz_device_create_cpu(0, 2, 2, &dev) == ZZ_OK);
-  zz_status st = zz_golden_run(name, dev, policy, 0, r);
-  if (st != ZZ_OK) fprintf(stderr, "\n%s '%s': %s\n", name, policy, zz_error_message());
-  CU_ASSERT_EQUAL_FATAL(st, ZZ_OK);
-  zz_device_destroy(dev);
-}
-
 /* 4-bit experts and cache (docs/compression.md): the all-in-memory compressed run
  * is the reference every offloading policy must give exactly. 8-bit weights move
  * this random model's routing more than LLaMA's attention (router logits from
@@ -209,12 +200,12 @@ static void test_golden_mixtral_compressed(void) {
     char line[256];
     zz_golden_report base, got;
     snprintf(line, sizeof line, "gbs=4 num_gb=1 w=100,0 c=100,0 a=100,0 %s", rows[x].extra);
-    moe_tokens("tiny-mixtral", line, &base);
+    zz_golden_tokens("tiny-mixtral", line, &base);
     fprintf(stderr, "\n  tiny-mixtral [%s]: greedy agreement with transformers %.3f", rows[x].extra, base.agreement);
     CU_ASSERT(base.agreement >= rows[x].agree_min);
     for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
       snprintf(line, sizeof line, "%s %s", pols[p], rows[x].extra);
-      moe_tokens("tiny-mixtral", line, &got);
+      zz_golden_tokens("tiny-mixtral", line, &got);
       int same = got.prompts == base.prompts;
       for (int i = 0; same && i < base.prompts; i++)
         same = got.n_tokens[i] == base.n_tokens[i] &&

@@ -66,5 +66,8 @@ typedef struct zz_golden_report {
 /* Runs tests/fixtures/NAME's golden prompts on dev under policy (a policy line);
  * logit_tol: the relative logits error the device is held to (0: exact tokens). */
 zz_status zz_golden_run(const char *name, zz_device *dev, const char *policy, double logit_tol, zz_golden_report *out);
+/* zz_golden_run on a CPU device (2 threads), any tokens accepted, the run itself
+ * asserted to succeed (test_runtime_llama.c) */
+void zz_golden_tokens(const char *name, const char *policy, zz_golden_report *r);
 
 #endif

@@ -24,9 +24,19 @@ void zz_moe_specs(zz_weight_spec *w, const zz_config *c, int layer, const char *
   zz_arch_spec(&w[ZZ_MOE_GATE], true, 2, e * f, h, fmt[ZZ_MOE_GATE], layer);
   zz_arch_spec(&w[ZZ_MOE_UP], true, 2, e * f, h, fmt[ZZ_MOE_UP], layer);
   zz_arch_spec(&w[ZZ_MOE_DOWN], true, 2, e * h, f, fmt[ZZ_MOE_DOWN], layer);
+  int64_t sf = c->shared_ffn;
+  zz_arch_spec(&w[ZZ_MOE_SHARED_GATE], sf > 0, 2, sf, h, fmt[ZZ_MOE_SHARED_GATE], layer);
+  zz_arch_spec(&w[ZZ_MOE_SHARED_UP], sf > 0, 2, sf, h, fmt[ZZ_MOE_SHARED_UP], layer);
+  zz_arch_spec(&w[ZZ_MOE_SHARED_DOWN], sf > 0, 2, h, sf, fmt[ZZ_MOE_SHARED_DOWN], layer);
+  zz_arch_spec(&w[ZZ_MOE_SHARED_SCALE], sf > 0, 2, 1, h, fmt[ZZ_MOE_SHARED_SCALE], layer);
   for (int i = 0; i < ZZ_MOE_N; i++) w[i].after_kv = true;
-  w[ZZ_MOE_ROUTER].precise = true;
+  w[ZZ_MOE_ROUTER].precise = w[ZZ_MOE_SHARED_SCALE].precise = true;
   for (int i = ZZ_MOE_GATE; i <= ZZ_MOE_DOWN; i++) w[i].experts = e;
+}
+
+/* The widest intermediate rows: an expert's or the shared expert's. */
+static int64_t zz_moe_width(const zz_config *c) {
+  return c->shared_ffn > c->expert_ffn ? c->shared_ffn : c->expert_ffn;
 }
 
 /* The workspace, in order, each part on a 256-byte line. */
@@ -36,11 +46,11 @@ typedef struct zz_moe_work {
   float *w;            /* [r, k] and their weights */
   int32_t *rows;       /* [r * k] rows grouped by expert, ascending */
   float *rw;           /* [r * k] each row's weight for that expert */
-  void *x, *g, *u, *y; /* one expert's rows: [r, h], [r, f] twice, [r, h] */
+  void *x, *g, *u, *y; /* one expert's rows: [r, h], [r, f] twice (f: zz_moe_width), [r, h] */
 } zz_moe_work;
 
 static size_t zz_moe_carve(const zz_config *c, size_t es, int64_t r, char *base, zz_moe_work *out) {
-  int64_t k = c->n_experts_used, h = c->hidden, f = c->expert_ffn;
+  int64_t k = c->n_experts_used, h = c->hidden, f = zz_moe_width(c);
   const size_t sz[] = {(size_t)(r * c->n_experts) * es,
                        (size_t)(r * k) * sizeof(int32_t),
                        (size_t)(r * k) * 4,
@@ -107,6 +117,34 @@ static zz_status zz_moe_group(zz_device *dev, const zz_config *c, int64_t r, con
   return st;
 }
 
+/* The shared expert on all r rows, scaled per row by the sigmoid of its gate's
+ * linear (read back, formed in f32 on the host), added into out last: the rows'
+ * and weights' buffers are free again once the experts are queued. */
+static zz_status zz_moe_shared(zz_device *dev, const zz_config *c, const zz_tensor *w, const void *xn, int64_t r,
+                               void *out, const zz_moe_work *wk) {
+  int64_t h = c->hidden, sf = c->shared_ffn;
+  ZZ_CHECK(zz_device_linear(dev, xn, r, h, &w[ZZ_MOE_SHARED_GATE], NULL, sf, wk->g, 0));
+  ZZ_CHECK(zz_device_linear(dev, xn, r, h, &w[ZZ_MOE_SHARED_UP], NULL, sf, wk->u, 0));
+  ZZ_CHECK(zz_device_silu_mul(dev, wk->g, wk->u, r * sf, wk->g));
+  ZZ_CHECK(zz_device_linear(dev, wk->g, r, sf, &w[ZZ_MOE_SHARED_DOWN], NULL, h, wk->y, 0));
+  ZZ_CHECK(zz_device_linear(dev, xn, r, h, &w[ZZ_MOE_SHARED_SCALE], NULL, 1, wk->logits, 0));
+  float *sig = malloc((size_t)r * sizeof *sig);
+  int32_t *all = malloc((size_t)r * sizeof *all);
+  zz_status st = sig && all ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "moe: out of memory (shared expert)");
+  if (st == ZZ_OK) st = zz_device_download(dev, ZZ_LANE_COMPUTE, sig, ZZ_DTYPE_F32, wk->logits, r);
+  if (st == ZZ_OK) st = zz_device_sync(dev, ZZ_LANE_COMPUTE);
+  for (int64_t i = 0; st == ZZ_OK && i < r; i++) {
+    sig[i] = 1.0f / (1.0f + expf(-sig[i]));
+    all[i] = (int32_t)i;
+  }
+  if (st == ZZ_OK) st = zz_device_write(dev, ZZ_LANE_COMPUTE, wk->rows, all, (size_t)r * sizeof *all);
+  if (st == ZZ_OK) st = zz_device_write(dev, ZZ_LANE_COMPUTE, wk->rw, sig, (size_t)r * sizeof *sig);
+  if (st == ZZ_OK) st = zz_device_moe_scatter(dev, wk->y, wk->rows, wk->rw, r, h, out, r);
+  if (st == ZZ_OK) st = zz_device_sync(dev, ZZ_LANE_COMPUTE); /* before the host buffers go */
+  free(sig), free(all);
+  return st;
+}
+
 zz_status zz_moe_forward(zz_device *dev, const zz_config *c, const zz_tensor *w, const void *xn, int64_t r, void *out,
                          void *work, const zz_step *st_in) {
   size_t es = zz_dtype_nbytes(zz_device_describe(dev)->compute_dtype, 1);
@@ -135,5 +173,6 @@ zz_status zz_moe_forward(zz_device *dev, const zz_config *c, const zz_tensor *w,
     if (st == ZZ_OK) st = zz_device_moe_scatter(dev, wk.y, rows, wk.rw + first[e], n, h, out, r);
   }
   free(first);
-  return st;
+  if (st != ZZ_OK || !c->shared_ffn) return st;
+  return zz_moe_shared(dev, c, w, xn, r, out, &wk);
 }

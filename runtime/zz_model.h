@@ -53,6 +53,8 @@ typedef struct zz_config {
   int64_t n_experts_used; /* num_experts_per_tok: the router's top-k */
   int64_t expert_ffn;     /* an expert's width: intermediate_size (mixtral), moe_intermediate_size (qwen) */
   bool norm_topk;         /* the k weights divided by their sum (mixtral always; qwen norm_topk_prob) */
+  int64_t shared_ffn;     /* a shared expert on every row, scaled by sigmoid(shared_expert_gate · x):
+                             shared_expert_intermediate_size (qwen2_moe); 0: none */
 } zz_config;
 
 /* Bounds a configuration is checked against (config.json may lie). */

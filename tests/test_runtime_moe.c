@@ -70,24 +70,34 @@ static void *moe_up(zz_device *dev, const float *h, int64_t n) {
  * densely in f64 (the routing from the reference kernel on the same logits); the
  * experts' matrices in f32, or quantized as q (bits 0: not), the reference then
  * on their dequantized values. */
-static void moe_forward_dense(zz_qfmt q) {
-  enum { E = 6, K = 2, H = 40, F = 36, R = 9 };
-  zz_config c = {.hidden = H, .n_experts = E, .n_experts_used = K, .expert_ffn = F, .norm_topk = true};
+static void moe_forward_dense(zz_qfmt q, bool renorm, bool shared) {
+  enum { E = 6, K = 2, H = 40, F = 36, R = 9, SF = 44 };
+  zz_config c = {.hidden = H,
+                 .n_experts = E,
+                 .n_experts_used = K,
+                 .expert_ffn = F,
+                 .norm_topk = renorm,
+                 .shared_ffn = shared ? SF : 0};
   static float x[R * H], wr[E * H], wg[E * F * H], wu[E * F * H], wd[E * H * F], out[R * H];
+  static float sg[SF * H], su[SF * H], sd[H * SF], ss[H];
   uint64_t s = 7;
   for (int i = 0; i < R * H; i++) x[i] = 2 * moe_rand(&s);
   for (int i = 0; i < E * H; i++) wr[i] = 2 * moe_rand(&s);
   for (int i = 0; i < E * F * H; i++) wg[i] = moe_rand(&s), wu[i] = moe_rand(&s), wd[i] = moe_rand(&s);
+  for (int i = 0; i < SF * H; i++) sg[i] = moe_rand(&s), su[i] = moe_rand(&s), sd[i] = moe_rand(&s);
+  for (int i = 0; i < H; i++) ss[i] = moe_rand(&s);
   zz_device *dev = NULL;
   CU_ASSERT_FATAL(zz_device_create_cpu(0, 2, 1, &dev) == ZZ_OK);
-  const char *const fmt[ZZ_MOE_N] = {"r%d", "g%d.*", "u%d.*", "d%d.*"};
+  const char *const fmt[ZZ_MOE_N] = {"r%d", "g%d.*", "u%d.*", "d%d.*", "sg%d", "su%d", "sd%d", "ss%d"};
   zz_weight_spec ws[ZZ_MOE_N];
   zz_moe_specs(ws, &c, 0, fmt);
   CU_ASSERT_EQUAL(ws[ZZ_MOE_GATE].experts, E);
   CU_ASSERT_EQUAL(ws[ZZ_MOE_DOWN].shape[0], E * H);
-  float *host[ZZ_MOE_N] = {wr, wg, wu, wd};
+  float *host[ZZ_MOE_N] = {wr, wg, wu, wd, sg, su, sd, ss};
   zz_tensor w[ZZ_MOE_N];
   for (int i = 0; i < ZZ_MOE_N; i++) {
+    w[i] = (zz_tensor){0};
+    if (!ws[i].ndim) continue;
     int64_t rows = ws[i].shape[0], len = ws[i].shape[1], n = rows * len;
     w[i] = (zz_tensor){.dtype = ZZ_DTYPE_F32,
                        .ndim = 2,
@@ -95,7 +105,7 @@ static void moe_forward_dense(zz_qfmt q) {
                        .tier = ZZ_TIER_GPU,
                        .data = moe_up(dev, host[i], n),
                        .nbytes = (size_t)n * sizeof(float)};
-    if (!q.bits || i == ZZ_MOE_ROUTER) continue;
+    if (!q.bits || ws[i].precise) continue;
     size_t nb = (size_t)rows * zz_q_row_bytes(q, len);
     void *qb = malloc(nb), *d = NULL;
     zz_q_quantize(q, host[i], rows, len, qb);
@@ -123,7 +133,7 @@ static void moe_forward_dense(zz_qfmt q) {
     }
     int32_t idx[K];
     float wt[K];
-    zz_cpu_moe_route(NULL, logit, 1, E, K, true, idx, wt);
+    zz_cpu_moe_route(NULL, logit, 1, E, K, renorm, idx, wt);
     for (int d = 0; d < H; d++) {
       double y = 0;
       for (int j = 0; j < K; j++) {
@@ -140,6 +150,17 @@ static void moe_forward_dense(zz_qfmt q) {
         }
         y += wt[j] * acc;
       }
+      if (shared) {
+        double gate = 0, acc = 0;
+        for (int i = 0; i < H; i++) gate += (double)x[r * H + i] * ss[i];
+        for (int f = 0; f < SF; f++) {
+          double g = 0, u = 0;
+          for (int i = 0; i < H; i++)
+            g += (double)x[r * H + i] * sg[f * H + i], u += (double)x[r * H + i] * su[f * H + i];
+          acc += g / (1 + exp(-g)) * u * sd[d * SF + f];
+        }
+        y += acc / (1 + exp(-gate));
+      }
       double err = fabs(y - out[r * H + d]);
       if (err > worst) worst = err;
     }
@@ -153,9 +174,13 @@ static void moe_forward_dense(zz_qfmt q) {
 }
 
 static void test_moe_forward_dense(void) {
-  moe_forward_dense((zz_qfmt){0, 0});
-  moe_forward_dense((zz_qfmt){.bits = 8, .group = 32});
-  moe_forward_dense((zz_qfmt){.bits = 4, .group = 32});
+  const zz_qfmt none = {0, 0}, q8 = {.bits = 8, .group = 32}, q4 = {.bits = 4, .group = 32};
+  moe_forward_dense(none, true, false);
+  moe_forward_dense(q8, true, false);
+  moe_forward_dense(q4, true, false);
+  /* Qwen2-MoE's: the k weights as the softmax gave them, a shared expert */
+  moe_forward_dense(none, false, true);
+  moe_forward_dense(q4, false, true);
 }
 
 /* ---------------------------------------------------------------- Mixtral */
@@ -335,7 +360,7 @@ void zz_test_moe_register(void) {
   CU_pSuite s = CU_add_suite("moe", NULL, NULL);
   CU_add_test(s, "router: order, ties, NaN, renormalised", test_route_order_ties);
   CU_add_test(s, "experts touched per block", test_experts_touched);
-  CU_add_test(s, "feed-forward vs dense f64", test_moe_forward_dense);
+  CU_add_test(s, "feed-forward vs dense f64 (4/8-bit, shared expert)", test_moe_forward_dense);
   CU_add_test(s, "mixtral golden", test_golden_mixtral);
   CU_add_test(s, "mixtral golden, offloaded", test_golden_mixtral_policies);
   CU_add_test(s, "mixtral 4- and 8-bit", test_golden_mixtral_compressed);

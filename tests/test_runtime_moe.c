@@ -240,6 +240,26 @@ static void test_golden_mixtral_compressed(void) {
   }
 }
 
+/* bf16 weight matrices (--cpu-dtype bf16) with the experts resident and offloaded
+ * (bf16 bytes cross as they are): the same tokens either way, and agreement with
+ * transformers' f32 tokens held as LLaMA's (test_runtime_gemm.c: 0.75). */
+static void test_mixtral_bf16(void) {
+  zz_golden_report r[2];
+  const char *pols[2] = {"gbs=4 num_gb=1", "gbs=2 num_gb=2 w=0,50 c=100,0 a=100,0"};
+  for (int i = 0; i < 2; i++) {
+    zz_device *dev = NULL;
+    CU_ASSERT_FATAL(zz_device_create_cpu(0, 2, 2, &dev) == ZZ_OK);
+    CU_ASSERT_FATAL(zz_device_set_weight_dtype(dev, ZZ_DTYPE_BF16) == ZZ_OK);
+    CU_ASSERT_FATAL(zz_golden_run("tiny-mixtral", dev, pols[i], 0.08, &r[i]) == ZZ_OK);
+    zz_device_destroy(dev);
+  }
+  fprintf(stderr, "\n  tiny-mixtral bf16: token agreement %.3f", r[0].agreement);
+  CU_ASSERT(r[0].agreement >= 0.75);
+  for (int i = 0; i < r[0].prompts; i++)
+    CU_ASSERT(r[0].n_tokens[i] == r[1].n_tokens[i] &&
+              memcmp(r[0].tokens[i], r[1].tokens[i], (size_t)r[0].n_tokens[i] * sizeof(int32_t)) == 0);
+}
+
 /* Offloaded experts load as routed (zz_weights_load_expert): a decode step of one
  * sequence with every weight on the CPU tier moves each layer's other weights
  * whole but only the k experts its row chose of each MoE layer's E, so the bytes
@@ -364,6 +384,7 @@ void zz_test_moe_register(void) {
   CU_add_test(s, "mixtral golden", test_golden_mixtral);
   CU_add_test(s, "mixtral golden, offloaded", test_golden_mixtral_policies);
   CU_add_test(s, "mixtral 4- and 8-bit", test_golden_mixtral_compressed);
+  CU_add_test(s, "mixtral bf16 weights", test_mixtral_bf16);
   CU_add_test(s, "mixtral: offloaded experts load as routed", test_experts_loaded_as_routed);
   CU_add_test(s, "mixtral presets", test_mixtral_presets);
   CU_add_test(s, "mixtral config.json", test_mixtral_config);

@@ -111,7 +111,7 @@ static zz_status zz_mixtral_build(zz_model *m) {
   ZZ_CHECK(zz_arch_llama.build(m));
   for (int i = 0; i < m->n_layers; i++) {
     zz_layer *f = &m->layers[i];
-    if (f->kind != ZZ_LAYER_MLP) continue;
+    if (f->kind != ZZ_LAYER_MLP || !zz_moe_layer_sparse(&m->cfg, f->index)) continue; /* Mixtral: every one */
     memset(f->weights, 0, sizeof f->weights);
     f->n_weights = ZZ_MX_N;
     zz_arch_spec(&f->weights[ZZ_MX_NORM], true, 1, m->cfg.hidden, 0, "model.layers.%d.post_attention_layernorm.weight",
@@ -134,7 +134,8 @@ static size_t zz_mixtral_workspace(const zz_model *m, const zz_device_desc *dev,
 
 static zz_status zz_mixtral_forward(zz_device *dev, const zz_model *m, const zz_layer *layer, const zz_tensor *w,
                                     const zz_step *st) {
-  if (layer->kind != ZZ_LAYER_MLP) return zz_arch_llama.forward(dev, m, layer, w, st);
+  if (layer->kind != ZZ_LAYER_MLP || !zz_moe_layer_sparse(&m->cfg, layer->index))
+    return zz_arch_llama.forward(dev, m, layer, w, st);
   const zz_config *c = &m->cfg;
   size_t es = zz_dtype_nbytes(zz_device_describe(dev)->compute_dtype, 1);
   int64_t n = st->b * st->sq, h = c->hidden;

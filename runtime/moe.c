@@ -18,6 +18,34 @@ double zz_moe_experts_touched(int64_t experts, int64_t k, double rows) {
   return (double)experts * (1.0 - pow(1.0 - (double)k / (double)experts, rows));
 }
 
+bool zz_moe_layer_sparse(const zz_config *c, int layer) {
+  if (c->n_experts <= 0) return false;
+  for (int i = 0; i < c->n_dense_layers; i++)
+    if (c->dense_layers[i] == layer) return false;
+  return c->sparse_step <= 1 || (layer + 1) % c->sparse_step == 0;
+}
+
+zz_status zz_moe_parse_layers(json_t *root, const char *path, zz_config *c) {
+  ZZ_CHECK(zz_json_int_in(root, path, "decoder_sparse_step", 1, 1, c->n_layers, &c->sparse_step));
+  c->n_dense_layers = 0;
+  json_t *list = json_object_get(root, "mlp_only_layers");
+  if (!list || json_is_null(list)) return ZZ_OK;
+  if (!json_is_array(list)) return zz_error(ZZ_ERR_FORMAT, "%s: \"mlp_only_layers\" must be a list of layers", path);
+  if (json_array_size(list) > ZZ_MOE_MAX_DENSE)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: mlp_only_layers lists %zu layers (at most %d supported)", path,
+                    json_array_size(list), ZZ_MOE_MAX_DENSE);
+  size_t i;
+  json_t *v;
+  json_array_foreach(list, i, v) {
+    json_int_t l = json_integer_value(v);
+    if (!json_is_integer(v) || l < 0 || l >= c->n_layers)
+      return zz_error(ZZ_ERR_FORMAT, "%s: mlp_only_layers[%zu] is not a layer in [0, %lld)", path, i,
+                      (long long)c->n_layers);
+    c->dense_layers[c->n_dense_layers++] = (int32_t)l;
+  }
+  return ZZ_OK;
+}
+
 void zz_moe_specs(zz_weight_spec *w, const zz_config *c, int layer, const char *const fmt[ZZ_MOE_N]) {
   int64_t e = c->n_experts, h = c->hidden, f = c->expert_ffn;
   zz_arch_spec(&w[ZZ_MOE_ROUTER], true, 2, e, h, fmt[ZZ_MOE_ROUTER], layer);

@@ -36,6 +36,14 @@ enum {
  * shared expert's unused without one). */
 void zz_moe_specs(zz_weight_spec *w, const zz_config *c, int layer, const char *const fmt[ZZ_MOE_N]);
 
+/* Whether transformer layer `layer` has experts (zz_config.sparse_step,
+ * dense_layers) or a dense MLP; false without experts. */
+bool zz_moe_layer_sparse(const zz_config *c, int layer);
+/* Qwen-MoE's decoder_sparse_step (default 1) and mlp_only_layers (absent or null:
+ * none; each in [0, num_hidden_layers), at most ZZ_MOE_MAX_DENSE, else refused by
+ * name) into c (n_layers read already). */
+zz_status zz_moe_parse_layers(json_t *root, const char *path, zz_config *c);
+
 /* Device workspace bytes of zz_moe_forward on r rows (es: compute dtype bytes). */
 size_t zz_moe_workspace(const zz_config *c, size_t es, int64_t r);
 

@@ -22,7 +22,8 @@ extern "C" {
 
 /* ================================================================ model */
 
-#define ZZ_MAX_EOS_IDS 8 /* eos_token_id's list (Llama 3.1 lists three) */
+#define ZZ_MAX_EOS_IDS 8    /* eos_token_id's list (Llama 3.1 lists three) */
+#define ZZ_MOE_MAX_DENSE 32 /* mlp_only_layers' list (published Qwen-MoE configs list none) */
 
 typedef struct zz_config {
   char model_type[32]; /* config.json's model_type: picks the architecture */
@@ -55,6 +56,12 @@ typedef struct zz_config {
   bool norm_topk;         /* the k weights divided by their sum (mixtral always; qwen norm_topk_prob) */
   int64_t shared_ffn;     /* a shared expert on every row, scaled by sigmoid(shared_expert_gate · x):
                              shared_expert_intermediate_size (qwen2_moe); 0: none */
+  /* which layers have experts (Qwen-MoE; zz_moe_layer_sparse): layer i where
+   * (i + 1) % sparse_step == 0 (decoder_sparse_step; 0 or 1: every layer) and i
+   * is not one of dense_layers (mlp_only_layers), whose MLP is dense */
+  int64_t sparse_step;
+  int32_t dense_layers[ZZ_MOE_MAX_DENSE];
+  int n_dense_layers;
 } zz_config;
 
 /* Bounds a configuration is checked against (config.json may lie). */

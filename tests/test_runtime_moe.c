@@ -52,6 +52,37 @@ static void test_experts_touched(void) {
   for (int t = 1; t < 100; t++) CU_ASSERT(zz_moe_experts_touched(60, 4, t + 1) >= zz_moe_experts_touched(60, 4, t));
 }
 
+/* Qwen-MoE's layer choice: decoder_sparse_step and mlp_only_layers, as
+ * Qwen2MoeDecoderLayer decides (not in mlp_only_layers, (i + 1) % step == 0). */
+static void test_sparse_layers(void) {
+  static const struct {
+    const char *json;
+    zz_status st;
+    const char *sparse; /* layer i: '1' experts, '0' dense */
+  } rows[] = {
+      {"{}", ZZ_OK, "111111"},
+      {"{\"decoder_sparse_step\": 2, \"mlp_only_layers\": null}", ZZ_OK, "010101"},
+      {"{\"decoder_sparse_step\": 3, \"mlp_only_layers\": [5]}", ZZ_OK, "001000"},
+      {"{\"mlp_only_layers\": [0, 3]}", ZZ_OK, "011011"},
+      {"{\"mlp_only_layers\": [6]}", ZZ_ERR_FORMAT, NULL},
+      {"{\"mlp_only_layers\": 2}", ZZ_ERR_FORMAT, NULL},
+      {"{\"decoder_sparse_step\": 0}", ZZ_ERR_FORMAT, NULL},
+      {"{\"mlp_only_layers\": [0,1,2,3,4,5,0,1,2,3,4,5,0,1,2,3,4,5,0,1,2,3,4,5,0,1,2,3,4,5,0,1,2]}", ZZ_ERR_UNSUPPORTED,
+       NULL},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    json_error_t je;
+    json_t *root = json_loads(rows[i].json, 0, &je);
+    CU_ASSERT_FATAL(root != NULL);
+    zz_config c = {.n_layers = 6, .n_experts = 4};
+    CU_ASSERT_EQUAL(zz_moe_parse_layers(root, "config.json", &c), rows[i].st);
+    for (int l = 0; rows[i].sparse && l < 6; l++) CU_ASSERT_EQUAL(zz_moe_layer_sparse(&c, l), rows[i].sparse[l] == '1');
+    json_decref(root);
+  }
+  zz_config none = {.n_layers = 6};
+  CU_ASSERT_FALSE(zz_moe_layer_sparse(&none, 0)); /* no experts: every MLP dense */
+}
+
 /* ---------------------------------------------------------------- the feed-forward */
 
 static float moe_rand(uint64_t *s) {
@@ -380,6 +411,7 @@ void zz_test_moe_register(void) {
   CU_pSuite s = CU_add_suite("moe", NULL, NULL);
   CU_add_test(s, "router: order, ties, NaN, renormalised", test_route_order_ties);
   CU_add_test(s, "experts touched per block", test_experts_touched);
+  CU_add_test(s, "which layers have experts (qwen)", test_sparse_layers);
   CU_add_test(s, "feed-forward vs dense f64 (4/8-bit, shared expert)", test_moe_forward_dense);
   CU_add_test(s, "mixtral golden", test_golden_mixtral);
   CU_add_test(s, "mixtral golden, offloaded", test_golden_mixtral_policies);

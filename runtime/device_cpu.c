@@ -187,6 +187,25 @@ static zz_status zz_cpu_silu(zz_device *dev, const void *g, const void *u, int64
   return ZZ_OK;
 }
 
+static zz_status zz_cpu_route(zz_device *dev, const void *logits, int64_t n, int64_t experts, int64_t k, bool renorm,
+                              int32_t *idx, float *w) {
+  zz_cpu_moe_route(dev->pool, logits, n, experts, k, renorm, idx, w);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_scatter(zz_device *dev, const void *y, const int32_t *rows, const float *w, int64_t m,
+                                int64_t dim, void *out) {
+  (void)dev;
+  zz_cpu_moe_scatter(y, rows, w, m, dim, out);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_zero(zz_device *dev, void *p, size_t bytes) {
+  (void)dev;
+  memset(p, 0, bytes);
+  return ZZ_OK;
+}
+
 /* ---------------------------------------------------------------- caches of any layout */
 
 static zz_status zz_cpu_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
@@ -234,6 +253,9 @@ static const zz_device_ops zz_cpu_ops = {
     .rmsnorm = zz_cpu_rms,
     .rope = zz_cpu_rot,
     .silu_mul = zz_cpu_silu,
+    .moe_route = zz_cpu_route,
+    .moe_scatter = zz_cpu_scatter,
+    .zero = zz_cpu_zero,
 };
 
 zz_status zz_device_cpu_open(zz_device *dev, size_t capacity) {

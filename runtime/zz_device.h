@@ -52,6 +52,8 @@ typedef enum zz_op {
   ZZ_OP_RMSNORM,
   ZZ_OP_ROPE,
   ZZ_OP_SILU_MUL,
+  ZZ_OP_MOE_ROUTE,   /* zz_device_moe_route */
+  ZZ_OP_MOE_SCATTER, /* zz_device_moe_scatter, also zz_device_zero */
   ZZ_OP_COUNT
 } zz_op;
 const char *zz_op_name(zz_op op); /* "embed_rows", ..., "?" when out of range */
@@ -115,6 +117,13 @@ typedef struct zz_device_ops {
   zz_status (*rope)(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
                     const zz_rope *rope);
   zz_status (*silu_mul)(zz_device *dev, const void *g, const void *u, int64_t n, void *y);
+  /* mixture of experts: idx, w device arrays [n, k] (int32, f32); w [m] f32 */
+  zz_status (*moe_route)(zz_device *dev, const void *logits, int64_t n, int64_t experts, int64_t k, bool renorm,
+                         int32_t *idx, float *w);
+  zz_status (*moe_scatter)(zz_device *dev, const void *y, const int32_t *rows, const float *w, int64_t m, int64_t dim,
+                           void *out);
+  /* bytes of device memory set to 0, on the compute lane */
+  zz_status (*zero)(zz_device *dev, void *p, size_t bytes);
 } zz_device_ops;
 
 
@@ -244,6 +253,7 @@ zz_status zz_device_rope(zz_device *dev, void *x, int64_t n, int64_t heads, int6
                          const zz_rope *rope);
 /* y[n] = silu(g[n]) * u[n]; y may alias g or u. */
 zz_status zz_device_silu_mul(zz_device *dev, const void *g, const void *u, int64_t n, void *y);
+
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,7 @@
 #include "zz_runtime.h"
 
 typedef struct zz_opts {
-  const char *command; /* generate, tokenize, bench */
+  const char *command; /* generate, bench, plan, profile, perplexity, tokenize, chat-template, man, completion */
   const char *model;
   bool dummy;
   const char *prompts, *out;
@@ -108,7 +108,7 @@ zz_cpu_act zz_opts_cpu_act(const zz_opts *o);
 /* --cpu-mem, --disk-mem, --offload-dir (the GPU capacity is the device's). */
 zz_status zz_opts_tiers(const zz_opts *o, zz_tiers *out);
 /* Builds the engine the options describe, printing the policy and the plan's
- * bytes per tier on stderr when verbose. */
+ * bytes per tier on stderr (always: zz_opts_engine_slice's line). */
 zz_status zz_opts_engine(const zz_opts *o, zz_device *dev, const zz_model *m, const zz_checkpoint *ck,
                          const zz_shape *shape, zz_engine **out);
 /* The engine options for layers [layer_begin, layer_end) (0, 0: all) and groups. */

@@ -58,15 +58,6 @@ const char *zz_op_name(zz_op op); /* "embed_rows", ..., "?" when out of range */
 
 #include "zz_device_desc.h" /* what a device is (plain data), apart from the live zz_device */
 
-/*
- * A device backend's ops table. Nothing but runtime/device.c calls these: the
- * zz_device_* wrappers below check every argument first (sizes, ranges inside the
- * device's allocations, supports()), so a backend may assert what they checked.
- * Compute ops take device pointers; activations are in the device's compute dtype
- * (f32 on the CPU, f16 on CUDA), weights in the dtype passed next to them; int32
- * index arrays (ids, positions, pad) are device arrays too. Compute runs on the
- * compute lane.
- */
 /* How a KV cache is stored: rows of heads × hd elements in dt (the compute dtype,
  * or Q4 grouped along hd in format q), sequence i starting at byte i * seq_bytes. */
 typedef struct zz_kv_layout {
@@ -90,6 +81,16 @@ typedef struct zz_attn_call {
   void *scratch;               /* zz_device_attention_scratch bytes (NULL when that is 0) */
 } zz_attn_call;
 
+/*
+ * A device backend's ops table (filled in runtime/device_cpu.c and
+ * runtime/device_cuda.c). Nothing but runtime/device.c calls these: the
+ * zz_device_* wrappers below check every argument first (sizes, ranges inside the
+ * device's allocations, zz_device_supports: the op and dtype in the description's
+ * table), so a backend may assert what they checked. Compute ops take device
+ * pointers; activations are in the device's compute dtype (f32 on the CPU, f16 on
+ * CUDA), weights in the dtype passed next to them; int32 index arrays (ids,
+ * positions, pad) are device arrays too. Compute runs on the compute lane.
+ */
 typedef struct zz_device_ops {
   zz_device_kind kind; /* what it is (name, dtype, what it runs): zz_device_desc_init */
   void (*destroy)(zz_device *dev);

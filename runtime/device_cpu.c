@@ -140,7 +140,7 @@ static zz_status zz_cpu_lin(zz_device *dev, const void *x, int64_t n, int64_t in
                             zz_qfmt w_q, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu) {
   zz_cpu_dev *c = dev->impl;
   if (b) ZZ_CPU_F32(b_dt);
-  if (w_dt == ZZ_DTYPE_Q4) { /* kernels/cpu/quant.c: dequantized panel by panel */
+  if (w_dt == ZZ_DTYPE_Q4) { /* kernels/cpu/linear.c zz_cpu_linear_q: fused, int8 x (--cpu-act) or widened panels */
     zz_cpu_linear_q(dev->pool, x, n, in, w, w_q, dev->desc.cpu_act, b, out, y, relu);
     return ZZ_OK;
   }

@@ -60,19 +60,20 @@ const char *zz_op_name(zz_op op); /* "embed_rows", ..., "?" when out of range */
 
 #include "zz_device_desc.h" /* what a device is (plain data), apart from the live zz_device */
 
-/*
- * A device backend's ops table. Nothing but runtime/device.c calls these: the
- * zz_device_* wrappers below check every argument first (sizes, ranges inside the
- * device's allocations, supports()), so a backend may assert what they checked.
- * Compute ops take device pointers; activations are in the device's compute dtype
- * (f32 on the CPU, f16 on CUDA), weights in the dtype passed next to them; int32
- * index arrays (ids, positions, pad) are device arrays too. Compute runs on the
- * compute lane.
- */
 /* A KV cache's layout (zz_kv_layout) and one attention call (zz_attn_args, at the
  * device's compute dtype): kernels/zz_attn.h, the one struct from the engine to
  * every backend. */
 
+/*
+ * A device backend's ops table (filled in runtime/device_cpu.c and
+ * runtime/device_cuda.c). Nothing but runtime/device.c calls these: the
+ * zz_device_* wrappers below check every argument first (sizes, ranges inside the
+ * device's allocations, zz_device_supports: the op and dtype in the description's
+ * table), so a backend may assert what they checked. Compute ops take device
+ * pointers; activations are in the device's compute dtype (f32 on the CPU, f16 on
+ * CUDA), weights in the dtype passed next to them; int32 index arrays (ids,
+ * positions, pad) are device arrays too. Compute runs on the compute lane.
+ */
 typedef struct zz_device_ops {
   zz_device_kind kind; /* what it is (name, dtype, what it runs): zz_device_desc_init */
   void (*destroy)(zz_device *dev);

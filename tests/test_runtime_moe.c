@@ -66,13 +66,15 @@ static void test_sparse_layers(void) {
       {"{\"mlp_only_layers\": [0, 3]}", ZZ_OK, "011011"},
       {"{\"mlp_only_layers\": [6]}", ZZ_ERR_FORMAT, NULL},
       {"{\"mlp_only_layers\": 2}", ZZ_ERR_FORMAT, NULL},
+      {"{\"mlp_only_layers\": [1.5]}", ZZ_ERR_FORMAT, NULL},
+      {"{\"mlp_only_layers\": [1e300]}", ZZ_ERR_FORMAT, NULL},
       {"{\"decoder_sparse_step\": 0}", ZZ_ERR_FORMAT, NULL},
       {"{\"mlp_only_layers\": [0,1,2,3,4,5,0,1,2,3,4,5,0,1,2,3,4,5,0,1,2,3,4,5,0,1,2,3,4,5,0,1,2]}", ZZ_ERR_UNSUPPORTED,
        NULL},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     json_error_t je;
-    json_t *root = json_loads(rows[i].json, 0, &je);
+    json_t *root = json_loads(rows[i].json, JSON_DECODE_INT_AS_REAL, &je); /* as zz_json_load_hf */
     CU_ASSERT_FATAL(root != NULL);
     zz_config c = {.n_layers = 6, .n_experts = 4};
     CU_ASSERT_EQUAL(zz_moe_parse_layers(root, "config.json", &c), rows[i].st);
@@ -222,6 +224,10 @@ static void test_golden_mixtral(void) {
   zz_check_golden("tiny-mixtral", "gbs=3 num_gb=2");
   zz_check_golden("tiny-mixtral-k3", "gbs=4 num_gb=1");
   zz_check_golden("tiny-mixtral-k3", "gbs=2 num_gb=2");
+  zz_check_golden("tiny-qwen3-moe", "gbs=4 num_gb=1");
+  zz_check_golden("tiny-qwen3-moe", "gbs=3 num_gb=2");
+  zz_check_golden("tiny-qwen2-moe", "gbs=4 num_gb=1");
+  zz_check_golden("tiny-qwen2-moe", "gbs=1 num_gb=4");
 }
 
 /* The LLaMA fixtures' policy matrix: every tier for weights (the experts' stacked
@@ -235,6 +241,10 @@ static void test_golden_mixtral_policies(void) {
   };
   for (size_t i = 0; i < sizeof pols / sizeof pols[0]; i++) zz_check_golden("tiny-mixtral", pols[i]);
   zz_check_golden("tiny-mixtral-k3", pols[1]);
+  zz_check_golden("tiny-qwen3-moe", pols[0]);
+  zz_check_golden("tiny-qwen3-moe", pols[3]);
+  zz_check_golden("tiny-qwen2-moe", pols[1]);
+  zz_check_golden("tiny-qwen2-moe", pols[2]);
 }
 
 /* 4-bit experts and cache (docs/compression.md): the all-in-memory compressed run
@@ -341,21 +351,28 @@ static void test_experts_loaded_as_routed(void) {
 }
 
 /* Weight counts of the presets equal what transformers 5.25 reports for
- * MixtralForCausalLM of these shapes (parameters' numel summed on the meta device). */
-static void test_mixtral_presets(void) {
+ * MixtralForCausalLM and Qwen3MoeForCausalLM of these shapes (parameters' numel
+ * summed on the meta device). */
+static void test_moe_presets(void) {
   static const struct {
-    const char *name;
-    int64_t params;
-  } want[] = {{"mixtral-8x7b", 46702792704}, {"mistralai/Mixtral-8x22B-v0.1", 140620634112}};
+    const char *name, *type;
+    int64_t experts, used, params;
+  } want[] = {{"mixtral-8x7b", "mixtral", 8, 2, 46702792704},
+              {"mistralai/Mixtral-8x22B-v0.1", "mixtral", 8, 2, 140620634112},
+              {"Qwen/Qwen3-30B-A3B", "qwen3_moe", 128, 8, 30532122624},
+              {"qwen3-235b-a22b", "qwen3_moe", 128, 8, 235093634560}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     zz_config c;
     zz_model m;
     CU_ASSERT_FATAL(zz_config_preset(want[i].name, &c) == ZZ_OK);
-    CU_ASSERT_STRING_EQUAL(c.model_type, "mixtral");
-    CU_ASSERT_EQUAL(c.n_experts, 8);
-    CU_ASSERT_EQUAL(c.n_experts_used, 2);
+    CU_ASSERT_STRING_EQUAL(c.model_type, want[i].type);
+    CU_ASSERT_EQUAL(c.n_experts, want[i].experts);
+    CU_ASSERT_EQUAL(c.n_experts_used, want[i].used);
+    CU_ASSERT(c.norm_topk);
     CU_ASSERT_FATAL(zz_model_init(&c, &m) == ZZ_OK);
     CU_ASSERT_EQUAL(zz_model_numel(&m), want[i].params);
+    if (zz_model_numel(&m) != want[i].params)
+      fprintf(stderr, "\n%s: %lld\n", want[i].name, (long long)zz_model_numel(&m));
     zz_model_free(&m);
   }
 }
@@ -418,6 +435,6 @@ void zz_test_moe_register(void) {
   CU_add_test(s, "mixtral 4- and 8-bit", test_golden_mixtral_compressed);
   CU_add_test(s, "mixtral bf16 weights", test_mixtral_bf16);
   CU_add_test(s, "mixtral: offloaded experts load as routed", test_experts_loaded_as_routed);
-  CU_add_test(s, "mixtral presets", test_mixtral_presets);
+  CU_add_test(s, "mixtral and qwen3_moe presets", test_moe_presets);
   CU_add_test(s, "mixtral config.json", test_mixtral_config);
 }

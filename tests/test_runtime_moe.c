@@ -377,11 +377,11 @@ static void test_moe_presets(void) {
   }
 }
 
-/* tiny-mixtral's config.json with `edit` applied (a key set to a JSON value, or
+/* fixture's config.json with `edit` applied (a key set to a JSON value, or
  * removed when value is NULL), loaded from a temporary directory. */
-static zz_status moe_config_with(const char *key, const char *value, zz_config *out) {
+static zz_status moe_config_of(const char *fixture, const char *key, const char *value, zz_config *out) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/tiny-mixtral/config.json", ZZ_FIXTURES_DIR);
+  snprintf(path, sizeof path, "%s/%s/config.json", ZZ_FIXTURES_DIR, fixture);
   json_error_t je;
   json_t *root = json_load_file(path, 0, &je);
   CU_ASSERT_FATAL(root != NULL);
@@ -395,6 +395,10 @@ static zz_status moe_config_with(const char *key, const char *value, zz_config *
   CU_ASSERT_FATAL(json_dump_file(root, path, 0) == 0);
   json_decref(root);
   return zz_config_load(dirc, out);
+}
+
+static zz_status moe_config_with(const char *key, const char *value, zz_config *out) {
+  return moe_config_of("tiny-mixtral", key, value, out);
 }
 
 static void test_mixtral_config(void) {
@@ -424,6 +428,56 @@ static void test_mixtral_config(void) {
   }
 }
 
+/* Qwen's MoE configs as transformers 5 writes them and 4's forms; what they ask
+ * for that is not implemented refused by name, before any weight is read. */
+static void test_qwen_moe_config(void) {
+  zz_config c;
+  CU_ASSERT_FATAL(moe_config_of("tiny-qwen3-moe", "router_aux_loss_coef", "0.01", &c) == ZZ_OK);
+  CU_ASSERT_STRING_EQUAL(c.model_type, "qwen3_moe");
+  CU_ASSERT_EQUAL(c.n_experts, 8); /* transformers 5: num_local_experts */
+  CU_ASSERT_EQUAL(c.n_experts_used, 3);
+  CU_ASSERT_EQUAL(c.expert_ffn, 24);
+  CU_ASSERT_EQUAL(c.ffn, 48);
+  CU_ASSERT_EQUAL(c.head_dim, 12);
+  CU_ASSERT(c.qk_norm && c.norm_topk && !c.qkv_bias);
+  CU_ASSERT_EQUAL(c.shared_ffn, 0);
+  CU_ASSERT(zz_moe_layer_sparse(&c, 0) && !zz_moe_layer_sparse(&c, 1) && zz_moe_layer_sparse(&c, 2));
+  /* transformers 4's key */
+  CU_ASSERT_FATAL(moe_config_of("tiny-qwen3-moe", "num_local_experts", NULL, &c) == ZZ_OK);
+  CU_ASSERT_EQUAL(c.n_experts, 128); /* Qwen3MoeConfig's default */
+  CU_ASSERT_FATAL(moe_config_of("tiny-qwen3-moe", "num_experts", "16", &c) == ZZ_OK);
+  CU_ASSERT_EQUAL(c.n_experts, 16);
+  CU_ASSERT_FATAL(moe_config_of("tiny-qwen2-moe", "layer_types", NULL, &c) == ZZ_OK);
+  CU_ASSERT_STRING_EQUAL(c.model_type, "qwen2_moe");
+  CU_ASSERT_EQUAL(c.n_experts, 6);
+  CU_ASSERT_EQUAL(c.n_experts_used, 2);
+  CU_ASSERT_EQUAL(c.expert_ffn, 20);
+  CU_ASSERT_EQUAL(c.shared_ffn, 40);
+  CU_ASSERT(c.qkv_bias && !c.norm_topk && !c.qk_norm);
+  CU_ASSERT_EQUAL(c.window, 0);
+  CU_ASSERT(!zz_moe_layer_sparse(&c, 2) && zz_moe_layer_sparse(&c, 1));
+  static const struct {
+    const char *fixture, *key, *value, *needle;
+  } bad[] = {
+      {"tiny-qwen3-moe", "use_sliding_window", "true", "use_sliding_window = true is not supported for qwen3_moe"},
+      {"tiny-qwen2-moe", "use_sliding_window", "true", "use_sliding_window = true is not supported for qwen2_moe"},
+      {"tiny-qwen2-moe", "layer_types", "[\"full_attention\", \"sliding_attention\", \"full_attention\"]",
+       "layer_types[1] \"sliding_attention\" is not supported"},
+      {"tiny-qwen3-moe", "attention_bias", "true", "attention_bias"},
+      {"tiny-qwen3-moe", "num_experts_per_tok", "9", "num_experts_per_tok"},
+      {"tiny-qwen3-moe", "mlp_only_layers", "[3]", "mlp_only_layers[0] is not a layer"},
+      {"tiny-qwen2-moe", "shared_expert_intermediate_size", "0", "shared_expert_intermediate_size"},
+      {"tiny-qwen2-moe", "decoder_sparse_step", "0", "decoder_sparse_step"},
+      {"tiny-qwen2-moe", "hidden_act", "\"gelu\"", "hidden_act \"gelu\" is not supported"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    zz_status st = moe_config_of(bad[i].fixture, bad[i].key, bad[i].value, &c);
+    CU_ASSERT(st == ZZ_ERR_UNSUPPORTED || st == ZZ_ERR_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), bad[i].needle));
+    if (!strstr(zz_error_message(), bad[i].needle)) fprintf(stderr, "\n%s: %s\n", bad[i].key, zz_error_message());
+  }
+}
+
 void zz_test_moe_register(void) {
   CU_pSuite s = CU_add_suite("moe", NULL, NULL);
   CU_add_test(s, "router: order, ties, NaN, renormalised", test_route_order_ties);
@@ -437,4 +491,5 @@ void zz_test_moe_register(void) {
   CU_add_test(s, "mixtral: offloaded experts load as routed", test_experts_loaded_as_routed);
   CU_add_test(s, "mixtral and qwen3_moe presets", test_moe_presets);
   CU_add_test(s, "mixtral config.json", test_mixtral_config);
+  CU_add_test(s, "qwen2_moe and qwen3_moe config.json", test_qwen_moe_config);
 }

@@ -30,15 +30,16 @@ static zz_status zz_qmoe_config(json_t *root, const char *path, zz_config *c) {
   ZZ_CHECK(zz_json_int_in(root, path, ne_key, ne_def, 1, ZZ_MAX_EXPERTS, &c->n_experts));
   int64_t used_max = c->n_experts < ZZ_MOE_MAX_TOPK ? c->n_experts : ZZ_MOE_MAX_TOPK;
   ZZ_CHECK(zz_json_int_in(root, path, "num_experts_per_tok", ne_def == 60 ? 4 : 8, 1, used_max, &c->n_experts_used));
-  ZZ_CHECK(zz_json_int_in(root, path, "moe_intermediate_size", ne_def == 60 ? 1408 : 768, 1, ZZ_MAX_FFN,
-                          &c->expert_ffn));
+  ZZ_CHECK(
+      zz_json_int_in(root, path, "moe_intermediate_size", ne_def == 60 ? 1408 : 768, 1, ZZ_MAX_FFN, &c->expert_ffn));
   ZZ_CHECK(zz_json_bool(root, path, "norm_topk_prob", false, &c->norm_topk));
   ZZ_CHECK(zz_moe_parse_layers(root, path, c));
   bool window;
   ZZ_CHECK(zz_json_bool(root, path, "use_sliding_window", false, &window));
   if (window)
-    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: use_sliding_window = true is not supported for %s (attention over every key)",
-                    path, c->model_type);
+    return zz_error(ZZ_ERR_UNSUPPORTED,
+                    "%s: use_sliding_window = true is not supported for %s (attention over every key)", path,
+                    c->model_type);
   /* sliding_window is then unused (transformers 5's Qwen2-MoE writes 0, Qwen3-MoE null) */
   json_t *types = json_object_get(root, "layer_types");
   size_t i;

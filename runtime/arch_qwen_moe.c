@@ -42,6 +42,8 @@ static zz_status zz_qmoe_config(json_t *root, const char *path, zz_config *c) {
                     c->model_type);
   /* sliding_window is then unused (transformers 5's Qwen2-MoE writes 0, Qwen3-MoE null) */
   json_t *types = json_object_get(root, "layer_types");
+  if (types && !json_is_null(types) && !json_is_array(types))
+    return zz_error(ZZ_ERR_FORMAT, "%s: \"layer_types\" must be a list of num_hidden_layers types", path);
   size_t i;
   json_t *t;
   json_array_foreach(types, i, t) {

@@ -463,6 +463,7 @@ static void test_qwen_moe_config(void) {
       {"tiny-qwen2-moe", "use_sliding_window", "true", "use_sliding_window = true is not supported for qwen2_moe"},
       {"tiny-qwen2-moe", "layer_types", "[\"full_attention\", \"sliding_attention\", \"full_attention\"]",
        "layer_types[1] \"sliding_attention\" is not supported"},
+      {"tiny-qwen2-moe", "layer_types", "\"full_attention\"", "\"layer_types\" must be a list"},
       {"tiny-qwen3-moe", "attention_bias", "true", "attention_bias"},
       {"tiny-qwen3-moe", "num_experts_per_tok", "9", "num_experts_per_tok"},
       {"tiny-qwen3-moe", "mlp_only_layers", "[3]", "mlp_only_layers[0] is not a layer"},

@@ -76,7 +76,8 @@ typedef struct zz_arch {
 
 extern const zz_arch zz_arch_opt;
 extern const zz_arch zz_arch_llama;
-extern const zz_arch zz_arch_mixtral; /* arch_mixtral.c: LLaMA with a mixture of experts */
+extern const zz_arch zz_arch_mixtral;                      /* arch_mixtral.c: LLaMA with a mixture of experts */
+extern const zz_arch zz_arch_qwen2_moe, zz_arch_qwen3_moe; /* arch_qwen_moe.c: Qwen's mixtures of experts */
 extern const zz_arch zz_arch_qwen2, zz_arch_mistral, zz_arch_qwen3, zz_arch_phi3; /* arch_dense.c */
 
 /* ---------------------------------------------------------------- LLaMA-like families

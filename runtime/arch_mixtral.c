@@ -106,34 +106,37 @@ static const char *const zz_mixtral_moe_names[ZZ_MOE_N] = {
     [ZZ_MOE_DOWN] = "model.layers.%d.block_sparse_moe.experts.*.w2.weight",
 };
 
-/* LLaMA's layer list, each MLP layer's weights replaced by the norm and the MoE's. */
-static zz_status zz_mixtral_build(zz_model *m) {
+/* LLaMA's layer list, each MLP layer with experts its weights replaced by the norm
+ * and the MoE's (moe_impl.h). */
+zz_status zz_moe_llama_build(zz_model *m, const char *const fmt[ZZ_MOE_N]) {
   ZZ_CHECK(zz_arch_llama.build(m));
   for (int i = 0; i < m->n_layers; i++) {
     zz_layer *f = &m->layers[i];
-    if (f->kind != ZZ_LAYER_MLP || !zz_moe_layer_sparse(&m->cfg, f->index)) continue; /* Mixtral: every one */
+    if (f->kind != ZZ_LAYER_MLP || !zz_moe_layer_sparse(&m->cfg, f->index)) continue;
     memset(f->weights, 0, sizeof f->weights);
     f->n_weights = ZZ_MX_N;
     zz_arch_spec(&f->weights[ZZ_MX_NORM], true, 1, m->cfg.hidden, 0, "model.layers.%d.post_attention_layernorm.weight",
                  f->index);
     f->weights[ZZ_MX_NORM].init = ZZ_INIT_NORM_GAIN;
-    zz_moe_specs(&f->weights[ZZ_MX_MOE], &m->cfg, f->index, zz_mixtral_moe_names);
+    zz_moe_specs(&f->weights[ZZ_MX_MOE], &m->cfg, f->index, fmt);
   }
   return ZZ_OK;
 }
 
+static zz_status zz_mixtral_build(zz_model *m) { return zz_moe_llama_build(m, zz_mixtral_moe_names); }
+
 /* LLaMA's workspace, or the MoE MLP's: xn [n, h], the MoE's sum [n, h], then
  * zz_moe_workspace; whichever is larger. */
-static size_t zz_mixtral_workspace(const zz_model *m, const zz_device_desc *dev, int64_t b, int64_t sq, int64_t t,
-                                   bool general_attn) {
+size_t zz_moe_llama_workspace(const zz_model *m, const zz_device_desc *dev, int64_t b, int64_t sq, int64_t t,
+                              bool general_attn) {
   size_t es = zz_dtype_nbytes(dev->compute_dtype, 1), n = (size_t)(b * sq);
   size_t moe = 2 * zz_align_up(n * (size_t)m->cfg.hidden * es, 256) + zz_moe_workspace(&m->cfg, es, b * sq);
   size_t llama = zz_arch_llama.workspace_bytes(m, dev, b, sq, t, general_attn);
   return moe > llama ? moe : llama;
 }
 
-static zz_status zz_mixtral_forward(zz_device *dev, const zz_model *m, const zz_layer *layer, const zz_tensor *w,
-                                    const zz_step *st) {
+zz_status zz_moe_llama_forward(zz_device *dev, const zz_model *m, const zz_layer *layer, const zz_tensor *w,
+                               const zz_step *st) {
   if (layer->kind != ZZ_LAYER_MLP || !zz_moe_layer_sparse(&m->cfg, layer->index))
     return zz_arch_llama.forward(dev, m, layer, w, st);
   const zz_config *c = &m->cfg;
@@ -151,17 +154,11 @@ static zz_status zz_mixtral_forward(zz_device *dev, const zz_model *m, const zz_
   return zz_arch_rows_done(dev, st, x, h);
 }
 
-static void zz_mixtral_positions(const zz_config *c, int64_t pad, int64_t from, int64_t n, int32_t *out) {
-  zz_arch_llama.positions(c, pad, from, n, out);
-}
-
 const zz_arch zz_arch_mixtral = {
     .model_type = "mixtral",
     .preset_name = zz_mixtral_preset_name,
     .preset = zz_mixtral_preset,
     .parse_config = zz_mixtral_parse_config,
     .build = zz_mixtral_build,
-    .positions = zz_mixtral_positions,
-    .workspace_bytes = zz_mixtral_workspace,
-    .forward = zz_mixtral_forward,
+    ZZ_MOE_LLAMA_LAYERS,
 };

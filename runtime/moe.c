@@ -37,8 +37,8 @@ zz_status zz_moe_parse_layers(json_t *root, const char *path, zz_config *c) {
   size_t i;
   json_t *v;
   json_array_foreach(list, i, v) {
-    json_int_t l = json_integer_value(v);
-    if (!json_is_integer(v) || l < 0 || l >= c->n_layers)
+    double l = json_number_value(v); /* zz_json_load_hf reads integers as reals */
+    if (!json_is_number(v) || !(l >= 0 && l < (double)c->n_layers) || l != (double)(int32_t)l)
       return zz_error(ZZ_ERR_FORMAT, "%s: mlp_only_layers[%zu] is not a layer in [0, %lld)", path, i,
                       (long long)c->n_layers);
     c->dense_layers[c->n_dense_layers++] = (int32_t)l;

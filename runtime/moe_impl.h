@@ -57,4 +57,17 @@ size_t zz_moe_workspace(const zz_config *c, size_t es, int64_t r);
 zz_status zz_moe_forward(zz_device *dev, const zz_config *c, const zz_tensor *w, const void *xn, int64_t r, void *out,
                          void *work, const zz_step *st);
 
+/* A LLaMA-like architecture with experts (arch_mixtral.c; arch_qwen_moe.c): LLaMA's
+ * layers (arch_llama.c, with the zz_config flags its attention reads), each MLP
+ * layer that zz_moe_layer_sparse names the post-attention RMSNorm and the MoE
+ * (weight names fmt, as zz_moe_specs), the others LLaMA's dense MLP. */
+zz_status zz_moe_llama_build(zz_model *m, const char *const fmt[ZZ_MOE_N]);
+size_t zz_moe_llama_workspace(const zz_model *m, const zz_device_desc *dev, int64_t b, int64_t sq, int64_t t,
+                              bool general_attn);
+zz_status zz_moe_llama_forward(zz_device *dev, const zz_model *m, const zz_layer *layer, const zz_tensor *w,
+                               const zz_step *st);
+/* The zz_arch table's entries after .build for such an architecture. */
+#define ZZ_MOE_LLAMA_LAYERS                                                                                            \
+  .positions = zz_llama_positions, .workspace_bytes = zz_moe_llama_workspace, .forward = zz_moe_llama_forward
+
 #endif

@@ -3,7 +3,8 @@
 # on the golden fixtures, against the one-process run of the same command.
 #   tokens   tiny-opt (3 transformer layers), tiny-opt-postln (2), tiny-llama (2, GQA;
 #            token-id prompts, it has no tokenizer), tiny-mistral (a sliding window of 5),
-#            tiny-qwen2 (q/k/v biases, a window on layer 1) and tiny-mixtral (2, MoE):
+#            tiny-qwen2 (q/k/v biases, a window on layer 1), tiny-mixtral (2, MoE),
+#            tiny-qwen3-moe and tiny-qwen2-moe (3, a dense MLP layer between MoE ones):
 #            -np 1, 2, 3, 4 with
 #            T = m and T = m + 2 give byte-identical output files to one process, for
 #            weights/cache/activations on the device, on the CPU (CPU attention) and on
@@ -119,7 +120,7 @@ GEN=(generate --prompts prompts.jsonl --gpu-batch-size 2 --num-gpu-batches 2)
 
 case $SCENARIO in
 tokens)
-  for model in tiny-opt tiny-opt-postln tiny-llama tiny-mistral tiny-qwen2 tiny-mixtral; do
+  for model in tiny-opt tiny-opt-postln tiny-llama tiny-mistral tiny-qwen2 tiny-mixtral tiny-qwen3-moe tiny-qwen2-moe; do
     prompts=prompts.jsonl
     [ -f "$FX/$model/vocab.json" ] || prompts=ids.jsonl
     while IFS='|' read -r name pol; do

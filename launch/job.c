@@ -142,10 +142,51 @@ struct zz_job_lines {
   zz_seq_params *params; /* [cap] per sequence */
   int64_t *seq_prompt;   /* [cap] per sequence: its prompt in the block */
   int64_t nseq;
+  /* the prompts still to run, in the order they are gathered: file order with
+   * --keep-order, else by length and max tokens (zz_job_order) */
+  struct zz_job_entry *order;
+  int64_t n_order, cap_order, next;
   zz_prompt pend; /* read but left for the next block (its completions did not fit) */
   uint64_t pend_stream;
   bool has_pend;
 };
+
+/* A prompt still to run: where its line is in --prompts, its place (the sampling
+ * stream), its tokens and the new tokens it asks (0 and 0 for a line answered
+ * with an error). */
+struct zz_job_entry {
+  int64_t at, line;
+  uint64_t stream;
+  int64_t len;
+  int max_new;
+};
+
+static int zz_job_entry_cmp(const void *pa, const void *pb) {
+  const struct zz_job_entry *a = pa, *b = pb;
+  if (a->len != b->len) return a->len < b->len ? -1 : 1;
+  if (a->max_new != b->max_new) return a->max_new < b->max_new ? -1 : 1;
+  return a->stream < b->stream ? -1 : a->stream > b->stream;
+}
+
+/* Blocks by length: prompts of similar length (then similar max tokens) run
+ * together, so a block pads little and its sequences end near each other. A
+ * prompt's tokens do not depend on its block (its stream is its place in the file),
+ * so only the order of the output lines changes. */
+static void zz_job_order(struct zz_job_lines *lx, bool keep_order) {
+  if (!keep_order && lx->n_order > 1) qsort(lx->order, (size_t)lx->n_order, sizeof *lx->order, zz_job_entry_cmp);
+}
+
+static zz_status zz_job_entry_add(struct zz_job_lines *lx, struct zz_job_entry e) {
+  if (lx->n_order == lx->cap_order) {
+    int64_t cap = lx->cap_order ? lx->cap_order * 2 : 64;
+    void *o = realloc(lx->order, (size_t)cap * sizeof *lx->order);
+    if (!o) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+    lx->order = o;
+    lx->cap_order = cap;
+  }
+  lx->order[lx->n_order++] = e;
+  return ZZ_OK;
+}
 
 /* The sampling stream of completion c of the prompt at place `index` in the file:
  * the place itself for the first (as before completions existed), then apart by
@@ -345,6 +386,8 @@ static zz_status zz_job_scan(zz_job *j, json_t *prompts) {
   for (;;) {
     zz_prompt p;
     bool got = false;
+    int64_t at = 0, at_line = 0;
+    ZZ_CHECK(zz_prompt_reader_tell(j->rd, &at, &at_line));
     ZZ_CHECK(zz_prompt_reader_next(j->rd, &p, &got));
     if (!got) break;
     uint64_t stream = index++;
@@ -369,12 +412,17 @@ static zz_status zz_job_scan(zz_job *j, json_t *prompts) {
       j->todo++;
       if (n > j->longest) j->longest = n;
       if (!l.err && l.sp.max_new_tokens > j->lx->max_new) j->lx->max_new = l.sp.max_new_tokens;
+      st = zz_job_entry_add(
+          j->lx,
+          (struct zz_job_entry){
+              .at = at, .line = at_line, .stream = stream, .len = n, .max_new = l.err ? 0 : l.sp.max_new_tokens});
     }
     zz_line_free(&l);
     free(ids);
     zz_prompt_free(&p);
     if (st != ZZ_OK) return st;
   }
+  zz_job_order(j->lx, o->keep_order);
   return zz_prompt_reader_rewind(j->rd);
 }
 
@@ -472,9 +520,9 @@ zz_status zz_job_start(zz_job *j, int64_t cap) {
       !lx->params || !lx->seq_prompt)
     return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   zz_progress_start(&j->prog, o, zz_resume_count(j->hashes));
-  j->prog.skipped = 0;
+  j->prog.skipped = zz_resume_count(j->hashes) - j->todo; /* already in --out (--resume) */
   j->prog.max_tokens = j->todo * j->shape.gen_len;
-  j->more = true;
+  j->more = lx->n_order > 0;
   return ZZ_OK;
 }
 
@@ -527,14 +575,17 @@ zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out) {
         stream = lx->pend_stream;
         lx->has_pend = false;
       } else {
-        ZZ_CHECK(zz_prompt_reader_next(j->rd, &p, &j->more));
-        if (!j->more) break;
-        stream = (uint64_t)j->index++; /* prompt number in the file: the sampling stream */
-      }
-      if (zz_resume_has(j->done_ids, p.id)) {
-        j->prog.skipped++;
-        zz_prompt_free(&p);
-        continue;
+        const struct zz_job_entry *e = &lx->order[lx->next++];
+        j->more = lx->next < lx->n_order;
+        int64_t at = 0, at_line = 0;
+        ZZ_CHECK(zz_prompt_reader_tell(j->rd, &at, &at_line));
+        if (at != e->at) ZZ_CHECK(zz_prompt_reader_seek(j->rd, e->at, e->line));
+        bool got = false;
+        ZZ_CHECK(zz_prompt_reader_next(j->rd, &p, &got));
+        if (!got)
+          return zz_error(ZZ_ERR_IO, "%s:%lld: the prompts file changed while the job ran (it ends sooner)", o->prompts,
+                          (long long)e->line + 1);
+        stream = e->stream; /* prompt number in the file: the sampling stream */
       }
       zz_line l;
       int32_t *ids = NULL;
@@ -670,6 +721,7 @@ void zz_job_close(zz_job *j) {
     free(lx->first);
     free(lx->params);
     free(lx->seq_prompt);
+    free(lx->order);
     zz_chat_ctx_free(&lx->chat);
     free(lx);
   }

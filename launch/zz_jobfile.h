@@ -101,8 +101,7 @@ typedef struct zz_job {
   int64_t *lens;
   uint64_t *streams; /* prompt number in the file: the sampling stream */
   int64_t n, cap;
-  bool more;     /* prompts may be left */
-  int64_t index; /* prompts read, skipped ones included */
+  bool more; /* prompts may be left */
   zz_progress prog;
   int64_t kill_after, committed, written; /* blocks (ZZ_FAULT_KILL_AFTER_BLOCKS), blocks, prompts */
   struct zz_job_lines *lx;                /* each line's own settings, its completions, its error (launch/job.c) */

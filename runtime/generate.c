@@ -196,6 +196,20 @@ static bool zz_group_live(const zz_gen *g, int64_t bls, int gr) {
   return false;
 }
 
+/* The positions one step of sequences [first, first + cnt) computes and those of
+ * them that are useful: at the prompt step every sequence is padded to the longest. */
+static void zz_gen_count(zz_gen *g, int64_t first, int64_t cnt, int step) {
+  int64_t longest = 0;
+  for (int64_t i = first; i < first + cnt; i++) {
+    int64_t len = g->req->lens[i];
+    if (len > longest) longest = len;
+    if (step == 0) g->r.pos_useful += len;
+    else if (!g->done[i])
+      g->r.pos_useful++;
+  }
+  g->r.pos_computed += step == 0 ? cnt * longest : cnt;
+}
+
 static zz_status zz_gen_loop(zz_engine *e, zz_gen *g, double *t_prefill) {
   const zz_request *req = g->req;
   const zz_policy *pol = zz_engine_policy(e);
@@ -207,10 +221,11 @@ static zz_status zz_gen_loop(zz_engine *e, zz_gen *g, double *t_prefill) {
     ZZ_CHECK(zz_check_stop());
     for (int gr = 0; gr < n_groups && zz_group_count(n, bls, gr); gr++) {
       if (!zz_group_live(g, bls, gr)) continue;
-      int64_t first = zz_group_first(bls, gr);
+      int64_t first = zz_group_first(bls, gr), cnt = zz_group_count(n, bls, gr);
+      zz_gen_count(g, first, cnt, step);
       zz_step_io io = {.prompts = req->ids + first, .tokens = g->input + first};
       ZZ_CHECK(zz_engine_step(e, gr, step, &io));
-      zz_gen_take(g, first, zz_group_count(n, bls, gr), step, zz_engine_logits(e));
+      zz_gen_take(g, first, cnt, step, zz_engine_logits(e));
     }
     if (step == 0) *t_prefill = zz_now();
   }

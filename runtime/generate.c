@@ -196,18 +196,10 @@ static bool zz_group_live(const zz_gen *g, int64_t bls, int gr) {
   return false;
 }
 
-/* The positions one step of sequences [first, first + cnt) computes and those of
- * them that are useful: at the prompt step every sequence is padded to the longest. */
+/* The useful positions of one step of sequences [first, first + cnt): their
+ * prompts' tokens, then the input of each that has not ended. */
 static void zz_gen_count(zz_gen *g, int64_t first, int64_t cnt, int step) {
-  int64_t longest = 0;
-  for (int64_t i = first; i < first + cnt; i++) {
-    int64_t len = g->req->lens[i];
-    if (len > longest) longest = len;
-    if (step == 0) g->r.pos_useful += len;
-    else if (!g->done[i])
-      g->r.pos_useful++;
-  }
-  g->r.pos_computed += step == 0 ? cnt * longest : cnt;
+  for (int64_t i = first; i < first + cnt; i++) g->r.pos_useful += step == 0 ? g->req->lens[i] : !g->done[i];
 }
 
 static zz_status zz_gen_loop(zz_engine *e, zz_gen *g, double *t_prefill) {
@@ -223,7 +215,7 @@ static zz_status zz_gen_loop(zz_engine *e, zz_gen *g, double *t_prefill) {
       if (!zz_group_live(g, bls, gr)) continue;
       int64_t first = zz_group_first(bls, gr), cnt = zz_group_count(n, bls, gr);
       zz_gen_count(g, first, cnt, step);
-      zz_step_io io = {.prompts = req->ids + first, .tokens = g->input + first};
+      zz_step_io io = {.prompts = req->ids + first, .tokens = g->input + first, .ended = g->done + first};
       ZZ_CHECK(zz_engine_step(e, gr, step, &io));
       zz_gen_take(g, first, cnt, step, zz_engine_logits(e));
     }
@@ -243,8 +235,12 @@ zz_status zz_generate(zz_engine *e, const zz_request *req, zz_result *res) {
   ZZ_CHECK(zz_request_check(e, req));
   zz_gen *g = NULL;
   ZZ_CHECK(zz_gen_create(&m->cfg, req, &g));
+  zz_engine_stats before, after;
+  zz_engine_get_stats(e, &before);
   double t0 = zz_now(), t_prefill = t0;
   zz_status st = zz_gen_loop(e, g, &t_prefill);
+  zz_engine_get_stats(e, &after);
+  g->r.pos_computed = after.positions - before.positions;
   g->r.prefill_s = t_prefill - t0;
   g->r.decode_s = zz_now() - t_prefill;
   zz_engine_add_wall(e, zz_now() - t0);

@@ -78,9 +78,10 @@ typedef struct zz_result {
   int32_t **tokens; /* tokens[i]: new tokens of prompt i (ends at EOS, included) */
   int64_t *n_tokens;
   double prefill_s, decode_s; /* wall time of the two phases */
-  /* positions the engine computed (each group's prompt step padded to its longest,
-   * then one per sequence of a group still running, ended ones included) and those
-   * of them that were useful (prompt tokens, then the inputs of live sequences) */
+  /* positions the engine computed (zz_engine_stats.positions: each prompt step
+   * padded to its group's longest, then every sequence of a GPU batch that still has
+   * one running) and those of them that were useful (prompt tokens, then the input
+   * of each sequence still running) */
   int64_t pos_computed, pos_useful;
   struct zz_seq_out *out; /* [n] why each ended, its log-probabilities (zz_seq.h); NULL unless
                                  the request had params or on_token */

@@ -46,9 +46,16 @@ static zz_status zz_prompt_ids(const zz_job *j, const zz_prompt *p, bool special
                       "in --model), "
                       "or give \"input_ids\"",
                       o->prompts, (long long)p->line);
+    /* a text no block could hold is refused by its bytes, before it is tokenized */
+    size_t bytes = strlen(p->text), most = zz_tokenizer_text_bound(tok, j->max_prompt_len);
+    if (bytes > most)
+      return zz_error(ZZ_ERR_INVALID_ARG,
+                      "%s:%lld: the prompt's %zu bytes are more than --max-prompt-len %d tokens can hold "
+                      "(%zu bytes at most with this tokenizer); refused before tokenizing",
+                      o->prompts, (long long)p->line, bytes, j->max_prompt_len, most);
     int32_t *raw = NULL;
     int64_t m = 0;
-    zz_status st = zz_tokenizer_encode(tok, p->text, strlen(p->text), &raw, &m);
+    zz_status st = zz_tokenizer_encode(tok, p->text, bytes, &raw, &m);
     if (st != ZZ_OK) return zz_error(st, "%s:%lld: %s", o->prompts, (long long)p->line, zz_error_message());
     int32_t bos = -1, eos = -1;
     if (!zz_tokenizer_specials(tok, &bos, &eos)) bos = (int32_t)cfg->bos;

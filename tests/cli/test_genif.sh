@@ -182,6 +182,12 @@ zz generate --model "$TINY" --no-progress --prompts len.jsonl --out len_k.out --
 check "blocks by length: killed after a block, --resume finishes with each line once and its tokens" \
   eval '[ "$KRC" -eq 137 ] && [ "$KEPT" -ge 1 ] && [ "$KEPT" -lt 8 ] && [ "$RC" -eq 0 ] && [ "$(by_id len_k.out)" = "$(by_id len.out)" ]'
 
+# a line no block could hold is refused by its bytes, before it is tokenized
+{ printf '{"id": "short", "prompt": "Liberty"}\n{"id": "huge", "prompt": "'; head -c 4000000 /dev/zero | tr '\0' 'a'; printf '"}\n'; } >huge.jsonl
+zz generate --model "$TINY" --no-progress --prompts huge.jsonl --out huge.out --max-new-tokens 2 --max-prompt-len 8
+check "a 4 MB prompt beside --max-prompt-len 8 is refused by its bytes, naming its line, before tokenizing" \
+  eval '[ "$RC" -ne 0 ] && has "huge.jsonl:2: the prompt" err && has "4000000 bytes are more than --max-prompt-len 8 tokens can hold" err && has "refused before tokenizing" err && [ ! -s huge.out ]'
+
 # ------------------------------------------------------------ 3. stop strings
 
 printf '{"id": 0, "prompt": "Four score and seven years ago"}\n' >s0.jsonl

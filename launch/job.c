@@ -170,13 +170,12 @@ struct zz_job_entry {
 
 static int zz_job_entry_cmp(const void *pa, const void *pb) {
   const struct zz_job_entry *a = pa, *b = pb;
-  if (a->len != b->len) return a->len < b->len ? -1 : 1;
-  if (a->max_new != b->max_new) return a->max_new < b->max_new ? -1 : 1;
-  return a->stream < b->stream ? -1 : a->stream > b->stream;
+  int c = zz_prompt_order(a->len, a->max_new, b->len, b->max_new);
+  return c ? c : a->stream < b->stream ? -1 : a->stream > b->stream;
 }
 
-/* Blocks by length: prompts of similar length (then similar max tokens) run
- * together, so a block pads little and its sequences end near each other. A
+/* Blocks by length: prompts of similar max tokens and length run together
+ * (zz_prompt_order), so a block pads little and its sequences end near each other. A
  * prompt's tokens do not depend on its block (its stream is its place in the file),
  * so only the order of the output lines changes. */
 static void zz_job_order(struct zz_job_lines *lx, bool keep_order) {

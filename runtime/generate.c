@@ -14,6 +14,20 @@
 #include "zz_generate.h" /* and the engine's public API, zz_engine.h: nothing of its inside */
 #include "zz_seq.h"
 
+/* floor(2 log2 n) for n >= 1 (0 below): the sqrt(2) step n is in */
+static int zz_half_log2(int n) {
+  int s = 0;
+  for (double v = 1.4142135623730951; v <= n; v *= 1.4142135623730951) s++;
+  return s;
+}
+
+int zz_prompt_order(int64_t len_a, int new_a, int64_t len_b, int new_b) {
+  int ba = zz_half_log2(new_a), bb = zz_half_log2(new_b);
+  if (ba != bb) return ba < bb ? -1 : 1;
+  if (len_a != len_b) return len_a < len_b ? -1 : 1;
+  return new_a < new_b ? -1 : new_a > new_b;
+}
+
 zz_status zz_request_check(const zz_engine *e, const zz_request *req) {
   const zz_config *c = &zz_engine_model(e)->cfg;
   const zz_policy *pol = zz_engine_policy(e);

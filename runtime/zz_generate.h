@@ -115,6 +115,13 @@ int32_t zz_sample_sequence(const zz_config *c, const float *logits, const zz_sam
  * itself, or the pad token once the sequence has ended. */
 int32_t zz_sequence_input(const zz_config *c, int32_t token, bool ended);
 
+/* The order prompts are gathered into blocks so that a block's sequences end near
+ * each other and pad little: by max new tokens in steps of sqrt(2) (a block runs
+ * until its last sequence ends, and every step reads all the weights), then by
+ * prompt length, then by max new tokens; <0, 0, >0 as strcmp (0: the caller's own
+ * order, the file's, decides). */
+int zz_prompt_order(int64_t len_a, int new_a, int64_t len_b, int new_b);
+
 /* Checks a request against an engine's shape and vocabulary. */
 zz_status zz_request_check(const zz_engine *eng, const zz_request *req);
 /* Generates for req on an engine holding the whole model. */

@@ -252,6 +252,16 @@ static void test_finished_batches_skipped(void) {
   zz_checkpoint_close(ck);
   zz_model_free(&m);
 }
+/* The order blocks are gathered in: max new tokens in sqrt(2) steps, then length. */
+static void test_prompt_order(void) {
+  CU_ASSERT(zz_prompt_order(100, 1, 5, 2) < 0);   /* fewer max tokens first, however long */
+  CU_ASSERT(zz_prompt_order(5, 11, 100, 10) < 0); /* 10 and 11 share a step: the shorter first */
+  CU_ASSERT(zz_prompt_order(5, 11, 5, 10) > 0);
+  CU_ASSERT(zz_prompt_order(7, 10, 7, 10) == 0);
+  CU_ASSERT(zz_prompt_order(500, 22, 5, 23) < 0); /* 22 < 16 sqrt(2) <= 23 */
+  CU_ASSERT(zz_prompt_order(0, 0, 1, 1) < 0);     /* a line answered with an error (0, 0) first */
+}
+
 void zz_test_genif_register(void) {
   CU_pSuite s = CU_add_suite("generation interface (issue #25)", NULL, NULL);
   CU_add_test(s, "chat templates: transformers' text for Llama-2, Llama-3, Mistral, ChatML", test_chat_fixtures);
@@ -260,4 +270,5 @@ void zz_test_genif_register(void) {
   CU_add_test(s, "a line's settings: accepted, or refused naming the key", test_line_keys);
   CU_add_test(s, "a GPU batch whose sequences all ended is not computed; tokens as alone",
               test_finished_batches_skipped);
+  CU_add_test(s, "blocks are gathered by max tokens in sqrt(2) steps, then length", test_prompt_order);
 }

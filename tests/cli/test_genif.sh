@@ -160,8 +160,8 @@ done | sort; }
 zz generate --model "$TINY" --no-progress --prompts len.jsonl --out len.out --max-new-tokens 6 --gpu-batch-size 2 --num-gpu-batches 2
 LRC=$RC
 zz "${GEN[@]}" --prompts len.jsonl --out len_keep.out --max-new-tokens 6 --gpu-batch-size 3
-check "blocks by length: every line once, and not in file order (short prompts first)" \
-  eval '[ "$LRC" -eq 0 ] && [ "$(wc -l <len.out)" -eq 8 ] && [ "$(by_id len.out | cut -d" " -f1 | uniq | wc -l)" -eq 8 ] && [ "$(grep -o "\"id\":\"l[0-9]\"" len.out | head -n 1)" = "\"id\":\"l1\"" ]'
+check "blocks by length: every line once, and not in file order (fewest max tokens, then shortest, first)" \
+  eval '[ "$LRC" -eq 0 ] && [ "$(wc -l <len.out)" -eq 8 ] && [ "$(by_id len.out | cut -d" " -f1 | uniq | wc -l)" -eq 8 ] && [ "$(grep -o "\"id\":\"l[0-9]\"" len.out | head -n 2 | tr -d "\n")" = "\"id\":\"l4\"\"id\":\"l1\"" ]'
 check "--keep-order writes file order" \
   eval '[ "$(grep -o "\"id\":\"l[0-9]\"" len_keep.out | tr -d "\n")" = "\"id\":\"l0\"\"id\":\"l1\"\"id\":\"l2\"\"id\":\"l3\"\"id\":\"l4\"\"id\":\"l5\"\"id\":\"l6\"\"id\":\"l7\"" ]'
 check "blocks by length give every line the tokens of file order (greedy, own seeds, n = 2)" \

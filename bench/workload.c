@@ -116,8 +116,8 @@ static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t bls
       ids[i] = l->ids;
       lens[i] = l->len;
       streams[i] = (uint64_t)l->place;
-      sp[i] = (zz_seq_params){.sampling = {.top_p = 1}, .max_new_tokens = l->max_new, .repetition_penalty = 1,
-                              .logprobs = -1};
+      sp[i] = (zz_seq_params){
+          .sampling = {.top_p = 1}, .max_new_tokens = l->max_new, .repetition_penalty = 1, .logprobs = -1};
       if (l->max_new > most) most = l->max_new;
     }
     zz_request req = {.n = cnt,
@@ -149,16 +149,26 @@ int main(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     if (!strcmp(k, "--model")) model = v;
-    else if (!strcmp(k, "--layers")) layers = atoi(v);
-    else if (!strcmp(k, "--lines")) lines = atoll(v);
-    else if (!strcmp(k, "--scale")) scale = atof(v);
-    else if (!strcmp(k, "--seed")) seed = (uint64_t)atoll(v) * 2654435761u + 1;
-    else if (!strcmp(k, "--gbs")) gbs = atoi(v);
-    else if (!strcmp(k, "--num-gb")) num_gb = atoi(v);
-    else if (!strcmp(k, "--threads")) threads = atoi(v);
-    else if (!strcmp(k, "--prompts")) prompts = v;
-    else if (!strcmp(k, "--write")) write = v;
-    else return fprintf(stderr, "workload: unknown option %s (see the head of bench/workload.c)\n", k), 2;
+    else if (!strcmp(k, "--layers"))
+      layers = atoi(v);
+    else if (!strcmp(k, "--lines"))
+      lines = atoll(v);
+    else if (!strcmp(k, "--scale"))
+      scale = atof(v);
+    else if (!strcmp(k, "--seed"))
+      seed = (uint64_t)atoll(v) * 2654435761u + 1;
+    else if (!strcmp(k, "--gbs"))
+      gbs = atoi(v);
+    else if (!strcmp(k, "--num-gb"))
+      num_gb = atoi(v);
+    else if (!strcmp(k, "--threads"))
+      threads = atoi(v);
+    else if (!strcmp(k, "--prompts"))
+      prompts = v;
+    else if (!strcmp(k, "--write"))
+      write = v;
+    else
+      return fprintf(stderr, "workload: unknown option %s (see the head of bench/workload.c)\n", k), 2;
   }
   zz_config cfg;
   zz_model m;
@@ -179,7 +189,8 @@ int main(int argc, char **argv) {
                        .place = i};
       w[i].ids = malloc((size_t)w[i].len * sizeof *w[i].ids);
       w[i].ids[0] = (int32_t)cfg.bos;
-      for (int64_t t = 1; t < w[i].len; t++) w[i].ids[t] = (int32_t)(4 + wl_next(&seed) % (uint64_t)(cfg.vocab_size - 4));
+      for (int64_t t = 1; t < w[i].len; t++)
+        w[i].ids[t] = (int32_t)(4 + wl_next(&seed) % (uint64_t)(cfg.vocab_size - 4));
     }
   }
   if (write) {
@@ -221,9 +232,11 @@ int main(int argc, char **argv) {
     return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
   int same = 1;
   for (int64_t i = 0; i < n; i++) same &= !memcmp(before[i], now[i], (size_t)w[i].max_new * sizeof **now);
-  printf("model,layers,lines,prompt_tokens_p50,asked_tokens,bls,run,seconds,useful_tok_s,positions,wasted,same_tokens\n");
+  printf(
+      "model,layers,lines,prompt_tokens_p50,asked_tokens,bls,run,seconds,useful_tok_s,positions,wasted,same_tokens\n");
   const wl_run *runs[2] = {&rb, &rn};
-  const char *names[2] = {"before: file order; every sequence to its block's most", "now: zz_prompt_order; own max tokens"};
+  const char *names[2] = {"before: file order; every sequence to its block's most",
+                          "now: zz_prompt_order; own max tokens"};
   int64_t *lens = malloc((size_t)n * sizeof *lens);
   for (int64_t i = 0; i < n; i++) lens[i] = w[i].len;
   qsort(lens, (size_t)n, sizeof *lens, wl_cmp_len);

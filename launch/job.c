@@ -699,6 +699,10 @@ static zz_status zz_job_write_block(zz_job *j, const zz_result *res) {
     if (bad) return zz_error(ZZ_ERR_IO, "%s: write failed: %s", o->out, strerror(errno));
     if (l->err) j->prog.errors++;
   }
+  if (res) {
+    j->prog.pos_computed += res->pos_computed;
+    j->prog.pos_useful += res->pos_useful;
+  }
   /* a finished block is never lost: flushed and synced before the next starts */
   ZZ_CHECK(zz_output_commit(&j->out));
   j->committed++;

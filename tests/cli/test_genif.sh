@@ -332,7 +332,7 @@ if [ -f "$BUILD/cmake_install.cmake" ]; then
 fi
 zz "${GEN[@]}" --prompts nat.jsonl --out sum.out --max-new-tokens 2 --no-progress
 check "the summary at the end when stderr is a file: prompts, tokens, tokens/s, elapsed, output" \
-  eval '[ "$RC" -eq 0 ] && grep -q "^zigzag: done: 8 prompts (1 answered with an error), [0-9]* new tokens, [0-9.]* tokens/s, [0-9.]* s elapsed; output in sum.out$" err'
+  eval '[ "$RC" -eq 0 ] && grep -q "^zigzag: done: 8 prompts (1 answered with an error), [0-9]* new tokens, [0-9.]* tokens/s, [0-9.]* s elapsed; output in sum.out$" err && grep -q "^zigzag: positions: [0-9]* computed, [0-9.]*% of them padding or sequences already ended$" err'
 
 # ------------------------------------------------------------ 7. under mpirun (a pipeline of 2 ranks)
 

@@ -77,6 +77,17 @@ void zz_cpu_rope(float *x, int64_t n, int64_t heads, int64_t hd, const int32_t *
 /* y[i] = silu(g[i]) · u[i] (the SwiGLU MLP's gate); y may alias g or u. */
 void zz_cpu_silu_mul(const float *g, const float *u, int64_t n, float *y);
 
+/* Mixture of experts (kernels/cpu/moe.c). The router's choice for each of n rows
+ * of logits [n, experts]: softmax in f32, the k largest probabilities into w [n, k]
+ * and their experts into idx [n, k], largest first (NaN the largest, as torch.topk;
+ * of equal probabilities the lower expert first), then w's row divided by its sum
+ * when renorm. k <= experts. */
+void zz_cpu_moe_route(zz_pool *pool, const float *logits, int64_t n, int64_t experts, int64_t k, bool renorm,
+                      int32_t *idx, float *w);
+/* out[rows[i], :] += w[i] * y[i, :] for i < m: one expert's output rows, weighted,
+ * added into the rows that chose it (rows distinct within a call). */
+void zz_cpu_moe_scatter(const float *y, const int32_t *rows, const float *w, int64_t m, int64_t dim, float *out);
+
 /* Scratch of CPU attention (zz_attn_args.scratch): floats for b sequences of heads
  * query heads over t keys. */
 size_t zz_cpu_attention_scratch(int64_t b, int64_t heads, int64_t t);

@@ -5,6 +5,7 @@
 #ifndef ZZ_CUDA_KERNELS_H
 #define ZZ_CUDA_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,6 +61,12 @@ int zz_cuda_rmsnorm(const uint16_t *x, int64_t n, int64_t dim, const uint16_t *g
 int zz_cuda_rope(uint16_t *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos, const zz_rope *rope,
                  void *stream);
 int zz_cuda_silu_mul(const uint16_t *g, const uint16_t *u, int64_t n, uint16_t *y, void *stream);
+/* Mixture of experts (kernels/cuda/moe.cu), kernels/cpu/moe.c's contracts; idx, w
+ * device arrays [n, k] (int32, f32), k at most 32. */
+int zz_cuda_moe_route(const uint16_t *logits, int64_t n, int64_t experts, int64_t k, bool renorm, int32_t *idx,
+                      float *w, void *stream);
+int zz_cuda_moe_scatter(const uint16_t *y, const int32_t *rows, const float *w, int64_t m, int64_t dim, uint16_t *out,
+                        void *stream);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,13 @@
 /*
  * zz_kernels.h — the compute kernels of zigzag, one public header for both backends.
  *
- * kernels/cpu is the reference implementation (OpenBLAS sgemm + a small worker
- * pool) working on float32; kernels/cuda computes the same functions on half
- * precision storage with float32 accumulation (cuBLAS + CUDA kernels). Both take
- * plain pointers and sizes: the kernels know nothing of tensors, tiers or models,
- * so the runtime can call them on whatever buffer the schedule hands it.
+ * kernels/cpu is the reference implementation: float32 activations, weights in
+ * f32, bf16 or 4/8-bit groups, its own GEMM kernels per ISA (OpenBLAS sgemm for
+ * some f32 shapes) on a small worker pool (docs/cpu.md); kernels/cuda computes
+ * the same functions on half precision storage with float32 accumulation
+ * (cuBLAS + CUDA kernels). Both take plain pointers and sizes: the kernels know
+ * nothing of tensors, tiers or models, so the runtime can call them on whatever
+ * buffer the schedule hands it.
  *
  * Layout conventions shared by every kernel:
  *   - matrices are row major; a linear layer's weight is [out, in] as Hugging Face
@@ -19,8 +21,9 @@
  * Usage (CPU):
  *     zz_pool *pool;
  *     if (zz_pool_create(4, &pool) != 0) ...;
+ *     zz_cpu_blas_single();     (OpenBLAS on its caller's thread: the pool splits)
  *     zz_cpu_layernorm(pool, x, n, dim, gamma, beta, 1e-5f, y);
- *     zz_cpu_linear(x, n, in, w, b, out, y, 0);     (GEMMs use OpenBLAS's threads)
+ *     zz_cpu_linear_pool(pool, x, n, in, w, b, out, y, 0);   (sgemm tiles on the pool)
  *     zz_pool_destroy(pool);
  *
  * This header only gathers the module's headers, one per concern (listed below);

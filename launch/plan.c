@@ -100,6 +100,19 @@ static void zz_json_cost(FILE *f, const zz_cost *c) {
 /* ---------------------------------------------------------------- plan */
 
 /* Prompts per block of a pipeline plan: T groups of gbs x num_gb. */
+/* A MoE model: the experts a block of `block` sequences touches per step, in
+ * expectation (zz_moe_experts_touched): each loaded once for all the block's rows. */
+static void zz_print_experts(const zz_model *m, int block, int prompt_len) {
+  const zz_config *c = &m->cfg;
+  if (!c->n_experts) return;
+  double pre = (double)block * prompt_len, dec = block;
+  printf("experts: %lld per MoE layer, top %lld a row; expected touched per step: prefill %.2f (%.0f rows), "
+         "decode %.2f (%.0f rows)\n",
+         (long long)c->n_experts, (long long)c->n_experts_used,
+         zz_moe_experts_touched(c->n_experts, c->n_experts_used, pre), pre,
+         zz_moe_experts_touched(c->n_experts, c->n_experts_used, dec), dec);
+}
+
 static int zz_pipe_block(const zz_pipeline_plan *p) {
   return p->groups * p->rank[0].policy.gpu_batch_size * p->rank[0].policy.num_gpu_batches;
 }
@@ -213,6 +226,7 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
     printf("  (--layers");
     for (int r = 1; r < M; r++) printf("%s%d", r == 1 ? " " : ",", p->bounds[r]);
     printf(")\n");
+    zz_print_experts(m, zz_pipe_block(p), o->prompt_len);
     for (int r = 0; r < M; r++) {
       char pb[256], who[32];
       snprintf(who, sizeof who, "rank %d: ", r);
@@ -295,6 +309,7 @@ int zz_cmd_plan(const zz_opts *o) {
     printf("policy %s%s\n", zz_policy_str(&plan.policy, pb, sizeof pb),
            given ? " (given: predicted, not searched)" : "");
     zz_print_cost(stdout, "", &plan.cost, cap);
+    zz_print_experts(&m, plan.policy.gpu_batch_size * plan.policy.num_gpu_batches, o->prompt_len);
     if (given) {
       zz_model_free(&m);
       return 0;

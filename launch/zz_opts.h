@@ -14,7 +14,7 @@
 #include "zz_runtime.h"
 
 typedef struct zz_opts {
-  const char *command; /* generate, tokenize, bench */
+  const char *command; /* generate, bench, plan, profile, perplexity, tokenize, chat-template, man, completion */
   const char *model;
   bool dummy;
   const char *prompts, *out;

@@ -133,17 +133,27 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   zz_lin *disk = &t[ZZ_TERM_DISK], *in_ = &t[ZZ_TERM_LINK_IN], *out = &t[ZZ_TERM_LINK_OUT];
 
   /* weights: loaded once per step for the whole block; from disk one tensor a
-   * read, each at the rate of its size (zz_hw_disk_read_bw) */
+   * read, each at the rate of its size (zz_hw_disk_read_bw). A MoE layer's
+   * expert-stacked matrices (zz_weight_spec.experts): only the experts the
+   * block's bls x sq routed rows touch are loaded, one read each
+   * (zz_moe_experts_touched), and each row multiplies k of the E experts'
+   * matrices (k/E of their elements: the active FLOPs) */
   double W = 0, Wd = 0, mat = 0, mat_kv = 0; /* mat_kv: the after_kv matrices' share */
   for (int k = 0; k < L->n_weights; k++) {
     const zz_weight_spec *ws = &L->weights[k];
     if (!ws->ndim) continue;
     double b = (double)zz_weight_bytes_q(ws, zz_weight_dtype_b(ws, c->dtype, wq, in->bf16_weights),
                                          wq ? *wq : ZZ_QFMT_DEFAULT);
+    double reads = 1, active = (double)zz_weight_numel(ws);
+    if (ws->experts) {
+      reads = zz_moe_experts_touched(ws->experts, c->n_experts_used, bls * sq);
+      b *= reads / (double)ws->experts;
+      active *= (double)c->n_experts_used / (double)ws->experts;
+    }
     W += b;
-    Wd += b / zz_hw_disk_read_bw(hw, b);
-    if (ws->ndim == 2 && !ws->gathered) mat += (double)zz_weight_numel(ws);
-    if (ws->ndim == 2 && ws->after_kv) mat_kv += (double)zz_weight_numel(ws);
+    Wd += b / zz_hw_disk_read_bw(hw, b / reads);
+    if (ws->ndim == 2 && !ws->gathered) mat += active;
+    if (ws->ndim == 2 && ws->after_kv) mat_kv += active;
   }
   /* one rate for every size (a file without the curve): as one division, as
    * before, so such a file's plans stay the same to the last bit */

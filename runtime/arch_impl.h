@@ -46,6 +46,10 @@ typedef struct zz_step {
    * head_dim], device) to out; k and v above are then unused. */
   zz_status (*attend)(void *ctx, const void *q, const void *k, const void *v, void *out);
   void *attend_ctx;
+  /* A MoE layer whose experts are loaded one by one (offloaded): called with each
+   * expert some row chose, before its matrices are read; NULL: all resident. */
+  zz_status (*need_expert)(void *ctx, int64_t expert);
+  void *expert_ctx;
 } zz_step;
 
 typedef struct zz_arch {
@@ -72,6 +76,7 @@ typedef struct zz_arch {
 
 extern const zz_arch zz_arch_opt;
 extern const zz_arch zz_arch_llama;
+extern const zz_arch zz_arch_mixtral; /* arch_mixtral.c: LLaMA with a mixture of experts */
 extern const zz_arch zz_arch_qwen2, zz_arch_mistral, zz_arch_qwen3, zz_arch_phi3; /* arch_dense.c */
 
 /* ---------------------------------------------------------------- LLaMA-like families

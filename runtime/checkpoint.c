@@ -343,11 +343,41 @@ zz_status zz_checkpoint_read(const zz_checkpoint *ck, const char *name, zz_dtype
   return ZZ_OK;
 }
 
+/* Expert e's tensor of a stacked spec: its name with e in place of the '*'. */
+static void zz_ck_expert_name(const zz_weight_spec *w, int64_t e, char *out, size_t len) {
+  const char *star = strchr(w->name, '*');
+  ZZ_ASSERT(star);
+  snprintf(out, len, "%.*s%lld%s", (int)(star - w->name), w->name, (long long)e, star + 1);
+}
+
+zz_status zz_checkpoint_check_weight(const zz_checkpoint *ck, const zz_weight_spec *w) {
+  if (!w->experts) return zz_checkpoint_check(ck, w->name, w->ndim, w->shape);
+  const int64_t part[2] = {w->shape[0] / w->experts, w->shape[1]};
+  char name[ZZ_NAME_LEN + 24];
+  for (int64_t e = 0; e < w->experts; e++) {
+    zz_ck_expert_name(w, e, name, sizeof name);
+    ZZ_CHECK(zz_checkpoint_check(ck, name, 2, part));
+  }
+  return ZZ_OK;
+}
+
+zz_status zz_checkpoint_read_weight(const zz_checkpoint *ck, const zz_weight_spec *w, zz_dtype dst_dt, void *dst) {
+  int64_t n = zz_weight_numel(w);
+  if (!w->experts) return zz_checkpoint_read(ck, w->name, dst_dt, dst, n);
+  char name[ZZ_NAME_LEN + 24];
+  int64_t each = n / w->experts;
+  for (int64_t e = 0; e < w->experts; e++) {
+    zz_ck_expert_name(w, e, name, sizeof name);
+    ZZ_CHECK(zz_checkpoint_read(ck, name, dst_dt, (char *)dst + zz_dtype_nbytes(dst_dt, e * each), each));
+  }
+  return ZZ_OK;
+}
+
 zz_status zz_checkpoint_check_model(const zz_checkpoint *ck, const zz_model *m) {
   for (int i = 0; i < m->n_layers; i++)
     for (int k = 0; k < m->layers[i].n_weights; k++) {
       const zz_weight_spec *w = &m->layers[i].weights[k];
-      if (w->ndim) ZZ_CHECK(zz_checkpoint_check(ck, w->name, w->ndim, w->shape));
+      if (w->ndim) ZZ_CHECK(zz_checkpoint_check_weight(ck, w));
     }
   return ZZ_OK;
 }

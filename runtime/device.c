@@ -308,6 +308,8 @@ static const char *const zz_op_names[ZZ_OP_COUNT] = {
     [ZZ_OP_RMSNORM] = "rmsnorm",
     [ZZ_OP_ROPE] = "rope",
     [ZZ_OP_SILU_MUL] = "silu_mul",
+    [ZZ_OP_MOE_ROUTE] = "moe_route",
+    [ZZ_OP_MOE_SCATTER] = "moe_scatter",
 };
 
 const char *zz_op_name(zz_op op) { return (unsigned)op < ZZ_OP_COUNT ? zz_op_names[op] : "?"; }
@@ -315,12 +317,6 @@ const char *zz_op_name(zz_op op) { return (unsigned)op < ZZ_OP_COUNT ? zz_op_nam
 bool zz_device_supports(const zz_device *dev, zz_op op, zz_dtype dt) {
   return zz_device_desc_supports(&dev->desc, op, dt);
 }
-
-/* Where a check happens: the device and the op (or copy) being called. */
-typedef struct zz_site {
-  const zz_device *dev;
-  const char *op;
-} zz_site;
 
 static zz_status zz_bad(zz_site s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static zz_status zz_bad(zz_site s, const char *fmt, ...) {
@@ -332,21 +328,21 @@ static zz_status zz_bad(zz_site s, const char *fmt, ...) {
   return zz_error(ZZ_ERR_INVALID_ARG, "%s device: %s: %s", s.dev->desc.name, s.op, what);
 }
 
-static size_t zz_es(const zz_device *dev) { return zz_dtype_nbytes(dev->desc.compute_dtype, 1); }
+size_t zz_es(const zz_device *dev) { return zz_dtype_nbytes(dev->desc.compute_dtype, 1); }
 
-static zz_status zz_arg_pos(zz_site s, const char *arg, int64_t v) {
+zz_status zz_arg_pos(zz_site s, const char *arg, int64_t v) {
   return v > 0 ? ZZ_OK : zz_bad(s, "%s = %lld, must be positive", arg, (long long)v);
 }
 
 /* elems = a * b, refusing an overflow (sizes come from callers we do not trust). */
-static zz_status zz_arg_mul(zz_site s, const char *arg, int64_t a, int64_t b, int64_t *elems) {
+zz_status zz_arg_mul(zz_site s, const char *arg, int64_t a, int64_t b, int64_t *elems) {
   if (__builtin_mul_overflow(a, b, elems))
     return zz_bad(s, "%s: %lld x %lld elements overflow", arg, (long long)a, (long long)b);
   return ZZ_OK;
 }
 
 /* [p, p + elems * es) must lie inside one block this device allocated. */
-static zz_status zz_arg_dev(zz_site s, const char *arg, const void *p, int64_t elems, size_t es) {
+zz_status zz_arg_dev(zz_site s, const char *arg, const void *p, int64_t elems, size_t es) {
   size_t bytes;
   if (!p) return zz_bad(s, "%s is NULL", arg);
   if (elems < 0 || __builtin_mul_overflow((size_t)elems, es, &bytes))
@@ -372,7 +368,7 @@ static zz_status zz_arg_lane(zz_site s, zz_lane lane) {
 }
 
 /* The device runs this op on activations of its compute dtype (it implements it). */
-static zz_status zz_arg_op(zz_site s, zz_op op) {
+zz_status zz_arg_op(zz_site s, zz_op op) {
   if (!zz_device_supports(s.dev, op, s.dev->desc.compute_dtype))
     return zz_bad(s, "not implemented by this device for %s", zz_dtype_name(s.dev->desc.compute_dtype));
   return ZZ_OK;

@@ -140,7 +140,7 @@ static zz_status zz_cpu_lin(zz_device *dev, const void *x, int64_t n, int64_t in
                             zz_qfmt w_q, const void *b, zz_dtype b_dt, int64_t out, void *y, int relu) {
   zz_cpu_dev *c = dev->impl;
   if (b) ZZ_CPU_F32(b_dt);
-  if (w_dt == ZZ_DTYPE_Q4) { /* kernels/cpu/quant.c: dequantized panel by panel */
+  if (w_dt == ZZ_DTYPE_Q4) { /* kernels/cpu/linear.c zz_cpu_linear_q: fused, int8 x (--cpu-act) or widened panels */
     zz_cpu_linear_q(dev->pool, x, n, in, w, w_q, dev->desc.cpu_act, b, out, y, relu);
     return ZZ_OK;
   }
@@ -184,6 +184,25 @@ static zz_status zz_cpu_rot(zz_device *dev, void *x, int64_t n, int64_t heads, i
 static zz_status zz_cpu_silu(zz_device *dev, const void *g, const void *u, int64_t n, void *y) {
   (void)dev;
   zz_cpu_silu_mul(g, u, n, y);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_route(zz_device *dev, const void *logits, int64_t n, int64_t experts, int64_t k, bool renorm,
+                              int32_t *idx, float *w) {
+  zz_cpu_moe_route(dev->pool, logits, n, experts, k, renorm, idx, w);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_scatter(zz_device *dev, const void *y, const int32_t *rows, const float *w, int64_t m,
+                                int64_t dim, void *out) {
+  (void)dev;
+  zz_cpu_moe_scatter(y, rows, w, m, dim, out);
+  return ZZ_OK;
+}
+
+static zz_status zz_cpu_zero(zz_device *dev, void *p, size_t bytes) {
+  (void)dev;
+  memset(p, 0, bytes);
   return ZZ_OK;
 }
 
@@ -234,6 +253,9 @@ static const zz_device_ops zz_cpu_ops = {
     .rmsnorm = zz_cpu_rms,
     .rope = zz_cpu_rot,
     .silu_mul = zz_cpu_silu,
+    .moe_route = zz_cpu_route,
+    .moe_scatter = zz_cpu_scatter,
+    .zero = zz_cpu_zero,
 };
 
 zz_status zz_device_cpu_open(zz_device *dev, size_t capacity) {

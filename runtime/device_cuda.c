@@ -474,6 +474,34 @@ static zz_status zz_cuda_silu(zz_device *dev, const void *g, const void *u, int6
   return ZZ_OK;
 }
 
+static zz_status zz_cuda_route(zz_device *dev, const void *logits, int64_t n, int64_t experts, int64_t k, bool renorm,
+                               int32_t *idx, float *w) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_moe_route(logits, n, experts, k, renorm, idx, w, s), "moe_route [%lld, %lld] top %lld",
+             (long long)n, (long long)experts, (long long)k);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_scatter(zz_device *dev, const void *y, const int32_t *rows, const float *w, int64_t m,
+                                 int64_t dim, void *out) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, zz_cuda_moe_scatter(y, rows, w, m, dim, out, s), "moe_scatter [%lld, %lld]", (long long)m,
+             (long long)dim);
+  return ZZ_OK;
+}
+
+static zz_status zz_cuda_zero(zz_device *dev, void *p, size_t bytes) {
+  zz_cuda_dev *d = zz_cuda_impl(dev);
+  cudaStream_t s = NULL;
+  ZZ_CHECK(zz_cuda_compute(d, &s));
+  ZZ_CUDA_OK(d, cudaMemsetAsync(p, 0, bytes, s), "zero %zu bytes", bytes);
+  return ZZ_OK;
+}
+
 /* ---------------------------------------------------------------- KV caches of any layout (Q4: kernels/cuda/quant.cu) */
 
 static zz_status zz_cuda_append(zz_device *dev, const void *x, int64_t b, int64_t sq, int64_t heads, int64_t hd,
@@ -559,6 +587,9 @@ static const zz_device_ops zz_cuda_ops = {
     .rmsnorm = zz_cuda_rms,
     .rope = zz_cuda_rot,
     .silu_mul = zz_cuda_silu,
+    .moe_route = zz_cuda_route,
+    .moe_scatter = zz_cuda_scatter,
+    .zero = zz_cuda_zero,
 };
 
 /* Everything after the zz_device exists; on failure the caller destroys it. */

@@ -259,6 +259,9 @@ zz_status zz_engine_create_opts(zz_device *dev, const zz_model *m, const zz_chec
   e->w.slot_layer[0] = e->w.slot_layer[1] = -1;
   zz_status st;
   ZZ_CHECK_GOTO(zz_engine_alloc_parts(e), st, fail);
+  for (int i = 0; i < 2 && m->cfg.n_experts; i++) /* a bit per expert and slot */
+    if (!(e->w.expert_have[i] = calloc((size_t)(m->cfg.n_experts + 63) / 64, sizeof(uint64_t))))
+      ZZ_CHECK_GOTO(zz_error(ZZ_ERR_NO_MEMORY, "engine: out of memory"), st, fail);
   ZZ_CHECK_GOTO(zz_engine_bind(e), st, fail);
   zz_weights_bind_device(e);
   size_t disk_need = zz_memplan_tier_total(&plan, ZZ_TIER_DISK);
@@ -305,6 +308,8 @@ void zz_engine_destroy(zz_engine *e) {
   free(e->groups);
   free(e->w.home);
   free(e->w.dev);
+  free(e->w.expert_have[0]);
+  free(e->w.expert_have[1]);
   free(e->cache_of);
   free(e->bound);
   free(e->tickets);

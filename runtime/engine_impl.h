@@ -48,7 +48,12 @@ typedef struct zz_weights {
   char *slot[2];     /* device slots for offloaded layers */
   int slot_layer[2]; /* slice layer each slot holds (-1: none) */
   char *stage;       /* host, block aligned: one weight read from disk */
-  char *load;        /* host, block aligned: one weight read from the checkpoint */
+  char *load;        /* host, block aligned: one weight read from the checkpoint; then an expert's */
+  /* Mixture of experts: the experts of the layer in each slot loaded so far (a bit
+   * each; cleared when the slot is refilled): an offloaded MoE layer's stacked
+   * expert matrices are loaded expert by expert, once per slot fill, as the
+   * router first asks for each (zz_weights_load_expert) */
+  uint64_t *expert_have[2];
 } zz_weights;
 
 struct zz_engine {
@@ -90,6 +95,10 @@ zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck);
 void zz_weights_bind_device(zz_engine *e);
 /* Weight lane task: slice layer jl → its device slot (jl % 2). */
 zz_status zz_weights_load_slot(zz_engine *e, int jl, zz_lane lane);
+/* Compute lane, as a MoE layer's router first asks for it: expert x of slice layer jl
+ * (offloaded, its slot filled) from its home into the slot, unless there already;
+ * w.expert_have[jl % 2] says which are. */
+zz_status zz_weights_load_expert(zz_engine *e, int jl, int64_t x);
 
 /* schedule.c */
 zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *io);

@@ -116,6 +116,10 @@ static zz_status zz_plan_weights(zz_builder *b, const zz_model *m) {
       ZZ_CHECK(zz_add(b, ZZ_BUF_WEIGHT, i, k, 0, t, ZZ_PURPOSE_WEIGHTS, hdt, ws->ndim, ws->shape, hb, ZZ_ALIGN));
       if (zz_align_up(sb, ZZ_DISK_ALIGN) > load) load = zz_align_up(sb, ZZ_DISK_ALIGN);
       if (t == ZZ_TIER_DISK && zz_align_up(hb, ZZ_DISK_ALIGN) > stage) stage = zz_align_up(hb, ZZ_DISK_ALIGN);
+      /* one expert read from disk on the compute lane, its range widened to the disk's blocks, goes through
+       * the load buffer (idle once the weights are loaded: zz_weights_load_expert) */
+      size_t xb = ws->experts ? zz_align_up(hb / (size_t)ws->experts, ZZ_DISK_ALIGN) + ZZ_DISK_ALIGN : 0;
+      if (t == ZZ_TIER_DISK && xb > load) load = xb;
     }
     if (t != ZZ_TIER_GPU) {
       size_t lb = zz_layer_weight_layout_b(l, s->compute_dtype, q, s->bf16_weights, ZZ_ALIGN, NULL);

@@ -9,8 +9,8 @@
 #include "arch_impl.h"
 
 /* The registry: one line per architecture. */
-static const zz_arch *const zz_archs[] = {
-    &zz_arch_opt, &zz_arch_llama, &zz_arch_qwen2, &zz_arch_mistral, &zz_arch_qwen3, &zz_arch_phi3, NULL};
+static const zz_arch *const zz_archs[] = {&zz_arch_opt,   &zz_arch_llama, &zz_arch_qwen2,   &zz_arch_mistral,
+                                          &zz_arch_qwen3, &zz_arch_phi3,  &zz_arch_mixtral, NULL};
 
 const zz_arch *const *zz_arch_all(void) { return zz_archs; }
 

@@ -200,6 +200,17 @@ static zz_status zz_step_inputs(zz_run *r) {
   return ZZ_OK;
 }
 
+/* A MoE layer's expert, as its router first asks for it (zz_step.need_expert). */
+typedef struct zz_expert_ctx {
+  zz_engine *e;
+  int jl;
+} zz_expert_ctx;
+
+static zz_status zz_need_expert(void *ctx, int64_t x) {
+  const zz_expert_ctx *c = ctx;
+  return zz_weights_load_expert(c->e, c->jl, x);
+}
+
 /* load weight: slice layer jl into slot jl % 2 unless it lives on the device or is there. */
 static void zz_load_weight(zz_run *r, int jl) {
   zz_engine *e = r->e;
@@ -207,6 +218,8 @@ static void zz_load_weight(zz_run *r, int jl) {
   if (e->plan.weight_tier[jl] == ZZ_TIER_GPU || e->w.slot_layer[slot] == jl) return;
   zz_submit(e, ZZ_IO_WEIGHT, (zz_io){.kind = ZZ_IO_LOAD_WEIGHTS, .group = r->group, .jl = jl});
   e->w.slot_layer[slot] = jl;
+  if (e->w.expert_have[slot]) /* the slot's experts: none yet (its previous layer's compute has ended) */
+    memset(e->w.expert_have[slot], 0, (size_t)(e->m->cfg.n_experts + 63) / 64 * sizeof(uint64_t));
 }
 
 /* load cache: the rows step q needs, into slot q % 3 (or a host stage for CPU attention). */
@@ -314,6 +327,11 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
   } else if (ci >= 0) {
     st.k = e->kv_slot[slot][0];
     st.v = e->kv_slot[slot][1];
+  }
+  zz_expert_ctx xctx = {.e = e, .jl = jl};
+  if (e->w.expert_have[0] && e->plan.weight_tier[jl] != ZZ_TIER_GPU) { /* experts loaded as routed */
+    st.need_expert = zz_need_expert;
+    st.expert_ctx = &xctx;
   }
   ZZ_CHECK(m->arch->forward(dev, m, layer, wt, &st));
   if (layer->kind == ZZ_LAYER_OUTPUT_EMBED)

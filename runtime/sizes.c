@@ -27,7 +27,7 @@ size_t zz_weight_bytes_q(const zz_weight_spec *w, zz_dtype dt, zz_qfmt q) {
 size_t zz_weight_bytes(const zz_weight_spec *w, zz_dtype dt) { return zz_weight_bytes_q(w, dt, ZZ_QFMT_DEFAULT); }
 
 zz_dtype zz_weight_dtype_b(const zz_weight_spec *w, zz_dtype dt, const zz_qfmt *q, bool bf16) {
-  if (w->ndim != 2) return dt;
+  if (w->ndim != 2 || w->precise) return dt;
   return q ? ZZ_DTYPE_Q4 : bf16 ? ZZ_DTYPE_BF16 : dt;
 }
 

@@ -59,7 +59,7 @@ zz_status zz_weights_load_all(zz_engine *e, const zz_checkpoint *ck) {
         zz_weights_dummy(w, sdt, h->data, pool); /* straight into its home: no copy */
         continue;
       }
-      if (ck) ZZ_CHECK(zz_checkpoint_read(ck, w->name, sdt, e->w.load, n));
+      if (ck) ZZ_CHECK(zz_checkpoint_read_weight(ck, w, sdt, e->w.load));
       else
         zz_weights_dummy(w, sdt, e->w.load, pool);
       if (h->dtype == ZZ_DTYPE_Q4) {
@@ -125,7 +125,7 @@ zz_status zz_weights_load_slot(zz_engine *e, int jl, zz_lane lane) {
   const zz_layer *l = &e->m->layers[e->l0 + jl];
   const zz_tensor *dst = &e->w.dev[jl * ZZ_MAXW];
   for (int k = 0; k < l->n_weights; k++) {
-    if (!dst[k].ndim) continue;
+    if (!dst[k].ndim || l->weights[k].experts) continue; /* experts: as the router asks (zz_weights_load_expert) */
     const zz_tensor *h = &e->w.home[jl * ZZ_MAXW + k];
     int64_t n = zz_weight_numel(&l->weights[k]);
     const char *src = h->data;
@@ -140,5 +140,32 @@ zz_status zz_weights_load_slot(zz_engine *e, int jl, zz_lane lane) {
     /* the disk stage is reused by the next weight: the copy must be done */
     if (h->tier == ZZ_TIER_DISK) ZZ_CHECK(zz_device_sync(dev, lane));
   }
+  return ZZ_OK;
+}
+
+zz_status zz_weights_load_expert(zz_engine *e, int jl, int64_t x) {
+  uint64_t *have = e->w.expert_have[jl % 2];
+  if (have[x / 64] >> (x % 64) & 1) return ZZ_OK;
+  zz_device *dev = e->dev;
+  const zz_layer *l = &e->m->layers[e->l0 + jl];
+  for (int k = 0; k < l->n_weights; k++) {
+    const zz_weight_spec *ws = &l->weights[k];
+    if (!ws->ndim || !ws->experts) continue;
+    const zz_tensor *h = &e->w.home[jl * ZZ_MAXW + k], *d = &e->w.dev[jl * ZZ_MAXW + k];
+    /* expert x's rows: the same share of the home's bytes and of the slot's */
+    size_t hb = zz_weight_bytes_q(ws, h->dtype, h->q) / (size_t)ws->experts, db = d->nbytes / (size_t)ws->experts;
+    const char *src = (const char *)h->data + (size_t)x * hb;
+    if (h->tier == ZZ_TIER_DISK) { /* its range widened to whole disk blocks, through the idle load buffer */
+      size_t at = (size_t)h->offset + (size_t)x * hb, a0 = zz_align_down(at, ZZ_DISK_ALIGN);
+      ZZ_CHECK(zz_disk_read(&e->disk, e->w.load, zz_align_up(at + hb, ZZ_DISK_ALIGN) - a0, a0));
+      src = e->w.load + (at - a0);
+    }
+    char *dst = (char *)d->data + (size_t)x * db;
+    if (zz_weights_as_is(h)) ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, dst, src, db));
+    else
+      ZZ_CHECK(zz_device_upload(dev, ZZ_LANE_COMPUTE, dst, src, h->dtype, zz_weight_numel(ws) / ws->experts));
+    if (h->tier == ZZ_TIER_DISK) ZZ_CHECK(zz_device_sync(dev, ZZ_LANE_COMPUTE)); /* before the buffer is reused */
+  }
+  have[x / 64] |= 1ull << (x % 64);
   return ZZ_OK;
 }

@@ -52,25 +52,28 @@ typedef enum zz_op {
   ZZ_OP_RMSNORM,
   ZZ_OP_ROPE,
   ZZ_OP_SILU_MUL,
+  ZZ_OP_MOE_ROUTE,   /* zz_device_moe_route */
+  ZZ_OP_MOE_SCATTER, /* zz_device_moe_scatter, also zz_device_zero */
   ZZ_OP_COUNT
 } zz_op;
 const char *zz_op_name(zz_op op); /* "embed_rows", ..., "?" when out of range */
 
 #include "zz_device_desc.h" /* what a device is (plain data), apart from the live zz_device */
 
-/*
- * A device backend's ops table. Nothing but runtime/device.c calls these: the
- * zz_device_* wrappers below check every argument first (sizes, ranges inside the
- * device's allocations, supports()), so a backend may assert what they checked.
- * Compute ops take device pointers; activations are in the device's compute dtype
- * (f32 on the CPU, f16 on CUDA), weights in the dtype passed next to them; int32
- * index arrays (ids, positions, pad) are device arrays too. Compute runs on the
- * compute lane.
- */
 /* A KV cache's layout (zz_kv_layout) and one attention call (zz_attn_args, at the
  * device's compute dtype): kernels/zz_attn.h, the one struct from the engine to
  * every backend. */
 
+/*
+ * A device backend's ops table (filled in runtime/device_cpu.c and
+ * runtime/device_cuda.c). Nothing but runtime/device.c calls these: the
+ * zz_device_* wrappers below check every argument first (sizes, ranges inside the
+ * device's allocations, zz_device_supports: the op and dtype in the description's
+ * table), so a backend may assert what they checked. Compute ops take device
+ * pointers; activations are in the device's compute dtype (f32 on the CPU, f16 on
+ * CUDA), weights in the dtype passed next to them; int32 index arrays (ids,
+ * positions, pad) are device arrays too. Compute runs on the compute lane.
+ */
 typedef struct zz_device_ops {
   zz_device_kind kind; /* what it is (name, dtype, what it runs): zz_device_desc_init */
   void (*destroy)(zz_device *dev);
@@ -115,6 +118,13 @@ typedef struct zz_device_ops {
   zz_status (*rope)(zz_device *dev, void *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos,
                     const zz_rope *rope);
   zz_status (*silu_mul)(zz_device *dev, const void *g, const void *u, int64_t n, void *y);
+  /* mixture of experts: idx, w device arrays [n, k] (int32, f32); w [m] f32 */
+  zz_status (*moe_route)(zz_device *dev, const void *logits, int64_t n, int64_t experts, int64_t k, bool renorm,
+                         int32_t *idx, float *w);
+  zz_status (*moe_scatter)(zz_device *dev, const void *y, const int32_t *rows, const float *w, int64_t m, int64_t dim,
+                           void *out);
+  /* bytes of device memory set to 0, on the compute lane */
+  zz_status (*zero)(zz_device *dev, void *p, size_t bytes);
 } zz_device_ops;
 
 
@@ -244,6 +254,7 @@ zz_status zz_device_rope(zz_device *dev, void *x, int64_t n, int64_t heads, int6
                          const zz_rope *rope);
 /* y[n] = silu(g[n]) * u[n]; y may alias g or u. */
 zz_status zz_device_silu_mul(zz_device *dev, const void *g, const void *u, int64_t n, void *y);
+
 
 #ifdef __cplusplus
 }

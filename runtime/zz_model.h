@@ -22,7 +22,8 @@ extern "C" {
 
 /* ================================================================ model */
 
-#define ZZ_MAX_EOS_IDS 8 /* eos_token_id's list (Llama 3.1 lists three) */
+#define ZZ_MAX_EOS_IDS 8    /* eos_token_id's list (Llama 3.1 lists three) */
+#define ZZ_MOE_MAX_DENSE 32 /* mlp_only_layers' list (published Qwen-MoE configs list none) */
 
 typedef struct zz_config {
   char model_type[32]; /* config.json's model_type: picks the architecture */
@@ -52,6 +53,21 @@ typedef struct zz_config {
   bool fused_proj;     /* q, k, v as one qkv_proj and gate, up as one gate_up_proj (Phi-3) */
   int64_t window;      /* sliding_window: a query attends to itself and the window - 1 keys before it; 0: all */
   int64_t window_from; /* the first transformer layer with that window (Qwen2's max_window_layers) */
+  /* Mixture of experts (runtime/moe.c); n_experts 0: every MLP dense. A MoE MLP
+   * routes each row to n_experts_used of n_experts SwiGLU experts of width
+   * expert_ffn, weighted by the router's softmax. */
+  int64_t n_experts;      /* num_local_experts (mixtral), num_experts (qwen) */
+  int64_t n_experts_used; /* num_experts_per_tok: the router's top-k */
+  int64_t expert_ffn;     /* an expert's width: intermediate_size (mixtral), moe_intermediate_size (qwen) */
+  bool norm_topk;         /* the k weights divided by their sum (mixtral always; qwen norm_topk_prob) */
+  int64_t shared_ffn;     /* a shared expert on every row, scaled by sigmoid(shared_expert_gate · x):
+                             shared_expert_intermediate_size (qwen2_moe); 0: none */
+  /* which layers have experts (Qwen-MoE; zz_moe_layer_sparse): layer i where
+   * (i + 1) % sparse_step == 0 (decoder_sparse_step; 0 or 1: every layer) and i
+   * is not one of dense_layers (mlp_only_layers), whose MLP is dense */
+  int64_t sparse_step;
+  int32_t dense_layers[ZZ_MOE_MAX_DENSE];
+  int n_dense_layers;
 } zz_config;
 
 /* Bounds a configuration is checked against (config.json may lie). */
@@ -107,6 +123,14 @@ typedef struct zz_weight_spec {
   /* A table its layer reads rows of (an input embedding), never multiplied:
    * no GEMM to price; set by the architecture's build, read by the cost model. */
   bool gathered;
+  /* > 0: the matrices of this many experts stacked along dim 0 (expert e's rows
+   * [e * shape[0] / experts, ...)); the name holds a '*' where a checkpoint's
+   * tensor names put the expert's index (runtime/moe.c) */
+  int64_t experts;
+  /* A matrix kept in the compute dtype under --compress-weight and bf16 weights: a
+   * router, whose small errors move whole experts (llama.cpp keeps its
+   * ffn_gate_inp unquantized too) */
+  bool precise;
 } zz_weight_spec;
 
 /* What an attention layer keeps per position: K and V rows of kv_heads × head_dim

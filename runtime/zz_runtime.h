@@ -33,6 +33,7 @@
 
 #include "zz_base.h"     /* status, errors, tiers, tensors, arenas */
 #include "zz_device.h"   /* the device and its checked wrappers */
+#include "zz_moe.h"      /* mixture of experts: its device ops, its sizes */
 #include "zz_model.h"    /* configuration, layers */
 #include "zz_weights.h"  /* checkpoints, dummy weights */
 #include "zz_policy.h"   /* policy, sizes, memory plan */

@@ -37,6 +37,10 @@ zz_status zz_checkpoint_check(const zz_checkpoint *ck, const char *name, int ndi
 zz_status zz_checkpoint_read(const zz_checkpoint *ck, const char *name, zz_dtype dst_dt, void *dst, int64_t numel);
 /* Checks every weight of the model exists with the right shape (tied lm_head may
  * be absent). */
+/* A weight of the model: one tensor, or an expert-stacked spec (spec.experts > 0)
+ * read as its experts' tensors, each named with its index in place of the '*'. */
+zz_status zz_checkpoint_check_weight(const zz_checkpoint *ck, const zz_weight_spec *w);
+zz_status zz_checkpoint_read_weight(const zz_checkpoint *ck, const zz_weight_spec *w, zz_dtype dst_dt, void *dst);
 zz_status zz_checkpoint_check_model(const zz_checkpoint *ck, const zz_model *m);
 
 /* Deterministic random values for weight `spec`, scaled like a real checkpoint:

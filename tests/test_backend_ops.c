@@ -475,6 +475,77 @@ static zz_status op_rope(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   return bo_result(r, zz_device_rope(r->dev, x, n, heads, hd, pos, &ropes[z[3]]), x, n * heads * hd, out);
 }
 
+/* Routing {n, experts, k, renorm, ties}: logits a shuffle of distinct values (or,
+ * with ties, of values drawn twice each), so both devices see one order; the
+ * output is w spread over a dense [n, experts] (0 where not chosen), so a wrong
+ * expert shows as a weight in the wrong place. */
+static zz_status op_moe_route(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t n = z[0], experts = z[1], k = z[2], ne = n * experts;
+  float *h = bo_host((size_t)ne * sizeof *h);
+  for (int64_t i = 0; i < n; i++) {
+    float *row = h + i * experts;
+    for (int64_t e = 0; e < experts; e++) row[e] = (float)(z[4] ? e / 2 : e) * 0.0625f - 2.0f;
+    for (int64_t e = experts - 1; e > 0; e--) { /* Fisher-Yates */
+      int64_t j = (int64_t)(zz_rng_next(&r->rng) % (uint64_t)(e + 1));
+      float t = row[e];
+      row[e] = row[j], row[j] = t;
+    }
+  }
+  void *logits = bo_block(r, (size_t)ne * bo_es(r));
+  int32_t *idx = bo_block(r, (size_t)(n * k) * sizeof *idx);
+  float *w = bo_block(r, (size_t)(n * k) * sizeof *w);
+  if (logits) bo_note(r, zz_device_upload(r->dev, ZZ_LANE_COMPUTE, logits, h, ZZ_DTYPE_F32, ne), "upload");
+  free(h);
+  if (r->helper_st != ZZ_OK) return r->helper_st;
+  zz_status st = zz_device_moe_route(r->dev, logits, n, experts, k, z[3] != 0, idx, w);
+  if (st != ZZ_OK) return st;
+  int32_t *hi = bo_host((size_t)(n * k) * sizeof *hi);
+  float *hw = bo_host((size_t)(n * k) * sizeof *hw);
+  st = zz_device_read(r->dev, ZZ_LANE_COMPUTE, hi, idx, (size_t)(n * k) * sizeof *hi);
+  if (st == ZZ_OK) st = zz_device_read(r->dev, ZZ_LANE_COMPUTE, hw, w, (size_t)(n * k) * sizeof *hw);
+  if (st == ZZ_OK) st = zz_device_sync(r->dev, ZZ_LANE_COMPUTE);
+  out->n = ne;
+  out->v = bo_host((size_t)ne * sizeof *out->v);
+  memset(out->v, 0, (size_t)ne * sizeof *out->v);
+  for (int64_t i = 0; st == ZZ_OK && i < n * k; i++) {
+    bool ok = hi[i] >= 0 && hi[i] < experts && out->v[i / k * experts + hi[i]] == 0.0f;
+    if (ok) out->v[i / k * experts + hi[i]] = hw[i];
+    else /* an expert out of range or chosen twice */
+      out->v[0] = NAN;
+  }
+  free(hi);
+  free(hw);
+  return st;
+}
+
+/* One expert's scatter {out_rows, dim, m}: m distinct rows of a random out. */
+static zz_status op_moe_scatter(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  int64_t rows = z[0], dim = z[1], m = z[2];
+  int32_t *perm = bo_host((size_t)rows * sizeof *perm);
+  float *hw = bo_host((size_t)m * sizeof *hw);
+  for (int64_t i = 0; i < rows; i++) perm[i] = (int32_t)i;
+  for (int64_t i = rows - 1; i > 0; i--) {
+    int64_t j = (int64_t)(zz_rng_next(&r->rng) % (uint64_t)(i + 1));
+    int32_t t = perm[i];
+    perm[i] = perm[j], perm[j] = t;
+  }
+  for (int64_t i = 0; i < m; i++) hw[i] = bo_uniform(r, 0.0f, 1.0f);
+  int32_t *ids = bo_i32(r, perm, m);
+  float *w = bo_block(r, (size_t)m * sizeof *w);
+  if (w) bo_note(r, zz_device_write(r->dev, ZZ_LANE_COMPUTE, w, hw, (size_t)m * sizeof *w), "write");
+  free(perm);
+  free(hw);
+  void *y = bo_rand(r, m * dim, -1, 1), *o = bo_rand(r, rows * dim, -1, 1);
+  if (r->helper_st != ZZ_OK) return r->helper_st;
+  return bo_result(r, zz_device_moe_scatter(r->dev, y, ids, w, m, dim, o, rows), o, rows * dim, out);
+}
+
+/* The zero fill {n}: of a poisoned block. */
+static zz_status op_zero(zz_bo *r, const int64_t *z, zz_bo_out *out) {
+  void *p = bo_poisoned(r, z[0]);
+  return bo_result(r, zz_device_zero(r->dev, p, z[0]), p, z[0], out);
+}
+
 static zz_status op_silu_mul(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   int64_t n = z[0];
   void *g = bo_rand(r, n, -6, 6), *u = bo_rand(r, n, -1, 1);
@@ -714,6 +785,19 @@ static const zz_bo_op zz_bo_ops[] = {
       {9, 3, 64, 2, 8192},
       {129, 8, 128, 2, 131072}}},
     {ZZ_OP_SILU_MUL, "silu_mul", op_silu_mul, {"n", "y_is_g"}, ZZ_BO_TOL, {{1, 0}, {1001, 0}, {1 << 20, 1}}},
+    {ZZ_OP_MOE_ROUTE,
+     "moe_route",
+     op_moe_route,
+     {"n", "experts", "k", "renorm", "ties"},
+     ZZ_BO_TOL,
+     {{1, 1, 1, 1, 0}, {7, 8, 2, 1, 0}, {33, 8, 2, 1, 1}, {130, 128, 8, 1, 0}, {64, 60, 4, 0, 1}, {5, 64, 32, 0, 0}}},
+    {ZZ_OP_MOE_SCATTER,
+     "moe_scatter",
+     op_moe_scatter,
+     {"out_rows", "dim", "m"},
+     ZZ_BO_TOL,
+     {{1, 7, 1}, {37, 64, 20}, {512, 4096, 130}, {64, 1001, 64}}},
+    {ZZ_OP_MOE_SCATTER, "zero", op_zero, {"n"}, ZZ_BO_TOL, {{1}, {1001}, {1 << 20}}},
     {ZZ_OP_UPLOAD,
      "upload",
      op_upload,
@@ -1063,6 +1147,33 @@ static zz_status bad_silu_y_short(zz_bo *r) {
   return zz_device_silu_mul(r->dev, bo_rand(r, 9, -1, 1), bo_rand(r, 9, -1, 1), 9, bo_poisoned(r, 8));
 }
 
+static zz_status bad_moe_route_k(zz_bo *r) {
+  void *l = bo_rand(r, 3 * 4, -1, 1);
+  int32_t *idx = bo_block(r, 3 * 5 * sizeof *idx);
+  float *w = bo_block(r, 3 * 5 * sizeof *w);
+  return zz_device_moe_route(r->dev, l, 3, 4, 5, true, idx, w);
+}
+
+static zz_status bad_moe_route_w_short(zz_bo *r) {
+  void *l = bo_rand(r, 3 * 8, -1, 1);
+  int32_t *idx = bo_block(r, 3 * 2 * sizeof *idx);
+  float *w = bo_block(r, 5 * sizeof *w);
+  return zz_device_moe_route(r->dev, l, 3, 8, 2, true, idx, w);
+}
+
+static zz_status bad_moe_scatter_out_short(zz_bo *r) {
+  static const int32_t rows[2] = {0, 3};
+  int32_t *ids = bo_i32(r, rows, 2);
+  float *w = bo_block(r, 2 * sizeof *w);
+  return zz_device_moe_scatter(r->dev, bo_rand(r, 2 * 6, -1, 1), ids, w, 2, 6, bo_rand(r, 3 * 6, -1, 1), 4);
+}
+
+static zz_status bad_moe_scatter_rows_host(zz_bo *r) {
+  static const int32_t rows[2] = {0, 1};
+  float *w = bo_block(r, 2 * sizeof *w);
+  return zz_device_moe_scatter(r->dev, bo_rand(r, 2 * 6, -1, 1), rows, w, 2, 6, bo_rand(r, 4 * 6, -1, 1), 4);
+}
+
 static zz_status bad_write_dst_host(zz_bo *r) {
   static char a[16], b[16];
   return zz_device_write(r->dev, ZZ_LANE_COMPUTE, a, b, sizeof a);
@@ -1142,6 +1253,10 @@ static const zz_bo_bad zz_bo_bads[] = {
     {"rope: odd head size", bad_rope_odd, "rope: hd = 7, must be even"},
     {"rope: pos in host memory", bad_rope_pos_host, "rope: pos ["},
     {"silu_mul: y runs past its block", bad_silu_y_short, "silu_mul: y ["},
+    {"moe_route: k > experts", bad_moe_route_k, "moe_route: k = 5, want at most experts (4)"},
+    {"moe_route: w shorter than n x k", bad_moe_route_w_short, "moe_route: w ["},
+    {"moe_scatter: out shorter than out_rows", bad_moe_scatter_out_short, "moe_scatter: out ["},
+    {"moe_scatter: rows in host memory", bad_moe_scatter_rows_host, "moe_scatter: rows ["},
     {"write: dst in host memory", bad_write_dst_host, "write: dst ["},
     {"write: host_src in device memory", bad_write_src_device, "host_src ["},
     {"read: lane out of range", bad_read_lane, "read: lane 4 does not exist"},

@@ -283,6 +283,38 @@ static void test_cost_terms(void) {
   CU_ASSERT(Wq < W / 3);
 }
 
+/* A MoE MLP layer (mixtral-8x7b): the weight lane moves the norm, the router and
+ * the expected experts touched by the block's rows, E(1 - (1 - k/E)^t) of the
+ * stacked matrices' E; the GEMMs count the router and k/E of the experts. */
+static void test_cost_moe(void) {
+  zz_config c;
+  zz_model m;
+  CU_ASSERT_FATAL(zz_config_preset("mixtral-8x7b", &c) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_model_init(&c, &m) == ZZ_OK);
+  zz_hw hw = test_hw();
+  zz_cost_in in = {.m = &m, .hw = &hw, .shape = {16, 8}, .gbs = 4, .num_gb = 2, .overlap = true};
+  int l = 2; /* input embedding, attention 0, MLP 0 */
+  const zz_layer *L = &m.layers[l];
+  CU_ASSERT_FATAL(L->kind == ZZ_LAYER_MLP);
+  for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++) {
+    double rows = ph == ZZ_PHASE_PREFILL ? 8 * 16 : 8, gemm_rows = ph == ZZ_PHASE_PREFILL ? 4 * 16 : 4;
+    double touched = 8 * (1 - pow(0.75, rows)), W = 0, active = 0;
+    for (int k = 0; k < L->n_weights; k++) {
+      const zz_weight_spec *w = &L->weights[k];
+      double b = (double)zz_weight_bytes(w, c.dtype), n = (double)zz_weight_numel(w);
+      W += w->experts ? b * touched / 8 : b;
+      if (w->ndim == 2) active += w->experts ? n * 2 / 8 : n;
+    }
+    zz_lin t[ZZ_TERM_COUNT];
+    zz_cost_layer(&in, l, (zz_phase)ph, t);
+    CU_ASSERT(close_rel(t[ZZ_TERM_WEIGHT].a[ZZ_X_WC], W / 1e10, 1e-12));
+    CU_ASSERT(close_rel(t[ZZ_TERM_COMPUTE].c, 2 * active * rows / zz_hw_rate(hw.gemm, hw.n_gemm, gemm_rows), 1e-12));
+  }
+  /* decode's 8 rows touch 7.2 of 8 experts; the prefill's 128, all */
+  CU_ASSERT(close_rel(zz_moe_experts_touched(8, 2, 8), 8 * (1 - pow(0.75, 8)), 1e-12));
+  zz_model_free(&m);
+}
+
 /* 4-bit weights and cache priced with the file's 4-bit rates, through the one cost function */
 static void test_cost_q4(void) {
   zz_hw hw = test_hw_q4(0.25, 2e9);
@@ -1357,6 +1389,7 @@ int main(void) {
   CU_add_test(s, "hardware file: refusals name the field", test_hw_refusals);
   CU_add_test(s, "hardware file: 4-bit rates", test_hw_q4_rates);
   CU_add_test(s, "cost model: terms against the formulas", test_cost_terms);
+  CU_add_test(s, "cost model: a MoE layer (experts touched, active FLOPs)", test_cost_moe);
   CU_add_test(s, "cost model: 4-bit rates", test_cost_q4);
   CU_add_test(s, "cost model: project_in priced, embedding tables gathered", test_cost_project_in);
   CU_add_test(s, "cost model: bf16 weights (--cpu-dtype bf16)", test_bf16_weights);

@@ -62,7 +62,7 @@ static void test_golden_policies(void) {
  * beside a Q4 GQA cache); against Hugging Face's greedy tokens it is held to the
  * agreement each row states (measured values in the comment), and where said, to
  * the uncompressed first new token of every prompt. */
-static void zz_golden_tokens(const char *name, const char *policy, zz_golden_report *r) {
+void zz_golden_tokens(const char *name, const char *policy, zz_golden_report *r) {
   zz_device *dev = NULL;
   CU_ASSERT_FATAL(zz_device_create_cpu(0, 2, 2, &dev) == ZZ_OK);
   zz_status st = zz_golden_run(name, dev, policy, 0, r);

@@ -27,6 +27,7 @@ void zz_test_attn_register(void);
 void zz_test_cli_register(void);
 void zz_test_limits_register(void);
 void zz_test_int8_register(void); /* test_runtime_int8.c: --cpu-act int8 */
+void zz_test_moe_register(void);  /* test_runtime_moe.c: mixture of experts, Mixtral */
 /* A fixture's golden prompts on a CPU device under `policy`: tokens exact, logits
  * within 1e-4 relative (test_runtime_model.c). */
 void zz_check_golden(const char *name, const char *policy);
@@ -73,5 +74,8 @@ typedef struct zz_golden_report {
 /* Runs tests/fixtures/NAME's golden prompts on dev under policy (a policy line);
  * logit_tol: the relative logits error the device is held to (0: exact tokens). */
 zz_status zz_golden_run(const char *name, zz_device *dev, const char *policy, double logit_tol, zz_golden_report *out);
+/* zz_golden_run on a CPU device (2 threads), any tokens accepted, the run itself
+ * asserted to succeed (test_runtime_llama.c) */
+void zz_golden_tokens(const char *name, const char *policy, zz_golden_report *r);
 
 #endif

@@ -161,8 +161,9 @@ static void zz_attn_task(void *arg, int64_t task) {
 }
 
 void zz_cpu_attention_ref(zz_pool *pool, const zz_attn_args *a) {
-  zz_attn_job job = {*a, a->kv.dt == ZZ_DTYPE_F16 ? zz_f16_table() : NULL,
-                     zz_kv_row_bytes(a->kv.dt, a->kv.q, a->kv_heads, a->hd)};
+  zz_attn_job job = {.a = *a,
+                     .lut = a->kv.dt == ZZ_DTYPE_F16 ? zz_f16_table() : NULL,
+                     .row_bytes = zz_kv_row_bytes(a->kv.dt, a->kv.q, a->kv_heads, a->hd)};
   zz_pool_run(pool, zz_attn_task, &job, a->b * a->heads);
 }
 

@@ -1070,12 +1070,13 @@ void zz_cpu_blas_single(void) { openblas_set_num_threads(1); }
 
 void zz_cpu_linear_pool(zz_pool *pool, const float *x, int64_t n, int64_t in, const float *w, const float *b,
                         int64_t out, float *y, int relu) {
-  zz_sgemm_job j = {x, w, b, y, n, in, out, ZZ_GEMM_COL_TILE, relu, n >= ZZ_GEMM_BY_ROWS};
+  zz_sgemm_job j = {.x = x, .w = w, .b = b, .y = y, .n = n, .in = in, .out = out, .relu = relu};
+  j.by_rows = n >= ZZ_GEMM_BY_ROWS;
   if (n * out < 2 * ZZ_GEMM_COL_TILE) {
     zz_cpu_linear(x, n, in, w, b, out, y, relu);
     return;
   }
-  if (j.by_rows) j.tile = ZZ_GEMM_ROW_TILE;
+  j.tile = j.by_rows ? ZZ_GEMM_ROW_TILE : ZZ_GEMM_COL_TILE;
   int64_t lim = j.by_rows ? n : out;
   zz_pool_run(pool, zz_sgemm_tile, &j, (lim + j.tile - 1) / j.tile);
 }
@@ -1285,7 +1286,8 @@ static zz_gemm_job zz_gemm_dense(zz_pool *pool, const zz_gemm_isa *isa, const fl
   job.wsz = sizeof(float);
   if (w_dt == ZZ_DTYPE_BF16) {
     bool wide = isa->wide_tile && n > ZZ_BF16_WIDEN_N, pairs = isa->bf16_pairs && n >= ZZ_MR_PAIRS && n <= ZZ_MR8;
-    zz_round_job r = {x, xb, n, in, zz_wide_x_ld(in), wide, pairs ? zz_xpairs_of(xb, n, in) : NULL, isa->round_bf16};
+    zz_round_job r = {.x = x, .xb = xb, .n = n, .in = in, .ld = zz_wide_x_ld(in), .round_bf16 = isa->round_bf16};
+    r.wide = wide, r.pairs = pairs ? zz_xpairs_of(xb, n, in) : NULL;
     zz_pool_run(pool, zz_round_row, &r, n);
     job.x = xb;
     job.xsz = job.wsz = sizeof(uint16_t);
@@ -1356,7 +1358,7 @@ void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const
   if (act == ZZ_CPU_ACT_INT8 && zz_cpu_act_int8_applies(f.bits, n)) {
     /* x quantized once per call (rows on the pool), then linear_int8.c's GEMM:
      * the groups of its whole rows of K, any number of rows */
-    zz_xq_job q = {x, NULL, in, zz_xq_row_bytes(in, f.group), f.group, f.bits};
+    zz_xq_job q = {.x = x, .in = in, .row = zz_xq_row_bytes(in, f.group), .group = f.group, .bits = f.bits};
     q.xq = zz_q_scratch(1, q.row * (size_t)n, "rows of x in int8");
     zz_pool_run(pool, zz_xq_row, &q, n);
     zz_xq_gemm(pool, q.xq, q.row, n, in, w, zz_q_row_bytes(f, in), f.bits, f.group, b, out, y, relu);
@@ -1372,7 +1374,8 @@ void zz_cpu_linear_q(zz_pool *pool, const float *x, int64_t n, int64_t in, const
     zz_gemm_own(pool, &job);
     return;
   }
-  zz_qlin_job job = {x, b, w, f, n, in, out, zz_qlin_panel_rows(n, in), zz_q_row_bytes(f, in), y, relu, in, NULL};
+  zz_qlin_job job = {.x = x, .b = b, .w = w, .f = f, .n = n, .in = in, .out = out, .y = y, .relu = relu, .ldx = in};
+  job.panel = zz_qlin_panel_rows(n, in), job.row_bytes = zz_q_row_bytes(f, in);
   if (n > ZZ_Q_SMALL_N && zz_f32_lane(&isa, n)) {
     /* the widened panels multiplied as f32 weights are at this n: x packed once
      * for the row-lane tile (the calling thread's buffer, read by the tasks) */

@@ -150,7 +150,8 @@ void zz_amx_bf16_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, cons
                       int64_t out, float *y, int relu, void *xp,
                       void (*round_bf16)(const float *src, int64_t n, uint16_t *dst)) {
 #ifdef ZZ_AMX_X86
-  zz_amx_job j = {x, xp, w, b, y, n, in, out, relu, round_bf16};
+  zz_amx_job j = {
+      .x = x, .xp = xp, .w = w, .b = b, .y = y, .n = n, .in = in, .out = out, .relu = relu, .round_bf16 = round_bf16};
   zz_pool_run(pool, zz_amx_pack_x, &j, zz_amx_rows(n) / ZZ_AMX_TM);
   zz_pool_run(pool, zz_amx_task, &j, (out + ZZ_AMX_TASK - 1) / ZZ_AMX_TASK);
 #else

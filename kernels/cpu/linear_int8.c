@@ -131,6 +131,30 @@ void zz_xq_quantize_row(const float *x, int64_t in, int group, int bits, void *r
 #define ZZ_XQ_GEMV_NR 8
 #define ZZ_XQ_GEMV_ROWS 3
 
+/* ---------------------------------------------------------------- the job */
+
+/* One call of the GEMM as its pool tasks see it: the kernels the driver picked
+ * (zz_xq_gemm) and what every task reads and writes. */
+typedef void (*zz_xq_panel_fn)(const char *xq, size_t x_row, int rows, const void *const wr[ZZ_XQ_NR], int nw,
+                               int64_t in, int group, float *y, int64_t ldy, size_t pf);
+
+typedef void (*zz_xq_gemv_fn)(const char *xq, size_t x_row, int rows, const unsigned char *w, size_t w_row, int nw,
+                              int64_t in, int group, float *y, int64_t ldy, size_t pf);
+
+typedef struct zz_xq_gemm_job {
+  const char *xq;         /* [n] stored rows of x, x_row bytes apart */
+  const unsigned char *w; /* [out] rows of w_row bytes */
+  const float *b;         /* [out] or NULL */
+  float *y;               /* [n, out] */
+  int64_t n, in, out;
+  size_t x_row, w_row;
+  int group, relu;
+  zz_xq_panel_fn panel;
+  zz_xq_gemv_fn gemv;                /* 1-3 rows of x (n <= ZZ_XQ_GEMV_ROWS), or NULL: the panel */
+  const struct zz_xq_tile_ops *tile; /* the packed tile instead of both (zz_xq_tile_pick), or NULL */
+  int bits;                          /* 4 or 8 */
+} zz_xq_gemm_job;
+
 /* ---------------------------------------------------------------- portable (the reference) */
 
 /* Where a stored row of x keeps its parts (zz_xq_row_bytes): sx, sxs, S, the int8 values. */
@@ -543,6 +567,21 @@ ZZ_QX_AVX2 static void zz_xq_gemv4_avx2(const char *xq, size_t x_row, int rows, 
 /* Bytes of one 64-block of a packed panel: 8 steps of [rows 0,1,4,5 | rows 2,3,6,7], 8 bytes each. */
 #define ZZ_XQ_PB 512
 
+/* What every tile of one packed panel shares (each ISA's tile below): the
+ * panel pk and its heads hd (64-blocks b0 .. b0 + nb - 1 of groups of `group`
+ * over a K of `in`), the stored rows of x x_row bytes apart (whole rows of ng
+ * groups), the outputs' row stride ldy and the panel's W rows nw, and first:
+ * the sums start from 0 (the first K block, as the portable kernel starts),
+ * else from y. A tile call adds its own rows of x (xq), their count and their
+ * outputs y[r * ldy + c], c < nw. */
+typedef struct zz_xq_tile_args {
+  const int8_t *pk;
+  const float *hd;
+  int64_t b0, in, ng, ldy;
+  size_t x_row;
+  int nb, group, nw, first;
+} zz_xq_tile_args;
+
 /* The 4 rows' qwords q_s (s < 4) of a, b, c, d as 4 vectors [a.q_s b.q_s | c.q_s d.q_s], stored 64 bytes apart. */
 ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_pack_t4(__m256i a, __m256i b, __m256i c, __m256i d,
                                                                            int8_t *o) {
@@ -652,16 +691,19 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_tile_steps(co
   }
 }
 
-/* ROWS rows of x (x_row bytes apart, whole rows of ng groups) times a packed
- * panel (zz_xq_pack4_avx2: 64-blocks b0 .. b0 + nb - 1), into y[r * ldy + c],
- * c < nw: the sums so far loaded from y (first: from 0, as the portable
- * kernel starts), the block's groups added in order, stored back. G64: groups
- * of 64 (each 64-block a group); else a group's blocks' int32 sums add up
- * before its float part. */
-ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_tile_avx2(
-    const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in, const char *xq, size_t x_row,
-    int64_t ng, float *y, int64_t ldy, int nw, int first, const int ROWS, const int G64, const int BITS) {
-  if (G64) group = 64;
+/* ROWS rows of x from xq times a packed panel (zz_xq_pack4_avx2; a: the
+ * panel's zz_xq_tile_args), into y[r * ldy + c], c < nw: the sums so far loaded
+ * from y (first: from 0), the block's groups added in order, stored back. G64:
+ * groups of 64 (each 64-block a group); else a group's blocks' int32 sums add
+ * up before its float part. */
+ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_tile_avx2(const zz_xq_tile_args *a, const char *xq,
+                                                                             float *y, const int ROWS, const int G64,
+                                                                             const int BITS) {
+  const int8_t *pk = a->pk;
+  const float *hd = a->hd;
+  const int64_t b0 = a->b0, in = a->in, ng = a->ng, ldy = a->ldy;
+  const size_t x_row = a->x_row;
+  const int nb = a->nb, group = G64 ? 64 : a->group, nw = a->nw, first = a->first;
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(nw), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   const int64_t g0 = b0 * 64 / group;
@@ -716,19 +758,16 @@ ZZ_QX_AVX2 static inline __attribute__((always_inline)) void zz_xq_tile_avx2(
 }
 
 /* The tile with its row count, G64 and BITS constants. */
-ZZ_QX_AVX2 static void zz_xq_tile_rows(const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in,
-                                       const char *xq, size_t x_row, int rows, int64_t ng, float *y, int64_t ldy,
-                                       int nw, int first, int bits) {
+ZZ_QX_AVX2 static void zz_xq_tile_rows(const zz_xq_tile_args *a, const char *xq, int rows, float *y, int bits) {
 #define ZZ_XQ_TILE_CASE(R)                                                                                             \
   case R:                                                                                                              \
-    if (group == 64 && bits == 4)                                                                                      \
-      zz_xq_tile_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 1, 4);                           \
-    else if (group == 64)                                                                                              \
-      zz_xq_tile_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 1, 8);                           \
+    if (a->group == 64 && bits == 4) zz_xq_tile_avx2(a, xq, y, R, 1, 4);                                               \
+    else if (a->group == 64)                                                                                           \
+      zz_xq_tile_avx2(a, xq, y, R, 1, 8);                                                                              \
     else if (bits == 4)                                                                                                \
-      zz_xq_tile_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 0, 4);                           \
+      zz_xq_tile_avx2(a, xq, y, R, 0, 4);                                                                              \
     else                                                                                                               \
-      zz_xq_tile_avx2(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R, 0, 8);                           \
+      zz_xq_tile_avx2(a, xq, y, R, 0, 8);                                                                              \
     break;
   switch (rows) {
     ZZ_XQ_TILE_CASE(1)
@@ -749,16 +788,12 @@ ZZ_QX_AVX2 static void zz_xq_pack8_avx2(const void *const wr[ZZ_XQ_PW], int64_t 
   zz_xq_pack_avx2(wr, b0, nb, group, gb, pk, hd, pf, 8);
 }
 
-ZZ_QX_AVX2 static void zz_xq_rows4_avx2(const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in,
-                                        const char *xq, size_t x_row, int rows, int64_t ng, float *y, int64_t ldy,
-                                        int nw, int first) {
-  zz_xq_tile_rows(pk, hd, b0, nb, group, in, xq, x_row, rows, ng, y, ldy, nw, first, 4);
+ZZ_QX_AVX2 static void zz_xq_rows4_avx2(const zz_xq_tile_args *a, const char *xq, int rows, float *y) {
+  zz_xq_tile_rows(a, xq, rows, y, 4);
 }
 
-ZZ_QX_AVX2 static void zz_xq_rows8_avx2(const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in,
-                                        const char *xq, size_t x_row, int rows, int64_t ng, float *y, int64_t ldy,
-                                        int nw, int first) {
-  zz_xq_tile_rows(pk, hd, b0, nb, group, in, xq, x_row, rows, ng, y, ldy, nw, first, 8);
+ZZ_QX_AVX2 static void zz_xq_rows8_avx2(const zz_xq_tile_args *a, const char *xq, int rows, float *y) {
+  zz_xq_tile_rows(a, xq, rows, y, 8);
 }
 
 
@@ -920,14 +955,16 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) __m512 zz_xv_fold(const 
   return _mm512_fmadd_ps(mn, _mm512_set1_ps(sx[ng + g]), f);
 }
 
-/* ROWS rows of x (x_row bytes apart, whole rows of ng groups) times a packed
- * panel (64-blocks b0 .. b0 + nb - 1, whole groups), into y[r * ldy + c], c < nw:
- * the sums so far loaded from y (first: from 0, as the portable kernel starts),
- * the block's groups added in order, stored back. */
-ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_tile(const int8_t *pk, const float *hd, int64_t b0,
-                                                                        int nb, int group, int64_t in, const char *xq,
-                                                                        size_t x_row, int64_t ng, float *y, int64_t ldy,
-                                                                        int nw, int first, const int ROWS) {
+/* ROWS rows of x from xq times a packed panel (whole groups; a: the panel's
+ * zz_xq_tile_args), into y[r * ldy + c], c < nw: the sums so far loaded from y
+ * (first: from 0), the block's groups added in order, stored back. */
+ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_tile(const zz_xq_tile_args *a, const char *xq,
+                                                                        float *y, const int ROWS) {
+  const int8_t *pk = a->pk;
+  const float *hd = a->hd;
+  const int64_t b0 = a->b0, in = a->in, ng = a->ng, ldy = a->ldy;
+  const size_t x_row = a->x_row;
+  const int nb = a->nb, group = a->group, nw = a->nw, first = a->first;
   const __mmask16 mask = (__mmask16)(nw >= ZZ_XV_PW ? 0xffff : (1u << nw) - 1);
   const int64_t g0 = b0 * 64 / group;
   __m512 facc[ZZ_XV_TM];
@@ -956,12 +993,10 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_tile(const in
 }
 
 /* The tile with its row count a constant. */
-ZZ_QX_VNNI static void zz_xv_tile_rows(const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in,
-                                       const char *xq, size_t x_row, int rows, int64_t ng, float *y, int64_t ldy,
-                                       int nw, int first) {
+ZZ_QX_VNNI static void zz_xv_tile_rows(const zz_xq_tile_args *a, const char *xq, int rows, float *y) {
   switch (rows) {
 #define ZZ_XV_TILE_CASE(R)                                                                                             \
-  case R: zz_xv_tile(pk, hd, b0, nb, group, in, xq, x_row, ng, y, ldy, nw, first, R); break;
+  case R: zz_xv_tile(a, xq, y, R); break;
     ZZ_XV_TILE_CASE(1)
     ZZ_XV_TILE_CASE(2)
     ZZ_XV_TILE_CASE(3)
@@ -997,9 +1032,12 @@ ZZ_QX_VNNI static void zz_xv_pack8(const void *const wr[ZZ_XV_PW], int64_t b0, i
 #define ZZ_XA_TM 16 /* rows of x in a tile */
 #define ZZ_QX_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,amx-tile,amx-int8")))
 
-ZZ_QX_AMX static void zz_xa_tile_rows(const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in,
-                                      const char *xq, size_t x_row, int rows, int64_t ng, float *y, int64_t ldy, int nw,
-                                      int first) {
+ZZ_QX_AMX static void zz_xa_tile_rows(const zz_xq_tile_args *a, const char *xq, int rows, float *y) {
+  const int8_t *pk = a->pk;
+  const float *hd = a->hd;
+  const int64_t b0 = a->b0, in = a->in, ng = a->ng, ldy = a->ldy;
+  const size_t x_row = a->x_row;
+  const int nb = a->nb, group = a->group, nw = a->nw, first = a->first;
   const __mmask16 mask = (__mmask16)(nw >= ZZ_XV_PW ? 0xffff : (1u << nw) - 1);
   const int64_t g0 = b0 * 64 / group;
   zz_amx_cfg cfg;
@@ -1034,9 +1072,7 @@ ZZ_QX_AMX static void zz_xa_tile_rows(const int8_t *pk, const float *hd, int64_t
  * packing and the tile over rows of x (both at one number of bits). */
 typedef void (*zz_xq_pack_fn)(const void *const *wr, int64_t b0, int nb, int group, size_t gb, int8_t *pk, float *hd,
                               size_t pf);
-typedef void (*zz_xq_rows_fn)(const int8_t *pk, const float *hd, int64_t b0, int nb, int group, int64_t in,
-                              const char *xq, size_t x_row, int rows, int64_t ng, float *y, int64_t ldy, int nw,
-                              int first);
+typedef void (*zz_xq_rows_fn)(const zz_xq_tile_args *a, const char *xq, int rows, float *y);
 typedef struct zz_xq_tile_ops {
   int pw, tm;
   int64_t kc;
@@ -1056,12 +1092,14 @@ _Static_assert(ZZ_XQ_PW <= ZZ_XQ_PW_MAX, "a panel's rows fit the walker's pointe
 
 /* AVX2 [4-bit, 8-bit] (8-bit's blocks take twice the bytes: half the K), AVX-512 VNNI [4-bit, 8-bit]. */
 static const zz_xq_tile_ops zz_xq_tiles_avx2[2] = {
-    {ZZ_XQ_PW, ZZ_XQ_TM, ZZ_XQ_KC_MAX, zz_xq_pack4_avx2, zz_xq_rows4_avx2},
-    {ZZ_XQ_PW, ZZ_XQ_TM, ZZ_XQ_KC_MAX / 2, zz_xq_pack8_avx2, zz_xq_rows8_avx2}};
-static const zz_xq_tile_ops zz_xq_tiles_vnni[2] = {{ZZ_XV_PW, ZZ_XV_TM, ZZ_XV_KC, zz_xv_pack4, zz_xv_tile_rows},
-                                                   {ZZ_XV_PW, ZZ_XV_TM, ZZ_XV_KC, zz_xv_pack8, zz_xv_tile_rows}};
-static const zz_xq_tile_ops zz_xq_tiles_amx[2] = {{ZZ_XV_PW, ZZ_XA_TM, ZZ_XV_KC, zz_xv_pack4, zz_xa_tile_rows},
-                                                  {ZZ_XV_PW, ZZ_XA_TM, ZZ_XV_KC, zz_xv_pack8, zz_xa_tile_rows}};
+    {.pw = ZZ_XQ_PW, .tm = ZZ_XQ_TM, .kc = ZZ_XQ_KC_MAX, .pack = zz_xq_pack4_avx2, .rows = zz_xq_rows4_avx2},
+    {.pw = ZZ_XQ_PW, .tm = ZZ_XQ_TM, .kc = ZZ_XQ_KC_MAX / 2, .pack = zz_xq_pack8_avx2, .rows = zz_xq_rows8_avx2}};
+static const zz_xq_tile_ops zz_xq_tiles_vnni[2] = {
+    {.pw = ZZ_XV_PW, .tm = ZZ_XV_TM, .kc = ZZ_XV_KC, .pack = zz_xv_pack4, .rows = zz_xv_tile_rows},
+    {.pw = ZZ_XV_PW, .tm = ZZ_XV_TM, .kc = ZZ_XV_KC, .pack = zz_xv_pack8, .rows = zz_xv_tile_rows}};
+static const zz_xq_tile_ops zz_xq_tiles_amx[2] = {
+    {.pw = ZZ_XV_PW, .tm = ZZ_XA_TM, .kc = ZZ_XV_KC, .pack = zz_xv_pack4, .rows = zz_xa_tile_rows},
+    {.pw = ZZ_XV_PW, .tm = ZZ_XA_TM, .kc = ZZ_XV_KC, .pack = zz_xv_pack8, .rows = zz_xa_tile_rows}};
 
 /* Which packed tile takes n rows of x of `in` against groups of `bits`, `group`:
  * the AMX one under ISA amx, the VNNI one where the process's ISA is AVX-512
@@ -1077,38 +1115,47 @@ static const zz_xq_tile_ops *zz_xq_tile_pick(int bits, int64_t n, int64_t in, in
   return group <= t->kc ? t : NULL;
 }
 
-/* What every panel of one task reads and writes: its tile, x's int8 rows, W's
- * rows, the task's last output c_hi, the K block kc, and its packing buffers. */
+/* What every panel of one task reads and writes beyond its job j (whose tile,
+ * x's int8 rows and W's rows it walks): the bytes of one group of a W row, x's
+ * groups per row, the K block kc, the task's last output c_hi, and its
+ * packing buffers. */
 typedef struct zz_xq_chunk {
-  const zz_xq_tile_ops *t;
-  const char *xq;
-  size_t x_row, w_row, gb;
-  const unsigned char *w;
-  int64_t in, out, ng, kc, c_hi;
-  int group;
+  const zz_xq_gemm_job *j;
+  size_t gb;
+  int64_t ng, kc, c_hi;
   int8_t *pk;
   float *hd;
-  float *y;
 } zz_xq_chunk;
 
 /* Panel c0 (W rows c0 .. c0 + t->pw, clamped to c_hi) over the K block from k0:
  * packed into pk / hd (W fetched pf bytes ahead of each read), then times every
  * tile of t->tm rows of x in m0 .. m1. */
 static inline void zz_xq_tile_panel(const zz_xq_chunk *q, int64_t c0, int64_t k0, int64_t m0, int64_t m1, size_t pf) {
-  const zz_xq_tile_ops *t = q->t;
+  const zz_xq_gemm_job *j = q->j;
+  const zz_xq_tile_ops *t = j->tile;
   const int nw = q->c_hi - c0 < t->pw ? (int)(q->c_hi - c0) : t->pw;
-  const int nb = (int)((q->in - k0 < q->kc ? q->in - k0 : q->kc) / 64);
+  const int nb = (int)((j->in - k0 < q->kc ? j->in - k0 : q->kc) / 64);
   const void *wr[ZZ_XQ_PW_MAX];
-  for (int c = 0; c < t->pw; c++) wr[c] = q->w + (size_t)(c0 + (c < nw ? c : nw - 1)) * q->w_row;
-  t->pack(wr, k0 / 64, nb, q->group, q->gb, q->pk, q->hd, pf);
+  for (int c = 0; c < t->pw; c++) wr[c] = j->w + (size_t)(c0 + (c < nw ? c : nw - 1)) * j->w_row;
+  t->pack(wr, k0 / 64, nb, j->group, q->gb, q->pk, q->hd, pf);
+  const zz_xq_tile_args a = {.pk = q->pk,
+                             .hd = q->hd,
+                             .b0 = k0 / 64,
+                             .nb = nb,
+                             .first = k0 == 0,
+                             .nw = nw,
+                             .in = j->in,
+                             .ng = q->ng,
+                             .group = j->group,
+                             .x_row = j->x_row,
+                             .ldy = j->out};
   for (int64_t r0 = m0; r0 < m1; r0 += t->tm) {
     const int rows = m1 - r0 < t->tm ? (int)(m1 - r0) : t->tm;
-    t->rows(q->pk, q->hd, k0 / 64, nb, q->group, q->in, q->xq + (size_t)r0 * q->x_row, q->x_row, rows, q->ng,
-            q->y + r0 * q->out + c0, q->out, nw, k0 == 0);
+    t->rows(&a, j->xq + (size_t)r0 * j->x_row, rows, j->y + r0 * j->out + c0);
   }
 }
 
-/* One task's W rows [c_lo, c_hi) against all n rows of x. Up to
+/* One task's W rows [c_lo, c_hi) against all n rows of x by the job's tile. Up to
  * ZZ_XQ_STREAM_N rows (decode) each panel's K blocks run back to back, so its
  * W rows stream start to end and x (at most 16 rows) stays in L2; each read
  * fetches the same place of the panel's next K block, or of the next panel's
@@ -1121,15 +1168,17 @@ static inline void zz_xq_tile_panel(const zz_xq_chunk *q, int64_t c0, int64_t k0
  * rows). y holds each output's float sum between K blocks; groups go in order
  * either way, so the bits are the panel's. */
 #define ZZ_XQ_STREAM_N 16
-static void zz_xq_tile_chunk(const zz_xq_tile_ops *t, const char *xq, size_t x_row, int64_t n, int64_t in,
-                             const unsigned char *w, size_t w_row, int bits, int group, int64_t out, int64_t c_lo,
-                             int64_t c_hi, float *y) {
+static void zz_xq_tile_chunk(const zz_xq_gemm_job *j, int64_t c_lo, int64_t c_hi) {
   _Alignas(64) int8_t pk[ZZ_XQ_PK_BYTES];
   _Alignas(64) float hd[ZZ_XQ_HD_FLOATS];
+  const zz_xq_tile_ops *t = j->tile;
+  const int64_t n = j->n, in = j->in, out = j->out;
+  const int group = j->group;
+  const size_t w_row = j->w_row;
   const int64_t kmax = t->kc / group * group;
   const int64_t kc = kmax < in ? kmax : in;
-  const size_t gb = zz_q_group_nbytes(bits, group);
-  const zz_xq_chunk q = {t, xq, x_row, w_row, gb, w, in, out, zz_xq_groups(in, group), kc, c_hi, group, pk, hd, y};
+  const size_t gb = zz_q_group_nbytes(j->bits, group);
+  const zz_xq_chunk q = {.j = j, .gb = gb, .ng = zz_xq_groups(in, group), .kc = kc, .c_hi = c_hi, .pk = pk, .hd = hd};
   if (n <= ZZ_XQ_STREAM_N) {
     for (int64_t c0 = c_lo; c0 < c_hi; c0 += t->pw)
       for (int64_t k0 = 0; k0 < in; k0 += kc) {
@@ -1158,26 +1207,6 @@ static void zz_xq_tile_chunk(const zz_xq_tile_ops *t, const char *xq, size_t x_r
 
 /* ---------------------------------------------------------------- the driver */
 
-typedef void (*zz_xq_panel_fn)(const char *xq, size_t x_row, int rows, const void *const wr[ZZ_XQ_NR], int nw,
-                               int64_t in, int group, float *y, int64_t ldy, size_t pf);
-
-typedef void (*zz_xq_gemv_fn)(const char *xq, size_t x_row, int rows, const unsigned char *w, size_t w_row, int nw,
-                              int64_t in, int group, float *y, int64_t ldy, size_t pf);
-
-typedef struct zz_xq_gemm_job {
-  const char *xq;         /* [n] stored rows of x, x_row bytes apart */
-  const unsigned char *w; /* [out] rows of w_row bytes */
-  const float *b;         /* [out] or NULL */
-  float *y;               /* [n, out] */
-  int64_t n, in, out;
-  size_t x_row, w_row;
-  int group, relu;
-  zz_xq_panel_fn panel;
-  zz_xq_gemv_fn gemv;                /* 1-3 rows of x (n <= ZZ_XQ_GEMV_ROWS), or NULL: the panel */
-  const struct zz_xq_tile_ops *tile; /* the packed tile instead of both (zz_xq_tile_pick), or NULL */
-  int bits;                          /* 4 or 8 */
-} zz_xq_gemm_job;
-
 /* One task: ZZ_XQ_CHUNK rows of W against all rows of x, blocks of ZZ_XQ_MB rows
  * of x outside (a block's int8 rows stay in L2 while the chunk's W panels pass;
  * the chunk's W, 64 rows, stays in L2 for the next block). Each output is one
@@ -1200,8 +1229,7 @@ static void zz_xq_gemm_chunk(void *arg, int64_t t) {
   }
 #ifdef ZZ_XQ_X86
   if (j->tile) {
-    zz_xq_tile_chunk(j->tile, j->xq, j->x_row, j->n, j->in, j->w, j->w_row, j->bits, j->group, j->out, c_lo, c_hi,
-                     j->y);
+    zz_xq_tile_chunk(j, c_lo, c_hi);
     zz_bias_relu_cols(j->y, j->n, j->out, c_lo, c_hi - c_lo, j->b, j->relu);
     return;
   }
@@ -1224,9 +1252,8 @@ static void zz_xq_gemm_chunk(void *arg, int64_t t) {
 
 void zz_xq_gemm(zz_pool *pool, const void *xq, size_t x_row, int64_t n, int64_t in, const void *w, size_t w_row,
                 int bits, int group, const float *b, int64_t out, float *y, int relu) {
-  zz_xq_gemm_job j = {xq,   w,     b,     y,     n,    in,
-                      out,  x_row, w_row, group, relu, bits == 4 ? zz_xq_panel4_c : zz_xq_panel8_c,
-                      NULL, NULL,  bits};
+  zz_xq_gemm_job j = {.xq = xq, .x_row = x_row, .w = w, .w_row = w_row, .b = b, .y = y, .relu = relu, .bits = bits};
+  j.n = n, j.in = in, j.out = out, j.group = group, j.panel = bits == 4 ? zz_xq_panel4_c : zz_xq_panel8_c;
 #ifdef ZZ_XQ_X86
   if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) {
     j.panel = bits == 4 ? zz_xq_panel4_avx2 : zz_xq_panel8_avx2;

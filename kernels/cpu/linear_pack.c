@@ -300,7 +300,8 @@ static void zz_pk_task(void *arg, int64_t t) {
 
 void zz_pk_gemm(zz_pool *pool, bool vector, const float *x, int64_t n, int64_t in, const void *w, bool w_bf16,
                 const float *b, int64_t out, float *y, int relu, float *xp) {
-  zz_pk_job j = {x, xp, w, b, y, n, in, out, relu, w_bf16, zz_pk_micro_c, NULL, out};
+  zz_pk_job j = {.x = x, .xp = xp, .w = w, .b = b, .y = y, .n = n, .in = in, .out = out, .ldy = out, .relu = relu};
+  j.bf16 = w_bf16, j.micro = zz_pk_micro_c;
 #ifdef ZZ_PK_X86
   if (vector) j.micro = zz_pk_micro_avx2, j.widen8x8 = zz_pk_widen8x8;
 #else
@@ -768,7 +769,8 @@ bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const v
   float *xa = zz_rl_xp(xp);
   for (int64_t m0 = 0; m0 < n; m0 += slice) {
     int64_t m = n - m0 < slice ? n - m0 : slice;
-    zz_pk_job j = {x + m0 * in, xa, (const char *)w, b, y + m0 * out, m, in, out, relu, w_bf16, NULL, NULL, out};
+    zz_pk_job j = {.x = x + m0 * in, .xp = xa, .w = (const char *)w, .b = b, .y = y + m0 * out, .ldy = out};
+    j.n = m, j.in = in, j.out = out, j.relu = relu, j.bf16 = w_bf16;
     zz_pool_run(pool, zz_rl_pack_x, &j, (m + ZZ_RL_MR - 1) / ZZ_RL_MR);
     zz_pool_run(pool, zz_rl_task_for_isa(), &j, (out + ZZ_RL_TASK - 1) / ZZ_RL_TASK);
   }

@@ -49,7 +49,7 @@ static void zz_ln_row(void *arg, int64_t i) {
 
 void zz_cpu_layernorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, const float *gamma, const float *beta,
                       float eps, float *y) {
-  zz_ln_job job = {x, gamma, beta, y, dim, eps};
+  zz_ln_job job = {.x = x, .gamma = gamma, .beta = beta, .y = y, .dim = dim, .eps = eps};
   zz_pool_run(pool, zz_ln_row, &job, n);
 }
 

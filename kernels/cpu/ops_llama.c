@@ -26,7 +26,7 @@ static void zz_rms_row(void *arg, int64_t i) {
 }
 
 void zz_cpu_rmsnorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, const float *gamma, float eps, float *y) {
-  zz_rms_job job = {x, gamma, y, dim, eps};
+  zz_rms_job job = {.x = x, .gamma = gamma, .y = y, .dim = dim, .eps = eps};
   zz_pool_run(pool, zz_rms_row, &job, n);
 }
 

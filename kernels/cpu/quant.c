@@ -1,7 +1,8 @@
 /*
  * quant.c — group-wise min/max quantization (FlexGen §5): the format's sizes, the
  * quantizer and dequantizer, and the CPU kernels that read quantized tensors
- * (embedding rows, cache appends; the linear is kernels/cpu/linear.c's driver). The layout is drawn in zz_kernels.h and docs/compression.md.
+ * (embedding rows, cache appends; the linear is kernels/cpu/linear.c's driver).
+ * The layout is drawn in zz_dtype.h and docs/compression.md.
  */
 #include <math.h>
 #include <stdbool.h>

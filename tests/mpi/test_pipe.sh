@@ -2,8 +2,9 @@
 # test_pipe.sh ZIGZAG MPIEXEC FIXTURES SCENARIO — `mpirun -np m zigzag generate|bench`
 # on the golden fixtures, against the one-process run of the same command.
 #   tokens   tiny-opt (3 transformer layers), tiny-opt-postln (2), tiny-llama (2, GQA;
-#            token-id prompts, it has no tokenizer), tiny-mistral (a sliding window of 5)
-#            and tiny-qwen2 (q/k/v biases, a window on layer 1): -np 1, 2, 3, 4 with
+#            token-id prompts, it has no tokenizer), tiny-mistral (a sliding window of 5),
+#            tiny-qwen2 (q/k/v biases, a window on layer 1) and tiny-mixtral (2, MoE):
+#            -np 1, 2, 3, 4 with
 #            T = m and T = m + 2 give byte-identical output files to one process, for
 #            weights/cache/activations on the device, on the CPU (CPU attention) and on
 #            disk (--offload-dir, one file per rank), and sampled (--temperature 100
@@ -118,7 +119,7 @@ GEN=(generate --prompts prompts.jsonl --gpu-batch-size 2 --num-gpu-batches 2)
 
 case $SCENARIO in
 tokens)
-  for model in tiny-opt tiny-opt-postln tiny-llama tiny-mistral tiny-qwen2; do
+  for model in tiny-opt tiny-opt-postln tiny-llama tiny-mistral tiny-qwen2 tiny-mixtral; do
     prompts=prompts.jsonl
     [ -f "$FX/$model/vocab.json" ] || prompts=ids.jsonl
     while IFS='|' read -r name pol; do

@@ -46,9 +46,16 @@ static zz_status zz_prompt_ids(const zz_job *j, const zz_prompt *p, bool special
                       "in --model), "
                       "or give \"input_ids\"",
                       o->prompts, (long long)p->line);
+    /* a text no block could hold is refused by its bytes, before it is tokenized */
+    size_t bytes = strlen(p->text), most = zz_tokenizer_text_bound(tok, j->max_prompt_len);
+    if (bytes > most)
+      return zz_error(ZZ_ERR_INVALID_ARG,
+                      "%s:%lld: the prompt's %zu bytes are more than --max-prompt-len %d tokens can hold "
+                      "(%zu bytes at most with this tokenizer); refused before tokenizing",
+                      o->prompts, (long long)p->line, bytes, j->max_prompt_len, most);
     int32_t *raw = NULL;
     int64_t m = 0;
-    zz_status st = zz_tokenizer_encode(tok, p->text, strlen(p->text), &raw, &m);
+    zz_status st = zz_tokenizer_encode(tok, p->text, bytes, &raw, &m);
     if (st != ZZ_OK) return zz_error(st, "%s:%lld: %s", o->prompts, (long long)p->line, zz_error_message());
     int32_t bos = -1, eos = -1;
     if (!zz_tokenizer_specials(tok, &bos, &eos)) bos = (int32_t)cfg->bos;
@@ -142,10 +149,50 @@ struct zz_job_lines {
   zz_seq_params *params; /* [cap] per sequence */
   int64_t *seq_prompt;   /* [cap] per sequence: its prompt in the block */
   int64_t nseq;
+  /* the prompts still to run, in the order they are gathered: file order with
+   * --keep-order, else by length and max tokens (zz_job_order) */
+  struct zz_job_entry *order;
+  int64_t n_order, cap_order, next;
   zz_prompt pend; /* read but left for the next block (its completions did not fit) */
   uint64_t pend_stream;
   bool has_pend;
 };
+
+/* A prompt still to run: where its line is in --prompts, its place (the sampling
+ * stream), its tokens and the new tokens it asks (0 and 0 for a line answered
+ * with an error). */
+struct zz_job_entry {
+  int64_t at, line;
+  uint64_t stream;
+  int64_t len;
+  int max_new;
+};
+
+static int zz_job_entry_cmp(const void *pa, const void *pb) {
+  const struct zz_job_entry *a = pa, *b = pb;
+  int c = zz_prompt_order(a->len, a->max_new, b->len, b->max_new);
+  return c ? c : a->stream < b->stream ? -1 : a->stream > b->stream;
+}
+
+/* Blocks by length: prompts of similar max tokens and length run together
+ * (zz_prompt_order), so a block pads little and its sequences end near each other. A
+ * prompt's tokens do not depend on its block (its stream is its place in the file),
+ * so only the order of the output lines changes. */
+static void zz_job_order(struct zz_job_lines *lx, bool keep_order) {
+  if (!keep_order && lx->n_order > 1) qsort(lx->order, (size_t)lx->n_order, sizeof *lx->order, zz_job_entry_cmp);
+}
+
+static zz_status zz_job_entry_add(struct zz_job_lines *lx, struct zz_job_entry e) {
+  if (lx->n_order == lx->cap_order) {
+    int64_t cap = lx->cap_order ? lx->cap_order * 2 : 64;
+    void *o = realloc(lx->order, (size_t)cap * sizeof *lx->order);
+    if (!o) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+    lx->order = o;
+    lx->cap_order = cap;
+  }
+  lx->order[lx->n_order++] = e;
+  return ZZ_OK;
+}
 
 /* The sampling stream of completion c of the prompt at place `index` in the file:
  * the place itself for the first (as before completions existed), then apart by
@@ -345,6 +392,8 @@ static zz_status zz_job_scan(zz_job *j, json_t *prompts) {
   for (;;) {
     zz_prompt p;
     bool got = false;
+    int64_t at = 0, at_line = 0;
+    ZZ_CHECK(zz_prompt_reader_tell(j->rd, &at, &at_line));
     ZZ_CHECK(zz_prompt_reader_next(j->rd, &p, &got));
     if (!got) break;
     uint64_t stream = index++;
@@ -369,12 +418,17 @@ static zz_status zz_job_scan(zz_job *j, json_t *prompts) {
       j->todo++;
       if (n > j->longest) j->longest = n;
       if (!l.err && l.sp.max_new_tokens > j->lx->max_new) j->lx->max_new = l.sp.max_new_tokens;
+      st = zz_job_entry_add(
+          j->lx,
+          (struct zz_job_entry){
+              .at = at, .line = at_line, .stream = stream, .len = n, .max_new = l.err ? 0 : l.sp.max_new_tokens});
     }
     zz_line_free(&l);
     free(ids);
     zz_prompt_free(&p);
     if (st != ZZ_OK) return st;
   }
+  zz_job_order(j->lx, o->keep_order);
   return zz_prompt_reader_rewind(j->rd);
 }
 
@@ -472,9 +526,9 @@ zz_status zz_job_start(zz_job *j, int64_t cap) {
       !lx->params || !lx->seq_prompt)
     return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   zz_progress_start(&j->prog, o, zz_resume_count(j->hashes));
-  j->prog.skipped = 0;
+  j->prog.skipped = zz_resume_count(j->hashes) - j->todo; /* already in --out (--resume) */
   j->prog.max_tokens = j->todo * j->shape.gen_len;
-  j->more = true;
+  j->more = lx->n_order > 0;
   return ZZ_OK;
 }
 
@@ -527,14 +581,17 @@ zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out) {
         stream = lx->pend_stream;
         lx->has_pend = false;
       } else {
-        ZZ_CHECK(zz_prompt_reader_next(j->rd, &p, &j->more));
-        if (!j->more) break;
-        stream = (uint64_t)j->index++; /* prompt number in the file: the sampling stream */
-      }
-      if (zz_resume_has(j->done_ids, p.id)) {
-        j->prog.skipped++;
-        zz_prompt_free(&p);
-        continue;
+        const struct zz_job_entry *e = &lx->order[lx->next++];
+        j->more = lx->next < lx->n_order;
+        int64_t at = 0, at_line = 0;
+        ZZ_CHECK(zz_prompt_reader_tell(j->rd, &at, &at_line));
+        if (at != e->at) ZZ_CHECK(zz_prompt_reader_seek(j->rd, e->at, e->line));
+        bool got = false;
+        ZZ_CHECK(zz_prompt_reader_next(j->rd, &p, &got));
+        if (!got)
+          return zz_error(ZZ_ERR_IO, "%s:%lld: the prompts file changed while the job ran (it ends sooner)", o->prompts,
+                          (long long)e->line + 1);
+        stream = e->stream; /* prompt number in the file: the sampling stream */
       }
       zz_line l;
       int32_t *ids = NULL;
@@ -642,6 +699,10 @@ static zz_status zz_job_write_block(zz_job *j, const zz_result *res) {
     if (bad) return zz_error(ZZ_ERR_IO, "%s: write failed: %s", o->out, strerror(errno));
     if (l->err) j->prog.errors++;
   }
+  if (res) {
+    j->prog.pos_computed += res->pos_computed;
+    j->prog.pos_useful += res->pos_useful;
+  }
   /* a finished block is never lost: flushed and synced before the next starts */
   ZZ_CHECK(zz_output_commit(&j->out));
   j->committed++;
@@ -670,6 +731,7 @@ void zz_job_close(zz_job *j) {
     free(lx->first);
     free(lx->params);
     free(lx->seq_prompt);
+    free(lx->order);
     zz_chat_ctx_free(&lx->chat);
     free(lx);
   }

@@ -360,6 +360,9 @@ void zz_progress_finish(zz_progress *p) {
   if (p->errors) snprintf(errs, sizeof errs, " (%lld answered with an error)", (long long)p->errors);
   fprintf(stderr, "zigzag: done: %lld prompts%s, %lld new tokens, %.1f tokens/s, %.1f s elapsed; output in %s\n",
           (long long)p->done, errs, (long long)p->tokens, el > 0 ? (double)p->tokens / el : 0.0, el, p->out);
+  if (p->pos_computed > 0)
+    fprintf(stderr, "zigzag: positions: %lld computed, %.1f%% of them padding or sequences already ended\n",
+            (long long)p->pos_computed, 100.0 * (double)(p->pos_computed - p->pos_useful) / (double)p->pos_computed);
 }
 
 void zz_progress_token(zz_progress *p) {

@@ -115,6 +115,10 @@ static const zz_opt_def zz_opt_table[] = {
      NULL},
     {"resume", NULL, ZZ_OPT_FLAG, ZZ_O(resume), NULL,
      "generate: keep the lines already in --out and skip their prompts (by id)", false, 0, 0, false, G, NULL},
+    {"keep-order", NULL, ZZ_OPT_FLAG, ZZ_O(keep_order), NULL,
+     "generate: blocks in file order, lines written in it (default: blocks of prompts of similar length and "
+     "max tokens, lines in the order their blocks finish)",
+     false, 0, 0, false, G, NULL},
     {"progress", NULL, ZZ_OPT_FLAG, ZZ_O(progress), NULL, "print the progress line even when stderr is not a terminal",
      false, 0, 0, false, G, NULL},
     {"no-progress", NULL, ZZ_OPT_FLAG, ZZ_O(no_progress), NULL, "never print the progress line", false, 0, 0, false, G,

@@ -63,11 +63,12 @@ typedef struct zz_progress {
   bool tty; /* stderr is a terminal (asked once) */
   int64_t total, done, skipped, tokens;
   double t0, last;
-  int64_t live;       /* tokens of the block still running (zz_progress_token) */
-  int64_t max_tokens; /* prompts to run x the most new tokens a line asks: the ETA's bound before a
+  int64_t live;                     /* tokens of the block still running (zz_progress_token) */
+  int64_t max_tokens;               /* prompts to run x the most new tokens a line asks: the ETA's bound before a
                          first block ends (0: unknown) */
-  int64_t errors;     /* lines answered with an error */
-  const char *out;    /* where the lines go, for the summary */
+  int64_t errors;                   /* lines answered with an error */
+  int64_t pos_computed, pos_useful; /* zz_result's, summed over blocks (0: not known, a pipeline) */
+  const char *out;                  /* where the lines go, for the summary */
 } zz_progress;
 void zz_progress_start(zz_progress *p, const zz_opts *o, int64_t total);
 void zz_progress_update(zz_progress *p, int64_t seqs, int64_t tokens);
@@ -101,8 +102,7 @@ typedef struct zz_job {
   int64_t *lens;
   uint64_t *streams; /* prompt number in the file: the sampling stream */
   int64_t n, cap;
-  bool more;     /* prompts may be left */
-  int64_t index; /* prompts read, skipped ones included */
+  bool more; /* prompts may be left */
   zz_progress prog;
   int64_t kill_after, committed, written; /* blocks (ZZ_FAULT_KILL_AFTER_BLOCKS), blocks, prompts */
   struct zz_job_lines *lx;                /* each line's own settings, its completions, its error (launch/job.c) */

@@ -33,7 +33,7 @@ typedef struct zz_opts {
   int attn_threads;      /* CPU attention threads, any device (0: all cores) */
   const char *cpu_dtype; /* CPU device: dtype of weight matrices, f32 or bf16 */
   const char *cpu_act;   /* CPU device: x of 4/8-bit linears, f32 (exact) or int8 */
-  bool resume, progress, no_progress;
+  bool resume, keep_order, progress, no_progress;
   const char *text;          /* tokenize's argument */
   const char *text_file;     /* perplexity: --text FILE */
   const char *messages;      /* chat-template: --messages FILE */

@@ -204,7 +204,8 @@ static zz_status zz_engine_alloc_parts(zz_engine *e) {
     gr->v_home = calloc((size_t)(lc * nb) + 1, sizeof *gr->v_home);
     gr->a_home = calloc((size_t)nb, sizeof *gr->a_home);
     gr->idx = calloc((size_t)nb, sizeof *gr->idx);
-    if (!gr->k_home || !gr->v_home || !gr->a_home || !gr->idx)
+    gr->run_k = calloc((size_t)nb, sizeof *gr->run_k);
+    if (!gr->k_home || !gr->v_home || !gr->a_home || !gr->idx || !gr->run_k)
       return zz_error(ZZ_ERR_NO_MEMORY, "engine: out of memory");
   }
   return ZZ_OK;
@@ -302,6 +303,7 @@ void zz_engine_destroy(zz_engine *e) {
     free(e->groups[g].v_home);
     free(e->groups[g].a_home);
     free(e->groups[g].idx);
+    free(e->groups[g].run_k);
   }
   free(e->groups);
   free(e->w.home);
@@ -402,6 +404,7 @@ void zz_engine_get_stats(const zz_engine *e, zz_engine_stats *out) {
   out->busy_s[ZZ_LANE_COMPUTE] = e->compute_s;
   for (int i = 0; i < ZZ_IO_N; i++) out->busy_s[i + 1] = zz_lanes_busy(e->lanes, i);
   out->wall_s = e->wall_s;
+  out->positions = e->positions;
   out->disk_read_bytes = e->disk.read_bytes;
   out->disk_write_bytes = e->disk.write_bytes;
   out->disk_read_s = (double)e->disk.read_ns * 1e-9;

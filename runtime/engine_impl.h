@@ -36,6 +36,7 @@ typedef struct zz_group {
   zz_tensor *k_home, *v_home; /* [cache layers * num_gb]: l * num_gb + k; [gbs, t_max, kv row] */
   zz_tensor *a_home;          /* [num_gb] hidden [gbs, s, hidden] */
   zz_batch_idx *idx;          /* [num_gb] */
+  int64_t *run_k;             /* [num_gb] the batches a step computes, in order (zz_schedule_step) */
   int64_t n;                  /* sequences of the current block (0: none begun) */
   int64_t s;                  /* its padded prompt length */
 } zz_group;
@@ -84,6 +85,7 @@ struct zz_engine {
   float *logits;                        /* host [gbs * num_gb, vocab] */
   zz_lanes *lanes;
   double compute_s, wall_s;
+  int64_t positions;              /* zz_engine_stats.positions */
   double attn_wait_s, attn_cpu_s; /* parts of compute_s: zz_engine_stats */
 };
 

@@ -14,6 +14,20 @@
 #include "zz_generate.h" /* and the engine's public API, zz_engine.h: nothing of its inside */
 #include "zz_seq.h"
 
+/* floor(2 log2 n) for n >= 1 (0 below): the sqrt(2) step n is in */
+static int zz_half_log2(int n) {
+  int s = 0;
+  for (double v = 1.4142135623730951; v <= n; v *= 1.4142135623730951) s++;
+  return s;
+}
+
+int zz_prompt_order(int64_t len_a, int new_a, int64_t len_b, int new_b) {
+  int ba = zz_half_log2(new_a), bb = zz_half_log2(new_b);
+  if (ba != bb) return ba < bb ? -1 : 1;
+  if (len_a != len_b) return len_a < len_b ? -1 : 1;
+  return new_a < new_b ? -1 : new_a > new_b;
+}
+
 zz_status zz_request_check(const zz_engine *e, const zz_request *req) {
   const zz_config *c = &zz_engine_model(e)->cfg;
   const zz_policy *pol = zz_engine_policy(e);
@@ -196,6 +210,12 @@ static bool zz_group_live(const zz_gen *g, int64_t bls, int gr) {
   return false;
 }
 
+/* The useful positions of one step of sequences [first, first + cnt): their
+ * prompts' tokens, then the input of each that has not ended. */
+static void zz_gen_count(zz_gen *g, int64_t first, int64_t cnt, int step) {
+  for (int64_t i = first; i < first + cnt; i++) g->r.pos_useful += step == 0 ? g->req->lens[i] : !g->done[i];
+}
+
 static zz_status zz_gen_loop(zz_engine *e, zz_gen *g, double *t_prefill) {
   const zz_request *req = g->req;
   const zz_policy *pol = zz_engine_policy(e);
@@ -207,10 +227,11 @@ static zz_status zz_gen_loop(zz_engine *e, zz_gen *g, double *t_prefill) {
     ZZ_CHECK(zz_check_stop());
     for (int gr = 0; gr < n_groups && zz_group_count(n, bls, gr); gr++) {
       if (!zz_group_live(g, bls, gr)) continue;
-      int64_t first = zz_group_first(bls, gr);
-      zz_step_io io = {.prompts = req->ids + first, .tokens = g->input + first};
+      int64_t first = zz_group_first(bls, gr), cnt = zz_group_count(n, bls, gr);
+      zz_gen_count(g, first, cnt, step);
+      zz_step_io io = {.prompts = req->ids + first, .tokens = g->input + first, .ended = g->done + first};
       ZZ_CHECK(zz_engine_step(e, gr, step, &io));
-      zz_gen_take(g, first, zz_group_count(n, bls, gr), step, zz_engine_logits(e));
+      zz_gen_take(g, first, cnt, step, zz_engine_logits(e));
     }
     if (step == 0) *t_prefill = zz_now();
   }
@@ -228,8 +249,12 @@ zz_status zz_generate(zz_engine *e, const zz_request *req, zz_result *res) {
   ZZ_CHECK(zz_request_check(e, req));
   zz_gen *g = NULL;
   ZZ_CHECK(zz_gen_create(&m->cfg, req, &g));
+  zz_engine_stats before, after;
+  zz_engine_get_stats(e, &before);
   double t0 = zz_now(), t_prefill = t0;
   zz_status st = zz_gen_loop(e, g, &t_prefill);
+  zz_engine_get_stats(e, &after);
+  g->r.pos_computed = after.positions - before.positions;
   g->r.prefill_s = t_prefill - t0;
   g->r.decode_s = zz_now() - t_prefill;
   zz_engine_add_wall(e, zz_now() - t0);

@@ -174,3 +174,22 @@ zz_status zz_prompt_reader_rewind(zz_prompt_reader *r) {
   r->line = 0;
   return ZZ_OK;
 }
+
+zz_status zz_prompt_reader_tell(zz_prompt_reader *r, int64_t *at, int64_t *line) {
+  FILE *f = r->spool ? r->spool : r->f; /* the kept copy grows with what was read */
+  off_t o = ftello(f);
+  if (o < 0) return zz_error(ZZ_ERR_IO, "%s: cannot tell a place in it: %s", r->path, strerror(errno));
+  *at = (int64_t)o;
+  *line = r->line;
+  return ZZ_OK;
+}
+
+zz_status zz_prompt_reader_seek(zz_prompt_reader *r, int64_t at, int64_t line) {
+  if (r->spool && r->f != r->spool)
+    return zz_error(ZZ_ERR_INVALID_ARG, "%s: a place is sought only after the prompts were read once", r->path);
+  if (fseeko(r->f, (off_t)at, SEEK_SET) != 0)
+    return zz_error(ZZ_ERR_IO, "%s: cannot go back to line %lld: %s", r->path, (long long)line + 1, strerror(errno));
+  clearerr(r->f);
+  r->line = line;
+  return ZZ_OK;
+}

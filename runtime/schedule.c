@@ -139,10 +139,14 @@ typedef struct zz_run {
   zz_engine *e;
   zz_group *g;
   int group, step, nl;
-  int64_t nbt, sq, pos; /* batches; new tokens per sequence; key position of the first */
+  int64_t nbt, sq, pos; /* batches computed; new tokens per sequence; key position of the first */
+  const int64_t *ks;    /* [nbt] the group's batch each of them is */
   const zz_step_io *io;
   uint64_t *store_ticket; /* [nl * nbt] last store ticket at or before each step */
 } zz_run;
+
+/* The group's batch that step q = (slice layer, batch) computes. */
+static int64_t zz_run_batch(const zz_run *r, int64_t q) { return r->ks[q % r->nbt]; }
 
 static bool zz_act_off(const zz_run *r, int64_t k) {
   return r->e->plan.act_tier[r->group * r->e->pol.num_gpu_batches + k] != ZZ_TIER_GPU;
@@ -167,13 +171,14 @@ static bool zz_on_host_path(const zz_run *r, zz_tier t) {
   return r->e->pol.cpu_attention && r->step > 0 && t != ZZ_TIER_GPU;
 }
 
-/* Index arrays of every batch of the group for this step, written to the device. */
+/* Index arrays of every batch the step computes, written to the device. */
 static zz_status zz_step_inputs(zz_run *r) {
   zz_engine *e = r->e;
   const zz_model *m = e->m;
   zz_device *dev = e->dev;
   int64_t gbs = e->pol.gpu_batch_size, s = r->g->s;
-  for (int64_t k = 0; k < r->nbt; k++) {
+  for (int64_t x = 0; x < r->nbt; x++) {
+    int64_t k = r->ks[x];
     zz_batch_idx *b = &r->g->idx[k];
     int64_t first = k * gbs, cnt = zz_group_batch_count(e, r->g, k);
     for (int64_t i = 0; i < cnt; i++) {
@@ -220,7 +225,7 @@ static void zz_load_weight(zz_run *r, int jl) {
 /* load cache: the rows step q needs, into slot q % 3 (or a host stage for CPU attention). */
 static void zz_load_cache(zz_run *r, int64_t q) {
   int jl = (int)(q / r->nbt);
-  int64_t k = q % r->nbt;
+  int64_t k = zz_run_batch(r, q);
   int ci = zz_cache_index(r, jl, k);
   if (ci < 0 || r->pos == 0) return;
   zz_tier t = zz_cache_tier(r, ci);
@@ -241,7 +246,7 @@ static void zz_load_cache(zz_run *r, int64_t q) {
 /* load hidden (from its home): batch k's state for step q, stored nbt steps ago. */
 static zz_status zz_load_hidden(zz_run *r, int64_t q) {
   int jl = (int)(q / r->nbt);
-  int64_t k = q % r->nbt;
+  int64_t k = zz_run_batch(r, q);
   if (jl == 0 || !zz_act_off(r, k)) return ZZ_OK;
   uint64_t stored = r->store_ticket[q - r->nbt];
   if (stored) ZZ_CHECK(zz_lanes_wait(r->e->lanes, ZZ_IO_STORE, stored));
@@ -268,7 +273,7 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
   zz_device *dev = e->dev;
   const zz_model *m = e->m;
   int jl = (int)(q / r->nbt), slot = (int)(q % 3);
-  int64_t k = q % r->nbt, cnt = zz_group_batch_count(e, r->g, k);
+  int64_t k = zz_run_batch(r, q), cnt = zz_group_batch_count(e, r->g, k);
   const zz_layer *layer = &m->layers[e->l0 + jl];
   char *hidden = zz_hidden_ptr(r, k, slot);
   if (jl == 0 && e->l0 > 0) {
@@ -338,7 +343,7 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
 /* store cache: the new rows of step q from slot q % 3 to their home; 0 when none. */
 static uint64_t zz_store_cache(zz_run *r, int64_t q) {
   int jl = (int)(q / r->nbt);
-  int64_t k = q % r->nbt;
+  int64_t k = zz_run_batch(r, q);
   int ci = zz_cache_index(r, jl, k);
   if (ci < 0) return 0;
   zz_tier t = zz_cache_tier(r, ci);
@@ -360,7 +365,7 @@ static uint64_t zz_store_cache(zz_run *r, int64_t q) {
 static zz_status zz_store_hidden(zz_run *r, int64_t q, uint64_t *ticket) {
   zz_engine *e = r->e;
   int jl = (int)(q / r->nbt), slot = (int)(q % 3);
-  int64_t k = q % r->nbt;
+  int64_t k = zz_run_batch(r, q);
   *ticket = 0;
   if (jl + 1 < r->nl) {
     if (!zz_act_off(r, k)) return ZZ_OK;
@@ -421,17 +426,26 @@ static zz_status zz_run_steps(zz_run *r) {
 
 zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *io) {
   zz_group *g = &e->groups[group];
-  int64_t gbs = e->pol.gpu_batch_size;
+  int64_t gbs = e->pol.gpu_batch_size, nbt = 0;
+  /* the batches with a sequence still running (at the prompt step, every one) */
+  for (int64_t k = 0; k * gbs < g->n; k++) {
+    bool run = step == 0 || !io->ended;
+    for (int64_t i = k * gbs; !run && i < k * gbs + zz_group_batch_count(e, g, k); i++) run = !io->ended[i];
+    if (run) g->run_k[nbt++] = k;
+  }
+  if (nbt == 0) return ZZ_OK;
   zz_run r = {.e = e,
               .g = g,
               .group = group,
               .step = step,
               .nl = e->l1 - e->l0,
-              .nbt = (g->n + gbs - 1) / gbs,
+              .nbt = nbt,
+              .ks = g->run_k,
               .sq = step == 0 ? g->s : 1,
               .pos = step == 0 ? 0 : g->s + step - 1,
               .io = io,
               .store_ticket = e->tickets};
+  for (int64_t i = 0; i < nbt; i++) e->positions += zz_group_batch_count(e, g, g->run_k[i]) * r.sq;
   zz_status st = zz_run_steps(&r);
   if (st != ZZ_OK) {
     /* a slot whose load may have failed holds no layer a later step can trust */

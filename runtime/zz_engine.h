@@ -115,6 +115,9 @@ typedef struct zz_step_io {
    * true: they are the engine's device memory (zz_device_alloc), copied on the device
    * (NCCL exchanges). Either way the step has finished with both when it returns. */
   bool hidden_on_device;
+  /* step > 0: [n] true for a sequence that has ended (NULL: none has); a GPU batch
+   * whose sequences have all ended is not computed (its logits are left as they were) */
+  const bool *ended;
 } zz_step_io;
 /* One token step (0: the prompt) of group g over the slice. A slice that ends at
  * the last layer leaves the last position's logits in zz_engine_logits(). */
@@ -144,6 +147,7 @@ void zz_engine_binding(const zz_engine *eng, int i, void **ptr_out, size_t *offs
 typedef struct zz_engine_stats {
   double busy_s[ZZ_LANE_COUNT]; /* compute, weight load, cache load, cache store */
   double wall_s;                /* wall time inside zz_generate */
+  int64_t positions;            /* token positions computed: a step's rows of each batch it ran (padding included) */
   uint64_t disk_read_bytes, disk_write_bytes;
   double disk_read_s; /* time inside disk reads */
   /* of busy_s[compute], with CPU attention beside a host cache: waiting for the

@@ -78,7 +78,12 @@ typedef struct zz_result {
   int32_t **tokens; /* tokens[i]: new tokens of prompt i (ends at EOS, included) */
   int64_t *n_tokens;
   double prefill_s, decode_s; /* wall time of the two phases */
-  struct zz_seq_out *out;     /* [n] why each ended, its log-probabilities (zz_seq.h); NULL unless
+  /* positions the engine computed (zz_engine_stats.positions: each prompt step
+   * padded to its group's longest, then every sequence of a GPU batch that still has
+   * one running) and those of them that were useful (prompt tokens, then the input
+   * of each sequence still running) */
+  int64_t pos_computed, pos_useful;
+  struct zz_seq_out *out; /* [n] why each ended, its log-probabilities (zz_seq.h); NULL unless
                                  the request had params or on_token */
 } zz_result;
 
@@ -109,6 +114,13 @@ int32_t zz_sample_sequence(const zz_config *c, const float *logits, const zz_sam
 /* The next step's input of a sequence whose newest token is `token`: the token
  * itself, or the pad token once the sequence has ended. */
 int32_t zz_sequence_input(const zz_config *c, int32_t token, bool ended);
+
+/* The order prompts are gathered into blocks so that a block's sequences end near
+ * each other and pad little: by max new tokens in steps of sqrt(2) (a block runs
+ * until its last sequence ends, and every step reads all the weights), then by
+ * prompt length, then by max new tokens; <0, 0, >0 as strcmp (0: the caller's own
+ * order, the file's, decides). */
+int zz_prompt_order(int64_t len_a, int new_a, int64_t len_b, int new_b);
 
 /* Checks a request against an engine's shape and vocabulary. */
 zz_status zz_request_check(const zz_engine *eng, const zz_request *req);

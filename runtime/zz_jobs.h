@@ -41,6 +41,11 @@ zz_status zz_prompt_reader_next(zz_prompt_reader *r, zz_prompt *p, bool *got);
 /* Back to the first line, so a job can check every line before it runs any; stdin
  * is kept in an unnamed temporary file as it is read, and read again from there. */
 zz_status zz_prompt_reader_rewind(zz_prompt_reader *r);
+/* Where the next line starts (*at) and its number before it (*line), in the file
+ * as zz_prompt_reader_rewind reads it again (stdin: its kept copy); seek goes back
+ * there after a rewind, so the next zz_prompt_reader_next reads that prompt again. */
+zz_status zz_prompt_reader_tell(zz_prompt_reader *r, int64_t *at, int64_t *line);
+zz_status zz_prompt_reader_seek(zz_prompt_reader *r, int64_t at, int64_t line);
 void zz_prompt_reader_close(zz_prompt_reader *r);
 void zz_prompt_free(zz_prompt *p);
 

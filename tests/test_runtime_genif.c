@@ -4,7 +4,8 @@
  * make_chat_template_fixtures.py with transformers itself), a template outside the
  * subset refused naming the construct and its line; one sequence's penalties and
  * log-probabilities (zz_seq.h) against values worked by hand; a line's settings
- * read and refused by key (launch/lines.c); the generation_config.json rule.
+ * read and refused by key (launch/lines.c); the generation_config.json rule; a
+ * block's finished GPU batches left out of the token loop's steps.
  */
 #include <CUnit/CUnit.h>
 #include <jansson.h>
@@ -168,10 +169,106 @@ static void test_line_keys(void) {
   zz_line_free(&l);
 }
 
+/* ---------------------------------------------------------------- finished batches */
+
+/* Sequences of one block that end at their own max tokens: a GPU batch whose
+ * sequences have all ended is not computed any more, and every sequence's tokens
+ * (greedy, and sampled with its seed) are those it gets run alone. */
+static void zz_finished_batches_run(zz_device *dev, const zz_model *m, const zz_checkpoint *ck, const zz_policy *pol) {
+  enum { N = 6, LEN = 4, GEN = 6 };
+  zz_shape shape = {.prompt_len = LEN, .gen_len = GEN};
+  zz_engine *eng = NULL;
+  CU_ASSERT_FATAL(zz_engine_create(dev, m, ck, pol, &shape, &eng) == ZZ_OK);
+  int32_t p[N][LEN] = {{2, 47, 915, 5}, {2, 36, 291, 638}, {2, 5, 6, 7}, {2, 9, 10, 11}, {2, 40, 41, 42}, {2, 8, 8, 8}};
+  const int32_t *ids[N];
+  int64_t lens[N];
+  uint64_t streams[N];
+  /* batch 0 ends after 1 and 2 tokens, batch 1 runs all 6, batch 2 ends after 3 */
+  int max_new[N] = {1, 2, 6, 5, 3, 3};
+  zz_seq_params sp[N];
+  for (int i = 0; i < N; i++) {
+    ids[i] = p[i];
+    lens[i] = LEN;
+    streams[i] = (uint64_t)i;
+    sp[i] = (zz_seq_params){.sampling = {.temperature = i % 2 ? 0.8f : 0, .top_p = 1, .seed = 3},
+                            .max_new_tokens = max_new[i],
+                            .repetition_penalty = 1,
+                            .logprobs = -1};
+  }
+  zz_request req = {
+      .n = N, .ids = ids, .lens = lens, .streams = streams, .max_new_tokens = GEN, .ignore_eos = true, .params = sp};
+  zz_result res;
+  CU_ASSERT_FATAL(zz_generate(eng, &req, &res) == ZZ_OK);
+  /* computed: the prompt step, then per step 2 rows of each batch with a sequence
+   * running: steps 1 (batches 0, 1, 2), 2 (1, 2), 3-5 (1) */
+  CU_ASSERT_EQUAL(res.pos_computed, N * LEN + 6 + 4 + 3 * 2);
+  int64_t useful = N * LEN;
+  for (int i = 0; i < N; i++) useful += max_new[i] - 1;
+  CU_ASSERT_EQUAL(res.pos_useful, useful);
+  for (int i = 0; i < N; i++) {
+    CU_ASSERT_EQUAL(res.n_tokens[i], max_new[i]);
+    zz_request one = {.n = 1,
+                      .ids = ids + i,
+                      .lens = lens + i,
+                      .streams = streams + i,
+                      .max_new_tokens = GEN,
+                      .ignore_eos = true,
+                      .params = sp + i};
+    zz_result alone;
+    CU_ASSERT_FATAL(zz_generate(eng, &one, &alone) == ZZ_OK);
+    CU_ASSERT_EQUAL(alone.n_tokens[0], res.n_tokens[i]);
+    CU_ASSERT(memcmp(alone.tokens[0], res.tokens[i], (size_t)res.n_tokens[i] * sizeof(int32_t)) == 0);
+    zz_result_free(&alone, 1);
+  }
+  zz_result_free(&res, N);
+  zz_engine_destroy(eng);
+}
+
+
+static void test_finished_batches_skipped(void) {
+  char fx[4096];
+  snprintf(fx, sizeof fx, "%s/tiny-opt", ZZ_FIXTURES_DIR);
+  zz_config cfg;
+  zz_model m;
+  zz_checkpoint *ck = NULL;
+  zz_device *dev = NULL;
+  CU_ASSERT_FATAL(zz_config_load(fx, &cfg) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_checkpoint_open(fx, &ck) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_device_create_cpu(0, 1, 0, &dev) == ZZ_OK);
+  /* on the device; cache and activations on the CPU tier (loaded and stored around
+   * each batch), with CPU attention; weights, cache and activations partly on disk */
+  static const char *const policies[] = {
+      "gbs=2 num_gb=3 w=100,0 c=100,0 a=100,0",
+      "gbs=2 num_gb=3 w=50,50 c=0,100 a=0,100 cpu_attn=1",
+      "gbs=2 num_gb=3 w=0,50 c=0,50 a=0,0",
+  };
+  for (size_t pi = 0; pi < sizeof policies / sizeof policies[0]; pi++) {
+    zz_policy pol;
+    CU_ASSERT_FATAL(zz_policy_parse(policies[pi], &pol) == ZZ_OK);
+    zz_finished_batches_run(dev, &m, ck, &pol);
+  }
+  zz_device_destroy(dev);
+  zz_checkpoint_close(ck);
+  zz_model_free(&m);
+}
+/* The order blocks are gathered in: max new tokens in sqrt(2) steps, then length. */
+static void test_prompt_order(void) {
+  CU_ASSERT(zz_prompt_order(100, 1, 5, 2) < 0);   /* fewer max tokens first, however long */
+  CU_ASSERT(zz_prompt_order(5, 11, 100, 10) < 0); /* 10 and 11 share a step: the shorter first */
+  CU_ASSERT(zz_prompt_order(5, 11, 5, 10) > 0);
+  CU_ASSERT(zz_prompt_order(7, 10, 7, 10) == 0);
+  CU_ASSERT(zz_prompt_order(500, 22, 5, 23) < 0); /* 22 < 16 sqrt(2) <= 23 */
+  CU_ASSERT(zz_prompt_order(0, 0, 1, 1) < 0);     /* a line answered with an error (0, 0) first */
+}
+
 void zz_test_genif_register(void) {
   CU_pSuite s = CU_add_suite("generation interface (issue #25)", NULL, NULL);
   CU_add_test(s, "chat templates: transformers' text for Llama-2, Llama-3, Mistral, ChatML", test_chat_fixtures);
   CU_add_test(s, "a sequence's penalties (Hugging Face's repetition, OpenAI's presence/frequency)", test_seq_penalties);
   CU_add_test(s, "log-probabilities and the most likely tokens", test_seq_logprobs);
   CU_add_test(s, "a line's settings: accepted, or refused naming the key", test_line_keys);
+  CU_add_test(s, "a GPU batch whose sequences all ended is not computed; tokens as alone",
+              test_finished_batches_skipped);
+  CU_add_test(s, "blocks are gathered by max tokens in sqrt(2) steps, then length", test_prompt_order);
 }

@@ -878,6 +878,69 @@ static void test_tokenizer_opt_special_files(void) {
   free(merges);
 }
 
+/* ================================================================ a text's bytes against a prompt's tokens */
+
+/* zz_tokenizer_text_bound never refuses a text that fits: texts made of each
+ * tokenizer's longest token (the most bytes a token can stand for), of spaces and of
+ * mixed scripts encode to n ids with bytes <= bound(n); the families zigzag runs
+ * give a bound. */
+static void test_tokenizer_text_bound(void) {
+  static const char *const dirs[] = {"tok-opt",     "tok-gpt2-json",  "tok-llama2", "tok-llama2-hub", "tok-llama3",
+                                     "tok-mistral", "tok-mistral-v3", "tok-phi3",   "tok-qwen2",      "tok-spm-split"};
+  static const char *const texts[] = {
+      "                                        ", "Liberty and justice for all. ",
+      "\xc3\xa9t\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x98\x80 \xd8\xb9\xd8\xb1\xd8\xa8\xd9\x8a",
+      "0123456789+-*/ 0123456789"};
+  int bounded = 0;
+  for (size_t d = 0; d < sizeof dirs / sizeof dirs[0]; d++) {
+    zz_tokenizer *tok = zz_tt_load_fixture(dirs[d]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
+    if (zz_tokenizer_text_bound(tok, 1) == SIZE_MAX) {
+      zz_tokenizer_free(tok);
+      continue;
+    }
+    CU_ASSERT_EQUAL(zz_tokenizer_text_bound(tok, 0), 0);
+    bounded++;
+    /* the decoded text of the token with the longest decoded bytes */
+    int64_t best = 0;
+    size_t best_len = 0;
+    for (int32_t id = 0; id < zz_tokenizer_vocab_size(tok); id++) {
+      char *t = NULL;
+      size_t len = 0;
+      if (zz_tokenizer_decode(tok, &id, 1, &t, &len) == ZZ_OK && len > best_len) {
+        best = id;
+        best_len = len;
+      }
+      zz_error_clear();
+      free(t);
+    }
+    char *one = NULL;
+    size_t one_len = 0;
+    int32_t bid = (int32_t)best;
+    CU_ASSERT_EQUAL_FATAL(zz_tokenizer_decode(tok, &bid, 1, &one, &one_len), ZZ_OK);
+    for (size_t k = 0; k <= sizeof texts / sizeof texts[0]; k++) {
+      const char *piece = k < sizeof texts / sizeof texts[0] ? texts[k] : one;
+      size_t plen = strlen(piece), reps = 64, len = plen * reps;
+      char *text = malloc(len + 1);
+      CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+      for (size_t r = 0; r < reps; r++) memcpy(text + r * plen, piece, plen);
+      text[len] = 0;
+      int32_t *ids = NULL;
+      int64_t n = 0;
+      CU_ASSERT_EQUAL_FATAL(zz_tokenizer_encode(tok, text, len, &ids, &n), ZZ_OK);
+      CU_ASSERT(len <= zz_tokenizer_text_bound(tok, n));
+      if (len > zz_tokenizer_text_bound(tok, n))
+        fprintf(stderr, "\n  %s: %zu bytes in %lld tokens, bound %zu\n", dirs[d], len, (long long)n,
+                zz_tokenizer_text_bound(tok, n));
+      free(ids);
+      free(text);
+    }
+    free(one);
+    zz_tokenizer_free(tok);
+  }
+  CU_ASSERT(bounded >= 6);
+}
+
 /* ================================================================ registration */
 
 void zz_test_tokenizer_register(void) {
@@ -896,6 +959,7 @@ void zz_test_tokenizer_register(void) {
   CU_add_test(s, "merges.txt layouts", test_tokenizer_merges_layout);
   CU_add_test(s, "load errors name the file", test_tokenizer_load_errors);
   CU_add_test(s, "256 KiB of text", test_tokenizer_long_text);
+  CU_add_test(s, "a text's bytes bound its tokens (refused before tokenizing)", test_tokenizer_text_bound);
   CU_add_test(s, "decode of ill-formed bytes as Hugging Face", test_tokenizer_decode_like_hf);
   CU_add_test(s, "decode: ByteFallback and ByteLevel replacement", test_tokenizer_decode_replacement_rules);
   CU_add_test(s, "OPT: </s> in the text is the special token", test_tokenizer_opt_special_text);

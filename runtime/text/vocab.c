@@ -60,6 +60,49 @@ void zz_tokenizer_free(zz_tokenizer *tok) {
 
 int64_t zz_tokenizer_vocab_size(const zz_tokenizer *tok) { return tok ? tok->vocab_size : 0; }
 
+/* Whether every character of a word becomes at least one symbol of the BPE model
+ * (zz_bpe_word): its own token, its <0xNN> bytes or its own <unk>. */
+static bool zz_tok_keeps_chars(const zz_tokenizer *tok) {
+  bool fallback = tok->byte_fallback;
+  for (int b = 0; fallback && b < 256; b++) fallback = tok->fallback_id[b] >= 0;
+  if (fallback || (tok->unk_id >= 0 && !tok->fuse_unk)) return true;
+  if (!tok->byte_level) return false;
+  /* byte-level words are mapped bytes: each byte's character must be a token */
+  uint32_t cp_of_byte[256];
+  int16_t byte_of_cp[ZZ_BYTE_CP_MAX + 1];
+  zz_byte_map(cp_of_byte, byte_of_cp);
+  for (int b = 0; b < 256; b++) {
+    char c[4];
+    if (!zz_tok_find(tok, c, zz_utf8_put(cp_of_byte[b], c))) return false;
+  }
+  return true;
+}
+
+/* A token stands for at most as many bytes of the normalized text as its spelling
+ * has (a byte-level token's mapped characters, Metaspace's 3-byte replacement for a
+ * space and a "<0xNN>" for one byte are longer than what they stand for; an <unk>
+ * for one character, at most 4); the normalizer shrinks the text at most by its
+ * steps' factors: NFC composes at most 4 code points of at most 4 bytes into one
+ * character of at least 2 (8), a Replace from / to; Prepend only adds. */
+size_t zz_tokenizer_text_bound(const zz_tokenizer *tok, int64_t n_tokens) {
+  if (!tok || n_tokens < 0 || !zz_tok_keeps_chars(tok)) return SIZE_MAX;
+  for (int i = 0; i < tok->n_added; i++)
+    if (tok->added[i].lstrip || tok->added[i].rstrip) return SIZE_MAX;
+  double per = 4;
+  for (int64_t i = 0; i < tok->n_entries; i++)
+    if (tok->entries[i].text_len > per) per = tok->entries[i].text_len;
+  for (int i = 0; i < tok->n_norm; i++) {
+    const zz_tok_norm *s = &tok->norm[i];
+    if (s->nfc) per *= 8;
+    else if (s->replace.from && s->replace.from_len > s->replace.to_len) {
+      if (s->replace.to_len == 0) return SIZE_MAX;
+      per *= (double)s->replace.from_len / (double)s->replace.to_len;
+    }
+  }
+  double most = per * (double)n_tokens;
+  return most >= (double)SIZE_MAX ? SIZE_MAX : (size_t)most;
+}
+
 bool zz_tokenizer_specials(const zz_tokenizer *tok, int32_t *bos_out, int32_t *eos_out) {
   bool known = tok && tok->json;
   if (bos_out) *bos_out = known ? tok->bos_id : -1;

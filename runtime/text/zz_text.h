@@ -39,6 +39,12 @@ bool zz_tokenizer_has_json(const char *dir);
 bool zz_tokenizer_specials(const zz_tokenizer *tok, int32_t *bos_out, int32_t *eos_out);
 void zz_tokenizer_free(zz_tokenizer *tok);
 int64_t zz_tokenizer_vocab_size(const zz_tokenizer *tok);
+/* The most bytes of text whose encoding has at most n_tokens ids (special tokens
+ * aside), so a longer text is refused before it is tokenized; SIZE_MAX when this
+ * tokenizer gives no such bound (a character may vanish or fuse with others: no
+ * <unk> nor byte fallback, fuse_unk, whitespace taken by an added token's
+ * lstrip/rstrip, a normalizer Replace to nothing). */
+size_t zz_tokenizer_text_bound(const zz_tokenizer *tok, int64_t n_tokens);
 /* text (len bytes of UTF-8, need not be NUL terminated) → *ids_out (malloc'd,
  * caller frees), *n_out ids. No special tokens are added (tokenizer.json's added
  * tokens spelled in the text are found, as Hugging Face does; so are those that

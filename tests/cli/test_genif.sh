@@ -24,7 +24,9 @@ TINY=$FX/tiny-opt
 line() { sed -n "${1}p" "$2"; }
 # the output_ids of line N, spaces dropped
 ids_at() { line "$1" "$2" | grep -o '"output_ids":\[[^]]*\]' | head -n 1; }
-GEN=(generate --model "$TINY" --no-progress)
+# these checks read lines by place: --keep-order writes them in file order (by
+# default blocks are formed by length and lines come as their blocks finish)
+GEN=(generate --model "$TINY" --no-progress --keep-order)
 
 # ------------------------------------------------------------ 1. OpenAI batch request lines
 
@@ -135,6 +137,57 @@ zz "${GEN[@]}" --prompts mix.jsonl --out mix.out --max-new-tokens 6 --gpu-batch-
 check "a killed job of batch and native lines resumes to the uninterrupted lines (\"created\" aside)" \
   eval '[ "$KRC" -eq 137 ] && [ "$RC" -eq 0 ] && [ "$(sed "s/\"created\":[0-9]*//" mix.out)" = "$(sed "s/\"created\":[0-9]*//" mix_full.out)" ]'
 
+# ------------------------------------------------------------ 2c. blocks by length
+
+# prompts of mixed lengths and max tokens, greedy and sampled with their own seeds,
+# one of n = 2: by default blocks are formed by length, so lines come out of file
+# order; every line's tokens are those of file order and of the line run alone
+W10="a b c d e f g h i j"
+cat >len.jsonl <<J
+{"id": "l0", "prompt": "$W10 $W10 $W10 $W10", "max_new_tokens": 5}
+{"id": "l1", "prompt": "Liberty", "max_new_tokens": 2}
+{"id": "l2", "prompt": "$W10 $W10 $W10", "temperature": 0.9, "seed": 5, "max_new_tokens": 6}
+{"id": "l3", "prompt": "Four score", "max_new_tokens": 6}
+{"id": "l4", "prompt": "$W10 $W10 $W10 $W10 $W10", "max_new_tokens": 1}
+{"id": "l5", "prompt": "Liberty and", "n": 2, "temperature": 1.0, "seed": 9, "max_new_tokens": 4}
+{"id": "l6", "prompt": "$W10", "max_new_tokens": 3}
+{"id": "l7", "prompt": "$W10 $W10", "temperature": 0.7, "seed": 2, "max_new_tokens": 6}
+J
+# one line per id: the id and every output_ids of it
+by_id() { sed 's/"created":[0-9]*//' "$1" | while IFS= read -r l; do
+  printf '%s %s\n' "$(printf '%s' "$l" | grep -o '"id":"l[0-9]"' | head -n 1)" "$(printf '%s' "$l" | grep -o '"output_ids":\[[^]]*\]' | tr '\n' ' ')"
+done | sort; }
+zz generate --model "$TINY" --no-progress --prompts len.jsonl --out len.out --max-new-tokens 6 --gpu-batch-size 2 --num-gpu-batches 2
+LRC=$RC
+zz "${GEN[@]}" --prompts len.jsonl --out len_keep.out --max-new-tokens 6 --gpu-batch-size 3
+check "blocks by length: every line once, and not in file order (fewest max tokens, then shortest, first)" \
+  eval '[ "$LRC" -eq 0 ] && [ "$(wc -l <len.out)" -eq 8 ] && [ "$(by_id len.out | cut -d" " -f1 | uniq | wc -l)" -eq 8 ] && [ "$(grep -o "\"id\":\"l[0-9]\"" len.out | head -n 2 | tr -d "\n")" = "\"id\":\"l4\"\"id\":\"l1\"" ]'
+check "--keep-order writes file order" \
+  eval '[ "$(grep -o "\"id\":\"l[0-9]\"" len_keep.out | tr -d "\n")" = "\"id\":\"l0\"\"id\":\"l1\"\"id\":\"l2\"\"id\":\"l3\"\"id\":\"l4\"\"id\":\"l5\"\"id\":\"l6\"\"id\":\"l7\"" ]'
+check "blocks by length give every line the tokens of file order (greedy, own seeds, n = 2)" \
+  eval '[ -n "$(by_id len.out)" ] && [ "$(by_id len.out)" = "$(by_id len_keep.out)" ]'
+ALONE_OK=1
+for i in 1 2 3 4 5 6 7 8; do
+  line "$i" len.jsonl >alone.jsonl
+  zz "${GEN[@]}" --prompts alone.jsonl --out alone.out --max-new-tokens 6
+  A=$(by_id alone.out)
+  [ -n "$A" ] && by_id len.out | grep -qxF "$A" || ALONE_OK=0
+done
+check "... and each line's tokens run alone" eval '[ "$ALONE_OK" -eq 1 ]'
+ZZ_FAULT_KILL_AFTER_BLOCKS=1 timeout 60 "$ZZ" generate --model "$TINY" --no-progress --prompts len.jsonl --out len_k.out \
+  --max-new-tokens 6 --gpu-batch-size 2 >/dev/null 2>&1
+KRC=$?
+KEPT=$(wc -l <len_k.out)
+zz generate --model "$TINY" --no-progress --prompts len.jsonl --out len_k.out --max-new-tokens 6 --gpu-batch-size 2 --resume
+check "blocks by length: killed after a block, --resume finishes with each line once and its tokens" \
+  eval '[ "$KRC" -eq 137 ] && [ "$KEPT" -ge 1 ] && [ "$KEPT" -lt 8 ] && [ "$RC" -eq 0 ] && [ "$(by_id len_k.out)" = "$(by_id len.out)" ]'
+
+# a line no block could hold is refused by its bytes, before it is tokenized
+{ printf '{"id": "short", "prompt": "Liberty"}\n{"id": "huge", "prompt": "'; head -c 4000000 /dev/zero | tr '\0' 'a'; printf '"}\n'; } >huge.jsonl
+zz generate --model "$TINY" --no-progress --prompts huge.jsonl --out huge.out --max-new-tokens 2 --max-prompt-len 8
+check "a 4 MB prompt beside --max-prompt-len 8 is refused by its bytes, naming its line, before tokenizing" \
+  eval '[ "$RC" -ne 0 ] && has "huge.jsonl:2: the prompt" err && has "4000000 bytes are more than --max-prompt-len 8 tokens can hold" err && has "refused before tokenizing" err && [ ! -s huge.out ]'
+
 # ------------------------------------------------------------ 3. stop strings
 
 printf '{"id": 0, "prompt": "Four score and seven years ago"}\n' >s0.jsonl
@@ -149,31 +202,31 @@ check "stop: the text ends before the stop string (\"$STOP\" in \"$T0\"), finish
   eval '[ "$RC" -eq 0 ] && [ ${#T0} -ge 6 ] && grep -qF "\"text\":\"$PRE\",\"finish_reason\":\"stop\"" s1.out && [ "$(ids_at 1 s1.out | tr "," "\n" | wc -l)" -lt 8 ]'
 printf '{"id": 0, "input_ids": [2, 47], "stop": "x"}\n' >s2.jsonl
 mkdir notok && cp "$TINY/config.json" "$TINY/model.safetensors" notok/
-zz generate --model notok --no-progress --prompts s2.jsonl --out s2.out --max-new-tokens 2
+zz generate --keep-order --model notok --no-progress --prompts s2.jsonl --out s2.out --max-new-tokens 2
 check "stop without a tokenizer: the line's error, saying why" eval '[ "$RC" -eq 0 ] && has "stop strings need the model" s2.out'
 
 # ------------------------------------------------------------ 4. generation_config.json
 
 mkdir gc && cp "$FX/tiny-llama/config.json" "$FX/tiny-llama/model.safetensors" gc/
 printf '{"id": 0, "input_ids": [1, 169, 178]}\n' >gc.jsonl
-zz generate --model gc --no-progress --prompts gc.jsonl --out gc_greedy.out --max-new-tokens 6
+zz generate --keep-order --model gc --no-progress --prompts gc.jsonl --out gc_greedy.out --max-new-tokens 6
 printf '{"do_sample": true, "temperature": 0.9, "top_k": 7, "top_p": 0.8, "max_new_tokens": 5, "repetition_penalty": 1.1}\n' >gc/generation_config.json
-zz generate --model gc --no-progress --prompts gc.jsonl --out gc1.out
+zz generate --keep-order --model gc --no-progress --prompts gc.jsonl --out gc1.out
 check "generation_config.json: do_sample, temperature, top_k, top_p, max_new_tokens are the job's defaults" \
   eval '[ "$RC" -eq 0 ] && has "\"temperature\": 0.89999" gc1.out.job.json && has "\"top_k\": 7" gc1.out.job.json && has "\"max_new_tokens\": 5" gc1.out.job.json'
-zz generate --model gc --no-progress --prompts gc.jsonl --out gc2.out --temperature 0 --max-new-tokens 6 --repetition-penalty 1
+zz generate --keep-order --model gc --no-progress --prompts gc.jsonl --out gc2.out --temperature 0 --max-new-tokens 6 --repetition-penalty 1
 check "the command line over generation_config.json: --temperature 0 is greedy again" \
   eval '[ "$RC" -eq 0 ] && [ "$(ids_at 1 gc2.out)" = "$(ids_at 1 gc_greedy.out)" ]'
 printf '{"id": 0, "input_ids": [1, 169, 178], "temperature": 0, "max_new_tokens": 6, "repetition_penalty": 1}\n' >gc3.jsonl
-zz generate --model gc --no-progress --prompts gc3.jsonl --out gc3.out
+zz generate --keep-order --model gc --no-progress --prompts gc3.jsonl --out gc3.out
 check "a line over both: its temperature 0 and max_new_tokens 6 give the greedy tokens" \
   eval '[ "$RC" -eq 0 ] && [ "$(ids_at 1 gc3.out)" = "$(ids_at 1 gc_greedy.out)" ]'
 printf '{"do_sample": false, "temperature": 0.9}\n' >gc/generation_config.json
-zz generate --model gc --no-progress --prompts gc.jsonl --out gc4.out --max-new-tokens 6
+zz generate --keep-order --model gc --no-progress --prompts gc.jsonl --out gc4.out --max-new-tokens 6
 check "do_sample false is greedy, whatever its temperature (Hugging Face's rule)" \
   eval '[ "$RC" -eq 0 ] && [ "$(ids_at 1 gc4.out)" = "$(ids_at 1 gc_greedy.out)" ]'
 printf '{"do_sample": "yes"}\n' >gc/generation_config.json
-zz generate --model gc --no-progress --prompts gc.jsonl --out gc5.out
+zz generate --keep-order --model gc --no-progress --prompts gc.jsonl --out gc5.out
 check "a bad generation_config.json value is refused naming the key and the file" \
   eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "do_sample" err && has "generation_config.json" err'
 
@@ -198,7 +251,7 @@ cat >chat.jsonl <<'J'
 {"custom_id": "nomsg", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "tiny", "prompt": "x"}}
 {"custom_id": "sys", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "tiny", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]}}
 J
-zz generate --model mistral --no-progress --prompts chat.jsonl --out chat.out --max-new-tokens 4
+zz generate --keep-order --model mistral --no-progress --prompts chat.jsonl --out chat.out --max-new-tokens 4
 "$CHK" chat.out >chat.txt 2>chat.err
 CS=$?
 # the rendered text, tokenized without a BOS added (the template wrote "<s>" itself)
@@ -216,11 +269,11 @@ printf '{"chat_template": "{%% for m in messages %%}{{ m.content | wordwrap }}{%
 zz chat-template --model mistral --messages msgs.json
 check "a template outside the subset: refused naming the construct and its line, never a guess" \
   eval '[ "$RC" -eq 1 ] && has "line 1 of the template: the filter '"'"'wordwrap'"'"' is not supported" err && [ ! -s outp ]'
-zz generate --model mistral --no-progress --prompts chat.jsonl --out mis2.out --max-new-tokens 2
+zz generate --keep-order --model mistral --no-progress --prompts chat.jsonl --out mis2.out --max-new-tokens 2
 check "... and in a job, the line's error (the job goes on)" \
   eval '[ "$RC" -eq 0 ] && line 1 mis2.out | grep -q "wordwrap" && [ "$(wc -l <mis2.out)" -eq 3 ]'
 rm -f mistral/tokenizer_config.json
-zz generate --model mistral --no-progress --prompts chat.jsonl --out mis3.out --max-new-tokens 2
+zz generate --keep-order --model mistral --no-progress --prompts chat.jsonl --out mis3.out --max-new-tokens 2
 check "a model without a chat template: a chat line's error says so" \
   eval '[ "$RC" -eq 0 ] && line 1 mis3.out | grep -q "no chat template (looked for chat_template.jinja"'
 
@@ -247,7 +300,7 @@ zz tokenize --model "$CM" -- "${RENDERED%x}"
 WANT_IDS=$(tr -d ' \n' <"$CM/expected.json" | grep -o '"prompt_ids":\[[0-9,]*\]' | sed 's/.*\[//; s/\]//; s/,/ /g')
 check "transformers 5's layout: the rendered chat tokenizes to apply_chat_template(tokenize=True)'s ids" \
   eval '[ "$RC" -eq 0 ] && [ "$(tr -s " \n" " " <outp | sed "s/ $//")" = "$WANT_IDS" ]'
-zz generate --model "$CM" --no-progress --prompts cm.jsonl --out cm.out --max-prompt-len 40 --max-new-tokens 6
+zz generate --keep-order --model "$CM" --no-progress --prompts cm.jsonl --out cm.out --max-prompt-len 40 --max-new-tokens 6
 WANT_TEXT=$(grep -o '"text": "[^"]*"' "$CM/expected.json" | sed 's/"text": //')
 check "... and generate answers it with transformers' greedy text and token counts" \
   eval '[ "$RC" -eq 0 ] && grep -qF "\"content\":$WANT_TEXT}" cm.out && grep -q "\"prompt_tokens\":35,\"completion_tokens\":6," cm.out'
@@ -279,7 +332,7 @@ if [ -f "$BUILD/cmake_install.cmake" ]; then
 fi
 zz "${GEN[@]}" --prompts nat.jsonl --out sum.out --max-new-tokens 2 --no-progress
 check "the summary at the end when stderr is a file: prompts, tokens, tokens/s, elapsed, output" \
-  eval '[ "$RC" -eq 0 ] && grep -q "^zigzag: done: 8 prompts (1 answered with an error), [0-9]* new tokens, [0-9.]* tokens/s, [0-9.]* s elapsed; output in sum.out$" err'
+  eval '[ "$RC" -eq 0 ] && grep -q "^zigzag: done: 8 prompts (1 answered with an error), [0-9]* new tokens, [0-9.]* tokens/s, [0-9.]* s elapsed; output in sum.out$" err && grep -q "^zigzag: positions: [0-9]* computed, [0-9.]*% of them padding or sequences already ended$" err'
 
 # ------------------------------------------------------------ 7. under mpirun (a pipeline of 2 ranks)
 
@@ -291,12 +344,12 @@ if command -v mpirun >/dev/null 2>&1; then
   MPI=(mpirun --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl self,vader,tcp --mca btl_tcp_if_include lo
        -x ASAN_OPTIONS -np 2)
   printf '{"id": 0, "prompt": "Liberty"}\n{"id": 1, "prompt": "Liberty", "temperature": 0.5}\n{"custom_id": "c", "url": "/v1/completions", "body": {"prompt": "Liberty"}}\n' >pp.jsonl
-  OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "${MPI[@]}" "$ZZ" generate --model "$TINY" --device cpu --no-progress \
+  OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "${MPI[@]}" "$ZZ" generate --model "$TINY" --device cpu --no-progress --keep-order \
     --prompts pp.jsonl --out pp.out --max-new-tokens 4 >outp 2>err
   RC=$?
   check "mpirun: a plain line runs; a line with its own settings and a batch line are answered with an error saying so" \
     eval '[ "$RC" -eq 0 ] && line 1 pp.out | grep -q "\"finish_reason\":\"length\"" && line 2 pp.out | grep -q "under mpirun a line takes the job" && line 3 pp.out | grep -q "under mpirun"'
-  OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "${MPI[@]}" "$ZZ" generate --model "$TINY" --device cpu --no-progress \
+  OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "${MPI[@]}" "$ZZ" generate --model "$TINY" --device cpu --no-progress --keep-order \
     --prompts pp.jsonl --out pp2.out --max-new-tokens 4 --repetition-penalty 1.3 >outp 2>err
   RC=$?
   check "mpirun: a repetition penalty is refused, not dropped" eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 124 ] && has "not applied yet" err'

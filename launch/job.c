@@ -441,13 +441,9 @@ zz_status zz_job_open(zz_job *j, const zz_opts *o, zz_shape asked, bool files) {
   j->kill_after = -1;
   if (!(j->lx = calloc(1, sizeof *j->lx))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   zz_line_defaults_init(o, &j->lx->defs);
-  /* a pipeline's last rank samples with the job's temperature, top-k/p and seed only */
-  if (j->lx->defs.pipeline && (j->lx->defs.sp.repetition_penalty != 1.0f || j->lx->defs.sp.logprobs >= 0))
-    return zz_error(ZZ_ERR_INVALID_ARG,
-                    "under mpirun a repetition penalty (%g: --repetition-penalty or the model's "
-                    "generation_config.json) and --logprobs are not applied yet; run in one process, or give "
-                    "--repetition-penalty 1 and no --logprobs",
-                    (double)j->lx->defs.sp.repetition_penalty);
+  /* a pipeline's log-probabilities do not come back from the last rank yet */
+  if (j->lx->defs.pipeline && j->lx->defs.sp.logprobs >= 0)
+    return zz_error(ZZ_ERR_INVALID_ARG, "under mpirun --logprobs is not applied yet; run in one process");
   if (files) {
     j->kill_after = o->fault_kill_after; /* ZZ_FAULT_KILL_AFTER_BLOCKS, checked by the options table */
     if (!(j->hashes = zz_resume_new())) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
@@ -657,10 +653,10 @@ zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out) {
       .max_new_tokens = lx->defs.pipeline ? o->max_new_tokens : max_new,
       .sampling = zz_opts_sampling(o),
   };
-  /* one process runs each line's own settings; a pipeline's last rank samples with
-   * the job's (lines with their own were answered with an error) */
+  /* each line's own settings (a pipeline's block message carries them to the last
+   * rank); stop strings are checked in one process only */
+  req_out->params = lx->params;
   if (!lx->defs.pipeline) {
-    req_out->params = lx->params;
     req_out->on_token = zz_job_on_token;
     req_out->ctx = j;
   }

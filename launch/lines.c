@@ -57,15 +57,6 @@ void zz_line_defaults_init(const zz_opts *o, zz_line_defaults *d) {
   d->pipeline = zz_pipe_ranks() > 1;
 }
 
-bool zz_line_is_plain(const zz_line *l, const zz_line_defaults *d) {
-  const zz_seq_params *a = &l->sp, *b = &d->sp;
-  return l->kind == ZZ_LINE_NATIVE && !l->own_seed && l->n == 1 && l->n_stop == 0 &&
-         a->max_new_tokens == b->max_new_tokens && a->sampling.temperature == b->sampling.temperature &&
-         a->sampling.top_k == b->sampling.top_k && a->sampling.top_p == b->sampling.top_p &&
-         a->repetition_penalty == b->repetition_penalty && a->presence_penalty == 0 && a->frequency_penalty == 0 &&
-         a->logprobs == -1;
-}
-
 int zz_line_find_stop(const zz_line *l, const char *text, size_t len, size_t *at_out) {
   int best = -1;
   size_t at = len;
@@ -303,10 +294,15 @@ zz_status zz_line_parse(const zz_prompt *p, const zz_line_defaults *d, zz_line *
     zz_line_fail(&l, "invalid_value", "%s", zz_error_message());
     zz_error_clear();
   }
-  if (!l.err && d->pipeline && !zz_line_is_plain(&l, d))
+  /* the block message carries each sequence's settings to the last rank; stop
+   * strings and log-probabilities do not come back from it yet */
+  if (!l.err && d->pipeline && (l.n_stop > 0 || l.sp.logprobs >= 0))
     zz_line_fail(&l, "unsupported_parameter",
-                 "under mpirun a line takes the job's settings (a line's own max tokens, "
-                 "sampling, penalties, stop, n, logprobs and the OpenAI batch form run in one process for now)");
+                 "under mpirun stop strings and logprobs run in one process for now (a line's own max tokens, "
+                 "sampling, seed, penalties and n are applied)");
+  if (!l.err && d->pipeline && l.sp.max_new_tokens > d->sp.max_new_tokens)
+    zz_line_fail(&l, "invalid_value", "under mpirun a line's max tokens (%d) may not exceed --max-new-tokens %d",
+                 l.sp.max_new_tokens, d->sp.max_new_tokens);
   for (int i = 0; i < l.n_stop; i++)
     if (!l.stop[i]) zz_line_fail(&l, "internal_error", "out of memory");
   if (l.err_code && !l.err) {

@@ -59,9 +59,6 @@ void zz_line_free(zz_line *l);
  * are set to the result, so the job record and a pipeline see them too. */
 zz_status zz_opts_generation_defaults(zz_opts *o);
 void zz_line_defaults_init(const zz_opts *o, zz_line_defaults *d);
-/* Whether a line asks for anything but the job's settings (hashed into the record,
- * refused under mpirun). */
-bool zz_line_is_plain(const zz_line *l, const zz_line_defaults *d);
 /* Index of the first stop string found in text[0..len) and its offset; -1 if none. */
 int zz_line_find_stop(const zz_line *l, const char *text, size_t len, size_t *at_out);
 

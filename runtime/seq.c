@@ -4,6 +4,7 @@
  * log-probabilities of the model's distribution.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "zz_seq.h"
@@ -28,6 +29,44 @@ zz_status zz_seq_params_check(const zz_seq_params *p, int request_max) {
   if (p->logprobs < -1 || p->logprobs > ZZ_MAX_TOP_LOGPROBS)
     return zz_error(ZZ_ERR_INVALID_ARG, "logprobs %d outside 0..%d", p->logprobs, ZZ_MAX_TOP_LOGPROBS);
   return ZZ_OK;
+}
+
+static uint64_t seq_fbits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+void zz_seq_params_pack(const zz_seq_params *p, uint64_t *w) {
+  const zz_sampling *s = &p->sampling;
+  uint64_t v[ZZ_SEQ_PARAMS_WORDS] = {seq_fbits(s->temperature),
+                                     (uint64_t)(uint32_t)s->top_k,
+                                     seq_fbits(s->top_p),
+                                     s->seed,
+                                     (uint32_t)p->max_new_tokens,
+                                     seq_fbits(p->repetition_penalty),
+                                     seq_fbits(p->presence_penalty),
+                                     seq_fbits(p->frequency_penalty),
+                                     (uint64_t)(uint32_t)p->logprobs};
+  memcpy(w, v, sizeof v);
+}
+
+zz_status zz_seq_params_unpack(const uint64_t *w, int request_max, zz_seq_params *p) {
+  for (int k = 0; k < ZZ_SEQ_PARAMS_WORDS; k++)
+    if (k != 3 && w[k] > UINT32_MAX)
+      return zz_error(ZZ_ERR_FORMAT, "sequence settings: word %d is %llu, beyond 32 bits", k, (unsigned long long)w[k]);
+  float f[ZZ_SEQ_PARAMS_WORDS];
+  for (int k = 0; k < ZZ_SEQ_PARAMS_WORDS; k++) {
+    uint32_t u = (uint32_t)w[k];
+    memcpy(&f[k], &u, sizeof u);
+  }
+  *p = (zz_seq_params){.sampling = {.temperature = f[0], .top_k = (int32_t)(uint32_t)w[1], .top_p = f[2], .seed = w[3]},
+                       .max_new_tokens = (int32_t)(uint32_t)w[4],
+                       .repetition_penalty = f[5],
+                       .presence_penalty = f[6],
+                       .frequency_penalty = f[7],
+                       .logprobs = (int32_t)(uint32_t)w[8]};
+  return zz_seq_params_check(p, request_max);
 }
 
 bool zz_seq_penalize(const zz_seq_params *p, const float *logits, int64_t vocab, const int32_t *prompt, int64_t np,

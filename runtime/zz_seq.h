@@ -62,6 +62,13 @@ zz_status zz_seq_params_check(const zz_seq_params *p, int request_max);
  * of scratch, left zero. Returns whether any penalty applied (out untouched if not). */
 bool zz_seq_penalize(const zz_seq_params *p, const float *logits, int64_t vocab, const int32_t *prompt, int64_t np,
                      const int32_t *gen, int64_t ng, int32_t *counts, float *out);
+/* The settings as ZZ_SEQ_PARAMS_WORDS 64-bit words (floats by their bits), for a
+ * message between processes (stage/comm.c's block message), and back: unpack
+ * refuses words that are no int32 or no float and then checks the range
+ * (zz_seq_params_check against request_max). */
+#define ZZ_SEQ_PARAMS_WORDS 9
+void zz_seq_params_pack(const zz_seq_params *p, uint64_t *w);
+zz_status zz_seq_params_unpack(const uint64_t *w, int request_max, zz_seq_params *p);
 /* log p(token) under logits[vocab] (a log-softmax), and the k most likely tokens with
  * theirs into top[k] (best first, ties by lower id). */
 float zz_logprob_of(const float *logits, int64_t vocab, int32_t token, int k, zz_top_logprob *top);

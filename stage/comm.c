@@ -121,7 +121,18 @@ zz_status zz_comm_recv_any_size(zz_faults *f, MPI_Comm comm, int source, int tag
 
 /* ================================================================ block message */
 
-size_t zz_block_words(const zz_stage_block *b) { return 5 + (size_t)b->ngroups + 1 + 2 * (size_t)b->nseq; }
+static size_t block_base_words(uint64_t nseq, uint64_t ngroups) { return 5 + ngroups + 1 + 2 * nseq; }
+
+static size_t block_prompt_total(const zz_stage_block *b) {
+  size_t t = 0;
+  for (int i = 0; i < b->nseq; i++) t += (size_t)b->prompt_len[i];
+  return t;
+}
+
+size_t zz_block_words(const zz_stage_block *b) {
+  size_t n = block_base_words((uint64_t)b->nseq, (uint64_t)b->ngroups);
+  return b->params ? n + ZZ_SEQ_PARAMS_WORDS * (size_t)b->nseq + block_prompt_total(b) : n;
+}
 
 void zz_block_pack(const zz_stage_block *b, uint64_t *w) {
   size_t k = 0;
@@ -133,6 +144,9 @@ void zz_block_pack(const zz_stage_block *b, uint64_t *w) {
   for (int g = 0; g <= b->ngroups; g++) w[k++] = (uint64_t)b->group_first[g];
   for (int i = 0; i < b->nseq; i++) w[k++] = (uint64_t)b->prompt_len[i];
   for (int i = 0; i < b->nseq; i++) w[k++] = b->rng[i];
+  if (!b->params) return;
+  for (int i = 0; i < b->nseq; i++, k += ZZ_SEQ_PARAMS_WORDS) zz_seq_params_pack(&b->params[i], w + k);
+  for (size_t t = 0, n = block_prompt_total(b); t < n; t++) w[k++] = (uint32_t)b->prompt_ids[t];
 }
 
 zz_status zz_block_unpack(const uint64_t *w, size_t nwords, zz_stage_block *b, void **storage_out) {
@@ -140,7 +154,7 @@ zz_status zz_block_unpack(const uint64_t *w, size_t nwords, zz_stage_block *b, v
     return zz_error(ZZ_ERR_FORMAT, "stage: block message: bad header (%zu words)", nwords);
   uint64_t nseq = w[2], ngroups = w[3];
   if (nseq > ZZ_BLOCK_MAX_SEQ || ngroups > ZZ_BLOCK_MAX_GROUPS || w[4] > ZZ_BLOCK_MAX_NEW ||
-      nwords != 5 + ngroups + 1 + 2 * nseq)
+      nwords < block_base_words(nseq, ngroups))
     return zz_error(ZZ_ERR_FORMAT, "stage: block message: %zu words for %llu sequences in %llu groups", nwords,
                     (unsigned long long)nseq, (unsigned long long)ngroups);
   /* group starts and prompt lengths are int32: a larger word is a broken message */
@@ -151,17 +165,38 @@ zz_status zz_block_unpack(const uint64_t *w, size_t nwords, zz_stage_block *b, v
                       (unsigned long long)(k < 6 + ngroups ? k - 5 : k - 6 - ngroups), (unsigned long long)w[k]);
   zz_stage_block blk = {
       .index = (int64_t)w[1], .nseq = (int32_t)nseq, .ngroups = (int32_t)ngroups, .max_new_tokens = (int32_t)w[4]};
-  size_t bytes = (ngroups + 1 + nseq) * sizeof(int32_t) + nseq * sizeof(uint64_t);
-  /* rng first: uint64 alignment */
+  size_t base = block_base_words(nseq, ngroups), extra = nwords - base, total = 0;
+  for (uint64_t i = 0; i < nseq; i++) total += w[6 + ngroups + i];
+  /* params (and the prompts) or not: nothing else fits */
+  if (extra && extra != ZZ_SEQ_PARAMS_WORDS * nseq + total)
+    return zz_error(ZZ_ERR_FORMAT, "stage: block message: %zu words for %llu sequences in %llu groups", nwords,
+                    (unsigned long long)nseq, (unsigned long long)ngroups);
+  size_t np = extra ? nseq : 0, nid = extra ? total : 0;
+  size_t bytes = nseq * sizeof(uint64_t) + np * sizeof(zz_seq_params) + (ngroups + 1 + nseq + nid) * sizeof(int32_t);
+  /* rng and params first: their alignment */
   uint8_t *mem = malloc(bytes ? bytes : 1);
   if (!mem) return zz_error(ZZ_ERR_NO_MEMORY, "stage: block of %llu sequences", (unsigned long long)nseq);
   uint64_t *rng = (uint64_t *)mem;
-  int32_t *first = (int32_t *)(mem + nseq * sizeof(uint64_t));
-  int32_t *len = first + ngroups + 1;
+  zz_seq_params *params = (zz_seq_params *)(mem + nseq * sizeof(uint64_t));
+  int32_t *first = (int32_t *)(params + np);
+  int32_t *len = first + ngroups + 1, *ids = len + nseq;
   size_t k = 5;
   for (uint64_t g = 0; g <= ngroups; g++) first[g] = (int32_t)w[k++];
   for (uint64_t i = 0; i < nseq; i++) len[i] = (int32_t)w[k++];
   for (uint64_t i = 0; i < nseq; i++) rng[i] = w[k++];
+  for (size_t i = 0; i < np; i++, k += ZZ_SEQ_PARAMS_WORDS)
+    if (zz_seq_params_unpack(w + k, (int)w[4], &params[i]) != ZZ_OK) {
+      free(mem);
+      return zz_error(ZZ_ERR_FORMAT, "stage: block message: sequence %zu: %s", i, zz_error_message());
+    }
+  for (size_t t = 0; t < nid; t++, k++) {
+    if (w[k] > INT32_MAX) {
+      free(mem);
+      return zz_error(ZZ_ERR_FORMAT, "stage: block message: prompt id %zu is %llu", t, (unsigned long long)w[k]);
+    }
+    ids[t] = (int32_t)w[k];
+  }
+  if (np) blk.params = params, blk.prompt_ids = ids;
   blk.group_first = first;
   blk.prompt_len = len;
   blk.rng = rng;

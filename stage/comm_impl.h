@@ -42,7 +42,9 @@ void zz_comm_backoff(int *spins);
 
 /* Block composition on the wire: uint64 words
  * [magic, index, nseq, ngroups, max_new_tokens, group_first[ngroups+1],
- *  prompt_len[nseq], rng[nseq]]; nseq = 0 means "no more blocks". */
+ *  prompt_len[nseq], rng[nseq]], and where the block has params,
+ *  [params[nseq] (ZZ_SEQ_PARAMS_WORDS each), prompt_ids[sum(prompt_len)]];
+ *  nseq = 0 means "no more blocks". */
 #define ZZ_BLOCK_MAGIC 0x7a7a626c6f636b31ull /* "zzblock1" */
 /* What a block message may carry: the counts are int32 on both sides, and every
  * word is checked against these before it is narrowed (a 64-bit word is never

@@ -41,8 +41,9 @@ struct zz_engine_stage {
   double t0, t_prefill;
   int prefilled; /* groups whose first token is back */
   /* last rank */
-  zz_request sreq; /* the block as the token loop sees it (streams, lengths, settings) */
-  zz_gen *gen;     /* the block's per-sequence state */
+  zz_request sreq;      /* the block as the token loop sees it (streams, lengths, settings) */
+  zz_gen *gen;          /* the block's per-sequence state */
+  const int32_t **sids; /* [cap] each sequence's prompt (a repetition penalty reads it) */
 };
 
 static zz_status es_alloc(zz_engine_stage *es) {
@@ -57,8 +58,9 @@ static zz_status es_alloc(zz_engine_stage *es) {
   es->tokens = calloc(cap, sizeof *es->tokens);
   es->n_tokens = calloc(cap, sizeof *es->n_tokens);
   es->ended = calloc(cap, sizeof *es->ended);
-  if (!es->lens || !es->plen || !es->streams || !es->group_first || !es->prompts || !es->inputs || !es->tok ||
-      !es->tokens || !es->n_tokens || !es->ended)
+  es->sids = calloc(cap, sizeof *es->sids);
+  if (!es->sids || !es->lens || !es->plen || !es->streams || !es->group_first || !es->prompts || !es->inputs ||
+      !es->tok || !es->tokens || !es->n_tokens || !es->ended)
     return zz_error(ZZ_ERR_NO_MEMORY, "engine stage: out of memory for blocks of %lld sequences", (long long)es->cap);
   for (size_t i = 0; i < cap; i++) es->tokens[i] = es->tok + i * (size_t)es->cfg.max_new_tokens;
   return ZZ_OK;
@@ -103,6 +105,7 @@ void zz_engine_stage_destroy(zz_engine_stage *es) {
   free(es->tokens);
   free(es->n_tokens);
   free(es->ended);
+  free(es->sids);
   zz_gen_destroy(es->gen);
   free(es);
 }
@@ -154,7 +157,8 @@ static zz_status es_next_block(void *ctx, zz_stage_block *out, int *more_out) {
                           .group_first = es->group_first,
                           .prompt_len = es->plen,
                           .rng = es->streams,
-                          .prompt_ids = es->ids};
+                          .prompt_ids = es->ids,
+                          .params = r.params};
   *more_out = 1;
   return ZZ_OK;
 }
@@ -178,7 +182,16 @@ static zz_status es_begin_block(void *ctx, const zz_stage_block *b) {
                             .streams = b->rng,
                             .max_new_tokens = b->max_new_tokens,
                             .ignore_eos = es->cfg.ignore_eos,
-                            .sampling = es->cfg.sampling};
+                            .sampling = es->cfg.sampling,
+                            .params = b->params};
+    if (b->params) { /* each sequence's own settings, its prompt for the repetition penalty */
+      const int32_t *p = b->prompt_ids;
+      for (int32_t i = 0; i < b->nseq; i++) {
+        es->sids[i] = p;
+        p += b->prompt_len[i];
+      }
+      es->sreq.ids = es->sids;
+    }
     ZZ_CHECK(zz_gen_create(es->mc, &es->sreq, &es->gen));
   }
   if (es->first) {

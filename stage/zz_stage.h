@@ -45,6 +45,7 @@
 
 #include "zz_bind.h" /* zz_binding: hwloc, runtime/bind.c */
 #include "zz_runtime.h"
+#include "zz_seq.h" /* zz_seq_params: runtime/seq.c */
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,15 +73,18 @@ zz_status zz_binding_init(MPI_Comm comm, int gpu_ordinal, zz_binding *out);
 /* The block rank 0 hands out; every rank sees the same one in begin_block. Groups
  * are contiguous runs of sequences: group g holds [group_first[g], group_first[g+1]). */
 typedef struct zz_stage_block {
-  int64_t index;              /* 0, 1, ... in the order rank 0 issued blocks */
-  int32_t nseq;               /* sequences in the block */
-  int32_t ngroups;            /* T micro-batch groups, 1 <= T <= nseq */
-  int32_t max_new_tokens;     /* tokens to generate per sequence, >= 1 */
-  const int32_t *group_first; /* [ngroups + 1] first sequence of each group */
-  const int32_t *prompt_len;  /* [nseq] prompt tokens per sequence, >= 1 */
-  const uint64_t *rng;        /* [nseq] sampler stream (seed) per sequence */
-  const int32_t *prompt_ids;  /* rank 0 only (NULL elsewhere): the prompts one after
-                                 another, sum(prompt_len) ids */
+  int64_t index;               /* 0, 1, ... in the order rank 0 issued blocks */
+  int32_t nseq;                /* sequences in the block */
+  int32_t ngroups;             /* T micro-batch groups, 1 <= T <= nseq */
+  int32_t max_new_tokens;      /* tokens to generate per sequence, >= 1 */
+  const int32_t *group_first;  /* [ngroups + 1] first sequence of each group */
+  const int32_t *prompt_len;   /* [nseq] prompt tokens per sequence, >= 1 */
+  const uint64_t *rng;         /* [nseq] sampler stream (seed) per sequence */
+  const int32_t *prompt_ids;   /* rank 0, and every rank when params is set (the last
+                                 rank's repetition penalty reads them); NULL elsewhere:
+                                 the prompts one after another, sum(prompt_len) ids */
+  const zz_seq_params *params; /* [nseq] each sequence's own settings (the last rank
+                                  samples with them), or NULL: the engine's */
 } zz_stage_block;
 
 /* One (token step, group) work item, given to compute and sample. */

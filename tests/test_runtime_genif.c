@@ -89,6 +89,30 @@ static void test_seq_penalties(void) {
   CU_ASSERT(zz_seq_params_check(&p, 8) == ZZ_OK);
 }
 
+static void test_seq_params_pack(void) {
+  zz_seq_params p = {.sampling = {.temperature = 0.7f, .top_k = 40, .top_p = 0.95f, .seed = 0xfedcba9876543210ull},
+                     .max_new_tokens = 12,
+                     .repetition_penalty = 1.25f,
+                     .presence_penalty = -0.5f,
+                     .frequency_penalty = 0.3f,
+                     .logprobs = 3},
+                q;
+  uint64_t w[ZZ_SEQ_PARAMS_WORDS];
+  zz_seq_params_pack(&p, w);
+  CU_ASSERT_FATAL(zz_seq_params_unpack(w, 12, &q) == ZZ_OK);
+  CU_ASSERT(q.sampling.temperature == 0.7f && q.sampling.top_k == 40 && q.sampling.top_p == 0.95f);
+  CU_ASSERT(q.sampling.seed == 0xfedcba9876543210ull);
+  CU_ASSERT(q.max_new_tokens == 12 && q.repetition_penalty == 1.25f && q.presence_penalty == -0.5f);
+  CU_ASSERT(q.frequency_penalty == 0.3f && q.logprobs == 3);
+  p.logprobs = -1; /* a negative int32 survives the word */
+  zz_seq_params_pack(&p, w);
+  CU_ASSERT(zz_seq_params_unpack(w, 12, &q) == ZZ_OK && q.logprobs == -1);
+  CU_ASSERT(zz_seq_params_unpack(w, 11, &q) == ZZ_ERR_INVALID_ARG); /* beyond the request's max */
+  w[4] = 1ull << 40;                                                /* no int32 */
+  CU_ASSERT(zz_seq_params_unpack(w, 12, &q) == ZZ_ERR_FORMAT);
+  zz_error_clear();
+}
+
 static void test_seq_logprobs(void) {
   float logits[4] = {0.0f, 1.0f, 2.0f, 1.0f};
   double lse = log(exp(0.0) + 2 * exp(1.0) + exp(2.0));
@@ -267,6 +291,7 @@ void zz_test_genif_register(void) {
   CU_add_test(s, "chat templates: transformers' text for Llama-2, Llama-3, Mistral, ChatML", test_chat_fixtures);
   CU_add_test(s, "a sequence's penalties (Hugging Face's repetition, OpenAI's presence/frequency)", test_seq_penalties);
   CU_add_test(s, "log-probabilities and the most likely tokens", test_seq_logprobs);
+  CU_add_test(s, "a sequence's settings packed into words and back", test_seq_params_pack);
   CU_add_test(s, "a line's settings: accepted, or refused naming the key", test_line_keys);
   CU_add_test(s, "a GPU batch whose sequences all ended is not computed; tokens as alone",
               test_finished_batches_skipped);

@@ -336,23 +336,34 @@ check "the summary at the end when stderr is a file: prompts, tokens, tokens/s, 
 
 # ------------------------------------------------------------ 7. under mpirun (a pipeline of 2 ranks)
 
-# the last rank samples with the job's settings: a line's own, the batch form, a
-# repetition penalty or --logprobs are refused, never dropped
+# the block message carries each line's settings to the last rank: a line's own,
+# the batch form and a repetition penalty give one process's answers; stop strings
+# and --logprobs do not come back from the last rank yet and are refused, never dropped
 if command -v mpirun >/dev/null 2>&1; then
   # Open MPI's own allocations live to the exit: leaks are not looked for here (as in tests/mpi)
   export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
   MPI=(mpirun --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl self,vader,tcp --mca btl_tcp_if_include lo
        -x ASAN_OPTIONS -np 2)
-  printf '{"id": 0, "prompt": "Liberty"}\n{"id": 1, "prompt": "Liberty", "temperature": 0.5}\n{"custom_id": "c", "url": "/v1/completions", "body": {"prompt": "Liberty"}}\n' >pp.jsonl
-  OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "${MPI[@]}" "$ZZ" generate --model "$TINY" --device cpu --no-progress --keep-order \
-    --prompts pp.jsonl --out pp.out --max-new-tokens 4 >outp 2>err
+  printf '{"id": 0, "prompt": "Liberty"}\n{"id": 1, "prompt": "Liberty", "temperature": 0.5, "seed": 3}\n{"custom_id": "c", "url": "/v1/completions", "body": {"prompt": "Liberty"}}\n' >pp.jsonl
+  for pen in 1 1.3; do
+    GA=(generate --model "$TINY" --device cpu --no-progress --keep-order --prompts pp.jsonl --max-new-tokens 4
+        --repetition-penalty "$pen")
+    OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "$ZZ" "${GA[@]}" --out pp1.out >outp 2>err
+    OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "${MPI[@]}" "$ZZ" "${GA[@]}" --out pp.out >outp 2>err
+    RC=$?
+    check "mpirun: a plain line, a line with its own settings and a batch line (repetition penalty $pen) as in one process" \
+      eval '[ "$RC" -eq 0 ] && cmp -s <(sed "s/\"created\":[0-9]*//" pp.out) <(sed "s/\"created\":[0-9]*//" pp1.out) && ! grep -q "\"code\":\"unsupported" pp.out'
+  done
+  printf '{"id": 0, "prompt": "Liberty", "stop": ["x"]}\n' >ps.jsonl
+  OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "${MPI[@]}" "$ZZ" generate --model "$TINY" --device cpu --no-progress \
+    --prompts ps.jsonl --out ps.out --max-new-tokens 4 >outp 2>err
   RC=$?
-  check "mpirun: a plain line runs; a line with its own settings and a batch line are answered with an error saying so" \
-    eval '[ "$RC" -eq 0 ] && line 1 pp.out | grep -q "\"finish_reason\":\"length\"" && line 2 pp.out | grep -q "under mpirun a line takes the job" && line 3 pp.out | grep -q "under mpirun"'
-  OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "${MPI[@]}" "$ZZ" generate --model "$TINY" --device cpu --no-progress --keep-order \
-    --prompts pp.jsonl --out pp2.out --max-new-tokens 4 --repetition-penalty 1.3 >outp 2>err
+  check "mpirun: a line with stop strings is answered with an error saying so" \
+    eval '[ "$RC" -eq 0 ] && line 1 ps.out | grep -q "under mpirun stop strings"'
+  OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "${MPI[@]}" "$ZZ" generate --model "$TINY" --device cpu --no-progress \
+    --prompts pp.jsonl --out pp2.out --max-new-tokens 4 --logprobs 2 >outp 2>err
   RC=$?
-  check "mpirun: a repetition penalty is refused, not dropped" eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 124 ] && has "not applied yet" err'
+  check "mpirun: --logprobs is refused, not dropped" eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 124 ] && has "not applied yet" err'
 fi
 
 echo "$PASS passed, $FAIL failed"

@@ -173,6 +173,28 @@ EOF
   mpi 3 "${GEN[@]}" --model "$FX/tiny-opt" --layers 1,7 --num-inner-iterations 6 --out m.jsonl
   { [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl && grep -q "rank 2: layers \[7, 8)" err; } ||
     bad "--layers 1,7 (the LM head alone on the last rank): rc $rc, or the output or the slices differ"
+  # each line its own settings (seeded sampling, top-k/p, penalties, n = 2, its own
+  # max tokens): the block message carries them to the last rank, the bytes of one process
+  for i in $(seq 0 11); do
+    case $((i % 4)) in
+    0) set="\"temperature\": 0.9, \"top_k\": 30, \"seed\": $((i + 3)), \"max_new_tokens\": $((3 + i % 5))" ;;
+    1) set="\"repetition_penalty\": 1.3, \"presence_penalty\": 0.5, \"max_new_tokens\": 6" ;;
+    2) set="\"temperature\": 50, \"top_p\": 0.8, \"frequency_penalty\": 0.7, \"n\": 2, \"seed\": $i" ;;
+    *) set="\"max_new_tokens\": 2" ;;
+    esac
+    echo "{\"id\": \"s$i\", \"prompt\": \"Liberty and all men $i are\", $set}"
+  done >own.jsonl
+  OWN=(generate --prompts own.jsonl --gpu-batch-size 2 --num-gpu-batches 2 --model "$FX/tiny-opt" --max-new-tokens 8)
+  if timeout 60 "$ZZ" "${OWN[@]}" --out one.jsonl </dev/null 2>err && ! grep -q '"error"' one.jsonl &&
+     [ "$(grep -c . one.jsonl)" = 12 ]; then
+    for np in 2 3; do
+      mpi "$np" "${OWN[@]}" --num-inner-iterations "$np" --out m.jsonl
+      if [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl; then ok "lines with their own settings -np $np: same bytes"
+      else bad "lines with their own settings -np $np: rc $rc or the output differs"; fi
+    done
+  else
+    bad "lines with their own settings: one process failed or refused a line"
+  fi
   ;;
 fault | stop | error)
   # rank 2 of 3 fails in block 2 (ZZ_FAULT_KIND): SIGKILL, SIGSTOP or an error

@@ -8,13 +8,14 @@
  *     greedy tokens; the share of (prompt, step) pairs equal to the
  *     uncompressed run's tokens.
  * A suffix word act=int8 runs that row with the CPU device's 4/8-bit linears on
- * int8 activations (--cpu-act int8: where zz_cpu_act_int8_applies, 4-bit at every n).
+ * int8 activations (--cpu-act int8: where zz_cpu_act_int8_applies, 4-bit at every n);
+ * a suffix word dtype=bf16 keeps that row's weight matrices in bf16 (--cpu-dtype bf16).
  * Output: a Markdown table on stdout. Never part of ctest.
  *
  *   quality_bench MODEL_DIR HELDOUT.txt OTHER.txt [POLICY_SUFFIX ...]
  *   e.g. quality_bench tests/fixtures/trained-opt tests/fixtures/trained-opt/heldout.txt \
  *            tests/fixtures/training_text.txt "cw=1" "cc=1" "cw=1 cc=1" "cw=1 cc=1 sparsity=0.1"
- *        quality_bench ... "cw=1" "cw=1 act=int8" "cw=8/64" "cw=8/64 act=int8"
+ *        quality_bench ... "cw=1" "cw=1 act=int8" "cw=8/64" "cw=8/64 act=int8" "dtype=bf16"
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,7 +114,10 @@ int main(int argc, char **argv) {
     snprintf(policy, sizeof policy, "%s %s", base_policy, i ? argv[3 + i] : "");
     char *act = strstr(policy, "act=int8"); /* not a policy word: the device's option */
     if (act) memset(act, ' ', strlen("act=int8"));
+    char *bf16 = strstr(policy, "dtype=bf16"); /* likewise */
+    if (bf16) memset(bf16, ' ', strlen("dtype=bf16"));
     zz_status st = zz_device_set_cpu_act(dev, act ? ZZ_CPU_ACT_INT8 : ZZ_CPU_ACT_F32);
+    if (st == ZZ_OK) st = zz_device_set_weight_dtype(dev, bf16 ? ZZ_DTYPE_BF16 : ZZ_DTYPE_F32);
     if (st == ZZ_OK) st = zz_qb_run(dev, &m, ck, policy, ids, n, w, &r[i]);
     if (st != ZZ_OK) {
       fprintf(stderr, "quality_bench: %s: %s\n", policy, zz_error_message());

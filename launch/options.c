@@ -172,15 +172,16 @@ static const zz_opt_def zz_opt_table[] = {
     {"attn-threads", "ZZ_ATTN_THREADS", ZZ_OPT_INT, ZZ_O(attn_threads), "0",
      "CPU attention threads (beside a cache off the device; any device); 0 = all cores", false, 0, ZZ_POOL_MAX_THREADS,
      false, ZZ_RUN, NULL},
-    {"cpu-dtype", "ZZ_CPU_DTYPE", ZZ_OPT_CHOICE, ZZ_O(cpu_dtype), "f32",
-     "cpu device: dtype of weight matrices, f32 (the reference) or bf16 (half the bytes; avx512_bf16 kernels where the "
-     "CPU has them); vectors, activations and the KV cache stay f32",
-     false, 0, 0, false, ZZ_POL, "f32 bf16"},
-    {"cpu-act", "ZZ_CPU_ACT", ZZ_OPT_CHOICE, ZZ_O(cpu_act), "f32",
-     "cpu device: activations of the 4/8-bit linears (--compress-weight), f32 (exact, the reference) or int8 (per "
-     "group, integer dot products; faster, perturbs the output: docs/cpu.md); plan prices it (compressed weights "
-     "only)",
-     false, 0, 0, false, ZZ_RUN | P, "f32 int8"},
+    {"cpu-dtype", "ZZ_CPU_DTYPE", ZZ_OPT_CHOICE, ZZ_O(cpu_dtype), "auto",
+     "cpu device: dtype of weight matrices, f32 (the reference), bf16 (half the bytes; avx512_bf16 kernels where the "
+     "CPU has them) or auto: the checkpoint's (bf16 stays bf16; f32 and f16 run f32), bf16 under --dummy, f32 beside "
+     "4/8-bit weights; vectors, activations and the KV cache stay f32",
+     false, 0, 0, false, ZZ_POL, "auto f32 bf16"},
+    {"cpu-act", "ZZ_CPU_ACT", ZZ_OPT_CHOICE, ZZ_O(cpu_act), "auto",
+     "cpu device: activations of the 4/8-bit linears (--compress-weight), exact (f32, the reference), int8 (per "
+     "group, integer dot products; faster, perturbs the output: docs/compression.md) or auto: int8 where the weights "
+     "are 4/8-bit (held-out perplexity within 0.02% of exact), exact elsewhere; plan prices it",
+     false, 0, 0, false, ZZ_RUN | P, "auto exact f32 int8"},
     {"num-inner-iterations", "ZZ_NUM_INNER_ITERATIONS", ZZ_OPT_INT, ZZ_O(num_inner_iterations), "0",
      "mpirun: micro-batch groups T per block (FlexGen's name), each gbs x num-gpu-batches prompts; 0 = the planner's "
      "choice (--hw, no policy), else the number of ranks; plan plans with it as the run runs",
@@ -649,8 +650,19 @@ zz_sampling zz_opts_sampling(const zz_opts *o) {
   return (zz_sampling){.temperature = o->temperature, .top_k = o->top_k, .top_p = o->top_p, .seed = (uint64_t)o->seed};
 }
 
-zz_cpu_act zz_opts_cpu_act(const zz_opts *o) {
-  return o->cpu_act && strcmp(o->cpu_act, "int8") == 0 ? ZZ_CPU_ACT_INT8 : ZZ_CPU_ACT_F32;
+/* An option's word, its row's default "auto" where none was given. */
+static bool zz_opts_word_is(const char *given, const char *word) { return strcmp(given ? given : "auto", word) == 0; }
+
+bool zz_opts_cpu_act_auto(const zz_opts *o) { return zz_opts_word_is(o->cpu_act, "auto"); }
+
+zz_cpu_act zz_opts_cpu_act(const zz_opts *o, bool cpu, bool compress_weight) {
+  bool i8 = zz_opts_word_is(o->cpu_act, "int8") || (cpu && compress_weight && zz_opts_cpu_act_auto(o));
+  return i8 ? ZZ_CPU_ACT_INT8 : ZZ_CPU_ACT_F32;
+}
+
+bool zz_opts_cpu_bf16(const zz_opts *o, zz_dtype checkpoint, bool cpu, bool compress_weight) {
+  if (!zz_opts_word_is(o->cpu_dtype, "auto")) return zz_opts_word_is(o->cpu_dtype, "bf16");
+  return cpu && !compress_weight && (o->dummy || checkpoint == ZZ_DTYPE_BF16);
 }
 
 /* --layers "a,b,c": exactly nranks - 1 strictly increasing cut points inside the

@@ -181,7 +181,7 @@ static zz_status zz_pipe_device(zz_pipe *p) {
   const zz_model *m = &p->job.model;
   const zz_opts *o = p->o;
   if (p->planned) ZZ_CHECK(zz_pipe_take_plan(p));
-  ZZ_CHECK(zz_run_device(&p->run, o, strcmp(p->run.device, "cpu") == 0 ? 0 : zz_pipe_gpu()));
+  ZZ_CHECK(zz_run_device(&p->run, o, m, strcmp(p->run.device, "cpu") == 0 ? 0 : zz_pipe_gpu()));
   ZZ_CHECK(zz_stage_comm_check(p->comm, p->run.dev));
   if (o->layers) return zz_opts_parse_layers(o->layers, m->n_layers, p->size, p->bounds);
   if (p->planned || p->rank != 0) return ZZ_OK;

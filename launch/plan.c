@@ -40,7 +40,7 @@ static zz_status zz_plan_hw(const zz_opts *o, zz_hw *hw) {
   return zz_profile_run(&po, hw);
 }
 
-zz_status zz_opts_planner(const zz_opts *o, zz_planner_opts *po) {
+zz_status zz_opts_planner(const zz_opts *o, const zz_model *m, const zz_hw *hw, zz_planner_opts *po) {
   zz_planner_opts_default(po);
   po->shape = (zz_shape){o->prompt_len, o->gen_len};
   ZZ_CHECK(zz_parse_bytes(o->gpu_mem, &po->cap[ZZ_TIER_GPU]));
@@ -51,8 +51,14 @@ zz_status zz_opts_planner(const zz_opts *o, zz_planner_opts *po) {
   po->no_overlap = o->no_overlap;
   po->max_block = o->max_block;
   po->allow_compression = !o->no_compression;
-  po->bf16_weights = o->cpu_dtype && strcmp(o->cpu_dtype, "bf16") == 0; /* as the user gave it, never chosen */
-  po->cpu_act = zz_opts_cpu_act(o);                                     /* likewise */
+  /* the run's rule (zz_opts_cpu_act) on the file's device and the policy the options
+   * give; compressed weights the search chooses are priced with int8 x under auto,
+   * as the run's device then takes them. A file without gemm_bf16_flops (written
+   * before it was measured) cannot price bf16: auto plans f32 weights there. */
+  bool cpu = strcmp(hw->device, "cpu") == 0 && hw->n_gemm_bf16 > 0, cw = o->pol.compress_weight;
+  po->bf16_weights = zz_opts_cpu_bf16(o, m->cfg.dtype, cpu, cw); /* given bf16: the file must have the rate */
+  po->cpu_act = zz_opts_cpu_act(o, false, false);                /* int8 as given: the search then compresses */
+  po->int8_auto = zz_opts_cpu_act_auto(o);
   return ZZ_OK;
 }
 
@@ -269,7 +275,7 @@ int zz_cmd_plan(const zz_opts *o) {
                                       o->num_inner_iterations));
   zz_status st = zz_setup_model(o, 0, &cfg, &m, NULL, NULL);
   if (st == ZZ_OK) st = zz_plan_hw(o, &hw);
-  if (st == ZZ_OK) st = zz_opts_planner(o, &po);
+  if (st == ZZ_OK) st = zz_opts_planner(o, &m, &hw, &po);
   if (st == ZZ_OK && (int64_t)o->prompt_len + o->gen_len > cfg.max_pos)
     st = zz_error(ZZ_ERR_INVALID_ARG, "plan: prompt length %d + generation length %d exceed %s's %lld positions",
                   o->prompt_len, o->gen_len, cfg.name, (long long)cfg.max_pos);

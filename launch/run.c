@@ -16,9 +16,10 @@
 
 /* A run's --hw file, read and checked against the machine the run is on (it runs
  * here, unlike `zigzag plan`'s), and the planner's options for shape. */
-static zz_status zz_run_plan_here(const zz_opts *o, const zz_shape *shape, zz_hw *hw, zz_planner_opts *po) {
+static zz_status zz_run_plan_here(const zz_opts *o, const zz_model *m, const zz_shape *shape, zz_hw *hw,
+                                  zz_planner_opts *po) {
   ZZ_CHECK(zz_hw_load(o->hw, hw));
-  ZZ_CHECK(zz_opts_planner(o, po));
+  ZZ_CHECK(zz_opts_planner(o, m, hw, po));
   ZZ_CHECK(zz_hw_check_here(hw, o->hw, o->device, po->cap[ZZ_TIER_CPU], po->cap[ZZ_TIER_GPU]));
   po->shape = *shape;
   return ZZ_OK;
@@ -28,7 +29,7 @@ zz_status zz_run_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_sha
                                zz_pipeline_plan *out, zz_hw *hw_out) {
   zz_hw hw;
   zz_planner_opts po;
-  ZZ_CHECK(zz_run_plan_here(o, shape, &hw, &po));
+  ZZ_CHECK(zz_run_plan_here(o, m, shape, &hw, &po));
   po.n_groups = groups;
   if (hw_out) *hw_out = hw;
   return out ? zz_pipe_plan_search(m, &hw, &po, ranks, out) : ZZ_OK;
@@ -74,7 +75,7 @@ static void zz_run_bind(const zz_plan_bind *b) {
 static zz_status zz_run_plan(zz_run *r, const zz_opts *o, const zz_model *m, const zz_shape *shape) {
   zz_hw hw;
   zz_planner_opts po;
-  ZZ_CHECK(zz_run_plan_here(o, shape, &hw, &po));
+  ZZ_CHECK(zz_run_plan_here(o, m, shape, &hw, &po));
   r->device = zz_hw_run_device(&hw, o->device);
   if (o->policy || o->policy_flags_given) {
     ZZ_CHECK(zz_plan_eval(m, &hw, &po, &r->pol, &r->pred));
@@ -98,14 +99,9 @@ static zz_status zz_run_plan(zz_run *r, const zz_opts *o, const zz_model *m, con
 
 /* ---------------------------------------------------------------- device and engine */
 
-zz_status zz_run_device(zz_run *r, const zz_opts *o, int ordinal) {
+zz_status zz_run_device(zz_run *r, const zz_opts *o, const zz_model *m, int ordinal) {
   size_t cap = 0;
   ZZ_CHECK(zz_parse_bytes(o->gpu_mem, &cap));
-  zz_dtype wdt = ZZ_DTYPE_F32;
-  const char *cd = o->cpu_dtype ? o->cpu_dtype : "f32";
-  if (strcmp(cd, "bf16") == 0) wdt = ZZ_DTYPE_BF16;
-  else if (strcmp(cd, "f32") != 0)
-    return zz_error(ZZ_ERR_INVALID_ARG, "--cpu-dtype %s: want f32 or bf16", cd);
   zz_status st;
   zz_device **out = &r->dev;
   if (strcmp(r->device, "cpu") == 0) st = zz_device_create_cpu(cap, r->threads, r->attn_threads, out);
@@ -115,9 +111,12 @@ zz_status zz_run_device(zz_run *r, const zz_opts *o, int ordinal) {
     st = zz_device_create_best(ordinal, cap, r->threads, r->attn_threads, out);
   else
     return zz_error(ZZ_ERR_INVALID_ARG, "--device %s: want auto, cpu or cuda", r->device);
-  zz_cpu_act act = zz_opts_cpu_act(o);
-  if (st == ZZ_OK &&
-      ((st = zz_device_set_weight_dtype(*out, wdt)) != ZZ_OK || (st = zz_device_set_cpu_act(*out, act)) != ZZ_OK)) {
+  if (st != ZZ_OK) return st;
+  /* the options' words as this device and this policy take them (zz_opts_cpu_act) */
+  bool cpu = zz_device_describe(*out)->kind == ZZ_DEVICE_CPU, cw = r->pol.compress_weight;
+  zz_dtype wdt = zz_opts_cpu_bf16(o, m->cfg.dtype, cpu, cw) ? ZZ_DTYPE_BF16 : ZZ_DTYPE_F32;
+  zz_cpu_act act = zz_opts_cpu_act(o, cpu, cw);
+  if ((st = zz_device_set_weight_dtype(*out, wdt)) != ZZ_OK || (st = zz_device_set_cpu_act(*out, act)) != ZZ_OK) {
     zz_device_destroy(*out);
     *out = NULL;
   }
@@ -154,7 +153,7 @@ zz_status zz_run_open(zz_run *r, const zz_opts *o, bool plan, const zz_model *m,
                       const zz_shape *shape) {
   zz_run_init(r, o);
   if (plan && o->hw) ZZ_CHECK(zz_run_plan(r, o, m, shape));
-  ZZ_CHECK(zz_run_device(r, o, 0));
+  ZZ_CHECK(zz_run_device(r, o, m, 0));
   zz_engine_opts eo;
   ZZ_CHECK(zz_run_engine_opts(r, o, shape, 0, 0, 1, &eo));
   return zz_run_engine(r, m, ck, &eo, "");

@@ -56,8 +56,9 @@ struct zz_threads;
  * --attn-threads that o does not give takes the plan's; whether any did */
 bool zz_run_take_threads(zz_run *r, const zz_opts *o, const struct zz_threads *th);
 /* r->dev: r->device (CUDA device `ordinal` for cuda, a pipeline's local rank) with
- * r's threads, --gpu-mem, --cpu-dtype and --cpu-act */
-zz_status zz_run_device(zz_run *r, const zz_opts *o, int ordinal);
+ * r's threads, --gpu-mem, and --cpu-dtype and --cpu-act as model m's checkpoint and
+ * r's policy take them (zz_opts_cpu_act) */
+zz_status zz_run_device(zz_run *r, const zz_opts *o, const zz_model *m, int ordinal);
 /* the engine options of layers [layer_begin, layer_end) (0, 0: all) and groups */
 zz_status zz_run_engine_opts(const zz_run *r, const zz_opts *o, const zz_shape *shape, int layer_begin, int layer_end,
                              int groups, zz_engine_opts *out);
@@ -68,7 +69,7 @@ zz_status zz_run_engine(zz_run *r, const zz_model *m, const zz_checkpoint *ck, c
 
 int zz_cmd_bench(const zz_opts *o);
 struct zz_pipeline_plan;
-struct zz_hw;
+
 /* `mpirun ... --hw FILE` with no policy given: the planner's split and each
  * rank's policy for its slice (zz_pipe_plan_search, as `zigzag plan --ranks
  * ranks --hw FILE` plans them) for `groups` micro-batch groups (0: the
@@ -78,10 +79,12 @@ struct zz_hw;
 zz_status zz_run_plan_pipeline(const zz_opts *o, const zz_model *m, const zz_shape *shape, int ranks, int groups,
                                struct zz_pipeline_plan *out, struct zz_hw *hw_out);
 struct zz_planner_opts;
+
 /* The planner's options from the command line: the shape (--prompt-len,
  * --gen-len), the tiers' capacities, the compression and overlap given, --max-block,
- * --no-compression, --cpu-dtype and --cpu-act (launch/plan.c). */
-zz_status zz_opts_planner(const zz_opts *o, struct zz_planner_opts *po);
+ * --no-compression, --cpu-dtype and --cpu-act as the run takes them on model m and
+ * hw's device (zz_opts_cpu_act; launch/plan.c). */
+zz_status zz_opts_planner(const zz_opts *o, const zz_model *m, const zz_hw *hw, struct zz_planner_opts *po);
 /* zigzag plan / zigzag profile (launch/plan.c). */
 int zz_cmd_plan(const zz_opts *o);
 int zz_cmd_profile(const zz_opts *o);

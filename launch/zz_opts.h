@@ -105,8 +105,17 @@ bool zz_opts_help_command(FILE *f, const char *cmd);
 void zz_print_version(FILE *f);
 void zz_print_man(FILE *f);
 void zz_print_bash_completion(FILE *f);
-/* --cpu-act as the device and the planner take it (the row's words, checked at parse). */
-zz_cpu_act zz_opts_cpu_act(const zz_opts *o);
+/* --cpu-dtype and --cpu-act as a run takes them (issue #48): the one rule of the
+ * run's device (zz_run_device) and of the planner's prices (zz_opts_planner). A
+ * given word is kept; auto (the default) is, on a CPU device (cpu), int8
+ * activations where the weights are 4/8-bit (compress_weight; held-out perplexity
+ * within 0.02% of the exact path: docs/compression.md's quality table), and bf16
+ * weight matrices where they are not and the checkpoint is bf16 or the weights are
+ * --dummy's (f32 and f16 checkpoints run f32, the reference: f16 widens exactly).
+ * Other devices run f32 and exact. */
+zz_cpu_act zz_opts_cpu_act(const zz_opts *o, bool cpu, bool compress_weight);
+bool zz_opts_cpu_act_auto(const zz_opts *o); /* --cpu-act auto (given or the default) */
+bool zz_opts_cpu_bf16(const zz_opts *o, zz_dtype checkpoint, bool cpu, bool compress_weight);
 /* --cpu-mem, --disk-mem, --offload-dir (the GPU capacity is the device's). */
 zz_status zz_opts_tiers(const zz_opts *o, zz_tiers *out);
 /* --layers "a,b,c": bounds[nranks + 1] of the slices of nlayers layers over nranks

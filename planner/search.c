@@ -138,7 +138,8 @@ zz_status zz_plan_check(const zz_model *m, const zz_hw *hw, const zz_planner_opt
 /* What every cost input takes from the run's options rather than the policy:
  * the one place they pass to the cost model. */
 static zz_cost_in zz_cost_in_run(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o) {
-  return (zz_cost_in){.m = m, .hw = hw, .shape = o->shape, .bf16_weights = o->bf16_weights, .cpu_act = o->cpu_act};
+  zz_cpu_act act = o->int8_auto ? ZZ_CPU_ACT_INT8 : o->cpu_act; /* the cost applies it to compressed weights only */
+  return (zz_cost_in){.m = m, .hw = hw, .shape = o->shape, .bf16_weights = o->bf16_weights, .cpu_act = act};
 }
 
 zz_cost_in zz_cost_in_of(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *p) {

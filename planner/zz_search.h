@@ -28,6 +28,8 @@ typedef struct zz_planner_opts {
   zz_cpu_act cpu_act;  /* --cpu-act: int8 plans the CPU device's 4-bit linears with int8 x (never chosen
                           by the planner; needs the file's gemm_q4_int8_flops; the search then tries
                           compressed weights only, as the engine runs int8 with nothing else) */
+  bool int8_auto;      /* --cpu-act auto: compressed weights the plan has (given or chosen) priced with int8 x,
+                          as the run's CPU device takes them; nothing forced */
   const int *gbs_list; /* NULL: the default list */
   int n_gbs;
   const int *num_gb_list; /* NULL: the default list */

@@ -452,8 +452,10 @@ check "perplexity without --text: refused with a message" eval '[ "$RC" -eq 2 ] 
 
 # --cpu-act int8 (issue #27): x of the 4/8-bit linears in int8 (zz_cpu_act_int8_applies); teacher-forced perplexity
 # runs one token a step (decoding), so int8 moves it a little off the exact 4-bit run's
-zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95 --device cpu --compress-weight
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95 --device cpu --compress-weight --cpu-act exact
 PPL_EXACT=$(sed -n 's/.*perplexity \([0-9.]*\) over.*/\1/p' outp)
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95 --device cpu --compress-weight
+PPL_AUTO=$(sed -n 's/.*perplexity \([0-9.]*\) over.*/\1/p' outp)
 zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95 --device cpu --compress-weight --cpu-act int8
 PPL_INT8=$(sed -n 's/.*perplexity \([0-9.]*\) over.*/\1/p' outp)
 check "--cpu-act int8: perplexity $PPL_INT8, other than the exact 4-bit run's $PPL_EXACT and within 1% of it" \
@@ -466,6 +468,23 @@ check "--cpu-act int8: generate runs end to end (4 outputs of 16 tokens)" \
 zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --device cpu --cpu-act int8
 check "--cpu-act int8 without compressed weights is refused, naming --compress-weight" \
   eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "--cpu-act int8: int8 activations apply only to 4- or 8-bit group weights (--compress-weight)" err'
+# the defaults (issue #48): --cpu-act auto is int8 beside 4-bit weights, exact beside f32 ones (no refusal);
+# --cpu-dtype auto keeps an f32 checkpoint f32 and runs --dummy weights in bf16
+check "--cpu-act auto (the default) beside 4-bit weights is int8: perplexity $PPL_AUTO = $PPL_INT8" \
+  eval '[ -n "$PPL_AUTO" ] && [ "$PPL_AUTO" = "$PPL_INT8" ]'
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95 --device cpu
+PPL_DEF=$(sed -n 's/.*perplexity \([0-9.]*\) over.*/\1/p' outp)
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95 --device cpu --cpu-dtype f32 --cpu-act exact
+PPL_F32=$(sed -n 's/.*perplexity \([0-9.]*\) over.*/\1/p' outp)
+zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --window 95 --device cpu --cpu-dtype bf16
+PPL_BF16=$(sed -n 's/.*perplexity \([0-9.]*\) over.*/\1/p' outp)
+check "the defaults on an f32 checkpoint run the f32 reference: perplexity $PPL_DEF = $PPL_F32 (bf16: $PPL_BF16)" \
+  eval '[ -n "$PPL_DEF" ] && [ "$PPL_DEF" = "$PPL_F32" ] && [ "$PPL_BF16" != "$PPL_F32" ]'
+zz generate --model "$FX/tiny-opt" --dummy --device cpu --prompts golden_ids.jsonl --out dd.jsonl --max-new-tokens 8
+zz generate --model "$FX/tiny-opt" --dummy --device cpu --prompts golden_ids.jsonl --out db.jsonl --max-new-tokens 8 \
+  --cpu-dtype bf16
+check "--dummy weights run in bf16 by default (the same tokens as --cpu-dtype bf16)" \
+  eval '[ "$RC" -eq 0 ] && [ -s dd.jsonl ] && cmp -s dd.jsonl db.jsonl'
 zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --compress-weight --cpu-act bogus
 check "--cpu-act bogus is refused with the choices" eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && has "cpu-act" err && has "int8" err'
 ZZ_CPU_ACT=bogus zz perplexity --model "$TRAINED" --text "$TRAINED/heldout.txt" --compress-weight
@@ -807,7 +826,8 @@ sed 's/"cpu_flops": 3e10}/"cpu_flops": 3e10, "gemm_q4_flops": [[1, 1e9], [64, 1e
 sed 's/"quant_bytes_per_s": 1e8}/"quant_bytes_per_s": 1e8, "gemm_q4_int8_flops": [[1, 3e9], [64, 3e10]]}/' \
   tiny-q4-hw.json >tiny-i8-hw.json
 tps_of() { sed -n 's/.*"total_tps": \([0-9.e+-]*\),.*/\1/p' "$1"; }
-zz plan --model opt-1.3b --hw tiny-i8-hw.json --prompt-len 32 --gen-len 8 --compress-weight --gpu-batch-size 4 --json
+zz plan --model opt-1.3b --hw tiny-i8-hw.json --prompt-len 32 --gen-len 8 --compress-weight --gpu-batch-size 4 --json \
+  --cpu-act exact
 cp outp i8-exact.json
 zz plan --model opt-1.3b --hw tiny-i8-hw.json --prompt-len 32 --gen-len 8 --compress-weight --gpu-batch-size 4 --json --cpu-act int8
 check "plan --cpu-act int8 is accepted and predicts the same compressed policy faster than the exact path" \

@@ -272,10 +272,10 @@ def zigzag_one(a, mdir, B, dtype):
         cmd += ["--gpu-batch-size", str(B), "--num-gpu-batches", "1"]
     if dtype.startswith("4bit"):
         cmd.append("--compress-weight")
-    if dtype == "bf16":
-        cmd += ["--cpu-dtype", "bf16"]
-    if dtype.endswith("-int8"):
-        cmd += ["--cpu-act", "int8"]
+    # every row says its path: the defaults (--cpu-dtype auto: bf16 under --dummy;
+    # --cpu-act auto: int8 for 4/8-bit weights) would run another one
+    cmd += ["--cpu-dtype", "bf16" if dtype == "bf16" else "f32"]
+    cmd += ["--cpu-act", "int8" if dtype.endswith("-int8") else "exact"]
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(a.threads))
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:

@@ -55,7 +55,7 @@ def parse(argv=None):
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--hf-dtypes", default="f32,bf16", help="transformers weight dtypes (f32 is the one compared)")
-    p.add_argument("--zz-dtypes", default="f32,bf16", help="zigzag --cpu-dtype values (f32 = the option left out)")
+    p.add_argument("--zz-dtypes", default="f32,bf16", help="zigzag --cpu-dtype values, each passed as given")
     p.add_argument("--zz-args", default="", help="more zigzag bench options, one string (e.g. a policy)")
     p.add_argument("--csv", help="also write every run as CSV here")
     for k in ("hidden", "layers", "heads", "ffn", "vocab"):
@@ -151,8 +151,7 @@ def zz_one(a, dtype, b):
     cmd = [a.zigzag, "bench", "--model", a.model, "--dummy", "--device", "cpu", "--threads", str(a.threads),
            "--prompt-len", str(a.prompt_len), "--gen-len", str(a.gen_len), "--gpu-batch-size", str(b),
            "--num-gpu-batches", "1", "--json"] + a.zz_args.split()
-    if dtype != "f32":
-        cmd += ["--cpu-dtype", dtype]
+    cmd += ["--cpu-dtype", dtype]  # named: the default (auto) runs --dummy weights in bf16
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return dict(engine="zigzag", dtype=dtype, batch=b, error=(p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1],

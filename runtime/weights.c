@@ -154,11 +154,13 @@ zz_status zz_weights_load_expert(zz_engine *e, int jl, int64_t x) {
     const zz_tensor *h = &e->w.home[jl * ZZ_MAXW + k], *d = &e->w.dev[jl * ZZ_MAXW + k];
     /* expert x's rows: the same share of the home's bytes and of the slot's */
     size_t hb = zz_weight_bytes_q(ws, h->dtype, h->q) / (size_t)ws->experts, db = d->nbytes / (size_t)ws->experts;
-    const char *src = (const char *)h->data + (size_t)x * hb;
+    const char *src;
     if (h->tier == ZZ_TIER_DISK) { /* its range widened to whole disk blocks, through the idle load buffer */
       size_t at = (size_t)h->offset + (size_t)x * hb, a0 = zz_align_down(at, ZZ_DISK_ALIGN);
       ZZ_CHECK(zz_disk_read(&e->disk, e->w.load, zz_align_up(at + hb, ZZ_DISK_ALIGN) - a0, a0));
       src = e->w.load + (at - a0);
+    } else { /* a disk home has no host pointer to offset */
+      src = (const char *)h->data + (size_t)x * hb;
     }
     char *dst = (char *)d->data + (size_t)x * db;
     if (zz_weights_as_is(h)) ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, dst, src, db));

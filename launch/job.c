@@ -441,9 +441,6 @@ zz_status zz_job_open(zz_job *j, const zz_opts *o, zz_shape asked, bool files) {
   j->kill_after = -1;
   if (!(j->lx = calloc(1, sizeof *j->lx))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   zz_line_defaults_init(o, &j->lx->defs);
-  /* a pipeline's log-probabilities do not come back from the last rank yet */
-  if (j->lx->defs.pipeline && j->lx->defs.sp.logprobs >= 0)
-    return zz_error(ZZ_ERR_INVALID_ARG, "under mpirun --logprobs is not applied yet; run in one process");
   if (files) {
     j->kill_after = o->fault_kill_after; /* ZZ_FAULT_KILL_AFTER_BLOCKS, checked by the options table */
     if (!(j->hashes = zz_resume_new())) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
@@ -650,20 +647,19 @@ zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out) {
       .ids = (const int32_t *const *)j->ids,
       .lens = j->lens,
       .streams = j->streams,
-      .max_new_tokens = lx->defs.pipeline ? o->max_new_tokens : max_new,
+      .max_new_tokens = max_new,
       .sampling = zz_opts_sampling(o),
   };
   /* each line's own settings (a pipeline's block message carries them to the last
-   * rank); stop strings are checked in one process only */
+   * rank); stop strings are checked where the tokens are collected (a pipeline's
+   * rank 0, which holds the tokenizer) */
   req_out->params = lx->params;
-  if (!lx->defs.pipeline) {
-    req_out->on_token = zz_job_on_token;
-    req_out->ctx = j;
-  }
+  req_out->on_token = zz_job_on_token;
+  req_out->ctx = j;
   return ZZ_OK;
 }
 
-/* Why sequence q ended, where the loop did not say (a pipeline): an end id last. */
+/* Why sequence q ended, where the loop did not say (a request without params): an end id last. */
 static zz_finish zz_job_finish(const zz_job *j, const zz_result *res, int64_t q) {
   if (res->out) return res->out[q].finish;
   int64_t n = res->n_tokens[q];

@@ -266,8 +266,9 @@ static zz_status m_compute(void *ctx, const zz_stage_item *it) {
   return ZZ_OK;
 }
 
-static zz_status m_sample(void *ctx, const zz_stage_item *it, int32_t *ids, uint8_t *done) {
+static zz_status m_sample(void *ctx, const zz_stage_item *it, int32_t *ids, uint8_t *done, int32_t *extra) {
   mock *m = ctx;
+  (void)extra;
   int H = m->o->hidden;
   const uint32_t *h = it->hidden_out;
   int64_t r = 0;
@@ -282,9 +283,9 @@ static zz_status m_sample(void *ctx, const zz_stage_item *it, int32_t *ids, uint
 }
 
 static zz_status m_tokens(void *ctx, const zz_stage_block *b, int32_t step, int32_t g, const int32_t *ids,
-                          const uint8_t *done) {
+                          uint8_t *done, const int32_t *extra) {
   mock *m = ctx;
-  (void)done;
+  (void)done, (void)extra;
   int N = m->o->seqs;
   for (int s = 0; s < b->group_first[g + 1] - b->group_first[g]; s++) {
     int i = b->group_first[g] + s;

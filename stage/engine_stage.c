@@ -6,13 +6,14 @@
  *               bls = gbs x num_gb sequences (group g of block B is what one process
  *               runs as its block B*T + g, so the tokens are the same); compute: the
  *               group's prompts at step 0, each sequence's newest token after (the pad
- *               token once it ended, as zz_generate feeds; a GPU batch whose sequences
- *               have all ended is skipped, as in one process); tokens: collects them
+ *               token once it ended, as zz_generate feeds); tokens: collects them
  *               with why each ended and its log-probabilities, and asks the request's
  *               on_token (a stop string: rank 0 holds the tokenizer) where the
  *               sampler did not end it, as zz_gen_take does; end_block: hands the
  *               result to the caller.
- *   rank r      compute: hidden state in, hidden state out (not on the last rank).
+ *   rank r      compute: hidden state in, hidden state out (not on the last rank);
+ *               every rank skips a GPU batch whose sequences have all ended (rank
+ *               0's done flags travel behind the hidden state), as in one process.
  *   last rank   sample: the token loop's per-sequence step (zz_gen_take, the one
  *               zz_generate runs) on the group's logits; its ids, done flags (1 +
  *               why it ended) and log-probabilities go back to rank 0. No sampling
@@ -263,27 +264,26 @@ static zz_status es_compute(void *ctx, const zz_stage_item *it) {
       }
       io.prompts = es->prompts;
     } else {
-      bool any = false;
-      for (int32_t i = 0; i < it->nseq; i++) {
-        es->inputs[i] = zz_sequence_input(es->mc, it->ids[i], it->done[i]);
-        any |= es->endb[i] = it->done[i] != 0;
-      }
+      for (int32_t i = 0; i < it->nseq; i++) es->inputs[i] = zz_sequence_input(es->mc, it->ids[i], it->done[i]);
       io.tokens = es->inputs;
-      /* ended GPU batches are skipped here as in one process; the rows they leave
-       * in the hidden state go on as zeros (computed downstream, never sampled) */
-      if (any && !es->last && !it->hidden_on_device) {
-        memset(it->hidden_out, 0, it->hidden_out_bytes);
-        io.ended = es->endb;
-      } else if (any && es->last) {
-        io.ended = es->endb;
-      }
     }
   } else {
     io.hidden_in = it->hidden_in;
   }
-  if (es->last && !es->first && it->step > 0) { /* the sequences the sampler has ended */
-    for (int32_t i = 0; i < it->nseq; i++) es->endb[i] = zz_gen_done(es->gen, it->first + i);
-    io.ended = es->endb;
+  /* the GPU batches whose sequences have all ended are skipped, as in one process:
+   * by rank 0's flags (on rank 0, and on every rank when they travel behind the
+   * hidden state), else on the last rank by its sampler's. The rows a skipped batch
+   * would write stay zeros, not an earlier message's bytes; no rank computes them */
+  if (it->step > 0) {
+    bool any = false;
+    for (int32_t i = 0; i < it->nseq; i++) {
+      es->endb[i] = it->done ? it->done[i] != 0 : es->last && zz_gen_done(es->gen, it->first + i);
+      any |= es->endb[i];
+    }
+    if (any && (es->last || !it->hidden_on_device)) {
+      if (!es->last) memset(it->hidden_out, 0, it->hidden_out_bytes);
+      io.ended = es->endb;
+    }
   }
   if (!es->last) io.hidden_out = it->hidden_out;
   io.hidden_on_device = it->hidden_on_device;

@@ -230,6 +230,9 @@ typedef struct run {
   /* the ring's token messages, one per group: the last rank writes (step, g)'s and
    * sends it; rank 0 receives it into the same place (one rank: it is there) */
   int tw;        /* extra words per sequence in a token message (zz_block_token_words) */
+  int trail;     /* hidden messages of step > 0 end with the group's done flags, rank 0's
+                    (MPI exchange: host memory), so every rank skips the GPU batches
+                    that have ended as one process does */
   int32_t **tok; /* [ngroups][2 + (2 + tw) * nseq]: stop, nseq, ids[nseq], done[nseq], extra[nseq][tw] */
   MPI_Request *tok_req;
   int32_t *ids;    /* [nseq of the block] rank 0's next input */
@@ -313,6 +316,8 @@ static zz_status cb_fail(run *R, zz_status s, const char *what, int step, int g)
 }
 
 static size_t hidden_bytes(run *R, int step, int g) { return R->cb->hidden_bytes(R->ctx, R->b, step, g); }
+/* The done flags behind the hidden state of (step, g): bytes, 0 when none travel. */
+static size_t trail_bytes(const run *R, int step, int g) { return R->trail && step > 0 ? (size_t)gsize(R->b, g) : 0; }
 
 static void block_init(run *R) {
   R->active = R->b->ngroups;
@@ -325,6 +330,7 @@ static zz_status block_buffers(run *R) {
   if (b->ngroups < 1 || b->nseq < 1) return zz_error(ZZ_ERR_INVALID_ARG, "stage: empty block");
   size_t T = (size_t)b->ngroups;
   size_t cap = 0;
+  R->trail = !R->st->x || !R->st->x->ops->on_device;
   for (int g = 0; g < (int)T; g++)
     for (int s = 0; s < (b->max_new_tokens > 1 ? 2 : 1); s++) {
       size_t n = hidden_bytes(R, s, g);
@@ -333,7 +339,7 @@ static zz_status block_buffers(run *R) {
                         "stage: hidden state of step %d group %d is %zu "
                         "bytes (must be 1 .. 2^31-1)",
                         s, g, n);
-      if (n > cap) cap = n;
+      if (n + trail_bytes(R, s, g) > cap) cap = n + trail_bytes(R, s, g);
     }
   R->cap = cap;
   R->stopped = calloc(T, 1);
@@ -483,13 +489,14 @@ static zz_status receive_input(run *R, item *I) {
     I->stop = 1;
     return ZZ_OK;
   }
-  size_t want = hidden_bytes(R, step, g);
+  size_t want = hidden_bytes(R, step, g) + trail_bytes(R, step, g);
   if (got != want)
     return zz_error(ZZ_ERR_MPI,
                     "stage: hidden state of step %d group %d from rank %d is %zu bytes, this rank expects %zu", step, g,
                     st->rank - 1, got, want);
   I->in.hidden_in = rs->buf;
-  I->in.hidden_in_bytes = got;
+  I->in.hidden_in_bytes = got - trail_bytes(R, step, g);
+  if (trail_bytes(R, step, g)) I->in.done = (const uint8_t *)rs->buf + I->in.hidden_in_bytes;
   return ZZ_OK;
 }
 
@@ -517,13 +524,15 @@ static zz_status compute(run *R, item *I) {
   I->in.hidden_out_bytes = hidden_bytes(R, step, g);
   I->in.hidden_on_device = st->x->ops->on_device;
   if (!first_rank(R) && I->has_next) ZZ_CHECK(zz_xchg_poke(st->x, R->recv[(R->item + 1) % ZZ_RECV_SLOTS].x));
-  if (I->in.hidden_out_bytes > R->cap)
+  if (I->in.hidden_out_bytes + trail_bytes(R, step, g) > R->cap)
     return zz_error(ZZ_ERR_INVALID_ARG,
                     "stage: hidden state of step %d group %d is %zu bytes, more than steps 0 and 1 needed (%zu)", step,
                     g, I->in.hidden_out_bytes, R->cap);
   double t0 = zz_now();
   zz_status s = R->cb->compute(R->ctx, &I->in);
   if (s != ZZ_OK) return cb_fail(R, s, "compute", step, g);
+  if (!last_rank(R) && trail_bytes(R, step, g)) /* the done flags go on behind the hidden state */
+    memcpy((uint8_t *)I->in.hidden_out + I->in.hidden_out_bytes, I->in.done, trail_bytes(R, step, g));
   if (last_rank(R)) {
     s = R->cb->sample(R->ctx, &I->in, R->sids + I->in.first, R->sdone + I->in.first,
                       R->tw ? R->sextra + (size_t)I->in.first * R->tw : NULL);
@@ -542,7 +551,7 @@ static zz_status send_output(run *R, const item *I) {
   zz_stage *st = R->st;
   int step = I->in.step, g = I->in.group;
   if (last_rank(R)) return ring_send(R, I);
-  ZZ_CHECK(send_hidden(R, I->out, I->in.hidden_out_bytes, step, g));
+  ZZ_CHECK(send_hidden(R, I->out, I->in.hidden_out_bytes + trail_bytes(R, step, g), step, g));
   if (first_rank(R) &&
       MPI_Irecv(R->tok[g], tok_words(R, I->in.nseq), MPI_INT32_T, st->size - 1,
                 zz_tag_make(ZZ_KIND_TOKENS, step, g, R->gmax), st->data, &R->tok_req[g]) != MPI_SUCCESS)

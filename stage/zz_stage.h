@@ -98,7 +98,10 @@ typedef struct zz_stage_item {
    * id per sequence (the token sampled at step-1). NULL on other ranks. */
   const int32_t *ids;
   int64_t nids;
-  const uint8_t *done; /* rank 0, step > 0: [nseq] sequence finished (still computed) */
+  /* step > 0: [nseq] sequence finished, as rank 0 knows it (the sampler's flags and
+   * its own), the pad token its input; on rank 0, and on every rank when hidden
+   * states go over MPI (they travel behind the hidden state); else NULL */
+  const uint8_t *done;
   /* Other ranks' input: the hidden state rank r-1 produced (NULL on rank 0). */
   const void *hidden_in;
   size_t hidden_in_bytes;

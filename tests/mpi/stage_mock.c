@@ -164,6 +164,7 @@ typedef struct mock {
   int have_mb;
   uint32_t *state;       /* [nseq][l1 - l0] */
   uint8_t *ended;        /* rank 0: [nseq] sequences rank 0 ended itself (id % 11) */
+  uint8_t *over;         /* last rank: [nseq] what rank 0's done flags must say (id % 7 or % 11 seen) */
   zz_seq_params *params; /* [nseq] each asks logprobs 2: the token message carries 5 extra words */
   tokens got;            /* rank 0: what came around the ring */
   int faulted;
@@ -204,9 +205,11 @@ static zz_status m_begin_block(void *ctx, const zz_stage_block *b) {
   free(m->ended);
   m->state = calloc((size_t)b->nseq * (size_t)(m->l1 - m->l0 > 0 ? m->l1 - m->l0 : 1), sizeof(uint32_t));
   m->ended = calloc((size_t)b->nseq, 1);
+  free(m->over);
+  m->over = calloc((size_t)b->nseq, 1);
   if (zz_block_token_words(b) != 5)
     return zz_error(ZZ_ERR_INVALID_ARG, "mock: the block's token words are %d, not 5", zz_block_token_words(b));
-  return m->state && m->ended ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "mock state");
+  return m->state && m->ended && m->over ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "mock state");
 }
 
 static int64_t rows_of(const zz_stage_block *b, int32_t step, int32_t g) {
@@ -254,6 +257,12 @@ static zz_status m_compute(void *ctx, const zz_stage_item *it) {
     FILE *f = fopen(o->mark, "w");
     if (f) fclose(f);
   }
+  /* rank 0's done flags reach the last rank behind the hidden state (MPI) */
+  if (m->rank > 0 && m->rank == m->size - 1 && it->step > 0)
+    for (int s = 0; s < it->nseq; s++)
+      if (!it->done || (it->done[s] != 0) != m->over[it->first + s])
+        return zz_error(ZZ_ERR_MPI, "mock: step %d sequence %d: rank 0's done flag did not reach the last rank",
+                        it->step, it->first + s);
   if (o->step_ms > 0) {
     struct timespec ts = {0, (long)(o->step_ms * 1e6)};
     nanosleep(&ts, NULL);
@@ -292,6 +301,7 @@ static zz_status m_sample(void *ctx, const zz_stage_item *it, int32_t *ids, uint
     r += it->step == 0 ? it->block->prompt_len[i] : 1;
     int32_t id = done[s] ? EOS_PAD : token_of(h + (size_t)(r - 1) * H, H, it->block->rng[i], it->step);
     if (!done[s] && id % 7 == 0) done[s] = 1;
+    if (id % 7 == 0 || id % 11 == 0) m->over[i] = 1;
     ids[s] = id;
     int32_t *x = extra + (size_t)s * 5;
     x[0] = id ^ 0x5a5a5a5a, x[1] = it->step, x[2] = x[3] = x[4] = i;
@@ -478,6 +488,7 @@ int main(int argc, char **argv) {
   if (m.have_mb) free_block(&m.mb);
   free(m.params);
   free(m.ended);
+  free(m.over);
   free(m.state);
   free(m.got.id);
   free(m.got.steps);

@@ -47,7 +47,9 @@ struct zz_engine_stage {
   zz_seq_out *out;         /* [cap] why each ended, its log-probabilities (the block has params) */
   bool *endb;              /* [bls] the computed group's ended flags, for zz_step_io.ended */
   double t0, t_prefill;
-  int prefilled; /* groups whose first token is back */
+  int prefilled;      /* groups whose first token is back */
+  int64_t pos0;       /* the engine's positions computed when the block began */
+  int64_t pos_useful; /* of the block's: prompt tokens, inputs of sequences not ended */
   /* last rank */
   zz_request sreq;      /* the block as the token loop sees it (streams, lengths, settings) */
   zz_gen *gen;          /* the block's per-sequence state */
@@ -236,6 +238,10 @@ static zz_status es_begin_block(void *ctx, const zz_stage_block *b) {
     memset(es->n_tokens, 0, (size_t)b->nseq * sizeof *es->n_tokens);
     memset(es->ended, 0, (size_t)b->nseq);
     ZZ_CHECK(es_out_alloc(es, b));
+    zz_engine_stats now;
+    zz_engine_get_stats(es->cfg.engine, &now);
+    es->pos0 = now.positions;
+    es->pos_useful = 0;
     es->prefilled = 0;
     es->t0 = es->t_prefill = zz_now();
   }
@@ -261,10 +267,14 @@ static zz_status es_compute(void *ctx, const zz_stage_item *it) {
       for (int32_t i = 0; i < it->nseq; i++) {
         es->prompts[i] = p;
         p += it->block->prompt_len[it->first + i];
+        es->pos_useful += it->block->prompt_len[it->first + i];
       }
       io.prompts = es->prompts;
     } else {
-      for (int32_t i = 0; i < it->nseq; i++) es->inputs[i] = zz_sequence_input(es->mc, it->ids[i], it->done[i]);
+      for (int32_t i = 0; i < it->nseq; i++) {
+        es->inputs[i] = zz_sequence_input(es->mc, it->ids[i], it->done[i]);
+        es->pos_useful += !it->done[i];
+      }
       io.tokens = es->inputs;
     }
   } else {
@@ -376,7 +386,12 @@ static zz_status es_tokens(void *ctx, const zz_stage_block *b, int32_t step, int
 static zz_status es_end_block(void *ctx, const zz_stage_block *b) {
   zz_engine_stage *es = ctx;
   if (!es->first) return ZZ_OK;
+  /* rank 0 skips what one process skips: its positions are one process's count */
+  zz_engine_stats now;
+  zz_engine_get_stats(es->cfg.engine, &now);
   zz_result res = {.tokens = es->tokens,
+                   .pos_computed = now.positions - es->pos0,
+                   .pos_useful = es->pos_useful,
                    .n_tokens = es->n_tokens,
                    .out = b->params ? es->out : NULL,
                    .prefill_s = es->t_prefill - es->t0,

@@ -211,6 +211,19 @@ lines)
       bad "lines with their own settings ${pol:-device}: one process failed, refused a line or lacks a case"
     fi
   done
+  # the positions one process computes (ended GPU batches skipped, stop strings
+  # included): rank 0 counts the same. Without n > 1, whose completions stay in one
+  # block and so pack a pipeline's wider block otherwise than one process's blocks
+  grep -v '"n"' own.jsonl >own1.jsonl
+  OWN1=("${OWN[@]/own.jsonl/own1.jsonl}")
+  timeout 60 "$ZZ" "${OWN1[@]}" --out one.jsonl </dev/null 2>err
+  pos=$(grep "^zigzag: positions: " err)
+  mpi 3 "${OWN1[@]}" --num-inner-iterations 3 --out m.jsonl
+  if [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl && [ -n "$pos" ] && grep -qxF "$pos" err; then
+    ok "-np 3: rank 0 counts one process's positions ($pos)"
+  else
+    bad "-np 3: rc $rc, the output or rank 0's positions differ from one process's ($pos)"
+  fi
   ;;
 fault | stop | error)
   # rank 2 of 3 fails in block 2 (ZZ_FAULT_KIND): SIGKILL, SIGSTOP or an error

@@ -111,8 +111,8 @@ void zz_cost_layer(const zz_cost_in *in, int l, zz_phase ph, zz_lin t[ZZ_TERM_CO
 /* The bytes of weight ws a step of `rows` routed rows loads, and in how many reads
  * (reads_out): the whole weight in one; an expert-stacked one's experts the rows
  * touch (zz_moe_experts_touched), one read each. */
-static double zz_cost_weight_step_bytes(const zz_cost_in *in, const zz_weight_spec *ws, const zz_qfmt *wq,
-                                        double rows, double *reads_out) {
+static double zz_cost_weight_step_bytes(const zz_cost_in *in, const zz_weight_spec *ws, const zz_qfmt *wq, double rows,
+                                        double *reads_out) {
   const zz_config *c = &in->m->cfg;
   double b = (double)zz_weight_bytes_q(ws, zz_weight_dtype_b(ws, c->dtype, wq, in->bf16_weights),
                                        wq ? *wq : ZZ_QFMT_DEFAULT);

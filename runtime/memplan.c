@@ -94,7 +94,8 @@ static int zz_slice_len(const zz_plan_spec *s) { return s->layer_end - s->layer_
 
 zz_expert_split zz_policy_expert_split(const zz_policy *p, int64_t experts) {
   zz_expert_split x = {{0}};
-  for (int64_t i = 0; i < experts; i++) x.n[zz_place(100.0 * ((double)i + 0.5) / (double)experts, p->w_gpu, p->w_cpu)]++;
+  for (int64_t i = 0; i < experts; i++)
+    x.n[zz_place(100.0 * ((double)i + 0.5) / (double)experts, p->w_gpu, p->w_cpu)]++;
   return x;
 }
 
@@ -136,8 +137,7 @@ static zz_status zz_plan_weights(zz_builder *b, const zz_model *m) {
       size_t sb = zz_weight_bytes(ws, s->store_dtype);
       if (zz_align_up(sb, ZZ_DISK_ALIGN) > load) load = zz_align_up(sb, ZZ_DISK_ALIGN);
       if (!ws->experts) {
-        zz_dtype hdt = zz_weight_dtype_b(ws, t == ZZ_TIER_GPU ? s->compute_dtype : s->store_dtype, q,
-                                         s->bf16_weights);
+        zz_dtype hdt = zz_weight_dtype_b(ws, t == ZZ_TIER_GPU ? s->compute_dtype : s->store_dtype, q, s->bf16_weights);
         size_t hb = zz_weight_bytes_q(ws, hdt, q ? *q : ZZ_QFMT_DEFAULT);
         ZZ_CHECK(zz_add(b, ZZ_BUF_WEIGHT, i, k, 0, t, ZZ_PURPOSE_WEIGHTS, hdt, ws->ndim, ws->shape, hb, ZZ_ALIGN));
         if (t == ZZ_TIER_DISK && zz_align_up(hb, ZZ_DISK_ALIGN) > stage) stage = zz_align_up(hb, ZZ_DISK_ALIGN);
@@ -148,8 +148,7 @@ static zz_status zz_plan_weights(zz_builder *b, const zz_model *m) {
       p->expert_split[i] = x;
       for (int xt = 0; xt < ZZ_TIER_COUNT; xt++) {
         if (!x.n[xt]) continue;
-        zz_dtype hdt = zz_weight_dtype_b(ws, xt == ZZ_TIER_GPU ? s->compute_dtype : s->store_dtype, q,
-                                         s->bf16_weights);
+        zz_dtype hdt = zz_weight_dtype_b(ws, xt == ZZ_TIER_GPU ? s->compute_dtype : s->store_dtype, q, s->bf16_weights);
         size_t xb = zz_weight_bytes_q(ws, hdt, q ? *q : ZZ_QFMT_DEFAULT) / (size_t)ws->experts;
         const int64_t shape[2] = {ws->shape[0] / ws->experts * x.n[xt], ws->shape[1]};
         ZZ_CHECK(zz_add(b, ZZ_BUF_WEIGHT, i, k, 1 + xt, (zz_tier)xt, ZZ_PURPOSE_WEIGHTS, hdt, 2, shape,
@@ -160,7 +159,8 @@ static zz_status zz_plan_weights(zz_builder *b, const zz_model *m) {
         p->any_disk[ZZ_PURPOSE_WEIGHTS] = true;
         /* one expert read from disk on the compute lane, its range widened to the disk's blocks, goes through
          * the load buffer (idle once the weights are loaded: zz_weights_load_expert) */
-        if (zz_align_up(xb, ZZ_DISK_ALIGN) + ZZ_DISK_ALIGN > load) load = zz_align_up(xb, ZZ_DISK_ALIGN) + ZZ_DISK_ALIGN;
+        if (zz_align_up(xb, ZZ_DISK_ALIGN) + ZZ_DISK_ALIGN > load)
+          load = zz_align_up(xb, ZZ_DISK_ALIGN) + ZZ_DISK_ALIGN;
       }
     }
     if (t != ZZ_TIER_GPU) {
@@ -296,7 +296,8 @@ zz_status zz_memplan_build_spec(const zz_model *m, const zz_plan_spec *spec, zz_
     for (int q = 0; q < ZZ_PURPOSE_COUNT; q++)
       b.arena[t][q] = (zz_arena){.tier = (zz_tier)t, .purpose = (zz_purpose)q, .cap = ZZ_PLAN_MAX_BYTES};
   zz_status st = ZZ_OK;
-  if (!p.weight_tier || !p.expert_split || !p.cache_tier || !p.act_tier) st = zz_error(ZZ_ERR_NO_MEMORY, "memory plan: out of memory");
+  if (!p.weight_tier || !p.expert_split || !p.cache_tier || !p.act_tier)
+    st = zz_error(ZZ_ERR_NO_MEMORY, "memory plan: out of memory");
   if (st == ZZ_OK) st = zz_plan_weights(&b, m);
   if (st == ZZ_OK) st = zz_plan_cache(&b, m);
   if (st == ZZ_OK) st = zz_plan_act(&b, m);

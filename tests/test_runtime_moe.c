@@ -302,11 +302,14 @@ static void test_mixtral_bf16(void) {
 }
 
 /* Offloaded experts load as routed (zz_weights_load_expert): a decode step of one
- * sequence with every weight on the CPU tier moves each layer's other weights
- * whole but only the k experts its row chose of each MoE layer's E, so the bytes
- * to the device are the non-expert weights plus k/E of the experts' (plus the
- * step's few index bytes). Tokens stay exact (the golden policies above). */
-static void test_experts_loaded_as_routed(void) {
+ * sequence moves each offloaded layer's other weights whole but only the k experts
+ * its row chose of each MoE layer's E, and of those only the ones not homed on the
+ * GPU (--percent splits a layer's experts by count: zz_policy_expert_split). With
+ * every weight on the CPU tier the bytes to the device are the non-expert weights
+ * plus k/E of the experts' (plus the step's few index bytes); with w=25,50 (2 of 8
+ * experts on the GPU, 4 on the CPU, 2 on disk) at most the offloaded plain weights
+ * plus k of the experts. Tokens stay exact (the golden policies above). */
+static void experts_loaded_as_routed(const char *policy) {
   char dir[1024];
   snprintf(dir, sizeof dir, "%s/tiny-mixtral", ZZ_FIXTURES_DIR);
   zz_config c;
@@ -318,17 +321,21 @@ static void test_experts_loaded_as_routed(void) {
   CU_ASSERT_FATAL(zz_checkpoint_open(dir, &ck) == ZZ_OK);
   CU_ASSERT_FATAL(zz_device_create_cpu(0, 1, 1, &dev) == ZZ_OK);
   zz_policy pol;
-  CU_ASSERT_FATAL(zz_policy_parse("gbs=1 num_gb=1 w=0,100 c=100,0 a=100,0", &pol) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_policy_parse(policy, &pol) == ZZ_OK);
   zz_shape shape = {.prompt_len = 5, .gen_len = 4};
   zz_engine *eng = NULL;
   CU_ASSERT_FATAL(zz_engine_create(dev, &m, ck, &pol, &shape, &eng) == ZZ_OK);
-  double whole = 0, experts = 0;
+  const zz_memplan *plan = zz_engine_plan(eng);
+  double plain = 0, experts = 0, on_gpu = 0; /* offloaded plain weights, all experts, experts homed on the GPU */
   for (int l = 0; l < m.n_layers; l++)
     for (int k = 0; k < m.layers[l].n_weights; k++) {
       const zz_weight_spec *w = &m.layers[l].weights[k];
       double b = (double)zz_weight_bytes(w, ZZ_DTYPE_F32);
-      whole += b;
-      if (w->experts) experts += b;
+      if (w->experts) {
+        experts += b;
+        on_gpu += b * (double)plan->expert_split[l].n[ZZ_TIER_GPU] / 8;
+      } else if (!zz_memplan_layer_resident(plan, l) && plan->weight_tier[l] != ZZ_TIER_GPU)
+        plain += b;
     }
   const int32_t p0[] = {1, 40, 41, 90, 7};
   const int32_t *prompts[] = {p0};
@@ -339,15 +346,30 @@ static void test_experts_loaded_as_routed(void) {
   CU_ASSERT_FATAL(zz_engine_step(eng, 0, 1, &(zz_step_io){.tokens = &tok}) == ZZ_OK);
   uint64_t before = dev->bytes_to_device;
   CU_ASSERT_FATAL(zz_engine_step(eng, 0, 2, &(zz_step_io){.tokens = &tok}) == ZZ_OK);
-  double moved = (double)(dev->bytes_to_device - before);
-  double want = whole - experts + experts * 2 / 8;
-  fprintf(stderr, "\n  decode step, weights on the cpu tier: %.0f bytes moved, %.0f whole, %.0f expected", moved, whole,
-          want);
-  CU_ASSERT(moved >= want && moved <= want + 4096);
+  double moved = (double)(dev->bytes_to_device - before), routed = experts * 2 / 8;
+  fprintf(stderr, "\n  decode step, %s: %.0f bytes moved, %.0f offloaded plain + %.0f routed experts", policy, moved,
+          plain, routed);
+  /* the routed experts homed on the GPU are read where they are */
+  CU_ASSERT(moved >= plain + (on_gpu == 0 ? routed : 0) && moved <= plain + routed + 4096);
   zz_engine_destroy(eng);
   zz_device_destroy(dev);
   zz_checkpoint_close(ck);
   zz_model_free(&m);
+}
+
+static void test_experts_loaded_as_routed(void) {
+  experts_loaded_as_routed("gbs=1 num_gb=1 w=0,100 c=100,0 a=100,0");
+  experts_loaded_as_routed("gbs=1 num_gb=1 w=25,50 c=100,0 a=100,0");
+}
+
+/* --percent splits each MoE layer's experts by count across the three tiers:
+ * the tokens stay transformers' (experts homed on the GPU copied into the slot,
+ * the others loaded as routed from the CPU and from disk). */
+static void test_golden_expert_split(void) {
+  zz_check_golden("tiny-mixtral", "gbs=2 num_gb=2 w=25,50 c=100,0 a=100,0");
+  zz_check_golden("tiny-mixtral", "gbs=4 num_gb=1 w=60,0 c=0,100 a=100,0 cpu_attn=1");
+  zz_check_golden("tiny-qwen2-moe", "gbs=1 num_gb=4 w=40,30 c=100,0 a=100,0");
+  zz_check_golden("tiny-qwen3-moe", "gbs=2 num_gb=2 w=10,80 c=50,50 a=100,0");
 }
 
 /* Weight counts of the presets equal what transformers 5.25 reports for
@@ -490,6 +512,7 @@ void zz_test_moe_register(void) {
   CU_add_test(s, "mixtral 4- and 8-bit", test_golden_mixtral_compressed);
   CU_add_test(s, "mixtral bf16 weights", test_mixtral_bf16);
   CU_add_test(s, "mixtral: offloaded experts load as routed", test_experts_loaded_as_routed);
+  CU_add_test(s, "experts split by count across the tiers (golden)", test_golden_expert_split);
   CU_add_test(s, "mixtral and qwen3_moe presets", test_moe_presets);
   CU_add_test(s, "mixtral config.json", test_mixtral_config);
   CU_add_test(s, "qwen2_moe and qwen3_moe config.json", test_qwen_moe_config);

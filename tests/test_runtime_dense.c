@@ -137,15 +137,23 @@ static void test_dense_refusals(void) {
        "\"sliding_window\" = 0 must be an integer"},
       {ZZ_DN_BASE("qwen3") ", \"attention_bias\": true}", ZZ_ERR_UNSUPPORTED, "attention_bias"},
       {ZZ_DN_BASE("mistral") ", \"hidden_act\": \"gelu\"}", ZZ_ERR_UNSUPPORTED, "hidden_act \"gelu\""},
+      /* Phi-3's longrope needs one short and one long factor per rotary pair (16 / 2) */
       {ZZ_DN_BASE("phi3") ", \"rope_scaling\": {\"type\": \"longrope\", \"long_factor\": [1], \"short_factor\": [1]}}",
-       ZZ_ERR_UNSUPPORTED, "rope_type \"longrope\" is not supported"},
+       ZZ_ERR_FORMAT, "longrope's \"short_factor\" must list 8 numbers"},
       {ZZ_DN_BASE("phi3") ", \"rope_parameters\": {\"rope_type\": \"longrope\", \"rope_theta\": 10000.0}}",
-       ZZ_ERR_UNSUPPORTED, "rope_type \"longrope\" is not supported"},
-      {ZZ_DN_BASE("phi3") ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0, "
-                          "\"partial_rotary_factor\": 0.75}}",
-       ZZ_ERR_UNSUPPORTED, "partial_rotary_factor 0.75 is not supported"},
+       ZZ_ERR_FORMAT, "longrope's \"short_factor\" must list 8 numbers"},
       {ZZ_DN_BASE("phi3") ", \"rope_scaling\": {\"type\": \"su\", \"long_factor\": [1], \"short_factor\": [1]}}",
-       ZZ_ERR_UNSUPPORTED, "rope_type \"su\" is not supported"},
+       ZZ_ERR_FORMAT, "longrope's \"short_factor\" must list 8 numbers"},
+      {ZZ_DN_BASE("phi3") ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0, "
+                          "\"partial_rotary_factor\": 0.1}}",
+       ZZ_ERR_UNSUPPORTED, "partial_rotary_factor 0.1 turns 1 of head_dim 16 dims: want an even number >= 2"},
+      /* the other families: transformers' apply_rotary_pos_emb turns whole heads only */
+      {ZZ_DN_BASE("mistral") ", \"rope_parameters\": {\"rope_type\": \"longrope\", \"rope_theta\": 10000.0}}",
+       ZZ_ERR_UNSUPPORTED, "rope_type \"longrope\" is not supported (default, linear, llama3)"},
+      {ZZ_DN_BASE("qwen2") ", \"partial_rotary_factor\": 0.5}", ZZ_ERR_UNSUPPORTED,
+       "partial_rotary_factor 0.5 is not supported"},
+      {ZZ_DN_BASE("phi3") ", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 2.0}}", ZZ_ERR_UNSUPPORTED,
+       "rope_type \"yarn\" is not supported (default, linear, llama3, longrope)"},
       {ZZ_DN_BASE("llama") ", \"sliding_window\": 4096}", ZZ_ERR_UNSUPPORTED,
        "sliding_window is not supported by model_type \"llama\""},
   };
@@ -219,13 +227,9 @@ static void test_hub_cache(void) {
 }
 
 
-/* zigzag's perplexity of tiny-mistral (make_dense_fixtures.py's perplexity.json:
- * the golden prompts' 72 tokens in windows of 20 after BOS, each window longer
- * than the sliding window of 5) equals transformers', on the device and with CPU
- * attention beside a cache on the CPU tier. */
-static void test_perplexity_hf(void) {
+void zz_check_perplexity_hf(const char *fixture) {
   char dir[4096], path[4200], tmp[4096];
-  snprintf(dir, sizeof dir, "%s/tiny-mistral", ZZ_FIXTURES_DIR);
+  snprintf(dir, sizeof dir, "%s/%s", ZZ_FIXTURES_DIR, fixture);
   snprintf(path, sizeof path, "%s/perplexity.json", dir);
   json_error_t jerr;
   json_t *root = json_load_file(path, 0, &jerr);
@@ -243,7 +247,8 @@ static void test_perplexity_hf(void) {
   CU_ASSERT_FATAL(zz_config_load(dir, &cfg) == ZZ_OK);
   CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
   CU_ASSERT_FATAL(zz_checkpoint_open(dir, &ck) == ZZ_OK);
-  static const char *const pols[] = {"gbs=4 num_gb=1", "gbs=2 num_gb=2 w=0,100 c=0,100 a=100,0 cpu_attn=1"};
+  static const char *const pols[] = {"gbs=4 num_gb=1", "gbs=2 num_gb=2 w=0,100 c=0,100 a=100,0 cpu_attn=1",
+                                     "gbs=1 num_gb=4 w=25,50 c=0,0 a=0,100"};
   for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
     zz_policy pol;
     zz_engine *eng = NULL;
@@ -254,7 +259,7 @@ static void test_perplexity_hf(void) {
     CU_ASSERT_FATAL(zz_policy_parse(pols[p], &pol) == ZZ_OK);
     CU_ASSERT_FATAL(zz_engine_create_tiers(dev, &m, ck, &pol, &shape, &tiers, &eng) == ZZ_OK);
     CU_ASSERT_FATAL(zz_perplexity(eng, ids, n, &r) == ZZ_OK);
-    fprintf(stderr, "\n  tiny-mistral [%s]: perplexity %.6f, transformers %.6f", pols[p], r.ppl, want);
+    fprintf(stderr, "\n  %s [%s]: perplexity %.6f, transformers %.6f", fixture, pols[p], r.ppl, want);
     CU_ASSERT_EQUAL(r.tokens, n);
     CU_ASSERT(fabs(r.ppl - want) <= 1e-5 * want);
     zz_ppl_free(&r);
@@ -267,6 +272,12 @@ static void test_perplexity_hf(void) {
   free(ids);
   json_decref(root);
 }
+
+/* zigzag's perplexity of tiny-mistral (make_dense_fixtures.py's perplexity.json:
+ * the golden prompts' 72 tokens in windows of 20 after BOS, each window longer
+ * than the sliding window of 5) equals transformers', on the device and with CPU
+ * attention beside a cache on the CPU tier. */
+static void test_perplexity_hf(void) { zz_check_perplexity_hf("tiny-mistral"); }
 
 void zz_test_dense_register(void) {
   CU_pSuite s = CU_add_suite("dense", NULL, NULL);

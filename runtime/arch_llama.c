@@ -360,8 +360,8 @@ zz_status zz_llama_build(zz_model *m) {
     a->weights[ZZ_LL_AT_O].after_kv = true;
     zz_arch_spec(&a->weights[ZZ_LL_AT_NORM], true, 1, h, 0, "model.layers.%d.input_layernorm.weight", i);
     a->weights[ZZ_LL_AT_NORM].init = ZZ_INIT_NORM_GAIN;
-    a->cache = (zz_cache_spec){
-        .kv_heads = c->n_kv_heads, .head_dim = c->head_dim, .window = i >= c->window_from ? c->window : 0};
+    bool windowed = i >= c->window_from && (c->window_to <= 0 || i < c->window_to) && (!c->window_even || i % 2 == 0);
+    a->cache = (zz_cache_spec){.kv_heads = c->n_kv_heads, .head_dim = c->head_dim, .window = windowed ? c->window : 0};
 
     f->kind = ZZ_LAYER_MLP;
     f->index = i;

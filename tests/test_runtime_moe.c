@@ -486,14 +486,20 @@ static void test_qwen_moe_config(void) {
   CU_ASSERT(c.qkv_bias && !c.norm_topk && !c.qk_norm);
   CU_ASSERT_EQUAL(c.window, 0);
   CU_ASSERT(!zz_moe_layer_sparse(&c, 2) && zz_moe_layer_sparse(&c, 1));
+  /* Qwen3-MoE: use_sliding_window with sliding_window null is no window (transformers: None) */
+  CU_ASSERT_FATAL(moe_config_of("tiny-qwen3-moe", "use_sliding_window", "true", &c) == ZZ_OK);
+  CU_ASSERT_EQUAL(c.window, 0);
   static const struct {
     const char *fixture, *key, *value, *needle;
   } bad[] = {
-      {"tiny-qwen3-moe", "use_sliding_window", "true", "use_sliding_window = true is not supported for qwen3_moe"},
-      {"tiny-qwen2-moe", "use_sliding_window", "true", "use_sliding_window = true is not supported for qwen2_moe"},
+      /* transformers 5 writes sliding_window 0 when use_sliding_window is false: no window to turn on */
+      {"tiny-qwen2-moe", "use_sliding_window", "true", "\"sliding_window\" = 0 must be an integer in [1, "},
+      /* layer_types must be the pattern transformers computes from use_sliding_window, max_window_layers */
       {"tiny-qwen2-moe", "layer_types", "[\"full_attention\", \"sliding_attention\", \"full_attention\"]",
-       "layer_types[1] \"sliding_attention\" is not supported"},
-      {"tiny-qwen2-moe", "layer_types", "\"full_attention\"", "\"layer_types\" must be a list"},
+       "layer_types[1] \"sliding_attention\" is not supported for qwen2_moe (sliding_attention exactly on the even"},
+      {"tiny-qwen3-moe", "layer_types", "[\"full_attention\", \"sliding_attention\", \"full_attention\"]",
+       "layer_types[1] \"sliding_attention\" is not supported for qwen3_moe"},
+      {"tiny-qwen2-moe", "layer_types", "\"full_attention\"", "\"layer_types\" must list num_hidden_layers (3)"},
       {"tiny-qwen3-moe", "attention_bias", "true", "attention_bias"},
       {"tiny-qwen3-moe", "num_experts_per_tok", "9", "num_experts_per_tok"},
       {"tiny-qwen3-moe", "mlp_only_layers", "[3]", "mlp_only_layers[0] is not a layer"},

@@ -273,6 +273,31 @@ void zz_check_perplexity_hf(const char *fixture) {
   json_decref(root);
 }
 
+/* Phi-3's longrope over 12 of a head's 16 dims (make_dense_fixtures.py):
+ * tiny-phi3-longrope keeps every sequence below its original 64 positions (short
+ * factors, cos and sin scaled by sqrt(1 + ln 2 / ln 64)), tiny-phi3-longrope-long
+ * has an original of 2 (long factors in every forward, sqrt(1 + ln 32 / ln 2));
+ * greedy tokens exact under the cuttings and offloading, and perplexity equal to
+ * transformers' (the switch between the sets per sequence: test_runtime kernels). */
+static void test_golden_longrope(void) {
+  static const char *const fx[] = {"tiny-phi3-longrope", "tiny-phi3-longrope-long"};
+  static const float af[] = {1.0801234f, 2.4494897f};
+  static const char *const pols[] = {"gbs=4 num_gb=1", "gbs=1 num_gb=4", "gbs=3 num_gb=2",
+                                     "gbs=2 num_gb=2 w=0,100 c=0,100 a=100,0 cpu_attn=1",
+                                     "gbs=2 num_gb=2 w=30,30 c=30,30 a=30,30 overlap=0"};
+  for (int f = 0; f < 2; f++) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", ZZ_FIXTURES_DIR, fx[f]);
+    zz_config c;
+    CU_ASSERT_FATAL(zz_config_load(dir, &c) == ZZ_OK);
+    CU_ASSERT(c.rope.type == ZZ_ROPE_LONGROPE && c.rope.rot_dims == 12);
+    CU_ASSERT(fabsf(c.rope.attn_factor - af[f]) < 1e-6f);
+    CU_ASSERT(c.rope.original_max_pos == (f ? 2.0f : 64.0f));
+    for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) zz_check_golden(fx[f], pols[p]);
+  }
+  zz_check_perplexity_hf("tiny-phi3-longrope");
+}
+
 /* zigzag's perplexity of tiny-mistral (make_dense_fixtures.py's perplexity.json:
  * the golden prompts' 72 tokens in windows of 20 after BOS, each window longer
  * than the sliding window of 5) equals transformers', on the device and with CPU
@@ -283,6 +308,7 @@ void zz_test_dense_register(void) {
   CU_pSuite s = CU_add_suite("dense", NULL, NULL);
   CU_add_test(s, "golden qwen2 (both forms), mistral, qwen3, phi3, three cuttings", test_golden_dense);
   CU_add_test(s, "mistral's window changes the tokens", test_window_matters);
+  CU_add_test(s, "phi3 longrope and partial rotary (golden, perplexity)", test_golden_longrope);
   CU_add_test(s, "config.json of each family read to its flags", test_dense_configs);
   CU_add_test(s, "presets: transformers' parameter counts, flags, windows", test_dense_presets);
   CU_add_test(s, "what is not implemented is refused by name", test_dense_refusals);

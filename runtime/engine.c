@@ -344,6 +344,20 @@ zz_status zz_engine_begin_block(zz_engine *e, int group, int64_t n, const int64_
       return zz_error(ZZ_ERR_INVALID_ARG, "prompt %lld has %lld tokens; this engine takes 1 to %lld", (long long)i,
                       (long long)lens[i], (long long)e->shape.prompt_len);
     if (lens[i] > s) s = lens[i];
+    /* longrope: a sequence whose prompt takes the short factors and whose decoding
+     * reaches past original_max_position_embeddings. transformers (Phi3's
+     * prepare_inputs_for_generation) drops the cache there and recomputes the whole
+     * sequence with the long factors; a cache of keys already turned cannot do that */
+    const zz_rope *rp = &e->m->cfg.rope;
+    int64_t orig = (int64_t)rp->original_max_pos;
+    if (rp->type == ZZ_ROPE_LONGROPE && lens[i] <= orig && lens[i] + e->shape.gen_len - 1 > orig)
+      return zz_error(ZZ_ERR_UNSUPPORTED,
+                      "prompt %lld: %lld tokens + %lld new would cross longrope's original_max_position_embeddings "
+                      "%lld while decoding, where transformers recomputes the whole sequence with the long factors "
+                      "(a cache of turned keys cannot): keep prompt + new tokens within %lld + 1, or prompts longer "
+                      "than %lld",
+                      (long long)i, (long long)lens[i], (long long)e->shape.gen_len, (long long)orig, (long long)orig,
+                      (long long)orig);
   }
   zz_group *g = &e->groups[group];
   g->n = n;

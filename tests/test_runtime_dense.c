@@ -276,25 +276,37 @@ void zz_check_perplexity_hf(const char *fixture) {
 /* Phi-3's longrope over 12 of a head's 16 dims (make_dense_fixtures.py):
  * tiny-phi3-longrope keeps every sequence below its original 64 positions (short
  * factors, cos and sin scaled by sqrt(1 + ln 2 / ln 64)), tiny-phi3-longrope-long
- * has an original of 2 (long factors in every forward, sqrt(1 + ln 32 / ln 2));
+ * has an original of 2 (long factors in every forward, sqrt(1 + ln 32 / ln 2)),
  * greedy tokens exact under the cuttings and offloading, and perplexity equal to
- * transformers' (the switch between the sets per sequence: test_runtime kernels). */
+ * transformers'. tiny-phi3-longrope-cross has an original of 12, which its
+ * 10-token prompt crosses while generating: transformers (goldens of each prompt
+ * alone) then drops its cache and recomputes the whole sequence with the long
+ * set (Phi3's prepare_inputs_for_generation), which zigzag refuses by name. */
 static void test_golden_longrope(void) {
-  static const char *const fx[] = {"tiny-phi3-longrope", "tiny-phi3-longrope-long"};
-  static const float af[] = {1.0801234f, 2.4494897f};
+  static const char *const fx[] = {"tiny-phi3-longrope", "tiny-phi3-longrope-long", "tiny-phi3-longrope-cross"};
+  static const float af[] = {1.0801234f, 2.4494897f, 1.2936992f}, orig[] = {64, 2, 12};
   static const char *const pols[] = {"gbs=4 num_gb=1", "gbs=1 num_gb=4", "gbs=3 num_gb=2",
                                      "gbs=2 num_gb=2 w=0,100 c=0,100 a=100,0 cpu_attn=1",
                                      "gbs=2 num_gb=2 w=30,30 c=30,30 a=30,30 overlap=0"};
-  for (int f = 0; f < 2; f++) {
+  for (int f = 0; f < 3; f++) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/%s", ZZ_FIXTURES_DIR, fx[f]);
     zz_config c;
     CU_ASSERT_FATAL(zz_config_load(dir, &c) == ZZ_OK);
     CU_ASSERT(c.rope.type == ZZ_ROPE_LONGROPE && c.rope.rot_dims == 12);
     CU_ASSERT(fabsf(c.rope.attn_factor - af[f]) < 1e-6f);
-    CU_ASSERT(c.rope.original_max_pos == (f ? 2.0f : 64.0f));
-    for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) zz_check_golden(fx[f], pols[p]);
+    CU_ASSERT(c.rope.original_max_pos == orig[f]);
+    for (size_t p = 0; f < 2 && p < sizeof pols / sizeof pols[0]; p++) zz_check_golden(fx[f], pols[p]);
   }
+  /* the crossing: transformers (its golden each prompt alone) drops the cache at
+   * position 12 and recomputes the sequence with the long set; refused by name */
+  zz_device *dev = NULL;
+  zz_golden_report r;
+  CU_ASSERT_FATAL(zz_device_create_cpu(0, 1, 1, &dev) == ZZ_OK);
+  CU_ASSERT(zz_golden_run("tiny-phi3-longrope-cross", dev, "gbs=4 num_gb=1", 1e-4, &r) == ZZ_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "prompt 1: 10 tokens + 8 new would cross longrope's "
+                                                    "original_max_position_embeddings 12"));
+  zz_device_destroy(dev);
   zz_check_perplexity_hf("tiny-phi3-longrope");
 }
 

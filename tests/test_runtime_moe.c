@@ -230,6 +230,31 @@ static void test_golden_mixtral(void) {
   zz_check_golden("tiny-qwen2-moe", "gbs=1 num_gb=4");
 }
 
+/* Qwen2-MoE's sliding window (make_moe_fixtures.py's tiny-qwen2-moe-window: 6 on
+ * layers 0 and 2, transformers 5's even layers below max_window_layers 3) under
+ * the cuttings and offloading; and the Qwen fixtures' perplexity equal to
+ * transformers' (windows of 20 after BOS; offloaded experts load as routed). */
+static void test_golden_qwen_moe_window_ppl(void) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/tiny-qwen2-moe-window", ZZ_FIXTURES_DIR);
+  zz_config c;
+  CU_ASSERT_FATAL(zz_config_load(dir, &c) == ZZ_OK);
+  CU_ASSERT(c.window == 6 && c.window_from == 0 && c.window_to == 3 && c.window_even);
+  zz_model m;
+  CU_ASSERT_FATAL(zz_model_init(&c, &m) == ZZ_OK);
+  int64_t want[3] = {6, 0, 6}, seen = 0;
+  for (int l = 0; l < m.n_layers; l++)
+    if (m.layers[l].has_cache) CU_ASSERT(m.layers[l].cache.window == want[seen++]);
+  CU_ASSERT(seen == 3);
+  zz_model_free(&m);
+  static const char *const pols[] = {"gbs=4 num_gb=1", "gbs=1 num_gb=4", "gbs=3 num_gb=2",
+                                     "gbs=2 num_gb=2 w=25,50 c=0,100 a=100,0 cpu_attn=1",
+                                     "gbs=2 num_gb=2 w=0,0 c=30,30 a=30,30 overlap=0"};
+  for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) zz_check_golden("tiny-qwen2-moe-window", pols[p]);
+  zz_check_perplexity_hf("tiny-qwen2-moe");
+  zz_check_perplexity_hf("tiny-qwen3-moe");
+}
+
 /* The LLaMA fixtures' policy matrix: every tier for weights (the experts' stacked
  * matrices), cache and activations, CPU attention, no overlap. */
 static void test_golden_mixtral_policies(void) {
@@ -523,6 +548,7 @@ void zz_test_moe_register(void) {
   CU_add_test(s, "feed-forward vs dense f64 (4/8-bit, shared expert)", test_moe_forward_dense);
   CU_add_test(s, "mixtral golden", test_golden_mixtral);
   CU_add_test(s, "mixtral golden, offloaded", test_golden_mixtral_policies);
+  CU_add_test(s, "qwen2_moe sliding window golden; qwen moe perplexity", test_golden_qwen_moe_window_ppl);
   CU_add_test(s, "mixtral, qwen3_moe, qwen2_moe 4- and 8-bit", test_golden_moe_compressed);
   CU_add_test(s, "mixtral bf16 weights", test_mixtral_bf16);
   CU_add_test(s, "mixtral: offloaded experts load as routed", test_experts_loaded_as_routed);

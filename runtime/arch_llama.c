@@ -2,7 +2,7 @@
  * arch_llama.c — LLaMA (Touvron et al., 2023; Llama 2; Llama 3) as Hugging Face's
  * LlamaForCausalLM computes it (transformers 4.46): pre-norm layers with RMSNorm
  * (rms_norm_eps), rotary position embeddings (rope_theta; rope_scaling "linear" and
- * "llama3"; or transformers 5's rope_parameters), grouped-query attention (num_key_value_heads K/V heads, the KV cache
+ * "llama3", Phi-3's "longrope" and partial rotary; or transformers 5's rope_parameters), grouped-query attention (num_key_value_heads K/V heads, the KV cache
  * sized by them), the SwiGLU MLP down(silu(gate(x)) * up(x)), no biases, a final
  * RMSNorm and an LM head of its own unless tie_word_embeddings.
  *

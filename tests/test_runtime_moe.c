@@ -251,6 +251,14 @@ static void test_golden_qwen_moe_window_ppl(void) {
                                      "gbs=2 num_gb=2 w=25,50 c=0,100 a=100,0 cpu_attn=1",
                                      "gbs=2 num_gb=2 w=0,0 c=30,30 a=30,30 overlap=0"};
   for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) zz_check_golden("tiny-qwen2-moe-window", pols[p]);
+  /* the window matters: the same weights without it (tiny-qwen2-moe-nowindow, use_sliding_window false) */
+  zz_device *dev = NULL;
+  zz_golden_report r;
+  CU_ASSERT_FATAL(zz_device_create_cpu(0, 1, 1, &dev) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_golden_run("tiny-qwen2-moe-nowindow", dev, "gbs=4 num_gb=1", 0, &r) == ZZ_OK);
+  fprintf(stderr, "\n  tiny-qwen2-moe-window without its window: greedy agreement %.3f", r.agreement);
+  CU_ASSERT(r.agreement < 0.9);
+  zz_device_destroy(dev);
   zz_check_perplexity_hf("tiny-qwen2-moe");
   zz_check_perplexity_hf("tiny-qwen3-moe");
 }

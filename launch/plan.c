@@ -119,6 +119,15 @@ static void zz_print_experts(const zz_model *m, int block, int prompt_len) {
          zz_moe_experts_touched(c->n_experts, c->n_experts_used, dec), dec);
 }
 
+/* A MoE model: where the policy's weight percentages put each MoE layer's experts,
+ * by count (zz_policy_expert_split: the memory plan's rule). */
+static void zz_print_expert_split(const zz_model *m, const zz_policy *pol, const char *who) {
+  if (!m->cfg.n_experts) return;
+  zz_expert_split x = zz_policy_expert_split(pol, m->cfg.n_experts);
+  printf("%sexperts placed in each MoE layer: gpu %lld, cpu %lld, disk %lld\n", who, (long long)x.n[ZZ_TIER_GPU],
+         (long long)x.n[ZZ_TIER_CPU], (long long)x.n[ZZ_TIER_DISK]);
+}
+
 static int zz_pipe_block(const zz_pipeline_plan *p) {
   return p->groups * p->rank[0].policy.gpu_batch_size * p->rank[0].policy.num_gpu_batches;
 }
@@ -237,6 +246,7 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
       char pb[256], who[32];
       snprintf(who, sizeof who, "rank %d: ", r);
       printf("%spolicy %s\n", who, zz_policy_str(&p->rank[r].policy, pb, sizeof pb));
+      zz_print_expert_split(m, &p->rank[r].policy, who);
       printf("%sblock %d sequences (%d groups of gbs %d x num_gb %d)\n", who, zz_pipe_block(p), p->groups,
              p->rank[r].policy.gpu_batch_size, p->rank[r].policy.num_gpu_batches);
       zz_print_cost(stdout, who, &p->rank[r].cost, cap);
@@ -316,6 +326,7 @@ int zz_cmd_plan(const zz_opts *o) {
            given ? " (given: predicted, not searched)" : "");
     zz_print_cost(stdout, "", &plan.cost, cap);
     zz_print_experts(&m, plan.policy.gpu_batch_size * plan.policy.num_gpu_batches, o->prompt_len);
+    zz_print_expert_split(&m, &plan.policy, "");
     if (given) {
       zz_model_free(&m);
       return 0;

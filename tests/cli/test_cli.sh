@@ -113,7 +113,7 @@ check "--resume after the kill: output byte-identical to the uninterrupted run (
 cp full.jsonl again.jsonl && cp full.jsonl.job.json again.jsonl.job.json # the job record goes with it
 zz "${GEN[@]}" --prompts job.jsonl --out again.jsonl --resume --progress
 check "--resume on a complete output: exit 0, no sequence generated, file unchanged" \
-  eval '[ "$RC" -eq 0 ] && has "0/0 sequences, 0 tokens" err && cmp -s again.jsonl full.jsonl'
+  eval '[ "$RC" -eq 0 ] && has "0/0 lines, 0 new tokens" err && cmp -s again.jsonl full.jsonl'
 
 printf 'hello, this is not zigzag output\n' >notours.txt
 cp notours.txt notours.orig
@@ -313,7 +313,7 @@ check "--help exits 0 and lists --max-new-tokens, --resume, --gpu-batch-size, ZZ
 # ------------------------------------------------------------ f. progress
 
 zz "${GEN[@]}" --prompts job.jsonl --out p.jsonl --gpu-batch-size 4 --progress
-check "--progress prints sequences and tok/s on stderr" eval '[ "$RC" -eq 0 ] && has sequences err && has tok/s err'
+check "--progress prints lines and tok/s on stderr" eval '[ "$RC" -eq 0 ] && has lines err && has tok/s err'
 zz "${GEN[@]}" --prompts job.jsonl --out p.jsonl --no-progress
 check "--no-progress prints no progress line" eval '[ "$RC" -eq 0 ] && ! has tok/s err'
 

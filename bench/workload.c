@@ -16,7 +16,10 @@
  *
  * --model takes any preset (zz_config_resolve): opt-125m ... opt-175b, and the
  * LLaMA-shaped ones (llama-7b, llama-3-8b, qwen2.5-7b, ...: RMSNorm, SwiGLU, RoPE,
- * grouped-query attention) with --layers to cut them to a few layers.
+ * grouped-query attention) with --layers to cut them to a few layers and --width H
+ * to narrow them to hidden H (heads of the preset's head_dim, K/V heads and the MLP
+ * in the preset's ratios): `--model llama-7b --width 768 --layers 12` is a
+ * LLaMA-shaped model of OPT-125M's size.
  *
  * With --hw FILE (zigzag profile --out FILE on this machine) each run also prints
  * the planner's prediction for its blocks (zz_plan_workload: each block at its own
@@ -28,6 +31,7 @@
  *
  *   workload [--model opt-125m] [--layers L] [--lines 64] [--scale 0.1] [--seed 1]
  *            [--gbs 8] [--num-gb 1] [--threads 0] [--prompts FILE] [--write FILE] [--hw FILE]
+ *            [--width H]
  */
 #include <jansson.h>
 #include <math.h>
@@ -108,9 +112,10 @@ static int wl_cmp_len(const void *pa, const void *pb) {
 typedef struct wl_run {
   double s;
   int64_t computed, useful;
-  int64_t engine_useful; /* zz_result's pos_useful, summed */
-  double predicted_s;    /* zz_plan_workload's (0: no --hw) */
-  int64_t predicted_pos; /* its positions computed */
+  int64_t engine_useful;                   /* zz_result's pos_useful, summed */
+  double prefill_s, decode_s;              /* zz_result's, summed */
+  double predicted_s, predicted_prefill_s; /* zz_plan_workload's (0: no --hw) */
+  int64_t predicted_pos;                   /* its positions computed */
 } wl_run;
 
 /* The lines in `order`, blocks of bls: each its own max tokens (own) or all the
@@ -148,6 +153,8 @@ static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t bls
     ZZ_CHECK(zz_generate(e, &req, &res));
     out->computed += res.pos_computed;
     out->engine_useful += res.pos_useful;
+    out->prefill_s += res.prefill_s;
+    out->decode_s += res.decode_s;
     for (int64_t i = 0; i < cnt; i++)
       memcpy(tokens[order[b + i]->place], res.tokens[i], (size_t)order[b + i]->max_new * sizeof(int32_t));
     zz_result_free(&res, cnt);
@@ -155,6 +162,25 @@ static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t bls
   out->s = zz_now() - t0;
   for (int64_t i = 0; i < n; i++) out->useful += order[i]->len + order[i]->max_new - 1;
   return ZZ_OK;
+}
+
+/* The preset narrowed to hidden `width`: its head_dim kept, the query and K/V heads
+ * and the MLP in its ratios (the MLP to a multiple of 64). */
+static int wl_narrow(zz_config *c, int64_t width) {
+  if (c->hidden != c->n_heads * c->head_dim || c->embed_dim != c->hidden || c->n_experts || width % c->head_dim ||
+      width >= c->hidden)
+    return fprintf(stderr,
+                   "workload: --width %lld: the preset %s needs hidden = heads x head_dim (%lld), no experts, "
+                   "and a width below %lld that head_dim divides\n",
+                   (long long)width, c->name, (long long)c->head_dim, (long long)c->hidden),
+           1;
+  int64_t heads = width / c->head_dim, kv = c->n_kv_heads * heads / c->n_heads;
+  c->ffn = (c->ffn * width / c->hidden + 63) / 64 * 64;
+  c->n_kv_heads = kv < 1 ? 1 : kv;
+  while (heads % c->n_kv_heads) c->n_kv_heads--; /* grouped-query attention: whole groups */
+  c->n_heads = heads;
+  c->hidden = c->embed_dim = width;
+  return 0;
 }
 
 /* The planner's prediction of a replay of `order` (blocks of bls; own: each line's
@@ -180,6 +206,7 @@ static zz_status wl_predict(const zz_model *m, const zz_hw *hw, const zz_policy 
   zz_status st = zz_plan_workload(m, hw ? hw : &nominal, &po, pol, &w, &c);
   if (st == ZZ_OK) {
     r->predicted_s = hw ? c.prefill_s + c.decode_s : 0;
+    r->predicted_prefill_s = hw ? c.prefill_s : 0;
     r->predicted_pos = c.prefill_pos + c.decode_pos;
   }
   free(lens);
@@ -189,7 +216,7 @@ static zz_status wl_predict(const zz_model *m, const zz_hw *hw, const zz_policy 
 
 int main(int argc, char **argv) {
   const char *model = "opt-125m", *prompts = NULL, *write = NULL, *hw_path = NULL;
-  int layers = 0, gbs = 8, num_gb = 1, threads = 0;
+  int layers = 0, gbs = 8, num_gb = 1, threads = 0, width = 0;
   int64_t lines = 64;
   double scale = 0.1;
   uint64_t seed = 1;
@@ -216,6 +243,8 @@ int main(int argc, char **argv) {
       write = v;
     else if (!strcmp(k, "--hw"))
       hw_path = v;
+    else if (!strcmp(k, "--width"))
+      width = atoi(v);
     else
       return fprintf(stderr, "workload: unknown option %s (see the head of bench/workload.c)\n", k), 2;
   }
@@ -223,6 +252,7 @@ int main(int argc, char **argv) {
   zz_model m;
   if (zz_config_resolve(model, &cfg) != ZZ_OK) return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
   if (layers > 0 && layers < cfg.n_layers) cfg.n_layers = layers;
+  if (width > 0 && wl_narrow(&cfg, width)) return 2;
   if (zz_model_init(&cfg, &m) != ZZ_OK) return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
   wl_line *w = NULL;
   int64_t n = 0;
@@ -295,7 +325,7 @@ int main(int argc, char **argv) {
             (long long)rb.computed, (long long)rb.predicted_pos, (long long)rn.computed, (long long)rn.predicted_pos,
             (long long)rn.engine_useful, (long long)rn.useful);
   printf("model,layers,lines,prompt_tokens_p50,asked_tokens,bls,run,seconds,useful_tok_s,positions,wasted,same_tokens,"
-         "predicted_s,predicted_over_measured\n");
+         "predicted_s,predicted_over_measured,prefill_s,predicted_prefill_s,decode_s,predicted_decode_s\n");
   const wl_run *runs[2] = {&rb, &rn};
   const char *names[2] = {"before: file order; every sequence to its block's most",
                           "now: zz_prompt_order; own max tokens"};
@@ -303,11 +333,12 @@ int main(int argc, char **argv) {
   for (int64_t i = 0; i < n; i++) lens[i] = w[i].len;
   qsort(lens, (size_t)n, sizeof *lens, wl_cmp_len);
   for (int r = 0; r < 2; r++)
-    printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%.2f,%.1f,%lld,%.3f,%d,%.2f,%.3f\n", model, (long long)cfg.n_layers,
-           (long long)n, (long long)lens[n / 2], (long long)asked, (long long)bls, names[r], runs[r]->s,
-           (double)asked / runs[r]->s, (long long)runs[r]->computed,
+    printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%.2f,%.1f,%lld,%.3f,%d,%.2f,%.3f,%.2f,%.2f,%.2f,%.2f\n", model,
+           (long long)cfg.n_layers, (long long)n, (long long)lens[n / 2], (long long)asked, (long long)bls, names[r],
+           runs[r]->s, (double)asked / runs[r]->s, (long long)runs[r]->computed,
            1.0 - (double)runs[r]->useful / (double)runs[r]->computed, same, runs[r]->predicted_s,
-           runs[r]->predicted_s / runs[r]->s);
+           runs[r]->predicted_s / runs[r]->s, runs[r]->prefill_s, runs[r]->predicted_prefill_s, runs[r]->decode_s,
+           runs[r]->predicted_s - runs[r]->predicted_prefill_s);
   printf("# speed-up %.2fx\n", rb.s / rn.s);
   for (int64_t i = 0; i < n; i++) {
     free(w[i].ids);

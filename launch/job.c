@@ -166,6 +166,7 @@ struct zz_job_entry {
   uint64_t stream;
   int64_t len;
   int max_new;
+  int n; /* completions: the sequences it runs */
 };
 
 static int zz_job_entry_cmp(const void *pa, const void *pb) {
@@ -419,10 +420,12 @@ static zz_status zz_job_scan(zz_job *j, json_t *prompts) {
       if (n > j->longest) j->longest = n;
       if (!l.err && l.sp.max_new_tokens > j->lx->max_new) j->lx->max_new = l.sp.max_new_tokens;
       if (!l.err) j->prompt_todo += n * l.n, j->gen_todo += (int64_t)l.sp.max_new_tokens * l.n;
-      st = zz_job_entry_add(
-          j->lx,
-          (struct zz_job_entry){
-              .at = at, .line = at_line, .stream = stream, .len = n, .max_new = l.err ? 0 : l.sp.max_new_tokens});
+      st = zz_job_entry_add(j->lx, (struct zz_job_entry){.at = at,
+                                                         .line = at_line,
+                                                         .stream = stream,
+                                                         .len = n,
+                                                         .max_new = l.err ? 0 : l.sp.max_new_tokens,
+                                                         .n = l.err ? 0 : l.n});
     }
     zz_line_free(&l);
     free(ids);
@@ -715,6 +718,23 @@ static zz_status zz_job_write_block(zz_job *j, const zz_result *res) {
 }
 
 zz_status zz_job_commit(zz_job *j, const zz_result *res) { return zz_job_write_block(j, res); }
+
+zz_status zz_job_workload(const zz_job *j, int64_t **lens_out, int64_t **max_new_out, int64_t *n_out) {
+  const struct zz_job_lines *lx = j->lx;
+  int64_t n = 0, k = 0;
+  for (int64_t i = 0; i < lx->n_order; i++) n += lx->order[i].n;
+  int64_t *lens = malloc((size_t)(n ? n : 1) * sizeof *lens), *news = malloc((size_t)(n ? n : 1) * sizeof *news);
+  if (!lens || !news) {
+    free(lens), free(news);
+    return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  }
+  for (int64_t i = 0; i < lx->n_order; i++)
+    for (int c = 0; c < lx->order[i].n; c++) lens[k] = lx->order[i].len, news[k++] = lx->order[i].max_new;
+  *lens_out = lens;
+  *max_new_out = news;
+  *n_out = n;
+  return ZZ_OK;
+}
 
 int zz_job_fail(const zz_job *j, zz_status st) {
   if (st == ZZ_ERR_INTERRUPTED || zz_stop_requested())

@@ -148,6 +148,10 @@ zz_status zz_job_start(zz_job *j, int64_t cap);
 zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out);
 /* Writes the gathered prompts' lines from res, flushes and syncs them. */
 zz_status zz_job_commit(zz_job *j, const zz_result *res);
+/* The sequences still to run in the order blocks gather them (a line of n
+ * completions gives n; a line answered with an error none): each one's prompt
+ * tokens and max tokens, malloc'd [*n_out] (zigzag plan --prompts). */
+zz_status zz_job_workload(const zz_job *j, int64_t **lens_out, int64_t **max_new_out, int64_t *n_out);
 /* The one line of an interrupted (--resume hint) or failed job; the exit code. */
 int zz_job_fail(const zz_job *j, zz_status st);
 void zz_job_close(zz_job *j);

@@ -380,6 +380,11 @@ check "plan prints the policy line, predicted tokens/s, lanes, peak memory and t
   eval '[ "$RC" -eq 0 ] && [ -n "$POL" ] && has "predicted: prefill" outp && has "decode lanes" outp && has "peak memory: gpu" outp && has "threads: GEMM 2" outp'
 zz "${GEN[@]}" --prompts golden_text.jsonl --out planned.jsonl --no-progress --policy "$POL"
 check "generate runs the planned policy with the golden tokens" golden_ok planned.jsonl
+zz plan --model "$TINY" --hw tiny-hw.json --prompts golden_text.jsonl --max-new-tokens 8 --gpu-batch-size 2
+check "plan --prompts predicts the whole file as generate runs it (its shape, its blocks, their positions)" \
+  eval '[ "$RC" -eq 0 ] && has "most max tokens of --prompts" outp && has "sequences in 2 blocks; predicted prefill" outp'
+zz plan --model "$TINY" --hw tiny-hw.json --prompts no-such-file.jsonl
+check "plan --prompts with a missing file: non-zero exit naming it" eval '[ "$RC" -ne 0 ] && has no-such-file.jsonl err'
 
 zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-hw.json --max-block 8
 check "bench --hw without a policy plans, says so, and prints the prediction beside the measurement" \

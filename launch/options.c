@@ -446,6 +446,7 @@ void zz_opts_help(FILE *f) {
       "  zigzag bench    --model PRESET --dummy [--prompt-len S] [--gen-len N] [--json]\n"
       "  zigzag plan     --model M [--prompt-len S] [--gen-len N] [--hw FILE] [--gpu-mem X --cpu-mem X --disk-mem X]\n"
       "                  [--ranks m] [--json]   (the policy the planner chooses, predicted throughput)\n"
+      "  zigzag plan     --model M --prompts FILE [--max-new-tokens N] [--hw FILE] ...   (a whole job predicted)\n"
       "  zigzag profile  [--out FILE]   (measure this machine: a hardware file for plan --hw)\n"
       "  zigzag perplexity --model DIR --text FILE [--window N] [policy flags]\n"
       "  zigzag chat-template --model DIR --messages FILE [--tools FILE] [--chat-template-kwargs JSON]\n"

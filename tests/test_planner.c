@@ -1438,6 +1438,64 @@ static void test_cost_project_in(void) {
   CU_ASSERT_EQUAL(t[ZZ_TERM_COMPUTE].c, 0);
 }
 
+/* ---------------------------------------------------------------- a workload */
+
+static void test_plan_workload(void) {
+  zz_hw hw = test_hw();
+  zz_planner_opts o = small_opts();
+  zz_policy p = policy_all(ZZ_TIER_GPU, 2);
+  p.num_gpu_batches = 2; /* blocks of 4: two GPU batches of 2 */
+  /* a uniform workload of full blocks is that many blocks of the plan at its shape */
+  int64_t lens[8], news[8];
+  for (int i = 0; i < 8; i++) lens[i] = 8, news[i] = 4;
+  zz_workload w = {.n = 8, .prompt_len = lens, .max_new = news};
+  zz_workload_cost c;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_OK);
+  zz_plan ev;
+  o.shape = (zz_shape){8, 4};
+  CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&g_model, &hw, &o, &p, &ev), ZZ_OK);
+  CU_ASSERT_EQUAL(c.blocks, 2);
+  CU_ASSERT(close_rel(c.prefill_s, 2 * ev.cost.prefill_s, 1e-9));
+  CU_ASSERT(close_rel(c.decode_s, 2 * ev.cost.decode_s, 1e-9));
+  CU_ASSERT_EQUAL(c.prefill_pos, 8 * 8);
+  CU_ASSERT_EQUAL(c.decode_pos, 8 * 3);
+  CU_ASSERT_EQUAL(c.useful_pos, c.prefill_pos + c.decode_pos);
+  /* one block: prompts padded to its longest; each GPU batch decodes to its own most */
+  int64_t l2[4] = {2, 8, 3, 3}, n2[4] = {2, 1, 4, 3};
+  w = (zz_workload){.n = 4, .prompt_len = l2, .max_new = n2};
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_OK);
+  CU_ASSERT_EQUAL(c.blocks, 1);
+  CU_ASSERT_EQUAL(c.prefill_pos, 4 * 8);
+  CU_ASSERT_EQUAL(c.decode_pos, 2 * (2 - 1) + 2 * (4 - 1));
+  CU_ASSERT_EQUAL(c.useful_pos, (2 + 8 + 3 + 3) + (1 + 0 + 3 + 2));
+  /* short answers in one GPU batch and long ones in the other (zz_prompt_order's
+   * point): half the decode positions, and predicted faster */
+  int64_t l3[4] = {3, 3, 3, 3}, mixed_new[4] = {1, 4, 1, 4}, sorted_new[4] = {1, 1, 4, 4};
+  w = (zz_workload){.n = 4, .prompt_len = l3, .max_new = mixed_new};
+  zz_workload_cost mixed;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &mixed), ZZ_OK);
+  w.max_new = sorted_new;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_OK);
+  CU_ASSERT_EQUAL(mixed.decode_pos, 4 * 3);
+  CU_ASSERT_EQUAL(c.decode_pos, 2 * 3);
+  CU_ASSERT(c.decode_s < mixed.decode_s);
+  CU_ASSERT(close_rel(c.prefill_s, mixed.prefill_s, 1e-12));
+  /* a partial block: its batches priced by their rows */
+  w.n = 2;
+  zz_workload_cost half;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &half), ZZ_OK);
+  CU_ASSERT_EQUAL(half.prefill_pos, 2 * 3);
+  CU_ASSERT(close_rel(half.prefill_s, c.prefill_s / 2, 1e-12));
+  /* refusals: no sequences, a zero length, more than the model's positions */
+  w.n = 0;
+  CU_ASSERT_EQUAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_ERR_INVALID_ARG);
+  int64_t zero[1] = {0}, one[1] = {1}, huge[1] = {1 << 20};
+  w = (zz_workload){.n = 1, .prompt_len = zero, .max_new = one};
+  CU_ASSERT_EQUAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_ERR_INVALID_ARG);
+  w = (zz_workload){.n = 1, .prompt_len = huge, .max_new = one};
+  CU_ASSERT_EQUAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_ERR_INVALID_ARG);
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(void) {
@@ -1477,6 +1535,8 @@ int main(void) {
   CU_add_test(s, "pipeline: more groups than ranks where they pay; the user's T stays", test_pipe_groups);
   CU_add_test(s, "cost model: int8 activations (--cpu-act int8)", test_cpu_act_int8);
   CU_add_test(s, "cost model: the prompt step's last layer after K and V on the last rows", test_cost_last_layer_rows);
+  CU_add_test(s, "workload: each block at its own shape, each GPU batch to its own most new tokens",
+              test_plan_workload);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failures = CU_get_number_of_failures();

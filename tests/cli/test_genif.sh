@@ -313,8 +313,8 @@ zz generate --help
 check "generate --help: generate's usage and options only (--prompts, --logprobs; not plan's --ranks)" \
   eval '[ "$RC" -eq 0 ] && has "usage: zigzag generate" outp && has "--prompts" outp && has "--logprobs" outp && ! has "--ranks" outp && ! has "--prompt-len" outp'
 zz help plan
-check "help plan: plan's options (--ranks), not generate's (--prompts)" \
-  eval '[ "$RC" -eq 0 ] && has "usage: zigzag plan" outp && has "--ranks" outp && ! has "--prompts" outp'
+check "help plan: plan's options (--ranks), not generate's (--resume)" \
+  eval '[ "$RC" -eq 0 ] && has "usage: zigzag plan" outp && has "--ranks" outp && ! has "--resume" outp'
 zz --help chat-template
 check "--help chat-template: its --messages" eval '[ "$RC" -eq 0 ] && has "--messages" outp && ! has "--gpu-batch-size" outp'
 zz help nosuch

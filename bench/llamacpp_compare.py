@@ -13,7 +13,8 @@ engines:
              (--cpu-dtype bf16), 4-bit (--compress-weight: groups of 64) and
              8-bit (--policy ... cw=8/64); the 4- and 8-bit rows twice, exact and
              with --cpu-act int8 (x in int8, as llama.cpp's Q8_0
-             activations: "4bit-int8", "8bit-int8");
+             activations: "4bit-int8", "8bit-int8"; --paths default keeps only
+             zigzag's default of each format: f32, bf16, 4bit-int8, 8bit-int8);
   llama.cpp  a GGUF written here with the `gguf` package (random f32 weights, a
              synthetic SentencePiece-style vocabulary: <unk> <s> </s>, 256 byte
              tokens, then "▁tN"), converted to f16, Q4_0 and Q8_0 by llama.cpp's own
@@ -58,6 +59,9 @@ def parse():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--dtypes", default="f32,f16,q4_0,q8_0",
                    help="llama.cpp weight types; zigzag runs f32, bf16 beside f16, 4bit beside q4_0, 8bit beside q8_0")
+    p.add_argument("--paths", choices=["all", "default"], default="all",
+                   help="zigzag rows: every path beside each llama.cpp type, or only zigzag's default for that "
+                        "weight format (f32, bf16, 4bit-int8, 8bit-int8: issue #48's table)")
     p.add_argument("--one", nargs=3, metavar=("GGUF", "KVTYPE", "BATCH"), help=argparse.SUPPRESS)
     return p.parse_args()
 
@@ -175,6 +179,8 @@ def lcpp_fn(lc, *names):
 FTYPES = {"f16": 1, "q4_0": 2, "q8_0": 7}  # LLAMA_FTYPE_MOSTLY_F16, _Q4_0, _Q8_0
 # zigzag's configurations beside each llama.cpp weight type (the exact one first)
 ZZ_PEER = {"f32": ["f32"], "f16": ["bf16"], "q4_0": ["4bit", "4bit-int8"], "q8_0": ["8bit", "8bit-int8"]}
+# zigzag's default path of each weight format (--cpu-dtype auto, --cpu-act auto)
+ZZ_DEFAULT = {"f32", "bf16", "4bit-int8", "8bit-int8"}
 GGML_TYPE = {"f32": 0, "f16": 1}
 
 
@@ -331,7 +337,7 @@ def main():
         # each llama.cpp dtype, then zigzag's peer configuration, within the batch size
         plan = []
         for d in dtypes:
-            plan += [("llama.cpp", d)] + [("zigzag", z) for z in ZZ_PEER[d]]
+            plan += [("llama.cpp", d)] + [("zigzag", z) for z in ZZ_PEER[d] if a.paths == "all" or z in ZZ_DEFAULT]
         for eng, d in plan:
             if eng == "zigzag":
                 got, info = zigzag_one(a, mdir, B, d)

@@ -199,7 +199,7 @@ int main(int argc, char **argv) {
       first[s][m + 1] = first[s][m] + (int64_t)((len[s][m] + ZZ_READ_PIECE - 1) / ZZ_READ_PIECE);
     }
   }
-  double cfrac[ZZ_KINDS][64];
+  double cfrac[ZZ_KINDS][64], cgbs[ZZ_KINDS][64];
   float *x = zz_bench_fill(n * 11008, 5), *y = zz_bench_fill(n * 11008, 8);
   void *xb = malloc(zz_cpu_gemm_scratch(n, 11008, ZZ_DTYPE_BF16));
   double frac[ZZ_KINDS][64], best[ZZ_KINDS] = {0}, best_bw = 0;
@@ -221,6 +221,7 @@ int main(int argc, char **argv) {
       double cpu_read = zz_cpu_best(zz_read_run, &rc, 2, threads) / copies[set]; /* one copy's share */
       double cpu_layer = zz_cpu_best(zz_layer_run, &c, copies[set] > 3 ? copies[set] : 3, threads);
       cfrac[q][r] = cpu_read / cpu_layer;
+      cgbs[q][r] = bytes[set] / cpu_layer / 1e9;
       if (gbs > best[q]) best[q] = gbs;
       printf(",%.2f,%.3f,%.3f", gbs, frac[q][r], cfrac[q][r]);
     }
@@ -235,7 +236,10 @@ int main(int argc, char **argv) {
            bytes[zz_gemv_kind[q].set] / 1e6, q + 1 < ZZ_KINDS ? "," : "\n");
   printf("# by CPU time (median of %d rounds), the layer's read rate over a streaming sum of the same bytes:", rounds);
   for (int q = 0; q < ZZ_KINDS; q++)
-    printf(" %s %.3f%s", zz_gemv_kind[q].name, zz_bench_median(cfrac[q], rounds), q + 1 < ZZ_KINDS ? "," : "\n");
+    printf(" %s %.3f (%.2f GB/s, %.1f GFLOP/s while on the CPU)%s", zz_gemv_kind[q].name,
+           zz_bench_median(cfrac[q], rounds), zz_bench_median(cgbs[q], rounds),
+           2.0 * (double)n * params * zz_bench_median(cgbs[q], rounds) / bytes[zz_gemv_kind[q].set],
+           q + 1 < ZZ_KINDS ? "," : "\n");
   printf("# best of %d rounds: read %.2f GB/s;", rounds, best_bw);
   for (int q = 0; q < ZZ_KINDS; q++)
     printf(" %s %.2f GB/s = %.3f of it (%.1f GFLOP/s)%s", zz_gemv_kind[q].name, best[q], best[q] / best_bw,

@@ -413,6 +413,7 @@ ZZ_AVX2 static inline __attribute__((always_inline)) void zz_f32_avx2_rows(const
     for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm256_setzero_ps();
   int64_t k = 0;
   for (; k + 8 <= kc; k += 8) {
+    if (k % 16 == 0) ZZ_PF_NEXT_PANEL(wr, k * sizeof(float)); /* a line a row */
     __m256 a[2];
     for (int r = 0; r < rows; r++) a[r] = _mm256_loadu_ps(x[r] + k);
     const __m256 b[ZZ_NR] = {_mm256_loadu_ps(w0 + k), _mm256_loadu_ps(w1 + k), _mm256_loadu_ps(w2 + k),
@@ -466,6 +467,7 @@ ZZ_AVX2FMA static inline __attribute__((always_inline)) void zz_bf16_avx2_rows(c
     for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm256_setzero_ps();
   int64_t k = 0;
   for (; k + 8 <= kc; k += 8) {
+    if (k % 32 == 0) ZZ_PF_NEXT_PANEL(wr, k * sizeof(uint16_t)); /* a line a row */
     __m256 a[2];
     for (int r = 0; r < rows; r++) a[r] = zz_bf16x8(x[r] + k);
     for (int c = 0; c < ZZ_NR; c++) {

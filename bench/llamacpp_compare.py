@@ -13,7 +13,8 @@ engines:
              (--cpu-dtype bf16), 4-bit (--compress-weight: groups of 64) and
              8-bit (--policy ... cw=8/64); the 4- and 8-bit rows twice, exact and
              with --cpu-act int8 (x in int8, as llama.cpp's Q8_0
-             activations: "4bit-int8", "8bit-int8");
+             activations: "4bit-int8", "8bit-int8"; --paths default keeps only
+             zigzag's default of each format: f32, bf16, 4bit-int8, 8bit-int8);
   llama.cpp  a GGUF written here with the `gguf` package (random f32 weights, a
              synthetic SentencePiece-style vocabulary: <unk> <s> </s>, 256 byte
              tokens, then "▁tN"), converted to f16, Q4_0 and Q8_0 by llama.cpp's own
@@ -33,6 +34,12 @@ CPU model heads the output. A zigzag configuration the binary refuses is
 reported as such and the run goes on.
 
   /work/venv-lcpp/bin/python bench/llamacpp_compare.py --zigzag build/zigzag
+
+On an AMX Xeon, llama-cpp-python 0.3.36 (built with AMX) repacks Q4_0/Q8_0 for
+its AMX kernels, which die of SIGILL there (tilezero before any tile config,
+even with the tile state granted): --plain-quant loads those two without the
+extra buffer types (no AMX, no repacked layout), which leaves llama.cpp slower
+than its non-AMX build with the repacked layout.
 
 Prints one CSV row per (engine, dtype, batch), then the ratios zigzag / llama.cpp.
 Not a test. Exit 0 with a "skip:" line when llama-cpp-python or gguf is missing.
@@ -58,6 +65,13 @@ def parse():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--dtypes", default="f32,f16,q4_0,q8_0",
                    help="llama.cpp weight types; zigzag runs f32, bf16 beside f16, 4bit beside q4_0, 8bit beside q8_0")
+    p.add_argument("--paths", choices=["all", "default"], default="all",
+                   help="zigzag rows: every path beside each llama.cpp type, or only zigzag's default for that "
+                        "weight format (f32, bf16, 4bit-int8, 8bit-int8: issue #48's table)")
+    p.add_argument("--plain-quant", action="store_true",
+                   help="llama.cpp's Q4_0/Q8_0 without its extra buffer types (use_extra_bufts off: no AMX, no "
+                        "repacked layout); where its AMX kernels die of SIGILL (tilezero before a tile config, "
+                        "llama-cpp-python 0.3.36 on an AMX Xeon)")
     p.add_argument("--one", nargs=3, metavar=("GGUF", "KVTYPE", "BATCH"), help=argparse.SUPPRESS)
     return p.parse_args()
 
@@ -175,6 +189,8 @@ def lcpp_fn(lc, *names):
 FTYPES = {"f16": 1, "q4_0": 2, "q8_0": 7}  # LLAMA_FTYPE_MOSTLY_F16, _Q4_0, _Q8_0
 # zigzag's configurations beside each llama.cpp weight type (the exact one first)
 ZZ_PEER = {"f32": ["f32"], "f16": ["bf16"], "q4_0": ["4bit", "4bit-int8"], "q8_0": ["8bit", "8bit-int8"]}
+# zigzag's default path of each weight format (--cpu-dtype auto, --cpu-act auto)
+ZZ_DEFAULT = {"f32", "bf16", "4bit-int8", "8bit-int8"}
 GGML_TYPE = {"f32": 0, "f16": 1}
 
 
@@ -188,6 +204,23 @@ def quantize(src, dst, dtype, threads):
         raise RuntimeError("llama_model_quantize %s -> %s (%s) returned %d" % (src, dst, dtype, rc))
 
 
+def amx_permit():
+    """Ask Linux for the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM,
+    XFEATURE_XTILEDATA), as bench/peak.c does: a llama.cpp built with AMX
+    repacks Q4_0/Q8_0 for its AMX kernels and, without the permission, dies of
+    SIGILL on the first tile instruction (an AMX Xeon, llama-cpp-python 0.3.36).
+    Nothing happens where the CPU or the kernel lacks it."""
+    import ctypes
+    import platform
+    if platform.system() != "Linux" or platform.machine() != "x86_64":
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall(158, 0x1023, 18)  # SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA
+    except OSError:
+        pass
+
+
 def lcpp_one(a, gguf_path, kv_type, B, model_params=None, context_params=None):
     """One batch size on one GGUF, in its own process (memory goes back after).
     model_params, context_params: llama_model_params / llama_context_params
@@ -195,8 +228,11 @@ def lcpp_one(a, gguf_path, kv_type, B, model_params=None, context_params=None):
     for all sequences). Returns the printed dict."""
     import llama_cpp as lc
     P, G, T = a.prompt_len, a.gen_len, a.threads
+    amx_permit()
     lc.llama_backend_init()
     mp = lc.llama_model_default_params()
+    if getattr(a, "plain_quant", False):
+        mp.use_extra_bufts = False
     for k, v in (model_params or {}).items():
         setattr(mp, k, v)
     model = lcpp_fn(lc, "llama_model_load_from_file", "llama_load_model_from_file")(gguf_path.encode(), mp)
@@ -331,7 +367,7 @@ def main():
         # each llama.cpp dtype, then zigzag's peer configuration, within the batch size
         plan = []
         for d in dtypes:
-            plan += [("llama.cpp", d)] + [("zigzag", z) for z in ZZ_PEER[d]]
+            plan += [("llama.cpp", d)] + [("zigzag", z) for z in ZZ_PEER[d] if a.paths == "all" or z in ZZ_DEFAULT]
         for eng, d in plan:
             if eng == "zigzag":
                 got, info = zigzag_one(a, mdir, B, d)
@@ -342,7 +378,8 @@ def main():
                 kv = "f32" if d == "f32" else "f16"
                 r = subprocess.run([sys.executable, os.path.abspath(__file__), "--prompt-len", str(a.prompt_len),
                                     "--gen-len", str(a.gen_len), "--threads", str(a.threads), "--vocab",
-                                    str(a.vocab), "--one", paths[d], kv, str(B)], capture_output=True, text=True)
+                                    str(a.vocab)] + (["--plain-quant"] if a.plain_quant and d.startswith("q") else []) +
+                                   ["--one", paths[d], kv, str(B)], capture_output=True, text=True)
                 if r.returncode != 0:
                     print("# llama.cpp %s batch %d failed: %s" % (d, B, r.stderr.strip()[-400:]))
                     continue

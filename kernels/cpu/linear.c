@@ -271,31 +271,45 @@ ZZ_NOINLINE static float zz_q_tail(const float *x, const void *w, zz_qfmt f, int
 #define ZZ_AVX2 __attribute__((target("avx2")))
 #define ZZ_AVX2FMA __attribute__((target("avx2,fma")))
 
-/* The 16 sums of acc, one per accumulator, in tile order. */
-ZZ_AVX512 static inline void zz_tile_reduce(__m512 acc[ZZ_MR][ZZ_NR], float tile[ZZ_MR][ZZ_NR]) {
-  for (int r = 0; r < ZZ_MR; r++)
-    for (int c = 0; c < ZZ_NR; c++) tile[r][c] = _mm512_reduce_add_ps(acc[r][c]);
-}
+/* Decode reads each W value once: the tile fetches the next panel's rows (the
+ * 4 rows after these, a row's bytes apart: wr[1] - wr[0], 0 in a last panel
+ * of repeated rows) at the place it reads now, into L2, one line per row per
+ * step, so each row's stream is in flight a panel ahead and no 4 KiB page
+ * starts cold (the hardware prefetcher stops at page ends; 4 rows of 8-22 KiB
+ * start every panel). In K-outer order (more rows of x) the next panel's same
+ * K block is also what comes next. */
+#define ZZ_PF_NEXT_PANEL(wr, off)                                                                                      \
+  do {                                                                                                                 \
+    const char *nx = (const char *)(wr)[0] + 4 * ((const char *)(wr)[1] - (const char *)(wr)[0]) + (off);              \
+    const size_t st = (size_t)((const char *)(wr)[1] - (const char *)(wr)[0]);                                         \
+    for (int c = 0; c < ZZ_NR; c++) _mm_prefetch(nx + c * st, _MM_HINT_T1);                                            \
+  } while (0)
 
-ZZ_AVX512 static void zz_micro_f32_avx512(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
-                                          int group, float tile[ZZ_MR][ZZ_NR]) {
-  (void)mr, (void)group;
-  const float *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3];
+/* ROWS (1-4, a constant after inlining) rows of x against the tile's 4 W rows:
+ * only the rows asked for are multiplied (a decode step of 1 row did 4x the
+ * FMAs on repeated rows before); each output's chain is the same. */
+ZZ_AVX512 static inline __attribute__((always_inline)) void zz_f32_avx512_rows(const void *const xr[ZZ_MR],
+                                                                               const void *const wr[ZZ_NR], int64_t kc,
+                                                                               const int ROWS,
+                                                                               float tile[ZZ_MR][ZZ_NR]) {
   const float *w0 = wr[0], *w1 = wr[1], *w2 = wr[2], *w3 = wr[3];
   __m512 acc[ZZ_MR][ZZ_NR];
-  for (int r = 0; r < ZZ_MR; r++)
+  for (int r = 0; r < ROWS; r++)
     for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm512_setzero_ps();
   int64_t k = 0;
 #define ZZ_F32_STEP(LOADX, LOADW)                                                                                      \
   do {                                                                                                                 \
-    __m512 a[ZZ_MR] = {LOADX(x0), LOADX(x1), LOADX(x2), LOADX(x3)};                                                    \
-    __m512 b[ZZ_NR] = {LOADW(w0), LOADW(w1), LOADW(w2), LOADW(w3)};                                                    \
-    for (int r = 0; r < ZZ_MR; r++)                                                                                    \
+    __m512 a[ZZ_MR], b[ZZ_NR] = {LOADW(w0), LOADW(w1), LOADW(w2), LOADW(w3)};                                          \
+    for (int r = 0; r < ROWS; r++) a[r] = LOADX((const float *)xr[r]);                                                 \
+    for (int r = 0; r < ROWS; r++)                                                                                     \
       for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm512_fmadd_ps(a[r], b[c], acc[r][c]);                              \
   } while (0)
 #define ZZ_LD(p) _mm512_loadu_ps((p) + k)
 #define ZZ_LDM(p) _mm512_maskz_loadu_ps(m, (p) + k)
-  for (; k + 16 <= kc; k += 16) ZZ_F32_STEP(ZZ_LD, ZZ_LD);
+  for (; k + 16 <= kc; k += 16) {
+    ZZ_PF_NEXT_PANEL(wr, k * sizeof(float));
+    ZZ_F32_STEP(ZZ_LD, ZZ_LD);
+  }
   if (k < kc) {
     __mmask16 m = (__mmask16)((1u << (kc - k)) - 1);
     ZZ_F32_STEP(ZZ_LDM, ZZ_LDM);
@@ -303,29 +317,46 @@ ZZ_AVX512 static void zz_micro_f32_avx512(const void *const xr[ZZ_MR], const voi
 #undef ZZ_LD
 #undef ZZ_LDM
 #undef ZZ_F32_STEP
-  zz_tile_reduce(acc, tile);
+  for (int r = 0; r < ROWS; r++)
+    for (int c = 0; c < ZZ_NR; c++) tile[r][c] = _mm512_reduce_add_ps(acc[r][c]);
 }
 
-ZZ_AVX512BF16 static void zz_micro_bf16_avx512(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc,
-                                               int mr, int group, float tile[ZZ_MR][ZZ_NR]) {
-  (void)mr, (void)group;
-  const uint16_t *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3];
+ZZ_AVX512 static void zz_micro_f32_avx512(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc, int mr,
+                                          int group, float tile[ZZ_MR][ZZ_NR]) {
+  (void)group;
+  if (mr == 1) zz_f32_avx512_rows(xr, wr, kc, 1, tile);
+  else if (mr == 2)
+    zz_f32_avx512_rows(xr, wr, kc, 2, tile);
+  else if (mr == 3)
+    zz_f32_avx512_rows(xr, wr, kc, 3, tile);
+  else
+    zz_f32_avx512_rows(xr, wr, kc, 4, tile);
+}
+
+/* The same for bf16 x and W: 32 bf16 per vector, vdpbf16ps adds the two
+ * products of each lane's pair. */
+ZZ_AVX512BF16 static inline __attribute__((always_inline)) void zz_bf16_avx512_rows(const void *const xr[ZZ_MR],
+                                                                                    const void *const wr[ZZ_NR],
+                                                                                    int64_t kc, const int ROWS,
+                                                                                    float tile[ZZ_MR][ZZ_NR]) {
   const uint16_t *w0 = wr[0], *w1 = wr[1], *w2 = wr[2], *w3 = wr[3];
   __m512 acc[ZZ_MR][ZZ_NR];
-  for (int r = 0; r < ZZ_MR; r++)
+  for (int r = 0; r < ROWS; r++)
     for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm512_setzero_ps();
   int64_t k = 0;
-  /* 32 bf16 per vector: vdpbf16ps adds the two products of each lane's pair */
 #define ZZ_BF16_STEP(LOAD)                                                                                             \
   do {                                                                                                                 \
-    __m512bh a[ZZ_MR] = {(__m512bh)LOAD(x0), (__m512bh)LOAD(x1), (__m512bh)LOAD(x2), (__m512bh)LOAD(x3)};              \
-    __m512bh b[ZZ_NR] = {(__m512bh)LOAD(w0), (__m512bh)LOAD(w1), (__m512bh)LOAD(w2), (__m512bh)LOAD(w3)};              \
-    for (int r = 0; r < ZZ_MR; r++)                                                                                    \
+    __m512bh a[ZZ_MR], b[ZZ_NR] = {(__m512bh)LOAD(w0), (__m512bh)LOAD(w1), (__m512bh)LOAD(w2), (__m512bh)LOAD(w3)};    \
+    for (int r = 0; r < ROWS; r++) a[r] = (__m512bh)LOAD((const uint16_t *)xr[r]);                                     \
+    for (int r = 0; r < ROWS; r++)                                                                                     \
       for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], a[r], b[c]);                             \
   } while (0)
 #define ZZ_LD(p) _mm512_loadu_si512((const void *)((p) + k))
 #define ZZ_LDM(p) _mm512_maskz_loadu_epi16(m, (p) + k)
-  for (; k + 32 <= kc; k += 32) ZZ_BF16_STEP(ZZ_LD);
+  for (; k + 32 <= kc; k += 32) {
+    ZZ_PF_NEXT_PANEL(wr, k * sizeof(uint16_t));
+    ZZ_BF16_STEP(ZZ_LD);
+  }
   if (k < kc) {
     __mmask32 m = (__mmask32)((1ull << (kc - k)) - 1);
     ZZ_BF16_STEP(ZZ_LDM);
@@ -333,7 +364,20 @@ ZZ_AVX512BF16 static void zz_micro_bf16_avx512(const void *const xr[ZZ_MR], cons
 #undef ZZ_LD
 #undef ZZ_LDM
 #undef ZZ_BF16_STEP
-  zz_tile_reduce(acc, tile);
+  for (int r = 0; r < ROWS; r++)
+    for (int c = 0; c < ZZ_NR; c++) tile[r][c] = _mm512_reduce_add_ps(acc[r][c]);
+}
+
+ZZ_AVX512BF16 static void zz_micro_bf16_avx512(const void *const xr[ZZ_MR], const void *const wr[ZZ_NR], int64_t kc,
+                                               int mr, int group, float tile[ZZ_MR][ZZ_NR]) {
+  (void)group;
+  if (mr == 1) zz_bf16_avx512_rows(xr, wr, kc, 1, tile);
+  else if (mr == 2)
+    zz_bf16_avx512_rows(xr, wr, kc, 2, tile);
+  else if (mr == 3)
+    zz_bf16_avx512_rows(xr, wr, kc, 3, tile);
+  else
+    zz_bf16_avx512_rows(xr, wr, kc, 4, tile);
 }
 
 /* dst[i] = bf16(src[i]), round to nearest even (vcvtneps2bf16), as zz_f32_to_bf16 */
@@ -369,6 +413,7 @@ ZZ_AVX2 static inline __attribute__((always_inline)) void zz_f32_avx2_rows(const
     for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm256_setzero_ps();
   int64_t k = 0;
   for (; k + 8 <= kc; k += 8) {
+    if (k % 16 == 0) ZZ_PF_NEXT_PANEL(wr, k * sizeof(float)); /* a line a row */
     __m256 a[2];
     for (int r = 0; r < rows; r++) a[r] = _mm256_loadu_ps(x[r] + k);
     const __m256 b[ZZ_NR] = {_mm256_loadu_ps(w0 + k), _mm256_loadu_ps(w1 + k), _mm256_loadu_ps(w2 + k),
@@ -422,6 +467,7 @@ ZZ_AVX2FMA static inline __attribute__((always_inline)) void zz_bf16_avx2_rows(c
     for (int c = 0; c < ZZ_NR; c++) acc[r][c] = _mm256_setzero_ps();
   int64_t k = 0;
   for (; k + 8 <= kc; k += 8) {
+    if (k % 32 == 0) ZZ_PF_NEXT_PANEL(wr, k * sizeof(uint16_t)); /* a line a row */
     __m256 a[2];
     for (int r = 0; r < rows; r++) a[r] = zz_bf16x8(x[r] + k);
     for (int c = 0; c < ZZ_NR; c++) {

@@ -801,7 +801,9 @@ static void zz_amx_extra(zz_bf16_case *c, int relu, int *bad_bits) {
  * on 1, 2 and 3 threads, with rows past a pair of 16-row tiles (33, 50, 100),
  * outputs past a pair of 16-output tiles (17, 40: the last task's tiles
  * configured with fewer rows; 16: one tile), bias and ReLU; K of one tile
- * step and of several; `in` not a whole number of 32s and fewer than 32 rows
+ * step, of several, and past a K block (1120: four blocks of 256 and a part,
+ * the sums carried through y) with outputs past a task's panel (300: panels
+ * of 128, the last of 44); `in` not a whole number of 32s and fewer than 32 rows
  * left to the other kernels. Elsewhere (no AMX in CPUID, or the kernel refused
  * the tiles' state): amx is refused with the reason, never chosen, and no
  * product takes it. */
@@ -821,7 +823,8 @@ static void test_gemm_amx(void) {
   CU_ASSERT_FALSE(zz_cpu_gemm_amx(64, 40, ZZ_DTYPE_BF16));
   CU_ASSERT_FALSE(zz_cpu_gemm_amx(31, 64, ZZ_DTYPE_BF16));
   CU_ASSERT_FALSE(zz_cpu_gemm_amx(64, 64, ZZ_DTYPE_F32));
-  static const int64_t shapes[][3] = {{32, 32, 16}, {33, 64, 17}, {50, 96, 40}, {100, 256, 33}, {64, 512, 64}};
+  static const int64_t shapes[][3] = {{32, 32, 16},   {33, 64, 17},  {50, 96, 40},
+                                      {100, 256, 33}, {64, 512, 64}, {130, 1120, 300}};
   zz_bf16_cases(shapes, sizeof shapes / sizeof shapes[0], 43, "amx", zz_amx_extra);
   zz_cpu_isa_set(zz_cpu_isa_best());
 }

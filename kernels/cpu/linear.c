@@ -1093,7 +1093,7 @@ typedef struct zz_q_buf {
   size_t cap; /* bytes */
 } zz_q_buf;
 
-static pthread_key_t zz_q_key[2];
+static pthread_key_t zz_q_key[3]; /* slots: 0, 1 the 4/8-bit linear's, 2 the AMX sums (zz_amx_sums) */
 static pthread_once_t zz_q_once = PTHREAD_ONCE_INIT;
 
 static void zz_q_buf_free(void *arg) {
@@ -1103,7 +1103,7 @@ static void zz_q_buf_free(void *arg) {
 }
 
 static void zz_q_key_init(void) {
-  for (int i = 0; i < 2; i++) pthread_key_create(&zz_q_key[i], zz_q_buf_free);
+  for (int i = 0; i < 3; i++) pthread_key_create(&zz_q_key[i], zz_q_buf_free);
 }
 
 static void *zz_q_tls(int slot, size_t bytes) {
@@ -1136,6 +1136,9 @@ static void *zz_q_scratch(int slot, size_t bytes, const char *what) {
   }
   return p;
 }
+
+/* The AMX bf16 GEMM's f32 sums between K blocks (linear_amx.c): the thread's own buffer. */
+float *zz_amx_sums(size_t bytes) { return zz_q_scratch(2, bytes, "the AMX sums between K blocks"); }
 
 typedef struct zz_qlin_job {
   const float *x, *b; /* x [n, in], rows ldx apart */

@@ -48,7 +48,7 @@
 #define ZZ_AMX_NB 128 /* outputs per pool task: its W panel's rows */
 #endif
 #ifndef ZZ_AMX_KC
-#define ZZ_AMX_KC 1024 /* k per K block: a task's W panel is ZZ_AMX_NB × ZZ_AMX_KC bf16 (256 KiB on the stack, L2) */
+#define ZZ_AMX_KC 256 /* k per K block: a task's W panel is ZZ_AMX_NB × ZZ_AMX_KC bf16 (64 KiB on the stack, L2) */
 #endif
 #define ZZ_AMX_PF_LINES                                                                                                \
   (ZZ_AMX_TM * ZZ_AMX_CB / ZZ_AMX_NB) /* lines of each next A tile a micro-kernel prefetches a step */
@@ -159,16 +159,16 @@ __attribute__((target("avx512f"))) static void zz_amx_pack_w(const zz_amx_job *j
 }
 
 /* One micro-kernel: rows r0 .. +32 of x (the A tiles of groups r0/16, +1) ×
- * outputs c0 .. +32 (the panel's blocks bl, bl + 1) over the K block's steps;
- * the sums start at 0 (first) or y's, and go back to y. Which tiles take part:
- * the configuration's (a1: a second A tile, b1: a second B tile). */
-__attribute__((target("amx-tile,amx-bf16,avx512f"))) static inline void zz_amx_micro(const zz_amx_job *j, int64_t r0,
-                                                                                     int64_t c0, int64_t s0,
-                                                                                     int64_t steps, const uint16_t *b0,
-                                                                                     int a1, int b1, int first,
-                                                                                     const char *pf, int pl) {
-  float *y0 = j->y + r0 * j->out + c0, *y1 = y0 + ZZ_AMX_TM * j->out;
-  const size_t ldy = (size_t)j->out * sizeof(float), blk = (size_t)steps * ZZ_AMX_TM * ZZ_AMX_KB;
+ * outputs c0 .. +32 (the panel's blocks at b0, b0 + blk) over the K block's
+ * steps. The sums start at 0 (the first K block) or from sums (4 C tiles, a KiB
+ * each, contiguous: stride 64), and go to sums, or to y in the last K block.
+ * Which tiles take part: the configuration's (a1: a second A tile, b1: a second
+ * B tile). Each step prefetches ZZ_AMX_PF_LINES lines (from line pl) of each of
+ * the next pair of row groups' A tiles at that step (pf; NULL: none). */
+__attribute__((target("amx-tile,amx-bf16,avx512f"))) static inline void zz_amx_micro(
+    const zz_amx_job *j, int64_t r0, int64_t c0, int64_t s0, int64_t steps, const uint16_t *b0, int a1, int b1,
+    int first, int last, float *sums, const char *pf, int pl) {
+  const size_t ldy = (size_t)j->out * sizeof(float), blk = (size_t)steps * ZZ_AMX_TM * ZZ_AMX_KB, ct = 256;
   const int64_t g = r0 / ZZ_AMX_TM;
   if (first) {
     _tile_zero(0);
@@ -176,19 +176,19 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) static inline void zz_amx_m
     if (a1) _tile_zero(2);
     if (a1 && b1) _tile_zero(3);
   } else {
-    _tile_loadd(0, y0, ldy);
-    if (b1) _tile_loadd(1, y0 + ZZ_AMX_TM, ldy);
-    if (a1) _tile_loadd(2, y1, ldy);
-    if (a1 && b1) _tile_loadd(3, y1 + ZZ_AMX_TM, ldy);
+    _tile_loadd(0, sums, 64);
+    if (b1) _tile_loadd(1, sums + ct, 64);
+    if (a1) _tile_loadd(2, sums + 2 * ct, 64);
+    if (a1 && b1) _tile_loadd(3, sums + 3 * ct, 64);
   }
   const uint16_t *a0p = zz_amx_a(j, g, s0), *a1p = zz_amx_a(j, g + 1, s0);
-  const size_t ak = ZZ_AMX_TM * ZZ_AMX_KB; /* one tile step of A or B */
-  if (a1 && b1) {                          /* the whole 2 × 2 (every tile but the edges') */
+  const size_t ak = ZZ_AMX_TM * ZZ_AMX_KB, pg = (size_t)(j->in / ZZ_AMX_KB) * ak * 2; /* one tile step; a row group */
+  if (a1 && b1) { /* the whole 2 × 2 (every tile but the edges') */
     for (int64_t s = 0; s < steps; s++) {
       if (pf)
         for (int l = 0; l < ZZ_AMX_PF_LINES; l++) {
           _mm_prefetch(pf + s * ak * 2 + (pl + l) * 64, _MM_HINT_T1);
-          _mm_prefetch(pf + (j->in / ZZ_AMX_KB) * ak * 2 + s * ak * 2 + (pl + l) * 64, _MM_HINT_T1);
+          _mm_prefetch(pf + pg + s * ak * 2 + (pl + l) * 64, _MM_HINT_T1);
         }
       _tile_loadd(4, a0p + s * ak, 64);
       _tile_loadd(6, b0 + s * ak, 64);
@@ -215,10 +215,18 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) static inline void zz_amx_m
       }
     }
   }
-  _tile_stored(0, y0, ldy);
-  if (b1) _tile_stored(1, y0 + ZZ_AMX_TM, ldy);
-  if (a1) _tile_stored(2, y1, ldy);
-  if (a1 && b1) _tile_stored(3, y1 + ZZ_AMX_TM, ldy);
+  if (last) {
+    float *y0 = j->y + r0 * j->out + c0, *y1 = y0 + ZZ_AMX_TM * j->out;
+    _tile_stored(0, y0, ldy);
+    if (b1) _tile_stored(1, y0 + ZZ_AMX_TM, ldy);
+    if (a1) _tile_stored(2, y1, ldy);
+    if (a1 && b1) _tile_stored(3, y1 + ZZ_AMX_TM, ldy);
+  } else {
+    _tile_stored(0, sums, 64);
+    if (b1) _tile_stored(1, sums + ct, 64);
+    if (a1) _tile_stored(2, sums + 2 * ct, 64);
+    if (a1 && b1) _tile_stored(3, sums + 3 * ct, 64);
+  }
 }
 
 /* One task: outputs t·ZZ_AMX_NB .. + ZZ_AMX_NB (fewer in the last), every row
@@ -231,6 +239,8 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) static void zz_amx_task(voi
   const zz_amx_job *j = arg;
   const int64_t c_lo = t * ZZ_AMX_NB, nw = j->out - c_lo < ZZ_AMX_NB ? j->out - c_lo : ZZ_AMX_NB;
   _Alignas(64) uint16_t pw[ZZ_AMX_NB * ZZ_AMX_KC];
+  /* the sums between K blocks: 4 C tiles (4 KiB) per micro-kernel, in its order */
+  float *sums = j->in > ZZ_AMX_KC ? zz_amx_sums((size_t)zz_amx_rows(j->n) * ZZ_AMX_NB * sizeof(float)) : NULL;
   zz_amx_cfg cfg;
   int key = -1; /* the configuration loaded: ma0, ma1, nb0, nb1 in 5 bits each */
   for (int64_t k0 = 0; k0 < j->in; k0 += ZZ_AMX_KC) {
@@ -257,7 +267,9 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) static void zz_amx_task(voi
         /* prefetch (into L2) a part of the next pair of row groups' A tiles at this K block */
         const char *pf = r0 + ZZ_AMX_RB < j->n ? (const char *)zz_amx_a(j, r0 / ZZ_AMX_TM + 2, k0 / ZZ_AMX_KB) : NULL;
         const int pl = (int)(c / ZZ_AMX_CB) * ZZ_AMX_PF_LINES % ZZ_AMX_TM;
-        zz_amx_micro(j, r0, c_lo + c, k0 / ZZ_AMX_KB, kc / ZZ_AMX_KB, b0, ma1 > 0, nb1 > 0, k0 == 0, pf, pl);
+        float *sm = sums ? sums + ((r0 / ZZ_AMX_RB) * (ZZ_AMX_NB / ZZ_AMX_CB) + c / ZZ_AMX_CB) * 4 * 256 : NULL;
+        zz_amx_micro(j, r0, c_lo + c, k0 / ZZ_AMX_KB, kc / ZZ_AMX_KB, b0, ma1 > 0, nb1 > 0, k0 == 0, k0 + kc == j->in,
+                     sm, pf, pl);
       }
     }
   }

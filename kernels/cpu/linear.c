@@ -140,10 +140,13 @@ _Static_assert(ZZ_MR8 <= ZZ_BF16_WIDEN_N, "zz_cpu_gemm_scratch sizes x's pairs u
 #endif
 /* bf16 under ISA amx (linear_amx.c) from this many rows of x, where `in` is a
  * whole number of the tiles' 32; below it, and for other `in`, vdpbf16ps's
- * kernel. 32: a pair of 16-row tiles (the tile's x step), so no tile runs
- * half empty. Not measured yet: no AMX hardware in this project's machines. */
+ * kernel. 16: one full A tile. On a Sapphire Rapids guest (cpu_gemm_bench,
+ * LLaMA-7B's shapes, W cold) the tiles read W at 0.3-0.9 of the read bandwidth
+ * at 16 and 24 rows where vdpbf16ps's kernel read it at 0.16-0.39; with W in L3
+ * they ran 2x (16 rows) and 1.4x (8 rows) its GFLOP per CPU-second. Below 16 the
+ * second half of the tile pair is all padding. */
 #ifndef ZZ_AMX_BF16_N
-#define ZZ_AMX_BF16_N 32
+#define ZZ_AMX_BF16_N 16
 #endif
 /* Q4: the fused micro-kernel up to this many rows of x; dequantized panels above. */
 #define ZZ_Q_SMALL_N 16

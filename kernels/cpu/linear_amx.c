@@ -4,27 +4,32 @@
  * ReLU) for bf16 W, x rounded to bf16 (round to nearest even, as every bf16
  * path rounds it: the caller's vector rounding).
  *
- * The tiles compute the product W-side first, so that W is read where it lies:
- *   A  16 rows of W (16 outputs × 32 k, 64 bytes a row, rows `in` apart),
- *      loaded straight from the weight, never copied;
- *   B  16 rows of x as tdpbf16ps wants its second operand, pairs of k side by
- *      side: [k/2][16 rows][2], x packed so once per call (zz_amx_pack_x);
- *   C  16 outputs × 16 rows of f32 sums.
- * Eight tiles (zz_amx_cfg_fill): C 0-3 (two output blocks × two row groups),
- * A 4-5, B 6-7; per 32 k two W loads, two x loads and four tdpbf16ps. A pool
- * task takes ZZ_AMX_TASK outputs and every pair of row groups; each pair's sums
- * stay in the C tiles for the whole of K, then go to y (transposed: a C row is
- * one output), then the bias and ReLU.
+ * The tiles (zz_amx_cfg_tiles), a 2 × 2 block of C per micro-kernel:
+ *   A  16 rows of x × 32 k (64 bytes a row), x rounded and packed once per call
+ *      so that each tile is one contiguous KiB (zz_amx_pack_x);
+ *   B  16 outputs as tdpbf16ps wants its second operand, pairs of k side by
+ *      side ([16 pairs][16 outputs][2]): W packed by each task, K block by K
+ *      block, into a panel of ZZ_AMX_NB outputs × ZZ_AMX_KC k on its stack (a
+ *      16 × 16 dword transpose a tile, zz_amx_pack_w; W prefetched a K block on);
+ *   C  16 rows × 16 outputs of f32 sums: C 0-3, A 4-5, B 6-7.
+ * A task (ZZ_AMX_NB outputs) walks K blocks outside, then pairs of row groups,
+ * then the panel's 32-output blocks: a row pair's A tiles (16 KiB) stay in L1
+ * across the panel, the panel (64 KiB) in L2 across the rows, and the next row
+ * pair's A tiles are prefetched into L2. Between K blocks the sums wait in the
+ * thread's buffer (zz_amx_sums), C tiles at stride 64; the last K block stores
+ * them into y (rows × outputs, as y lies), then the bias and ReLU.
  *
  * Numerics: tdpbf16ps's own (inputs and results below f32's normal range
- * flushed to zero, its own order of the pairs' sums): not the row-lane tile's
- * bits, within the bound of any f32 summation order (the tests, under an
- * emulated Sapphire Rapids: scripts/isa_emu.sh). Each output is summed by one
- * task in one order, so the thread count changes no bit.
+ * flushed to zero, its own order of the pairs' sums), f32 between K blocks:
+ * not the row-lane tile's bits, within the bound of any f32 summation order.
+ * Each output is summed by one task in one order, so the thread count changes
+ * no bit.
  *
  * Taken (zz_cpu_gemm_amx) from ZZ_AMX_BF16_N rows of x where `in` is a whole
- * number of 32s; not tuned on AMX hardware yet (none in this project's
- * machines so far): the block sizes are the tiles' own.
+ * number of 32s. Measured on a 2-vCPU Sapphire Rapids guest (docs/cpu.md):
+ * about 0.27 of tdpbf16ps's peak at 512-2048 rows of LLaMA-7B's shapes, where
+ * the first blocking (W's rows as A, straight from the weight, x as B over the
+ * whole of K from L3) gave 0.13-0.18.
  */
 #include <stdbool.h>
 #include <stdint.h>

@@ -1030,6 +1030,9 @@ ZZ_QX_VNNI static void zz_xv_pack8(const void *const wr[ZZ_XV_PW], int64_t b0, i
  * the group's end and folded by the VNNI tile's float part (zz_xv_fold): the
  * same bits as zz_xq_panel_c, 16 rows of x a tile. */
 #define ZZ_XA_TM 16 /* rows of x in a tile */
+#ifndef ZZ_XA_PF
+#define ZZ_XA_PF 2 /* x's lines prefetched (into L1) this many 64-blocks ahead of their tile load */
+#endif
 #define ZZ_QX_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,amx-tile,amx-int8")))
 
 /* Group gi's blocks blk[gi] .. blk[gi + 1] into C tile T by A tile TA and B tile
@@ -1039,6 +1042,8 @@ ZZ_QX_VNNI static void zz_xv_pack8(const void *const wr[ZZ_XV_PW], int64_t b0, i
   do {                                                                                                                 \
     _tile_zero(T);                                                                                                     \
     for (int b = blk[gi]; b < blk[(gi) + 1]; b++) {                                                                    \
+      if (b + ZZ_XA_PF < nb)                                                                                           \
+        for (int r = 0; r < rows; r++) _mm_prefetch((const char *)xb + (b + ZZ_XA_PF) * 64 + r * x_row, _MM_HINT_T0);  \
       _tile_loadd(TA, xb + b * 64, x_row);                                                                             \
       _tile_loadd(TB, pk + (size_t)b * ZZ_XV_PB, 64);                                                                  \
       _tile_dpbsud(T, TA, TB);                                                                                         \

@@ -27,7 +27,8 @@
  * for bf16 where the CPU has avx512_bf16; without it bf16 is widened to f32 and
  * multiplied by FMA, so f32_fma is its ceiling (bf16_widened_f32_fma); amx_bf16
  * (tdpbf16ps) where bf16 takes AMX tiles (ISA amx, zz_cpu_gemm_amx); int8_dot
- * (GOP/s of the u8 x s8 dot the probe found) for q4i8 and q8i8,
+ * (GOP/s of the u8 x s8 dot the probe found) for q4i8 and q8i8, amx_int8 (tdpbusd)
+ * where they take the AMX int8 tile,
  * and the weight bytes per second and their fraction of the streaming read
  * bandwidth (the bound at small n, where a linear reads each weight once; paired
  * the same way, zz_peak_read right after each round: read_gbs, the median).
@@ -109,6 +110,10 @@ static zz_peak_kind zz_ceiling_of(zz_kind kind, int p, int64_t m, int64_t in, co
   if (kind == K_BF16 && p == 0 && pk->bf16 > 0 && zz_cpu_has_bf16()) {
     *name = "bf16_dot";
     return ZZ_PEAK_BF16;
+  }
+  if (kind >= K_Q4I8 && p == 0 && pk->amx_int8 > 0 && zz_cpu_isa_get() == ZZ_CPU_ISA_AMX && m >= 4 && in % 64 == 0) {
+    *name = "amx_int8"; /* the int8 tile on tdpbsud (ISA amx, linear_int8.c's zz_xq_tile_pick: from 4 rows) */
+    return ZZ_PEAK_AMX_INT8;
   }
   if (kind >= K_Q4I8 && pk->int8 > 0) { /* integer dots: the int8 dot peak (GOP/s) */
     *name = "int8_dot";

@@ -795,13 +795,16 @@ static void zz_amx_extra(zz_bf16_case *c, int relu, int *bad_bits) {
   CU_ASSERT(zz_cpu_gemm_amx(c->n, c->in, ZZ_DTYPE_BF16));
 }
 
-/* bf16 on AMX tiles (ISA amx, kernels/cpu/linear_amx.c), from 32 rows where
+/* bf16 on AMX tiles (ISA amx, kernels/cpu/linear_amx.c), from 16 rows where
  * `in` is a whole number of 32s. Where the process may use AMX: every output
  * within γ_K Σ|x_k w_k| of f64 (tdpbf16ps sums in its own order), the same bits
- * on 1, 2 and 3 threads, with rows past a pair of 16-row tiles (33, 50, 100),
+ * on 1, 2 and 3 threads, with one 16-row tile (16) and a part of a second (20),
+ * rows past a pair of 16-row tiles (33, 50, 100),
  * outputs past a pair of 16-output tiles (17, 40: the last task's tiles
  * configured with fewer rows; 16: one tile), bias and ReLU; K of one tile
- * step and of several; `in` not a whole number of 32s and fewer than 32 rows
+ * step, of several, and past a K block (1120: four blocks of 256 and a part,
+ * the sums carried through y) with outputs past a task's panel (300: panels
+ * of 128, the last of 44); `in` not a whole number of 32s and fewer than 16 rows
  * left to the other kernels. Elsewhere (no AMX in CPUID, or the kernel refused
  * the tiles' state): amx is refused with the reason, never chosen, and no
  * product takes it. */
@@ -819,9 +822,10 @@ static void test_gemm_amx(void) {
   CU_ASSERT_EQUAL(zz_cpu_isa_best(), ZZ_CPU_ISA_AMX);
   CU_ASSERT_EQUAL_FATAL(zz_cpu_isa_set(ZZ_CPU_ISA_AMX), 0);
   CU_ASSERT_FALSE(zz_cpu_gemm_amx(64, 40, ZZ_DTYPE_BF16));
-  CU_ASSERT_FALSE(zz_cpu_gemm_amx(31, 64, ZZ_DTYPE_BF16));
+  CU_ASSERT_FALSE(zz_cpu_gemm_amx(15, 64, ZZ_DTYPE_BF16));
   CU_ASSERT_FALSE(zz_cpu_gemm_amx(64, 64, ZZ_DTYPE_F32));
-  static const int64_t shapes[][3] = {{32, 32, 16}, {33, 64, 17}, {50, 96, 40}, {100, 256, 33}, {64, 512, 64}};
+  static const int64_t shapes[][3] = {{16, 64, 17}, {20, 96, 40},   {32, 32, 16},  {33, 64, 17},
+                                      {50, 96, 40}, {100, 256, 33}, {64, 512, 64}, {130, 1120, 300}};
   zz_bf16_cases(shapes, sizeof shapes / sizeof shapes[0], 43, "amx", zz_amx_extra);
   zz_cpu_isa_set(zz_cpu_isa_best());
 }
@@ -866,6 +870,6 @@ void zz_test_gemm_register(void) {
               "bf16 at 9-15 rows: the row-lane tile's fmaf chain on avx512 without vdpbf16ps; f64 within the order "
               "bound, threads",
               test_gemm_bf16_9_15);
-  CU_add_test(s, "bf16 on AMX tiles (>= 32 rows): f64 within the order bound, remainders, threads; else refused",
+  CU_add_test(s, "bf16 on AMX tiles (>= 16 rows): f64 within the order bound, remainders, threads; else refused",
               test_gemm_amx);
 }

@@ -86,6 +86,9 @@ void zz_pk_rl_panel(const float *xp, int64_t n, int64_t in, const float *w, int6
  * (zz_amx_x_bytes(n, in) of scratch) for `in` where zz_amx_bf16_fits; the
  * caller checks the process may use AMX (zz_cpu_isa_get() == ZZ_CPU_ISA_AMX). */
 bool zz_amx_bf16_fits(int64_t in);
+/* The calling thread's buffer of at least `bytes` for the AMX GEMM's f32 sums
+ * between K blocks (kept for the thread's life; the process ends if memory is out). */
+float *zz_amx_sums(size_t bytes);
 size_t zz_amx_x_bytes(int64_t n, int64_t in);
 void zz_amx_bf16_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const uint16_t *w, const float *b,
                       int64_t out, float *y, int relu, void *xp,

@@ -140,10 +140,13 @@ _Static_assert(ZZ_MR8 <= ZZ_BF16_WIDEN_N, "zz_cpu_gemm_scratch sizes x's pairs u
 #endif
 /* bf16 under ISA amx (linear_amx.c) from this many rows of x, where `in` is a
  * whole number of the tiles' 32; below it, and for other `in`, vdpbf16ps's
- * kernel. 32: a pair of 16-row tiles (the tile's x step), so no tile runs
- * half empty. Not measured yet: no AMX hardware in this project's machines. */
+ * kernel. 16: one full A tile. On a Sapphire Rapids guest (cpu_gemm_bench,
+ * LLaMA-7B's shapes, W cold) the tiles read W at 0.3-0.9 of the read bandwidth
+ * at 16 and 24 rows where vdpbf16ps's kernel read it at 0.16-0.39; with W in L3
+ * they ran 2x (16 rows) and 1.4x (8 rows) its GFLOP per CPU-second. Below 16 the
+ * second half of the tile pair is all padding. */
 #ifndef ZZ_AMX_BF16_N
-#define ZZ_AMX_BF16_N 32
+#define ZZ_AMX_BF16_N 16
 #endif
 /* Q4: the fused micro-kernel up to this many rows of x; dequantized panels above. */
 #define ZZ_Q_SMALL_N 16
@@ -1139,7 +1142,7 @@ typedef struct zz_q_buf {
   size_t cap; /* bytes */
 } zz_q_buf;
 
-static pthread_key_t zz_q_key[2];
+static pthread_key_t zz_q_key[3]; /* slots: 0, 1 the 4/8-bit linear's, 2 the AMX sums (zz_amx_sums) */
 static pthread_once_t zz_q_once = PTHREAD_ONCE_INIT;
 
 static void zz_q_buf_free(void *arg) {
@@ -1149,7 +1152,7 @@ static void zz_q_buf_free(void *arg) {
 }
 
 static void zz_q_key_init(void) {
-  for (int i = 0; i < 2; i++) pthread_key_create(&zz_q_key[i], zz_q_buf_free);
+  for (int i = 0; i < 3; i++) pthread_key_create(&zz_q_key[i], zz_q_buf_free);
 }
 
 static void *zz_q_tls(int slot, size_t bytes) {
@@ -1182,6 +1185,9 @@ static void *zz_q_scratch(int slot, size_t bytes, const char *what) {
   }
   return p;
 }
+
+/* The AMX bf16 GEMM's f32 sums between K blocks (linear_amx.c): the thread's own buffer. */
+float *zz_amx_sums(size_t bytes) { return zz_q_scratch(2, bytes, "the AMX sums between K blocks"); }
 
 typedef struct zz_qlin_job {
   const float *x, *b; /* x [n, in], rows ldx apart */

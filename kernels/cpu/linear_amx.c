@@ -4,27 +4,32 @@
  * ReLU) for bf16 W, x rounded to bf16 (round to nearest even, as every bf16
  * path rounds it: the caller's vector rounding).
  *
- * The tiles compute the product W-side first, so that W is read where it lies:
- *   A  16 rows of W (16 outputs × 32 k, 64 bytes a row, rows `in` apart),
- *      loaded straight from the weight, never copied;
- *   B  16 rows of x as tdpbf16ps wants its second operand, pairs of k side by
- *      side: [k/2][16 rows][2], x packed so once per call (zz_amx_pack_x);
- *   C  16 outputs × 16 rows of f32 sums.
- * Eight tiles (zz_amx_cfg_fill): C 0-3 (two output blocks × two row groups),
- * A 4-5, B 6-7; per 32 k two W loads, two x loads and four tdpbf16ps. A pool
- * task takes ZZ_AMX_TASK outputs and every pair of row groups; each pair's sums
- * stay in the C tiles for the whole of K, then go to y (transposed: a C row is
- * one output), then the bias and ReLU.
+ * The tiles (zz_amx_cfg_tiles), a 2 × 2 block of C per micro-kernel:
+ *   A  16 rows of x × 32 k (64 bytes a row), x rounded and packed once per call
+ *      so that each tile is one contiguous KiB (zz_amx_pack_x);
+ *   B  16 outputs as tdpbf16ps wants its second operand, pairs of k side by
+ *      side ([16 pairs][16 outputs][2]): W packed by each task, K block by K
+ *      block, into a panel of ZZ_AMX_NB outputs × ZZ_AMX_KC k on its stack (a
+ *      16 × 16 dword transpose a tile, zz_amx_pack_w; W prefetched a K block on);
+ *   C  16 rows × 16 outputs of f32 sums: C 0-3, A 4-5, B 6-7.
+ * A task (ZZ_AMX_NB outputs) walks K blocks outside, then pairs of row groups,
+ * then the panel's 32-output blocks: a row pair's A tiles (16 KiB) stay in L1
+ * across the panel, the panel (64 KiB) in L2 across the rows, and the next row
+ * pair's A tiles are prefetched into L2. Between K blocks the sums wait in the
+ * thread's buffer (zz_amx_sums), C tiles at stride 64; the last K block stores
+ * them into y (rows × outputs, as y lies), then the bias and ReLU.
  *
  * Numerics: tdpbf16ps's own (inputs and results below f32's normal range
- * flushed to zero, its own order of the pairs' sums): not the row-lane tile's
- * bits, within the bound of any f32 summation order (the tests, under an
- * emulated Sapphire Rapids: scripts/isa_emu.sh). Each output is summed by one
- * task in one order, so the thread count changes no bit.
+ * flushed to zero, its own order of the pairs' sums), f32 between K blocks:
+ * not the row-lane tile's bits, within the bound of any f32 summation order.
+ * Each output is summed by one task in one order, so the thread count changes
+ * no bit.
  *
  * Taken (zz_cpu_gemm_amx) from ZZ_AMX_BF16_N rows of x where `in` is a whole
- * number of 32s; not tuned on AMX hardware yet (none in this project's
- * machines so far): the block sizes are the tiles' own.
+ * number of 32s. Measured on a 2-vCPU Sapphire Rapids guest (docs/cpu.md):
+ * about 0.27 of tdpbf16ps's peak at 512-2048 rows of LLaMA-7B's shapes, where
+ * the first blocking (W's rows as A, straight from the weight, x as B over the
+ * whole of K from L3) gave 0.13-0.18.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,22 +44,31 @@
 #define ZZ_AMX_X86 1
 #endif
 
-#define ZZ_AMX_TM 16                /* rows of a tile: outputs (A, C) or pairs of k (B) */
-#define ZZ_AMX_KB 32                /* k per tile step: a 64-byte tile row of bf16 */
-#define ZZ_AMX_TASK (2 * ZZ_AMX_TM) /* outputs per pool task: two A tiles */
-#define ZZ_AMX_RB (2 * ZZ_AMX_TM)   /* rows of x per step: two B tiles */
-#define ZZ_AMX_PIECE 256            /* values of a row of x rounded at a time */
+#define ZZ_AMX_TM 16              /* rows of a tile: rows of x (A, C) or pairs of k (B) */
+#define ZZ_AMX_KB 32              /* k per tile step: a 64-byte tile row of bf16 */
+#define ZZ_AMX_RB (2 * ZZ_AMX_TM) /* rows of x per micro-kernel: two A tiles */
+#define ZZ_AMX_CB (2 * ZZ_AMX_TM) /* outputs per micro-kernel: two B tiles */
+#define ZZ_AMX_PIECE 256          /* values of a row of x rounded at a time */
+#ifndef ZZ_AMX_NB
+#define ZZ_AMX_NB 128 /* outputs per pool task: its W panel's rows */
+#endif
+#ifndef ZZ_AMX_KC
+#define ZZ_AMX_KC 256 /* k per K block: a task's W panel is ZZ_AMX_NB × ZZ_AMX_KC bf16 (64 KiB on the stack, L2) */
+#endif
+#define ZZ_AMX_PF_LINES                                                                                                \
+  (ZZ_AMX_TM * ZZ_AMX_CB / ZZ_AMX_NB) /* lines of each next A tile a micro-kernel prefetches a step */
+_Static_assert(ZZ_AMX_NB % ZZ_AMX_CB == 0 && ZZ_AMX_KC % ZZ_AMX_KB == 0, "whole micro-kernels in a panel");
 
 bool zz_amx_bf16_fits(int64_t in) { return in > 0 && in % ZZ_AMX_KB == 0; }
 
-/* Rows of x as packed: a whole number of B tile pairs (zero rows past n). */
+/* Rows of x as packed: a whole number of A tile pairs (zero rows past n). */
 static int64_t zz_amx_rows(int64_t n) { return (n + ZZ_AMX_RB - 1) / ZZ_AMX_RB * ZZ_AMX_RB; }
 
 size_t zz_amx_x_bytes(int64_t n, int64_t in) { return (size_t)zz_amx_rows(n) * (size_t)in * sizeof(uint16_t); }
 
 typedef struct zz_amx_job {
   const float *x;
-  uint16_t *xp;
+  uint16_t *xp; /* x packed: [rows/16][in/32][16 rows][32 k], one A tile a KiB */
   const uint16_t *w;
   const float *b;
   float *y;
@@ -63,86 +77,209 @@ typedef struct zz_amx_job {
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
 } zz_amx_job;
 
+/* The A tile of x's row group g (16 rows) at tile step s (k = 32 s): 16 rows × 64 bytes, contiguous. */
+static const uint16_t *zz_amx_a(const zz_amx_job *j, int64_t g, int64_t s) {
+  return j->xp + ((g * (j->in / ZZ_AMX_KB) + s) * ZZ_AMX_TM) * ZZ_AMX_KB;
+}
+
 /* x's rows 16g .. +16, rounded to bf16 (the ISA's rounding, a piece at a time)
- * and interleaved into their B tiles' order [in/2][16][2] (group g's block is
- * 16·in values): row r's pair k/2 is the 32-bit word k/2 · 16 + r; rows past n zero. */
+ * into their A tiles (zz_amx_a: row r's k .. k + 31 are the tile's row r); rows past n zero. */
 static void zz_amx_pack_x(void *arg, int64_t g) {
   const zz_amx_job *j = arg;
-  char *d = (char *)(j->xp + g * ZZ_AMX_TM * j->in);
   uint16_t piece[ZZ_AMX_PIECE];
   for (int r = 0; r < ZZ_AMX_TM; r++) {
     int64_t i = g * ZZ_AMX_TM + r;
     for (int64_t k0 = 0; k0 < j->in; k0 += ZZ_AMX_PIECE) {
-      int64_t len = j->in - k0 < ZZ_AMX_PIECE ? j->in - k0 : ZZ_AMX_PIECE; /* even: in is a whole number of 32s */
+      int64_t len = j->in - k0 < ZZ_AMX_PIECE ? j->in - k0 : ZZ_AMX_PIECE; /* a whole number of 32s */
       if (i < j->n) j->round_bf16(j->x + i * j->in + k0, len, piece);
       else
         memset(piece, 0, (size_t)len * sizeof piece[0]);
-      for (int64_t p = 0; p < len / 2; p++)
-        memcpy(d + ((k0 / 2 + p) * ZZ_AMX_TM + r) * 2 * sizeof(uint16_t), piece + 2 * p, 2 * sizeof(uint16_t));
+      for (int64_t s = 0; s < len / ZZ_AMX_KB; s++)
+        memcpy((uint16_t *)zz_amx_a(j, g, k0 / ZZ_AMX_KB + s) + r * ZZ_AMX_KB, piece + s * ZZ_AMX_KB,
+               ZZ_AMX_KB * sizeof(uint16_t));
     }
-  }
-}
-
-/* One C tile stored in c ([16 outputs][16 rows]) into y: outputs c0 .. +m, rows r0 .. (below n). */
-static void zz_amx_store(const zz_amx_job *j, float c[ZZ_AMX_TM][ZZ_AMX_TM], int64_t c0, int m, int64_t r0) {
-  for (int r = 0; r < ZZ_AMX_TM && r0 + r < j->n; r++) {
-    float *yr = j->y + (r0 + r) * j->out + c0;
-    for (int o = 0; o < m; o++) yr[o] = c[o][r];
   }
 }
 
 #ifdef ZZ_AMX_X86
-/* The B tiles of row groups g, g + 1 at k (a multiple of 32): pair k/2, 64 bytes a pair. */
-static const char *zz_amx_b(const zz_amx_job *j, int64_t g, int64_t k) {
-  return (const char *)(j->xp + g * ZZ_AMX_TM * j->in) + k / 2 * ZZ_AMX_TM * 2 * sizeof(uint16_t);
+/* The tiles: C 0-3 (A tile a × B tile b in 2a + b: rows of x × outputs), A 4-5
+ * (ma0, ma1 rows of x; 0: unused), B 6-7 (nb0, nb1 outputs of 4 bytes: a pair of k
+ * each; 0: unused), every B 16 rows (pairs of k). */
+static void zz_amx_cfg_tiles(zz_amx_cfg *c, int ma0, int ma1, int nb0, int nb1) {
+  memset(c, 0, sizeof *c);
+  c->palette = 1;
+  const int rows[8] = {ma0, ma0, ma1, ma1, ma0, ma1, ZZ_AMX_TM, ZZ_AMX_TM};
+  const int cols[8] = {nb0, nb1, nb0, nb1, ZZ_AMX_TM, ZZ_AMX_TM, nb0, nb1};
+  for (int t = 0; t < 8; t++)
+    if (rows[t] && cols[t]) c->rows[t] = (uint8_t)rows[t], c->colsb[t] = (uint16_t)(cols[t] * 4);
 }
 
-/* One task: outputs t·32 .. +32 (m0 in A tile 4, m1 in 5; the last task's may be
- * fewer, its tiles configured with as many rows), every pair of row groups. */
-__attribute__((target("amx-tile,amx-bf16"))) static void zz_amx_task(void *arg, int64_t t) {
-  const zz_amx_job *j = arg;
-  int64_t c0 = t * ZZ_AMX_TASK, m = j->out - c0 < ZZ_AMX_TASK ? j->out - c0 : ZZ_AMX_TASK;
-  int m0 = m < ZZ_AMX_TM ? (int)m : ZZ_AMX_TM, m1 = (int)m - m0;
-  zz_amx_cfg cfg;
-  zz_amx_cfg_fill(&cfg, m0, m1);
-  _tile_loadconfig(&cfg);
-  size_t lda = (size_t)j->in * sizeof(uint16_t);
-  const char *a0 = (const char *)(j->w + c0 * j->in), *a1 = a0 + ZZ_AMX_TM * lda;
-  const size_t ldb = ZZ_AMX_TM * 2 * sizeof(uint16_t);
-  _Alignas(64) float c[ZZ_AMX_TM][ZZ_AMX_TM];
-  for (int64_t g = 0; g < zz_amx_rows(j->n) / ZZ_AMX_TM; g += 2) {
-    _tile_zero(0);
-    _tile_zero(1);
-    if (m1) {
-      _tile_zero(2);
-      _tile_zero(3);
+/* 16 rows of 16 dwords transposed in registers (r[i] becomes column i). */
+__attribute__((target("avx512f"))) static inline void zz_amx_tr16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 8; i++) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int h = 0; h < 2; h++)
+    for (int i = 0; i < 4; i++) {
+      t[8 * h + i] = _mm512_shuffle_i32x4(r[8 * h + i], r[8 * h + 4 + i], 0x88);
+      t[8 * h + 4 + i] = _mm512_shuffle_i32x4(r[8 * h + i], r[8 * h + 4 + i], 0xdd);
     }
-    for (int64_t k = 0; k < j->in; k += ZZ_AMX_KB) {
-      _tile_loadd(4, a0 + k * sizeof(uint16_t), lda);
-      if (m1) _tile_loadd(5, a1 + k * sizeof(uint16_t), lda);
-      _tile_loadd(6, zz_amx_b(j, g, k), ldb);
-      _tile_loadd(7, zz_amx_b(j, g + 1, k), ldb);
+  for (int i = 0; i < 8; i++) {
+    r[i] = _mm512_shuffle_i32x4(t[i], t[8 + i], 0x88);
+    r[8 + i] = _mm512_shuffle_i32x4(t[i], t[8 + i], 0xdd);
+  }
+}
+
+/* W rows c0 .. c0 + nw (nw <= ZZ_AMX_NB), k0 .. k0 + kc, into B tiles: panel
+ * [nw/16 blocks][kc/32 steps][16 pairs of k][16 outputs][2], block b's step s
+ * the tile at (b · kc/32 + s) KiB. A tile is the 16 × 16 transpose of its
+ * outputs' pairs (outputs past nw zero). Each line read prefetches the line
+ * pf bytes on in its row (the next K block, or the next panel; 0: none). */
+__attribute__((target("avx512f"))) static void zz_amx_pack_w(const zz_amx_job *j, int64_t c0, int nw, int64_t k0,
+                                                             int64_t kc, size_t pf, uint16_t *pw) {
+  const int64_t steps = kc / ZZ_AMX_KB;
+  for (int bl = 0; bl * ZZ_AMX_TM < nw; bl++) {
+    const int rows = nw - bl * ZZ_AMX_TM < ZZ_AMX_TM ? nw - bl * ZZ_AMX_TM : ZZ_AMX_TM;
+    const uint16_t *src = j->w + (c0 + bl * ZZ_AMX_TM) * j->in + k0;
+    for (int64_t s = 0; s < steps; s++) {
+      __m512i r[16];
+      for (int c = 0; c < ZZ_AMX_TM; c++) {
+        const uint16_t *p = src + c * j->in + s * ZZ_AMX_KB;
+        r[c] = c < rows ? _mm512_loadu_si512(p) : _mm512_setzero_si512();
+        if (pf && c < rows) _mm_prefetch((const char *)p + pf, _MM_HINT_T1);
+      }
+      zz_amx_tr16(r);
+      uint16_t *d = pw + (bl * steps + s) * ZZ_AMX_TM * ZZ_AMX_KB;
+      for (int p = 0; p < ZZ_AMX_TM; p++) _mm512_store_si512(d + p * ZZ_AMX_KB, r[p]);
+    }
+  }
+}
+
+/* One micro-kernel: rows r0 .. +32 of x (the A tiles of groups r0/16, +1) ×
+ * outputs c0 .. +32 (the panel's blocks at b0, b0 + blk) over the K block's
+ * steps. The sums start at 0 (the first K block) or from sums (4 C tiles, a KiB
+ * each, contiguous: stride 64), and go to sums, or to y in the last K block.
+ * Which tiles take part: the configuration's (a1: a second A tile, b1: a second
+ * B tile). Each step prefetches ZZ_AMX_PF_LINES lines (from line pl) of each of
+ * the next pair of row groups' A tiles at that step (pf; NULL: none). */
+__attribute__((target("amx-tile,amx-bf16,avx512f"))) static inline void zz_amx_micro(
+    const zz_amx_job *j, int64_t r0, int64_t c0, int64_t s0, int64_t steps, const uint16_t *b0, int a1, int b1,
+    int first, int last, float *sums, const char *pf, int pl) {
+  const size_t ldy = (size_t)j->out * sizeof(float), blk = (size_t)steps * ZZ_AMX_TM * ZZ_AMX_KB, ct = 256;
+  const int64_t g = r0 / ZZ_AMX_TM;
+  if (first) {
+    _tile_zero(0);
+    if (b1) _tile_zero(1);
+    if (a1) _tile_zero(2);
+    if (a1 && b1) _tile_zero(3);
+  } else {
+    _tile_loadd(0, sums, 64);
+    if (b1) _tile_loadd(1, sums + ct, 64);
+    if (a1) _tile_loadd(2, sums + 2 * ct, 64);
+    if (a1 && b1) _tile_loadd(3, sums + 3 * ct, 64);
+  }
+  const uint16_t *a0p = zz_amx_a(j, g, s0), *a1p = zz_amx_a(j, g + 1, s0);
+  const size_t ak = ZZ_AMX_TM * ZZ_AMX_KB, pg = (size_t)(j->in / ZZ_AMX_KB) * ak * 2; /* one tile step; a row group */
+  if (a1 && b1) { /* the whole 2 × 2 (every tile but the edges') */
+    for (int64_t s = 0; s < steps; s++) {
+      if (pf)
+        for (int l = 0; l < ZZ_AMX_PF_LINES; l++) {
+          _mm_prefetch(pf + s * ak * 2 + (pl + l) * 64, _MM_HINT_T1);
+          _mm_prefetch(pf + pg + s * ak * 2 + (pl + l) * 64, _MM_HINT_T1);
+        }
+      _tile_loadd(4, a0p + s * ak, 64);
+      _tile_loadd(6, b0 + s * ak, 64);
       _tile_dpbf16ps(0, 4, 6);
+      _tile_loadd(7, b0 + blk + s * ak, 64);
       _tile_dpbf16ps(1, 4, 7);
-      if (m1) {
+      _tile_loadd(5, a1p + s * ak, 64);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  } else {
+    for (int64_t s = 0; s < steps; s++) {
+      _tile_loadd(4, a0p + s * ak, 64);
+      _tile_loadd(6, b0 + s * ak, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      if (b1) {
+        _tile_loadd(7, b0 + blk + s * ak, 64);
+        _tile_dpbf16ps(1, 4, 7);
+      }
+      if (a1) {
+        _tile_loadd(5, a1p + s * ak, 64);
         _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
+        if (b1) _tile_dpbf16ps(3, 5, 7);
       }
     }
-    /* tile stores take constant tile numbers: one line each */
-    _tile_stored(0, c, sizeof c[0]);
-    zz_amx_store(j, c, c0, m0, g * ZZ_AMX_TM);
-    _tile_stored(1, c, sizeof c[0]);
-    zz_amx_store(j, c, c0, m0, (g + 1) * ZZ_AMX_TM);
-    if (m1) {
-      _tile_stored(2, c, sizeof c[0]);
-      zz_amx_store(j, c, c0 + ZZ_AMX_TM, m1, g * ZZ_AMX_TM);
-      _tile_stored(3, c, sizeof c[0]);
-      zz_amx_store(j, c, c0 + ZZ_AMX_TM, m1, (g + 1) * ZZ_AMX_TM);
+  }
+  if (last) {
+    float *y0 = j->y + r0 * j->out + c0, *y1 = y0 + ZZ_AMX_TM * j->out;
+    _tile_stored(0, y0, ldy);
+    if (b1) _tile_stored(1, y0 + ZZ_AMX_TM, ldy);
+    if (a1) _tile_stored(2, y1, ldy);
+    if (a1 && b1) _tile_stored(3, y1 + ZZ_AMX_TM, ldy);
+  } else {
+    _tile_stored(0, sums, 64);
+    if (b1) _tile_stored(1, sums + ct, 64);
+    if (a1) _tile_stored(2, sums + 2 * ct, 64);
+    if (a1 && b1) _tile_stored(3, sums + 3 * ct, 64);
+  }
+}
+
+/* One task: outputs t·ZZ_AMX_NB .. + ZZ_AMX_NB (fewer in the last), every row
+ * of x. K blocks outside: the block's W panel packed once (zz_amx_pack_w, 64 KiB:
+ * L2), then every pair of row groups (their A tiles, 16 KiB: L1 across the
+ * panel's micro-kernels) times the panel's 32-output blocks; each output's
+ * sum goes through y in f32 between K blocks (added in the same order whatever
+ * the thread count). */
+__attribute__((target("amx-tile,amx-bf16,avx512f"))) static void zz_amx_task(void *arg, int64_t t) {
+  const zz_amx_job *j = arg;
+  const int64_t c_lo = t * ZZ_AMX_NB, nw = j->out - c_lo < ZZ_AMX_NB ? j->out - c_lo : ZZ_AMX_NB;
+  _Alignas(64) uint16_t pw[ZZ_AMX_NB * ZZ_AMX_KC];
+  /* the sums between K blocks: 4 C tiles (4 KiB) per micro-kernel, in its order */
+  float *sums = j->in > ZZ_AMX_KC ? zz_amx_sums((size_t)zz_amx_rows(j->n) * ZZ_AMX_NB * sizeof(float)) : NULL;
+  zz_amx_cfg cfg;
+  int key = -1; /* the configuration loaded: ma0, ma1, nb0, nb1 in 5 bits each */
+  for (int64_t k0 = 0; k0 < j->in; k0 += ZZ_AMX_KC) {
+    const int64_t kc = j->in - k0 < ZZ_AMX_KC ? j->in - k0 : ZZ_AMX_KC;
+    /* prefetch the rows' next K block, or the next task's panel (often this thread's next) */
+    const size_t pf = k0 + kc < j->in                   ? (size_t)kc * sizeof(uint16_t)
+                      : c_lo + nw + ZZ_AMX_NB <= j->out ? (size_t)(ZZ_AMX_NB * j->in - k0) * sizeof(uint16_t)
+                                                        : 0;
+    zz_amx_pack_w(j, c_lo, (int)nw, k0, kc, pf, pw);
+    for (int64_t r0 = 0; r0 < j->n; r0 += ZZ_AMX_RB) {
+      const int64_t rows = j->n - r0;
+      const int ma0 = rows < ZZ_AMX_TM ? (int)rows : ZZ_AMX_TM;
+      const int ma1 = rows - ma0 < ZZ_AMX_TM ? (int)(rows - ma0) : ZZ_AMX_TM;
+      for (int64_t c = 0; c < nw; c += ZZ_AMX_CB) {
+        const int nb0 = nw - c < ZZ_AMX_TM ? (int)(nw - c) : ZZ_AMX_TM;
+        const int nb1 = nw - c - nb0 < ZZ_AMX_TM ? (int)(nw - c - nb0) : ZZ_AMX_TM;
+        const int k = ma0 | ma1 << 5 | nb0 << 10 | nb1 << 15;
+        if (k != key) {
+          zz_amx_cfg_tiles(&cfg, ma0, ma1, nb0, nb1);
+          _tile_loadconfig(&cfg);
+          key = k;
+        }
+        const uint16_t *b0 = pw + (c / ZZ_AMX_TM) * (kc / ZZ_AMX_KB) * ZZ_AMX_TM * ZZ_AMX_KB;
+        /* prefetch (into L2) a part of the next pair of row groups' A tiles at this K block */
+        const char *pf = r0 + ZZ_AMX_RB < j->n ? (const char *)zz_amx_a(j, r0 / ZZ_AMX_TM + 2, k0 / ZZ_AMX_KB) : NULL;
+        const int pl = (int)(c / ZZ_AMX_CB) * ZZ_AMX_PF_LINES % ZZ_AMX_TM;
+        float *sm = sums ? sums + ((r0 / ZZ_AMX_RB) * (ZZ_AMX_NB / ZZ_AMX_CB) + c / ZZ_AMX_CB) * 4 * 256 : NULL;
+        zz_amx_micro(j, r0, c_lo + c, k0 / ZZ_AMX_KB, kc / ZZ_AMX_KB, b0, ma1 > 0, nb1 > 0, k0 == 0, k0 + kc == j->in,
+                     sm, pf, pl);
+      }
     }
   }
   _tile_release();
-  zz_bias_relu_cols(j->y, j->n, j->out, c0, m, j->b, j->relu);
+  zz_bias_relu_cols(j->y, j->n, j->out, c_lo, nw, j->b, j->relu);
 }
 #endif
 
@@ -153,7 +290,7 @@ void zz_amx_bf16_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, cons
   zz_amx_job j = {
       .x = x, .xp = xp, .w = w, .b = b, .y = y, .n = n, .in = in, .out = out, .relu = relu, .round_bf16 = round_bf16};
   zz_pool_run(pool, zz_amx_pack_x, &j, zz_amx_rows(n) / ZZ_AMX_TM);
-  zz_pool_run(pool, zz_amx_task, &j, (out + ZZ_AMX_TASK - 1) / ZZ_AMX_TASK);
+  zz_pool_run(pool, zz_amx_task, &j, (out + ZZ_AMX_NB - 1) / ZZ_AMX_NB);
 #else
   (void)pool, (void)x, (void)n, (void)in, (void)w, (void)b, (void)out, (void)y, (void)relu, (void)xp, (void)round_bf16;
 #endif

@@ -1030,8 +1030,39 @@ ZZ_QX_VNNI static void zz_xv_pack8(const void *const wr[ZZ_XV_PW], int64_t b0, i
  * the group's end and folded by the VNNI tile's float part (zz_xv_fold): the
  * same bits as zz_xq_panel_c, 16 rows of x a tile. */
 #define ZZ_XA_TM 16 /* rows of x in a tile */
+#ifndef ZZ_XA_PF
+#define ZZ_XA_PF 2 /* x's lines prefetched (into L1) this many 64-blocks ahead of their tile load */
+#endif
 #define ZZ_QX_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,amx-tile,amx-int8")))
 
+/* Group gi's blocks blk[gi] .. blk[gi + 1] into C tile T by A tile TA and B tile
+ * TB (two groups in flight use disjoint tiles; literal numbers: the intrinsics
+ * paste them into the instruction). */
+#define ZZ_XA_GROUP(T, TA, TB, gi)                                                                                     \
+  do {                                                                                                                 \
+    _tile_zero(T);                                                                                                     \
+    for (int b = blk[gi]; b < blk[(gi) + 1]; b++) {                                                                    \
+      if (b + ZZ_XA_PF < nb)                                                                                           \
+        for (int r = 0; r < rows; r++) _mm_prefetch((const char *)xb + (b + ZZ_XA_PF) * 64 + r * x_row, _MM_HINT_T0);  \
+      _tile_loadd(TA, xb + b * 64, x_row);                                                                             \
+      _tile_loadd(TB, pk + (size_t)b * ZZ_XV_PB, 64);                                                                  \
+      _tile_dpbsud(T, TA, TB);                                                                                         \
+    }                                                                                                                  \
+  } while (0)
+
+/* Group gi's sums, stored from C tile T, folded into facc (the VNNI tile's float part). */
+#define ZZ_XA_FOLD(T, gi)                                                                                              \
+  do {                                                                                                                 \
+    _tile_stored(T, c, sizeof c[0]);                                                                                   \
+    for (int r = 0; r < rows; r++)                                                                                     \
+      facc[r] = zz_xv_fold(hd + (gi)*32, (const float *)(xq + (size_t)r * x_row), g0 + (gi), ng,                       \
+                           _mm512_load_si512(c[r]), facc[r]);                                                          \
+  } while (0)
+
+/* The fold of a group (a tile store, then 4 vector operations a row) takes about
+ * twice the time of its tdpbsud, and waits for it: so the groups go two at a time
+ * through C tiles 0 and 1, the next group's tdpbsud issued before this one's
+ * fold, and the tile unit runs while the vector units fold. */
 ZZ_QX_AMX static void zz_xa_tile_rows(const zz_xq_tile_args *a, const char *xq, int rows, float *y) {
   const int8_t *pk = a->pk;
   const float *hd = a->hd;
@@ -1040,32 +1071,30 @@ ZZ_QX_AMX static void zz_xa_tile_rows(const zz_xq_tile_args *a, const char *xq, 
   const int nb = a->nb, group = a->group, nw = a->nw, first = a->first;
   const __mmask16 mask = (__mmask16)(nw >= ZZ_XV_PW ? 0xffff : (1u << nw) - 1);
   const int64_t g0 = b0 * 64 / group;
+  int blk[ZZ_XV_KC / 64 + 1], ngr = 0; /* group gi: blocks blk[gi] .. blk[gi + 1] */
+  blk[0] = 0;
+  for (int b = 0, jb = 0; b < nb; b++)
+    if (zz_xq_group_end(&jb, group / 64, b0 + b, in)) blk[++ngr] = b + 1;
   zz_amx_cfg cfg;
-  zz_amx_cfg_fill(&cfg, rows, 0);
+  zz_amx_cfg_fill(&cfg, rows, rows); /* C 0, 1 and A 4, 5: the rows of x; B 6, 7 */
   _tile_loadconfig(&cfg);
   __m512 facc[ZZ_XA_TM];
   for (int r = 0; r < rows; r++) facc[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, y + r * ldy);
   const int8_t *xb = (const int8_t *)xq + ng * 12 + b0 * 64;
   _Alignas(64) int32_t c[ZZ_XA_TM][ZZ_XV_PW];
-  const int bpg = group / 64;
-  int64_t g = g0;
-  _tile_zero(0);
-  for (int b = 0, jb = 0; b < nb; b++) { /* jb: the block's place in its group */
-    _tile_loadd(4, xb + b * 64, x_row);
-    _tile_loadd(6, pk + (size_t)b * ZZ_XV_PB, 64);
-    _tile_dpbsud(0, 4, 6);
-    if (!zz_xq_group_end(&jb, bpg, b0 + b, in)) continue; /* the group goes on */
-    _tile_stored(0, c, sizeof c[0]);
-    _tile_zero(0);
-    for (int r = 0; r < rows; r++)
-      facc[r] = zz_xv_fold(hd + (g - g0) * 32, (const float *)(xq + (size_t)r * x_row), g, ng, _mm512_load_si512(c[r]),
-                           facc[r]);
-    g++;
+  if (ngr > 0) ZZ_XA_GROUP(0, 4, 6, 0);
+  for (int gi = 0; gi < ngr; gi += 2) {
+    if (gi + 1 < ngr) ZZ_XA_GROUP(1, 5, 7, gi + 1);
+    ZZ_XA_FOLD(0, gi);
+    if (gi + 1 == ngr) break;
+    if (gi + 2 < ngr) ZZ_XA_GROUP(0, 4, 6, gi + 2);
+    ZZ_XA_FOLD(1, gi + 1);
   }
   _tile_release();
   for (int r = 0; r < rows; r++) _mm512_mask_storeu_ps(y + r * ldy, mask, facc[r]);
 }
-
+#undef ZZ_XA_FOLD
+#undef ZZ_XA_GROUP
 
 /* A packed tile's kernels and blocking: W rows of a panel, rows of x of a
  * register tile, K of a packed panel (whole groups within it), the panel's

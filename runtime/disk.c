@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -113,16 +114,21 @@ static double zz_disk_rate(size_t bytes, double secs) { return (double)bytes / (
 /* The busy side of a read pass: probe->busy over and over until told to stop. */
 typedef struct zz_disk_busy {
   const zz_disk_probe *probe;
+  int started;   /* set by the busy thread as it begins (atomic) */
   int stop;      /* set by the reader (atomic) */
   zz_status st;  /* the first failure of busy */
   char msg[512]; /* its message (zz_error's is per thread) */
 } zz_disk_busy;
 
+/* The work runs at least once, and the reads wait for it to begin: a loaded
+ * machine may start this thread only after a short pass has ended, and a loop
+ * that tested stop first would then measure reads beside no work at all (and
+ * miss the work's failure: a test once saw the measure succeed that way). */
 static void *zz_disk_busy_main(void *arg) {
   zz_disk_busy *b = arg;
-  while (!__atomic_load_n(&b->stop, __ATOMIC_ACQUIRE) && b->st == ZZ_OK) {
-    b->st = b->probe->busy(b->probe->busy_arg);
-  }
+  __atomic_store_n(&b->started, 1, __ATOMIC_RELEASE);
+  do b->st = b->probe->busy(b->probe->busy_arg);
+  while (b->st == ZZ_OK && !__atomic_load_n(&b->stop, __ATOMIC_ACQUIRE));
   if (b->st != ZZ_OK) snprintf(b->msg, sizeof b->msg, "%s", zz_error_message());
   return NULL;
 }
@@ -189,6 +195,7 @@ zz_status zz_disk_measure(const char *dir, const zz_disk_probe *probe, zz_disk_r
     int e = pthread_create(&th, NULL, zz_disk_busy_main, &b);
     if (e != 0) st = zz_error(ZZ_ERR_IO, "disk measure: cannot start the busy thread: %s", strerror(e));
     if (st == ZZ_OK) {
+      while (!__atomic_load_n(&b.started, __ATOMIC_ACQUIRE)) sched_yield();
       for (int i = 0; st == ZZ_OK && i < n_sizes; i++) st = zz_disk_read_pass(&d, buf, busy_bytes, sizes[i], &tb[i]);
       __atomic_store_n(&b.stop, 1, __ATOMIC_RELEASE);
       pthread_join(th, NULL);

@@ -30,7 +30,8 @@ extern "C" {
 typedef struct zz_disk_probe {
   size_t bytes, chunk; /* the file; the write and the alone reads in chunk-sized transfers */
   /* Further read passes beside work (busy NULL: none): busy(busy_arg) runs over
-   * and over on a thread of its own while busy_bytes of the file (0: all) are
+   * and over (at least once, begun before the first read) on a thread of its
+   * own while busy_bytes of the file (0: all) are
    * read again, one pass per transfer size sizes[i] (the engine reads one
    * tensor a call, so its transfers are its tensors' sizes). Under a CPU quota a
    * read issued after the period's quota is spent waits for the next period, so

@@ -8,8 +8,9 @@
 
 #include "zz_tests.h"
 
-/* test_runtime [SUITE]: every suite, or the one named (e.g. "int8", to check one
- * kernel under an emulated CPU: scripts/isa_emu.sh, docs/cpu.md). */
+/* test_runtime [SUITE [TEST]]: every suite, or the one named (e.g. "int8", to check one
+ * kernel under an emulated CPU: scripts/isa_emu.sh, docs/cpu.md), or one test of
+ * it by its full name (to rerun a rare failure alone, or under a sanitizer). */
 int main(int argc, char **argv) {
   setenv("OPENBLAS_NUM_THREADS", "1", 0);
   if (CU_initialize_registry() != CUE_SUCCESS) return 2;
@@ -43,7 +44,15 @@ int main(int argc, char **argv) {
       CU_cleanup_registry();
       return 2;
     }
-    CU_basic_run_suite(only);
+    CU_pTest one = argc > 2 ? CU_get_test(only, argv[2]) : NULL;
+    if (argc > 2 && !one) {
+      fprintf(stderr, "test_runtime: suite '%s' has no test named '%s'\n", argv[1], argv[2]);
+      CU_cleanup_registry();
+      return 2;
+    }
+    if (one) CU_basic_run_test(only, one);
+    else
+      CU_basic_run_suite(only);
   } else {
     CU_basic_run_tests();
   }

@@ -82,6 +82,10 @@ typedef struct zz_engine_opts {
    * (every command today: the engine gives only the last position's logits): only
    * each sequence's last row, which is all the output embedding reads */
   bool all_rows;
+  /* false (the default): the tokens a group's prompts start with are computed
+   * once in the prompt step and copied to each sequence's cache (runtime/prefix.c);
+   * true: every sequence computes its whole prompt (--no-prefix-sharing) */
+  bool no_prefix_sharing;
 } zz_engine_opts;
 
 /* Builds the engine: plans every buffer (refusing a plan that does not fit before
@@ -104,6 +108,12 @@ zz_status zz_engine_plan_check(const zz_device_desc *dev, const zz_model *m, con
 /* Starts a block on group g: n sequences (<= gbs * num_gb) with the given prompt
  * lengths (each <= shape.prompt_len); the block is left padded to the longest. */
 zz_status zz_engine_begin_block(zz_engine *eng, int group, int64_t n, const int64_t *lens);
+
+/* Turns shared-prefix computation on or off for the blocks begun after (the
+ * opposite of zz_engine_opts.no_prefix_sharing; benches compare both). */
+void zz_engine_set_prefix_sharing(zz_engine *eng, bool on);
+/* How many tokens the n prompts ids all start with, at most `most` (0 when n < 2). */
+int64_t zz_prefix_common(const int32_t *const *ids, int64_t n, int64_t most);
 
 /* What one token step of a group takes and gives (host memory). */
 typedef struct zz_step_io {

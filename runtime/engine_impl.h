@@ -120,9 +120,6 @@ zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const void *v, 
 zz_status zz_io_run(void *ctx, const void *args);
 
 /* prefix.c: a shared prompt prefix computed once */
-/* Prompts sharing fewer tokens than this are not worth a run of their own (it
- * passes over every layer's weights once more). */
-#define ZZ_PREFIX_MIN 16
 /* The tokens group's prompts share that its prompt step computes once (0: none,
  * or sharing off: the one rule of where it is, in prefix.c). */
 int64_t zz_prefix_len(const zz_engine *e, int group, const zz_step_io *io);

@@ -37,6 +37,11 @@ int64_t zz_prefix_common(const int32_t *const *ids, int64_t n, int64_t most) {
   return p;
 }
 
+int64_t zz_prefix_shared(const int32_t *const *ids, int64_t n, int64_t shortest) {
+  int64_t p = zz_prefix_common(ids, n, shortest - 1);
+  return p >= ZZ_PREFIX_MIN ? p : 0;
+}
+
 int64_t zz_prefix_len(const zz_engine *e, int group, const zz_step_io *io) {
   /* one rule for where sharing is off: a slice of a pipeline (its hidden states
    * are handed between ranks row for row, and a later slice has no token ids) and
@@ -47,9 +52,7 @@ int64_t zz_prefix_len(const zz_engine *e, int group, const zz_step_io *io) {
   int64_t gbs = e->pol.gpu_batch_size, most_pad = 0;
   for (int64_t i = 0; i < g->n; i++)
     if (g->idx[i / gbs].pad[i % gbs] > most_pad) most_pad = g->idx[i / gbs].pad[i % gbs];
-  /* every prompt keeps a token of its own: the step reads its last row's logits */
-  int64_t p = zz_prefix_common(io->prompts, g->n, g->s - most_pad - 1);
-  return p >= ZZ_PREFIX_MIN ? p : 0;
+  return zz_prefix_shared(io->prompts, g->n, g->s - most_pad);
 }
 
 /* Rows at byte off, n bytes, of sequence i of a cache home, to or from buf. */

@@ -114,6 +114,14 @@ zz_status zz_engine_begin_block(zz_engine *eng, int group, int64_t n, const int6
 void zz_engine_set_prefix_sharing(zz_engine *eng, bool on);
 /* How many tokens the n prompts ids all start with, at most `most` (0 when n < 2). */
 int64_t zz_prefix_common(const int32_t *const *ids, int64_t n, int64_t most);
+/* Prompts sharing fewer tokens than this are not worth a run of their own (it
+ * passes over every layer's weights once more). */
+#define ZZ_PREFIX_MIN 16
+/* The prefix a prompt step computes once for these n prompts, the shortest of
+ * them `shortest` tokens long: their common prefix less the shortest's last token
+ * (each sequence's last row gives its logits), 0 below ZZ_PREFIX_MIN. Where
+ * sharing is on (runtime/prefix.c); benches and the planner count with it. */
+int64_t zz_prefix_shared(const int32_t *const *ids, int64_t n, int64_t shortest);
 
 /* What one token step of a group takes and gives (host memory). */
 typedef struct zz_step_io {

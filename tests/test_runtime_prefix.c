@@ -189,6 +189,15 @@ static void test_common(void) {
   CU_ASSERT_EQUAL(zz_prefix_common(abc, 3, 1), 1);
   CU_ASSERT_EQUAL(zz_prefix_common(one, 1, 4), 0);
   CU_ASSERT_EQUAL(zz_prefix_common(ab, 2, 0), 0);
+  /* the rule: less the shortest's last token, nothing below ZZ_PREFIX_MIN */
+  int32_t x[40] = {0}, y[40] = {0};
+  y[30] = 1;
+  const int32_t *xy[] = {x, y};
+  CU_ASSERT_EQUAL(zz_prefix_shared(xy, 2, 40), 30);
+  CU_ASSERT_EQUAL(zz_prefix_shared(xy, 2, 20), 19);
+  CU_ASSERT_EQUAL(zz_prefix_shared(xy, 2, ZZ_PREFIX_MIN + 1), ZZ_PREFIX_MIN);
+  CU_ASSERT_EQUAL(zz_prefix_shared(xy, 2, ZZ_PREFIX_MIN), 0);
+  CU_ASSERT_EQUAL(zz_prefix_shared(xy, 1, 40), 0);
 }
 
 void zz_test_prefix_register(void) {

@@ -21,7 +21,6 @@
  * The tokens are those of the run without sharing: a row's result does not depend
  * on which other rows a step computes (tests/test_runtime_prefix.c compares them).
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "engine_impl.h"
@@ -55,69 +54,91 @@ int64_t zz_prefix_len(const zz_engine *e, int group, const zz_step_io *io) {
   return zz_prefix_shared(io->prompts, g->n, g->s - most_pad);
 }
 
-/* Rows at byte off, n bytes, of sequence i of a cache home, to or from buf. */
-static zz_status zz_prefix_rows(zz_engine *e, const zz_tensor *h, int64_t i, size_t tmh, size_t region, size_t off,
-                                char *buf, size_t n, bool write, char *blk) {
-  if (h->tier == ZZ_TIER_DISK) {
-    /* whole disk blocks around the rows: read, change, write back */
-    size_t doff = (size_t)h->offset + (size_t)i * region;
-    size_t a = zz_align_down(off, ZZ_DISK_ALIGN), b = zz_align_up(off + n, ZZ_DISK_ALIGN);
-    ZZ_CHECK(zz_disk_read(&e->disk, blk, b - a, doff + a));
-    if (!write) {
-      memcpy(buf, blk + (off - a), n);
-      return ZZ_OK;
-    }
-    memcpy(blk + (off - a), buf, n);
-    return zz_disk_write(&e->disk, blk, b - a, doff + a);
-  }
-  char *at = (char *)h->data + (size_t)i * tmh + off;
-  if (h->tier == ZZ_TIER_CPU) {
-    if (write) memcpy(at, buf, n);
-    else
-      memcpy(buf, at, n);
-    return ZZ_OK;
-  }
-  if (write) ZZ_CHECK(zz_device_write(e->dev, ZZ_LANE_COMPUTE, at, buf, n));
-  else
-    ZZ_CHECK(zz_device_read(e->dev, ZZ_LANE_COMPUTE, buf, at, n));
-  return zz_device_sync(e->dev, ZZ_LANE_COMPUTE);
+/* A cache home's rows as this file moves them: sequence i's bytes [off, off + n). */
+typedef struct zz_prefix_at {
+  const zz_tensor *h;
+  int64_t i;
+  size_t tmh, region, off, n;
+} zz_prefix_at;
+
+/* The disk blocks around rows a: read into blk (host, block aligned), then,
+ * with src, changed and written back; *rows_out: the rows inside blk. */
+static zz_status zz_prefix_disk(zz_engine *e, const zz_prefix_at *a, char *blk, const char *src, char **rows_out) {
+  size_t doff = (size_t)a->h->offset + (size_t)a->i * a->region;
+  size_t lo = zz_align_down(a->off, ZZ_DISK_ALIGN), hi = zz_align_up(a->off + a->n, ZZ_DISK_ALIGN);
+  ZZ_CHECK(zz_disk_read(&e->disk, blk, hi - lo, doff + lo));
+  *rows_out = blk + (a->off - lo);
+  if (!src) return ZZ_OK;
+  memcpy(*rows_out, src, a->n);
+  return zz_disk_write(&e->disk, blk, hi - lo, doff + lo);
 }
 
+/* Rows a from src, which is device memory (src_dev) or host memory. */
+static zz_status zz_prefix_put(zz_engine *e, const zz_prefix_at *a, const char *src, bool src_dev) {
+  zz_device *dev = e->dev;
+  if (a->h->tier == ZZ_TIER_DISK) { /* src is on the host then (zz_prefix_spread) */
+    char *rows;
+    return zz_prefix_disk(e, a, e->kv_stage[0][1], src, &rows);
+  }
+  char *at = (char *)a->h->data + (size_t)a->i * a->tmh + a->off;
+  if (a->h->tier == ZZ_TIER_CPU && !src_dev) {
+    memcpy(at, src, a->n);
+    return ZZ_OK;
+  }
+  if (a->h->tier == ZZ_TIER_CPU) ZZ_CHECK(zz_device_read(dev, ZZ_LANE_COMPUTE, at, src, a->n));
+  else if (src_dev)
+    ZZ_CHECK(zz_device_copy(dev, ZZ_LANE_COMPUTE, at, src, a->n));
+  else
+    ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, at, src, a->n));
+  return zz_device_sync(dev, ZZ_LANE_COMPUTE);
+}
+
+/* No buffer of its own: rows go home to home; where a cache home is on disk, the
+ * plan has the host disk stages (cache.stage, idle between runs), which hold the
+ * prefix's rows (slot 0, K) and a home's disk blocks around them (slot 0, V). */
 zz_status zz_prefix_spread(zz_engine *e, int group, int64_t p) {
   zz_group *g = &e->groups[group];
   int64_t gbs = e->pol.gpu_batch_size, nb = e->pol.num_gpu_batches, nl = e->l1 - e->l0;
-  size_t most = 0, most_region = 0;
-  for (int jl = 0; jl < nl; jl++) {
-    if (e->cache_of[jl] < 0) continue;
-    zz_cache_spec spec = zz_engine_cache_spec(e, jl);
-    size_t row = zz_cache_row_bytes(&spec), region = zz_cache_region_bytes(&spec, e->t_max);
-    if ((size_t)p * row > most) most = (size_t)p * row;
-    if (region > most_region) most_region = region;
-  }
-  /* once per block, beside the step's buffers: the prefix's rows of one layer and
-   * a disk home's blocks around them */
-  char *buf = malloc(most ? most : 1), *blk = NULL;
-  if (!buf || (e->has_disk && posix_memalign((void **)&blk, ZZ_DISK_ALIGN, most_region + ZZ_DISK_ALIGN) != 0)) {
-    free(buf);
-    return zz_error(ZZ_ERR_NO_MEMORY, "shared prefix: out of memory (%zu bytes)", most + most_region);
-  }
+  bool staged = e->kv_stage[0][0] != NULL; /* some cache home is on disk */
   size_t pad0 = (size_t)g->idx[0].pad[0];
-  zz_status st = ZZ_OK;
-  for (int jl = 0; jl < nl && st == ZZ_OK; jl++) {
+  for (int jl = 0; jl < nl; jl++) {
     int l = e->cache_of[jl];
     if (l < 0) continue;
     zz_cache_spec spec = zz_engine_cache_spec(e, jl);
     size_t row = zz_cache_row_bytes(&spec), tmh = (size_t)e->t_max * row;
     size_t region = zz_cache_region_bytes(&spec, e->t_max), n = (size_t)p * row;
-    for (int kv = 0; kv < 2 && st == ZZ_OK; kv++) {
+    for (int kv = 0; kv < 2; kv++) {
       const zz_tensor *homes = kv ? g->v_home : g->k_home;
-      st = zz_prefix_rows(e, &homes[l * nb], 0, tmh, region, pad0 * row, buf, n, false, blk);
-      for (int64_t k = 0; k * gbs < g->n && st == ZZ_OK; k++)
-        for (int64_t i = k == 0; i < zz_group_batch_count(e, g, k) && st == ZZ_OK; i++)
-          st = zz_prefix_rows(e, &homes[l * nb + k], i, tmh, region, (size_t)g->idx[k].pad[i] * row, buf, n, true, blk);
+      zz_prefix_at a = {.h = &homes[l * nb], .i = 0, .tmh = tmh, .region = region, .off = pad0 * row, .n = n};
+      /* the source: the prefix run's rows, on the host when a target is on disk */
+      const char *src;
+      bool src_dev = false;
+      if (a.h->tier == ZZ_TIER_DISK) {
+        char *rows;
+        ZZ_CHECK(zz_prefix_disk(e, &a, e->kv_stage[0][1], NULL, &rows));
+        memcpy(e->kv_stage[0][0], rows, n);
+        src = e->kv_stage[0][0];
+      } else if (a.h->tier == ZZ_TIER_CPU) {
+        src = (const char *)a.h->data + a.off;
+      } else if (staged) {
+        ZZ_CHECK(zz_device_read(e->dev, ZZ_LANE_COMPUTE, e->kv_stage[0][0], (const char *)a.h->data + a.off, n));
+        ZZ_CHECK(zz_device_sync(e->dev, ZZ_LANE_COMPUTE));
+        src = e->kv_stage[0][0];
+      } else {
+        src = (const char *)a.h->data + a.off;
+        src_dev = true;
+      }
+      for (int64_t k = 0; k * gbs < g->n; k++)
+        for (int64_t i = k == 0; i < zz_group_batch_count(e, g, k); i++) {
+          zz_prefix_at t = {.h = &homes[l * nb + k],
+                            .i = i,
+                            .tmh = tmh,
+                            .region = region,
+                            .off = (size_t)g->idx[k].pad[i] * row,
+                            .n = n};
+          ZZ_CHECK(zz_prefix_put(e, &t, src, src_dev));
+        }
     }
   }
-  free(buf);
-  free(blk);
-  return st;
+  return ZZ_OK;
 }

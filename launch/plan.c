@@ -42,7 +42,7 @@ static zz_status zz_plan_hw(const zz_opts *o, zz_hw *hw) {
 
 zz_status zz_opts_planner(const zz_opts *o, const zz_model *m, const zz_hw *hw, zz_planner_opts *po) {
   zz_planner_opts_default(po);
-  po->shape = (zz_shape){o->prompt_len, o->gen_len};
+  po->shape = (zz_shape){.prompt_len = o->prompt_len, .gen_len = o->gen_len};
   ZZ_CHECK(zz_parse_bytes(o->gpu_mem, &po->cap[ZZ_TIER_GPU]));
   ZZ_CHECK(zz_parse_bytes(o->cpu_mem, &po->cap[ZZ_TIER_CPU]));
   ZZ_CHECK(zz_parse_bytes(o->disk_mem, &po->cap[ZZ_TIER_DISK]));

@@ -94,7 +94,10 @@ typedef struct zz_job {
   zz_resume_set *hashes;   /* every prompt's id and hash (zz_job_scan), each id once */
   int64_t todo;            /* prompts not yet in --out */
   int64_t longest;         /* tokens of the longest of those (0: none) */
-  char *record;            /* the job record (PATH.job.json), JSON text */
+  int64_t shortest;        /* and of the shortest */
+  int32_t *common;         /* [n_common] the tokens all of them start with (shape.shared_prefix) */
+  int64_t n_common;
+  char *record; /* the job record (PATH.job.json), JSON text */
   zz_output out;
   /* the block being gathered: [cap] each, n used */
   zz_prompt *prompts;

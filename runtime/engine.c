@@ -408,6 +408,7 @@ void zz_engine_get_stats(const zz_engine *e, zz_engine_stats *out) {
   for (int i = 0; i < ZZ_IO_N; i++) out->busy_s[i + 1] = zz_lanes_busy(e->lanes, i);
   out->wall_s = e->wall_s;
   out->positions = e->positions;
+  out->prefix_shared = e->prefix_shared;
   out->disk_read_bytes = e->disk.read_bytes;
   out->disk_write_bytes = e->disk.write_bytes;
   out->disk_read_s = (double)e->disk.read_ns * 1e-9;

@@ -87,6 +87,7 @@ struct zz_engine {
   zz_lanes *lanes;
   double compute_s, wall_s;
   int64_t positions;              /* zz_engine_stats.positions */
+  int64_t prefix_shared;          /* zz_engine_stats.prefix_shared */
   double attn_wait_s, attn_cpu_s; /* parts of compute_s: zz_engine_stats */
 };
 

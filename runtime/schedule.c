@@ -469,6 +469,7 @@ zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *
     pr.pos = g->idx[0].pad[0];
     st = zz_run_counted(&pr);
     if (st == ZZ_OK) st = zz_prefix_spread(e, group, p);
+    e->prefix_shared += (g->n - 1) * p;
     r.sq = g->s - p;
     r.pos = p;
   }

@@ -166,6 +166,7 @@ typedef struct zz_engine_stats {
   double busy_s[ZZ_LANE_COUNT]; /* compute, weight load, cache load, cache store */
   double wall_s;                /* wall time inside zz_generate */
   int64_t positions;            /* token positions computed: a step's rows of each batch it ran (padding included) */
+  int64_t prefix_shared;        /* prompt positions not computed: a shared prefix's, in all but one sequence */
   uint64_t disk_read_bytes, disk_write_bytes;
   double disk_read_s; /* time inside disk reads */
   /* of busy_s[compute], with CPU attention beside a host cache: waiting for the

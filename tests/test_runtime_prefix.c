@@ -70,6 +70,7 @@ static zz_status zz_px_block(zz_engine *eng, bool share, int32_t *const *ids, co
   ZZ_CHECK(zz_generate(eng, &req, &res));
   for (int64_t i = 0; i < n; i++) memcpy(toks[i], res.tokens[i], ZZ_PX_NEW * sizeof(int32_t));
   *computed = res.pos_computed;
+  CU_ASSERT(res.pos_useful > 0 && res.pos_useful <= res.pos_computed); /* a shared prefix counted once */
   zz_result_free(&res, n);
   return ZZ_OK;
 }

@@ -12,7 +12,9 @@
  * prefix once (runtime/prefix.c), and with --system a third run, now without
  * sharing, shows what the sharing alone gives. With sharing, a block's prompts
  * need (n - 1) x P fewer positions than they have tokens: `wasted` counts against
- * the positions the lines needed, prefix_saved says how many that took off.
+ * the positions the lines needed, prefix_saved says how many that took off. Each
+ * run's wall time and the process's CPU time (on a shared machine the neighbours'
+ * load moves the second least; --threads 1 makes it the work done).
  *
  * The workload: --prompts FILE (JSON Lines: "input_ids" and "max_new_tokens"), or
  * issue #47's workload (a), made here: prompt lengths log-normal with median 150

@@ -209,20 +209,25 @@ int main(int argc, char **argv) {
     w = calloc((size_t)n, sizeof *w);
     int64_t half = cfg.max_pos / 2, sys = system > 0 ? (int64_t)llround(system * scale) : 0;
     if (sys >= half) return fprintf(stderr, "workload: --system %d x --scale leaves no room for a prompt\n", system), 2;
-    /* workload (b): one system prompt (BOS, then its tokens) before every line's */
+    /* workload (b): one system prompt (BOS, then its tokens, drawn from a stream of
+     * its own) before each line of workload (a), the line's own BOS left out: the
+     * lines are (a)'s, token for token */
+    uint64_t sys_seed = seed ^ 0x9E3779B97F4A7C15u;
     int32_t *sys_ids = malloc((size_t)(sys + 1) * sizeof *sys_ids);
     for (int64_t t = 0; t < sys; t++)
-      sys_ids[t] = t ? (int32_t)(4 + wl_next(&seed) % (uint64_t)(cfg.vocab_size - 4)) : (int32_t)cfg.bos;
+      sys_ids[t] = t ? (int32_t)(4 + wl_next(&sys_seed) % (uint64_t)(cfg.vocab_size - 4)) : (int32_t)cfg.bos;
+    int64_t skip = sys > 0; /* the line's BOS */
     for (int64_t i = 0; i < n; i++) {
       w[i] = (wl_line){.len = wl_lognormal(&seed, 150, 1500, scale, half - sys),
                        .max_new = (int)wl_lognormal(&seed, 120, 1000, scale, half),
                        .place = i};
-      w[i].len += sys;
-      w[i].ids = malloc((size_t)w[i].len * sizeof *w[i].ids);
+      int64_t own = w[i].len;
+      w[i].len = sys + own - skip;
+      w[i].ids = malloc((size_t)(w[i].len + 1) * sizeof *w[i].ids);
       memcpy(w[i].ids, sys_ids, (size_t)sys * sizeof *sys_ids);
-      w[i].ids[sys] = sys ? (int32_t)(4 + wl_next(&seed) % (uint64_t)(cfg.vocab_size - 4)) : (int32_t)cfg.bos;
-      for (int64_t t = sys + 1; t < w[i].len; t++)
-        w[i].ids[t] = (int32_t)(4 + wl_next(&seed) % (uint64_t)(cfg.vocab_size - 4));
+      int32_t *line = w[i].ids + sys - skip; /* line[0]: the system prompt's last token, or the BOS */
+      for (int64_t t = 1; t < own; t++) line[t] = (int32_t)(4 + wl_next(&seed) % (uint64_t)(cfg.vocab_size - 4));
+      if (!skip) line[0] = (int32_t)cfg.bos;
     }
     free(sys_ids);
   }

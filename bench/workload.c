@@ -23,8 +23,24 @@
  * Workload (b) is --system 300: the same prompts behind one shared system prompt
  * of 300 tokens, times --scale too.
  *
+ * --model takes any preset (zz_config_resolve): opt-125m ... opt-175b, and the
+ * LLaMA-shaped ones (llama-7b, llama-3-8b, qwen2.5-7b, ...: RMSNorm, SwiGLU, RoPE,
+ * grouped-query attention) with --layers to cut them to a few layers and --width H
+ * to narrow them to hidden H (heads of the preset's head_dim, K/V heads and the MLP
+ * in the preset's ratios): `--model llama-7b --width 768 --layers 12` is a
+ * LLaMA-shaped model of OPT-125M's size.
+ *
+ * With --hw FILE (zigzag profile --out FILE on this machine) each run also prints
+ * the planner's prediction for its blocks (zz_plan_workload: each block at its own
+ * padded prompt length, each GPU batch to its own most new tokens) and its ratio to
+ * the measured seconds. Either way the positions are checked: the engine's count of
+ * computed positions against the planner's count for the same blocks, and (the run
+ * with each line's own max tokens) the engine's useful positions against the lines'
+ * asked tokens; a mismatch exits 4, as a wrong "wasted" column would be.
+ *
  *   workload [--model opt-125m] [--layers L] [--lines 64] [--scale 0.1] [--seed 1]
- *            [--gbs 8] [--num-gb 1] [--threads 0] [--system 0] [--prompts FILE] [--write FILE]
+ *            [--gbs 8] [--num-gb 1] [--threads 0] [--system 0] [--prompts FILE] [--write FILE] [--hw FILE]
+ *            [--width H]
  */
 #include <jansson.h>
 #include <math.h>
@@ -34,6 +50,7 @@
 #include <time.h>
 
 #include "zz_runtime.h"
+#include "zz_search.h"
 #include "zz_seq.h"
 
 typedef struct wl_line {
@@ -112,7 +129,11 @@ static double wl_cpu_s(void) {
 typedef struct wl_run {
   double s, cpu_s;
   int64_t computed, useful;
-  int64_t saved; /* prompt positions a shared prefix took off (zz_prefix_shared per block) */
+  int64_t saved;                           /* prompt positions a shared prefix took off (zz_prefix_shared per block) */
+  int64_t engine_useful;                   /* zz_result's pos_useful, summed */
+  double prefill_s, decode_s;              /* zz_result's, summed */
+  double predicted_s, predicted_prefill_s; /* zz_plan_workload's (0: no --hw) */
+  int64_t predicted_pos;                   /* its positions computed */
 } wl_run;
 
 /* The lines in `order`, blocks of bls: each its own max tokens (own) or all the
@@ -153,6 +174,9 @@ static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t bls
     zz_result res;
     ZZ_CHECK(zz_generate(e, &req, &res));
     out->computed += res.pos_computed;
+    out->engine_useful += res.pos_useful;
+    out->prefill_s += res.prefill_s;
+    out->decode_s += res.decode_s;
     for (int64_t i = 0; i < cnt; i++)
       memcpy(tokens[order[b + i]->place], res.tokens[i], (size_t)order[b + i]->max_new * sizeof(int32_t));
     zz_result_free(&res, cnt);
@@ -163,9 +187,59 @@ static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t bls
   return ZZ_OK;
 }
 
+/* The preset narrowed to hidden `width`: its head_dim kept, the query and K/V heads
+ * and the MLP in its ratios (the MLP to a multiple of 64). */
+static int wl_narrow(zz_config *c, int64_t width) {
+  if (c->hidden != c->n_heads * c->head_dim || c->embed_dim != c->hidden || c->n_experts || width % c->head_dim ||
+      width >= c->hidden)
+    return fprintf(stderr,
+                   "workload: --width %lld: the preset %s needs hidden = heads x head_dim (%lld), no experts, "
+                   "and a width below %lld that head_dim divides\n",
+                   (long long)width, c->name, (long long)c->head_dim, (long long)c->hidden),
+           1;
+  int64_t heads = width / c->head_dim, kv = c->n_kv_heads * heads / c->n_heads;
+  c->ffn = (c->ffn * width / c->hidden + 63) / 64 * 64;
+  c->n_kv_heads = kv < 1 ? 1 : kv;
+  while (heads % c->n_kv_heads) c->n_kv_heads--; /* grouped-query attention: whole groups */
+  c->n_heads = heads;
+  c->hidden = c->embed_dim = width;
+  return 0;
+}
+
+/* The planner's prediction of a replay of `order` (blocks of bls; own: each line's
+ * max tokens, else its block's most): seconds with hw, positions always. */
+static zz_status wl_predict(const zz_model *m, const zz_hw *hw, const zz_policy *pol, wl_line **order, int64_t n,
+                            int64_t bls, bool own, wl_run *r) {
+  int64_t *lens = malloc((size_t)n * sizeof *lens), *max_new = malloc((size_t)n * sizeof *max_new);
+  if (!lens || !max_new) return free(lens), free(max_new), zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  for (int64_t b = 0; b < n; b += bls) {
+    int64_t cnt = n - b < bls ? n - b : bls, most = 1;
+    for (int64_t i = b; i < b + cnt; i++) most = order[i]->max_new > most ? order[i]->max_new : most;
+    for (int64_t i = b; i < b + cnt; i++) {
+      lens[i] = order[i]->len;
+      max_new[i] = own ? order[i]->max_new : most;
+    }
+  }
+  zz_workload w = {.n = n, .prompt_len = lens, .max_new = max_new};
+  zz_workload_cost c = {0};
+  zz_hw nominal; /* without a file, the positions alone are asked for */
+  zz_hw_nominal("cpu", &nominal);
+  zz_planner_opts po;
+  zz_planner_opts_default(&po);
+  zz_status st = zz_plan_workload(m, hw ? hw : &nominal, &po, pol, &w, &c);
+  if (st == ZZ_OK) {
+    r->predicted_s = hw ? c.prefill_s + c.decode_s : 0;
+    r->predicted_prefill_s = hw ? c.prefill_s : 0;
+    r->predicted_pos = c.prefill_pos + c.decode_pos;
+  }
+  free(lens);
+  free(max_new);
+  return st;
+}
+
 int main(int argc, char **argv) {
-  const char *model = "opt-125m", *prompts = NULL, *write = NULL;
-  int layers = 0, gbs = 8, num_gb = 1, threads = 0, system = 0;
+  const char *model = "opt-125m", *prompts = NULL, *write = NULL, *hw_path = NULL;
+  int layers = 0, gbs = 8, num_gb = 1, threads = 0, width = 0, system = 0;
   int64_t lines = 64;
   double scale = 0.1;
   uint64_t seed = 1;
@@ -192,6 +266,10 @@ int main(int argc, char **argv) {
       prompts = v;
     else if (!strcmp(k, "--write"))
       write = v;
+    else if (!strcmp(k, "--hw"))
+      hw_path = v;
+    else if (!strcmp(k, "--width"))
+      width = atoi(v);
     else
       return fprintf(stderr, "workload: unknown option %s (see the head of bench/workload.c)\n", k), 2;
   }
@@ -199,6 +277,7 @@ int main(int argc, char **argv) {
   zz_model m;
   if (zz_config_resolve(model, &cfg) != ZZ_OK) return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
   if (layers > 0 && layers < cfg.n_layers) cfg.n_layers = layers;
+  if (width > 0 && wl_narrow(&cfg, width)) return 2;
   if (zz_model_init(&cfg, &m) != ZZ_OK) return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
   wl_line *w = NULL;
   int64_t n = 0;
@@ -278,8 +357,27 @@ int main(int argc, char **argv) {
     same &= !memcmp(before[i], now[i], (size_t)w[i].max_new * sizeof **now);
     if (n_runs == 3) same &= !memcmp(plain[i], now[i], (size_t)w[i].max_new * sizeof **now);
   }
+  zz_hw hw;
+  if ((hw_path && zz_hw_load(hw_path, &hw) != ZZ_OK) ||
+      wl_predict(&m, hw_path ? &hw : NULL, &pol, file, n, bls, false, &rb) != ZZ_OK ||
+      wl_predict(&m, hw_path ? &hw : NULL, &pol, sorted, n, bls, true, &rn) != ZZ_OK ||
+      (n_runs == 3 && wl_predict(&m, hw_path ? &hw : NULL, &pol, sorted, n, bls, true, &rp) != ZZ_OK))
+    return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
+  /* the wasted column is 1 - (useful - saved) / computed: both counts checked against
+   * another's (the planner's blocks know no shared prefix: the positions it took off
+   * are added back) */
+  int counts_ok = rb.computed == rb.predicted_pos && rn.computed + rn.saved == rn.predicted_pos &&
+                  rn.engine_useful == rn.useful - rn.saved;
+  if (!counts_ok)
+    fprintf(
+        stderr,
+        "workload: positions disagree: before %lld computed, %lld by the planner's blocks; now %lld computed + %lld "
+        "shared, %lld by the planner's blocks, %lld useful by the engine, %lld asked\n",
+        (long long)rb.computed, (long long)rb.predicted_pos, (long long)rn.computed, (long long)rn.saved,
+        (long long)rn.predicted_pos, (long long)rn.engine_useful, (long long)rn.useful);
   printf("model,layers,lines,prompt_tokens_p50,asked_tokens,bls,run,seconds,useful_tok_s,cpu_seconds,useful_tok_cpu_s,"
-         "positions,wasted,prefix_saved,same_tokens\n");
+         "positions,wasted,prefix_saved,same_tokens,predicted_s,predicted_over_measured,prefill_s,predicted_prefill_s,"
+         "decode_s,predicted_decode_s\n");
   const wl_run *runs[3] = {&rb, &rn, &rp};
   const char *names[3] = {"before: file order; every sequence to its block's most; no prefix sharing",
                           "now: zz_prompt_order; own max tokens; shared prefix once", "now without prefix sharing"};
@@ -287,11 +385,12 @@ int main(int argc, char **argv) {
   for (int64_t i = 0; i < n; i++) lens[i] = w[i].len;
   qsort(lens, (size_t)n, sizeof *lens, wl_cmp_len);
   for (int r = 0; r < n_runs; r++)
-    printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%.2f,%.1f,%.2f,%.1f,%lld,%.3f,%lld,%d\n", model, (long long)cfg.n_layers,
-           (long long)n, (long long)lens[n / 2], (long long)asked, (long long)bls, names[r], runs[r]->s,
-           (double)asked / runs[r]->s, runs[r]->cpu_s, (double)asked / runs[r]->cpu_s, (long long)runs[r]->computed,
-           1.0 - (double)(runs[r]->useful - runs[r]->saved) / (double)runs[r]->computed, (long long)runs[r]->saved,
-           same);
+    printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%.2f,%.1f,%.2f,%.1f,%lld,%.3f,%lld,%d,%.2f,%.3f,%.2f,%.2f,%.2f,%.2f\n",
+           model, (long long)cfg.n_layers, (long long)n, (long long)lens[n / 2], (long long)asked, (long long)bls,
+           names[r], runs[r]->s, (double)asked / runs[r]->s, runs[r]->cpu_s, (double)asked / runs[r]->cpu_s,
+           (long long)runs[r]->computed, 1.0 - (double)(runs[r]->useful - runs[r]->saved) / (double)runs[r]->computed,
+           (long long)runs[r]->saved, same, runs[r]->predicted_s, runs[r]->predicted_s / runs[r]->s, runs[r]->prefill_s,
+           runs[r]->predicted_prefill_s, runs[r]->decode_s, runs[r]->predicted_s - runs[r]->predicted_prefill_s);
   printf("# speed-up %.2fx wall, %.2fx CPU time", rb.s / rn.s, rb.cpu_s / rn.cpu_s);
   if (n_runs == 3) printf(" (%.2fx wall, %.2fx CPU of it from the shared prefix)", rp.s / rn.s, rp.cpu_s / rn.cpu_s);
   printf("\n");
@@ -311,5 +410,5 @@ int main(int argc, char **argv) {
   zz_engine_destroy(e);
   zz_device_destroy(dev);
   zz_model_free(&m);
-  return same ? 0 : 3;
+  return !same ? 3 : !counts_ok ? 4 : 0;
 }

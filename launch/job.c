@@ -166,6 +166,7 @@ struct zz_job_entry {
   uint64_t stream;
   int64_t len;
   int max_new;
+  int n; /* completions: the sequences it runs */
 };
 
 static int zz_job_entry_cmp(const void *pa, const void *pb) {
@@ -426,10 +427,13 @@ static zz_status zz_job_scan(zz_job *j, json_t *prompts) {
         j->n_common = zz_prefix_common(two, 2, j->n_common < n ? j->n_common : n);
       }
       if (!l.err && l.sp.max_new_tokens > j->lx->max_new) j->lx->max_new = l.sp.max_new_tokens;
-      st = zz_job_entry_add(
-          j->lx,
-          (struct zz_job_entry){
-              .at = at, .line = at_line, .stream = stream, .len = n, .max_new = l.err ? 0 : l.sp.max_new_tokens});
+      if (!l.err) j->prompt_todo += n * l.n, j->gen_todo += (int64_t)l.sp.max_new_tokens * l.n;
+      st = zz_job_entry_add(j->lx, (struct zz_job_entry){.at = at,
+                                                         .line = at_line,
+                                                         .stream = stream,
+                                                         .len = n,
+                                                         .max_new = l.err ? 0 : l.sp.max_new_tokens,
+                                                         .n = l.err ? 0 : l.n});
     }
     zz_line_free(&l);
     free(ids);
@@ -449,9 +453,6 @@ zz_status zz_job_open(zz_job *j, const zz_opts *o, zz_shape asked, bool files) {
   j->kill_after = -1;
   if (!(j->lx = calloc(1, sizeof *j->lx))) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   zz_line_defaults_init(o, &j->lx->defs);
-  /* a pipeline's log-probabilities do not come back from the last rank yet */
-  if (j->lx->defs.pipeline && j->lx->defs.sp.logprobs >= 0)
-    return zz_error(ZZ_ERR_INVALID_ARG, "under mpirun --logprobs is not applied yet; run in one process");
   if (files) {
     j->kill_after = o->fault_kill_after; /* ZZ_FAULT_KILL_AFTER_BLOCKS, checked by the options table */
     if (!(j->hashes = zz_resume_new())) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
@@ -538,6 +539,8 @@ zz_status zz_job_start(zz_job *j, int64_t cap) {
   zz_progress_start(&j->prog, o, zz_resume_count(j->hashes));
   j->prog.skipped = zz_resume_count(j->hashes) - j->todo; /* already in --out (--resume) */
   j->prog.max_tokens = j->todo * j->shape.gen_len;
+  j->prog.eta.prompt_left = j->prompt_todo;
+  j->prog.eta.gen_left = j->gen_todo;
   j->more = lx->n_order > 0;
   return ZZ_OK;
 }
@@ -664,20 +667,19 @@ zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out) {
       .ids = (const int32_t *const *)j->ids,
       .lens = j->lens,
       .streams = j->streams,
-      .max_new_tokens = lx->defs.pipeline ? o->max_new_tokens : max_new,
+      .max_new_tokens = max_new,
       .sampling = zz_opts_sampling(o),
   };
   /* each line's own settings (a pipeline's block message carries them to the last
-   * rank); stop strings are checked in one process only */
+   * rank); stop strings are checked where the tokens are collected (a pipeline's
+   * rank 0, which holds the tokenizer) */
   req_out->params = lx->params;
-  if (!lx->defs.pipeline) {
-    req_out->on_token = zz_job_on_token;
-    req_out->ctx = j;
-  }
+  req_out->on_token = zz_job_on_token;
+  req_out->ctx = j;
   return ZZ_OK;
 }
 
-/* Why sequence q ended, where the loop did not say (a pipeline): an end id last. */
+/* Why sequence q ended, where the loop did not say (a request without params): an end id last. */
 static zz_finish zz_job_finish(const zz_job *j, const zz_result *res, int64_t q) {
   if (res->out) return res->out[q].finish;
   int64_t n = res->n_tokens[q];
@@ -688,7 +690,7 @@ static zz_finish zz_job_finish(const zz_job *j, const zz_result *res, int64_t q)
 static zz_status zz_job_write_block(zz_job *j, const zz_result *res) {
   const zz_opts *o = j->o;
   struct zz_job_lines *lx = j->lx;
-  int64_t new_tokens = 0;
+  zz_progress_block pb = {.lines = j->n};
   for (int64_t i = 0; i < j->n; i++) {
     const zz_line *l = &lx->lines[i];
     zz_completion c[ZZ_MAX_COMPLETIONS];
@@ -699,7 +701,9 @@ static zz_status zz_job_write_block(zz_job *j, const zz_result *res) {
                              .n_tokens = res->n_tokens[q],
                              .finish = zz_job_finish(j, res, q),
                              .out = res->out ? &res->out[q] : NULL};
-      new_tokens += res->n_tokens[q];
+      pb.new_tokens += res->n_tokens[q];
+      pb.prompt_tokens += lx->plen[i];
+      pb.asked_tokens += lx->params[q].max_new_tokens;
     }
     char *line = zz_line_answer(&j->prompts[i], l, j->tok, &j->cfg, c, lx->plen[i], &lx->defs);
     if (!line) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
@@ -710,6 +714,7 @@ static zz_status zz_job_write_block(zz_job *j, const zz_result *res) {
     if (l->err) j->prog.errors++;
   }
   if (res) {
+    pb.prefill_s = res->prefill_s, pb.decode_s = res->decode_s;
     j->prog.pos_computed += res->pos_computed;
     j->prog.pos_useful += res->pos_useful;
   }
@@ -717,12 +722,29 @@ static zz_status zz_job_write_block(zz_job *j, const zz_result *res) {
   ZZ_CHECK(zz_output_commit(&j->out));
   j->committed++;
   j->written += j->n;
-  zz_progress_update(&j->prog, j->n, new_tokens);
+  zz_progress_update(&j->prog, &pb);
   zz_job_clear(j);
   return ZZ_OK;
 }
 
 zz_status zz_job_commit(zz_job *j, const zz_result *res) { return zz_job_write_block(j, res); }
+
+zz_status zz_job_workload(const zz_job *j, int64_t **lens_out, int64_t **max_new_out, int64_t *n_out) {
+  const struct zz_job_lines *lx = j->lx;
+  int64_t n = 0, k = 0;
+  for (int64_t i = 0; i < lx->n_order; i++) n += lx->order[i].n;
+  int64_t *lens = malloc((size_t)(n ? n : 1) * sizeof *lens), *news = malloc((size_t)(n ? n : 1) * sizeof *news);
+  if (!lens || !news) {
+    free(lens), free(news);
+    return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  }
+  for (int64_t i = 0; i < lx->n_order; i++)
+    for (int c = 0; c < lx->order[i].n; c++) lens[k] = lx->order[i].len, news[k++] = lx->order[i].max_new;
+  *lens_out = lens;
+  *max_new_out = news;
+  *n_out = n;
+  return ZZ_OK;
+}
 
 int zz_job_fail(const zz_job *j, zz_status st) {
   if (st == ZZ_ERR_INTERRUPTED || zz_stop_requested())

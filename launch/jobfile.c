@@ -322,30 +322,60 @@ void zz_progress_start(zz_progress *p, const zz_opts *o, int64_t total) {
   p->out = o->out && strcmp(o->out, "-") ? o->out : "stdout";
 }
 
+double zz_eta_seconds(const zz_eta_in *in) {
+  if (in->prompt_left <= 0 && in->gen_left <= 0) return 0;
+  if (in->prompt_done + in->gen_done <= 0) return -1;
+  /* answers end sooner than they ask (EOS, a stop string) by the share seen so far */
+  double share = in->gen_asked_done > 0 ? (double)in->gen_done / (double)in->gen_asked_done : 1;
+  double gen = (double)in->gen_left * (share < 1 ? share : 1);
+  double phases = in->prefill_s + in->decode_s;
+  if (phases <= 0) /* no phase times: every token at the job's rate */
+    return in->elapsed_s * ((double)in->prompt_left + gen) / (double)(in->prompt_done + in->gen_done);
+  /* each phase at its own rate; a phase not seen yet at the other's */
+  double per_prompt = in->prompt_done > 0 && in->prefill_s > 0 ? in->prefill_s / (double)in->prompt_done : -1;
+  double per_gen = in->gen_done > 0 && in->decode_s > 0 ? in->decode_s / (double)in->gen_done : -1;
+  if (per_prompt < 0) per_prompt = per_gen;
+  if (per_gen < 0) per_gen = per_prompt;
+  double left = (double)in->prompt_left * per_prompt + gen * per_gen;
+  /* the time outside the two phases grows with them */
+  return in->elapsed_s > phases ? left * in->elapsed_s / phases : left;
+}
+
 static void zz_progress_print(zz_progress *p, const char *end) {
   double el = zz_now() - p->t0;
-  double tps = el > 0 ? (double)(p->tokens + p->live) / el : 0;
+  double gen_tps = el > 0 ? (double)(p->tokens + p->live) / el : 0;
+  double prompt_tps = el > 0 ? (double)p->eta.prompt_done / el : 0;
   char eta[32] = "?";
   int64_t todo = p->total >= 0 ? p->total - p->skipped : -1;
+  zz_eta_in in = p->eta;
+  in.elapsed_s = el;
   double left = -1;
-  if (todo > 0 && p->done > 0) left = el * (double)(todo - p->done) / (double)p->done;
+  if (p->done > 0) left = zz_eta_seconds(&in);
   else if (p->max_tokens > p->live && p->live > 0) /* within the first block: by tokens, at most */
     left = el * (double)(p->max_tokens - p->live) / (double)p->live;
   if (left >= 0)
     snprintf(eta, sizeof eta, "%s%d:%02d:%02d", p->done > 0 ? "" : "<", (int)(left / 3600), (int)(left / 60) % 60,
              (int)left % 60);
   if (todo >= 0)
-    fprintf(stderr, "\rzigzag: %lld/%lld sequences, %lld tokens, %.1f tok/s, ETA %s%s", (long long)p->done,
-            (long long)todo, (long long)(p->tokens + p->live), tps, eta, end);
+    fprintf(stderr, "\rzigzag: %lld/%lld lines, %lld new tokens; prompt %.1f tok/s, generated %.1f tok/s; ETA %s%s",
+            (long long)p->done, (long long)todo, (long long)(p->tokens + p->live), prompt_tps, gen_tps, eta, end);
   else
-    fprintf(stderr, "\rzigzag: %lld sequences, %lld tokens, %.1f tok/s%s", (long long)p->done, (long long)p->tokens,
-            tps, end);
+    fprintf(stderr, "\rzigzag: %lld lines, %lld new tokens; prompt %.1f tok/s, generated %.1f tok/s%s",
+            (long long)p->done, (long long)p->tokens, prompt_tps, gen_tps, end);
   fflush(stderr);
 }
 
-void zz_progress_update(zz_progress *p, int64_t seqs, int64_t tokens) {
-  p->done += seqs;
-  p->tokens += tokens;
+void zz_progress_update(zz_progress *p, const zz_progress_block *b) {
+  p->done += b->lines;
+  p->tokens += b->new_tokens;
+  zz_eta_in *e = &p->eta;
+  e->prompt_left = e->prompt_left > b->prompt_tokens ? e->prompt_left - b->prompt_tokens : 0;
+  e->gen_left = e->gen_left > b->asked_tokens ? e->gen_left - b->asked_tokens : 0;
+  e->prompt_done += b->prompt_tokens;
+  e->gen_done += b->new_tokens;
+  e->gen_asked_done += b->asked_tokens;
+  e->prefill_s += b->prefill_s;
+  e->decode_s += b->decode_s;
   p->live = 0;
   p->last = zz_now();
   if (p->on) zz_progress_print(p, isatty(STDERR_FILENO) ? "" : "\n");

@@ -54,7 +54,6 @@ void zz_line_defaults_init(const zz_opts *o, zz_line_defaults *d) {
   d->sp.repetition_penalty = o->repetition_penalty > 0 ? o->repetition_penalty : 1.0f;
   d->sp.logprobs = o->logprobs;
   d->model_name = o->model;
-  d->pipeline = zz_pipe_ranks() > 1;
 }
 
 int zz_line_find_stop(const zz_line *l, const char *text, size_t len, size_t *at_out) {
@@ -294,15 +293,6 @@ zz_status zz_line_parse(const zz_prompt *p, const zz_line_defaults *d, zz_line *
     zz_line_fail(&l, "invalid_value", "%s", zz_error_message());
     zz_error_clear();
   }
-  /* the block message carries each sequence's settings to the last rank; stop
-   * strings and log-probabilities do not come back from it yet */
-  if (!l.err && d->pipeline && (l.n_stop > 0 || l.sp.logprobs >= 0))
-    zz_line_fail(&l, "unsupported_parameter",
-                 "under mpirun stop strings and logprobs run in one process for now (a line's own max tokens, "
-                 "sampling, seed, penalties and n are applied)");
-  if (!l.err && d->pipeline && l.sp.max_new_tokens > d->sp.max_new_tokens)
-    zz_line_fail(&l, "invalid_value", "under mpirun a line's max tokens (%d) may not exceed --max-new-tokens %d",
-                 l.sp.max_new_tokens, d->sp.max_new_tokens);
   for (int i = 0; i < l.n_stop; i++)
     if (!l.stop[i]) zz_line_fail(&l, "internal_error", "out of memory");
   if (l.err_code && !l.err) {

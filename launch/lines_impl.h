@@ -29,7 +29,6 @@ typedef enum { ZZ_LINE_NATIVE, ZZ_LINE_COMPLETION, ZZ_LINE_CHAT } zz_line_kind;
 typedef struct zz_line_defaults {
   zz_seq_params sp;       /* sampling, max_new_tokens, penalties, logprobs (--logprobs) */
   const char *model_name; /* what an OpenAI body without "model" is answered with */
-  bool pipeline;          /* mpirun: the last rank samples with the job's settings, so a line's own are refused */
 } zz_line_defaults;
 
 typedef struct zz_line {

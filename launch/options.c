@@ -92,12 +92,12 @@ static const zz_opt_def zz_opt_table[] = {
      false, G | B, NULL},
     {"prompts", NULL, ZZ_OPT_STR, ZZ_O(prompts), NULL,
      "generate: JSON Lines input, one {\"prompt\": text} or {\"input_ids\": [...]} (+ \"id\", settings) or an OpenAI batch "
-     "request per line; - is stdin",
-     false, 0, 0, false, G, NULL},
+     "request per line; - is stdin (plan: predicts the whole file as generate runs it)",
+     false, 0, 0, false, G | P, NULL},
     {"out", NULL, ZZ_OPT_STR, ZZ_O(out), NULL, "generate: JSON Lines output, one line per prompt; - is stdout", false,
      0, 0, false, G | F, NULL},
     {"max-new-tokens", NULL, ZZ_OPT_INT, ZZ_O(max_new_tokens), "32", "generate: new tokens per prompt at most", false,
-     1, ZZ_MAX_POSITIONS, false, G, NULL},
+     1, ZZ_MAX_POSITIONS, false, G | P, NULL},
     {"max-prompt-len", "ZZ_MAX_PROMPT_LEN", ZZ_OPT_INT, ZZ_O(max_prompt_len), "0",
      "generate: longest prompt in tokens (sizes the KV cache); 0 = the job's longest prompt", false, 0,
      ZZ_MAX_POSITIONS, false, G, NULL},
@@ -118,7 +118,7 @@ static const zz_opt_def zz_opt_table[] = {
     {"keep-order", NULL, ZZ_OPT_FLAG, ZZ_O(keep_order), NULL,
      "generate: blocks in file order, lines written in it (default: blocks of prompts of similar length and "
      "max tokens, lines in the order their blocks finish)",
-     false, 0, 0, false, G, NULL},
+     false, 0, 0, false, G | P, NULL},
     {"no-prefix-sharing", NULL, ZZ_OPT_FLAG, ZZ_O(no_prefix_sharing), NULL,
      "compute each prompt whole (default: the tokens a group's prompts start with are computed once and copied to "
      "each sequence's cache)",
@@ -450,6 +450,7 @@ void zz_opts_help(FILE *f) {
       "  zigzag bench    --model PRESET --dummy [--prompt-len S] [--gen-len N] [--json]\n"
       "  zigzag plan     --model M [--prompt-len S] [--gen-len N] [--hw FILE] [--gpu-mem X --cpu-mem X --disk-mem X]\n"
       "                  [--ranks m] [--json]   (the policy the planner chooses, predicted throughput)\n"
+      "  zigzag plan     --model M --prompts FILE [--max-new-tokens N] [--hw FILE] ...   (a whole job predicted)\n"
       "  zigzag profile  [--out FILE]   (measure this machine: a hardware file for plan --hw)\n"
       "  zigzag perplexity --model DIR --text FILE [--window N] [policy flags]\n"
       "  zigzag chat-template --model DIR --messages FILE [--tools FILE] [--chat-template-kwargs JSON]\n"

@@ -371,13 +371,18 @@ int zz_cmd_pipe(const zz_opts *opts) {
   /* plan every slice before anything is allocated, then build, then start writing:
    * each step agreed on, so a rank that cannot go on stops every rank cleanly */
   s = zz_stage_agree(p->st, zz_pipe_open(p));
-  if (s == ZZ_OK) s = zz_stage_bcast(p->st, &p->job.shape.prompt_len, (int)sizeof p->job.shape.prompt_len, 0);
+  /* rank 0's shape: the longest prompt to run, the most new tokens a line asks */
+  if (s == ZZ_OK) s = zz_stage_bcast(p->st, &p->job.shape, (int)sizeof p->job.shape, 0);
+  if (s == ZZ_OK) {
+    p->max_new = (int)p->job.shape.gen_len;
+    s = zz_stage_agree(p->st, zz_stage_set_limits(p->st, p->groups, p->max_new));
+  }
   /* rank 0 plans, every rank takes its part: the plan (planned), then the cuts */
   if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_plan_root(p));
   if (s == ZZ_OK && p->planned) s = zz_stage_bcast(p->st, p->pp, (int)sizeof *p->pp, 0);
   if (s == ZZ_OK && p->planned) { /* the plan's T is what every rank runs */
     p->groups = p->pp->groups;
-    s = zz_stage_agree(p->st, zz_stage_set_groups(p->st, p->groups));
+    s = zz_stage_agree(p->st, zz_stage_set_limits(p->st, p->groups, p->max_new));
   }
   if (s == ZZ_OK && opts->plan_trace)
     fprintf(stderr, "zigzag: rank %d: planner searches run here: %d\n", p->rank, zz_planner_searches());

@@ -3,6 +3,7 @@
  *
  *   zigzag plan --model M --prompt-len S --gen-len N [--hw FILE] [--gpu-mem X --cpu-mem X --disk-mem X]
  *               [--cpu-dtype bf16 | --cpu-act int8] [--ranks m] [--json]
+ *   zigzag plan --model M --prompts FILE [--max-new-tokens N] [--keep-order] ...
  *   zigzag profile [--out FILE]
  *
  * plan prints the policy the planner chose as the one line --policy accepts, the
@@ -10,7 +11,9 @@
  * with --ranks m the layer split, each rank's policy, the pipeline's throughput
  * and bubble. Given a policy (--policy or the policy flags) it predicts that one
  * instead of searching. Without --hw it measures this machine first (as profile
- * does).
+ * does). With --prompts (a generate job's file) the shape is the file's longest
+ * prompt and most max tokens, and the whole file is predicted as generate runs it
+ * (zz_plan_workload: blocks in zz_prompt_order, each at its own shape).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +120,15 @@ static void zz_print_experts(const zz_model *m, int block, int prompt_len) {
          (long long)c->n_experts, (long long)c->n_experts_used,
          zz_moe_experts_touched(c->n_experts, c->n_experts_used, pre), pre,
          zz_moe_experts_touched(c->n_experts, c->n_experts_used, dec), dec);
+}
+
+/* A MoE model: where the policy's weight percentages put each MoE layer's experts,
+ * by count (zz_policy_expert_split: the memory plan's rule). */
+static void zz_print_expert_split(const zz_model *m, const zz_policy *pol, const char *who) {
+  if (!m->cfg.n_experts) return;
+  zz_expert_split x = zz_policy_expert_split(pol, m->cfg.n_experts);
+  printf("%sexperts placed in each MoE layer: gpu %lld, cpu %lld, disk %lld\n", who, (long long)x.n[ZZ_TIER_GPU],
+         (long long)x.n[ZZ_TIER_CPU], (long long)x.n[ZZ_TIER_DISK]);
 }
 
 static int zz_pipe_block(const zz_pipeline_plan *p) {
@@ -237,6 +249,7 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
       char pb[256], who[32];
       snprintf(who, sizeof who, "rank %d: ", r);
       printf("%spolicy %s\n", who, zz_policy_str(&p->rank[r].policy, pb, sizeof pb));
+      zz_print_expert_split(m, &p->rank[r].policy, who);
       printf("%sblock %d sequences (%d groups of gbs %d x num_gb %d)\n", who, zz_pipe_block(p), p->groups,
              p->rank[r].policy.gpu_batch_size, p->rank[r].policy.num_gpu_batches);
       zz_print_cost(stdout, who, &p->rank[r].cost, cap);
@@ -263,6 +276,46 @@ static int zz_plan_pipe(const zz_opts *o, const zz_model *m, const zz_hw *hw, co
   return rc;
 }
 
+/* A generate job's prompts, read and checked as generate reads them (every line
+ * tokenized, its max tokens and completions), nothing written: the sequences in
+ * the order blocks gather them, and the job's shape. */
+static zz_status zz_plan_read_prompts(const zz_opts *o, zz_shape *shape_out, zz_workload *w_out) {
+  zz_opts oc = *o;
+  oc.dummy = true; /* the lines, not the weights */
+  oc.out = "-";
+  oc.resume = false;
+  zz_job *j = calloc(1, sizeof *j);
+  if (!j) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  zz_status st = zz_job_open(j, &oc, (zz_shape){.prompt_len = 0, .gen_len = oc.max_new_tokens}, true);
+  int64_t *lens = NULL, *news = NULL, n = 0;
+  if (st == ZZ_OK) st = zz_job_workload(j, &lens, &news, &n);
+  if (st == ZZ_OK && n == 0) st = zz_error(ZZ_ERR_INVALID_ARG, "plan: %s has no line to run", o->prompts);
+  if (st == ZZ_OK) {
+    *shape_out = j->shape;
+    *w_out = (zz_workload){.n = n, .prompt_len = lens, .max_new = news};
+  } else {
+    free(lens), free(news);
+  }
+  zz_job_close(j);
+  free(j);
+  return st;
+}
+
+static void zz_print_workload(const zz_workload *w, const zz_workload_cost *c, bool json) {
+  double total = c->prefill_s + c->decode_s, computed = (double)(c->prefill_pos + c->decode_pos);
+  if (json) {
+    printf(", \"workload\": {\"sequences\": %lld, \"blocks\": %lld, \"prefill_s\": %.6g, \"decode_s\": %.6g, "
+           "\"total_s\": %.6g, \"positions\": %lld, \"useful_positions\": %lld}",
+           (long long)w->n, (long long)c->blocks, c->prefill_s, c->decode_s, total, (long long)computed,
+           (long long)c->useful_pos);
+    return;
+  }
+  printf("workload: %lld sequences in %lld blocks; predicted prefill %.4g s, decode %.4g s, total %.4g s; %lld "
+         "positions computed, %.1f%% of them padding or sequences already ended\n",
+         (long long)w->n, (long long)c->blocks, c->prefill_s, c->decode_s, total, (long long)computed,
+         computed > 0 ? 100.0 * (computed - (double)c->useful_pos) / computed : 0.0);
+}
+
 int zz_cmd_plan(const zz_opts *o) {
   zz_config cfg;
   zz_model m = {0};
@@ -273,10 +326,17 @@ int zz_cmd_plan(const zz_opts *o) {
                                       "plan: --num-inner-iterations %d is the groups of a pipeline: give --ranks m "
                                       "too (one process runs no groups)",
                                       o->num_inner_iterations));
-  zz_status st = zz_setup_model(o, 0, &cfg, &m, NULL, NULL);
+  if (o->prompts && o->ranks)
+    return zz_report_failure(
+        zz_error(ZZ_ERR_INVALID_ARG, "plan: --prompts predicts one process; a pipeline's (--ranks) is not yet"));
+  zz_workload w = {0};
+  zz_shape job_shape = {0};
+  zz_status st = o->prompts ? zz_plan_read_prompts(o, &job_shape, &w) : ZZ_OK;
+  if (st == ZZ_OK) st = zz_setup_model(o, 0, &cfg, &m, NULL, NULL);
   if (st == ZZ_OK) st = zz_plan_hw(o, &hw);
   if (st == ZZ_OK) st = zz_opts_planner(o, &m, &hw, &po);
-  if (st == ZZ_OK && (int64_t)o->prompt_len + o->gen_len > cfg.max_pos)
+  if (o->prompts) po.shape = job_shape; /* the plan is for the file's longest prompt and most max tokens */
+  if (st == ZZ_OK && !o->prompts && (int64_t)o->prompt_len + o->gen_len > cfg.max_pos)
     st = zz_error(ZZ_ERR_INVALID_ARG, "plan: prompt length %d + generation length %d exceed %s's %lld positions",
                   o->prompt_len, o->gen_len, cfg.name, (long long)cfg.max_pos);
   if (st != ZZ_OK) {
@@ -295,6 +355,9 @@ int zz_cmd_plan(const zz_opts *o) {
   } else {
     st = zz_plan_search(&m, &hw, &po, &plan);
   }
+  zz_workload_cost wc = {0};
+  if (st == ZZ_OK && o->prompts) st = zz_plan_workload(&m, &hw, &po, &plan.policy, &w, &wc);
+  free((void *)w.prompt_len), free((void *)w.max_new);
   if (st != ZZ_OK) {
     zz_model_free(&m);
     return zz_report_failure(st);
@@ -303,19 +366,25 @@ int zz_cmd_plan(const zz_opts *o) {
   size_t cap[ZZ_TIER_COUNT];
   zz_planner_caps(&hw, &po, cap);
   if (o->json) {
-    printf("{\"model\": \"%s\", \"hw\": \"%s\", \"prompt_len\": %d, \"gen_len\": %d, \"policy\": \"%s\", ", cfg.name,
-           hw.name, o->prompt_len, o->gen_len, zz_policy_str(&plan.policy, pb, sizeof pb));
+    printf("{\"model\": \"%s\", \"hw\": \"%s\", \"prompt_len\": %lld, \"gen_len\": %lld, \"policy\": \"%s\", ",
+           cfg.name, hw.name, (long long)po.shape.prompt_len, (long long)po.shape.gen_len,
+           zz_policy_str(&plan.policy, pb, sizeof pb));
     zz_json_cost(stdout, &plan.cost);
     printf(", \"lp_x\": [");
     for (int v = 0; v < ZZ_X_COUNT; v++) printf("%s%.4f", v ? ", " : "", plan.x[v]);
-    printf("], \"candidates\": %d, \"feasible\": %d, \"search_s\": %.4g}\n", plan.candidates, plan.feasible,
+    printf("], \"candidates\": %d, \"feasible\": %d, \"search_s\": %.4g", plan.candidates, plan.feasible,
            plan.search_s);
+    if (o->prompts) zz_print_workload(&w, &wc, true);
+    printf("}\n");
   } else {
-    printf("plan: %s on %s, prompt %d, gen %d\n", cfg.name, hw.name, o->prompt_len, o->gen_len);
+    printf("plan: %s on %s, prompt %lld, gen %lld%s\n", cfg.name, hw.name, (long long)po.shape.prompt_len,
+           (long long)po.shape.gen_len, o->prompts ? " (the longest prompt and most max tokens of --prompts)" : "");
     printf("policy %s%s\n", zz_policy_str(&plan.policy, pb, sizeof pb),
            given ? " (given: predicted, not searched)" : "");
     zz_print_cost(stdout, "", &plan.cost, cap);
-    zz_print_experts(&m, plan.policy.gpu_batch_size * plan.policy.num_gpu_batches, o->prompt_len);
+    if (o->prompts) zz_print_workload(&w, &wc, false);
+    zz_print_experts(&m, plan.policy.gpu_batch_size * plan.policy.num_gpu_batches, (int)po.shape.prompt_len);
+    zz_print_expert_split(&m, &plan.policy, "");
     if (given) {
       zz_model_free(&m);
       return 0;

@@ -58,10 +58,35 @@ void zz_output_record_path(const char *path, char *buf, size_t len);
 /* Non-empty lines of a regular file, or -1 (stdin, pipes). */
 int64_t zz_count_lines(const char *path);
 
+/* What the time left is estimated from: the lines still to run and the blocks done. */
+typedef struct zz_eta_in {
+  int64_t prompt_left, gen_left; /* prompt tokens of the lines still to run (each completion's), and the new
+                                    tokens they ask (max_tokens x n) */
+  int64_t prompt_done, gen_done; /* of the blocks done: prompt tokens computed, new tokens generated */
+  int64_t gen_asked_done;        /* and the new tokens those blocks asked (an answer ends sooner at EOS or a stop) */
+  double prefill_s, decode_s;    /* their prompt steps' and token steps' seconds (0, 0: not known) */
+  double elapsed_s;              /* since the job began: the seconds outside the two phases too */
+} zz_eta_in;
+/* Seconds left (-1: nothing done yet to measure a rate by): the prompt tokens left
+ * at the prefill rate measured so far, plus the new tokens left, times the share
+ * of asked tokens answers have taken so far, at the decode rate; scaled by the
+ * elapsed time over the two phases' (commits, tokenizing, between blocks). Without
+ * the phases' seconds, every token at the job's rate so far. */
+double zz_eta_seconds(const zz_eta_in *in);
+
+/* One committed block, as the progress line counts it. */
+typedef struct zz_progress_block {
+  int64_t lines, new_tokens; /* lines written, new tokens generated */
+  int64_t prompt_tokens;     /* prompt tokens of its sequences (each completion's) */
+  int64_t asked_tokens;      /* new tokens its sequences asked */
+  double prefill_s, decode_s;
+} zz_progress_block;
+
 typedef struct zz_progress {
   bool on;
   bool tty; /* stderr is a terminal (asked once) */
   int64_t total, done, skipped, tokens;
+  zz_eta_in eta; /* the lines left (zz_job_start) and the blocks done (zz_progress_update) */
   double t0, last;
   int64_t live;                     /* tokens of the block still running (zz_progress_token) */
   int64_t max_tokens;               /* prompts to run x the most new tokens a line asks: the ETA's bound before a
@@ -71,7 +96,7 @@ typedef struct zz_progress {
   const char *out;                  /* where the lines go, for the summary */
 } zz_progress;
 void zz_progress_start(zz_progress *p, const zz_opts *o, int64_t total);
-void zz_progress_update(zz_progress *p, int64_t seqs, int64_t tokens);
+void zz_progress_update(zz_progress *p, const zz_progress_block *b);
 /* One token of a running block: a terminal's line is redrawn at most twice a second. */
 void zz_progress_token(zz_progress *p);
 /* The progress line's end, then the one-line summary (prompts, tokens, tokens/s,
@@ -97,7 +122,9 @@ typedef struct zz_job {
   int64_t shortest;        /* and of the shortest */
   int32_t *common;         /* [n_common] the tokens all of them start with (shape.shared_prefix) */
   int64_t n_common;
-  char *record; /* the job record (PATH.job.json), JSON text */
+  int64_t prompt_todo; /* their prompt tokens, each completion's (the ETA, zz_eta_in) */
+  int64_t gen_todo;    /* the new tokens they ask, max tokens x completions */
+  char *record;        /* the job record (PATH.job.json), JSON text */
   zz_output out;
   /* the block being gathered: [cap] each, n used */
   zz_prompt *prompts;
@@ -124,6 +151,10 @@ zz_status zz_job_start(zz_job *j, int64_t cap);
 zz_status zz_job_gather(zz_job *j, int64_t max_n, zz_request *req_out);
 /* Writes the gathered prompts' lines from res, flushes and syncs them. */
 zz_status zz_job_commit(zz_job *j, const zz_result *res);
+/* The sequences still to run in the order blocks gather them (a line of n
+ * completions gives n; a line answered with an error none): each one's prompt
+ * tokens and max tokens, malloc'd [*n_out] (zigzag plan --prompts). */
+zz_status zz_job_workload(const zz_job *j, int64_t **lens_out, int64_t **max_new_out, int64_t *n_out);
 /* The one line of an interrupted (--resume hint) or failed job; the exit code. */
 int zz_job_fail(const zz_job *j, zz_status st);
 void zz_job_close(zz_job *j);

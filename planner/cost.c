@@ -20,7 +20,8 @@
  * Every term is a linear function of the nine placement fractions (zz_lin), so
  * the same function feeds the LP (search.c) and predicts a realised policy
  * (zz_cost_plan), where each layer's fractions are the tiers the memory plan gave
- * its weights, cache and activations.
+ * its weights (an MoE layer's experts split by count: zz_cost_weight_fractions),
+ * cache and activations.
  *
  * What a step moves (per layer, one block of bls = gbs x num_gb sequences, the
  * engine's schedule.c):
@@ -142,6 +143,20 @@ void zz_cost_layer(const zz_cost_in *in, int l, zz_phase ph, zz_lin t[ZZ_TERM_CO
   }
 }
 
+/* The bytes of weight ws a step of `rows` routed rows loads, and in how many reads
+ * (reads_out): the whole weight in one; an expert-stacked one's experts the rows
+ * touch (zz_moe_experts_touched), one read each. */
+static double zz_cost_weight_step_bytes(const zz_cost_in *in, const zz_weight_spec *ws, const zz_qfmt *wq, double rows,
+                                        double *reads_out) {
+  const zz_config *c = &in->m->cfg;
+  double b = (double)zz_weight_bytes_q(ws, zz_weight_dtype_b(ws, c->dtype, wq, in->bf16_weights),
+                                       wq ? *wq : ZZ_QFMT_DEFAULT);
+  *reads_out = 1;
+  if (!ws->experts) return b;
+  *reads_out = zz_moe_experts_touched(ws->experts, c->n_experts_used, rows);
+  return b * *reads_out / (double)ws->experts;
+}
+
 static void zz_cost_pass_terms(const zz_cost_in *in, int l, const zz_pass *ps, zz_lin t[ZZ_TERM_COUNT]) {
   memset(t, 0, sizeof(zz_lin) * ZZ_TERM_COUNT);
   const zz_model *m = in->m;
@@ -176,14 +191,9 @@ static void zz_cost_pass_terms(const zz_cost_in *in, int l, const zz_pass *ps, z
   for (int k = 0; k < L->n_weights; k++) {
     const zz_weight_spec *ws = &L->weights[k];
     if (!ws->ndim) continue;
-    double b = (double)zz_weight_bytes_q(ws, zz_weight_dtype_b(ws, c->dtype, wq, in->bf16_weights),
-                                         wq ? *wq : ZZ_QFMT_DEFAULT);
-    double reads = 1, active = (double)zz_weight_numel(ws);
-    if (ws->experts) {
-      reads = zz_moe_experts_touched(ws->experts, c->n_experts_used, bls * sq);
-      b *= reads / (double)ws->experts;
-      active *= (double)c->n_experts_used / (double)ws->experts;
-    }
+    double reads, b = zz_cost_weight_step_bytes(in, ws, wq, bls * sq, &reads);
+    double active = (double)zz_weight_numel(ws);
+    if (ws->experts) active *= (double)c->n_experts_used / (double)ws->experts;
     W += b;
     Wd += b / zz_hw_disk_read_bw(hw, b / reads);
     if (ws->ndim == 2 && !ws->gathered) mat += active;
@@ -264,6 +274,33 @@ static double zz_frac(const zz_tier *tiers, size_t n, size_t stride, size_t firs
   return tot ? (double)k / (double)tot : 0;
 }
 
+/* Layer j's weight fractions on each tier as the memory plan placed them: a
+ * layer's tier, or for an MoE layer the mix, by the bytes a step loads, of its
+ * plain weights' tier and its experts' split by count (zz_expert_split). */
+static void zz_cost_weight_fractions(const zz_cost_in *in, const zz_memplan *plan, int j, zz_phase ph, double *xw) {
+  const zz_layer *L = &in->m->layers[j];
+  const zz_expert_split *sp = &plan->expert_split[j - plan->spec.layer_begin];
+  zz_tier t0 = plan->weight_tier[j - plan->spec.layer_begin];
+  zz_qfmt wbuf;
+  zz_policy fmt = {.compress_weight = in->compress_weight, .wq = in->wq};
+  const zz_qfmt *wq = zz_policy_wfmt(&fmt, &wbuf);
+  double rows = (double)in->gbs * in->num_gb * (ph == ZZ_PHASE_PREFILL ? (double)in->shape.prompt_len : 1);
+  double plain = 0, expert = 0, reads;
+  for (int k = 0; k < L->n_weights; k++) {
+    const zz_weight_spec *ws = &L->weights[k];
+    if (!ws->ndim) continue;
+    double b = zz_cost_weight_step_bytes(in, ws, wq, rows, &reads);
+    if (ws->experts) expert += b;
+    else
+      plain += b;
+  }
+  int64_t ne = sp->n[0] + sp->n[1] + sp->n[2];
+  for (int t = 0; t < 3; t++) {
+    double f = ne ? (double)sp->n[t] / (double)ne : 0;
+    xw[t] = plain + expert > 0 ? (plain * (t0 == (zz_tier)t) + expert * f) / (plain + expert) : t0 == (zz_tier)t;
+  }
+}
+
 void zz_cost_plan(const zz_cost_in *in, const zz_memplan *plan, zz_cost *out, double (*layer_s)[ZZ_PHASE_COUNT]) {
   memset(out, 0, sizeof *out);
   const zz_model *m = in->m;
@@ -277,7 +314,6 @@ void zz_cost_plan(const zz_cost_in *in, const zz_memplan *plan, zz_cost *out, do
   double n = (double)in->shape.gen_len;
   int lc = 0;
   for (int j = lb; j < le; j++) {
-    for (int t = 0; t < 3; t++) x[ZZ_X_WG + t] = plan->weight_tier[j - lb] == (zz_tier)t;
     if (m->layers[j].has_cache) {
       /* items (g, lc, k) of this layer: index (g * lc_total + lc) * nb + k */
       for (int t = 0; t < 3; t++) {
@@ -292,6 +328,7 @@ void zz_cost_plan(const zz_cost_in *in, const zz_memplan *plan, zz_cost *out, do
     }
     for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++) {
       zz_lin term[ZZ_TERM_COUNT];
+      zz_cost_weight_fractions(in, plan, j, (zz_phase)ph, &x[ZZ_X_WG]);
       zz_cost_layer(in, j, (zz_phase)ph, term);
       double k = ph == ZZ_PHASE_PREFILL ? 1 : n - 1;
       double step = k * zz_cost_step(term, x, in->overlap);

@@ -84,6 +84,34 @@ int zz_planner_searches(void);
 zz_status zz_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
                        zz_plan *out);
 
+/* ================================================================ a workload */
+
+/* A batch file as the engine runs it: n sequences in run order (blocks of gbs x
+ * num_gb consecutive ones, GPU batches of gbs within a block), each its prompt
+ * tokens and the new tokens it asks. */
+typedef struct zz_workload {
+  int64_t n;
+  const int64_t *prompt_len; /* [n] */
+  const int64_t *max_new;    /* [n] */
+} zz_workload;
+
+/* The prediction for a workload (planner/workload.c). */
+typedef struct zz_workload_cost {
+  double prefill_s, decode_s; /* seconds, summed over blocks */
+  int64_t blocks;
+  /* positions the engine computes (zz_result's pos_computed, summed): each block's
+   * prompts padded to its longest, then each GPU batch's sequences for its own most
+   * new tokens less one; and the useful ones (prompt + new tokens less one each) */
+  int64_t prefill_pos, decode_pos, useful_pos;
+} zz_workload_cost;
+
+/* Predicts w under pol on hw: the engine's memory plan for w's longest prompt and
+ * most new tokens (o's shape is not read; its capacities and device options are),
+ * each block priced at its own padded prompt length and each GPU batch at its own
+ * most new tokens. ZZ_ERR_INFEASIBLE where the plan does not fit. */
+zz_status zz_plan_workload(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
+                           const zz_workload *w, zz_workload_cost *out);
+
 /* ================================================================ pipeline */
 
 #define ZZ_PLAN_MAX_RANKS 64

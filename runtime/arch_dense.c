@@ -9,8 +9,10 @@
  *   qwen3    RMSNorm of each q and k head before RoPE (q_norm, k_norm); head_dim
  *            its own (128), not hidden / heads; Qwen2's window keys.
  *   phi3     Phi-3: q, k, v fused in qkv_proj, gate and up in gate_up_proj;
- *            sliding_window on every layer (2047 in Phi-3-mini). longrope and
- *            partial rotary factors are refused by zz_llama_config's RoPE reader.
+ *            sliding_window on every layer (2047 in Phi-3-mini); longrope (Phi-3-
+ *            mini-128k, Phi-3.5) and partial_rotary_factor, read by zz_llama_config
+ *            (zz_phi3_rope); a sequence crossing original_max_position_embeddings
+ *            while decoding is refused (zz_engine_begin_block).
  */
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * arch_llama.c — LLaMA (Touvron et al., 2023; Llama 2; Llama 3) as Hugging Face's
  * LlamaForCausalLM computes it (transformers 4.46): pre-norm layers with RMSNorm
  * (rms_norm_eps), rotary position embeddings (rope_theta; rope_scaling "linear" and
- * "llama3"; or transformers 5's rope_parameters), grouped-query attention (num_key_value_heads K/V heads, the KV cache
+ * "llama3", Phi-3's "longrope" and partial rotary; or transformers 5's rope_parameters), grouped-query attention (num_key_value_heads K/V heads, the KV cache
  * sized by them), the SwiGLU MLP down(silu(gate(x)) * up(x)), no biases, a final
  * RMSNorm and an LM head of its own unless tie_word_embeddings.
  *
@@ -118,17 +118,26 @@ static bool zz_llama_preset(const char *name, zz_config *out) {
  * numbers (rope_scaling, or rope_parameters itself); where names sc in messages.
  * Only the types arch_llama computes are accepted; any other is refused by name,
  * never computed as the default. */
-static zz_status zz_llama_rope_form(json_t *sc, const char *where, double theta, zz_rope *r) {
+static zz_status zz_llama_rope_form(json_t *sc, const char *where, double theta, bool phi3, zz_rope *r, double *prf) {
   *r = (zz_rope){.type = ZZ_ROPE_DEFAULT, .theta = (float)theta, .factor = 1.0f};
   if (!sc) return ZZ_OK;
   json_t *jt = json_object_get(sc, "rope_type");
   if (!jt || json_is_null(jt)) jt = json_object_get(sc, "type"); /* transformers < 4.42 */
   const char *type = json_string_value(jt);
   if (!type) return zz_error(ZZ_ERR_FORMAT, "%s has no \"rope_type\" string", where);
-  double prf;
-  ZZ_CHECK(zz_json_real(sc, where, "partial_rotary_factor", 1.0, 0.0, 1.0, &prf));
-  if (prf != 1.0) return zz_error(ZZ_ERR_UNSUPPORTED, "%s: partial_rotary_factor %g is not supported (1)", where, prf);
+  ZZ_CHECK(zz_json_real(sc, where, "partial_rotary_factor", *prf, 1e-9, 1.0, prf));
+  if (!phi3 && *prf != 1.0)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: partial_rotary_factor %g is not supported (1)", where, *prf);
   if (strcmp(type, "default") == 0) return ZZ_OK;
+  /* Phi3Config reads "su" (its first name) as longrope */
+  if (phi3 && (strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0)) {
+    double factor, af;
+    ZZ_CHECK(zz_json_real(sc, where, "factor", 0.0, 0.0, ZZ_ROPE_FACTOR_MAX, &factor));
+    ZZ_CHECK(zz_json_real(sc, where, "attention_factor", 0.0, 0.0, ZZ_ROPE_FACTOR_MAX, &af));
+    /* 0: absent, computed once the positions are known (zz_phi3_longrope) */
+    *r = (zz_rope){.type = ZZ_ROPE_LONGROPE, .theta = (float)theta, .factor = (float)factor, .attn_factor = (float)af};
+    return ZZ_OK;
+  }
   double factor, low, high;
   int64_t orig;
   if (strcmp(type, "linear") == 0) {
@@ -152,15 +161,15 @@ static zz_status zz_llama_rope_form(json_t *sc, const char *where, double theta,
                    .original_max_pos = (float)orig};
     return ZZ_OK;
   }
-  return zz_error(ZZ_ERR_UNSUPPORTED, "%s: rope_type \"%.40s\" is not supported (default, linear, llama3)", where,
-                  type);
+  return zz_error(ZZ_ERR_UNSUPPORTED, "%s: rope_type \"%.40s\" is not supported (default, linear, llama3%s)", where,
+                  type, phi3 ? ", longrope" : "");
 }
 
 /* RoPE in either form transformers writes: before 5, "rope_theta" beside
  * "rope_scaling" (null or {rope_type, factor, …}); from 5 on, "rope_parameters"
  * {rope_type, rope_theta, factor, …}. Both read to the same zz_rope; a file
  * carrying both must give the same one. */
-static zz_status zz_llama_rope(json_t *root, const char *path, zz_rope *out) {
+static zz_status zz_llama_rope(json_t *root, const char *path, bool phi3, zz_rope *out, double *prf, json_t **sc_out) {
   char where[4200];
   json_t *params = json_object_get(root, "rope_parameters");
   json_t *scaling = json_object_get(root, "rope_scaling");
@@ -175,23 +184,68 @@ static zz_status zz_llama_rope(json_t *root, const char *path, zz_rope *out) {
   double theta;
   ZZ_CHECK(zz_json_real(root, path, "rope_theta", 10000.0, ZZ_ROPE_THETA_MIN, ZZ_ROPE_THETA_MAX, &theta));
   snprintf(where, sizeof where, "%s: rope_scaling", path);
-  ZZ_CHECK(zz_llama_rope_form(scaling, where, theta, &old_r));
-  double pr;
-  ZZ_CHECK(zz_json_real(root, path, "partial_rotary_factor", 1.0, 0.0, 1.0, &pr));
-  if (pr != 1.0) return zz_error(ZZ_ERR_UNSUPPORTED, "%s: partial_rotary_factor %g is not supported (1)", path, pr);
+  ZZ_CHECK(zz_json_real(root, path, "partial_rotary_factor", 1.0, 1e-9, 1.0, prf));
+  if (!phi3 && *prf != 1.0)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: partial_rotary_factor %g is not supported (1)", path, *prf);
+  ZZ_CHECK(zz_llama_rope_form(scaling, where, theta, phi3, &old_r, prf));
   if (!params) {
     *out = old_r;
+    *sc_out = scaling;
     return ZZ_OK;
   }
   snprintf(where, sizeof where, "%s: rope_parameters", path);
   ZZ_CHECK(zz_json_real(params, where, "rope_theta", 10000.0, ZZ_ROPE_THETA_MIN, ZZ_ROPE_THETA_MAX, &theta));
-  ZZ_CHECK(zz_llama_rope_form(params, where, theta, &new_r));
+  ZZ_CHECK(zz_llama_rope_form(params, where, theta, phi3, &new_r, prf));
   bool same = old_r.type == new_r.type && old_r.theta == new_r.theta && old_r.factor == new_r.factor &&
               old_r.low_freq_factor == new_r.low_freq_factor && old_r.high_freq_factor == new_r.high_freq_factor &&
-              old_r.original_max_pos == new_r.original_max_pos;
+              old_r.original_max_pos == new_r.original_max_pos && old_r.attn_factor == new_r.attn_factor;
   if (old_form && !same)
     return zz_error(ZZ_ERR_FORMAT, "%s: \"rope_parameters\" and \"rope_theta\" / \"rope_scaling\" disagree", path);
   *out = new_r;
+  *sc_out = params;
+  return ZZ_OK;
+}
+
+/* Phi-3's partial rotary and longrope, once head_dim and the positions are known
+ * (transformers 5's Phi3Config and _compute_longrope_parameters): the first
+ * int(head_dim x partial_rotary_factor) dims of a head turn; longrope reads
+ * short_factor and long_factor of one number per rotary pair from sc, takes
+ * original_max_position_embeddings from the config's top level (4096 when absent:
+ * Phi3Config's field, which wins over one in the RoPE object), factor absent as
+ * max_position_embeddings / that, and attention_factor absent as
+ * sqrt(1 + ln factor / ln original) (1 when factor <= 1). */
+static zz_status zz_phi3_rope(json_t *root, const char *path, json_t *sc, double prf, zz_config *c) {
+  int64_t rot = (int64_t)((double)c->head_dim * prf);
+  if (rot < 2 || rot % 2)
+    return zz_error(ZZ_ERR_UNSUPPORTED,
+                    "%s: partial_rotary_factor %g turns %lld of head_dim %lld dims: want an even number >= 2", path,
+                    prf, (long long)rot, (long long)c->head_dim);
+  zz_rope *r = &c->rope;
+  r->rot_dims = rot == c->head_dim ? 0 : (int32_t)rot;
+  if (r->type != ZZ_ROPE_LONGROPE) return ZZ_OK;
+  int64_t pairs = rot / 2, orig;
+  if (pairs > ZZ_ROPE_MAX_PAIRS)
+    return zz_error(ZZ_ERR_UNSUPPORTED, "%s: longrope over %lld rotary pairs (at most %d)", path, (long long)pairs,
+                    ZZ_ROPE_MAX_PAIRS);
+  static const char *const keys[2] = {"short_factor", "long_factor"};
+  float *dst[2] = {r->short_factor, r->long_factor};
+  for (int k = 0; k < 2; k++) {
+    json_t *a = json_object_get(sc, keys[k]);
+    if (!json_is_array(a) || (int64_t)json_array_size(a) != pairs)
+      return zz_error(ZZ_ERR_FORMAT, "%s: longrope's \"%s\" must list %lld numbers (one per rotary pair)", path,
+                      keys[k], (long long)pairs);
+    for (int64_t i = 0; i < pairs; i++) {
+      double v = json_number_value(json_array_get(a, (size_t)i));
+      if (!json_is_number(json_array_get(a, (size_t)i)) || !(v > 0 && v <= ZZ_ROPE_FACTOR_MAX))
+        return zz_error(ZZ_ERR_FORMAT, "%s: longrope's %s[%lld] must be a number in (0, %g]", path, keys[k],
+                        (long long)i, ZZ_ROPE_FACTOR_MAX);
+      dst[k][i] = (float)v;
+    }
+  }
+  ZZ_CHECK(zz_json_int_in(root, path, "original_max_position_embeddings", 4096, 2, ZZ_MAX_POSITIONS, &orig));
+  r->original_max_pos = (float)orig;
+  double factor = r->factor > 0 ? r->factor : (double)c->max_pos / (double)orig;
+  if (!(r->attn_factor > 0)) r->attn_factor = factor <= 1.0 ? 1.0f : (float)sqrt(1 + log(factor) / log((double)orig));
   return ZZ_OK;
 }
 
@@ -215,7 +269,10 @@ zz_status zz_llama_config(json_t *root, const char *path, const char *model_type
   ZZ_CHECK(zz_json_eos(root, path, "eos_token_id", c.vocab_size, &c));
   ZZ_CHECK(zz_json_int_in(root, path, "pad_token_id", INT64_MAX, 0, c.vocab_size - 1, &pad));
   ZZ_CHECK(zz_json_real(root, path, "rms_norm_eps", 1e-6, 1e-12, 1.0, &eps));
-  ZZ_CHECK(zz_llama_rope(root, path, &c.rope));
+  bool phi3 = strcmp(model_type, "phi3") == 0;
+  double prf = 1.0;
+  json_t *rope_obj = NULL;
+  ZZ_CHECK(zz_llama_rope(root, path, phi3, &c.rope, &prf, &rope_obj));
   ZZ_CHECK(zz_json_bool(root, path, "tie_word_embeddings", false, &c.tied_head));
   bool attn_bias = false, mlp_bias = false;
   ZZ_CHECK(zz_json_bool(root, path, "attention_bias", false, &attn_bias));
@@ -234,6 +291,7 @@ zz_status zz_llama_config(json_t *root, const char *path, const char *model_type
   ZZ_CHECK(zz_json_int(root, path, "head_dim", head_dim_def ? head_dim_def : c.hidden / c.n_heads, &c.head_dim));
   if (c.head_dim < 2 || c.head_dim % 2 != 0 || c.head_dim > 1024)
     return zz_error(ZZ_ERR_FORMAT, "%s: head_dim %lld must be even, in [2, 1024]", path, (long long)c.head_dim);
+  if (phi3) ZZ_CHECK(zz_phi3_rope(root, path, rope_obj, prf, &c));
   c.embed_dim = c.hidden;
   c.ln_eps = (float)eps;
   c.bos = (int32_t)bos;
@@ -302,8 +360,8 @@ zz_status zz_llama_build(zz_model *m) {
     a->weights[ZZ_LL_AT_O].after_kv = true;
     zz_arch_spec(&a->weights[ZZ_LL_AT_NORM], true, 1, h, 0, "model.layers.%d.input_layernorm.weight", i);
     a->weights[ZZ_LL_AT_NORM].init = ZZ_INIT_NORM_GAIN;
-    a->cache = (zz_cache_spec){
-        .kv_heads = c->n_kv_heads, .head_dim = c->head_dim, .window = i >= c->window_from ? c->window : 0};
+    bool windowed = i >= c->window_from && (c->window_to <= 0 || i < c->window_to) && (!c->window_even || i % 2 == 0);
+    a->cache = (zz_cache_spec){.kv_heads = c->n_kv_heads, .head_dim = c->head_dim, .window = windowed ? c->window : 0};
 
     f->kind = ZZ_LAYER_MLP;
     f->index = i;
@@ -399,8 +457,10 @@ zz_status zz_llama_forward(zz_device *dev, const zz_model *m, const zz_layer *la
         ZZ_CHECK(zz_device_rmsnorm(dev, q, n * c->n_heads, hd, &w[ZZ_LL_AT_QN], c->ln_eps, q));
         ZZ_CHECK(zz_device_rmsnorm(dev, k, n * c->n_kv_heads, hd, &w[ZZ_LL_AT_KN], c->ln_eps, k));
       }
-      ZZ_CHECK(zz_device_rope(dev, q, n, c->n_heads, hd, st->positions, &c->rope));
-      ZZ_CHECK(zz_device_rope(dev, k, n, c->n_kv_heads, hd, st->positions, &c->rope));
+      zz_rope rope = c->rope; /* longrope picks each sequence's factors by its last row (sq rows a sequence) */
+      rope.seq_rows = (int32_t)st->sq;
+      ZZ_CHECK(zz_device_rope(dev, q, n, c->n_heads, hd, st->positions, &rope));
+      ZZ_CHECK(zz_device_rope(dev, k, n, c->n_kv_heads, hd, st->positions, &rope));
       ZZ_CHECK(zz_arch_attend(dev, c, st, q, k, v, att, scratch));
       /* the rest on r rows (zz_arch_rows): att's gathered into q, the residual's
        * after the projection's output in xn */

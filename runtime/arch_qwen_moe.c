@@ -9,8 +9,9 @@
  * Both: LLaMA's layers (arch_llama.c) with the MLP of each layer that
  * decoder_sparse_step and mlp_only_layers make sparse a mixture of num_experts
  * experts of moe_intermediate_size (runtime/moe.c), the others a dense SwiGLU of
- * intermediate_size. Sliding windows (use_sliding_window) are refused by name:
- * Qwen2-MoE's alternating layers are not what zz_config.window_from describes.
+ * intermediate_size. Sliding windows (use_sliding_window) as transformers 5 has
+ * them (zz_qmoe_window): Qwen2-MoE's on the even layers below max_window_layers,
+ * Qwen3-MoE's on every layer.
  *
  * Checkpoints: transformers 4 and 5 both save one tensor per expert matrix,
  * model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight, the router as
@@ -23,6 +24,47 @@
 
 /* ---------------------------------------------------------------- config */
 
+/* The window, as transformers 5 computes it. Qwen2-MoE: with use_sliding_window,
+ * sliding_window on the even layers below max_window_layers (layer_types, written
+ * by transformers 5, must say the same). Qwen3-MoE: with use_sliding_window,
+ * sliding_window on every layer (its attention and mask take the config's window
+ * whatever layer_types says; a layer_types naming anything but full_attention is
+ * refused). Keys older than the window are not attended (zz_attn_first_key). */
+static zz_status zz_qmoe_window(json_t *root, const char *path, zz_config *c) {
+  bool use, qwen2 = strcmp(c->model_type, "qwen2_moe") == 0;
+  int64_t w, to;
+  ZZ_CHECK(zz_json_bool(root, path, "use_sliding_window", false, &use));
+  json_t *jw = json_object_get(root, "sliding_window");
+  if (jw && json_is_null(jw)) use = false; /* transformers: a window of None is none */
+  ZZ_CHECK(zz_json_int_in(root, path, "sliding_window", use ? 4096 : 0, use ? 1 : 0, ZZ_MAX_POSITIONS, &w));
+  ZZ_CHECK(zz_json_int_in(root, path, "max_window_layers", 28, 0, ZZ_MAX_LAYERS, &to));
+  c->window = use ? w : 0;
+  c->window_from = 0;
+  c->window_to = qwen2 ? (to > 0 ? to : -1) : 0; /* -1: no layer below it, so none */
+  c->window_even = qwen2;
+  if (qwen2 && to == 0) c->window = 0;
+  json_t *types = json_object_get(root, "layer_types");
+  if (!types || json_is_null(types)) return ZZ_OK;
+  if (!json_is_array(types) || (int64_t)json_array_size(types) != c->n_layers)
+    return zz_error(ZZ_ERR_FORMAT, "%s: \"layer_types\" must list num_hidden_layers (%lld) types", path,
+                    (long long)c->n_layers);
+  for (int64_t i = 0; i < c->n_layers; i++) {
+    const char *s = json_string_value(json_array_get(types, (size_t)i));
+    bool sliding = s && strcmp(s, "sliding_attention") == 0;
+    if (!sliding && !(s && strcmp(s, "full_attention") == 0))
+      return zz_error(ZZ_ERR_UNSUPPORTED, "%s: layer_types[%lld] \"%.40s\" is not supported for %s", path, (long long)i,
+                      s ? s : "(not a string)", c->model_type);
+    bool want = qwen2 && c->window > 0 && i < to && i % 2 == 0;
+    if (qwen2 ? sliding != want : sliding)
+      return zz_error(ZZ_ERR_UNSUPPORTED, "%s: layer_types[%lld] \"%s\" is not supported for %s (%s)", path,
+                      (long long)i, s, c->model_type,
+                      qwen2 ? "sliding_attention exactly on the even layers below max_window_layers when "
+                              "use_sliding_window"
+                            : "full_attention; the window is use_sliding_window's, on every layer");
+  }
+  return ZZ_OK;
+}
+
 /* The keys both share after zz_llama_config: the experts, their layers, the window. */
 static zz_status zz_qmoe_config(json_t *root, const char *path, zz_config *c) {
   const char *ne_key = json_object_get(root, "num_experts") ? "num_experts" : "num_local_experts";
@@ -34,26 +76,7 @@ static zz_status zz_qmoe_config(json_t *root, const char *path, zz_config *c) {
       zz_json_int_in(root, path, "moe_intermediate_size", ne_def == 60 ? 1408 : 768, 1, ZZ_MAX_FFN, &c->expert_ffn));
   ZZ_CHECK(zz_json_bool(root, path, "norm_topk_prob", false, &c->norm_topk));
   ZZ_CHECK(zz_moe_parse_layers(root, path, c));
-  bool window;
-  ZZ_CHECK(zz_json_bool(root, path, "use_sliding_window", false, &window));
-  if (window)
-    return zz_error(ZZ_ERR_UNSUPPORTED,
-                    "%s: use_sliding_window = true is not supported for %s (attention over every key)", path,
-                    c->model_type);
-  /* sliding_window is then unused (transformers 5's Qwen2-MoE writes 0, Qwen3-MoE null) */
-  json_t *types = json_object_get(root, "layer_types");
-  if (types && !json_is_null(types) && !json_is_array(types))
-    return zz_error(ZZ_ERR_FORMAT, "%s: \"layer_types\" must be a list of num_hidden_layers types", path);
-  size_t i;
-  json_t *t;
-  json_array_foreach(types, i, t) {
-    const char *s = json_string_value(t);
-    if (!s || strcmp(s, "full_attention") != 0)
-      return zz_error(ZZ_ERR_UNSUPPORTED, "%s: layer_types[%zu] \"%.40s\" is not supported for %s (full_attention)",
-                      path, i, s ? s : "(not a string)", c->model_type);
-  }
-  c->window = 0;
-  return ZZ_OK;
+  return zz_qmoe_window(root, path, c);
 }
 
 static zz_status zz_qwen2_moe_parse(json_t *root, const char *path, zz_config *out) {

@@ -724,7 +724,12 @@ zz_status zz_device_rope(zz_device *dev, void *x, int64_t n, int64_t heads, int6
   ZZ_CHECK(zz_arg_pos(s, "hd", hd));
   if (hd % 2) return zz_bad(s, "hd = %lld, must be even", (long long)hd);
   if (!rope) return zz_bad(s, "rope is NULL");
-  if ((unsigned)rope->type > ZZ_ROPE_LLAMA3) return zz_bad(s, "rope type %d unknown", (int)rope->type);
+  if ((unsigned)rope->type > ZZ_ROPE_LONGROPE) return zz_bad(s, "rope type %d unknown", (int)rope->type);
+  if (rope->rot_dims < 0 || rope->rot_dims % 2 || rope->rot_dims / 2 > ZZ_ROPE_MAX_PAIRS)
+    return zz_bad(s, "rot_dims = %d, must be even, in [0, %d]", (int)rope->rot_dims, 2 * ZZ_ROPE_MAX_PAIRS);
+  if (rope->type == ZZ_ROPE_LONGROPE && zz_rope_dims(rope, hd) / 2 > ZZ_ROPE_MAX_PAIRS)
+    return zz_bad(s, "longrope over %lld rotary pairs: at most %d", (long long)(zz_rope_dims(rope, hd) / 2),
+                  ZZ_ROPE_MAX_PAIRS);
   if (!(rope->theta > 0 && isfinite(rope->theta)))
     return zz_bad(s, "theta = %g, must be positive", (double)rope->theta);
   ZZ_CHECK(zz_arg_mul(s, "x", heads, hd, &w));

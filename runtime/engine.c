@@ -106,7 +106,9 @@ static void zz_bind_one(zz_engine *e, const zz_buffer *x, char *p, size_t off) {
   zz_tensor *t = NULL;
   int nb = e->pol.num_gpu_batches;
   switch (x->role) {
-    case ZZ_BUF_WEIGHT: t = &e->w.home[x->a * ZZ_MAXW + x->b]; break;
+    case ZZ_BUF_WEIGHT:
+      t = x->c ? &e->w.xhome[(x->a * ZZ_MAXW + x->b) * ZZ_TIER_COUNT + x->c - 1] : &e->w.home[x->a * ZZ_MAXW + x->b];
+      break;
     case ZZ_BUF_CACHE_K: t = &e->groups[x->a].k_home[x->b * nb + x->c]; break;
     case ZZ_BUF_CACHE_V: t = &e->groups[x->a].v_home[x->b * nb + x->c]; break;
     case ZZ_BUF_ACT: t = &e->groups[x->a].a_home[x->c]; break;
@@ -191,10 +193,11 @@ static zz_status zz_engine_alloc_parts(zz_engine *e) {
   e->cache_of = calloc((size_t)nl, sizeof *e->cache_of);
   e->w.home = calloc((size_t)nl * ZZ_MAXW, sizeof *e->w.home);
   e->w.dev = calloc((size_t)nl * ZZ_MAXW, sizeof *e->w.dev);
+  e->w.xhome = calloc((size_t)nl * ZZ_MAXW * ZZ_TIER_COUNT, sizeof *e->w.xhome);
   e->groups = calloc((size_t)e->n_groups, sizeof *e->groups);
   e->bound = calloc((size_t)p->n_buf + 1, sizeof *e->bound);
   e->tickets = calloc((size_t)nl * (size_t)nb, sizeof *e->tickets);
-  if (!e->cache_of || !e->w.home || !e->w.dev || !e->groups || !e->bound || !e->tickets)
+  if (!e->cache_of || !e->w.home || !e->w.dev || !e->w.xhome || !e->groups || !e->bound || !e->tickets)
     return zz_error(ZZ_ERR_NO_MEMORY, "engine: out of memory");
   for (int j = 0; j < nl; j++) e->cache_of[j] = e->m->layers[e->l0 + j].has_cache ? lc++ : -1;
   e->lc = lc;
@@ -309,6 +312,7 @@ void zz_engine_destroy(zz_engine *e) {
   free(e->groups);
   free(e->w.home);
   free(e->w.dev);
+  free(e->w.xhome);
   free(e->w.expert_have[0]);
   free(e->w.expert_have[1]);
   free(e->cache_of);
@@ -343,6 +347,20 @@ zz_status zz_engine_begin_block(zz_engine *e, int group, int64_t n, const int64_
       return zz_error(ZZ_ERR_INVALID_ARG, "prompt %lld has %lld tokens; this engine takes 1 to %lld", (long long)i,
                       (long long)lens[i], (long long)e->shape.prompt_len);
     if (lens[i] > s) s = lens[i];
+    /* longrope: a sequence whose prompt takes the short factors and whose decoding
+     * reaches past original_max_position_embeddings. transformers (Phi3's
+     * prepare_inputs_for_generation) drops the cache there and recomputes the whole
+     * sequence with the long factors; a cache of keys already turned cannot do that */
+    const zz_rope *rp = &e->m->cfg.rope;
+    int64_t orig = (int64_t)rp->original_max_pos;
+    if (rp->type == ZZ_ROPE_LONGROPE && lens[i] <= orig && lens[i] + e->shape.gen_len - 1 > orig)
+      return zz_error(ZZ_ERR_UNSUPPORTED,
+                      "prompt %lld: %lld tokens + %lld new would cross longrope's original_max_position_embeddings "
+                      "%lld while decoding, where transformers recomputes the whole sequence with the long factors "
+                      "(a cache of turned keys cannot): keep prompt + new tokens within %lld + 1, or prompts longer "
+                      "than %lld",
+                      (long long)i, (long long)lens[i], (long long)e->shape.gen_len, (long long)orig, (long long)orig,
+                      (long long)orig);
   }
   zz_group *g = &e->groups[group];
   g->n = n;

@@ -43,6 +43,8 @@ typedef struct zz_group {
 
 typedef struct zz_weights {
   zz_tensor *home;   /* [slice layers * ZZ_MAXW] each weight's home (ndim 0: absent) */
+  zz_tensor *xhome;  /* [slice layers * ZZ_MAXW * ZZ_TIER_COUNT] an expert-stacked weight's
+                        experts on each tier (zz_memplan.expert_split; ndim 0: none there) */
   zz_tensor *dev;    /* [slice layers * ZZ_MAXW] where forward reads each weight on the
                         device: its GPU home, or its place in slot (layer % 2) */
   char *slot[2];     /* device slots for offloaded layers */

@@ -133,6 +133,11 @@ int32_t zz_gen_newest(const zz_gen *g, int64_t q) {
   return nt > 0 ? g->r.tokens[q][nt - 1] : g->c->pad;
 }
 
+const zz_seq_out *zz_gen_out(const zz_gen *g, int64_t q, int64_t *n_out) {
+  *n_out = g->r.n_tokens[q];
+  return g->r.out ? &g->r.out[q] : NULL;
+}
+
 zz_status zz_gen_create(const zz_config *c, const zz_request *req, zz_gen **out) {
   int64_t n = req->n;
   zz_gen *g = calloc(1, sizeof *g);

@@ -10,7 +10,9 @@
  * slice, cache by (group, layer, batch), activations by (group, batch)); an item
  * goes to the GPU when the midpoint of its cumulative share of the total size is
  * below the GPU percentage, else to the CPU when below GPU + CPU, else to disk. So
- * 50/50 over two equal layers puts one on each tier, and a layer is never split.
+ * 50/50 over two equal layers puts one on each tier, and a layer is never split,
+ * but for an MoE layer's experts: those are split by count, every MoE layer
+ * alike (zz_policy_expert_split), the rest of the layer placed as a layer.
  *
  * Purposes:
  *   home      — weights / cache / activations on their tier (WEIGHTS, CACHE, ACT),
@@ -90,42 +92,84 @@ static zz_status zz_add_raw(zz_builder *b, zz_buf_role role, int i, int j, int k
 
 static int zz_slice_len(const zz_plan_spec *s) { return s->layer_end - s->layer_begin; }
 
+zz_expert_split zz_policy_expert_split(const zz_policy *p, int64_t experts) {
+  zz_expert_split x = {{0}};
+  for (int64_t i = 0; i < experts; i++)
+    x.n[zz_place(100.0 * ((double)i + 0.5) / (double)experts, p->w_gpu, p->w_cpu)]++;
+  return x;
+}
+
+bool zz_memplan_layer_resident(const zz_memplan *p, int i) {
+  const zz_expert_split *x = &p->expert_split[i];
+  return p->weight_tier[i] == ZZ_TIER_GPU && x->n[ZZ_TIER_CPU] == 0 && x->n[ZZ_TIER_DISK] == 0;
+}
+
+/* A layer's weights apart from its expert-stacked matrices (all of a dense layer's). */
+static double zz_layer_plain_numel(const zz_layer *l) {
+  double n = (double)l->weight_numel;
+  for (int k = 0; k < l->n_weights; k++)
+    if (l->weights[k].ndim && l->weights[k].experts) n -= (double)zz_weight_numel(&l->weights[k]);
+  return n;
+}
+
+/* Weights: a layer's plain weights by FlexGen's rule over the slice, its experts
+ * by count within the layer (zz_policy_expert_split), so that every MoE layer
+ * loads the same share of what its block touches, as the LP's fractions say. */
 static zz_status zz_plan_weights(zz_builder *b, const zz_model *m) {
   zz_memplan *p = b->p;
   const zz_plan_spec *s = &p->spec;
   int n = zz_slice_len(s);
   double total = 0, before = 0;
-  for (int i = 0; i < n; i++) total += (double)m->layers[s->layer_begin + i].weight_numel;
+  for (int i = 0; i < n; i++) total += zz_layer_plain_numel(&m->layers[s->layer_begin + i]);
   size_t slot = 0, stage = 0, load = 0;
   zz_qfmt qbuf;
   const zz_qfmt *q = zz_policy_wfmt(&s->policy, &qbuf); /* compressed: matrices in Q4 on every tier */
   for (int i = 0; i < n; i++) {
     const zz_layer *l = &m->layers[s->layer_begin + i];
-    double w = (double)l->weight_numel;
-    zz_tier t = zz_place(100.0 * (before + w / 2) / total, s->policy.w_gpu, s->policy.w_cpu);
+    double w = zz_layer_plain_numel(l);
+    zz_tier t = total > 0 ? zz_place(100.0 * (before + w / 2) / total, s->policy.w_gpu, s->policy.w_cpu) : ZZ_TIER_GPU;
     before += w;
     p->weight_tier[i] = t;
-    zz_dtype dt = t == ZZ_TIER_GPU ? s->compute_dtype : s->store_dtype;
     for (int k = 0; k < l->n_weights; k++) {
       const zz_weight_spec *ws = &l->weights[k];
       if (!ws->ndim) continue;
       /* what the checkpoint read gives (quantized in place when compressed) */
       size_t sb = zz_weight_bytes(ws, s->store_dtype);
-      zz_dtype hdt = zz_weight_dtype_b(ws, dt, q, s->bf16_weights);
-      size_t hb = zz_weight_bytes_q(ws, hdt, q ? *q : ZZ_QFMT_DEFAULT);
-      ZZ_CHECK(zz_add(b, ZZ_BUF_WEIGHT, i, k, 0, t, ZZ_PURPOSE_WEIGHTS, hdt, ws->ndim, ws->shape, hb, ZZ_ALIGN));
       if (zz_align_up(sb, ZZ_DISK_ALIGN) > load) load = zz_align_up(sb, ZZ_DISK_ALIGN);
-      if (t == ZZ_TIER_DISK && zz_align_up(hb, ZZ_DISK_ALIGN) > stage) stage = zz_align_up(hb, ZZ_DISK_ALIGN);
-      /* one expert read from disk on the compute lane, its range widened to the disk's blocks, goes through
-       * the load buffer (idle once the weights are loaded: zz_weights_load_expert) */
-      size_t xb = ws->experts ? zz_align_up(hb / (size_t)ws->experts, ZZ_DISK_ALIGN) + ZZ_DISK_ALIGN : 0;
-      if (t == ZZ_TIER_DISK && xb > load) load = xb;
+      if (!ws->experts) {
+        zz_dtype hdt = zz_weight_dtype_b(ws, t == ZZ_TIER_GPU ? s->compute_dtype : s->store_dtype, q, s->bf16_weights);
+        size_t hb = zz_weight_bytes_q(ws, hdt, q ? *q : ZZ_QFMT_DEFAULT);
+        ZZ_CHECK(zz_add(b, ZZ_BUF_WEIGHT, i, k, 0, t, ZZ_PURPOSE_WEIGHTS, hdt, ws->ndim, ws->shape, hb, ZZ_ALIGN));
+        if (t == ZZ_TIER_DISK && zz_align_up(hb, ZZ_DISK_ALIGN) > stage) stage = zz_align_up(hb, ZZ_DISK_ALIGN);
+        continue;
+      }
+      /* the experts of each tier, one home each, in expert order */
+      zz_expert_split x = zz_policy_expert_split(&s->policy, ws->experts);
+      p->expert_split[i] = x;
+      for (int xt = 0; xt < ZZ_TIER_COUNT; xt++) {
+        if (!x.n[xt]) continue;
+        zz_dtype hdt = zz_weight_dtype_b(ws, xt == ZZ_TIER_GPU ? s->compute_dtype : s->store_dtype, q, s->bf16_weights);
+        size_t xb = zz_weight_bytes_q(ws, hdt, q ? *q : ZZ_QFMT_DEFAULT) / (size_t)ws->experts;
+        const int64_t shape[2] = {ws->shape[0] / ws->experts * x.n[xt], ws->shape[1]};
+        ZZ_CHECK(zz_add(b, ZZ_BUF_WEIGHT, i, k, 1 + xt, (zz_tier)xt, ZZ_PURPOSE_WEIGHTS, hdt, 2, shape,
+                        xb * (size_t)x.n[xt], ZZ_ALIGN));
+        if (xt == ZZ_TIER_GPU) continue;
+        p->any_offload[ZZ_PURPOSE_WEIGHTS] = true;
+        if (xt != ZZ_TIER_DISK) continue;
+        p->any_disk[ZZ_PURPOSE_WEIGHTS] = true;
+        /* one expert read from disk on the compute lane, its range widened to the disk's blocks, goes through
+         * the load buffer (idle once the weights are loaded: zz_weights_load_expert) */
+        if (zz_align_up(xb, ZZ_DISK_ALIGN) + ZZ_DISK_ALIGN > load)
+          load = zz_align_up(xb, ZZ_DISK_ALIGN) + ZZ_DISK_ALIGN;
+      }
     }
     if (t != ZZ_TIER_GPU) {
-      size_t lb = zz_layer_weight_layout_b(l, s->compute_dtype, q, s->bf16_weights, ZZ_ALIGN, NULL);
-      if (lb > slot) slot = lb;
       p->any_offload[ZZ_PURPOSE_WEIGHTS] = true;
       if (t == ZZ_TIER_DISK) p->any_disk[ZZ_PURPOSE_WEIGHTS] = true;
+    }
+    if (!zz_memplan_layer_resident(p, i)) {
+      size_t lb = zz_layer_weight_layout_b(l, s->compute_dtype, q, s->bf16_weights, ZZ_ALIGN, NULL);
+      if (lb > slot) slot = lb;
     }
   }
   /* one tensor's host buffer while weights are read from the checkpoint */
@@ -244,6 +288,7 @@ zz_status zz_memplan_build_spec(const zz_model *m, const zz_plan_spec *spec, zz_
   memset(&p, 0, sizeof p);
   p.spec = s;
   p.weight_tier = calloc((size_t)zz_slice_len(&s), sizeof *p.weight_tier);
+  p.expert_split = calloc((size_t)zz_slice_len(&s), sizeof *p.expert_split);
   p.cache_tier = calloc((size_t)s.n_groups * (size_t)lc * nb + 1, sizeof *p.cache_tier);
   p.act_tier = calloc((size_t)s.n_groups * nb, sizeof *p.act_tier);
   zz_builder b = {.p = &p};
@@ -251,7 +296,8 @@ zz_status zz_memplan_build_spec(const zz_model *m, const zz_plan_spec *spec, zz_
     for (int q = 0; q < ZZ_PURPOSE_COUNT; q++)
       b.arena[t][q] = (zz_arena){.tier = (zz_tier)t, .purpose = (zz_purpose)q, .cap = ZZ_PLAN_MAX_BYTES};
   zz_status st = ZZ_OK;
-  if (!p.weight_tier || !p.cache_tier || !p.act_tier) st = zz_error(ZZ_ERR_NO_MEMORY, "memory plan: out of memory");
+  if (!p.weight_tier || !p.expert_split || !p.cache_tier || !p.act_tier)
+    st = zz_error(ZZ_ERR_NO_MEMORY, "memory plan: out of memory");
   if (st == ZZ_OK) st = zz_plan_weights(&b, m);
   if (st == ZZ_OK) st = zz_plan_cache(&b, m);
   if (st == ZZ_OK) st = zz_plan_act(&b, m);
@@ -277,6 +323,8 @@ void zz_memplan_free(zz_memplan *p) {
   if (!p) return;
   free(p->buf);
   free(p->weight_tier);
+  free(p->expert_split);
+  p->expert_split = NULL;
   free(p->cache_tier);
   free(p->act_tier);
   p->buf = NULL;

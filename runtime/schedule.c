@@ -221,7 +221,7 @@ static zz_status zz_need_expert(void *ctx, int64_t x) {
 static void zz_load_weight(zz_run *r, int jl) {
   zz_engine *e = r->e;
   int slot = jl % 2;
-  if (e->plan.weight_tier[jl] == ZZ_TIER_GPU || e->w.slot_layer[slot] == jl) return;
+  if (zz_memplan_layer_resident(&e->plan, jl) || e->w.slot_layer[slot] == jl) return;
   zz_submit(e, ZZ_IO_WEIGHT, (zz_io){.kind = ZZ_IO_LOAD_WEIGHTS, .group = r->group, .jl = jl});
   e->w.slot_layer[slot] = jl;
   if (e->w.expert_have[slot]) /* the slot's experts: none yet (its previous layer's compute has ended) */
@@ -335,7 +335,7 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
     st.v = e->kv_slot[slot][1];
   }
   zz_expert_ctx xctx = {.e = e, .jl = jl};
-  if (e->w.expert_have[0] && e->plan.weight_tier[jl] != ZZ_TIER_GPU) { /* experts loaded as routed */
+  if (e->w.expert_have[0] && !zz_memplan_layer_resident(&e->plan, jl)) { /* experts loaded as routed */
     st.need_expert = zz_need_expert;
     st.expert_ctx = &xctx;
   }

@@ -102,6 +102,9 @@ void zz_gen_take(zz_gen *g, int64_t first, int64_t cnt, int step, const float *l
 bool zz_gen_done(const zz_gen *g, int64_t q);
 /* Sequence q's newest token (the pad token before its first). */
 int32_t zz_gen_newest(const zz_gen *g, int64_t q);
+/* Sequence q's outcome so far (why it ended once done, its log-probabilities of
+ * *n_out tokens), or NULL when the request reports none (no params, no on_token). */
+const struct zz_seq_out *zz_gen_out(const zz_gen *g, int64_t q, int64_t *n_out);
 /* Hands the result over (tokens, n_tokens, out; the times are the caller's). */
 void zz_gen_result(zz_gen *g, zz_result *out);
 void zz_gen_destroy(zz_gen *g);

@@ -53,6 +53,8 @@ typedef struct zz_config {
   bool fused_proj;     /* q, k, v as one qkv_proj and gate, up as one gate_up_proj (Phi-3) */
   int64_t window;      /* sliding_window: a query attends to itself and the window - 1 keys before it; 0: all */
   int64_t window_from; /* the first transformer layer with that window (Qwen2's max_window_layers) */
+  int64_t window_to;   /* > 0: the layers from window_to on have none (Qwen2-MoE's max_window_layers) */
+  bool window_even;    /* only the even layers of [window_from, window_to) have it (Qwen2-MoE) */
   /* Mixture of experts (runtime/moe.c); n_experts 0: every MLP dense. A MoE MLP
    * routes each row to n_experts_used of n_experts SwiGLU experts of width
    * expert_ffn, weighted by the router's softmax. */

@@ -126,7 +126,7 @@ size_t zz_index_layout(int64_t gbs, int64_t s, size_t off_out[4]);
  * buffer (what it is, tier, purpose, dtype, shape, bytes, offset in its arena) —
  * for a model slice [layer_begin, layer_end), n_groups micro-batch groups, a
  * policy and a shape; and the totals per tier and purpose. Weights are placed per
- * layer, KV cache per (group, layer, GPU batch) tensor pair and activations per
+ * layer (an MoE layer's experts by count, in every MoE layer alike), KV cache per (group, layer, GPU batch) tensor pair and activations per
  * (group, GPU batch), each by FlexGen's rule: an item goes to the GPU when the
  * midpoint of its cumulative share (by size) falls below the GPU percentage, else
  * to the CPU when below GPU + CPU, else to disk. The engine allocates one arena per
@@ -134,7 +134,8 @@ size_t zz_index_layout(int64_t gbs, int64_t s, size_t off_out[4]);
  * layout; the planner uses the same numbers as its memory constraints.
  */
 typedef enum zz_buf_role {
-  ZZ_BUF_WEIGHT = 0, /* home of weight (a = slice layer, b = weight) */
+  ZZ_BUF_WEIGHT = 0, /* home of weight (a = slice layer, b = weight); an expert-stacked weight has one home
+                        per tier holding experts, c = 1 + the tier (zz_expert_split) */
   ZZ_BUF_CACHE_K,    /* home of K of (a = group, b = cache layer of the slice, c = batch) */
   ZZ_BUF_CACHE_V,
   ZZ_BUF_ACT,        /* home of the hidden state of (a = group, c = batch) */
@@ -167,6 +168,17 @@ typedef struct zz_buffer {
                              back in the offload file in purpose order */
 } zz_buffer;
 
+/* A MoE layer's experts by count across the tiers (an expert is a unit of
+ * placement): experts [0, n[GPU]) on the GPU, the next n[CPU] on the CPU, the
+ * rest on disk, the same in every MoE layer. */
+typedef struct zz_expert_split {
+  int64_t n[ZZ_TIER_COUNT];
+} zz_expert_split;
+
+/* The policy's weight percentages over `experts` equal experts: FlexGen's rule
+ * (the midpoint of each one's cumulative share) applied to the experts in order. */
+zz_expert_split zz_policy_expert_split(const zz_policy *p, int64_t experts);
+
 /* What a plan is built for. */
 typedef struct zz_plan_spec {
   zz_policy policy;
@@ -184,7 +196,9 @@ typedef struct zz_memplan {
   size_t bytes[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT];
   zz_buffer *buf; /* [n_buf], in binding order */
   int n_buf;
-  zz_tier *weight_tier;               /* [slice layers] */
+  zz_tier *weight_tier;               /* [slice layers] the tier of each layer's weights, an MoE layer's
+                                         expert-stacked matrices aside (their experts: expert_split) */
+  zz_expert_split *expert_split;      /* [slice layers] an MoE layer's experts by tier (zeros: none) */
   zz_tier *cache_tier;                /* [n_groups * cache layers * num_gb]: (g * Lc + l) * num_gb + k */
   zz_tier *act_tier;                  /* [n_groups * num_gb]: g * num_gb + k */
   bool any_offload[ZZ_PURPOSE_COUNT]; /* some weights / cache / act not on the GPU */
@@ -197,6 +211,9 @@ zz_status zz_memplan_build(const zz_model *m, const zz_policy *pol, const zz_sha
                            zz_dtype store_dt, size_t workspace, zz_memplan *out);
 void zz_memplan_free(zz_memplan *p);
 size_t zz_memplan_tier_total(const zz_memplan *p, zz_tier t);
+/* Slice layer i's weights, its experts included, all on the GPU: computed from
+ * their homes, never loaded into a slot. */
+bool zz_memplan_layer_resident(const zz_memplan *p, int i);
 /* ZZ_ERR_INFEASIBLE naming the first tier whose plan exceeds cap, with numbers. */
 zz_status zz_memplan_check(const zz_memplan *p, const size_t cap[ZZ_TIER_COUNT]);
 /* "weights.3.1 cpu weights f32 [768, 768] 2.25 MiB @ 0" into buf. */

@@ -7,7 +7,9 @@
 #   1. unpacks gpu-kit/ into a prefix (no root, no network) and builds zigzag
 #      with CUDA (sm_75 for a T4, sm_90 for an H100/H200) against it alone;
 #   2. runs, each timed, in this order: the CUDA op tests, the golden test under
-#      its four policies, 2 ranks sharing the GPU over --comm mpi against one
+#      its four policies (the dense families and the mixtures of experts: tiny-mixtral,
+#      tiny-qwen3-moe, tiny-qwen2-moe(-window), experts resident and split across tiers;
+#      Phi-3 longrope), 2 ranks sharing the GPU over --comm mpi against one
 #      process, the pipeline over --comm nccl, the copy-lane bench against a plain
 #      pinned cudaMemcpyAsync, zigzag beside FlexGen (OPT-6.7B), compute-sanitizer
 #      memcheck on the op test, where one OPT-30B decode step spends its time
@@ -238,7 +240,7 @@ if [ -z "$gpu" ]; then
   for s in cuda_ops golden mpi_2ranks nccl copy_bench flexgen_6.7b memcheck decode_30b flexgen_30b; do skip $s "$why_no_gpu"; done
 else
   step cuda_ops 40 ctest --test-dir "$BUILD" -R '^(cuda_ops|backend_ops)$' --output-on-failure
-  step golden 40 "$BUILD/tests/test_cuda_golden"
+  step golden 60 "$BUILD/tests/test_cuda_golden"
   step mpi_2ranks 30 mpi2
   step nccl 40 ctest --test-dir "$BUILD" -R '^pipe_nccl$' -V
   step copy_bench 20 copy_bench

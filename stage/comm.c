@@ -129,6 +129,13 @@ static size_t block_prompt_total(const zz_stage_block *b) {
   return t;
 }
 
+int zz_block_token_words(const zz_stage_block *b) {
+  int k = -1;
+  for (int i = 0; b->params && i < b->nseq; i++)
+    if (b->params[i].logprobs > k) k = b->params[i].logprobs;
+  return k < 0 ? 0 : 1 + 2 * k;
+}
+
 size_t zz_block_words(const zz_stage_block *b) {
   size_t n = block_base_words((uint64_t)b->nseq, (uint64_t)b->ngroups);
   return b->params ? n + ZZ_SEQ_PARAMS_WORDS * (size_t)b->nseq + block_prompt_total(b) : n;

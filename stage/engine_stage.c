@@ -6,12 +6,18 @@
  *               bls = gbs x num_gb sequences (group g of block B is what one process
  *               runs as its block B*T + g, so the tokens are the same); compute: the
  *               group's prompts at step 0, each sequence's newest token after (the pad
- *               token once it ended, as zz_generate feeds); tokens: collects them;
- *               end_block: hands the result to the caller.
- *   rank r      compute: hidden state in, hidden state out (not on the last rank).
+ *               token once it ended, as zz_generate feeds); tokens: collects them
+ *               with why each ended and its log-probabilities, and asks the request's
+ *               on_token (a stop string: rank 0 holds the tokenizer) where the
+ *               sampler did not end it, as zz_gen_take does; end_block: hands the
+ *               result to the caller.
+ *   rank r      compute: hidden state in, hidden state out (not on the last rank);
+ *               every rank skips a GPU batch whose sequences have all ended (rank
+ *               0's done flags travel behind the hidden state), as in one process.
  *   last rank   sample: the token loop's per-sequence step (zz_gen_take, the one
- *               zz_generate runs) on the group's logits; its ids and done flags
- *               go back to rank 0. No sampling rule is written here.
+ *               zz_generate runs) on the group's logits; its ids, done flags (1 +
+ *               why it ended) and log-probabilities go back to rank 0. No sampling
+ *               rule is written here.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,9 +43,13 @@ struct zz_engine_stage {
   int32_t *tok;            /* [cap * max_new_tokens] tokens of the block */
   int32_t **tokens;        /* [cap] rows of tok */
   int64_t *n_tokens;       /* [cap] */
-  uint8_t *ended;          /* [cap] as rank 0 has heard */
+  uint8_t *ended;          /* [cap] as rank 0 has heard (or decided: a stop string) */
+  zz_seq_out *out;         /* [cap] why each ended, its log-probabilities (the block has params) */
+  bool *endb;              /* [bls] the computed group's ended flags, for zz_step_io.ended */
   double t0, t_prefill;
-  int prefilled; /* groups whose first token is back */
+  int prefilled;      /* groups whose first token is back */
+  int64_t pos0;       /* the engine's positions computed when the block began */
+  int64_t pos_useful; /* of the block's: prompt tokens, inputs of sequences not ended */
   /* last rank */
   zz_request sreq;      /* the block as the token loop sees it (streams, lengths, settings) */
   zz_gen *gen;          /* the block's per-sequence state */
@@ -59,10 +69,37 @@ static zz_status es_alloc(zz_engine_stage *es) {
   es->n_tokens = calloc(cap, sizeof *es->n_tokens);
   es->ended = calloc(cap, sizeof *es->ended);
   es->sids = calloc(cap, sizeof *es->sids);
-  if (!es->sids || !es->lens || !es->plen || !es->streams || !es->group_first || !es->prompts || !es->inputs ||
-      !es->tok || !es->tokens || !es->n_tokens || !es->ended)
+  es->out = calloc(cap, sizeof *es->out);
+  es->endb = calloc((size_t)es->bls, sizeof *es->endb);
+  if (!es->sids || !es->out || !es->endb || !es->lens || !es->plen || !es->streams || !es->group_first ||
+      !es->prompts || !es->inputs || !es->tok || !es->tokens || !es->n_tokens || !es->ended)
     return zz_error(ZZ_ERR_NO_MEMORY, "engine stage: out of memory for blocks of %lld sequences", (long long)es->cap);
   for (size_t i = 0; i < cap; i++) es->tokens[i] = es->tok + i * (size_t)es->cfg.max_new_tokens;
+  return ZZ_OK;
+}
+
+/* Rank 0: the block's log-probability rows, freed. */
+static void es_out_free(zz_engine_stage *es) {
+  for (int64_t i = 0; es->out && i < es->cap; i++) {
+    free(es->out[i].logprobs);
+    free(es->out[i].top);
+    es->out[i] = (zz_seq_out){0};
+  }
+}
+
+/* Rank 0: each sequence's outcome for the block (params: its own log-probabilities). */
+static zz_status es_out_alloc(zz_engine_stage *es, const zz_stage_block *b) {
+  es_out_free(es);
+  for (int32_t i = 0; b->params && i < b->nseq; i++) {
+    const zz_seq_params *sp = &b->params[i];
+    zz_seq_out *o = &es->out[i];
+    if (sp->logprobs < 0) continue;
+    o->top_k = sp->logprobs;
+    o->logprobs = malloc((size_t)sp->max_new_tokens * sizeof *o->logprobs);
+    if (o->top_k > 0) o->top = malloc((size_t)sp->max_new_tokens * (size_t)o->top_k * sizeof *o->top);
+    if (!o->logprobs || (o->top_k > 0 && !o->top))
+      return zz_error(ZZ_ERR_NO_MEMORY, "engine stage: out of memory for log-probabilities");
+  }
   return ZZ_OK;
 }
 
@@ -106,6 +143,9 @@ void zz_engine_stage_destroy(zz_engine_stage *es) {
   free(es->n_tokens);
   free(es->ended);
   free(es->sids);
+  es_out_free(es);
+  free(es->out);
+  free(es->endb);
   zz_gen_destroy(es->gen);
   free(es);
 }
@@ -197,6 +237,11 @@ static zz_status es_begin_block(void *ctx, const zz_stage_block *b) {
   if (es->first) {
     memset(es->n_tokens, 0, (size_t)b->nseq * sizeof *es->n_tokens);
     memset(es->ended, 0, (size_t)b->nseq);
+    ZZ_CHECK(es_out_alloc(es, b));
+    zz_engine_stats now;
+    zz_engine_get_stats(es->cfg.engine, &now);
+    es->pos0 = now.positions;
+    es->pos_useful = 0;
     es->prefilled = 0;
     es->t0 = es->t_prefill = zz_now();
   }
@@ -222,55 +267,133 @@ static zz_status es_compute(void *ctx, const zz_stage_item *it) {
       for (int32_t i = 0; i < it->nseq; i++) {
         es->prompts[i] = p;
         p += it->block->prompt_len[it->first + i];
+        es->pos_useful += it->block->prompt_len[it->first + i];
       }
       io.prompts = es->prompts;
     } else {
-      for (int32_t i = 0; i < it->nseq; i++) es->inputs[i] = zz_sequence_input(es->mc, it->ids[i], it->done[i]);
+      for (int32_t i = 0; i < it->nseq; i++) {
+        es->inputs[i] = zz_sequence_input(es->mc, it->ids[i], it->done[i]);
+        es->pos_useful += !it->done[i];
+      }
       io.tokens = es->inputs;
     }
   } else {
     io.hidden_in = it->hidden_in;
+  }
+  /* the GPU batches whose sequences have all ended are skipped, as in one process:
+   * by rank 0's flags (on rank 0, and on every rank when they travel behind the
+   * hidden state), else on the last rank by its sampler's. The rows a skipped batch
+   * would write stay zeros, not an earlier message's bytes; no rank computes them */
+  if (it->step > 0) {
+    bool any = false;
+    for (int32_t i = 0; i < it->nseq; i++) {
+      es->endb[i] = it->done ? it->done[i] != 0 : es->last && zz_gen_done(es->gen, it->first + i);
+      any |= es->endb[i];
+    }
+    if (any && (es->last || !it->hidden_on_device)) {
+      if (!es->last) memset(it->hidden_out, 0, it->hidden_out_bytes);
+      io.ended = es->endb;
+    }
   }
   if (!es->last) io.hidden_out = it->hidden_out;
   io.hidden_on_device = it->hidden_on_device;
   return zz_engine_step(es->cfg.engine, it->group, it->step, &io);
 }
 
-static zz_status es_sample(void *ctx, const zz_stage_item *it, int32_t *ids_out, uint8_t *done_out) {
+/* A float in a 32-bit word of the token message, and back. */
+static int32_t es_fword(float f) {
+  int32_t w;
+  memcpy(&w, &f, sizeof w);
+  return w;
+}
+static float es_wfloat(int32_t w) {
+  float f;
+  memcpy(&f, &w, sizeof f);
+  return f;
+}
+
+static zz_status es_sample(void *ctx, const zz_stage_item *it, int32_t *ids_out, uint8_t *done_out,
+                           int32_t *extra_out) {
   zz_engine_stage *es = ctx;
+  int tw = zz_block_token_words(it->block);
   zz_gen_take(es->gen, it->first, it->nseq, it->step, zz_engine_logits(es->cfg.engine));
   for (int32_t i = 0; i < it->nseq; i++) {
-    int64_t q = it->first + i;
+    int64_t q = it->first + i, nt = 0;
+    bool was = done_out[i];
     /* ended earlier: computed, not sampled (as zz_generate) */
-    ids_out[i] = done_out[i] ? es->mc->pad : zz_gen_newest(es->gen, q);
-    done_out[i] = zz_gen_done(es->gen, q);
+    ids_out[i] = was ? es->mc->pad : zz_gen_newest(es->gen, q);
+    const zz_seq_out *o = zz_gen_out(es->gen, q, &nt);
+    /* done: 1 + why (zz_finish), so rank 0 writes the reason one process writes */
+    done_out[i] = zz_gen_done(es->gen, q) ? (uint8_t)(1 + (o ? (int)o->finish : 0)) : 0;
+    if (!extra_out) continue;
+    int32_t *x = extra_out + (size_t)i * tw;
+    memset(x, 0, (size_t)tw * sizeof *x);
+    if (was || !o || !o->logprobs || nt < 1) continue;
+    x[0] = es_fword(o->logprobs[nt - 1]);
+    for (int k = 0; k < o->top_k && 1 + 2 * k + 1 < tw; k++) {
+      x[1 + 2 * k] = o->top[(nt - 1) * o->top_k + k].token;
+      x[2 + 2 * k] = es_fword(o->top[(nt - 1) * o->top_k + k].logprob);
+    }
   }
   return ZZ_OK;
 }
 
+/* Rank 0: sequence q's token of this step, with its log-probabilities (x: its
+ * extra words) and the sampler's done flag (1 + why); then, as zz_gen_take orders
+ * it, an end id ends it, else the request's on_token (a stop string), else its length. */
+static void es_take(zz_engine_stage *es, int32_t q, int32_t id, uint8_t done, const int32_t *x) {
+  int64_t nt = es->n_tokens[q];
+  es->tokens[q][es->n_tokens[q]++] = id;
+  zz_seq_out *o = &es->out[q];
+  if (x && o->logprobs) {
+    o->logprobs[nt] = es_wfloat(x[0]);
+    for (int k = 0; k < o->top_k; k++)
+      o->top[nt * o->top_k + k] = (zz_top_logprob){.token = x[1 + 2 * k], .logprob = es_wfloat(x[2 + 2 * k])};
+  }
+  const zz_request *r = &es->req;
+  if (done == 1 + ZZ_FINISH_EOS) {
+    o->finish = ZZ_FINISH_EOS;
+  } else if (r->on_token && r->on_token(r->ctx, q, es->tokens[q], es->n_tokens[q])) {
+    o->finish = ZZ_FINISH_STOP;
+    done = 1 + ZZ_FINISH_STOP;
+  } else {
+    o->finish = ZZ_FINISH_LENGTH;
+  }
+  es->ended[q] = done != 0;
+}
+
 static zz_status es_tokens(void *ctx, const zz_stage_block *b, int32_t step, int32_t group, const int32_t *ids,
-                           const uint8_t *done) {
+                           uint8_t *done, const int32_t *extra) {
   zz_engine_stage *es = ctx;
   int32_t first = b->group_first[group];
+  int tw = zz_block_token_words(b);
   for (int32_t i = 0; i < es_gsize(b, group); i++) {
     int32_t q = first + i;
-    if (es->ended[q]) continue;
+    if (es->ended[q]) {
+      done[i] = 1; /* ended here: the pad token goes in, whatever the sampler thinks */
+      continue;
+    }
     if (es->n_tokens[q] >= es->cfg.max_new_tokens)
       return zz_error(ZZ_ERR_MPI, "engine stage: sequence %d of block %lld got more than %d tokens", q,
                       (long long)b->index, es->cfg.max_new_tokens);
-    es->tokens[q][es->n_tokens[q]++] = ids[i];
-    es->ended[q] = done[i];
+    es_take(es, q, ids[i], done[i], extra ? extra + (size_t)i * tw : NULL);
+    done[i] = es->ended[q];
   }
   if (step == 0 && ++es->prefilled == b->ngroups) es->t_prefill = zz_now();
   return ZZ_OK;
 }
 
 static zz_status es_end_block(void *ctx, const zz_stage_block *b) {
-  (void)b;
   zz_engine_stage *es = ctx;
   if (!es->first) return ZZ_OK;
+  /* rank 0 skips what one process skips: its positions are one process's count */
+  zz_engine_stats now;
+  zz_engine_get_stats(es->cfg.engine, &now);
   zz_result res = {.tokens = es->tokens,
+                   .pos_computed = now.positions - es->pos0,
+                   .pos_useful = es->pos_useful,
                    .n_tokens = es->n_tokens,
+                   .out = b->params ? es->out : NULL,
                    .prefill_s = es->t_prefill - es->t0,
                    .decode_s = zz_now() - es->t_prefill};
   return es->cfg.finished ? es->cfg.finished(es->cfg.ctx, &es->req, &res) : ZZ_OK;

@@ -68,9 +68,10 @@ int zz_stage_rank(const zz_stage *st) { return st->rank; }
 int zz_stage_size(const zz_stage *st) { return st->size; }
 int zz_stage_groups(const zz_stage *st) { return st->cfg.groups; }
 
-zz_status zz_stage_set_groups(zz_stage *st, int groups) {
-  ZZ_CHECK(zz_tag_check(groups, st->cfg.max_new_tokens, st->tag_ub));
+zz_status zz_stage_set_limits(zz_stage *st, int groups, int max_new_tokens) {
+  ZZ_CHECK(zz_tag_check(groups, max_new_tokens, st->tag_ub));
   st->cfg.groups = groups;
+  st->cfg.max_new_tokens = max_new_tokens;
   return ZZ_OK;
 }
 
@@ -228,12 +229,17 @@ typedef struct run {
   int item; /* items walked in this block: receive slot = item % ZZ_RECV_SLOTS */
   /* the ring's token messages, one per group: the last rank writes (step, g)'s and
    * sends it; rank 0 receives it into the same place (one rank: it is there) */
-  int32_t **tok; /* [ngroups][2 + 2 * nseq]: stop, nseq, ids[nseq], done[nseq] */
+  int tw;        /* extra words per sequence in a token message (zz_block_token_words) */
+  int trail;     /* hidden messages of step > 0 end with the group's done flags, rank 0's
+                    (MPI exchange: host memory), so every rank skips the GPU batches
+                    that have ended as one process does */
+  int32_t **tok; /* [ngroups][2 + (2 + tw) * nseq]: stop, nseq, ids[nseq], done[nseq], extra[nseq][tw] */
   MPI_Request *tok_req;
-  int32_t *ids;   /* [nseq of the block] rank 0's next input */
-  uint8_t *done;  /* [nseq] */
-  uint8_t *sdone; /* [nseq] last rank's sampler output */
-  int32_t *sids;  /* [nseq] */
+  int32_t *ids;    /* [nseq of the block] rank 0's next input */
+  uint8_t *done;   /* [nseq] */
+  uint8_t *sdone;  /* [nseq] last rank's sampler output */
+  int32_t *sids;   /* [nseq] */
+  int32_t *sextra; /* [nseq * tw] last rank's extra words (NULL when tw is 0) */
 } run;
 
 /* One item (step, group) as it goes through the steps. */
@@ -247,7 +253,8 @@ typedef struct item {
 static int gsize(const zz_stage_block *b, int g) { return b->group_first[g + 1] - b->group_first[g]; }
 static int first_rank(const run *R) { return R->st->rank == 0; }
 static int last_rank(const run *R) { return R->st->rank == R->st->size - 1; }
-static size_t tok_bytes(int n) { return (2 + 2 * (size_t)n) * sizeof(int32_t); }
+static int tok_words(const run *R, int n) { return 2 + (2 + R->tw) * n; }
+static size_t tok_bytes(const run *R, int n) { return (size_t)tok_words(R, n) * sizeof(int32_t); }
 
 static zz_status wait_send(run *R, slot *s) {
   if (!zz_xchg_busy(R->st->x, s->x)) return ZZ_OK;
@@ -309,6 +316,8 @@ static zz_status cb_fail(run *R, zz_status s, const char *what, int step, int g)
 }
 
 static size_t hidden_bytes(run *R, int step, int g) { return R->cb->hidden_bytes(R->ctx, R->b, step, g); }
+/* The done flags behind the hidden state of (step, g): bytes, 0 when none travel. */
+static size_t trail_bytes(const run *R, int step, int g) { return R->trail && step > 0 ? (size_t)gsize(R->b, g) : 0; }
 
 static void block_init(run *R) {
   R->active = R->b->ngroups;
@@ -321,6 +330,7 @@ static zz_status block_buffers(run *R) {
   if (b->ngroups < 1 || b->nseq < 1) return zz_error(ZZ_ERR_INVALID_ARG, "stage: empty block");
   size_t T = (size_t)b->ngroups;
   size_t cap = 0;
+  R->trail = !R->st->x || !R->st->x->ops->on_device;
   for (int g = 0; g < (int)T; g++)
     for (int s = 0; s < (b->max_new_tokens > 1 ? 2 : 1); s++) {
       size_t n = hidden_bytes(R, s, g);
@@ -329,7 +339,7 @@ static zz_status block_buffers(run *R) {
                         "stage: hidden state of step %d group %d is %zu "
                         "bytes (must be 1 .. 2^31-1)",
                         s, g, n);
-      if (n > cap) cap = n;
+      if (n + trail_bytes(R, s, g) > cap) cap = n + trail_bytes(R, s, g);
     }
   R->cap = cap;
   R->stopped = calloc(T, 1);
@@ -340,10 +350,12 @@ static zz_status block_buffers(run *R) {
   R->done = calloc((size_t)b->nseq, 1);
   R->sids = calloc((size_t)b->nseq, sizeof *R->sids);
   R->sdone = calloc((size_t)b->nseq, 1);
-  if (!R->stopped || !R->tok || !R->tok_req || !R->ids || !R->done || !R->sids || !R->sdone)
+  R->tw = zz_block_token_words(b);
+  if (R->tw) R->sextra = calloc((size_t)b->nseq * (size_t)R->tw, sizeof *R->sextra);
+  if (!R->stopped || !R->tok || !R->tok_req || !R->ids || !R->done || !R->sids || !R->sdone || (R->tw && !R->sextra))
     return zz_error(ZZ_ERR_NO_MEMORY, "stage: block of %d sequences", b->nseq);
   for (int g = 0; g < (int)T; g++) {
-    if (!(R->tok[g] = calloc(2 + 2 * (size_t)gsize(b, g), sizeof(int32_t))))
+    if (!(R->tok[g] = calloc((size_t)tok_words(R, gsize(b, g)), sizeof(int32_t))))
       return zz_error(ZZ_ERR_NO_MEMORY, "stage: token buffers");
   }
   if (!R->st->x) ZZ_CHECK(zz_xchg_create_mpi(R->st->data, R->st->faults, R->st->cfg.step_timeout, NULL, &R->st->x));
@@ -377,6 +389,7 @@ static zz_status block_free(run *R, int clean) {
   free(R->done);
   free(R->sids);
   free(R->sdone);
+  free(R->sextra);
   return s;
 }
 
@@ -391,7 +404,7 @@ static zz_status ring_receive(run *R, item *I) {
   if (st->size > 1) {
     ZZ_CHECK(zz_comm_wait(st->faults, &R->tok_req[g], NULL, st->cfg.step_timeout, "stage: waiting for token ids",
                           st->size - 1, &st->stats.bubble_s));
-    st->stats.bytes_received += tok_bytes(n);
+    st->stats.bytes_received += tok_bytes(R, n);
   }
   int32_t *m = R->tok[g];
   if (m[1] != n)
@@ -403,9 +416,15 @@ static zz_status ring_receive(run *R, item *I) {
   }
   I->stop = m[0];
   if (R->cb->tokens) {
-    zz_status s = R->cb->tokens(R->ctx, R->b, step - 1, g, R->ids + first, R->done + first);
+    zz_status s = R->cb->tokens(R->ctx, R->b, step - 1, g, R->ids + first, R->done + first,
+                                R->tw ? m + 2 + 2 * n : NULL);
     if (s != ZZ_OK) return cb_fail(R, s, "tokens", step - 1, g);
   }
+  /* every sequence over, as rank 0 knows it (the sampler's flags and its own): the
+   * group stops here, as one process stops computing it */
+  int all_done = 1;
+  for (int i = 0; i < n; i++) all_done &= R->done[first + i] != 0;
+  I->stop |= all_done;
   I->in.ids = R->ids + first;
   I->in.nids = n;
   I->in.done = R->done + first;
@@ -431,11 +450,12 @@ static zz_status ring_send(run *R, const item *I) {
     m[2 + i] = R->sids[first + i];
     m[2 + n + i] = R->sdone[first + i];
   }
+  if (R->tw) memcpy(m + 2 + 2 * n, R->sextra + (size_t)first * R->tw, (size_t)n * R->tw * sizeof *m);
   if (st->size == 1) return ZZ_OK;
-  if (MPI_Isend(m, (int)tok_bytes(n), MPI_BYTE, 0, zz_tag_make(ZZ_KIND_TOKENS, step, g, R->gmax), st->data,
+  if (MPI_Isend(m, (int)tok_bytes(R, n), MPI_BYTE, 0, zz_tag_make(ZZ_KIND_TOKENS, step, g, R->gmax), st->data,
                 &R->tok_req[g]) != MPI_SUCCESS)
     return zz_error(ZZ_ERR_MPI, "stage: send of the tokens of step %d group %d to rank 0 failed", step, g);
-  st->stats.bytes_sent += tok_bytes(n);
+  st->stats.bytes_sent += tok_bytes(R, n);
   st->stats.messages_sent++;
   return ZZ_OK;
 }
@@ -469,13 +489,14 @@ static zz_status receive_input(run *R, item *I) {
     I->stop = 1;
     return ZZ_OK;
   }
-  size_t want = hidden_bytes(R, step, g);
+  size_t want = hidden_bytes(R, step, g) + trail_bytes(R, step, g);
   if (got != want)
     return zz_error(ZZ_ERR_MPI,
                     "stage: hidden state of step %d group %d from rank %d is %zu bytes, this rank expects %zu", step, g,
                     st->rank - 1, got, want);
   I->in.hidden_in = rs->buf;
-  I->in.hidden_in_bytes = got;
+  I->in.hidden_in_bytes = got - trail_bytes(R, step, g);
+  if (trail_bytes(R, step, g)) I->in.done = (const uint8_t *)rs->buf + I->in.hidden_in_bytes;
   return ZZ_OK;
 }
 
@@ -503,15 +524,18 @@ static zz_status compute(run *R, item *I) {
   I->in.hidden_out_bytes = hidden_bytes(R, step, g);
   I->in.hidden_on_device = st->x->ops->on_device;
   if (!first_rank(R) && I->has_next) ZZ_CHECK(zz_xchg_poke(st->x, R->recv[(R->item + 1) % ZZ_RECV_SLOTS].x));
-  if (I->in.hidden_out_bytes > R->cap)
+  if (I->in.hidden_out_bytes + trail_bytes(R, step, g) > R->cap)
     return zz_error(ZZ_ERR_INVALID_ARG,
                     "stage: hidden state of step %d group %d is %zu bytes, more than steps 0 and 1 needed (%zu)", step,
                     g, I->in.hidden_out_bytes, R->cap);
   double t0 = zz_now();
   zz_status s = R->cb->compute(R->ctx, &I->in);
   if (s != ZZ_OK) return cb_fail(R, s, "compute", step, g);
+  if (!last_rank(R) && trail_bytes(R, step, g)) /* the done flags go on behind the hidden state */
+    memcpy((uint8_t *)I->in.hidden_out + I->in.hidden_out_bytes, I->in.done, trail_bytes(R, step, g));
   if (last_rank(R)) {
-    s = R->cb->sample(R->ctx, &I->in, R->sids + I->in.first, R->sdone + I->in.first);
+    s = R->cb->sample(R->ctx, &I->in, R->sids + I->in.first, R->sdone + I->in.first,
+                      R->tw ? R->sextra + (size_t)I->in.first * R->tw : NULL);
     if (s != ZZ_OK) return cb_fail(R, s, "sample", step, g);
   }
   st->stats.busy_s += zz_now() - t0;
@@ -527,10 +551,10 @@ static zz_status send_output(run *R, const item *I) {
   zz_stage *st = R->st;
   int step = I->in.step, g = I->in.group;
   if (last_rank(R)) return ring_send(R, I);
-  ZZ_CHECK(send_hidden(R, I->out, I->in.hidden_out_bytes, step, g));
+  ZZ_CHECK(send_hidden(R, I->out, I->in.hidden_out_bytes + trail_bytes(R, step, g), step, g));
   if (first_rank(R) &&
-      MPI_Irecv(R->tok[g], 2 + 2 * I->in.nseq, MPI_INT32_T, st->size - 1, zz_tag_make(ZZ_KIND_TOKENS, step, g, R->gmax),
-                st->data, &R->tok_req[g]) != MPI_SUCCESS)
+      MPI_Irecv(R->tok[g], tok_words(R, I->in.nseq), MPI_INT32_T, st->size - 1,
+                zz_tag_make(ZZ_KIND_TOKENS, step, g, R->gmax), st->data, &R->tok_req[g]) != MPI_SUCCESS)
     return zz_error(ZZ_ERR_MPI, "stage: posting the token receive of step %d group %d", step, g);
   return ZZ_OK;
 }

@@ -98,7 +98,10 @@ typedef struct zz_stage_item {
    * id per sequence (the token sampled at step-1). NULL on other ranks. */
   const int32_t *ids;
   int64_t nids;
-  const uint8_t *done; /* rank 0, step > 0: [nseq] sequence finished (still computed) */
+  /* step > 0: [nseq] sequence finished, as rank 0 knows it (the sampler's flags and
+   * its own), the pad token its input; on rank 0, and on every rank when hidden
+   * states go over MPI (they travel behind the hidden state); else NULL */
+  const uint8_t *done;
   /* Other ranks' input: the hidden state rank r-1 produced (NULL on rank 0). */
   const void *hidden_in;
   size_t hidden_in_bytes;
@@ -131,14 +134,20 @@ typedef struct zz_stage_callbacks {
   /* All ranks: run this rank's layers on one item (see zz_stage_item). */
   zz_status (*compute)(void *ctx, const zz_stage_item *item);
   /* Last rank: from the item's hidden_out, the next token per sequence (ids_out
-   * [nseq]) and whether each sequence is finished (done_out [nseq]). On entry
-   * done_out holds the group's flags of the previous step (all 0 at step 0), so a
-   * sampler can keep them sticky. The group stops after this step when every flag is
-   * set or step + 1 == max_new_tokens. */
-  zz_status (*sample)(void *ctx, const zz_stage_item *item, int32_t *ids_out, uint8_t *done_out);
-  /* Rank 0, optional: the tokens sampled at (step, group) have arrived. */
+   * [nseq]) and whether each sequence is finished (done_out [nseq]: 0, or any other
+   * value the sampler gives it meaning, such as why). On entry done_out holds the
+   * group's flags of the previous step (all 0 at step 0), so a sampler can keep them
+   * sticky. extra_out: [nseq x zz_block_token_words(block)] words that travel to rank
+   * 0 with the ids (NULL when that is 0). The group stops after this step when every
+   * flag is set or step + 1 == max_new_tokens. */
+  zz_status (*sample)(void *ctx, const zz_stage_item *item, int32_t *ids_out, uint8_t *done_out, int32_t *extra_out);
+  /* Rank 0, optional: the tokens sampled at (step, group) have arrived, with the
+   * sampler's done flags and extra words (NULL when none). It may set more done
+   * flags (a sequence rank 0 ends itself, e.g. at a stop string: its next input is
+   * the pad token); a group whose flags are then all set stops here, and the stop
+   * is passed down the ranks as any other. */
   zz_status (*tokens)(void *ctx, const zz_stage_block *block, int32_t step, int32_t group, const int32_t *ids,
-                      const uint8_t *done);
+                      uint8_t *done, const int32_t *extra);
   /* All ranks, optional: the block is over on this rank. */
   zz_status (*end_block)(void *ctx, const zz_stage_block *block);
 } zz_stage_callbacks;
@@ -193,9 +202,17 @@ int zz_stage_rank(const zz_stage *st);
 int zz_stage_size(const zz_stage *st);
 /* The configured number of groups (the most a block may use). */
 int zz_stage_groups(const zz_stage *st);
-/* Every rank, the same groups, before zz_stage_run: the T a plan chose after the
- * stage was made (its agreement carried the plan). The tag space is checked again. */
-zz_status zz_stage_set_groups(zz_stage *st, int groups);
+/* Every rank, the same limits, before zz_stage_run: the T a plan chose after the
+ * stage was made (its agreement carried the plan) and the most new tokens a block
+ * may ask (rank 0's job: a line may ask more than --max-new-tokens). The tag space is
+ * checked again. */
+zz_status zz_stage_set_limits(zz_stage *st, int groups, int max_new_tokens);
+/* 32-bit words each sequence's token message carries beside its id and done flag,
+ * from the last rank to rank 0 (sample writes them, tokens reads them): a block
+ * whose sequences ask log-probabilities (params, logprobs k >= 0) sends each token's
+ * log p and the k most likely (id, log p) pairs, for the block's largest k: 1 + 2k.
+ * 0 otherwise. */
+int zz_block_token_words(const zz_stage_block *b);
 /* How hidden states travel between ranks (--comm). Token ids, block messages and
  * control messages always go over MPI. */
 typedef enum zz_stage_comm {

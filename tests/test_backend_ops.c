@@ -462,14 +462,21 @@ static zz_status op_rmsnorm(zz_bo *r, const int64_t *z, zz_bo_out *out) {
 
 static zz_status op_rope(zz_bo *r, const int64_t *z, zz_bo_out *out) {
   int64_t n = z[0], heads = z[1], hd = z[2];
-  const zz_rope ropes[3] = {{.type = ZZ_ROPE_DEFAULT, .theta = 10000, .factor = 1},
-                            {.type = ZZ_ROPE_LINEAR, .theta = 10000, .factor = 4},
-                            {.type = ZZ_ROPE_LLAMA3,
-                             .theta = 500000,
-                             .factor = 8,
-                             .low_freq_factor = 1,
-                             .high_freq_factor = 4,
-                             .original_max_pos = 8192}};
+  static zz_rope ropes[4] = {
+      {.type = ZZ_ROPE_DEFAULT, .theta = 10000, .factor = 1},
+      {.type = ZZ_ROPE_LINEAR, .theta = 10000, .factor = 4},
+      {.type = ZZ_ROPE_LLAMA3,
+       .theta = 500000,
+       .factor = 8,
+       .low_freq_factor = 1,
+       .high_freq_factor = 4,
+       .original_max_pos = 8192},
+      /* type 3: Phi-3's longrope over 3/4 of the head, sequences of 4 rows, some past
+                             * the original positions (long factors), some not */
+      {.type = ZZ_ROPE_LONGROPE, .theta = 10000, .original_max_pos = 1024, .attn_factor = 1.19f, .seq_rows = 4}};
+  ropes[3].rot_dims = (int32_t)(hd * 3 / 4 / 2 * 2);
+  for (int d = 0; d < ZZ_ROPE_MAX_PAIRS; d++)
+    ropes[3].short_factor[d] = 1 + 0.01f * d, ropes[3].long_factor[d] = 1 + 0.5f * d;
   void *x = bo_rand(r, n * heads * hd, -1, 1); /* in and out: not poisoned */
   int32_t *pos = bo_ids(r, n, z[4]);
   return bo_result(r, zz_device_rope(r->dev, x, n, heads, hd, pos, &ropes[z[3]]), x, n * heads * hd, out);
@@ -783,7 +790,9 @@ static const zz_bo_op zz_bo_ops[] = {
       {37, 32, 128, 0, 2048},
       {13, 8, 128, 1, 4096},
       {9, 3, 64, 2, 8192},
-      {129, 8, 128, 2, 131072}}},
+      {129, 8, 128, 2, 131072},
+      {16, 4, 96, 3, 2048},
+      {36, 8, 128, 3, 2048}}},
     {ZZ_OP_SILU_MUL, "silu_mul", op_silu_mul, {"n", "y_is_g"}, ZZ_BO_TOL, {{1, 0}, {1001, 0}, {1 << 20, 1}}},
     {ZZ_OP_MOE_ROUTE,
      "moe_route",

@@ -23,9 +23,26 @@ int main(int argc, char **argv) {
     return 77;
   }
   /* the dense families' sliding windows (tiny-mistral 5, tiny-qwen2's last layer 6,
-   * tiny-phi3 7) reach the prefill, decode and Q4/top-k kernels here */
-  static const char *const models[] = {"tiny-opt",   "tiny-opt-postln", "tiny-llama", "tiny-llama3", "tiny-llama-tied",
-                                       "tiny-qwen2", "tiny-mistral",    "tiny-qwen3", "tiny-phi3"};
+   * tiny-phi3 7) reach the prefill, decode and Q4/top-k kernels here; the mixtures
+   * of experts the router, gather, per-expert GEMMs and scatter on the device, with
+   * the experts resident, split by count across the tiers (w=50,50 and 30,30) and
+   * loaded as routed from the CPU and the disk; Qwen2-MoE's alternating window;
+   * Phi-3's longrope over a partial head, short and long sets */
+  static const char *const models[] = {"tiny-opt",
+                                       "tiny-opt-postln",
+                                       "tiny-llama",
+                                       "tiny-llama3",
+                                       "tiny-llama-tied",
+                                       "tiny-qwen2",
+                                       "tiny-mistral",
+                                       "tiny-qwen3",
+                                       "tiny-phi3",
+                                       "tiny-mixtral",
+                                       "tiny-qwen3-moe",
+                                       "tiny-qwen2-moe",
+                                       "tiny-qwen2-moe-window",
+                                       "tiny-phi3-longrope",
+                                       "tiny-phi3-longrope-long"};
   static const char *const policies[] = {
       "gbs=4 num_gb=1",
       "gbs=2 num_gb=2 w=50,50 c=0,100 a=100,0 cpu_attn=1",

@@ -315,6 +315,67 @@ static void test_cost_moe(void) {
   zz_model_free(&m);
 }
 
+/* --percent splits an MoE layer's experts by count (an expert is a unit of
+ * placement): w=25,50 over mixtral's 8 experts puts 2 on the GPU, 4 on the CPU and
+ * 2 on disk in every MoE layer, each tier's experts one home of their bytes; the
+ * realised plan's cost moves the plain weights of the layers not on the GPU and
+ * the offloaded share (6/8) of the experts a decode step touches. */
+static void test_moe_expert_placement(void) {
+  zz_config c;
+  zz_model m;
+  preset_model("mixtral-8x7b", 2, &c, &m);
+  zz_hw hw = test_hw();
+  zz_policy pol;
+  zz_policy_default(&pol);
+  pol.w_gpu = 25, pol.w_cpu = 50;
+  zz_shape shape = {.prompt_len = 16, .gen_len = 8};
+  zz_memplan p;
+  CU_ASSERT_FATAL(zz_memplan_build(&m, &pol, &shape, c.dtype, c.dtype, 0, &p) == ZZ_OK);
+  zz_expert_split want = zz_policy_expert_split(&pol, 8);
+  CU_ASSERT(want.n[ZZ_TIER_GPU] == 2 && want.n[ZZ_TIER_CPU] == 4 && want.n[ZZ_TIER_DISK] == 2);
+  int moe_layers = 0;
+  for (int j = 0; j < m.n_layers; j++) {
+    const zz_layer *L = &m.layers[j];
+    bool moe = false;
+    for (int k = 0; k < L->n_weights; k++) moe |= L->weights[k].ndim && L->weights[k].experts;
+    moe_layers += moe;
+    for (int t = 0; t < ZZ_TIER_COUNT; t++) CU_ASSERT(p.expert_split[j].n[t] == (moe ? want.n[t] : 0));
+    if (moe) CU_ASSERT(!zz_memplan_layer_resident(&p, j));
+  }
+  CU_ASSERT(moe_layers == 2);
+  int pieces = 0;
+  for (int i = 0; i < p.n_buf; i++) {
+    const zz_buffer *x = &p.buf[i];
+    if (x->role != ZZ_BUF_WEIGHT || !x->c) continue;
+    const zz_weight_spec *ws = &m.layers[x->a].weights[x->b];
+    CU_ASSERT(ws->experts == 8 && x->tier == (zz_tier)(x->c - 1));
+    size_t one = zz_weight_bytes(ws, c.dtype) / 8;
+    CU_ASSERT(x->shape[0] == ws->shape[0] / 8 * want.n[x->tier]);
+    CU_ASSERT(x->bytes >= one * (size_t)want.n[x->tier] && x->bytes < one * (size_t)want.n[x->tier] + ZZ_DISK_ALIGN);
+    pieces++;
+  }
+  CU_ASSERT(pieces == 2 * 3 * 3); /* two MoE layers, three stacked matrices, three tiers */
+  /* the decode term of the weights: the plain weights of layers off the GPU and 6/8 of the touched experts */
+  zz_cost_in in = {.m = &m, .hw = &hw, .shape = shape, .gbs = 4, .num_gb = 2, .overlap = true};
+  zz_cost cost;
+  zz_cost_plan(&in, &p, &cost, NULL);
+  double touched = zz_moe_experts_touched(8, 2, 8), want_s = 0; /* 8 rows a decode step */
+  for (int j = 0; j < m.n_layers; j++)
+    for (int k = 0; k < m.layers[j].n_weights; k++) {
+      const zz_weight_spec *w = &m.layers[j].weights[k];
+      if (!w->ndim) continue;
+      double b = (double)zz_weight_bytes(w, c.dtype);
+      zz_tier t = p.weight_tier[j];
+      if (w->experts) /* 6 of 8 cross the link, 2 of 8 are read from disk first */
+        want_s += b * touched / 8 * (6.0 / 8 / hw.ctog_bw + 2.0 / 8 / hw.disk_read_bw);
+      else if (t != ZZ_TIER_GPU)
+        want_s += b / hw.ctog_bw + (t == ZZ_TIER_DISK ? b / hw.disk_read_bw : 0);
+    }
+  CU_ASSERT(close_rel(cost.term_s[ZZ_PHASE_DECODE][ZZ_TERM_WEIGHT], 7 * want_s, 1e-9));
+  zz_memplan_free(&p);
+  zz_model_free(&m);
+}
+
 /* 4-bit weights and cache priced with the file's 4-bit rates, through the one cost function */
 static void test_cost_q4(void) {
   zz_hw hw = test_hw_q4(0.25, 2e9);
@@ -1421,6 +1482,64 @@ static void test_cost_project_in(void) {
   CU_ASSERT_EQUAL(t[ZZ_TERM_COMPUTE].c, 0);
 }
 
+/* ---------------------------------------------------------------- a workload */
+
+static void test_plan_workload(void) {
+  zz_hw hw = test_hw();
+  zz_planner_opts o = small_opts();
+  zz_policy p = policy_all(ZZ_TIER_GPU, 2);
+  p.num_gpu_batches = 2; /* blocks of 4: two GPU batches of 2 */
+  /* a uniform workload of full blocks is that many blocks of the plan at its shape */
+  int64_t lens[8], news[8];
+  for (int i = 0; i < 8; i++) lens[i] = 8, news[i] = 4;
+  zz_workload w = {.n = 8, .prompt_len = lens, .max_new = news};
+  zz_workload_cost c;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_OK);
+  zz_plan ev;
+  o.shape = (zz_shape){.prompt_len = 8, .gen_len = 4};
+  CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&g_model, &hw, &o, &p, &ev), ZZ_OK);
+  CU_ASSERT_EQUAL(c.blocks, 2);
+  CU_ASSERT(close_rel(c.prefill_s, 2 * ev.cost.prefill_s, 1e-9));
+  CU_ASSERT(close_rel(c.decode_s, 2 * ev.cost.decode_s, 1e-9));
+  CU_ASSERT_EQUAL(c.prefill_pos, 8 * 8);
+  CU_ASSERT_EQUAL(c.decode_pos, 8 * 3);
+  CU_ASSERT_EQUAL(c.useful_pos, c.prefill_pos + c.decode_pos);
+  /* one block: prompts padded to its longest; each GPU batch decodes to its own most */
+  int64_t l2[4] = {2, 8, 3, 3}, n2[4] = {2, 1, 4, 3};
+  w = (zz_workload){.n = 4, .prompt_len = l2, .max_new = n2};
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_OK);
+  CU_ASSERT_EQUAL(c.blocks, 1);
+  CU_ASSERT_EQUAL(c.prefill_pos, 4 * 8);
+  CU_ASSERT_EQUAL(c.decode_pos, 2 * (2 - 1) + 2 * (4 - 1));
+  CU_ASSERT_EQUAL(c.useful_pos, (2 + 8 + 3 + 3) + (1 + 0 + 3 + 2));
+  /* short answers in one GPU batch and long ones in the other (zz_prompt_order's
+   * point): half the decode positions, and predicted faster */
+  int64_t l3[4] = {3, 3, 3, 3}, mixed_new[4] = {1, 4, 1, 4}, sorted_new[4] = {1, 1, 4, 4};
+  w = (zz_workload){.n = 4, .prompt_len = l3, .max_new = mixed_new};
+  zz_workload_cost mixed;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &mixed), ZZ_OK);
+  w.max_new = sorted_new;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_OK);
+  CU_ASSERT_EQUAL(mixed.decode_pos, 4 * 3);
+  CU_ASSERT_EQUAL(c.decode_pos, 2 * 3);
+  CU_ASSERT(c.decode_s < mixed.decode_s);
+  CU_ASSERT(close_rel(c.prefill_s, mixed.prefill_s, 1e-12));
+  /* a partial block: its batches priced by their rows */
+  w.n = 2;
+  zz_workload_cost half;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &half), ZZ_OK);
+  CU_ASSERT_EQUAL(half.prefill_pos, 2 * 3);
+  CU_ASSERT(close_rel(half.prefill_s, c.prefill_s / 2, 1e-12));
+  /* refusals: no sequences, a zero length, more than the model's positions */
+  w.n = 0;
+  CU_ASSERT_EQUAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_ERR_INVALID_ARG);
+  int64_t zero[1] = {0}, one[1] = {1}, huge[1] = {1 << 20};
+  w = (zz_workload){.n = 1, .prompt_len = zero, .max_new = one};
+  CU_ASSERT_EQUAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_ERR_INVALID_ARG);
+  w = (zz_workload){.n = 1, .prompt_len = huge, .max_new = one};
+  CU_ASSERT_EQUAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_ERR_INVALID_ARG);
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(void) {
@@ -1435,6 +1554,7 @@ int main(void) {
   CU_add_test(s, "cost model: terms against the formulas", test_cost_terms);
   CU_add_test(s, "cost model: a MoE layer (experts touched, active FLOPs)", test_cost_moe);
   CU_add_test(s, "cost model: 4-bit rates", test_cost_q4);
+  CU_add_test(s, "memory plan and cost: MoE experts placed by count", test_moe_expert_placement);
   CU_add_test(s, "cost model: project_in priced, embedding tables gathered", test_cost_project_in);
   CU_add_test(s, "cost model: bf16 weights (--cpu-dtype bf16)", test_bf16_weights);
   CU_add_test(s, "LP: everything fits the GPU", test_lp_all_fit);
@@ -1460,6 +1580,8 @@ int main(void) {
   CU_add_test(s, "cost model: int8 activations (--cpu-act int8)", test_cpu_act_int8);
   CU_add_test(s, "cost model: the prompt step's last layer after K and V on the last rows", test_cost_last_layer_rows);
   CU_add_test(s, "cost model: a shared prompt prefix computed once", test_cost_shared_prefix);
+  CU_add_test(s, "workload: each block at its own shape, each GPU batch to its own most new tokens",
+              test_plan_workload);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failures = CU_get_number_of_failures();

@@ -320,7 +320,6 @@ static void test_chat_tool_calls(void) {
   zz_opts_defaults(&o);
   zz_line_defaults d;
   zz_line_defaults_init(&o, &d);
-  d.pipeline = false;
   zz_prompt p = {.id = "\"t1\"",
                  .line = 1,
                  .openai = true,

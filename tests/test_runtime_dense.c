@@ -137,15 +137,23 @@ static void test_dense_refusals(void) {
        "\"sliding_window\" = 0 must be an integer"},
       {ZZ_DN_BASE("qwen3") ", \"attention_bias\": true}", ZZ_ERR_UNSUPPORTED, "attention_bias"},
       {ZZ_DN_BASE("mistral") ", \"hidden_act\": \"gelu\"}", ZZ_ERR_UNSUPPORTED, "hidden_act \"gelu\""},
+      /* Phi-3's longrope needs one short and one long factor per rotary pair (16 / 2) */
       {ZZ_DN_BASE("phi3") ", \"rope_scaling\": {\"type\": \"longrope\", \"long_factor\": [1], \"short_factor\": [1]}}",
-       ZZ_ERR_UNSUPPORTED, "rope_type \"longrope\" is not supported"},
+       ZZ_ERR_FORMAT, "longrope's \"short_factor\" must list 8 numbers"},
       {ZZ_DN_BASE("phi3") ", \"rope_parameters\": {\"rope_type\": \"longrope\", \"rope_theta\": 10000.0}}",
-       ZZ_ERR_UNSUPPORTED, "rope_type \"longrope\" is not supported"},
-      {ZZ_DN_BASE("phi3") ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0, "
-                          "\"partial_rotary_factor\": 0.75}}",
-       ZZ_ERR_UNSUPPORTED, "partial_rotary_factor 0.75 is not supported"},
+       ZZ_ERR_FORMAT, "longrope's \"short_factor\" must list 8 numbers"},
       {ZZ_DN_BASE("phi3") ", \"rope_scaling\": {\"type\": \"su\", \"long_factor\": [1], \"short_factor\": [1]}}",
-       ZZ_ERR_UNSUPPORTED, "rope_type \"su\" is not supported"},
+       ZZ_ERR_FORMAT, "longrope's \"short_factor\" must list 8 numbers"},
+      {ZZ_DN_BASE("phi3") ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0, "
+                          "\"partial_rotary_factor\": 0.1}}",
+       ZZ_ERR_UNSUPPORTED, "partial_rotary_factor 0.1 turns 1 of head_dim 16 dims: want an even number >= 2"},
+      /* the other families: transformers' apply_rotary_pos_emb turns whole heads only */
+      {ZZ_DN_BASE("mistral") ", \"rope_parameters\": {\"rope_type\": \"longrope\", \"rope_theta\": 10000.0}}",
+       ZZ_ERR_UNSUPPORTED, "rope_type \"longrope\" is not supported (default, linear, llama3)"},
+      {ZZ_DN_BASE("qwen2") ", \"partial_rotary_factor\": 0.5}", ZZ_ERR_UNSUPPORTED,
+       "partial_rotary_factor 0.5 is not supported"},
+      {ZZ_DN_BASE("phi3") ", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 2.0}}", ZZ_ERR_UNSUPPORTED,
+       "rope_type \"yarn\" is not supported (default, linear, llama3, longrope)"},
       {ZZ_DN_BASE("llama") ", \"sliding_window\": 4096}", ZZ_ERR_UNSUPPORTED,
        "sliding_window is not supported by model_type \"llama\""},
   };
@@ -219,13 +227,9 @@ static void test_hub_cache(void) {
 }
 
 
-/* zigzag's perplexity of tiny-mistral (make_dense_fixtures.py's perplexity.json:
- * the golden prompts' 72 tokens in windows of 20 after BOS, each window longer
- * than the sliding window of 5) equals transformers', on the device and with CPU
- * attention beside a cache on the CPU tier. */
-static void test_perplexity_hf(void) {
+void zz_check_perplexity_hf(const char *fixture) {
   char dir[4096], path[4200], tmp[4096];
-  snprintf(dir, sizeof dir, "%s/tiny-mistral", ZZ_FIXTURES_DIR);
+  snprintf(dir, sizeof dir, "%s/%s", ZZ_FIXTURES_DIR, fixture);
   snprintf(path, sizeof path, "%s/perplexity.json", dir);
   json_error_t jerr;
   json_t *root = json_load_file(path, 0, &jerr);
@@ -243,7 +247,8 @@ static void test_perplexity_hf(void) {
   CU_ASSERT_FATAL(zz_config_load(dir, &cfg) == ZZ_OK);
   CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
   CU_ASSERT_FATAL(zz_checkpoint_open(dir, &ck) == ZZ_OK);
-  static const char *const pols[] = {"gbs=4 num_gb=1", "gbs=2 num_gb=2 w=0,100 c=0,100 a=100,0 cpu_attn=1"};
+  static const char *const pols[] = {"gbs=4 num_gb=1", "gbs=2 num_gb=2 w=0,100 c=0,100 a=100,0 cpu_attn=1",
+                                     "gbs=1 num_gb=4 w=25,50 c=0,0 a=0,100"};
   for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
     zz_policy pol;
     zz_engine *eng = NULL;
@@ -254,7 +259,7 @@ static void test_perplexity_hf(void) {
     CU_ASSERT_FATAL(zz_policy_parse(pols[p], &pol) == ZZ_OK);
     CU_ASSERT_FATAL(zz_engine_create_tiers(dev, &m, ck, &pol, &shape, &tiers, &eng) == ZZ_OK);
     CU_ASSERT_FATAL(zz_perplexity(eng, ids, n, &r) == ZZ_OK);
-    fprintf(stderr, "\n  tiny-mistral [%s]: perplexity %.6f, transformers %.6f", pols[p], r.ppl, want);
+    fprintf(stderr, "\n  %s [%s]: perplexity %.6f, transformers %.6f", fixture, pols[p], r.ppl, want);
     CU_ASSERT_EQUAL(r.tokens, n);
     CU_ASSERT(fabs(r.ppl - want) <= 1e-5 * want);
     zz_ppl_free(&r);
@@ -268,10 +273,54 @@ static void test_perplexity_hf(void) {
   json_decref(root);
 }
 
+/* Phi-3's longrope over 12 of a head's 16 dims (make_dense_fixtures.py):
+ * tiny-phi3-longrope keeps every sequence below its original 64 positions (short
+ * factors, cos and sin scaled by sqrt(1 + ln 2 / ln 64)), tiny-phi3-longrope-long
+ * has an original of 2 (long factors in every forward, sqrt(1 + ln 32 / ln 2)),
+ * greedy tokens exact under the cuttings and offloading, and perplexity equal to
+ * transformers'. tiny-phi3-longrope-cross has an original of 12, which its
+ * 10-token prompt crosses while generating: transformers (goldens of each prompt
+ * alone) then drops its cache and recomputes the whole sequence with the long
+ * set (Phi3's prepare_inputs_for_generation), which zigzag refuses by name. */
+static void test_golden_longrope(void) {
+  static const char *const fx[] = {"tiny-phi3-longrope", "tiny-phi3-longrope-long", "tiny-phi3-longrope-cross"};
+  static const float af[] = {1.0801234f, 2.4494897f, 1.2936992f}, orig[] = {64, 2, 12};
+  static const char *const pols[] = {"gbs=4 num_gb=1", "gbs=1 num_gb=4", "gbs=3 num_gb=2",
+                                     "gbs=2 num_gb=2 w=0,100 c=0,100 a=100,0 cpu_attn=1",
+                                     "gbs=2 num_gb=2 w=30,30 c=30,30 a=30,30 overlap=0"};
+  for (int f = 0; f < 3; f++) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", ZZ_FIXTURES_DIR, fx[f]);
+    zz_config c;
+    CU_ASSERT_FATAL(zz_config_load(dir, &c) == ZZ_OK);
+    CU_ASSERT(c.rope.type == ZZ_ROPE_LONGROPE && c.rope.rot_dims == 12);
+    CU_ASSERT(fabsf(c.rope.attn_factor - af[f]) < 1e-6f);
+    CU_ASSERT(c.rope.original_max_pos == orig[f]);
+    for (size_t p = 0; f < 2 && p < sizeof pols / sizeof pols[0]; p++) zz_check_golden(fx[f], pols[p]);
+  }
+  /* the crossing: transformers (its golden each prompt alone) drops the cache at
+   * position 12 and recomputes the sequence with the long set; refused by name */
+  zz_device *dev = NULL;
+  zz_golden_report r;
+  CU_ASSERT_FATAL(zz_device_create_cpu(0, 1, 1, &dev) == ZZ_OK);
+  CU_ASSERT(zz_golden_run("tiny-phi3-longrope-cross", dev, "gbs=4 num_gb=1", 1e-4, &r) == ZZ_ERR_UNSUPPORTED);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "prompt 1: 10 tokens + 8 new would cross longrope's "
+                                                    "original_max_position_embeddings 12"));
+  zz_device_destroy(dev);
+  zz_check_perplexity_hf("tiny-phi3-longrope");
+}
+
+/* zigzag's perplexity of tiny-mistral (make_dense_fixtures.py's perplexity.json:
+ * the golden prompts' 72 tokens in windows of 20 after BOS, each window longer
+ * than the sliding window of 5) equals transformers', on the device and with CPU
+ * attention beside a cache on the CPU tier. */
+static void test_perplexity_hf(void) { zz_check_perplexity_hf("tiny-mistral"); }
+
 void zz_test_dense_register(void) {
   CU_pSuite s = CU_add_suite("dense", NULL, NULL);
   CU_add_test(s, "golden qwen2 (both forms), mistral, qwen3, phi3, three cuttings", test_golden_dense);
   CU_add_test(s, "mistral's window changes the tokens", test_window_matters);
+  CU_add_test(s, "phi3 longrope and partial rotary (golden, perplexity)", test_golden_longrope);
   CU_add_test(s, "config.json of each family read to its flags", test_dense_configs);
   CU_add_test(s, "presets: transformers' parameter counts, flags, windows", test_dense_presets);
   CU_add_test(s, "what is not implemented is refused by name", test_dense_refusals);

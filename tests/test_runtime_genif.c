@@ -130,7 +130,6 @@ static void test_line_keys(void) {
   zz_opts_defaults(&o);
   zz_line_defaults d;
   zz_line_defaults_init(&o, &d);
-  d.pipeline = false;
   static const struct {
     const char *raw;
     bool openai;

@@ -209,6 +209,42 @@ static void test_resume_set_values(void) {
   zz_resume_free(s);
 }
 
+/* The time left from synthetic rates (no clock read): each phase at its own rate. */
+static void test_eta(void) {
+  /* 1000 prompt tokens in 1 s, 100 new tokens in 10 s: 0.001 s and 0.1 s a token */
+  zz_eta_in in = {.prompt_left = 5000,
+                  .gen_left = 200,
+                  .prompt_done = 1000,
+                  .gen_done = 100,
+                  .gen_asked_done = 100,
+                  .prefill_s = 1,
+                  .decode_s = 10,
+                  .elapsed_s = 11};
+  CU_ASSERT_DOUBLE_EQUAL(zz_eta_seconds(&in), 5 + 20, 1e-9);
+  /* long prompts left and short answers: the prefill rate carries it, not lines x time a line */
+  in.prompt_left = 50000, in.gen_left = 10;
+  CU_ASSERT_DOUBLE_EQUAL(zz_eta_seconds(&in), 50 + 1, 1e-9);
+  /* answers took half the tokens they asked (EOS): the tokens left count half */
+  in.prompt_left = 0, in.gen_left = 200, in.gen_asked_done = 200;
+  CU_ASSERT_DOUBLE_EQUAL(zz_eta_seconds(&in), 10, 1e-9);
+  /* a tenth of the time went outside the two phases: the estimate grows by it */
+  in.gen_asked_done = 100, in.elapsed_s = 11 * 1.1;
+  CU_ASSERT_DOUBLE_EQUAL(zz_eta_seconds(&in), 20 * 1.1, 1e-9);
+  /* no phase times (a pipeline): every token at the job's rate so far */
+  in = (zz_eta_in){
+      .prompt_left = 300, .gen_left = 100, .prompt_done = 300, .gen_done = 100, .gen_asked_done = 100, .elapsed_s = 8};
+  CU_ASSERT_DOUBLE_EQUAL(zz_eta_seconds(&in), 8, 1e-9);
+  /* nothing done yet: unknown; nothing left: none */
+  in.prompt_done = in.gen_done = 0;
+  CU_ASSERT_EQUAL(zz_eta_seconds(&in), -1);
+  in.prompt_left = in.gen_left = 0;
+  CU_ASSERT_EQUAL(zz_eta_seconds(&in), 0);
+  /* only prompts seen (answers of one token, no decode time): new tokens at the prefill rate */
+  in = (zz_eta_in){
+      .prompt_left = 10, .gen_left = 10, .prompt_done = 100, .gen_done = 0, .prefill_s = 2, .elapsed_s = 2};
+  CU_ASSERT_DOUBLE_EQUAL(zz_eta_seconds(&in), 0.4, 1e-9);
+}
+
 void zz_test_jobs_register(void) {
   CU_pSuite s = CU_add_suite("jobs", NULL, NULL);
   CU_add_test(s, "prompt reader", test_reader);
@@ -216,4 +252,5 @@ void zz_test_jobs_register(void) {
   CU_add_test(s, "a file replaced by rename: a link at its path replaced, never written through", test_file_replace);
   CU_add_test(s, "--out: a link refused, an old file whole until the new job's first commit", test_output_never_lost);
   CU_add_test(s, "ids with values (the prompts' hashes)", test_resume_set_values);
+  CU_add_test(s, "the time left: prompt and new tokens each at their own rate", test_eta);
 }

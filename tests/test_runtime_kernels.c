@@ -369,6 +369,43 @@ static void test_rope(void) {
   }
 }
 
+/* Phi-3's longrope with a partial rotary factor: 12 of a head's 16 dims turn, pair
+ * d's frequency divided by its short or long factor, cos and sin scaled by the
+ * attention factor, the last 4 dims untouched. Two sequences of 3 rows each
+ * (seq_rows 3): the first ends at position 4 (5 <= original 8: short factors on
+ * every row), the second at 8 (9 > 8: long factors on every row, its position-2
+ * row too), as transformers' longrope_frequency_update picks for one sequence. */
+static void test_rope_longrope(void) {
+  zz_rng r;
+  zz_rng_seed(&r, 16, 0);
+  zz_rope rope = {.type = ZZ_ROPE_LONGROPE,
+                  .theta = 10000,
+                  .original_max_pos = 8,
+                  .rot_dims = 12,
+                  .attn_factor = 1.25f,
+                  .seq_rows = 3};
+  for (int d = 0; d < 6; d++) rope.short_factor[d] = 1.0f + 0.2f * d, rope.long_factor[d] = 1.0f + 1.5f * d;
+  int64_t n = 6, heads = 2, hd = 16, w = heads * hd, rot = 12;
+  int32_t pos[6] = {2, 3, 4, 2, 7, 8};
+  float *x = zz_rand_vec(&r, n * w), *ref = malloc((size_t)(n * w) * sizeof *ref);
+  memcpy(ref, x, (size_t)(n * w) * sizeof *ref);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t h = 0; h < heads; h++)
+      for (int64_t d = 0; d < rot / 2; d++) {
+        double ext = i >= 3 ? rope.long_factor[d] : rope.short_factor[d];
+        double a = pos[i] / (ext * pow(10000.0, (double)(2 * d) / (double)rot));
+        const float *p = x + i * w + h * hd;
+        ref[i * w + h * hd + d] = (float)(1.25 * (p[d] * cos(a) - p[d + rot / 2] * sin(a)));
+        ref[i * w + h * hd + d + rot / 2] = (float)(1.25 * (p[d + rot / 2] * cos(a) + p[d] * sin(a)));
+      }
+  zz_cpu_rope(x, n, heads, hd, pos, &rope);
+  CU_ASSERT(zz_max_rel(x, ref, n * w) < 1e-5);
+  for (int64_t i = 0; i < n; i++) /* the dims past rot pass exactly */
+    for (int64_t h = 0; h < heads; h++)
+      CU_ASSERT(memcmp(x + i * w + h * hd + rot, ref + i * w + h * hd + rot, 16) == 0);
+  free(x), free(ref);
+}
+
 static void test_silu_mul(void) {
   zz_rng r;
   zz_rng_seed(&r, 7, 0);
@@ -484,6 +521,7 @@ void zz_test_kernels_register(void) {
   CU_add_test(s, "attention vs masked naive", test_attention);
   CU_add_test(s, "rmsnorm vs naive", test_rmsnorm);
   CU_add_test(s, "rope (default, linear, llama3) vs naive", test_rope);
+  CU_add_test(s, "rope: longrope, partial rotary, the long set per sequence", test_rope_longrope);
   CU_add_test(s, "silu_mul vs naive", test_silu_mul);
   CU_add_test(s, "embed rows, positions, kv append", test_rows_and_append);
   CU_add_test(s, "worker pools run each task once", test_pool);

@@ -230,6 +230,39 @@ static void test_golden_mixtral(void) {
   zz_check_golden("tiny-qwen2-moe", "gbs=1 num_gb=4");
 }
 
+/* Qwen2-MoE's sliding window (make_moe_fixtures.py's tiny-qwen2-moe-window: 6 on
+ * layers 0 and 2, transformers 5's even layers below max_window_layers 3) under
+ * the cuttings and offloading; and the Qwen fixtures' perplexity equal to
+ * transformers' (windows of 20 after BOS; offloaded experts load as routed). */
+static void test_golden_qwen_moe_window_ppl(void) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/tiny-qwen2-moe-window", ZZ_FIXTURES_DIR);
+  zz_config c;
+  CU_ASSERT_FATAL(zz_config_load(dir, &c) == ZZ_OK);
+  CU_ASSERT(c.window == 6 && c.window_from == 0 && c.window_to == 3 && c.window_even);
+  zz_model m;
+  CU_ASSERT_FATAL(zz_model_init(&c, &m) == ZZ_OK);
+  int64_t want[3] = {6, 0, 6}, seen = 0;
+  for (int l = 0; l < m.n_layers; l++)
+    if (m.layers[l].has_cache) CU_ASSERT(m.layers[l].cache.window == want[seen++]);
+  CU_ASSERT(seen == 3);
+  zz_model_free(&m);
+  static const char *const pols[] = {"gbs=4 num_gb=1", "gbs=1 num_gb=4", "gbs=3 num_gb=2",
+                                     "gbs=2 num_gb=2 w=25,50 c=0,100 a=100,0 cpu_attn=1",
+                                     "gbs=2 num_gb=2 w=0,0 c=30,30 a=30,30 overlap=0"};
+  for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) zz_check_golden("tiny-qwen2-moe-window", pols[p]);
+  /* the window matters: the same weights without it (tiny-qwen2-moe-nowindow, use_sliding_window false) */
+  zz_device *dev = NULL;
+  zz_golden_report r;
+  CU_ASSERT_FATAL(zz_device_create_cpu(0, 1, 1, &dev) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_golden_run("tiny-qwen2-moe-nowindow", dev, "gbs=4 num_gb=1", 0, &r) == ZZ_OK);
+  fprintf(stderr, "\n  tiny-qwen2-moe-window without its window: greedy agreement %.3f", r.agreement);
+  CU_ASSERT(r.agreement < 0.9);
+  zz_device_destroy(dev);
+  zz_check_perplexity_hf("tiny-qwen2-moe");
+  zz_check_perplexity_hf("tiny-qwen3-moe");
+}
+
 /* The LLaMA fixtures' policy matrix: every tier for weights (the experts' stacked
  * matrices), cache and activations, CPU attention, no overlap. */
 static void test_golden_mixtral_policies(void) {
@@ -248,16 +281,23 @@ static void test_golden_mixtral_policies(void) {
 }
 
 /* 4-bit experts and cache (docs/compression.md): the all-in-memory compressed run
- * is the reference every offloading policy must give exactly. 8-bit weights move
- * this random model's routing more than LLaMA's attention (router logits from
+ * is the reference every offloading policy must give exactly, on each MoE family
+ * (Qwen2-MoE's shared expert and its gate compressed too). 8-bit weights move
+ * these random models' routing more than LLaMA's attention (router logits from
  * weights of std 0.3, gaps down to 4e-4 in probability; the router itself stays
- * f32): agreement with transformers measured 0.438 for cw=8/32 (1.000 for the
- * cache alone, cc=8/32), held to 0.4. */
-static void test_golden_mixtral_compressed(void) {
+ * f32): agreement with transformers measured for cw=8/32 cc=8/32 0.438 on
+ * tiny-mixtral (1.000 for the cache alone, cc=8/32), held to 0.4; 0.844 on
+ * tiny-qwen3-moe, held to 0.8; 0.312 on tiny-qwen2-moe (its shared expert's
+ * sigmoid gate compressed too), held to 0.25. 4-bit has no bound against
+ * transformers on random models (docs/compression.md): exactness across the
+ * policies is the check. */
+static void test_golden_moe_compressed(void) {
   static const struct {
-    const char *extra;
+    const char *fixture, *extra;
     double agree_min;
-  } rows[] = {{"cw=1 cc=1", 0}, {"cw=8/32 cc=8/32", 0.4}};
+  } rows[] = {{"tiny-mixtral", "cw=1 cc=1", 0},   {"tiny-mixtral", "cw=8/32 cc=8/32", 0.4},
+              {"tiny-qwen3-moe", "cw=1 cc=1", 0}, {"tiny-qwen3-moe", "cw=8/32 cc=8/32", 0.8},
+              {"tiny-qwen2-moe", "cw=1 cc=1", 0}, {"tiny-qwen2-moe", "cw=8/32 cc=8/32", 0.25}};
   static const char *const pols[] = {
       "gbs=2 num_gb=2 w=0,100 c=0,100 a=100,0 cpu_attn=1",
       "gbs=1 num_gb=4 w=30,30 c=0,0 a=0,100",
@@ -266,12 +306,13 @@ static void test_golden_mixtral_compressed(void) {
     char line[256];
     zz_golden_report base, got;
     snprintf(line, sizeof line, "gbs=4 num_gb=1 w=100,0 c=100,0 a=100,0 %s", rows[x].extra);
-    zz_golden_tokens("tiny-mixtral", line, &base);
-    fprintf(stderr, "\n  tiny-mixtral [%s]: greedy agreement with transformers %.3f", rows[x].extra, base.agreement);
+    zz_golden_tokens(rows[x].fixture, line, &base);
+    fprintf(stderr, "\n  %s [%s]: greedy agreement with transformers %.3f", rows[x].fixture, rows[x].extra,
+            base.agreement);
     CU_ASSERT(base.agreement >= rows[x].agree_min);
     for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
       snprintf(line, sizeof line, "%s %s", pols[p], rows[x].extra);
-      zz_golden_tokens("tiny-mixtral", line, &got);
+      zz_golden_tokens(rows[x].fixture, line, &got);
       int same = got.prompts == base.prompts;
       for (int i = 0; same && i < base.prompts; i++)
         same = got.n_tokens[i] == base.n_tokens[i] &&
@@ -302,11 +343,14 @@ static void test_mixtral_bf16(void) {
 }
 
 /* Offloaded experts load as routed (zz_weights_load_expert): a decode step of one
- * sequence with every weight on the CPU tier moves each layer's other weights
- * whole but only the k experts its row chose of each MoE layer's E, so the bytes
- * to the device are the non-expert weights plus k/E of the experts' (plus the
- * step's few index bytes). Tokens stay exact (the golden policies above). */
-static void test_experts_loaded_as_routed(void) {
+ * sequence moves each offloaded layer's other weights whole but only the k experts
+ * its row chose of each MoE layer's E, and of those only the ones not homed on the
+ * GPU (--percent splits a layer's experts by count: zz_policy_expert_split). With
+ * every weight on the CPU tier the bytes to the device are the non-expert weights
+ * plus k/E of the experts' (plus the step's few index bytes); with w=25,50 (2 of 8
+ * experts on the GPU, 4 on the CPU, 2 on disk) at most the offloaded plain weights
+ * plus k of the experts. Tokens stay exact (the golden policies above). */
+static void experts_loaded_as_routed(const char *policy) {
   char dir[1024];
   snprintf(dir, sizeof dir, "%s/tiny-mixtral", ZZ_FIXTURES_DIR);
   zz_config c;
@@ -318,17 +362,21 @@ static void test_experts_loaded_as_routed(void) {
   CU_ASSERT_FATAL(zz_checkpoint_open(dir, &ck) == ZZ_OK);
   CU_ASSERT_FATAL(zz_device_create_cpu(0, 1, 1, &dev) == ZZ_OK);
   zz_policy pol;
-  CU_ASSERT_FATAL(zz_policy_parse("gbs=1 num_gb=1 w=0,100 c=100,0 a=100,0", &pol) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_policy_parse(policy, &pol) == ZZ_OK);
   zz_shape shape = {.prompt_len = 5, .gen_len = 4};
   zz_engine *eng = NULL;
   CU_ASSERT_FATAL(zz_engine_create(dev, &m, ck, &pol, &shape, &eng) == ZZ_OK);
-  double whole = 0, experts = 0;
+  const zz_memplan *plan = zz_engine_plan(eng);
+  double plain = 0, experts = 0, on_gpu = 0; /* offloaded plain weights, all experts, experts homed on the GPU */
   for (int l = 0; l < m.n_layers; l++)
     for (int k = 0; k < m.layers[l].n_weights; k++) {
       const zz_weight_spec *w = &m.layers[l].weights[k];
       double b = (double)zz_weight_bytes(w, ZZ_DTYPE_F32);
-      whole += b;
-      if (w->experts) experts += b;
+      if (w->experts) {
+        experts += b;
+        on_gpu += b * (double)plan->expert_split[l].n[ZZ_TIER_GPU] / 8;
+      } else if (!zz_memplan_layer_resident(plan, l) && plan->weight_tier[l] != ZZ_TIER_GPU)
+        plain += b;
     }
   const int32_t p0[] = {1, 40, 41, 90, 7};
   const int32_t *prompts[] = {p0};
@@ -339,15 +387,30 @@ static void test_experts_loaded_as_routed(void) {
   CU_ASSERT_FATAL(zz_engine_step(eng, 0, 1, &(zz_step_io){.tokens = &tok}) == ZZ_OK);
   uint64_t before = dev->bytes_to_device;
   CU_ASSERT_FATAL(zz_engine_step(eng, 0, 2, &(zz_step_io){.tokens = &tok}) == ZZ_OK);
-  double moved = (double)(dev->bytes_to_device - before);
-  double want = whole - experts + experts * 2 / 8;
-  fprintf(stderr, "\n  decode step, weights on the cpu tier: %.0f bytes moved, %.0f whole, %.0f expected", moved, whole,
-          want);
-  CU_ASSERT(moved >= want && moved <= want + 4096);
+  double moved = (double)(dev->bytes_to_device - before), routed = experts * 2 / 8;
+  fprintf(stderr, "\n  decode step, %s: %.0f bytes moved, %.0f offloaded plain + %.0f routed experts", policy, moved,
+          plain, routed);
+  /* the routed experts homed on the GPU are read where they are */
+  CU_ASSERT(moved >= plain + (on_gpu == 0 ? routed : 0) && moved <= plain + routed + 4096);
   zz_engine_destroy(eng);
   zz_device_destroy(dev);
   zz_checkpoint_close(ck);
   zz_model_free(&m);
+}
+
+static void test_experts_loaded_as_routed(void) {
+  experts_loaded_as_routed("gbs=1 num_gb=1 w=0,100 c=100,0 a=100,0");
+  experts_loaded_as_routed("gbs=1 num_gb=1 w=25,50 c=100,0 a=100,0");
+}
+
+/* --percent splits each MoE layer's experts by count across the three tiers:
+ * the tokens stay transformers' (experts homed on the GPU copied into the slot,
+ * the others loaded as routed from the CPU and from disk). */
+static void test_golden_expert_split(void) {
+  zz_check_golden("tiny-mixtral", "gbs=2 num_gb=2 w=25,50 c=100,0 a=100,0");
+  zz_check_golden("tiny-mixtral", "gbs=4 num_gb=1 w=60,0 c=0,100 a=100,0 cpu_attn=1");
+  zz_check_golden("tiny-qwen2-moe", "gbs=1 num_gb=4 w=40,30 c=100,0 a=100,0");
+  zz_check_golden("tiny-qwen3-moe", "gbs=2 num_gb=2 w=10,80 c=50,50 a=100,0");
 }
 
 /* Weight counts of the presets equal what transformers 5.25 reports for
@@ -456,14 +519,20 @@ static void test_qwen_moe_config(void) {
   CU_ASSERT(c.qkv_bias && !c.norm_topk && !c.qk_norm);
   CU_ASSERT_EQUAL(c.window, 0);
   CU_ASSERT(!zz_moe_layer_sparse(&c, 2) && zz_moe_layer_sparse(&c, 1));
+  /* Qwen3-MoE: use_sliding_window with sliding_window null is no window (transformers: None) */
+  CU_ASSERT_FATAL(moe_config_of("tiny-qwen3-moe", "use_sliding_window", "true", &c) == ZZ_OK);
+  CU_ASSERT_EQUAL(c.window, 0);
   static const struct {
     const char *fixture, *key, *value, *needle;
   } bad[] = {
-      {"tiny-qwen3-moe", "use_sliding_window", "true", "use_sliding_window = true is not supported for qwen3_moe"},
-      {"tiny-qwen2-moe", "use_sliding_window", "true", "use_sliding_window = true is not supported for qwen2_moe"},
+      /* transformers 5 writes sliding_window 0 when use_sliding_window is false: no window to turn on */
+      {"tiny-qwen2-moe", "use_sliding_window", "true", "\"sliding_window\" = 0 must be an integer in [1, "},
+      /* layer_types must be the pattern transformers computes from use_sliding_window, max_window_layers */
       {"tiny-qwen2-moe", "layer_types", "[\"full_attention\", \"sliding_attention\", \"full_attention\"]",
-       "layer_types[1] \"sliding_attention\" is not supported"},
-      {"tiny-qwen2-moe", "layer_types", "\"full_attention\"", "\"layer_types\" must be a list"},
+       "layer_types[1] \"sliding_attention\" is not supported for qwen2_moe (sliding_attention exactly on the even"},
+      {"tiny-qwen3-moe", "layer_types", "[\"full_attention\", \"sliding_attention\", \"full_attention\"]",
+       "layer_types[1] \"sliding_attention\" is not supported for qwen3_moe"},
+      {"tiny-qwen2-moe", "layer_types", "\"full_attention\"", "\"layer_types\" must list num_hidden_layers (3)"},
       {"tiny-qwen3-moe", "attention_bias", "true", "attention_bias"},
       {"tiny-qwen3-moe", "num_experts_per_tok", "9", "num_experts_per_tok"},
       {"tiny-qwen3-moe", "mlp_only_layers", "[3]", "mlp_only_layers[0] is not a layer"},
@@ -487,9 +556,11 @@ void zz_test_moe_register(void) {
   CU_add_test(s, "feed-forward vs dense f64 (4/8-bit, shared expert)", test_moe_forward_dense);
   CU_add_test(s, "mixtral golden", test_golden_mixtral);
   CU_add_test(s, "mixtral golden, offloaded", test_golden_mixtral_policies);
-  CU_add_test(s, "mixtral 4- and 8-bit", test_golden_mixtral_compressed);
+  CU_add_test(s, "qwen2_moe sliding window golden; qwen moe perplexity", test_golden_qwen_moe_window_ppl);
+  CU_add_test(s, "mixtral, qwen3_moe, qwen2_moe 4- and 8-bit", test_golden_moe_compressed);
   CU_add_test(s, "mixtral bf16 weights", test_mixtral_bf16);
   CU_add_test(s, "mixtral: offloaded experts load as routed", test_experts_loaded_as_routed);
+  CU_add_test(s, "experts split by count across the tiers (golden)", test_golden_expert_split);
   CU_add_test(s, "mixtral and qwen3_moe presets", test_moe_presets);
   CU_add_test(s, "mixtral config.json", test_mixtral_config);
   CU_add_test(s, "qwen2_moe and qwen3_moe config.json", test_qwen_moe_config);

@@ -32,6 +32,10 @@ void zz_test_prefix_register(void); /* test_runtime_prefix.c: a shared prompt pr
 /* A fixture's golden prompts on a CPU device under `policy`: tokens exact, logits
  * within 1e-4 relative (test_runtime_model.c). */
 void zz_check_golden(const char *name, const char *policy);
+/* A fixture's perplexity.json (ids, window, transformers' perplexity): zigzag's
+ * perplexity of the ids in those windows within 1e-5 relative, all in memory and
+ * offloaded with CPU attention (test_runtime_dense.c). */
+void zz_check_perplexity_hf(const char *fixture);
 
 /* Reads a whole file into a malloc'd NUL-terminated buffer (NULL on failure). */
 char *zz_test_read_file(const char *path, size_t *len);

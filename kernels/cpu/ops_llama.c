@@ -31,12 +31,14 @@ void zz_cpu_rmsnorm(zz_pool *pool, const float *x, int64_t n, int64_t dim, const
 }
 
 void zz_cpu_rope(float *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos, const zz_rope *rope) {
-  int64_t half = hd / 2;
+  int64_t half = zz_rope_dims(rope, hd) / 2; /* the dims past 2 * half pass as they are */
+  const float scale = zz_rope_scale(rope);
   for (int64_t d = 0; d < half; d++) {
-    float inv = zz_rope_inv_freq(rope, d, hd);
+    const float inv[2] = {zz_rope_inv_freq_at(rope, d, 2 * half, false), zz_rope_inv_freq_at(rope, d, 2 * half, true)};
     for (int64_t i = 0; i < n; i++) {
-      float a = inv * (float)pos[i]; /* float32 product, as HF's matmul of one term */
+      float a = inv[zz_rope_long(rope, pos, i)] * (float)pos[i]; /* float32 product, as HF's matmul of one term */
       float c = cosf(a), s = sinf(a);
+      if (scale != 1.0f) c *= scale, s *= scale; /* longrope: cos and sin times its attention factor */
       for (int64_t h = 0; h < heads; h++) {
         float *p = x + i * heads * hd + h * hd;
         float x0 = p[d], x1 = p[d + half];

@@ -27,15 +27,19 @@ __global__ void zz_rmsnorm_kernel(const __half *x, int64_t dim, const __half *ga
     yr[j] = __float2half_rn(__half2float(gamma[j]) * (__half2float(xr[j]) * r));
 }
 
-/* x [n, heads*hd] in place; pos [n]. One thread per (row, head, pair d < hd/2). */
+/* x [n, heads*hd] in place; pos [n]. One thread per (row, head, pair d < rot/2);
+ * the dims past rot (partial rotary) pass as they are. */
 __global__ void zz_rope_kernel(__half *x, int64_t n, int64_t heads, int64_t hd, const int32_t *__restrict__ pos,
                                zz_rope rope) {
-  const int64_t half = hd / 2, total = n * heads * half;
+  const int64_t half = zz_rope_dims(&rope, hd) / 2, total = n * heads * half;
+  const float scale = zz_rope_scale(&rope);
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
     const int64_t d = e % half, rh = e / half; /* rh = row * heads + head */
-    const float a = zz_rope_inv_freq(&rope, d, hd) * (float)pos[rh / heads];
+    const int64_t row = rh / heads;
+    const float a = zz_rope_inv_freq_at(&rope, d, 2 * half, zz_rope_long(&rope, pos, row)) * (float)pos[row];
     float s, c;
     sincosf(a, &s, &c);
+    c *= scale, s *= scale;
     __half *p = x + rh * hd;
     const float x0 = __half2float(p[d]), x1 = __half2float(p[d + half]);
     p[d] = __float2half_rn(x0 * c - x1 * s);
@@ -67,7 +71,7 @@ extern "C" int zz_cuda_rmsnorm(const uint16_t *x, int64_t n, int64_t dim, const 
 extern "C" int zz_cuda_rope(uint16_t *x, int64_t n, int64_t heads, int64_t hd, const int32_t *pos, const zz_rope *rope,
                             void *stream) {
   if (n < 0 || heads < 0 || hd < 0 || hd % 2 != 0 || !rope) return (int)cudaErrorInvalidValue;
-  const int64_t total = n * heads * (hd / 2);
+  const int64_t total = n * heads * (zz_rope_dims(rope, hd) / 2);
   if (total == 0) return 0;
   zz_rope_kernel<<<zz_cu_blocks(total, kThreads), kThreads, 0, zz_cu_stream(stream)>>>((__half *)x, n, heads, hd, pos,
                                                                                        *rope);

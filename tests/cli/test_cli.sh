@@ -113,7 +113,7 @@ check "--resume after the kill: output byte-identical to the uninterrupted run (
 cp full.jsonl again.jsonl && cp full.jsonl.job.json again.jsonl.job.json # the job record goes with it
 zz "${GEN[@]}" --prompts job.jsonl --out again.jsonl --resume --progress
 check "--resume on a complete output: exit 0, no sequence generated, file unchanged" \
-  eval '[ "$RC" -eq 0 ] && has "0/0 sequences, 0 tokens" err && cmp -s again.jsonl full.jsonl'
+  eval '[ "$RC" -eq 0 ] && has "0/0 lines, 0 new tokens" err && cmp -s again.jsonl full.jsonl'
 
 printf 'hello, this is not zigzag output\n' >notours.txt
 cp notours.txt notours.orig
@@ -313,7 +313,7 @@ check "--help exits 0 and lists --max-new-tokens, --resume, --gpu-batch-size, ZZ
 # ------------------------------------------------------------ f. progress
 
 zz "${GEN[@]}" --prompts job.jsonl --out p.jsonl --gpu-batch-size 4 --progress
-check "--progress prints sequences and tok/s on stderr" eval '[ "$RC" -eq 0 ] && has sequences err && has tok/s err'
+check "--progress prints lines and tok/s on stderr" eval '[ "$RC" -eq 0 ] && has lines err && has tok/s err'
 zz "${GEN[@]}" --prompts job.jsonl --out p.jsonl --no-progress
 check "--no-progress prints no progress line" eval '[ "$RC" -eq 0 ] && ! has tok/s err'
 
@@ -380,6 +380,11 @@ check "plan prints the policy line, predicted tokens/s, lanes, peak memory and t
   eval '[ "$RC" -eq 0 ] && [ -n "$POL" ] && has "predicted: prefill" outp && has "decode lanes" outp && has "peak memory: gpu" outp && has "threads: GEMM 2" outp'
 zz "${GEN[@]}" --prompts golden_text.jsonl --out planned.jsonl --no-progress --policy "$POL"
 check "generate runs the planned policy with the golden tokens" golden_ok planned.jsonl
+zz plan --model "$TINY" --hw tiny-hw.json --prompts golden_text.jsonl --max-new-tokens 8 --gpu-batch-size 2
+check "plan --prompts predicts the whole file as generate runs it (its shape, its blocks, their positions)" \
+  eval '[ "$RC" -eq 0 ] && has "most max tokens of --prompts" outp && has "sequences in 2 blocks; predicted prefill" outp'
+zz plan --model "$TINY" --hw tiny-hw.json --prompts no-such-file.jsonl
+check "plan --prompts with a missing file: non-zero exit naming it" eval '[ "$RC" -ne 0 ] && has no-such-file.jsonl err'
 
 zz bench --model "$TINY" --prompt-len 16 --gen-len 4 --hw tiny-hw.json --max-block 8
 check "bench --hw without a policy plans, says so, and prints the prediction beside the measurement" \

@@ -313,8 +313,8 @@ zz generate --help
 check "generate --help: generate's usage and options only (--prompts, --logprobs; not plan's --ranks)" \
   eval '[ "$RC" -eq 0 ] && has "usage: zigzag generate" outp && has "--prompts" outp && has "--logprobs" outp && ! has "--ranks" outp && ! has "--prompt-len" outp'
 zz help plan
-check "help plan: plan's options (--ranks), not generate's (--prompts)" \
-  eval '[ "$RC" -eq 0 ] && has "usage: zigzag plan" outp && has "--ranks" outp && ! has "--prompts" outp'
+check "help plan: plan's options (--ranks), not generate's (--resume)" \
+  eval '[ "$RC" -eq 0 ] && has "usage: zigzag plan" outp && has "--ranks" outp && ! has "--resume" outp'
 zz --help chat-template
 check "--help chat-template: its --messages" eval '[ "$RC" -eq 0 ] && has "--messages" outp && ! has "--gpu-batch-size" outp'
 zz help nosuch
@@ -337,8 +337,8 @@ check "the summary at the end when stderr is a file: prompts, tokens, tokens/s, 
 # ------------------------------------------------------------ 7. under mpirun (a pipeline of 2 ranks)
 
 # the block message carries each line's settings to the last rank: a line's own,
-# the batch form and a repetition penalty give one process's answers; stop strings
-# and --logprobs do not come back from the last rank yet and are refused, never dropped
+# the batch form, a repetition penalty, stop strings and log-probabilities give one
+# process's answers
 if command -v mpirun >/dev/null 2>&1; then
   # Open MPI's own allocations live to the exit: leaks are not looked for here (as in tests/mpi)
   export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
@@ -354,16 +354,18 @@ if command -v mpirun >/dev/null 2>&1; then
     check "mpirun: a plain line, a line with its own settings and a batch line (repetition penalty $pen) as in one process" \
       eval '[ "$RC" -eq 0 ] && cmp -s <(sed "s/\"created\":[0-9]*//" pp.out) <(sed "s/\"created\":[0-9]*//" pp1.out) && ! grep -q "\"code\":\"unsupported" pp.out'
   done
-  printf '{"id": 0, "prompt": "Liberty", "stop": ["x"]}\n' >ps.jsonl
-  OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "${MPI[@]}" "$ZZ" generate --model "$TINY" --device cpu --no-progress \
-    --prompts ps.jsonl --out ps.out --max-new-tokens 4 >outp 2>err
-  RC=$?
-  check "mpirun: a line with stop strings is answered with an error saying so" \
-    eval '[ "$RC" -eq 0 ] && line 1 ps.out | grep -q "under mpirun stop strings"'
-  OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "${MPI[@]}" "$ZZ" generate --model "$TINY" --device cpu --no-progress \
-    --prompts pp.jsonl --out pp2.out --max-new-tokens 4 --logprobs 2 >outp 2>err
-  RC=$?
-  check "mpirun: --logprobs is refused, not dropped" eval '[ "$RC" -ne 0 ] && [ "$RC" -lt 124 ] && has "not applied yet" err'
+  # stop strings (checked on rank 0, which holds the tokenizer) and --logprobs (back
+  # from the last rank with each token) as in one process
+  printf '{"id": 0, "prompt": "Liberty", "stop": ["e"]}\n{"id": 1, "prompt": "Liberty", "logprobs": 3, "max_new_tokens": 6}\n' >ps.jsonl
+  for lp in -1 2; do
+    GA=(generate --model "$TINY" --device cpu --no-progress --keep-order --prompts ps.jsonl --max-new-tokens 4
+        --logprobs "$lp")
+    OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "$ZZ" "${GA[@]}" --out ps1.out >outp 2>err
+    OPENBLAS_NUM_THREADS=1 timeout -k 5 120 "${MPI[@]}" "$ZZ" "${GA[@]}" --out ps.out >outp 2>err
+    RC=$?
+    check "mpirun: stop strings, a line's logprobs and max tokens above --max-new-tokens (--logprobs $lp) as in one process" \
+      eval '[ "$RC" -eq 0 ] && cmp -s ps.out ps1.out && ! grep -q "\"error\"" ps.out && grep -q logprobs ps.out'
+  done
 fi
 
 echo "$PASS passed, $FAIL failed"

@@ -26,7 +26,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
           zz_opts_defaults(&o);
           zz_line_defaults_init(&o, &d);
           d.model_name = "fuzz";
-          d.pipeline = false;
         }
         zz_line l;
         if (zz_line_parse(&p, &d, &l) == ZZ_OK) {

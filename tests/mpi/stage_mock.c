@@ -7,7 +7,10 @@
  * layer mixes each row with a per-sequence, per-layer state (the mock's KV cache, so
  * tokens depend on the whole history and on groups never being mixed up); the last
  * rank turns a sequence's last row and its rng stream into the next token id, and
- * marks the sequence done when the id is a multiple of 7. Rank 0 compares what comes
+ * marks the sequence done when the id is a multiple of 7; rank 0 ends one itself
+ * when the id is a multiple of 11 (as a stop string is found there), and the last
+ * rank sends two extra words per token (the id scrambled, the step: the place of
+ * log-probabilities), which rank 0 checks. Rank 0 compares what comes
  * around the ring with a plain single-process loop over the same functions (no MPI,
  * no groups): the tokens must be identical for any number of ranks and groups.
  *
@@ -134,7 +137,7 @@ static void reference(const opts *o, tokens *out) {
             for (int l = 0; l < L; l++) layer(l, &state[(size_t)i * L + l], H, row);
           }
           int32_t id = done[i] ? EOS_PAD : token_of(row, H, mb.rng[i], step);
-          if (!done[i] && id % 7 == 0) done[i] = 1;
+          if (!done[i] && (id % 7 == 0 || id % 11 == 0)) done[i] = 1;
           cur[i] = id;
           out->id[((size_t)b * N + i) * o->max_new + step] = id;
           out->steps[b * N + i] = step + 1;
@@ -159,8 +162,11 @@ typedef struct mock {
   int next;               /* rank 0: next block to hand out */
   mock_block mb;
   int have_mb;
-  uint32_t *state; /* [nseq][l1 - l0] */
-  tokens got;      /* rank 0: what came around the ring */
+  uint32_t *state;       /* [nseq][l1 - l0] */
+  uint8_t *ended;        /* rank 0: [nseq] sequences rank 0 ended itself (id % 11) */
+  uint8_t *over;         /* last rank: [nseq] what rank 0's done flags must say (id % 7 or % 11 seen) */
+  zz_seq_params *params; /* [nseq] each asks logprobs 2: the token message carries 5 extra words */
+  tokens got;            /* rank 0: what came around the ring */
   int faulted;
 } mock;
 
@@ -174,13 +180,20 @@ static zz_status m_next_block(void *ctx, zz_stage_block *out, int *more) {
   }
   make_block(m->o, m->next, &m->mb);
   m->have_mb = 1;
+  free(m->params);
+  if (!(m->params = calloc((size_t)m->mb.nseq, sizeof *m->params))) return zz_error(ZZ_ERR_NO_MEMORY, "mock params");
+  for (int i = 0; i < m->mb.nseq; i++) {
+    zz_seq_params_default(&m->params[i], &(zz_sampling){.top_p = 1}, m->o->max_new);
+    m->params[i].logprobs = 2;
+  }
   *out = (zz_stage_block){.nseq = m->mb.nseq,
                           .ngroups = m->mb.ngroups,
                           .max_new_tokens = m->o->max_new,
                           .group_first = m->mb.first,
                           .prompt_len = m->mb.len,
                           .rng = m->mb.rng,
-                          .prompt_ids = m->mb.ids};
+                          .prompt_ids = m->mb.ids,
+                          .params = m->params};
   m->next++;
   *more = 1;
   return ZZ_OK;
@@ -189,8 +202,14 @@ static zz_status m_next_block(void *ctx, zz_stage_block *out, int *more) {
 static zz_status m_begin_block(void *ctx, const zz_stage_block *b) {
   mock *m = ctx;
   free(m->state);
+  free(m->ended);
   m->state = calloc((size_t)b->nseq * (size_t)(m->l1 - m->l0 > 0 ? m->l1 - m->l0 : 1), sizeof(uint32_t));
-  return m->state ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "mock state");
+  m->ended = calloc((size_t)b->nseq, 1);
+  free(m->over);
+  m->over = calloc((size_t)b->nseq, 1);
+  if (zz_block_token_words(b) != 5)
+    return zz_error(ZZ_ERR_INVALID_ARG, "mock: the block's token words are %d, not 5", zz_block_token_words(b));
+  return m->state && m->ended && m->over ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "mock state");
 }
 
 static int64_t rows_of(const zz_stage_block *b, int32_t step, int32_t g) {
@@ -238,6 +257,12 @@ static zz_status m_compute(void *ctx, const zz_stage_item *it) {
     FILE *f = fopen(o->mark, "w");
     if (f) fclose(f);
   }
+  /* rank 0's done flags reach the last rank behind the hidden state (MPI) */
+  if (m->rank > 0 && m->rank == m->size - 1 && it->step > 0)
+    for (int s = 0; s < it->nseq; s++)
+      if (!it->done || (it->done[s] != 0) != m->over[it->first + s])
+        return zz_error(ZZ_ERR_MPI, "mock: step %d sequence %d: rank 0's done flag did not reach the last rank",
+                        it->step, it->first + s);
   if (o->step_ms > 0) {
     struct timespec ts = {0, (long)(o->step_ms * 1e6)};
     nanosleep(&ts, NULL);
@@ -266,7 +291,7 @@ static zz_status m_compute(void *ctx, const zz_stage_item *it) {
   return ZZ_OK;
 }
 
-static zz_status m_sample(void *ctx, const zz_stage_item *it, int32_t *ids, uint8_t *done) {
+static zz_status m_sample(void *ctx, const zz_stage_item *it, int32_t *ids, uint8_t *done, int32_t *extra) {
   mock *m = ctx;
   int H = m->o->hidden;
   const uint32_t *h = it->hidden_out;
@@ -276,19 +301,26 @@ static zz_status m_sample(void *ctx, const zz_stage_item *it, int32_t *ids, uint
     r += it->step == 0 ? it->block->prompt_len[i] : 1;
     int32_t id = done[s] ? EOS_PAD : token_of(h + (size_t)(r - 1) * H, H, it->block->rng[i], it->step);
     if (!done[s] && id % 7 == 0) done[s] = 1;
+    if (id % 7 == 0 || id % 11 == 0) m->over[i] = 1;
     ids[s] = id;
+    int32_t *x = extra + (size_t)s * 5;
+    x[0] = id ^ 0x5a5a5a5a, x[1] = it->step, x[2] = x[3] = x[4] = i;
   }
   return ZZ_OK;
 }
 
 static zz_status m_tokens(void *ctx, const zz_stage_block *b, int32_t step, int32_t g, const int32_t *ids,
-                          const uint8_t *done) {
+                          uint8_t *done, const int32_t *extra) {
   mock *m = ctx;
-  (void)done;
   int N = m->o->seqs;
   for (int s = 0; s < b->group_first[g + 1] - b->group_first[g]; s++) {
     int i = b->group_first[g] + s;
-    m->got.id[((size_t)b->index * N + i) * m->o->max_new + step] = ids[s];
+    const int32_t *x = extra + (size_t)s * 5;
+    if (x[0] != (ids[s] ^ 0x5a5a5a5a) || x[1] != step || x[4] != i)
+      return zz_error(ZZ_ERR_MPI, "mock: sequence %d step %d: the extra words did not come with the token", i, step);
+    int32_t id = m->ended[i] ? EOS_PAD : ids[s]; /* ended here: the sampler does not know */
+    if (m->ended[i] || (!done[s] && id % 11 == 0)) m->ended[i] = done[s] = 1;
+    m->got.id[((size_t)b->index * N + i) * m->o->max_new + step] = id;
     m->got.steps[b->index * N + i] = step + 1;
   }
   return ZZ_OK;
@@ -454,6 +486,9 @@ int main(int argc, char **argv) {
   zz_stage_destroy(st);
   zz_binding_free(&bind);
   if (m.have_mb) free_block(&m.mb);
+  free(m.params);
+  free(m.ended);
+  free(m.over);
   free(m.state);
   free(m.got.id);
   free(m.got.steps);

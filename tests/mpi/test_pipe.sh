@@ -10,6 +10,9 @@
 #            weights/cache/activations on the device, on the CPU (CPU attention) and on
 #            disk (--offload-dir, one file per rank), and sampled (--temperature 100
 #            --seed 5: two sequences end at EOS early; --top-k); --layers given by hand
+#   lines    lines with their own settings (sampling, penalties, n, max tokens above
+#            --max-new-tokens, stop strings, logprobs): -np 2 (T = 2, 4) and -np 3 give
+#            one process's bytes, two policies
 #   fault    rank 2 of 3 SIGKILLs itself in block 2 (ZZ_FAULT_KILL_RANK): every rank
 #            gone within 10 s, non-zero, the output holds whole lines only (the first
 #            blocks of the full run); --resume with -np 3, -np 2 and one process
@@ -173,27 +176,53 @@ EOF
   mpi 3 "${GEN[@]}" --model "$FX/tiny-opt" --layers 1,7 --num-inner-iterations 6 --out m.jsonl
   { [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl && grep -q "rank 2: layers \[7, 8)" err; } ||
     bad "--layers 1,7 (the LM head alone on the last rank): rc $rc, or the output or the slices differ"
+  ;;
+lines)
   # each line its own settings (seeded sampling, top-k/p, penalties, n = 2, its own
-  # max tokens): the block message carries them to the last rank, the bytes of one process
-  for i in $(seq 0 11); do
-    case $((i % 4)) in
-    0) set="\"temperature\": 0.9, \"top_k\": 30, \"seed\": $((i + 3)), \"max_new_tokens\": $((3 + i % 5))" ;;
-    1) set="\"repetition_penalty\": 1.3, \"presence_penalty\": 0.5, \"max_new_tokens\": 6" ;;
-    2) set="\"temperature\": 50, \"top_p\": 0.8, \"frequency_penalty\": 0.7, \"n\": 2, \"seed\": $i" ;;
-    *) set="\"max_new_tokens\": 2" ;;
+  # max tokens, above --max-new-tokens too), stop strings (checked on rank 0, which
+  # holds the tokenizer: the sequence's group stops there once all have ended) and
+  # log-probabilities (back from the last rank with each token): the block message
+  # carries the settings to the last rank, the bytes of one process, for two policies
+  for i in $(seq 0 13); do
+    case $((i % 7)) in
+    0) set="\"temperature\": 0.9, \"top_k\": 30, \"seed\": $((i + 3)), \"max_new_tokens\": $((3 + i % 5)), \"stop\": [\"e\"]" ;;
+    1) set="\"repetition_penalty\": 1.3, \"presence_penalty\": 0.5, \"max_new_tokens\": 12, \"logprobs\": 3" ;;
+    2) set="\"temperature\": 50, \"top_p\": 0.8, \"frequency_penalty\": 0.7, \"n\": 2, \"seed\": $i, \"logprobs\": 0, \"stop\": [\"a\", \"o\"]" ;;
+    3) set="\"max_new_tokens\": 2, \"logprobs\": 5" ;;
+    4) set="\"stop\": [\" \"], \"max_new_tokens\": 10" ;;
+    5) set="\"temperature\": 100, \"seed\": $i, \"max_new_tokens\": 11, \"n\": 2" ;;
+    *) set="\"stop\": [\"t\"]" ;;
     esac
     echo "{\"id\": \"s$i\", \"prompt\": \"Liberty and all men $i are\", $set}"
   done >own.jsonl
   OWN=(generate --prompts own.jsonl --gpu-batch-size 2 --num-gpu-batches 2 --model "$FX/tiny-opt" --max-new-tokens 8)
-  if timeout 60 "$ZZ" "${OWN[@]}" --out one.jsonl </dev/null 2>err && ! grep -q '"error"' one.jsonl &&
-     [ "$(grep -c . one.jsonl)" = 12 ]; then
-    for np in 2 3; do
-      mpi "$np" "${OWN[@]}" --num-inner-iterations "$np" --out m.jsonl
-      if [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl; then ok "lines with their own settings -np $np: same bytes"
-      else bad "lines with their own settings -np $np: rc $rc or the output differs"; fi
-    done
+  for pol in "" "--percent 0 100 0 100 0 100 --cpu-cache-compute"; do
+    read -ra P <<<"$pol"
+    if timeout 60 "$ZZ" "${OWN[@]}" "${P[@]}" --out one.jsonl </dev/null 2>err && ! grep -q '"error"' one.jsonl &&
+       [ "$(grep -c . one.jsonl)" = 14 ] && grep -q '"finish_reason":"stop"' one.jsonl &&
+       grep -q '"top_logprobs"' one.jsonl && grep -q '"output_ids":\[[0-9]*\(,[0-9]*\)\{10\}\]' one.jsonl; then
+      for run in "2 2" "2 4" "3 3"; do
+        read -r np T <<<"$run"
+        mpi "$np" "${OWN[@]}" "${P[@]}" --num-inner-iterations "$T" --out m.jsonl
+        if [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl; then ok "lines with their own settings ${pol:-device} -np $np T=$T: same bytes"
+        else bad "lines with their own settings ${pol:-device} -np $np T=$T: rc $rc or the output differs"; fi
+      done
+    else
+      bad "lines with their own settings ${pol:-device}: one process failed, refused a line or lacks a case"
+    fi
+  done
+  # the positions one process computes (ended GPU batches skipped, stop strings
+  # included): rank 0 counts the same. Without n > 1, whose completions stay in one
+  # block and so pack a pipeline's wider block otherwise than one process's blocks
+  grep -v '"n"' own.jsonl >own1.jsonl
+  OWN1=("${OWN[@]/own.jsonl/own1.jsonl}")
+  timeout 60 "$ZZ" "${OWN1[@]}" --out one.jsonl </dev/null 2>err
+  pos=$(grep "^zigzag: positions: " err)
+  mpi 3 "${OWN1[@]}" --num-inner-iterations 3 --out m.jsonl
+  if [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl && [ -n "$pos" ] && grep -qxF "$pos" err; then
+    ok "-np 3: rank 0 counts one process's positions ($pos)"
   else
-    bad "lines with their own settings: one process failed or refused a line"
+    bad "-np 3: rc $rc, the output or rank 0's positions differ from one process's ($pos)"
   fi
   ;;
 fault | stop | error)

@@ -53,6 +53,26 @@ static void test_block_message(void) {
   for (int i = 0; i < 5; i++) CU_ASSERT(c.prompt_len[i] == len[i] && c.rng[i] == rng[i]);
   CU_ASSERT_PTR_NULL(c.prompt_ids);
   free(mem);
+  /* the token message's extra words: none without params or without logprobs; else
+   * the block's largest ask k gives 1 + 2k, and they survive the message */
+  CU_ASSERT_EQUAL(zz_block_token_words(&b), 0);
+  zz_seq_params sp[5];
+  int32_t ids[14] = {0};
+  for (int i = 0; i < 5; i++) zz_seq_params_default(&sp[i], &(zz_sampling){.top_p = 1}, 8);
+  b.params = sp, b.prompt_ids = ids;
+  CU_ASSERT_EQUAL(zz_block_token_words(&b), 0);
+  sp[1].logprobs = 0;
+  CU_ASSERT_EQUAL(zz_block_token_words(&b), 1);
+  sp[3].logprobs = 20, sp[4].logprobs = 3;
+  CU_ASSERT_EQUAL(zz_block_token_words(&b), 41);
+  size_t np = zz_block_words(&b);
+  uint64_t *wp = calloc(np, sizeof *wp);
+  zz_block_pack(&b, wp);
+  CU_ASSERT_EQUAL_FATAL(zz_block_unpack(wp, np, &c, &mem), ZZ_OK);
+  CU_ASSERT_EQUAL(zz_block_token_words(&c), 41);
+  free(mem);
+  free(wp);
+  b.params = NULL, b.prompt_ids = NULL;
   /* a count beyond 32 bits is refused, not cut to its low 32 bits (issue #21 item 20) */
   size_t len0 = 5 + 3; /* the word of sequence 0's prompt length */
   w[len0] = (1ull << 32) + 3;

@@ -8,11 +8,20 @@
  * for), positions computed, and the share of them that were padding or finished
  * sequences; and whether every line got the same tokens both ways. Dummy weights,
  * greedy, EOS ignored (a line ends at its max tokens). CSV on stdout; not a test.
+ * The run before shares no prompt prefix; the run now computes a block's shared
+ * prefix once (runtime/prefix.c), and with --system a third run, now without
+ * sharing, shows what the sharing alone gives. With sharing, a block's prompts
+ * need (n - 1) x P fewer positions than they have tokens: `wasted` counts against
+ * the positions the lines needed, prefix_saved says how many that took off. Each
+ * run's wall time and the process's CPU time (on a shared machine the neighbours'
+ * load moves the second least; --threads 1 makes it the work done).
  *
  * The workload: --prompts FILE (JSON Lines: "input_ids" and "max_new_tokens"), or
  * issue #47's workload (a), made here: prompt lengths log-normal with median 150
  * and p99 1500 tokens, max tokens log-normal with median 120 and p99 1000, both
  * times --scale (so it runs in a minute on a small machine); --write FILE keeps it.
+ * Workload (b) is --system 300: the same prompts behind one shared system prompt
+ * of 300 tokens, times --scale too.
  *
  * --model takes any preset (zz_config_resolve): opt-125m ... opt-175b, and the
  * LLaMA-shaped ones (llama-7b, llama-3-8b, qwen2.5-7b, ...: RMSNorm, SwiGLU, RoPE,
@@ -30,7 +39,7 @@
  * asked tokens; a mismatch exits 4, as a wrong "wasted" column would be.
  *
  *   workload [--model opt-125m] [--layers L] [--lines 64] [--scale 0.1] [--seed 1]
- *            [--gbs 8] [--num-gb 1] [--threads 0] [--prompts FILE] [--write FILE] [--hw FILE]
+ *            [--gbs 8] [--num-gb 1] [--threads 0] [--system 0] [--prompts FILE] [--write FILE] [--hw FILE]
  *            [--width H]
  */
 #include <jansson.h>
@@ -38,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "zz_runtime.h"
 #include "zz_search.h"
@@ -109,9 +119,17 @@ static int wl_cmp_len(const void *pa, const void *pb) {
   return a < b ? -1 : a > b;
 }
 
+/* CPU time of the process: on a machine others load, the figure their load moves least */
+static double wl_cpu_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 typedef struct wl_run {
-  double s;
+  double s, cpu_s;
   int64_t computed, useful;
+  int64_t saved;                           /* prompt positions a shared prefix took off (zz_prefix_shared per block) */
   int64_t engine_useful;                   /* zz_result's pos_useful, summed */
   double prefill_s, decode_s;              /* zz_result's, summed */
   double predicted_s, predicted_prefill_s; /* zz_plan_workload's (0: no --hw) */
@@ -120,19 +138,22 @@ typedef struct wl_run {
 
 /* The lines in `order`, blocks of bls: each its own max tokens (own) or all the
  * block's most (before). tokens[place] keeps each line's first max_new tokens. */
-static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t bls, bool own, int32_t **tokens,
-                           wl_run *out) {
+static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t bls, bool own, bool share,
+                           int32_t **tokens, wl_run *out) {
   *out = (wl_run){0};
+  zz_engine_set_prefix_sharing(e, share);
   const int32_t *ids[4096];
   int64_t lens[4096];
   uint64_t streams[4096];
   zz_seq_params sp[4096];
   if (bls > 4096) return zz_error(ZZ_ERR_INVALID_ARG, "workload: blocks of at most 4096");
-  double t0 = zz_now();
+  double t0 = zz_now(), c0 = wl_cpu_s();
   for (int64_t b = 0; b < n; b += bls) {
     int64_t cnt = n - b < bls ? n - b : bls;
     int most = 1;
+    int64_t shortest = order[b]->len;
     for (int64_t i = 0; i < cnt; i++) {
+      if (order[b + i]->len < shortest) shortest = order[b + i]->len;
       const wl_line *l = order[b + i];
       ids[i] = l->ids;
       lens[i] = l->len;
@@ -149,6 +170,7 @@ static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t bls
                       .ignore_eos = true,
                       .sampling = {.top_p = 1},
                       .params = own ? sp : NULL};
+    if (share) out->saved += (cnt - 1) * zz_prefix_shared(ids, cnt, shortest);
     zz_result res;
     ZZ_CHECK(zz_generate(e, &req, &res));
     out->computed += res.pos_computed;
@@ -160,6 +182,7 @@ static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t bls
     zz_result_free(&res, cnt);
   }
   out->s = zz_now() - t0;
+  out->cpu_s = wl_cpu_s() - c0;
   for (int64_t i = 0; i < n; i++) out->useful += order[i]->len + order[i]->max_new - 1;
   return ZZ_OK;
 }
@@ -216,7 +239,7 @@ static zz_status wl_predict(const zz_model *m, const zz_hw *hw, const zz_policy 
 
 int main(int argc, char **argv) {
   const char *model = "opt-125m", *prompts = NULL, *write = NULL, *hw_path = NULL;
-  int layers = 0, gbs = 8, num_gb = 1, threads = 0, width = 0;
+  int layers = 0, gbs = 8, num_gb = 1, threads = 0, width = 0, system = 0;
   int64_t lines = 64;
   double scale = 0.1;
   uint64_t seed = 1;
@@ -237,6 +260,8 @@ int main(int argc, char **argv) {
       num_gb = atoi(v);
     else if (!strcmp(k, "--threads"))
       threads = atoi(v);
+    else if (!strcmp(k, "--system"))
+      system = atoi(v);
     else if (!strcmp(k, "--prompts"))
       prompts = v;
     else if (!strcmp(k, "--write"))
@@ -261,16 +286,29 @@ int main(int argc, char **argv) {
   } else {
     n = lines;
     w = calloc((size_t)n, sizeof *w);
-    int64_t half = cfg.max_pos / 2;
+    int64_t half = cfg.max_pos / 2, sys = system > 0 ? (int64_t)llround(system * scale) : 0;
+    if (sys >= half) return fprintf(stderr, "workload: --system %d x --scale leaves no room for a prompt\n", system), 2;
+    /* workload (b): one system prompt (BOS, then its tokens, drawn from a stream of
+     * its own) before each line of workload (a), the line's own BOS left out: the
+     * lines are (a)'s, token for token */
+    uint64_t sys_seed = seed ^ 0x9E3779B97F4A7C15u;
+    int32_t *sys_ids = malloc((size_t)(sys + 1) * sizeof *sys_ids);
+    for (int64_t t = 0; t < sys; t++)
+      sys_ids[t] = t ? (int32_t)(4 + wl_next(&sys_seed) % (uint64_t)(cfg.vocab_size - 4)) : (int32_t)cfg.bos;
+    int64_t skip = sys > 0; /* the line's BOS */
     for (int64_t i = 0; i < n; i++) {
-      w[i] = (wl_line){.len = wl_lognormal(&seed, 150, 1500, scale, half),
+      w[i] = (wl_line){.len = wl_lognormal(&seed, 150, 1500, scale, half - sys),
                        .max_new = (int)wl_lognormal(&seed, 120, 1000, scale, half),
                        .place = i};
-      w[i].ids = malloc((size_t)w[i].len * sizeof *w[i].ids);
-      w[i].ids[0] = (int32_t)cfg.bos;
-      for (int64_t t = 1; t < w[i].len; t++)
-        w[i].ids[t] = (int32_t)(4 + wl_next(&seed) % (uint64_t)(cfg.vocab_size - 4));
+      int64_t own = w[i].len;
+      w[i].len = sys + own - skip;
+      w[i].ids = malloc((size_t)(w[i].len + 1) * sizeof *w[i].ids);
+      memcpy(w[i].ids, sys_ids, (size_t)sys * sizeof *sys_ids);
+      int32_t *line = w[i].ids + sys - skip; /* line[0]: the system prompt's last token, or the BOS */
+      for (int64_t t = 1; t < own; t++) line[t] = (int32_t)(4 + wl_next(&seed) % (uint64_t)(cfg.vocab_size - 4));
+      if (!skip) line[0] = (int32_t)cfg.bos;
     }
+    free(sys_ids);
   }
   if (write) {
     FILE *f = fopen(write, "w");
@@ -299,51 +337,68 @@ int main(int argc, char **argv) {
     return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
   wl_line **file = malloc((size_t)n * sizeof *file), **sorted = malloc((size_t)n * sizeof *sorted);
   int32_t **before = calloc((size_t)n, sizeof *before), **now = calloc((size_t)n, sizeof *now);
+  int32_t **plain = calloc((size_t)n, sizeof *plain);
   for (int64_t i = 0; i < n; i++) {
     file[i] = sorted[i] = &w[i];
     before[i] = malloc((size_t)w[i].max_new * sizeof **before);
     now[i] = malloc((size_t)w[i].max_new * sizeof **now);
+    plain[i] = malloc((size_t)w[i].max_new * sizeof **plain);
   }
   qsort(sorted, (size_t)n, sizeof *sorted, wl_cmp);
   int64_t bls = (int64_t)gbs * num_gb;
-  wl_run rb, rn;
-  if (wl_replay(e, file, n, bls, false, before, &rb) != ZZ_OK || wl_replay(e, sorted, n, bls, true, now, &rn) != ZZ_OK)
+  wl_run rb, rn, rp = {0};
+  int n_runs = system > 0 ? 3 : 2;
+  if (wl_replay(e, file, n, bls, false, false, before, &rb) != ZZ_OK ||
+      wl_replay(e, sorted, n, bls, true, true, now, &rn) != ZZ_OK ||
+      (n_runs == 3 && wl_replay(e, sorted, n, bls, true, false, plain, &rp) != ZZ_OK))
     return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
   int same = 1;
-  for (int64_t i = 0; i < n; i++) same &= !memcmp(before[i], now[i], (size_t)w[i].max_new * sizeof **now);
+  for (int64_t i = 0; i < n; i++) {
+    same &= !memcmp(before[i], now[i], (size_t)w[i].max_new * sizeof **now);
+    if (n_runs == 3) same &= !memcmp(plain[i], now[i], (size_t)w[i].max_new * sizeof **now);
+  }
   zz_hw hw;
   if ((hw_path && zz_hw_load(hw_path, &hw) != ZZ_OK) ||
       wl_predict(&m, hw_path ? &hw : NULL, &pol, file, n, bls, false, &rb) != ZZ_OK ||
-      wl_predict(&m, hw_path ? &hw : NULL, &pol, sorted, n, bls, true, &rn) != ZZ_OK)
+      wl_predict(&m, hw_path ? &hw : NULL, &pol, sorted, n, bls, true, &rn) != ZZ_OK ||
+      (n_runs == 3 && wl_predict(&m, hw_path ? &hw : NULL, &pol, sorted, n, bls, true, &rp) != ZZ_OK))
     return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
-  /* the wasted column is 1 - useful / computed: both counts checked against another's */
-  int counts_ok = rb.computed == rb.predicted_pos && rn.computed == rn.predicted_pos && rn.engine_useful == rn.useful;
+  /* the wasted column is 1 - (useful - saved) / computed: both counts checked against
+   * another's (the planner's blocks know no shared prefix: the positions it took off
+   * are added back) */
+  int counts_ok = rb.computed == rb.predicted_pos && rn.computed + rn.saved == rn.predicted_pos &&
+                  rn.engine_useful == rn.useful - rn.saved;
   if (!counts_ok)
-    fprintf(stderr,
-            "workload: positions disagree: before %lld computed, %lld by the planner's blocks; now %lld computed, %lld "
-            "by the planner's blocks, %lld useful by the engine, %lld asked\n",
-            (long long)rb.computed, (long long)rb.predicted_pos, (long long)rn.computed, (long long)rn.predicted_pos,
-            (long long)rn.engine_useful, (long long)rn.useful);
-  printf("model,layers,lines,prompt_tokens_p50,asked_tokens,bls,run,seconds,useful_tok_s,positions,wasted,same_tokens,"
-         "predicted_s,predicted_over_measured,prefill_s,predicted_prefill_s,decode_s,predicted_decode_s\n");
-  const wl_run *runs[2] = {&rb, &rn};
-  const char *names[2] = {"before: file order; every sequence to its block's most",
-                          "now: zz_prompt_order; own max tokens"};
+    fprintf(
+        stderr,
+        "workload: positions disagree: before %lld computed, %lld by the planner's blocks; now %lld computed + %lld "
+        "shared, %lld by the planner's blocks, %lld useful by the engine, %lld asked\n",
+        (long long)rb.computed, (long long)rb.predicted_pos, (long long)rn.computed, (long long)rn.saved,
+        (long long)rn.predicted_pos, (long long)rn.engine_useful, (long long)rn.useful);
+  printf("model,layers,lines,prompt_tokens_p50,asked_tokens,bls,run,seconds,useful_tok_s,cpu_seconds,useful_tok_cpu_s,"
+         "positions,wasted,prefix_saved,same_tokens,predicted_s,predicted_over_measured,prefill_s,predicted_prefill_s,"
+         "decode_s,predicted_decode_s\n");
+  const wl_run *runs[3] = {&rb, &rn, &rp};
+  const char *names[3] = {"before: file order; every sequence to its block's most; no prefix sharing",
+                          "now: zz_prompt_order; own max tokens; shared prefix once", "now without prefix sharing"};
   int64_t *lens = malloc((size_t)n * sizeof *lens);
   for (int64_t i = 0; i < n; i++) lens[i] = w[i].len;
   qsort(lens, (size_t)n, sizeof *lens, wl_cmp_len);
-  for (int r = 0; r < 2; r++)
-    printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%.2f,%.1f,%lld,%.3f,%d,%.2f,%.3f,%.2f,%.2f,%.2f,%.2f\n", model,
-           (long long)cfg.n_layers, (long long)n, (long long)lens[n / 2], (long long)asked, (long long)bls, names[r],
-           runs[r]->s, (double)asked / runs[r]->s, (long long)runs[r]->computed,
-           1.0 - (double)runs[r]->useful / (double)runs[r]->computed, same, runs[r]->predicted_s,
-           runs[r]->predicted_s / runs[r]->s, runs[r]->prefill_s, runs[r]->predicted_prefill_s, runs[r]->decode_s,
-           runs[r]->predicted_s - runs[r]->predicted_prefill_s);
-  printf("# speed-up %.2fx\n", rb.s / rn.s);
+  for (int r = 0; r < n_runs; r++)
+    printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%.2f,%.1f,%.2f,%.1f,%lld,%.3f,%lld,%d,%.2f,%.3f,%.2f,%.2f,%.2f,%.2f\n",
+           model, (long long)cfg.n_layers, (long long)n, (long long)lens[n / 2], (long long)asked, (long long)bls,
+           names[r], runs[r]->s, (double)asked / runs[r]->s, runs[r]->cpu_s, (double)asked / runs[r]->cpu_s,
+           (long long)runs[r]->computed, 1.0 - (double)(runs[r]->useful - runs[r]->saved) / (double)runs[r]->computed,
+           (long long)runs[r]->saved, same, runs[r]->predicted_s, runs[r]->predicted_s / runs[r]->s, runs[r]->prefill_s,
+           runs[r]->predicted_prefill_s, runs[r]->decode_s, runs[r]->predicted_s - runs[r]->predicted_prefill_s);
+  printf("# speed-up %.2fx wall, %.2fx CPU time", rb.s / rn.s, rb.cpu_s / rn.cpu_s);
+  if (n_runs == 3) printf(" (%.2fx wall, %.2fx CPU of it from the shared prefix)", rp.s / rn.s, rp.cpu_s / rn.cpu_s);
+  printf("\n");
   for (int64_t i = 0; i < n; i++) {
     free(w[i].ids);
     free(before[i]);
     free(now[i]);
+    free(plain[i]);
   }
   free(lens);
   free(w);
@@ -351,6 +406,7 @@ int main(int argc, char **argv) {
   free(sorted);
   free(before);
   free(now);
+  free(plain);
   zz_engine_destroy(e);
   zz_device_destroy(dev);
   zz_model_free(&m);

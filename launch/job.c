@@ -418,6 +418,14 @@ static zz_status zz_job_scan(zz_job *j, json_t *prompts) {
     if (st == ZZ_OK && !zz_resume_has(j->done_ids, p.id)) {
       j->todo++;
       if (n > j->longest) j->longest = n;
+      if (j->todo == 1 || n < j->shortest) j->shortest = n;
+      if (j->todo == 1 && n > 0 && (j->common = malloc((size_t)n * sizeof *ids))) {
+        memcpy(j->common, ids, (size_t)n * sizeof *ids);
+        j->n_common = n;
+      } else if (j->todo > 1) {
+        const int32_t *two[2] = {j->common, ids};
+        j->n_common = zz_prefix_common(two, 2, j->n_common < n ? j->n_common : n);
+      }
       if (!l.err && l.sp.max_new_tokens > j->lx->max_new) j->lx->max_new = l.sp.max_new_tokens;
       if (!l.err) j->prompt_todo += n * l.n, j->gen_todo += (int64_t)l.sp.max_new_tokens * l.n;
       st = zz_job_entry_add(j->lx, (struct zz_job_entry){.at = at,
@@ -491,6 +499,12 @@ zz_status zz_job_open(zz_job *j, const zz_opts *o, zz_shape asked, bool files) {
   /* without --max-prompt-len the memory plan is for the longest prompt the job
    * runs, not the longest the model could take */
   if (st == ZZ_OK && !len_given) j->shape.prompt_len = j->longest > 0 ? j->longest : 1;
+  /* the prefix every prompt shares, which each block's shares at least, as the
+   * engine's rule takes it (the cost model prices its prompt steps with it) */
+  if (st == ZZ_OK && !o->no_prefix_sharing && j->common) {
+    const int32_t *two[2] = {j->common, j->common};
+    j->shape.shared_prefix = zz_prefix_shared(two, 2, j->shortest < j->n_common + 1 ? j->shortest : j->n_common + 1);
+  }
   /* a line may ask for more new tokens than the command line: the cache is sized
    * for the most any line asks */
   if (st == ZZ_OK && j->lx->max_new > j->shape.gen_len) {
@@ -762,6 +776,7 @@ void zz_job_close(zz_job *j) {
   zz_resume_free(j->done_ids);
   zz_resume_free(j->hashes);
   free(j->record);
+  free(j->common);
   zz_tokenizer_free(j->tok);
   zz_checkpoint_close(j->ck);
   zz_model_free(&j->model);

@@ -119,6 +119,10 @@ static const zz_opt_def zz_opt_table[] = {
      "generate: blocks in file order, lines written in it (default: blocks of prompts of similar length and "
      "max tokens, lines in the order their blocks finish)",
      false, 0, 0, false, G | P, NULL},
+    {"no-prefix-sharing", NULL, ZZ_OPT_FLAG, ZZ_O(no_prefix_sharing), NULL,
+     "compute each prompt whole (default: the tokens a group's prompts start with are computed once and copied to "
+     "each sequence's cache)",
+     false, 0, 0, false, G | B, NULL},
     {"progress", NULL, ZZ_OPT_FLAG, ZZ_O(progress), NULL, "print the progress line even when stderr is not a terminal",
      false, 0, 0, false, G, NULL},
     {"no-progress", NULL, ZZ_OPT_FLAG, ZZ_O(no_progress), NULL, "never print the progress line", false, 0, 0, false, G,

@@ -164,7 +164,11 @@ static zz_status zz_pipe_comm(zz_pipe *p) {
 static zz_status zz_pipe_open(zz_pipe *p) {
   const zz_opts *o = p->o;
   zz_shape asked = {.prompt_len = p->bench ? o->prompt_len : o->max_prompt_len, .gen_len = p->max_new};
-  return zz_job_open(&p->job, o, asked, !p->bench && p->rank == 0);
+  zz_status st = zz_job_open(&p->job, o, asked, !p->bench && p->rank == 0);
+  /* priced without a shared prefix on every rank: a slice of a pipeline computes
+   * none once (runtime/prefix.c) */
+  p->job.shape.shared_prefix = 0;
+  return st;
 }
 
 /* This rank's GPU: its local rank on its node, round-robin over the GPUs there. */

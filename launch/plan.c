@@ -45,7 +45,7 @@ static zz_status zz_plan_hw(const zz_opts *o, zz_hw *hw) {
 
 zz_status zz_opts_planner(const zz_opts *o, const zz_model *m, const zz_hw *hw, zz_planner_opts *po) {
   zz_planner_opts_default(po);
-  po->shape = (zz_shape){o->prompt_len, o->gen_len};
+  po->shape = (zz_shape){.prompt_len = o->prompt_len, .gen_len = o->gen_len};
   ZZ_CHECK(zz_parse_bytes(o->gpu_mem, &po->cap[ZZ_TIER_GPU]));
   ZZ_CHECK(zz_parse_bytes(o->cpu_mem, &po->cap[ZZ_TIER_CPU]));
   ZZ_CHECK(zz_parse_bytes(o->disk_mem, &po->cap[ZZ_TIER_DISK]));
@@ -286,7 +286,7 @@ static zz_status zz_plan_read_prompts(const zz_opts *o, zz_shape *shape_out, zz_
   oc.resume = false;
   zz_job *j = calloc(1, sizeof *j);
   if (!j) return zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
-  zz_status st = zz_job_open(j, &oc, (zz_shape){0, oc.max_new_tokens}, true);
+  zz_status st = zz_job_open(j, &oc, (zz_shape){.prompt_len = 0, .gen_len = oc.max_new_tokens}, true);
   int64_t *lens = NULL, *news = NULL, n = 0;
   if (st == ZZ_OK) st = zz_job_workload(j, &lens, &news, &n);
   if (st == ZZ_OK && n == 0) st = zz_error(ZZ_ERR_INVALID_ARG, "plan: %s has no line to run", o->prompts);

@@ -125,8 +125,12 @@ zz_status zz_run_device(zz_run *r, const zz_opts *o, const zz_model *m, int ordi
 
 zz_status zz_run_engine_opts(const zz_run *r, const zz_opts *o, const zz_shape *shape, int layer_begin, int layer_end,
                              int groups, zz_engine_opts *out) {
-  zz_engine_opts e = {
-      .shape = *shape, .policy = r->pol, .layer_begin = layer_begin, .layer_end = layer_end, .n_groups = groups};
+  zz_engine_opts e = {.shape = *shape,
+                      .policy = r->pol,
+                      .layer_begin = layer_begin,
+                      .layer_end = layer_end,
+                      .n_groups = groups,
+                      .no_prefix_sharing = o->no_prefix_sharing};
   ZZ_CHECK(zz_opts_tiers(o, &e.tiers));
   *out = e;
   return ZZ_OK;

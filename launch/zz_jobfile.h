@@ -119,9 +119,12 @@ typedef struct zz_job {
   zz_resume_set *hashes;   /* every prompt's id and hash (zz_job_scan), each id once */
   int64_t todo;            /* prompts not yet in --out */
   int64_t longest;         /* tokens of the longest of those (0: none) */
-  int64_t prompt_todo;     /* their prompt tokens, each completion's (the ETA, zz_eta_in) */
-  int64_t gen_todo;        /* the new tokens they ask, max tokens x completions */
-  char *record;            /* the job record (PATH.job.json), JSON text */
+  int64_t shortest;        /* and of the shortest */
+  int32_t *common;         /* [n_common] the tokens all of them start with (shape.shared_prefix) */
+  int64_t n_common;
+  int64_t prompt_todo; /* their prompt tokens, each completion's (the ETA, zz_eta_in) */
+  int64_t gen_todo;    /* the new tokens they ask, max tokens x completions */
+  char *record;        /* the job record (PATH.job.json), JSON text */
   zz_output out;
   /* the block being gathered: [cap] each, n used */
   zz_prompt *prompts;

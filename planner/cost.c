@@ -78,7 +78,42 @@ static int zz_attn_threads(const zz_cost_in *in) {
   return in->attn_threads > 0 ? in->attn_threads : zz_hw_threads(in->hw).attn;
 }
 
-static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin t[ZZ_TERM_COUNT]);
+/* One pass of a step over a layer: gbs x nb sequences, sq new rows each over
+ * keys keys (a prompt step with a shared prefix is two: zz_cost_layer_terms). */
+typedef struct zz_pass {
+  double gbs, nb, sq, keys;
+  bool pre;
+  double stored; /* sequences whose sq new cache rows go home (0: gbs x nb; the prefix's pass: every
+                    sequence of the block, its rows copied to each, zz_prefix_spread) */
+} zz_pass;
+
+static void zz_cost_pass_terms(const zz_cost_in *in, int l, const zz_pass *ps, zz_lin t[ZZ_TERM_COUNT]);
+
+/* A layer's terms in phase ph. The prompt step with a shared prefix of P tokens
+ * (zz_shape.shared_prefix, runtime/prefix.c) is the prefix's pass for one
+ * sequence (P rows over P keys, the layer's weights loaded once more) and the
+ * block's pass over rows [P, s): their terms add up, each lane's time the sum of
+ * the two passes' (the two maxima are priced as one, a little under). */
+static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin t[ZZ_TERM_COUNT]) {
+  double s = (double)in->shape.prompt_len, n = (double)in->shape.gen_len;
+  double p = (double)in->shape.shared_prefix;
+  if (ph != ZZ_PHASE_PREFILL) {
+    zz_cost_pass_terms(in, l, &(zz_pass){.gbs = in->gbs, .nb = in->num_gb, .sq = 1, .keys = s + n / 2}, t);
+    return;
+  }
+  if (!(p > 0 && p < s)) {
+    zz_cost_pass_terms(in, l, &(zz_pass){.gbs = in->gbs, .nb = in->num_gb, .sq = s, .keys = s, .pre = true}, t);
+    return;
+  }
+  zz_lin pre[ZZ_TERM_COUNT];
+  double bls = (double)in->gbs * in->num_gb;
+  zz_cost_pass_terms(in, l, &(zz_pass){.gbs = 1, .nb = 1, .sq = p, .keys = p, .pre = true, .stored = bls}, pre);
+  zz_cost_pass_terms(in, l, &(zz_pass){.gbs = in->gbs, .nb = in->num_gb, .sq = s - p, .keys = s, .pre = true}, t);
+  for (int k = 0; k < ZZ_TERM_COUNT; k++) {
+    t[k].c += pre[k].c;
+    for (int v = 0; v < ZZ_X_COUNT; v++) t[k].a[v] += pre[k].a[v];
+  }
+}
 
 /* FLOP/s of a layer's linears at M = rows: int8 x where the CPU kernel takes it
  * for these rows (its own rule) and the file prices it (zz_plan_eval refuses an
@@ -122,7 +157,7 @@ static double zz_cost_weight_step_bytes(const zz_cost_in *in, const zz_weight_sp
   return b * *reads_out / (double)ws->experts;
 }
 
-static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin t[ZZ_TERM_COUNT]) {
+static void zz_cost_pass_terms(const zz_cost_in *in, int l, const zz_pass *ps, zz_lin t[ZZ_TERM_COUNT]) {
   memset(t, 0, sizeof(zz_lin) * ZZ_TERM_COUNT);
   const zz_model *m = in->m;
   const zz_layer *L = &m->layers[l];
@@ -137,10 +172,9 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   /* 4-bit rates where the file has them (zz_plan_eval refuses a compressed
    * policy on a file without them; the search does not try one) */
   bool q4w = in->compress_weight && hw->n_gemm_q4 > 0, q4c = in->compress_cache && zz_hw_has_q4(hw);
-  double gbs = in->gbs, bls = gbs * in->num_gb;
-  double s = (double)in->shape.prompt_len, n = (double)in->shape.gen_len;
-  bool pre = ph == ZZ_PHASE_PREFILL;
-  double sq = pre ? s : 1, keys = pre ? s : s + n / 2;
+  double gbs = ps->gbs, num_gb = ps->nb, bls = gbs * num_gb;
+  bool pre = ps->pre;
+  double sq = ps->sq, keys = ps->keys;
   static const int WOFF[] = {ZZ_X_WC, ZZ_X_WD, -1}, WD[] = {ZZ_X_WD, -1};
   static const int COFF[] = {ZZ_X_CC, ZZ_X_CD, -1}, CD[] = {ZZ_X_CD, -1}, CG[] = {ZZ_X_CG, -1};
   static const int HOFF[] = {ZZ_X_HC, ZZ_X_HD, -1}, HD[] = {ZZ_X_HD, -1};
@@ -183,13 +217,13 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   if (mat > 0) {
     double rows = L->kind == ZZ_LAYER_OUTPUT_EMBED ? gbs : gbs * sq;
     double last_rows_only = zz_layer_wants_all_rows(m, L, (int64_t)sq, false) ? 0 : mat_kv;
-    comp->c += 2 * (mat - last_rows_only) * rows * in->num_gb / zz_gemm_rate(in, q4w, wq, rows);
-    if (last_rows_only > 0) comp->c += 2 * last_rows_only * gbs * in->num_gb / zz_gemm_rate(in, q4w, wq, gbs);
+    comp->c += 2 * (mat - last_rows_only) * rows * num_gb / zz_gemm_rate(in, q4w, wq, rows);
+    if (last_rows_only > 0) comp->c += 2 * last_rows_only * gbs * num_gb / zz_gemm_rate(in, q4w, wq, gbs);
   }
 
   /* hidden states of each (layer, batch) to and from their home */
   double A = (double)zz_hidden_bytes(c->hidden, cdt, (int64_t)bls, (int64_t)sq);
-  double rd = zz_hw_disk_read_bw(hw, A / in->num_gb); /* one batch a read */
+  double rd = zz_hw_disk_read_bw(hw, A / num_gb); /* one batch a read */
   if (L->kind != ZZ_LAYER_INPUT_EMBED) {
     zz_add(ld, A / hw->ctog_bw, HOFF), zz_add(ld, A / rd, HD);
     zz_add(in_, A / hw->ctog_bw, HOFF), zz_add(disk, A / rd, HD);
@@ -203,7 +237,7 @@ static void zz_cost_layer_terms(const zz_cost_in *in, int l, zz_phase ph, zz_lin
   /* the KV cache: rows of K and V */
   zz_cache_spec cs = zz_cache_spec_for(L, &fmt, cdt);
   double row2 = 2.0 * (double)zz_cache_row_bytes(&cs);
-  double cload = pre ? 0 : bls * keys * row2, cstore = bls * sq * row2;
+  double cload = pre ? 0 : bls * keys * row2, cstore = (ps->stored > 0 ? ps->stored : bls) * sq * row2;
   /* QK^T and PV over the keys a query sees: a sliding window's at most
    * (zz_attn_first_key), by heads × head_dim (Qwen3's exceed hidden) */
   double seen = cs.window > 0 && (double)cs.window < keys ? (double)cs.window : keys;

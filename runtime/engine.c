@@ -256,6 +256,7 @@ zz_status zz_engine_create_opts(zz_device *dev, const zz_model *m, const zz_chec
   e->l1 = plan.spec.layer_end;
   e->n_groups = plan.spec.n_groups;
   e->all_rows = o->all_rows;
+  e->prefix_sharing = !o->no_prefix_sharing;
   e->t_max = e->shape.prompt_len + e->shape.gen_len;
   e->plan = plan;
   e->disk.fd = -1;
@@ -331,6 +332,8 @@ int64_t zz_group_batch_count(const zz_engine *e, const zz_group *g, int64_t k) {
 zz_cache_spec zz_engine_cache_spec(const zz_engine *e, int jl) {
   return zz_cache_spec_for(&e->m->layers[e->l0 + jl], &e->pol, zz_device_describe(e->dev)->compute_dtype);
 }
+
+void zz_engine_set_prefix_sharing(zz_engine *e, bool on) { e->prefix_sharing = on; }
 
 zz_status zz_engine_begin_block(zz_engine *e, int group, int64_t n, const int64_t *lens) {
   int64_t gbs = e->pol.gpu_batch_size, bls = gbs * e->pol.num_gpu_batches, s = 0;
@@ -423,6 +426,7 @@ void zz_engine_get_stats(const zz_engine *e, zz_engine_stats *out) {
   for (int i = 0; i < ZZ_IO_N; i++) out->busy_s[i + 1] = zz_lanes_busy(e->lanes, i);
   out->wall_s = e->wall_s;
   out->positions = e->positions;
+  out->prefix_shared = e->prefix_shared;
   out->disk_read_bytes = e->disk.read_bytes;
   out->disk_write_bytes = e->disk.write_bytes;
   out->disk_read_s = (double)e->disk.read_ns * 1e-9;

@@ -65,11 +65,12 @@ struct zz_engine {
   zz_shape shape;
   int l0, l1; /* the slice [l0, l1) of m->layers */
   int n_groups;
-  bool all_rows;     /* zz_engine_opts.all_rows */
-  int *cache_of;     /* [l1 - l0] cache layer of the slice, -1 for layers without cache */
-  int lc;            /* cache layers in the slice */
-  uint64_t *tickets; /* [(l1 - l0) * num_gb] the schedule's store tickets */
-  int64_t t_max;     /* prompt_len + gen_len */
+  bool all_rows;       /* zz_engine_opts.all_rows */
+  bool prefix_sharing; /* !zz_engine_opts.no_prefix_sharing, or zz_engine_set_prefix_sharing */
+  int *cache_of;       /* [l1 - l0] cache layer of the slice, -1 for layers without cache */
+  int lc;              /* cache layers in the slice */
+  uint64_t *tickets;   /* [(l1 - l0) * num_gb] the schedule's store tickets */
+  int64_t t_max;       /* prompt_len + gen_len */
   zz_memplan plan;
   zz_arena arenas[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT];
   void *arena_mem[ZZ_TIER_COUNT][ZZ_PURPOSE_COUNT];
@@ -88,6 +89,7 @@ struct zz_engine {
   zz_lanes *lanes;
   double compute_s, wall_s;
   int64_t positions;              /* zz_engine_stats.positions */
+  int64_t prefix_shared;          /* zz_engine_stats.prefix_shared */
   double attn_wait_s, attn_cpu_s; /* parts of compute_s: zz_engine_stats */
 };
 
@@ -119,6 +121,14 @@ typedef struct zz_attend_ctx {
 /* zz_step.attend: q, k, v of the new token (device) → out (device) */
 zz_status zz_cpu_attend(void *ctx, const void *q, const void *k, const void *v, void *out);
 zz_status zz_io_run(void *ctx, const void *args);
+
+/* prefix.c: a shared prompt prefix computed once */
+/* The tokens group's prompts share that its prompt step computes once (0: none,
+ * or sharing off: the one rule of where it is, in prefix.c). */
+int64_t zz_prefix_len(const zz_engine *e, int group, const zz_step_io *io);
+/* After the prefix run: its p rows (sequence 0 of batch 0, every cache layer's K
+ * and V) copied into every other sequence's rows of the prefix, in any tier. */
+zz_status zz_prefix_spread(zz_engine *e, int group, int64_t p);
 
 /* engine.c */
 int64_t zz_group_batch_count(const zz_engine *e, const zz_group *g, int64_t k);

@@ -260,6 +260,7 @@ zz_status zz_generate(zz_engine *e, const zz_request *req, zz_result *res) {
   zz_status st = zz_gen_loop(e, g, &t_prefill);
   zz_engine_get_stats(e, &after);
   g->r.pos_computed = after.positions - before.positions;
+  g->r.pos_useful -= after.prefix_shared - before.prefix_shared; /* tokens a shared prefix needed once */
   g->r.prefill_s = t_prefill - t0;
   g->r.decode_s = zz_now() - t_prefill;
   zz_engine_add_wall(e, zz_now() - t0);

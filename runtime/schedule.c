@@ -141,12 +141,18 @@ typedef struct zz_run {
   int group, step, nl;
   int64_t nbt, sq, pos; /* batches computed; new tokens per sequence; key position of the first */
   const int64_t *ks;    /* [nbt] the group's batch each of them is */
+  bool first_only;      /* the shared prefix's run (prefix.c): the first sequence of batch 0 alone */
   const zz_step_io *io;
   uint64_t *store_ticket; /* [nl * nbt] last store ticket at or before each step */
 } zz_run;
 
 /* The group's batch that step q = (slice layer, batch) computes. */
 static int64_t zz_run_batch(const zz_run *r, int64_t q) { return r->ks[q % r->nbt]; }
+
+/* The sequences of batch k the run computes. */
+static int64_t zz_run_count(const zz_run *r, int64_t k) {
+  return r->first_only ? 1 : zz_group_batch_count(r->e, r->g, k);
+}
 
 static bool zz_act_off(const zz_run *r, int64_t k) {
   return r->e->plan.act_tier[r->group * r->e->pol.num_gpu_batches + k] != ZZ_TIER_GPU;
@@ -176,18 +182,18 @@ static zz_status zz_step_inputs(zz_run *r) {
   zz_engine *e = r->e;
   const zz_model *m = e->m;
   zz_device *dev = e->dev;
-  int64_t gbs = e->pol.gpu_batch_size, s = r->g->s;
   for (int64_t x = 0; x < r->nbt; x++) {
     int64_t k = r->ks[x];
     zz_batch_idx *b = &r->g->idx[k];
-    int64_t first = k * gbs, cnt = zz_group_batch_count(e, r->g, k);
+    int64_t first = k * e->pol.gpu_batch_size, cnt = zz_run_count(r, k);
     for (int64_t i = 0; i < cnt; i++) {
       int64_t pad = b->pad[i];
       m->arch->positions(&m->cfg, pad, r->pos, r->sq, b->pos + i * r->sq);
       b->last[i] = (int32_t)zz_step_last_row(r->sq, i);
       if (e->l0 != 0) continue; /* only the first slice embeds token ids */
-      if (r->step == 0)
-        for (int64_t t = 0; t < s; t++) b->ids[i * s + t] = t < pad ? m->cfg.pad : r->io->prompts[first + i][t - pad];
+      if (r->step == 0)         /* the prompt's rows [pos, pos + sq) */
+        for (int64_t x = 0, t = r->pos; x < r->sq; x++, t++)
+          b->ids[i * r->sq + x] = t < pad ? m->cfg.pad : r->io->prompts[first + i][t - pad];
       else
         b->ids[i] = r->io->tokens[first + i];
     }
@@ -238,7 +244,7 @@ static void zz_load_cache(zz_run *r, int64_t q) {
                     .jl = jl,
                     .index = ci,
                     .slot = (int)(q % 3),
-                    .cnt = zz_group_batch_count(r->e, r->g, k),
+                    .cnt = zz_run_count(r, k),
                     .p0 = 0,
                     .p1 = r->pos});
 }
@@ -250,8 +256,8 @@ static zz_status zz_load_hidden(zz_run *r, int64_t q) {
   if (jl == 0 || !zz_act_off(r, k)) return ZZ_OK;
   uint64_t stored = r->store_ticket[q - r->nbt];
   if (stored) ZZ_CHECK(zz_lanes_wait(r->e->lanes, ZZ_IO_STORE, stored));
-  size_t bytes = zz_hidden_bytes(r->e->m->cfg.hidden, zz_device_describe(r->e->dev)->compute_dtype,
-                                 zz_group_batch_count(r->e, r->g, k), r->sq);
+  size_t bytes = zz_hidden_bytes(r->e->m->cfg.hidden, zz_device_describe(r->e->dev)->compute_dtype, zz_run_count(r, k),
+                                 r->sq);
   zz_submit(
       r->e, ZZ_IO_LOAD,
       (zz_io){.kind = ZZ_IO_LOAD_ACT, .group = r->group, .index = (int)k, .slot = (int)(q % 3), .p1 = (int64_t)bytes});
@@ -263,7 +269,7 @@ static void zz_caller_rows(const zz_run *r, int64_t k, size_t *off, size_t *byte
   const zz_engine *e = r->e;
   int64_t h = e->m->cfg.hidden;
   *off = zz_hidden_bytes(h, zz_device_describe(e->dev)->compute_dtype, k * e->pol.gpu_batch_size, r->sq);
-  *bytes = zz_hidden_bytes(h, zz_device_describe(e->dev)->compute_dtype, zz_group_batch_count(e, r->g, k), r->sq);
+  *bytes = zz_hidden_bytes(h, zz_device_describe(e->dev)->compute_dtype, zz_run_count(r, k), r->sq);
 }
 
 /* compute: layer jl on batch k; the hidden state comes in from the caller at the
@@ -273,7 +279,7 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
   zz_device *dev = e->dev;
   const zz_model *m = e->m;
   int jl = (int)(q / r->nbt), slot = (int)(q % 3);
-  int64_t k = zz_run_batch(r, q), cnt = zz_group_batch_count(e, r->g, k);
+  int64_t k = zz_run_batch(r, q), cnt = zz_run_count(r, k);
   const zz_layer *layer = &m->layers[e->l0 + jl];
   char *hidden = zz_hidden_ptr(r, k, slot);
   if (jl == 0 && e->l0 > 0) {
@@ -355,7 +361,7 @@ static uint64_t zz_store_cache(zz_run *r, int64_t q) {
                            .jl = jl,
                            .index = ci,
                            .slot = (int)(q % 3),
-                           .cnt = zz_group_batch_count(r->e, r->g, k),
+                           .cnt = zz_run_count(r, k),
                            .p0 = r->pos,
                            .p1 = r->pos + r->sq});
 }
@@ -369,8 +375,8 @@ static zz_status zz_store_hidden(zz_run *r, int64_t q, uint64_t *ticket) {
   *ticket = 0;
   if (jl + 1 < r->nl) {
     if (!zz_act_off(r, k)) return ZZ_OK;
-    size_t bytes = zz_hidden_bytes(e->m->cfg.hidden, zz_device_describe(e->dev)->compute_dtype,
-                                   zz_group_batch_count(e, r->g, k), r->sq);
+    size_t bytes = zz_hidden_bytes(e->m->cfg.hidden, zz_device_describe(e->dev)->compute_dtype, zz_run_count(r, k),
+                                   r->sq);
     *ticket = zz_submit(
         e, ZZ_IO_STORE,
         (zz_io){.kind = ZZ_IO_STORE_ACT, .group = r->group, .index = (int)k, .slot = slot, .p1 = (int64_t)bytes});
@@ -424,6 +430,12 @@ static zz_status zz_run_steps(zz_run *r) {
   return zz_lanes_wait(e->lanes, ZZ_IO_STORE, 0);
 }
 
+/* A run, its rows counted in zz_engine_stats.positions. */
+static zz_status zz_run_counted(zz_run *r) {
+  for (int64_t i = 0; i < r->nbt; i++) r->e->positions += zz_run_count(r, r->ks[i]) * r->sq;
+  return zz_run_steps(r);
+}
+
 zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *io) {
   zz_group *g = &e->groups[group];
   int64_t gbs = e->pol.gpu_batch_size, nbt = 0;
@@ -445,8 +457,23 @@ zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *
               .pos = step == 0 ? 0 : g->s + step - 1,
               .io = io,
               .store_ticket = e->tickets};
-  for (int64_t i = 0; i < nbt; i++) e->positions += zz_group_batch_count(e, g, g->run_k[i]) * r.sq;
-  zz_status st = zz_run_steps(&r);
+  zz_status st = ZZ_OK;
+  int64_t p = step == 0 ? zz_prefix_len(e, group, io) : 0;
+  if (p > 0) {
+    /* the prompts' shared prefix once: the first sequence alone, then copied to
+     * the others' cache rows; the prompt step goes on from row p (prefix.c) */
+    zz_run pr = r;
+    pr.nbt = 1; /* batch 0: every batch runs at the prompt step */
+    pr.first_only = true;
+    pr.sq = p;
+    pr.pos = g->idx[0].pad[0];
+    st = zz_run_counted(&pr);
+    if (st == ZZ_OK) st = zz_prefix_spread(e, group, p);
+    e->prefix_shared += (g->n - 1) * p;
+    r.sq = g->s - p;
+    r.pos = p;
+  }
+  if (st == ZZ_OK) st = zz_run_counted(&r);
   if (st != ZZ_OK) {
     /* a slot whose load may have failed holds no layer a later step can trust */
     e->w.slot_layer[0] = e->w.slot_layer[1] = -1;

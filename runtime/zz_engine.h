@@ -83,6 +83,10 @@ typedef struct zz_engine_opts {
    * (every command today: the engine gives only the last position's logits): only
    * each sequence's last row, which is all the output embedding reads */
   bool all_rows;
+  /* false (the default): the tokens a group's prompts start with are computed
+   * once in the prompt step and copied to each sequence's cache (runtime/prefix.c);
+   * true: every sequence computes its whole prompt (--no-prefix-sharing) */
+  bool no_prefix_sharing;
 } zz_engine_opts;
 
 /* Builds the engine: plans every buffer (refusing a plan that does not fit before
@@ -105,6 +109,20 @@ zz_status zz_engine_plan_check(const zz_device_desc *dev, const zz_model *m, con
 /* Starts a block on group g: n sequences (<= gbs * num_gb) with the given prompt
  * lengths (each <= shape.prompt_len); the block is left padded to the longest. */
 zz_status zz_engine_begin_block(zz_engine *eng, int group, int64_t n, const int64_t *lens);
+
+/* Turns shared-prefix computation on or off for the blocks begun after (the
+ * opposite of zz_engine_opts.no_prefix_sharing; benches compare both). */
+void zz_engine_set_prefix_sharing(zz_engine *eng, bool on);
+/* How many tokens the n prompts ids all start with, at most `most` (0 when n < 2). */
+int64_t zz_prefix_common(const int32_t *const *ids, int64_t n, int64_t most);
+/* Prompts sharing fewer tokens than this are not worth a run of their own (it
+ * passes over every layer's weights once more). */
+#define ZZ_PREFIX_MIN 16
+/* The prefix a prompt step computes once for these n prompts, the shortest of
+ * them `shortest` tokens long: their common prefix less the shortest's last token
+ * (each sequence's last row gives its logits), 0 below ZZ_PREFIX_MIN. Where
+ * sharing is on (runtime/prefix.c); benches and the planner count with it. */
+int64_t zz_prefix_shared(const int32_t *const *ids, int64_t n, int64_t shortest);
 
 /* What one token step of a group takes and gives (host memory). */
 typedef struct zz_step_io {
@@ -149,6 +167,7 @@ typedef struct zz_engine_stats {
   double busy_s[ZZ_LANE_COUNT]; /* compute, weight load, cache load, cache store */
   double wall_s;                /* wall time inside zz_generate */
   int64_t positions;            /* token positions computed: a step's rows of each batch it ran (padding included) */
+  int64_t prefix_shared;        /* prompt positions not computed: a shared prefix's, in all but one sequence */
   uint64_t disk_read_bytes, disk_write_bytes;
   double disk_read_s; /* time inside disk reads */
   /* of busy_s[compute], with CPU attention beside a host cache: waiting for the

@@ -80,8 +80,8 @@ typedef struct zz_result {
   double prefill_s, decode_s; /* wall time of the two phases */
   /* positions the engine computed (zz_engine_stats.positions: each prompt step
    * padded to its group's longest, then every sequence of a GPU batch that still has
-   * one running) and those of them that were useful (prompt tokens, then the input
-   * of each sequence still running) */
+   * one running) and those of them that were useful (prompt tokens, a prefix the
+   * prompts share counted once, then the input of each sequence still running) */
   int64_t pos_computed, pos_useful;
   struct zz_seq_out *out; /* [n] why each ended, its log-probabilities (zz_seq.h); NULL unless
                                  the request had params or on_token */

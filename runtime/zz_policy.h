@@ -64,6 +64,10 @@ const zz_qfmt *zz_policy_cfmt(const zz_policy *p, zz_qfmt *buf);
 typedef struct zz_shape {
   int64_t prompt_len; /* s: longest prompt of any block */
   int64_t gen_len;    /* n: new tokens per sequence */
+  /* the tokens every block's prompts start with, computed once per group
+   * (runtime/prefix.c): the cost model prices the prompt step with it; the
+   * memory plan does not depend on it (each sequence keeps its rows) */
+  int64_t shared_prefix;
 } zz_shape;
 
 /* ================================================================ sizes */

@@ -328,7 +328,7 @@ static void test_moe_expert_placement(void) {
   zz_policy pol;
   zz_policy_default(&pol);
   pol.w_gpu = 25, pol.w_cpu = 50;
-  zz_shape shape = {16, 8};
+  zz_shape shape = {.prompt_len = 16, .gen_len = 8};
   zz_memplan p;
   CU_ASSERT_FATAL(zz_memplan_build(&m, &pol, &shape, c.dtype, c.dtype, 0, &p) == ZZ_OK);
   zz_expert_split want = zz_policy_expert_split(&pol, 8);
@@ -414,7 +414,7 @@ static void test_cost_q4(void) {
 static zz_planner_opts small_opts(void) {
   zz_planner_opts o;
   zz_planner_opts_default(&o);
-  o.shape = (zz_shape){8, 4};
+  o.shape = (zz_shape){.prompt_len = 8, .gen_len = 4};
   return o;
 }
 
@@ -425,6 +425,49 @@ static zz_policy policy_all(zz_tier t, int gbs) {
   double g = t == ZZ_TIER_GPU ? 100 : 0, c = t == ZZ_TIER_CPU ? 100 : 0;
   p.w_gpu = p.c_gpu = p.a_gpu = g, p.w_cpu = p.c_cpu = p.a_cpu = c;
   return p;
+}
+
+/* A shared prompt prefix (zz_shape.shared_prefix, runtime/prefix.c): the prompt
+ * step is the prefix's pass for one sequence and the block's over the rest; the
+ * layer's weights load twice; the prediction drops. */
+static void test_cost_shared_prefix(void) {
+  zz_hw hw = test_hw();
+  zz_cost_in in = {.m = &g_model,
+                   .hw = &hw,
+                   .shape = {.prompt_len = 16, .gen_len = 8, .shared_prefix = 10},
+                   .gbs = 4,
+                   .num_gb = 2,
+                   .overlap = true};
+  const zz_config *c = &g_model.cfg;
+  int l = layer_of(ZZ_LAYER_MLP);
+  const zz_layer *L = &g_model.layers[l];
+  double W = 0, mat = 0;
+  for (int k = 0; k < L->n_weights; k++)
+    if (L->weights[k].ndim) {
+      W += (double)zz_weight_bytes(&L->weights[k], c->dtype);
+      if (L->weights[k].ndim == 2) mat += (double)zz_weight_numel(&L->weights[k]);
+    }
+  zz_lin t[ZZ_TERM_COUNT], d0[ZZ_TERM_COUNT], d1[ZZ_TERM_COUNT];
+  zz_cost_layer(&in, l, ZZ_PHASE_PREFILL, t);
+  double want = 2 * mat * 8 * 6 / zz_hw_rate(hw.gemm, hw.n_gemm, 4 * 6) +
+                2 * mat * 10 / zz_hw_rate(hw.gemm, hw.n_gemm, 10);
+  CU_ASSERT(close_rel(t[ZZ_TERM_COMPUTE].c, want, 1e-12));
+  CU_ASSERT(close_rel(t[ZZ_TERM_WEIGHT].a[ZZ_X_WD], 2 * (W / 2e9 + W / 1e10), 1e-12));
+  /* decode is the same with or without */
+  zz_cost_layer(&in, l, ZZ_PHASE_DECODE, d1);
+  in.shape.shared_prefix = 0;
+  zz_cost_layer(&in, l, ZZ_PHASE_DECODE, d0);
+  CU_ASSERT_EQUAL(memcmp(d0, d1, sizeof d0), 0);
+  /* a whole plan: the prefill predicted shorter, the decode the same */
+  zz_planner_opts o = small_opts();
+  o.shape = (zz_shape){.prompt_len = 512, .gen_len = 32};
+  zz_policy p = policy_all(ZZ_TIER_GPU, 8);
+  zz_plan a, b;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&g_model, &hw, &o, &p, &a), ZZ_OK);
+  o.shape.shared_prefix = o.shape.prompt_len / 2;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&g_model, &hw, &o, &p, &b), ZZ_OK);
+  CU_ASSERT(b.cost.prefill_s < a.cost.prefill_s);
+  CU_ASSERT_DOUBLE_EQUAL(b.cost.decode_s, a.cost.decode_s, 1e-15);
 }
 
 static void test_lp_all_fit(void) {
@@ -835,7 +878,7 @@ static void test_lp_extreme_rates(void) {
   for (int i = 0; i < hw.n_gemm_q4; i++) hw.gemm_q4[i].y = 1e-300;
   for (int i = 0; i < hw.n_cpu_attn; i++) hw.cpu_attn[i].y = 1e-300;
   for (int i = 0; i < hw.n_cpu_attn_q4; i++) hw.cpu_attn_q4[i].y = 1e-300;
-  o.shape = (zz_shape){512, 32};
+  o.shape = (zz_shape){.prompt_len = 512, .gen_len = 32};
   zz_status st = zz_plan_search(&m, &hw, &o, &plan);
   if (st != ZZ_OK) fprintf(stderr, "\n  rates of 1e-300: %s\n", zz_error_message());
   CU_ASSERT(st == ZZ_OK || zz_error_message()[0] != '\0');
@@ -862,7 +905,7 @@ static void test_search_shared_ram(void) {
   hw.cpu_cores = 2;
   zz_planner_opts o;
   zz_planner_opts_default(&o);
-  o.shape = (zz_shape){512, 32};
+  o.shape = (zz_shape){.prompt_len = 512, .gen_len = 32};
   static const int g[] = {1}, nb[] = {1};
   o.gbs_list = g, o.n_gbs = 1, o.num_gb_list = nb, o.n_num_gb = 1;
   zz_plan plan;
@@ -899,7 +942,7 @@ static void test_search_cpu_mem_cap(void) {
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     zz_planner_opts o;
     zz_planner_opts_default(&o);
-    o.shape = (zz_shape){32, 8};
+    o.shape = (zz_shape){.prompt_len = 32, .gen_len = 8};
     o.max_block = 16;
     o.cap[ZZ_TIER_CPU] = cases[i].cap;
     o.bf16_weights = cases[i].bf16;
@@ -926,7 +969,7 @@ static void test_search_cpu_mem_cap(void) {
   /* a policy over the shared cap is refused when evaluated */
   zz_planner_opts o;
   zz_planner_opts_default(&o);
-  o.shape = (zz_shape){32, 8};
+  o.shape = (zz_shape){.prompt_len = 32, .gen_len = 8};
   o.cap[ZZ_TIER_CPU] = (size_t)1600 << 20;
   zz_policy all_gpu;
   zz_policy_default(&all_gpu);
@@ -947,7 +990,7 @@ static void test_search_layer_rounding(void) {
   CU_ASSERT_EQUAL_FATAL(zz_hw_load(ZZ_PLANNER_HW_DIR "/../../tests/fixtures/cluster-m0-hw.json", &hw), ZZ_OK);
   zz_planner_opts o;
   zz_planner_opts_default(&o);
-  o.shape = (zz_shape){32, 4};
+  o.shape = (zz_shape){.prompt_len = 32, .gen_len = 4};
   o.max_block = 64;
   o.allow_compression = false;
   zz_plan plan;
@@ -1039,7 +1082,8 @@ static void test_plan_split(void) {
   zz_planner_opts_default(&i8);
   i8.cpu_act = ZZ_CPU_ACT_INT8;
   int be[4], bi[4];
-  zz_shape shortp = {8, 8}; /* the LM head's GEMM (vocab x hidden) outweighs the others at short prompts */
+  zz_shape shortp = {.prompt_len = 8,
+                     .gen_len = 8}; /* the LM head's GEMM (vocab x hidden) outweighs the others at short prompts */
   CU_ASSERT_FATAL(zz_plan_split(&g_model, &q, &shortp, &cw, NULL, 3, 3, be) == ZZ_OK);
   CU_ASSERT_FATAL(zz_plan_split(&g_model, &q, &shortp, &cw, &i8, 3, 3, bi) == ZZ_OK);
   CU_ASSERT(bi[2] < be[2]); /* int8 shrinks it most: the last rank takes more layers beside it */
@@ -1452,7 +1496,7 @@ static void test_plan_workload(void) {
   zz_workload_cost c;
   CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_OK);
   zz_plan ev;
-  o.shape = (zz_shape){8, 4};
+  o.shape = (zz_shape){.prompt_len = 8, .gen_len = 4};
   CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&g_model, &hw, &o, &p, &ev), ZZ_OK);
   CU_ASSERT_EQUAL(c.blocks, 2);
   CU_ASSERT(close_rel(c.prefill_s, 2 * ev.cost.prefill_s, 1e-9));
@@ -1535,6 +1579,7 @@ int main(void) {
   CU_add_test(s, "pipeline: more groups than ranks where they pay; the user's T stays", test_pipe_groups);
   CU_add_test(s, "cost model: int8 activations (--cpu-act int8)", test_cpu_act_int8);
   CU_add_test(s, "cost model: the prompt step's last layer after K and V on the last rows", test_cost_last_layer_rows);
+  CU_add_test(s, "cost model: a shared prompt prefix computed once", test_cost_shared_prefix);
   CU_add_test(s, "workload: each block at its own shape, each GPU batch to its own most new tokens",
               test_plan_workload);
   CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -36,6 +36,7 @@ int main(int argc, char **argv) {
   zz_test_chat_register();
   zz_test_int8_register();
   zz_test_moe_register();
+  zz_test_prefix_register();
   CU_basic_set_mode(CU_BRM_VERBOSE);
   if (argc > 1) {
     CU_pSuite only = CU_get_suite(argv[1]);

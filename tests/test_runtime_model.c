@@ -148,7 +148,7 @@ static void test_capacity_refused(void) {
   CU_ASSERT_FATAL(zz_device_create_cpu(64 << 20, 2, 2, &dev) == ZZ_OK);
   zz_policy pol;
   zz_policy_default(&pol);
-  zz_shape shape = {128, 8};
+  zz_shape shape = {.prompt_len = 128, .gen_len = 8};
   CU_ASSERT_EQUAL(zz_engine_create(dev, &m, NULL, &pol, &shape, &eng), ZZ_ERR_INFEASIBLE);
   CU_ASSERT_PTR_NULL(eng);
   CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "capacity"));

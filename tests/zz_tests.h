@@ -26,8 +26,9 @@ void zz_test_chat_register(void);  /* test_runtime_chat.c: issue 46 */
 void zz_test_attn_register(void);
 void zz_test_cli_register(void);
 void zz_test_limits_register(void);
-void zz_test_int8_register(void); /* test_runtime_int8.c: --cpu-act int8 */
-void zz_test_moe_register(void);  /* test_runtime_moe.c: mixture of experts, Mixtral */
+void zz_test_int8_register(void);   /* test_runtime_int8.c: --cpu-act int8 */
+void zz_test_moe_register(void);    /* test_runtime_moe.c: mixture of experts, Mixtral */
+void zz_test_prefix_register(void); /* test_runtime_prefix.c: a shared prompt prefix computed once */
 /* A fixture's golden prompts on a CPU device under `policy`: tokens exact, logits
  * within 1e-4 relative (test_runtime_model.c). */
 void zz_check_golden(const char *name, const char *policy);

@@ -17,7 +17,9 @@ both engines (issue #45):
              blk.N.ffn_gate_inp (f32, as llama.cpp's quantizer keeps it),
              ffn_gate_exps, ffn_up_exps, ffn_down_exps ([experts, rows, cols]),
              and for qwen3moe attn_q_norm / attn_k_norm; run as
-             bench/llamacpp_compare.py runs it (its lcpp_one, imported).
+             bench/llamacpp_compare.py runs it (its lcpp_one, imported), with
+             its repacked CPU GEMMs but not its AMX buffer (repack_not_amx) and
+             OMP_WAIT_POLICY=passive (LCPP_ENV).
 
 Rows and ratios as bench/llamacpp_compare.py prints them (4bit-int8 / q4_0,
 8bit-int8 / q8_0). bench/bigger_than_ram.py takes SHAPES, write_config and
@@ -52,6 +54,11 @@ QTYPES = {"q4_0": (2, 32, 18, 0.002), "q8_0": (8, 32, 34, 0.0003)}
 # zigzag's configuration beside each llama.cpp type (--exact adds the exact-activation one)
 ZZ_PEER = {"q4_0": ["4bit-int8"], "q8_0": ["8bit-int8"]}
 ZZ_EXACT = {"4bit-int8": "4bit", "8bit-int8": "8bit"}
+
+
+# llama.cpp's OpenMP threads sleep when they wait (OMP_WAIT_POLICY=passive unless
+# set): on a shared 2-core machine its spinning threads ran it 3-4x slower
+LCPP_ENV = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "passive"))
 
 
 def parse(argv=None):
@@ -192,6 +199,55 @@ def write_gguf(path, s, qtype):
     w.close()
 
 
+def repack_not_amx():
+    """llama_model_params fields that keep llama.cpp's repacked Q4_0/Q8_0 GEMMs
+    but not its AMX buffer: on this machine (Sapphire Rapids class, 2 threads,
+    llama-cpp-python 0.3.36) ggml_backend_amx_mul_mat dies with SIGILL at a
+    one-row product (the warm-up and batch-1 decode). The dense matrices, which
+    llama.cpp would put in the AMX buffer, go to CPU_REPACK by a tensor buffer
+    override (the experts go there anyway: AMX has no MUL_MAT_ID). {} where
+    there is no CPU_REPACK buffer type."""
+    import ctypes
+    import llama_cpp as lc
+    lc.llama_backend_init()
+    libdir = os.path.dirname(lc.llama_cpp._lib._name)
+    g = ctypes.CDLL(os.path.join(libdir, "libggml.so"))
+    gb = ctypes.CDLL(os.path.join(libdir, "libggml-base.so"))
+    g.ggml_backend_dev_by_type.restype = ctypes.c_void_p
+    g.ggml_backend_dev_by_type.argtypes = [ctypes.c_int]
+    for lib in (g, gb):
+        if hasattr(lib, "ggml_backend_dev_backend_reg"):
+            lib.ggml_backend_dev_backend_reg.restype = ctypes.c_void_p
+            lib.ggml_backend_dev_backend_reg.argtypes = [ctypes.c_void_p]
+            lib.ggml_backend_reg_get_proc_address.restype = ctypes.c_void_p
+            lib.ggml_backend_reg_get_proc_address.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+            lib.ggml_backend_buft_name.restype = ctypes.c_char_p
+            lib.ggml_backend_buft_name.argtypes = [ctypes.c_void_p]
+            base = lib
+            break
+    dev = g.ggml_backend_dev_by_type(0)  # GGML_BACKEND_DEVICE_TYPE_CPU
+    fn = base.ggml_backend_reg_get_proc_address(base.ggml_backend_dev_backend_reg(dev), b"ggml_backend_dev_get_extra_bufts")
+    if not dev or not fn:
+        return {}
+    bufts = ctypes.CFUNCTYPE(ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)(fn)(dev)
+    repack = None
+    for i in range(8):
+        if not bufts[i]:
+            break
+        if base.ggml_backend_buft_name(bufts[i]) == b"CPU_REPACK":
+            repack = bufts[i]
+    if repack is None:
+        return {}
+    class Override(ctypes.Structure):  # struct llama_model_tensor_buft_override
+        _fields_ = [("pattern", ctypes.c_char_p), ("buft", ctypes.c_void_p)]
+
+    global _OVERRIDES  # alive while the model loads
+    _OVERRIDES = (Override * 2)()
+    _OVERRIDES[0].pattern = rb"(attn_(q|k|v|output)|ffn_(gate|up|down)_exps|output)\.weight"
+    _OVERRIDES[0].buft = repack
+    return {"tensor_buft_overrides": ctypes.cast(_OVERRIDES, ctypes.c_void_p)}
+
+
 def model_params(s):
     """Weights of the model s: its layers (every expert), the embedding and the output."""
     h, hd, E, f = s["hidden"], s["head_dim"], s["experts"], s["expert_ffn"]
@@ -211,7 +267,7 @@ def main():
     s = shapes(a)
     a.vocab = s["vocab"]  # lcpp_one draws token ids below it
     if a.one:
-        lcc.lcpp_one(a, a.one[0], a.one[1], int(a.one[2]))
+        lcc.lcpp_one(a, a.one[0], a.one[1], int(a.one[2]), model_params=repack_not_amx())
         return 0
     os.makedirs(a.workdir, exist_ok=True)
     mdir = os.path.join(a.workdir, "zz-model-%s-%dL" % (a.shape, a.layers))
@@ -245,7 +301,7 @@ def main():
                 r = subprocess.run([sys.executable, os.path.abspath(__file__), "--shape", a.shape, "--layers",
                                     str(a.layers), "--vocab", str(s["vocab"]), "--prompt-len", str(a.prompt_len),
                                     "--gen-len", str(a.gen_len), "--threads", str(a.threads), "--one", paths[d],
-                                    "f16", str(B)], capture_output=True, text=True)
+                                    "f16", str(B)], capture_output=True, text=True, env=LCPP_ENV)
                 if r.returncode != 0:
                     print("# llama.cpp %s batch %d failed: %s" % (d, B, r.stderr.strip()[-600:]), flush=True)
                     continue

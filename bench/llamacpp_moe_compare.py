@@ -267,7 +267,10 @@ def main():
     s = shapes(a)
     a.vocab = s["vocab"]  # lcpp_one draws token ids below it
     if a.one:
-        lcc.lcpp_one(a, a.one[0], a.one[1], int(a.one[2]), model_params=repack_not_amx())
+        # Q8_0: the override crashes the repack buffer (a tensor it cannot
+        # repack), so no extra buffers at all: ggml's own Q8_0 x Q8_0 dot
+        mp = {"use_extra_bufts": False} if a.one[0].endswith("q8_0.gguf") else repack_not_amx()
+        lcc.lcpp_one(a, a.one[0], a.one[1], int(a.one[2]), model_params=mp)
         return 0
     os.makedirs(a.workdir, exist_ok=True)
     mdir = os.path.join(a.workdir, "zz-model-%s-%dL" % (a.shape, a.layers))

@@ -73,6 +73,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import llamacpp_compare as lcc  # noqa: E402  (the GGUF writer and llama.cpp runner)
+import llamacpp_moe_compare as moe  # noqa: E402  (the MoE shapes and their Q4_0 GGUF writer)
+
+ALL_SHAPES = dict(lcc.SHAPES, **moe.SHAPES)
 
 SIZE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGT]?)i?B?$", re.I)
 
@@ -111,7 +114,7 @@ def rate_arg(s):
 
 # the defaults per --shape: LLaMA-7B, 12 of its 32 layers (1.44 GiB in Q4_0) under
 # 1 GiB, a few minutes; LLaMA-13B whole (40 layers, 6.9 GiB) under 4 GiB, the issue's case
-SHAPE_DEFAULTS = {"7b": (12, "1G"), "13b": (40, "4G")}
+SHAPE_DEFAULTS = {"7b": (12, "1G"), "13b": (40, "4G"), "qwen3-30b-a3b": (48, "6G"), "mixtral-8x7b": (32, "10G")}
 
 
 def parse(argv=None):
@@ -119,10 +122,11 @@ def parse(argv=None):
     p.add_argument("--zigzag", default="build/zigzag")
     p.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "zz-bigger-than-ram"),
                    help="GGUF and zigzag's disk tier (one disk for both); must not be tmpfs")
-    p.add_argument("--shape", choices=sorted(lcc.SHAPES), default="7b",
-                   help="whose layer shapes (bench/llamacpp_compare.py's SHAPES)")
+    p.add_argument("--shape", choices=sorted(ALL_SHAPES), default="7b",
+                   help="whose layer shapes (bench/llamacpp_compare.py's SHAPES, the MoE ones "
+                        "bench/llamacpp_moe_compare.py's: their Q4_0 GGUF written directly)")
     p.add_argument("--layers", type=pos_int, help="layers of the shape's model (default: 7b 12, 13b all 40)")
-    p.add_argument("--vocab", type=pos_int, default=32000)
+    p.add_argument("--vocab", type=pos_int, help="default: 32000, a MoE shape's own")
     p.add_argument("--limit", type=size_arg, help="the cgroup's memory limit (default: 7b 1G, 13b 4G)")
     p.add_argument("--read-rate", type=rate_arg, metavar="MB/s",
                    help="throttle both engines' (and the plan's) reads from --workdir's disk to this many MB/s "
@@ -142,7 +146,8 @@ def parse(argv=None):
     a = p.parse_args(argv)
     if a.gen_len < 2:
         p.error("--gen-len must be at least 2 (decode needs a step)")
-    full = lcc.SHAPES[a.shape]
+    full = ALL_SHAPES[a.shape]
+    a.vocab = a.vocab or full.get("vocab", 32000)
     a.layers = a.layers or SHAPE_DEFAULTS[a.shape][0]
     a.limit = a.limit or size_arg(SHAPE_DEFAULTS[a.shape][1])
     if a.layers > full["layers"]:
@@ -326,7 +331,9 @@ def new_group(a, name):
 
 
 def model_params(s):
-    """Weights of the model s (lcc.shapes): its layers, the embedding and the output."""
+    """Weights of the model s (lcc.shapes or moe.shapes): its layers, the embedding and the output."""
+    if "experts" in s:
+        return moe.model_params(s)
     h, f = s["hidden"], s["inter"]
     kvd = s["kv_heads"] * (h // s["heads"])
     return s["layers"] * (2 * h * h + 2 * kvd * h + 3 * h * f) + 2 * s["vocab"] * h
@@ -339,7 +346,8 @@ def check_space(a, s, q4):
     of 64 with their scales, and its cache); 10% and 1 GiB to spare."""
     n = model_params(s)
     q4_b = n * 0.6
-    need = (0.6 * n if os.path.exists(q4) else max(2 * n + q4_b, q4_b + 0.6 * n)) * 1.1 + (1 << 30)
+    f16_b = 0 if "experts" in s else 2 * n  # a MoE shape's Q4_0 is written directly
+    need = (0.6 * n if os.path.exists(q4) else max(f16_b + q4_b, q4_b + 0.6 * n)) * 1.1 + (1 << 30)
     d = a.workdir
     while not os.path.isdir(d):  # the disk it will be made on
         d = os.path.dirname(d)
@@ -427,7 +435,8 @@ def main():
             return 2
         a.read_bps = int(a.read_rate * 1e6)
     new_group(a, "probe").remove()  # refuses now, before minutes of writing, where there is none
-    s = lcc.shapes(a)
+    is_moe = a.shape in moe.SHAPES
+    s = moe.shapes(a) if is_moe else lcc.shapes(a)
     stem = os.path.join(a.workdir, "model-%s-%dL-v%d-" % (a.shape, a.layers, a.vocab))
     q4 = stem + "q4_0.gguf"
     check_space(a, s, q4)
@@ -439,7 +448,11 @@ def main():
         return 0
     os.makedirs(a.workdir, exist_ok=True)
     mdir = os.path.join(a.workdir, "zz-model")
-    lcc.write_config(mdir, s)
+    (moe.write_config if is_moe else lcc.write_config)(mdir, s)
+    if not os.path.exists(q4) and is_moe:  # Q4_0 blocks written directly: no f16 file, no quantize
+        print("writing %s ..." % q4, file=sys.stderr)
+        moe.write_gguf(q4 + ".part", s, "q4_0")
+        os.rename(q4 + ".part", q4)
     if not os.path.exists(q4):  # through f16, not f32: half the disk and the time (13B: 26 GB, not 52)
         f16 = stem + "f16.gguf.part"
         print("writing %s, then quantizing to Q4_0 ..." % f16, file=sys.stderr)

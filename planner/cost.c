@@ -129,6 +129,18 @@ static double zz_gemm_rate(const zz_cost_in *in, bool q4w, const zz_qfmt *wq, do
                                                    : zz_hw_rate(hw->gemm, hw->n_gemm, rows);
 }
 
+/* Seconds of a MoE layer's expert GEMMs for a GPU batch of r rows, every batch:
+ * active FLOPs (k/E of the experts' elements, per row) at the rate of the rows
+ * one touched expert gets, r·k over the experts touched (runtime/moe.c runs one
+ * GEMM per chosen expert on its rows): a decode step's few rows spread over
+ * many experts run at the GEMV rate, not at r's. */
+static double zz_cost_experts(const zz_cost_in *in, bool q4w, const zz_qfmt *wq, double active, double r) {
+  const zz_config *c = &in->m->cfg;
+  double touched = zz_moe_experts_touched(c->n_experts, c->n_experts_used, r);
+  double m_e = touched > 0 ? r * (double)c->n_experts_used / touched : r;
+  return 2 * active * r * in->num_gb / zz_gemm_rate(in, q4w, wq, m_e);
+}
+
 /* On the CPU device the "link" is memcpy and f16 -> f32 conversion run by host
  * threads on the very cores the GEMMs use: besides delaying its own lane, the
  * copying takes time from compute (the host term; the disk's DMA still
@@ -186,8 +198,9 @@ static void zz_cost_pass_terms(const zz_cost_in *in, int l, const zz_pass *ps, z
    * expert-stacked matrices (zz_weight_spec.experts): only the experts the
    * block's bls x sq routed rows touch are loaded, one read each
    * (zz_moe_experts_touched), and each row multiplies k of the E experts'
-   * matrices (k/E of their elements: the active FLOPs) */
+   * matrices (k/E of their elements: the active FLOPs), apart in ex, ex_kv */
   double W = 0, Wd = 0, mat = 0, mat_kv = 0; /* mat_kv: the after_kv matrices' share */
+  double ex = 0, ex_kv = 0;
   for (int k = 0; k < L->n_weights; k++) {
     const zz_weight_spec *ws = &L->weights[k];
     if (!ws->ndim) continue;
@@ -196,8 +209,9 @@ static void zz_cost_pass_terms(const zz_cost_in *in, int l, const zz_pass *ps, z
     if (ws->experts) active *= (double)c->n_experts_used / (double)ws->experts;
     W += b;
     Wd += b / zz_hw_disk_read_bw(hw, b / reads);
-    if (ws->ndim == 2 && !ws->gathered) mat += active;
-    if (ws->ndim == 2 && ws->after_kv) mat_kv += active;
+    double *to = ws->experts ? &ex : &mat, *to_kv = ws->experts ? &ex_kv : &mat_kv;
+    if (ws->ndim == 2 && !ws->gathered) *to += active;
+    if (ws->ndim == 2 && ws->after_kv) *to_kv += active;
   }
   /* one rate for every size (a file without the curve): as one division, as
    * before, so such a file's plans stay the same to the last bit */
@@ -219,6 +233,11 @@ static void zz_cost_pass_terms(const zz_cost_in *in, int l, const zz_pass *ps, z
     double last_rows_only = zz_layer_wants_all_rows(m, L, (int64_t)sq, false) ? 0 : mat_kv;
     comp->c += 2 * (mat - last_rows_only) * rows * num_gb / zz_gemm_rate(in, q4w, wq, rows);
     if (last_rows_only > 0) comp->c += 2 * last_rows_only * gbs * num_gb / zz_gemm_rate(in, q4w, wq, gbs);
+  }
+  if (ex > 0) { /* each touched expert one GEMM on its own rows, at that M's rate */
+    double rows = gbs * sq, last_rows_only = zz_layer_wants_all_rows(m, L, (int64_t)sq, false) ? 0 : ex_kv;
+    comp->c += zz_cost_experts(in, q4w, wq, ex - last_rows_only, rows);
+    if (last_rows_only > 0) comp->c += zz_cost_experts(in, q4w, wq, last_rows_only, gbs);
   }
 
   /* hidden states of each (layer, batch) to and from their home */

@@ -285,7 +285,8 @@ static void test_cost_terms(void) {
 
 /* A MoE MLP layer (mixtral-8x7b): the weight lane moves the norm, the router and
  * the expected experts touched by the block's rows, E(1 - (1 - k/E)^t) of the
- * stacked matrices' E; the GEMMs count the router and k/E of the experts. */
+ * stacked matrices' E; the GEMMs count the router and k/E of the experts, the
+ * experts at the rate of the rows each touched one gets. */
 static void test_cost_moe(void) {
   zz_config c;
   zz_model m;
@@ -298,17 +299,23 @@ static void test_cost_moe(void) {
   CU_ASSERT_FATAL(L->kind == ZZ_LAYER_MLP);
   for (int ph = 0; ph < ZZ_PHASE_COUNT; ph++) {
     double rows = ph == ZZ_PHASE_PREFILL ? 8 * 16 : 8, gemm_rows = ph == ZZ_PHASE_PREFILL ? 4 * 16 : 4;
-    double touched = 8 * (1 - pow(0.75, rows)), W = 0, active = 0;
+    double touched = 8 * (1 - pow(0.75, rows)), W = 0, active = 0, active_ex = 0;
     for (int k = 0; k < L->n_weights; k++) {
       const zz_weight_spec *w = &L->weights[k];
       double b = (double)zz_weight_bytes(w, c.dtype), n = (double)zz_weight_numel(w);
       W += w->experts ? b * touched / 8 : b;
-      if (w->ndim == 2) active += w->experts ? n * 2 / 8 : n;
+      if (w->ndim == 2) *(w->experts ? &active_ex : &active) += w->experts ? n * 2 / 8 : n;
     }
+    /* each touched expert's GEMM at the rate of its rows: a batch's gemm_rows
+     * times k = 2 over the experts that batch touches */
+    double m_e = gemm_rows * 2 / (8 * (1 - pow(0.75, gemm_rows)));
     zz_lin t[ZZ_TERM_COUNT];
     zz_cost_layer(&in, l, (zz_phase)ph, t);
     CU_ASSERT(close_rel(t[ZZ_TERM_WEIGHT].a[ZZ_X_WC], W / 1e10, 1e-12));
-    CU_ASSERT(close_rel(t[ZZ_TERM_COMPUTE].c, 2 * active * rows / zz_hw_rate(hw.gemm, hw.n_gemm, gemm_rows), 1e-12));
+    CU_ASSERT(close_rel(t[ZZ_TERM_COMPUTE].c,
+                        2 * active * rows / zz_hw_rate(hw.gemm, hw.n_gemm, gemm_rows) +
+                            2 * active_ex * rows / zz_hw_rate(hw.gemm, hw.n_gemm, m_e),
+                        1e-12));
   }
   /* decode's 8 rows touch 7.2 of 8 experts; the prefill's 128, all */
   CU_ASSERT(close_rel(zz_moe_experts_touched(8, 2, 8), 8 * (1 - pow(0.75, 8)), 1e-12));

@@ -30,6 +30,8 @@ refused "must be at least 1" "zero layers" --zigzag "$ZZ" --layers 0
 refused "invalid choice: 'int4'" "an activation type zigzag has not" --zigzag "$ZZ" --cpu-act int4
 refused "invalid choice: '30b'" "a shape with no row in SHAPES" --zigzag "$ZZ" --shape 30b
 refused "--layers 41: LLaMA-13B has 40 layers" "more layers than the shape's model" --zigzag "$ZZ" --shape 13b --layers 41
+refused "--layers 49: Qwen3-30B-A3B has 48 layers" "more layers than a MoE shape's model" --zigzag "$ZZ" \
+  --shape qwen3-30b-a3b --layers 49
 refused "'0' must be a rate above 0 MB/s" "a read rate of 0" --zigzag "$ZZ" --read-rate 0
 refused "'-550' must be a rate above 0 MB/s" "a negative read rate" --zigzag "$ZZ" --read-rate=-550
 refused "'fast' is not a rate in MB/s" "a read rate that is no number" --zigzag "$ZZ" --read-rate fast

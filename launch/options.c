@@ -119,6 +119,10 @@ static const zz_opt_def zz_opt_table[] = {
      "generate: blocks in file order, lines written in it (default: blocks of prompts of similar length and "
      "max tokens, lines in the order their blocks finish)",
      false, 0, 0, false, G, NULL},
+    {"refill-blocks", "ZZ_REFILL_BLOCKS", ZZ_OPT_INT, ZZ_O(refill_blocks), "8",
+     "generate: prompts gathered this many blocks at a time; a sequence that ends hands its slot to the next "
+     "waiting prompt (continuous batching), and lines are committed once per gathering; 1 = block by block",
+     false, 1, 4096, false, G, NULL},
     {"progress", NULL, ZZ_OPT_FLAG, ZZ_O(progress), NULL, "print the progress line even when stderr is not a terminal",
      false, 0, 0, false, G, NULL},
     {"no-progress", NULL, ZZ_OPT_FLAG, ZZ_O(no_progress), NULL, "never print the progress line", false, 0, 0, false, G,

@@ -34,6 +34,7 @@ typedef struct zz_opts {
   const char *cpu_dtype; /* CPU device: dtype of weight matrices, f32 or bf16 */
   const char *cpu_act;   /* CPU device: x of 4/8-bit linears, f32 (exact) or int8 */
   bool resume, keep_order, progress, no_progress;
+  int refill_blocks;         /* generate: blocks gathered at a time, slots refilled (zz_request.refill) */
   const char *text;          /* tokenize's argument */
   const char *text_file;     /* perplexity: --text FILE */
   const char *messages;      /* chat-template: --messages FILE */

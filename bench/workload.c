@@ -1,12 +1,14 @@
 /*
- * workload.c — a batch file of mixed lengths replayed through one engine, twice in
- * one process (issue #47): as `zigzag generate` runs it now (blocks of prompts of
- * similar length and max tokens, each sequence ending at its own max tokens, a GPU
- * batch whose sequences have all ended left out) and as it ran before (blocks in
- * file order, every sequence of a block run to the block's most max tokens). For
- * each: useful tokens per second (the prompt and generated tokens the lines asked
- * for), positions computed, and the share of them that were padding or finished
- * sequences; and whether every line got the same tokens both ways. Dummy weights,
+ * workload.c — a batch file of mixed lengths replayed through one engine, three
+ * times in one process (issue #47): as `zigzag generate` runs it now (prompts of
+ * similar length and max tokens gathered together, each sequence ending at its own
+ * max tokens, and a slot whose sequence has ended taking the next waiting line:
+ * zz_request.refill), the same without refill (block by block, a GPU batch whose
+ * sequences have all ended left out), and as it ran before (blocks in file order,
+ * every sequence of a block run to the block's most max tokens). For each: useful
+ * tokens per second (the prompt and generated tokens the lines asked for),
+ * positions computed, and the share of them that were padding or finished
+ * sequences; and whether every line got the same tokens every way. Dummy weights,
  * greedy, EOS ignored (a line ends at its max tokens). CSV on stdout; not a test.
  *
  * The workload: --prompts FILE (JSON Lines: "input_ids" and "max_new_tokens"), or
@@ -16,6 +18,7 @@
  *
  *   workload [--model opt-125m] [--layers L] [--lines 64] [--scale 0.1] [--seed 1]
  *            [--gbs 8] [--num-gb 1] [--threads 0] [--prompts FILE] [--write FILE]
+ *            [--refill-blocks 8]  (lines per refill request in blocks, as zigzag generate's; 0: all)
  */
 #include <jansson.h>
 #include <math.h>
@@ -94,22 +97,25 @@ static int wl_cmp_len(const void *pa, const void *pb) {
 
 typedef struct wl_run {
   double s;
-  int64_t computed, useful;
+  int64_t computed, useful, refilled;
 } wl_run;
 
-/* The lines in `order`, blocks of bls: each its own max tokens (own) or all the
- * block's most (before). tokens[place] keeps each line's first max_new tokens. */
-static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t bls, bool own, int32_t **tokens,
-                           wl_run *out) {
+/* The lines in `order`, requests of `per` lines: each its own max tokens (own) or
+ * all the request's most (before); with refill, a request of more lines than the
+ * engine's slots (zz_request.refill). tokens[place] keeps each line's first max_new
+ * tokens. */
+static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t per, bool own, bool refill,
+                           int32_t **tokens, wl_run *out) {
   *out = (wl_run){0};
-  const int32_t *ids[4096];
-  int64_t lens[4096];
-  uint64_t streams[4096];
-  zz_seq_params sp[4096];
-  if (bls > 4096) return zz_error(ZZ_ERR_INVALID_ARG, "workload: blocks of at most 4096");
+  const int32_t **ids = malloc((size_t)per * sizeof *ids);
+  int64_t *lens = malloc((size_t)per * sizeof *lens);
+  uint64_t *streams = malloc((size_t)per * sizeof *streams);
+  zz_seq_params *sp = malloc((size_t)per * sizeof *sp);
+  if (!ids || !lens || !streams || !sp) return zz_error(ZZ_ERR_NO_MEMORY, "workload: out of memory");
   double t0 = zz_now();
-  for (int64_t b = 0; b < n; b += bls) {
-    int64_t cnt = n - b < bls ? n - b : bls;
+  zz_status st = ZZ_OK;
+  for (int64_t b = 0; st == ZZ_OK && b < n; b += per) {
+    int64_t cnt = n - b < per ? n - b : per;
     int most = 1;
     for (int64_t i = 0; i < cnt; i++) {
       const wl_line *l = order[b + i];
@@ -127,22 +133,28 @@ static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t bls
                       .max_new_tokens = most,
                       .ignore_eos = true,
                       .sampling = {.top_p = 1},
-                      .params = own ? sp : NULL};
+                      .params = own ? sp : NULL,
+                      .refill = refill};
     zz_result res;
-    ZZ_CHECK(zz_generate(e, &req, &res));
+    if ((st = zz_generate(e, &req, &res)) != ZZ_OK) break;
     out->computed += res.pos_computed;
+    out->refilled += res.refilled;
     for (int64_t i = 0; i < cnt; i++)
       memcpy(tokens[order[b + i]->place], res.tokens[i], (size_t)order[b + i]->max_new * sizeof(int32_t));
     zz_result_free(&res, cnt);
   }
   out->s = zz_now() - t0;
   for (int64_t i = 0; i < n; i++) out->useful += order[i]->len + order[i]->max_new - 1;
-  return ZZ_OK;
+  free(ids);
+  free(lens);
+  free(streams);
+  free(sp);
+  return st;
 }
 
 int main(int argc, char **argv) {
   const char *model = "opt-125m", *prompts = NULL, *write = NULL;
-  int layers = 0, gbs = 8, num_gb = 1, threads = 0;
+  int layers = 0, gbs = 8, num_gb = 1, threads = 0, refill_blocks = 8;
   int64_t lines = 64;
   double scale = 0.1;
   uint64_t seed = 1;
@@ -167,6 +179,8 @@ int main(int argc, char **argv) {
       prompts = v;
     else if (!strcmp(k, "--write"))
       write = v;
+    else if (!strcmp(k, "--refill-blocks"))
+      refill_blocks = atoi(v);
     else
       return fprintf(stderr, "workload: unknown option %s (see the head of bench/workload.c)\n", k), 2;
   }
@@ -219,43 +233,47 @@ int main(int argc, char **argv) {
       zz_engine_create(dev, &m, NULL, &pol, &shape, &e) != ZZ_OK)
     return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
   wl_line **file = malloc((size_t)n * sizeof *file), **sorted = malloc((size_t)n * sizeof *sorted);
-  int32_t **before = calloc((size_t)n, sizeof *before), **now = calloc((size_t)n, sizeof *now);
+  enum { RUNS = 3 };
+  int32_t **tok[RUNS];
+  for (int r = 0; r < RUNS; r++) tok[r] = calloc((size_t)n, sizeof **tok);
   for (int64_t i = 0; i < n; i++) {
     file[i] = sorted[i] = &w[i];
-    before[i] = malloc((size_t)w[i].max_new * sizeof **before);
-    now[i] = malloc((size_t)w[i].max_new * sizeof **now);
+    for (int r = 0; r < RUNS; r++) tok[r][i] = malloc((size_t)w[i].max_new * sizeof ***tok);
   }
   qsort(sorted, (size_t)n, sizeof *sorted, wl_cmp);
-  int64_t bls = (int64_t)gbs * num_gb;
-  wl_run rb, rn;
-  if (wl_replay(e, file, n, bls, false, before, &rb) != ZZ_OK || wl_replay(e, sorted, n, bls, true, now, &rn) != ZZ_OK)
+  int64_t bls = (int64_t)gbs * num_gb, win = refill_blocks > 0 ? bls * refill_blocks : n;
+  wl_run runs[RUNS];
+  if (wl_replay(e, file, n, bls, false, false, tok[0], &runs[0]) != ZZ_OK ||
+      wl_replay(e, sorted, n, bls, true, false, tok[1], &runs[1]) != ZZ_OK ||
+      wl_replay(e, sorted, n, win, true, true, tok[2], &runs[2]) != ZZ_OK)
     return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
   int same = 1;
-  for (int64_t i = 0; i < n; i++) same &= !memcmp(before[i], now[i], (size_t)w[i].max_new * sizeof **now);
-  printf(
-      "model,layers,lines,prompt_tokens_p50,asked_tokens,bls,run,seconds,useful_tok_s,positions,wasted,same_tokens\n");
-  const wl_run *runs[2] = {&rb, &rn};
-  const char *names[2] = {"before: file order; every sequence to its block's most",
-                          "now: zz_prompt_order; own max tokens"};
+  for (int r = 1; r < RUNS; r++)
+    for (int64_t i = 0; i < n; i++) same &= !memcmp(tok[0][i], tok[r][i], (size_t)w[i].max_new * sizeof ***tok);
+  printf("model,layers,lines,prompt_tokens_p50,asked_tokens,bls,run,seconds,useful_tok_s,positions,wasted,refilled,"
+         "same_tokens\n");
+  const char *names[RUNS] = {"before: file order; every sequence to its block's most",
+                             "sorted: zz_prompt_order; own max tokens; block by block",
+                             "now: sorted; own max tokens; refill (a finished slot takes the next line)"};
   int64_t *lens = malloc((size_t)n * sizeof *lens);
   for (int64_t i = 0; i < n; i++) lens[i] = w[i].len;
   qsort(lens, (size_t)n, sizeof *lens, wl_cmp_len);
-  for (int r = 0; r < 2; r++)
-    printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%.2f,%.1f,%lld,%.3f,%d\n", model, (long long)cfg.n_layers, (long long)n,
-           (long long)lens[n / 2], (long long)asked, (long long)bls, names[r], runs[r]->s, (double)asked / runs[r]->s,
-           (long long)runs[r]->computed, 1.0 - (double)runs[r]->useful / (double)runs[r]->computed, same);
-  printf("# speed-up %.2fx\n", rb.s / rn.s);
+  for (int r = 0; r < RUNS; r++)
+    printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%.2f,%.1f,%lld,%.3f,%lld,%d\n", model, (long long)cfg.n_layers, (long long)n,
+           (long long)lens[n / 2], (long long)asked, (long long)bls, names[r], runs[r].s, (double)asked / runs[r].s,
+           (long long)runs[r].computed, 1.0 - (double)runs[r].useful / (double)runs[r].computed,
+           (long long)runs[r].refilled, same);
+  printf("# useful tokens/s: sorted %.2fx, now (refill) %.2fx the baseline; refill alone %.2fx\n",
+         runs[0].s / runs[1].s, runs[0].s / runs[2].s, runs[1].s / runs[2].s);
   for (int64_t i = 0; i < n; i++) {
     free(w[i].ids);
-    free(before[i]);
-    free(now[i]);
+    for (int r = 0; r < RUNS; r++) free(tok[r][i]);
   }
+  for (int r = 0; r < RUNS; r++) free(tok[r]);
   free(lens);
   free(w);
   free(file);
   free(sorted);
-  free(before);
-  free(now);
   zz_engine_destroy(e);
   zz_device_destroy(dev);
   zz_model_free(&m);

@@ -151,9 +151,19 @@ typedef struct zz_run {
 /* The group's batch that step q = (slice layer, batch) computes. */
 static int64_t zz_run_batch(const zz_run *r, int64_t q) { return r->ks[q % r->nbt]; }
 
+/* Sequences of batch k a step computes: up to its last one still running (those
+ * after it have ended and nothing reads their rows again: a refill writes a slot's
+ * rows afresh). */
+static int64_t zz_step_count(const zz_engine *e, const zz_group *g, int step, const bool *ended, int64_t k) {
+  int64_t cnt = zz_group_batch_count(e, g, k), first = k * e->pol.gpu_batch_size;
+  if (step > 0 && ended)
+    while (cnt > 0 && ended[first + cnt - 1]) cnt--;
+  return cnt;
+}
+
 /* Sequences of batch k the run computes. */
 static int64_t zz_run_count(const zz_run *r, int64_t k) {
-  return r->slot >= 0 ? 1 : zz_group_batch_count(r->e, r->g, k);
+  return r->slot >= 0 ? 1 : zz_step_count(r->e, r->g, r->step, r->io->ended, k);
 }
 
 static bool zz_act_off(const zz_run *r, int64_t k) {
@@ -250,7 +260,7 @@ static void zz_load_cache(zz_run *r, int64_t q) {
                     .jl = jl,
                     .index = ci,
                     .slot = (int)(q % 3),
-                    .cnt = zz_group_batch_count(r->e, r->g, k),
+                    .cnt = zz_run_count(r, k),
                     .p0 = 0,
                     .p1 = r->pos});
 }
@@ -369,7 +379,7 @@ static uint64_t zz_store_cache(zz_run *r, int64_t q) {
                            .jl = jl,
                            .index = ci,
                            .slot = (int)(q % 3),
-                           .cnt = zz_group_batch_count(r->e, r->g, k),
+                           .cnt = zz_run_count(r, k),
                            .p0 = r->pos,
                            .p1 = r->pos + r->sq});
 }
@@ -457,10 +467,11 @@ zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *
   zz_group *g = &e->groups[group];
   int64_t gbs = e->pol.gpu_batch_size, nbt = 0;
   /* the batches with a sequence still running (at the prompt step, every one) */
+  int64_t rows = 0;
   for (int64_t k = 0; k * gbs < g->n; k++) {
-    bool run = step == 0 || !io->ended;
-    for (int64_t i = k * gbs; !run && i < k * gbs + zz_group_batch_count(e, g, k); i++) run = !io->ended[i];
-    if (run) g->run_k[nbt++] = k;
+    int64_t cnt = zz_step_count(e, g, step, io->ended, k);
+    if (cnt) g->run_k[nbt++] = k;
+    rows += cnt;
   }
   if (nbt == 0) return ZZ_OK;
   zz_run r = {.e = e,
@@ -475,7 +486,7 @@ zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *
               .io = io,
               .store_ticket = e->tickets,
               .slot = -1};
-  for (int64_t i = 0; i < nbt; i++) e->positions += zz_group_batch_count(e, g, g->run_k[i]) * r.sq;
+  e->positions += rows * r.sq;
   return zz_run_guarded(&r);
 }
 

@@ -223,9 +223,10 @@ static void zz_finished_batches_run(zz_device *dev, const zz_model *m, const zz_
       .n = N, .ids = ids, .lens = lens, .streams = streams, .max_new_tokens = GEN, .ignore_eos = true, .params = sp};
   zz_result res;
   CU_ASSERT_FATAL(zz_generate(eng, &req, &res) == ZZ_OK);
-  /* computed: the prompt step, then per step 2 rows of each batch with a sequence
-   * running: steps 1 (batches 0, 1, 2), 2 (1, 2), 3-5 (1) */
-  CU_ASSERT_EQUAL(res.pos_computed, N * LEN + 6 + 4 + 3 * 2);
+  /* computed: the prompt step, then per step the rows of each batch with a sequence
+   * running, up to its last one running: steps 1 (batches 0, 1, 2), 2 (1, 2), 3-4
+   * (1), and at step 5 batch 1's first row alone (its second has ended) */
+  CU_ASSERT_EQUAL(res.pos_computed, N * LEN + 6 + 4 + 2 * 2 + 1);
   int64_t useful = N * LEN;
   for (int i = 0; i < N; i++) useful += max_new[i] - 1;
   CU_ASSERT_EQUAL(res.pos_useful, useful);

@@ -6,7 +6,9 @@
  * step's logits (penalties, sampling, log-probabilities, end ids, stop, length, the
  * next input) is zz_gen_take, written once: launch/ runs it through zz_generate in
  * one process, and a pipeline's last rank (stage/engine_stage.c) calls it on the
- * logits of each (step, group) item the stage hands it.
+ * logits of each (step, group) item the stage hands it. With zz_request.refill a
+ * request holds more prompts than slots, and a slot whose sequence has ended takes
+ * the next waiting one (zz_gen_loop_refill, zz_engine_refill).
  */
 #include <stdlib.h>
 #include <string.h>

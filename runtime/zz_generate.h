@@ -49,7 +49,8 @@ int32_t zz_argmax(const float *x, int64_t n);
 /*
  * The token loop (runtime/generate.c): prompts of up to n_groups × gbs × num_gb
  * sequences are cut into the engine's groups; each token step runs every group
- * through the engine, samples each live sequence's next token and tracks EOS.
+ * through the engine, samples each live sequence's next token and tracks EOS. With
+ * refill, any number of prompts: an ended sequence's slot takes the next one.
  */
 
 /* One block of prompts to generate for. */
@@ -57,7 +58,7 @@ struct zz_seq_params; /* runtime/zz_seq.h: one sequence's own settings */
 struct zz_seq_out;
 
 typedef struct zz_request {
-  int64_t n;                 /* prompts, at most n_groups * gbs * num_gb */
+  int64_t n;                 /* prompts, at most n_groups * gbs * num_gb (any with refill) */
   const int32_t *const *ids; /* ids[i]: prompt i (BOS included by the caller) */
   const int64_t *lens;       /* lens[i] >= 1, <= shape.prompt_len */
   const uint64_t *streams;   /* rng stream per prompt (NULL: its index) */

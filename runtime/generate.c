@@ -311,9 +311,10 @@ static zz_status zz_slots_turn(zz_engine *e, zz_gen *g, zz_slots *sl, int gr) {
     return ZZ_OK;
   }
   int step = (int)sl->step[gr];
-  for (int64_t i = 0; i < sl->n[gr] && sl->waiting; i++) {
+  bool fits = true; /* until a search finds none: the next would find none either */
+  for (int64_t i = 0; i < sl->n[gr] && sl->waiting && fits; i++) {
     int64_t q;
-    while (zz_slot_free(g, sl, base + i) && (q = zz_slot_fit(e, g, sl, gr, step)) >= 0) {
+    while (zz_slot_free(g, sl, base + i) && (fits = (q = zz_slot_fit(e, g, sl, gr, step)) >= 0)) {
       zz_slot_take(g, sl, base + i, q);
       ZZ_CHECK(zz_engine_refill(e, gr, i, sl->ids[base + i], sl->lens[base + i], step));
       g->r.pos_useful += sl->lens[base + i];

@@ -30,6 +30,11 @@
  * in the preset's ratios): `--model llama-7b --width 768 --layers 12` is a
  * LLaMA-shaped model of OPT-125M's size.
  *
+ * The run now also refills (zz_request.refill, requests of --refill-blocks blocks,
+ * as zigzag generate gathers them): a sequence that ends hands its slot to the next
+ * waiting line. A fourth run, sorted block by block without refill, shows what the
+ * refill alone gives; it and the run before are the ones the planner predicts.
+ *
  * With --hw FILE (zigzag profile --out FILE on this machine) each run also prints
  * the planner's prediction for its blocks (zz_plan_workload: each block at its own
  * padded prompt length, each GPU batch to its own most new tokens) and its ratio to
@@ -40,7 +45,7 @@
  *
  *   workload [--model opt-125m] [--layers L] [--lines 64] [--scale 0.1] [--seed 1]
  *            [--gbs 8] [--num-gb 1] [--threads 0] [--system 0] [--prompts FILE] [--write FILE] [--hw FILE]
- *            [--width H]
+ *            [--width H] [--refill-blocks 8]
  */
 #include <jansson.h>
 #include <math.h>
@@ -134,27 +139,30 @@ typedef struct wl_run {
   double prefill_s, decode_s;              /* zz_result's, summed */
   double predicted_s, predicted_prefill_s; /* zz_plan_workload's (0: no --hw) */
   int64_t predicted_pos;                   /* its positions computed */
+  int64_t refilled;                        /* sequences that joined a running block */
 } wl_run;
 
-/* The lines in `order`, blocks of bls: each its own max tokens (own) or all the
- * block's most (before). tokens[place] keeps each line's first max_new tokens. */
-static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t bls, bool own, bool share,
+/* The lines in `order`, requests of `per` lines: each its own max tokens (own) or
+ * all the request's most (before); with refill, a request of more lines than the
+ * engine's slots (zz_request.refill). tokens[place] keeps each line's first max_new
+ * tokens. */
+static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t per, bool own, bool share, bool refill,
                            int32_t **tokens, wl_run *out) {
   *out = (wl_run){0};
   zz_engine_set_prefix_sharing(e, share);
-  const int32_t *ids[4096];
-  int64_t lens[4096];
-  uint64_t streams[4096];
-  zz_seq_params sp[4096];
-  if (bls > 4096) return zz_error(ZZ_ERR_INVALID_ARG, "workload: blocks of at most 4096");
+  const int32_t **ids = malloc((size_t)per * sizeof *ids);
+  int64_t *lens = malloc((size_t)per * sizeof *lens);
+  uint64_t *streams = malloc((size_t)per * sizeof *streams);
+  zz_seq_params *sp = malloc((size_t)per * sizeof *sp);
+  zz_status st = !ids || !lens || !streams || !sp ? zz_error(ZZ_ERR_NO_MEMORY, "workload: out of memory") : ZZ_OK;
   double t0 = zz_now(), c0 = wl_cpu_s();
-  for (int64_t b = 0; b < n; b += bls) {
-    int64_t cnt = n - b < bls ? n - b : bls;
+  for (int64_t b = 0; st == ZZ_OK && b < n; b += per) {
+    int64_t cnt = n - b < per ? n - b : per;
     int most = 1;
     int64_t shortest = order[b]->len;
     for (int64_t i = 0; i < cnt; i++) {
-      if (order[b + i]->len < shortest) shortest = order[b + i]->len;
       const wl_line *l = order[b + i];
+      if (l->len < shortest) shortest = l->len;
       ids[i] = l->ids;
       lens[i] = l->len;
       streams[i] = (uint64_t)l->place;
@@ -169,14 +177,18 @@ static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t bls
                       .max_new_tokens = most,
                       .ignore_eos = true,
                       .sampling = {.top_p = 1},
-                      .params = own ? sp : NULL};
-    if (share) out->saved += (cnt - 1) * zz_prefix_shared(ids, cnt, shortest);
+                      .params = own ? sp : NULL,
+                      .refill = refill};
+    /* a request of one block: its shared prefix, as the engine finds it (a refill
+     * request's blocks are the engine's to form: its count is taken below) */
+    if (share && !refill) out->saved += (cnt - 1) * zz_prefix_shared(ids, cnt, shortest);
     zz_result res;
-    ZZ_CHECK(zz_generate(e, &req, &res));
+    if ((st = zz_generate(e, &req, &res)) != ZZ_OK) break;
     out->computed += res.pos_computed;
     out->engine_useful += res.pos_useful;
     out->prefill_s += res.prefill_s;
     out->decode_s += res.decode_s;
+    out->refilled += res.refilled;
     for (int64_t i = 0; i < cnt; i++)
       memcpy(tokens[order[b + i]->place], res.tokens[i], (size_t)order[b + i]->max_new * sizeof(int32_t));
     zz_result_free(&res, cnt);
@@ -184,7 +196,12 @@ static zz_status wl_replay(zz_engine *e, wl_line **order, int64_t n, int64_t bls
   out->s = zz_now() - t0;
   out->cpu_s = wl_cpu_s() - c0;
   for (int64_t i = 0; i < n; i++) out->useful += order[i]->len + order[i]->max_new - 1;
-  return ZZ_OK;
+  if (refill) out->saved = out->useful - out->engine_useful;
+  free(ids);
+  free(lens);
+  free(streams);
+  free(sp);
+  return st;
 }
 
 /* The preset narrowed to hidden `width`: its head_dim kept, the query and K/V heads
@@ -239,7 +256,7 @@ static zz_status wl_predict(const zz_model *m, const zz_hw *hw, const zz_policy 
 
 int main(int argc, char **argv) {
   const char *model = "opt-125m", *prompts = NULL, *write = NULL, *hw_path = NULL;
-  int layers = 0, gbs = 8, num_gb = 1, threads = 0, width = 0, system = 0;
+  int layers = 0, gbs = 8, num_gb = 1, threads = 0, width = 0, system = 0, refill_blocks = 8;
   int64_t lines = 64;
   double scale = 0.1;
   uint64_t seed = 1;
@@ -270,6 +287,8 @@ int main(int argc, char **argv) {
       hw_path = v;
     else if (!strcmp(k, "--width"))
       width = atoi(v);
+    else if (!strcmp(k, "--refill-blocks"))
+      refill_blocks = atoi(v);
     else
       return fprintf(stderr, "workload: unknown option %s (see the head of bench/workload.c)\n", k), 2;
   }
@@ -336,77 +355,74 @@ int main(int argc, char **argv) {
       zz_engine_create(dev, &m, NULL, &pol, &shape, &e) != ZZ_OK)
     return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
   wl_line **file = malloc((size_t)n * sizeof *file), **sorted = malloc((size_t)n * sizeof *sorted);
-  int32_t **before = calloc((size_t)n, sizeof *before), **now = calloc((size_t)n, sizeof *now);
-  int32_t **plain = calloc((size_t)n, sizeof *plain);
+  enum { RUNS = 4 }; /* before, sorted block by block, now (refill), now without prefix sharing (--system) */
+  int n_runs = system > 0 ? 4 : 3;
+  int32_t **tok[RUNS];
+  for (int r = 0; r < RUNS; r++) tok[r] = calloc((size_t)n, sizeof **tok);
   for (int64_t i = 0; i < n; i++) {
     file[i] = sorted[i] = &w[i];
-    before[i] = malloc((size_t)w[i].max_new * sizeof **before);
-    now[i] = malloc((size_t)w[i].max_new * sizeof **now);
-    plain[i] = malloc((size_t)w[i].max_new * sizeof **plain);
+    for (int r = 0; r < RUNS; r++) tok[r][i] = malloc((size_t)w[i].max_new * sizeof ***tok);
   }
   qsort(sorted, (size_t)n, sizeof *sorted, wl_cmp);
-  int64_t bls = (int64_t)gbs * num_gb;
-  wl_run rb, rn, rp = {0};
-  int n_runs = system > 0 ? 3 : 2;
-  if (wl_replay(e, file, n, bls, false, false, before, &rb) != ZZ_OK ||
-      wl_replay(e, sorted, n, bls, true, true, now, &rn) != ZZ_OK ||
-      (n_runs == 3 && wl_replay(e, sorted, n, bls, true, false, plain, &rp) != ZZ_OK))
+  int64_t bls = (int64_t)gbs * num_gb, win = refill_blocks > 0 ? bls * refill_blocks : n;
+  wl_run runs[RUNS] = {0};
+  if (wl_replay(e, file, n, bls, false, false, false, tok[0], &runs[0]) != ZZ_OK ||
+      wl_replay(e, sorted, n, bls, true, true, false, tok[1], &runs[1]) != ZZ_OK ||
+      wl_replay(e, sorted, n, win, true, true, true, tok[2], &runs[2]) != ZZ_OK ||
+      (n_runs == 4 && wl_replay(e, sorted, n, win, true, false, true, tok[3], &runs[3]) != ZZ_OK))
     return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
   int same = 1;
-  for (int64_t i = 0; i < n; i++) {
-    same &= !memcmp(before[i], now[i], (size_t)w[i].max_new * sizeof **now);
-    if (n_runs == 3) same &= !memcmp(plain[i], now[i], (size_t)w[i].max_new * sizeof **now);
-  }
+  for (int r = 1; r < n_runs; r++)
+    for (int64_t i = 0; i < n; i++) same &= !memcmp(tok[0][i], tok[r][i], (size_t)w[i].max_new * sizeof ***tok);
   zz_hw hw;
   if ((hw_path && zz_hw_load(hw_path, &hw) != ZZ_OK) ||
-      wl_predict(&m, hw_path ? &hw : NULL, &pol, file, n, bls, false, &rb) != ZZ_OK ||
-      wl_predict(&m, hw_path ? &hw : NULL, &pol, sorted, n, bls, true, &rn) != ZZ_OK ||
-      (n_runs == 3 && wl_predict(&m, hw_path ? &hw : NULL, &pol, sorted, n, bls, true, &rp) != ZZ_OK))
+      wl_predict(&m, hw_path ? &hw : NULL, &pol, file, n, bls, false, &runs[0]) != ZZ_OK ||
+      wl_predict(&m, hw_path ? &hw : NULL, &pol, sorted, n, bls, true, &runs[1]) != ZZ_OK)
     return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
-  /* the wasted column is 1 - (useful - saved) / computed: both counts checked against
-   * another's (the planner's blocks know no shared prefix: the positions it took off
-   * are added back) */
-  int counts_ok = rb.computed == rb.predicted_pos && rn.computed + rn.saved == rn.predicted_pos &&
-                  rn.engine_useful == rn.useful - rn.saved;
+  /* the wasted column is 1 - (useful - saved) / computed: the runs block by block
+   * have both counts checked against another's (the planner's blocks know no shared
+   * prefix: the positions it took off are added back) */
+  const wl_run *rb = &runs[0], *rs = &runs[1];
+  int counts_ok = rb->computed == rb->predicted_pos && rs->computed + rs->saved == rs->predicted_pos &&
+                  rs->engine_useful == rs->useful - rs->saved;
   if (!counts_ok)
-    fprintf(
-        stderr,
-        "workload: positions disagree: before %lld computed, %lld by the planner's blocks; now %lld computed + %lld "
-        "shared, %lld by the planner's blocks, %lld useful by the engine, %lld asked\n",
-        (long long)rb.computed, (long long)rb.predicted_pos, (long long)rn.computed, (long long)rn.saved,
-        (long long)rn.predicted_pos, (long long)rn.engine_useful, (long long)rn.useful);
+    fprintf(stderr,
+            "workload: positions disagree: before %lld computed, %lld by the planner's blocks; sorted %lld computed + "
+            "%lld shared, %lld by the planner's blocks, %lld useful by the engine, %lld asked\n",
+            (long long)rb->computed, (long long)rb->predicted_pos, (long long)rs->computed, (long long)rs->saved,
+            (long long)rs->predicted_pos, (long long)rs->engine_useful, (long long)rs->useful);
   printf("model,layers,lines,prompt_tokens_p50,asked_tokens,bls,run,seconds,useful_tok_s,cpu_seconds,useful_tok_cpu_s,"
-         "positions,wasted,prefix_saved,same_tokens,predicted_s,predicted_over_measured,prefill_s,predicted_prefill_s,"
-         "decode_s,predicted_decode_s\n");
-  const wl_run *runs[3] = {&rb, &rn, &rp};
-  const char *names[3] = {"before: file order; every sequence to its block's most; no prefix sharing",
-                          "now: zz_prompt_order; own max tokens; shared prefix once", "now without prefix sharing"};
+         "positions,wasted,prefix_saved,refilled,same_tokens,predicted_s,predicted_over_measured,prefill_s,"
+         "predicted_prefill_s,decode_s,predicted_decode_s\n");
+  const char *names[RUNS] = {"before: file order; every sequence to its block's most; no prefix sharing",
+                             "sorted: zz_prompt_order; own max tokens; shared prefix once; block by block",
+                             "now: sorted; own max tokens; shared prefix once; refill", "now without prefix sharing"};
   int64_t *lens = malloc((size_t)n * sizeof *lens);
   for (int64_t i = 0; i < n; i++) lens[i] = w[i].len;
   qsort(lens, (size_t)n, sizeof *lens, wl_cmp_len);
-  for (int r = 0; r < n_runs; r++)
-    printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%.2f,%.1f,%.2f,%.1f,%lld,%.3f,%lld,%d,%.2f,%.3f,%.2f,%.2f,%.2f,%.2f\n",
+  for (int r = 0; r < n_runs; r++) {
+    const wl_run *x = &runs[r];
+    printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%.2f,%.1f,%.2f,%.1f,%lld,%.3f,%lld,%lld,%d,%.2f,%.3f,%.2f,%.2f,%.2f,%.2f\n",
            model, (long long)cfg.n_layers, (long long)n, (long long)lens[n / 2], (long long)asked, (long long)bls,
-           names[r], runs[r]->s, (double)asked / runs[r]->s, runs[r]->cpu_s, (double)asked / runs[r]->cpu_s,
-           (long long)runs[r]->computed, 1.0 - (double)(runs[r]->useful - runs[r]->saved) / (double)runs[r]->computed,
-           (long long)runs[r]->saved, same, runs[r]->predicted_s, runs[r]->predicted_s / runs[r]->s, runs[r]->prefill_s,
-           runs[r]->predicted_prefill_s, runs[r]->decode_s, runs[r]->predicted_s - runs[r]->predicted_prefill_s);
-  printf("# speed-up %.2fx wall, %.2fx CPU time", rb.s / rn.s, rb.cpu_s / rn.cpu_s);
-  if (n_runs == 3) printf(" (%.2fx wall, %.2fx CPU of it from the shared prefix)", rp.s / rn.s, rp.cpu_s / rn.cpu_s);
+           names[r], x->s, (double)asked / x->s, x->cpu_s, (double)asked / x->cpu_s, (long long)x->computed,
+           1.0 - (double)(x->useful - x->saved) / (double)x->computed, (long long)x->saved, (long long)x->refilled,
+           same, x->predicted_s, x->predicted_s / x->s, x->prefill_s, x->predicted_prefill_s, x->decode_s,
+           x->predicted_s - x->predicted_prefill_s);
+  }
+  printf("# useful tokens/s against the run before: sorted %.2fx wall (%.2fx CPU), now %.2fx wall (%.2fx CPU)",
+         runs[0].s / runs[1].s, runs[0].cpu_s / runs[1].cpu_s, runs[0].s / runs[2].s, runs[0].cpu_s / runs[2].cpu_s);
+  if (n_runs == 4)
+    printf("; the shared prefix in it %.2fx wall (%.2fx CPU)", runs[3].s / runs[2].s, runs[3].cpu_s / runs[2].cpu_s);
   printf("\n");
   for (int64_t i = 0; i < n; i++) {
     free(w[i].ids);
-    free(before[i]);
-    free(now[i]);
-    free(plain[i]);
+    for (int r = 0; r < RUNS; r++) free(tok[r][i]);
   }
+  for (int r = 0; r < RUNS; r++) free(tok[r]);
   free(lens);
   free(w);
   free(file);
   free(sorted);
-  free(before);
-  free(now);
-  free(plain);
   zz_engine_destroy(e);
   zz_device_destroy(dev);
   zz_model_free(&m);

@@ -39,12 +39,15 @@ static int zz_cmd_generate(const zz_opts *o) {
   if (run.predicted)
     fprintf(stderr, "zigzag: predicted for full blocks: %.4g tokens/s total (prompts of %lld tokens, %lld new)\n",
             run.pred.cost.total_tps, (long long)job.shape.prompt_len, (long long)job.shape.gen_len);
-  int64_t bls = (int64_t)run.pol.gpu_batch_size * run.pol.num_gpu_batches;
+  /* --refill-blocks blocks' worth of prompts at a time: a slot whose sequence ends
+   * takes the next of them (zz_request.refill); they are committed together */
+  int64_t bls = (int64_t)run.pol.gpu_batch_size * run.pol.num_gpu_batches * o->refill_blocks;
   ZZ_CHECK_GOTO(zz_job_start(&job, bls), st, fail);
   for (;;) {
     zz_request req;
     ZZ_CHECK_GOTO(zz_job_gather(&job, bls, &req), st, fail);
     if (req.n == 0) break;
+    req.refill = true;
     zz_result res;
     ZZ_CHECK_GOTO(zz_generate(run.eng, &req, &res), st, fail);
     st = zz_job_commit(&job, &res);

@@ -123,6 +123,10 @@ static const zz_opt_def zz_opt_table[] = {
      "compute each prompt whole (default: the tokens a group's prompts start with are computed once and copied to "
      "each sequence's cache)",
      false, 0, 0, false, G | B, NULL},
+    {"refill-blocks", "ZZ_REFILL_BLOCKS", ZZ_OPT_INT, ZZ_O(refill_blocks), "8",
+     "generate: prompts gathered this many blocks at a time; a sequence that ends hands its slot to the next "
+     "waiting prompt (continuous batching), and lines are committed once per gathering; 1 = block by block",
+     false, 1, 4096, false, G, NULL},
     {"progress", NULL, ZZ_OPT_FLAG, ZZ_O(progress), NULL, "print the progress line even when stderr is not a terminal",
      false, 0, 0, false, G, NULL},
     {"no-progress", NULL, ZZ_OPT_FLAG, ZZ_O(no_progress), NULL, "never print the progress line", false, 0, 0, false, G,

@@ -35,6 +35,7 @@ typedef struct zz_opts {
   const char *cpu_act;   /* CPU device: x of 4/8-bit linears, f32 (exact) or int8 */
   bool resume, keep_order, progress, no_progress;
   bool no_prefix_sharing;    /* every sequence computes its whole prompt (zz_engine_opts) */
+  int refill_blocks;         /* generate: blocks gathered at a time, slots refilled (zz_request.refill) */
   const char *text;          /* tokenize's argument */
   const char *text_file;     /* perplexity: --text FILE */
   const char *messages;      /* chat-template: --messages FILE */

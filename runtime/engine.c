@@ -370,11 +370,47 @@ zz_status zz_engine_begin_block(zz_engine *e, int group, int64_t n, const int64_
   return ZZ_OK;
 }
 
+/* The last step whose key position (s + step - 1) fits the cache's t_max rows. */
+static int64_t zz_engine_last_step(const zz_engine *e, int group) { return e->t_max - e->groups[group].s; }
+
+bool zz_engine_can_refill(const zz_engine *e, int group) {
+  if (group < 0 || group >= e->n_groups || e->l0 != 0 || e->l1 != e->m->n_layers) return false;
+  size_t per = (size_t)e->lc * (size_t)e->pol.num_gpu_batches; /* the group's cache homes */
+  for (size_t i = 0; i < per; i++)
+    if (e->plan.cache_tier[(size_t)group * per + i] != ZZ_TIER_GPU) return false;
+  return true;
+}
+
+int64_t zz_engine_refill_room(const zz_engine *e, int group, int step, int64_t len) {
+  if (!zz_engine_can_refill(e, group) || !e->groups[group].n || step < 1) return 0;
+  int64_t at = e->groups[group].s + step - 1; /* the key position step writes */
+  if (len < 1 || len > at || len > e->shape.prompt_len) return 0;
+  return e->t_max - at + 1; /* its first token from the prompt, then one per step while the rows last */
+}
+
+zz_status zz_engine_refill(zz_engine *e, int group, int64_t seq, const int32_t *ids, int64_t len, int step) {
+  if (zz_engine_refill_room(e, group, step, len) < 1 || seq < 0 || seq >= e->groups[group].n)
+    return zz_error(ZZ_ERR_INVALID_ARG,
+                    "engine: sequence %lld of group %d cannot take a prompt of %lld tokens before step %d "
+                    "(its cache must be on the device, the prompt no longer than the key position)",
+                    (long long)seq, group, (long long)len, step);
+  for (int64_t r = 0; r < len; r++)
+    if (ids[r] < 0 || ids[r] >= e->m->cfg.vocab_size)
+      return zz_error(ZZ_ERR_INVALID_ARG, "engine: refill token id %d at %lld is outside the vocabulary (%lld)", ids[r],
+                      (long long)r, (long long)e->m->cfg.vocab_size);
+  int64_t at = e->groups[group].s + step - 1;
+  return zz_schedule_refill(e, group, seq, ids, len, at - len);
+}
+
 zz_status zz_engine_step(zz_engine *e, int group, int step, const zz_step_io *io) {
   if (group < 0 || group >= e->n_groups || !e->groups[group].n)
     return zz_error(ZZ_ERR_INVALID_ARG, "engine: step of group %d, which has no block begun", group);
-  if (step < 0 || step >= e->shape.gen_len)
-    return zz_error(ZZ_ERR_INVALID_ARG, "engine: step %d outside 0..%lld", step, (long long)e->shape.gen_len - 1);
+  /* a block runs gen_len steps; one whose slots were refilled (zz_engine_refill)
+   * runs on while its key positions fit the cache */
+  int64_t last_step = e->shape.gen_len - 1 > zz_engine_last_step(e, group) ? e->shape.gen_len - 1
+                                                                           : zz_engine_last_step(e, group);
+  if (step < 0 || step > last_step)
+    return zz_error(ZZ_ERR_INVALID_ARG, "engine: step %d outside 0..%lld", step, (long long)last_step);
   bool first = e->l0 == 0, last = e->l1 == e->m->n_layers;
   if ((first && !(step ? io->tokens != NULL : io->prompts != NULL)) || (!first && !io->hidden_in) ||
       (!last && !io->hidden_out))

@@ -6,7 +6,9 @@
  * step's logits (penalties, sampling, log-probabilities, end ids, stop, length, the
  * next input) is zz_gen_take, written once: launch/ runs it through zz_generate in
  * one process, and a pipeline's last rank (stage/engine_stage.c) calls it on the
- * logits of each (step, group) item the stage hands it.
+ * logits of each (step, group) item the stage hands it. With zz_request.refill a
+ * request holds more prompts than slots, and a slot whose sequence has ended takes
+ * the next waiting one (zz_gen_loop_refill, zz_engine_refill).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +35,7 @@ zz_status zz_request_check(const zz_engine *e, const zz_request *req) {
   const zz_policy *pol = zz_engine_policy(e);
   const zz_shape *shape = zz_engine_shape(e);
   int64_t cap = (int64_t)zz_engine_groups(e) * pol->gpu_batch_size * pol->num_gpu_batches;
-  if (req->n < 1 || req->n > cap)
+  if (req->n < 1 || (req->n > cap && !req->refill))
     return zz_error(ZZ_ERR_INVALID_ARG, "block of %lld prompts; this engine takes 1 to %lld", (long long)req->n,
                     (long long)cap);
   if (req->max_new_tokens < 1 || req->max_new_tokens > shape->gen_len)
@@ -93,29 +95,35 @@ static int32_t zz_gen_pick(zz_gen *g, int64_t q, const float *lg, bool *eos) {
   return tok;
 }
 
-void zz_gen_take(zz_gen *g, int64_t first, int64_t cnt, int step, const float *logits) {
+/* The most new tokens sequence q takes: its own, else the request's. */
+static int zz_gen_max_new(const zz_gen *g, int64_t q) {
+  return g->req->params ? g->req->params[q].max_new_tokens : g->req->max_new_tokens;
+}
+
+/* Sequence q's next token from its logits lg [vocab] (zz_gen_take's rule, one sequence). */
+static void zz_gen_take_one(zz_gen *g, int64_t q, int step, const float *lg) {
   const zz_config *c = g->c;
   const zz_request *req = g->req;
-  for (int64_t i = 0; i < cnt; i++) {
-    int64_t q = first + i;
-    if (g->done[q]) continue;
-    const float *lg = logits + i * c->vocab_size;
-    if (req->on_logits) req->on_logits(req->ctx, q, step, lg, c->vocab_size);
-    bool ended = false;
-    int32_t tok = req->params
-                      ? zz_gen_pick(g, q, lg, &ended)
-                      : zz_sample_sequence(c, lg, &req->sampling, req->ignore_eos, &g->rng[q], g->scratch, &ended);
-    g->r.tokens[q][g->r.n_tokens[q]++] = tok;
-    g->input[q] = zz_sequence_input(c, tok, ended);
-    if (ended) {
-      zz_gen_end(g, q, ZZ_FINISH_EOS);
-    } else if (req->on_token && req->on_token(req->ctx, q, g->r.tokens[q], g->r.n_tokens[q])) {
-      g->input[q] = zz_sequence_input(c, tok, true);
-      zz_gen_end(g, q, ZZ_FINISH_STOP);
-    } else if (req->params && g->r.n_tokens[q] >= req->params[q].max_new_tokens) {
-      zz_gen_end(g, q, ZZ_FINISH_LENGTH);
-    }
+  if (g->done[q]) return;
+  if (req->on_logits) req->on_logits(req->ctx, q, step, lg, c->vocab_size);
+  bool ended = false;
+  int32_t tok = req->params
+                    ? zz_gen_pick(g, q, lg, &ended)
+                    : zz_sample_sequence(c, lg, &req->sampling, req->ignore_eos, &g->rng[q], g->scratch, &ended);
+  g->r.tokens[q][g->r.n_tokens[q]++] = tok;
+  g->input[q] = zz_sequence_input(c, tok, ended);
+  if (ended) {
+    zz_gen_end(g, q, ZZ_FINISH_EOS);
+  } else if (req->on_token && req->on_token(req->ctx, q, g->r.tokens[q], g->r.n_tokens[q])) {
+    g->input[q] = zz_sequence_input(c, tok, true);
+    zz_gen_end(g, q, ZZ_FINISH_STOP);
+  } else if (g->r.n_tokens[q] >= zz_gen_max_new(g, q)) {
+    zz_gen_end(g, q, ZZ_FINISH_LENGTH);
   }
+}
+
+void zz_gen_take(zz_gen *g, int64_t first, int64_t cnt, int step, const float *logits) {
+  for (int64_t i = 0; i < cnt; i++) zz_gen_take_one(g, first + i, step, logits + i * g->c->vocab_size);
 }
 
 int32_t zz_sample_sequence(const zz_config *c, const float *logits, const zz_sampling *s, bool ignore_eos, zz_rng *rng,
@@ -161,7 +169,7 @@ zz_status zz_gen_create(const zz_config *c, const zz_request *req, zz_gen **out)
       (req->params && (!g->pen || !g->counts)))
     st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
   for (int64_t i = 0; st == ZZ_OK && i < n; i++) {
-    int max_i = req->params ? req->params[i].max_new_tokens : req->max_new_tokens;
+    int max_i = zz_gen_max_new(g, i);
     if (!(r->tokens[i] = malloc((size_t)max_i * sizeof **r->tokens)))
       st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
     const zz_sampling *smp = req->params ? &req->params[i].sampling : &req->sampling;
@@ -208,8 +216,8 @@ static int64_t zz_group_count(int64_t n, int64_t bls, int gr) {
   return first >= n ? 0 : (n - first < bls ? n - first : bls);
 }
 
-static bool zz_group_live(const zz_gen *g, int64_t bls, int gr) {
-  int64_t first = zz_group_first(bls, gr), cnt = zz_group_count(g->n, bls, gr);
+static bool zz_group_live(const zz_gen *g, int64_t base, int64_t n, int64_t bls, int gr) {
+  int64_t first = base + zz_group_first(bls, gr), cnt = zz_group_count(n, bls, gr);
   for (int64_t i = 0; i < cnt; i++)
     if (!g->done[first + i]) return true;
   return false;
@@ -221,25 +229,166 @@ static void zz_gen_count(zz_gen *g, int64_t first, int64_t cnt, int step) {
   for (int64_t i = first; i < first + cnt; i++) g->r.pos_useful += step == 0 ? g->req->lens[i] : !g->done[i];
 }
 
-static zz_status zz_gen_loop(zz_engine *e, zz_gen *g, double *t_prefill) {
+/* One block: sequences [base, base + n) cut into the engine's groups, every group
+ * stepped until its sequences have all ended. */
+static zz_status zz_gen_loop(zz_engine *e, zz_gen *g, int64_t base, int64_t n, double *t_prefill) {
   const zz_request *req = g->req;
   const zz_policy *pol = zz_engine_policy(e);
-  int64_t bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches, n = g->n;
+  int64_t bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches;
   int n_groups = zz_engine_groups(e);
   for (int gr = 0; gr < n_groups && zz_group_count(n, bls, gr); gr++)
-    ZZ_CHECK(zz_engine_begin_block(e, gr, zz_group_count(n, bls, gr), req->lens + zz_group_first(bls, gr)));
-  for (int step = 0; step < req->max_new_tokens && g->live > 0; step++) {
+    ZZ_CHECK(zz_engine_begin_block(e, gr, zz_group_count(n, bls, gr), req->lens + base + zz_group_first(bls, gr)));
+  bool live = true;
+  for (int step = 0; step < req->max_new_tokens && live; step++) {
     ZZ_CHECK(zz_check_stop());
+    live = false;
     for (int gr = 0; gr < n_groups && zz_group_count(n, bls, gr); gr++) {
-      if (!zz_group_live(g, bls, gr)) continue;
-      int64_t first = zz_group_first(bls, gr), cnt = zz_group_count(n, bls, gr);
+      if (!zz_group_live(g, base, n, bls, gr)) continue;
+      int64_t first = base + zz_group_first(bls, gr), cnt = zz_group_count(n, bls, gr);
       zz_gen_count(g, first, cnt, step);
       zz_step_io io = {.prompts = req->ids + first, .tokens = g->input + first, .ended = g->done + first};
       ZZ_CHECK(zz_engine_step(e, gr, step, &io));
       zz_gen_take(g, first, cnt, step, zz_engine_logits(e));
+      live = live || zz_group_live(g, base, n, bls, gr);
     }
-    if (step == 0) *t_prefill = zz_now();
+    if (step == 0 && base == 0) *t_prefill = zz_now();
   }
+  return ZZ_OK;
+}
+
+/* ---------------------------------------------------------------- refill */
+
+/* The engine's slots and the prompts waiting for them (zz_request.refill). */
+typedef struct zz_slots {
+  int64_t cap, bls;
+  int64_t *seq;          /* [cap] the sequence in each slot (-1: none) */
+  const int32_t **ids;   /* [cap] its prompt */
+  int64_t *lens;         /* [cap] */
+  int32_t *input;        /* [cap] its next input (the pad token once ended) */
+  bool *ended;           /* [cap] */
+  int64_t *n, *step;     /* [groups] the group's block size; its next step */
+  bool *taken;           /* [request n] */
+  int64_t next, waiting; /* the first prompt not taken; how many are not */
+} zz_slots;
+
+static bool zz_slot_free(const zz_gen *g, const zz_slots *sl, int64_t s) {
+  return sl->seq[s] < 0 || g->done[sl->seq[s]];
+}
+
+/* Prompt q goes into slot s. */
+static void zz_slot_take(const zz_gen *g, zz_slots *sl, int64_t s, int64_t q) {
+  sl->seq[s] = q;
+  sl->ids[s] = g->req->ids[q];
+  sl->lens[s] = g->req->lens[q];
+  sl->taken[q] = true;
+  sl->waiting--;
+  while (sl->next < g->n && sl->taken[sl->next]) sl->next++;
+}
+
+/* The first waiting prompt that can join group gr before `step` and make all its
+ * new tokens there (-1: none). */
+static int64_t zz_slot_fit(const zz_engine *e, const zz_gen *g, const zz_slots *sl, int gr, int step) {
+  for (int64_t q = sl->next; q < g->n; q++)
+    if (!sl->taken[q] && zz_engine_refill_room(e, gr, step, g->req->lens[q]) >= zz_gen_max_new(g, q)) return q;
+  return -1;
+}
+
+/* One turn of group gr: a fresh block of the waiting prompts when its sequences
+ * have all ended, else its free slots refilled and its next step. */
+static zz_status zz_slots_turn(zz_engine *e, zz_gen *g, zz_slots *sl, int gr) {
+  int64_t base = gr * sl->bls, vocab = g->c->vocab_size;
+  bool live = false;
+  for (int64_t i = 0; i < sl->n[gr]; i++) live = live || !zz_slot_free(g, sl, base + i);
+  if (!live) {
+    if (!sl->waiting) return ZZ_OK;
+    int64_t cnt = 0;
+    for (int64_t q = sl->next; q < g->n && cnt < sl->bls; q++)
+      if (!sl->taken[q]) zz_slot_take(g, sl, base + cnt++, q);
+    sl->n[gr] = cnt;
+    ZZ_CHECK(zz_engine_begin_block(e, gr, cnt, sl->lens + base));
+    zz_step_io io = {.prompts = sl->ids + base};
+    ZZ_CHECK(zz_engine_step(e, gr, 0, &io));
+    for (int64_t i = 0; i < cnt; i++) {
+      g->r.pos_useful += sl->lens[base + i];
+      zz_gen_take_one(g, sl->seq[base + i], 0, zz_engine_logits(e) + i * vocab);
+    }
+    sl->step[gr] = 1;
+    return ZZ_OK;
+  }
+  int step = (int)sl->step[gr];
+  bool fits = true; /* until a search finds none: the next would find none either */
+  for (int64_t i = 0; i < sl->n[gr] && sl->waiting && fits; i++) {
+    int64_t q;
+    while (zz_slot_free(g, sl, base + i) && (fits = (q = zz_slot_fit(e, g, sl, gr, step)) >= 0)) {
+      zz_slot_take(g, sl, base + i, q);
+      ZZ_CHECK(zz_engine_refill(e, gr, i, sl->ids[base + i], sl->lens[base + i], step));
+      g->r.pos_useful += sl->lens[base + i];
+      g->r.refilled++;
+      zz_gen_take_one(g, q, 0, zz_engine_logits(e) + i * vocab);
+    }
+  }
+  live = false;
+  for (int64_t i = 0; i < sl->n[gr]; i++) {
+    int64_t s = base + i;
+    sl->ended[s] = zz_slot_free(g, sl, s);
+    sl->input[s] = sl->ended[s] ? g->c->pad : g->input[sl->seq[s]];
+    g->r.pos_useful += !sl->ended[s];
+    live = live || !sl->ended[s];
+  }
+  if (!live) return ZZ_OK; /* every newcomer ended at its first token */
+  zz_step_io io = {.tokens = sl->input + base, .ended = sl->ended + base};
+  ZZ_CHECK(zz_engine_step(e, gr, step, &io));
+  for (int64_t i = 0; i < sl->n[gr]; i++)
+    if (!sl->ended[base + i])
+      zz_gen_take_one(g, sl->seq[base + i], (int)g->r.n_tokens[sl->seq[base + i]], zz_engine_logits(e) + i * vocab);
+  sl->step[gr]++;
+  return ZZ_OK;
+}
+
+static zz_status zz_gen_loop_refill(zz_engine *e, zz_gen *g, double *t_prefill) {
+  const zz_policy *pol = zz_engine_policy(e);
+  int n_groups = zz_engine_groups(e);
+  zz_slots sl = {.bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches, .waiting = g->n};
+  sl.cap = sl.bls * n_groups;
+  sl.seq = malloc((size_t)sl.cap * sizeof *sl.seq);
+  sl.ids = calloc((size_t)sl.cap, sizeof *sl.ids);
+  sl.lens = calloc((size_t)sl.cap, sizeof *sl.lens);
+  sl.input = calloc((size_t)sl.cap, sizeof *sl.input);
+  sl.ended = calloc((size_t)sl.cap, sizeof *sl.ended);
+  sl.n = calloc((size_t)n_groups, sizeof *sl.n);
+  sl.step = calloc((size_t)n_groups, sizeof *sl.step);
+  sl.taken = calloc((size_t)g->n, sizeof *sl.taken);
+  zz_status st = ZZ_OK;
+  if (!sl.seq || !sl.ids || !sl.lens || !sl.input || !sl.ended || !sl.n || !sl.step || !sl.taken)
+    st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
+  for (int64_t s = 0; st == ZZ_OK && s < sl.cap; s++) sl.seq[s] = -1;
+  for (bool first = true; st == ZZ_OK && g->live > 0; first = false) {
+    if ((st = zz_check_stop()) != ZZ_OK) break;
+    for (int gr = 0; st == ZZ_OK && gr < n_groups; gr++) st = zz_slots_turn(e, g, &sl, gr);
+    if (first) *t_prefill = zz_now();
+  }
+  free(sl.seq);
+  free(sl.ids);
+  free(sl.lens);
+  free(sl.input);
+  free(sl.ended);
+  free(sl.n);
+  free(sl.step);
+  free(sl.taken);
+  return st;
+}
+
+/* The request's prompts: with refill where the engine can (every group), else in
+ * consecutive blocks of the engine's slots. */
+static zz_status zz_gen_run(zz_engine *e, zz_gen *g, double *t_prefill) {
+  const zz_policy *pol = zz_engine_policy(e);
+  int n_groups = zz_engine_groups(e);
+  bool refill = g->req->refill;
+  for (int gr = 0; refill && gr < n_groups; gr++) refill = zz_engine_can_refill(e, gr);
+  if (refill) return zz_gen_loop_refill(e, g, t_prefill);
+  int64_t cap = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches * n_groups;
+  for (int64_t base = 0; base < g->n; base += cap)
+    ZZ_CHECK(zz_gen_loop(e, g, base, g->n - base < cap ? g->n - base : cap, t_prefill));
   return ZZ_OK;
 }
 
@@ -257,7 +406,7 @@ zz_status zz_generate(zz_engine *e, const zz_request *req, zz_result *res) {
   zz_engine_stats before, after;
   zz_engine_get_stats(e, &before);
   double t0 = zz_now(), t_prefill = t0;
-  zz_status st = zz_gen_loop(e, g, &t_prefill);
+  zz_status st = zz_gen_run(e, g, &t_prefill);
   zz_engine_get_stats(e, &after);
   g->r.pos_computed = after.positions - before.positions;
   g->r.pos_useful -= after.prefix_shared - before.prefix_shared; /* tokens a shared prefix needed once */

@@ -141,17 +141,29 @@ typedef struct zz_run {
   int group, step, nl;
   int64_t nbt, sq, pos; /* batches computed; new tokens per sequence; key position of the first */
   const int64_t *ks;    /* [nbt] the group's batch each of them is */
-  bool first_only;      /* the shared prefix's run (prefix.c): the first sequence of batch 0 alone */
   const zz_step_io *io;
   uint64_t *store_ticket; /* [nl * nbt] last store ticket at or before each step */
+  /* -1: every sequence of each batch; else the one sequence (its index in the batch)
+   * a refill prefills alone (zz_schedule_refill: one batch, its cache on the device) */
+  int64_t slot;
 } zz_run;
 
 /* The group's batch that step q = (slice layer, batch) computes. */
 static int64_t zz_run_batch(const zz_run *r, int64_t q) { return r->ks[q % r->nbt]; }
 
-/* The sequences of batch k the run computes. */
+/* Sequences of batch k a step computes: up to its last one still running (those
+ * after it have ended and nothing reads their rows again: a refill writes a slot's
+ * rows afresh). */
+static int64_t zz_step_count(const zz_engine *e, const zz_group *g, int step, const bool *ended, int64_t k) {
+  int64_t cnt = zz_group_batch_count(e, g, k), first = k * e->pol.gpu_batch_size;
+  if (step > 0 && ended)
+    while (cnt > 0 && ended[first + cnt - 1]) cnt--;
+  return cnt;
+}
+
+/* Sequences of batch k the run computes. */
 static int64_t zz_run_count(const zz_run *r, int64_t k) {
-  return r->first_only ? 1 : zz_group_batch_count(r->e, r->g, k);
+  return r->slot >= 0 ? 1 : zz_step_count(r->e, r->g, r->step, r->io->ended, k);
 }
 
 static bool zz_act_off(const zz_run *r, int64_t k) {
@@ -182,25 +194,29 @@ static zz_status zz_step_inputs(zz_run *r) {
   zz_engine *e = r->e;
   const zz_model *m = e->m;
   zz_device *dev = e->dev;
+  int64_t gbs = e->pol.gpu_batch_size, sq = r->sq;
   for (int64_t x = 0; x < r->nbt; x++) {
     int64_t k = r->ks[x];
     zz_batch_idx *b = &r->g->idx[k];
-    int64_t first = k * e->pol.gpu_batch_size, cnt = zz_run_count(r, k);
+    int64_t first = k * gbs, cnt = zz_run_count(r, k);
+    const int32_t *pads = r->slot >= 0 ? b->pad + r->slot : b->pad; /* each sequence's left padding */
     for (int64_t i = 0; i < cnt; i++) {
-      int64_t pad = b->pad[i];
-      m->arch->positions(&m->cfg, pad, r->pos, r->sq, b->pos + i * r->sq);
-      b->last[i] = (int32_t)zz_step_last_row(r->sq, i);
+      int64_t pad = pads[i];
+      m->arch->positions(&m->cfg, pad, r->pos, sq, b->pos + i * sq);
+      b->last[i] = (int32_t)zz_step_last_row(sq, i);
       if (e->l0 != 0) continue; /* only the first slice embeds token ids */
-      if (r->step == 0)         /* the prompt's rows [pos, pos + sq) */
-        for (int64_t x = 0, t = r->pos; x < r->sq; x++, t++)
-          b->ids[i * r->sq + x] = t < pad ? m->cfg.pad : r->io->prompts[first + i][t - pad];
-      else
+      if (r->step == 0) {       /* key positions pos.. of the prompt, left padded to pad */
+        const int32_t *p = r->io->prompts[r->slot >= 0 ? 0 : first + i];
+        for (int64_t t = 0, row = r->pos; t < sq; t++, row++)
+          b->ids[i * sq + t] = row < pad ? m->cfg.pad : p[row - pad];
+      } else {
         b->ids[i] = r->io->tokens[first + i];
+      }
     }
-    size_t n = (size_t)(cnt * r->sq) * sizeof(int32_t);
+    size_t n = (size_t)(cnt * sq) * sizeof(int32_t);
     ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, b->d_ids, b->ids, n));
     ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, b->d_pos, b->pos, n));
-    ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, b->d_pad, b->pad, (size_t)cnt * sizeof(int32_t)));
+    ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, b->d_pad, pads, (size_t)cnt * sizeof(int32_t)));
     ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, b->d_last, b->last, (size_t)cnt * sizeof(int32_t)));
   }
   return ZZ_OK;
@@ -312,8 +328,9 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
   int ci = zz_cache_index(r, jl, k);
   zz_tier ct = ci >= 0 ? zz_cache_tier(r, ci) : ZZ_TIER_GPU;
   if (ci >= 0 && ct == ZZ_TIER_GPU) {
-    st.k = r->g->k_home[ci].data;
-    st.v = r->g->v_home[ci].data;
+    size_t at = r->slot >= 0 ? (size_t)r->slot * (size_t)st.kv.seq_bytes : 0; /* a refill's own rows */
+    st.k = (char *)r->g->k_home[ci].data + at;
+    st.v = (char *)r->g->v_home[ci].data + at;
   } else if (ci >= 0 && zz_on_host_path(r, ct)) {
     bool on_cpu = ct == ZZ_TIER_CPU;
     actx = (zz_attend_ctx){
@@ -341,8 +358,9 @@ static zz_status zz_compute(zz_run *r, int64_t q) {
   }
   ZZ_CHECK(m->arch->forward(dev, m, layer, wt, &st));
   if (layer->kind == ZZ_LAYER_OUTPUT_EMBED)
-    ZZ_CHECK(zz_device_download(dev, ZZ_LANE_COMPUTE, e->logits + k * e->pol.gpu_batch_size * m->cfg.vocab_size,
-                                ZZ_DTYPE_F32, e->d_logits, cnt * m->cfg.vocab_size));
+    ZZ_CHECK(zz_device_download(
+        dev, ZZ_LANE_COMPUTE, e->logits + (k * e->pol.gpu_batch_size + (r->slot > 0 ? r->slot : 0)) * m->cfg.vocab_size,
+        ZZ_DTYPE_F32, e->d_logits, cnt * m->cfg.vocab_size));
   return zz_device_sync(dev, ZZ_LANE_COMPUTE);
 }
 
@@ -430,21 +448,29 @@ static zz_status zz_run_steps(zz_run *r) {
   return zz_lanes_wait(e->lanes, ZZ_IO_STORE, 0);
 }
 
-/* A run, its rows counted in zz_engine_stats.positions. */
+/* A run, its rows counted in zz_engine_stats.positions; on failure every lane is
+ * drained so no task outlives the step. */
 static zz_status zz_run_counted(zz_run *r) {
-  for (int64_t i = 0; i < r->nbt; i++) r->e->positions += zz_run_count(r, r->ks[i]) * r->sq;
-  return zz_run_steps(r);
+  zz_engine *e = r->e;
+  for (int64_t i = 0; i < r->nbt; i++) e->positions += zz_run_count(r, r->ks[i]) * r->sq;
+  zz_status st = zz_run_steps(r);
+  if (st != ZZ_OK) {
+    /* a slot whose load may have failed holds no layer a later step can trust */
+    e->w.slot_layer[0] = e->w.slot_layer[1] = -1;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", zz_error_message());
+    for (int i = 0; i < ZZ_IO_N; i++) zz_lanes_wait(e->lanes, i, 0);
+    zz_error(st, "%s", msg);
+  }
+  return st;
 }
 
 zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *io) {
   zz_group *g = &e->groups[group];
   int64_t gbs = e->pol.gpu_batch_size, nbt = 0;
   /* the batches with a sequence still running (at the prompt step, every one) */
-  for (int64_t k = 0; k * gbs < g->n; k++) {
-    bool run = step == 0 || !io->ended;
-    for (int64_t i = k * gbs; !run && i < k * gbs + zz_group_batch_count(e, g, k); i++) run = !io->ended[i];
-    if (run) g->run_k[nbt++] = k;
-  }
+  for (int64_t k = 0; k * gbs < g->n; k++)
+    if (zz_step_count(e, g, step, io->ended, k)) g->run_k[nbt++] = k;
   if (nbt == 0) return ZZ_OK;
   zz_run r = {.e = e,
               .g = g,
@@ -456,7 +482,8 @@ zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *
               .sq = step == 0 ? g->s : 1,
               .pos = step == 0 ? 0 : g->s + step - 1,
               .io = io,
-              .store_ticket = e->tickets};
+              .store_ticket = e->tickets,
+              .slot = -1};
   zz_status st = ZZ_OK;
   int64_t p = step == 0 ? zz_prefix_len(e, group, io) : 0;
   if (p > 0) {
@@ -464,7 +491,7 @@ zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *
      * the others' cache rows; the prompt step goes on from row p (prefix.c) */
     zz_run pr = r;
     pr.nbt = 1; /* batch 0: every batch runs at the prompt step */
-    pr.first_only = true;
+    pr.slot = 0;
     pr.sq = p;
     pr.pos = g->idx[0].pad[0];
     st = zz_run_counted(&pr);
@@ -474,14 +501,30 @@ zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *
     r.pos = p;
   }
   if (st == ZZ_OK) st = zz_run_counted(&r);
-  if (st != ZZ_OK) {
-    /* a slot whose load may have failed holds no layer a later step can trust */
-    e->w.slot_layer[0] = e->w.slot_layer[1] = -1;
-    /* drain every lane so no task outlives the step */
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", zz_error_message());
-    for (int i = 0; i < ZZ_IO_N; i++) zz_lanes_wait(e->lanes, i, 0);
-    zz_error(st, "%s", msg);
-  }
   return st;
+}
+
+/* A prompt step of one sequence alone (zz_engine_refill): its rows of batch k's
+ * cache, key positions [pos, pos + len), left padded to pos. The engine checked
+ * that the group's caches are on the device, so no cache row moves. */
+zz_status zz_schedule_refill(zz_engine *e, int group, int64_t seq, const int32_t *ids, int64_t len, int64_t pos) {
+  zz_group *g = &e->groups[group];
+  int64_t gbs = e->pol.gpu_batch_size, k = seq / gbs;
+  g->idx[k].pad[seq % gbs] = (int32_t)pos; /* its padding from now on, for the group's steps too */
+  g->run_k[0] = k;
+  const int32_t *prompt[1] = {ids};
+  zz_step_io io = {.prompts = prompt};
+  zz_run r = {.e = e,
+              .g = g,
+              .group = group,
+              .step = 0,
+              .nl = e->l1 - e->l0,
+              .nbt = 1,
+              .ks = g->run_k,
+              .sq = len,
+              .pos = pos,
+              .io = &io,
+              .store_ticket = e->tickets,
+              .slot = seq % gbs};
+  return zz_run_counted(&r);
 }

@@ -141,6 +141,20 @@ typedef struct zz_step_io {
 /* One token step (0: the prompt) of group g over the slice. A slice that ends at
  * the last layer leaves the last position's logits in zz_engine_logits(). */
 zz_status zz_engine_step(zz_engine *eng, int group, int step, const zz_step_io *io);
+/* Refill (continuous batching): sequence seq of group g's block, whose sequence has
+ * ended, takes a new prompt ids[len]. Its prompt step runs now, alone (the slice's
+ * weights read once more when they are offloaded), into the sequence's own cache
+ * rows at key positions [at - len, at), where at is the key position step `step`
+ * writes, left padded to at - len; its first token's logits are then in
+ * zz_engine_logits() at row seq, and from step `step` on the group decodes it beside
+ * the others, exactly as if it had begun the block (padding changes no token).
+ * Needs the whole model in one engine and the group's cache on the device tier
+ * (zz_engine_can_refill). zz_engine_refill_room: the most new tokens such a prompt
+ * can make when it joins before step `step` (0: it cannot: longer than at, or no
+ * refill here). */
+bool zz_engine_can_refill(const zz_engine *eng, int group);
+int64_t zz_engine_refill_room(const zz_engine *eng, int group, int step, int64_t len);
+zz_status zz_engine_refill(zz_engine *eng, int group, int64_t seq, const int32_t *ids, int64_t len, int step);
 /* [n, vocab] f32 logits of the group just stepped (slices ending at the last layer). */
 const float *zz_engine_logits(const zz_engine *eng);
 /* Bytes of the hidden state handed in or out for group g at this step. */

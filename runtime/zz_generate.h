@@ -49,7 +49,8 @@ int32_t zz_argmax(const float *x, int64_t n);
 /*
  * The token loop (runtime/generate.c): prompts of up to n_groups × gbs × num_gb
  * sequences are cut into the engine's groups; each token step runs every group
- * through the engine, samples each live sequence's next token and tracks EOS.
+ * through the engine, samples each live sequence's next token and tracks EOS. With
+ * refill, any number of prompts: an ended sequence's slot takes the next one.
  */
 
 /* One block of prompts to generate for. */
@@ -57,7 +58,7 @@ struct zz_seq_params; /* runtime/zz_seq.h: one sequence's own settings */
 struct zz_seq_out;
 
 typedef struct zz_request {
-  int64_t n;                 /* prompts, at most n_groups * gbs * num_gb */
+  int64_t n;                 /* prompts, at most n_groups * gbs * num_gb (any with refill) */
   const int32_t *const *ids; /* ids[i]: prompt i (BOS included by the caller) */
   const int64_t *lens;       /* lens[i] >= 1, <= shape.prompt_len */
   const uint64_t *streams;   /* rng stream per prompt (NULL: its index) */
@@ -72,6 +73,13 @@ typedef struct zz_request {
   /* optional: after each token of a live sequence (tokens[0..n) so far); true ends
    * it there (a stop string); called with ctx */
   bool (*on_token)(void *ctx, int64_t seq, const int32_t *tokens, int64_t n);
+  /* Continuous batching: n may be more than the engine's slots. The prompts wait in
+   * their order; a slot whose sequence has ended takes the first waiting prompt that
+   * fits (zz_engine_refill: prefilled alone, then decoded beside the others), and a
+   * group whose sequences have all ended begins a fresh block of the next ones. An
+   * engine that cannot refill (zz_engine_can_refill) runs them in consecutive blocks.
+   * Each prompt's tokens are those it gets alone, wherever it runs. */
+  bool refill;
 } zz_request;
 
 typedef struct zz_result {
@@ -83,6 +91,7 @@ typedef struct zz_result {
    * one running) and those of them that were useful (prompt tokens, a prefix the
    * prompts share counted once, then the input of each sequence still running) */
   int64_t pos_computed, pos_useful;
+  int64_t refilled;       /* sequences that took a slot from an ended one (zz_request.refill) */
   struct zz_seq_out *out; /* [n] why each ended, its log-probabilities (zz_seq.h); NULL unless
                                  the request had params or on_token */
 } zz_result;
@@ -97,7 +106,7 @@ zz_status zz_gen_create(const zz_config *c, const zz_request *req, zz_gen **out)
 /* One step's logits [cnt][vocab] of sequences [first, first + cnt): each live one
  * takes its next token (kept in its output, EOS included), then ends on an end id
  * (unless ignore_eos), on on_token's word (a stop string) or at its own
- * max_new_tokens (params). */
+ * max_new_tokens (params, else the request's). */
 void zz_gen_take(zz_gen *g, int64_t first, int64_t cnt, int step, const float *logits);
 bool zz_gen_done(const zz_gen *g, int64_t q);
 /* Sequence q's newest token (the pad token before its first). */

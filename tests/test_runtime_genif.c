@@ -222,9 +222,10 @@ static void zz_finished_batches_run(zz_device *dev, const zz_model *m, const zz_
       .n = N, .ids = ids, .lens = lens, .streams = streams, .max_new_tokens = GEN, .ignore_eos = true, .params = sp};
   zz_result res;
   CU_ASSERT_FATAL(zz_generate(eng, &req, &res) == ZZ_OK);
-  /* computed: the prompt step, then per step 2 rows of each batch with a sequence
-   * running: steps 1 (batches 0, 1, 2), 2 (1, 2), 3-5 (1) */
-  CU_ASSERT_EQUAL(res.pos_computed, N * LEN + 6 + 4 + 3 * 2);
+  /* computed: the prompt step, then per step the rows of each batch with a sequence
+   * running, up to its last one running: steps 1 (batches 0, 1, 2), 2 (1, 2), 3-4
+   * (1), and at step 5 batch 1's first row alone (its second has ended) */
+  CU_ASSERT_EQUAL(res.pos_computed, N * LEN + 6 + 4 + 2 * 2 + 1);
   int64_t useful = N * LEN;
   for (int i = 0; i < N; i++) useful += max_new[i] - 1;
   CU_ASSERT_EQUAL(res.pos_useful, useful);
@@ -275,6 +276,120 @@ static void test_finished_batches_skipped(void) {
   zz_checkpoint_close(ck);
   zz_model_free(&m);
 }
+/* ---------------------------------------------------------------- refill */
+
+/* More prompts than slots, of mixed lengths and max tokens (zz_request.refill): a
+ * slot whose sequence ends takes the next waiting prompt that fits, prefilled alone
+ * into its own cache rows; every prompt's tokens (greedy, and sampled with its seed)
+ * are those it gets alone, and fewer positions are wasted than block by block. An
+ * engine whose cache is off the device runs them block by block, the same tokens. */
+static void zz_refill_run(zz_device *dev, const zz_model *m, const zz_checkpoint *ck, const char *policy,
+                          bool refills) {
+  enum { N = 14, LEN = 6, GEN = 8 };
+  zz_policy pol;
+  CU_ASSERT_FATAL(zz_policy_parse(policy, &pol) == ZZ_OK);
+  zz_shape shape = {.prompt_len = LEN, .gen_len = GEN};
+  zz_engine *eng = NULL;
+  CU_ASSERT_FATAL(zz_engine_create(dev, m, ck, &pol, &shape, &eng) == ZZ_OK);
+  CU_ASSERT_EQUAL(zz_engine_can_refill(eng, 0), refills);
+  int64_t cap = (int64_t)pol.gpu_batch_size * pol.num_gpu_batches;
+  int32_t p[N][LEN];
+  const int32_t *ids[N];
+  int64_t lens[N];
+  uint64_t streams[N];
+  int max_new[N] = {2, 8, 1, 3, 7, 2, 5, 8, 1, 4, 6, 2, 3, 8};
+  zz_seq_params sp[N];
+  for (int i = 0; i < N; i++) {
+    lens[i] = 1 + (i * 5) % LEN; /* 1 to 6 tokens */
+    for (int t = 0; t < LEN; t++) p[i][t] = t ? (int32_t)(5 + (i * 37 + t * 11) % 400) : 2;
+    ids[i] = p[i];
+    streams[i] = (uint64_t)(100 + i);
+    sp[i] = (zz_seq_params){.sampling = {.temperature = i % 2 ? 0.8f : 0, .top_p = 1, .seed = 5},
+                            .max_new_tokens = max_new[i],
+                            .repetition_penalty = 1,
+                            .logprobs = -1};
+  }
+  zz_request req = {.n = N,
+                    .ids = ids,
+                    .lens = lens,
+                    .streams = streams,
+                    .max_new_tokens = GEN,
+                    .ignore_eos = true,
+                    .params = sp,
+                    .refill = true};
+  zz_result res;
+  CU_ASSERT_FATAL(zz_generate(eng, &req, &res) == ZZ_OK);
+  int64_t useful = 0, blocks_computed = 0, blocks_useful = 0;
+  for (int i = 0; i < N; i++) useful += lens[i] + max_new[i] - 1;
+  CU_ASSERT_EQUAL(res.pos_useful, useful);
+  for (int i = 0; i < N; i++) {
+    CU_ASSERT_EQUAL(res.n_tokens[i], max_new[i]);
+    CU_ASSERT_EQUAL(res.out[i].finish, ZZ_FINISH_LENGTH);
+    zz_request one = {.n = 1,
+                      .ids = ids + i,
+                      .lens = lens + i,
+                      .streams = streams + i,
+                      .max_new_tokens = GEN,
+                      .ignore_eos = true,
+                      .params = sp + i};
+    zz_result alone;
+    CU_ASSERT_FATAL(zz_generate(eng, &one, &alone) == ZZ_OK);
+    CU_ASSERT_EQUAL(alone.n_tokens[0], res.n_tokens[i]);
+    CU_ASSERT(memcmp(alone.tokens[0], res.tokens[i], (size_t)res.n_tokens[i] * sizeof(int32_t)) == 0);
+    zz_result_free(&alone, 1);
+  }
+  /* the same prompts block by block, no refill */
+  for (int64_t b = 0; b < N; b += cap) {
+    zz_request blk = req;
+    blk.n = N - b < cap ? N - b : cap;
+    blk.ids += b;
+    blk.lens += b;
+    blk.streams += b;
+    blk.params += b;
+    blk.refill = false;
+    zz_result r2;
+    CU_ASSERT_FATAL(zz_generate(eng, &blk, &r2) == ZZ_OK);
+    blocks_computed += r2.pos_computed;
+    blocks_useful += r2.pos_useful;
+    for (int64_t i = 0; i < blk.n; i++)
+      CU_ASSERT(memcmp(r2.tokens[i], res.tokens[b + i], (size_t)max_new[b + i] * sizeof(int32_t)) == 0);
+    zz_result_free(&r2, blk.n);
+  }
+  CU_ASSERT_EQUAL(blocks_useful, useful);
+  if (refills) {
+    CU_ASSERT(res.refilled > 0);
+    CU_ASSERT(res.pos_computed - useful < blocks_computed - useful);
+  } else {
+    CU_ASSERT_EQUAL(res.refilled, 0);
+    CU_ASSERT_EQUAL(res.pos_computed, blocks_computed);
+  }
+  zz_result_free(&res, N);
+  zz_engine_destroy(eng);
+}
+
+static void test_refill(void) {
+  char fx[4096];
+  snprintf(fx, sizeof fx, "%s/tiny-opt", ZZ_FIXTURES_DIR);
+  zz_config cfg;
+  zz_model m;
+  zz_checkpoint *ck = NULL;
+  zz_device *dev = NULL;
+  CU_ASSERT_FATAL(zz_config_load(fx, &cfg) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_checkpoint_open(fx, &ck) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_device_create_cpu(0, 1, 0, &dev) == ZZ_OK);
+  /* everything on the device; one sequence per GPU batch; weights and activations
+   * off the device (loaded again for a refill's prompt step); the cache on the CPU
+   * tier with CPU attention (no refill: block by block) */
+  zz_refill_run(dev, &m, ck, "gbs=2 num_gb=2 w=100,0 c=100,0 a=100,0", true);
+  zz_refill_run(dev, &m, ck, "gbs=1 num_gb=3 w=100,0 c=100,0 a=100,0", true);
+  zz_refill_run(dev, &m, ck, "gbs=2 num_gb=2 w=0,50 c=100,0 a=0,100", true);
+  zz_refill_run(dev, &m, ck, "gbs=2 num_gb=2 w=100,0 c=0,100 a=100,0 cpu_attn=1", false);
+  zz_device_destroy(dev);
+  zz_checkpoint_close(ck);
+  zz_model_free(&m);
+}
+
 /* The order blocks are gathered in: max new tokens in sqrt(2) steps, then length. */
 static void test_prompt_order(void) {
   CU_ASSERT(zz_prompt_order(100, 1, 5, 2) < 0);   /* fewer max tokens first, however long */
@@ -294,5 +409,6 @@ void zz_test_genif_register(void) {
   CU_add_test(s, "a line's settings: accepted, or refused naming the key", test_line_keys);
   CU_add_test(s, "a GPU batch whose sequences all ended is not computed; tokens as alone",
               test_finished_batches_skipped);
+  CU_add_test(s, "refill: a finished sequence's slot takes the next prompt; tokens as alone", test_refill);
   CU_add_test(s, "blocks are gathered by max tokens in sqrt(2) steps, then length", test_prompt_order);
 }

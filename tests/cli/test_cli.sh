@@ -92,21 +92,22 @@ NJOB=42
 zz "${GEN[@]}" --prompts job.jsonl --out full.jsonl
 check "uninterrupted job: exit 0, $NJOB lines" test "$RC" -eq 0 -a "$(wc -l <full.jsonl)" -eq "$NJOB"
 
-SMALL=(--gpu-batch-size 2 --num-gpu-batches 2)
+# blocks of 4, gathered 2 at a time (8 lines a commit; a slot whose sequence ends takes the next prompt)
+SMALL=(--gpu-batch-size 2 --num-gpu-batches 2 --refill-blocks 2)
 # (the braces keep bash's "Killed" notice out of the test log)
 { ZZ_FAULT_KILL_AFTER_BLOCKS=2 zz "${GEN[@]}" "${SMALL[@]}" --prompts job.jsonl --out killed.jsonl; } 2>/dev/null
 check "ZZ_FAULT_KILL_AFTER_BLOCKS=2: killed by SIGKILL (status 137)" test "$RC" -eq 137
 torn_ok() {
-  [ "$(wc -l <killed.jsonl)" -eq 8 ] && [ -n "$(tail -c 1 killed.jsonl)" ] &&
-    cmp -s <(head -n 8 killed.jsonl) <(head -n 8 full.jsonl) &&
-    [ "$(tail -n 1 killed.jsonl)" != "$(sed -n 9p full.jsonl)" ] &&
-    [ "$(sed -n 9p full.jsonl | head -c "$(tail -n 1 killed.jsonl | wc -c)")" = "$(tail -n 1 killed.jsonl)" ]
+  [ "$(wc -l <killed.jsonl)" -eq 16 ] && [ -n "$(tail -c 1 killed.jsonl)" ] &&
+    cmp -s <(head -n 16 killed.jsonl) <(head -n 16 full.jsonl) &&
+    [ "$(tail -n 1 killed.jsonl)" != "$(sed -n 17p full.jsonl)" ] &&
+    [ "$(sed -n 17p full.jsonl | head -c "$(tail -n 1 killed.jsonl | wc -c)")" = "$(tail -n 1 killed.jsonl)" ]
 }
-check "killed output: 2 blocks of 4 committed, then half of the next line, torn (no newline)" torn_ok
+check "killed output: 2 gatherings of 8 committed, then half of the next line, torn (no newline)" torn_ok
 
 zz "${GEN[@]}" "${SMALL[@]}" --prompts job.jsonl --out killed.jsonl --resume
 check "--resume after the kill: exit 0, says how many prompts it skips" \
-  eval '[ "$RC" -eq 0 ] && has "resuming: 8 prompts already" err'
+  eval '[ "$RC" -eq 0 ] && has "resuming: 16 prompts already" err'
 check "--resume after the kill: output byte-identical to the uninterrupted run (no sorting needed)" \
   cmp -s killed.jsonl full.jsonl
 
@@ -681,7 +682,7 @@ check "a new job over an existing --out killed in its first block: the old file 
   eval '[ "$RC" -eq 137 ] && cmp -s keep.jsonl keep.orig && [ -z "$(ls -A | grep -F keep.jsonl. )" ]'
 { ZZ_FAULT_KILL_AFTER_BLOCKS=1 zz "${GEN[@]}" "${SMALL[@]}" --prompts job.jsonl --out keep.jsonl; } 2>/dev/null
 check "... killed after its first block: that block is in --out (the new job replaced the old file at its first commit)" \
-  eval '[ "$RC" -eq 137 ] && cmp -s <(head -n 4 keep.jsonl) <(head -n 4 full.jsonl) && [ "$(wc -l <keep.jsonl)" -eq 4 ]'
+  eval '[ "$RC" -eq 137 ] && cmp -s <(head -n 8 keep.jsonl) <(head -n 8 full.jsonl) && [ "$(wc -l <keep.jsonl)" -eq 8 ]'
 zz "${GEN[@]}" "${SMALL[@]}" --prompts job.jsonl --out keep.jsonl --resume
 check "... and --resume completes it to the uninterrupted bytes" eval '[ "$RC" -eq 0 ] && cmp -s keep.jsonl full.jsonl'
 zz "${GEN[@]}" --prompts bad3.jsonl --out never.jsonl

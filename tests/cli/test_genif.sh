@@ -119,7 +119,7 @@ line 4 nat.jsonl >one.jsonl
 zz "${GEN[@]}" --prompts one.jsonl --out one.out --max-new-tokens 6
 check "a line with its own seed samples the same tokens alone as among other lines" \
   eval '[ -n "$(ids_at 1 one.out)" ] && [ "$(ids_at 1 one.out)" = "$(ids_at 4 nat.out)" ]'
-zz "${GEN[@]}" --prompts nat.jsonl --out nat1.out --max-new-tokens 6 --gpu-batch-size 1
+zz "${GEN[@]}" --prompts nat.jsonl --out nat1.out --max-new-tokens 6 --gpu-batch-size 1 --refill-blocks 1
 check "blocks of 1 sequence: a line of n = 3 is refused, the rest give the tokens of blocks of 4" \
   eval '[ "$RC" -eq 0 ] && line 5 nat1.out | grep -q "more than a block" && [ "$(sed 5d nat1.out | grep -o "\"output_ids\":\[[^]]*\]")" = "$(sed 5d nat.out | grep -o "\"output_ids\":\[[^]]*\]")" ]'
 zz "${GEN[@]}" --prompts nat.jsonl --out nat2.out --max-new-tokens 6 --logprobs 0
@@ -131,9 +131,9 @@ check "--logprobs 0: every line carries its tokens' log-probabilities" \
 cat batch.jsonl nat.jsonl k.jsonl | head -n 200 >mix.jsonl
 zz "${GEN[@]}" --prompts mix.jsonl --out mix_full.out --max-new-tokens 6 --gpu-batch-size 8
 ZZ_FAULT_KILL_AFTER_BLOCKS=4 timeout 60 "$ZZ" "${GEN[@]}" --prompts mix.jsonl --out mix.out --max-new-tokens 6 \
-  --gpu-batch-size 8 >/dev/null 2>&1
+  --gpu-batch-size 8 --refill-blocks 2 >/dev/null 2>&1
 KRC=$?
-zz "${GEN[@]}" --prompts mix.jsonl --out mix.out --max-new-tokens 6 --gpu-batch-size 8 --resume
+zz "${GEN[@]}" --prompts mix.jsonl --out mix.out --max-new-tokens 6 --gpu-batch-size 8 --refill-blocks 2 --resume
 check "a killed job of batch and native lines resumes to the uninterrupted lines (\"created\" aside)" \
   eval '[ "$KRC" -eq 137 ] && [ "$RC" -eq 0 ] && [ "$(sed "s/\"created\":[0-9]*//" mix.out)" = "$(sed "s/\"created\":[0-9]*//" mix_full.out)" ]'
 
@@ -141,7 +141,8 @@ check "a killed job of batch and native lines resumes to the uninterrupted lines
 
 # prompts of mixed lengths and max tokens, greedy and sampled with their own seeds,
 # one of n = 2: by default blocks are formed by length, so lines come out of file
-# order; every line's tokens are those of file order and of the line run alone
+# order, and 8 lines on 4 slots refill the slots of lines that end; every line's
+# tokens are those of file order and of the line run alone
 W10="a b c d e f g h i j"
 cat >len.jsonl <<J
 {"id": "l0", "prompt": "$W10 $W10 $W10 $W10", "max_new_tokens": 5}
@@ -174,11 +175,13 @@ for i in 1 2 3 4 5 6 7 8; do
   [ -n "$A" ] && by_id len.out | grep -qxF "$A" || ALONE_OK=0
 done
 check "... and each line's tokens run alone" eval '[ "$ALONE_OK" -eq 1 ]'
+# gathered 2 blocks of 2 at a time (4 lines on 2 slots: refilled), committed together
 ZZ_FAULT_KILL_AFTER_BLOCKS=1 timeout 60 "$ZZ" generate --model "$TINY" --no-progress --prompts len.jsonl --out len_k.out \
-  --max-new-tokens 6 --gpu-batch-size 2 >/dev/null 2>&1
+  --max-new-tokens 6 --gpu-batch-size 2 --refill-blocks 2 >/dev/null 2>&1
 KRC=$?
 KEPT=$(wc -l <len_k.out)
-zz generate --model "$TINY" --no-progress --prompts len.jsonl --out len_k.out --max-new-tokens 6 --gpu-batch-size 2 --resume
+zz generate --model "$TINY" --no-progress --prompts len.jsonl --out len_k.out --max-new-tokens 6 --gpu-batch-size 2 \
+  --refill-blocks 2 --resume
 check "blocks by length: killed after a block, --resume finishes with each line once and its tokens" \
   eval '[ "$KRC" -eq 137 ] && [ "$KEPT" -ge 1 ] && [ "$KEPT" -lt 8 ] && [ "$RC" -eq 0 ] && [ "$(by_id len_k.out)" = "$(by_id len.out)" ]'
 

@@ -211,12 +211,13 @@ lines)
       bad "lines with their own settings ${pol:-device}: one process failed, refused a line or lacks a case"
     fi
   done
-  # the positions one process computes (ended GPU batches skipped, stop strings
-  # included): rank 0 counts the same. Without n > 1, whose completions stay in one
-  # block and so pack a pipeline's wider block otherwise than one process's blocks
+  # the positions one process computes block by block (ended GPU batches skipped,
+  # stop strings included; a pipeline refills no slot): rank 0 counts the same.
+  # Without n > 1, whose completions stay in one block and so pack a pipeline's
+  # wider block otherwise than one process's blocks
   grep -v '"n"' own.jsonl >own1.jsonl
   OWN1=("${OWN[@]/own.jsonl/own1.jsonl}")
-  timeout 60 "$ZZ" "${OWN1[@]}" --out one.jsonl </dev/null 2>err
+  timeout 60 "$ZZ" "${OWN1[@]}" --refill-blocks 1 --out one.jsonl </dev/null 2>err
   pos=$(grep "^zigzag: positions: " err)
   mpi 3 "${OWN1[@]}" --num-inner-iterations 3 --out m.jsonl
   if [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl && [ -n "$pos" ] && grep -qxF "$pos" err; then

@@ -105,6 +105,22 @@ def write_config(d, s):
 POOL = 1 << 24  # values in write_gguf's pool
 
 
+def write_vocab(w, v):
+    """A LLaMA-style vocabulary of v tokens (unk, bos, eos, 256 bytes, then
+    made-up pieces) into GGUF writer w: llama.cpp loads no model without one."""
+    toks = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)]
+    types = [2, 3, 3] + [6] * 256  # unknown, control, control, byte
+    toks += ["\u2581t%d" % i for i in range(v - len(toks))]
+    types += [1] * (v - len(types))
+    w.add_tokenizer_model("llama")
+    w.add_token_list(toks)
+    w.add_token_scores([-float(i) for i in range(v)])
+    w.add_token_types(types)
+    w.add_unk_token_id(0)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+
+
 def write_gguf(path, s, dtype="f32", pool=False):
     """A random LLaMA GGUF with llama.cpp's tensor names, matrices in dtype
     ("f32" or "f16"; norms f32). Streamed one tensor at a time: a 13B model is
@@ -131,17 +147,7 @@ def write_gguf(path, s, dtype="f32", pool=False):
     w.add_layer_norm_rms_eps(s["eps"])
     w.add_rope_freq_base(s["theta"])
     w.add_file_type({"f32": 0, "f16": 1}[dtype])  # LLAMA_FTYPE_ALL_F32, _MOSTLY_F16
-    toks = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)]
-    types = [2, 3, 3] + [6] * 256  # unknown, control, control, byte
-    toks += ["\u2581t%d" % i for i in range(v - len(toks))]
-    types += [1] * (v - len(types))
-    w.add_tokenizer_model("llama")
-    w.add_token_list(toks)
-    w.add_token_scores([-float(i) for i in range(v)])
-    w.add_token_types(types)
-    w.add_unk_token_id(0)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
+    write_vocab(w, v)
 
     # (name, rows, cols, matrix?) in file order; matrices drawn in this order
     plan = [("token_embd.weight", v, h, True)]

@@ -158,18 +158,7 @@ def write_gguf(path, s, qtype):
     if arch == "qwen3moe":
         w.add_expert_feed_forward_length(s["expert_ffn"])
     w.add_file_type({"q4_0": 2, "q8_0": 7}[qtype])
-    v = s["vocab"]
-    toks = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)]
-    types = [2, 3, 3] + [6] * 256
-    toks += ["\u2581t%d" % i for i in range(v - len(toks))]
-    types += [1] * (v - len(types))
-    w.add_tokenizer_model("llama")
-    w.add_token_list(toks)
-    w.add_token_scores([-float(i) for i in range(v)])
-    w.add_token_types(types)
-    w.add_unk_token_id(0)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
+    lcc.write_vocab(w, s["vocab"])
     plan = tensor_plan(s)
     for name, shp, q in plan:
         if q:

@@ -10,7 +10,8 @@
  *   decode    each GPU batch runs until its own sequences have all ended (the
  *             engine skips a batch with none running), so batch k decodes
  *             max_k - 1 steps, priced at shape (s_block, max_k): 1 / num_gb of
- *             the block's decode at that shape, times cnt_k / gbs.
+ *             the block's decode at that shape, times cnt_k / gbs; each step's
+ *             positions are the batch's rows up to its last running sequence.
  * Scaling a batch's share by its rows is exact for the terms that scale with rows
  * (the GEMMs on the CPU device, attention, the cache and hidden-state traffic) and
  * an approximation for weights loaded once per step for every batch (an offloaded
@@ -64,7 +65,13 @@ zz_status zz_plan_workload(const zz_model *m, const zz_hw *hw, const zz_planner_
         if (w->max_new[i] > mk) mk = w->max_new[i];
         out->useful_pos += w->prompt_len[i] + w->max_new[i] - 1;
       }
-      out->decode_pos += kc * (mk - 1);
+      /* decode step t computes the batch up to its last sequence still running
+       * (runtime/schedule.c, zz_step_count): one with max_new > t */
+      for (int64_t t = 1; t < mk; t++) {
+        int64_t last = kc - 1;
+        while (w->max_new[k + last] <= t) last--;
+        out->decode_pos += last + 1;
+      }
       if (mk < 2) continue;
       in.shape = (zz_shape){.prompt_len = s, .gen_len = mk};
       zz_cost_plan(&in, &plan, &c, NULL);

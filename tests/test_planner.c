@@ -1517,7 +1517,9 @@ static void test_plan_workload(void) {
   CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_OK);
   CU_ASSERT_EQUAL(c.blocks, 1);
   CU_ASSERT_EQUAL(c.prefill_pos, 4 * 8);
-  CU_ASSERT_EQUAL(c.decode_pos, 2 * (2 - 1) + 2 * (4 - 1));
+  /* each step computes a batch up to its last running sequence: batch {2, 1} one
+   * row at its one step, batch {4, 3} two rows at steps 1-2 and one at step 3 */
+  CU_ASSERT_EQUAL(c.decode_pos, 1 + (2 + 2 + 1));
   CU_ASSERT_EQUAL(c.useful_pos, (2 + 8 + 3 + 3) + (1 + 0 + 3 + 2));
   /* short answers in one GPU batch and long ones in the other (zz_prompt_order's
    * point): half the decode positions, and predicted faster */

@@ -1,39 +1,24 @@
 /*
- * workload.c — a batch file of mixed lengths replayed through one engine, twice in
- * one process (issue #47): as `zigzag generate` runs it now (blocks of prompts of
- * similar length and max tokens, each sequence ending at its own max tokens, a GPU
- * batch whose sequences have all ended left out) and as it ran before (blocks in
- * file order, every sequence of a block run to the block's most max tokens). For
- * each: useful tokens per second (the prompt and generated tokens the lines asked
- * for), positions computed, and the share of them that were padding or finished
- * sequences; and whether every line got the same tokens both ways. Dummy weights,
- * greedy, EOS ignored (a line ends at its max tokens). CSV on stdout; not a test.
- * The run before shares no prompt prefix; the run now computes a block's shared
- * prefix once (runtime/prefix.c), and with --system a third run, now without
- * sharing, shows what the sharing alone gives. With sharing, a block's prompts
- * need (n - 1) x P fewer positions than they have tokens: `wasted` counts against
- * the positions the lines needed, prefix_saved says how many that took off. Each
- * run's wall time and the process's CPU time (on a shared machine the neighbours'
- * load moves the second least; --threads 1 makes it the work done).
+ * workload.c — a batch file of mixed lengths replayed through one engine, three or
+ * four times in one process (issue #47): as it ran before (blocks in file order,
+ * every sequence of a block run to the block's most max tokens, no shared prefix),
+ * sorted block by block (blocks of prompts of similar length and max tokens, each
+ * sequence ending at its own max tokens, a block's shared prefix computed once,
+ * runtime/prefix.c), as `zigzag generate` runs it now (the same with refill, below),
+ * and with --system the run now without prefix sharing. For each: useful tokens per
+ * second (the prompt and generated tokens the lines asked for), positions computed,
+ * the share of them that were padding or finished sequences, and whether every line
+ * got the same tokens every way. Dummy weights, greedy, EOS ignored (a line ends at
+ * its max tokens). CSV on stdout; not a test. With sharing, a block's prompts need
+ * (n - 1) x P fewer positions than they have tokens: `wasted` counts against the
+ * positions the lines needed, prefix_saved says how many that took off. Each run's
+ * wall time and the process's CPU time (on a shared machine the neighbours' load
+ * moves the second least; --threads 1 makes it the work done).
  *
- * The workload: --prompts FILE (JSON Lines: "input_ids" and "max_new_tokens"), or
- * issue #47's workload (a), made here: prompt lengths log-normal with median 150
- * and p99 1500 tokens, max tokens log-normal with median 120 and p99 1000, both
- * times --scale (so it runs in a minute on a small machine); --write FILE keeps it.
- * Workload (b) is --system 300: the same prompts behind one shared system prompt
- * of 300 tokens, times --scale too.
- *
- * --model takes any preset (zz_config_resolve): opt-125m ... opt-175b, and the
- * LLaMA-shaped ones (llama-7b, llama-3-8b, qwen2.5-7b, ...: RMSNorm, SwiGLU, RoPE,
- * grouped-query attention) with --layers to cut them to a few layers and --width H
- * to narrow them to hidden H (heads of the preset's head_dim, K/V heads and the MLP
- * in the preset's ratios): `--model llama-7b --width 768 --layers 12` is a
- * LLaMA-shaped model of OPT-125M's size.
- *
- * The run now also refills (zz_request.refill, requests of --refill-blocks blocks,
- * as zigzag generate gathers them): a sequence that ends hands its slot to the next
- * waiting line. A fourth run, sorted block by block without refill, shows what the
- * refill alone gives; it and the run before are the ones the planner predicts.
+ * Refill (zz_request.refill, requests of --refill-blocks blocks, as zigzag generate
+ * gathers them): a sequence that ends hands its slot to the next waiting line. The
+ * sorted run, block by block without refill, shows what the refill alone gives; it
+ * and the run before are the ones the planner predicts and whose counts are checked.
  *
  * With --hw FILE (zigzag profile --out FILE on this machine) each run also prints
  * the planner's prediction for its blocks (zz_plan_workload: each block at its own

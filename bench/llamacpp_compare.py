@@ -326,14 +326,21 @@ def zigzag_one(a, mdir, B, dtype):
     return json.loads(r.stdout.strip().splitlines()[-1]), " ".join(cmd)
 
 
-def main():
-    a = parse()
+def have_llama_cpp():
+    """True when llama-cpp-python and gguf import; else says how to get them."""
     try:
         import llama_cpp  # noqa: F401
         import gguf  # noqa: F401
     except ImportError as e:
         print("skip: llama-cpp-python and gguf are needed (%s); install them with pip into a venv and run "
               "this script with its python" % e)
+        return False
+    return True
+
+
+def main():
+    a = parse()
+    if not have_llama_cpp():
         return 0
     if a.one:
         lcpp_one(a, a.one[0], a.one[1], int(a.one[2]))

@@ -246,12 +246,7 @@ def model_params(s):
 
 def main():
     a = parse()
-    try:
-        import llama_cpp  # noqa: F401
-        import gguf  # noqa: F401
-    except ImportError as e:
-        print("skip: llama-cpp-python and gguf are needed (%s); install them with pip into a venv and run "
-              "this script with its python" % e)
+    if not lcc.have_llama_cpp():
         return 0
     s = shapes(a)
     a.vocab = s["vocab"]  # lcpp_one draws token ids below it

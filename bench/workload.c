@@ -17,16 +17,17 @@
  *
  * Refill (zz_request.refill, requests of --refill-blocks blocks, as zigzag generate
  * gathers them): a sequence that ends hands its slot to the next waiting line. The
- * sorted run, block by block without refill, shows what the refill alone gives; it
- * and the run before are the ones the planner predicts and whose counts are checked.
+ * sorted run, block by block without refill, shows what the refill alone gives.
  *
  * With --hw FILE (zigzag profile --out FILE on this machine) each run also prints
- * the planner's prediction for its blocks (zz_plan_workload: each block at its own
- * padded prompt length, each GPU batch to its own most new tokens) and its ratio to
- * the measured seconds. Either way the positions are checked: the engine's count of
- * computed positions against the planner's count for the same blocks, and (the run
- * with each line's own max tokens) the engine's useful positions against the lines'
- * asked tokens; a mismatch exits 4, as a wrong "wasted" column would be.
+ * the planner's prediction of it (zz_plan_workload: block by block, each block at
+ * its own padded prompt length and each GPU batch to its own most new tokens; with
+ * refill, the runtime's slot schedule priced turn by turn) and its ratio to the
+ * measured seconds. Either way every run's positions are checked: the engine's
+ * count of computed positions, of those a shared prefix took off and of newcomers
+ * against the planner's schedule of the same run, and (the runs with each line's
+ * own max tokens) the engine's useful positions against the lines' asked tokens; a
+ * mismatch exits 4, as a wrong "wasted" column would be.
  *
  *   workload [--model opt-125m] [--layers L] [--lines 64] [--scale 0.1] [--seed 1]
  *            [--gbs 8] [--num-gb 1] [--threads 0] [--system 0] [--prompts FILE] [--write FILE] [--hw FILE]
@@ -124,6 +125,9 @@ typedef struct wl_run {
   double prefill_s, decode_s;              /* zz_result's, summed */
   double predicted_s, predicted_prefill_s; /* zz_plan_workload's (0: no --hw) */
   int64_t predicted_pos;                   /* its positions computed */
+  int64_t predicted_saved;                 /* its positions a shared prefix took off */
+  int64_t predicted_refilled;              /* its newcomers */
+  double predicted_newcomer_s;             /* of predicted_s, the newcomers' prompt steps */
   int64_t refilled;                        /* sequences that joined a running block */
 } wl_run;
 
@@ -208,21 +212,31 @@ static int wl_narrow(zz_config *c, int64_t width) {
   return 0;
 }
 
-/* The planner's prediction of a replay of `order` (blocks of bls; own: each line's
- * max tokens, else its block's most): seconds with hw, positions always. */
+/* The planner's prediction of a replay of `order` (wl_replay's arguments: requests
+ * of `per`; own: each line's max tokens, else its block's most; share: a group's
+ * shared prefix once; refill): seconds with hw, positions always. */
 static zz_status wl_predict(const zz_model *m, const zz_hw *hw, const zz_policy *pol, wl_line **order, int64_t n,
-                            int64_t bls, bool own, wl_run *r) {
+                            int64_t per, bool own, bool share, bool refill, wl_run *r) {
   int64_t *lens = malloc((size_t)n * sizeof *lens), *max_new = malloc((size_t)n * sizeof *max_new);
-  if (!lens || !max_new) return free(lens), free(max_new), zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
-  for (int64_t b = 0; b < n; b += bls) {
-    int64_t cnt = n - b < bls ? n - b : bls, most = 1;
+  const int32_t **ids = malloc((size_t)n * sizeof *ids);
+  if (!lens || !max_new || !ids)
+    return free(lens), free(max_new), free(ids), zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
+  for (int64_t b = 0; b < n; b += per) {
+    int64_t cnt = n - b < per ? n - b : per, most = 1;
     for (int64_t i = b; i < b + cnt; i++) most = order[i]->max_new > most ? order[i]->max_new : most;
     for (int64_t i = b; i < b + cnt; i++) {
       lens[i] = order[i]->len;
       max_new[i] = own ? order[i]->max_new : most;
+      ids[i] = order[i]->ids;
     }
   }
-  zz_workload w = {.n = n, .prompt_len = lens, .max_new = max_new};
+  zz_workload w = {.n = n,
+                   .prompt_len = lens,
+                   .max_new = max_new,
+                   .refill = refill,
+                   .per_request = per,
+                   .share_prefix = share,
+                   .ids = ids};
   zz_workload_cost c = {0};
   zz_hw nominal; /* without a file, the positions alone are asked for */
   zz_hw_nominal("cpu", &nominal);
@@ -230,12 +244,16 @@ static zz_status wl_predict(const zz_model *m, const zz_hw *hw, const zz_policy 
   zz_planner_opts_default(&po);
   zz_status st = zz_plan_workload(m, hw ? hw : &nominal, &po, pol, &w, &c);
   if (st == ZZ_OK) {
-    r->predicted_s = hw ? c.prefill_s + c.decode_s : 0;
-    r->predicted_prefill_s = hw ? c.prefill_s : 0;
+    r->predicted_s = hw ? c.prefill_s + c.refill_s + c.decode_s : 0;
+    r->predicted_prefill_s = hw ? c.first_s : 0;
     r->predicted_pos = c.prefill_pos + c.decode_pos;
+    r->predicted_saved = c.shared_pos;
+    r->predicted_refilled = c.refilled;
+    r->predicted_newcomer_s = hw ? c.refill_s : 0;
   }
   free(lens);
   free(max_new);
+  free(ids);
   return st;
 }
 
@@ -360,25 +378,35 @@ int main(int argc, char **argv) {
   for (int r = 1; r < n_runs; r++)
     for (int64_t i = 0; i < n; i++) same &= !memcmp(tok[0][i], tok[r][i], (size_t)w[i].max_new * sizeof ***tok);
   zz_hw hw;
+  const zz_hw *hwp = hw_path ? &hw : NULL;
   if ((hw_path && zz_hw_load(hw_path, &hw) != ZZ_OK) ||
-      wl_predict(&m, hw_path ? &hw : NULL, &pol, file, n, bls, false, &runs[0]) != ZZ_OK ||
-      wl_predict(&m, hw_path ? &hw : NULL, &pol, sorted, n, bls, true, &runs[1]) != ZZ_OK)
+      wl_predict(&m, hwp, &pol, file, n, bls, false, false, false, &runs[0]) != ZZ_OK ||
+      wl_predict(&m, hwp, &pol, sorted, n, bls, true, true, false, &runs[1]) != ZZ_OK ||
+      wl_predict(&m, hwp, &pol, sorted, n, win, true, true, true, &runs[2]) != ZZ_OK ||
+      (n_runs == 4 && wl_predict(&m, hwp, &pol, sorted, n, win, true, false, true, &runs[3]) != ZZ_OK))
     return fprintf(stderr, "workload: %s\n", zz_error_message()), 1;
-  /* the wasted column is 1 - (useful - saved) / computed: the runs block by block
-   * have both counts checked against another's (the planner's blocks know no shared
-   * prefix: the positions it took off are added back) */
-  const wl_run *rb = &runs[0], *rs = &runs[1];
-  int counts_ok = rb->computed == rb->predicted_pos && rs->computed + rs->saved == rs->predicted_pos &&
-                  rs->engine_useful == rs->useful - rs->saved;
-  if (!counts_ok)
-    fprintf(stderr,
-            "workload: positions disagree: before %lld computed, %lld by the planner's blocks; sorted %lld computed + "
-            "%lld shared, %lld by the planner's blocks, %lld useful by the engine, %lld asked\n",
-            (long long)rb->computed, (long long)rb->predicted_pos, (long long)rs->computed, (long long)rs->saved,
-            (long long)rs->predicted_pos, (long long)rs->engine_useful, (long long)rs->useful);
+  /* the wasted column is 1 - (useful - saved) / computed: every run's counts are
+   * checked against the planner's schedule of it (positions computed, those a shared
+   * prefix took off, newcomers), and the engine's useful positions against the
+   * lines' asked tokens (the run before runs each line to its block's most) */
+  int counts_ok = 1;
+  for (int r = 0; r < n_runs; r++) {
+    const wl_run *x = &runs[r];
+    int ok = x->computed == x->predicted_pos && x->saved == x->predicted_saved &&
+             x->refilled == x->predicted_refilled && (r == 0 || x->engine_useful == x->useful - x->saved);
+    if (!ok)
+      fprintf(stderr,
+              "workload: run %d: positions disagree: %lld computed, %lld by the planner's schedule; %lld shared, %lld "
+              "by the planner; %lld refilled, %lld by the planner; %lld useful by the engine, %lld asked less "
+              "shared\n",
+              r, (long long)x->computed, (long long)x->predicted_pos, (long long)x->saved,
+              (long long)x->predicted_saved, (long long)x->refilled, (long long)x->predicted_refilled,
+              (long long)x->engine_useful, (long long)(x->useful - x->saved));
+    counts_ok &= ok;
+  }
   printf("model,layers,lines,prompt_tokens_p50,asked_tokens,bls,run,seconds,useful_tok_s,cpu_seconds,useful_tok_cpu_s,"
          "positions,wasted,prefix_saved,refilled,same_tokens,predicted_s,predicted_over_measured,prefill_s,"
-         "predicted_prefill_s,decode_s,predicted_decode_s\n");
+         "predicted_prefill_s,decode_s,predicted_decode_s,predicted_newcomer_prefill_s\n");
   const char *names[RUNS] = {"before: file order; every sequence to its block's most; no prefix sharing",
                              "sorted: zz_prompt_order; own max tokens; shared prefix once; block by block",
                              "now: sorted; own max tokens; shared prefix once; refill", "now without prefix sharing"};
@@ -387,12 +415,13 @@ int main(int argc, char **argv) {
   qsort(lens, (size_t)n, sizeof *lens, wl_cmp_len);
   for (int r = 0; r < n_runs; r++) {
     const wl_run *x = &runs[r];
-    printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%.2f,%.1f,%.2f,%.1f,%lld,%.3f,%lld,%lld,%d,%.2f,%.3f,%.2f,%.2f,%.2f,%.2f\n",
-           model, (long long)cfg.n_layers, (long long)n, (long long)lens[n / 2], (long long)asked, (long long)bls,
-           names[r], x->s, (double)asked / x->s, x->cpu_s, (double)asked / x->cpu_s, (long long)x->computed,
-           1.0 - (double)(x->useful - x->saved) / (double)x->computed, (long long)x->saved, (long long)x->refilled,
-           same, x->predicted_s, x->predicted_s / x->s, x->prefill_s, x->predicted_prefill_s, x->decode_s,
-           x->predicted_s - x->predicted_prefill_s);
+    printf(
+        "%s,%lld,%lld,%lld,%lld,%lld,%s,%.2f,%.1f,%.2f,%.1f,%lld,%.3f,%lld,%lld,%d,%.2f,%.3f,%.2f,%.2f,%.2f,%.2f,%.2f\n",
+        model, (long long)cfg.n_layers, (long long)n, (long long)lens[n / 2], (long long)asked, (long long)bls,
+        names[r], x->s, (double)asked / x->s, x->cpu_s, (double)asked / x->cpu_s, (long long)x->computed,
+        1.0 - (double)(x->useful - x->saved) / (double)x->computed, (long long)x->saved, (long long)x->refilled, same,
+        x->predicted_s, x->predicted_s / x->s, x->prefill_s, x->predicted_prefill_s, x->decode_s,
+        x->predicted_s - x->predicted_prefill_s, x->predicted_newcomer_s);
   }
   printf("# useful tokens/s against the run before: sorted %.2fx wall (%.2fx CPU), now %.2fx wall (%.2fx CPU)",
          runs[0].s / runs[1].s, runs[0].cpu_s / runs[1].cpu_s, runs[0].s / runs[2].s, runs[0].cpu_s / runs[2].cpu_s);

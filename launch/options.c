@@ -122,11 +122,12 @@ static const zz_opt_def zz_opt_table[] = {
     {"no-prefix-sharing", NULL, ZZ_OPT_FLAG, ZZ_O(no_prefix_sharing), NULL,
      "compute each prompt whole (default: the tokens a group's prompts start with are computed once and copied to "
      "each sequence's cache)",
-     false, 0, 0, false, G | B, NULL},
+     false, 0, 0, false, G | B | P, NULL},
     {"refill-blocks", "ZZ_REFILL_BLOCKS", ZZ_OPT_INT, ZZ_O(refill_blocks), "8",
      "generate: prompts gathered this many blocks at a time; a sequence that ends hands its slot to the next "
-     "waiting prompt (continuous batching), and lines are committed once per gathering; 1 = block by block",
-     false, 1, 4096, false, G, NULL},
+     "waiting prompt (continuous batching), and lines are committed once per gathering; 1 = block by block "
+     "(plan --prompts predicts the run so)",
+     false, 1, 4096, false, G | P, NULL},
     {"progress", NULL, ZZ_OPT_FLAG, ZZ_O(progress), NULL, "print the progress line even when stderr is not a terminal",
      false, 0, 0, false, G, NULL},
     {"no-progress", NULL, ZZ_OPT_FLAG, ZZ_O(no_progress), NULL, "never print the progress line", false, 0, 0, false, G,

@@ -290,30 +290,55 @@ static zz_status zz_plan_read_prompts(const zz_opts *o, zz_shape *shape_out, zz_
   int64_t *lens = NULL, *news = NULL, n = 0;
   if (st == ZZ_OK) st = zz_job_workload(j, &lens, &news, &n);
   if (st == ZZ_OK && n == 0) st = zz_error(ZZ_ERR_INVALID_ARG, "plan: %s has no line to run", o->prompts);
+  /* the tokens every prompt starts with: the prefix each block shares at least */
+  int32_t *common = NULL;
+  if (st == ZZ_OK && j->common && j->n_common > 0 && !(common = malloc((size_t)j->n_common * sizeof *common)))
+    st = zz_error(ZZ_ERR_NO_MEMORY, "out of memory");
   if (st == ZZ_OK) {
+    if (common) memcpy(common, j->common, (size_t)j->n_common * sizeof *common);
     *shape_out = j->shape;
-    *w_out = (zz_workload){.n = n, .prompt_len = lens, .max_new = news};
+    /* as generate runs them: refill over --refill-blocks blocks at a time (the
+     * request's size is set once the policy is known) */
+    *w_out = (zz_workload){.n = n,
+                           .prompt_len = lens,
+                           .max_new = news,
+                           .refill = o->refill_blocks > 1,
+                           .share_prefix = !o->no_prefix_sharing,
+                           .common = common,
+                           .n_common = common ? j->n_common : 0};
   } else {
-    free(lens), free(news);
+    free(lens), free(news), free(common);
   }
   zz_job_close(j);
   free(j);
   return st;
 }
 
-static void zz_print_workload(const zz_workload *w, const zz_workload_cost *c, bool json) {
-  double total = c->prefill_s + c->decode_s, computed = (double)(c->prefill_pos + c->decode_pos);
+/* The workload's prediction as generate runs it (c) and block by block (blocks: the
+ * baseline, NULL when c is that already). */
+static void zz_print_workload(const zz_workload *w, const zz_workload_cost *c, const zz_workload_cost *blocks,
+                              bool json) {
+  double total = c->prefill_s + c->refill_s + c->decode_s, computed = (double)(c->prefill_pos + c->decode_pos);
+  double base = blocks ? blocks->prefill_s + blocks->refill_s + blocks->decode_s : total;
   if (json) {
-    printf(", \"workload\": {\"sequences\": %lld, \"blocks\": %lld, \"prefill_s\": %.6g, \"decode_s\": %.6g, "
-           "\"total_s\": %.6g, \"positions\": %lld, \"useful_positions\": %lld}",
-           (long long)w->n, (long long)c->blocks, c->prefill_s, c->decode_s, total, (long long)computed,
-           (long long)c->useful_pos);
+    printf(", \"workload\": {\"sequences\": %lld, \"blocks\": %lld, \"refill\": %s, \"refilled\": %lld, "
+           "\"prefill_s\": %.6g, \"refill_prefill_s\": %.6g, \"decode_s\": %.6g, \"total_s\": %.6g, "
+           "\"block_by_block_total_s\": %.6g, \"positions\": %lld, \"useful_positions\": %lld, "
+           "\"prefix_shared_positions\": %lld}",
+           (long long)w->n, (long long)c->blocks, c->refill ? "true" : "false", (long long)c->refilled, c->prefill_s,
+           c->refill_s, c->decode_s, total, base, (long long)computed, (long long)c->useful_pos,
+           (long long)c->shared_pos);
     return;
   }
-  printf("workload: %lld sequences in %lld blocks; predicted prefill %.4g s, decode %.4g s, total %.4g s; %lld "
-         "positions computed, %.1f%% of them padding or sequences already ended\n",
-         (long long)w->n, (long long)c->blocks, c->prefill_s, c->decode_s, total, (long long)computed,
+  printf("workload: %lld sequences, %s: %lld blocks", (long long)w->n,
+         c->refill ? "with refill (--refill-blocks)" : "block by block", (long long)c->blocks);
+  if (c->refill) printf(", %lld newcomers (their prompt steps %.4g s)", (long long)c->refilled, c->refill_s);
+  printf("; predicted prefill %.4g s, decode %.4g s, total %.4g s; %lld positions computed, %.1f%% of them padding "
+         "or sequences already ended",
+         c->prefill_s + c->refill_s, c->decode_s, total, (long long)computed,
          computed > 0 ? 100.0 * (computed - (double)c->useful_pos) / computed : 0.0);
+  if (blocks) printf("; block by block (--refill-blocks 1) %.4g s", base);
+  printf("\n");
 }
 
 int zz_cmd_plan(const zz_opts *o) {
@@ -355,9 +380,15 @@ int zz_cmd_plan(const zz_opts *o) {
   } else {
     st = zz_plan_search(&m, &hw, &po, &plan);
   }
-  zz_workload_cost wc = {0};
-  if (st == ZZ_OK && o->prompts) st = zz_plan_workload(&m, &hw, &po, &plan.policy, &w, &wc);
-  free((void *)w.prompt_len), free((void *)w.max_new);
+  zz_workload_cost wc = {0}, wb = {0};
+  if (st == ZZ_OK && o->prompts) {
+    w.per_request = (int64_t)plan.policy.gpu_batch_size * plan.policy.num_gpu_batches * o->refill_blocks;
+    st = zz_plan_workload(&m, &hw, &po, &plan.policy, &w, &wc);
+  }
+  zz_workload wbase = w;
+  wbase.refill = false;
+  if (st == ZZ_OK && o->prompts && wc.refill) st = zz_plan_workload(&m, &hw, &po, &plan.policy, &wbase, &wb);
+  free((void *)w.prompt_len), free((void *)w.max_new), free((void *)w.common);
   if (st != ZZ_OK) {
     zz_model_free(&m);
     return zz_report_failure(st);
@@ -374,7 +405,7 @@ int zz_cmd_plan(const zz_opts *o) {
     for (int v = 0; v < ZZ_X_COUNT; v++) printf("%s%.4f", v ? ", " : "", plan.x[v]);
     printf("], \"candidates\": %d, \"feasible\": %d, \"search_s\": %.4g", plan.candidates, plan.feasible,
            plan.search_s);
-    if (o->prompts) zz_print_workload(&w, &wc, true);
+    if (o->prompts) zz_print_workload(&w, &wc, wc.refill ? &wb : NULL, true);
     printf("}\n");
   } else {
     printf("plan: %s on %s, prompt %lld, gen %lld%s\n", cfg.name, hw.name, (long long)po.shape.prompt_len,
@@ -382,7 +413,7 @@ int zz_cmd_plan(const zz_opts *o) {
     printf("policy %s%s\n", zz_policy_str(&plan.policy, pb, sizeof pb),
            given ? " (given: predicted, not searched)" : "");
     zz_print_cost(stdout, "", &plan.cost, cap);
-    if (o->prompts) zz_print_workload(&w, &wc, false);
+    if (o->prompts) zz_print_workload(&w, &wc, wc.refill ? &wb : NULL, false);
     zz_print_experts(&m, plan.policy.gpu_batch_size * plan.policy.num_gpu_batches, (int)po.shape.prompt_len);
     zz_print_expert_split(&m, &plan.policy, "");
     if (given) {

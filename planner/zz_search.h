@@ -86,29 +86,55 @@ zz_status zz_plan_eval(const zz_model *m, const zz_hw *hw, const zz_planner_opts
 
 /* ================================================================ a workload */
 
-/* A batch file as the engine runs it: n sequences in run order (blocks of gbs x
- * num_gb consecutive ones, GPU batches of gbs within a block), each its prompt
- * tokens and the new tokens it asks. */
+/* A batch file as the engine runs it: n sequences in run order, each its prompt
+ * tokens and the new tokens it asks (each ends there: EOS is not foreseen). Without
+ * refill: blocks of gbs x num_gb consecutive ones, GPU batches of gbs within a block.
+ * With refill (zz_request.refill, where the plan keeps every cache on the device as
+ * the engine needs): requests of `per_request` sequences (0: all; zigzag generate
+ * gathers --refill-blocks blocks), each run through the runtime's slot schedule
+ * (zz_slots, runtime/slots.c). */
 typedef struct zz_workload {
   int64_t n;
   const int64_t *prompt_len; /* [n] */
   const int64_t *max_new;    /* [n] */
+  bool refill;
+  int64_t per_request;
+  /* a group's shared prefix computed once at its prompt step (runtime/prefix.c's
+   * rule, zz_prefix_shared) where the engine shares prefixes: ids (NULL, or [n] each
+   * sequence's tokens) gives each group's exactly; without them, common[n_common],
+   * the tokens every prompt starts with, is the prefix every group shares */
+  bool share_prefix;
+  const int32_t *const *ids;
+  const int32_t *common;
+  int64_t n_common;
+  /* a newcomer (refill) computes only what follows the prefix it shares with its
+   * group's block: off as the runtime runs today (zz_engine_refill computes the
+   * whole prompt) */
+  bool refill_shares_prefix;
 } zz_workload;
 
 /* The prediction for a workload (planner/workload.c). */
 typedef struct zz_workload_cost {
-  double prefill_s, decode_s; /* seconds, summed over blocks */
-  int64_t blocks;
+  /* seconds: the prompt steps of blocks (a fresh block of a refill request too), the
+   * newcomers' prompt steps alone (refill), the decode steps; first_s: of the prompt
+   * steps, the first of each request's groups (what zz_result.prefill_s spans) */
+  double prefill_s, refill_s, decode_s, first_s;
+  int64_t blocks;   /* blocks begun (a refill request's fresh blocks included) */
+  int64_t refilled; /* sequences that took an ended one's slot */
+  bool refill;      /* priced with refill (asked, and the plan's caches are on the device) */
   /* positions the engine computes (zz_result's pos_computed, summed): each block's
-   * prompts padded to its longest, then each GPU batch's sequences for its own most
-   * new tokens less one; and the useful ones (prompt + new tokens less one each) */
-  int64_t prefill_pos, decode_pos, useful_pos;
+   * prompts padded to its longest (its shared prefix once), newcomers' prompts, then
+   * each decode step's GPU batches up to their last running sequence; the useful
+   * ones (prompt + new tokens less one each, less shared_pos); the prompt positions a
+   * shared prefix took off (zz_engine_stats.prefix_shared) */
+  int64_t prefill_pos, decode_pos, useful_pos, shared_pos;
 } zz_workload_cost;
 
 /* Predicts w under pol on hw: the engine's memory plan for w's longest prompt and
  * most new tokens (o's shape is not read; its capacities and device options are),
  * each block priced at its own padded prompt length and each GPU batch at its own
- * most new tokens. ZZ_ERR_INFEASIBLE where the plan does not fit. */
+ * most new tokens; with refill each turn of the slot schedule at its own rows and
+ * keys. ZZ_ERR_INFEASIBLE where the plan does not fit. */
 zz_status zz_plan_workload(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, const zz_policy *pol,
                            const zz_workload *w, zz_workload_cost *out);
 

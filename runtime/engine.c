@@ -375,17 +375,20 @@ static int64_t zz_engine_last_step(const zz_engine *e, int group) { return e->t_
 
 bool zz_engine_can_refill(const zz_engine *e, int group) {
   if (group < 0 || group >= e->n_groups || e->l0 != 0 || e->l1 != e->m->n_layers) return false;
-  size_t per = (size_t)e->lc * (size_t)e->pol.num_gpu_batches; /* the group's cache homes */
-  for (size_t i = 0; i < per; i++)
-    if (e->plan.cache_tier[(size_t)group * per + i] != ZZ_TIER_GPU) return false;
-  return true;
+  return zz_memplan_cache_on_device(&e->plan, e->m, group);
+}
+
+int64_t zz_refill_room(const zz_shape *shape, int64_t s, int step, int64_t len) {
+  if (step < 1) return 0;
+  int64_t at = s + step - 1; /* the key position step writes */
+  if (len < 1 || len > at || len > shape->prompt_len) return 0;
+  /* its first token from the prompt, then one per step while the cache's rows last */
+  return shape->prompt_len + shape->gen_len - at + 1;
 }
 
 int64_t zz_engine_refill_room(const zz_engine *e, int group, int step, int64_t len) {
-  if (!zz_engine_can_refill(e, group) || !e->groups[group].n || step < 1) return 0;
-  int64_t at = e->groups[group].s + step - 1; /* the key position step writes */
-  if (len < 1 || len > at || len > e->shape.prompt_len) return 0;
-  return e->t_max - at + 1; /* its first token from the prompt, then one per step while the rows last */
+  if (!zz_engine_can_refill(e, group) || !e->groups[group].n) return 0;
+  return zz_refill_room(&e->shape, e->groups[group].s, step, len);
 }
 
 zz_status zz_engine_refill(zz_engine *e, int group, int64_t seq, const int32_t *ids, int64_t len, int step) {

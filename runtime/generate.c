@@ -258,123 +258,97 @@ static zz_status zz_gen_loop(zz_engine *e, zz_gen *g, int64_t base, int64_t n, d
 
 /* ---------------------------------------------------------------- refill */
 
-/* The engine's slots and the prompts waiting for them (zz_request.refill). */
-typedef struct zz_slots {
-  int64_t cap, bls;
-  int64_t *seq;          /* [cap] the sequence in each slot (-1: none) */
-  const int32_t **ids;   /* [cap] its prompt */
-  int64_t *lens;         /* [cap] */
-  int32_t *input;        /* [cap] its next input (the pad token once ended) */
-  bool *ended;           /* [cap] */
-  int64_t *n, *step;     /* [groups] the group's block size; its next step */
-  bool *taken;           /* [request n] */
-  int64_t next, waiting; /* the first prompt not taken; how many are not */
-} zz_slots;
+/* The token loop's side of the slot schedule (zz_slots, slots.c): each turn run on
+ * the engine, each sequence's tokens sampled. */
+typedef struct zz_refill_ctx {
+  zz_engine *e;
+  zz_gen *g;
+  int64_t bls;         /* slots per group */
+  const int32_t **ids; /* [cap] the prompt in each slot */
+  int64_t *lens;       /* [cap] */
+  int32_t *input;      /* [cap] its next input (the pad token once ended) */
+} zz_refill_ctx;
 
-static bool zz_slot_free(const zz_gen *g, const zz_slots *sl, int64_t s) {
-  return sl->seq[s] < 0 || g->done[sl->seq[s]];
+static int64_t zz_refill_room_of(void *ctx, int gr, int step, int64_t len) {
+  return zz_engine_refill_room(((zz_refill_ctx *)ctx)->e, gr, step, len);
 }
+static int64_t zz_refill_max_new(void *ctx, int64_t q) { return zz_gen_max_new(((zz_refill_ctx *)ctx)->g, q); }
+static bool zz_refill_done(void *ctx, int64_t q) { return ((zz_refill_ctx *)ctx)->g->done[q]; }
 
-/* Prompt q goes into slot s. */
-static void zz_slot_take(const zz_gen *g, zz_slots *sl, int64_t s, int64_t q) {
-  sl->seq[s] = q;
-  sl->ids[s] = g->req->ids[q];
-  sl->lens[s] = g->req->lens[q];
-  sl->taken[q] = true;
-  sl->waiting--;
-  while (sl->next < g->n && sl->taken[sl->next]) sl->next++;
-}
-
-/* The first waiting prompt that can join group gr before `step` and make all its
- * new tokens there (-1: none). */
-static int64_t zz_slot_fit(const zz_engine *e, const zz_gen *g, const zz_slots *sl, int gr, int step) {
-  for (int64_t q = sl->next; q < g->n; q++)
-    if (!sl->taken[q] && zz_engine_refill_room(e, gr, step, g->req->lens[q]) >= zz_gen_max_new(g, q)) return q;
-  return -1;
-}
-
-/* One turn of group gr: a fresh block of the waiting prompts when its sequences
- * have all ended, else its free slots refilled and its next step. */
-static zz_status zz_slots_turn(zz_engine *e, zz_gen *g, zz_slots *sl, int gr) {
-  int64_t base = gr * sl->bls, vocab = g->c->vocab_size;
-  bool live = false;
-  for (int64_t i = 0; i < sl->n[gr]; i++) live = live || !zz_slot_free(g, sl, base + i);
-  if (!live) {
-    if (!sl->waiting) return ZZ_OK;
-    int64_t cnt = 0;
-    for (int64_t q = sl->next; q < g->n && cnt < sl->bls; q++)
-      if (!sl->taken[q]) zz_slot_take(g, sl, base + cnt++, q);
-    sl->n[gr] = cnt;
-    ZZ_CHECK(zz_engine_begin_block(e, gr, cnt, sl->lens + base));
-    zz_step_io io = {.prompts = sl->ids + base};
-    ZZ_CHECK(zz_engine_step(e, gr, 0, &io));
-    for (int64_t i = 0; i < cnt; i++) {
-      g->r.pos_useful += sl->lens[base + i];
-      zz_gen_take_one(g, sl->seq[base + i], 0, zz_engine_logits(e) + i * vocab);
-    }
-    sl->step[gr] = 1;
-    return ZZ_OK;
+static zz_status zz_refill_begin(void *ctx, int gr, int64_t cnt, const int64_t *seq) {
+  zz_refill_ctx *x = ctx;
+  zz_gen *g = x->g;
+  int64_t base = gr * x->bls;
+  for (int64_t i = 0; i < cnt; i++) {
+    x->ids[base + i] = g->req->ids[seq[i]];
+    x->lens[base + i] = g->req->lens[seq[i]];
   }
-  int step = (int)sl->step[gr];
-  bool fits = true; /* until a search finds none: the next would find none either */
-  for (int64_t i = 0; i < sl->n[gr] && sl->waiting && fits; i++) {
-    int64_t q;
-    while (zz_slot_free(g, sl, base + i) && (fits = (q = zz_slot_fit(e, g, sl, gr, step)) >= 0)) {
-      zz_slot_take(g, sl, base + i, q);
-      ZZ_CHECK(zz_engine_refill(e, gr, i, sl->ids[base + i], sl->lens[base + i], step));
-      g->r.pos_useful += sl->lens[base + i];
-      g->r.refilled++;
-      zz_gen_take_one(g, q, 0, zz_engine_logits(e) + i * vocab);
-    }
+  ZZ_CHECK(zz_engine_begin_block(x->e, gr, cnt, x->lens + base));
+  zz_step_io io = {.prompts = x->ids + base};
+  ZZ_CHECK(zz_engine_step(x->e, gr, 0, &io));
+  for (int64_t i = 0; i < cnt; i++) {
+    g->r.pos_useful += x->lens[base + i];
+    zz_gen_take_one(g, seq[i], 0, zz_engine_logits(x->e) + i * g->c->vocab_size);
   }
-  live = false;
-  for (int64_t i = 0; i < sl->n[gr]; i++) {
-    int64_t s = base + i;
-    sl->ended[s] = zz_slot_free(g, sl, s);
-    sl->input[s] = sl->ended[s] ? g->c->pad : g->input[sl->seq[s]];
-    g->r.pos_useful += !sl->ended[s];
-    live = live || !sl->ended[s];
-  }
-  if (!live) return ZZ_OK; /* every newcomer ended at its first token */
-  zz_step_io io = {.tokens = sl->input + base, .ended = sl->ended + base};
-  ZZ_CHECK(zz_engine_step(e, gr, step, &io));
-  for (int64_t i = 0; i < sl->n[gr]; i++)
-    if (!sl->ended[base + i])
-      zz_gen_take_one(g, sl->seq[base + i], (int)g->r.n_tokens[sl->seq[base + i]], zz_engine_logits(e) + i * vocab);
-  sl->step[gr]++;
   return ZZ_OK;
 }
+
+static zz_status zz_refill_one(void *ctx, int gr, int64_t i, int64_t q, int step) {
+  zz_refill_ctx *x = ctx;
+  zz_gen *g = x->g;
+  int64_t s = gr * x->bls + i;
+  x->ids[s] = g->req->ids[q];
+  x->lens[s] = g->req->lens[q];
+  ZZ_CHECK(zz_engine_refill(x->e, gr, i, x->ids[s], x->lens[s], step));
+  g->r.pos_useful += x->lens[s];
+  g->r.refilled++;
+  zz_gen_take_one(g, q, 0, zz_engine_logits(x->e) + i * g->c->vocab_size);
+  return ZZ_OK;
+}
+
+static zz_status zz_refill_step(void *ctx, int gr, int step, int64_t cnt, const int64_t *seq, const bool *ended) {
+  zz_refill_ctx *x = ctx;
+  zz_gen *g = x->g;
+  int64_t base = gr * x->bls;
+  for (int64_t i = 0; i < cnt; i++) {
+    x->input[base + i] = ended[i] ? g->c->pad : g->input[seq[i]];
+    g->r.pos_useful += !ended[i];
+  }
+  zz_step_io io = {.tokens = x->input + base, .ended = ended};
+  ZZ_CHECK(zz_engine_step(x->e, gr, step, &io));
+  for (int64_t i = 0; i < cnt; i++)
+    if (!ended[i])
+      zz_gen_take_one(g, seq[i], (int)g->r.n_tokens[seq[i]], zz_engine_logits(x->e) + i * g->c->vocab_size);
+  return ZZ_OK;
+}
+
+static const zz_slot_ops zz_refill_ops = {.room = zz_refill_room_of,
+                                          .max_new = zz_refill_max_new,
+                                          .done = zz_refill_done,
+                                          .begin = zz_refill_begin,
+                                          .refill = zz_refill_one,
+                                          .step = zz_refill_step};
 
 static zz_status zz_gen_loop_refill(zz_engine *e, zz_gen *g, double *t_prefill) {
   const zz_policy *pol = zz_engine_policy(e);
   int n_groups = zz_engine_groups(e);
-  zz_slots sl = {.bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches, .waiting = g->n};
-  sl.cap = sl.bls * n_groups;
-  sl.seq = malloc((size_t)sl.cap * sizeof *sl.seq);
-  sl.ids = calloc((size_t)sl.cap, sizeof *sl.ids);
-  sl.lens = calloc((size_t)sl.cap, sizeof *sl.lens);
-  sl.input = calloc((size_t)sl.cap, sizeof *sl.input);
-  sl.ended = calloc((size_t)sl.cap, sizeof *sl.ended);
-  sl.n = calloc((size_t)n_groups, sizeof *sl.n);
-  sl.step = calloc((size_t)n_groups, sizeof *sl.step);
-  sl.taken = calloc((size_t)g->n, sizeof *sl.taken);
-  zz_status st = ZZ_OK;
-  if (!sl.seq || !sl.ids || !sl.lens || !sl.input || !sl.ended || !sl.n || !sl.step || !sl.taken)
-    st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
-  for (int64_t s = 0; st == ZZ_OK && s < sl.cap; s++) sl.seq[s] = -1;
+  int64_t bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches, cap = bls * n_groups;
+  zz_refill_ctx x = {.e = e, .g = g, .bls = bls};
+  x.ids = calloc((size_t)cap, sizeof *x.ids);
+  x.lens = calloc((size_t)cap, sizeof *x.lens);
+  x.input = calloc((size_t)cap, sizeof *x.input);
+  zz_slots sl = {0};
+  zz_status st = !x.ids || !x.lens || !x.input ? zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory") : ZZ_OK;
+  if (st == ZZ_OK) st = zz_slots_init(&sl, n_groups, bls, g->n, g->req->lens, &zz_refill_ops, &x);
   for (bool first = true; st == ZZ_OK && g->live > 0; first = false) {
     if ((st = zz_check_stop()) != ZZ_OK) break;
-    for (int gr = 0; st == ZZ_OK && gr < n_groups; gr++) st = zz_slots_turn(e, g, &sl, gr);
+    for (int gr = 0; st == ZZ_OK && gr < n_groups; gr++) st = zz_slots_turn(&sl, gr);
     if (first) *t_prefill = zz_now();
   }
-  free(sl.seq);
-  free(sl.ids);
-  free(sl.lens);
-  free(sl.input);
-  free(sl.ended);
-  free(sl.n);
-  free(sl.step);
-  free(sl.taken);
+  zz_slots_free(&sl);
+  free(x.ids);
+  free(x.lens);
+  free(x.input);
   return st;
 }
 

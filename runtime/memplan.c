@@ -104,6 +104,15 @@ bool zz_memplan_layer_resident(const zz_memplan *p, int i) {
   return p->weight_tier[i] == ZZ_TIER_GPU && x->n[ZZ_TIER_CPU] == 0 && x->n[ZZ_TIER_DISK] == 0;
 }
 
+bool zz_memplan_cache_on_device(const zz_memplan *p, const zz_model *m, int group) {
+  size_t per = 0; /* the group's cache homes: its slice's cache layers x num_gb */
+  for (int j = p->spec.layer_begin; j < p->spec.layer_end; j++) per += m->layers[j].has_cache;
+  per *= (size_t)p->spec.policy.num_gpu_batches;
+  for (size_t i = 0; i < per; i++)
+    if (p->cache_tier[(size_t)group * per + i] != ZZ_TIER_GPU) return false;
+  return true;
+}
+
 /* A layer's weights apart from its expert-stacked matrices (all of a dense layer's). */
 static double zz_layer_plain_numel(const zz_layer *l) {
   double n = (double)l->weight_numel;

@@ -151,14 +151,15 @@ typedef struct zz_run {
 /* The group's batch that step q = (slice layer, batch) computes. */
 static int64_t zz_run_batch(const zz_run *r, int64_t q) { return r->ks[q % r->nbt]; }
 
-/* Sequences of batch k a step computes: up to its last one still running (those
- * after it have ended and nothing reads their rows again: a refill writes a slot's
- * rows afresh). */
+int64_t zz_step_rows(const bool *ended, int64_t cnt) {
+  while (cnt > 0 && ended[cnt - 1]) cnt--;
+  return cnt;
+}
+
+/* Sequences of batch k a step computes: at the prompt step all, then zz_step_rows. */
 static int64_t zz_step_count(const zz_engine *e, const zz_group *g, int step, const bool *ended, int64_t k) {
   int64_t cnt = zz_group_batch_count(e, g, k), first = k * e->pol.gpu_batch_size;
-  if (step > 0 && ended)
-    while (cnt > 0 && ended[first + cnt - 1]) cnt--;
-  return cnt;
+  return step > 0 && ended ? zz_step_rows(ended + first, cnt) : cnt;
 }
 
 /* Sequences of batch k the run computes. */

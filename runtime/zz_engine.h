@@ -154,6 +154,13 @@ zz_status zz_engine_step(zz_engine *eng, int group, int step, const zz_step_io *
  * refill here). */
 bool zz_engine_can_refill(const zz_engine *eng, int group);
 int64_t zz_engine_refill_room(const zz_engine *eng, int group, int step, int64_t len);
+/* The rule of zz_engine_refill_room for an engine of this shape whose group's block
+ * is padded to s (the planner's schedule asks it too, planner/workload.c). */
+int64_t zz_refill_room(const zz_shape *shape, int64_t s, int step, int64_t len);
+/* Sequences of a GPU batch of cnt a decode step computes: up to its last one still
+ * running (ended: the batch's [cnt]); those after it have ended and nothing reads
+ * their rows again (a refill writes a slot's rows afresh). */
+int64_t zz_step_rows(const bool *ended, int64_t cnt);
 zz_status zz_engine_refill(zz_engine *eng, int group, int64_t seq, const int32_t *ids, int64_t len, int step);
 /* [n, vocab] f32 logits of the group just stepped (slices ending at the last layer). */
 const float *zz_engine_logits(const zz_engine *eng);

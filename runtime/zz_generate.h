@@ -140,6 +140,49 @@ zz_status zz_request_check(const zz_engine *eng, const zz_request *req);
 zz_status zz_generate(zz_engine *eng, const zz_request *req, zz_result *res);
 void zz_result_free(zz_result *res, int64_t n);
 
+/* ================================================================ refill's slots */
+/*
+ * The slot schedule of a request with refill (runtime/slots.c): which prompt is in
+ * which of the engine's n_groups x bls slots at each step, when a newcomer enters,
+ * when a group begins a fresh block. The rule lives there once; what each turn does
+ * is the caller's: the token loop runs an engine and samples (generate.c), the
+ * planner prices the same turns with its cost model (planner/workload.c).
+ */
+typedef struct zz_slot_ops {
+  /* the most new tokens a prompt of len tokens makes joining group gr before step (zz_engine_refill_room) */
+  int64_t (*room)(void *ctx, int gr, int step, int64_t len);
+  int64_t (*max_new)(void *ctx, int64_t q); /* the new tokens prompt q asks */
+  bool (*done)(void *ctx, int64_t q);       /* whether prompt q has ended */
+  /* group gr begins a block of prompts seq[0..cnt) in its slots [0, cnt) and runs their prompt step */
+  zz_status (*begin)(void *ctx, int gr, int64_t cnt, const int64_t *seq);
+  /* prompt q takes slot i of group gr before step `step`, prefilled alone */
+  zz_status (*refill)(void *ctx, int gr, int64_t i, int64_t q, int step);
+  /* group gr's decode step `step` over its slots [0, cnt): seq[i] in each, ended[i] for the free ones (fed pad) */
+  zz_status (*step)(void *ctx, int gr, int step, int64_t cnt, const int64_t *seq, const bool *ended);
+} zz_slot_ops;
+
+typedef struct zz_slots {
+  int n_groups;
+  int64_t bls, cap, n; /* slots per group; all slots; prompts */
+  const int64_t *lens; /* [n] the prompts' lengths */
+  const zz_slot_ops *ops;
+  void *ctx;
+  int64_t *seq;          /* [cap] the prompt in each slot (-1: none yet) */
+  bool *ended;           /* [cap] a step's free slots */
+  int64_t *n_in, *step;  /* [n_groups] the group's block size; its next step */
+  bool *taken;           /* [n] */
+  int64_t next, waiting; /* the first prompt not taken; how many are not */
+} zz_slots;
+
+zz_status zz_slots_init(zz_slots *sl, int n_groups, int64_t bls, int64_t n, const int64_t *lens, const zz_slot_ops *ops,
+                        void *ctx);
+void zz_slots_free(zz_slots *sl);
+/* One turn of group gr: a fresh block when its sequences have all ended and
+ * prompts wait, else its free slots refilled and its next decode step. */
+zz_status zz_slots_turn(zz_slots *sl, int gr);
+/* Whether a prompt waits or a slot's sequence runs. */
+bool zz_slots_busy(const zz_slots *sl);
+
 /* Held-out perplexity (runtime/perplexity.c), teacher forced: ids[0..n) (no BOS)
  * are cut into windows of the engine's gen_len tokens, each a sequence that starts
  * at BOS (the engine is built with prompt_len 1) and is fed its own next token at

@@ -214,6 +214,8 @@ size_t zz_memplan_tier_total(const zz_memplan *p, zz_tier t);
 /* Slice layer i's weights, its experts included, all on the GPU: computed from
  * their homes, never loaded into a slot. */
 bool zz_memplan_layer_resident(const zz_memplan *p, int i);
+/* Every cache home of group g on the GPU tier (what a refill needs: zz_engine_can_refill). */
+bool zz_memplan_cache_on_device(const zz_memplan *p, const zz_model *m, int group);
 /* ZZ_ERR_INFEASIBLE naming the first tier whose plan exceeds cap, with numbers. */
 zz_status zz_memplan_check(const zz_memplan *p, const size_t cap[ZZ_TIER_COUNT]);
 /* "weights.3.1 cpu weights f32 [768, 768] 2.25 MiB @ 0" into buf. */

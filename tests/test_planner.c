@@ -15,6 +15,8 @@
 
 #include "zz_limits.h"
 #include "zz_planner.h"
+#include "zz_runtime.h"
+#include "zz_seq.h"
 
 #ifndef ZZ_PLANNER_HW_DIR
 #error "ZZ_PLANNER_HW_DIR must name planner/hw"
@@ -1549,6 +1551,173 @@ static void test_plan_workload(void) {
   CU_ASSERT_EQUAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_ERR_INVALID_ARG);
 }
 
+/* Refill (zz_workload.refill): the runtime's slot schedule (zz_slots) priced turn by
+ * turn. Two slots (gbs 2), the engine's shape (5, 5): t_max 10.
+ *   turn 1  fresh block {q0, q1}, padded to 4                     8 prompt positions
+ *   step 1  q0, q1 (keys 5, 5); q0 ends                           2
+ *   step 2  q2 (len 3) into slot 0 before it: at = 5, room 6      3 + 2 (keys 4, 6); q2 ends
+ *   step 3  q3 (len 2, 1 token) ends at its prompt step, q4 (len 5) takes the slot
+ *           at = 6                                                2 + 5 + 2 (keys 6, 7); q4 ends
+ *   step 4  slot 0 ended, slot 1 (q1) runs: both rows computed    2 (keys 7, 8); q1 ends
+ * Every step has rows {2}: one run of 4 steps over 48 keys, the cost model's decode
+ * of (4, 5) (mean 6, priced at 4 + 5/2: the half key of rounding). */
+static void test_plan_workload_refill(void) {
+  zz_hw hw = test_hw();
+  zz_planner_opts o = small_opts();
+  zz_policy p = policy_all(ZZ_TIER_GPU, 2);
+  int64_t lens[5] = {4, 4, 3, 2, 5}, news[5] = {2, 5, 2, 1, 2};
+  zz_workload w = {.n = 5, .prompt_len = lens, .max_new = news, .refill = true};
+  zz_workload_cost c;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_OK);
+  CU_ASSERT(c.refill);
+  CU_ASSERT_EQUAL(c.blocks, 1);
+  CU_ASSERT_EQUAL(c.refilled, 3);
+  CU_ASSERT_EQUAL(c.prefill_pos, 8 + 3 + 2 + 5);
+  CU_ASSERT_EQUAL(c.decode_pos, 2 + 2 + 2 + 2);
+  CU_ASSERT_EQUAL(c.useful_pos, (4 + 1) + (4 + 4) + (3 + 1) + (2 + 0) + (5 + 1));
+  CU_ASSERT_EQUAL(c.shared_pos, 0);
+  zz_plan ev;
+  o.shape = (zz_shape){.prompt_len = 4, .gen_len = 5};
+  CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&g_model, &hw, &o, &p, &ev), ZZ_OK);
+  CU_ASSERT(close_rel(c.prefill_s, ev.cost.prefill_s, 1e-9));
+  CU_ASSERT(close_rel(c.first_s, ev.cost.prefill_s, 1e-9));
+  CU_ASSERT(close_rel(c.decode_s, ev.cost.decode_s, 1e-9));
+  /* each newcomer alone: a block of one sequence at its own length */
+  zz_policy one = policy_all(ZZ_TIER_GPU, 1);
+  double alone = 0;
+  for (int k = 2; k < 5; k++) {
+    o.shape = (zz_shape){.prompt_len = lens[k], .gen_len = 1};
+    CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&g_model, &hw, &o, &one, &ev), ZZ_OK);
+    alone += ev.cost.prefill_s;
+  }
+  CU_ASSERT(close_rel(c.refill_s, alone, 1e-9));
+  /* requests of 2 (zigzag generate's --refill-blocks 1 at this block): nothing
+   * waits, so nothing is refilled and each request is one block */
+  w.per_request = 2;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_OK);
+  CU_ASSERT_EQUAL(c.refilled, 0);
+  CU_ASSERT_EQUAL(c.blocks, 3);
+  /* a cache off the device: the engine cannot refill, the blocks are priced */
+  zz_policy off = policy_all(ZZ_TIER_CPU, 2);
+  w.per_request = 0;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &off, &w, &c), ZZ_OK);
+  CU_ASSERT(!c.refill);
+  CU_ASSERT_EQUAL(c.refilled, 0);
+}
+
+/* A shared prefix (runtime/prefix.c's rule) once per block: P + n (s - P) prompt
+ * positions, (n - 1) P taken off the useful ones; the same from the tokens
+ * themselves (ids) or from the tokens every prompt starts with (common). */
+static void test_plan_workload_prefix(void) {
+  zz_hw hw = test_hw();
+  zz_planner_opts o = small_opts();
+  zz_policy p = policy_all(ZZ_TIER_GPU, 2);
+  int32_t a[40], b[40];
+  for (int t = 0; t < 40; t++) a[t] = 5 + t, b[t] = t < 24 ? 5 + t : 900 + t; /* 24 tokens in common */
+  const int32_t *ids[2] = {a, b};
+  int64_t lens[2] = {40, 30}, news[2] = {3, 3};
+  zz_workload w = {.n = 2, .prompt_len = lens, .max_new = news, .share_prefix = true, .ids = ids};
+  zz_workload_cost c, none;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_OK);
+  CU_ASSERT_EQUAL(c.shared_pos, 24);
+  CU_ASSERT_EQUAL(c.prefill_pos, 24 + 2 * (40 - 24));
+  CU_ASSERT_EQUAL(c.useful_pos, (40 + 2) + (30 + 2) - 24);
+  w.ids = NULL, w.common = a, w.n_common = 24;
+  zz_workload_cost from_common;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &from_common), ZZ_OK);
+  CU_ASSERT_EQUAL(from_common.shared_pos, 24);
+  CU_ASSERT(close_rel(from_common.prefill_s, c.prefill_s, 1e-12));
+  w.share_prefix = false;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &none), ZZ_OK);
+  CU_ASSERT_EQUAL(none.shared_pos, 0);
+  CU_ASSERT_EQUAL(none.prefill_pos, 2 * 40);
+  zz_plan ev; /* the block's prompt step as the cost model prices a shared prefix */
+  o.shape = (zz_shape){.prompt_len = 40, .gen_len = 3, .shared_prefix = 24};
+  CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&g_model, &hw, &o, &p, &ev), ZZ_OK);
+  CU_ASSERT(close_rel(c.prefill_s, ev.cost.prefill_s, 1e-9));
+  CU_ASSERT(!close_rel(none.prefill_s, ev.cost.prefill_s, 1e-3));
+  /* refill: a newcomer computes its whole prompt, as the runtime does today, or what
+   * follows its block's prefix where the runtime shares it (refill_shares_prefix) */
+  int32_t c3[40];
+  for (int t = 0; t < 40; t++) c3[t] = t < 30 ? 5 + t : 700 + t; /* 30 in common with a */
+  const int32_t *ids3[3] = {a, b, c3};
+  int64_t l3[3] = {40, 30, 20}, n3[3] = {1, 3, 2};
+  w = (zz_workload){.n = 3, .prompt_len = l3, .max_new = n3, .refill = true, .share_prefix = true, .ids = ids3};
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_OK);
+  CU_ASSERT_EQUAL(c.refilled, 1);
+  CU_ASSERT_EQUAL(c.prefill_pos, 24 + 2 * (40 - 24) + 20);
+  w.refill_shares_prefix = true;
+  CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &none), ZZ_OK);
+  CU_ASSERT_EQUAL(none.shared_pos, 24 + 19); /* the block's 24, up to its prompt less one */
+  CU_ASSERT_EQUAL(none.prefill_pos, c.prefill_pos - 19);
+  zz_policy one = policy_all(ZZ_TIER_GPU, 1); /* the newcomer alone: its 20 - 19 rows */
+  o.shape = (zz_shape){.prompt_len = 1, .gen_len = 1};
+  CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&g_model, &hw, &o, &one, &ev), ZZ_OK);
+  CU_ASSERT(close_rel(none.refill_s, ev.cost.prefill_s, 1e-9));
+  o.shape = (zz_shape){.prompt_len = 20, .gen_len = 1};
+  CU_ASSERT_EQUAL_FATAL(zz_plan_eval(&g_model, &hw, &o, &one, &ev), ZZ_OK);
+  CU_ASSERT(close_rel(c.refill_s, ev.cost.prefill_s, 1e-9));
+}
+
+/* The planner's schedule of a refill request counts what a real engine computes:
+ * OPT-125M cut to 2 layers, dummy weights, the CPU device; prompts of mixed lengths
+ * (two with a shared prefix of 20 tokens), each its own max tokens. */
+static void test_plan_workload_engine(void) {
+  zz_config cfg;
+  zz_model m;
+  CU_ASSERT_EQUAL_FATAL(zz_config_preset("opt-125m", &cfg), ZZ_OK);
+  cfg.n_layers = 2;
+  CU_ASSERT_EQUAL_FATAL(zz_model_init(&cfg, &m), ZZ_OK);
+  enum { N = 7 };
+  int64_t lens[N] = {24, 22, 5, 9, 3, 12, 7}, news[N] = {3, 6, 2, 1, 4, 2, 5};
+  int32_t tok[N][24];
+  const int32_t *ids[N];
+  for (int i = 0; i < N; i++) {
+    for (int t = 0; t < 24; t++) tok[i][t] = (int32_t)(t < 20 && i < 2 ? 10 + t : 100 + 7 * i + t);
+    ids[i] = tok[i];
+  }
+  zz_seq_params sp[N];
+  for (int i = 0; i < N; i++)
+    sp[i] = (zz_seq_params){
+        .sampling = {.top_p = 1}, .max_new_tokens = (int)news[i], .repetition_penalty = 1, .logprobs = -1};
+  zz_policy pol = policy_all(ZZ_TIER_GPU, 2);
+  zz_shape shape = {.prompt_len = 24, .gen_len = 6};
+  zz_device *dev = NULL;
+  zz_engine *e = NULL;
+  CU_ASSERT_EQUAL_FATAL(zz_device_create_cpu(0, 1, 1, &dev), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_engine_create(dev, &m, NULL, &pol, &shape, &e), ZZ_OK);
+  for (int share = 0; share < 2; share++) {
+    zz_engine_set_prefix_sharing(e, share);
+    zz_request req = {.n = N,
+                      .ids = ids,
+                      .lens = lens,
+                      .max_new_tokens = 6,
+                      .ignore_eos = true,
+                      .sampling = {.top_p = 1},
+                      .params = sp,
+                      .refill = true};
+    zz_result res;
+    CU_ASSERT_EQUAL_FATAL(zz_generate(e, &req, &res), ZZ_OK);
+    zz_workload w = {.n = N, .prompt_len = lens, .max_new = news, .refill = true, .share_prefix = share, .ids = ids};
+    zz_workload_cost c;
+    zz_hw hw;
+    zz_hw_nominal("cpu", &hw);
+    zz_planner_opts o;
+    zz_planner_opts_default(&o);
+    CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&m, &hw, &o, &pol, &w, &c), ZZ_OK);
+    CU_ASSERT(c.refill);
+    CU_ASSERT(c.refilled > 0);
+    CU_ASSERT_EQUAL(c.refilled, res.refilled);
+    CU_ASSERT_EQUAL(c.prefill_pos + c.decode_pos, res.pos_computed);
+    CU_ASSERT_EQUAL(c.useful_pos, res.pos_useful);
+    CU_ASSERT_EQUAL(c.shared_pos > 0, share);
+    zz_result_free(&res, N);
+  }
+  zz_engine_destroy(e);
+  zz_device_destroy(dev);
+  zz_model_free(&m);
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(void) {
@@ -1591,6 +1760,10 @@ int main(void) {
   CU_add_test(s, "cost model: a shared prompt prefix computed once", test_cost_shared_prefix);
   CU_add_test(s, "workload: each block at its own shape, each GPU batch to its own most new tokens",
               test_plan_workload);
+  CU_add_test(s, "workload: refill priced turn by turn on the runtime's slot schedule", test_plan_workload_refill);
+  CU_add_test(s, "workload: a shared prefix once per block, a newcomer's as the runtime takes it",
+              test_plan_workload_prefix);
+  CU_add_test(s, "workload: the refill schedule's positions are a real engine's", test_plan_workload_engine);
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failures = CU_get_number_of_failures();

@@ -382,8 +382,11 @@ check "plan prints the policy line, predicted tokens/s, lanes, peak memory and t
 zz "${GEN[@]}" --prompts golden_text.jsonl --out planned.jsonl --no-progress --policy "$POL"
 check "generate runs the planned policy with the golden tokens" golden_ok planned.jsonl
 zz plan --model "$TINY" --hw tiny-hw.json --prompts golden_text.jsonl --max-new-tokens 8 --gpu-batch-size 2
-check "plan --prompts predicts the whole file as generate runs it (its shape, its blocks, their positions)" \
-  eval '[ "$RC" -eq 0 ] && has "most max tokens of --prompts" outp && has "sequences in 2 blocks; predicted prefill" outp'
+check "plan --prompts predicts the whole file as generate runs it (its shape, refill, the block-by-block baseline)" \
+  eval '[ "$RC" -eq 0 ] && has "most max tokens of --prompts" outp && has "sequences, with refill (--refill-blocks):" outp && has "block by block (--refill-blocks 1)" outp'
+zz plan --model "$TINY" --hw tiny-hw.json --prompts golden_text.jsonl --max-new-tokens 8 --gpu-batch-size 2 --refill-blocks 1
+check "plan --prompts --refill-blocks 1 predicts the file block by block (its blocks, their positions)" \
+  eval '[ "$RC" -eq 0 ] && has "sequences, block by block: 2 blocks; predicted prefill" outp'
 zz plan --model "$TINY" --hw tiny-hw.json --prompts no-such-file.jsonl
 check "plan --prompts with a missing file: non-zero exit naming it" eval '[ "$RC" -ne 0 ] && has no-such-file.jsonl err'
 

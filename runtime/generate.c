@@ -321,7 +321,8 @@ static zz_status zz_slots_turn(zz_engine *e, zz_gen *g, zz_slots *sl, int gr) {
     int64_t q;
     while (zz_slot_free(g, sl, base + i) && (fits = (q = zz_slot_fit(e, g, sl, gr, step)) >= 0)) {
       zz_slot_take(g, sl, base + i, q);
-      ZZ_CHECK(zz_engine_refill(e, gr, i, sl->ids[base + i], sl->lens[base + i], step));
+      zz_step_io io = {.prompts = sl->ids + base + i};
+      ZZ_CHECK(zz_engine_refill(e, gr, i, sl->lens[base + i], step, &io));
       g->r.pos_useful += sl->lens[base + i];
       g->r.refilled++;
       zz_gen_take_one(g, q, 0, zz_engine_logits(e) + i * vocab);

@@ -96,12 +96,12 @@ static int32_t zz_gen_pick(zz_gen *g, int64_t q, const float *lg, bool *eos) {
 }
 
 /* The most new tokens sequence q takes: its own, else the request's. */
-static int zz_gen_max_new(const zz_gen *g, int64_t q) {
-  return g->req->params ? g->req->params[q].max_new_tokens : g->req->max_new_tokens;
+static int zz_req_max_new(const zz_request *req, int64_t q) {
+  return req->params ? req->params[q].max_new_tokens : req->max_new_tokens;
 }
+static int zz_gen_max_new(const zz_gen *g, int64_t q) { return zz_req_max_new(g->req, q); }
 
-/* Sequence q's next token from its logits lg [vocab] (zz_gen_take's rule, one sequence). */
-static void zz_gen_take_one(zz_gen *g, int64_t q, int step, const float *lg) {
+void zz_gen_take_one(zz_gen *g, int64_t q, int step, const float *lg) {
   const zz_config *c = g->c;
   const zz_request *req = g->req;
   if (g->done[q]) return;
@@ -258,17 +258,44 @@ static zz_status zz_gen_loop(zz_engine *e, zz_gen *g, int64_t base, int64_t n, d
 
 /* ---------------------------------------------------------------- refill */
 
+/* ---------------------------------------------------------------- waiting prompts */
+
+zz_status zz_waiting_init(zz_waiting *w, const zz_request *req) {
+  *w = (zz_waiting){.req = req, .left = req->n};
+  if (!(w->taken = calloc((size_t)(req->n ? req->n : 1), sizeof *w->taken)))
+    return zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
+  return ZZ_OK;
+}
+
+void zz_waiting_free(zz_waiting *w) {
+  free(w->taken);
+  *w = (zz_waiting){0};
+}
+
+void zz_waiting_take(zz_waiting *w, int64_t q) {
+  w->taken[q] = true;
+  w->left--;
+  while (w->next < w->req->n && w->taken[w->next]) w->next++;
+}
+
+int64_t zz_waiting_first(const zz_waiting *w) { return w->left ? w->next : -1; }
+
+int64_t zz_waiting_fit(const zz_waiting *w, const zz_engine *e, int gr, int step) {
+  for (int64_t q = w->next; q < w->req->n; q++)
+    if (!w->taken[q] && zz_engine_refill_room(e, gr, step, w->req->lens[q]) >= zz_req_max_new(w->req, q)) return q;
+  return -1;
+}
+
 /* The engine's slots and the prompts waiting for them (zz_request.refill). */
 typedef struct zz_slots {
   int64_t cap, bls;
-  int64_t *seq;          /* [cap] the sequence in each slot (-1: none) */
-  const int32_t **ids;   /* [cap] its prompt */
-  int64_t *lens;         /* [cap] */
-  int32_t *input;        /* [cap] its next input (the pad token once ended) */
-  bool *ended;           /* [cap] */
-  int64_t *n, *step;     /* [groups] the group's block size; its next step */
-  bool *taken;           /* [request n] */
-  int64_t next, waiting; /* the first prompt not taken; how many are not */
+  int64_t *seq;        /* [cap] the sequence in each slot (-1: none) */
+  const int32_t **ids; /* [cap] its prompt */
+  int64_t *lens;       /* [cap] */
+  int32_t *input;      /* [cap] its next input (the pad token once ended) */
+  bool *ended;         /* [cap] */
+  int64_t *n, *step;   /* [groups] the group's block size; its next step */
+  zz_waiting w;        /* the prompts not taken yet */
 } zz_slots;
 
 static bool zz_slot_free(const zz_gen *g, const zz_slots *sl, int64_t s) {
@@ -280,17 +307,7 @@ static void zz_slot_take(const zz_gen *g, zz_slots *sl, int64_t s, int64_t q) {
   sl->seq[s] = q;
   sl->ids[s] = g->req->ids[q];
   sl->lens[s] = g->req->lens[q];
-  sl->taken[q] = true;
-  sl->waiting--;
-  while (sl->next < g->n && sl->taken[sl->next]) sl->next++;
-}
-
-/* The first waiting prompt that can join group gr before `step` and make all its
- * new tokens there (-1: none). */
-static int64_t zz_slot_fit(const zz_engine *e, const zz_gen *g, const zz_slots *sl, int gr, int step) {
-  for (int64_t q = sl->next; q < g->n; q++)
-    if (!sl->taken[q] && zz_engine_refill_room(e, gr, step, g->req->lens[q]) >= zz_gen_max_new(g, q)) return q;
-  return -1;
+  zz_waiting_take(&sl->w, q);
 }
 
 /* One turn of group gr: a fresh block of the waiting prompts when its sequences
@@ -300,10 +317,9 @@ static zz_status zz_slots_turn(zz_engine *e, zz_gen *g, zz_slots *sl, int gr) {
   bool live = false;
   for (int64_t i = 0; i < sl->n[gr]; i++) live = live || !zz_slot_free(g, sl, base + i);
   if (!live) {
-    if (!sl->waiting) return ZZ_OK;
-    int64_t cnt = 0;
-    for (int64_t q = sl->next; q < g->n && cnt < sl->bls; q++)
-      if (!sl->taken[q]) zz_slot_take(g, sl, base + cnt++, q);
+    int64_t cnt = 0, q;
+    while (cnt < sl->bls && (q = zz_waiting_first(&sl->w)) >= 0) zz_slot_take(g, sl, base + cnt++, q);
+    if (!cnt) return ZZ_OK;
     sl->n[gr] = cnt;
     ZZ_CHECK(zz_engine_begin_block(e, gr, cnt, sl->lens + base));
     zz_step_io io = {.prompts = sl->ids + base};
@@ -317,9 +333,9 @@ static zz_status zz_slots_turn(zz_engine *e, zz_gen *g, zz_slots *sl, int gr) {
   }
   int step = (int)sl->step[gr];
   bool fits = true; /* until a search finds none: the next would find none either */
-  for (int64_t i = 0; i < sl->n[gr] && sl->waiting && fits; i++) {
+  for (int64_t i = 0; i < sl->n[gr] && sl->w.left && fits; i++) {
     int64_t q;
-    while (zz_slot_free(g, sl, base + i) && (fits = (q = zz_slot_fit(e, g, sl, gr, step)) >= 0)) {
+    while (zz_slot_free(g, sl, base + i) && (fits = (q = zz_waiting_fit(&sl->w, e, gr, step)) >= 0)) {
       zz_slot_take(g, sl, base + i, q);
       zz_step_io io = {.prompts = sl->ids + base + i};
       ZZ_CHECK(zz_engine_refill(e, gr, i, sl->lens[base + i], step, &io));
@@ -349,7 +365,7 @@ static zz_status zz_slots_turn(zz_engine *e, zz_gen *g, zz_slots *sl, int gr) {
 static zz_status zz_gen_loop_refill(zz_engine *e, zz_gen *g, double *t_prefill) {
   const zz_policy *pol = zz_engine_policy(e);
   int n_groups = zz_engine_groups(e);
-  zz_slots sl = {.bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches, .waiting = g->n};
+  zz_slots sl = {.bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches};
   sl.cap = sl.bls * n_groups;
   sl.seq = malloc((size_t)sl.cap * sizeof *sl.seq);
   sl.ids = calloc((size_t)sl.cap, sizeof *sl.ids);
@@ -358,9 +374,8 @@ static zz_status zz_gen_loop_refill(zz_engine *e, zz_gen *g, double *t_prefill) 
   sl.ended = calloc((size_t)sl.cap, sizeof *sl.ended);
   sl.n = calloc((size_t)n_groups, sizeof *sl.n);
   sl.step = calloc((size_t)n_groups, sizeof *sl.step);
-  sl.taken = calloc((size_t)g->n, sizeof *sl.taken);
-  zz_status st = ZZ_OK;
-  if (!sl.seq || !sl.ids || !sl.lens || !sl.input || !sl.ended || !sl.n || !sl.step || !sl.taken)
+  zz_status st = zz_waiting_init(&sl.w, g->req);
+  if (st == ZZ_OK && (!sl.seq || !sl.ids || !sl.lens || !sl.input || !sl.ended || !sl.n || !sl.step))
     st = zz_error(ZZ_ERR_NO_MEMORY, "generate: out of memory");
   for (int64_t s = 0; st == ZZ_OK && s < sl.cap; s++) sl.seq[s] = -1;
   for (bool first = true; st == ZZ_OK && g->live > 0; first = false) {
@@ -375,7 +390,7 @@ static zz_status zz_gen_loop_refill(zz_engine *e, zz_gen *g, double *t_prefill) 
   free(sl.ended);
   free(sl.n);
   free(sl.step);
-  free(sl.taken);
+  zz_waiting_free(&sl.w);
   return st;
 }
 

@@ -108,6 +108,8 @@ zz_status zz_gen_create(const zz_config *c, const zz_request *req, zz_gen **out)
  * (unless ignore_eos), on on_token's word (a stop string) or at its own
  * max_new_tokens (params, else the request's). */
 void zz_gen_take(zz_gen *g, int64_t first, int64_t cnt, int step, const float *logits);
+/* The same for sequence q alone, from its logits [vocab]. */
+void zz_gen_take_one(zz_gen *g, int64_t q, int step, const float *logits);
 bool zz_gen_done(const zz_gen *g, int64_t q);
 /* Sequence q's newest token (the pad token before its first). */
 int32_t zz_gen_newest(const zz_gen *g, int64_t q);
@@ -133,6 +135,23 @@ int32_t zz_sequence_input(const zz_config *c, int32_t token, bool ended);
  * prompt length, then by max new tokens; <0, 0, >0 as strcmp (0: the caller's own
  * order, the file's, decides). */
 int zz_prompt_order(int64_t len_a, int new_a, int64_t len_b, int new_b);
+
+/* The prompts of a refill request (zz_request.refill) that wait for a slot, in the
+ * request's order, and the rule that gives a slot the next of them: one process's
+ * token loop and a pipeline's rank 0 (stage/engine_stage.c) both take it. */
+typedef struct zz_waiting {
+  const zz_request *req; /* outlives it */
+  bool *taken;           /* [req->n] */
+  int64_t next, left;    /* the first prompt not taken; how many are not */
+} zz_waiting;
+zz_status zz_waiting_init(zz_waiting *w, const zz_request *req);
+void zz_waiting_free(zz_waiting *w);
+void zz_waiting_take(zz_waiting *w, int64_t q);
+/* The first waiting prompt (-1: none): a fresh block's next. */
+int64_t zz_waiting_first(const zz_waiting *w);
+/* The first waiting prompt that can join group gr of engine e before `step` and
+ * make all its new tokens there (zz_engine_refill_room; -1: none). Not taken. */
+int64_t zz_waiting_fit(const zz_waiting *w, const zz_engine *e, int gr, int step);
 
 /* Checks a request against an engine's shape and vocabulary. */
 zz_status zz_request_check(const zz_engine *eng, const zz_request *req);

@@ -74,15 +74,15 @@ static void test_block_message(void) {
   free(wp);
   b.params = NULL, b.prompt_ids = NULL;
   /* a count beyond 32 bits is refused, not cut to its low 32 bits (issue #21 item 20) */
-  size_t len0 = 5 + 3; /* the word of sequence 0's prompt length */
+  size_t len0 = 6 + 3; /* the word of sequence 0's prompt length (6 header words, 3 group starts) */
   w[len0] = (1ull << 32) + 3;
   CU_ASSERT_EQUAL(zz_block_unpack(w, n, &c, &mem), ZZ_ERR_FORMAT);
   CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "prompt length of sequence 0 is 4294967299"));
   w[len0] = 3;
-  w[6] = (1ull << 32) + 2; /* group 1 would start at sequence 2 */
+  w[7] = (1ull << 32) + 2; /* group 1 would start at sequence 2 */
   CU_ASSERT_EQUAL(zz_block_unpack(w, n, &c, &mem), ZZ_ERR_FORMAT);
   CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "first sequence of group 1"));
-  w[6] = 2;
+  w[7] = 2;
   CU_ASSERT_EQUAL_FATAL(zz_block_unpack(w, n, &c, &mem), ZZ_OK);
   free(mem);
   /* a truncated or foreign message is refused, not read past its end */

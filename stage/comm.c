@@ -175,7 +175,8 @@ zz_status zz_block_unpack(const uint64_t *w, size_t nwords, zz_stage_block *b, v
     if (w[k] > INT32_MAX)
       return zz_error(ZZ_ERR_FORMAT, "stage: block message: %s %llu is %llu, beyond 2^31 - 1",
                       k < H + 1 + ngroups ? "the first sequence of group" : "the prompt length of sequence",
-                      (unsigned long long)(k < H + 1 + ngroups ? k - H : k - H - 1 - ngroups), (unsigned long long)w[k]);
+                      (unsigned long long)(k < H + 1 + ngroups ? k - H : k - H - 1 - ngroups),
+                      (unsigned long long)w[k]);
   for (uint64_t k = H + ngroups + 1 + 2 * nseq; k < H + ngroups + 1 + 2 * nseq + nslots; k++)
     if (w[k] >= nseq)
       return zz_error(ZZ_ERR_FORMAT, "stage: block message: a slot begins with sequence %llu of %llu",
@@ -193,8 +194,8 @@ zz_status zz_block_unpack(const uint64_t *w, size_t nwords, zz_stage_block *b, v
     return zz_error(ZZ_ERR_FORMAT, "stage: block message: %zu words for %llu sequences in %llu groups", nwords,
                     (unsigned long long)nseq, (unsigned long long)ngroups);
   size_t np = extra ? nseq : 0, nid = extra ? total : 0;
-  size_t bytes =
-      nseq * sizeof(uint64_t) + np * sizeof(zz_seq_params) + (ngroups + 1 + nseq + nid + nslots) * sizeof(int32_t);
+  size_t bytes = nseq * sizeof(uint64_t) + np * sizeof(zz_seq_params) +
+                 (ngroups + 1 + nseq + nid + nslots) * sizeof(int32_t);
   /* rng and params first: their alignment */
   uint8_t *mem = malloc(bytes ? bytes : 1);
   if (!mem) return zz_error(ZZ_ERR_NO_MEMORY, "stage: block of %llu sequences", (unsigned long long)nseq);

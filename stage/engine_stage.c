@@ -81,8 +81,8 @@ static zz_status es_alloc(zz_engine_stage *es) {
   es->out = calloc(cap, sizeof *es->out);
   es->endb = calloc((size_t)es->bls, sizeof *es->endb);
   if (!es->sids || !es->out || !es->endb || !es->lens || !es->slens || !es->slot || !es->slot_seq || !es->plen ||
-      !es->streams || !es->group_first ||
-      !es->prompts || !es->inputs || !es->tok || !es->tokens || !es->n_tokens || !es->ended)
+      !es->streams || !es->group_first || !es->prompts || !es->inputs || !es->tok || !es->tokens || !es->n_tokens ||
+      !es->ended)
     return zz_error(ZZ_ERR_NO_MEMORY, "engine stage: out of memory for blocks of %lld sequences", (long long)es->cap);
   for (size_t i = 0; i < cap; i++) es->tokens[i] = es->tok + i * (size_t)es->cfg.max_new_tokens;
   return ZZ_OK;

@@ -380,7 +380,8 @@ static zz_status block_buffers(run *R) {
     if (R->cb->join_bytes(R->ctx, b, q) > most) most = R->cb->join_bytes(R->ctx, b, q);
   for (int g = 0; R->refill && b->max_new_tokens > 1 && g < (int)T; g++) {
     size_t n = hidden_bytes(R, 1, g) + (size_t)gsize(b, g) * most + trail_bytes(R, 1, g);
-    if (n > (size_t)INT32_MAX) return zz_error(ZZ_ERR_INVALID_ARG, "stage: a refill step of group %d is %zu bytes", g, n);
+    if (n > (size_t)INT32_MAX)
+      return zz_error(ZZ_ERR_INVALID_ARG, "stage: a refill step of group %d is %zu bytes", g, n);
     if (n > cap) cap = n;
   }
   R->cap = cap;
@@ -505,8 +506,8 @@ static zz_status ring_send(run *R, const item *I) {
   }
   if (R->tw) memcpy(m + 2 + 2 * n, R->sextra + (size_t)first * R->tw, (size_t)n * R->tw * sizeof *m);
   if (st->size == 1) return ZZ_OK;
-  if (MPI_Isend(m, (int)tok_bytes(R, n), MPI_BYTE, 0, item_tag(R, ZZ_KIND_TOKENS, step, g), st->data,
-                &R->tok_req[g]) != MPI_SUCCESS)
+  if (MPI_Isend(m, (int)tok_bytes(R, n), MPI_BYTE, 0, item_tag(R, ZZ_KIND_TOKENS, step, g), st->data, &R->tok_req[g]) !=
+      MPI_SUCCESS)
     return zz_error(ZZ_ERR_MPI, "stage: send of the tokens of step %d group %d to rank 0 failed", step, g);
   st->stats.bytes_sent += tok_bytes(R, n);
   st->stats.messages_sent++;
@@ -619,9 +620,8 @@ static zz_status send_output(run *R, const item *I) {
   int step = I->in.step, g = I->in.group;
   if (last_rank(R)) return ring_send(R, I);
   ZZ_CHECK(send_hidden(R, I->out, I->in.hidden_out_bytes + trail_bytes(R, step, g), step, g));
-  if (first_rank(R) &&
-      MPI_Irecv(R->tok[g], tok_words(R, I->in.nseq), MPI_INT32_T, st->size - 1,
-                item_tag(R, ZZ_KIND_TOKENS, step, g), st->data, &R->tok_req[g]) != MPI_SUCCESS)
+  if (first_rank(R) && MPI_Irecv(R->tok[g], tok_words(R, I->in.nseq), MPI_INT32_T, st->size - 1,
+                                 item_tag(R, ZZ_KIND_TOKENS, step, g), st->data, &R->tok_req[g]) != MPI_SUCCESS)
     return zz_error(ZZ_ERR_MPI, "stage: posting the token receive of step %d group %d", step, g);
   return ZZ_OK;
 }

@@ -378,7 +378,7 @@ static zz_status block_buffers(run *R) {
   size_t most = 0;
   for (int q = 0; R->refill && q < b->nseq; q++)
     if (R->cb->join_bytes(R->ctx, b, q) > most) most = R->cb->join_bytes(R->ctx, b, q);
-  for (int g = 0; R->refill && b->max_new_tokens > 1 && g < (int)T; g++) {
+  for (int g = 0; R->refill && g < (int)T; g++) {
     size_t n = hidden_bytes(R, 1, g) + (size_t)gsize(b, g) * most + trail_bytes(R, 1, g);
     if (n > (size_t)INT32_MAX)
       return zz_error(ZZ_ERR_INVALID_ARG, "stage: a refill step of group %d is %zu bytes", g, n);

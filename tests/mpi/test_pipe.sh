@@ -217,7 +217,7 @@ lines)
     fi
   done
   # the positions one process computes block by block (ended GPU batches skipped,
-  # stop strings included; a pipeline refills no slot): rank 0 counts the same.
+  # stop strings included; --refill-blocks 1: no slot refilled): rank 0 counts the same.
   # Without n > 1, whose completions stay in one block and so pack a pipeline's
   # wider block otherwise than one process's blocks
   grep -v '"n"' own.jsonl >own1.jsonl

@@ -106,8 +106,9 @@ typedef struct zz_stage_item {
   int32_t group; /* micro-batch group g */
   int32_t nseq;  /* sequences in the group */
   int32_t first; /* block index of the group's first sequence */
-  /* Rank 0's input: step 0: the group's prompt ids one after another; step > 0: one
-   * id per sequence (the token sampled at step-1). NULL on other ranks. */
+  /* Rank 0's input: step 0: the group's prompt ids one after another (NULL in a
+   * refill block: the slots' prompts are the caller's); step > 0: one id per
+   * sequence (the token sampled at step-1). NULL on other ranks. */
   const int32_t *ids;
   int64_t nids;
   /* step > 0: [nseq] sequence finished, as rank 0 knows it (the sampler's flags and

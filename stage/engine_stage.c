@@ -18,6 +18,12 @@
  *               zz_generate runs) on the group's logits; its ids, done flags (1 +
  *               why it ended) and log-probabilities go back to rank 0. No sampling
  *               rule is written here.
+ *   refill      (refill_blocks > 1) a request holds more prompts than the block's
+ *               slots: rank 0 gives a slot whose sequence ended the next waiting
+ *               prompt (es_refill: zz_waiting, one process's rule); every rank runs
+ *               its prompt step through its slice after the item's step (es_joins);
+ *               the last rank samples its first token; prompts that found no slot
+ *               go on in a continuation block, and the request is handed back once.
  */
 #include <stdint.h>
 #include <stdlib.h>

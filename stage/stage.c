@@ -27,7 +27,9 @@
  *     (1,0) <--------------------------------------'
  *
  * So the stop is decided once (by the last rank's sampler state) and reaches every
- * rank inside the message stream; no rank decides alone. The block's composition
+ * rank inside the message stream; no rank decides alone. In a refill block rank 0
+ * decides it (a slot may take a waiting sequence, callbacks.refill), and its choice
+ * rides behind the hidden state with the done flags. The block's composition
  * comes from rank 0 by the block broadcast (comm.c), the hidden states go through
  * the exchange (xchg.c), faults are watched by faults.c.
  */

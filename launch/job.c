@@ -717,6 +717,7 @@ static zz_status zz_job_write_block(zz_job *j, const zz_result *res) {
     pb.prefill_s = res->prefill_s, pb.decode_s = res->decode_s;
     j->prog.pos_computed += res->pos_computed;
     j->prog.pos_useful += res->pos_useful;
+    j->prog.refilled += res->refilled;
   }
   /* a finished block is never lost: flushed and synced before the next starts */
   ZZ_CHECK(zz_output_commit(&j->out));

@@ -393,6 +393,8 @@ void zz_progress_finish(zz_progress *p) {
   if (p->pos_computed > 0)
     fprintf(stderr, "zigzag: positions: %lld computed, %.1f%% of them padding or sequences already ended\n",
             (long long)p->pos_computed, 100.0 * (double)(p->pos_computed - p->pos_useful) / (double)p->pos_computed);
+  if (p->refilled > 0)
+    fprintf(stderr, "zigzag: refilled: %lld sequences took the slot of one that had ended\n", (long long)p->refilled);
 }
 
 void zz_progress_token(zz_progress *p) {

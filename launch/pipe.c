@@ -220,19 +220,36 @@ static zz_status zz_pipe_build(zz_pipe *p) {
   char who[96];
   snprintf(who, sizeof who, "rank %d: layers [%d, %d) of %d, %d groups; ", p->rank, eo.layer_begin, eo.layer_end,
            p->job.model.n_layers, p->groups);
-  ZZ_CHECK(zz_run_engine(&p->run, &p->job.model, p->job.ck, &eo, who));
+  return zz_run_engine(&p->run, &p->job.model, p->job.ck, &eo, who);
+}
+
+/* Refill (--refill-blocks, generate): requests of that many blocks' prompts, a slot
+ * whose sequence has ended taking the next, where every rank can (each group's
+ * cache on its device, hidden states over MPI: the joins travel behind them);
+ * collective, once every engine is built. Otherwise a request is one block. */
+static zz_status zz_pipe_refill(zz_pipe *p, int *blocks_out) {
+  bool mine = !p->bench && p->o->refill_blocks > 1 && p->comm == ZZ_STAGE_COMM_MPI, all = false;
+  for (int g = 0; mine && g < p->groups; g++) mine = zz_engine_can_refill(p->run.eng, g);
+  ZZ_CHECK(zz_stage_all(p->st, mine, &all));
+  *blocks_out = all ? p->o->refill_blocks : 1;
+  return ZZ_OK;
+}
+
+/* The stage over the engine; rank 0 starts the job's output. */
+static zz_status zz_pipe_adapter(zz_pipe *p, int refill_blocks) {
   zz_engine_stage_config ec = {.engine = p->run.eng,
                                .device = p->run.dev,
                                .max_new_tokens = p->max_new,
                                .ignore_eos = p->bench,
                                .sampling = zz_opts_sampling(p->o),
+                               .refill_blocks = refill_blocks,
                                .next = zz_pipe_next,
                                .finished = zz_pipe_finished,
                                .step_hook = zz_pipe_step_hook,
                                .ctx = p};
   ZZ_CHECK(zz_engine_stage_create(&ec, &p->es));
   if (p->rank != 0) return ZZ_OK;
-  int64_t cap = (int64_t)p->groups * p->run.pol.gpu_batch_size * p->run.pol.num_gpu_batches;
+  int64_t cap = (int64_t)p->groups * p->run.pol.gpu_batch_size * p->run.pol.num_gpu_batches * refill_blocks;
   if (p->bench) return ZZ_OK;
   return zz_job_start(&p->job, cap);
 }
@@ -392,6 +409,9 @@ int zz_cmd_pipe(const zz_opts *opts) {
   if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_check(p));
   if (s == ZZ_OK && p->comm != ZZ_STAGE_COMM_MPI) s = zz_stage_agree(p->st, zz_pipe_comm(p));
   if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_build(p));
+  int refill_blocks = 1;
+  if (s == ZZ_OK) s = zz_pipe_refill(p, &refill_blocks);
+  if (s == ZZ_OK) s = zz_stage_agree(p->st, zz_pipe_adapter(p, refill_blocks));
   if (s == ZZ_OK && p->bench) {
     zz_pipe_bench(p, &rc);
   } else if (s == ZZ_OK) {

@@ -93,6 +93,7 @@ typedef struct zz_progress {
                          first block ends (0: unknown) */
   int64_t errors;                   /* lines answered with an error */
   int64_t pos_computed, pos_useful; /* zz_result's, summed over blocks (0: not known, a pipeline) */
+  int64_t refilled;                 /* zz_result's: sequences that took an ended one's slot */
   const char *out;                  /* where the lines go, for the summary */
 } zz_progress;
 void zz_progress_start(zz_progress *p, const zz_opts *o, int64_t total);

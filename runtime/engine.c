@@ -374,7 +374,7 @@ zz_status zz_engine_begin_block(zz_engine *e, int group, int64_t n, const int64_
 static int64_t zz_engine_last_step(const zz_engine *e, int group) { return e->t_max - e->groups[group].s; }
 
 bool zz_engine_can_refill(const zz_engine *e, int group) {
-  if (group < 0 || group >= e->n_groups || e->l0 != 0 || e->l1 != e->m->n_layers) return false;
+  if (group < 0 || group >= e->n_groups) return false; /* a slice too: a pipeline refills on every rank */
   return zz_memplan_cache_on_device(&e->plan, e->m, group);
 }
 
@@ -391,18 +391,26 @@ int64_t zz_engine_refill_room(const zz_engine *e, int group, int step, int64_t l
   return zz_refill_room(&e->shape, e->groups[group].s, step, len);
 }
 
-zz_status zz_engine_refill(zz_engine *e, int group, int64_t seq, const int32_t *ids, int64_t len, int step) {
+zz_status zz_engine_refill(zz_engine *e, int group, int64_t seq, int64_t len, int step, const zz_step_io *io) {
   if (zz_engine_refill_room(e, group, step, len) < 1 || seq < 0 || seq >= e->groups[group].n)
     return zz_error(ZZ_ERR_INVALID_ARG,
                     "engine: sequence %lld of group %d cannot take a prompt of %lld tokens before step %d "
                     "(its cache must be on the device, the prompt no longer than the key position)",
                     (long long)seq, group, (long long)len, step);
-  for (int64_t r = 0; r < len; r++)
-    if (ids[r] < 0 || ids[r] >= e->m->cfg.vocab_size)
-      return zz_error(ZZ_ERR_INVALID_ARG, "engine: refill token id %d at %lld is outside the vocabulary (%lld)", ids[r],
-                      (long long)r, (long long)e->m->cfg.vocab_size);
+  bool first = e->l0 == 0, last = e->l1 == e->m->n_layers;
+  if ((first && !(io->prompts && io->prompts[0])) || (!first && !io->hidden_in) || (!last && !io->hidden_out))
+    return zz_error(ZZ_ERR_INVALID_ARG, "engine: a refill of slice [%d, %d) of %d layers needs %s and %s", e->l0, e->l1,
+                    e->m->n_layers, first ? "the prompt" : "hidden_in", last ? "gives logits" : "hidden_out");
+  for (int64_t r = 0; first && r < len; r++)
+    if (io->prompts[0][r] < 0 || io->prompts[0][r] >= e->m->cfg.vocab_size)
+      return zz_error(ZZ_ERR_INVALID_ARG, "engine: refill token id %d at %lld is outside the vocabulary (%lld)",
+                      io->prompts[0][r], (long long)r, (long long)e->m->cfg.vocab_size);
   int64_t at = e->groups[group].s + step - 1;
-  return zz_schedule_refill(e, group, seq, ids, len, at - len);
+  return zz_schedule_refill(e, group, seq, len, at - len, io);
+}
+
+size_t zz_engine_refill_bytes(const zz_engine *e, int64_t len) {
+  return zz_hidden_bytes(e->m->cfg.hidden, zz_device_describe(e->dev)->compute_dtype, 1, len);
 }
 
 zz_status zz_engine_step(zz_engine *e, int group, int step, const zz_step_io *io) {

@@ -107,7 +107,7 @@ zz_status zz_weights_load_expert(zz_engine *e, int jl, int64_t x);
 /* schedule.c */
 zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *io);
 /* zz_engine_refill's prompt step: sequence seq of the group alone, keys [pos, pos + len). */
-zz_status zz_schedule_refill(zz_engine *e, int group, int64_t seq, const int32_t *ids, int64_t len, int64_t pos);
+zz_status zz_schedule_refill(zz_engine *e, int group, int64_t seq, int64_t len, int64_t pos, const zz_step_io *io);
 
 /* CPU attention beside a host cache (attend_cpu.c): one (layer, batch) of a decode
  * step, zz_step.attend's context. */

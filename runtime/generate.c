@@ -96,12 +96,12 @@ static int32_t zz_gen_pick(zz_gen *g, int64_t q, const float *lg, bool *eos) {
 }
 
 /* The most new tokens sequence q takes: its own, else the request's. */
-static int zz_gen_max_new(const zz_gen *g, int64_t q) {
-  return g->req->params ? g->req->params[q].max_new_tokens : g->req->max_new_tokens;
+static int zz_req_max_new(const zz_request *req, int64_t q) {
+  return req->params ? req->params[q].max_new_tokens : req->max_new_tokens;
 }
+static int zz_gen_max_new(const zz_gen *g, int64_t q) { return zz_req_max_new(g->req, q); }
 
-/* Sequence q's next token from its logits lg [vocab] (zz_gen_take's rule, one sequence). */
-static void zz_gen_take_one(zz_gen *g, int64_t q, int step, const float *lg) {
+void zz_gen_take_one(zz_gen *g, int64_t q, int step, const float *lg) {
   const zz_config *c = g->c;
   const zz_request *req = g->req;
   if (g->done[q]) return;
@@ -258,6 +258,30 @@ static zz_status zz_gen_loop(zz_engine *e, zz_gen *g, int64_t base, int64_t n, d
 
 /* ---------------------------------------------------------------- refill */
 
+/* ---------------------------------------------------------------- waiting prompts */
+
+/* A pipeline's rank 0 (stage/engine_stage.c) hands slots out itself; it asks
+ * slots.c's rule which prompt comes next, with this engine's room. */
+static int64_t zz_waiting_room(void *ctx, int gr, int step, int64_t len) {
+  const zz_waiting *w = ctx;
+  return zz_engine_refill_room(w->e, gr, step, len);
+}
+static int64_t zz_waiting_max_new(void *ctx, int64_t q) { return zz_req_max_new(((const zz_waiting *)ctx)->req, q); }
+static const zz_slot_ops zz_waiting_ops = {.room = zz_waiting_room, .max_new = zz_waiting_max_new};
+
+zz_status zz_waiting_init(zz_waiting *w, const zz_engine *e, const zz_request *req) {
+  const zz_policy *pol = zz_engine_policy(e);
+  *w = (zz_waiting){.e = e, .req = req};
+  return zz_slots_init(&w->sl, zz_engine_groups(e), (int64_t)pol->gpu_batch_size * pol->num_gpu_batches, req->n,
+                       req->lens, &zz_waiting_ops, w);
+}
+
+void zz_waiting_free(zz_waiting *w) {
+  zz_slots_free(&w->sl);
+  *w = (zz_waiting){0};
+}
+
+
 /* The token loop's side of the slot schedule (zz_slots, slots.c): each turn run on
  * the engine, each sequence's tokens sampled. */
 typedef struct zz_refill_ctx {
@@ -299,7 +323,8 @@ static zz_status zz_refill_one(void *ctx, int gr, int64_t i, int64_t q, int step
   int64_t s = gr * x->bls + i;
   x->ids[s] = g->req->ids[q];
   x->lens[s] = g->req->lens[q];
-  ZZ_CHECK(zz_engine_refill(x->e, gr, i, x->ids[s], x->lens[s], step));
+  zz_step_io io = {.prompts = x->ids + s};
+  ZZ_CHECK(zz_engine_refill(x->e, gr, i, x->lens[s], step, &io));
   g->r.pos_useful += x->lens[s];
   g->r.refilled++;
   zz_gen_take_one(g, q, 0, zz_engine_logits(x->e) + i * g->c->vocab_size);

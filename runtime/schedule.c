@@ -281,11 +281,13 @@ static zz_status zz_load_hidden(zz_run *r, int64_t q) {
   return zz_lanes_wait(r->e->lanes, ZZ_IO_LOAD, 0);
 }
 
-/* Byte offset and size of batch k's rows in the caller's [n, sq, hidden] buffer. */
+/* Byte offset and size of batch k's rows in the caller's [n, sq, hidden] buffer
+ * (a refill's buffer holds its one sequence: [1, sq, hidden]). */
 static void zz_caller_rows(const zz_run *r, int64_t k, size_t *off, size_t *bytes) {
   const zz_engine *e = r->e;
   int64_t h = e->m->cfg.hidden;
-  *off = zz_hidden_bytes(h, zz_device_describe(e->dev)->compute_dtype, k * e->pol.gpu_batch_size, r->sq);
+  *off = zz_hidden_bytes(h, zz_device_describe(e->dev)->compute_dtype, r->slot >= 0 ? 0 : k * e->pol.gpu_batch_size,
+                         r->sq);
   *bytes = zz_hidden_bytes(h, zz_device_describe(e->dev)->compute_dtype, zz_run_count(r, k), r->sq);
 }
 
@@ -508,13 +510,11 @@ zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *
 /* A prompt step of one sequence alone (zz_engine_refill): its rows of batch k's
  * cache, key positions [pos, pos + len), left padded to pos. The engine checked
  * that the group's caches are on the device, so no cache row moves. */
-zz_status zz_schedule_refill(zz_engine *e, int group, int64_t seq, const int32_t *ids, int64_t len, int64_t pos) {
+zz_status zz_schedule_refill(zz_engine *e, int group, int64_t seq, int64_t len, int64_t pos, const zz_step_io *io) {
   zz_group *g = &e->groups[group];
   int64_t gbs = e->pol.gpu_batch_size, k = seq / gbs;
   g->idx[k].pad[seq % gbs] = (int32_t)pos; /* its padding from now on, for the group's steps too */
   g->run_k[0] = k;
-  const int32_t *prompt[1] = {ids};
-  zz_step_io io = {.prompts = prompt};
   zz_run r = {.e = e,
               .g = g,
               .group = group,
@@ -524,7 +524,7 @@ zz_status zz_schedule_refill(zz_engine *e, int group, int64_t seq, const int32_t
               .ks = g->run_k,
               .sq = len,
               .pos = pos,
-              .io = &io,
+              .io = io,
               .store_ticket = e->tickets,
               .slot = seq % gbs};
   return zz_run_counted(&r);

@@ -22,17 +22,21 @@ static bool zz_slot_free(const zz_slots *sl, int64_t s) {
   return sl->seq[s] < 0 || sl->ops->done(sl->ctx, sl->seq[s]);
 }
 
-/* Prompt q goes into slot s. */
-static void zz_slot_take(zz_slots *sl, int64_t s, int64_t q) {
-  sl->seq[s] = q;
+void zz_slots_claim(zz_slots *sl, int64_t q) {
   sl->taken[q] = true;
   sl->waiting--;
   while (sl->next < sl->n && sl->taken[sl->next]) sl->next++;
 }
 
-/* The first waiting prompt that can join group gr before `step` and make all its
- * new tokens there (-1: none). */
-static int64_t zz_slot_fit(const zz_slots *sl, int gr, int step) {
+/* Prompt q goes into slot s. */
+static void zz_slot_take(zz_slots *sl, int64_t s, int64_t q) {
+  sl->seq[s] = q;
+  zz_slots_claim(sl, q);
+}
+
+int64_t zz_slots_first(const zz_slots *sl) { return sl->waiting ? sl->next : -1; }
+
+int64_t zz_slots_fit(const zz_slots *sl, int gr, int step) {
   for (int64_t q = sl->next; q < sl->n; q++)
     if (!sl->taken[q] && sl->ops->room(sl->ctx, gr, step, sl->lens[q]) >= sl->ops->max_new(sl->ctx, q)) return q;
   return -1;
@@ -92,7 +96,7 @@ zz_status zz_slots_turn(zz_slots *sl, int gr) {
   bool fits = true; /* until a search finds none: the next would find none either */
   for (int64_t i = 0; i < sl->n_in[gr] && sl->waiting && fits; i++) {
     int64_t q;
-    while (zz_slot_free(sl, base + i) && (fits = (q = zz_slot_fit(sl, gr, step)) >= 0)) {
+    while (zz_slot_free(sl, base + i) && (fits = (q = zz_slots_fit(sl, gr, step)) >= 0)) {
       zz_slot_take(sl, base + i, q);
       ZZ_CHECK(sl->ops->refill(sl->ctx, gr, i, q, step));
     }

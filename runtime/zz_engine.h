@@ -142,16 +142,19 @@ typedef struct zz_step_io {
  * the last layer leaves the last position's logits in zz_engine_logits(). */
 zz_status zz_engine_step(zz_engine *eng, int group, int step, const zz_step_io *io);
 /* Refill (continuous batching): sequence seq of group g's block, whose sequence has
- * ended, takes a new prompt ids[len]. Its prompt step runs now, alone (the slice's
- * weights read once more when they are offloaded), into the sequence's own cache
- * rows at key positions [at - len, at), where at is the key position step `step`
- * writes, left padded to at - len; its first token's logits are then in
- * zz_engine_logits() at row seq, and from step `step` on the group decodes it beside
- * the others, exactly as if it had begun the block (padding changes no token).
- * Needs the whole model in one engine and the group's cache on the device tier
- * (zz_engine_can_refill). zz_engine_refill_room: the most new tokens such a prompt
- * can make when it joins before step `step` (0: it cannot: longer than at, or no
- * refill here). */
+ * ended, takes a new prompt of len tokens. Its prompt step runs now, alone (the
+ * slice's weights read once more when they are offloaded), into the sequence's own
+ * cache rows at key positions [at - len, at), where at is the key position step
+ * `step` writes, left padded to at - len; from step `step` on the group decodes it
+ * beside the others, exactly as if it had begun the block (padding changes no
+ * token). io holds what a prompt step of one sequence takes and gives: a slice from
+ * layer 0 reads the prompt's ids in io->prompts[0]; a later slice reads
+ * io->hidden_in, [1, len, hidden] (zz_engine_refill_bytes); a slice that does not
+ * end the model writes io->hidden_out, the same shape; one that does leaves the
+ * first token's logits in zz_engine_logits() at row seq. Needs the group's cache on
+ * the device tier (zz_engine_can_refill), on every slice of a pipeline.
+ * zz_engine_refill_room: the most new tokens such a prompt can make when it joins
+ * before step `step` (0: it cannot: longer than at, or no refill here). */
 bool zz_engine_can_refill(const zz_engine *eng, int group);
 int64_t zz_engine_refill_room(const zz_engine *eng, int group, int step, int64_t len);
 /* The rule of zz_engine_refill_room for an engine of this shape whose group's block
@@ -161,7 +164,8 @@ int64_t zz_refill_room(const zz_shape *shape, int64_t s, int step, int64_t len);
  * running (ended: the batch's [cnt]); those after it have ended and nothing reads
  * their rows again (a refill writes a slot's rows afresh). */
 int64_t zz_step_rows(const bool *ended, int64_t cnt);
-zz_status zz_engine_refill(zz_engine *eng, int group, int64_t seq, const int32_t *ids, int64_t len, int step);
+zz_status zz_engine_refill(zz_engine *eng, int group, int64_t seq, int64_t len, int step, const zz_step_io *io);
+size_t zz_engine_refill_bytes(const zz_engine *eng, int64_t len);
 /* [n, vocab] f32 logits of the group just stepped (slices ending at the last layer). */
 const float *zz_engine_logits(const zz_engine *eng);
 /* Bytes of the hidden state handed in or out for group g at this step. */

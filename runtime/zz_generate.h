@@ -108,6 +108,8 @@ zz_status zz_gen_create(const zz_config *c, const zz_request *req, zz_gen **out)
  * (unless ignore_eos), on on_token's word (a stop string) or at its own
  * max_new_tokens (params, else the request's). */
 void zz_gen_take(zz_gen *g, int64_t first, int64_t cnt, int step, const float *logits);
+/* The same for sequence q alone, from its logits [vocab]. */
+void zz_gen_take_one(zz_gen *g, int64_t q, int step, const float *logits);
 bool zz_gen_done(const zz_gen *g, int64_t q);
 /* Sequence q's newest token (the pad token before its first). */
 int32_t zz_gen_newest(const zz_gen *g, int64_t q);
@@ -182,6 +184,24 @@ void zz_slots_free(zz_slots *sl);
 zz_status zz_slots_turn(zz_slots *sl, int gr);
 /* Whether a prompt waits or a slot's sequence runs. */
 bool zz_slots_busy(const zz_slots *sl);
+/* For a caller that hands slots out itself (a pipeline's rank 0): the first
+ * waiting prompt (-1: none), a fresh block's next; the first waiting prompt that can
+ * join group gr before `step` and make all its new tokens there (-1: none; the
+ * rule zz_slots_turn refills by); prompt q taken. */
+int64_t zz_slots_first(const zz_slots *sl);
+int64_t zz_slots_fit(const zz_slots *sl, int gr, int step);
+void zz_slots_claim(zz_slots *sl, int64_t q);
+
+/* The prompts of a refill request that wait for a slot, for a pipeline's rank 0
+ * (stage/engine_stage.c): slots.c's rule with engine e's room and each prompt's
+ * own max new tokens, as one process's token loop turns it. */
+typedef struct zz_waiting {
+  const zz_engine *e;
+  const zz_request *req; /* both outlive it */
+  zz_slots sl;           /* sl.waiting: how many prompts no slot has taken */
+} zz_waiting;
+zz_status zz_waiting_init(zz_waiting *w, const zz_engine *e, const zz_request *req);
+void zz_waiting_free(zz_waiting *w);
 
 /* Held-out perplexity (runtime/perplexity.c), teacher forced: ids[0..n) (no BOS)
  * are cut into windows of the engine's gen_len tokens, each a sequence that starts

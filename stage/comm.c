@@ -121,7 +121,10 @@ zz_status zz_comm_recv_any_size(zz_faults *f, MPI_Comm comm, int source, int tag
 
 /* ================================================================ block message */
 
-static size_t block_base_words(uint64_t nseq, uint64_t ngroups) { return 5 + ngroups + 1 + 2 * nseq; }
+#define ZZ_BLOCK_HEAD 6 /* magic, index, nseq, ngroups, max_new_tokens, nslots | cont << 32 */
+static size_t block_base_words(uint64_t nseq, uint64_t ngroups, uint64_t nslots) {
+  return ZZ_BLOCK_HEAD + ngroups + 1 + 2 * nseq + nslots;
+}
 
 static size_t block_prompt_total(const zz_stage_block *b) {
   size_t t = 0;
@@ -137,7 +140,7 @@ int zz_block_token_words(const zz_stage_block *b) {
 }
 
 size_t zz_block_words(const zz_stage_block *b) {
-  size_t n = block_base_words((uint64_t)b->nseq, (uint64_t)b->ngroups);
+  size_t n = block_base_words((uint64_t)b->nseq, (uint64_t)b->ngroups, (uint64_t)b->nslots);
   return b->params ? n + ZZ_SEQ_PARAMS_WORDS * (size_t)b->nseq + block_prompt_total(b) : n;
 }
 
@@ -148,49 +151,63 @@ void zz_block_pack(const zz_stage_block *b, uint64_t *w) {
   w[k++] = (uint64_t)b->nseq;
   w[k++] = (uint64_t)b->ngroups;
   w[k++] = (uint64_t)b->max_new_tokens;
+  w[k++] = (uint64_t)b->nslots | (uint64_t)(b->cont != 0) << 32;
   for (int g = 0; g <= b->ngroups; g++) w[k++] = (uint64_t)b->group_first[g];
   for (int i = 0; i < b->nseq; i++) w[k++] = (uint64_t)b->prompt_len[i];
   for (int i = 0; i < b->nseq; i++) w[k++] = b->rng[i];
+  for (int i = 0; i < b->nslots; i++) w[k++] = (uint64_t)b->slot_seq[i];
   if (!b->params) return;
   for (int i = 0; i < b->nseq; i++, k += ZZ_SEQ_PARAMS_WORDS) zz_seq_params_pack(&b->params[i], w + k);
   for (size_t t = 0, n = block_prompt_total(b); t < n; t++) w[k++] = (uint32_t)b->prompt_ids[t];
 }
 
 zz_status zz_block_unpack(const uint64_t *w, size_t nwords, zz_stage_block *b, void **storage_out) {
-  if (nwords < 5 || w[0] != ZZ_BLOCK_MAGIC)
+  if (nwords < ZZ_BLOCK_HEAD || w[0] != ZZ_BLOCK_MAGIC)
     return zz_error(ZZ_ERR_FORMAT, "stage: block message: bad header (%zu words)", nwords);
-  uint64_t nseq = w[2], ngroups = w[3];
-  if (nseq > ZZ_BLOCK_MAX_SEQ || ngroups > ZZ_BLOCK_MAX_GROUPS || w[4] > ZZ_BLOCK_MAX_NEW ||
-      nwords < block_base_words(nseq, ngroups))
+  uint64_t nseq = w[2], ngroups = w[3], nslots = w[5] & 0xffffffffu;
+  if (nseq > ZZ_BLOCK_MAX_SEQ || ngroups > ZZ_BLOCK_MAX_GROUPS || w[4] > ZZ_BLOCK_MAX_NEW || nslots > nseq ||
+      w[5] >> 33 || nwords < block_base_words(nseq, ngroups, nslots))
     return zz_error(ZZ_ERR_FORMAT, "stage: block message: %zu words for %llu sequences in %llu groups", nwords,
                     (unsigned long long)nseq, (unsigned long long)ngroups);
   /* group starts and prompt lengths are int32: a larger word is a broken message */
-  for (uint64_t k = 5; k < 5 + ngroups + 1 + nseq; k++)
+  const uint64_t H = ZZ_BLOCK_HEAD;
+  for (uint64_t k = H; k < H + ngroups + 1 + nseq; k++)
     if (w[k] > INT32_MAX)
       return zz_error(ZZ_ERR_FORMAT, "stage: block message: %s %llu is %llu, beyond 2^31 - 1",
-                      k < 6 + ngroups ? "the first sequence of group" : "the prompt length of sequence",
-                      (unsigned long long)(k < 6 + ngroups ? k - 5 : k - 6 - ngroups), (unsigned long long)w[k]);
-  zz_stage_block blk = {
-      .index = (int64_t)w[1], .nseq = (int32_t)nseq, .ngroups = (int32_t)ngroups, .max_new_tokens = (int32_t)w[4]};
-  size_t base = block_base_words(nseq, ngroups), extra = nwords - base, total = 0;
-  for (uint64_t i = 0; i < nseq; i++) total += w[6 + ngroups + i];
+                      k < H + 1 + ngroups ? "the first sequence of group" : "the prompt length of sequence",
+                      (unsigned long long)(k < H + 1 + ngroups ? k - H : k - H - 1 - ngroups),
+                      (unsigned long long)w[k]);
+  for (uint64_t k = H + ngroups + 1 + 2 * nseq; k < H + ngroups + 1 + 2 * nseq + nslots; k++)
+    if (w[k] >= nseq)
+      return zz_error(ZZ_ERR_FORMAT, "stage: block message: a slot begins with sequence %llu of %llu",
+                      (unsigned long long)w[k], (unsigned long long)nseq);
+  zz_stage_block blk = {.index = (int64_t)w[1],
+                        .nseq = (int32_t)nseq,
+                        .ngroups = (int32_t)ngroups,
+                        .max_new_tokens = (int32_t)w[4],
+                        .nslots = (int32_t)nslots,
+                        .cont = (int32_t)(w[5] >> 32)};
+  size_t base = block_base_words(nseq, ngroups, nslots), extra = nwords - base, total = 0;
+  for (uint64_t i = 0; i < nseq; i++) total += w[H + 1 + ngroups + i];
   /* params (and the prompts) or not: nothing else fits */
   if (extra && extra != ZZ_SEQ_PARAMS_WORDS * nseq + total)
     return zz_error(ZZ_ERR_FORMAT, "stage: block message: %zu words for %llu sequences in %llu groups", nwords,
                     (unsigned long long)nseq, (unsigned long long)ngroups);
   size_t np = extra ? nseq : 0, nid = extra ? total : 0;
-  size_t bytes = nseq * sizeof(uint64_t) + np * sizeof(zz_seq_params) + (ngroups + 1 + nseq + nid) * sizeof(int32_t);
+  size_t bytes = nseq * sizeof(uint64_t) + np * sizeof(zz_seq_params) +
+                 (ngroups + 1 + nseq + nid + nslots) * sizeof(int32_t);
   /* rng and params first: their alignment */
   uint8_t *mem = malloc(bytes ? bytes : 1);
   if (!mem) return zz_error(ZZ_ERR_NO_MEMORY, "stage: block of %llu sequences", (unsigned long long)nseq);
   uint64_t *rng = (uint64_t *)mem;
   zz_seq_params *params = (zz_seq_params *)(mem + nseq * sizeof(uint64_t));
   int32_t *first = (int32_t *)(params + np);
-  int32_t *len = first + ngroups + 1, *ids = len + nseq;
-  size_t k = 5;
+  int32_t *len = first + ngroups + 1, *ids = len + nseq, *slot_seq = ids + nid;
+  size_t k = H;
   for (uint64_t g = 0; g <= ngroups; g++) first[g] = (int32_t)w[k++];
   for (uint64_t i = 0; i < nseq; i++) len[i] = (int32_t)w[k++];
   for (uint64_t i = 0; i < nseq; i++) rng[i] = w[k++];
+  for (uint64_t i = 0; i < nslots; i++) slot_seq[i] = (int32_t)w[k++];
   for (size_t i = 0; i < np; i++, k += ZZ_SEQ_PARAMS_WORDS)
     if (zz_seq_params_unpack(w + k, (int)w[4], &params[i]) != ZZ_OK) {
       free(mem);
@@ -207,6 +224,7 @@ zz_status zz_block_unpack(const uint64_t *w, size_t nwords, zz_stage_block *b, v
   blk.group_first = first;
   blk.prompt_len = len;
   blk.rng = rng;
+  blk.slot_seq = nslots ? slot_seq : NULL;
   *b = blk;
   *storage_out = mem;
   return ZZ_OK;
@@ -216,19 +234,28 @@ zz_status zz_block_check(const zz_stage_block *b, int groups_max, int max_new_to
   if (b->nseq > ZZ_BLOCK_MAX_SEQ)
     return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: %d sequences, more than a block message carries (%d)",
                     (long long)b->index, b->nseq, ZZ_BLOCK_MAX_SEQ);
-  if (b->nseq < 1 || b->ngroups < 1 || b->ngroups > b->nseq || b->ngroups > groups_max)
+  int units = b->nslots ? b->nslots : b->nseq; /* what the groups are runs of */
+  if (b->nslots < 0 || b->nslots > b->nseq || (b->nslots && !b->slot_seq))
+    return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: %d slots for %d sequences", (long long)b->index, b->nslots,
+                    b->nseq);
+  for (int i = 0; i < b->nslots; i++)
+    if (b->slot_seq[i] < 0 || b->slot_seq[i] >= b->nseq)
+      return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: slot %d begins with sequence %d of %d",
+                      (long long)b->index, i, b->slot_seq[i], b->nseq);
+  if (b->nseq < 1 || b->ngroups < 1 || b->ngroups > units || b->ngroups > groups_max)
     return zz_error(ZZ_ERR_INVALID_ARG,
-                    "stage: block %lld: %d sequences in %d groups (1 <= groups <= sequences, "
+                    "stage: block %lld: %d %s in %d groups (1 <= groups <= %s, "
                     "groups <= %d configured)",
-                    (long long)b->index, b->nseq, b->ngroups, groups_max);
+                    (long long)b->index, units, b->nslots ? "slots" : "sequences", b->ngroups,
+                    b->nslots ? "slots" : "sequences", groups_max);
   if (b->max_new_tokens < 1 || b->max_new_tokens > max_new_tokens)
     return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: max new tokens %d outside 1..%d (configured limit)",
                     (long long)b->index, b->max_new_tokens, max_new_tokens);
   if (!b->group_first || !b->prompt_len || !b->rng)
     return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: missing arrays", (long long)b->index);
-  if (b->group_first[0] != 0 || b->group_first[b->ngroups] != b->nseq)
-    return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: groups must cover sequences 0..%d", (long long)b->index,
-                    b->nseq);
+  if (b->group_first[0] != 0 || b->group_first[b->ngroups] != units)
+    return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: groups must cover %s 0..%d", (long long)b->index,
+                    b->nslots ? "slots" : "sequences", units);
   for (int g = 0; g < b->ngroups; g++)
     if (b->group_first[g + 1] <= b->group_first[g])
       return zz_error(ZZ_ERR_INVALID_ARG, "stage: block %lld: group %d is empty", (long long)b->index, g);
@@ -244,7 +271,7 @@ zz_status zz_block_bcast_send(zz_block_bcast *m, MPI_Comm comm, int groups_max, 
                               zz_stage_stats *stats) {
   int size = 1;
   MPI_Comm_size(comm, &size);
-  size_t nw = more ? zz_block_words(b) : 5;
+  size_t nw = more ? zz_block_words(b) : ZZ_BLOCK_HEAD;
   m->words = calloc(nw, sizeof *m->words);
   m->req = malloc((size_t)size * sizeof *m->req);
   if (!m->words || !m->req) {
@@ -275,7 +302,7 @@ zz_status zz_block_bcast_recv(zz_block_bcast *m, zz_faults *f, MPI_Comm comm, in
   m->words = buf;
   stats->bytes_received += (uint64_t)bytes;
   size_t nw = (size_t)bytes / sizeof *m->words;
-  *more = !(nw == 5 && m->words[0] == ZZ_BLOCK_MAGIC && m->words[2] == 0);
+  *more = !(nw == ZZ_BLOCK_HEAD && m->words[0] == ZZ_BLOCK_MAGIC && m->words[2] == 0);
   return *more ? zz_block_unpack(m->words, nw, b, &m->storage) : ZZ_OK;
 }
 

@@ -41,8 +41,9 @@ zz_status zz_comm_recv_any_size(zz_faults *f, MPI_Comm comm, int source, int tag
 void zz_comm_backoff(int *spins);
 
 /* Block composition on the wire: uint64 words
- * [magic, index, nseq, ngroups, max_new_tokens, group_first[ngroups+1],
- *  prompt_len[nseq], rng[nseq]], and where the block has params,
+ * [magic, index, nseq, ngroups, max_new_tokens, nslots | cont << 32,
+ *  group_first[ngroups+1], prompt_len[nseq], rng[nseq], slot_seq[nslots]], and
+ *  where the block has params,
  *  [params[nseq] (ZZ_SEQ_PARAMS_WORDS each), prompt_ids[sum(prompt_len)]];
  *  nseq = 0 means "no more blocks". */
 #define ZZ_BLOCK_MAGIC 0x7a7a626c6f636b31ull /* "zzblock1" */
@@ -60,7 +61,7 @@ zz_status zz_block_unpack(const uint64_t *words, size_t nwords, zz_stage_block *
 zz_status zz_block_check(const zz_stage_block *b, int groups_max, int max_new_tokens);
 
 /* The block broadcast: rank 0 sends each block's composition (or the end of the run:
- * 5 words, nseq 0) to every other rank without waiting, runs the block, then waits
+ * the 6 header words, nseq 0) to every other rank without waiting, runs the block, then waits
  * for the sends; every other rank receives and unpacks it before its block starts.
  * Bytes and messages are counted in stats. */
 typedef struct zz_block_bcast {

@@ -18,6 +18,12 @@
  *               zz_generate runs) on the group's logits; its ids, done flags (1 +
  *               why it ended) and log-probabilities go back to rank 0. No sampling
  *               rule is written here.
+ *   refill      (refill_blocks > 1) a request holds more prompts than the block's
+ *               slots: rank 0 gives a slot whose sequence ended the next waiting
+ *               prompt (es_refill: zz_waiting, one process's rule); every rank runs
+ *               its prompt step through its slice after the item's step (es_joins);
+ *               the last rank samples its first token; prompts that found no slot
+ *               go on in a continuation block, and the request is handed back once.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,21 +36,27 @@ struct zz_engine_stage {
   const zz_config *mc;
   bool first, last; /* the slice starts at layer 0 / ends at the LM head */
   int64_t bls;      /* sequences per group */
-  int64_t cap;      /* sequences per block: groups x bls */
-  int64_t *lens;    /* [cap] the block's prompt lengths, for begin_block */
+  int64_t cap;      /* slots of a block: groups x bls */
+  int64_t max_seqs; /* sequences of a request: cap, refill_blocks x cap with refill */
+  int64_t *lens;    /* [max_seqs] the block's prompt lengths (the last rank's request) */
+  int64_t *slens;   /* [cap] each slot's prompt length, for begin_block */
+  int32_t *slot;    /* [cap] the sequence in each slot (a block without refill: the slot's own) */
   /* rank 0 */
   zz_request req;          /* the request being run */
   int32_t *ids;            /* its prompts one after another (malloc'd per block) */
-  int32_t *plen;           /* [cap] */
-  uint64_t *streams;       /* [cap] */
+  int32_t *plen;           /* [max_seqs] */
+  uint64_t *streams;       /* [max_seqs] */
   int32_t *group_first;    /* [groups + 1] */
   const int32_t **prompts; /* [bls] the computed group's prompt pointers (step 0) */
   int32_t *inputs;         /* [bls] the computed group's newest tokens (step > 0) */
-  int32_t *tok;            /* [cap * max_new_tokens] tokens of the block */
-  int32_t **tokens;        /* [cap] rows of tok */
-  int64_t *n_tokens;       /* [cap] */
-  uint8_t *ended;          /* [cap] as rank 0 has heard (or decided: a stop string) */
-  zz_seq_out *out;         /* [cap] why each ended, its log-probabilities (the block has params) */
+  int32_t *tok;            /* [max_seqs * max_new_tokens] tokens of the request */
+  int32_t **tokens;        /* [max_seqs] rows of tok */
+  int64_t *n_tokens;       /* [max_seqs] */
+  uint8_t *ended;          /* [max_seqs] as rank 0 has heard (or decided: a stop string) */
+  zz_seq_out *out;         /* [max_seqs] why each ended, its log-probabilities (the block has params) */
+  zz_waiting w;            /* refill: the request's sequences still waiting for a slot */
+  int32_t *slot_seq;       /* [cap] the next block's first sequence of each slot */
+  int64_t refilled;        /* sequences of the request that took an ended one's slot */
   bool *endb;              /* [bls] the computed group's ended flags, for zz_step_io.ended */
   double t0, t_prefill;
   int prefilled;      /* groups whose first token is back */
@@ -53,12 +65,15 @@ struct zz_engine_stage {
   /* last rank */
   zz_request sreq;      /* the block as the token loop sees it (streams, lengths, settings) */
   zz_gen *gen;          /* the block's per-sequence state */
-  const int32_t **sids; /* [cap] each sequence's prompt (a repetition penalty reads it) */
+  const int32_t **sids; /* [max_seqs] each sequence's prompt (a repetition penalty reads it) */
 };
 
 static zz_status es_alloc(zz_engine_stage *es) {
-  size_t cap = (size_t)es->cap, groups = (size_t)zz_engine_groups(es->cfg.engine);
+  size_t slots = (size_t)es->cap, cap = (size_t)es->max_seqs, groups = (size_t)zz_engine_groups(es->cfg.engine);
   es->lens = calloc(cap, sizeof *es->lens);
+  es->slens = calloc(slots, sizeof *es->slens);
+  es->slot = calloc(slots, sizeof *es->slot);
+  es->slot_seq = calloc(slots, sizeof *es->slot_seq);
   es->plen = calloc(cap, sizeof *es->plen);
   es->streams = calloc(cap, sizeof *es->streams);
   es->group_first = calloc(groups + 1, sizeof *es->group_first);
@@ -71,8 +86,9 @@ static zz_status es_alloc(zz_engine_stage *es) {
   es->sids = calloc(cap, sizeof *es->sids);
   es->out = calloc(cap, sizeof *es->out);
   es->endb = calloc((size_t)es->bls, sizeof *es->endb);
-  if (!es->sids || !es->out || !es->endb || !es->lens || !es->plen || !es->streams || !es->group_first ||
-      !es->prompts || !es->inputs || !es->tok || !es->tokens || !es->n_tokens || !es->ended)
+  if (!es->sids || !es->out || !es->endb || !es->lens || !es->slens || !es->slot || !es->slot_seq || !es->plen ||
+      !es->streams || !es->group_first || !es->prompts || !es->inputs || !es->tok || !es->tokens || !es->n_tokens ||
+      !es->ended)
     return zz_error(ZZ_ERR_NO_MEMORY, "engine stage: out of memory for blocks of %lld sequences", (long long)es->cap);
   for (size_t i = 0; i < cap; i++) es->tokens[i] = es->tok + i * (size_t)es->cfg.max_new_tokens;
   return ZZ_OK;
@@ -80,7 +96,7 @@ static zz_status es_alloc(zz_engine_stage *es) {
 
 /* Rank 0: the block's log-probability rows, freed. */
 static void es_out_free(zz_engine_stage *es) {
-  for (int64_t i = 0; es->out && i < es->cap; i++) {
+  for (int64_t i = 0; es->out && i < es->max_seqs; i++) {
     free(es->out[i].logprobs);
     free(es->out[i].top);
     es->out[i] = (zz_seq_out){0};
@@ -120,6 +136,7 @@ zz_status zz_engine_stage_create(const zz_engine_stage_config *cfg, zz_engine_st
   es->last = spec->layer_end == m->n_layers;
   es->bls = (int64_t)pol->gpu_batch_size * pol->num_gpu_batches;
   es->cap = es->bls * zz_engine_groups(cfg->engine);
+  es->max_seqs = es->cap * (cfg->refill_blocks > 1 ? cfg->refill_blocks : 1);
   zz_status st = es_alloc(es);
   if (st != ZZ_OK) {
     zz_engine_stage_destroy(es);
@@ -132,6 +149,10 @@ zz_status zz_engine_stage_create(const zz_engine_stage_config *cfg, zz_engine_st
 void zz_engine_stage_destroy(zz_engine_stage *es) {
   if (!es) return;
   free(es->lens);
+  free(es->slens);
+  free(es->slot);
+  free(es->slot_seq);
+  zz_waiting_free(&es->w);
   free(es->ids);
   free(es->plen);
   free(es->streams);
@@ -157,66 +178,86 @@ static int32_t es_gsize(const zz_stage_block *b, int g) { return b->group_first[
 static zz_status es_next_block(void *ctx, zz_stage_block *out, int *more_out) {
   zz_engine_stage *es = ctx;
   zz_request r = {0};
-  if (!es->cfg.next) return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: rank 0 has no feed (next)");
-  ZZ_CHECK(es->cfg.next(es->cfg.ctx, es->cap, &r));
-  if (r.n <= 0) {
-    *more_out = 0;
-    return ZZ_OK;
+  bool cont = es->w.sl.waiting > 0; /* the request's sequences that found no slot yet: another block */
+  if (!cont) {
+    if (!es->cfg.next) return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: rank 0 has no feed (next)");
+    ZZ_CHECK(es->cfg.next(es->cfg.ctx, es->max_seqs, &r));
+    if (r.n <= 0) {
+      *more_out = 0;
+      return ZZ_OK;
+    }
+    r.max_new_tokens = es->cfg.max_new_tokens;
+    r.ignore_eos = es->cfg.ignore_eos;
+    r.sampling = es->cfg.sampling;
+    r.refill = r.n > es->cap; /* more sequences than slots: only where every rank can refill (max_seqs) */
+    ZZ_CHECK(zz_request_check(es->cfg.engine, &r));
+    /* the block carries 32-bit counts: refuse, never cut, a larger one */
+    if (r.n > es->max_seqs || r.n > INT32_MAX)
+      return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: a request of %lld sequences, more than a block's %lld",
+                      (long long)r.n, (long long)es->max_seqs);
+    int64_t total = 0;
+    for (int64_t i = 0; i < r.n; i++) {
+      if (r.lens[i] > INT32_MAX)
+        return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: prompt %lld has %lld tokens, beyond 2^31 - 1", (long long)i,
+                        (long long)r.lens[i]);
+      total += r.lens[i];
+    }
+    free(es->ids);
+    if (!(es->ids = malloc((size_t)total * sizeof *es->ids)))
+      return zz_error(ZZ_ERR_NO_MEMORY, "engine stage: out of memory for %lld prompt ids", (long long)total);
+    int64_t off = 0;
+    for (int64_t i = 0; i < r.n; i++) {
+      memcpy(es->ids + off, r.ids[i], (size_t)r.lens[i] * sizeof *es->ids);
+      off += r.lens[i];
+      es->plen[i] = (int32_t)r.lens[i];
+      es->streams[i] = r.streams ? r.streams[i] : (uint64_t)i;
+    }
+    es->req = r;
+    zz_waiting_free(&es->w);
+    if (r.refill) ZZ_CHECK(zz_waiting_init(&es->w, es->cfg.engine, &es->req));
   }
-  r.max_new_tokens = es->cfg.max_new_tokens;
-  r.ignore_eos = es->cfg.ignore_eos;
-  r.sampling = es->cfg.sampling;
-  ZZ_CHECK(zz_request_check(es->cfg.engine, &r));
-  /* the block carries 32-bit counts: refuse, never cut, a larger one */
-  if (r.n > es->cap || r.n > INT32_MAX)
-    return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: a request of %lld sequences, more than a block's %lld",
-                    (long long)r.n, (long long)es->cap);
-  int64_t total = 0;
-  for (int64_t i = 0; i < r.n; i++) {
-    if (r.lens[i] > INT32_MAX)
-      return zz_error(ZZ_ERR_INVALID_ARG, "engine stage: prompt %lld has %lld tokens, beyond 2^31 - 1", (long long)i,
-                      (long long)r.lens[i]);
-    total += r.lens[i];
+  /* with refill the slots take the waiting sequences in order; else the sequences are the slots */
+  int64_t units = es->req.refill ? (es->w.sl.waiting < es->cap ? es->w.sl.waiting : es->cap) : es->req.n;
+  for (int64_t i = 0; es->req.refill && i < units; i++) {
+    es->slot_seq[i] = (int32_t)zz_slots_first(&es->w.sl);
+    zz_slots_claim(&es->w.sl, es->slot_seq[i]);
   }
-  free(es->ids);
-  if (!(es->ids = malloc((size_t)total * sizeof *es->ids)))
-    return zz_error(ZZ_ERR_NO_MEMORY, "engine stage: out of memory for %lld prompt ids", (long long)total);
-  int64_t off = 0;
-  for (int64_t i = 0; i < r.n; i++) {
-    memcpy(es->ids + off, r.ids[i], (size_t)r.lens[i] * sizeof *es->ids);
-    off += r.lens[i];
-    es->plen[i] = (int32_t)r.lens[i];
-    es->streams[i] = r.streams ? r.streams[i] : (uint64_t)i;
-  }
-  int ngroups = (int)((r.n + es->bls - 1) / es->bls);
-  for (int g = 0; g <= ngroups; g++) es->group_first[g] = (int32_t)(g < ngroups ? g * es->bls : r.n);
-  es->req = r;
-  *out = (zz_stage_block){.nseq = (int32_t)r.n,
+  int ngroups = (int)((units + es->bls - 1) / es->bls);
+  for (int g = 0; g <= ngroups; g++) es->group_first[g] = (int32_t)(g < ngroups ? g * es->bls : units);
+  *out = (zz_stage_block){.nseq = (int32_t)es->req.n,
                           .ngroups = ngroups,
-                          .max_new_tokens = r.max_new_tokens,
+                          .max_new_tokens = es->req.max_new_tokens,
                           .group_first = es->group_first,
                           .prompt_len = es->plen,
                           .rng = es->streams,
                           .prompt_ids = es->ids,
-                          .params = r.params};
+                          .params = es->req.params,
+                          .nslots = es->req.refill ? (int32_t)units : 0,
+                          .cont = cont,
+                          .slot_seq = es->req.refill ? es->slot_seq : NULL};
   *more_out = 1;
   return ZZ_OK;
 }
 
 static zz_status es_begin_block(void *ctx, const zz_stage_block *b) {
   zz_engine_stage *es = ctx;
-  if (b->nseq > es->cap || b->ngroups > zz_engine_groups(es->cfg.engine) || b->max_new_tokens > es->cfg.max_new_tokens)
+  int32_t units = b->nslots ? b->nslots : b->nseq;
+  if (b->nseq > es->max_seqs || units > es->cap || b->ngroups > zz_engine_groups(es->cfg.engine) ||
+      b->max_new_tokens > es->cfg.max_new_tokens)
     return zz_error(ZZ_ERR_INVALID_ARG,
-                    "engine stage: block of %d sequences in %d groups, %d new tokens; this "
-                    "rank takes %lld sequences in %d groups, %d new tokens",
-                    b->nseq, b->ngroups, b->max_new_tokens, (long long)es->cap, zz_engine_groups(es->cfg.engine),
-                    es->cfg.max_new_tokens);
+                    "engine stage: block of %d sequences in %d slots, %d groups, %d new tokens; this "
+                    "rank takes %lld sequences in %lld slots, %d groups, %d new tokens",
+                    b->nseq, units, b->ngroups, b->max_new_tokens, (long long)es->max_seqs, (long long)es->cap,
+                    zz_engine_groups(es->cfg.engine), es->cfg.max_new_tokens);
   for (int32_t i = 0; i < b->nseq; i++) es->lens[i] = b->prompt_len[i];
+  for (int32_t i = 0; i < units; i++) {
+    es->slot[i] = b->nslots ? b->slot_seq[i] : i;
+    es->slens[i] = b->prompt_len[es->slot[i]];
+  }
   for (int g = 0; g < b->ngroups; g++)
-    ZZ_CHECK(zz_engine_begin_block(es->cfg.engine, g, es_gsize(b, g), es->lens + b->group_first[g]));
+    ZZ_CHECK(zz_engine_begin_block(es->cfg.engine, g, es_gsize(b, g), es->slens + b->group_first[g]));
   if (es->last) {
-    zz_gen_destroy(es->gen);
-    es->gen = NULL;
+    /* the block's arrays (a continuation's too: the previous block's are gone) */
     es->sreq = (zz_request){.n = b->nseq,
                             .lens = es->lens,
                             .streams = b->rng,
@@ -232,6 +273,11 @@ static zz_status es_begin_block(void *ctx, const zz_stage_block *b) {
       }
       es->sreq.ids = es->sids;
     }
+  }
+  if (b->cont) return ZZ_OK; /* the request's sequences go on: their state stays */
+  if (es->last) {
+    zz_gen_destroy(es->gen);
+    es->gen = NULL;
     ZZ_CHECK(zz_gen_create(es->mc, &es->sreq, &es->gen));
   }
   if (es->first) {
@@ -242,6 +288,7 @@ static zz_status es_begin_block(void *ctx, const zz_stage_block *b) {
     zz_engine_get_stats(es->cfg.engine, &now);
     es->pos0 = now.positions;
     es->pos_useful = 0;
+    es->refilled = 0;
     es->prefilled = 0;
     es->t0 = es->t_prefill = zz_now();
   }
@@ -257,17 +304,46 @@ static size_t es_hidden_bytes(void *ctx, const zz_stage_block *b, int32_t step, 
   return zz_engine_hidden_bytes(es->cfg.engine, group, step);
 }
 
+/* A join's prompt step, what it adds to an item's hidden state. */
+static size_t es_join_bytes(void *ctx, const zz_stage_block *b, int32_t seq) {
+  zz_engine_stage *es = ctx;
+  return zz_engine_refill_bytes(es->cfg.engine, b->prompt_len[seq]);
+}
+
+/* The sequences joining the item's slots: each one's prompt step alone into its
+ * slot, after the step, for the next step (zz_engine_refill); its hidden state in
+ * and out after the step's, in slot order; on the last rank its first token's
+ * logits land at its slot's row. */
+static zz_status es_joins(zz_engine_stage *es, const zz_stage_item *it) {
+  size_t off = zz_engine_hidden_bytes(es->cfg.engine, it->group, it->step);
+  for (int32_t i = 0; i < it->nseq; i++) {
+    int32_t q = it->joins[i];
+    if (q < 0) continue;
+    es->slot[it->first + i] = q;
+    int64_t len = it->block->prompt_len[q];
+    zz_step_io io = {.prompts = es->first ? es->req.ids + q : NULL,
+                     .hidden_in = es->first ? NULL : (const char *)it->hidden_in + off,
+                     .hidden_out = es->last ? NULL : (char *)it->hidden_out + off,
+                     .hidden_on_device = it->hidden_on_device};
+    ZZ_CHECK(zz_engine_refill(es->cfg.engine, it->group, i, len, it->step + 1, &io));
+    off += zz_engine_refill_bytes(es->cfg.engine, len);
+    if (es->first) es->pos_useful += len, es->refilled++;
+  }
+  return ZZ_OK;
+}
+
 static zz_status es_compute(void *ctx, const zz_stage_item *it) {
   zz_engine_stage *es = ctx;
   if (es->cfg.step_hook) ZZ_CHECK(es->cfg.step_hook(es->cfg.ctx, it->block->index, it->step, it->group));
   zz_step_io io = {0};
   if (es->first) {
     if (it->step == 0) {
-      const int32_t *p = it->ids;
+      const int32_t *p = it->ids; /* a block without refill: the prompts one after another */
       for (int32_t i = 0; i < it->nseq; i++) {
-        es->prompts[i] = p;
-        p += it->block->prompt_len[it->first + i];
-        es->pos_useful += it->block->prompt_len[it->first + i];
+        int32_t q = es->slot[it->first + i];
+        es->prompts[i] = it->block->nslots ? es->req.ids[q] : p;
+        if (!it->block->nslots) p += it->block->prompt_len[q];
+        es->pos_useful += it->block->prompt_len[q];
       }
       io.prompts = es->prompts;
     } else {
@@ -287,7 +363,7 @@ static zz_status es_compute(void *ctx, const zz_stage_item *it) {
   if (it->step > 0) {
     bool any = false;
     for (int32_t i = 0; i < it->nseq; i++) {
-      es->endb[i] = it->done ? it->done[i] != 0 : es->last && zz_gen_done(es->gen, it->first + i);
+      es->endb[i] = it->done ? it->done[i] != 0 : es->last && zz_gen_done(es->gen, es->slot[it->first + i]);
       any |= es->endb[i];
     }
     if (any && (es->last || !it->hidden_on_device)) {
@@ -297,7 +373,8 @@ static zz_status es_compute(void *ctx, const zz_stage_item *it) {
   }
   if (!es->last) io.hidden_out = it->hidden_out;
   io.hidden_on_device = it->hidden_on_device;
-  return zz_engine_step(es->cfg.engine, it->group, it->step, &io);
+  ZZ_CHECK(zz_engine_step(es->cfg.engine, it->group, it->step, &io));
+  return it->joins ? es_joins(es, it) : ZZ_OK;
 }
 
 /* A float in a 32-bit word of the token message, and back. */
@@ -316,10 +393,12 @@ static zz_status es_sample(void *ctx, const zz_stage_item *it, int32_t *ids_out,
                            int32_t *extra_out) {
   zz_engine_stage *es = ctx;
   int tw = zz_block_token_words(it->block);
-  zz_gen_take(es->gen, it->first, it->nseq, it->step, zz_engine_logits(es->cfg.engine));
+  const float *logits = zz_engine_logits(es->cfg.engine);
   for (int32_t i = 0; i < it->nseq; i++) {
-    int64_t q = it->first + i, nt = 0;
-    bool was = done_out[i];
+    int64_t q = es->slot[it->first + i], nt = 0;
+    bool joined = it->joins && it->joins[i] >= 0; /* its first token, from its own prompt step */
+    bool was = done_out[i] && !joined;
+    zz_gen_take_one(es->gen, q, joined ? 0 : it->step, logits + (size_t)i * es->mc->vocab_size);
     /* ended earlier: computed, not sampled (as zz_generate) */
     ids_out[i] = was ? es->mc->pad : zz_gen_newest(es->gen, q);
     const zz_seq_out *o = zz_gen_out(es->gen, q, &nt);
@@ -368,7 +447,7 @@ static zz_status es_tokens(void *ctx, const zz_stage_block *b, int32_t step, int
   int32_t first = b->group_first[group];
   int tw = zz_block_token_words(b);
   for (int32_t i = 0; i < es_gsize(b, group); i++) {
-    int32_t q = first + i;
+    int32_t q = es->slot[first + i];
     if (es->ended[q]) {
       done[i] = 1; /* ended here: the pad token goes in, whatever the sampler thinks */
       continue;
@@ -383,15 +462,34 @@ static zz_status es_tokens(void *ctx, const zz_stage_block *b, int32_t step, int
   return ZZ_OK;
 }
 
+/* Rank 0, refill blocks: each slot whose sequence has ended takes the first waiting
+ * sequence that fits before the next step, by the token loop's own rule
+ * (zz_slots_fit), until one finds none. */
+static zz_status es_refill(void *ctx, const zz_stage_block *b, int32_t step, int32_t group, const uint8_t *done,
+                           int32_t *joins_out) {
+  zz_engine_stage *es = ctx;
+  bool fits = true;
+  for (int32_t i = 0; i < es_gsize(b, group); i++) {
+    joins_out[i] = -1;
+    if (!done[i] || !fits || !es->w.sl.waiting) continue;
+    int64_t q = zz_slots_fit(&es->w.sl, group, step + 1);
+    if (!(fits = q >= 0)) continue;
+    zz_slots_claim(&es->w.sl, q);
+    joins_out[i] = (int32_t)q;
+  }
+  return ZZ_OK;
+}
+
 static zz_status es_end_block(void *ctx, const zz_stage_block *b) {
   zz_engine_stage *es = ctx;
-  if (!es->first) return ZZ_OK;
+  if (!es->first || es->w.sl.waiting > 0) return ZZ_OK; /* the request goes on in another block */
   /* rank 0 skips what one process skips: its positions are one process's count */
   zz_engine_stats now;
   zz_engine_get_stats(es->cfg.engine, &now);
   zz_result res = {.tokens = es->tokens,
                    .pos_computed = now.positions - es->pos0,
                    .pos_useful = es->pos_useful,
+                   .refilled = es->refilled,
                    .n_tokens = es->n_tokens,
                    .out = b->params ? es->out : NULL,
                    .prefill_s = es->t_prefill - es->t0,
@@ -406,6 +504,8 @@ static const zz_stage_callbacks es_callbacks = {
     .compute = es_compute,
     .sample = es_sample,
     .tokens = es_tokens,
+    .refill = es_refill,
+    .join_bytes = es_join_bytes,
     .end_block = es_end_block,
 };
 

@@ -27,7 +27,9 @@
  *     (1,0) <--------------------------------------'
  *
  * So the stop is decided once (by the last rank's sampler state) and reaches every
- * rank inside the message stream; no rank decides alone. The block's composition
+ * rank inside the message stream; no rank decides alone. In a refill block rank 0
+ * decides it (a slot may take a waiting sequence, callbacks.refill), and its choice
+ * rides behind the hidden state with the done flags. The block's composition
  * comes from rank 0 by the block broadcast (comm.c), the hidden states go through
  * the exchange (xchg.c), faults are watched by faults.c.
  */
@@ -240,6 +242,11 @@ typedef struct run {
   uint8_t *sdone;  /* [nseq] last rank's sampler output */
   int32_t *sids;   /* [nseq] */
   int32_t *sextra; /* [nseq * tw] last rank's extra words (NULL when tw is 0) */
+  /* refill blocks: the arrays above are by slot ([nslots]); joins: [nslots] the
+   * sequence joining each slot at the group's current item (-1: none), rank 0's
+   * choice, handed on behind the hidden state with the done flags */
+  int refill;
+  int32_t *joins;
 } run;
 
 /* One item (step, group) as it goes through the steps. */
@@ -251,6 +258,18 @@ typedef struct item {
 } item;
 
 static int gsize(const zz_stage_block *b, int g) { return b->group_first[g + 1] - b->group_first[g]; }
+/* What a block's groups are runs of: its slots (refill), else its sequences. */
+static int units(const zz_stage_block *b) { return b->nslots ? b->nslots : b->nseq; }
+/* The tag of (kind, step, g). A refill block's steps may pass max_new_tokens, so
+ * steps from 1 wrap around 1 .. max_new_tokens (unchanged up to it): a tag comes
+ * back only max_new_tokens steps of the same group later, long after its message
+ * was matched (non-overtaking order). Step 0 keeps a tag of its own: the next block's
+ * first messages may arrive while a receive posted one item ahead for a group that
+ * stopped is still to be cancelled, and that one is never for step 0. */
+static int item_tag(const run *R, zz_kind kind, int step, int g) {
+  int m = R->st->cfg.max_new_tokens;
+  return zz_tag_make(kind, step == 0 ? 0 : 1 + (step - 1) % m, g, R->gmax);
+}
 static int first_rank(const run *R) { return R->st->rank == 0; }
 static int last_rank(const run *R) { return R->st->rank == R->st->size - 1; }
 static int tok_words(const run *R, int n) { return 2 + (2 + R->tw) * n; }
@@ -273,7 +292,7 @@ static zz_status take_send(run *R, slot **out) {
 /* The hidden state of (step, group) in send slot s, bytes of it (0: the group stopped). */
 static zz_status send_hidden(run *R, slot *s, size_t bytes, int step, int group) {
   zz_stage *st = R->st;
-  zz_status e = zz_xchg_isend(st->x, s->x, bytes, st->rank + 1, zz_tag_make(ZZ_KIND_HIDDEN, step, group, R->gmax));
+  zz_status e = zz_xchg_isend(st->x, s->x, bytes, st->rank + 1, item_tag(R, ZZ_KIND_HIDDEN, step, group));
   if (e != ZZ_OK)
     return zz_error(e, "stage: send of step %d group %d to rank %d failed: %s", step, group, st->rank + 1,
                     zz_error_message());
@@ -302,7 +321,7 @@ static zz_status post_hidden_recv(run *R, int item, int step, int g) {
     return zz_error(ZZ_ERR_MPI, "stage: internal: receive slot busy at step %d group %d", step, g);
   s->step = step;
   s->group = g;
-  zz_status e = zz_xchg_irecv(R->st->x, s->x, R->st->rank - 1, zz_tag_make(ZZ_KIND_HIDDEN, step, g, R->gmax));
+  zz_status e = zz_xchg_irecv(R->st->x, s->x, R->st->rank - 1, item_tag(R, ZZ_KIND_HIDDEN, step, g));
   if (e != ZZ_OK) return zz_error(e, "stage: posting the receive of step %d group %d: %s", step, g, zz_error_message());
   return ZZ_OK;
 }
@@ -316,8 +335,19 @@ static zz_status cb_fail(run *R, zz_status s, const char *what, int step, int g)
 }
 
 static size_t hidden_bytes(run *R, int step, int g) { return R->cb->hidden_bytes(R->ctx, R->b, step, g); }
-/* The done flags behind the hidden state of (step, g): bytes, 0 when none travel. */
-static size_t trail_bytes(const run *R, int step, int g) { return R->trail && step > 0 ? (size_t)gsize(R->b, g) : 0; }
+/* What the joins of an item add to its hidden state: their prompt steps'. */
+static size_t join_bytes(run *R, const int32_t *joins, int n) {
+  size_t t = 0;
+  for (int i = 0; joins && i < n; i++)
+    if (joins[i] >= 0) t += R->cb->join_bytes(R->ctx, R->b, joins[i]);
+  return t;
+}
+/* The done flags behind the hidden state of (step, g), and in a refill block the
+ * joins after them: bytes, 0 when none travel. */
+static size_t trail_bytes(const run *R, int step, int g) {
+  size_t n = (size_t)gsize(R->b, g);
+  return R->trail && step > 0 ? n + (R->refill ? n * sizeof(int32_t) : 0) : 0;
+}
 
 static void block_init(run *R) {
   R->active = R->b->ngroups;
@@ -328,9 +358,13 @@ static void block_init(run *R) {
 static zz_status block_buffers(run *R) {
   const zz_stage_block *b = R->b;
   if (b->ngroups < 1 || b->nseq < 1) return zz_error(ZZ_ERR_INVALID_ARG, "stage: empty block");
-  size_t T = (size_t)b->ngroups;
+  size_t T = (size_t)b->ngroups, nu = (size_t)units(b);
   size_t cap = 0;
   R->trail = !R->st->x || !R->st->x->ops->on_device;
+  R->refill = b->nslots > 0;
+  if (R->refill && (!R->trail || !R->cb->join_bytes || (first_rank(R) && !R->cb->refill)))
+    return zz_error(ZZ_ERR_INVALID_ARG, "stage: a refill block needs the MPI exchange (the joins travel behind the "
+                                        "hidden state), and the refill and join_bytes callbacks");
   for (int g = 0; g < (int)T; g++)
     for (int s = 0; s < (b->max_new_tokens > 1 ? 2 : 1); s++) {
       size_t n = hidden_bytes(R, s, g);
@@ -341,18 +375,31 @@ static zz_status block_buffers(run *R) {
                         s, g, n);
       if (n + trail_bytes(R, s, g) > cap) cap = n + trail_bytes(R, s, g);
     }
+  /* a refill block's step: each slot may take a sequence, whose prompt step's hidden
+   * state follows the step's */
+  size_t most = 0;
+  for (int q = 0; R->refill && q < b->nseq; q++)
+    if (R->cb->join_bytes(R->ctx, b, q) > most) most = R->cb->join_bytes(R->ctx, b, q);
+  for (int g = 0; R->refill && g < (int)T; g++) {
+    size_t n = hidden_bytes(R, 1, g) + (size_t)gsize(b, g) * most + trail_bytes(R, 1, g);
+    if (n > (size_t)INT32_MAX)
+      return zz_error(ZZ_ERR_INVALID_ARG, "stage: a refill step of group %d is %zu bytes", g, n);
+    if (n > cap) cap = n;
+  }
   R->cap = cap;
   R->stopped = calloc(T, 1);
   R->tok = calloc(T, sizeof *R->tok);
   R->tok_req = malloc(T * sizeof *R->tok_req);
   for (int g = 0; R->tok_req && g < (int)T; g++) R->tok_req[g] = MPI_REQUEST_NULL;
-  R->ids = calloc((size_t)b->nseq, sizeof *R->ids);
-  R->done = calloc((size_t)b->nseq, 1);
-  R->sids = calloc((size_t)b->nseq, sizeof *R->sids);
-  R->sdone = calloc((size_t)b->nseq, 1);
+  R->ids = calloc(nu, sizeof *R->ids);
+  R->done = calloc(nu, 1);
+  R->sids = calloc(nu, sizeof *R->sids);
+  R->sdone = calloc(nu, 1);
+  R->joins = calloc(nu, sizeof *R->joins);
   R->tw = zz_block_token_words(b);
-  if (R->tw) R->sextra = calloc((size_t)b->nseq * (size_t)R->tw, sizeof *R->sextra);
-  if (!R->stopped || !R->tok || !R->tok_req || !R->ids || !R->done || !R->sids || !R->sdone || (R->tw && !R->sextra))
+  if (R->tw) R->sextra = calloc(nu * (size_t)R->tw, sizeof *R->sextra);
+  if (!R->stopped || !R->tok || !R->tok_req || !R->ids || !R->done || !R->sids || !R->sdone || !R->joins ||
+      (R->tw && !R->sextra))
     return zz_error(ZZ_ERR_NO_MEMORY, "stage: block of %d sequences", b->nseq);
   for (int g = 0; g < (int)T; g++) {
     if (!(R->tok[g] = calloc((size_t)tok_words(R, gsize(b, g)), sizeof(int32_t))))
@@ -390,6 +437,7 @@ static zz_status block_free(run *R, int clean) {
   free(R->sids);
   free(R->sdone);
   free(R->sextra);
+  free(R->joins);
   return s;
 }
 
@@ -421,9 +469,17 @@ static zz_status ring_receive(run *R, item *I) {
     if (s != ZZ_OK) return cb_fail(R, s, "tokens", step - 1, g);
   }
   /* every sequence over, as rank 0 knows it (the sampler's flags and its own): the
-   * group stops here, as one process stops computing it */
+   * group stops here, as one process stops computing it. A refill block's group
+   * stops only when no slot takes a waiting sequence either, whatever the step */
   int all_done = 1;
   for (int i = 0; i < n; i++) all_done &= R->done[first + i] != 0;
+  if (R->refill) {
+    zz_status s = R->cb->refill(R->ctx, R->b, step, g, R->done + first, R->joins + first);
+    if (s != ZZ_OK) return cb_fail(R, s, "refill", step, g);
+    for (int i = 0; i < n; i++) all_done &= R->joins[first + i] < 0;
+    I->stop = all_done;
+    I->in.joins = R->joins + first;
+  }
   I->stop |= all_done;
   I->in.ids = R->ids + first;
   I->in.nids = n;
@@ -452,8 +508,8 @@ static zz_status ring_send(run *R, const item *I) {
   }
   if (R->tw) memcpy(m + 2 + 2 * n, R->sextra + (size_t)first * R->tw, (size_t)n * R->tw * sizeof *m);
   if (st->size == 1) return ZZ_OK;
-  if (MPI_Isend(m, (int)tok_bytes(R, n), MPI_BYTE, 0, zz_tag_make(ZZ_KIND_TOKENS, step, g, R->gmax), st->data,
-                &R->tok_req[g]) != MPI_SUCCESS)
+  if (MPI_Isend(m, (int)tok_bytes(R, n), MPI_BYTE, 0, item_tag(R, ZZ_KIND_TOKENS, step, g), st->data, &R->tok_req[g]) !=
+      MPI_SUCCESS)
     return zz_error(ZZ_ERR_MPI, "stage: send of the tokens of step %d group %d to rank 0 failed", step, g);
   st->stats.bytes_sent += tok_bytes(R, n);
   st->stats.messages_sent++;
@@ -470,6 +526,7 @@ static zz_status receive_input(run *R, item *I) {
   const zz_stage_block *b = R->b;
   int step = I->in.step, g = I->in.group, first = I->in.first;
   if (first_rank(R) && step > 0) return ring_receive(R, I);
+  if (first_rank(R) && R->refill) return ZZ_OK; /* the slots' prompts are the caller's */
   if (first_rank(R)) {
     int64_t off = 0, len = 0;
     for (int i = 0; i < first; i++) off += b->prompt_len[i];
@@ -489,14 +546,24 @@ static zz_status receive_input(run *R, item *I) {
     I->stop = 1;
     return ZZ_OK;
   }
-  size_t want = hidden_bytes(R, step, g) + trail_bytes(R, step, g);
+  size_t tb = trail_bytes(R, step, g), want = hidden_bytes(R, step, g) + tb;
+  if (R->refill && step > 0 && got >= tb) { /* the joins, last: they size the rest */
+    int32_t *jn = R->joins + I->in.first;
+    memcpy(jn, (const uint8_t *)rs->buf + got - (size_t)I->in.nseq * sizeof *jn, (size_t)I->in.nseq * sizeof *jn);
+    for (int i = 0; i < I->in.nseq; i++)
+      if (jn[i] < -1 || jn[i] >= R->b->nseq)
+        return zz_error(ZZ_ERR_MPI, "stage: step %d group %d from rank %d: slot %d joins sequence %d of %d", step, g,
+                        st->rank - 1, i, jn[i], R->b->nseq);
+    want += join_bytes(R, jn, I->in.nseq);
+    I->in.joins = jn;
+  }
   if (got != want)
     return zz_error(ZZ_ERR_MPI,
                     "stage: hidden state of step %d group %d from rank %d is %zu bytes, this rank expects %zu", step, g,
                     st->rank - 1, got, want);
   I->in.hidden_in = rs->buf;
-  I->in.hidden_in_bytes = got - trail_bytes(R, step, g);
-  if (trail_bytes(R, step, g)) I->in.done = (const uint8_t *)rs->buf + I->in.hidden_in_bytes;
+  I->in.hidden_in_bytes = got - tb;
+  if (tb) I->in.done = (const uint8_t *)rs->buf + I->in.hidden_in_bytes;
   return ZZ_OK;
 }
 
@@ -521,7 +588,7 @@ static zz_status compute(run *R, item *I) {
   int step = I->in.step, g = I->in.group;
   ZZ_CHECK(take_send(R, &I->out));
   I->in.hidden_out = I->out->buf;
-  I->in.hidden_out_bytes = hidden_bytes(R, step, g);
+  I->in.hidden_out_bytes = hidden_bytes(R, step, g) + join_bytes(R, I->in.joins, I->in.nseq);
   I->in.hidden_on_device = st->x->ops->on_device;
   if (!first_rank(R) && I->has_next) ZZ_CHECK(zz_xchg_poke(st->x, R->recv[(R->item + 1) % ZZ_RECV_SLOTS].x));
   if (I->in.hidden_out_bytes + trail_bytes(R, step, g) > R->cap)
@@ -531,8 +598,11 @@ static zz_status compute(run *R, item *I) {
   double t0 = zz_now();
   zz_status s = R->cb->compute(R->ctx, &I->in);
   if (s != ZZ_OK) return cb_fail(R, s, "compute", step, g);
-  if (!last_rank(R) && trail_bytes(R, step, g)) /* the done flags go on behind the hidden state */
-    memcpy((uint8_t *)I->in.hidden_out + I->in.hidden_out_bytes, I->in.done, trail_bytes(R, step, g));
+  if (!last_rank(R) && trail_bytes(R, step, g)) { /* the done flags (and joins) go on behind the hidden state */
+    uint8_t *t = (uint8_t *)I->in.hidden_out + I->in.hidden_out_bytes;
+    memcpy(t, I->in.done, (size_t)I->in.nseq);
+    if (R->refill) memcpy(t + I->in.nseq, I->in.joins, (size_t)I->in.nseq * sizeof *I->in.joins);
+  }
   if (last_rank(R)) {
     s = R->cb->sample(R->ctx, &I->in, R->sids + I->in.first, R->sdone + I->in.first,
                       R->tw ? R->sextra + (size_t)I->in.first * R->tw : NULL);
@@ -552,9 +622,8 @@ static zz_status send_output(run *R, const item *I) {
   int step = I->in.step, g = I->in.group;
   if (last_rank(R)) return ring_send(R, I);
   ZZ_CHECK(send_hidden(R, I->out, I->in.hidden_out_bytes + trail_bytes(R, step, g), step, g));
-  if (first_rank(R) &&
-      MPI_Irecv(R->tok[g], tok_words(R, I->in.nseq), MPI_INT32_T, st->size - 1,
-                zz_tag_make(ZZ_KIND_TOKENS, step, g, R->gmax), st->data, &R->tok_req[g]) != MPI_SUCCESS)
+  if (first_rank(R) && MPI_Irecv(R->tok[g], tok_words(R, I->in.nseq), MPI_INT32_T, st->size - 1,
+                                 item_tag(R, ZZ_KIND_TOKENS, step, g), st->data, &R->tok_req[g]) != MPI_SUCCESS)
     return zz_error(ZZ_ERR_MPI, "stage: posting the token receive of step %d group %d", step, g);
   return ZZ_OK;
 }
@@ -714,6 +783,15 @@ zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_sta
   ZZ_MPI_CHECK(MPI_Igather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, 0, st->data, &req),
                "stage: gathering stats");
   return wait_collective(st, &req, "stage: gathering every rank's stats");
+}
+
+zz_status zz_stage_all(zz_stage *st, bool mine, bool *all_out) {
+  int me = mine, all = 0;
+  MPI_Request req;
+  ZZ_MPI_CHECK(MPI_Iallreduce(&me, &all, 1, MPI_INT, MPI_LAND, st->data, &req), "stage: agreeing on a flag");
+  ZZ_CHECK(wait_collective(st, &req, "stage: waiting for every rank's flag"));
+  *all_out = all != 0;
+  return ZZ_OK;
 }
 
 zz_status zz_stage_bcast(zz_stage *st, void *buf, int bytes, int root) {

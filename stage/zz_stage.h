@@ -85,6 +85,18 @@ typedef struct zz_stage_block {
                                  the prompts one after another, sum(prompt_len) ids */
   const zz_seq_params *params; /* [nseq] each sequence's own settings (the last rank
                                   samples with them), or NULL: the engine's */
+  /* Refill (nslots > 0): the nseq sequences take turns in nslots <= nseq slots. The
+   * groups are then runs of slots (group_first over 0 .. nslots), every per-group
+   * array of an item (ids, done, the token message) is by slot, and slot i begins
+   * the block with sequence slot_seq[i]. At each step > 0 rank 0 may put a waiting
+   * sequence into a slot whose sequence has ended (callbacks.refill); a group stops
+   * when its slots have all ended and none was refilled, as rank 0 alone decides
+   * (steps may pass max_new_tokens). cont: the block goes on with the previous
+   * block's sequences (their tokens so far kept): a request whose sequences did not
+   * all find a slot. 0: no refill, the slots are the sequences. */
+  int32_t nslots;
+  int32_t cont;
+  const int32_t *slot_seq; /* [nslots] */
 } zz_stage_block;
 
 /* One (token step, group) work item, given to compute and sample. */
@@ -94,14 +106,21 @@ typedef struct zz_stage_item {
   int32_t group; /* micro-batch group g */
   int32_t nseq;  /* sequences in the group */
   int32_t first; /* block index of the group's first sequence */
-  /* Rank 0's input: step 0: the group's prompt ids one after another; step > 0: one
-   * id per sequence (the token sampled at step-1). NULL on other ranks. */
+  /* Rank 0's input: step 0: the group's prompt ids one after another (NULL in a
+   * refill block: the slots' prompts are the caller's); step > 0: one id per
+   * sequence (the token sampled at step-1). NULL on other ranks. */
   const int32_t *ids;
   int64_t nids;
   /* step > 0: [nseq] sequence finished, as rank 0 knows it (the sampler's flags and
    * its own), the pad token its input; on rank 0, and on every rank when hidden
    * states go over MPI (they travel behind the hidden state); else NULL */
   const uint8_t *done;
+  /* refill blocks, step > 0: [nseq] the sequence that joins each slot of the group
+   * at this item (-1: none), on every rank: after the step, its prompt step runs
+   * alone into the slot (its hidden state follows the step's in hidden_in and
+   * hidden_out, join_bytes each, in slot order), and the last rank samples its first
+   * token, which goes to rank 0 as the slot's token; NULL otherwise */
+  const int32_t *joins;
   /* Other ranks' input: the hidden state rank r-1 produced (NULL on rank 0). */
   const void *hidden_in;
   size_t hidden_in_bytes;
@@ -148,6 +167,14 @@ typedef struct zz_stage_callbacks {
    * is passed down the ranks as any other. */
   zz_status (*tokens)(void *ctx, const zz_stage_block *block, int32_t step, int32_t group, const int32_t *ids,
                       uint8_t *done, const int32_t *extra);
+  /* Rank 0, refill blocks: at a step > 0 item of group g, once its tokens are in
+   * (tokens): the sequence each slot takes, joins_out [nseq] (-1: none); done holds
+   * the slots' flags (set: the slot's sequence has ended). */
+  zz_status (*refill)(void *ctx, const zz_stage_block *block, int32_t step, int32_t group, const uint8_t *done,
+                      int32_t *joins_out);
+  /* All ranks, refill blocks: bytes of sequence seq's prompt-step hidden state,
+   * what its join adds to an item's hidden state. */
+  size_t (*join_bytes)(void *ctx, const zz_stage_block *block, int32_t seq);
   /* All ranks, optional: the block is over on this rank. */
   zz_status (*end_block)(void *ctx, const zz_stage_block *block);
 } zz_stage_callbacks;
@@ -252,6 +279,9 @@ zz_status zz_stage_agree(zz_stage *st, zz_status mine);
 /* Collective: every rank's stats (mine, or NULL for zz_stage_get_stats now) into
  * rank 0's all_out [size] (other ranks may pass NULL). Bounded like zz_stage_agree. */
 zz_status zz_stage_gather_stats(zz_stage *st, const zz_stage_stats *mine, zz_stage_stats *all_out);
+/* Collective: whether `mine` holds on every rank (a logical and). Bounded like
+ * zz_stage_agree. */
+zz_status zz_stage_all(zz_stage *st, bool mine, bool *all_out);
 /* Collective: root's `bytes` of buf to every rank (what only rank 0 knows). Bounded
  * like zz_stage_agree. */
 zz_status zz_stage_bcast(zz_stage *st, void *buf, int bytes, int root);

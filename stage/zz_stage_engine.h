@@ -35,6 +35,11 @@ typedef struct zz_engine_stage_config {
   int max_new_tokens;   /* per sequence, <= the engine's gen_len */
   bool ignore_eos;      /* benchmarks: every sequence runs max_new_tokens steps */
   zz_sampling sampling; /* last rank: temperature, top-k/p, seed */
+  /* Every rank the same: requests of up to refill_blocks blocks' sequences, a slot
+   * whose sequence has ended taking the next waiting one (zz_stage_block.nslots);
+   * 0 or 1: a request is one block. Needs every rank's group caches on its device
+   * (zz_engine_can_refill) and the MPI exchange. */
+  int refill_blocks;
   /* Rank 0: the next request of at most max_n prompts in req_out (n, ids, lens,
    * streams; the rest is the adapter's); n = 0 when there are none left. Its arrays
    * stay valid until finished() for it has returned. */

@@ -236,6 +236,99 @@ static void test_hidden_on_device(void) {
   zz_engine_destroy(e);
 }
 
+/* Refill through a chain of slices, as a pipeline runs it: a group of four decodes
+ * steps 0 and 1 with slots 1 and 3 ended at step 1; then each takes a new prompt
+ * before step 2, its prompt step handed from slice to slice like any prompt step
+ * (ids into the first, hidden states between), its first token from the last
+ * slice's logits at its row; steps 2 to 5 decode all four. Every prompt's tokens are
+ * its tokens in the whole-model run, with 1 and with 3 slices. */
+static zz_status zz_refill_chain(const zz_sfix *f, const int *cuts, int ns, int32_t base[ZZ_NP][ZZ_NEW]) {
+  static const int first[4] = {3, 1, 6, 4}, later[4] = {-1, 5, -1, 2}; /* prompts: 16, 6, 14, 4; then 9 and 11 */
+  zz_engine *eng[ZZ_MAX_SLICES] = {0};
+  zz_status st = ZZ_OK;
+  for (int s = 0; s < ns && st == ZZ_OK; s++) {
+    zz_engine_opts o = zz_opts_for(S_policies[0], s ? cuts[s - 1] : 0, s + 1 < ns ? cuts[s] : f->m.n_layers, 1);
+    st = zz_engine_create_opts(S_dev, &f->m, f->ck, &o, &eng[s]);
+  }
+  int64_t vocab = f->cfg.vocab_size, lens[4];
+  const int32_t *ids[4];
+  int32_t newest[4], toks[4][ZZ_NEW + 1], nt[4] = {0};
+  bool ended[4] = {false};
+  size_t hb = (size_t)4 * 17 * (size_t)f->cfg.hidden * sizeof(float);
+  void *buf[2] = {malloc(hb), malloc(hb)};
+  if (st == ZZ_OK && (!buf[0] || !buf[1])) st = ZZ_ERR_NO_MEMORY;
+  for (int i = 0; i < 4; i++) ids[i] = S_ids[first[i]], lens[i] = S_lens[first[i]];
+  for (int s = 0; s < ns && st == ZZ_OK; s++) st = zz_engine_begin_block(eng[s], 0, 4, lens);
+  for (int step = 0; step <= ZZ_NEW && st == ZZ_OK; step++) {
+    for (int i = 0; i < 4; i++) ended[i] = step == 1 && later[i] >= 0;
+    for (int s = 0; s < ns && st == ZZ_OK; s++) {
+      zz_step_io io = {.prompts = ids,
+                       .tokens = newest,
+                       .hidden_in = buf[(s + 1) % 2],
+                       .hidden_out = s + 1 < ns ? buf[s % 2] : NULL,
+                       .ended = ended};
+      st = zz_engine_step(eng[s], 0, step, &io);
+    }
+    for (int i = 0; i < 4 && st == ZZ_OK; i++)
+      if (!ended[i] && nt[i] <= ZZ_NEW)
+        newest[i] = toks[i][nt[i]++] = zz_argmax(zz_engine_logits(eng[ns - 1]) + i * vocab, vocab);
+    for (int i = 0; i < 4 && st == ZZ_OK && step == 1; i++) {
+      if (later[i] < 0) continue;
+      ids[i] = S_ids[later[i]];
+      nt[i] = 0;
+      for (int s = 0; s < ns && st == ZZ_OK; s++) {
+        CU_ASSERT(zz_engine_refill_room(eng[s], 0, 2, S_lens[later[i]]) >= ZZ_NEW);
+        zz_step_io io = {
+            .prompts = ids + i, .hidden_in = buf[(s + 1) % 2], .hidden_out = s + 1 < ns ? buf[s % 2] : NULL};
+        st = zz_engine_refill(eng[s], 0, i, S_lens[later[i]], 2, &io);
+        if (s + 1 < ns)
+          CU_ASSERT(zz_engine_refill_bytes(eng[s], S_lens[later[i]]) ==
+                    (size_t)S_lens[later[i]] * f->cfg.hidden * sizeof(float));
+      }
+      if (st == ZZ_OK) newest[i] = toks[i][nt[i]++] = zz_argmax(zz_engine_logits(eng[ns - 1]) + i * vocab, vocab);
+    }
+  }
+  for (int i = 0; i < 4 && st == ZZ_OK; i++) {
+    int p = later[i] >= 0 ? later[i] : first[i];
+    CU_ASSERT(nt[i] >= ZZ_NEW);
+    bool same = memcmp(toks[i], base[p], ZZ_NEW * sizeof(int32_t)) == 0;
+    if (!same) fprintf(stderr, "\n%d slices: prompt %d (slot %d) differs from the whole-model run\n", ns, p, i);
+    CU_ASSERT(same);
+  }
+  free(buf[0]);
+  free(buf[1]);
+  for (int s = 0; s < ns; s++) zz_engine_destroy(eng[s]);
+  return st;
+}
+
+static void test_refill_slices(void) {
+  for (int f = 0; f < 2; f++) {
+    int nl = S_models[f].m.n_layers;
+    const int cuts3[] = {nl / 3, 2 * nl / 3};
+    int32_t base[ZZ_NP][ZZ_NEW];
+    CU_ASSERT_FATAL(zz_run_groups(&S_models[f], "gbs=12 num_gb=1 w=100,0 c=100,0 a=100,0", 1, base) == ZZ_OK);
+    for (int ns = 1; ns <= 3; ns += 2) {
+      zz_status st = zz_refill_chain(&S_models[f], cuts3, ns, base);
+      if (st != ZZ_OK) fprintf(stderr, "\n%s, %d slices: %s\n", S_names[f], ns, zz_error_message());
+      CU_ASSERT_EQUAL(st, ZZ_OK);
+    }
+  }
+  /* a later slice's refill needs its hidden state; a cache off the device, none */
+  zz_engine_opts o = zz_opts_for(S_policies[0], 3, 8, 1);
+  zz_engine *e = NULL;
+  CU_ASSERT_FATAL(zz_engine_create_opts(S_dev, &S_models[0].m, S_models[0].ck, &o, &e) == ZZ_OK);
+  CU_ASSERT(zz_engine_can_refill(e, 0));
+  CU_ASSERT_FATAL(zz_engine_begin_block(e, 0, 2, S_lens + 3) == ZZ_OK);
+  zz_step_io io = {.prompts = (const int32_t *const *)S_ids};
+  CU_ASSERT_EQUAL(zz_engine_refill(e, 0, 1, S_lens[0], 2, &io), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "hidden_in"));
+  zz_engine_destroy(e);
+  o = zz_opts_for(S_policies[1], 3, 8, 1);
+  CU_ASSERT_FATAL(zz_engine_create_opts(S_dev, &S_models[0].m, S_models[0].ck, &o, &e) == ZZ_OK);
+  CU_ASSERT(!zz_engine_can_refill(e, 0));
+  zz_engine_destroy(e);
+}
+
 /* Impossible slices and steps are refused with the numbers, not run. */
 static void test_slice_refusals(void) {
   zz_engine_opts o = zz_opts_for(S_policies[0], 5, 3, 1);
@@ -296,4 +389,5 @@ void zz_test_slices_register(void) {
   CU_add_test(s, "impossible slices and steps refused", test_slice_refusals);
   CU_add_test(s, "hidden states handed in device memory give the same tokens", test_hidden_on_device);
   CU_add_test(s, "the layout is what the engine bound", test_layout_is_bound);
+  CU_add_test(s, "a refill through 1 and 3 slices gives the whole-model tokens", test_refill_slices);
 }

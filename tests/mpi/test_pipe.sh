@@ -12,7 +12,10 @@
 #            --seed 5: two sequences end at EOS early; --top-k); --layers given by hand
 #   lines    lines with their own settings (sampling, penalties, n, max tokens above
 #            --max-new-tokens, stop strings, logprobs): -np 2 (T = 2, 4) and -np 3 give
-#            one process's bytes, two policies
+#            one process's bytes, two policies; refill (lines ending at different
+#            lengths): -np 2 and 3, with continuation blocks, one process's bytes with
+#            refill on and a refilled count > 0; rank 2 killed mid-refill: all gone,
+#            whole lines, --resume completes them
 #   fault    rank 2 of 3 SIGKILLs itself in block 2 (ZZ_FAULT_KILL_RANK): every rank
 #            gone within 10 s, non-zero, the output holds whole lines only (the first
 #            blocks of the full run); --resume with -np 3, -np 2 and one process
@@ -203,7 +206,9 @@ lines)
        grep -q '"top_logprobs"' one.jsonl && grep -q '"output_ids":\[[0-9]*\(,[0-9]*\)\{10\}\]' one.jsonl; then
       for run in "2 2" "2 4" "3 3"; do
         read -r np T <<<"$run"
-        mpi "$np" "${OWN[@]}" "${P[@]}" --num-inner-iterations "$T" --out m.jsonl
+        # blocks as one process's (no refill): the last digits of a log-probability
+        # follow the GPU batch its prompt step ran in (refill: below)
+        mpi "$np" "${OWN[@]}" "${P[@]}" --num-inner-iterations "$T" --refill-blocks 1 --out m.jsonl
         if [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl; then ok "lines with their own settings ${pol:-device} -np $np T=$T: same bytes"
         else bad "lines with their own settings ${pol:-device} -np $np T=$T: rc $rc or the output differs"; fi
       done
@@ -212,25 +217,63 @@ lines)
     fi
   done
   # the positions one process computes block by block (ended GPU batches skipped,
-  # stop strings included; a pipeline refills no slot): rank 0 counts the same.
+  # stop strings included; --refill-blocks 1: no slot refilled): rank 0 counts the same.
   # Without n > 1, whose completions stay in one block and so pack a pipeline's
   # wider block otherwise than one process's blocks
   grep -v '"n"' own.jsonl >own1.jsonl
   OWN1=("${OWN[@]/own.jsonl/own1.jsonl}")
   timeout 60 "$ZZ" "${OWN1[@]}" --refill-blocks 1 --out one.jsonl </dev/null 2>err
   pos=$(grep "^zigzag: positions: " err)
-  mpi 3 "${OWN1[@]}" --num-inner-iterations 3 --out m.jsonl
+  mpi 3 "${OWN1[@]}" --num-inner-iterations 3 --refill-blocks 1 --out m.jsonl
   if [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl && [ -n "$pos" ] && grep -qxF "$pos" err; then
     ok "-np 3: rank 0 counts one process's positions ($pos)"
   else
     bad "-np 3: rc $rc, the output or rank 0's positions differ from one process's ($pos)"
+  fi
+  # refill: the lines above twice over (28: their own max tokens, EOS when sampled
+  # hot, stop strings, n = 2; file order), without logprobs (their last digits follow
+  # the GPU batch a prompt step ran in, in one process too), in requests of several
+  # blocks' prompts: a slot whose sequence ends takes the next waiting prompt on every
+  # rank; one process's bytes with refill on. --refill-blocks 2 makes requests whose
+  # prompts do not all find a slot (a continuation block)
+  { sed 's/, "logprobs": [0-9]*//' own.jsonl; sed 's/, "logprobs": [0-9]*//; s/"id": "s/"id": "t/; s/men /women /' own.jsonl; } >ref.jsonl
+  REF=(generate --prompts ref.jsonl --gpu-batch-size 2 --num-gpu-batches 1 --model "$FX/tiny-opt" --max-new-tokens 8 --keep-order)
+  if timeout 60 "$ZZ" "${REF[@]}" --out one.jsonl </dev/null 2>err && [ "$(grep -c . one.jsonl)" = 28 ] &&
+     ! grep -q '"error"' one.jsonl && grep -q '"finish_reason":"stop"' one.jsonl; then
+    for run in "2 2 8" "3 3 8" "2 4 2" "3 3 2"; do
+      read -r np T rb <<<"$run"
+      mpi "$np" "${REF[@]}" --num-inner-iterations "$T" --refill-blocks "$rb" --out m.jsonl
+      n=$(sed -n 's/^zigzag: refilled: \([0-9]*\) sequences.*/\1/p' err)
+      if [ "$rc" = 0 ] && cmp -s one.jsonl m.jsonl && [ "${n:-0}" -gt 0 ]; then
+        ok "refill -np $np T=$T --refill-blocks $rb: one process's bytes, $n sequences took an ended one's slot"
+      else
+        bad "refill -np $np T=$T --refill-blocks $rb: rc $rc, the output differs or nothing was refilled (${n:-none})"
+      fi
+    done
+    # a rank killed while slots are refilled: every rank gone, the first request's 9
+    # lines kept (12 sequences; it took blocks 0 and 1: its last prompts went on in a
+    # continuation block), and --resume finishes the file with one process's bytes
+    rm -f k.jsonl
+    export ZZ_FAULT_KILL_RANK=2 ZZ_FAULT_KILL_AFTER_BLOCKS=2 ZZ_FAULT_KIND=kill
+    mpi 3 "${REF[@]}" --num-inner-iterations 3 --refill-blocks 2 --peer-timeout 2 --out k.jsonl
+    unset ZZ_FAULT_KILL_RANK ZZ_FAULT_KILL_AFTER_BLOCKS ZZ_FAULT_KIND
+    lines=$(wc -l <k.jsonl)
+    { [ "$rc" != 0 ] && all_gone 10 && grep -q "myself in block 2" err && [ "$lines" = 9 ] &&
+      [ -z "$(tail -c 1 k.jsonl)" ] && cmp -s k.jsonl <(head -n 9 one.jsonl); } ||
+      bad "refill, rank 2 killed in block 2: rc $rc, a rank left, or not the first 9 whole lines of the full run ($lines)"
+    mpi 3 "${REF[@]}" --num-inner-iterations 3 --refill-blocks 2 --out k.jsonl --resume
+    if [ "$rc" = 0 ] && cmp -s k.jsonl one.jsonl; then ok "refill, rank 2 killed in block 2 (all gone, 9 lines kept): --resume gives the bytes"
+    else bad "refill: --resume after the kill: rc $rc or the output differs"; fi
+  else
+    bad "refill: one process failed, refused a line or lacks a stop"
   fi
   ;;
 fault | stop | error)
   # rank 2 of 3 fails in block 2 (ZZ_FAULT_KIND): SIGKILL, SIGSTOP or an error
   kind=$SCENARIO; [ "$kind" = fault ] && kind=kill
   case $kind in kill) resumes="3 2 1" ;; stop) resumes="2" ;; error) resumes="3" ;; esac
-  args=("${GEN[@]}" --model "$FX/tiny-opt" --gpu-batch-size 2 --num-gpu-batches 1 --max-new-tokens 8)
+  # requests of one block each (no refill): block 2 is the third block of T x gbs prompts
+  args=("${GEN[@]}" --model "$FX/tiny-opt" --gpu-batch-size 2 --num-gpu-batches 1 --max-new-tokens 8 --refill-blocks 1)
   timeout 60 "$ZZ" "${args[@]}" --out full.jsonl 2>err || bad "the uninterrupted run failed"
   for resume_np in $resumes; do
     export ZZ_FAULT_KILL_RANK=2 ZZ_FAULT_KILL_AFTER_BLOCKS=2 ZZ_FAULT_KIND=$kind

@@ -74,15 +74,15 @@ static void test_block_message(void) {
   free(wp);
   b.params = NULL, b.prompt_ids = NULL;
   /* a count beyond 32 bits is refused, not cut to its low 32 bits (issue #21 item 20) */
-  size_t len0 = 5 + 3; /* the word of sequence 0's prompt length */
+  size_t len0 = 6 + 3; /* the word of sequence 0's prompt length (6 header words, 3 group starts) */
   w[len0] = (1ull << 32) + 3;
   CU_ASSERT_EQUAL(zz_block_unpack(w, n, &c, &mem), ZZ_ERR_FORMAT);
   CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "prompt length of sequence 0 is 4294967299"));
   w[len0] = 3;
-  w[6] = (1ull << 32) + 2; /* group 1 would start at sequence 2 */
+  w[7] = (1ull << 32) + 2; /* group 1 would start at sequence 2 */
   CU_ASSERT_EQUAL(zz_block_unpack(w, n, &c, &mem), ZZ_ERR_FORMAT);
   CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "first sequence of group 1"));
-  w[6] = 2;
+  w[7] = 2;
   CU_ASSERT_EQUAL_FATAL(zz_block_unpack(w, n, &c, &mem), ZZ_OK);
   free(mem);
   /* a truncated or foreign message is refused, not read past its end */
@@ -99,6 +99,28 @@ static void test_block_message(void) {
   b.nseq = (1 << 24) + 1; /* more than the message carries: refused by the sender */
   CU_ASSERT_EQUAL(zz_block_check(&b, 4, 64), ZZ_ERR_INVALID_ARG);
   CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "more than a block message carries"));
+  /* refill: 5 sequences in 3 slots (groups over slots), each slot's first sequence,
+   * a continuation, through the message; a slot of a sequence the block lacks refused */
+  int32_t sfirst[] = {0, 2, 3}, slot_seq[] = {4, 0, 2};
+  b.nseq = 5, b.group_first = sfirst, b.nslots = 3, b.cont = 1, b.slot_seq = slot_seq;
+  CU_ASSERT_EQUAL(zz_block_check(&b, 4, 64), ZZ_OK);
+  n = zz_block_words(&b);
+  w = calloc(n, sizeof *w);
+  zz_block_pack(&b, w);
+  CU_ASSERT_EQUAL_FATAL(zz_block_unpack(w, n, &c, &mem), ZZ_OK);
+  CU_ASSERT(c.nseq == 5 && c.nslots == 3 && c.cont == 1 && c.group_first[2] == 3);
+  for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(c.slot_seq[i], slot_seq[i]);
+  for (int i = 0; i < 5; i++) CU_ASSERT(c.prompt_len[i] == len[i] && c.rng[i] == rng[i]);
+  free(mem);
+  w[n - 1] = 5; /* the last slot begins with sequence 5 of 5 */
+  CU_ASSERT_EQUAL(zz_block_unpack(w, n, &c, &mem), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "a slot begins with sequence 5 of 5"));
+  free(w);
+  slot_seq[1] = -1;
+  CU_ASSERT_EQUAL(zz_block_check(&b, 4, 64), ZZ_ERR_INVALID_ARG);
+  slot_seq[1] = 0, sfirst[2] = 5; /* groups must cover the slots, not the sequences */
+  CU_ASSERT_EQUAL(zz_block_check(&b, 4, 64), ZZ_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "cover slots 0..3"));
 }
 
 /* An MPI return code on the status trail (ZZ_MPI_CHECK): success passes, an

@@ -1032,11 +1032,11 @@ ZZ_QX_VNNI static void zz_xv_pack8(const void *const wr[ZZ_XV_PW], int64_t b0, i
  * one transpose-add tree into [c0 .. c15], then the float part per lane in the
  * portable order (the same bits). W rows c < nw lie w_row apart (the last
  * repeated up to 16, its outputs not stored); groups and K whole 64s
- * (zz_xv_gemv8_takes). No software prefetch (pf is not used): fetching the
- * next call's rows, as the AVX2 GEMV does, changed nothing with W in memory on
- * a Zen 5 and cost a fifth of the rate with W in cache (its 16 prefetches a
- * group). On that Zen 5 (2 threads, LLaMA-7B's layer, by CPU time) it read W
- * at 0.73-0.74 of the streaming sum's rate where the panel read 0.53-0.56. */
+ * (zz_xv_gemv_takes). W is prefetched pf bytes ahead of each read (the
+ * driver: the next 16 rows' same place), both lines a 64-block of a row
+ * spans: on a Zen 5 (2 threads, LLaMA-7B's layer, by CPU time) it read W at
+ * 0.70-0.71 of the streaming sum's rate without, 0.77-0.86 with (one line a
+ * block: no gain), where the AVX2 panel read 0.53-0.58. */
 #define ZZ_XV_GEMV_NR 16
 
 /* [Σ p[0], Σ p[1], .., Σ p[15]]: each vector's 16 int32 lanes summed (exact) */
@@ -1060,7 +1060,7 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) __m512i zz_xv_sum16(cons
 ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_gemv8_body(const char *xq, size_t x_row,
                                                                               const unsigned char *w, size_t w_row,
                                                                               int nw, int64_t in, int group, float *y,
-                                                                              int64_t ldy, const int ROWS,
+                                                                              int64_t ldy, size_t pf, const int ROWS,
                                                                               const int FAST) {
   if (FAST) group = 64, nw = ZZ_XV_GEMV_NR;
   const int64_t ng = zz_xq_groups(in, group);
@@ -1080,6 +1080,11 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_gemv8_body(co
     /* the 16 headers (f16 min, f16 step), widened exactly as the table does */
     int32_t hv[ZZ_XV_GEMV_NR];
     for (int c = 0; c < ZZ_XV_GEMV_NR; c++) memcpy(&hv[c], ZZ_XV_ROWP(c), 4);
+    for (int64_t e = 0; e < m; e += 64) /* the next call's rows here: both lines of a 64-block */
+      for (int c = 0; c < ZZ_XV_GEMV_NR; c++) {
+        _mm_prefetch((const char *)ZZ_XV_ROWP(c) + pf + e, _MM_HINT_T0);
+        _mm_prefetch((const char *)ZZ_XV_ROWP(c) + pf + e + 64, _MM_HINT_T0);
+      }
     const __m512i h = _mm512_loadu_si512(hv);
     const __m512 mn = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)),
                  st = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16)));
@@ -1105,21 +1110,122 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_gemv8_body(co
 
 ZZ_QX_VNNI static void zz_xv_gemv8(const char *xq, size_t x_row, int rows, const unsigned char *w, size_t w_row, int nw,
                                    int64_t in, int group, float *y, int64_t ldy, size_t pf) {
-  (void)pf;
   const int fast = nw == ZZ_XV_GEMV_NR && group == 64;
   switch (rows * 2 + fast) {
-    case 2: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, 1, 0); break;
-    case 3: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, 1, 1); break;
-    case 4: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, 2, 0); break;
-    case 5: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, 2, 1); break;
-    case 6: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, 3, 0); break;
-    default: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, 3, 1); break;
+    case 2: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 1, 0); break;
+    case 3: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 1, 1); break;
+    case 4: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 2, 0); break;
+    case 5: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 2, 1); break;
+    case 6: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 3, 0); break;
+    default: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 3, 1); break;
   }
 }
 
-/* Whether the VNNI 8-bit GEMV takes n rows of x against a weight of `in` in
- * groups of `group` (whole 64s) on this process's ISA and CPU. */
-static bool zz_xv_gemv8_takes(int64_t n, int64_t in, int group) {
+/* ---- 4-bit at 1-3 rows of x with VNNI: the same GEMV on nibbles, two W rows a zmm
+ *
+ * Rows c and c + 8 share a zmm (one 32-byte load each): the low nibbles meet
+ * x's 32 even int8 and the high nibbles its 32 odd ones (the stored order of
+ * a 64-block), each by one vpdpbusd with x's half broadcast to both rows; so
+ * per 64 values of a row half a load, and and shift, and one vpdpbusd, where
+ * the AVX2 GEMV (zz_xq_gemv4_avx2, its rate with W in L3 about what memory
+ * gives a core on a Zen 5) spends two vpmaddubsw, an add and a fold. The 8
+ * pair vectors are summed into one lane per row in the order
+ * ZZ_XV_PAIR_ROWS (29 operations for 16 rows); the headers are read in that
+ * order too and the sums put back in row order once, at the store. With W in
+ * L3 it ran 51 GB/s a core where the AVX2 GEMV ran 38; from memory it needs
+ * the prefetch of the next call's rows (a line a row per 128 values): without
+ * it 0.55-0.60 of the read, with it 0.87-0.92 (AVX2 GEMV: 0.81-0.82). */
+#define ZZ_XV_PAIR_ROWS 0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15 /* lane -> W row */
+#define ZZ_XV_ROW_LANES 0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15 /* W row -> lane */
+
+/* Lane l = the sum of W row ZZ_XV_PAIR_ROWS[l]'s int32 lanes, where P[i] holds
+ * row i in lanes 0-7 and row i + 8 in lanes 8-15 (exact). */
+ZZ_QX_VNNI static inline __attribute__((always_inline)) __m512i zz_xv_sum_pairs(const __m512i P[8]) {
+  __m512i v[4];
+  for (int k = 0; k < 4; k++) {
+    /* each pair's 128-bit lanes added: L0 row 2k's 4 parts, L2 row 2k + 8's (L1, L3 the same again) */
+    const __m512i a = _mm512_add_epi32(P[2 * k], _mm512_shuffle_i32x4(P[2 * k], P[2 * k], 0xb1));
+    const __m512i b = _mm512_add_epi32(P[2 * k + 1], _mm512_shuffle_i32x4(P[2 * k + 1], P[2 * k + 1], 0xb1));
+    v[k] = _mm512_mask_blend_epi32(0xf0f0, a, b); /* L0 row 2k, L1 row 2k + 1, L2 row 2k + 8, L3 row 2k + 9 */
+  }
+  /* per 128-bit lane L, [v0 v1 v2 v3]'s 4 parts summed: lane 4L + k = v[k]'s row at L */
+  const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+  const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+}
+
+/* FAST as zz_xv_gemv8_body's: 16 W rows, groups of 64. */
+ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_gemv4_body(const char *xq, size_t x_row,
+                                                                              const unsigned char *w, size_t w_row,
+                                                                              int nw, int64_t in, int group, float *y,
+                                                                              int64_t ldy, size_t pf, const int ROWS,
+                                                                              const int FAST) {
+  if (FAST) group = 64, nw = ZZ_XV_GEMV_NR;
+  const int64_t ng = zz_xq_groups(in, group);
+  const size_t gb = zz_q_group_nbytes(4, group);
+  static const int lane_row[ZZ_XV_GEMV_NR] = {ZZ_XV_PAIR_ROWS};
+  zz_xq_view xv[ZZ_XQ_GEMV_ROWS];
+  for (int r = 0; r < ROWS; r++) xv[r] = zz_xq_view_of(xq + (size_t)r * x_row, ng);
+  size_t o[ZZ_XV_GEMV_NR]; /* row c's offset from row 0 (the last row repeated past nw) */
+  for (int c = 0; c < ZZ_XV_GEMV_NR; c++) o[c] = (size_t)(c < nw ? c : nw - 1) * w_row;
+  const __mmask16 mask = (__mmask16)(nw >= ZZ_XV_GEMV_NR ? 0xffff : (1u << nw) - 1);
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  __m512 acc[ZZ_XQ_GEMV_ROWS]; /* lanes in ZZ_XV_PAIR_ROWS order */
+  for (int r = 0; r < ROWS; r++) acc[r] = _mm512_setzero_ps();
+  const unsigned char *gp = w; /* group g of row 0 */
+#define ZZ_XV_ROWP(c) (FAST ? bq[(c) >> 2] + ((c)&3) * w_row : gp + o[c])
+  for (int64_t g = 0; g < ng; g++, gp += gb) {
+    const unsigned char *bq[4] = {gp, gp + 4 * w_row, gp + 8 * w_row, gp + 12 * w_row};
+    const int64_t k0 = g * group, m = FAST ? 64 : in - k0 < group ? in - k0 : group; /* a multiple of 64 */
+    int32_t hv[ZZ_XV_GEMV_NR];                                                       /* the headers, lane by lane */
+    for (int l = 0; l < ZZ_XV_GEMV_NR; l++) memcpy(&hv[l], ZZ_XV_ROWP(lane_row[l]), 4);
+    for (int64_t e = 0; e < m; e += 128) /* the next call's rows here, a line a row */
+      for (int c = 0; c < ZZ_XV_GEMV_NR; c++) _mm_prefetch((const char *)ZZ_XV_ROWP(c) + pf + e / 2, _MM_HINT_T0);
+    const __m512i h = _mm512_loadu_si512(hv);
+    const __m512 mn = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)),
+                 st = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16)));
+    for (int r = 0; r < ROWS; r++) { /* W's lines are in L1 after the first row */
+      __m512i P[ZZ_XV_GEMV_NR / 2];
+      for (int i = 0; i < ZZ_XV_GEMV_NR / 2; i++) P[i] = _mm512_setzero_si512();
+      const int8_t *xp = xv[r].q + k0;
+      for (int64_t e = 0; e < m; e += 64) {
+        const __m512i xe = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xp + e)));
+        const __m512i xo = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xp + e + 32)));
+        for (int i = 0; i < ZZ_XV_GEMV_NR / 2; i++) {
+          const __m512i z = _mm512_inserti64x4(
+              _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(ZZ_XV_ROWP(i) + 4 + e / 2))),
+              _mm256_loadu_si256((const __m256i *)(ZZ_XV_ROWP(i + 8) + 4 + e / 2)), 1);
+          P[i] = _mm512_dpbusd_epi32(P[i], _mm512_and_si512(z, m4), xe);
+          P[i] = _mm512_dpbusd_epi32(P[i], _mm512_and_si512(_mm512_srli_epi16(z, 4), m4), xo);
+        }
+      }
+      const __m512 f = _mm512_fmadd_ps(_mm512_mul_ps(st, _mm512_set1_ps(xv[r].sx[g])),
+                                       _mm512_cvtepi32_ps(zz_xv_sum_pairs(P)), acc[r]);
+      acc[r] = _mm512_fmadd_ps(mn, _mm512_set1_ps(xv[r].sxs[g]), f);
+    }
+  }
+#undef ZZ_XV_ROWP
+  static const int32_t row_lanes[ZZ_XV_GEMV_NR] = {ZZ_XV_ROW_LANES};
+  const __m512i row_lane = _mm512_loadu_si512(row_lanes);
+  for (int r = 0; r < ROWS; r++) _mm512_mask_storeu_ps(y + r * ldy, mask, _mm512_permutexvar_ps(row_lane, acc[r]));
+}
+
+ZZ_QX_VNNI static void zz_xv_gemv4(const char *xq, size_t x_row, int rows, const unsigned char *w, size_t w_row, int nw,
+                                   int64_t in, int group, float *y, int64_t ldy, size_t pf) {
+  const int fast = nw == ZZ_XV_GEMV_NR && group == 64;
+  switch (rows * 2 + fast) {
+    case 2: zz_xv_gemv4_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 1, 0); break;
+    case 3: zz_xv_gemv4_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 1, 1); break;
+    case 4: zz_xv_gemv4_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 2, 0); break;
+    case 5: zz_xv_gemv4_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 2, 1); break;
+    case 6: zz_xv_gemv4_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 3, 0); break;
+    default: zz_xv_gemv4_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 3, 1); break;
+  }
+}
+
+/* Whether the VNNI GEMVs (4 and 8 bits) take n rows of x against a weight of
+ * `in` in groups of `group` (whole 64s) on this process's ISA and CPU. */
+static bool zz_xv_gemv_takes(int64_t n, int64_t in, int group) {
   return n <= ZZ_XQ_GEMV_ROWS && group % 64 == 0 && in % 64 == 0 && zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX512 &&
          zz_cpu_has_vnni();
 }
@@ -1393,7 +1499,7 @@ void zz_xq_gemm(zz_pool *pool, const void *xq, size_t x_row, int64_t n, int64_t 
   if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) {
     j.panel = bits == 4 ? zz_xq_panel4_avx2 : zz_xq_panel8_avx2;
     if (n <= ZZ_XQ_GEMV_ROWS && bits == 4) j.gemv = zz_xq_gemv4_avx2, j.gemv_nr = ZZ_XQ_GEMV_NR;
-    if (bits == 8 && zz_xv_gemv8_takes(n, in, group)) j.gemv = zz_xv_gemv8, j.gemv_nr = ZZ_XV_GEMV_NR;
+    if (zz_xv_gemv_takes(n, in, group)) j.gemv = bits == 8 ? zz_xv_gemv8 : zz_xv_gemv4, j.gemv_nr = ZZ_XV_GEMV_NR;
     j.tile = zz_xq_tile_pick(bits, n, in, group);
   }
 #endif

@@ -33,8 +33,8 @@
  * group step for the whole block; one to three
  * rows of x with 4-bit weights (decoding at batch 1-3) take a GEMV of 8 W rows
  * a step instead, one pass over W (AVX2; the portable panel is its reference),
- * and with 8-bit weights under AVX-512 with VNNI a GEMV of 16 W rows on
- * vpdpbusd (zz_xv_gemv8). There W is read
+ * and under AVX-512 with VNNI, groups and K whole 64s, a GEMV of 16 W rows on
+ * vpdpbusd for either width (zz_xv_gemv8, zz_xv_gemv4). There W is read
  * once and the kernel must keep pace with memory, so every AVX2 kernel
  * prefetches the W rows it reads next (a row of a few KB ends before the
  * hardware prefetcher runs ahead of it).

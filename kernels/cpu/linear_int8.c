@@ -1032,9 +1032,8 @@ ZZ_QX_VNNI static void zz_xv_pack8(const void *const wr[ZZ_XV_PW], int64_t b0, i
  * one transpose-add tree into [c0 .. c15], then the float part per lane in the
  * portable order (the same bits). W rows c < nw lie w_row apart (the last
  * repeated up to 16, its outputs not stored); groups and K whole 64s
- * (zz_xv_gemv_takes). W is prefetched pf bytes ahead of each read (the
- * driver: the next 16 rows' same place), both lines a 64-block of a row
- * spans: on a Zen 5 (2 threads, LLaMA-7B's layer, by CPU time) it read W at
+ * (zz_xv_gemv_takes). W is prefetched pf bytes ahead (the driver: the next
+ * 16 rows' same group), every line of each row's group: on a Zen 5 (2 threads, LLaMA-7B's layer, by CPU time) it read W at
  * 0.70-0.71 of the streaming sum's rate without, 0.77-0.86 with (one line a
  * block: no gain), where the AVX2 panel read 0.53-0.58. */
 #define ZZ_XV_GEMV_NR 16
@@ -1054,73 +1053,6 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) __m512i zz_xv_sum16(cons
   return _mm512_add_epi32(_mm512_shuffle_i32x4(s01, s23, 0x88), _mm512_shuffle_i32x4(s01, s23, 0xdd));
 }
 
-/* FAST: 16 W rows (nw == 16) in groups of 64 (a model's 8-bit weights), each
- * group one 64-block and the rows addressed from 4 bases a row's bytes apart
- * (a table of 16 offsets spilled); else any whole 64s and the last row repeated. */
-ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_gemv8_body(const char *xq, size_t x_row,
-                                                                              const unsigned char *w, size_t w_row,
-                                                                              int nw, int64_t in, int group, float *y,
-                                                                              int64_t ldy, size_t pf, const int ROWS,
-                                                                              const int FAST) {
-  if (FAST) group = 64, nw = ZZ_XV_GEMV_NR;
-  const int64_t ng = zz_xq_groups(in, group);
-  const size_t gb = zz_q_group_nbytes(8, group);
-  zz_xq_view xv[ZZ_XQ_GEMV_ROWS];
-  for (int r = 0; r < ROWS; r++) xv[r] = zz_xq_view_of(xq + (size_t)r * x_row, ng);
-  size_t o[ZZ_XV_GEMV_NR]; /* row c's offset from row 0 (the last row repeated past nw) */
-  for (int c = 0; c < ZZ_XV_GEMV_NR; c++) o[c] = (size_t)(c < nw ? c : nw - 1) * w_row;
-  const __mmask16 mask = (__mmask16)(nw >= ZZ_XV_GEMV_NR ? 0xffff : (1u << nw) - 1);
-  __m512 acc[ZZ_XQ_GEMV_ROWS];
-  for (int r = 0; r < ROWS; r++) acc[r] = _mm512_setzero_ps();
-  const unsigned char *gp = w; /* group g of row 0 */
-#define ZZ_XV_ROWP(c) (FAST ? bq[(c) >> 2] + ((c)&3) * w_row : gp + o[c])
-  for (int64_t g = 0; g < ng; g++, gp += gb) {
-    const unsigned char *bq[4] = {gp, gp + 4 * w_row, gp + 8 * w_row, gp + 12 * w_row};
-    const int64_t k0 = g * group, m = FAST ? 64 : in - k0 < group ? in - k0 : group; /* a multiple of 64 */
-    /* the 16 headers (f16 min, f16 step), widened exactly as the table does */
-    int32_t hv[ZZ_XV_GEMV_NR];
-    for (int c = 0; c < ZZ_XV_GEMV_NR; c++) memcpy(&hv[c], ZZ_XV_ROWP(c), 4);
-    for (int64_t e = 0; e < m; e += 64) /* the next call's rows here: both lines of a 64-block */
-      for (int c = 0; c < ZZ_XV_GEMV_NR; c++) {
-        _mm_prefetch((const char *)ZZ_XV_ROWP(c) + pf + e, _MM_HINT_T0);
-        _mm_prefetch((const char *)ZZ_XV_ROWP(c) + pf + e + 64, _MM_HINT_T0);
-      }
-    const __m512i h = _mm512_loadu_si512(hv);
-    const __m512 mn = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)),
-                 st = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16)));
-    for (int r = 0; r < ROWS; r++) { /* W's lines are in L1 after the first row */
-      __m512i p[ZZ_XV_GEMV_NR];
-      for (int c = 0; c < ZZ_XV_GEMV_NR; c++) p[c] = _mm512_setzero_si512();
-      const int8_t *xp = xv[r].q + k0;
-      for (int64_t e = 0; e < m; e += 64) {
-        const __m512i xz = _mm512_loadu_si512((const void *)(xp + e));
-        for (int c = 0; c < ZZ_XV_GEMV_NR; c++) {
-          const __m512i wv = _mm512_loadu_si512((const void *)(ZZ_XV_ROWP(c) + 4 + e));
-          p[c] = _mm512_dpbusd_epi32(p[c], wv, xz);
-        }
-      }
-      const __m512 f = _mm512_fmadd_ps(_mm512_mul_ps(st, _mm512_set1_ps(xv[r].sx[g])),
-                                       _mm512_cvtepi32_ps(zz_xv_sum16(p)), acc[r]);
-      acc[r] = _mm512_fmadd_ps(mn, _mm512_set1_ps(xv[r].sxs[g]), f);
-    }
-  }
-#undef ZZ_XV_ROWP
-  for (int r = 0; r < ROWS; r++) _mm512_mask_storeu_ps(y + r * ldy, mask, acc[r]);
-}
-
-ZZ_QX_VNNI static void zz_xv_gemv8(const char *xq, size_t x_row, int rows, const unsigned char *w, size_t w_row, int nw,
-                                   int64_t in, int group, float *y, int64_t ldy, size_t pf) {
-  const int fast = nw == ZZ_XV_GEMV_NR && group == 64;
-  switch (rows * 2 + fast) {
-    case 2: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 1, 0); break;
-    case 3: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 1, 1); break;
-    case 4: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 2, 0); break;
-    case 5: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 2, 1); break;
-    case 6: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 3, 0); break;
-    default: zz_xv_gemv8_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 3, 1); break;
-  }
-}
-
 /* ---- 4-bit at 1-3 rows of x with VNNI: the same GEMV on nibbles, two W rows a zmm
  *
  * Rows c and c + 8 share a zmm (one 32-byte load each): the low nibbles meet
@@ -1132,9 +1064,9 @@ ZZ_QX_VNNI static void zz_xv_gemv8(const char *xq, size_t x_row, int rows, const
  * pair vectors are summed into one lane per row in the order
  * ZZ_XV_PAIR_ROWS (29 operations for 16 rows); the headers are read in that
  * order too and the sums put back in row order once, at the store. With W in
- * L3 it ran 51 GB/s a core where the AVX2 GEMV ran 38; from memory it needs
- * the prefetch of the next call's rows (a line a row per 128 values): without
- * it 0.55-0.60 of the read, with it 0.87-0.92 (AVX2 GEMV: 0.81-0.82). */
+ * L3 it ran 47 GB/s a core (51 without its prefetch) where the AVX2 GEMV ran
+ * 38-40; from memory it needs the prefetch of the next call's rows: without
+ * it 0.55-0.60 of the read, with it 0.76-0.92 (AVX2 GEMV: 0.78-0.87). */
 #define ZZ_XV_PAIR_ROWS 0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15 /* lane -> W row */
 #define ZZ_XV_ROW_LANES 0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15 /* W row -> lane */
 
@@ -1154,74 +1086,98 @@ ZZ_QX_VNNI static inline __attribute__((always_inline)) __m512i zz_xv_sum_pairs(
   return _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
 }
 
-/* FAST as zz_xv_gemv8_body's: 16 W rows, groups of 64. */
-ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_gemv4_body(const char *xq, size_t x_row,
-                                                                              const unsigned char *w, size_t w_row,
-                                                                              int nw, int64_t in, int group, float *y,
-                                                                              int64_t ldy, size_t pf, const int ROWS,
-                                                                              const int FAST) {
+/* The VNNI GEMV of either width (BITS 4 or 8). FAST: 16 W rows (nw == 16) in
+ * groups of 64 (a model's weights), each group one 64-block and the rows
+ * addressed from 4 bases a row's bytes apart (a table of 16 offsets spilled);
+ * else any whole 64s and the last row repeated. The sums' lanes follow W rows
+ * in row order at 8 bits, in ZZ_XV_PAIR_ROWS order at 4 (the headers read in
+ * the same order, the sums put back at the store). */
+ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_gemv_body(const char *xq, size_t x_row,
+                                                                             const unsigned char *w, size_t w_row,
+                                                                             int nw, int64_t in, int group, float *y,
+                                                                             int64_t ldy, size_t pf, const int BITS,
+                                                                             const int ROWS, const int FAST) {
   if (FAST) group = 64, nw = ZZ_XV_GEMV_NR;
+  static const int32_t pair_rows[ZZ_XV_GEMV_NR] = {ZZ_XV_PAIR_ROWS}, row_lanes[ZZ_XV_GEMV_NR] = {ZZ_XV_ROW_LANES};
   const int64_t ng = zz_xq_groups(in, group);
-  const size_t gb = zz_q_group_nbytes(4, group);
-  static const int lane_row[ZZ_XV_GEMV_NR] = {ZZ_XV_PAIR_ROWS};
+  const size_t gb = zz_q_group_nbytes(BITS, group);
   zz_xq_view xv[ZZ_XQ_GEMV_ROWS];
   for (int r = 0; r < ROWS; r++) xv[r] = zz_xq_view_of(xq + (size_t)r * x_row, ng);
   size_t o[ZZ_XV_GEMV_NR]; /* row c's offset from row 0 (the last row repeated past nw) */
   for (int c = 0; c < ZZ_XV_GEMV_NR; c++) o[c] = (size_t)(c < nw ? c : nw - 1) * w_row;
   const __mmask16 mask = (__mmask16)(nw >= ZZ_XV_GEMV_NR ? 0xffff : (1u << nw) - 1);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
-  __m512 acc[ZZ_XQ_GEMV_ROWS]; /* lanes in ZZ_XV_PAIR_ROWS order */
+  __m512 acc[ZZ_XQ_GEMV_ROWS];
   for (int r = 0; r < ROWS; r++) acc[r] = _mm512_setzero_ps();
   const unsigned char *gp = w; /* group g of row 0 */
 #define ZZ_XV_ROWP(c) (FAST ? bq[(c) >> 2] + ((c)&3) * w_row : gp + o[c])
   for (int64_t g = 0; g < ng; g++, gp += gb) {
     const unsigned char *bq[4] = {gp, gp + 4 * w_row, gp + 8 * w_row, gp + 12 * w_row};
     const int64_t k0 = g * group, m = FAST ? 64 : in - k0 < group ? in - k0 : group; /* a multiple of 64 */
-    int32_t hv[ZZ_XV_GEMV_NR];                                                       /* the headers, lane by lane */
-    for (int l = 0; l < ZZ_XV_GEMV_NR; l++) memcpy(&hv[l], ZZ_XV_ROWP(lane_row[l]), 4);
-    for (int64_t e = 0; e < m; e += 128) /* the next call's rows here, a line a row */
-      for (int c = 0; c < ZZ_XV_GEMV_NR; c++) _mm_prefetch((const char *)ZZ_XV_ROWP(c) + pf + e / 2, _MM_HINT_T0);
+    /* the 16 headers (f16 min, f16 step) lane by lane, widened exactly as the table does */
+    int32_t hv[ZZ_XV_GEMV_NR];
+    for (int l = 0; l < ZZ_XV_GEMV_NR; l++) memcpy(&hv[l], ZZ_XV_ROWP(BITS == 4 ? pair_rows[l] : l), 4);
     const __m512i h = _mm512_loadu_si512(hv);
     const __m512 mn = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)),
                  st = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16)));
+    for (int64_t b = 0; b < 4 + m * BITS / 8; b += 64) /* each line of the next call's rows' group */
+      for (int c = 0; c < ZZ_XV_GEMV_NR; c++) _mm_prefetch((const char *)ZZ_XV_ROWP(c) + pf + b, _MM_HINT_T0);
     for (int r = 0; r < ROWS; r++) { /* W's lines are in L1 after the first row */
-      __m512i P[ZZ_XV_GEMV_NR / 2];
-      for (int i = 0; i < ZZ_XV_GEMV_NR / 2; i++) P[i] = _mm512_setzero_si512();
       const int8_t *xp = xv[r].q + k0;
-      for (int64_t e = 0; e < m; e += 64) {
-        const __m512i xe = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xp + e)));
-        const __m512i xo = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xp + e + 32)));
-        for (int i = 0; i < ZZ_XV_GEMV_NR / 2; i++) {
-          const __m512i z = _mm512_inserti64x4(
-              _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(ZZ_XV_ROWP(i) + 4 + e / 2))),
-              _mm256_loadu_si256((const __m256i *)(ZZ_XV_ROWP(i + 8) + 4 + e / 2)), 1);
-          P[i] = _mm512_dpbusd_epi32(P[i], _mm512_and_si512(z, m4), xe);
-          P[i] = _mm512_dpbusd_epi32(P[i], _mm512_and_si512(_mm512_srli_epi16(z, 4), m4), xo);
+      __m512i isum;
+      if (BITS == 8) {
+        __m512i p[ZZ_XV_GEMV_NR];
+        for (int c = 0; c < ZZ_XV_GEMV_NR; c++) p[c] = _mm512_setzero_si512();
+        for (int64_t e = 0; e < m; e += 64) {
+          const __m512i xz = _mm512_loadu_si512((const void *)(xp + e));
+          for (int c = 0; c < ZZ_XV_GEMV_NR; c++)
+            p[c] = _mm512_dpbusd_epi32(p[c], _mm512_loadu_si512((const void *)(ZZ_XV_ROWP(c) + 4 + e)), xz);
         }
+        isum = zz_xv_sum16(p);
+      } else {
+        __m512i p[ZZ_XV_GEMV_NR / 2];
+        for (int i = 0; i < ZZ_XV_GEMV_NR / 2; i++) p[i] = _mm512_setzero_si512();
+        for (int64_t e = 0; e < m; e += 64) {
+          const __m512i xe = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xp + e)));
+          const __m512i xo = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xp + e + 32)));
+          for (int i = 0; i < ZZ_XV_GEMV_NR / 2; i++) {
+            const __m512i z = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(ZZ_XV_ROWP(i) + 4 + e / 2))),
+                _mm256_loadu_si256((const __m256i *)(ZZ_XV_ROWP(i + 8) + 4 + e / 2)), 1);
+            p[i] = _mm512_dpbusd_epi32(p[i], _mm512_and_si512(z, m4), xe);
+            p[i] = _mm512_dpbusd_epi32(p[i], _mm512_and_si512(_mm512_srli_epi16(z, 4), m4), xo);
+          }
+        }
+        isum = zz_xv_sum_pairs(p);
       }
-      const __m512 f = _mm512_fmadd_ps(_mm512_mul_ps(st, _mm512_set1_ps(xv[r].sx[g])),
-                                       _mm512_cvtepi32_ps(zz_xv_sum_pairs(P)), acc[r]);
+      const __m512 f = _mm512_fmadd_ps(_mm512_mul_ps(st, _mm512_set1_ps(xv[r].sx[g])), _mm512_cvtepi32_ps(isum),
+                                       acc[r]);
       acc[r] = _mm512_fmadd_ps(mn, _mm512_set1_ps(xv[r].sxs[g]), f);
     }
   }
 #undef ZZ_XV_ROWP
-  static const int32_t row_lanes[ZZ_XV_GEMV_NR] = {ZZ_XV_ROW_LANES};
   const __m512i row_lane = _mm512_loadu_si512(row_lanes);
-  for (int r = 0; r < ROWS; r++) _mm512_mask_storeu_ps(y + r * ldy, mask, _mm512_permutexvar_ps(row_lane, acc[r]));
+  for (int r = 0; r < ROWS; r++)
+    _mm512_mask_storeu_ps(y + r * ldy, mask, BITS == 4 ? _mm512_permutexvar_ps(row_lane, acc[r]) : acc[r]);
 }
 
-ZZ_QX_VNNI static void zz_xv_gemv4(const char *xq, size_t x_row, int rows, const unsigned char *w, size_t w_row, int nw,
-                                   int64_t in, int group, float *y, int64_t ldy, size_t pf) {
-  const int fast = nw == ZZ_XV_GEMV_NR && group == 64;
-  switch (rows * 2 + fast) {
-    case 2: zz_xv_gemv4_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 1, 0); break;
-    case 3: zz_xv_gemv4_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 1, 1); break;
-    case 4: zz_xv_gemv4_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 2, 0); break;
-    case 5: zz_xv_gemv4_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 2, 1); break;
-    case 6: zz_xv_gemv4_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 3, 0); break;
-    default: zz_xv_gemv4_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, 3, 1); break;
+/* The body with its row count and shape constants. */
+#define ZZ_XV_GEMV_FN(name, BITS)                                                                                      \
+  ZZ_QX_VNNI static void name(const char *xq, size_t x_row, int rows, const unsigned char *w, size_t w_row, int nw,    \
+                              int64_t in, int group, float *y, int64_t ldy, size_t pf) {                               \
+    const int fast = nw == ZZ_XV_GEMV_NR && group == 64;                                                               \
+    switch (rows * 2 + fast) {                                                                                         \
+      case 2: zz_xv_gemv_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, BITS, 1, 0); break;                      \
+      case 3: zz_xv_gemv_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, BITS, 1, 1); break;                      \
+      case 4: zz_xv_gemv_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, BITS, 2, 0); break;                      \
+      case 5: zz_xv_gemv_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, BITS, 2, 1); break;                      \
+      case 6: zz_xv_gemv_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, BITS, 3, 0); break;                      \
+      default: zz_xv_gemv_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, BITS, 3, 1); break;                     \
+    }                                                                                                                  \
   }
-}
+ZZ_XV_GEMV_FN(zz_xv_gemv8, 8)
+ZZ_XV_GEMV_FN(zz_xv_gemv4, 4)
+#undef ZZ_XV_GEMV_FN
 
 /* Whether the VNNI GEMVs (4 and 8 bits) take n rows of x against a weight of
  * `in` in groups of `group` (whole 64s) on this process's ISA and CPU. */

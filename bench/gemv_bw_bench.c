@@ -22,7 +22,9 @@
  * layer rate over the best read rate of all rounds the other. CSV on stdout.
  * Not a test: never part of ctest.
  *
- *   gemv_bw_bench [threads=2] [rounds=5] [batch=1]
+ *   gemv_bw_bench [threads=2] [rounds=5] [batch=1] [kinds=all]
+ * kinds: a comma-separated list of the names below (bf16,q4,q4i8,q8,q8i8,f32);
+ * only their weight sets are built and timed (a kind left out prints 0).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +134,14 @@ static double zz_cpu_best(void (*fn)(void *arg), void *arg, int reps, int thread
 int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 2, rounds = argc > 2 ? atoi(argv[2]) : 5;
   int64_t n = argc > 3 ? atoll(argv[3]) : 1;
+  bool want[ZZ_KINDS], need[ZZ_SETS] = {false};
+  for (int q = 0; q < ZZ_KINDS; q++) {
+    const char *l = argc > 4 ? argv[4] : NULL, *h = l ? strstr(l, zz_gemv_kind[q].name) : NULL;
+    size_t len = strlen(zz_gemv_kind[q].name);
+    while (h && !((h == l || h[-1] == ',') && (h[len] == ',' || h[len] == 0))) h = strstr(h + 1, zz_gemv_kind[q].name);
+    want[q] = !l || h;
+    if (want[q]) need[zz_gemv_kind[q].set] = true;
+  }
   zz_pool *pool = NULL;
   if (threads < 1 || rounds < 1 || rounds > 64 || n < 1 || n > 256 || zz_pool_create(threads, &pool) != 0) {
     fprintf(stderr, "usage: gemv_bw_bench [threads >= 1] [rounds 1..64] [batch 1..256]\n");
@@ -148,23 +158,30 @@ int main(int argc, char **argv) {
     float *f = zz_bench_fill(in * out, 6 + s);
     size_t qb = zz_q_row_bytes(ZZ_QFMT_DEFAULT, in) * (size_t)out, q8b = zz_q_row_bytes(zz_gemv_q8, in) * (size_t)out;
     for (int r = 0; r < zz_gemv_shape[s][2]; r++, m++) {
-      w[0][m] = malloc((size_t)(in * out) * sizeof(uint16_t));
-      w[1][m] = malloc(qb);
-      w[3][m] = malloc(q8b);
+      w[0][m] = need[0] ? malloc((size_t)(in * out) * sizeof(uint16_t)) : NULL;
+      w[1][m] = need[1] ? malloc(qb) : NULL;
+      w[3][m] = need[3] ? malloc(q8b) : NULL;
       w[2][m] = f; /* the last of a shape keeps the filled matrix itself */
       if (r + 1 < zz_gemv_shape[s][2]) {
-        w[2][m] = malloc((size_t)(in * out) * sizeof(float));
-        memcpy(w[2][m], f, (size_t)(in * out) * sizeof(float));
+        w[2][m] = need[2] ? malloc((size_t)(in * out) * sizeof(float)) : NULL;
+        if (need[2]) memcpy(w[2][m], f, (size_t)(in * out) * sizeof(float));
       }
-      zz_convert(ZZ_DTYPE_F32, f, ZZ_DTYPE_BF16, w[0][m], in * out);
-      zz_q_quantize(ZZ_QFMT_DEFAULT, f, out, in, w[1][m]);
-      zz_q_quantize(zz_gemv_q8, f, out, in, w[3][m]);
+      if (r) { /* the shape's first matrix again */
+        if (need[0]) memcpy(w[0][m], w[0][m - r], (size_t)(in * out) * sizeof(uint16_t));
+        if (need[1]) memcpy(w[1][m], w[1][m - r], qb);
+        if (need[3]) memcpy(w[3][m], w[3][m - r], q8b);
+      } else {
+        if (need[0]) zz_convert(ZZ_DTYPE_F32, f, ZZ_DTYPE_BF16, w[0][m], in * out);
+        if (need[1]) zz_q_quantize(ZZ_QFMT_DEFAULT, f, out, in, w[1][m]);
+        if (need[3]) zz_q_quantize(zz_gemv_q8, f, out, in, w[3][m]);
+      }
       bytes[0] += 2.0 * (double)(in * out);
       bytes[1] += (double)qb;
       bytes[2] += 4.0 * (double)(in * out);
       bytes[3] += (double)q8b;
       params += (double)(in * out);
     }
+    if (!need[2]) free(f); /* else the f32 set's last matrix of the shape */
   }
   /* Copies of each set to at least ZZ_SET_BYTES, taken in turn: a 4-bit layer
    * (114 MB) run again and again would be served by a large L3 (this project's
@@ -172,7 +189,7 @@ int main(int argc, char **argv) {
   void **wc[ZZ_SETS];
   int copies[ZZ_SETS];
   for (int s = 0; s < ZZ_SETS; s++) {
-    copies[s] = (int)(ZZ_SET_BYTES / bytes[s]) + 1;
+    copies[s] = need[s] ? (int)(ZZ_SET_BYTES / bytes[s]) + 1 : 0;
     wc[s] = malloc(sizeof(void *) * 7 * (size_t)copies[s]);
     for (int k = 0, m = 0; k < copies[s]; k++)
       for (int t = 0; t < 3; t++)
@@ -213,6 +230,11 @@ int main(int argc, char **argv) {
     printf("%s,%d,%lld,%d,%.2f", model, threads, (long long)n, r, bw);
     for (int q = 0; q < ZZ_KINDS; q++) {
       int set = zz_gemv_kind[q].set;
+      if (!want[q]) {
+        frac[q][r] = cfrac[q][r] = cgbs[q][r] = 0;
+        printf(",0,0,0");
+        continue;
+      }
       zz_layer_call c = {pool, q, n, x, wc[set], copies[set], 0, y, xb};
       double gbs = bytes[set] / zz_bench_best(zz_layer_run, &c, 3, 0) / 1e9;
       frac[q][r] = gbs / bw;

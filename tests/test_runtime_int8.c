@@ -152,11 +152,17 @@ void zz_test_int8_register(void) {
  * 20, 33, 70, 137 leave 13, 4, 1, 6, 9), K blocks of 1024 (1088, 2112, 4096;
  * 960 for groups of 192). Where the process may use AMX, again under
  * ZZ_CPU_ISA_AMX: the same panels, tiles of 16 rows (fewer: 4-9 and 12 rows;
- * 17 and 100 leave 1 and 4 past whole tiles; 200: a row block of 192, then 8). */
+ * 17 and 100 leave 1 and 4 past whole tiles; 200: a row block of 192, then 8).
+ * And 1-3 rows of x, where under ZZ_CPU_ISA_AVX512 with avx512_vnni both
+ * widths take the VNNI GEMVs (zz_xv_gemv8, zz_xv_gemv4: 16 W rows a call; 137,
+ * 70, 33, 17, 13 and 1 leave 9, 6, 1, 1, 13 and 1 past whole calls, 16 none;
+ * groups of 1-4 64-blocks, K of one group and many), and under AVX2 the AVX2
+ * GEMV (4 bits) and panel (8 bits). */
 static void test_int8_tile_bits(void) {
-  static const int64_t shapes[][3] = {{4, 64, 8},     {5, 192, 13},   {7, 2112, 70},  {6, 256, 64},
-                                      {100, 2112, 9}, {9, 4096, 137}, {4, 768, 1},    {12, 384, 16},
-                                      {8, 128, 16},   {17, 1088, 33}, {200, 1088, 20}};
+  static const int64_t shapes[][3] = {{4, 64, 8},      {5, 192, 13},   {7, 2112, 70}, {6, 256, 64}, {100, 2112, 9},
+                                      {9, 4096, 137},  {4, 768, 1},    {12, 384, 16}, {8, 128, 16}, {17, 1088, 33},
+                                      {200, 1088, 20}, {1, 4096, 137}, {2, 1088, 33}, {3, 192, 13}, {1, 64, 1},
+                                      {1, 2112, 16},   {3, 4096, 17},  {2, 768, 70}};
   zz_cpu_isa isas[3] = {ZZ_CPU_ISA_AVX2};
   int nisa = 1;
   if (zz_cpu_has_vnni()) isas[nisa++] = ZZ_CPU_ISA_AVX512, printf("\n  (the VNNI tile too: this CPU has avx512_vnni)");

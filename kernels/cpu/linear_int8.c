@@ -32,7 +32,9 @@
  * ZZ_XQ_MB rows of x and a panel kernel that unpacks ZZ_XQ_NR W rows once per
  * group step for the whole block; one to three
  * rows of x with 4-bit weights (decoding at batch 1-3) take a GEMV of 8 W rows
- * a step instead, one pass over W (AVX2; the portable panel is its reference). There W is read
+ * a step instead, one pass over W (AVX2; the portable panel is its reference),
+ * and under AVX-512 with VNNI, groups and K whole 64s, a GEMV of 16 W rows on
+ * vpdpbusd for either width (zz_xv_gemv8, zz_xv_gemv4). There W is read
  * once and the kernel must keep pace with memory, so every AVX2 kernel
  * prefetches the W rows it reads next (a row of a few KB ends before the
  * hardware prefetcher runs ahead of it).
@@ -151,6 +153,7 @@ typedef struct zz_xq_gemm_job {
   int group, relu;
   zz_xq_panel_fn panel;
   zz_xq_gemv_fn gemv;                /* 1-3 rows of x (n <= ZZ_XQ_GEMV_ROWS), or NULL: the panel */
+  int gemv_nr;                       /* W rows a call of gemv */
   const struct zz_xq_tile_ops *tile; /* the packed tile instead of both (zz_xq_tile_pick), or NULL */
   int bits;                          /* 4 or 8 */
 } zz_xq_gemm_job;
@@ -1019,6 +1022,170 @@ ZZ_QX_VNNI static void zz_xv_pack8(const void *const wr[ZZ_XV_PW], int64_t b0, i
   zz_xv_pack(wr, b0, nb, group, gb, pk, hd, pf, 8);
 }
 
+/* ---- 8-bit at 1-3 rows of x (decoding) with VNNI: a GEMV of 16 W rows a call
+ *
+ * At batch 1 the AVX2 8-bit panel read LLaMA-7B's W at 0.55 of the read rate
+ * on a Zen 5 (its sign trick, vpmaddubsw + vpmaddwd per W row, and a fold per
+ * step) and the packed tile no better (a transpose per 64-block for one row).
+ * Here W's bytes meet x's as they lie: per group, 64-block and W row one load
+ * and one vpdpbusd (u8 W × s8 x, exact int32), the 16 rows' lanes summed by
+ * one transpose-add tree into [c0 .. c15], then the float part per lane in the
+ * portable order (the same bits). W rows c < nw lie w_row apart (the last
+ * repeated up to 16, its outputs not stored); groups and K whole 64s
+ * (zz_xv_gemv_takes). W is prefetched pf bytes ahead (the driver: the next
+ * 16 rows' same group), every line of each row's group: on a Zen 5 (2 threads, LLaMA-7B's layer, by CPU time) it read W at
+ * 0.70-0.71 of the streaming sum's rate without, 0.77-0.86 with (one line a
+ * block: no gain), where the AVX2 panel read 0.53-0.58. */
+#define ZZ_XV_GEMV_NR 16
+
+/* [Σ p[0], Σ p[1], .., Σ p[15]]: each vector's 16 int32 lanes summed (exact) */
+ZZ_QX_VNNI static inline __attribute__((always_inline)) __m512i zz_xv_sum16(const __m512i p[16]) {
+  __m512i t[8], u[4];
+  for (int i = 0; i < 8; i++) /* per 128-bit lane: [a0 + a2, b0 + b2, a1 + a3, b1 + b3] of a = p[2i], b = p[2i + 1] */
+    t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * i], p[2 * i + 1]),
+                            _mm512_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
+  for (int i = 0; i < 4; i++) /* per 128-bit lane: rows 4i .. 4i + 3, that lane's part */
+    u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]),
+                            _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+  /* the 128-bit lanes summed: [u0 L0+L1, u0 L2+L3, u1 L0+L1, u1 L2+L3], then whole */
+  const __m512i s01 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], 0x88), _mm512_shuffle_i32x4(u[0], u[1], 0xdd));
+  const __m512i s23 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], 0x88), _mm512_shuffle_i32x4(u[2], u[3], 0xdd));
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(s01, s23, 0x88), _mm512_shuffle_i32x4(s01, s23, 0xdd));
+}
+
+/* ---- 4-bit at 1-3 rows of x with VNNI: the same GEMV on nibbles, two W rows a zmm
+ *
+ * Rows c and c + 8 share a zmm (one 32-byte load each): the low nibbles meet
+ * x's 32 even int8 and the high nibbles its 32 odd ones (the stored order of
+ * a 64-block), each by one vpdpbusd with x's half broadcast to both rows; so
+ * per 64 values of a row half a load, and and shift, and one vpdpbusd, where
+ * the AVX2 GEMV (zz_xq_gemv4_avx2, its rate with W in L3 about what memory
+ * gives a core on a Zen 5) spends two vpmaddubsw, an add and a fold. The 8
+ * pair vectors are summed into one lane per row in the order
+ * ZZ_XV_PAIR_ROWS (29 operations for 16 rows); the headers are read in that
+ * order too and the sums put back in row order once, at the store. With W in
+ * L3 it ran 47 GB/s a core (51 without its prefetch) where the AVX2 GEMV ran
+ * 38-40; from memory it needs the prefetch of the next call's rows: without
+ * it 0.55-0.60 of the read, with it 0.76-0.92 (AVX2 GEMV: 0.78-0.87). */
+#define ZZ_XV_PAIR_ROWS 0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15 /* lane -> W row */
+#define ZZ_XV_ROW_LANES 0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15 /* W row -> lane */
+
+/* Lane l = the sum of W row ZZ_XV_PAIR_ROWS[l]'s int32 lanes, where P[i] holds
+ * row i in lanes 0-7 and row i + 8 in lanes 8-15 (exact). */
+ZZ_QX_VNNI static inline __attribute__((always_inline)) __m512i zz_xv_sum_pairs(const __m512i P[8]) {
+  __m512i v[4];
+  for (int k = 0; k < 4; k++) {
+    /* each pair's 128-bit lanes added: L0 row 2k's 4 parts, L2 row 2k + 8's (L1, L3 the same again) */
+    const __m512i a = _mm512_add_epi32(P[2 * k], _mm512_shuffle_i32x4(P[2 * k], P[2 * k], 0xb1));
+    const __m512i b = _mm512_add_epi32(P[2 * k + 1], _mm512_shuffle_i32x4(P[2 * k + 1], P[2 * k + 1], 0xb1));
+    v[k] = _mm512_mask_blend_epi32(0xf0f0, a, b); /* L0 row 2k, L1 row 2k + 1, L2 row 2k + 8, L3 row 2k + 9 */
+  }
+  /* per 128-bit lane L, [v0 v1 v2 v3]'s 4 parts summed: lane 4L + k = v[k]'s row at L */
+  const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+  const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+}
+
+/* The VNNI GEMV of either width (BITS 4 or 8). FAST: 16 W rows (nw == 16) in
+ * groups of 64 (a model's weights), each group one 64-block and the rows
+ * addressed from 4 bases a row's bytes apart (a table of 16 offsets spilled);
+ * else any whole 64s and the last row repeated. The sums' lanes follow W rows
+ * in row order at 8 bits, in ZZ_XV_PAIR_ROWS order at 4 (the headers read in
+ * the same order, the sums put back at the store). */
+ZZ_QX_VNNI static inline __attribute__((always_inline)) void zz_xv_gemv_body(const char *xq, size_t x_row,
+                                                                             const unsigned char *w, size_t w_row,
+                                                                             int nw, int64_t in, int group, float *y,
+                                                                             int64_t ldy, size_t pf, const int BITS,
+                                                                             const int ROWS, const int FAST) {
+  if (FAST) group = 64, nw = ZZ_XV_GEMV_NR;
+  static const int32_t pair_rows[ZZ_XV_GEMV_NR] = {ZZ_XV_PAIR_ROWS}, row_lanes[ZZ_XV_GEMV_NR] = {ZZ_XV_ROW_LANES};
+  const int64_t ng = zz_xq_groups(in, group);
+  const size_t gb = zz_q_group_nbytes(BITS, group);
+  zz_xq_view xv[ZZ_XQ_GEMV_ROWS];
+  for (int r = 0; r < ROWS; r++) xv[r] = zz_xq_view_of(xq + (size_t)r * x_row, ng);
+  size_t o[ZZ_XV_GEMV_NR]; /* row c's offset from row 0 (the last row repeated past nw) */
+  for (int c = 0; c < ZZ_XV_GEMV_NR; c++) o[c] = (size_t)(c < nw ? c : nw - 1) * w_row;
+  const __mmask16 mask = (__mmask16)(nw >= ZZ_XV_GEMV_NR ? 0xffff : (1u << nw) - 1);
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  __m512 acc[ZZ_XQ_GEMV_ROWS];
+  for (int r = 0; r < ROWS; r++) acc[r] = _mm512_setzero_ps();
+  const unsigned char *gp = w; /* group g of row 0 */
+#define ZZ_XV_ROWP(c) (FAST ? bq[(c) >> 2] + ((c)&3) * w_row : gp + o[c])
+  for (int64_t g = 0; g < ng; g++, gp += gb) {
+    const unsigned char *bq[4] = {gp, gp + 4 * w_row, gp + 8 * w_row, gp + 12 * w_row};
+    const int64_t k0 = g * group, m = FAST ? 64 : in - k0 < group ? in - k0 : group; /* a multiple of 64 */
+    /* the 16 headers (f16 min, f16 step) lane by lane, widened exactly as the table does */
+    int32_t hv[ZZ_XV_GEMV_NR];
+    for (int l = 0; l < ZZ_XV_GEMV_NR; l++) memcpy(&hv[l], ZZ_XV_ROWP(BITS == 4 ? pair_rows[l] : l), 4);
+    const __m512i h = _mm512_loadu_si512(hv);
+    const __m512 mn = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)),
+                 st = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16)));
+    for (int64_t b = 0; b < 4 + m * BITS / 8; b += 64) /* each line of the next call's rows' group */
+      for (int c = 0; c < ZZ_XV_GEMV_NR; c++) _mm_prefetch((const char *)ZZ_XV_ROWP(c) + pf + b, _MM_HINT_T0);
+    for (int r = 0; r < ROWS; r++) { /* W's lines are in L1 after the first row */
+      const int8_t *xp = xv[r].q + k0;
+      __m512i isum;
+      if (BITS == 8) {
+        __m512i p[ZZ_XV_GEMV_NR];
+        for (int c = 0; c < ZZ_XV_GEMV_NR; c++) p[c] = _mm512_setzero_si512();
+        for (int64_t e = 0; e < m; e += 64) {
+          const __m512i xz = _mm512_loadu_si512((const void *)(xp + e));
+          for (int c = 0; c < ZZ_XV_GEMV_NR; c++)
+            p[c] = _mm512_dpbusd_epi32(p[c], _mm512_loadu_si512((const void *)(ZZ_XV_ROWP(c) + 4 + e)), xz);
+        }
+        isum = zz_xv_sum16(p);
+      } else {
+        __m512i p[ZZ_XV_GEMV_NR / 2];
+        for (int i = 0; i < ZZ_XV_GEMV_NR / 2; i++) p[i] = _mm512_setzero_si512();
+        for (int64_t e = 0; e < m; e += 64) {
+          const __m512i xe = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xp + e)));
+          const __m512i xo = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xp + e + 32)));
+          for (int i = 0; i < ZZ_XV_GEMV_NR / 2; i++) {
+            const __m512i z = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(ZZ_XV_ROWP(i) + 4 + e / 2))),
+                _mm256_loadu_si256((const __m256i *)(ZZ_XV_ROWP(i + 8) + 4 + e / 2)), 1);
+            p[i] = _mm512_dpbusd_epi32(p[i], _mm512_and_si512(z, m4), xe);
+            p[i] = _mm512_dpbusd_epi32(p[i], _mm512_and_si512(_mm512_srli_epi16(z, 4), m4), xo);
+          }
+        }
+        isum = zz_xv_sum_pairs(p);
+      }
+      const __m512 f = _mm512_fmadd_ps(_mm512_mul_ps(st, _mm512_set1_ps(xv[r].sx[g])), _mm512_cvtepi32_ps(isum),
+                                       acc[r]);
+      acc[r] = _mm512_fmadd_ps(mn, _mm512_set1_ps(xv[r].sxs[g]), f);
+    }
+  }
+#undef ZZ_XV_ROWP
+  const __m512i row_lane = _mm512_loadu_si512(row_lanes);
+  for (int r = 0; r < ROWS; r++)
+    _mm512_mask_storeu_ps(y + r * ldy, mask, BITS == 4 ? _mm512_permutexvar_ps(row_lane, acc[r]) : acc[r]);
+}
+
+/* The body with its row count and shape constants. */
+#define ZZ_XV_GEMV_FN(name, BITS)                                                                                      \
+  ZZ_QX_VNNI static void name(const char *xq, size_t x_row, int rows, const unsigned char *w, size_t w_row, int nw,    \
+                              int64_t in, int group, float *y, int64_t ldy, size_t pf) {                               \
+    const int fast = nw == ZZ_XV_GEMV_NR && group == 64;                                                               \
+    switch (rows * 2 + fast) {                                                                                         \
+      case 2: zz_xv_gemv_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, BITS, 1, 0); break;                      \
+      case 3: zz_xv_gemv_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, BITS, 1, 1); break;                      \
+      case 4: zz_xv_gemv_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, BITS, 2, 0); break;                      \
+      case 5: zz_xv_gemv_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, BITS, 2, 1); break;                      \
+      case 6: zz_xv_gemv_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, BITS, 3, 0); break;                      \
+      default: zz_xv_gemv_body(xq, x_row, w, w_row, nw, in, group, y, ldy, pf, BITS, 3, 1); break;                     \
+    }                                                                                                                  \
+  }
+ZZ_XV_GEMV_FN(zz_xv_gemv8, 8)
+ZZ_XV_GEMV_FN(zz_xv_gemv4, 4)
+#undef ZZ_XV_GEMV_FN
+
+/* Whether the VNNI GEMVs (4 and 8 bits) take n rows of x against a weight of
+ * `in` in groups of `group` (whole 64s) on this process's ISA and CPU. */
+static bool zz_xv_gemv_takes(int64_t n, int64_t in, int group) {
+  return n <= ZZ_XQ_GEMV_ROWS && group % 64 == 0 && in % 64 == 0 && zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX512 &&
+         zz_cpu_has_vnni();
+}
+
 /* ---------------------------------------------------------------- AMX (ISA amx)
  *
  * The VNNI tile's panel is, 64-block by 64-block, an AMX B tile as it lies:
@@ -1240,16 +1407,17 @@ static void zz_xq_tile_chunk(const zz_xq_gemm_job *j, int64_t c_lo, int64_t c_hi
  * of x outside (a block's int8 rows stay in L2 while the chunk's W panels pass;
  * the chunk's W, 64 rows, stays in L2 for the next block). Each output is one
  * panel call's whole sum, whatever the blocking: the bits follow the shape alone.
- * 1-3 rows of x with a GEMV: its ZZ_XQ_GEMV_NR rows a call instead. */
+ * 1-3 rows of x with a GEMV: its gemv_nr rows a call instead. */
 static void zz_xq_gemm_chunk(void *arg, int64_t t) {
   const zz_xq_gemm_job *j = arg;
   const int64_t c_lo = t * ZZ_XQ_CHUNK, c_hi = c_lo + ZZ_XQ_CHUNK < j->out ? c_lo + ZZ_XQ_CHUNK : j->out;
   if (j->gemv) {
-    for (int64_t c0 = c_lo; c0 < c_hi; c0 += ZZ_XQ_GEMV_NR) {
-      const int nw = c_hi - c0 < ZZ_XQ_GEMV_NR ? (int)(c_hi - c0) : ZZ_XQ_GEMV_NR;
-      /* prefetch the next 8 rows, past this task's too (the next task is often this
-       * thread's); none past the matrix */
-      const size_t pf = c0 + 2 * ZZ_XQ_GEMV_NR <= j->out ? ZZ_XQ_GEMV_NR * j->w_row : 0;
+    const int nr = j->gemv_nr;
+    for (int64_t c0 = c_lo; c0 < c_hi; c0 += nr) {
+      const int nw = c_hi - c0 < nr ? (int)(c_hi - c0) : nr;
+      /* prefetch the next call's rows, past this task's too (the next task is often
+       * this thread's); none past the matrix */
+      const size_t pf = c0 + 2 * nr <= j->out ? (size_t)nr * j->w_row : 0;
       j->gemv(j->xq, j->x_row, (int)j->n, j->w + (size_t)c0 * j->w_row, j->w_row, nw, j->in, j->group, j->y + c0,
               j->out, pf);
     }
@@ -1286,7 +1454,8 @@ void zz_xq_gemm(zz_pool *pool, const void *xq, size_t x_row, int64_t n, int64_t 
 #ifdef ZZ_XQ_X86
   if (zz_cpu_isa_get() >= ZZ_CPU_ISA_AVX2) {
     j.panel = bits == 4 ? zz_xq_panel4_avx2 : zz_xq_panel8_avx2;
-    if (n <= ZZ_XQ_GEMV_ROWS && bits == 4) j.gemv = zz_xq_gemv4_avx2;
+    if (n <= ZZ_XQ_GEMV_ROWS && bits == 4) j.gemv = zz_xq_gemv4_avx2, j.gemv_nr = ZZ_XQ_GEMV_NR;
+    if (zz_xv_gemv_takes(n, in, group)) j.gemv = bits == 8 ? zz_xv_gemv8 : zz_xv_gemv4, j.gemv_nr = ZZ_XV_GEMV_NR;
     j.tile = zz_xq_tile_pick(bits, n, in, group);
   }
 #endif

@@ -196,6 +196,7 @@ void zz_device_destroy(zz_device *dev) {
   /* blocks the caller did not free go back, so no device memory outlives dev */
   if (rs && dev->ops && dev->impl)
     for (size_t i = 0; i < rs->n; i++) dev->ops->free(dev, (void *)rs->r[i].base);
+  if (dev->ops && dev->impl) zz_device_host_free(dev, dev->host_scratch);
   if (dev->ops && dev->ops->destroy) dev->ops->destroy(dev);
   zz_pool_destroy(dev->pool);
   zz_pool_destroy(dev->attn_pool);
@@ -447,6 +448,18 @@ zz_status zz_device_host_alloc(zz_device *dev, size_t bytes, void **out) {
 
 void zz_device_host_free(zz_device *dev, void *ptr) {
   if (ptr) dev->ops->host_free(dev, ptr);
+}
+
+zz_status zz_device_host_scratch(zz_device *dev, size_t bytes, void **out) {
+  if (!out) return zz_bad((zz_site){dev, "host_scratch"}, "out is NULL");
+  if (bytes > dev->host_scratch_bytes) {
+    zz_device_host_free(dev, dev->host_scratch);
+    dev->host_scratch = NULL, dev->host_scratch_bytes = 0;
+    ZZ_CHECK(zz_device_host_alloc(dev, bytes, &dev->host_scratch));
+    dev->host_scratch_bytes = bytes;
+  }
+  *out = dev->host_scratch;
+  return ZZ_OK;
 }
 
 /* Shared by write and read: the lane, the device side, the host side. */

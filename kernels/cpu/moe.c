@@ -7,7 +7,6 @@
 #include <math.h>
 
 #include "zz_kernels.h"
-#include "zz_moe_topk.h"
 
 typedef struct zz_route_job {
   const float *logits;

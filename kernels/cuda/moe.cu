@@ -4,7 +4,6 @@
  * scatter-add (grid-stride). Same contracts as kernels/cpu/moe.c.
  */
 #include "zz_cuda_impl.h"
-#include "zz_moe_topk.h"
 
 namespace {
 

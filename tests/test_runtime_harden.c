@@ -172,6 +172,19 @@ static void test_safetensors_lies(void) {
   CU_ASSERT_EQUAL(zz_checkpoint_check(ck, "model.decoder.embed_tokens.weight", 2, shape), ZZ_ERR_FORMAT);
   zz_checkpoint_close(ck);
   ck = NULL;
+  /* a tensor not of a float type: refused by name, by the shape check and the read alike */
+  zz_write_header(dir, "{\"i\": {\"dtype\": \"I32\", \"shape\": [0], \"data_offsets\": [0, 0]}}");
+  CU_ASSERT_EQUAL_FATAL(zz_checkpoint_open(dir, &ck), ZZ_OK);
+  int64_t none[1] = {0};
+  float f;
+  CU_ASSERT_EQUAL(zz_checkpoint_check(ck, "i", 1, none), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "tensor i: dtype I32 is not a float type"));
+  CU_ASSERT_EQUAL(zz_checkpoint_read(ck, "i", ZZ_DTYPE_F32, &f, 0), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "tensor i: dtype I32 is not a float type"));
+  CU_ASSERT_EQUAL(zz_checkpoint_read(ck, "j", ZZ_DTYPE_F32, &f, 1), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "tensor j is missing"));
+  zz_checkpoint_close(ck);
+  ck = NULL;
   /* a shape whose element count is beyond 2^64: refused before it wraps */
   zz_write_header(dir, "{\"w\": {\"dtype\": \"F32\", \"shape\": [1099511627776, 1099511627776, 1099511627776], "
                        "\"data_offsets\": [0, 0]}}");

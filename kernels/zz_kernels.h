@@ -36,6 +36,7 @@
 #include "zz_rope.h"         /* rotary embedding parameters */
 #include "zz_pool.h"         /* CPU worker pools */
 #include "zz_attn.h"         /* the keys a query sees */
+#include "zz_moe_topk.h"     /* the order a router keeps its experts in */
 #include "zz_cpu_kernels.h"  /* CPU kernels, ISA choice, top-k counts */
 #include "zz_cuda_kernels.h" /* CUDA kernels */
 

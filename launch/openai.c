@@ -155,6 +155,14 @@ static json_t *zz_native_completion(const zz_line *l, const zz_tokenizer *tok, c
 }
 
 /* What the OpenAI forms' ids are made of: the custom_id's hash, 24 hex digits. */
+/* A line's error, as both forms write it: {"code", "message"}. */
+static json_t *zz_line_error(const zz_line *l) {
+  json_t *e = json_object();
+  json_object_set_new(e, "code", json_string(l->err_code));
+  json_object_set_new(e, "message", json_string(l->err));
+  return e;
+}
+
 static void zz_openai_hex(const zz_prompt *p, char *hex, size_t len) {
   uint64_t h = zz_fnv1a(ZZ_FNV_BASIS, p->id, strlen(p->id));
   snprintf(hex, len, "%016llx%08llx", (unsigned long long)h, (unsigned long long)(p->line & 0xffffffffu));
@@ -177,10 +185,7 @@ static json_t *zz_openai_line(const zz_prompt *p, const zz_line *l, const zz_tok
   }
   if (l->err) {
     json_object_set_new(o, "response", json_null());
-    json_t *e = json_object();
-    json_object_set_new(e, "code", json_string(l->err_code));
-    json_object_set_new(e, "message", json_string(l->err));
-    json_object_set_new(o, "error", e);
+    json_object_set_new(o, "error", zz_line_error(l));
     return o;
   }
   json_t *body = json_object(), *choices = json_array();
@@ -248,10 +253,7 @@ char *zz_line_answer(const zz_prompt *p, const zz_line *l, const zz_tokenizer *t
     json_t *id = json_loads(p->id, JSON_DECODE_ANY, NULL);
     json_object_set_new(o, "id", id ? id : json_string(p->id));
     if (l->err) {
-      json_t *e = json_object();
-      json_object_set_new(e, "code", json_string(l->err_code));
-      json_object_set_new(e, "message", json_string(l->err));
-      json_object_set_new(o, "error", e);
+      json_object_set_new(o, "error", zz_line_error(l));
     } else if (l->n == 1) {
       zz_native_completion(l, tok, cfg, &c[0], o);
     } else {

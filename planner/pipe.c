@@ -229,10 +229,9 @@ static int zz_pipe_groups_list(const zz_planner_opts *o, int ranks, int out[8]) 
  * made OPT-30B's 4-rank search on 4 T4s 81 s instead of 7). */
 static zz_status zz_pipe_best(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, zz_pipeline_plan *p,
                               zz_pipe_prog *g) {
-  const int *gl = o->gbs_list ? o->gbs_list : zz_plan_gbs_default;
-  int ng = o->gbs_list ? o->n_gbs : zz_plan_n_gbs_default;
-  const int *nl = o->num_gb_list ? o->num_gb_list : zz_plan_num_gb_default;
-  int nn = o->num_gb_list ? o->n_num_gb : zz_plan_n_num_gb_default;
+  const int *gl, *nl;
+  int ng, nn;
+  zz_plan_lists(o, &gl, &ng, &nl, &nn);
   int tl[8], nt = zz_pipe_groups_list(o, p->ranks, tl);
   zz_pipeline_plan *cur = malloc(sizeof *cur);
   if (!cur) return zz_error(ZZ_ERR_NO_MEMORY, "planner: out of memory");

@@ -15,7 +15,6 @@ zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts 
 void zz_planner_count_search(void);
 /* qsort's order of doubles, ascending. */
 int zz_cmp_double(const void *a, const void *b);
-/* The (gbs, num_gb) lists searched by default. */
-extern const int zz_plan_gbs_default[], zz_plan_num_gb_default[];
-extern const int zz_plan_n_gbs_default, zz_plan_n_num_gb_default;
+/* The (gbs, num_gb) lists a search tries: o's, or the defaults where o gives none. */
+void zz_plan_lists(const zz_planner_opts *o, const int **gbs, int *n_gbs, const int **num_gb, int *n_num_gb);
 #endif

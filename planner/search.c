@@ -643,10 +643,15 @@ zz_status zz_plan_one(const zz_model *m, const zz_hw *hw, const zz_planner_opts 
   return have ? ZZ_OK : zz_error(ZZ_ERR_INFEASIBLE, "planner: gbs=%d num_gb=%d: nothing fits", gbs, num_gb);
 }
 
-const int zz_plan_gbs_default[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512};
-const int zz_plan_num_gb_default[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
-const int zz_plan_n_gbs_default = sizeof zz_plan_gbs_default / sizeof *zz_plan_gbs_default;
-const int zz_plan_n_num_gb_default = sizeof zz_plan_num_gb_default / sizeof *zz_plan_num_gb_default;
+static const int zz_plan_gbs_default[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512};
+static const int zz_plan_num_gb_default[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
+
+void zz_plan_lists(const zz_planner_opts *o, const int **gbs, int *n_gbs, const int **num_gb, int *n_num_gb) {
+  *gbs = o->gbs_list ? o->gbs_list : zz_plan_gbs_default;
+  *n_gbs = o->gbs_list ? o->n_gbs : (int)(sizeof zz_plan_gbs_default / sizeof *zz_plan_gbs_default);
+  *num_gb = o->num_gb_list ? o->num_gb_list : zz_plan_num_gb_default;
+  *n_num_gb = o->num_gb_list ? o->n_num_gb : (int)(sizeof zz_plan_num_gb_default / sizeof *zz_plan_num_gb_default);
+}
 
 /* Searches this process ran (zz_planner_searches): one per zz_plan_search or
  * zz_pipe_plan_search called from outside (a pipeline search's inner
@@ -660,10 +665,9 @@ void zz_planner_count_search(void) { zz_searches++; }
 zz_status zz_plan_search(const zz_model *m, const zz_hw *hw, const zz_planner_opts *o, zz_plan *out) {
   zz_planner_count_search();
   double t0 = zz_now();
-  const int *gl = o->gbs_list ? o->gbs_list : zz_plan_gbs_default;
-  int ng = o->gbs_list ? o->n_gbs : zz_plan_n_gbs_default;
-  const int *nl = o->num_gb_list ? o->num_gb_list : zz_plan_num_gb_default;
-  int nn = o->num_gb_list ? o->n_num_gb : zz_plan_n_num_gb_default;
+  const int *gl, *nl;
+  int ng, nn;
+  zz_plan_lists(o, &gl, &ng, &nl, &nn);
   if (o->shape.prompt_len < 1 || o->shape.gen_len < 1)
     return zz_error(ZZ_ERR_INVALID_ARG, "planner: prompt length and generation length must be >= 1");
 

@@ -299,12 +299,21 @@ static const zz_ck_entry *zz_ck_find(const zz_checkpoint *ck, const char *name) 
   return e;
 }
 
-zz_status zz_checkpoint_check(const zz_checkpoint *ck, const char *name, int ndim, const int64_t *shape) {
+/* The entry of tensor `name`, refused when it is missing or not of a float type. */
+static zz_status zz_ck_float(const zz_checkpoint *ck, const char *name, const zz_ck_entry **out) {
   const zz_ck_entry *e = zz_ck_find(ck, name);
   if (!e) return zz_error(ZZ_ERR_FORMAT, "checkpoint: tensor %s is missing", name);
-  const char *path = ck->files[e->file].path;
   if (e->dtype == ZZ_DTYPE_COUNT)
-    return zz_error(ZZ_ERR_FORMAT, "%s: tensor %s: dtype %s is not a float type", path, e->name, e->st_dtype);
+    return zz_error(ZZ_ERR_FORMAT, "%s: tensor %s: dtype %s is not a float type", ck->files[e->file].path, e->name,
+                    e->st_dtype);
+  *out = e;
+  return ZZ_OK;
+}
+
+zz_status zz_checkpoint_check(const zz_checkpoint *ck, const char *name, int ndim, const int64_t *shape) {
+  const zz_ck_entry *e = NULL;
+  ZZ_CHECK(zz_ck_float(ck, name, &e));
+  const char *path = ck->files[e->file].path;
   bool same = e->ndim == ndim;
   for (int d = 0; same && d < ndim; d++) same = e->shape[d] == shape[d];
   if (!same) {
@@ -316,11 +325,9 @@ zz_status zz_checkpoint_check(const zz_checkpoint *ck, const char *name, int ndi
 }
 
 zz_status zz_checkpoint_read(const zz_checkpoint *ck, const char *name, zz_dtype dst_dt, void *dst, int64_t numel) {
-  const zz_ck_entry *e = zz_ck_find(ck, name);
-  if (!e) return zz_error(ZZ_ERR_FORMAT, "checkpoint: tensor %s is missing", name);
+  const zz_ck_entry *e = NULL;
+  ZZ_CHECK(zz_ck_float(ck, name, &e));
   const char *path = ck->files[e->file].path;
-  if (e->dtype == ZZ_DTYPE_COUNT)
-    return zz_error(ZZ_ERR_FORMAT, "%s: tensor %s: dtype %s is not a float type", path, e->name, e->st_dtype);
   if ((int64_t)zz_dtype_nbytes(e->dtype, numel) != e->nbytes)
     return zz_error(ZZ_ERR_FORMAT, "%s: tensor %s holds %lld bytes, %lld elements wanted", path, e->name,
                     (long long)e->nbytes, (long long)numel);

@@ -196,6 +196,7 @@ void zz_device_destroy(zz_device *dev) {
   /* blocks the caller did not free go back, so no device memory outlives dev */
   if (rs && dev->ops && dev->impl)
     for (size_t i = 0; i < rs->n; i++) dev->ops->free(dev, (void *)rs->r[i].base);
+  if (dev->ops && dev->impl) zz_device_host_free(dev, dev->host_scratch);
   if (dev->ops && dev->ops->destroy) dev->ops->destroy(dev);
   zz_pool_destroy(dev->pool);
   zz_pool_destroy(dev->attn_pool);
@@ -353,6 +354,12 @@ zz_status zz_arg_dev(zz_site s, const char *arg, const void *p, int64_t elems, s
   return ZZ_OK;
 }
 
+zz_status zz_arg_mat(zz_site s, const char *arg, const void *p, int64_t rows, int64_t cols, size_t es) {
+  int64_t n;
+  ZZ_CHECK(zz_arg_mul(s, arg, rows, cols, &n));
+  return zz_arg_dev(s, arg, p, n, es);
+}
+
 /* The host side of a copy: present, and not device memory. */
 static zz_status zz_arg_host(zz_site s, const char *arg, const void *p, size_t bytes) {
   if (!p) return zz_bad(s, "%s is NULL", arg);
@@ -449,6 +456,18 @@ void zz_device_host_free(zz_device *dev, void *ptr) {
   if (ptr) dev->ops->host_free(dev, ptr);
 }
 
+zz_status zz_device_host_scratch(zz_device *dev, size_t bytes, void **out) {
+  if (!out) return zz_bad((zz_site){dev, "host_scratch"}, "out is NULL");
+  if (bytes > dev->host_scratch_bytes) {
+    zz_device_host_free(dev, dev->host_scratch);
+    dev->host_scratch = NULL, dev->host_scratch_bytes = 0;
+    ZZ_CHECK(zz_device_host_alloc(dev, bytes, &dev->host_scratch));
+    dev->host_scratch_bytes = bytes;
+  }
+  *out = dev->host_scratch;
+  return ZZ_OK;
+}
+
 /* Shared by write and read: the lane, the device side, the host side. */
 static zz_status zz_check_copy(zz_site s, zz_lane lane, const char *dev_arg, const void *dev_p, const char *host_arg,
                                const void *host_p, size_t bytes) {
@@ -521,11 +540,9 @@ zz_status zz_device_sync(zz_device *dev, zz_lane lane) {
 
 /* Rows gathered from a table [rows, dim] (weight or activation) into out [n, dim]. */
 static zz_status zz_check_rows(zz_site s, const int32_t *ids, int64_t n, int64_t dim, const void *out) {
-  int64_t nd;
   ZZ_CHECK(zz_arg_pos(s, "n", n));
   ZZ_CHECK(zz_arg_dev(s, "ids", ids, n, sizeof(int32_t)));
-  ZZ_CHECK(zz_arg_mul(s, "out", n, dim, &nd));
-  return zz_arg_dev(s, "out", out, nd, zz_es(s.dev));
+  return zz_arg_mat(s, "out", out, n, dim, zz_es(s.dev));
 }
 
 zz_status zz_device_embed_rows(zz_device *dev, const zz_tensor *table, const int32_t *ids, int64_t n, void *out) {
@@ -538,12 +555,10 @@ zz_status zz_device_embed_rows(zz_device *dev, const zz_tensor *table, const int
 zz_status zz_device_gather_rows(zz_device *dev, const void *x, int64_t rows, int64_t dim, const int32_t *ids, int64_t n,
                                 void *out) {
   zz_site s = {dev, "gather_rows"};
-  int64_t nx;
   ZZ_CHECK(zz_arg_op(s, ZZ_OP_EMBED_ROWS));
   ZZ_CHECK(zz_arg_pos(s, "rows", rows));
   ZZ_CHECK(zz_arg_pos(s, "dim", dim));
-  ZZ_CHECK(zz_arg_mul(s, "x", rows, dim, &nx));
-  ZZ_CHECK(zz_arg_dev(s, "x", x, nx, zz_es(dev)));
+  ZZ_CHECK(zz_arg_mat(s, "x", x, rows, dim, zz_es(dev)));
   ZZ_CHECK(zz_check_rows(s, ids, n, dim, out));
   return dev->ops->embed_rows(dev, x, dev->desc.compute_dtype, ZZ_QFMT_DEFAULT, dim, ids, n, out);
 }
@@ -558,12 +573,10 @@ zz_status zz_device_add_rows(zz_device *dev, void *x, const zz_tensor *table, co
 /* A norm over rows: x and y [n, dim] in device memory, gain gamma [dim], eps. */
 static zz_status zz_check_norm(zz_site s, zz_op op, const void *x, int64_t n, int64_t dim, const zz_tensor *gamma,
                                float eps, const void *y) {
-  int64_t nd;
   ZZ_CHECK(zz_arg_pos(s, "n", n));
   ZZ_CHECK(zz_arg_pos(s, "dim", dim));
-  ZZ_CHECK(zz_arg_mul(s, "x", n, dim, &nd));
-  ZZ_CHECK(zz_arg_dev(s, "x", x, nd, zz_es(s.dev)));
-  ZZ_CHECK(zz_arg_dev(s, "y", y, nd, zz_es(s.dev)));
+  ZZ_CHECK(zz_arg_mat(s, "x", x, n, dim, zz_es(s.dev)));
+  ZZ_CHECK(zz_arg_mat(s, "y", y, n, dim, zz_es(s.dev)));
   ZZ_CHECK(zz_arg_weight(s, op, "gamma", gamma, 1, dim, 0));
   if (!(eps >= 0 && isfinite(eps))) return zz_bad(s, "eps = %g, must be finite and >= 0", (double)eps);
   return ZZ_OK;
@@ -583,14 +596,11 @@ zz_status zz_device_layernorm(zz_device *dev, const void *x, int64_t n, int64_t 
 zz_status zz_device_linear(zz_device *dev, const void *x, int64_t n, int64_t in, const zz_tensor *w, const zz_tensor *b,
                            int64_t out, void *y, int relu) {
   zz_site s = {dev, "linear"};
-  int64_t nx, ny;
   ZZ_CHECK(zz_arg_pos(s, "n", n));
   ZZ_CHECK(zz_arg_pos(s, "in", in));
   ZZ_CHECK(zz_arg_pos(s, "out", out));
-  ZZ_CHECK(zz_arg_mul(s, "x", n, in, &nx));
-  ZZ_CHECK(zz_arg_mul(s, "y", n, out, &ny));
-  ZZ_CHECK(zz_arg_dev(s, "x", x, nx, zz_es(dev)));
-  ZZ_CHECK(zz_arg_dev(s, "y", y, ny, zz_es(dev)));
+  ZZ_CHECK(zz_arg_mat(s, "x", x, n, in, zz_es(dev)));
+  ZZ_CHECK(zz_arg_mat(s, "y", y, n, out, zz_es(dev)));
   ZZ_CHECK(zz_arg_weight(s, ZZ_OP_LINEAR, "w", w, 2, out, in));
   bool has_b = b && b->ndim;
   if (has_b) ZZ_CHECK(zz_arg_weight(s, ZZ_OP_LINEAR, "b", b, 1, out, 0));
@@ -615,10 +625,9 @@ zz_status zz_device_add(zz_device *dev, const void *a, const void *b, int64_t n,
 
 /* [b, sq, cols] elements of an activation, overflow-checked. */
 static zz_status zz_arg_act3(zz_site s, const char *arg, const void *p, int64_t b, int64_t sq, int64_t cols) {
-  int64_t rows, n;
+  int64_t rows;
   ZZ_CHECK(zz_arg_mul(s, arg, b, sq, &rows));
-  ZZ_CHECK(zz_arg_mul(s, arg, rows, cols, &n));
-  return zz_arg_dev(s, arg, p, n, zz_es(s.dev));
+  return zz_arg_mat(s, arg, p, rows, cols, zz_es(s.dev));
 }
 
 /* kv_heads positive and dividing heads (grouped-query attention). */

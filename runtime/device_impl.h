@@ -27,6 +27,8 @@ zz_status zz_arg_pos(zz_site s, const char *arg, int64_t v);
 zz_status zz_arg_mul(zz_site s, const char *arg, int64_t a, int64_t b, int64_t *elems);
 /* [p, p + elems * es) inside one block this device allocated */
 zz_status zz_arg_dev(zz_site s, const char *arg, const void *p, int64_t elems, size_t es);
+/* a [rows, cols] array of es-byte elements at p: zz_arg_mul then zz_arg_dev */
+zz_status zz_arg_mat(zz_site s, const char *arg, const void *p, int64_t rows, int64_t cols, size_t es);
 /* the device runs op on activations of its compute dtype */
 zz_status zz_arg_op(zz_site s, zz_op op);
 

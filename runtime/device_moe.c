@@ -10,7 +10,6 @@
 zz_status zz_device_moe_route(zz_device *dev, const void *logits, int64_t n, int64_t experts, int64_t k, bool renorm,
                               int32_t *idx, float *w) {
   zz_site s = {dev, "moe_route"};
-  int64_t nl, nk;
   ZZ_CHECK(zz_arg_op(s, ZZ_OP_MOE_ROUTE));
   ZZ_CHECK(zz_arg_pos(s, "n", n));
   ZZ_CHECK(zz_arg_pos(s, "experts", experts));
@@ -18,28 +17,23 @@ zz_status zz_device_moe_route(zz_device *dev, const void *logits, int64_t n, int
   if (k > experts || k > ZZ_MOE_MAX_TOPK)
     return zz_error(ZZ_ERR_INVALID_ARG, "%s device: moe_route: k = %lld, want at most experts (%lld) and %d",
                     dev->desc.name, (long long)k, (long long)experts, ZZ_MOE_MAX_TOPK);
-  ZZ_CHECK(zz_arg_mul(s, "logits", n, experts, &nl));
-  ZZ_CHECK(zz_arg_mul(s, "idx", n, k, &nk));
-  ZZ_CHECK(zz_arg_dev(s, "logits", logits, nl, zz_es(dev)));
-  ZZ_CHECK(zz_arg_dev(s, "idx", idx, nk, sizeof *idx));
-  ZZ_CHECK(zz_arg_dev(s, "w", w, nk, sizeof *w));
+  ZZ_CHECK(zz_arg_mat(s, "logits", logits, n, experts, zz_es(dev)));
+  ZZ_CHECK(zz_arg_mat(s, "idx", idx, n, k, sizeof *idx));
+  ZZ_CHECK(zz_arg_mat(s, "w", w, n, k, sizeof *w));
   return dev->ops->moe_route(dev, logits, n, experts, k, renorm, idx, w);
 }
 
 zz_status zz_device_moe_scatter(zz_device *dev, const void *y, const int32_t *rows, const float *w, int64_t m,
                                 int64_t dim, void *out, int64_t out_rows) {
   zz_site s = {dev, "moe_scatter"};
-  int64_t ny, no;
   ZZ_CHECK(zz_arg_op(s, ZZ_OP_MOE_SCATTER));
   ZZ_CHECK(zz_arg_pos(s, "m", m));
   ZZ_CHECK(zz_arg_pos(s, "dim", dim));
   ZZ_CHECK(zz_arg_pos(s, "out_rows", out_rows));
-  ZZ_CHECK(zz_arg_mul(s, "y", m, dim, &ny));
-  ZZ_CHECK(zz_arg_mul(s, "out", out_rows, dim, &no));
-  ZZ_CHECK(zz_arg_dev(s, "y", y, ny, zz_es(dev)));
+  ZZ_CHECK(zz_arg_mat(s, "y", y, m, dim, zz_es(dev)));
   ZZ_CHECK(zz_arg_dev(s, "rows", rows, m, sizeof *rows));
   ZZ_CHECK(zz_arg_dev(s, "w", w, m, sizeof *w));
-  ZZ_CHECK(zz_arg_dev(s, "out", out, no, zz_es(dev)));
+  ZZ_CHECK(zz_arg_mat(s, "out", out, out_rows, dim, zz_es(dev)));
   return dev->ops->moe_scatter(dev, y, rows, w, m, dim, out);
 }
 

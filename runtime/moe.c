@@ -7,7 +7,6 @@
  * weighted sum scattered back. Only experts some row chose are touched.
  */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "moe_impl.h"
@@ -112,65 +111,82 @@ static zz_tensor zz_moe_expert(const zz_tensor *t, int64_t experts, int64_t e) {
   return v;
 }
 
+/* The host side of the routing, carved from the device's host scratch: the
+ * router's choices read back, the rows grouped by expert, and where each expert's
+ * group starts. The shared expert reuses rows / rw for its r rows (r <= r * k). */
+typedef struct zz_moe_host {
+  int32_t *idx;   /* [r * k] the router's experts */
+  float *w;       /* [r * k] and their weights */
+  int32_t *rows;  /* [r * k] rows grouped by expert */
+  float *rw;      /* [r * k] each row's weight for that expert */
+  int64_t *at;    /* [experts + 1] the counting sort's cursor */
+  int64_t *first; /* [experts + 1] where expert e's group starts */
+} zz_moe_host;
+
+static zz_status zz_moe_host_take(zz_device *dev, const zz_config *c, int64_t r, zz_moe_host *out) {
+  size_t m = (size_t)(r * c->n_experts_used), ne = (size_t)c->n_experts + 1;
+  char *p;
+  ZZ_CHECK(zz_device_host_scratch(dev, m * 16 + ne * 16, (void **)&p));
+  *out = (zz_moe_host){.at = (int64_t *)p,
+                       .first = (int64_t *)p + ne,
+                       .idx = (int32_t *)(p + ne * 16),
+                       .w = (float *)(p + ne * 16 + m * 4),
+                       .rows = (int32_t *)(p + ne * 16 + m * 8),
+                       .rw = (float *)(p + ne * 16 + m * 12)};
+  return ZZ_OK;
+}
+
 /* The routing read back: rows grouped by expert (a counting sort, so each group
- * keeps the rows ascending) into rows/rw, first[e] where expert e's group starts
- * (first[experts] = r * k). */
-static zz_status zz_moe_group(zz_device *dev, const zz_config *c, int64_t r, const zz_moe_work *wk, int64_t *first) {
+ * keeps the rows ascending) into rows/rw, hw->first[e] where expert e's group
+ * starts (first[experts] = r * k). */
+static zz_status zz_moe_group(zz_device *dev, const zz_config *c, int64_t r, const zz_moe_work *wk,
+                              const zz_moe_host *hw) {
   int64_t k = c->n_experts_used, m = r * k, ne = c->n_experts;
-  int32_t *idx = malloc((size_t)m * sizeof *idx), *rows = malloc((size_t)m * sizeof *rows);
-  float *w = malloc((size_t)m * sizeof *w), *rw = malloc((size_t)m * sizeof *rw);
-  int64_t *at = calloc((size_t)ne + 1, sizeof *at);
-  zz_status st = idx && rows && w && rw && at ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "moe: out of memory routing");
-  if (st == ZZ_OK) st = zz_device_read(dev, ZZ_LANE_COMPUTE, idx, wk->idx, (size_t)m * sizeof *idx);
-  if (st == ZZ_OK) st = zz_device_read(dev, ZZ_LANE_COMPUTE, w, wk->w, (size_t)m * sizeof *w);
-  if (st == ZZ_OK) st = zz_device_sync(dev, ZZ_LANE_COMPUTE);
-  for (int64_t i = 0; st == ZZ_OK && i < m; i++) {
-    if (idx[i] < 0 || idx[i] >= ne) st = zz_error(ZZ_ERR_DEVICE, "moe: the router chose expert %d", (int)idx[i]);
-    else
-      at[idx[i] + 1]++;
+  int64_t *at = hw->at;
+  ZZ_CHECK(zz_device_read(dev, ZZ_LANE_COMPUTE, hw->idx, wk->idx, (size_t)m * sizeof *hw->idx));
+  ZZ_CHECK(zz_device_read(dev, ZZ_LANE_COMPUTE, hw->w, wk->w, (size_t)m * sizeof *hw->w));
+  ZZ_CHECK(zz_device_sync(dev, ZZ_LANE_COMPUTE));
+  memset(at, 0, (size_t)(ne + 1) * sizeof *at);
+  for (int64_t i = 0; i < m; i++) {
+    if (hw->idx[i] < 0 || hw->idx[i] >= ne)
+      return zz_error(ZZ_ERR_DEVICE, "moe: the router chose expert %d", (int)hw->idx[i]);
+    at[hw->idx[i] + 1]++;
   }
-  if (st == ZZ_OK) {
-    for (int64_t e = 0; e < ne; e++) at[e + 1] += at[e];
-    memcpy(first, at, (size_t)(ne + 1) * sizeof *first);
-    for (int64_t i = 0; i < m; i++) {
-      int64_t j = at[idx[i]]++;
-      rows[j] = (int32_t)(i / k);
-      rw[j] = w[i];
-    }
-    st = zz_device_write(dev, ZZ_LANE_COMPUTE, wk->rows, rows, (size_t)m * sizeof *rows);
-    if (st == ZZ_OK) st = zz_device_write(dev, ZZ_LANE_COMPUTE, wk->rw, rw, (size_t)m * sizeof *rw);
-    if (st == ZZ_OK) st = zz_device_sync(dev, ZZ_LANE_COMPUTE); /* before the host buffers go */
+  for (int64_t e = 0; e < ne; e++) at[e + 1] += at[e];
+  memcpy(hw->first, at, (size_t)(ne + 1) * sizeof *at);
+  for (int64_t i = 0; i < m; i++) {
+    int64_t j = at[hw->idx[i]]++;
+    hw->rows[j] = (int32_t)(i / k);
+    hw->rw[j] = hw->w[i];
   }
-  free(idx), free(rows), free(w), free(rw), free(at);
-  return st;
+  ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, wk->rows, hw->rows, (size_t)m * sizeof *hw->rows));
+  ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, wk->rw, hw->rw, (size_t)m * sizeof *hw->rw));
+  return zz_device_sync(dev, ZZ_LANE_COMPUTE); /* before the host scratch is used again */
 }
 
 /* The shared expert on all r rows, scaled per row by the sigmoid of its gate's
  * linear (read back, formed in f32 on the host), added into out last: the rows'
  * and weights' buffers are free again once the experts are queued. */
 static zz_status zz_moe_shared(zz_device *dev, const zz_config *c, const zz_tensor *w, const void *xn, int64_t r,
-                               void *out, const zz_moe_work *wk) {
+                               void *out, const zz_moe_work *wk, const zz_moe_host *hw) {
   int64_t h = c->hidden, sf = c->shared_ffn;
+  float *sig = hw->rw;
+  int32_t *all = hw->rows;
   ZZ_CHECK(zz_device_linear(dev, xn, r, h, &w[ZZ_MOE_SHARED_GATE], NULL, sf, wk->g, 0));
   ZZ_CHECK(zz_device_linear(dev, xn, r, h, &w[ZZ_MOE_SHARED_UP], NULL, sf, wk->u, 0));
   ZZ_CHECK(zz_device_silu_mul(dev, wk->g, wk->u, r * sf, wk->g));
   ZZ_CHECK(zz_device_linear(dev, wk->g, r, sf, &w[ZZ_MOE_SHARED_DOWN], NULL, h, wk->y, 0));
   ZZ_CHECK(zz_device_linear(dev, xn, r, h, &w[ZZ_MOE_SHARED_SCALE], NULL, 1, wk->logits, 0));
-  float *sig = malloc((size_t)r * sizeof *sig);
-  int32_t *all = malloc((size_t)r * sizeof *all);
-  zz_status st = sig && all ? ZZ_OK : zz_error(ZZ_ERR_NO_MEMORY, "moe: out of memory (shared expert)");
-  if (st == ZZ_OK) st = zz_device_download(dev, ZZ_LANE_COMPUTE, sig, ZZ_DTYPE_F32, wk->logits, r);
-  if (st == ZZ_OK) st = zz_device_sync(dev, ZZ_LANE_COMPUTE);
-  for (int64_t i = 0; st == ZZ_OK && i < r; i++) {
+  ZZ_CHECK(zz_device_download(dev, ZZ_LANE_COMPUTE, sig, ZZ_DTYPE_F32, wk->logits, r));
+  ZZ_CHECK(zz_device_sync(dev, ZZ_LANE_COMPUTE));
+  for (int64_t i = 0; i < r; i++) {
     sig[i] = 1.0f / (1.0f + expf(-sig[i]));
     all[i] = (int32_t)i;
   }
-  if (st == ZZ_OK) st = zz_device_write(dev, ZZ_LANE_COMPUTE, wk->rows, all, (size_t)r * sizeof *all);
-  if (st == ZZ_OK) st = zz_device_write(dev, ZZ_LANE_COMPUTE, wk->rw, sig, (size_t)r * sizeof *sig);
-  if (st == ZZ_OK) st = zz_device_moe_scatter(dev, wk->y, wk->rows, wk->rw, r, h, out, r);
-  if (st == ZZ_OK) st = zz_device_sync(dev, ZZ_LANE_COMPUTE); /* before the host buffers go */
-  free(sig), free(all);
-  return st;
+  ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, wk->rows, all, (size_t)r * sizeof *all));
+  ZZ_CHECK(zz_device_write(dev, ZZ_LANE_COMPUTE, wk->rw, sig, (size_t)r * sizeof *sig));
+  ZZ_CHECK(zz_device_moe_scatter(dev, wk->y, wk->rows, wk->rw, r, h, out, r));
+  return zz_device_sync(dev, ZZ_LANE_COMPUTE); /* before the host scratch is used again */
 }
 
 zz_status zz_moe_forward(zz_device *dev, const zz_config *c, const zz_tensor *w, const void *xn, int64_t r, void *out,
@@ -181,10 +197,11 @@ zz_status zz_moe_forward(zz_device *dev, const zz_config *c, const zz_tensor *w,
   zz_moe_carve(c, es, r, work, &wk);
   ZZ_CHECK(zz_device_linear(dev, xn, r, h, &w[ZZ_MOE_ROUTER], NULL, ne, wk.logits, 0));
   ZZ_CHECK(zz_device_moe_route(dev, wk.logits, r, ne, c->n_experts_used, c->norm_topk, wk.idx, wk.w));
-  int64_t *first = malloc((size_t)(ne + 1) * sizeof *first);
-  if (!first) return zz_error(ZZ_ERR_NO_MEMORY, "moe: out of memory routing");
-  zz_status st = zz_moe_group(dev, c, r, &wk, first);
-  if (st == ZZ_OK) st = zz_device_zero(dev, out, r * h);
+  zz_moe_host hw;
+  ZZ_CHECK(zz_moe_host_take(dev, c, r, &hw));
+  ZZ_CHECK(zz_moe_group(dev, c, r, &wk, &hw));
+  const int64_t *first = hw.first;
+  zz_status st = zz_device_zero(dev, out, r * h);
   for (int64_t e = 0; st == ZZ_OK && e < ne; e++) {
     int64_t n = first[e + 1] - first[e];
     if (!n) continue; /* no row chose it: never read */
@@ -200,7 +217,6 @@ zz_status zz_moe_forward(zz_device *dev, const zz_config *c, const zz_tensor *w,
     if (st == ZZ_OK) st = zz_device_linear(dev, wk.g, n, f, &down, NULL, h, wk.y, 0);
     if (st == ZZ_OK) st = zz_device_moe_scatter(dev, wk.y, rows, wk.rw + first[e], n, h, out, r);
   }
-  free(first);
   if (st != ZZ_OK || !c->shared_ffn) return st;
-  return zz_moe_shared(dev, c, w, xn, r, out, &wk);
+  return zz_moe_shared(dev, c, w, xn, r, out, &wk, &hw);
 }

@@ -142,6 +142,9 @@ struct zz_device {
   /* host bytes moved by write/upload (to the device) and read/download (from it),
    * every lane: the PCIe traffic of a GPU; added atomically (lanes are threads) */
   uint64_t bytes_to_device, bytes_from_device;
+  /* host memory the compute lane reads small results back into (zz_device_host_scratch) */
+  void *host_scratch;
+  size_t host_scratch_bytes;
 };
 
 /* Device creation and destruction (runtime/device.c). Thread counts <= 0 mean all
@@ -202,6 +205,11 @@ zz_status zz_device_alloc(zz_device *dev, size_t bytes, void **out);
 void zz_device_free(zz_device *dev, void *ptr);
 zz_status zz_device_host_alloc(zz_device *dev, size_t bytes, void **out);
 void zz_device_host_free(zz_device *dev, void *ptr);
+/* At least `bytes` of host memory (zz_device_host_alloc's) for the compute lane's
+ * read-backs (an MoE layer's routing): kept by the device and grown only when a
+ * call asks for more than any before, so a steady step allocates nothing. Valid
+ * until the next call; compute lane only; freed with the device. */
+zz_status zz_device_host_scratch(zz_device *dev, size_t bytes, void **out);
 /* Raw byte copies host → device (write) and device → host (read) on `lane`. */
 zz_status zz_device_write(zz_device *dev, zz_lane lane, void *dst, const void *host_src, size_t bytes);
 zz_status zz_device_read(zz_device *dev, zz_lane lane, void *host_dst, const void *src, size_t bytes);

@@ -401,11 +401,7 @@ zz_status zz_faults_start(MPI_Comm ctrl, MPI_Comm world, const char (*hosts)[ZZ_
   zz_exit_init(&f->exit, world, f->rank, f->size, hosts, cfg->exit_grace);
   hb_exchange(f, startup_s);
   if (pthread_create(&f->thread, NULL, progress, f) != 0) {
-    zz_exit_unwatch(&f->exit);
-    if (f->udp >= 0) close(f->udp);
-    free(f->cards);
-    free(f->peers);
-    free(f);
+    zz_faults_free(f); /* no thread yet: the rest is undone as ever */
     return zz_error(ZZ_ERR_NO_MEMORY, "stage: cannot start the progress thread");
   }
   f->thread_started = 1;

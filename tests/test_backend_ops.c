@@ -1344,6 +1344,23 @@ static void bo_copy(zz_device *dev) {
 }
 
 static void test_cpu_copy(void) { bo_copy(g_cpu); }
+
+/* The compute lane's host scratch: kept while a call asks no more, grown once
+ * when one asks more, the bytes written before a smaller ask still there. */
+static void test_host_scratch(void) {
+  zz_device *dev = NULL;
+  CU_ASSERT_FATAL(zz_device_create_cpu(1 << 20, 1, 1, &dev) == ZZ_OK);
+  void *a = NULL, *b = NULL, *c = NULL;
+  CU_ASSERT_FATAL(zz_device_host_scratch(dev, 64, &a) == ZZ_OK);
+  memset(a, 7, 64);
+  CU_ASSERT_FATAL(zz_device_host_scratch(dev, 16, &b) == ZZ_OK);
+  CU_ASSERT(a == b && ((unsigned char *)b)[63] == 7);
+  CU_ASSERT_FATAL(zz_device_host_scratch(dev, 1 << 16, &c) == ZZ_OK);
+  memset(c, 1, 1 << 16);
+  CU_ASSERT(dev->host_scratch == c && dev->host_scratch_bytes == 1 << 16);
+  CU_ASSERT_EQUAL(zz_device_host_scratch(dev, 8, NULL), ZZ_ERR_INVALID_ARG);
+  zz_device_destroy(dev);
+}
 static void test_cuda_copy(void) { bo_copy(g_cuda); }
 
 static void test_cpu_refusals(void) { bo_refusals(g_cpu); }
@@ -1424,6 +1441,7 @@ int main(void) {
   CU_add_test(s, "pools per device", test_pools);
   CU_add_test(s, "cpu refuses bad arguments", test_cpu_refusals);
   CU_add_test(s, "cpu copies on the device, block-aligned host memory; no GPU identity", test_cpu_copy);
+  CU_add_test(s, "host scratch grows only when asked for more", test_host_scratch);
   s = CU_add_suite("backend ops: cpu (3 threads) vs cpu (1 thread)", NULL, NULL);
   CU_add_test(s, "every op, every shape", test_cpu_vs_cpu);
   if (g_cuda) {

@@ -250,16 +250,8 @@ static void zz_finished_batches_run(zz_device *dev, const zz_model *m, const zz_
 
 
 static void test_finished_batches_skipped(void) {
-  char fx[4096];
-  snprintf(fx, sizeof fx, "%s/tiny-opt", ZZ_FIXTURES_DIR);
-  zz_config cfg;
-  zz_model m;
-  zz_checkpoint *ck = NULL;
-  zz_device *dev = NULL;
-  CU_ASSERT_FATAL(zz_config_load(fx, &cfg) == ZZ_OK);
-  CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
-  CU_ASSERT_FATAL(zz_checkpoint_open(fx, &ck) == ZZ_OK);
-  CU_ASSERT_FATAL(zz_device_create_cpu(0, 1, 0, &dev) == ZZ_OK);
+  zz_test_fixture f;
+  CU_ASSERT_FATAL(zz_test_fixture_open("tiny-opt", true, &f) == ZZ_OK);
   /* on the device; cache and activations on the CPU tier (loaded and stored around
    * each batch), with CPU attention; weights, cache and activations partly on disk */
   static const char *const policies[] = {
@@ -270,11 +262,9 @@ static void test_finished_batches_skipped(void) {
   for (size_t pi = 0; pi < sizeof policies / sizeof policies[0]; pi++) {
     zz_policy pol;
     CU_ASSERT_FATAL(zz_policy_parse(policies[pi], &pol) == ZZ_OK);
-    zz_finished_batches_run(dev, &m, ck, &pol);
+    zz_finished_batches_run(f.dev, &f.m, f.ck, &pol);
   }
-  zz_device_destroy(dev);
-  zz_checkpoint_close(ck);
-  zz_model_free(&m);
+  zz_test_fixture_close(&f);
 }
 /* ---------------------------------------------------------------- refill */
 
@@ -368,26 +358,16 @@ static void zz_refill_run(zz_device *dev, const zz_model *m, const zz_checkpoint
 }
 
 static void test_refill(void) {
-  char fx[4096];
-  snprintf(fx, sizeof fx, "%s/tiny-opt", ZZ_FIXTURES_DIR);
-  zz_config cfg;
-  zz_model m;
-  zz_checkpoint *ck = NULL;
-  zz_device *dev = NULL;
-  CU_ASSERT_FATAL(zz_config_load(fx, &cfg) == ZZ_OK);
-  CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
-  CU_ASSERT_FATAL(zz_checkpoint_open(fx, &ck) == ZZ_OK);
-  CU_ASSERT_FATAL(zz_device_create_cpu(0, 1, 0, &dev) == ZZ_OK);
+  zz_test_fixture f;
+  CU_ASSERT_FATAL(zz_test_fixture_open("tiny-opt", true, &f) == ZZ_OK);
   /* everything on the device; one sequence per GPU batch; weights and activations
    * off the device (loaded again for a refill's prompt step); the cache on the CPU
    * tier with CPU attention (no refill: block by block) */
-  zz_refill_run(dev, &m, ck, "gbs=2 num_gb=2 w=100,0 c=100,0 a=100,0", true);
-  zz_refill_run(dev, &m, ck, "gbs=1 num_gb=3 w=100,0 c=100,0 a=100,0", true);
-  zz_refill_run(dev, &m, ck, "gbs=2 num_gb=2 w=0,50 c=100,0 a=0,100", true);
-  zz_refill_run(dev, &m, ck, "gbs=2 num_gb=2 w=100,0 c=0,100 a=100,0 cpu_attn=1", false);
-  zz_device_destroy(dev);
-  zz_checkpoint_close(ck);
-  zz_model_free(&m);
+  zz_refill_run(f.dev, &f.m, f.ck, "gbs=2 num_gb=2 w=100,0 c=100,0 a=100,0", true);
+  zz_refill_run(f.dev, &f.m, f.ck, "gbs=1 num_gb=3 w=100,0 c=100,0 a=100,0", true);
+  zz_refill_run(f.dev, &f.m, f.ck, "gbs=2 num_gb=2 w=0,50 c=100,0 a=0,100", true);
+  zz_refill_run(f.dev, &f.m, f.ck, "gbs=2 num_gb=2 w=100,0 c=0,100 a=100,0 cpu_attn=1", false);
+  zz_test_fixture_close(&f);
 }
 
 /* The order blocks are gathered in: max new tokens in sqrt(2) steps, then length. */

@@ -172,6 +172,19 @@ static void test_safetensors_lies(void) {
   CU_ASSERT_EQUAL(zz_checkpoint_check(ck, "model.decoder.embed_tokens.weight", 2, shape), ZZ_ERR_FORMAT);
   zz_checkpoint_close(ck);
   ck = NULL;
+  /* a tensor not of a float type: refused by name, by the shape check and the read alike */
+  zz_write_header(dir, "{\"i\": {\"dtype\": \"I32\", \"shape\": [0], \"data_offsets\": [0, 0]}}");
+  CU_ASSERT_EQUAL_FATAL(zz_checkpoint_open(dir, &ck), ZZ_OK);
+  int64_t none[1] = {0};
+  float f;
+  CU_ASSERT_EQUAL(zz_checkpoint_check(ck, "i", 1, none), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "tensor i: dtype I32 is not a float type"));
+  CU_ASSERT_EQUAL(zz_checkpoint_read(ck, "i", ZZ_DTYPE_F32, &f, 0), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "tensor i: dtype I32 is not a float type"));
+  CU_ASSERT_EQUAL(zz_checkpoint_read(ck, "j", ZZ_DTYPE_F32, &f, 1), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "tensor j is missing"));
+  zz_checkpoint_close(ck);
+  ck = NULL;
   /* a shape whose element count is beyond 2^64: refused before it wraps */
   zz_write_header(dir, "{\"w\": {\"dtype\": \"F32\", \"shape\": [1099511627776, 1099511627776, 1099511627776], "
                        "\"data_offsets\": [0, 0]}}");
@@ -213,17 +226,11 @@ static int zz_open_offload_file(void) {
 }
 
 static void test_offload_padding_zeroed(void) {
-  char fx[4096], dir[4096];
-  snprintf(fx, sizeof fx, "%s/tiny-opt", ZZ_FIXTURES_DIR);
+  char dir[4096];
   snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
-  zz_config cfg;
-  zz_model m;
-  zz_checkpoint *ck = NULL;
-  zz_device *dev = NULL;
-  CU_ASSERT_FATAL(zz_config_load(fx, &cfg) == ZZ_OK);
-  CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
-  CU_ASSERT_FATAL(zz_checkpoint_open(fx, &ck) == ZZ_OK);
-  CU_ASSERT_FATAL(zz_device_create_cpu(0, 1, 0, &dev) == ZZ_OK);
+  zz_test_fixture f;
+  CU_ASSERT_FATAL(zz_test_fixture_open("tiny-opt", true, &f) == ZZ_OK);
+  zz_device *dev = f.dev;
   static zz_device_ops poisoned;
   zz_real_ops = dev->ops;
   poisoned = *dev->ops;
@@ -234,7 +241,7 @@ static void test_offload_padding_zeroed(void) {
   zz_shape shape = {.prompt_len = 5, .gen_len = 3};
   zz_tiers tiers = {.offload_dir = dir};
   zz_engine *eng = NULL;
-  CU_ASSERT_FATAL(zz_engine_create_tiers(dev, &m, ck, &pol, &shape, &tiers, &eng) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_engine_create_tiers(dev, &f.m, f.ck, &pol, &shape, &tiers, &eng) == ZZ_OK);
   int32_t p0[] = {2, 47, 915}, p1[] = {2, 36, 291, 638, 407}, p2[] = {2}, p3[] = {2, 5, 6, 7};
   const int32_t *ids[] = {p0, p1, p2, p3};
   int64_t lens[] = {3, 5, 1, 4};
@@ -258,32 +265,24 @@ static void test_offload_padding_zeroed(void) {
   close(fd);
   zz_engine_destroy(eng);
   dev->ops = zz_real_ops;
-  zz_device_destroy(dev);
-  zz_checkpoint_close(ck);
-  zz_model_free(&m);
+  zz_test_fixture_close(&f);
   rmdir(dir);
 }
 
 /* ---------------------------------------------------------------- stop requests */
 
 static void test_stop_request(void) {
-  char fx[4096];
-  snprintf(fx, sizeof fx, "%s/tiny-opt", ZZ_FIXTURES_DIR);
-  zz_config cfg;
-  zz_model m;
-  zz_device *dev = NULL;
-  CU_ASSERT_FATAL(zz_config_load(fx, &cfg) == ZZ_OK);
-  CU_ASSERT_FATAL(zz_model_init(&cfg, &m) == ZZ_OK);
-  CU_ASSERT_FATAL(zz_device_create_cpu(0, 1, 0, &dev) == ZZ_OK);
+  zz_test_fixture f;
+  CU_ASSERT_FATAL(zz_test_fixture_open("tiny-opt", false, &f) == ZZ_OK);
   zz_policy pol;
   zz_policy_default(&pol);
   zz_shape shape = {.prompt_len = 4, .gen_len = 4};
   zz_engine *eng = NULL;
   zz_request_stop(SIGINT); /* while the weights load */
-  CU_ASSERT_EQUAL(zz_engine_create(dev, &m, NULL, &pol, &shape, &eng), ZZ_ERR_INTERRUPTED);
+  CU_ASSERT_EQUAL(zz_engine_create(f.dev, &f.m, NULL, &pol, &shape, &eng), ZZ_ERR_INTERRUPTED);
   CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "SIGINT"));
   zz_request_stop(0);
-  CU_ASSERT_EQUAL_FATAL(zz_engine_create(dev, &m, NULL, &pol, &shape, &eng), ZZ_OK);
+  CU_ASSERT_EQUAL_FATAL(zz_engine_create(f.dev, &f.m, NULL, &pol, &shape, &eng), ZZ_OK);
   int32_t p[] = {2, 47, 915};
   const int32_t *ids[] = {p};
   int64_t lens[] = {3};
@@ -295,8 +294,7 @@ static void test_stop_request(void) {
   CU_ASSERT_EQUAL(zz_generate(eng, &req, &res), ZZ_OK);
   zz_result_free(&res, 1);
   zz_engine_destroy(eng);
-  zz_device_destroy(dev);
-  zz_model_free(&m);
+  zz_test_fixture_close(&f);
 }
 
 /* ---------------------------------------------------------------- --out lock */

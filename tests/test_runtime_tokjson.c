@@ -237,6 +237,22 @@ static void test_tokjson_preferred(void) {
   zz_tj_rm(dir);
 }
 
+/* GPT-2's vocab.json must spell every byte: the first one missing is named, with
+ * its byte-level character (byte 0 is U+0100, "\xc4\x80"). */
+static void test_vocab_missing_byte(void) {
+  char dir[4096], p[4200];
+  snprintf(dir, sizeof dir, "%s", zz_test_tmpdir());
+  snprintf(p, sizeof p, "%s/vocab.json", dir);
+  CU_ASSERT_EQUAL_FATAL(zz_test_write_file(p, "{\"a\": 0}", 8), 0);
+  snprintf(p, sizeof p, "%s/merges.txt", dir);
+  CU_ASSERT_EQUAL_FATAL(zz_test_write_file(p, "#version: 0.2\n", 13), 0);
+  zz_tokenizer *tok = NULL;
+  CU_ASSERT_EQUAL(zz_tokenizer_load(dir, &tok), ZZ_ERR_FORMAT);
+  CU_ASSERT_PTR_NULL(tok);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zz_error_message(), "no token for byte 0x00 (\"\xc4\x80\")"));
+  zz_tj_rm(dir);
+}
+
 /* ================================================================ refused files */
 
 /* Loads fixture `from`'s tokenizer.json after edit(root), expecting a refusal whose
@@ -574,6 +590,7 @@ void zz_test_tokjson_register(void) {
   CU_add_test(s, "Phi-3: added tokens with rstrip", test_tokjson_phi3);
   CU_add_test(s, "random UTF-8 round trips", test_tokjson_random_round_trip);
   CU_add_test(s, "tokenizer.json preferred over vocab.json", test_tokjson_preferred);
+  CU_add_test(s, "vocab.json without a byte's token refused, naming it", test_vocab_missing_byte);
   CU_add_test(s, "unsupported or broken tokenizer.json refused", test_tokjson_refused);
   CU_add_test(s, "Split patterns with gaps, lookahead, (?i:); runaway backtracking", test_tokjson_split_patterns);
   CU_add_test(s, "mutated Split patterns: compiled or refused, matches in bounds", test_tokjson_regex_mutations);

@@ -77,3 +77,23 @@ bool zz_test_config_gives(const char *text, zz_status want, const char *needle) 
   if (!ok) fprintf(stderr, "\nconfig %s: got %s '%s'\n", text, zz_status_str(st), zz_error_message());
   return ok;
 }
+
+zz_status zz_test_fixture_open(const char *name, bool checkpoint, zz_test_fixture *out) {
+  char fx[4096];
+  snprintf(fx, sizeof fx, "%s/%s", ZZ_FIXTURES_DIR, name);
+  zz_config cfg;
+  *out = (zz_test_fixture){0};
+  ZZ_CHECK(zz_config_load(fx, &cfg));
+  ZZ_CHECK(zz_model_init(&cfg, &out->m));
+  zz_status st = checkpoint ? zz_checkpoint_open(fx, &out->ck) : ZZ_OK;
+  if (st == ZZ_OK) st = zz_device_create_cpu(0, 1, 0, &out->dev);
+  if (st != ZZ_OK) zz_test_fixture_close(out);
+  return st;
+}
+
+void zz_test_fixture_close(zz_test_fixture *f) {
+  zz_device_destroy(f->dev);
+  zz_checkpoint_close(f->ck);
+  zz_model_free(&f->m);
+  *f = (zz_test_fixture){0};
+}

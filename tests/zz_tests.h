@@ -57,6 +57,18 @@ zz_status zz_test_load_config(const char *text);
  * false after printing what it gave instead. */
 bool zz_test_config_gives(const char *text, zz_status want, const char *needle);
 
+/* A fixture opened as most engine tests need it: tests/fixtures/NAME's model, its
+ * checkpoint (NULL unless `checkpoint`) and a CPU device of one thread. */
+typedef struct zz_test_fixture {
+  zz_model m;
+  zz_checkpoint *ck;
+  zz_device *dev;
+} zz_test_fixture;
+/* Opens it; on failure nothing is left open. */
+zz_status zz_test_fixture_open(const char *name, bool checkpoint, zz_test_fixture *out);
+/* Closes what zz_test_fixture_open opened. */
+void zz_test_fixture_close(zz_test_fixture *f);
+
 /* What zz_golden_run found for a fixture's golden prompts. */
 #define ZZ_GOLDEN_MAX_PROMPTS 8
 #define ZZ_GOLDEN_MAX_NEW 32

@@ -8,14 +8,6 @@
 
 #include "zz_kernels.h"
 
-/* Whether value a at expert ia ranks before b at ib: the larger first (NaN the
- * largest, as torch.topk orders it); of equal values, the lower expert first. */
-static bool zz_moe_before(float a, int32_t ia, float b, int32_t ib) {
-  if (isnan(a) != isnan(b)) return isnan(a);
-  if (a != b && !isnan(a)) return a > b;
-  return ia < ib;
-}
-
 typedef struct zz_route_job {
   const float *logits;
   int64_t experts, k;
@@ -35,22 +27,8 @@ static void zz_route_row(void *arg, int64_t r) {
   float mx = x[0], s = 0.0f;
   for (int64_t e = 1; e < j->experts; e++) mx = x[e] > mx ? x[e] : mx;
   for (int64_t e = 0; e < j->experts; e++) s += expf(x[e] - mx);
-  /* top-k by insertion among the kept (k is small: 1 to a few dozen) */
   int64_t have = 0;
-  for (int64_t e = 0; e < j->experts; e++) {
-    float p = expf(x[e] - mx) / s;
-    int64_t at = have;
-    while (at > 0 && zz_moe_before(p, (int32_t)e, wr[at - 1], ir[at - 1])) at--;
-    if (at >= k) continue;
-    int64_t last = have < k ? have : k - 1;
-    for (int64_t i = last; i > at; i--) {
-      ir[i] = ir[i - 1];
-      wr[i] = wr[i - 1];
-    }
-    ir[at] = (int32_t)e;
-    wr[at] = p;
-    if (have < k) have++;
-  }
+  for (int64_t e = 0; e < j->experts; e++) zz_moe_topk_offer(expf(x[e] - mx) / s, (int32_t)e, k, &have, ir, wr);
   if (!j->renorm) return;
   float t = 0.0f;
   for (int64_t i = 0; i < k; i++) t += wr[i];

@@ -85,10 +85,13 @@ __global__ void zz_attn_softmax_kernel(float *s, int64_t heads, int64_t sq, int6
   }
 }
 
-int zz_attention_prefill(cublasHandle_t blas, const __half *q, const __half *k, const __half *v, int64_t kv_stride,
-                         int64_t b, int64_t sq, int64_t t, int64_t q_start, int64_t window, int64_t heads,
-                         int64_t kv_heads, int64_t hd, const int32_t *pad, __half *out, float *scores,
-                         cudaStream_t st) {
+/* a's queries against its f16 cache, scores in a->scratch (checked by the caller). */
+int zz_attention_prefill(cublasHandle_t blas, const zz_attn_args *a, cudaStream_t st) {
+  const __half *q = (const __half *)a->q, *k = (const __half *)a->k, *v = (const __half *)a->v;
+  const int64_t kv_stride = a->kv.seq_bytes / 2; /* in halves */
+  const int64_t b = a->b, sq = a->sq, t = a->t, heads = a->heads, kv_heads = a->kv_heads, hd = a->hd;
+  __half *out = (__half *)a->out;
+  float *scores = (float *)a->scratch;
   const int64_t row = heads * hd;      /* elements between two positions of q, out */
   const int64_t kvrow = kv_heads * hd; /* ... of k, v */
   const int64_t G = heads / kv_heads;  /* query heads per K/V head */
@@ -109,7 +112,8 @@ int zz_attention_prefill(cublasHandle_t blas, const __half *q, const __half *k, 
 
   int threads = 64;
   while (threads < 512 && (int64_t)threads * 4 < t) threads *= 2;
-  zz_attn_softmax_kernel<<<(unsigned)(b * heads * sq), threads, 0, st>>>(scores, heads, sq, t, q_start, window, pad);
+  zz_attn_softmax_kernel<<<(unsigned)(b * heads * sq), threads, 0, st>>>(scores, heads, sq, t, a->q_start, a->window,
+                                                                         a->pad);
   ZZ_CU_LAUNCHED();
 
   const __half *probs = (const __half *)scores; /* [b*heads*sq, 2t] halves, first t used */
@@ -263,77 +267,56 @@ __global__ void __launch_bounds__(kDecodeThreads)
   }
 }
 
+/* One decode kernel's launch for a (sq == 1), VEC and NI chosen by zz_attention_decode. */
 template <int VEC, int NI>
-int zz_attn_decode_launch(const __half *q, const __half *k, const __half *v, int64_t kv_stride, int64_t b, int64_t t,
-                          int64_t q_start, int64_t window, int64_t heads, int64_t kv_heads, int64_t hd,
-                          const int32_t *pad, __half *out, cudaStream_t st) {
-  zz_attn_decode_kernel<VEC, NI><<<(unsigned)(b * heads), kDecodeThreads, 0, st>>>(
-      q, k, v, kv_stride, t, q_start, window, (int)heads, (int)kv_heads, (int)hd, pad, 1.0f / sqrtf((float)hd), out);
+int zz_attn_decode_launch(const zz_attn_args *a, cudaStream_t st) {
+  zz_attn_decode_kernel<VEC, NI><<<(unsigned)(a->b * a->heads), kDecodeThreads, 0, st>>>(
+      (const __half *)a->q, (const __half *)a->k, (const __half *)a->v, a->kv.seq_bytes / 2 /* in halves */, a->t,
+      a->q_start, a->window, (int)a->heads, (int)a->kv_heads, (int)a->hd, a->pad, 1.0f / sqrtf((float)a->hd),
+      (__half *)a->out);
   ZZ_CU_LAUNCHED();
   return 0;
 }
 
-int zz_attention_decode(const __half *q, const __half *k, const __half *v, int64_t kv_stride, int64_t b, int64_t t,
-                        int64_t q_start, int64_t window, int64_t heads, int64_t kv_heads, int64_t hd,
-                        const int32_t *pad, __half *out, cudaStream_t st) {
-  if (hd > kMaxHd || !zz_cu_fits_int(heads) || !zz_cu_fits_int(b * heads)) return (int)cudaErrorNotSupported;
-  const uintptr_t bits = (uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)out;
-  const bool pairs = hd % 2 == 0 && kv_stride % 2 == 0 && (bits & 3) == 0;
+int zz_attention_decode(const zz_attn_args *a, cudaStream_t st) {
+  const int64_t hd = a->hd;
+  if (hd > kMaxHd || !zz_cu_fits_int(a->heads) || !zz_cu_fits_int(a->b * a->heads)) return (int)cudaErrorNotSupported;
+  const uintptr_t bits = (uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->out;
+  const bool pairs = hd % 2 == 0 && (a->kv.seq_bytes / 2) % 2 == 0 && (bits & 3) == 0;
   if (pairs) {
     switch ((hd + 63) / 64) {
-      case 1:
-        return zz_attn_decode_launch<2, 1>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out,
-                                           st);
-      case 2:
-        return zz_attn_decode_launch<2, 2>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out,
-                                           st);
-      case 3:
-        return zz_attn_decode_launch<2, 3>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out,
-                                           st);
-      default:
-        return zz_attn_decode_launch<2, 4>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out,
-                                           st);
+      case 1: return zz_attn_decode_launch<2, 1>(a, st);
+      case 2: return zz_attn_decode_launch<2, 2>(a, st);
+      case 3: return zz_attn_decode_launch<2, 3>(a, st);
+      default: return zz_attn_decode_launch<2, 4>(a, st);
     }
   }
   switch ((hd + 31) / 32) {
-    case 1:
-      return zz_attn_decode_launch<1, 1>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
-    case 2:
-      return zz_attn_decode_launch<1, 2>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
-    case 3:
-      return zz_attn_decode_launch<1, 3>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
-    case 4:
-      return zz_attn_decode_launch<1, 4>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
-    case 5:
-      return zz_attn_decode_launch<1, 5>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
-    case 6:
-      return zz_attn_decode_launch<1, 6>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
-    case 7:
-      return zz_attn_decode_launch<1, 7>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
-    default:
-      return zz_attn_decode_launch<1, 8>(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, pad, out, st);
+    case 1: return zz_attn_decode_launch<1, 1>(a, st);
+    case 2: return zz_attn_decode_launch<1, 2>(a, st);
+    case 3: return zz_attn_decode_launch<1, 3>(a, st);
+    case 4: return zz_attn_decode_launch<1, 4>(a, st);
+    case 5: return zz_attn_decode_launch<1, 5>(a, st);
+    case 6: return zz_attn_decode_launch<1, 6>(a, st);
+    case 7: return zz_attn_decode_launch<1, 7>(a, st);
+    default: return zz_attn_decode_launch<1, 8>(a, st);
   }
 }
 
 } // namespace
 
 extern "C" int zz_cuda_attention(void *cublas, const zz_attn_args *a, void *stream) {
-  const int64_t b = a->b, sq = a->sq, t = a->t, q_start = a->q_start, window = a->window, heads = a->heads;
-  const int64_t kv_heads = a->kv_heads, hd = a->hd, kv_stride = a->kv.seq_bytes / 2; /* in halves */
-  if (b < 0 || sq < 0 || t < 0 || q_start < 0 || window < 0 || heads < 0 || hd < 0 || a->kv.seq_bytes < 0 ||
+  const int64_t b = a->b, sq = a->sq, t = a->t, heads = a->heads, kv_heads = a->kv_heads, hd = a->hd;
+  if (b < 0 || sq < 0 || t < 0 || a->q_start < 0 || a->window < 0 || heads < 0 || hd < 0 || a->kv.seq_bytes < 0 ||
       a->kv.seq_bytes % 2 != 0 || kv_heads <= 0 || heads % kv_heads != 0)
     return (int)cudaErrorInvalidValue;
   if (b == 0 || sq == 0 || heads == 0 || hd == 0) return 0;
   cudaStream_t st = zz_cu_stream(stream);
-  const __half *q = (const __half *)a->q, *k = (const __half *)a->k, *v = (const __half *)a->v;
   if (t == 0) { /* no key at all: every query sees none */
     ZZ_CU_TRY(cudaMemsetAsync(a->out, 0, (size_t)(b * sq * heads * hd) * 2, st));
     return 0;
   }
-  if (sq == 1)
-    return zz_attention_decode(q, k, v, kv_stride, b, t, q_start, window, heads, kv_heads, hd, a->pad, (__half *)a->out,
-                               st);
+  if (sq == 1) return zz_attention_decode(a, st);
   if (!a->scratch) return (int)cudaErrorInvalidValue;
-  return zz_attention_prefill((cublasHandle_t)cublas, q, k, v, kv_stride, b, sq, t, q_start, window, heads, kv_heads,
-                              hd, a->pad, (__half *)a->out, (float *)a->scratch, st);
+  return zz_attention_prefill((cublasHandle_t)cublas, a, st);
 }

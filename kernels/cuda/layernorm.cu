@@ -44,9 +44,7 @@ extern "C" int zz_cuda_layernorm(const uint16_t *x, int64_t n, int64_t dim, cons
                                  float eps, uint16_t *y, void *stream) {
   if (n < 0 || dim < 0 || n > 2147483647) return (int)cudaErrorInvalidValue;
   if (n == 0 || dim == 0) return 0;
-  /* Enough threads that each handles a handful of elements; 1024 caps it. */
-  int threads = 64;
-  while (threads < 1024 && (int64_t)threads * 8 < dim) threads *= 2;
+  const int threads = zz_cu_row_threads(dim);
   zz_layernorm_kernel<<<(unsigned)n, threads, 0, zz_cu_stream(stream)>>>((const __half *)x, dim, (const __half *)gamma,
                                                                          (const __half *)beta, eps, (__half *)y);
   ZZ_CU_LAUNCHED();

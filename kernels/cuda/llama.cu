@@ -60,8 +60,7 @@ extern "C" int zz_cuda_rmsnorm(const uint16_t *x, int64_t n, int64_t dim, const 
                                void *stream) {
   if (n < 0 || dim < 0 || n > 2147483647) return (int)cudaErrorInvalidValue;
   if (n == 0 || dim == 0) return 0;
-  int threads = 64;
-  while (threads < 1024 && (int64_t)threads * 8 < dim) threads *= 2;
+  const int threads = zz_cu_row_threads(dim);
   zz_rmsnorm_kernel<<<(unsigned)n, threads, 0, zz_cu_stream(stream)>>>((const __half *)x, dim, (const __half *)gamma,
                                                                        eps, (__half *)y);
   ZZ_CU_LAUNCHED();

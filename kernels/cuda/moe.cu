@@ -10,14 +10,6 @@ namespace {
 const int kThreads = 256;
 const int kMaxK = 32; /* the most experts a row may choose here */
 
-/* The CPU reference's order: larger first, NaN the largest, equal values by the
- * lower expert. */
-__device__ bool zz_moe_before(float a, int32_t ia, float b, int32_t ib) {
-  if (isnan(a) != isnan(b)) return isnan(a);
-  if (a != b && !isnan(a)) return a > b;
-  return ia < ib;
-}
-
 __global__ void zz_moe_route_kernel(const __half *logits, int64_t n, int64_t experts, int64_t k, bool renorm,
                                     int32_t *idx, float *w) {
   for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < n; r += (int64_t)gridDim.x * blockDim.x) {
@@ -28,19 +20,8 @@ __global__ void zz_moe_route_kernel(const __half *logits, int64_t n, int64_t exp
     for (int64_t e = 1; e < experts; e++) mx = fmaxf(mx, __half2float(x[e]));
     for (int64_t e = 0; e < experts; e++) s += expf(__half2float(x[e]) - mx);
     int64_t have = 0;
-    for (int64_t e = 0; e < experts; e++) {
-      const float p = expf(__half2float(x[e]) - mx) / s;
-      int64_t at = have;
-      while (at > 0 && zz_moe_before(p, (int32_t)e, wr[at - 1], ir[at - 1])) at--;
-      if (at >= k) continue;
-      for (int64_t i = have < k ? have : k - 1; i > at; i--) {
-        ir[i] = ir[i - 1];
-        wr[i] = wr[i - 1];
-      }
-      ir[at] = (int32_t)e;
-      wr[at] = p;
-      if (have < k) have++;
-    }
+    for (int64_t e = 0; e < experts; e++)
+      zz_moe_topk_offer(expf(__half2float(x[e]) - mx) / s, (int32_t)e, k, &have, ir, wr);
     float t = 0.0f;
     for (int64_t i = 0; i < k; i++) t += wr[i];
     for (int64_t i = 0; i < k; i++) {

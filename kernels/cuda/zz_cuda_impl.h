@@ -53,6 +53,14 @@ static inline unsigned zz_cu_blocks(int64_t n, int threads) {
 
 static inline bool zz_cu_fits_int(int64_t v) { return v >= 0 && v <= 2147483647; }
 
+/* Threads of a block that reduces one row of dim elements (the norms): enough that
+ * each handles a handful (8) of elements, from 64 up to the 1024 a block allows. */
+static inline int zz_cu_row_threads(int64_t dim) {
+  int threads = 64;
+  while (threads < 1024 && (int64_t)threads * 8 < dim) threads *= 2;
+  return threads;
+}
+
 /* ---------------------------------------------------------------- reductions */
 
 /* Sum and maximum share one shuffle tree and one block step; only the operation

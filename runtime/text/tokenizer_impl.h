@@ -142,6 +142,10 @@ struct zz_tokenizer {
 uint64_t zz_tok_hash(const char *s, size_t n);
 const zz_tok_entry *zz_tok_find(const zz_tokenizer *tok, const char *s, size_t len);
 const zz_tok_entry *zz_tok_by_id(const zz_tokenizer *tok, int32_t id);
+/* The first byte whose byte-level character (zz_byte_map) is no token, that
+ * character's UTF-8 in ch[0..*len) (ch may be NULL); -1 when each of the 256 is one
+ * (byte-level BPE can then encode any text). */
+int zz_tok_missing_byte(const zz_tokenizer *tok, char ch[4], size_t *len);
 
 /* Room for n tokens whose texts take at most pool_bytes (NULs included). */
 zz_status zz_tok_vocab_alloc(zz_tokenizer *tok, size_t n, size_t pool_bytes, const char *path);

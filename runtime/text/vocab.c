@@ -66,16 +66,22 @@ static bool zz_tok_keeps_chars(const zz_tokenizer *tok) {
   bool fallback = tok->byte_fallback;
   for (int b = 0; fallback && b < 256; b++) fallback = tok->fallback_id[b] >= 0;
   if (fallback || (tok->unk_id >= 0 && !tok->fuse_unk)) return true;
-  if (!tok->byte_level) return false;
   /* byte-level words are mapped bytes: each byte's character must be a token */
+  return tok->byte_level && zz_tok_missing_byte(tok, NULL, NULL) < 0;
+}
+
+int zz_tok_missing_byte(const zz_tokenizer *tok, char ch[4], size_t *len) {
   uint32_t cp_of_byte[256];
   int16_t byte_of_cp[ZZ_BYTE_CP_MAX + 1];
   zz_byte_map(cp_of_byte, byte_of_cp);
   for (int b = 0; b < 256; b++) {
     char c[4];
-    if (!zz_tok_find(tok, c, zz_utf8_put(cp_of_byte[b], c))) return false;
+    size_t n = zz_utf8_put(cp_of_byte[b], c);
+    if (zz_tok_find(tok, c, n)) continue;
+    if (ch) memcpy(ch, c, n), *len = n;
+    return b;
   }
-  return true;
+  return -1;
 }
 
 /* A token stands for at most as many bytes of the normalized text as its spelling

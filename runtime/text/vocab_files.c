@@ -46,20 +46,13 @@ static zz_status zz_tok_load_vocab(zz_tokenizer *tok, const char *path) {
 
   /* Every pre-token starts as single bytes, so a vocabulary missing one cannot
    * encode arbitrary text. */
-  uint32_t cp_of_byte[256];
-  int16_t byte_of_cp[ZZ_BYTE_CP_MAX + 1];
-  zz_byte_map(cp_of_byte, byte_of_cp);
-  for (int b = 0; b < 256; b++) {
-    char s[2];
-    size_t len = zz_utf8_put(cp_of_byte[b], s);
-    const zz_tok_entry *e = zz_tok_find(tok, s, len);
-    if (!e) {
-      st = zz_error(ZZ_ERR_FORMAT,
-                    "%s: no token for byte 0x%02X (\"%.*s\"); byte-level BPE needs "
-                    "all 256",
-                    path, b, (int)len, s);
-      goto done;
-    }
+  char ch[4];
+  size_t len = 0;
+  int b = zz_tok_missing_byte(tok, ch, &len);
+  if (b >= 0) {
+    st = zz_error(ZZ_ERR_FORMAT, "%s: no token for byte 0x%02X (\"%.*s\"); byte-level BPE needs all 256", path, b,
+                  (int)len, ch);
+    goto done;
   }
   st = zz_tok_added_ids(tok, path);
 done:

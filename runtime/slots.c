@@ -18,9 +18,7 @@
 
 #include "zz_generate.h"
 
-static bool zz_slot_free(const zz_slots *sl, int64_t s) {
-  return sl->seq[s] < 0 || sl->ops->done(sl->ctx, sl->seq[s]);
-}
+static bool zz_slot_free(const zz_slots *sl, int64_t s) { return sl->seq[s] < 0 || sl->ops->done(sl->ctx, sl->seq[s]); }
 
 void zz_slots_claim(zz_slots *sl, int64_t q) {
   sl->taken[q] = true;
@@ -42,10 +40,16 @@ int64_t zz_slots_fit(const zz_slots *sl, int gr, int step) {
   return -1;
 }
 
-zz_status zz_slots_init(zz_slots *sl, int n_groups, int64_t bls, int64_t n, const int64_t *lens,
-                        const zz_slot_ops *ops, void *ctx) {
-  *sl = (zz_slots){.n_groups = n_groups, .bls = bls, .cap = bls * n_groups, .n = n, .lens = lens, .ops = ops,
-                   .ctx = ctx, .waiting = n};
+zz_status zz_slots_init(zz_slots *sl, int n_groups, int64_t bls, int64_t n, const int64_t *lens, const zz_slot_ops *ops,
+                        void *ctx) {
+  *sl = (zz_slots){.n_groups = n_groups,
+                   .bls = bls,
+                   .cap = bls * n_groups,
+                   .n = n,
+                   .lens = lens,
+                   .ops = ops,
+                   .ctx = ctx,
+                   .waiting = n};
   sl->seq = malloc((size_t)sl->cap * sizeof *sl->seq);
   sl->ended = calloc((size_t)sl->cap, sizeof *sl->ended);
   sl->n_in = calloc((size_t)n_groups, sizeof *sl->n_in);

@@ -233,7 +233,8 @@ static void zz_px_refill(const char *name, const char *policy) {
 
 static void test_refill(void) {
   zz_px_refill("tiny-opt", "gbs=4 num_gb=1 w=100,0 c=100,0 a=100,0");
-  zz_px_refill("tiny-llama", "gbs=1 num_gb=3 w=0,50 c=100,0 a=0,100"); /* donor in another batch; offloaded */
+  zz_px_refill("tiny-llama", "gbs=1 num_gb=3 w=0,50 c=100,0 a=0,100");         /* donor in another batch; offloaded */
+  zz_px_refill("tiny-mistral", "gbs=2 num_gb=2 w=100,0 c=100,0 a=100,0 cc=1"); /* sliding window, 4-bit cache */
 }
 
 /* zz_prefix_common: the longest run of equal first tokens, capped. */

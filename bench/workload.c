@@ -236,7 +236,8 @@ static zz_status wl_predict(const zz_model *m, const zz_hw *hw, const zz_policy 
                    .refill = refill,
                    .per_request = per,
                    .share_prefix = share,
-                   .ids = ids};
+                   .ids = ids,
+                   .refill_shares_prefix = share};
   zz_workload_cost c = {0};
   zz_hw nominal; /* without a file, the positions alone are asked for */
   zz_hw_nominal("cpu", &nominal);

@@ -108,8 +108,10 @@ typedef struct zz_workload {
   const int32_t *common;
   int64_t n_common;
   /* a newcomer (refill) computes only what follows the prefix it shares with its
-   * group's block: off as the runtime runs today (zz_engine_refill computes the
-   * whole prompt) */
+   * group's block, as the runtime does where it shares prefixes (zz_engine_refill
+   * copies the rows of the longest prefix another slot's prompt shares with it,
+   * runtime/prefix.c; counted here against the block's first prompt, the same
+   * where the block's prompts share one prefix, as a system prompt's) */
   bool refill_shares_prefix;
 } zz_workload;
 

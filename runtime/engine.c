@@ -210,6 +210,11 @@ static zz_status zz_engine_alloc_parts(zz_engine *e) {
     gr->run_k = calloc((size_t)nb, sizeof *gr->run_k);
     if (!gr->k_home || !gr->v_home || !gr->a_home || !gr->idx || !gr->run_k)
       return zz_error(ZZ_ERR_NO_MEMORY, "engine: out of memory");
+    if (!zz_engine_can_refill(e, g)) continue;
+    size_t bls = (size_t)e->pol.gpu_batch_size * (size_t)nb;
+    gr->prompt = calloc(bls * (size_t)e->shape.prompt_len, sizeof *gr->prompt);
+    gr->prompt_n = calloc(bls, sizeof *gr->prompt_n);
+    if (!gr->prompt || !gr->prompt_n) return zz_error(ZZ_ERR_NO_MEMORY, "engine: out of memory");
   }
   return ZZ_OK;
 }
@@ -308,6 +313,8 @@ void zz_engine_destroy(zz_engine *e) {
     free(e->groups[g].a_home);
     free(e->groups[g].idx);
     free(e->groups[g].run_k);
+    free(e->groups[g].prompt);
+    free(e->groups[g].prompt_n);
   }
   free(e->groups);
   free(e->w.home);
@@ -367,6 +374,7 @@ zz_status zz_engine_begin_block(zz_engine *e, int group, int64_t n, const int64_
   g->s = s;
   /* left padding of each sequence; it never changes during the block */
   for (int64_t i = 0; i < n; i++) g->idx[i / gbs].pad[i % gbs] = (int32_t)(s - lens[i]);
+  for (int64_t i = 0; i < bls; i++) zz_prefix_note(e, group, i, NULL, 0); /* until the prompt step */
   return ZZ_OK;
 }
 

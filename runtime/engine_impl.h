@@ -39,6 +39,10 @@ typedef struct zz_group {
   int64_t *run_k;             /* [num_gb] the batches a step computes, in order (zz_schedule_step) */
   int64_t n;                  /* sequences of the current block (0: none begun) */
   int64_t s;                  /* its padded prompt length */
+  /* where the group can refill (zz_engine_can_refill), else NULL: each sequence's
+   * current prompt while its cache rows hold it, a refill's donors (prefix.c) */
+  int32_t *prompt;   /* [gbs * num_gb, prompt_len] */
+  int64_t *prompt_n; /* [gbs * num_gb] its tokens (0: none) */
 } zz_group;
 
 typedef struct zz_weights {
@@ -131,6 +135,16 @@ int64_t zz_prefix_len(const zz_engine *e, int group, const zz_step_io *io);
 /* After the prefix run: its p rows (sequence 0 of batch 0, every cache layer's K
  * and V) copied into every other sequence's rows of the prefix, in any tier. */
 zz_status zz_prefix_spread(zz_engine *e, int group, int64_t p);
+/* Sequence seq's prompt from now on (ids NULL: none whose rows are whole). */
+void zz_prefix_note(zz_engine *e, int group, int64_t seq, const int32_t *ids, int64_t len);
+/* For a refill's newcomer into seq: the most tokens (>= ZZ_PREFIX_MIN, < len)
+ * another sequence's prompt starts with as ids does, and that sequence (*donor_out);
+ * 0 and -1 when none, or sharing is off. */
+int64_t zz_prefix_donor(const zz_engine *e, int group, int64_t seq, const int32_t *ids, int64_t len,
+                        int64_t *donor_out);
+/* Sequence from's p prefix rows, every cache layer's K and V, copied to sequence
+ * to's rows from its padding on (the group's cache on the device). */
+zz_status zz_prefix_lend(zz_engine *e, int group, int64_t from, int64_t to, int64_t p);
 
 /* engine.c */
 int64_t zz_group_batch_count(const zz_engine *e, const zz_group *g, int64_t k);

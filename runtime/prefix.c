@@ -41,12 +41,16 @@ int64_t zz_prefix_shared(const int32_t *const *ids, int64_t n, int64_t shortest)
   return p >= ZZ_PREFIX_MIN ? p : 0;
 }
 
+/* The one rule for where sharing is off: a slice of a pipeline (its hidden states
+ * are handed between ranks row for row, and a later slice has no token ids) and a
+ * reader of every row's output (the prefix rows of all but one sequence are not
+ * computed). */
+static bool zz_prefix_on(const zz_engine *e) {
+  return e->prefix_sharing && e->l0 == 0 && e->l1 == e->m->n_layers && !e->all_rows;
+}
+
 int64_t zz_prefix_len(const zz_engine *e, int group, const zz_step_io *io) {
-  /* one rule for where sharing is off: a slice of a pipeline (its hidden states
-   * are handed between ranks row for row, and a later slice has no token ids) and
-   * a reader of every row's output (the prefix rows of all but one sequence are
-   * not computed) */
-  if (!e->prefix_sharing || e->l0 != 0 || e->l1 != e->m->n_layers || e->all_rows || !io->prompts) return 0;
+  if (!zz_prefix_on(e) || !io->prompts) return 0;
   const zz_group *g = &e->groups[group];
   int64_t gbs = e->pol.gpu_batch_size, most_pad = 0;
   for (int64_t i = 0; i < g->n; i++)
@@ -93,6 +97,15 @@ static zz_status zz_prefix_put(zz_engine *e, const zz_prefix_at *a, const char *
   return zz_device_sync(dev, ZZ_LANE_COMPUTE);
 }
 
+/* Cache layer jl's rows: bytes of one, of a sequence's t_max on the device or CPU
+ * tier, of a sequence's region on disk. */
+static void zz_prefix_rows(const zz_engine *e, int jl, size_t *row, size_t *tmh, size_t *region) {
+  zz_cache_spec spec = zz_engine_cache_spec(e, jl);
+  *row = zz_cache_row_bytes(&spec);
+  *tmh = (size_t)e->t_max * *row;
+  *region = zz_cache_region_bytes(&spec, e->t_max);
+}
+
 /* No buffer of its own: rows go home to home; where a cache home is on disk, the
  * plan has the host disk stages (cache.stage, idle between runs), which hold the
  * prefix's rows (slot 0, K) and a home's disk blocks around them (slot 0, V). */
@@ -104,9 +117,9 @@ zz_status zz_prefix_spread(zz_engine *e, int group, int64_t p) {
   for (int jl = 0; jl < nl; jl++) {
     int l = e->cache_of[jl];
     if (l < 0) continue;
-    zz_cache_spec spec = zz_engine_cache_spec(e, jl);
-    size_t row = zz_cache_row_bytes(&spec), tmh = (size_t)e->t_max * row;
-    size_t region = zz_cache_region_bytes(&spec, e->t_max), n = (size_t)p * row;
+    size_t row, tmh, region;
+    zz_prefix_rows(e, jl, &row, &tmh, &region);
+    size_t n = (size_t)p * row;
     for (int kv = 0; kv < 2; kv++) {
       const zz_tensor *homes = kv ? g->v_home : g->k_home;
       zz_prefix_at a = {.h = &homes[l * nb], .i = 0, .tmh = tmh, .region = region, .off = pad0 * row, .n = n};
@@ -138,6 +151,75 @@ zz_status zz_prefix_spread(zz_engine *e, int group, int64_t p) {
                             .n = n};
           ZZ_CHECK(zz_prefix_put(e, &t, src, src_dev));
         }
+    }
+  }
+  return ZZ_OK;
+}
+
+/* ---------------------------------------------------------------- refill */
+
+/* A refill's newcomer (zz_schedule_refill) joins a block whose other slots hold
+ * their prompts' rows: where one of them starts with the same P tokens, those P rows
+ * of every cache layer are the newcomer's own rows of its first P positions
+ * (positions count from each sequence's padding), so they are copied from that slot,
+ * the donor, and only the rest of the prompt is computed. The group remembers each
+ * slot's prompt while its rows stay whole (zz_group.prompt): written by the prompt
+ * step and by a refill, forgotten when a block begins or the slot is refilled. */
+
+void zz_prefix_note(zz_engine *e, int group, int64_t seq, const int32_t *ids, int64_t len) {
+  zz_group *g = &e->groups[group];
+  if (!g->prompt) return;
+  g->prompt_n[seq] = ids ? len : 0;
+  if (ids) memcpy(g->prompt + seq * e->shape.prompt_len, ids, (size_t)len * sizeof *ids);
+}
+
+int64_t zz_prefix_donor(const zz_engine *e, int group, int64_t seq, const int32_t *ids, int64_t len,
+                        int64_t *donor_out) {
+  const zz_group *g = &e->groups[group];
+  int64_t best = 0;
+  *donor_out = -1;
+  if (!g->prompt || !zz_prefix_on(e)) return 0;
+  for (int64_t d = 0; d < g->n; d++) {
+    if (d == seq || !g->prompt_n[d]) continue;
+    const int32_t *two[2] = {ids, g->prompt + d * e->shape.prompt_len};
+    /* below len: the newcomer's last row gives its logits */
+    int64_t most = len - 1 < g->prompt_n[d] ? len - 1 : g->prompt_n[d];
+    int64_t p = zz_prefix_common(two, 2, most);
+    if (p > best) {
+      best = p;
+      *donor_out = d;
+    }
+  }
+  if (best < ZZ_PREFIX_MIN) {
+    *donor_out = -1;
+    return 0;
+  }
+  return best;
+}
+
+/* The group's cache is on the device (zz_engine_can_refill): a device copy per
+ * cache layer, K and V, through the spread's copier. */
+zz_status zz_prefix_lend(zz_engine *e, int group, int64_t from, int64_t to, int64_t p) {
+  zz_group *g = &e->groups[group];
+  int64_t gbs = e->pol.gpu_batch_size, nb = e->pol.num_gpu_batches, nl = e->l1 - e->l0;
+  int64_t kf = from / gbs, kt = to / gbs, i_from = from % gbs;
+  for (int jl = 0; jl < nl; jl++) {
+    int l = e->cache_of[jl];
+    if (l < 0) continue;
+    size_t row, tmh, region;
+    zz_prefix_rows(e, jl, &row, &tmh, &region);
+    for (int kv = 0; kv < 2; kv++) {
+      const zz_tensor *homes = kv ? g->v_home : g->k_home;
+      const zz_tensor *src = &homes[l * nb + kf];
+      ZZ_ASSERT(src->tier == ZZ_TIER_GPU && homes[l * nb + kt].tier == ZZ_TIER_GPU);
+      zz_prefix_at t = {.h = &homes[l * nb + kt],
+                        .i = to % gbs,
+                        .tmh = tmh,
+                        .region = region,
+                        .off = (size_t)g->idx[kt].pad[to % gbs] * row,
+                        .n = (size_t)p * row};
+      const char *rows = (const char *)src->data + (size_t)i_from * tmh + (size_t)g->idx[kf].pad[i_from] * row;
+      ZZ_CHECK(zz_prefix_put(e, &t, rows, true));
     }
   }
   return ZZ_OK;

@@ -504,16 +504,29 @@ zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *
     r.pos = p;
   }
   if (st == ZZ_OK) st = zz_run_counted(&r);
+  /* the prompts the cache rows now hold: a refill's donors */
+  for (int64_t i = 0; st == ZZ_OK && step == 0 && g->prompt && io->prompts && i < g->n; i++)
+    zz_prefix_note(e, group, i, io->prompts[i], g->s - g->idx[i / gbs].pad[i % gbs]);
   return st;
 }
 
 /* A prompt step of one sequence alone (zz_engine_refill): its rows of batch k's
  * cache, key positions [pos, pos + len), left padded to pos. The engine checked
- * that the group's caches are on the device, so no cache row moves. */
+ * that the group's caches are on the device, so no cache row moves. Where another
+ * slot's prompt starts with the same p tokens, its rows of them are copied in and
+ * the run computes the rest, keys [pos + p, pos + len) (prefix.c; the whole model
+ * in this engine, so io->prompts holds the prompt). */
 zz_status zz_schedule_refill(zz_engine *e, int group, int64_t seq, int64_t len, int64_t pos, const zz_step_io *io) {
   zz_group *g = &e->groups[group];
-  int64_t gbs = e->pol.gpu_batch_size, k = seq / gbs;
-  g->idx[k].pad[seq % gbs] = (int32_t)pos; /* its padding from now on, for the group's steps too */
+  int64_t gbs = e->pol.gpu_batch_size, k = seq / gbs, donor;
+  zz_prefix_note(e, group, seq, NULL, 0);                   /* its rows are written afresh */
+  g->idx[k].pad[seq % gbs] = (int32_t)pos;                  /* its padding from now on, for the group's steps too */
+  const int32_t *ids = io->prompts ? io->prompts[0] : NULL; /* a later slice has none */
+  int64_t p = ids ? zz_prefix_donor(e, group, seq, ids, len, &donor) : 0;
+  if (p > 0) {
+    ZZ_CHECK(zz_prefix_lend(e, group, donor, seq, p));
+    e->prefix_shared += p;
+  }
   g->run_k[0] = k;
   zz_run r = {.e = e,
               .g = g,
@@ -522,10 +535,12 @@ zz_status zz_schedule_refill(zz_engine *e, int group, int64_t seq, int64_t len, 
               .nl = e->l1 - e->l0,
               .nbt = 1,
               .ks = g->run_k,
-              .sq = len,
-              .pos = pos,
+              .sq = len - p,
+              .pos = pos + p,
               .io = io,
               .store_ticket = e->tickets,
               .slot = seq % gbs};
-  return zz_run_counted(&r);
+  ZZ_CHECK(zz_run_counted(&r));
+  zz_prefix_note(e, group, seq, ids, len);
+  return ZZ_OK;
 }

@@ -272,26 +272,31 @@ static void test_finished_batches_skipped(void) {
  * slot whose sequence ends takes the next waiting prompt that fits, prefilled alone
  * into its own cache rows; every prompt's tokens (greedy, and sampled with its seed)
  * are those it gets alone, and fewer positions are wasted than block by block. An
- * engine whose cache is off the device runs them block by block, the same tokens. */
-static void zz_refill_run(zz_device *dev, const zz_model *m, const zz_checkpoint *ck, const char *policy,
-                          bool refills) {
-  enum { N = 14, LEN = 6, GEN = 8 };
+ * engine whose cache is off the device runs them block by block, the same tokens.
+ * With pre > 0 every prompt starts with the same pre tokens: a newcomer copies
+ * their rows from a slot that holds them (runtime/prefix.c), with sharing on; the
+ * tokens are the same with it off, and the positions it took off are those counted. */
+static void zz_refill_run(zz_device *dev, const zz_model *m, const zz_checkpoint *ck, const char *policy, bool refills,
+                          int pre) {
+  enum { N = 14, OWN = 6, PRE = 16, GEN = 8 };
   zz_policy pol;
   CU_ASSERT_FATAL(zz_policy_parse(policy, &pol) == ZZ_OK);
-  zz_shape shape = {.prompt_len = LEN, .gen_len = GEN};
+  CU_ASSERT_FATAL(pre == 0 || pre == PRE);
+  zz_shape shape = {.prompt_len = pre + OWN, .gen_len = GEN};
   zz_engine *eng = NULL;
   CU_ASSERT_FATAL(zz_engine_create(dev, m, ck, &pol, &shape, &eng) == ZZ_OK);
   CU_ASSERT_EQUAL(zz_engine_can_refill(eng, 0), refills);
   int64_t cap = (int64_t)pol.gpu_batch_size * pol.num_gpu_batches;
-  int32_t p[N][LEN];
+  int32_t p[N][PRE + OWN];
   const int32_t *ids[N];
   int64_t lens[N];
   uint64_t streams[N];
   int max_new[N] = {2, 8, 1, 3, 7, 2, 5, 8, 1, 4, 6, 2, 3, 8};
   zz_seq_params sp[N];
   for (int i = 0; i < N; i++) {
-    lens[i] = 1 + (i * 5) % LEN; /* 1 to 6 tokens */
-    for (int t = 0; t < LEN; t++) p[i][t] = t ? (int32_t)(5 + (i * 37 + t * 11) % 400) : 2;
+    lens[i] = pre + 1 + (i * 5) % OWN; /* the prefix and 1 to 6 tokens of its own */
+    for (int t = 0; t < pre; t++) p[i][t] = t ? (int32_t)(5 + (t * 29) % 400) : 2;
+    for (int t = 0; t < OWN; t++) p[i][pre + t] = t || pre ? (int32_t)(5 + (i * 37 + t * 11) % 400) : 2;
     ids[i] = p[i];
     streams[i] = (uint64_t)(100 + i);
     sp[i] = (zz_seq_params){.sampling = {.temperature = i % 2 ? 0.8f : 0, .top_p = 1, .seed = 5},
@@ -307,28 +312,47 @@ static void zz_refill_run(zz_device *dev, const zz_model *m, const zz_checkpoint
                     .ignore_eos = true,
                     .params = sp,
                     .refill = true};
-  zz_result res;
-  CU_ASSERT_FATAL(zz_generate(eng, &req, &res) == ZZ_OK);
   int64_t useful = 0, blocks_computed = 0, blocks_useful = 0;
   for (int i = 0; i < N; i++) useful += lens[i] + max_new[i] - 1;
-  CU_ASSERT_EQUAL(res.pos_useful, useful);
-  for (int i = 0; i < N; i++) {
-    CU_ASSERT_EQUAL(res.n_tokens[i], max_new[i]);
-    CU_ASSERT_EQUAL(res.out[i].finish, ZZ_FINISH_LENGTH);
-    zz_request one = {.n = 1,
-                      .ids = ids + i,
-                      .lens = lens + i,
-                      .streams = streams + i,
-                      .max_new_tokens = GEN,
-                      .ignore_eos = true,
-                      .params = sp + i};
-    zz_result alone;
-    CU_ASSERT_FATAL(zz_generate(eng, &one, &alone) == ZZ_OK);
-    CU_ASSERT_EQUAL(alone.n_tokens[0], res.n_tokens[i]);
-    CU_ASSERT(memcmp(alone.tokens[0], res.tokens[i], (size_t)res.n_tokens[i] * sizeof(int32_t)) == 0);
-    zz_result_free(&alone, 1);
+  /* sharing off, then on: each prompt's tokens as alone; on takes off the positions it counts */
+  zz_result res[2];
+  int64_t shared[2];
+  for (int on = 0; on < 2; on++) {
+    zz_engine_stats before, after;
+    zz_engine_set_prefix_sharing(eng, on);
+    zz_engine_get_stats(eng, &before);
+    CU_ASSERT_FATAL(zz_generate(eng, &req, &res[on]) == ZZ_OK);
+    zz_engine_get_stats(eng, &after);
+    shared[on] = after.prefix_shared - before.prefix_shared;
+    CU_ASSERT_EQUAL(res[on].pos_useful, useful - shared[on]);
+    for (int i = 0; i < N; i++) {
+      CU_ASSERT_EQUAL(res[on].n_tokens[i], max_new[i]);
+      CU_ASSERT_EQUAL(res[on].out[i].finish, ZZ_FINISH_LENGTH);
+      zz_request one = {.n = 1,
+                        .ids = ids + i,
+                        .lens = lens + i,
+                        .streams = streams + i,
+                        .max_new_tokens = GEN,
+                        .ignore_eos = true,
+                        .params = sp + i};
+      zz_result alone;
+      CU_ASSERT_FATAL(zz_generate(eng, &one, &alone) == ZZ_OK);
+      CU_ASSERT_EQUAL(alone.n_tokens[0], res[on].n_tokens[i]);
+      CU_ASSERT(memcmp(alone.tokens[0], res[on].tokens[i], (size_t)res[on].n_tokens[i] * sizeof(int32_t)) == 0);
+      zz_result_free(&alone, 1);
+    }
   }
-  /* the same prompts block by block, no refill */
+  CU_ASSERT_EQUAL(shared[0], 0);
+  CU_ASSERT_EQUAL(res[0].refilled, res[1].refilled);
+  CU_ASSERT_EQUAL(res[0].pos_computed - res[1].pos_computed, shared[1]);
+  if (pre && refills) {
+    /* the blocks' prompt steps share pre x (their prompts - 1) together, at most
+     * pre x (N - refilled - 1): more came to newcomers, pre each at most */
+    CU_ASSERT(shared[1] > pre * (N - res[1].refilled - 1));
+    CU_ASSERT(shared[1] <= pre * (N - 1));
+  }
+  /* the same prompts block by block, no refill, no sharing */
+  zz_engine_set_prefix_sharing(eng, false);
   for (int64_t b = 0; b < N; b += cap) {
     zz_request blk = req;
     blk.n = N - b < cap ? N - b : cap;
@@ -342,18 +366,19 @@ static void zz_refill_run(zz_device *dev, const zz_model *m, const zz_checkpoint
     blocks_computed += r2.pos_computed;
     blocks_useful += r2.pos_useful;
     for (int64_t i = 0; i < blk.n; i++)
-      CU_ASSERT(memcmp(r2.tokens[i], res.tokens[b + i], (size_t)max_new[b + i] * sizeof(int32_t)) == 0);
+      CU_ASSERT(memcmp(r2.tokens[i], res[0].tokens[b + i], (size_t)max_new[b + i] * sizeof(int32_t)) == 0);
     zz_result_free(&r2, blk.n);
   }
   CU_ASSERT_EQUAL(blocks_useful, useful);
   if (refills) {
-    CU_ASSERT(res.refilled > 0);
-    CU_ASSERT(res.pos_computed - useful < blocks_computed - useful);
+    CU_ASSERT(res[0].refilled > 0);
+    CU_ASSERT(res[0].pos_computed - useful < blocks_computed - useful);
   } else {
-    CU_ASSERT_EQUAL(res.refilled, 0);
-    CU_ASSERT_EQUAL(res.pos_computed, blocks_computed);
+    CU_ASSERT_EQUAL(res[0].refilled, 0);
+    CU_ASSERT_EQUAL(res[0].pos_computed, blocks_computed);
   }
-  zz_result_free(&res, N);
+  zz_result_free(&res[0], N);
+  zz_result_free(&res[1], N);
   zz_engine_destroy(eng);
 }
 
@@ -362,11 +387,14 @@ static void test_refill(void) {
   CU_ASSERT_FATAL(zz_test_fixture_open("tiny-opt", true, &f) == ZZ_OK);
   /* everything on the device; one sequence per GPU batch; weights and activations
    * off the device (loaded again for a refill's prompt step); the cache on the CPU
-   * tier with CPU attention (no refill: block by block) */
-  zz_refill_run(f.dev, &f.m, f.ck, "gbs=2 num_gb=2 w=100,0 c=100,0 a=100,0", true);
-  zz_refill_run(f.dev, &f.m, f.ck, "gbs=1 num_gb=3 w=100,0 c=100,0 a=100,0", true);
-  zz_refill_run(f.dev, &f.m, f.ck, "gbs=2 num_gb=2 w=0,50 c=100,0 a=0,100", true);
-  zz_refill_run(f.dev, &f.m, f.ck, "gbs=2 num_gb=2 w=100,0 c=0,100 a=100,0 cpu_attn=1", false);
+   * tier with CPU attention (no refill: block by block); each without and with a
+   * 16-token prefix every prompt starts with */
+  for (int pre = 0; pre <= 16; pre += 16) {
+    zz_refill_run(f.dev, &f.m, f.ck, "gbs=2 num_gb=2 w=100,0 c=100,0 a=100,0", true, pre);
+    zz_refill_run(f.dev, &f.m, f.ck, "gbs=1 num_gb=3 w=100,0 c=100,0 a=100,0", true, pre);
+    zz_refill_run(f.dev, &f.m, f.ck, "gbs=2 num_gb=2 w=0,50 c=100,0 a=0,100", true, pre);
+    zz_refill_run(f.dev, &f.m, f.ck, "gbs=2 num_gb=2 w=100,0 c=0,100 a=100,0 cpu_attn=1", false, pre);
+  }
   zz_test_fixture_close(&f);
 }
 

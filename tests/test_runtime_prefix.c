@@ -181,6 +181,62 @@ static void test_edges(void) {
   zz_px_close(&x);
 }
 
+/* A refill's newcomer (zz_engine_refill) into sequence 1 of a block of three
+ * whose prompts start with the same ZZ_PX_PRE tokens, sequence 2's with two more
+ * of the newcomer's: its prompt step copies the longest prefix's rows from the slot
+ * that holds them (sequence 2) and computes the rest; with sharing off, all of it.
+ * The logits of that step and of the decode step after it give the same tokens
+ * either way. */
+static void zz_px_refill(const char *name, const char *policy) {
+  zz_px_model x;
+  CU_ASSERT_FATAL(zz_px_open(name, &x) == ZZ_OK);
+  static const int64_t sfx[ZZ_PX_NP] = {3, 4, 6, 5, 1, 2, 3};
+  int32_t *ids[ZZ_PX_NP];
+  int64_t lens[ZZ_PX_NP];
+  zz_px_prompts(&x.cfg, 17, ZZ_PX_PRE, sfx, ids, lens);
+  const int64_t more = 2, newcomer = 3;
+  memcpy(ids[2] + ZZ_PX_PRE, ids[newcomer] + ZZ_PX_PRE, more * sizeof(int32_t));
+  zz_policy pol;
+  CU_ASSERT_FATAL(zz_policy_parse(policy, &pol) == ZZ_OK);
+  zz_shape shape = {.prompt_len = ZZ_PX_PRE + 6, .gen_len = ZZ_PX_NEW};
+  zz_engine *eng = NULL;
+  CU_ASSERT_FATAL(zz_engine_create(D, &x.m, x.ck, &pol, &shape, &eng) == ZZ_OK);
+  CU_ASSERT_FATAL(zz_engine_can_refill(eng, 0));
+  int64_t vocab = x.cfg.vocab_size;
+  int32_t top[2][2];
+  for (int on = 1; on >= 0; on--) {
+    zz_engine_set_prefix_sharing(eng, on);
+    CU_ASSERT_FATAL(zz_engine_begin_block(eng, 0, 3, lens) == ZZ_OK);
+    zz_step_io io0 = {.prompts = (const int32_t *const *)ids};
+    CU_ASSERT_FATAL(zz_engine_step(eng, 0, 0, &io0) == ZZ_OK);
+    int32_t tok[3] = {7, 8, 9};
+    zz_step_io io1 = {.tokens = tok};
+    CU_ASSERT_FATAL(zz_engine_step(eng, 0, 1, &io1) == ZZ_OK);
+    zz_engine_stats a, b;
+    zz_engine_get_stats(eng, &a);
+    const int32_t *one[1] = {ids[newcomer]};
+    zz_step_io ion = {.prompts = one};
+    CU_ASSERT_FATAL(zz_engine_refill(eng, 0, 1, lens[newcomer], 2, &ion) == ZZ_OK);
+    zz_engine_get_stats(eng, &b);
+    int64_t p = on ? ZZ_PX_PRE + more : 0;
+    CU_ASSERT_EQUAL(b.prefix_shared - a.prefix_shared, p);
+    CU_ASSERT_EQUAL(b.positions - a.positions, lens[newcomer] - p);
+    top[on][0] = zz_argmax(zz_engine_logits(eng) + vocab, vocab);
+    CU_ASSERT_FATAL(zz_engine_step(eng, 0, 2, &io1) == ZZ_OK);
+    top[on][1] = zz_argmax(zz_engine_logits(eng) + vocab, vocab);
+  }
+  CU_ASSERT(!memcmp(top[0], top[1], sizeof top[0]));
+  zz_engine_destroy(eng);
+  zz_px_free(ids);
+  zz_px_close(&x);
+}
+
+static void test_refill(void) {
+  zz_px_refill("tiny-opt", "gbs=4 num_gb=1 w=100,0 c=100,0 a=100,0");
+  zz_px_refill("tiny-llama", "gbs=1 num_gb=3 w=0,50 c=100,0 a=0,100");         /* donor in another batch; offloaded */
+  zz_px_refill("tiny-mistral", "gbs=2 num_gb=2 w=100,0 c=100,0 a=100,0 cc=1"); /* sliding window, 4-bit cache */
+}
+
 /* zz_prefix_common: the longest run of equal first tokens, capped. */
 static void test_common(void) {
   const int32_t a[] = {5, 6, 7, 8}, b[] = {5, 6, 7, 9}, c[] = {5, 6};
@@ -208,4 +264,5 @@ void zz_test_prefix_register(void) {
   CU_add_test(s, "LLaMA: shared prefix gives the whole run's tokens under 8 policies", test_llama);
   CU_add_test(s, "Mistral, sliding window: shared prefix gives the whole run's tokens", test_mistral_window);
   CU_add_test(s, "no common prefix; a prefix that is a whole prompt", test_edges);
+  CU_add_test(s, "refill: a newcomer's prefix rows copied from the slot with the longest", test_refill);
 }

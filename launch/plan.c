@@ -304,6 +304,7 @@ static zz_status zz_plan_read_prompts(const zz_opts *o, zz_shape *shape_out, zz_
                            .max_new = news,
                            .refill = o->refill_blocks > 1,
                            .share_prefix = !o->no_prefix_sharing,
+                           .refill_shares_prefix = !o->no_prefix_sharing, /* newcomers too, as the engine does */
                            .common = common,
                            .n_common = common ? j->n_common : 0};
   } else {

@@ -38,7 +38,7 @@
  * some runs and not in others.
  * CSV on stdout, the peaks on stderr. Not a test: never part of ctest.
  *
- *   cpu_gemm_bench [threads=2] [Ms=1,16,64] [shapes=llama7b|opt1.3b] [kernels=all|list]
+ *   cpu_gemm_bench [threads=2] [Ms=1,16,64] [shapes=llama7b|opt1.3b|opt350m] [kernels=all|list]
  * kernels: a comma list of whole names from sgemm, f32, f32tiles, bf16, q4, q8, q4i8, q8i8 and portable
  * (the portable rows of bf16 and q4, when those are listed); all: every one. A name never matches inside
  * another (q4i8 runs q4i8 alone; q4i8's last column then needs q4 in the list too); an unknown one is refused.
@@ -183,7 +183,8 @@ int main(int argc, char **argv) {
     const char *model, *name;
     int64_t in, out;
   } ops[] = {{"llama7b", "qkv_o", 4096, 4096},    {"llama7b", "gate_up", 4096, 11008}, {"llama7b", "down", 11008, 4096},
-             {"opt1.3b", "out_proj", 2048, 2048}, {"opt1.3b", "fc1", 2048, 8192},      {"opt1.3b", "fc2", 8192, 2048}};
+             {"opt1.3b", "out_proj", 2048, 2048}, {"opt1.3b", "fc1", 2048, 8192},      {"opt1.3b", "fc2", 8192, 2048},
+             {"opt350m", "out_proj", 1024, 1024}, {"opt350m", "fc1", 1024, 4096},      {"opt350m", "fc2", 4096, 1024}};
   int64_t mlist[16], nm = 0;
   char *list = strdup(ms);
   for (char *tok = strtok(list, ","); tok && nm < 16; tok = strtok(NULL, ","))

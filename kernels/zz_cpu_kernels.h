@@ -50,6 +50,11 @@ bool zz_cpu_gemm_own(int64_t n);
 /* Whether zz_cpu_gemm takes AMX tiles for this product (ISA amx, bf16 W, enough
  * rows, `in` a whole number of tile steps; kernels/cpu/linear_amx.c). */
 bool zz_cpu_gemm_amx(int64_t n, int64_t in, zz_dtype w_dt);
+/* Whether zz_cpu_gemm takes AMX's packed tiles in zmm registers for this
+ * product (bf16 W on vdpbf16ps where AMX's tiles do not take it, f32 W on
+ * AVX-512 FMA; enough rows, `in` a whole number of tile steps;
+ * kernels/cpu/linear_amx.c, zz_dp_task and zz_fp_task). */
+bool zz_cpu_gemm_tiles(int64_t n, int64_t in, zz_dtype w_dt);
 /* out[i, :] = row ids[i] of a bf16 table [rows, dim] widened to f32; add: += instead. */
 void zz_cpu_rows_bf16(const uint16_t *table, int64_t dim, const int32_t *ids, int64_t n, float *out, int add);
 /* The CPU runs vdpbf16ps (avx512_bf16 with avx512f/bw/vl): bf16 weights at speed. */

@@ -636,14 +636,19 @@ static float zz_fma_chain(const float *xi, const float *wo, int64_t in, const fl
  * dispatching linear; 130, 260 and 530 through zz_cpu_gemm, which keeps the tile
  * where zz_cpu_linear_w takes sgemm), outputs past a 6-output tile and a
  * 48-output task (out 1, 7, 49, 100), K past a block (in 1: only the first
- * product; 513: a last block of one; 1100). Checked: each output bit for bit
+ * product; 513: a last block of one; 1100). From ZZ_F32_SGEMM_N (128) rows on
+ * AVX-512, `in` a whole number of 16s (1120: 8 K blocks of 128 and a part of
+ * one), the f32 packed tiles (linear_amx.c, zz_fp_task) take it, the same
+ * chain: rows past a micro-kernel's 8 and a group's 32, outputs past a tile's
+ * 16, a micro-kernel's 48 and none past a task's 128. Checked: each output bit for bit
  * the plain fmaf chain (then + bias, ReLU, as zz_bias_relu_cols), hence f64
  * within γ_K Σ|x_k w_k| (checked too); the same bits on 1, 2 and 3 threads;
  * a row's bits the same in a 9-row call as in a larger one. */
 static void zz_f32_lanes_on(zz_cpu_isa isa) {
   zz_cpu_isa_set(isa);
-  static const int64_t ns[] = {9, 16, 17, 40, 127, 130, 260, 530}, ins[] = {1, 513, 1100}, outs[] = {1, 7, 49, 100};
-  const int64_t nmax = 530, inmax = 1100, outmax = 100;
+  static const int64_t ns[] = {9, 16, 17, 40, 127, 130, 260, 530}, ins[] = {1, 513, 1100, 1120},
+                       outs[] = {1, 7, 49, 100};
+  const int64_t nmax = 530, inmax = 1120, outmax = 100;
   zz_pool *pools[3];
   zz_pools3_new(pools);
   zz_rng r;
@@ -692,6 +697,9 @@ static void zz_f32_lanes_on(zz_cpu_isa isa) {
           }
       }
   CU_ASSERT(zz_cpu_gemm_own(16) && zz_cpu_gemm_own(9)); /* prefill rows take the tile, not sgemm */
+  if (isa >= ZZ_CPU_ISA_AVX512)                         /* the packed tiles from 128 rows, `in` a whole number of 16s */
+    CU_ASSERT(zz_cpu_gemm_tiles(130, 1120, ZZ_DTYPE_F32) && !zz_cpu_gemm_tiles(130, 1100, ZZ_DTYPE_F32) &&
+              !zz_cpu_gemm_tiles(127, 1120, ZZ_DTYPE_F32));
   CU_ASSERT(own > 0);
   zz_cpu_isa_set(zz_cpu_isa_best());
   CU_ASSERT_EQUAL(bad_chain, 0);
@@ -830,6 +838,47 @@ static void test_gemm_amx(void) {
   zz_cpu_isa_set(zz_cpu_isa_best());
 }
 
+/* Every case of test_gemm_bf16_tiles takes the tiles, and rows 0..31 of it are
+ * the bits of a 32-row call (each output one chain over its pairs of k: n
+ * changes no bit). */
+static void zz_bf16_tiles_extra(zz_bf16_case *c, int relu, int *bad_bits) {
+  CU_ASSERT(zz_cpu_gemm_tiles(c->n, c->in, ZZ_DTYPE_BF16));
+  const float *bias = relu ? c->b : NULL;
+  float *y32 = malloc((size_t)(32 * c->out) * sizeof *y32);
+  zz_cpu_linear_w(g_pool, c->x, 32, c->in, c->wb, ZZ_DTYPE_BF16, bias, c->out, y32, relu, c->xb);
+  if (memcmp(c->y[0], y32, (size_t)(32 * c->out) * sizeof *y32) != 0) {
+    (*bad_bits)++;
+    printf("\n  bf16 tiles n=%lld in=%lld out=%lld: rows 0..31 differ from a 32-row call", (long long)c->n,
+           (long long)c->in, (long long)c->out);
+  }
+  free(y32);
+}
+
+/* bf16 on AMX's packed tiles in zmm registers (vdpbf16ps, ISA avx512 with
+ * avx512_bf16; kernels/cpu/linear_amx.c, zz_dp_task), from 32 rows where `in`
+ * is a whole number of 32s: every output within γ_K Σ|x_k w_k| of f64, the same
+ * bits on 1, 2 and 3 threads and in a 32-row call, with rows past a micro-kernel's
+ * 8 and a group's 32 (33, 50, 100, 130), outputs past a micro-kernel's 48 and a
+ * tile's 16 (17, 40, 49, 300: a task's panel of 128 then 44), bias and ReLU, K
+ * of one tile step, of several and past a K block (1120: the sums carried
+ * through y); fewer rows, `in` not a whole number of 32s and f32 W left to the
+ * other kernels. Without avx512_bf16 the rule never takes them. */
+static void test_gemm_bf16_tiles(void) {
+  if (!zz_cpu_isa_supported(ZZ_CPU_ISA_AVX512) || !zz_cpu_has_bf16()) {
+    CU_ASSERT_FALSE(zz_cpu_gemm_tiles(64, 64, ZZ_DTYPE_BF16));
+    printf("\n  bf16 tiles: no avx512_bf16 here (checked the rule only)");
+    return;
+  }
+  CU_ASSERT_EQUAL_FATAL(zz_cpu_isa_set(ZZ_CPU_ISA_AVX512), 0);
+  CU_ASSERT_FALSE(zz_cpu_gemm_tiles(64, 40, ZZ_DTYPE_BF16));
+  CU_ASSERT_FALSE(zz_cpu_gemm_tiles(31, 64, ZZ_DTYPE_BF16));
+  CU_ASSERT_FALSE(zz_cpu_gemm_tiles(64, 64, ZZ_DTYPE_F32));
+  static const int64_t shapes[][3] = {{32, 32, 16},   {33, 64, 17},  {50, 96, 40},    {40, 288, 49},
+                                      {100, 256, 33}, {64, 512, 64}, {130, 1120, 300}};
+  zz_bf16_cases(shapes, sizeof shapes / sizeof shapes[0], 47, "bf16 tiles", zz_bf16_tiles_extra);
+  zz_cpu_isa_set(zz_cpu_isa_best());
+}
+
 static int zz_gemm_init(void) { return zz_pool_create(2, &g_pool); }
 static int zz_gemm_clean(void) {
   zz_pool_destroy(g_pool);
@@ -870,6 +919,10 @@ void zz_test_gemm_register(void) {
               "bf16 at 9-15 rows: the row-lane tile's fmaf chain on avx512 without vdpbf16ps; f64 within the order "
               "bound, threads",
               test_gemm_bf16_9_15);
+  CU_add_test(s,
+              "bf16 on AMX's packed tiles in zmm (vdpbf16ps, >= 32 rows): f64 within the order bound, remainders, "
+              "threads, rows",
+              test_gemm_bf16_tiles);
   CU_add_test(s, "bf16 on AMX tiles (>= 16 rows): f64 within the order bound, remainders, threads; else refused",
               test_gemm_amx);
 }

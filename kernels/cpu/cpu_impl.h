@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zz_dtype.h"
 #include "zz_pool.h"
 
 /* A cache line: scratch that a kernel loads a vector at a time starts on one
@@ -81,17 +82,21 @@ bool zz_pk_rl_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const v
 bool zz_pk_rl_pack_x(zz_pool *pool, const float *x, int64_t n, int64_t in, float *xp);
 void zz_pk_rl_panel(const float *xp, int64_t n, int64_t in, const float *w, int64_t out, float *y, int64_t ldy);
 
-/* linear_amx.c: the bf16 linear on AMX tiles (ISA "amx"). y[n, out] = x[n, in] ·
- * W[out, in]ᵀ (+ b) (ReLU), x rounded to bf16 by round_bf16 and packed into xp
- * (zz_amx_x_bytes(n, in) of scratch) for `in` where zz_amx_bf16_fits; the
- * caller checks the process may use AMX (zz_cpu_isa_get() == ZZ_CPU_ISA_AMX). */
+/* linear_amx.c: the bf16 and f32 linears on AMX's tile layout. y[n, out] = x[n,
+ * in] · W[out, in]ᵀ (+ b) (ReLU), x packed into xp (zz_amx_x_bytes(n, in, the
+ * bytes of a value of w_dt) of scratch), bf16: rounded by round_bf16, for `in`
+ * where zz_amx_bf16_fits; amx: on AMX tiles (the caller checks the process may
+ * use AMX, zz_cpu_isa_get() == ZZ_CPU_ISA_AMX), else the same packed tiles on
+ * vdpbf16ps (zz_cpu_has_bf16). f32 (`in` where zz_amx_f32_fits, AVX-512): the
+ * packed tiles on FMA, round_bf16 and amx unused. */
 bool zz_amx_bf16_fits(int64_t in);
+bool zz_amx_f32_fits(int64_t in);
 /* The calling thread's buffer of at least `bytes` for the AMX GEMM's f32 sums
  * between K blocks (kept for the thread's life; the process ends if memory is out). */
 float *zz_amx_sums(size_t bytes);
-size_t zz_amx_x_bytes(int64_t n, int64_t in);
-void zz_amx_bf16_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const uint16_t *w, const float *b,
-                      int64_t out, float *y, int relu, void *xp,
-                      void (*round_bf16)(const float *src, int64_t n, uint16_t *dst));
+size_t zz_amx_x_bytes(int64_t n, int64_t in, size_t esz);
+void zz_amx_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
+                 int64_t out, float *y, int relu, void *xp,
+                 void (*round_bf16)(const float *src, int64_t n, uint16_t *dst), bool amx);
 
 #endif

@@ -11,8 +11,10 @@
  *         order, the portable bits); from ZZ_F32_LANE_N below ZZ_F32_SGEMM_N
  *         rows bf16's row-lane tile with an f32 W load (linear_pack.c, one FMA
  *         chain per output; AVX2 and AVX-512);
+ *         from ZZ_F32_SGEMM_N rows on AVX-512 (`in` a multiple of 16) AMX's
+ *         packed tiles on FMA (linear_amx.c, zz_fp_task: the same chain);
  *         else OpenBLAS sgemm in shape-only tiles on the pool (zz_cpu_gemm_own
- *         is the rule);
+ *         and zz_cpu_gemm_tiles are the rules);
  *   bf16  x rounded to bf16 once per call, then the own micro-kernel: vdpbf16ps
  *         (avx512_bf16), or bf16 widened to f32 by a shift in registers and FMA
  *         (AVX2; the product of two bf16 is exact in f32, so FMA and the portable
@@ -26,7 +28,9 @@
  *         AVX2 and AVX-512 (there W widened once per piece into L1, zmm
  *         lanes), the packed GEMM's outer-product tiles from 128 and portable);
  *         under ISA amx from ZZ_AMX_BF16_N rows AMX tiles (linear_amx.c,
- *         tdpbf16ps's order; zz_cpu_gemm_amx is the rule);
+ *         tdpbf16ps's order; zz_cpu_gemm_amx is the rule), with vdpbf16ps
+ *         and no AMX from ZZ_BF16_TILE_N rows the same packed tiles in zmm
+ *         registers (zz_dp_task, vdpbf16ps's order; zz_cpu_gemm_tiles);
  *   Q4    (4 or 8 bits) for n <= ZZ_Q_SMALL_N (decoding) the fused
  *         micro-kernel: each value widened in registers as min + q · step (multiply, then add,
  *         as zz_q_dequantize rounds it) and multiplied by x there, the dot
@@ -147,6 +151,16 @@ _Static_assert(ZZ_MR8 <= ZZ_BF16_WIDEN_N, "zz_cpu_gemm_scratch sizes x's pairs u
  * second half of the tile pair is all padding. */
 #ifndef ZZ_AMX_BF16_N
 #define ZZ_AMX_BF16_N 16
+#endif
+/* bf16 with vdpbf16ps (no AMX) from this many rows of x, where `in` is a whole
+ * number of 32s: AMX's packed tiles multiplied in zmm registers (linear_amx.c,
+ * zz_dp_task), below it and for other `in` the dot kernel. On Zen 5 (2 threads,
+ * cpu_gemm_bench opt350m, the same run) the tiles ran 0.66-1.05 of vdpbf16ps's
+ * peak at 512 and 2048 rows where the dot kernel ran 0.46-0.63; at 16 rows they
+ * were no faster (W packed for few rows), so decode at batch 16 keeps the dot
+ * kernel. */
+#ifndef ZZ_BF16_TILE_N
+#define ZZ_BF16_TILE_N 32
 #endif
 /* Q4: the fused micro-kernel up to this many rows of x; dequantized panels above. */
 #define ZZ_Q_SMALL_N 16
@@ -877,6 +891,8 @@ typedef struct zz_gemm_isa {
   void (*round_bf16)(const float *src, int64_t n, uint16_t *dst);
   bool bf16_dot;                  /* bf16 multiplies as it is (vdpbf16ps): no packed GEMM for prefill */
   bool amx;                       /* bf16 on AMX tiles where zz_gemm_amx_takes (ISA amx) */
+  bool bf16_tiles;                /* bf16 on AMX's packed tiles in zmm (vdpbf16ps) where zz_gemm_tiles_takes */
+  bool f32_tiles;                 /* f32 on the same tiles (FMA) where zz_gemm_tiles_takes */
   bool pack_avx2;                 /* the packed GEMM's AVX2 FMA tile (linear_pack.c); else its portable one */
   int64_t bf16_panel_n;           /* bf16 without vdpbf16ps: one FMA chain per output from this many rows */
   zz_gemm_micro_pairs bf16_pairs; /* bf16 at 3-8 rows on x's widened pairs (zz_xpairs_of), one tile; NULL: bf16 */
@@ -915,10 +931,12 @@ static zz_gemm_isa zz_gemm_isa_get(void) {
     s.bf16_panel_n = ZZ_BF16_PANEL5_N;
     s.widen_bf16 = NULL, s.wide_tile = NULL; /* the wide path: AVX2 alone */
     s.bf16_pairs = zz_micro_bf16_avx512w;
+    s.f32_tiles = true;
     if (zz_cpu_has_bf16()) {
       s.bf16 = zz_micro_bf16_avx512, s.bf16_pairs = NULL;
       s.round_bf16 = zz_round_bf16_avx512;
       s.bf16_dot = true;
+      s.bf16_tiles = true;
     }
     s.amx = isa == ZZ_CPU_ISA_AMX;
   }
@@ -931,9 +949,25 @@ static bool zz_gemm_amx_takes(const zz_gemm_isa *isa, int64_t n, int64_t in, zz_
   return isa->amx && w_dt == ZZ_DTYPE_BF16 && n >= ZZ_AMX_BF16_N && zz_amx_bf16_fits(in);
 }
 
+/* The rule of AMX's packed tiles in zmm registers: bf16 W (not AMX's) with
+ * vdpbf16ps from ZZ_BF16_TILE_N rows, f32 W on AVX-512 from ZZ_F32_SGEMM_N
+ * rows (where sgemm's tiles ran before: OpenBLAS's kernels reached 0.45-0.49
+ * of the zmm FMA peak on Zen 5, the tiles 0.8-0.9), `in` a whole number of
+ * tile steps. */
+static bool zz_gemm_tiles_takes(const zz_gemm_isa *isa, int64_t n, int64_t in, zz_dtype w_dt) {
+  if (w_dt == ZZ_DTYPE_F32) return isa->f32_tiles && n >= ZZ_F32_SGEMM_N && zz_amx_f32_fits(in);
+  return isa->bf16_tiles && !zz_gemm_amx_takes(isa, n, in, w_dt) && w_dt == ZZ_DTYPE_BF16 && n >= ZZ_BF16_TILE_N &&
+         zz_amx_bf16_fits(in);
+}
+
 bool zz_cpu_gemm_amx(int64_t n, int64_t in, zz_dtype w_dt) {
   const zz_gemm_isa isa = zz_gemm_isa_get();
   return zz_gemm_amx_takes(&isa, n, in, w_dt);
+}
+
+bool zz_cpu_gemm_tiles(int64_t n, int64_t in, zz_dtype w_dt) {
+  const zz_gemm_isa isa = zz_gemm_isa_get();
+  return zz_gemm_tiles_takes(&isa, n, in, w_dt);
 }
 
 /* f32 W (and the 4/8-bit linear's widened panels) at n rows by the row-lane
@@ -1300,12 +1334,16 @@ static int64_t zz_wide_x_ld(int64_t in) { return in + ZZ_WIDE_PAD; }
  * fits whichever path runs). */
 size_t zz_cpu_gemm_scratch(int64_t n, int64_t in, zz_dtype w_dt) {
   /* f32: the row-lane tile's groups (any ISA: a bound) */
-  if (w_dt == ZZ_DTYPE_F32) return n >= ZZ_F32_LANE_N ? zz_pk_rl_x_bytes(n, in) : 0;
+  if (w_dt == ZZ_DTYPE_F32) {
+    size_t rl = n >= ZZ_F32_LANE_N ? zz_pk_rl_x_bytes(n, in) : 0;
+    size_t tiles = n >= ZZ_F32_SGEMM_N ? zz_amx_x_bytes(n, in, sizeof(float)) : 0;
+    return rl > tiles ? rl : tiles;
+  }
   if (w_dt != ZZ_DTYPE_BF16) return 0;
   if (n <= ZZ_BF16_WIDEN_N)
     return zz_xpairs_scratch(n, in); /* the bf16 rows, and their pairs where the ISA takes them */
   size_t wide = zz_dtype_nbytes(ZZ_DTYPE_F32, n * zz_wide_x_ld(in));
-  size_t packed = zz_pk_x_bytes(n, in), rl = zz_pk_rl_x_bytes(n, in), amx = zz_amx_x_bytes(n, in);
+  size_t packed = zz_pk_x_bytes(n, in), rl = zz_pk_rl_x_bytes(n, in), amx = zz_amx_x_bytes(n, in, sizeof(uint16_t));
   if (n < ZZ_BF16_PANEL_N) return wide > rl ? wide : rl; /* AVX2's wide path, AVX-512's row-lane tile */
   /* x packed for linear_pack.c: the packed GEMM's slivers or the row-lane
    * tile's groups, whichever the ISA takes */
@@ -1358,8 +1396,9 @@ void zz_cpu_gemm(zz_pool *pool, const float *x, int64_t n, int64_t in, const voi
                  int64_t out, float *y, int relu, void *xb) {
   const zz_gemm_isa isa = zz_gemm_isa_get();
   bool bf16 = w_dt == ZZ_DTYPE_BF16;
-  if (zz_gemm_amx_takes(&isa, n, in, w_dt)) {
-    zz_amx_bf16_gemm(pool, x, n, in, w, b, out, y, relu, xb, isa.round_bf16);
+  bool amx = zz_gemm_amx_takes(&isa, n, in, w_dt);
+  if (amx || zz_gemm_tiles_takes(&isa, n, in, w_dt)) {
+    zz_amx_gemm(pool, x, n, in, w, w_dt, b, out, y, relu, xb, isa.round_bf16, amx);
     return;
   }
   if (bf16 ? n >= isa.bf16_panel_n && !isa.bf16_dot : isa.f32_lane_n && n >= isa.f32_lane_n) {
@@ -1385,7 +1424,8 @@ bool zz_cpu_gemm_own(int64_t n) {
 
 void zz_cpu_linear_w(zz_pool *pool, const float *x, int64_t n, int64_t in, const void *w, zz_dtype w_dt, const float *b,
                      int64_t out, float *y, int relu, void *xb) {
-  if (w_dt == ZZ_DTYPE_BF16 || zz_cpu_gemm_own(n)) zz_cpu_gemm(pool, x, n, in, w, w_dt, b, out, y, relu, xb);
+  if (w_dt == ZZ_DTYPE_BF16 || zz_cpu_gemm_own(n) || zz_cpu_gemm_tiles(n, in, w_dt))
+    zz_cpu_gemm(pool, x, n, in, w, w_dt, b, out, y, relu, xb);
   else
     zz_cpu_linear_pool(pool, x, n, in, w, b, out, y, relu);
 }

@@ -80,6 +80,10 @@ def parse():
                    help="llama.cpp's Q4_0/Q8_0 without its extra buffer types (use_extra_bufts off: no AMX, no "
                         "repacked layout); where its AMX kernels die of SIGILL (tilezero before a tile config, "
                         "llama-cpp-python 0.3.36 on an AMX Xeon)")
+    p.add_argument("--lcpp-passive", action="store_true",
+                   help="llama.cpp's OpenMP threads sleep at a barrier (OMP_WAIT_POLICY=passive) rather than spin: "
+                        "on a host with more runnable threads than cores its spinning threads wait on descheduled "
+                        "ones (batch-1 decode of Q4_0 at load 22 on 2 cores: 3.1 tok/s spinning, 44 passive)")
     p.add_argument("--repeat", type=int, default=1,
                    help="within a run, measure each (engine, type, batch) this many times, the engines in turn, and "
                         "keep each engine's best prefill and best decode: on a host loaded by other jobs")
@@ -400,7 +404,8 @@ def one_row(a, mdir, paths, eng, d, B):
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "--prompt-len", str(a.prompt_len), "--gen-len",
                         str(a.gen_len), "--threads", str(a.threads), "--vocab", str(a.vocab)] +
                        (["--plain-quant"] if a.plain_quant and d.startswith("q") else []) +
-                       ["--one", paths[d], kv, str(B)], capture_output=True, text=True)
+                       ["--one", paths[d], kv, str(B)], capture_output=True, text=True,
+                       env=dict(os.environ, OMP_WAIT_POLICY="passive") if a.lcpp_passive else None)
     if r.returncode != 0:
         print("# llama.cpp %s batch %d failed: %s" % (d, B, r.stderr.strip()[-400:]))
         return None
@@ -460,13 +465,14 @@ def markdown(a, cpu, lcpp_version, s, peaks, runs):
     except OSError:
         rev = "?"
     out = ["CPU: %s, %d threads; llama-cpp-python %s; zigzag %s; %s-shaped, %d layers, vocabulary %d, prompt %d, "
-           "%d new tokens; %d run(s), %s UTC" % (cpu, a.threads, lcpp_version, rev, s["name"], s["layers"], s["vocab"],
-                                                 a.prompt_len, a.gen_len, len(runs),
-                                                 time.strftime("%Y-%m-%d %H:%M", time.gmtime())), ""]
+           "%d new tokens; %d run(s), %s UTC, load average %s at the end" %
+           (cpu, a.threads, lcpp_version, rev, s["name"], s["layers"], s["vocab"], a.prompt_len, a.gen_len, len(runs),
+            time.strftime("%Y-%m-%d %H:%M", time.gmtime()), load_avg()), ""]
     out += ["Ceilings (`bench/peak_probe %d`):" % a.threads, ""] + peaks + [""]
     out.append("    python3 bench/llamacpp_compare.py --zigzag %s --paths %s --layers %d --prompt-len %d --gen-len %d "
-               "--batches %s --threads %d --runs %d" % (a.zigzag, a.paths, a.layers, a.prompt_len, a.gen_len,
-                                                      a.batches, a.threads, len(runs)))
+               "--batches %s --threads %d --runs %d --repeat %d%s" %
+               (a.zigzag, a.paths, a.layers, a.prompt_len, a.gen_len, a.batches, a.threads, len(runs), a.repeat,
+                " --lcpp-passive" if a.lcpp_passive else ""))
     out.append("")
     head = ["zigzag / llama.cpp"] + ["prefill B=%d" % b for b in batches] + ["decode B=%d" % b for b in batches]
     out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

@@ -42,6 +42,14 @@ extra buffer types (no AMX, no repacked layout), which leaves llama.cpp slower
 than its non-AMX build with the repacked layout.
 
 Prints one CSV row per (engine, dtype, batch), then the ratios zigzag / llama.cpp.
+--runs N repeats the whole measurement N times, one run after another (issue #48
+asks for two); --markdown FILE writes the table for docs/results.md: the CPU, its
+ceilings (bench/peak_probe beside --zigzag, measured before the runs), and each
+cell's ratio from every run, bold where all are at or above 1. A default row
+(--paths default) runs zigzag's defaults, --cpu-dtype auto --cpu-act auto, except
+the f32 row's --cpu-dtype f32 (auto is bf16 under --dummy):
+
+  python3 bench/llamacpp_compare.py --paths default --runs 2 --markdown t.md
 Not a test. Exit 0 with a "skip:" line when llama-cpp-python or gguf is missing.
 """
 import argparse
@@ -72,6 +80,17 @@ def parse():
                    help="llama.cpp's Q4_0/Q8_0 without its extra buffer types (use_extra_bufts off: no AMX, no "
                         "repacked layout); where its AMX kernels die of SIGILL (tilezero before a tile config, "
                         "llama-cpp-python 0.3.36 on an AMX Xeon)")
+    p.add_argument("--lcpp-passive", action="store_true",
+                   help="llama.cpp's OpenMP threads sleep at a barrier (OMP_WAIT_POLICY=passive) rather than spin: "
+                        "on a host with more runnable threads than cores its spinning threads wait on descheduled "
+                        "ones (batch-1 decode of Q4_0 at load 22 on 2 cores: 3.1 tok/s spinning, 44 passive)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="within a run, measure each (engine, type, batch) this many times, the engines in turn, and "
+                        "keep each engine's best prefill and best decode: on a host loaded by other jobs")
+    p.add_argument("--runs", type=int, default=1, help="measure everything this many times, one run after another")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="write a markdown table there: the CPU, its ceilings (bench/peak_probe), the ratios of every run")
+    p.add_argument("--peak-probe", metavar="PATH", help="bench/peak_probe (default: bench/peak_probe beside --zigzag)")
     p.add_argument("--one", nargs=3, metavar=("GGUF", "KVTYPE", "BATCH"), help=argparse.SUPPRESS)
     return p.parse_args()
 
@@ -305,6 +324,17 @@ def lcpp_one(a, gguf_path, kv_type, B, model_params=None, context_params=None):
     return got
 
 
+def zigzag_path_flags(dtype):
+    """The flags of one zigzag row. A default row (ZZ_DEFAULT) runs zigzag's
+    defaults, --cpu-dtype auto and --cpu-act auto, said aloud: auto gives bf16 under
+    --dummy and f32 beside 4/8-bit weights, int8 activations for 4/8-bit weights.
+    Only the f32 row names its dtype (f32, the dtype of an f32 checkpoint, which auto
+    keeps; --dummy has no checkpoint). The exact 4/8-bit rows name --cpu-act exact."""
+    dt = "f32" if dtype == "f32" else "auto"
+    act = "auto" if dtype in ZZ_DEFAULT else "exact"
+    return ["--cpu-dtype", dt, "--cpu-act", act]
+
+
 def zigzag_one(a, mdir, B, dtype):
     cmd = [a.zigzag, "bench", "--model", mdir, "--dummy", "--prompt-len", str(a.prompt_len), "--gen-len",
            str(a.gen_len), "--threads", str(a.threads), "--attn-threads", str(a.threads), "--device", "cpu", "--json"]
@@ -314,16 +344,167 @@ def zigzag_one(a, mdir, B, dtype):
         cmd += ["--gpu-batch-size", str(B), "--num-gpu-batches", "1"]
     if dtype.startswith("4bit"):
         cmd.append("--compress-weight")
-    # every row says its path: the defaults (--cpu-dtype auto: bf16 under --dummy;
-    # --cpu-act auto: int8 for 4/8-bit weights) would run another one
-    cmd += ["--cpu-dtype", "bf16" if dtype == "bf16" else "f32"]
-    cmd += ["--cpu-act", "int8" if dtype.endswith("-int8") else "exact"]
+    cmd += zigzag_path_flags(dtype)
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(a.threads))
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         msg = (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
         return None, msg
     return json.loads(r.stdout.strip().splitlines()[-1]), " ".join(cmd)
+
+
+def measure(a, mdir, paths, dtypes):
+    """One run: every batch size, each llama.cpp dtype then zigzag's peer rows.
+    Prints the CSV rows and the ratios; returns {(engine, dtype, batch): rates}."""
+    print("engine,dtype,batch,prefill_tok_s,decode_tok_s,prefill_s,decode_s")
+    rows = {}
+    for B in [int(x) for x in a.batches.split(",")]:
+        # each llama.cpp dtype, then zigzag's peer configuration, within the batch size
+        plan = []
+        for d in dtypes:
+            plan += [("llama.cpp", d)] + [("zigzag", z) for z in ZZ_PEER[d] if a.paths == "all" or z in ZZ_DEFAULT]
+        got_best = {}
+        for _ in range(a.repeat):
+            for eng, d in plan:
+                got = one_row(a, mdir, paths, eng, d, B)
+                b = got_best.get((eng, d))
+                if b is None:
+                    got_best[(eng, d)] = got
+                elif got:  # best of the repeats, prefill and decode each
+                    for ph in ("prefill", "decode"):
+                        if got[ph + "_tok_s"] > b[ph + "_tok_s"]:
+                            b[ph + "_tok_s"], b[ph + "_s"] = got[ph + "_tok_s"], got[ph + "_s"]
+        for eng, d in plan:
+            got = got_best.get((eng, d))
+            if got is None:
+                continue
+            rows[(eng, d, B)] = got
+            print("%s,%s,%d,%.3f,%.3f,%.3f,%.3f" % (eng, d, B, got["prefill_tok_s"], got["decode_tok_s"],
+                                                   got["prefill_s"], got["decode_s"]), flush=True)
+    print("ratio,zigzag_dtype/llama.cpp_dtype,batch,prefill,decode")
+    for (eng, d, B), z in sorted(rows.items(), key=lambda kv: (kv[0][2], kv[0][1])):
+        if eng != "zigzag":
+            continue
+        for p in [k for k, v in ZZ_PEER.items() if d in v]:
+            l = rows.get(("llama.cpp", p, B))
+            if l:
+                print("ratio,%s/%s,%d,%.3f,%.3f" % (d, p, B, z["prefill_tok_s"] / l["prefill_tok_s"],
+                                                   z["decode_tok_s"] / l["decode_tok_s"]))
+    return rows
+
+
+def one_row(a, mdir, paths, eng, d, B):
+    """One engine, one weight type, one batch size: its rates, or None (said why)."""
+    if eng == "zigzag":
+        got, info = zigzag_one(a, mdir, B, d)
+        if got is None:
+            print("# zigzag %s batch %d refused: %s" % (d, B, info))
+        return got
+    kv = "f32" if d == "f32" else "f16"
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--prompt-len", str(a.prompt_len), "--gen-len",
+                        str(a.gen_len), "--threads", str(a.threads), "--vocab", str(a.vocab)] +
+                       (["--plain-quant"] if a.plain_quant and d.startswith("q") else []) +
+                       ["--one", paths[d], kv, str(B)], capture_output=True, text=True,
+                       env=dict(os.environ, OMP_WAIT_POLICY="passive") if a.lcpp_passive else None)
+    if r.returncode != 0:
+        print("# llama.cpp %s batch %d failed: %s" % (d, B, r.stderr.strip()[-400:]))
+        return None
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def openblas_core():
+    """The core OpenBLAS picks in this environment (zigzag links the same library),
+    or "?" where none loads."""
+    import ctypes
+    try:
+        f = ctypes.CDLL("libopenblas.so.0").openblas_get_corename
+    except (OSError, AttributeError):
+        return "?"
+    f.restype = ctypes.c_char_p
+    return f().decode()
+
+
+def load_avg():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "?"
+
+
+def peak_table(a):
+    """bench/peak_probe's table (the machine's ceilings: f32 FMA, bf16 dot, int8 dot,
+    AMX, streaming read, on 1 and --threads threads), measured here before the runs;
+    its lines, or a line saying why none."""
+    probe = a.peak_probe or os.path.join(os.path.dirname(os.path.abspath(a.zigzag)), "bench", "peak_probe")
+    try:
+        r = subprocess.run([probe, str(a.threads), "0.2"], capture_output=True, text=True)
+    except OSError as e:
+        return ["(no ceilings: %s: %s; build the peak_probe target)" % (probe, e)]
+    if r.returncode != 0:
+        return ["(no ceilings: %s exited %d)" % (probe, r.returncode)]
+    lines = r.stdout.strip().splitlines()
+    for l in lines:
+        print("# " + l)
+    return lines
+
+
+PAIR_NAME = {"f32": "f32 / f32", "bf16": "bf16 / f16", "4bit": "4-bit exact / Q4_0",
+             "4bit-int8": "4-bit int8 activations / Q4_0", "8bit": "8-bit exact / Q8_0",
+             "8bit-int8": "8-bit int8 activations / Q8_0"}
+
+
+def markdown(a, cpu, lcpp_version, s, peaks, runs):
+    """A table for docs/results.md: the CPU and its ceilings, then zigzag / llama.cpp
+    per row and batch, prefill and decode, each cell the runs' ratios in order, bold
+    where every run is at or above 1."""
+    batches = [int(x) for x in a.batches.split(",")]
+    try:
+        rev = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse", "--short",
+                              "HEAD"], capture_output=True, text=True).stdout.strip() or "?"
+    except OSError:
+        rev = "?"
+    out = ["CPU: %s, %d threads; llama-cpp-python %s; zigzag %s; %s-shaped, %d layers, vocabulary %d, prompt %d, "
+           "%d new tokens; %d run(s), %s UTC, load average %s at the end" %
+           (cpu, a.threads, lcpp_version, rev, s["name"], s["layers"], s["vocab"], a.prompt_len, a.gen_len, len(runs),
+            time.strftime("%Y-%m-%d %H:%M", time.gmtime()), load_avg()), ""]
+    out += ["Ceilings (`bench/peak_probe %d`):" % a.threads, ""] + peaks + [""]
+    out.append("    python3 bench/llamacpp_compare.py --zigzag %s --paths %s --layers %d --prompt-len %d --gen-len %d "
+               "--batches %s --threads %d --runs %d --repeat %d%s" %
+               (a.zigzag, a.paths, a.layers, a.prompt_len, a.gen_len, a.batches, a.threads, len(runs), a.repeat,
+                " --lcpp-passive" if a.lcpp_passive else ""))
+    out.append("")
+    head = ["zigzag / llama.cpp"] + ["prefill B=%d" % b for b in batches] + ["decode B=%d" % b for b in batches]
+    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    zrows = []
+    for d in [d for d in a.dtypes.split(",") if d]:
+        zrows += [(z, d) for z in ZZ_PEER[d] if a.paths == "all" or z in ZZ_DEFAULT]
+    for z, d in zrows:
+        name = PAIR_NAME[z] + (" (default)" if z in ZZ_DEFAULT else "")
+        cells = []
+        for phase in ("prefill_tok_s", "decode_tok_s"):
+            for b in batches:
+                rs = []
+                for rows in runs:
+                    zz, lc = rows.get(("zigzag", z, b)), rows.get(("llama.cpp", d, b))
+                    rs.append(zz[phase] / lc[phase] if zz and lc else None)
+                txt = ", ".join("—" if r is None else "%.2f" % r for r in rs)
+                ok = all(r is not None and r >= 1.0 for r in rs)
+                cells.append("**%s**" % txt if ok else txt)
+        out.append("| %s | %s |" % (name, " | ".join(cells)))
+    out.append("")
+    out.append("tok/s, zigzag / llama.cpp, prefill; decode (run by run):")
+    out.append("")
+    for z, d in zrows:
+        for i, rows in enumerate(runs):
+            parts = []
+            for b in batches:
+                zz, lc = rows.get(("zigzag", z, b)), rows.get(("llama.cpp", d, b))
+                if zz and lc:
+                    parts.append("B=%d %.1f / %.1f; %.2f / %.2f" % (b, zz["prefill_tok_s"], lc["prefill_tok_s"],
+                                                                  zz["decode_tok_s"], lc["decode_tok_s"]))
+            out.append("- %s, run %d: %s" % (PAIR_NAME[z], i + 1, " · ".join(parts)))
+    return "\n".join(out) + "\n"
 
 
 def have_llama_cpp():
@@ -374,41 +555,20 @@ def main():
     print("# cpu: %s (%d online); llama-cpp-python %s; shapes %s; prompt %d, gen %d, threads %d" %
           (model, os.cpu_count() or 0, getattr(llama_cpp, "__version__", "?"), json.dumps(s), a.prompt_len,
            a.gen_len, a.threads))
-    print("engine,dtype,batch,prefill_tok_s,decode_tok_s,prefill_s,decode_s")
-    rows = {}
-    for B in [int(x) for x in a.batches.split(",")]:
-        # each llama.cpp dtype, then zigzag's peer configuration, within the batch size
-        plan = []
-        for d in dtypes:
-            plan += [("llama.cpp", d)] + [("zigzag", z) for z in ZZ_PEER[d] if a.paths == "all" or z in ZZ_DEFAULT]
-        for eng, d in plan:
-            if eng == "zigzag":
-                got, info = zigzag_one(a, mdir, B, d)
-                if got is None:
-                    print("# zigzag %s batch %d refused: %s" % (d, B, info))
-                    continue
-            else:
-                kv = "f32" if d == "f32" else "f16"
-                r = subprocess.run([sys.executable, os.path.abspath(__file__), "--prompt-len", str(a.prompt_len),
-                                    "--gen-len", str(a.gen_len), "--threads", str(a.threads), "--vocab",
-                                    str(a.vocab)] + (["--plain-quant"] if a.plain_quant and d.startswith("q") else []) +
-                                   ["--one", paths[d], kv, str(B)], capture_output=True, text=True)
-                if r.returncode != 0:
-                    print("# llama.cpp %s batch %d failed: %s" % (d, B, r.stderr.strip()[-400:]))
-                    continue
-                got = json.loads(r.stdout.strip().splitlines()[-1])
-            rows[(eng, d, B)] = got
-            print("%s,%s,%d,%.3f,%.3f,%.3f,%.3f" % (eng, d, B, got["prefill_tok_s"], got["decode_tok_s"],
-                                                   got["prefill_s"], got["decode_s"]), flush=True)
-    print("ratio,zigzag_dtype/llama.cpp_dtype,batch,prefill,decode")
-    for (eng, d, B), z in sorted(rows.items(), key=lambda kv: (kv[0][2], kv[0][1])):
-        if eng != "zigzag":
-            continue
-        for p in [k for k, v in ZZ_PEER.items() if d in v]:
-            l = rows.get(("llama.cpp", p, B))
-            if l:
-                print("ratio,%s/%s,%d,%.3f,%.3f" % (d, p, B, z["prefill_tok_s"] / l["prefill_tok_s"],
-                                                   z["decode_tok_s"] / l["decode_tok_s"]))
+    # zigzag's f32 linears from 128 rows are OpenBLAS sgemm tiles: which kernels it
+    # picked (an OPENBLAS_CORETYPE in the environment overrides the CPU's own)
+    blas = "OPENBLAS_CORETYPE=%s, core %s" % (os.environ.get("OPENBLAS_CORETYPE", "(unset)"), openblas_core())
+    print("# zigzag's OpenBLAS: %s" % blas)
+    peaks = peak_table(a) + ["", "zigzag's OpenBLAS (its f32 linears from 128 rows): %s" % blas]
+    runs = []
+    for r in range(a.runs):
+        print("# run %d of %d, load average %s" % (r + 1, a.runs, load_avg()), flush=True)
+        runs.append(measure(a, mdir, paths, dtypes))
+    if a.markdown:
+        md = markdown(a, model, getattr(llama_cpp, "__version__", "?"), s, peaks, runs)
+        with open(a.markdown, "w") as f:
+            f.write(md)
+        print("# markdown table written to %s" % a.markdown)
     return 0
 
 

@@ -3,19 +3,11 @@
  * more prompts than slots (continuous batching, zz_request.refill). The rule, once:
  *
  *   a group whose sequences have all ended begins a fresh block of the next bls
- *   waiting prompts (in their order: the job gathers similar lengths) and runs
- *   their prompt step;
- *   else each ended slot, in slot order, takes the waiting prompt of the longest
- *   answer (max new tokens) that can make all its new tokens there (the room:
- *   zz_engine_refill_room), prefilled alone; a newcomer that ends at its first
- *   token frees its slot again at once;
+ *   waiting prompts (in their order) and runs their prompt step;
+ *   else each ended slot, in slot order, takes the first waiting prompt that can
+ *   make all its new tokens there (the room: zz_engine_refill_room), prefilled
+ *   alone; a newcomer that ends at its first token frees its slot again at once;
  *   then the group's decode step, ended slots fed the pad token.
- *
- * A refill's longest answer first (ties: the request's order) is the
- * longest-processing-time rule of makespan scheduling: the long answers start early
- * and run beside others, instead of running last and alone while the other slots of
- * their GPU batch sit ended (rows a decode step computes up to its batch's last
- * running sequence).
  *
  * Nothing here touches an engine or samples: what a turn does is the caller's
  * (zz_slot_ops). The token loop (generate.c) drives an engine with it; the
@@ -43,13 +35,9 @@ static void zz_slot_take(zz_slots *sl, int64_t s, int64_t q) {
 int64_t zz_slots_first(const zz_slots *sl) { return sl->waiting ? sl->next : -1; }
 
 int64_t zz_slots_fit(const zz_slots *sl, int gr, int step) {
-  int64_t best = -1, best_new = -1;
-  for (int64_t q = sl->next; q < sl->n; q++) {
-    if (sl->taken[q]) continue;
-    int64_t want = sl->ops->max_new(sl->ctx, q);
-    if (want > best_new && sl->ops->room(sl->ctx, gr, step, sl->lens[q]) >= want) best = q, best_new = want;
-  }
-  return best;
+  for (int64_t q = sl->next; q < sl->n; q++)
+    if (!sl->taken[q] && sl->ops->room(sl->ctx, gr, step, sl->lens[q]) >= sl->ops->max_new(sl->ctx, q)) return q;
+  return -1;
 }
 
 zz_status zz_slots_init(zz_slots *sl, int n_groups, int64_t bls, int64_t n, const int64_t *lens, const zz_slot_ops *ops,
@@ -100,8 +88,9 @@ zz_status zz_slots_turn(zz_slots *sl, int gr) {
   for (int64_t i = 0; i < sl->n_in[gr]; i++) live = live || !zz_slot_free(sl, base + i);
   if (!live) {
     if (!sl->waiting) return ZZ_OK;
-    int64_t cnt = 0, q;
-    while (cnt < sl->bls && (q = zz_slots_first(sl)) >= 0) zz_slot_take(sl, base + cnt++, q);
+    int64_t cnt = 0;
+    for (int64_t q = sl->next; q < sl->n && cnt < sl->bls; q++)
+      if (!sl->taken[q]) zz_slot_take(sl, base + cnt++, q);
     sl->n_in[gr] = cnt;
     ZZ_CHECK(sl->ops->begin(sl->ctx, gr, cnt, sl->seq + base));
     sl->step[gr] = 1;

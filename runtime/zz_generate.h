@@ -184,10 +184,10 @@ void zz_slots_free(zz_slots *sl);
 zz_status zz_slots_turn(zz_slots *sl, int gr);
 /* Whether a prompt waits or a slot's sequence runs. */
 bool zz_slots_busy(const zz_slots *sl);
-/* For a caller that hands slots out itself (a pipeline's rank 0), the rules
- * zz_slots_turn follows: the waiting prompt a fresh block takes next (the first in
- * order; -1: none); the waiting prompt of the longest answer that can join group
- * gr before `step` and make all its new tokens there (-1: none); prompt q taken. */
+/* For a caller that hands slots out itself (a pipeline's rank 0): the first
+ * waiting prompt (-1: none), a fresh block's next; the first waiting prompt that can
+ * join group gr before `step` and make all its new tokens there (-1: none; the
+ * rule zz_slots_turn refills by); prompt q taken. */
 int64_t zz_slots_first(const zz_slots *sl);
 int64_t zz_slots_fit(const zz_slots *sl, int gr, int step);
 void zz_slots_claim(zz_slots *sl, int64_t q);

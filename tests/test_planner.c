@@ -1551,12 +1551,12 @@ static void test_plan_workload(void) {
   CU_ASSERT_EQUAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_ERR_INVALID_ARG);
 }
 
-/* Refill (zz_workload.refill): the runtime's slot schedule (zz_slots: longest
- * answer first, ties in order) priced turn by turn. Two slots (gbs 2), the engine's
+/* Refill (zz_workload.refill): the runtime's slot schedule (zz_slots: the first
+ * waiting prompt that fits) priced turn by turn. Two slots (gbs 2), the engine's
  * shape (5, 5): t_max 10.
- *   turn 1  fresh block {q0 (5 new), q1 (2; first of the 2s)}, padded to 4   8 prompt positions
+ *   turn 1  fresh block {q0 (5 new), q1 (2)}, padded to 4                   8 prompt positions
  *   step 1  q0, q1 (keys 5, 5); q1 ends                                      2
- *   step 2  q2 (len 3; first of the 2s) into slot 1: at = 5, room 6          3 + 2 (keys 6, 4); q2 ends
+ *   step 2  q2 (len 3) into slot 1: at = 5, room 6                           3 + 2 (keys 6, 4); q2 ends
  *   step 3  q3 (len 2) at = 6                                                2 + 2 (keys 7, 3); q3 ends
  *   step 4  q4 (len 5) at = 7, room 4                                        5 + 2 (keys 8, 6); both end
  * Every step has rows {2}: one run of 4 steps over 44 keys (mean 5.5), the cost
@@ -1643,7 +1643,7 @@ static void test_plan_workload_prefix(void) {
   int32_t c3[40];
   for (int t = 0; t < 40; t++) c3[t] = t < 30 ? 5 + t : 700 + t; /* 30 in common with a */
   const int32_t *ids3[3] = {a, b, c3};
-  int64_t l3[3] = {40, 30, 20}, n3[3] = {1, 3, 1}; /* block {b, a} (longest first); a ends, c takes its slot */
+  int64_t l3[3] = {40, 30, 20}, n3[3] = {1, 3, 1}; /* block {a, b}; a ends, c takes its slot */
   w = (zz_workload){.n = 3, .prompt_len = l3, .max_new = n3, .refill = true, .share_prefix = true, .ids = ids3};
   CU_ASSERT_EQUAL_FATAL(zz_plan_workload(&g_model, &hw, &o, &p, &w, &c), ZZ_OK);
   CU_ASSERT_EQUAL(c.refilled, 1);
@@ -1671,7 +1671,8 @@ static void test_plan_workload_engine(void) {
   cfg.n_layers = 2;
   CU_ASSERT_EQUAL_FATAL(zz_model_init(&cfg, &m), ZZ_OK);
   enum { N = 7 };
-  int64_t lens[N] = {24, 22, 5, 9, 3, 12, 7}, news[N] = {6, 6, 2, 1, 4, 2, 5}; /* the pair first: the longest */
+  int64_t lens[N] = {24, 22, 5, 9, 3, 12, 7},
+          news[N] = {6, 6, 2, 1, 4, 2, 5}; /* the pair runs long beside the others */
   int32_t tok[N][24];
   const int32_t *ids[N];
   for (int i = 0; i < N; i++) {

@@ -379,18 +379,29 @@ def measure(a, mdir, paths, dtypes):
             if got is None:
                 continue
             rows[(eng, d, B)] = got
-            print("%s,%s,%d,%.3f,%.3f,%.3f,%.3f" % (eng, d, B, got["prefill_tok_s"], got["decode_tok_s"],
-                                                   got["prefill_s"], got["decode_s"]), flush=True)
+            print_row(eng, d, B, got)
+    print_ratios(rows, lambda d: [k for k, v in ZZ_PEER.items() if d in v])
+    return rows
+
+
+def print_row(eng, d, B, got):
+    """One engine's rates for one weight type and batch, as a CSV row."""
+    print("%s,%s,%d,%.3f,%.3f,%.3f,%.3f" % (eng, d, B, got["prefill_tok_s"], got["decode_tok_s"],
+                                           got["prefill_s"], got["decode_s"]), flush=True)
+
+
+def print_ratios(rows, peers):
+    """zigzag / llama.cpp, prefill and decode, for every zigzag row of rows[(engine,
+    dtype, batch)]; peers(dtype) names the llama.cpp types it is set beside."""
     print("ratio,zigzag_dtype/llama.cpp_dtype,batch,prefill,decode")
     for (eng, d, B), z in sorted(rows.items(), key=lambda kv: (kv[0][2], kv[0][1])):
         if eng != "zigzag":
             continue
-        for p in [k for k, v in ZZ_PEER.items() if d in v]:
+        for p in peers(d):
             l = rows.get(("llama.cpp", p, B))
             if l:
                 print("ratio,%s/%s,%d,%.3f,%.3f" % (d, p, B, z["prefill_tok_s"] / l["prefill_tok_s"],
-                                                   z["decode_tok_s"] / l["decode_tok_s"]))
-    return rows
+                                                   z["decode_tok_s"] / l["decode_tok_s"]), flush=True)
 
 
 def one_row(a, mdir, paths, eng, d, B):

@@ -294,17 +294,8 @@ def main():
                     continue
                 got = json.loads(r.stdout.strip().splitlines()[-1])
             rows[(eng, d, B)] = got
-            print("%s,%s,%d,%.3f,%.3f,%.3f,%.3f" % (eng, d, B, got["prefill_tok_s"], got["decode_tok_s"],
-                                                   got["prefill_s"], got["decode_s"]), flush=True)
-    print("ratio,zigzag_dtype/llama.cpp_dtype,batch,prefill,decode")
-    for (eng, d, B), z in sorted(rows.items(), key=lambda kv: (kv[0][2], kv[0][1])):
-        if eng != "zigzag":
-            continue
-        for p in [k for k, v in ZZ_PEER.items() if d in v or ZZ_EXACT.get(v[0]) == d]:
-            l = rows.get(("llama.cpp", p, B))
-            if l:
-                print("ratio,%s/%s,%d,%.3f,%.3f" % (d, p, B, z["prefill_tok_s"] / l["prefill_tok_s"],
-                                                   z["decode_tok_s"] / l["decode_tok_s"]), flush=True)
+            lcc.print_row(eng, d, B, got)
+    lcc.print_ratios(rows, lambda d: [k for k, v in ZZ_PEER.items() if d in v or ZZ_EXACT.get(v[0]) == d])
     return 0
 
 

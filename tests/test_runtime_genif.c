@@ -194,6 +194,23 @@ static void test_line_keys(void) {
 
 /* ---------------------------------------------------------------- finished batches */
 
+/* Sequence i of req (greedy or sampled with its seed) run alone on eng gives the
+ * tokens it got in res. */
+static void zz_expect_alone(zz_engine *eng, const zz_request *req, const zz_result *res, int64_t i) {
+  zz_request one = {.n = 1,
+                    .ids = req->ids + i,
+                    .lens = req->lens + i,
+                    .streams = req->streams + i,
+                    .max_new_tokens = req->max_new_tokens,
+                    .ignore_eos = req->ignore_eos,
+                    .params = req->params + i};
+  zz_result alone;
+  CU_ASSERT_FATAL(zz_generate(eng, &one, &alone) == ZZ_OK);
+  CU_ASSERT_EQUAL(alone.n_tokens[0], res->n_tokens[i]);
+  CU_ASSERT(memcmp(alone.tokens[0], res->tokens[i], (size_t)res->n_tokens[i] * sizeof(int32_t)) == 0);
+  zz_result_free(&alone, 1);
+}
+
 /* Sequences of one block that end at their own max tokens: a GPU batch whose
  * sequences have all ended is not computed any more, and every sequence's tokens
  * (greedy, and sampled with its seed) are those it gets run alone. */
@@ -231,18 +248,7 @@ static void zz_finished_batches_run(zz_device *dev, const zz_model *m, const zz_
   CU_ASSERT_EQUAL(res.pos_useful, useful);
   for (int i = 0; i < N; i++) {
     CU_ASSERT_EQUAL(res.n_tokens[i], max_new[i]);
-    zz_request one = {.n = 1,
-                      .ids = ids + i,
-                      .lens = lens + i,
-                      .streams = streams + i,
-                      .max_new_tokens = GEN,
-                      .ignore_eos = true,
-                      .params = sp + i};
-    zz_result alone;
-    CU_ASSERT_FATAL(zz_generate(eng, &one, &alone) == ZZ_OK);
-    CU_ASSERT_EQUAL(alone.n_tokens[0], res.n_tokens[i]);
-    CU_ASSERT(memcmp(alone.tokens[0], res.tokens[i], (size_t)res.n_tokens[i] * sizeof(int32_t)) == 0);
-    zz_result_free(&alone, 1);
+    zz_expect_alone(eng, &req, &res, i);
   }
   zz_result_free(&res, N);
   zz_engine_destroy(eng);
@@ -328,18 +334,7 @@ static void zz_refill_run(zz_device *dev, const zz_model *m, const zz_checkpoint
     for (int i = 0; i < N; i++) {
       CU_ASSERT_EQUAL(res[on].n_tokens[i], max_new[i]);
       CU_ASSERT_EQUAL(res[on].out[i].finish, ZZ_FINISH_LENGTH);
-      zz_request one = {.n = 1,
-                        .ids = ids + i,
-                        .lens = lens + i,
-                        .streams = streams + i,
-                        .max_new_tokens = GEN,
-                        .ignore_eos = true,
-                        .params = sp + i};
-      zz_result alone;
-      CU_ASSERT_FATAL(zz_generate(eng, &one, &alone) == ZZ_OK);
-      CU_ASSERT_EQUAL(alone.n_tokens[0], res[on].n_tokens[i]);
-      CU_ASSERT(memcmp(alone.tokens[0], res[on].tokens[i], (size_t)res[on].n_tokens[i] * sizeof(int32_t)) == 0);
-      zz_result_free(&alone, 1);
+      zz_expect_alone(eng, &req, &res[on], i);
     }
   }
   CU_ASSERT_EQUAL(shared[0], 0);

@@ -208,7 +208,8 @@ static zz_status zz_engine_alloc_parts(zz_engine *e) {
     gr->a_home = calloc((size_t)nb, sizeof *gr->a_home);
     gr->idx = calloc((size_t)nb, sizeof *gr->idx);
     gr->run_k = calloc((size_t)nb, sizeof *gr->run_k);
-    if (!gr->k_home || !gr->v_home || !gr->a_home || !gr->idx || !gr->run_k)
+    gr->run_cnt = calloc((size_t)nb, sizeof *gr->run_cnt);
+    if (!gr->k_home || !gr->v_home || !gr->a_home || !gr->idx || !gr->run_k || !gr->run_cnt)
       return zz_error(ZZ_ERR_NO_MEMORY, "engine: out of memory");
     if (!zz_engine_can_refill(e, g)) continue;
     size_t bls = (size_t)e->pol.gpu_batch_size * (size_t)nb;
@@ -313,6 +314,7 @@ void zz_engine_destroy(zz_engine *e) {
     free(e->groups[g].a_home);
     free(e->groups[g].idx);
     free(e->groups[g].run_k);
+    free(e->groups[g].run_cnt);
     free(e->groups[g].prompt);
     free(e->groups[g].prompt_n);
   }

@@ -37,6 +37,7 @@ typedef struct zz_group {
   zz_tensor *a_home;          /* [num_gb] hidden [gbs, s, hidden] */
   zz_batch_idx *idx;          /* [num_gb] */
   int64_t *run_k;             /* [num_gb] the batches a step computes, in order (zz_schedule_step) */
+  int64_t *run_cnt;           /* [num_gb] the sequences each batch computes this step (zz_step_count, once) */
   int64_t n;                  /* sequences of the current block (0: none begun) */
   int64_t s;                  /* its padded prompt length */
   /* where the group can refill (zz_engine_can_refill), else NULL: each sequence's

@@ -162,10 +162,8 @@ static int64_t zz_step_count(const zz_engine *e, const zz_group *g, int step, co
   return step > 0 && ended ? zz_step_rows(ended + first, cnt) : cnt;
 }
 
-/* Sequences of batch k the run computes. */
-static int64_t zz_run_count(const zz_run *r, int64_t k) {
-  return r->slot >= 0 ? 1 : zz_step_count(r->e, r->g, r->step, r->io->ended, k);
-}
+/* Sequences of batch k the run computes (zz_schedule_step counted them once). */
+static int64_t zz_run_count(const zz_run *r, int64_t k) { return r->slot >= 0 ? 1 : r->g->run_cnt[k]; }
 
 static bool zz_act_off(const zz_run *r, int64_t k) {
   return r->e->plan.act_tier[r->group * r->e->pol.num_gpu_batches + k] != ZZ_TIER_GPU;
@@ -473,7 +471,7 @@ zz_status zz_schedule_step(zz_engine *e, int group, int step, const zz_step_io *
   int64_t gbs = e->pol.gpu_batch_size, nbt = 0;
   /* the batches with a sequence still running (at the prompt step, every one) */
   for (int64_t k = 0; k * gbs < g->n; k++)
-    if (zz_step_count(e, g, step, io->ended, k)) g->run_k[nbt++] = k;
+    if ((g->run_cnt[k] = zz_step_count(e, g, step, io->ended, k)) > 0) g->run_k[nbt++] = k;
   if (nbt == 0) return ZZ_OK;
   zz_run r = {.e = e,
               .g = g,
